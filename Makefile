@@ -1,0 +1,153 @@
+# d9 — runtime telemetry for C programs, collected out of process.
+#
+#   make            build everything into build/ (gcc; CC=clang works too)
+#   make test       install missing packages, build, run unit (ASan/UBSan),
+#                   integration and short fuzz tests; prints "tests: N passed, N failed"
+#   make demo       collector + instrumented demo workload + queries, store in ./d9-demo-store
+#   make bench      benchmarks against LTTng-UST (not part of make test)
+#   make stress     long reliability loops (not part of make test)
+#   make fuzz       longer fuzzing runs (FUZZ_SECONDS per target, default 60)
+#
+# Layout: sources are picked up by wildcard. A module is one .c with its .h.
+#   shm/*.c                     -> every binary that touches regions
+#   agent/*.c                   -> libd9agent.{so,a}
+#   collector/*.c               -> libcol.a, except the two mains d9collectd.c and d9.c
+#   agent/demo/*.c              -> build/bin/d9demo
+#   tests/unit/test_*.c         -> one cmocka binary each, built with ASan/UBSan
+#   tests/integration/prog_*.c  -> helper programs linked with libd9agent.a
+#   tests/integration/test_*.sh -> integration tests (print "N passed, N failed")
+#   tests/fuzz/fuzz_*.c         -> libFuzzer targets (clang)
+# Area makefiles tests/*/*.mk are included for extra targets (bench, stress).
+
+CC       ?= gcc
+BUILD    ?= build
+PREFIX   ?= /usr/local
+D9_VERSION := 0.1.0
+
+WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
+CSTD     := -std=c11 -D_GNU_SOURCE
+OPT      ?= -O2 -g
+CPPFLAGS += -I. -I$(BUILD)/gen -DD9_VERSION=\"$(D9_VERSION)\"
+CFLAGS   += $(CSTD) $(OPT) $(WARN) -fPIC -pthread -fno-strict-aliasing
+LDLIBS_AGENT := -lzmq -lprotobuf-c -pthread
+LDLIBS_COL   := -lzmq -lprotobuf-c -lsqlite3 -lm -pthread
+SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+
+SHM_SRC   := $(wildcard shm/*.c)
+AGENT_SRC := $(wildcard agent/*.c)
+COL_MAINS := collector/d9collectd.c collector/d9.c
+COL_SRC   := $(filter-out $(COL_MAINS),$(wildcard collector/*.c))
+DEMO_SRC  := $(wildcard agent/demo/*.c)
+PROTO_C   := $(BUILD)/gen/proto/d9.pb-c.c
+PROTO_H   := $(BUILD)/gen/proto/d9.pb-c.h
+UNIT_SRC  := $(wildcard tests/unit/test_*.c)
+PROG_SRC  := $(wildcard tests/integration/prog_*.c)
+FUZZ_SRC  := $(wildcard tests/fuzz/fuzz_*.c)
+
+obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+san = $(patsubst %.c,$(BUILD)/san/%.o,$(1))
+
+SHM_OBJ   := $(call obj,$(SHM_SRC))
+AGENT_OBJ := $(call obj,$(AGENT_SRC))
+COL_OBJ   := $(call obj,$(COL_SRC))
+PROTO_OBJ := $(BUILD)/obj/proto/d9.pb-c.o
+
+AGENT_SO  := $(BUILD)/lib/libd9agent.so
+AGENT_A   := $(BUILD)/lib/libd9agent.a
+COL_A     := $(BUILD)/lib/libcol.a
+BINS      := $(BUILD)/bin/d9collectd $(BUILD)/bin/d9 $(if $(DEMO_SRC),$(BUILD)/bin/d9demo)
+UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(UNIT_SRC))
+PROG_BINS := $(patsubst tests/integration/%.c,$(BUILD)/tests/integration/%,$(PROG_SRC))
+
+.PHONY: all deps test unit integration fuzz-smoke fuzz demo bench stress clean install clang-check
+all: $(AGENT_SO) $(AGENT_A) $(BUILD)/lib/d9agent.pc $(BINS)
+
+# ---- dependencies (Debian packages, installed only when missing) ----------
+deps:
+	@sh .ci/install-deps
+
+# ---- generated protobuf-c code ------------------------------------------
+$(PROTO_C) $(PROTO_H): proto/d9.proto
+	@mkdir -p $(BUILD)/gen
+	protoc-c --c_out=$(BUILD)/gen proto/d9.proto
+
+# ---- objects --------------------------------------------------------------
+$(BUILD)/obj/%.o: %.c $(PROTO_H)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+$(BUILD)/obj/proto/d9.pb-c.o: $(PROTO_C)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CSTD) $(OPT) -fPIC -w -c $< -o $@
+$(BUILD)/san/%.o: %.c $(PROTO_H)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -MMD -MP -c $< -o $@
+$(BUILD)/san/proto/d9.pb-c.o: $(PROTO_C)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CSTD) $(OPT) -fPIC -w $(SAN) -c $< -o $@
+
+# ---- libraries and binaries ----------------------------------------------
+$(AGENT_SO): $(AGENT_OBJ) $(SHM_OBJ) $(PROTO_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) -shared -Wl,-soname,libd9agent.so.0 -o $@ $^ $(LDLIBS_AGENT)
+$(AGENT_A): $(AGENT_OBJ) $(SHM_OBJ) $(PROTO_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+$(COL_A): $(COL_OBJ) $(SHM_OBJ) $(PROTO_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+$(BUILD)/lib/d9agent.pc: Makefile
+	@mkdir -p $(dir $@)
+	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: d9agent\nDescription: d9 runtime telemetry agent\nVersion: %s\nRequires.private: libzmq libprotobuf-c\nLibs: -L$${libdir} -ld9agent\nLibs.private: -pthread\nCflags: -I$${includedir}\n' '$(PREFIX)' '$(D9_VERSION)' > $@
+$(BUILD)/bin/d9collectd: $(BUILD)/obj/collector/d9collectd.o $(COL_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_COL)
+$(BUILD)/bin/d9: $(BUILD)/obj/collector/d9.o $(COL_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_COL)
+$(BUILD)/bin/d9demo: $(call obj,$(DEMO_SRC)) $(AGENT_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_AGENT) -lm
+$(BUILD)/tests/integration/%: tests/integration/%.c $(AGENT_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $^ $(LDLIBS_AGENT) -lm
+
+# Unit tests: every module, sanitized, plus cmocka.
+SAN_LIB_OBJ := $(call san,$(SHM_SRC) $(AGENT_SRC) $(COL_SRC)) $(BUILD)/san/proto/d9.pb-c.o
+$(BUILD)/tests/unit/%: tests/unit/%.c $(SAN_LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -o $@ $^ -lcmocka $(LDLIBS_COL)
+
+# ---- tests ----------------------------------------------------------------
+unit: $(UNIT_BINS)
+integration: all $(PROG_BINS)
+
+test: deps
+	$(MAKE) --no-print-directory all $(UNIT_BINS) $(PROG_BINS)
+	$(MAKE) --no-print-directory clang-check
+	BUILD=$(BUILD) sh tests/run.sh
+
+# Compile everything with clang as well: both compilers must be -Werror clean.
+clang-check:
+	$(MAKE) --no-print-directory CC=clang BUILD=$(BUILD)/clang all
+
+fuzz-smoke fuzz:
+	BUILD=$(BUILD) FUZZ_SECONDS=$(or $(FUZZ_SECONDS),60) sh tests/fuzz/run.sh
+
+demo: deps
+	$(MAKE) --no-print-directory all
+	BUILD=$(BUILD) sh agent/demo/run-demo.sh
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
+	install -m 0755 $(BUILD)/bin/d9collectd $(BUILD)/bin/d9 $(DESTDIR)$(PREFIX)/bin/
+	install -m 0644 $(AGENT_A) $(DESTDIR)$(PREFIX)/lib/
+	install -m 0755 $(AGENT_SO) $(DESTDIR)$(PREFIX)/lib/libd9agent.so.0
+	ln -sf libd9agent.so.0 $(DESTDIR)$(PREFIX)/lib/libd9agent.so
+	install -m 0644 agent/d9.h $(DESTDIR)$(PREFIX)/include/
+	install -m 0644 $(BUILD)/lib/d9agent.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(wildcard tests/*/*.mk)
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,191 @@
+/*
+ * d9.h — the d9 agent: runtime telemetry for C programs, recorded into
+ * per-thread shared-memory rings and drained by d9collectd out of process.
+ *
+ * This is the only public header. Link with libd9agent (pkg-config d9agent).
+ *
+ *   d9_init();                                   // reads DIAL9_* from the environment
+ *   d9_runtime rt;  d9_runtime_register("http", &rt);
+ *   d9_task_spawn(rt, task_id, D9_LOC());
+ *   d9_poll_start(rt, worker, task_id, D9_LOC());
+ *   ...                                          // the task runs
+ *   d9_poll_end(rt, worker, task_id);
+ *
+ * Guarantees:
+ *   - Record functions (d9_poll_*, d9_wake, d9_task_*, d9_queue_depth,
+ *     d9_emit) take no locks, make no syscalls and allocate nothing, except on
+ *     a thread's first event, which claims a ring. They never block: when the
+ *     ring is full the event is dropped and counted.
+ *   - d9_worker_park/unpark additionally read the thread's CPU time and its
+ *     schedstat wait time (one clock_gettime and one pread on a cached fd);
+ *     they are meant for the moment a worker goes to sleep or wakes up.
+ *   - Nothing here ever aborts or fails the application: with bad DIAL9_*
+ *     values the agent logs one line to stderr and stays disabled.
+ *   - When disabled every record function is one predictable branch; compiled
+ *     with -DD9_DISABLE they are empty inline functions and vanish.
+ *
+ * Environment (read by d9_init):
+ *   DIAL9_ENABLED      1/0, true/false, yes/no, on/off (default 1 once d9_init is called)
+ *   DIAL9_RING_KB      per-thread ring size in KiB, 4..65536 (default 1024; rounded up to 2^n)
+ *   DIAL9_MAX_THREADS  rings per process, 1..4096 (default 64); more threads go untraced (counted)
+ *   DIAL9_COLLECTOR    collector control endpoint (default ipc:///run/dial9/collector.sock,
+ *                      or ipc://$XDG_RUNTIME_DIR/dial9/collector.sock when not root)
+ *   DIAL9_RUNTIME_NAME name of the default runtime (default: the program's comm)
+ *   DIAL9_SHM_DIR      where regions are created (default /dev/shm; for tests)
+ */
+#ifndef D9_H
+#define D9_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A runtime (an executor, a thread pool, an event loop). Several per process. */
+typedef struct d9_runtime {
+    uint16_t id;                /* 0 = not registered: events are discarded */
+} d9_runtime;
+
+/* A source location id (see D9_LOC). 0 = unknown. */
+typedef uint32_t d9_loc;
+
+#define D9_WORKER_NONE_ID 0xffffu   /* "no worker" / the global queue */
+
+/* Initialise from the environment. Idempotent and thread-safe. Returns 0 when
+ * tracing is on, 1 when it is off by configuration, or a negative errno when
+ * it could not be started (logged once; the application runs untraced). */
+int d9_init(void);
+
+/* Flush state, mark the region closed and say goodbye to the collector.
+ * Registered with atexit() by d9_init; calling it twice is harmless. */
+void d9_shutdown(void);
+
+/* 1 if events are being recorded. */
+int d9_enabled(void);
+
+/* Register a runtime by name; the same name gives the same id.
+ * 0, -EINVAL (bad name), -ENOSPC (too many), -ENOTCONN (tracing off: *rt gets id 0). */
+int d9_runtime_register(const char *name, d9_runtime *rt);
+
+/* The default runtime named by DIAL9_RUNTIME_NAME. */
+d9_runtime d9_runtime_default(void);
+
+/* Register a source location; returns its id (0 when tracing is off).
+ * Idempotent: the same (file, line, func) returns the same id. Takes a lock:
+ * use D9_LOC(), which calls it once per call site. */
+d9_loc d9_loc_register(const char *file, int line, const char *func);
+
+/* The location of the calling line, registered on first use and cached. */
+#define D9_LOC() (__extension__({                                            \
+        static d9_loc d9__loc_id_;                                          \
+        d9_loc d9__l_ = __atomic_load_n(&d9__loc_id_, __ATOMIC_RELAXED);    \
+        if (__builtin_expect(d9__l_ == 0, 0)) {                             \
+            d9__l_ = d9_loc_register(__FILE__, __LINE__, __func__);         \
+            __atomic_store_n(&d9__loc_id_, d9__l_, __ATOMIC_RELAXED);       \
+        }                                                                   \
+        d9__l_; }))
+
+/* ---- custom events -------------------------------------------------------
+ * Define a schema once at file scope, then emit values in field order:
+ *
+ *   D9_SCHEMA(http_req, "http_request",
+ *             D9_FIELD_STR("path"), D9_FIELD_U64("status"), D9_FIELD_F64("ms"));
+ *   ...
+ *   d9_emit(&http_req, D9_STR(path), D9_U64(200), D9_F64(1.5));
+ *
+ * The schema (name, field names and types) is published in the region the
+ * first time it is used, so the collector and d9 decode events without the
+ * application's source. Up to 16 fields; strings are cut to 255 bytes.
+ */
+enum d9_type { D9_T_U64 = 1, D9_T_I64 = 2, D9_T_F64 = 3, D9_T_BOOL = 4, D9_T_STR = 5 };
+
+typedef struct d9_field { const char *name; enum d9_type type; } d9_field;
+
+typedef struct d9_schema {
+    const char *name;
+    const d9_field *fields;
+    uint16_t nfields;
+    uint32_t id;                /* assigned on first use; 0 = not yet published */
+} d9_schema;
+
+typedef struct d9_value {
+    enum d9_type type;
+    union { uint64_t u; int64_t i; double f; const char *s; } v;
+} d9_value;
+
+#define D9_FIELD_U64(n)  { (n), D9_T_U64 }
+#define D9_FIELD_I64(n)  { (n), D9_T_I64 }
+#define D9_FIELD_F64(n)  { (n), D9_T_F64 }
+#define D9_FIELD_BOOL(n) { (n), D9_T_BOOL }
+#define D9_FIELD_STR(n)  { (n), D9_T_STR }
+
+#define D9_U64(x)  ((d9_value){ .type = D9_T_U64, .v.u = (uint64_t)(x) })
+#define D9_I64(x)  ((d9_value){ .type = D9_T_I64, .v.i = (int64_t)(x) })
+#define D9_F64(x)  ((d9_value){ .type = D9_T_F64, .v.f = (double)(x) })
+#define D9_BOOL(x) ((d9_value){ .type = D9_T_BOOL, .v.u = (x) ? 1u : 0u })
+#define D9_STR(x)  ((d9_value){ .type = D9_T_STR, .v.s = (x) })
+
+#define D9_SCHEMA(var, name_, ...)                                           \
+    static const d9_field var##__fields_[] = { __VA_ARGS__ };               \
+    static d9_schema var = { (name_), var##__fields_,                       \
+        (uint16_t)(sizeof(var##__fields_) / sizeof(var##__fields_[0])), 0 }
+
+/* Emit one event. Values must match the schema's types in order (a mismatch
+ * drops the event and counts it as lost). Returns nothing: never fails the app. */
+#define d9_emit(schema, ...)                                                 \
+    d9_emit_values((schema), (const d9_value[]){ __VA_ARGS__ },             \
+        (unsigned)(sizeof((d9_value[]){ __VA_ARGS__ }) / sizeof(d9_value)))
+
+/* ---- record functions ---------------------------------------------------- */
+#ifndef D9_DISABLE
+
+void d9_poll_start(d9_runtime rt, uint16_t worker, uint64_t task, d9_loc loc);
+void d9_poll_end(d9_runtime rt, uint16_t worker, uint64_t task);
+void d9_wake(d9_runtime rt, uint64_t waker, uint64_t wakee, uint16_t target_worker);
+void d9_worker_park(d9_runtime rt, uint16_t worker);
+void d9_worker_unpark(d9_runtime rt, uint16_t worker);
+void d9_task_spawn(d9_runtime rt, uint64_t task, d9_loc loc);
+void d9_task_terminate(d9_runtime rt, uint64_t task);
+/* worker = D9_WORKER_NONE_ID for the runtime's global queue. */
+void d9_queue_depth(d9_runtime rt, uint16_t worker, uint64_t depth);
+void d9_emit_values(d9_schema *schema, const d9_value *values, unsigned n);
+
+#else /* D9_DISABLE: every call compiles to nothing */
+
+static inline void d9_poll_start(d9_runtime rt, uint16_t w, uint64_t t, d9_loc l)
+{ (void)rt; (void)w; (void)t; (void)l; }
+static inline void d9_poll_end(d9_runtime rt, uint16_t w, uint64_t t)
+{ (void)rt; (void)w; (void)t; }
+static inline void d9_wake(d9_runtime rt, uint64_t a, uint64_t b, uint16_t w)
+{ (void)rt; (void)a; (void)b; (void)w; }
+static inline void d9_worker_park(d9_runtime rt, uint16_t w) { (void)rt; (void)w; }
+static inline void d9_worker_unpark(d9_runtime rt, uint16_t w) { (void)rt; (void)w; }
+static inline void d9_task_spawn(d9_runtime rt, uint64_t t, d9_loc l)
+{ (void)rt; (void)t; (void)l; }
+static inline void d9_task_terminate(d9_runtime rt, uint64_t t) { (void)rt; (void)t; }
+static inline void d9_queue_depth(d9_runtime rt, uint16_t w, uint64_t d)
+{ (void)rt; (void)w; (void)d; }
+static inline void d9_emit_values(d9_schema *s, const d9_value *v, unsigned n)
+{ (void)s; (void)v; (void)n; }
+
+#endif /* D9_DISABLE */
+
+/* ---- counters (for tests and status) ------------------------------------- */
+typedef struct d9_stats {
+    uint64_t lost;              /* dropped: ring full or bad custom event */
+    uint32_t rings_in_use;
+    uint32_t threads_untraced;
+} d9_stats;
+
+/* Sum of counters over all rings of this process (reads shm; not a hot path). */
+void d9_get_stats(d9_stats *out);
+
+/* Path of this process's region file, or NULL when tracing is off. */
+const char *d9_region_path(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* D9_H */

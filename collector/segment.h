@@ -1,0 +1,223 @@
+/*
+ * segment.h — trace segment files: the collector's durable output.
+ *
+ * One segment holds the records of one traced process over a span of time.
+ * It is self-describing: d9 decodes it with nothing but the file.
+ *
+ * File format v1 (little-endian, every struct 8-byte aligned):
+ *
+ *   struct seg_file_hdr                       fixed SEG_HDR_SIZE bytes
+ *   block*                                    struct seg_block_hdr + payload
+ *   struct seg_footer                         fixed, at end - SEG_FOOTER_SIZE
+ *
+ * Blocks:
+ *   SEG_BLK_META  payload = metadata entries in the region's metadata-log
+ *                 framing (shm/meta.h). The writer emits every entry known at
+ *                 open as the first block and new entries before the first
+ *                 data block that needs them, so a reader scanning forward
+ *                 always knows a schema before an event uses it.
+ *   SEG_BLK_DATA  payload = records of one thread (ring, generation) in ring
+ *                 framing (shm/d9_abi.h), PADs removed, ts converted to
+ *                 CLOCK_MONOTONIC ns. lost = records the ring dropped since
+ *                 the previous block of the same ring generation.
+ *   SEG_BLK_EXIT  payload = struct seg_exit: the process ended (clean/crash).
+ *   SEG_BLK_THREAD_END payload empty: the thread of (ring, generation) ended.
+ * Each block header carries a CRC-32C of its payload.
+ *
+ * Sealing: written as <dir>/.tmp.<name>, footer appended, fsync(file),
+ * rename to <dir>/<name>, fsync(dir). A file without a valid footer is not a
+ * sealed segment (d9 fsck may salvage its whole blocks).
+ *
+ * Readers validate everything: a segment file is untrusted input.
+ */
+#ifndef D9_COL_SEGMENT_H
+#define D9_COL_SEGMENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "shm/d9_abi.h"
+#include "shm/meta.h"
+
+#define SEG_MAGIC        "D9SEG001"
+#define SEG_END_MAGIC    "D9SEGEND"
+#define SEG_VERSION      1u
+#define SEG_HDR_SIZE     512u
+#define SEG_BLOCK_MAGIC  0x4b423944u    /* "D9BK" */
+#define SEG_FILE_SUFFIX  ".d9seg"
+#define SEG_BLOCK_MAX    (16u * 1024u * 1024u)
+
+enum seg_block_kind {
+    SEG_BLK_META = 1,
+    SEG_BLK_DATA = 2,
+    SEG_BLK_EXIT = 3,
+    SEG_BLK_THREAD_END = 4,
+};
+
+struct seg_file_hdr {
+    char magic[8];              /* SEG_MAGIC */
+    uint32_t version;           /* SEG_VERSION */
+    uint32_t hdr_size;          /* SEG_HDR_SIZE */
+    uint64_t segment_id;        /* unique per store, increasing */
+    uint32_t pid;
+    uint32_t uid;
+    uint64_t start_time;        /* process start (clock ticks since boot) */
+    uint64_t created_ns;        /* CLOCK_MONOTONIC when the segment was opened */
+    uint64_t created_realtime_ns; /* CLOCK_REALTIME at the same moment */
+    uint32_t clock_source;      /* the region's original clock (enum d9_clock_source) */
+    uint32_t flags;
+    double ns_per_tick;         /* calibration used for conversion (0 = none) */
+    uint64_t cal_tsc0;
+    uint64_t cal_ns0;
+    char host[64];              /* NUL-padded */
+    char comm[16];
+    char exe[256];
+    uint8_t _reserved[SEG_HDR_SIZE - 424];
+};
+
+struct seg_block_hdr {
+    uint32_t magic;             /* SEG_BLOCK_MAGIC */
+    uint16_t kind;              /* enum seg_block_kind */
+    uint16_t flags;
+    uint32_t len;               /* payload bytes, multiple of 8, <= SEG_BLOCK_MAX */
+    uint32_t crc32c;            /* of the payload */
+    uint32_t tid;
+    uint32_t ring;
+    uint32_t generation;
+    uint32_t nrec;
+    uint64_t t_first;           /* ns, CLOCK_MONOTONIC; 0 for META */
+    uint64_t t_last;
+    uint64_t lost;
+};
+
+struct seg_exit {
+    uint64_t t_ns;              /* when the collector saw the end */
+    int32_t reason;             /* enum seg_exit_reason */
+    int32_t code;               /* exit status or signal when known, else -1 */
+};
+enum seg_exit_reason { SEG_EXIT_CLEAN = 1, SEG_EXIT_CRASHED = 2, SEG_EXIT_UNKNOWN = 3 };
+
+struct seg_footer {
+    char magic[8];              /* "D9FOOTER" */
+    uint32_t nblocks;
+    uint32_t crc32c;            /* CRC-32C over the sequence of block crcs */
+    uint64_t nrecords;
+    uint64_t t_min;
+    uint64_t t_max;
+    uint64_t lost;
+    uint64_t counts[D9_REC_TYPE_COUNT];  /* records per type */
+    uint64_t data_bytes;        /* bytes of blocks (headers included) */
+    char end_magic[8];          /* SEG_END_MAGIC */
+};
+#define SEG_FOOTER_SIZE sizeof(struct seg_footer)
+
+_Static_assert(sizeof(struct seg_file_hdr) == SEG_HDR_SIZE, "seg hdr");
+_Static_assert(sizeof(struct seg_block_hdr) == 56, "seg block hdr");
+_Static_assert(sizeof(struct seg_footer) % 8 == 0, "seg footer");
+
+/* What the writer knows about the process a segment belongs to. */
+struct seg_proc_info {
+    uint32_t pid, uid;
+    uint64_t start_time;
+    uint32_t clock_source;
+    double ns_per_tick;
+    uint64_t cal_tsc0, cal_ns0;
+    const char *host, *comm, *exe;
+};
+
+/* One block as the index records it (per-block offsets for time seeks). */
+struct seg_block_info {
+    uint64_t offset;            /* of the block header in the file */
+    uint32_t len;               /* header + payload */
+    uint16_t kind;
+    uint32_t tid, ring, generation, nrec;
+    uint64_t t_first, t_last, lost;
+};
+
+/* Summary of a sealed segment, handed to the index. */
+struct seg_summary {
+    uint64_t segment_id;
+    char path[512];             /* final path */
+    uint32_t pid, uid;
+    uint64_t start_time;
+    uint64_t bytes;             /* file size */
+    uint64_t nrecords, lost, t_min, t_max;
+    uint64_t counts[D9_REC_TYPE_COUNT];
+    struct seg_block_info *blocks;  /* owned by the writer until seg_writer_free */
+    uint32_t nblocks;
+};
+
+struct seg_writer;
+
+/* Open <dir>/.tmp.<name> for a new segment. Writes the header and a META
+ * block with meta[0, meta_len) (may be 0). Errors: -errno (ENOSPC, EACCES...). */
+int seg_writer_open(struct seg_writer **out, const char *dir, uint64_t segment_id,
+                    const struct seg_proc_info *proc, const uint8_t *meta, size_t meta_len);
+
+/* Append metadata entries (already validated) as a META block. */
+int seg_writer_add_meta(struct seg_writer *w, const uint8_t *entries, size_t len);
+
+/* Append a DATA block of validated, converted records (ring framing, no PADs).
+ * Computes nrec, per-type counts, t_first/t_last and the crc. */
+int seg_writer_add_data(struct seg_writer *w, uint32_t tid, uint32_t ring, uint32_t generation,
+                        uint64_t lost, const uint8_t *records, size_t len);
+
+int seg_writer_add_thread_end(struct seg_writer *w, uint32_t tid, uint32_t ring,
+                              uint32_t generation, uint64_t t_ns);
+int seg_writer_add_exit(struct seg_writer *w, const struct seg_exit *e);
+
+/* Bytes written so far (for size-based rotation). */
+uint64_t seg_writer_bytes(const struct seg_writer *w);
+uint64_t seg_writer_opened_ns(const struct seg_writer *w);
+
+/* Footer, fsync, rename, fsync(dir). On success fills *sum (valid until
+ * seg_writer_free). On failure the temp file is removed. */
+int seg_writer_seal(struct seg_writer *w, struct seg_summary *sum);
+
+/* Drop an unsealed segment (unlinks the temp file) or free a sealed one. */
+void seg_writer_free(struct seg_writer *w);
+
+/* ---- reading -------------------------------------------------------------- */
+
+struct seg_reader;
+
+/* Metadata decoded from META blocks seen so far. */
+struct seg_meta_table;
+
+/* Open and validate header and footer (flags: SEG_OPEN_PARTIAL accepts a
+ * file without a footer and reads whole blocks up to the first bad one). */
+#define SEG_OPEN_PARTIAL 1u
+int seg_reader_open(struct seg_reader **out, const char *path, unsigned flags);
+void seg_reader_close(struct seg_reader *r);
+const struct seg_file_hdr *seg_reader_header(const struct seg_reader *r);
+const struct seg_footer *seg_reader_footer(const struct seg_reader *r);  /* NULL if partial */
+
+/* A block as read: header copy + payload pointer valid until the next call. */
+struct seg_block {
+    struct seg_block_hdr h;
+    uint64_t offset;
+    const uint8_t *payload;
+};
+
+/* Next block (validates magic, kind, len and crc; META blocks also update
+ * the reader's metadata table). 1 = got one, 0 = end, -EBADMSG corrupt. */
+int seg_reader_next(struct seg_reader *r, struct seg_block *b);
+
+/* Position at a block offset taken from the index (META blocks before it
+ * must have been read, or call seg_reader_load_meta first). */
+int seg_reader_seek(struct seg_reader *r, uint64_t offset);
+
+/* Read every META block of the file (so seeking straight into data works). */
+int seg_reader_load_meta(struct seg_reader *r);
+
+/* Iterate the records of a DATA block: 1 = *rec set, 0 = end, -EBADMSG. */
+int seg_block_next_record(const struct seg_block *b, size_t *off, const struct d9_rec_hdr **rec);
+
+/* Metadata lookups (NULL when unknown). */
+const char *seg_meta_runtime(const struct seg_reader *r, uint32_t id);
+const struct shm_meta_entry *seg_meta_location(const struct seg_reader *r, uint32_t id);
+const struct shm_meta_entry *seg_meta_schema(const struct seg_reader *r, uint32_t id);
+
+/* CRC-32C (Castagnoli), used for blocks. */
+uint32_t seg_crc32c(uint32_t crc, const void *buf, size_t len);
+
+#endif /* D9_COL_SEGMENT_H */

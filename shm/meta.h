@@ -1,0 +1,56 @@
+/*
+ * meta.h — the region's metadata log: runtimes, source locations and
+ * custom-event schemas, each published once and referred to by id.
+ *
+ * Writer (agent): shm_meta_append() is called with the agent's metadata lock
+ * held (slow path, once per id). It copies the entry past meta_head and then
+ * release-stores meta_head, so a reader that acquire-loads meta_head sees
+ * whole entries only.
+ *
+ * Reader (collector, d9): shm_meta_next() walks a private copy of the log and
+ * validates each entry (framing, NUL-terminated strings inside the entry,
+ * field counts and types) before handing it out; a bad entry ends the walk.
+ */
+#ifndef D9_SHM_META_H
+#define D9_SHM_META_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "shm/d9_abi.h"
+
+/* Append an entry: kind/id plus payload bytes. Returns 0, -ENOSPC when the
+ * log is full (meta_lost is incremented), -EINVAL on oversized payloads. */
+int shm_meta_append(struct d9_region_hdr *hdr, uint8_t *meta_area,
+                    uint16_t kind, uint32_t id, const void *payload, size_t len);
+
+/* A decoded, validated entry. Pointers point into the caller's buffer. */
+struct shm_meta_field {
+    uint8_t type;               /* enum d9_field_type */
+    const char *name;
+};
+struct shm_meta_entry {
+    uint16_t kind;
+    uint32_t id;
+    const char *name;           /* RUNTIME name, SCHEMA name, LOCATION file */
+    const char *func;           /* LOCATION only */
+    uint32_t line;              /* LOCATION only */
+    uint16_t nfields;           /* SCHEMA only */
+    struct shm_meta_field fields[D9_SCHEMA_MAX_FIELDS];
+};
+
+/*
+ * Decode the entry at *off in buf[0, len). On success fills *e, advances *off
+ * and returns 1; returns 0 at the end of the log; -EBADMSG on a malformed
+ * entry (*off is left at the bad entry).
+ */
+int shm_meta_next(const uint8_t *buf, size_t len, size_t *off, struct shm_meta_entry *e);
+
+/* Encode helpers for the agent: build a payload into out (cap bytes);
+ * return its length or -ENAMETOOLONG / -EINVAL. */
+int shm_meta_encode_runtime(uint8_t *out, size_t cap, const char *name);
+int shm_meta_encode_location(uint8_t *out, size_t cap, const char *file, uint32_t line,
+                             const char *func);
+int shm_meta_encode_schema(uint8_t *out, size_t cap, const char *name, uint16_t nfields,
+                           const uint8_t *types, const char *const *names);
+
+#endif /* D9_SHM_META_H */

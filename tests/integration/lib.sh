@@ -1,0 +1,39 @@
+# lib.sh — tiny harness for integration scripts (sourced, POSIX sh).
+#   . tests/integration/lib.sh
+#   d9_setup                  # makes $T (tmp dir), exports DIAL9_SHM_DIR? no: see below
+#   check "name" cmd args...  # runs cmd; passes if it exits 0
+#   d9_finish                 # prints "NAME: N passed, N failed", cleans up, sets exit code
+# Binaries are in $BIN (build/bin), helper programs in $TBIN.
+BUILD=${BUILD:-build}
+BIN=$(cd "$BUILD/bin" 2>/dev/null && pwd)
+TBIN=$(cd "$BUILD/tests/integration" 2>/dev/null && pwd)
+_pass=0
+_fail=0
+_cleanup_cmds=""
+
+d9_setup() {
+    T=$(mktemp -d /tmp/d9test.XXXXXX)
+    export T
+}
+at_exit() { _cleanup_cmds="$_cleanup_cmds
+$*"; }
+check() {
+    _name=$1; shift
+    if "$@" >"$T/.check.out" 2>&1; then
+        _pass=$((_pass + 1)); echo "ok   - $_name"
+    else
+        _fail=$((_fail + 1)); echo "FAIL - $_name"; sed 's/^/    | /' "$T/.check.out" | tail -n 30
+    fi
+}
+# wait_for SECONDS cmd args...: polls cmd every 0.1 s until it succeeds.
+wait_for() {
+    _n=$(($1 * 10)); shift
+    while [ $_n -gt 0 ]; do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; _n=$((_n - 1)); done
+    return 1
+}
+d9_finish() {
+    eval "$_cleanup_cmds" >/dev/null 2>&1
+    [ -n "${T:-}" ] && [ "${D9_KEEP:-0}" != 1 ] && rm -rf "$T"
+    echo "${1:-integration}: $_pass passed, $_fail failed"
+    [ $_fail -eq 0 ]
+}

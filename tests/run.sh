@@ -1,0 +1,59 @@
+#!/bin/sh
+# Runs every test suite and prints one closing line "tests: N passed, N failed".
+# Suites: cmocka unit binaries (ASan/UBSan), integration scripts, fuzz smoke.
+# Exit status is non-zero when any test failed or any suite crashed.
+BUILD=${BUILD:-build}
+export BUILD
+passed=0
+failed=0
+crashed=""
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+tally_cmocka() {   # $1 = output file
+    p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$1" | awk '{s+=$1} END {print s+0}')
+    f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$1" | awk '{s+=$1} END {print s+0}')
+    passed=$((passed + p)); failed=$((failed + f))
+}
+tally_plain() {    # "N passed, N failed" lines
+    p=$(sed -n 's/^\([a-z-]*: \)\{0,1\}\([0-9]*\) passed, \([0-9]*\) failed.*/\2/p' "$1" | awk '{s+=$1} END {print s+0}')
+    f=$(sed -n 's/^\([a-z-]*: \)\{0,1\}\([0-9]*\) passed, \([0-9]*\) failed.*/\3/p' "$1" | awk '{s+=$1} END {print s+0}')
+    passed=$((passed + p)); failed=$((failed + f))
+}
+
+echo "== unit tests (ASan/UBSan)"
+for t in "$BUILD"/tests/unit/test_*; do
+    [ -x "$t" ] || continue
+    ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 "$t" >"$log" 2>&1
+    rc=$?
+    cat "$log"
+    tally_cmocka "$log"
+    if [ $rc -ne 0 ] && ! grep -q '^\[  FAILED  \]' "$log"; then crashed="$crashed $(basename "$t")"; fi
+done
+
+echo "== integration tests"
+for t in tests/integration/test_*.sh; do
+    [ -f "$t" ] || continue
+    echo "-- $t"
+    timeout 600 sh "$t" >"$log" 2>&1
+    rc=$?
+    cat "$log"
+    tally_plain "$log"
+    if [ $rc -ne 0 ] && ! grep -Eq '[0-9]+ passed, [1-9][0-9]* failed' "$log"; then crashed="$crashed $t"; fi
+done
+
+if [ -f tests/fuzz/run.sh ] && [ "${D9_SKIP_FUZZ:-0}" != 1 ]; then
+    echo "== fuzz smoke"
+    FUZZ_SECONDS=${FUZZ_SECONDS:-10} sh tests/fuzz/run.sh >"$log" 2>&1
+    rc=$?
+    tail -n 40 "$log"
+    tally_plain "$log"
+    if [ $rc -ne 0 ] && ! grep -Eq '[0-9]+ passed, [1-9][0-9]* failed' "$log"; then crashed="$crashed fuzz"; fi
+fi
+
+if [ -n "$crashed" ]; then
+    echo "suites that crashed or exited non-zero without reporting:$crashed"
+    failed=$((failed + 1))
+fi
+echo "tests: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -14,7 +14,8 @@
 #   collector/*.c               -> libcol.a, except the two mains d9collectd.c and d9.c
 #   agent/demo/*.c              -> build/bin/d9demo
 #   tests/unit/test_*.c         -> one cmocka binary each, built with ASan/UBSan
-#   tests/integration/prog_*.c  -> helper programs linked with libd9agent.a
+#   tests/integration/prog_*.c  -> helper programs linked with libd9agent.a (traced workloads)
+#   tests/integration/tool_*.c  -> helper programs linked with libcol.a (readers, checkers)
 #   tests/integration/test_*.sh -> integration tests (print "N passed, N failed")
 #   tests/fuzz/fuzz_*.c         -> libFuzzer targets (clang)
 # Area makefiles tests/*/*.mk are included for extra targets (bench, stress).
@@ -42,6 +43,7 @@ PROTO_C   := $(BUILD)/gen/proto/d9.pb-c.c
 PROTO_H   := $(BUILD)/gen/proto/d9.pb-c.h
 UNIT_SRC  := $(wildcard tests/unit/test_*.c)
 PROG_SRC  := $(wildcard tests/integration/prog_*.c)
+TOOL_SRC  := $(wildcard tests/integration/tool_*.c)
 FUZZ_SRC  := $(wildcard tests/fuzz/fuzz_*.c)
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
@@ -57,7 +59,7 @@ AGENT_A   := $(BUILD)/lib/libd9agent.a
 COL_A     := $(BUILD)/lib/libcol.a
 BINS      := $(BUILD)/bin/d9collectd $(BUILD)/bin/d9 $(if $(DEMO_SRC),$(BUILD)/bin/d9demo)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(UNIT_SRC))
-PROG_BINS := $(patsubst tests/integration/%.c,$(BUILD)/tests/integration/%,$(PROG_SRC))
+PROG_BINS := $(patsubst tests/integration/%.c,$(BUILD)/tests/integration/%,$(PROG_SRC) $(TOOL_SRC))
 
 .PHONY: all deps test unit integration fuzz-smoke fuzz demo bench stress clean install clang-check
 all: $(AGENT_SO) $(AGENT_A) $(BUILD)/lib/d9agent.pc $(BINS)
@@ -107,9 +109,12 @@ $(BUILD)/bin/d9: $(BUILD)/obj/collector/d9.o $(COL_A)
 $(BUILD)/bin/d9demo: $(call obj,$(DEMO_SRC)) $(AGENT_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_AGENT) -lm
-$(BUILD)/tests/integration/%: tests/integration/%.c $(AGENT_A)
+$(BUILD)/tests/integration/prog_%: tests/integration/prog_%.c $(AGENT_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $^ $(LDLIBS_AGENT) -lm
+$(BUILD)/tests/integration/tool_%: tests/integration/tool_%.c $(COL_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $^ $(LDLIBS_COL)
 
 # Unit tests: every module, sanitized, plus cmocka.
 SAN_LIB_OBJ := $(call san,$(SHM_SRC) $(AGENT_SRC) $(COL_SRC)) $(BUILD)/san/proto/d9.pb-c.o

@@ -1,6 +1,7 @@
 # lib.sh — tiny harness for integration scripts (sourced, POSIX sh).
 #   . tests/integration/lib.sh
-#   d9_setup                  # makes $T (tmp dir), exports DIAL9_SHM_DIR? no: see below
+#   d9_setup                  # makes and exports $T, a fresh temp dir for this script
+#   at_exit cmd...            # run at d9_finish (e.g. kill the collector)
 #   check "name" cmd args...  # runs cmd; passes if it exits 0
 #   d9_finish                 # prints "NAME: N passed, N failed", cleans up, sets exit code
 # Binaries are in $BIN (build/bin), helper programs in $TBIN.

@@ -20,7 +20,9 @@
 #   tests/fuzz/fuzz_*.c         -> libFuzzer targets (clang)
 # Area makefiles tests/*/*.mk are included for extra targets (bench, stress).
 
-CC       ?= gcc
+ifeq ($(origin CC),default)
+CC       := gcc
+endif
 BUILD    ?= build
 PREFIX   ?= /usr/local
 D9_VERSION := 0.1.0

@@ -1,0 +1,94 @@
+/*
+ * ring.c — the consumer side of the SPSC ring, plus producer attach.
+ *
+ * The consumer reads rings written by processes it does not trust. It
+ * copies bytes out first and validates the copy, so a producer that changes
+ * bytes under it cannot make a checked length go stale (no TOCTOU). It only
+ * ever reads data[pos & (size-1)] for lengths proved to fit before the end
+ * of the data area.
+ */
+#include <errno.h>
+#include <string.h>
+#include "shm/ring.h"
+#include "shm/record.h"
+
+void shm_producer_attach(struct shm_producer *p, struct d9_ring_hdr *hdr,
+                         uint8_t *data, uint32_t size)
+{
+    p->hdr = hdr;
+    p->data = data;
+    p->size = size;
+    p->seq = 0;
+    p->head = atomic_load_explicit(&hdr->head, memory_order_relaxed);
+    p->cached_tail = atomic_load_explicit(&hdr->tail, memory_order_acquire);
+}
+
+void shm_ring_snapshot(const struct d9_ring_hdr *hdr, struct shm_ring_snapshot *s)
+{
+    struct d9_ring_hdr *h = (struct d9_ring_hdr *)hdr;
+    /* acquire head first: a record published by a newer generation's
+     * release-store makes that generation's slot fields visible below */
+    s->head = atomic_load_explicit(&h->head, memory_order_acquire);
+    s->state = atomic_load_explicit(&h->state, memory_order_acquire);
+    s->tid = __atomic_load_n(&h->tid, __ATOMIC_RELAXED);
+    s->generation = __atomic_load_n(&h->generation, __ATOMIC_RELAXED);
+    memcpy(s->thread_name, (const void *)h->thread_name, 16);
+    s->thread_name[16] = 0;
+    for (int i = 0; s->thread_name[i]; i++)
+        if ((unsigned char)s->thread_name[i] < 0x20 || s->thread_name[i] == 0x7f)
+            s->thread_name[i] = '?';
+    s->tail = atomic_load_explicit(&h->tail, memory_order_relaxed);
+    s->lost = atomic_load_explicit(&h->lost, memory_order_relaxed);
+}
+
+long shm_ring_read(const uint8_t *data, uint32_t size,
+                   const struct shm_ring_snapshot *snap,
+                   uint8_t *out, size_t out_cap, uint64_t *new_tail)
+{
+    uint64_t head = snap->head, pos = snap->tail;
+    *new_tail = pos;
+    if (size < D9_RING_DATA_MIN || (size & (size - 1)))
+        return -EINVAL;
+    if (head < pos || head - pos > size || (head | pos) % D9_REC_ALIGN)
+        return -EBADMSG;
+
+    size_t copied = 0;
+    while (pos < head) {
+        uint32_t off = (uint32_t)pos & (size - 1);
+        uint64_t avail = head - pos;
+        uint32_t contig = size - off;
+        if (avail > contig)
+            avail = contig;
+        struct d9_pad_hdr ph;
+        memcpy(&ph, data + off, sizeof ph);     /* avail >= 8: both are 8-aligned */
+        if (ph.type == D9_REC_PAD) {
+            /* a pad always runs exactly to the end of the data area */
+            if (ph.len != contig || ph.len > head - pos || ph.len < D9_PAD_MIN)
+                return -EBADMSG;
+            pos += ph.len;
+            continue;
+        }
+        uint32_t len = ph.len;
+        if (len < D9_REC_HDR_SIZE || len > D9_REC_MAX || len % D9_REC_ALIGN || len > avail)
+            return -EBADMSG;
+        if (out_cap - copied < len) {
+            if (copied == 0)
+                return -ENOBUFS;
+            break;
+        }
+        memcpy(out + copied, data + off, len);
+        /* validate the private copy: the producer cannot change it any more */
+        if (shm_record_check(out + copied, len) != (int)len)
+            return -EBADMSG;
+        copied += len;
+        pos += len;
+    }
+    *new_tail = pos;
+    return (long)copied;
+}
+
+void shm_ring_consume(struct d9_ring_hdr *hdr, uint64_t new_tail)
+{
+    /* release: our copies of the bytes before new_tail are complete */
+    atomic_store_explicit(&hdr->tail, new_tail, memory_order_release);
+}

@@ -1,0 +1,158 @@
+/*
+ * perf.h — out-of-process CPU and off-CPU sampling of traced processes with
+ * perf_event_open(2), done by d9collectd (issue 7).
+ *
+ * For every thread of a process the collector opens two software events on
+ * that thread (pid = tid, cpu = -1):
+ *   - PERF_COUNT_SW_CPU_CLOCK at cfg.freq_hz (frequency mode): on-CPU samples,
+ *     each a user (+ kernel when allowed) callchain, weight = the sample
+ *     period in ns. Written as D9_REC_CPU_SAMPLE.
+ *   - PERF_COUNT_SW_CONTEXT_SWITCHES with sample_period = cfg.switch_period
+ *     (1 in N switches sampled, with the callchain of the thread as it goes
+ *     off CPU) plus context_switch records, so the collector sees when the
+ *     thread comes back on CPU: weight = switch-in time - switch-out time in
+ *     ns (0 when the switch-in was never seen: thread exited or records were
+ *     lost). Written as D9_REC_SCHED_SWITCH.
+ * The second event writes into the first one's mmap ring
+ * (PERF_EVENT_IOC_SET_OUTPUT), so one ring per thread carries both in time
+ * order. Timestamps use clockid CLOCK_MONOTONIC, the time base of segments,
+ * so samples line up with agent events without conversion.
+ *
+ * New threads are found by rescanning /proc/<pid>/task at most every
+ * cfg.rescan_ns (perf_proc_poll); threads that are gone are drained and
+ * closed. Up to one rescan interval of a new thread's life is not sampled.
+ *
+ * Output: perf_proc_take() hands out records in ring framing (shm/d9_abi.h,
+ * struct d9_rec_stack + ips, innermost first, PERF context markers removed),
+ * ts in CLOCK_MONOTONIC ns, seq dense per perf_proc, for the daemon to append
+ * as DATA blocks of the pseudo ring PERF_SEG_RING (generation 0, block tid =
+ * pid) of the process's segment. The collector also writes the process's
+ * memory map there (see symbols.h, sym_maps_records) so d9 can symbolize.
+ *
+ * The perf ring is written by the kernel but treated as untrusted like shm:
+ * every size, cursor and count is checked (perf_ring_walk, perf_parse_*);
+ * a ring with corrupt framing is resynchronised (tail = head) and counted.
+ *
+ * Never: block, follow pointers read from the ring, or let a traced process
+ * influence how much we read (bounded by the ring size we mapped).
+ */
+#ifndef D9_COL_PERF_H
+#define D9_COL_PERF_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <linux/perf_event.h>
+#include "shm/d9_abi.h"
+
+/* Pseudo ring id of the collector-written blocks (perf samples, maps). */
+#define PERF_SEG_RING               0xffffffffu
+#define PERF_SEG_GENERATION         0u
+
+/* Defaults (d9collectd options --perf-freq, --switch-period). */
+#define PERF_FREQ_DEFAULT           99u
+#define PERF_FREQ_MAX               10000u
+#define PERF_SWITCH_PERIOD_DEFAULT  16u          /* 1 in 16 context switches */
+#define PERF_RING_PAGES_DEFAULT     32u          /* data pages per thread, power of two */
+#define PERF_RESCAN_NS_DEFAULT      200000000ull /* 200 ms */
+#define PERF_THREADS_MAX            4096u
+
+struct perf_config {
+    uint32_t freq_hz;           /* 0 = no on-CPU sampling */
+    uint32_t switch_period;     /* 0 = no off-CPU sampling */
+    uint32_t ring_pages;        /* power of two, 1..1024 */
+    uint64_t rescan_ns;         /* how often /proc/<pid>/task is rescanned */
+};
+
+void perf_config_default(struct perf_config *c);
+
+struct perf_stats {
+    uint32_t threads;           /* threads with open events now */
+    int kernel_frames;          /* 1 if kernel callchains are collected */
+    uint64_t cpu_samples;       /* records produced */
+    uint64_t switch_samples;
+    uint64_t lost;              /* PERF_RECORD_LOST counts + samples we dropped */
+    uint64_t bad;               /* malformed perf records / ring resyncs */
+    uint64_t open_errors;       /* threads we failed to open (other than vanished) */
+};
+
+struct perf_proc;
+
+/*
+ * Start sampling every thread of pid. Errors: -EACCES / -EPERM when perf is
+ * not allowed (perf_event_paranoid, ptrace scope, seccomp: the caller reports
+ * sampler "none" and leaves the fallback to the agent), -ESRCH the process is
+ * gone, -ENOSYS no perf_event_open, -EINVAL bad config, -ENOMEM.
+ */
+int perf_proc_open(struct perf_proc **out, uint32_t pid, const struct perf_config *cfg);
+
+/* Stop and free (pending off-CPU samples are discarded: call take first). */
+void perf_proc_close(struct perf_proc *p);
+
+/*
+ * Rescan threads if cfg.rescan_ns elapsed since the last scan (or force),
+ * then parse every thread's ring into the pending list. now_ns is
+ * CLOCK_MONOTONIC. Returns the number of records pending, or a negative errno
+ * (only -ENOMEM; per-thread problems are counted in stats).
+ */
+long perf_proc_poll(struct perf_proc *p, uint64_t now_ns, int force_rescan);
+
+/*
+ * Move whole pending records (sorted by ts) into out[0, cap). Returns bytes
+ * written; 0 when nothing is pending. *lost (may be NULL) gets the samples
+ * lost since the previous take, for the DATA block header.
+ */
+size_t perf_proc_take(struct perf_proc *p, uint8_t *out, size_t cap, uint64_t *lost);
+
+void perf_proc_stats(const struct perf_proc *p, struct perf_stats *out);
+
+/* ---- pure parsers (exposed for unit tests and fuzzing) ------------------- */
+
+/* The sample_type both events use; record layouts below follow from it. */
+#define PERF_D9_SAMPLE_TYPE  (PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | \
+                              PERF_SAMPLE_PERIOD | PERF_SAMPLE_CALLCHAIN)
+#define PERF_REC_SCRATCH     65536u  /* perf_event_header.size is 16 bits */
+
+/*
+ * Walk records in the perf data area data[0, size) (size a power of two)
+ * between tail and head, calling fn for each (a record that wraps is copied
+ * into scratch, PERF_REC_SCRATCH bytes). fn returns 0 to continue. Returns 0
+ * and *new_tail = head when all were consumed; -EBADMSG on bad cursors
+ * (head - tail > size) or framing (size < 8, not 8-aligned, past head) with
+ * *new_tail = the end of the last good record; a non-zero fn result stops
+ * the walk and is returned (*new_tail past the records fn accepted).
+ */
+typedef int (*perf_rec_fn)(void *ctx, const struct perf_event_header *h,
+                           const uint8_t *rec, size_t len);
+int perf_ring_walk(const uint8_t *data, uint64_t size, uint64_t tail, uint64_t head,
+                   uint8_t *scratch, perf_rec_fn fn, void *ctx, uint64_t *new_tail);
+
+/* A PERF_RECORD_SAMPLE in PERF_D9_SAMPLE_TYPE layout; ips points into rec. */
+struct perf_sample {
+    uint64_t id;
+    uint32_t pid, tid;
+    uint64_t time;
+    uint64_t period;
+    uint64_t nr;                /* raw callchain entries (markers included) */
+    const uint8_t *ips;         /* nr unaligned u64s */
+};
+/* 0 or -EBADMSG when the record is shorter than its fields say. */
+int perf_parse_sample(const uint8_t *rec, size_t len, struct perf_sample *s);
+
+/* sample_id trailer of non-sample records (sample_id_all=1). */
+struct perf_sample_id {
+    uint32_t pid, tid;
+    uint64_t time;
+    uint64_t id;
+};
+int perf_parse_sample_id(const uint8_t *rec, size_t len, struct perf_sample_id *s);
+
+/*
+ * Convert a raw callchain into d9 frames (innermost first, context markers
+ * dropped, at most max frames). Returns the frame count; *flags gets
+ * D9_STACK_KERNEL when kernel frames were kept and D9_STACK_TRUNCATED when
+ * frames were cut.
+ */
+uint16_t perf_callchain_to_frames(const uint8_t *ips, uint64_t nr, uint64_t *out, uint16_t max,
+                                  uint16_t *flags);
+
+#endif /* D9_COL_PERF_H */

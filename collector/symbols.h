@@ -1,0 +1,155 @@
+/*
+ * symbols.h — out-of-process symbolization: /proc/<pid>/maps, ELF64 symbol
+ * tables and build-ids, /proc/kallsyms (issue 7).
+ *
+ * Where symbolization happens (the design choice):
+ *   The collector never resolves names. When it adopts a process (and again
+ *   whenever the process's executable mappings change, and at the start of
+ *   every segment) it snapshots /proc/<pid>/maps into the segment as
+ *   "d9.map" records: one D9_REC_CUSTOM record per executable mapping with
+ *   (start, end, file offset, build-id, path), plus a pseudo mapping
+ *   "[kernel.kallsyms]" whose start is the kernel's _text address. They are
+ *   written as DATA blocks of the pseudo ring SYM_SEG_RING. `d9 flame`
+ *   symbolizes at query time: for each address it finds the mapping, reads
+ *   the ELF file (verifying the build-id; falling back to
+ *   /usr/lib/debug/.build-id/xx/yyyy.debug), translates the address through
+ *   the PT_LOAD segments (PIE load bias) and looks it up in .symtab/.dynsym.
+ *   So samples of exited processes symbolize, the traced process and the
+ *   collector's drain loop pay nothing for names, and a store copied to
+ *   another machine still yields "file+0xoffset" frames that any tool can
+ *   resolve with the build-id. Kernel frames are named from /proc/kallsyms
+ *   when it is readable and the recorded _text matches (same boot), else
+ *   "[kernel]".
+ *
+ * The ELF parser is hand-written over a read-only mapping of the file and
+ * treats the file as hostile: every offset, size, count, entry size and
+ * string is checked against the file size before use. Symbol names are
+ * copied, so the file is unmapped after loading.
+ *
+ * Callers: d9collectd (sym_maps_emit), d9 flame (sym_resolver_*), unit tests.
+ * Never: follow an unchecked offset, trust a NUL terminator, or abort.
+ */
+#ifndef D9_COL_SYMBOLS_H
+#define D9_COL_SYMBOLS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Pseudo ring of the collector's map snapshot records. */
+#define SYM_SEG_RING            0xfffffffeu
+#define SYM_MAP_SCHEMA_ID       0xffff0001u     /* reserved schema id of "d9.map" */
+#define SYM_MAP_SCHEMA_NAME     "d9.map"
+#define SYM_KERNEL_PATH         "[kernel.kallsyms]"
+#define SYM_BUILD_ID_MAX        64u             /* bytes */
+#define SYM_DEBUG_DIR           "/usr/lib/debug/.build-id"
+#define SYM_KALLSYMS            "/proc/kallsyms"
+#define SYM_PATH_MAX            4096u
+#define SYM_ELF_MAX_BYTES       (2ull << 30)    /* refuse ELF files above 2 GiB */
+
+/* ---- /proc/<pid>/maps -------------------------------------------------- */
+
+struct sym_map {
+    uint64_t start, end, pgoff;
+    uint64_t inode;
+    uint32_t dev_major, dev_minor;
+    int exec;                   /* 'x' in perms */
+    char *path;                 /* owned, "" for anonymous; " (deleted)" kept */
+};
+
+/* Parse maps text (not NUL-terminated: len bytes). Malformed lines are
+ * skipped and counted in *bad (may be NULL). 0 or -ENOMEM. */
+int sym_maps_parse(const char *text, size_t len, struct sym_map **out, size_t *n, size_t *bad);
+int sym_maps_read(uint32_t pid, struct sym_map **out, size_t *n);
+void sym_maps_free(struct sym_map *m, size_t n);
+
+/* ---- ELF --------------------------------------------------------------- */
+
+struct sym_elf;
+
+/* Load from a file / from a buffer (copied what it keeps). Errors:
+ * -ENOEXEC not an ELF64 little-endian file, -EBADMSG broken headers,
+ * -EFBIG too large, -errno from open/mmap. Missing tables are not errors
+ * (sym_elf_nsyms() == 0). */
+int sym_elf_open(const char *path, struct sym_elf **out);
+int sym_elf_parse(const uint8_t *buf, size_t len, struct sym_elf **out);
+void sym_elf_close(struct sym_elf *e);
+
+size_t sym_elf_nsyms(const struct sym_elf *e);
+/* Build-id bytes (NULL, *len = 0 when the file has none). */
+const uint8_t *sym_elf_build_id(const struct sym_elf *e, size_t *len);
+/* Hex form into buf (2*len+1 bytes); returns buf. */
+char *sym_build_id_hex(const uint8_t *id, size_t len, char *buf, size_t cap);
+/* File offset -> link-time virtual address via PT_LOAD; -ENOENT if no
+ * loadable segment covers it. */
+int sym_elf_offset_to_vaddr(const struct sym_elf *e, uint64_t file_off, uint64_t *vaddr);
+/* Function containing vaddr (NULL if none); *off = vaddr - symbol start. */
+const char *sym_elf_lookup(const struct sym_elf *e, uint64_t vaddr, uint64_t *off);
+/* Address of the named function (for tests), -ENOENT. */
+int sym_elf_find(const struct sym_elf *e, const char *name, uint64_t *vaddr);
+
+/* ---- kernel ------------------------------------------------------------- */
+
+struct sym_kernel;
+/* Parse kallsyms text; -EACCES when addresses are hidden (all zero). */
+int sym_kernel_parse(const char *text, size_t len, struct sym_kernel **out);
+int sym_kernel_load(const char *path, struct sym_kernel **out);
+void sym_kernel_free(struct sym_kernel *k);
+uint64_t sym_kernel_text(const struct sym_kernel *k);      /* _text, 0 if unknown */
+const char *sym_kernel_lookup(const struct sym_kernel *k, uint64_t addr, uint64_t *off);
+
+/* ---- map snapshot records (collector) ----------------------------------- */
+
+struct sym_maps_state {
+    uint64_t hash;              /* of the executable mappings last written */
+    int written;                /* 0 until the first snapshot of this segment */
+    uint32_t seq;               /* next record seq in SYM_SEG_RING */
+};
+
+/* Forget what was written (call when a new segment is opened, so every
+ * segment carries the maps it needs). Keeps seq. */
+void sym_maps_state_reset(struct sym_maps_state *st);
+
+/*
+ * Snapshot /proc/<pid>/maps; if the executable mappings differ from the
+ * last snapshot written (or none was written since reset), write "d9.map"
+ * records (ring framing, ts = now_ns) into out[0, cap). Returns bytes
+ * written, 0 if unchanged, -ENOBUFS if cap is too small (nothing written),
+ * -ESRCH process gone, -errno.
+ */
+long sym_maps_emit(uint32_t pid, uint64_t now_ns, struct sym_maps_state *st,
+                   uint8_t *out, size_t cap);
+
+/* Same from an already parsed list, with build-ids read through root
+ * (e.g. "/proc/<pid>/root", "" for none) and kernel _text as given (0 = omit).
+ * Exposed for tests. */
+long sym_maps_encode(const struct sym_map *m, size_t n, const char *root, uint64_t kernel_text,
+                     uint64_t now_ns, struct sym_maps_state *st, uint8_t *out, size_t cap);
+
+/* The META schema entry payload describing "d9.map" (for seg_writer_add_meta,
+ * so generic decoders can print the records). Returns bytes or -errno. */
+int sym_map_schema_payload(uint8_t *out, size_t cap);
+
+/* Decode one "d9.map" record (a D9_REC_CUSTOM with SYM_MAP_SCHEMA_ID);
+ * strings are copied NUL-terminated. 0, -EINVAL (other schema) or -EBADMSG. */
+struct sym_map_rec {
+    uint64_t ts, start, end, pgoff;
+    char build_id[2 * SYM_BUILD_ID_MAX + 1];
+    char path[256];
+};
+int sym_map_decode(const uint8_t *rec, size_t len, struct sym_map_rec *out);
+
+/* ---- resolver (d9 flame) ------------------------------------------------- */
+
+struct sym_resolver;
+/* root: prefix for opening mapped files ("" = as recorded). */
+int sym_resolver_new(struct sym_resolver **out, const char *root);
+void sym_resolver_free(struct sym_resolver *r);
+int sym_resolver_add(struct sym_resolver *r, const struct sym_map_rec *m);
+/*
+ * Name of the frame at ip into buf: "func", "file+0xoff" (mapping known, no
+ * symbol), "func_[k]" / "[kernel]" (kernel), "[unknown]" otherwise.
+ * kernel_hint: the frame came from the kernel part of the callchain.
+ */
+void sym_resolve(struct sym_resolver *r, uint64_t ip, int kernel_hint, char *buf, size_t cap);
+
+#endif /* D9_COL_SYMBOLS_H */

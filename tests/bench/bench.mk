@@ -1,0 +1,43 @@
+# tests/bench/bench.mk — `make bench`: d9 vs LTTng-UST benchmarks (not part of make test).
+# Included by the top Makefile; uses its variables and rules (BUILD, CC, CFLAGS,
+# AGENT_A, LDLIBS_AGENT, all). Everything is built into $(BUILD)/bench/.
+#
+#   make bench                 install LTTng packages if missing, build, run, print the table
+#   make bench-bins            only build the bench programs
+#   BENCH_QUICK=1 make bench   shorter runs (smoke test of the harness)
+
+BENCH_DIR  := $(BUILD)/bench
+BENCH_UTIL := $(BENCH_DIR)/obj/bench_util.o
+BENCH_BINS := $(BENCH_DIR)/bench_hot $(BENCH_DIR)/bench_hot_off $(BENCH_DIR)/bench_lttng \
+              $(BENCH_DIR)/bench_drain
+BENCH_LIBS_LTTNG := -llttng-ust -ldl -pthread
+
+.PHONY: bench bench-bins
+bench:
+	@D9_EXTRA_PKGS="liblttng-ust-dev lttng-tools" sh .ci/install-deps
+	@echo "bench: building into $(BUILD)"
+	@$(MAKE) --no-print-directory BUILD=$(BUILD) all bench-bins
+	BUILD=$(BUILD) sh tests/bench/run-bench.sh
+
+bench-bins: $(BENCH_BINS)
+
+$(BENCH_DIR)/obj/%.o: tests/bench/%.c tests/bench/bench_util.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+# LTTng's generated probe code is not ours: compiled without our warning set.
+$(BENCH_DIR)/obj/bench_lttng_tp.o: tests/bench/bench_lttng_tp.c tests/bench/bench_lttng_tp.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CSTD) $(OPT) -fPIC -w -c $< -o $@
+$(BENCH_DIR)/obj/bench_hot_off.o: tests/bench/bench_hot.c tests/bench/bench_util.h agent/d9.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -DD9_DISABLE -c $< -o $@
+
+$(BENCH_DIR)/bench_hot: $(BENCH_DIR)/obj/bench_hot.o $(BENCH_UTIL) $(AGENT_A)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_AGENT)
+# Compiled out: not even linked with the agent.
+$(BENCH_DIR)/bench_hot_off: $(BENCH_DIR)/obj/bench_hot_off.o $(BENCH_UTIL)
+	$(CC) $(CFLAGS) -o $@ $^ -pthread
+$(BENCH_DIR)/bench_lttng: $(BENCH_DIR)/obj/bench_lttng.o $(BENCH_DIR)/obj/bench_lttng_tp.o $(BENCH_UTIL)
+	$(CC) $(CFLAGS) -o $@ $^ $(BENCH_LIBS_LTTNG)
+$(BENCH_DIR)/bench_drain: $(BENCH_DIR)/obj/bench_drain.o $(BENCH_UTIL) $(AGENT_A)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_AGENT)

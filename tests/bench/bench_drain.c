@@ -1,0 +1,85 @@
+/*
+ * bench_drain.c — offered load for d9collectd: N producer threads calling
+ * d9_poll_start() (32-byte records) at a given total rate (0 = flat out) for
+ * a given time. Prints one line
+ *
+ *   load tracer=d9 threads=N rate=R offered=E elapsed=S lost=L
+ *
+ * where lost is the agent's own drop counter (ring full) summed over the
+ * producer rings, read while the producers are still alive. What the
+ * collector persisted is measured by run-bench.sh from the store.
+ *
+ * Who runs it: tests/bench/run-bench.sh (with DIAL9_* pointing at the bench's
+ * private collector socket and shm dir). Never part of make test.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "agent/d9.h"
+#include "tests/bench/bench_util.h"
+
+static d9_runtime bench_rt;
+static d9_loc bench_loc;
+
+static void d9_chunk(uint64_t first, unsigned n)
+{
+    for (unsigned k = 0; k < n; k++)
+        d9_poll_start(bench_rt, 0, first + k, bench_loc);
+}
+
+static void read_lost(void *arg)
+{
+    d9_stats st;
+    d9_get_stats(&st);
+    *(uint64_t *)arg = st.lost;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: bench_drain [--threads N] [--rate EV_PER_S] [--seconds-ms MS] [--cpu C]\n"
+        "  Offers RATE poll-start events/s in total (0 = as fast as possible, the\n"
+        "  default) from N threads (default 1) pinned to CPU C (default 0) for MS\n"
+        "  milliseconds (default 1000), then prints one 'load tracer=d9 ...' line.\n"
+        "Environment: DIAL9_* as for any traced program.\n");
+}
+
+int main(int argc, char **argv)
+{
+    unsigned long threads = 1, rate = 0, ms = 1000;
+    int cpu = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
+        if (!v) { fprintf(stderr, "bench_drain: %s needs a value (try --help)\n", a); return 2; }
+        if (!strcmp(a, "--threads")) threads = bench_arg_ulong(a, v, 1, BENCH_LOAD_MAX_THREADS);
+        else if (!strcmp(a, "--rate")) rate = bench_arg_ulong(a, v, 0, 4000000000ul);
+        else if (!strcmp(a, "--seconds-ms")) ms = bench_arg_ulong(a, v, 10, 600000);
+        else if (!strcmp(a, "--cpu")) cpu = (int)bench_arg_ulong(a, v, 0, 4095);
+        else { fprintf(stderr, "bench_drain: unknown option '%s' (try --help)\n", a); return 2; }
+        i++;
+    }
+    int rc = d9_init();
+    if (rc != 0) {
+        fprintf(stderr, "bench_drain: tracing is not on (d9_init = %d): nothing to measure\n", rc);
+        return 1;
+    }
+    rc = d9_runtime_register("bench", &bench_rt);
+    if (rc < 0) {
+        fprintf(stderr, "bench_drain: d9_runtime_register: %s\n", strerror(-rc));
+        return 1;
+    }
+    bench_loc = d9_loc_register(__FILE__, __LINE__, __func__);
+
+    uint64_t lost = 0;
+    struct bench_load L = { .nthreads = (unsigned)threads, .rate = (double)rate,
+                            .seconds = (double)ms / 1000.0, .cpu = cpu, .chunk = d9_chunk,
+                            .at_end = read_lost, .at_end_arg = &lost };
+    if (bench_load_run(&L) < 0) {
+        fprintf(stderr, "bench_drain: bad load parameters\n");
+        return 2;
+    }
+    printf("load tracer=d9 threads=%lu rate=%lu offered=%llu elapsed=%.6f lost=%llu\n",
+           threads, rate, (unsigned long long)L.offered, L.elapsed_s,
+           (unsigned long long)lost);
+    return 0;
+}

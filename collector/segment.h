@@ -144,9 +144,71 @@ struct seg_summary {
     uint64_t counts[D9_REC_TYPE_COUNT];
     struct seg_block_info *blocks;  /* owned by the writer until seg_writer_free */
     uint32_t nblocks;
+    /* added (storage): */
+    uint32_t hdr_flags;         /* seg_file_hdr.flags (SEG_F_SALVAGED) */
+    uint64_t sealed_ns;         /* CLOCK_MONOTONIC at seal (from mtime for seg_summarize) */
 };
 
+/*
+ * Details of the format and the API (added by storage, all additive):
+ *
+ * File names: a sealed segment is <dir>/<pid>-<start_time>-<segment_id>.d9seg
+ * (decimal numbers, see seg_file_name); while written it is
+ * <dir>/.tmp.<that name>. seg_footer.magic is SEG_FOOTER_MAGIC; the footer
+ * crc32c chains seg_crc32c over each block's crc32c (4 bytes LE) in file
+ * order; data_bytes == file size - SEG_HDR_SIZE - SEG_FOOTER_SIZE.
+ *
+ * Block header fields: META: nrec = number of entries, tid/ring/generation/
+ * t_first, t_last, lost = 0. DATA: nrec = records, t_first/t_last = smallest/largest ts
+ * of its records. EXIT: payload struct seg_exit, t_first = t_last = t_ns.
+ * THREAD_END: no payload, t_first = t_last = t_ns. flags = 0.
+ * Footer t_min/t_max span every timestamp of the segment (records, thread
+ * ends, exit); both 0 when there is none. counts[D9_REC_PAD] is always 0.
+ *
+ * Writer errors: every call returns 0 or -errno. A failed add that appends
+ * one block (payload <= SEG_BLOCK_MAX) leaves the segment exactly as before
+ * the call (the file is truncated back to its last whole block; records
+ * already accepted stay buffered), so the caller may go on or seal. A DATA
+ * payload > SEG_BLOCK_MAX is split at record boundaries into several blocks;
+ * if such a call fails midway the writer refuses further adds (drop it).
+ * Invalid input (a record shm_record_check rejects, a PAD, a bad metadata
+ * entry, len % 8 != 0) is -EINVAL and writes nothing.
+ */
+#define SEG_FOOTER_MAGIC "D9FOOTER"
+#define SEG_TMP_PREFIX   ".tmp."
+#define SEG_F_SALVAGED   1u             /* seg_file_hdr.flags: rebuilt by seg_salvage */
+#define SEG_WRITE_BUF    (1u << 20)     /* writer buffer, flushed with write(2) */
+#define SEG_META_IDS_MAX 65536u         /* reader keeps metadata ids 1..this per kind */
+
 struct seg_writer;
+
+/* "<pid>-<start_time>-<segment_id>.d9seg" into out; -ENAMETOOLONG if cap is short. */
+int seg_file_name(char *out, size_t cap, uint32_t pid, uint64_t start_time, uint64_t segment_id);
+/* Parse a sealed segment's base name (no directory); -EINVAL if it is not one. */
+int seg_parse_file_name(const char *name, uint32_t *pid, uint64_t *start_time,
+                        uint64_t *segment_id);
+
+/* Path of the file being written (temp name until sealed, final name after). */
+const char *seg_writer_path(const struct seg_writer *w);
+/* Write buffered blocks to the file now (no fsync). Same error rules as adds. */
+int seg_writer_flush(struct seg_writer *w);
+
+/*
+ * Recover <dir>/.tmp.<name> left by a crashed collector: keep the header and
+ * every whole, valid block up to the first bad one, truncate the rest, append
+ * a footer, set SEG_F_SALVAGED, fsync, rename to <dir>/<name>, fsync(dir) and
+ * fill *sum (sum->blocks is malloc'ed: seg_summary_release). Errors: -EINVAL
+ * (not a temp segment name), -EBADMSG (header unreadable), -ENODATA (no
+ * block besides metadata: nothing worth keeping; the caller may unlink it),
+ * -EEXIST (the final name exists), -errno from I/O. Never modifies anything
+ * on error except the truncation of garbage past the last good block.
+ */
+int seg_salvage(const char *tmp_path, struct seg_summary *sum);
+/* Read and verify a whole sealed segment and build its summary (to re-index
+ * a file that has no index rows). sum->blocks: seg_summary_release. */
+int seg_summarize(const char *path, struct seg_summary *sum);
+/* Free the blocks of a summary filled by seg_salvage / seg_summarize. */
+void seg_summary_release(struct seg_summary *sum);
 
 /* Open <dir>/.tmp.<name> for a new segment. Writes the header and a META
  * block with meta[0, meta_len) (may be 0). Errors: -errno (ENOSPC, EACCES...). */
@@ -191,6 +253,18 @@ void seg_reader_close(struct seg_reader *r);
 const struct seg_file_hdr *seg_reader_header(const struct seg_reader *r);
 const struct seg_footer *seg_reader_footer(const struct seg_reader *r);  /* NULL if partial */
 
+/* Same, over bytes in memory (copied; for fuzzing and tests). */
+int seg_reader_open_mem(struct seg_reader **out, const uint8_t *buf, size_t len, unsigned flags);
+/* Same as seg_reader_open, with a one-line reason for a failure in why. */
+int seg_reader_open_ex(struct seg_reader **out, const char *path, unsigned flags,
+                       char *why, size_t why_cap);
+/* Why the last call failed, or (SEG_OPEN_PARTIAL) why reading stopped
+ * early; NULL when nothing went wrong. */
+const char *seg_reader_error(const struct seg_reader *r);
+/* File size seen at open; metadata entries ignored (id 0 or > SEG_META_IDS_MAX). */
+uint64_t seg_reader_size(const struct seg_reader *r);
+uint32_t seg_reader_meta_dropped(const struct seg_reader *r);
+
 /* A block as read: header copy + payload pointer valid until the next call. */
 struct seg_block {
     struct seg_block_hdr h;
@@ -199,7 +273,11 @@ struct seg_block {
 };
 
 /* Next block (validates magic, kind, len and crc; META blocks also update
- * the reader's metadata table). 1 = got one, 0 = end, -EBADMSG corrupt. */
+ * the reader's metadata table). 1 = got one, 0 = end, -EBADMSG corrupt.
+ * Also checks every record / metadata entry of the block against the block
+ * header (nrec, t_first, t_last) and, read from the start without seeking,
+ * the footer's block count, crc chain and totals at the end. With
+ * SEG_OPEN_PARTIAL a bad block ends the file (0; seg_reader_error says why). */
 int seg_reader_next(struct seg_reader *r, struct seg_block *b);
 
 /* Position at a block offset taken from the index (META blocks before it

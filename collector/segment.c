@@ -409,7 +409,7 @@ int seg_writer_add_data(struct seg_writer *w, uint32_t tid, uint32_t ring, uint3
             off += rh.len;
         }
         h.len = (uint32_t)(off - start);
-        int r = w_put_block(w, &h, records + start, counts);
+        int r = w_put_block(w, &h, len ? records + start : NULL, counts);
         if (r < 0) {
             if (multi && start > 0)
                 w->err = r;

@@ -6,6 +6,10 @@
  *   baseline       inline rdtsc + store of the 32-byte record into a plain
  *                  1 MiB buffer (same size and wrap as a default d9 ring)
  *   baseline-call  the same behind a non-inlined call (what a library call costs)
+ *   ring-inline    the shm ring ABI's own floor: shm_ring_reserve/commit from
+ *                  shm/ring.h inlined here, on a region this bench creates
+ *                  itself (--shm-dir), reset between batches like d9 --reset.
+ *                  d9 minus ring-inline is what the agent adds around the ring.
  *   d9             d9_poll_start() into this thread's ring. With --reset the
  *                  bench itself consumes the ring between batches (untimed:
  *                  tail = head), so no drop ever happens and no other core
@@ -100,6 +104,52 @@ static int own_ring_find(struct own_ring *o)
     return -ENOENT;
 }
 
+/* ---- ring-inline: the ring primitives with nothing around them ---------- */
+struct solo_ring {
+    struct shm_region region;
+    struct shm_producer p;
+};
+
+static int solo_ring_open(struct solo_ring *s, const char *dir)
+{
+    struct shm_region_params prm = { .ring_count = 1, .clock_source = D9_CLOCK_TSC,
+                                     .dir = dir };
+    int rc = shm_region_create(&prm, &s->region);
+    if (rc < 0) {
+        fprintf(stderr, "bench_hot: cannot create a region in %s: %s\n", dir, strerror(-rc));
+        return rc;
+    }
+    rc = shm_slot_claim(&s->region, (uint32_t)gettid(), "bench");
+    if (rc < 0) {
+        fprintf(stderr, "bench_hot: cannot claim a ring: %s\n", strerror(-rc));
+        return rc;
+    }
+    struct d9_region_hdr *h = s->region.hdr;
+    uint8_t *ring = s->region.base + h->rings_offset + (uint64_t)rc * h->ring_stride;
+    shm_producer_attach(&s->p, (struct d9_ring_hdr *)ring, ring + D9_RING_HDR_SIZE,
+                        h->ring_data_size);
+    return 0;
+}
+
+static inline void solo_event(struct shm_producer *p, uint64_t task, uint32_t loc,
+                              uint16_t rt, uint16_t w)
+{
+    struct d9_rec_poll_start *r = shm_ring_reserve(p, sizeof *r);
+    if (__builtin_expect(r == NULL, 0))
+        return;
+    r->task = task;
+    r->loc = loc;
+    r->runtime = rt;
+    r->worker = w;
+    shm_ring_commit(p, r, sizeof *r, D9_REC_POLL_START, bench_tsc());
+}
+
+static void solo_ring_reset(void *arg)
+{
+    struct solo_ring *s = arg;
+    shm_ring_consume(s->p.hdr, atomic_load_explicit(&s->p.hdr->head, memory_order_acquire));
+}
+
 static uint64_t own_ring_head(const struct own_ring *o)
 {
     return atomic_load_explicit(&o->hdr->head, memory_order_acquire);
@@ -118,7 +168,7 @@ static void usage(FILE *f)
     fprintf(f,
         "usage: bench_hot --variant V [options]\n"
         "  Times a 32-byte poll-start event; prints one 'hot name=...' line.\n"
-        "  --variant V     baseline | baseline-call | d9 | compiled-out\n"
+        "  --variant V     baseline | baseline-call | ring-inline | d9 | compiled-out\n"
         "  --name N        name printed in the result line (default: the variant)\n"
         "  --cpu C         pin to CPU C (default 0)\n"
         "  --batch N       events per timed batch (default %u)\n"
@@ -127,13 +177,14 @@ static void usage(FILE *f)
         "  --singles N     individually timed events (default %u, 0 = skip)\n"
         "  --gap-ns N      minimum ns between batch starts (pacing; default 0)\n"
         "  --reset         d9 only: consume our own ring between batches\n"
+        "  --shm-dir D     ring-inline only: where to create the bench's region (default /tmp)\n"
         "Environment: DIAL9_* as for any traced program (DIAL9_ENABLED=0 = disabled path).\n",
         DEF_BATCH, DEF_BATCHES, DEF_WARM, DEF_SINGLES);
 }
 
 int main(int argc, char **argv)
 {
-    const char *variant = NULL, *name = NULL;
+    const char *variant = NULL, *name = NULL, *shm_dir = "/tmp";
     int cpu = 0, reset = 0;
     unsigned long gap_ns = 0;
     struct bench_run r = { .batch = DEF_BATCH, .nbatches = DEF_BATCHES,
@@ -145,6 +196,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--reset")) { reset = 1; continue; }
         else if (!strcmp(a, "--variant")) variant = v;
         else if (!strcmp(a, "--name")) name = v;
+        else if (!strcmp(a, "--shm-dir")) shm_dir = v;
         else if (!strcmp(a, "--cpu")) cpu = (int)bench_arg_ulong(a, v, 0, 4095);
         else if (!strcmp(a, "--batch")) r.batch = (unsigned)bench_arg_ulong(a, v, 1, 1u << 20);
         else if (!strcmp(a, "--batches")) r.nbatches = (unsigned)bench_arg_ulong(a, v, 1, 1u << 24);
@@ -178,6 +230,22 @@ int main(int argc, char **argv)
     } else if (!strcmp(variant, "baseline-call")) {
         BENCH_BATCHES(&r, base_event_call(bench_i, loc, 1, worker));
         BENCH_SINGLES(&r, base_event_call(bench_i, loc, 1, worker));
+    } else if (!strcmp(variant, "ring-inline")) {
+#ifdef D9_DISABLE
+        (void)shm_dir;
+        fprintf(stderr, "bench_hot: ring-inline needs the normal build (bench_hot)\n");
+        return 2;
+#else
+        struct solo_ring solo;
+        if (solo_ring_open(&solo, shm_dir) < 0)
+            return 1;
+        r.between = solo_ring_reset;
+        r.between_arg = &solo;
+        BENCH_BATCHES(&r, solo_event(&solo.p, bench_i, loc, 1, worker));
+        BENCH_SINGLES(&r, solo_event(&solo.p, bench_i, loc, 1, worker));
+        res.lost = atomic_load_explicit(&solo.p.hdr->lost, memory_order_relaxed);
+        unlink(solo.region.path);
+#endif
     } else if (!strcmp(variant, "compiled-out")) {
 #ifndef D9_DISABLE
         fprintf(stderr, "bench_hot: compiled-out needs the -DD9_DISABLE build (bench_hot_off)\n");
@@ -246,6 +314,7 @@ int main(int argc, char **argv)
     }
 
     bench_hot_reduce(&r, npt, empty, &res);
+    printf("info tsc_granularity_ticks=%llu\n", (unsigned long long)bench_tsc_granularity());
     printf("info ns_per_tick=%.6f empty_pair_ticks=%llu\n", npt, (unsigned long long)empty);
     bench_hot_print(stdout, &res);
     bench_run_free(&r);

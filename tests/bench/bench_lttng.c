@@ -105,6 +105,7 @@ int main(int argc, char **argv)
 
     struct bench_hot_result res = { .name = name };
     bench_hot_reduce(&r, npt, empty, &res);
+    printf("info tsc_granularity_ticks=%llu\n", (unsigned long long)bench_tsc_granularity());
     printf("info ns_per_tick=%.6f empty_pair_ticks=%llu issued=%llu\n", npt,
            (unsigned long long)empty,
            (unsigned long long)((uint64_t)(r.warm_batches + r.nbatches) * r.batch + r.nsingle));

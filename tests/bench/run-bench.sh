@@ -186,6 +186,8 @@ hot_once() {
     echo "$(kv "$out" lost)" >>"$T/hot.$name.lost"
     echo "$(kv "$out" events)" >>"$T/hot.$name.events"
     npt=$(kv "$out" ns_per_tick); [ -n "$npt" ] && put tsc.ns_per_tick "$npt"
+    g=$(kv "$out" tsc_granularity_ticks); [ -n "$g" ] && put tsc.granularity "$g"
+    e=$(kv "$out" empty_pair_ticks); [ -n "$e" ] && put tsc.empty_pair "$e"
     return 0
 }
 hot_reduce() {  # medians over the repetitions -> results
@@ -204,9 +206,10 @@ hot_reduce() {  # medians over the repetitions -> results
 say "[1/3] hot path: $REPS rounds of every variant, $HOT_BATCHES batches x 1000 events each"
 i=1
 while [ $i -le $REPS ]; do
-    say "  round $i/$REPS: baseline, d9 (reset), d9 disabled, compiled out, LTTng without session"
+    say "  round $i/$REPS: baseline, ring primitives, d9 (reset), d9 disabled, compiled out, LTTng without session"
     hot_once baseline "$B/bench_hot_off" --variant baseline $HOT_OPTS
     hot_once baseline_call "$B/bench_hot_off" --variant baseline-call $HOT_OPTS
+    hot_once ring_inline "$B/bench_hot" --variant ring-inline --shm-dir "$T/shm-solo" $HOT_OPTS
     hot_once d9_reset env DIAL9_SHM_DIR="$T/shm-solo" DIAL9_COLLECTOR="ipc://$T/none.sock" \
         DIAL9_RING_KB=$D9_RING_KB "$B/bench_hot" --variant d9 --reset $HOT_OPTS
     hot_once d9_disabled env DIAL9_ENABLED=0 DIAL9_SHM_DIR="$T/shm-solo" \
@@ -312,11 +315,12 @@ report_hot() {
     echo "HOT PATH — ns per 32-byte poll-start event (16 B header incl. TSC stamp + task u64, loc u32,"
     echo "runtime u16, worker u16), pinned to cpu $PCPU, 1000 events per rdtsc-timed batch; median of"
     echo "$REPS runs of each variant (median / p99 over $HOT_BATCHES batch means per run; paced runs $PACED_BATCHES)."
-    echo "single = one event between lfence;rdtsc and rdtscp;lfence, empty pair subtracted (TSC"
-    echo "granularity in this VM makes single samples coarse: read them as a distribution, not a cost)."
+    echo "single = one event between lfence;rdtsc and rdtscp;lfence, empty pair ($(calc "$(get tsc.empty_pair) * $(get tsc.ns_per_tick)" 1) ns) subtracted;"
+    echo "the TSC reads advance in steps of $(get tsc.granularity) ticks = $(calc "$(get tsc.granularity) * $(get tsc.ns_per_tick)" 1) ns here, so single samples are quantised to that."
     printf '  %-44s %8s %8s %8s %8s %8s  %s\n' "variant" "median" "p99" "single" "sgl p99" "x base" "target / note"
     hot_row baseline "(a) baseline: rdtsc + store to plain buffer" "baseline"
     hot_row baseline_call "(a') baseline behind a non-inlined call" ""
+    hot_row ring_inline "(a'') shm ring reserve/commit inlined" "the ring ABI's floor"
     hot_row d9_reset "(b) d9_poll_start, ring reset per batch" \
         "d9-base = $(calc "$d9r - $base" 2) ns (target <= +3 ns)"
     hot_row d9_live "(b') d9_poll_start, d9collectd draining" \

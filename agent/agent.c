@@ -1,0 +1,786 @@
+/*
+ * agent.c — the agent core (see agent.h): region lifecycle, metadata
+ * publication, ring claims, the housekeeping thread and fork handling.
+ *
+ * Called by agent/d9.c (public API) and the unit tests. Everything here is
+ * slow path: it may lock, allocate and make syscalls, but it must never
+ * block the application for long (no waiting on the collector, zmq only on
+ * the housekeeping thread) and never abort it: failures are logged once
+ * and leave tracing off.
+ *
+ * Invariants:
+ *   - a->live != 0 only while a region is mapped (or, in a fork child
+ *     before reinit, while a->need_reinit says it will be made on demand);
+ *   - metadata entries are appended only under a->lock, in id order per
+ *     kind, so the log replayed into a child's region keeps every id;
+ *   - the parent's region is never written by a fork child;
+ *   - calibration pairs are written by one thread at a time (start, then
+ *     the housekeeping thread, then stop after joining it), under the
+ *     cal_seq seqlock.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include "agent/agent.h"
+#include "shm/clock.h"
+#include "shm/meta.h"
+
+#define AG_LOC_INIT_CAP   64u
+#define AG_META_ENTRY_MAX (D9_NAME_MAX * 24u)   /* largest payload we encode */
+#define AG_CAL_TRIES      8
+#define AG_SCHEDSTAT_PATH "/proc/thread-self/schedstat"
+#define AG_SCHEDSTAT_BUF  96
+
+struct ag_loc {
+    uint32_t hash;              /* 0 = empty slot */
+    uint32_t line;
+    uint32_t id;
+    char *file;
+    char *func;
+};
+
+/* ---- small helpers ------------------------------------------------------ */
+
+static uint32_t ag_gettid(void) { return (uint32_t)syscall(SYS_gettid); }
+
+static struct d9_ring_hdr *ring_hdr(struct shm_region *r, uint32_t idx)
+{
+    return (struct d9_ring_hdr *)(r->base + r->hdr->rings_offset +
+                                  (uint64_t)idx * r->hdr->ring_stride);
+}
+
+/* Copy a string into a fixed field, NUL-padded, cut to the field size. */
+static void copy_field(char *dst, size_t cap, const char *src)
+{
+    size_t n = strnlen(src, cap);
+    memset(dst, 0, cap);
+    memcpy(dst, src, n);
+}
+
+static uint8_t *meta_area(struct shm_region *r) { return r->base + r->hdr->meta_offset; }
+
+static void read_comm(char *out, size_t cap)
+{
+    out[0] = 0;
+    int fd = open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    ssize_t n = read(fd, out, cap - 1);
+    close(fd);
+    if (n <= 0)
+        n = 0;
+    out[n] = 0;
+    char *nl = strchr(out, '\n');
+    if (nl)
+        *nl = 0;
+}
+
+static void read_exe(char *out, size_t cap)
+{
+    ssize_t n = readlink("/proc/self/exe", out, cap - 1);
+    out[n > 0 ? n : 0] = 0;
+}
+
+/* A (tsc, ns) pair with the TSC reads bracketing the clock read as tightly
+ * as possible: the narrowest of a few tries wins. */
+static void cal_pair(uint64_t *tsc, uint64_t *ns)
+{
+    uint64_t best = UINT64_MAX;
+    for (int i = 0; i < AG_CAL_TRIES; i++) {
+        uint64_t a = shm_rdtsc();
+        uint64_t n = shm_mono_ns();
+        uint64_t b = shm_rdtsc();
+        if (b - a < best) {
+            best = b - a;
+            *tsc = a + (b - a) / 2;
+            *ns = n;
+        }
+    }
+}
+
+/* Seqlock write of one calibration pair (which = 0 or 1). Single writer. */
+static void cal_write(struct d9_region_hdr *h, int which)
+{
+    uint64_t tsc = 0, ns = 0;
+    cal_pair(&tsc, &ns);
+    uint32_t s = atomic_load_explicit(&h->cal_seq, memory_order_relaxed);
+    atomic_store_explicit(&h->cal_seq, s + 1, memory_order_relaxed);
+    /* release fence: the odd seq is visible before any of the pair's bytes */
+    atomic_thread_fence(memory_order_release);
+    if (which == 0) {
+        __atomic_store_n(&h->cal_tsc0, tsc, __ATOMIC_RELAXED);
+        __atomic_store_n(&h->cal_ns0, ns, __ATOMIC_RELAXED);
+    } else {
+        __atomic_store_n(&h->cal_tsc1, tsc, __ATOMIC_RELAXED);
+        __atomic_store_n(&h->cal_ns1, ns, __ATOMIC_RELAXED);
+    }
+    /* release: the pair happens-before the even seq a reader re-checks */
+    atomic_store_explicit(&h->cal_seq, s + 2, memory_order_release);
+}
+
+static int meta_put(struct ag_agent *a, uint16_t kind, uint32_t id, const uint8_t *payload,
+                    size_t len)
+{
+    return shm_meta_append(a->region.hdr, meta_area(&a->region), kind, id, payload, len);
+}
+
+/* ---- region --------------------------------------------------------------- */
+
+/* Reserve the pages of [off, off + len) so a full /dev/shm shows up as an
+ * error here instead of SIGBUS on a later store. Filesystems that cannot
+ * preallocate are accepted as they are. */
+static int reserve_pages(struct ag_agent *a, uint64_t off, uint64_t len)
+{
+    if (a->region_fd < 0)
+        return 0;
+    if (fallocate(a->region_fd, 0, (off_t)off, (off_t)len) == 0)
+        return 0;
+    int err = errno;
+    return (err == EOPNOTSUPP || err == ENOSYS) ? 0 : -err;
+}
+
+static int region_open(struct ag_agent *a)
+{
+    struct shm_region_params p = {
+        .ring_count = a->cfg.max_threads,
+        .ring_data_size = a->cfg.ring_data_size,
+        .meta_size = a->cfg.meta_size,
+        .clock_source = a->clock_source,
+        .dir = a->cfg.shm_dir,
+    };
+    int rc = shm_region_create(&p, &a->region);
+    if (rc) {
+        fprintf(stderr, "d9: cannot create a region in %s: %s; tracing disabled\n",
+                a->cfg.shm_dir, strerror(-rc));
+        memset(&a->region, 0, sizeof a->region);
+        return rc;
+    }
+    struct d9_region_hdr *h = a->region.hdr;
+    a->pid = h->pid;
+    a->start_time = h->start_time;
+    copy_field(h->comm, sizeof h->comm, a->comm);
+    copy_field(h->exe, sizeof h->exe, a->exe);
+    a->region_fd = open(a->region.path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    rc = reserve_pages(a, 0, h->rings_offset);
+    if (rc) {
+        fprintf(stderr, "d9: cannot reserve memory for %s: %s; tracing disabled\n",
+                a->region.path, strerror(-rc));
+        atomic_store_explicit(&h->state, D9_REGION_CLOSED, memory_order_release);
+        unlink(a->region.path);     /* empty: nothing for a collector to drain */
+        shm_region_close(&a->region);
+        if (a->region_fd >= 0)
+            close(a->region_fd);
+        a->region_fd = -1;
+        return rc;
+    }
+    if (a->clock_source == D9_CLOCK_TSC)
+        cal_write(h, 0);
+    atomic_store_explicit(&h->heartbeat_ns, shm_mono_ns(), memory_order_relaxed);
+    return 0;
+}
+
+/* ---- housekeeping thread ------------------------------------------------ */
+
+void ag_agent_tick(struct ag_agent *a)
+{
+    struct d9_region_hdr *h = a->region.hdr;
+    if (!h)
+        return;
+    if (a->clock_source == D9_CLOCK_TSC)
+        cal_write(h, 1);
+    atomic_store_explicit(&h->heartbeat_ns, shm_mono_ns(), memory_order_relaxed);
+}
+
+static void control_send_hello(struct ag_agent *a)
+{
+    uint8_t buf[AG_CONTROL_MSG_MAX];
+    struct ag_hello_info hi = {
+        .pid = a->pid, .uid = (uint32_t)getuid(), .start_time = a->start_time,
+        .region_path = a->region.path, .comm = a->comm, .exe = a->exe,
+    };
+    long n = ag_control_pack_hello(&hi, buf, sizeof buf);
+    if (n > 0)
+        ag_control_send(&a->ctl, buf, (size_t)n);
+}
+
+static void control_send_goodbye(struct ag_agent *a)
+{
+    uint8_t buf[AG_CONTROL_MSG_MAX];
+    long n = ag_control_pack_goodbye(a->pid, a->start_time, -1, buf, sizeof buf);
+    if (n > 0)
+        ag_control_send(&a->ctl, buf, (size_t)n);
+}
+
+static void deadline_after(struct timespec *ts, unsigned ms)
+{
+    clock_gettime(CLOCK_MONOTONIC, ts);
+    ts->tv_sec += ms / 1000u;
+    ts->tv_nsec += (long)(ms % 1000u) * 1000000L;
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000L;
+    }
+}
+
+static void *hk_main(void *arg)
+{
+    struct ag_agent *a = arg;
+    pthread_setname_np(pthread_self(), AG_HK_THREAD_NAME);
+    if (a->cfg.control) {
+        a->ctl_state = ag_control_open(&a->ctl, a->cfg.collector);
+        if (a->ctl_state == 0) {
+            a->ctl_state = 1;
+            control_send_hello(a);
+        }
+    }
+    unsigned wait_ms = AG_CAL_FIRST_MS;
+    pthread_mutex_lock(&a->lock);
+    while (!a->hk_stop) {
+        struct timespec dl;
+        deadline_after(&dl, wait_ms);
+        int rc = 0;
+        while (!a->hk_stop && rc != ETIMEDOUT)
+            rc = pthread_cond_timedwait(&a->hk_cond, &a->lock, &dl);
+        if (a->hk_stop)
+            break;
+        pthread_mutex_unlock(&a->lock);
+        ag_agent_tick(a);
+        wait_ms = AG_HEARTBEAT_MS;
+        pthread_mutex_lock(&a->lock);
+    }
+    pthread_mutex_unlock(&a->lock);
+    if (a->ctl_state == 1) {
+        control_send_goodbye(a);
+        ag_control_close(&a->ctl);
+    }
+    return NULL;
+}
+
+static int hk_start(struct ag_agent *a)
+{
+    pthread_attr_t attr;
+    sigset_t all, old;
+    a->hk_stop = 0;
+    a->ctl_state = 0;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, AG_HK_STACK_SIZE);
+    /* the thread (and zmq's I/O thread it starts) must not take the
+     * application's signals: create it with every signal blocked */
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(&a->hk, &attr, hk_main, a);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&attr);
+    if (rc) {
+        fprintf(stderr, "d9: cannot start the agent thread: %s; tracing without heartbeat\n",
+                strerror(rc));
+        return -rc;
+    }
+    a->hk_running = 1;
+    return 0;
+}
+
+static void hk_stop_join(struct ag_agent *a)
+{
+    if (!a->hk_running)
+        return;
+    pthread_mutex_lock(&a->lock);
+    a->hk_stop = 1;
+    pthread_cond_signal(&a->hk_cond);
+    pthread_mutex_unlock(&a->lock);
+    pthread_join(a->hk, NULL);
+    a->hk_running = 0;
+}
+
+/* ---- lifecycle ------------------------------------------------------------ */
+
+static int runtime_publish(struct ag_agent *a, uint16_t id)
+{
+    uint8_t buf[D9_NAME_MAX + 1];
+    int n = shm_meta_encode_runtime(buf, sizeof buf, a->runtimes[id - 1]);
+    return n < 0 ? n : meta_put(a, D9_META_RUNTIME, id, buf, (size_t)n);
+}
+
+int ag_agent_start(struct ag_agent *a, const struct ag_config *cfg)
+{
+    memset(a, 0, sizeof *a);
+    a->cfg = *cfg;
+    a->region_fd = -1;
+    pthread_mutex_init(&a->lock, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&a->hk_cond, &ca);
+    pthread_condattr_destroy(&ca);
+    a->started = 1;
+    a->stopped = 1;             /* until everything below worked */
+
+    a->clock_source = cfg->clock_source ? cfg->clock_source
+                      : shm_tsc_invariant() ? D9_CLOCK_TSC : D9_CLOCK_MONOTONIC;
+    read_comm(a->comm, sizeof a->comm);
+    read_exe(a->exe, sizeof a->exe);
+    a->runtimes = calloc(AG_RUNTIME_MAX, sizeof *a->runtimes);
+    if (!a->runtimes) {
+        fprintf(stderr, "d9: out of memory at start; tracing disabled\n");
+        return -ENOMEM;
+    }
+    int rc = region_open(a);
+    if (rc)
+        return rc;
+
+    /* the default runtime is always id 1 */
+    copy_field(a->runtimes[0], D9_NAME_MAX, cfg->runtime_name);
+    a->nruntimes = 1;
+    a->default_runtime = 1;
+    runtime_publish(a, 1);
+
+    a->stopped = 0;
+    if (cfg->housekeeping)
+        hk_start(a);
+    /* release: the region and tables above happen-before a claim that saw live */
+    atomic_store_explicit(&a->live, a->clock_source, memory_order_release);
+    return 0;
+}
+
+void ag_agent_stop(struct ag_agent *a)
+{
+    pthread_mutex_lock(&a->lock);
+    if (a->stopped) {
+        pthread_mutex_unlock(&a->lock);
+        return;
+    }
+    a->stopped = 1;
+    atomic_store_explicit(&a->live, 0, memory_order_relaxed);
+    int child_without_region = a->need_reinit;
+    pthread_mutex_unlock(&a->lock);
+    if (child_without_region)
+        return;                 /* the mapping is the parent's: hands off */
+
+    hk_stop_join(a);            /* sends goodbye */
+    if (a->region.hdr) {
+        ag_agent_tick(a);       /* a last calibration pair for short runs */
+        /* release: every earlier write of ours happens-before CLOSED */
+        atomic_store_explicit(&a->region.hdr->state, D9_REGION_CLOSED, memory_order_release);
+    }
+}
+
+void ag_agent_destroy(struct ag_agent *a)
+{
+    if (!a->started)
+        return;
+    ag_agent_stop(a);
+    shm_region_close(&a->region);
+    shm_region_close(&a->stale);
+    if (a->region_fd >= 0)
+        close(a->region_fd);
+    a->region_fd = -1;
+    for (uint32_t i = 0; i < a->loc_cap; i++) {
+        free(a->locs[i].file);
+        free(a->locs[i].func);
+    }
+    free(a->locs);
+    free(a->runtimes);
+    pthread_cond_destroy(&a->hk_cond);
+    pthread_mutex_destroy(&a->lock);
+    memset(a, 0, sizeof *a);
+    a->region_fd = -1;
+}
+
+/* Child after fork, first use: a fresh region with the same ids. Lock held. */
+static int reinit_child(struct ag_agent *a)
+{
+    int rc = region_open(a);
+    if (rc) {
+        atomic_store_explicit(&a->live, 0, memory_order_relaxed);
+        a->need_reinit = 0;
+        a->stopped = 1;
+        shm_region_close(&a->stale);
+        return rc;
+    }
+    /* the parent's log up to the fork is ours too: same ids, same names */
+    uint32_t n = a->fork_meta_head;
+    if (a->stale.hdr && n <= a->stale.hdr->meta_size && n <= a->region.hdr->meta_size) {
+        memcpy(meta_area(&a->region), meta_area(&a->stale), n);
+        atomic_store_explicit(&a->region.hdr->meta_head, n, memory_order_release);
+    }
+    shm_region_close(&a->stale);
+    a->need_reinit = 0;
+    if (a->cfg.housekeeping)
+        hk_start(a);
+    return 0;
+}
+
+/* Lock held: 1 if the agent can take registrations and claims now. */
+static int ready_locked(struct ag_agent *a)
+{
+    if (!atomic_load_explicit(&a->live, memory_order_relaxed) || a->stopped)
+        return 0;
+    if (a->need_reinit && reinit_child(a) != 0)
+        return 0;
+    return a->region.hdr != NULL;
+}
+
+void ag_agent_fork_prepare(struct ag_agent *a)
+{
+    if (!a->started)
+        return;
+    pthread_mutex_lock(&a->lock);
+    /* with the lock held no entry is half-written; before a child's reinit
+     * (need_reinit) the value from the earlier fork still describes stale */
+    if (a->region.hdr)
+        a->fork_meta_head = atomic_load_explicit(&a->region.hdr->meta_head,
+                                                 memory_order_relaxed);
+}
+
+void ag_agent_fork_parent(struct ag_agent *a)
+{
+    if (!a->started)
+        return;
+    pthread_mutex_unlock(&a->lock);
+}
+
+void ag_agent_fork_child(struct ag_agent *a)
+{
+    if (!a->started)
+        return;
+    /* only this thread exists now; nothing below writes to the parent's
+     * region, its rings, its zmq context or its thread */
+    if (!a->stopped && !a->need_reinit) {
+        a->stale = a->region;
+        memset(&a->region, 0, sizeof a->region);
+        a->need_reinit = 1;
+    }
+    /* forked again before the first event (need_reinit already set): stale
+     * stays the ancestor's mapping, still read-only */
+    if (a->region_fd >= 0)
+        close(a->region_fd);
+    a->region_fd = -1;
+    a->hk_running = 0;
+    a->hk_stop = 0;
+    /* the inherited zmq context is unusable here; it is dropped, not closed */
+    memset(&a->ctl, 0, sizeof a->ctl);
+    a->ctl_state = 0;
+    pthread_mutex_unlock(&a->lock);
+}
+
+/* ---- registration --------------------------------------------------------- */
+
+static int valid_name(const char *s)
+{
+    if (!s)
+        return 0;
+    size_t n = strnlen(s, D9_NAME_MAX + 1);
+    if (n == 0 || n > D9_NAME_MAX)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+            return 0;
+    return 1;
+}
+
+int ag_runtime_register(struct ag_agent *a, const char *name, uint16_t *id)
+{
+    *id = 0;
+    if (!valid_name(name))
+        return -EINVAL;
+    pthread_mutex_lock(&a->lock);
+    int rc = 0;
+    if (!ready_locked(a)) {
+        rc = -ENOTCONN;
+        goto out;
+    }
+    for (uint16_t i = 0; i < a->nruntimes; i++) {
+        if (strcmp(a->runtimes[i], name) == 0) {
+            *id = (uint16_t)(i + 1);
+            goto out;
+        }
+    }
+    if (a->nruntimes >= AG_RUNTIME_MAX) {
+        rc = -ENOSPC;
+        goto out;
+    }
+    copy_field(a->runtimes[a->nruntimes], D9_NAME_MAX, name);
+    a->nruntimes++;
+    *id = a->nruntimes;
+    /* a full metadata log is counted in meta_lost; the id stays usable */
+    runtime_publish(a, *id);
+out:
+    pthread_mutex_unlock(&a->lock);
+    return rc;
+}
+
+static uint32_t loc_hash(const char *file, uint32_t line, const char *func)
+{
+    uint32_t h = 2166136261u;   /* FNV-1a */
+    for (const char *p = file; *p; p++)
+        h = (h ^ (uint8_t)*p) * 16777619u;
+    h = (h ^ line) * 16777619u;
+    for (const char *p = func; *p; p++)
+        h = (h ^ (uint8_t)*p) * 16777619u;
+    return h ? h : 1;           /* 0 marks an empty slot */
+}
+
+static struct ag_loc *loc_slot(struct ag_loc *tab, uint32_t cap, uint32_t h,
+                               const char *file, uint32_t line, const char *func)
+{
+    for (uint32_t i = h & (cap - 1);; i = (i + 1) & (cap - 1)) {
+        struct ag_loc *l = &tab[i];
+        if (l->hash == 0 || (l->hash == h && l->line == line && strcmp(l->file, file) == 0 &&
+                             strcmp(l->func, func) == 0))
+            return l;
+    }
+}
+
+static int loc_grow(struct ag_agent *a)
+{
+    uint32_t cap = a->loc_cap ? a->loc_cap * 2 : AG_LOC_INIT_CAP;
+    struct ag_loc *tab = calloc(cap, sizeof *tab);
+    if (!tab)
+        return -ENOMEM;
+    for (uint32_t i = 0; i < a->loc_cap; i++) {
+        struct ag_loc *o = &a->locs[i];
+        if (o->hash)
+            *loc_slot(tab, cap, o->hash, o->file, o->line, o->func) = *o;
+    }
+    free(a->locs);
+    a->locs = tab;
+    a->loc_cap = cap;
+    return 0;
+}
+
+uint32_t ag_loc_register(struct ag_agent *a, const char *file, int line, const char *func)
+{
+    if (!file || !*file || line < 0)
+        return 0;
+    if (!func)
+        func = "";
+    uint32_t id = 0, ul = (uint32_t)line;
+    pthread_mutex_lock(&a->lock);
+    if (!ready_locked(a))
+        goto out;
+    /* keep the load factor under 1/2 */
+    if ((a->nlocs + 1) * 2 > a->loc_cap && loc_grow(a) != 0)
+        goto out;
+    uint32_t h = loc_hash(file, ul, func);
+    struct ag_loc *l = loc_slot(a->locs, a->loc_cap, h, file, ul, func);
+    if (l->hash) {
+        id = l->id;
+        goto out;
+    }
+    if (a->nlocs >= AG_LOC_MAX)
+        goto out;
+    char *f = strdup(file), *fn = strdup(func);
+    if (!f || !fn) {
+        free(f);
+        free(fn);
+        goto out;
+    }
+    l->hash = h;
+    l->line = ul;
+    l->file = f;
+    l->func = fn;
+    l->id = id = ++a->nlocs;
+    uint8_t buf[AG_META_ENTRY_MAX];
+    int n = shm_meta_encode_location(buf, sizeof buf, file, ul, func);
+    if (n > 0)
+        meta_put(a, D9_META_LOCATION, id, buf, (size_t)n);
+out:
+    pthread_mutex_unlock(&a->lock);
+    return id;
+}
+
+static int schema_check(const d9_schema *s)
+{
+    if (!valid_name(s->name) || s->nfields > D9_SCHEMA_MAX_FIELDS || (s->nfields && !s->fields))
+        return -EINVAL;
+    for (uint16_t i = 0; i < s->nfields; i++)
+        if (!valid_name(s->fields[i].name) || s->fields[i].type < D9_T_U64 ||
+            s->fields[i].type > D9_T_STR)
+            return -EINVAL;
+    return 0;
+}
+
+uint32_t ag_schema_id(struct ag_agent *a, d9_schema *s)
+{
+    /* acquire: pairs with the release below; the entry is in the log */
+    uint32_t id = __atomic_load_n(&s->id, __ATOMIC_ACQUIRE);
+    if (id)
+        return id;
+    pthread_mutex_lock(&a->lock);
+    if (!ready_locked(a))
+        goto out;
+    id = s->id;
+    if (id)
+        goto out;
+    int rc = schema_check(s);
+    uint8_t buf[AG_META_ENTRY_MAX * 2];
+    if (!rc) {
+        uint8_t types[D9_SCHEMA_MAX_FIELDS];
+        const char *names[D9_SCHEMA_MAX_FIELDS];
+        for (uint16_t i = 0; i < s->nfields; i++) {
+            types[i] = (uint8_t)s->fields[i].type;     /* d9_type == d9_field_type */
+            names[i] = s->fields[i].name;
+        }
+        int n = shm_meta_encode_schema(buf, sizeof buf, s->name, s->nfields, types, names);
+        rc = n < 0 ? n : meta_put(a, D9_META_SCHEMA, a->nschemas + 1, buf, (size_t)n);
+    }
+    if (rc) {
+        fprintf(stderr, "d9: custom event schema \"%.64s\" cannot be published (%s); "
+                "its events are dropped\n", s->name && valid_name(s->name) ? s->name : "?",
+                rc == -ENOSPC ? "metadata log full" : "bad name, field or type");
+        id = AG_SCHEMA_INVALID;
+    } else {
+        id = ++a->nschemas;
+    }
+    __atomic_store_n(&s->id, id, __ATOMIC_RELEASE);
+out:
+    pthread_mutex_unlock(&a->lock);
+    return id;
+}
+
+/* ---- threads --------------------------------------------------------------- */
+
+int ag_thread_attach(struct ag_agent *a, struct ag_thread *t)
+{
+    if (t->state == AG_T_TRACED)
+        return 0;
+    if (t->state == AG_T_EXITED)
+        return -ESRCH;
+    if (t->state == AG_T_UNTRACED && --t->retry_countdown != 0)
+        return -ENOSPC;
+
+    char name[16] = { 0 };
+    pthread_getname_np(pthread_self(), name, sizeof name);
+    uint32_t tid = ag_gettid();
+
+    pthread_mutex_lock(&a->lock);
+    if (!ready_locked(a)) {
+        pthread_mutex_unlock(&a->lock);
+        return -ENOTCONN;
+    }
+    struct d9_region_hdr *h = a->region.hdr;
+    int was_counted = t->state == AG_T_UNTRACED;
+    int idx = shm_slot_claim(&a->region, tid, name);
+    if (idx >= 0) {
+        uint64_t off = h->rings_offset + (uint64_t)idx * h->ring_stride;
+        if (reserve_pages(a, off, h->ring_stride) != 0) {
+            /* no memory behind the ring: give it back untouched (head == tail) */
+            shm_slot_release(&a->region, (uint32_t)idx);
+            atomic_fetch_add_explicit(&h->threads_untraced, 1, memory_order_relaxed);
+            idx = -ENOSPC;
+        }
+    }
+    /* threads_untraced counts threads, not attempts: a retry was counted once already */
+    if (was_counted)
+        atomic_fetch_sub_explicit(&h->threads_untraced, 1, memory_order_relaxed);
+    if (idx < 0) {
+        t->state = AG_T_UNTRACED;
+        t->retry_countdown = AG_CLAIM_RETRY_EVENTS;
+        pthread_mutex_unlock(&a->lock);
+        return -ENOSPC;
+    }
+    struct d9_ring_hdr *rh = ring_hdr(&a->region, (uint32_t)idx);
+    shm_producer_attach(&t->p, rh, (uint8_t *)rh + D9_RING_HDR_SIZE, h->ring_data_size);
+    t->ring = idx;
+    t->state = AG_T_TRACED;
+    pthread_mutex_unlock(&a->lock);
+    return 0;
+}
+
+static void sched_close(struct ag_thread *t)
+{
+    if (t->sched_state == AG_SCHED_OPEN)
+        close(t->sched_fd);
+    t->sched_state = AG_SCHED_UNOPENED;
+    t->sched_fd = -1;
+}
+
+void ag_thread_detach(struct ag_agent *a, struct ag_thread *t)
+{
+    if (t->state == AG_T_TRACED && a->region.hdr)
+        shm_slot_release(&a->region, (uint32_t)t->ring);
+    sched_close(t);
+    memset(&t->p, 0, sizeof t->p);
+    t->ring = -1;
+    t->state = AG_T_EXITED;
+}
+
+void ag_thread_forget(struct ag_thread *t)
+{
+    sched_close(t);
+    memset(t, 0, sizeof *t);
+    t->ring = -1;
+}
+
+/* Field 2 of schedstat: ns spent waiting on a run queue. 0 when unknown. */
+static uint64_t sched_wait_ns(struct ag_thread *t)
+{
+    if (t->sched_state == AG_SCHED_UNOPENED) {
+        t->sched_fd = open(AG_SCHEDSTAT_PATH, O_RDONLY | O_CLOEXEC);
+        t->sched_state = t->sched_fd >= 0 ? AG_SCHED_OPEN : AG_SCHED_NONE;
+    }
+    if (t->sched_state != AG_SCHED_OPEN)
+        return 0;
+    char buf[AG_SCHEDSTAT_BUF];
+    ssize_t n = pread(t->sched_fd, buf, sizeof buf - 1, 0);
+    if (n <= 0)
+        return 0;
+    buf[n] = 0;
+    const char *p = buf;
+    while (*p >= '0' && *p <= '9')
+        p++;
+    if (*p != ' ')
+        return 0;
+    p++;
+    uint64_t v = 0;
+    for (; *p >= '0' && *p <= '9'; p++)
+        v = v * 10 + (uint64_t)(*p - '0');
+    return v;
+}
+
+void ag_thread_times(struct ag_thread *t, uint64_t *cpu_ns, uint64_t *wait_delta_ns)
+{
+    struct timespec ts;
+    *cpu_ns = clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0
+        ? (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec : 0;
+    int first = t->sched_state == AG_SCHED_UNOPENED;
+    uint64_t w = sched_wait_ns(t);
+    /* the first sample is the baseline; the counter never goes backwards,
+     * but a bad read must not turn into a huge delta */
+    *wait_delta_ns = (!first && w >= t->last_wait_ns) ? w - t->last_wait_ns : 0;
+    if (w >= t->last_wait_ns)
+        t->last_wait_ns = w;
+}
+
+/* ---- status ----------------------------------------------------------------- */
+
+void ag_agent_stats(struct ag_agent *a, d9_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    pthread_mutex_lock(&a->lock);
+    struct shm_region *r = &a->region;
+    if (r->hdr) {
+        for (uint32_t i = 0; i < r->hdr->ring_count; i++) {
+            struct d9_ring_hdr *rh = ring_hdr(r, i);
+            out->lost += atomic_load_explicit(&rh->lost, memory_order_relaxed);
+            uint32_t s = atomic_load_explicit(&rh->state, memory_order_relaxed);
+            if (s == D9_RING_OWNED || s == D9_RING_CLAIMING)
+                out->rings_in_use++;
+        }
+        out->threads_untraced =
+            atomic_load_explicit(&r->hdr->threads_untraced, memory_order_relaxed);
+    }
+    pthread_mutex_unlock(&a->lock);
+}
+
+const char *ag_agent_region_path(struct ag_agent *a)
+{
+    return a->region.hdr ? a->region.path : NULL;
+}

@@ -1,0 +1,156 @@
+/*
+ * agent.h — the agent core: one explicit instance (struct ag_agent) that owns
+ * a region, the metadata tables, the housekeeping thread and the control
+ * channel; and the per-thread state (struct ag_thread) that owns a ring.
+ *
+ * agent/d9.c wraps a process singleton and a thread-local ag_thread around
+ * this; the unit tests create instances with a temp shm dir and their own
+ * config and drive threads explicitly.
+ *
+ * Locking: a->lock guards the metadata tables (runtimes, locations, schema
+ * ids), ring claims and the lifecycle fields. Record paths never take it;
+ * they only read a->live (relaxed) and their own ag_thread.
+ *
+ * Lifecycle of an instance:
+ *   ag_agent_start -> live (records accepted)
+ *   ag_agent_stop  -> region CLOSED, goodbye sent, thread joined; mappings
+ *                     stay, so a thread still inside a record call is safe
+ *   ag_agent_destroy -> unmapped and freed (tests only: every thread using
+ *                     the instance must be done)
+ * fork(): ag_agent_fork_prepare/parent/child bracket fork (pthread_atfork).
+ * In the child the parent's region is dropped without a single write; the
+ * child gets a fresh region of its own (new pid, same runtime, location and
+ * schema ids, so ids cached by the application stay valid) lazily, on the
+ * first claim or registration, and its own housekeeping thread.
+ */
+#ifndef D9_AGENT_AGENT_H
+#define D9_AGENT_AGENT_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include "agent/control.h"
+#include "agent/d9.h"
+#include "agent/env.h"
+#include "shm/region.h"
+#include "shm/ring.h"
+
+#pragma GCC visibility push(hidden)
+
+#define AG_RUNTIME_MAX        256u          /* runtime ids 1..AG_RUNTIME_MAX */
+#define AG_LOC_MAX            65536u        /* distinct source locations */
+#define AG_SCHEMA_INVALID     UINT32_MAX    /* d9_schema.id of a schema that cannot be published */
+#define AG_CLAIM_RETRY_EVENTS 65536u        /* an untraced thread retries its claim this rarely */
+#define AG_HEARTBEAT_MS       1000u         /* heartbeat and calibration refresh period */
+#define AG_CAL_FIRST_MS       50u           /* first calibration pair 1 after start */
+#define AG_HK_STACK_SIZE      (256u * 1024u)
+#define AG_HK_THREAD_NAME     "d9-agent"
+
+enum ag_thread_state {
+    AG_T_NEW = 0,               /* zero-initialised TLS: no claim tried yet */
+    AG_T_TRACED = 1,            /* owns ring t->ring */
+    AG_T_UNTRACED = 2,          /* no ring was free; retries every AG_CLAIM_RETRY_EVENTS */
+    AG_T_EXITED = 3,            /* released at thread exit; never claims again */
+};
+
+enum ag_sched_state { AG_SCHED_UNOPENED = 0, AG_SCHED_OPEN = 1, AG_SCHED_NONE = 2 };
+
+struct ag_thread {
+    struct shm_producer p;      /* p.hdr != NULL <=> state == AG_T_TRACED */
+    int32_t ring;
+    uint32_t state;             /* enum ag_thread_state */
+    uint32_t retry_countdown;
+    uint32_t sched_state;       /* enum ag_sched_state */
+    int sched_fd;               /* /proc/thread-self/schedstat when AG_SCHED_OPEN */
+    uint64_t last_wait_ns;      /* schedstat run-queue wait at the last park/unpark */
+};
+
+struct ag_loc;
+
+struct ag_agent {
+    /* read by every record call: 0 = off, else the clock source */
+    _Atomic uint32_t live;
+    uint32_t clock_source;
+    struct shm_region region;
+    int region_fd;              /* kept to reserve ring pages at claim; -1 none */
+    struct ag_config cfg;
+    uint32_t pid;
+    uint64_t start_time;
+    char comm[17];
+    char exe[256];
+
+    pthread_mutex_t lock;
+    uint16_t nruntimes;
+    uint16_t default_runtime;
+    char (*runtimes)[D9_NAME_MAX + 1];  /* [AG_RUNTIME_MAX], index id - 1 */
+    struct ag_loc *locs;        /* open-addressing hash of locations */
+    uint32_t loc_cap, nlocs;
+    uint32_t nschemas;
+
+    /* housekeeping thread */
+    pthread_t hk;
+    int hk_running;
+    int hk_stop;                /* under lock */
+    pthread_cond_t hk_cond;     /* CLOCK_MONOTONIC */
+    struct ag_control ctl;      /* used by the housekeeping thread only */
+    int ctl_state;              /* control channel: 0 not tried, 1 open, <0 -errno */
+
+    int started, stopped;
+    /* fork */
+    int need_reinit;            /* child: region of the parent dropped, none yet */
+    uint32_t fork_meta_head;    /* meta bytes that existed when fork() happened */
+    struct shm_region stale;    /* child: the parent's mapping, read-only until reinit */
+};
+
+/* Start an instance with cfg (cfg->enabled must be 1). 0 or a negative errno
+ * (logged once to stderr with the path); on error a is left stopped and
+ * ag_agent_destroy() is still valid. */
+int ag_agent_start(struct ag_agent *a, const struct ag_config *cfg);
+
+/* Mark the region closed, send goodbye, join the housekeeping thread.
+ * Idempotent; does not unmap. */
+void ag_agent_stop(struct ag_agent *a);
+
+/* Stop, unmap and free everything (tests). */
+void ag_agent_destroy(struct ag_agent *a);
+
+/* One housekeeping round: heartbeat and calibration pair 1 (seqlock). */
+void ag_agent_tick(struct ag_agent *a);
+
+/* Registration (slow path, takes a->lock). See d9.h for semantics. */
+int ag_runtime_register(struct ag_agent *a, const char *name, uint16_t *id);
+uint32_t ag_loc_register(struct ag_agent *a, const char *file, int line, const char *func);
+/* The schema's id, publishing it on first use; AG_SCHEMA_INVALID when it
+ * cannot be published (logged once), 0 when the agent is off. */
+uint32_t ag_schema_id(struct ag_agent *a, d9_schema *s);
+
+/* Claim a ring for the calling thread's state t (its first event).
+ * 0 (t->p is usable), -ENOSPC (no ring: untraced, counted once per thread,
+ * retried only every AG_CLAIM_RETRY_EVENTS calls), -ENOTCONN (agent off),
+ * -ESRCH (t already exited). */
+int ag_thread_attach(struct ag_agent *a, struct ag_thread *t);
+
+/* Release t's ring (thread exit) and close its schedstat fd. */
+void ag_thread_detach(struct ag_agent *a, struct ag_thread *t);
+
+/* Thread CPU time and the schedstat run-queue wait since t's previous call. */
+void ag_thread_times(struct ag_thread *t, uint64_t *cpu_ns, uint64_t *wait_delta_ns);
+
+/* Sum of ring counters (reads shm). Zeros when there is no region. */
+void ag_agent_stats(struct ag_agent *a, d9_stats *out);
+
+/* Path of the live region, NULL when there is none. */
+const char *ag_agent_region_path(struct ag_agent *a);
+
+/* fork() handlers: prepare takes a->lock and notes the metadata size;
+ * parent releases it; child releases it and forgets the parent's region,
+ * thread and control channel without writing to any of them. */
+void ag_agent_fork_prepare(struct ag_agent *a);
+void ag_agent_fork_parent(struct ag_agent *a);
+void ag_agent_fork_child(struct ag_agent *a);
+
+/* Forget a thread state inherited across fork (child side; closes its fd). */
+void ag_thread_forget(struct ag_thread *t);
+
+#pragma GCC visibility pop
+
+#endif /* D9_AGENT_AGENT_H */

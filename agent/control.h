@@ -1,0 +1,55 @@
+/*
+ * control.h — the agent's side of the control channel to d9collectd.
+ *
+ * A ZMQ_DEALER connected to DIAL9_COLLECTOR that sends
+ * [empty delimiter][d9.Request] messages (hello at start, goodbye at
+ * shutdown). Every send is ZMQ_DONTWAIT; linger is short, so closing never
+ * holds the process up for long. A missing collector is not an error:
+ * zmq queues the hello and delivers it if the collector shows up while the
+ * socket is open; otherwise the collector finds the region by scanning.
+ *
+ * Called only from the agent's housekeeping thread (zmq sockets are not
+ * thread-safe). Never called on a record path. The pack functions are pure
+ * and used by the unit tests.
+ */
+#ifndef D9_AGENT_CONTROL_H
+#define D9_AGENT_CONTROL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#pragma GCC visibility push(hidden)
+
+#define AG_CONTROL_LINGER_MS 200    /* upper bound on the close at exit */
+#define AG_CONTROL_SNDHWM    16     /* a handful of control messages at most */
+#define AG_CONTROL_MSG_MAX   2048u  /* a packed Request always fits (paths <= 256) */
+
+struct ag_control {
+    void *ctx;
+    void *sock;                 /* NULL = not connected */
+};
+
+struct ag_hello_info {
+    uint32_t pid, uid;
+    uint64_t start_time;
+    const char *region_path, *comm, *exe;
+};
+
+/* Create a context and a DEALER connected to endpoint. 0 or -errno. */
+int ag_control_open(struct ag_control *c, const char *endpoint);
+
+/* Send [empty][msg] without waiting. 0, -EAGAIN (queue full / would block),
+ * -ENOTCONN (not open), other -errno. */
+int ag_control_send(struct ag_control *c, const uint8_t *msg, size_t len);
+
+/* Close the socket (linger AG_CONTROL_LINGER_MS) and the context. Idempotent. */
+void ag_control_close(struct ag_control *c);
+
+/* Pack a Request{hello} / Request{goodbye} into buf; returns its length or -ENOBUFS. */
+long ag_control_pack_hello(const struct ag_hello_info *h, uint8_t *buf, size_t cap);
+long ag_control_pack_goodbye(uint32_t pid, uint64_t start_time, int32_t exit_code,
+                             uint8_t *buf, size_t cap);
+
+#pragma GCC visibility pop
+
+#endif /* D9_AGENT_CONTROL_H */

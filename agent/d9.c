@@ -1,0 +1,293 @@
+/*
+ * d9.c — the public API of agent/d9.h: the process singleton around the
+ * agent core (agent.c) and the record functions.
+ *
+ * Hot path (every d9_poll_*, d9_wake, d9_task_*, d9_queue_depth, d9_emit):
+ *   1. relaxed load of g_agent.live (0 = off: return)           one branch
+ *   2. the thread's TLS producer (initial-exec TLS: one %fs-relative load);
+ *      NULL only before the thread's first event (claim, slow path)
+ *   3. a timestamp (rdtsc or vDSO CLOCK_MONOTONIC), shm_ring_reserve,
+ *      a few stores and the release-store of head in shm_ring_commit.
+ * No locks, no syscalls, no allocation; the first event of a thread claims
+ * a ring (ag_thread_attach: a lock, gettid, a fallocate) and registers a
+ * pthread key whose destructor releases the ring at thread exit.
+ *
+ * fork(): pthread_atfork handlers; the child forgets the parent's region
+ * and this thread's producer without writing to them, and gets a fresh
+ * region of its own on its first event (see agent.h).
+ *
+ * Must never abort or fail the application: every error ends in "tracing
+ * off" with one line on stderr.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "agent/agent.h"
+#include "agent/d9.h"
+#include "agent/emit.h"
+#include "agent/env.h"
+
+static struct ag_agent g_agent;
+static __thread struct ag_thread g_tls __attribute__((tls_model("initial-exec")));
+
+static pthread_mutex_t g_init_lock = PTHREAD_MUTEX_INITIALIZER;
+static int g_init_done;         /* under g_init_lock */
+static int g_init_rc;
+static pthread_key_t g_key;
+static int g_key_ok;
+
+/* ---- thread state ---------------------------------------------------------- */
+
+static void thread_exit(void *arg)
+{
+    struct ag_thread *t = arg;
+    ag_thread_detach(&g_agent, t);
+}
+
+/* The calling thread's first event (or an untraced thread's rare retry). */
+static __attribute__((noinline, cold)) int thread_slow(struct ag_thread *t)
+{
+    if (ag_thread_attach(&g_agent, t) != 0)
+        return 0;
+    /* the destructor releases the ring at thread exit */
+    if (g_key_ok)
+        pthread_setspecific(g_key, t);
+    return 1;
+}
+
+/* The producer of the calling thread and the clock source, or NULL. */
+#define AG_PRODUCER(src_)                                                     \
+    __extension__({                                                           \
+        struct shm_producer *p_ = NULL;                                       \
+        (src_) = atomic_load_explicit(&g_agent.live, memory_order_relaxed);   \
+        if (__builtin_expect((src_) != 0, 1)) {                               \
+            struct ag_thread *t_ = &g_tls;                                    \
+            if (__builtin_expect(t_->p.hdr != NULL, 1) || thread_slow(t_))    \
+                p_ = &t_->p;                                                  \
+        }                                                                     \
+        p_; })
+
+/* ---- fork ------------------------------------------------------------------- */
+
+static void fork_prepare(void)
+{
+    pthread_mutex_lock(&g_init_lock);
+    ag_agent_fork_prepare(&g_agent);
+}
+
+static void fork_parent(void)
+{
+    ag_agent_fork_parent(&g_agent);
+    pthread_mutex_unlock(&g_init_lock);
+}
+
+static void fork_child(void)
+{
+    ag_agent_fork_child(&g_agent);
+    /* this thread's ring belongs to the parent's thread: never touch it */
+    ag_thread_forget(&g_tls);
+    pthread_mutex_unlock(&g_init_lock);
+}
+
+/* ---- lifecycle ---------------------------------------------------------------- */
+
+static const char *env_get(const char *name, void *ctx)
+{
+    (void)ctx;
+    /* setuid programs ignore the environment: defaults only */
+    return secure_getenv(name);
+}
+
+static void read_comm(char *out, size_t cap)
+{
+    out[0] = 0;
+    FILE *f = fopen("/proc/self/comm", "re");
+    if (!f)
+        return;
+    if (fgets(out, (int)cap, f))
+        out[strcspn(out, "\n")] = 0;
+    fclose(f);
+}
+
+int d9_init(void)
+{
+    pthread_mutex_lock(&g_init_lock);
+    if (g_init_done) {
+        int rc = g_init_rc;
+        if (rc == 0 && g_agent.stopped)
+            rc = -ESHUTDOWN;
+        pthread_mutex_unlock(&g_init_lock);
+        return rc;
+    }
+    g_init_done = 1;
+
+    char comm[17];
+    read_comm(comm, sizeof comm);
+    struct ag_config cfg;
+    ag_config_defaults(&cfg, (uint32_t)getuid(), env_get("XDG_RUNTIME_DIR", NULL), comm);
+    char err[AG_ERR_MAX];
+    int rc = ag_env_parse(&cfg, env_get, NULL, err, sizeof err);
+    if (rc) {
+        fprintf(stderr, "%s\n", err);
+    } else if (!cfg.enabled) {
+        rc = 1;
+    } else {
+        g_key_ok = pthread_key_create(&g_key, thread_exit) == 0;
+        if (pthread_atfork(fork_prepare, fork_parent, fork_child) != 0) {
+            /* without fork handlers a child would write into our rings */
+            fprintf(stderr, "d9: cannot install fork handlers; tracing disabled\n");
+            rc = -ENOMEM;
+        } else {
+            rc = ag_agent_start(&g_agent, &cfg);
+            if (rc == 0 && atexit(d9_shutdown) != 0)
+                fprintf(stderr, "d9: cannot register the exit handler; "
+                        "call d9_shutdown() before exit\n");
+        }
+    }
+    g_init_rc = rc;
+    pthread_mutex_unlock(&g_init_lock);
+    return rc;
+}
+
+void d9_shutdown(void)
+{
+    if (g_agent.started)
+        ag_agent_stop(&g_agent);
+}
+
+int d9_enabled(void)
+{
+    return atomic_load_explicit(&g_agent.live, memory_order_relaxed) != 0;
+}
+
+int d9_runtime_register(const char *name, d9_runtime *rt)
+{
+    if (!rt)
+        return -EINVAL;
+    rt->id = 0;
+    if (!d9_enabled())
+        return -ENOTCONN;
+    return ag_runtime_register(&g_agent, name, &rt->id);
+}
+
+d9_runtime d9_runtime_default(void)
+{
+    d9_runtime rt = { d9_enabled() ? g_agent.default_runtime : 0 };
+    return rt;
+}
+
+d9_loc d9_loc_register(const char *file, int line, const char *func)
+{
+    if (!d9_enabled())
+        return 0;
+    return ag_loc_register(&g_agent, file, line, func);
+}
+
+void d9_get_stats(d9_stats *out)
+{
+    if (!out)
+        return;
+    if (!g_agent.started) {
+        memset(out, 0, sizeof *out);
+        return;
+    }
+    ag_agent_stats(&g_agent, out);
+}
+
+const char *d9_region_path(void)
+{
+    return g_agent.started ? ag_agent_region_path(&g_agent) : NULL;
+}
+
+/* ---- record functions ------------------------------------------------------ */
+
+void d9_poll_start(d9_runtime rt, uint16_t worker, uint64_t task, d9_loc loc)
+{
+    uint32_t src;
+    struct shm_producer *p = AG_PRODUCER(src);
+    if (__builtin_expect(p != NULL && rt.id != 0, 1))
+        ag_emit_poll_start(p, ag_now(src), rt.id, worker, task, loc);
+}
+
+void d9_poll_end(d9_runtime rt, uint16_t worker, uint64_t task)
+{
+    uint32_t src;
+    struct shm_producer *p = AG_PRODUCER(src);
+    if (__builtin_expect(p != NULL && rt.id != 0, 1))
+        ag_emit_poll_end(p, ag_now(src), rt.id, worker, task);
+}
+
+void d9_wake(d9_runtime rt, uint64_t waker, uint64_t wakee, uint16_t target_worker)
+{
+    uint32_t src;
+    struct shm_producer *p = AG_PRODUCER(src);
+    if (__builtin_expect(p != NULL && rt.id != 0, 1))
+        ag_emit_wake(p, ag_now(src), rt.id, waker, wakee, target_worker);
+}
+
+static void worker_event(d9_runtime rt, uint16_t worker, uint16_t type)
+{
+    uint32_t src;
+    struct shm_producer *p = AG_PRODUCER(src);
+    if (__builtin_expect(p == NULL || rt.id == 0, 0))
+        return;
+    uint64_t cpu, wait;
+    ag_thread_times(&g_tls, &cpu, &wait);
+    ag_emit_worker(p, ag_now(src), type, rt.id, worker, cpu, wait);
+}
+
+void d9_worker_park(d9_runtime rt, uint16_t worker)
+{
+    worker_event(rt, worker, D9_REC_WORKER_PARK);
+}
+
+void d9_worker_unpark(d9_runtime rt, uint16_t worker)
+{
+    worker_event(rt, worker, D9_REC_WORKER_UNPARK);
+}
+
+void d9_task_spawn(d9_runtime rt, uint64_t task, d9_loc loc)
+{
+    uint32_t src;
+    struct shm_producer *p = AG_PRODUCER(src);
+    if (__builtin_expect(p != NULL && rt.id != 0, 1))
+        ag_emit_task(p, ag_now(src), D9_REC_TASK_SPAWN, rt.id, task, loc);
+}
+
+void d9_task_terminate(d9_runtime rt, uint64_t task)
+{
+    uint32_t src;
+    struct shm_producer *p = AG_PRODUCER(src);
+    if (__builtin_expect(p != NULL && rt.id != 0, 1))
+        ag_emit_task(p, ag_now(src), D9_REC_TASK_TERMINATE, rt.id, task, 0);
+}
+
+void d9_queue_depth(d9_runtime rt, uint16_t worker, uint64_t depth)
+{
+    uint32_t src;
+    struct shm_producer *p = AG_PRODUCER(src);
+    if (__builtin_expect(p != NULL && rt.id != 0, 1))
+        ag_emit_queue_depth(p, ag_now(src), rt.id, worker, depth);
+}
+
+void d9_emit_values(d9_schema *schema, const d9_value *values, unsigned n)
+{
+    uint32_t src;
+    struct shm_producer *p = AG_PRODUCER(src);
+    if (__builtin_expect(p == NULL, 0))
+        return;
+    uint64_t ts = ag_now(src);
+    uint32_t id = schema ? __atomic_load_n(&schema->id, __ATOMIC_ACQUIRE) : AG_SCHEMA_INVALID;
+    if (__builtin_expect(id == 0, 0))
+        id = ag_schema_id(&g_agent, schema);    /* first use: publish (slow path) */
+    if (id == 0)
+        return;                                 /* the agent stopped meanwhile */
+    if (id == AG_SCHEMA_INVALID) {
+        ag_emit_drop(p);
+        return;
+    }
+    ag_emit_custom(p, ts, id, schema, values, n);
+}

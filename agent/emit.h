@@ -1,0 +1,133 @@
+/*
+ * emit.h — encoding of agent events into a thread's ring.
+ *
+ * Hot path. Every function here writes one record through a producer the
+ * calling thread owns (shm/ring.h): no locks, no syscalls, no allocation.
+ * Built-in events are inline (a reserve, a few stores, a release-store of
+ * head); custom events are encoded out of line in emit.c because their size
+ * depends on the values. Callers have already checked that the thread has a
+ * ring; these functions only fail by dropping the record (counted in the
+ * ring's lost counter with a seq gap, see ag_emit_drop).
+ */
+#ifndef D9_AGENT_EMIT_H
+#define D9_AGENT_EMIT_H
+
+#include <stdint.h>
+#include "agent/d9.h"
+#include "shm/clock.h"
+#include "shm/ring.h"
+
+#pragma GCC visibility push(hidden)
+
+/* A timestamp in the region's clock source. */
+static inline uint64_t ag_now(uint32_t clock_source)
+{
+    return clock_source == D9_CLOCK_TSC ? shm_rdtsc() : shm_mono_ns();
+}
+
+/* Count one dropped record exactly as a full ring does: lost + 1 and a seq gap. */
+static inline void ag_emit_drop(struct shm_producer *p)
+{
+    uint64_t lost = atomic_load_explicit(&p->hdr->lost, memory_order_relaxed);
+    /* single writer (the owning thread): relaxed load + store is exact */
+    atomic_store_explicit(&p->hdr->lost, lost + 1, memory_order_relaxed);
+    p->seq++;
+}
+
+static inline void ag_emit_poll_start(struct shm_producer *p, uint64_t ts, uint16_t rt,
+                                      uint16_t worker, uint64_t task, uint32_t loc)
+{
+    struct d9_rec_poll_start *r = shm_ring_reserve(p, sizeof *r);
+    if (__builtin_expect(!r, 0))
+        return;
+    r->task = task;
+    r->loc = loc;
+    r->runtime = rt;
+    r->worker = worker;
+    shm_ring_commit(p, r, sizeof *r, D9_REC_POLL_START, ts);
+}
+
+static inline void ag_emit_poll_end(struct shm_producer *p, uint64_t ts, uint16_t rt,
+                                    uint16_t worker, uint64_t task)
+{
+    struct d9_rec_poll_end *r = shm_ring_reserve(p, sizeof *r);
+    if (__builtin_expect(!r, 0))
+        return;
+    r->task = task;
+    r->runtime = rt;
+    r->worker = worker;
+    r->_pad = 0;
+    shm_ring_commit(p, r, sizeof *r, D9_REC_POLL_END, ts);
+}
+
+static inline void ag_emit_wake(struct shm_producer *p, uint64_t ts, uint16_t rt,
+                                uint64_t waker, uint64_t wakee, uint16_t target_worker)
+{
+    struct d9_rec_wake *r = shm_ring_reserve(p, sizeof *r);
+    if (__builtin_expect(!r, 0))
+        return;
+    r->waker = waker;
+    r->wakee = wakee;
+    r->runtime = rt;
+    r->target_worker = target_worker;
+    r->_pad = 0;
+    shm_ring_commit(p, r, sizeof *r, D9_REC_WAKE, ts);
+}
+
+/* type: D9_REC_WORKER_PARK or D9_REC_WORKER_UNPARK */
+static inline void ag_emit_worker(struct shm_producer *p, uint64_t ts, uint16_t type,
+                                  uint16_t rt, uint16_t worker, uint64_t cpu_ns,
+                                  uint64_t sched_wait_ns)
+{
+    struct d9_rec_worker *r = shm_ring_reserve(p, sizeof *r);
+    if (__builtin_expect(!r, 0))
+        return;
+    r->runtime = rt;
+    r->worker = worker;
+    r->_pad = 0;
+    r->cpu_ns = cpu_ns;
+    r->sched_wait_ns = sched_wait_ns;
+    shm_ring_commit(p, r, sizeof *r, type, ts);
+}
+
+/* type: D9_REC_TASK_SPAWN or D9_REC_TASK_TERMINATE (loc 0) */
+static inline void ag_emit_task(struct shm_producer *p, uint64_t ts, uint16_t type,
+                                uint16_t rt, uint64_t task, uint32_t loc)
+{
+    struct d9_rec_task *r = shm_ring_reserve(p, sizeof *r);
+    if (__builtin_expect(!r, 0))
+        return;
+    r->task = task;
+    r->loc = loc;
+    r->runtime = rt;
+    r->_pad = 0;
+    shm_ring_commit(p, r, sizeof *r, type, ts);
+}
+
+static inline void ag_emit_queue_depth(struct shm_producer *p, uint64_t ts, uint16_t rt,
+                                       uint16_t worker, uint64_t depth)
+{
+    struct d9_rec_queue_depth *r = shm_ring_reserve(p, sizeof *r);
+    if (__builtin_expect(!r, 0))
+        return;
+    r->depth = depth;
+    r->runtime = rt;
+    r->worker = worker;
+    r->_pad = 0;
+    shm_ring_commit(p, r, sizeof *r, D9_REC_QUEUE_DEPTH, ts);
+}
+
+/* Bytes a custom record with these values needs (header included) into *len.
+ * Returns 0, -EINVAL when the values do not match the schema (count or
+ * types), -EMSGSIZE when the record would exceed D9_REC_MAX. Pure. */
+int ag_custom_size(const d9_schema *s, const d9_value *v, unsigned n, uint32_t *len);
+
+/* Encode and commit one custom event with schema id schema_id; a mismatch or
+ * an oversized record is dropped and counted (ag_emit_drop). Returns 0 when
+ * committed, -EINVAL mismatch, -EMSGSIZE too big, -ENOSPC ring full. */
+int ag_emit_custom(struct shm_producer *p, uint64_t ts, uint32_t schema_id,
+                   const d9_schema *s, const d9_value *v, unsigned n);
+
+#pragma GCC visibility pop
+
+#endif /* D9_AGENT_EMIT_H */

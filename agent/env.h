@@ -1,0 +1,72 @@
+/*
+ * env.h — the agent's configuration and its parsing from DIAL9_* variables.
+ *
+ * Pure: ag_env_parse() reads variables only through the lookup callback it
+ * is given and touches no process state, so unit tests drive it with a
+ * table. d9_init() (agent/d9.c) passes getenv and prints the one error line
+ * this module formats. Defaults live here, in ag_config_defaults(), and
+ * nowhere else.
+ *
+ * Rules (documented for users in agent/d9.h):
+ *   - an unset or empty variable means "use the default";
+ *   - any other value that does not parse, or is out of range, is an error:
+ *     the whole agent stays off (never a partial configuration).
+ */
+#ifndef D9_AGENT_ENV_H
+#define D9_AGENT_ENV_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "shm/d9_abi.h"
+
+#pragma GCC visibility push(hidden)
+
+#define AG_ENDPOINT_MAX   256u      /* DIAL9_COLLECTOR, bytes including NUL */
+#define AG_SHM_DIR_MAX    160u      /* DIAL9_SHM_DIR: leaves room for the region name */
+#define AG_RING_KB_MIN    (D9_RING_DATA_MIN / 1024u)
+#define AG_RING_KB_MAX    (D9_RING_DATA_MAX / 1024u)
+#define AG_MAX_THREADS_MIN 1u
+#define AG_COLLECTOR_ROOT "ipc:///run/dial9/collector.sock"
+#define AG_COLLECTOR_USER_FMT "ipc://%s/dial9/collector.sock"   /* %s = $XDG_RUNTIME_DIR */
+#define AG_ERR_MAX        256u      /* room for one formatted error line */
+
+struct ag_config {
+    int enabled;                        /* DIAL9_ENABLED */
+    uint32_t ring_data_size;            /* DIAL9_RING_KB * 1024 rounded up to 2^n */
+    uint32_t max_threads;               /* DIAL9_MAX_THREADS: rings in the region */
+    char collector[AG_ENDPOINT_MAX];    /* DIAL9_COLLECTOR */
+    char runtime_name[D9_NAME_MAX + 1]; /* DIAL9_RUNTIME_NAME */
+    char shm_dir[AG_SHM_DIR_MAX];       /* DIAL9_SHM_DIR */
+
+    /* Not from the environment; tests change them. */
+    uint32_t meta_size;                 /* metadata log bytes */
+    uint32_t clock_source;              /* 0 = auto (TSC if invariant), else enum d9_clock_source */
+    int housekeeping;                   /* 1 = run the agent thread (heartbeat, clock, control) */
+    int control;                        /* 1 = talk to the collector (needs housekeeping) */
+};
+
+/* Looks a variable up; returns NULL when unset. */
+typedef const char *(*ag_getenv_fn)(const char *name, void *ctx);
+
+/* Fill c with defaults. uid picks the default collector endpoint (root:
+ * /run/dial9, others: $XDG_RUNTIME_DIR/dial9 when xdg_runtime_dir is set);
+ * comm is the default runtime name (NULL or empty: "main"). */
+void ag_config_defaults(struct ag_config *c, uint32_t uid, const char *xdg_runtime_dir,
+                        const char *comm);
+
+/* Parse every DIAL9_* variable over the defaults already in c.
+ * Returns 0 (c->enabled says whether tracing is on) or -EINVAL, in which case
+ * err holds one line "d9: VAR=value <what is wrong>; tracing disabled"
+ * (no trailing newline) and c->enabled is 0. */
+int ag_env_parse(struct ag_config *c, ag_getenv_fn get, void *ctx, char *err, size_t errcap);
+
+/* Parse a boolean as DIAL9_ENABLED accepts it: 1 / 0 on success, -EINVAL. */
+int ag_parse_bool(const char *s);
+
+/* Parse a decimal unsigned integer in [lo, hi]: 0, -EINVAL (not a number)
+ * or -ERANGE (a number outside the range). */
+int ag_parse_u32(const char *s, uint32_t lo, uint32_t hi, uint32_t *out);
+
+#pragma GCC visibility pop
+
+#endif /* D9_AGENT_ENV_H */

@@ -471,7 +471,7 @@ static struct perf_thread *find_thread(struct perf_proc *p, uint32_t tid)
 {
     struct perf_thread key;
     key.tid = tid;
-    return bsearch(&key, p->th, p->nth, sizeof *p->th, cmp_tid);
+    return p->nth ? bsearch(&key, p->th, p->nth, sizeof *p->th, cmp_tid) : NULL;
 }
 
 static uint32_t parse_tid(const char *s)
@@ -554,7 +554,8 @@ static int rescan(struct perf_proc *p)
         w++;
     }
     p->nth = w;
-    qsort(p->th, p->nth, sizeof *p->th, cmp_tid);
+    if (p->nth > 1)
+        qsort(p->th, p->nth, sizeof *p->th, cmp_tid);
     p->st.threads = p->nth;
     if (!d)
         return -ESRCH;
@@ -641,10 +642,10 @@ size_t perf_proc_take(struct perf_proc *p, uint8_t *out, size_t cap, uint64_t *l
         *lost = p->lost_unreported;
         p->lost_unreported = 0;
     }
-    if (!p->sorted) {
+    if (!p->sorted && p->npend - p->pend_pos > 1) {
         qsort(p->pend + p->pend_pos, p->npend - p->pend_pos, sizeof *p->pend, cmp_pend);
-        p->sorted = 1;
     }
+    p->sorted = 1;
     size_t n = 0;
     while (p->pend_pos < p->npend) {
         const struct perf_pend *e = &p->pend[p->pend_pos];

@@ -1,0 +1,105 @@
+/*
+ * config.h — d9collectd settings: defaults, command-line flags and the
+ * config file, all in one place.
+ *
+ * Precedence: built-in defaults < --config FILE < command-line flags.
+ * The file holds "key = value" lines whose keys are the long option names
+ * without "--" ('#' starts a comment). Every value goes through
+ * col_config_set(), so a flag and a file line accept exactly the same
+ * syntax and ranges. An unknown key or a bad value yields one message in
+ * the caller's buffer ("FILE:LINE: ..." for file lines) and -EINVAL; main()
+ * prints it and exits 2.
+ *
+ * Called by d9collectd.c (main) and by the unit tests; the d9 CLI uses
+ * col_default_endpoint()/col_default_store() so both binaries agree on the
+ * defaults. Pure: no IO except reading the config file and the environment
+ * variable named in col_config_defaults's caller.
+ */
+#ifndef D9_COL_CONFIG_H
+#define D9_COL_CONFIG_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+/* ---- defaults (the only place they are written down) ---------------------- */
+#define COL_STORE_ROOT            "/var/lib/dial9"
+#define COL_STORE_USER            "./d9-store"
+#define COL_ENDPOINT_ROOT         "ipc:///run/dial9/collector.sock"
+#define COL_ENDPOINT_SUBPATH      "/dial9/collector.sock"     /* under $XDG_RUNTIME_DIR */
+#define COL_ENDPOINT_FALLBACK_DIR "/tmp"                      /* no XDG_RUNTIME_DIR: /tmp/dial9-<uid> */
+#define COL_SEGMENT_MB_DEFAULT      64u
+#define COL_SEGMENT_SECONDS_DEFAULT 60u
+#define COL_STORE_MB_DEFAULT        1024u
+#define COL_POLL_MIN_US_DEFAULT     50u
+#define COL_POLL_MAX_US_DEFAULT     20000u
+#define COL_SCAN_MS_DEFAULT         500u
+
+/* ---- accepted ranges -------------------------------------------------------- */
+#define COL_SEGMENT_MB_MAX          4096u
+#define COL_SEGMENT_SECONDS_MAX     86400u
+#define COL_STORE_MB_MAX            (16u * 1024u * 1024u)      /* 16 TiB */
+#define COL_POLL_US_MAX             10000000u                 /* 10 s */
+#define COL_SCAN_MS_MIN             10u
+#define COL_SCAN_MS_MAX             600000u
+
+#define COL_PATH_MAX 4096
+
+struct col_config {
+    char store[COL_PATH_MAX];
+    char endpoint[COL_PATH_MAX];
+    char shm_dir[COL_PATH_MAX];
+    char pidfile[COL_PATH_MAX];     /* "" = none */
+    char config_file[COL_PATH_MAX]; /* "" = none */
+    uint32_t segment_mb;
+    uint32_t segment_seconds;
+    uint32_t store_mb;
+    uint32_t poll_min_us;
+    uint32_t poll_max_us;
+    uint32_t scan_ms;
+    int log_level;                  /* enum col_log_level */
+};
+
+enum col_config_action {
+    COL_CONFIG_RUN = 0,
+    COL_CONFIG_HELP = 1,
+    COL_CONFIG_VERSION = 2,
+};
+
+/* Defaults for a daemon running with effective uid euid; xdg is the value of
+ * $XDG_RUNTIME_DIR or NULL. */
+void col_config_defaults(struct col_config *c, uid_t euid, const char *xdg);
+
+/* Set one option by its long name (no leading "--"). 0 or -EINVAL with a
+ * message in err. "config" is not a settable key. */
+int col_config_set(struct col_config *c, const char *key, const char *value,
+                   char *err, size_t errcap);
+
+/* Apply a config file. 0, -EINVAL (bad line: "FILE:LINE: ..."), or -errno
+ * when the file cannot be read (message in err). */
+int col_config_load_file(struct col_config *c, const char *path, char *err, size_t errcap);
+
+/* Cross-option checks (poll-min <= poll-max, segment-mb <= store-mb). */
+int col_config_check(const struct col_config *c, char *err, size_t errcap);
+
+/* Defaults, then --config FILE (wherever it appears), then the other flags.
+ * Returns enum col_config_action or -EINVAL (message in err). */
+int col_config_parse_args(struct col_config *c, int argc, char *const argv[],
+                          uid_t euid, const char *xdg, char *err, size_t errcap);
+
+/* The --help text. */
+void col_config_usage(FILE *f, const char *prog);
+
+/* Write the config as "key = value" lines (loadable with --config). */
+void col_config_dump(FILE *f, const struct col_config *c);
+
+/* Default endpoint/store for the calling user (reads geteuid() and
+ * $XDG_RUNTIME_DIR): shared with the d9 CLI. 0 or -ENAMETOOLONG. */
+int col_default_endpoint(char *buf, size_t cap);
+int col_default_store(char *buf, size_t cap);
+
+/* For "ipc://PATH" endpoints, copy PATH into buf and return 0; -EINVAL for
+ * other transports, -ENAMETOOLONG if it does not fit. */
+int col_endpoint_ipc_path(const char *endpoint, char *buf, size_t cap);
+
+#endif /* D9_COL_CONFIG_H */

@@ -1,0 +1,564 @@
+/*
+ * d9collectd.c — the d9 collector daemon: main(), the context struct and
+ * the single-threaded loop that ties the modules together.
+ *
+ *   loop:  control requests (hello / goodbye / flush / status)
+ *          every --scan-ms: scan --shm-dir, check traced processes for exit
+ *          drain every ring of every process (drain.c)
+ *          rotate segments by size/age (store.c), finish ended processes (proc.c)
+ *          sleep: 0 while there is data, else exponential backoff up to
+ *          --poll-max-us, woken early by the control socket or a signal
+ *
+ * Signals arrive through a signalfd (no async handlers besides the SIGBUS
+ * guard in drain.c). SIGTERM/SIGINT: drain everything, seal and index
+ * every open segment, exit 0.
+ *
+ * State: one struct col_ctx, owned by main(). Must never: block on a
+ * traced process or a control peer, or exit with data it could have sealed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include "collector/config.h"
+#include "collector/control.h"
+#include "collector/discover.h"
+#include "collector/drain.h"
+#include "collector/index.h"
+#include "collector/log.h"
+#include "collector/proc.h"
+#include "collector/store.h"
+#include "shm/clock.h"
+
+#define PROG "d9collectd"
+#define EXIT_RUNTIME 1
+#define EXIT_USAGE 2
+#define HOST_CAL_MS 20              /* collector's own TSC calibration at start-up */
+
+struct col_ctx {
+    struct col_config cfg;
+    struct col_store store;
+    struct col_ctl ctl;
+    struct col_discover disc;
+    struct col_proc *procs;
+    struct shm_clock_cal host_cal;
+    struct col_backoff backoff;
+    uint8_t *buf;                   /* COL_DRAIN_BUF_SIZE scratch for ring copies */
+    int sigfd;
+    int stop;
+    uint64_t start_ns, next_scan_ns;
+    /* totals of processes that already ended */
+    uint64_t done_records, done_bytes, done_lost, done_quarantined_rings;
+    uint64_t quarantined_regions;
+    struct col_ratelimit scan_rl, ctl_rl;
+};
+
+/* ---- process list ---------------------------------------------------------------- */
+
+static struct col_proc *find_proc(struct col_ctx *x, uint32_t pid)
+{
+    for (struct col_proc *p = x->procs; p; p = p->next)
+        if (p->pid == pid)
+            return p;
+    return NULL;
+}
+
+static int known_cb(void *arg, uint32_t pid, uint64_t start)
+{
+    struct col_ctx *x = arg;
+    for (struct col_proc *p = x->procs; p; p = p->next)
+        if (p->pid == pid && p->start_time == start)
+            return 1;
+    return 0;
+}
+
+static int adopt_cb(void *arg, const struct col_candidate *c)
+{
+    struct col_ctx *x = arg;
+    struct col_proc *p = NULL;
+    int rc = col_proc_adopt(c->path, c->name, c->expected_uid, &x->store, &x->host_cal, &p);
+    if (rc) {
+        if (rc != -EAGAIN && rc != -ENOENT)
+            col_debug("cannot adopt %s: %s", c->path, strerror(-rc));
+        return rc;
+    }
+    p->next = x->procs;
+    x->procs = p;
+    if (!c->alive)
+        p->ended = 1;
+    col_info("adopted pid %u (%s, uid %u): %u rings of %u KiB%s", p->pid, p->geo.comm, p->uid,
+             p->geo.ring_count, p->geo.ring_data_size / 1024,
+             c->alive ? "" : "; the process is already gone");
+    return 0;
+}
+
+static void scan(struct col_ctx *x)
+{
+    int rc = col_discover_scan(&x->disc, known_cb, adopt_cb, x);
+    if (rc < 0) {
+        col_log_limited(&x->scan_rl, COL_LOG_WARN, "cannot scan %s: %s", x->disc.dir, strerror(-rc));
+    }
+    for (struct col_proc *p = x->procs; p; p = p->next) {
+        if (p->ended)
+            continue;
+        if (!p->quarantined)
+            col_proc_refresh_header(p);
+        if (!col_proc_alive(p))
+            p->ended = 1;
+    }
+}
+
+static void retire(struct col_ctx *x, struct col_proc *p)
+{
+    struct col_proc **pp = &x->procs;
+    while (*pp && *pp != p)
+        pp = &(*pp)->next;
+    if (*pp)
+        *pp = p->next;
+    x->done_records += p->records;
+    x->done_bytes += p->bytes_written;
+    x->done_lost += p->lost;
+    x->done_quarantined_rings += p->quarantined_rings;
+    x->quarantined_regions += p->quarantined;
+    col_proc_free(p);
+}
+
+static void finish_ended(struct col_ctx *x)
+{
+    struct col_proc *p = x->procs;
+    while (p) {
+        struct col_proc *next = p->next;
+        if (p->ended && col_proc_finish(p, &x->store, x->buf, COL_DRAIN_BUF_SIZE) == 0)
+            retire(x, p);
+        p = next;
+    }
+}
+
+/* One pass over every live process; returns 1 if there was data. */
+static int drain_all(struct col_ctx *x, uint64_t now)
+{
+    int work = 0;
+    for (struct col_proc *p = x->procs; p; p = p->next) {
+        if (p->ended || p->quarantined)
+            continue;
+        struct col_drain_result res = { 0 };
+        col_drain_proc(p, &x->store, x->buf, COL_DRAIN_BUF_SIZE, now, &res);
+        if (res.records || res.more)
+            work = 1;
+    }
+    return work;
+}
+
+static void rotate(struct col_ctx *x, uint64_t now)
+{
+    uint64_t max_bytes = (uint64_t)x->cfg.segment_mb << 20;
+    uint64_t max_age = (uint64_t)x->cfg.segment_seconds * 1000000000ULL;
+    if (!col_store_writable(&x->store, now))
+        return;
+    for (struct col_proc *p = x->procs; p; p = p->next) {
+        if (!p->writer)
+            continue;
+        if (col_rotate_due(seg_writer_bytes(p->writer), seg_writer_opened_ns(p->writer), now,
+                           max_bytes, max_age))
+            col_proc_seal(p, &x->store);
+    }
+}
+
+/* Drain p completely and seal its segment. 0 or a write error. */
+static int flush_proc(struct col_ctx *x, struct col_proc *p)
+{
+    if (!p->quarantined) {
+        struct col_drain_result res = { 0 };
+        col_drain_proc_all(p, &x->store, x->buf, COL_DRAIN_BUF_SIZE, &res);
+        if (res.write_failed)
+            return -EIO;
+    }
+    return col_proc_seal(p, &x->store);
+}
+
+/* ---- control requests --------------------------------------------------------------- */
+
+static int ring_total(const struct col_ctx *x, uint64_t *quarantined)
+{
+    uint64_t q = x->done_quarantined_rings;
+    for (const struct col_proc *p = x->procs; p; p = p->next)
+        q += p->quarantined_rings;
+    *quarantined = q;
+    return 0;
+}
+
+static uint64_t count_segments(struct col_ctx *x)
+{
+    sqlite3 *db = idx_db(x->store.idx);
+    sqlite3_stmt *st = NULL;
+    uint64_t n = 0;
+    if (db && sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM segments", -1, &st, NULL) ==
+        SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        n = (uint64_t)sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return n;
+}
+
+static void handle_status(struct col_ctx *x, const D9__StatusRequest *sr, D9__Reply *rep,
+                          D9__CollectorStatus *cs)
+{
+    d9__collector_status__init(cs);
+    cs->pid = (uint32_t)getpid();
+    cs->version = (char *)D9_VERSION;
+    cs->store = x->store.dir;
+    cs->uptime_ns = shm_mono_ns() - x->start_ns;
+    cs->records = x->done_records;
+    cs->bytes_written = x->done_bytes;
+    cs->lost = x->done_lost;
+    cs->store_bytes = x->store.indexed_bytes;
+    size_t n = 0;
+    for (struct col_proc *p = x->procs; p; p = p->next) {
+        cs->records += p->records;
+        cs->bytes_written += p->bytes_written;
+        cs->lost += p->lost;
+        cs->store_bytes += seg_writer_bytes(p->writer);
+        n++;
+    }
+    ring_total(x, &cs->quarantined_rings);
+    cs->segments = count_segments(x);
+    cs->rejected_regions = x->disc.rejected_count;
+    cs->write_errors = x->store.write_errors;
+    cs->dropped_records = x->store.dropped_records;
+    cs->malformed_messages = x->ctl.malformed;
+    cs->processes = n ? calloc(n, sizeof *cs->processes) : NULL;
+    if (n && !cs->processes) {
+        rep->error = -ENOMEM;
+        return;
+    }
+    for (struct col_proc *p = x->procs; p; p = p->next) {
+        if (sr->pid && p->pid != sr->pid)
+            continue;
+        D9__ProcessStatus *ps = calloc(1, sizeof *ps);
+        if (!ps) {
+            rep->error = -ENOMEM;
+            break;
+        }
+        cs->processes[cs->n_processes++] = ps;
+        if (col_proc_status(p, ps)) {
+            rep->error = -ENOMEM;
+            break;
+        }
+    }
+    if (sr->pid && cs->n_processes == 0) {
+        rep->error = -ESRCH;
+        rep->message = (char *)"no such traced process";
+    }
+    rep->status = cs;
+}
+
+static void free_status(D9__CollectorStatus *cs)
+{
+    for (size_t i = 0; i < cs->n_processes; i++) {
+        col_proc_status_free(cs->processes[i]);
+        free(cs->processes[i]);
+    }
+    free(cs->processes);
+}
+
+static void handle_flush(struct col_ctx *x, const D9__Flush *f, D9__Reply *rep, char *msg,
+                         size_t cap)
+{
+    /* pick up regions and exits first, so "flush after the workload ran" sees them */
+    scan(x);
+    int failed = 0, n = 0;
+    for (struct col_proc *p = x->procs; p; p = p->next) {
+        if (f->pid && p->pid != f->pid)
+            continue;
+        n++;
+        if (!p->ended && flush_proc(x, p))
+            failed++;
+    }
+    struct col_proc *p = x->procs;
+    while (p) {
+        struct col_proc *next = p->next;
+        if (p->ended && (!f->pid || p->pid == f->pid)) {
+            if (col_proc_finish(p, &x->store, x->buf, COL_DRAIN_BUF_SIZE) == 0)
+                retire(x, p);
+            else
+                failed++;
+        }
+        p = next;
+    }
+    if (f->pid && n == 0) {
+        rep->error = -ESRCH;
+        snprintf(msg, cap, "pid %u is not traced by this collector", f->pid);
+    } else if (failed) {
+        rep->error = -EIO;
+        snprintf(msg, cap, "%d of %d processes could not be flushed (store write errors; "
+                 "see the collector log)", failed, n);
+    } else {
+        snprintf(msg, cap, "flushed %d process%s", n, n == 1 ? "" : "es");
+    }
+    rep->message = msg;
+}
+
+static void handle_goodbye(struct col_ctx *x, const D9__Goodbye *g)
+{
+    struct col_proc *p = find_proc(x, g->pid);
+    if (!p || p->start_time != g->start_time || p->ended)
+        return;
+    /* a claim, not a fact: believe it only if the region says CLOSED or the
+     * process is gone */
+    if (!p->quarantined)
+        col_proc_refresh_header(p);
+    if (p->region_state == D9_REGION_CLOSED || !col_proc_alive(p)) {
+        p->goodbye = 1;
+        if (p->region_state == D9_REGION_CLOSED)
+            p->exit_code = g->exit_code;
+        p->ended = 1;
+    }
+}
+
+static void handle_hello(struct col_ctx *x, const D9__Hello *h)
+{
+    if (!h->region_path)
+        return;
+    const char *base = strrchr(h->region_path, '/');
+    base = base ? base + 1 : h->region_path;
+    /* only a file name in our own --shm-dir is ever looked at */
+    col_discover_one(&x->disc, base, known_cb, adopt_cb, x);
+}
+
+static void control(struct col_ctx *x)
+{
+    struct col_ctl_msg m;
+    int rc;
+    while ((rc = col_ctl_recv(&x->ctl, &m)) == 1) {
+        D9__Reply rep = D9__REPLY__INIT;
+        D9__CollectorStatus cs;
+        int have_status = 0;
+        char msg[256] = "";
+        switch (m.req->body_case) {
+        case D9__REQUEST__BODY_HELLO:
+            handle_hello(x, m.req->hello);
+            break;
+        case D9__REQUEST__BODY_GOODBYE:
+            handle_goodbye(x, m.req->goodbye);
+            break;
+        case D9__REQUEST__BODY_FLUSH:
+            handle_flush(x, m.req->flush, &rep, msg, sizeof msg);
+            break;
+        case D9__REQUEST__BODY_STATUS:
+            handle_status(x, m.req->status, &rep, &cs);
+            have_status = 1;
+            break;
+        default:
+            break;
+        }
+        col_ctl_reply(&x->ctl, &m, &rep);
+        if (have_status)
+            free_status(&cs);
+        col_ctl_msg_done(&m);
+    }
+    if (rc < 0) {
+        col_log_limited(&x->ctl_rl, COL_LOG_WARN, "control socket: %s", strerror(-rc));
+    }
+}
+
+/* ---- start-up and shutdown -------------------------------------------------------- */
+
+static int open_signals(void)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
+    if (sigprocmask(SIG_BLOCK, &set, NULL) != 0)
+        return -errno;
+    signal(SIGPIPE, SIG_IGN);
+    int fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+    return fd < 0 ? -errno : fd;
+}
+
+static void read_signals(struct col_ctx *x)
+{
+    struct signalfd_siginfo si;
+    while (read(x->sigfd, &si, sizeof si) == (ssize_t)sizeof si) {
+        if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
+            col_info("%s received: draining and sealing", strsignal((int)si.ssi_signo));
+            x->stop = 1;
+        } else {
+            col_info("%s ignored (configuration is read at start-up only)",
+                     strsignal((int)si.ssi_signo));
+        }
+    }
+}
+
+static int write_pidfile(const char *path)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0)
+        return -errno;
+    char b[32];
+    int n = snprintf(b, sizeof b, "%ld\n", (long)getpid());
+    int rc = write(fd, b, (size_t)n) == n ? 0 : -EIO;
+    close(fd);
+    return rc;
+}
+
+static int shutdown_all(struct col_ctx *x)
+{
+    int failed = 0;
+    scan(x);
+    for (struct col_proc *p = x->procs; p; p = p->next)
+        if (!p->ended && flush_proc(x, p))
+            failed++;
+    struct col_proc *p = x->procs;
+    while (p) {
+        struct col_proc *next = p->next;
+        if (p->ended) {
+            if (col_proc_finish(p, &x->store, x->buf, COL_DRAIN_BUF_SIZE) == 0)
+                retire(x, p);
+            else
+                failed++;
+        }
+        p = next;
+    }
+    while (x->procs) {
+        if (x->procs->writer)   /* unsealed because of write errors: data is still in the ring */
+            col_warn("pid %u: segment could not be sealed; its records stay in the ring",
+                     x->procs->pid);
+        retire(x, x->procs);
+    }
+    return failed;
+}
+
+static void sleep_us(struct col_ctx *x, uint32_t us)
+{
+    struct pollfd fds[2] = {
+        { .fd = x->ctl.fd, .events = POLLIN },
+        { .fd = x->sigfd, .events = POLLIN },
+    };
+    /* do not sleep past the next scan */
+    uint64_t now = shm_mono_ns();
+    uint64_t until = now + (uint64_t)us * 1000u;
+    if (until > x->next_scan_ns)
+        until = x->next_scan_ns > now ? x->next_scan_ns : now;
+    struct timespec ts = { .tv_sec = (time_t)((until - now) / 1000000000u),
+                           .tv_nsec = (long)((until - now) % 1000000000u) };
+    ppoll(fds, 2, &ts, NULL);
+}
+
+static void run(struct col_ctx *x)
+{
+    uint64_t scan_ns = (uint64_t)x->cfg.scan_ms * 1000000u;
+    while (!x->stop) {
+        read_signals(x);
+        if (x->stop)
+            break;
+        control(x);
+        uint64_t now = shm_mono_ns();
+        if (now >= x->next_scan_ns) {
+            scan(x);
+            x->next_scan_ns = now + scan_ns;
+        }
+        int work = drain_all(x, now);
+        rotate(x, now);
+        finish_ended(x);
+        uint32_t us = col_backoff_next(&x->backoff, work);
+        if (us)
+            sleep_us(x, us);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    static struct col_ctx ctx;      /* the daemon's one context (large: keep off the stack) */
+    struct col_ctx *x = &ctx;
+    char err[1024] = "";
+    int rc = col_config_parse_args(&x->cfg, argc, argv, geteuid(), getenv("XDG_RUNTIME_DIR"),
+                                   err, sizeof err);
+    if (rc == COL_CONFIG_HELP) {
+        col_config_usage(stdout, PROG);
+        return 0;
+    }
+    if (rc == COL_CONFIG_VERSION) {
+        printf("%s %s (shm ABI %u, segment format %u, index schema %d)\n", PROG, D9_VERSION,
+               D9_ABI_VERSION, SEG_VERSION, IDX_SCHEMA_VERSION);
+        return 0;
+    }
+    if (rc < 0) {
+        fprintf(stderr, "%s: %s\n", PROG, err);
+        return EXIT_USAGE;
+    }
+    col_log_init(PROG, x->cfg.log_level);
+    x->start_ns = shm_mono_ns();
+    x->sigfd = -1;
+
+    if ((rc = col_guard_install())) {
+        col_err("cannot install the SIGBUS handler: %s", strerror(-rc));
+        return EXIT_RUNTIME;
+    }
+    struct stat st;
+    if (stat(x->cfg.shm_dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        col_err("shm directory %s is not a directory: %s", x->cfg.shm_dir,
+                errno ? strerror(errno) : "wrong type");
+        return EXIT_RUNTIME;
+    }
+    if (col_store_open(&x->store, x->cfg.store, (uint64_t)x->cfg.store_mb << 20, err,
+                       sizeof err)) {
+        col_err("%s", err);
+        return EXIT_RUNTIME;
+    }
+    col_store_recover(&x->store);
+    if (col_ctl_open(&x->ctl, x->cfg.endpoint, err, sizeof err)) {
+        col_err("%s", err);
+        col_store_close(&x->store);
+        return EXIT_RUNTIME;
+    }
+    if ((x->sigfd = open_signals()) < 0) {
+        col_err("cannot set up signal handling: %s", strerror(-x->sigfd));
+        col_ctl_close(&x->ctl);
+        col_store_close(&x->store);
+        return EXIT_RUNTIME;
+    }
+    if (x->cfg.pidfile[0] && (rc = write_pidfile(x->cfg.pidfile))) {
+        col_err("cannot write pidfile %s: %s", x->cfg.pidfile, strerror(-rc));
+        col_ctl_close(&x->ctl);
+        col_store_close(&x->store);
+        return EXIT_RUNTIME;
+    }
+    x->buf = malloc(COL_DRAIN_BUF_SIZE);
+    if (!x->buf) {
+        col_err("out of memory");
+        return EXIT_RUNTIME;
+    }
+    if (shm_tsc_invariant() && shm_clock_calibrate(&x->host_cal, HOST_CAL_MS) != 0)
+        memset(&x->host_cal, 0, sizeof x->host_cal);
+    col_backoff_init(&x->backoff, x->cfg.poll_min_us, x->cfg.poll_max_us);
+    col_discover_init(&x->disc, x->cfg.shm_dir);
+    col_info("%s %s: store %s, endpoint %s, regions in %s", PROG, D9_VERSION, x->store.dir,
+             x->cfg.endpoint, x->cfg.shm_dir);
+
+    run(x);
+
+    int failed = shutdown_all(x);
+    col_info("shutdown: %" PRIu64 " records, %" PRIu64 " segments sealed this run%s",
+             x->done_records, x->store.segments_sealed,
+             failed ? " (some segments could not be written)" : "");
+    col_discover_free(&x->disc);
+    col_ctl_close(&x->ctl);
+    if (x->ctl.ipc_path[0])
+        unlink(x->ctl.ipc_path);
+    col_store_close(&x->store);
+    if (x->cfg.pidfile[0])
+        unlink(x->cfg.pidfile);
+    close(x->sigfd);
+    free(x->buf);
+    return 0;
+}

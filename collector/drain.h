@@ -1,0 +1,106 @@
+/*
+ * drain.h — the drain step: copy committed records out of a traced
+ * process's rings into its open segment, plus the pure pieces it is built
+ * from (adaptive sleep, timestamp conversion, rotation decision, calibration
+ * read) and the SIGBUS guard that makes touching a mapped region safe.
+ *
+ * Called by d9collectd.c (every loop iteration) and proc.c (final drain of
+ * an ended process), on the collector's single drain thread.
+ *
+ * Invariants:
+ *   - shm is hostile: records are copied into a private buffer by
+ *     shm_ring_read(), which validates the copy; nothing else is read from a
+ *     ring's data area. Every read or write of a mapped region happens
+ *     between col_guard_arm() and col_guard_disarm(), so a SIGBUS (the owner
+ *     truncated the file) quarantines that region instead of killing us.
+ *   - A ring's shm tail is advanced (shm_ring_consume) only after the
+ *     records before it were written to the segment file (writer flushed
+ *     with write(2), or sealed). Reading uses a collector-private cursor
+ *     (read_tail); a failed write leaves both alone: the data stays in the
+ *     ring and is retried later.
+ *   - New metadata entries reach the segment before any data block written
+ *     after they were seen.
+ * Must never: block on the traced process, trust a length it did not
+ * validate, or keep draining a quarantined ring or region.
+ */
+#ifndef D9_COL_DRAIN_H
+#define D9_COL_DRAIN_H
+
+#include <setjmp.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "shm/clock.h"
+#include "shm/d9_abi.h"
+
+struct col_proc;
+struct col_store;
+
+/* ---- adaptive sleep ---------------------------------------------------------- */
+struct col_backoff {
+    uint32_t min_us, max_us;
+    uint32_t cur_us;            /* next idle sleep */
+};
+void col_backoff_init(struct col_backoff *b, uint32_t min_us, uint32_t max_us);
+/* After a pass: returns how long to sleep (0 = poll again now). A pass with
+ * work resets the sleep to min; each idle pass doubles it up to max. */
+uint32_t col_backoff_next(struct col_backoff *b, int had_work);
+
+/* ---- rotation ------------------------------------------------------------- */
+/* 1 when a segment of bytes opened at opened_ns must be sealed at now_ns. */
+int col_rotate_due(uint64_t bytes, uint64_t opened_ns, uint64_t now_ns,
+                   uint64_t max_bytes, uint64_t max_age_ns);
+
+/* ---- timestamps ------------------------------------------------------------ */
+/* Convert the ts of every record in buf[0, len) (validated ring framing, no
+ * PADs) in place with cal. Returns the number of records, or -EBADMSG if a
+ * record header does not fit (never for shm_ring_read output). */
+long col_convert_records(uint8_t *buf, size_t len, const struct shm_clock_cal *cal);
+
+/* Read the region's calibration pairs under its seqlock into *cal.
+ * -EAGAIN if a writer kept the seqlock odd/changing, -EINVAL if the pairs
+ * are unusable (the caller then uses its own shm_clock_calibrate()).
+ * Must run under the guard. */
+int col_read_calibration(const struct d9_region_hdr *h, struct shm_clock_cal *cal);
+
+/* ---- SIGBUS guard ---------------------------------------------------------- */
+/* Install the SIGBUS/SIGSEGV handler once at start-up. A fault inside an armed
+ * range jumps back to the armed sigjmp_buf (sigsetjmp(jb, 0): no syscall);
+ * any other fault is re-raised with the default action (a real bug). */
+int col_guard_install(void);
+void col_guard_arm(sigjmp_buf *jb, const void *base, size_t size);
+void col_guard_disarm(void);
+
+/* ---- the drain step --------------------------------------------------------- */
+/* Scratch space for one pass (one per collector). */
+#define COL_DRAIN_BUF_SIZE (1024u * 1024u)
+
+/* Outcome counters of one pass over a process, added to its totals too. */
+struct col_drain_result {
+    uint64_t bytes;             /* record bytes written to the segment */
+    uint64_t records;
+    int more;                   /* some ring still had data when we stopped */
+    int write_failed;           /* a segment write failed (data left in the ring) */
+};
+
+/* One pass over every ring of p: metadata first, then each ring's new
+ * records (at most one buffer per ring so a busy ring cannot starve the
+ * others). Opens p's segment writer when there is something to write.
+ * Returns 0 or -EFAULT when the region faulted (p is now quarantined). */
+int col_drain_proc(struct col_proc *p, struct col_store *st, uint8_t *buf, size_t cap,
+                   uint64_t now_ns, struct col_drain_result *res);
+
+/* Flush p's writer and, if that worked, publish the tails of every ring
+ * whose records it now holds (shm_ring_consume). 0 or the write error. */
+int col_drain_commit(struct col_proc *p, struct col_store *st, uint64_t now_ns);
+/* Publish pending tails without flushing (the writer was just sealed). */
+void col_drain_publish(struct col_proc *p);
+/* The writer holding pending records is gone (seal failed): rewind the
+ * private cursors so those records are read again; returns their count. */
+uint64_t col_drain_rewind(struct col_proc *p);
+
+/* Drain p until its rings are empty (or a write fails / the region faults):
+ * used at process end, flush and shutdown. */
+int col_drain_proc_all(struct col_proc *p, struct col_store *st, uint8_t *buf, size_t cap,
+                       struct col_drain_result *res);
+
+#endif /* D9_COL_DRAIN_H */

@@ -45,6 +45,7 @@
 #ifndef D9_COL_INDEX_H
 #define D9_COL_INDEX_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include "collector/segment.h"
 
@@ -90,5 +91,41 @@ int idx_oldest_segment(struct idx *x, uint64_t *id, char *path, size_t cap);
 
 /* The raw handle, for d9's queries (sqlite3 *). */
 void *idx_db(struct idx *x);
+
+/* ---- added by storage (additive) --------------------------------------------
+ * meta keys: 'schema_version' (decimal), 'host' (gethostname at creation),
+ * 'created' (CLOCK_REALTIME ns at creation, decimal), 'boot_realtime_ns'
+ * (refreshed by every idx_open). processes.records / lost count everything
+ * ever indexed for the process (segment eviction does not subtract).
+ * processes.first_ns/last_ns and threads.first_ns/last_ns: NULL = unknown
+ * (0 passed in means unknown). exit_code NULL when unknown (code < 0).
+ * Errors: SQLite errors map to -errno (busy -EBUSY, full -ENOSPC, I/O -errno
+ * of the failing system call, corrupt -EBADMSG, unique constraint -EEXIST,
+ * missing process row -ENOENT); an index whose schema version differs from
+ * IDX_SCHEMA_VERSION is -EPROTONOSUPPORT. idx_open / idx_open_readonly print
+ * one line on stderr when they fail ("<prog>: index: <path>: <reason>");
+ * idx_open_ex is silent and hands the line back in why.
+ * idx_open_readonly falls back to SQLite's immutable mode when the normal
+ * read-only open fails (a WAL index on read-only media without its -shm). */
+#define IDX_OPEN_READONLY 1u
+int idx_open_ex(struct idx **out, const char *store_dir, unsigned flags, char *why,
+                size_t why_cap);
+/* The last error of a call on x as one line (path, step, SQLite's message). */
+const char *idx_errmsg(const struct idx *x);
+/* path made relative to store_dir (textually or after realpath); -EINVAL if
+ * it is not inside store_dir. */
+int idx_relative_path(const char *store_dir, const char *path, char *out, size_t cap);
+
+/* Every segment row, in id order (for fsck). fn returns non-zero to stop;
+ * that value is returned. */
+struct idx_segment_row {
+    uint64_t id;
+    int64_t process_id;
+    char path[512];             /* relative to the store */
+    uint64_t bytes, records, lost, t_min, t_max;
+    uint64_t nblocks;           /* rows in blocks */
+};
+typedef int (*idx_segment_fn)(void *arg, const struct idx_segment_row *r);
+int idx_segment_foreach(struct idx *x, idx_segment_fn fn, void *arg);
 
 #endif /* D9_COL_INDEX_H */

@@ -1,0 +1,608 @@
+/*
+ * test_index.c — the SQLite index of a store (collector/index.c), as a
+ * specification: schema, upserts, atomic segment commits, read-only access,
+ * schema version checks.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sqlite3.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include "collector/index.h"
+#include "collector/segment.h"
+
+struct fx {
+    char dir[128];
+    struct idx *x;
+};
+
+static int rm_cb(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+    (void)st; (void)flag; (void)f;
+    return remove(p);
+}
+
+static int setup(void **state)
+{
+    struct fx *fx = calloc(1, sizeof *fx);
+    strcpy(fx->dir, "/tmp/d9idxtest.XXXXXX");
+    assert_non_null(mkdtemp(fx->dir));
+    assert_int_equal(idx_open(&fx->x, fx->dir), 0);
+    *state = fx;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fx *fx = *state;
+    idx_close(fx->x);
+    nftw(fx->dir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
+    free(fx);
+    return 0;
+}
+
+/* snprintf without gcc's truncation guesses on fixture paths */
+static void fmt(char *out, size_t cap, const char *f, ...) __attribute__((format(printf, 3, 4)));
+static void fmt(char *out, size_t cap, const char *f, ...)
+{
+    va_list ap;
+    va_start(ap, f);
+    int n = vsnprintf(out, cap, f, ap);
+    va_end(ap);
+    assert_true(n >= 0 && (size_t)n < cap);
+}
+
+static sqlite3 *db(struct fx *fx)
+{
+    return idx_db(fx->x);
+}
+
+/* First column of the first row of sql as int64 (-1 if no row). */
+static int64_t q_int(sqlite3 *d, const char *sql)
+{
+    sqlite3_stmt *s;
+    assert_int_equal(sqlite3_prepare_v2(d, sql, -1, &s, NULL), SQLITE_OK);
+    int64_t v = -1;
+    if (sqlite3_step(s) == SQLITE_ROW)
+        v = sqlite3_column_type(s, 0) == SQLITE_NULL ? -2 : sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
+    return v;
+}
+
+/* Rows of sql joined as "a|b,c|d". */
+static void q_text(sqlite3 *d, const char *sql, char *out, size_t cap)
+{
+    sqlite3_stmt *s;
+    assert_int_equal(sqlite3_prepare_v2(d, sql, -1, &s, NULL), SQLITE_OK);
+    size_t n = 0;
+    out[0] = 0;
+    int row = 0;
+    while (sqlite3_step(s) == SQLITE_ROW) {
+        for (int c = 0; c < sqlite3_column_count(s); c++) {
+            const unsigned char *t = sqlite3_column_text(s, c);
+            n += (size_t)snprintf(out + n, cap - n, "%s%s", c ? "|" : (row ? "," : ""),
+                                  t ? (const char *)t : "NULL");
+        }
+        row++;
+    }
+    sqlite3_finalize(s);
+}
+
+static const struct seg_proc_info proc = {
+    .pid = 4242, .uid = 1000, .start_time = 777, .clock_source = D9_CLOCK_MONOTONIC,
+    .host = "h", .comm = "worker", .exe = "/bin/worker",
+};
+
+static int64_t add_process(struct fx *fx)
+{
+    struct idx_process p = { .pid = 4242, .uid = 1000, .start_time = 777, .comm = "worker",
+                             .exe = "/bin/worker", .first_ns = 500 };
+    int64_t id = 0;
+    assert_int_equal(idx_process_upsert(fx->x, &p, &id), 0);
+    assert_true(id > 0);
+    return id;
+}
+
+/* A real sealed segment in the store with two data blocks. */
+static struct seg_writer *make_segment(struct fx *fx, uint64_t id, uint64_t t0,
+                                       struct seg_summary *sum)
+{
+    struct seg_writer *w;
+    assert_int_equal(seg_writer_open(&w, fx->dir, id, &proc, NULL, 0), 0);
+    for (int b = 0; b < 2; b++) {
+        uint8_t data[96];
+        size_t len = 0;
+        for (int i = 0; i < 3; i++) {
+            struct d9_rec_poll_end r = { .h = { .len = sizeof r, .type = D9_REC_POLL_END,
+                                                .seq = (uint32_t)i,
+                                                .ts = t0 + (uint64_t)(b * 10 + i) } };
+            memcpy(data + len, &r, sizeof r);
+            len += sizeof r;
+        }
+        assert_int_equal(seg_writer_add_data(w, 100 + (uint32_t)b, (uint32_t)b, 1, 2, data, len),
+                         0);
+    }
+    assert_int_equal(seg_writer_seal(w, sum), 0);
+    return w;
+}
+
+/* ---- schema ------------------------------------------------------------------ */
+
+static void expect_columns(sqlite3 *d, const char *table, const char *cols)
+{
+    char sql[128], got[1024];
+    fmt(sql, sizeof sql, "SELECT name FROM pragma_table_info('%s') ORDER BY cid", table);
+    q_text(d, sql, got, sizeof got);
+    assert_string_equal(got, cols);
+}
+
+static void test_open_creates_the_documented_schema(void **state)
+{
+    struct fx *fx = *state;
+    sqlite3 *d = db(fx);
+    expect_columns(d, "meta", "key,value");
+    expect_columns(d, "processes", "id,pid,start_time,uid,comm,exe,first_ns,last_ns,state,"
+                                   "exit_code,records,lost");
+    expect_columns(d, "threads", "id,process_id,tid,ring,generation,name,first_ns,last_ns,ended");
+    expect_columns(d, "runtimes", "process_id,runtime_id,name");
+    expect_columns(d, "segments", "id,process_id,path,t_min,t_max,bytes,records,lost,sealed_ns,"
+                                  "n_poll_start,n_poll_end,n_wake,n_worker_park,n_worker_unpark,"
+                                  "n_task_spawn,n_task_terminate,n_queue_depth,n_custom,"
+                                  "n_cpu_sample,n_sched_switch");
+    expect_columns(d, "blocks", "segment_id,offset,len,kind,tid,ring,generation,nrec,t_first,"
+                                "t_last,lost");
+    char got[512];
+    q_text(d, "SELECT m.tbl_name || '(' || group_concat(i.name) || ')' FROM sqlite_master m,"
+              " pragma_index_info(m.name) i WHERE m.type = 'index' AND m.sql IS NOT NULL"
+              " GROUP BY m.name ORDER BY 1", got, sizeof got);
+    assert_string_equal(got, "blocks(segment_id,t_first),processes(pid),"
+                             "segments(process_id,t_min),segments(t_min,t_max)");
+    assert_int_equal(q_int(d, "SELECT count(*) FROM pragma_foreign_key_list('threads')"
+                              " WHERE \"table\" = 'processes' AND \"from\" = 'process_id'"), 1);
+}
+
+static void test_open_sets_wal_full_sync_and_foreign_keys(void **state)
+{
+    struct fx *fx = *state;
+    char mode[16];
+    q_text(db(fx), "PRAGMA journal_mode", mode, sizeof mode);
+    assert_string_equal(mode, "wal");
+    assert_int_equal(q_int(db(fx), "PRAGMA synchronous"), 2);  /* FULL */
+    assert_int_equal(q_int(db(fx), "PRAGMA foreign_keys"), 1);
+    assert_true(q_int(db(fx), "PRAGMA busy_timeout") >= 1000);
+}
+
+static void test_meta_holds_version_host_created_and_boot_offset(void **state)
+{
+    struct fx *fx = *state;
+    assert_int_equal(q_int(db(fx), "SELECT value FROM meta WHERE key = 'schema_version'"),
+                     IDX_SCHEMA_VERSION);
+    assert_true(q_int(db(fx), "SELECT value FROM meta WHERE key = 'created'") > 0);
+    assert_true(q_int(db(fx), "SELECT value FROM meta WHERE key = 'boot_realtime_ns'") > 0);
+    assert_true(q_int(db(fx), "SELECT length(value) FROM meta WHERE key = 'host'") > 0);
+}
+
+static void test_reopening_keeps_rows(void **state)
+{
+    struct fx *fx = *state;
+    int64_t pid = add_process(fx);
+    idx_close(fx->x);
+    assert_int_equal(idx_open(&fx->x, fx->dir), 0);
+    assert_int_equal(q_int(db(fx), "SELECT count(*) FROM processes"), 1);
+    assert_int_equal(add_process(fx), pid);
+}
+
+static void test_newer_schema_version_is_refused_with_a_clear_error(void **state)
+{
+    struct fx *fx = *state;
+    assert_int_equal(sqlite3_exec(db(fx), "UPDATE meta SET value = '99' WHERE key ="
+                                          " 'schema_version'", NULL, NULL, NULL), SQLITE_OK);
+    idx_close(fx->x);
+    fx->x = NULL;
+    char why[512];
+    struct idx *x;
+    assert_int_equal(idx_open_ex(&x, fx->dir, 0, why, sizeof why), -EPROTONOSUPPORT);
+    assert_non_null(strstr(why, "version 99 is newer"));
+    assert_int_equal(idx_open_ex(&x, fx->dir, IDX_OPEN_READONLY, why, sizeof why),
+                     -EPROTONOSUPPORT);
+    assert_null(x);
+    /* nothing was written by the refused opens */
+    sqlite3 *d;
+    char path[128];
+    fmt(path, sizeof path, "%s/%s", fx->dir, IDX_FILE_NAME);
+    assert_int_equal(sqlite3_open(path, &d), SQLITE_OK);
+    assert_int_equal(q_int(d, "SELECT value FROM meta WHERE key = 'schema_version'"), 99);
+    sqlite3_close(d);
+}
+
+static void test_foreign_database_is_refused(void **state)
+{
+    struct fx *fx = *state;
+    char dir[128], path[192];
+    fmt(dir, sizeof dir, "%s/other", fx->dir);
+    mkdir(dir, 0700);
+    fmt(path, sizeof path, "%s/%s", dir, IDX_FILE_NAME);
+    sqlite3 *d;
+    assert_int_equal(sqlite3_open(path, &d), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(d, "CREATE TABLE t(a)", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(d);
+    struct idx *x;
+    char why[512];
+    assert_int_equal(idx_open_ex(&x, dir, 0, why, sizeof why), -EBADMSG);
+    assert_non_null(strstr(why, "not a d9 index"));
+    int fd = open(path, O_WRONLY | O_TRUNC);
+    assert_int_equal(write(fd, "garbage garbage garbage garbage garbage garbage garbage!!!!"
+                               "garbage garbage garbage garbage garbage garbage garbage!!!!",
+                           118), 118);
+    close(fd);
+    assert_int_equal(idx_open_ex(&x, dir, 0, why, sizeof why), -EBADMSG);
+}
+
+/* ---- processes, threads, runtimes -------------------------------------------- */
+
+static void test_process_upsert_is_idempotent_and_refreshes(void **state)
+{
+    struct fx *fx = *state;
+    int64_t id = add_process(fx);
+    struct idx_process p = { .pid = 4242, .uid = 1000, .start_time = 777, .comm = "renamed",
+                             .first_ns = 100 };
+    int64_t id2;
+    assert_int_equal(idx_process_upsert(fx->x, &p, &id2), 0);
+    assert_int_equal(id2, id);
+    char got[256];
+    q_text(db(fx), "SELECT comm, exe, first_ns, state, exit_code, records, lost FROM processes",
+           got, sizeof got);
+    assert_string_equal(got, "renamed|/bin/worker|100|alive|NULL|0|0");
+    p.start_time = 778;         /* pid reuse: a different process */
+    assert_int_equal(idx_process_upsert(fx->x, &p, &id2), 0);
+    assert_true(id2 != id);
+}
+
+static void test_process_end_records_state_and_code(void **state)
+{
+    struct fx *fx = *state;
+    int64_t id = add_process(fx);
+    assert_int_equal(idx_process_end(fx->x, id, 9000, "crashed", 11), 0);
+    char got[128];
+    q_text(db(fx), "SELECT state, exit_code, last_ns FROM processes", got, sizeof got);
+    assert_string_equal(got, "crashed|11|9000");
+    assert_int_equal(idx_process_end(fx->x, id, 9500, "exited", -1), 0);
+    q_text(db(fx), "SELECT state, exit_code, last_ns FROM processes", got, sizeof got);
+    assert_string_equal(got, "exited|NULL|9500");
+    assert_int_equal(idx_process_end(fx->x, id + 100, 1, "exited", 0), -ENOENT);
+    assert_int_equal(idx_process_end(fx->x, id, 1, "zombie", 0), -EINVAL);
+}
+
+static void test_thread_upsert_merges_and_needs_its_process(void **state)
+{
+    struct fx *fx = *state;
+    int64_t id = add_process(fx);
+    assert_int_equal(idx_thread_upsert(fx->x, id, 10, 0, 1, "worker-0", 100, 200, 0), 0);
+    assert_int_equal(idx_thread_upsert(fx->x, id, 10, 0, 1, NULL, 50, 300, 1), 0);
+    assert_int_equal(idx_thread_upsert(fx->x, id, 10, 0, 1, NULL, 0, 0, 0), 0);
+    assert_int_equal(idx_thread_upsert(fx->x, id, 11, 0, 2, "worker-1", 400, 0, 0), 0);
+    char got[256];
+    q_text(db(fx), "SELECT tid, ring, generation, name, first_ns, last_ns, ended FROM threads"
+                   " ORDER BY id", got, sizeof got);
+    assert_string_equal(got, "10|0|1|worker-0|50|300|1,11|0|2|worker-1|400|NULL|0");
+    assert_int_equal(idx_thread_upsert(fx->x, id + 100, 10, 0, 1, "x", 1, 2, 0), -ENOENT);
+}
+
+static void test_runtime_upsert_renames(void **state)
+{
+    struct fx *fx = *state;
+    int64_t id = add_process(fx);
+    assert_int_equal(idx_runtime_upsert(fx->x, id, 1, "rt-a"), 0);
+    assert_int_equal(idx_runtime_upsert(fx->x, id, 1, "rt-b"), 0);
+    assert_int_equal(idx_runtime_upsert(fx->x, id, 2, "rt-c"), 0);
+    char got[128];
+    q_text(db(fx), "SELECT runtime_id, name FROM runtimes ORDER BY 1", got, sizeof got);
+    assert_string_equal(got, "1|rt-b,2|rt-c");
+}
+
+/* ---- segments ---------------------------------------------------------------- */
+
+static void test_segment_commit_inserts_segment_blocks_and_counters(void **state)
+{
+    struct fx *fx = *state;
+    int64_t pid = add_process(fx);
+    struct seg_summary sum;
+    struct seg_writer *w = make_segment(fx, 5, 1000, &sum);
+    assert_int_equal(idx_segment_commit(fx->x, pid, &sum, fx->dir), 0);
+    char got[512], expect[512];
+    q_text(db(fx), "SELECT id, process_id, path, t_min, t_max, bytes, records, lost,"
+                   " n_poll_end, n_poll_start, sealed_ns > 0 FROM segments", got, sizeof got);
+    fmt(expect, sizeof expect, "5|%lld|4242-777-5.d9seg|1000|1012|%llu|6|4|6|0|1",
+             (long long)pid, (unsigned long long)sum.bytes);
+    assert_string_equal(got, expect);
+    q_text(db(fx), "SELECT offset, len, kind, tid, ring, generation, nrec, t_first, t_last, lost"
+                   " FROM blocks WHERE segment_id = 5 ORDER BY offset", got, sizeof got);
+    fmt(expect, sizeof expect, "%u|152|2|100|0|1|3|1000|1002|2,%u|152|2|101|1|1|3|1010|1012|2",
+             SEG_HDR_SIZE, SEG_HDR_SIZE + 152);
+    assert_string_equal(got, expect);
+    q_text(db(fx), "SELECT records, lost, first_ns, last_ns FROM processes", got, sizeof got);
+    assert_string_equal(got, "6|4|500|1012");
+    seg_writer_free(w);
+}
+
+static void test_segment_paths_are_stored_relative_to_the_store(void **state)
+{
+    struct fx *fx = *state;
+    int64_t pid = add_process(fx);
+    char sub[128], alias[160];
+    fmt(sub, sizeof sub, "%s/segments", fx->dir);
+    mkdir(sub, 0700);
+    struct seg_writer *w;
+    assert_int_equal(seg_writer_open(&w, sub, 6, &proc, NULL, 0), 0);
+    struct seg_summary sum;
+    assert_int_equal(seg_writer_seal(w, &sum), 0);
+    fmt(alias, sizeof alias, "%s/./", fx->dir);     /* same dir, different spelling */
+    assert_int_equal(idx_segment_commit(fx->x, pid, &sum, alias), 0);
+    char got[128];
+    q_text(db(fx), "SELECT path FROM segments", got, sizeof got);
+    assert_string_equal(got, "segments/4242-777-6.d9seg");
+    seg_writer_free(w);
+
+    char rel[64];
+    assert_int_equal(idx_relative_path("/a/b", "/a/b/c/d.d9seg", rel, sizeof rel), 0);
+    assert_string_equal(rel, "c/d.d9seg");
+    assert_int_equal(idx_relative_path("/a/b/", "/a/b//d.d9seg", rel, sizeof rel), 0);
+    assert_string_equal(rel, "d.d9seg");
+    assert_int_equal(idx_relative_path(".", "./x.d9seg", rel, sizeof rel), 0);
+    assert_string_equal(rel, "x.d9seg");
+    assert_int_equal(idx_relative_path("/a/b", "/a/bc/d.d9seg", rel, sizeof rel), -EINVAL);
+}
+
+static void test_segment_outside_the_store_is_refused(void **state)
+{
+    struct fx *fx = *state;
+    int64_t pid = add_process(fx);
+    struct seg_summary sum;
+    struct seg_writer *w = make_segment(fx, 5, 1000, &sum);
+    strcpy(sum.path, "/elsewhere/4242-777-5.d9seg");
+    assert_int_equal(idx_segment_commit(fx->x, pid, &sum, fx->dir), -EINVAL);
+    assert_int_equal(q_int(db(fx), "SELECT count(*) FROM segments"), 0);
+    seg_writer_free(w);
+}
+
+static void expect_no_segment_rows(struct fx *fx)
+{
+    assert_int_equal(q_int(db(fx), "SELECT count(*) FROM segments"), 0);
+    assert_int_equal(q_int(db(fx), "SELECT count(*) FROM blocks"), 0);
+    assert_int_equal(q_int(db(fx), "SELECT coalesce(sum(records), 0) FROM processes"), 0);
+    assert_int_not_equal(sqlite3_get_autocommit(db(fx)), 0);    /* no open transaction */
+}
+
+static void test_commit_for_a_missing_process_leaves_no_rows(void **state)
+{
+    struct fx *fx = *state;
+    int64_t pid = add_process(fx);
+    struct seg_summary sum;
+    struct seg_writer *w = make_segment(fx, 5, 1000, &sum);
+    assert_int_equal(idx_segment_commit(fx->x, pid + 1, &sum, fx->dir), -ENOENT);
+    assert_non_null(strstr(idx_errmsg(fx->x), "no process row"));
+    expect_no_segment_rows(fx);
+    seg_writer_free(w);
+}
+
+static void test_commit_failing_on_a_later_block_leaves_no_rows(void **state)
+{
+    struct fx *fx = *state;
+    int64_t pid = add_process(fx);
+    struct seg_summary sum;
+    struct seg_writer *w = make_segment(fx, 5, 1000, &sum);
+    struct seg_summary bad = sum;
+    struct seg_block_info blocks[2] = { sum.blocks[0], sum.blocks[0] };    /* same offset */
+    bad.blocks = blocks;
+    assert_int_equal(idx_segment_commit(fx->x, pid, &bad, fx->dir), -EEXIST);
+    expect_no_segment_rows(fx);
+    /* and the good summary still goes in afterwards */
+    assert_int_equal(idx_segment_commit(fx->x, pid, &sum, fx->dir), 0);
+    assert_int_equal(q_int(db(fx), "SELECT count(*) FROM blocks"), 2);
+    seg_writer_free(w);
+}
+
+static void test_committing_a_segment_twice_is_refused_and_counts_once(void **state)
+{
+    struct fx *fx = *state;
+    int64_t pid = add_process(fx);
+    struct seg_summary sum;
+    struct seg_writer *w = make_segment(fx, 5, 1000, &sum);
+    assert_int_equal(idx_segment_commit(fx->x, pid, &sum, fx->dir), 0);
+    assert_int_equal(idx_segment_commit(fx->x, pid, &sum, fx->dir), -EEXIST);
+    assert_int_equal(q_int(db(fx), "SELECT records FROM processes"), 6);
+    assert_int_equal(q_int(db(fx), "SELECT count(*) FROM blocks"), 2);
+    seg_writer_free(w);
+}
+
+static void test_delete_next_id_total_and_oldest(void **state)
+{
+    struct fx *fx = *state;
+    int64_t pid = add_process(fx);
+    uint64_t id, bytes;
+    char path[64];
+    assert_int_equal(idx_next_segment_id(fx->x, &id), 0);
+    assert_int_equal(id, 1);
+    assert_int_equal(idx_total_bytes(fx->x, &bytes), 0);
+    assert_int_equal(bytes, 0);
+    assert_int_equal(idx_oldest_segment(fx->x, &id, path, sizeof path), -ENOENT);
+    struct seg_summary a, b;
+    struct seg_writer *wa = make_segment(fx, 7, 5000, &a);
+    struct seg_writer *wb = make_segment(fx, 3, 1000, &b);  /* lower id, but newer below */
+    assert_int_equal(idx_segment_commit(fx->x, pid, &a, fx->dir), 0);
+    assert_int_equal(idx_segment_commit(fx->x, pid, &b, fx->dir), 0);
+    assert_int_equal(idx_next_segment_id(fx->x, &id), 0);
+    assert_int_equal(id, 8);
+    assert_int_equal(idx_total_bytes(fx->x, &bytes), 0);
+    assert_int_equal(bytes, a.bytes + b.bytes);
+    assert_int_equal(idx_oldest_segment(fx->x, &id, path, sizeof path), 0);
+    assert_int_equal(id, 3);                            /* smallest t_max */
+    assert_string_equal(path, "4242-777-3.d9seg");
+    assert_int_equal(idx_oldest_segment(fx->x, &id, path, 5), -ENAMETOOLONG);
+    assert_int_equal(idx_segment_delete(fx->x, 3), 0);
+    assert_int_equal(idx_segment_delete(fx->x, 3), -ENOENT);
+    assert_int_equal(q_int(db(fx), "SELECT count(*) FROM blocks WHERE segment_id = 3"), 0);
+    assert_int_equal(q_int(db(fx), "SELECT count(*) FROM blocks WHERE segment_id = 7"), 2);
+    assert_int_equal(idx_oldest_segment(fx->x, &id, path, sizeof path), 0);
+    assert_int_equal(id, 7);
+    seg_writer_free(wa);
+    seg_writer_free(wb);
+}
+
+static int count_row(void *arg, const struct idx_segment_row *r)
+{
+    int *n = arg;
+    assert_int_equal(r->nblocks, 2);
+    assert_int_equal(r->records, 6);
+    (*n)++;
+    return 0;
+}
+
+static void test_segment_foreach_lists_every_row(void **state)
+{
+    struct fx *fx = *state;
+    int64_t pid = add_process(fx);
+    struct seg_summary a, b;
+    struct seg_writer *wa = make_segment(fx, 1, 5000, &a);
+    struct seg_writer *wb = make_segment(fx, 2, 1000, &b);
+    assert_int_equal(idx_segment_commit(fx->x, pid, &a, fx->dir), 0);
+    assert_int_equal(idx_segment_commit(fx->x, pid, &b, fx->dir), 0);
+    int n = 0;
+    assert_int_equal(idx_segment_foreach(fx->x, count_row, &n), 0);
+    assert_int_equal(n, 2);
+    seg_writer_free(wa);
+    seg_writer_free(wb);
+}
+
+/* ---- read-only access ------------------------------------------------------ */
+
+static void test_readonly_open_needs_an_existing_index(void **state)
+{
+    struct fx *fx = *state;
+    char dir[128];
+    fmt(dir, sizeof dir, "%s/empty", fx->dir);
+    mkdir(dir, 0700);
+    struct idx *x;
+    char why[512];
+    assert_int_equal(idx_open_ex(&x, dir, IDX_OPEN_READONLY, why, sizeof why), -ENOENT);
+    assert_non_null(strstr(why, "no index"));
+    assert_int_equal(access(dir, F_OK), 0);
+    char path[128];
+    fmt(path, sizeof path, "%s/%s", dir, IDX_FILE_NAME);
+    assert_int_equal(access(path, F_OK), -1);       /* not created */
+}
+
+static void test_readonly_reads_while_the_writer_writes_and_cannot_write(void **state)
+{
+    struct fx *fx = *state;
+    int64_t pid = add_process(fx);
+    struct idx *ro;
+    assert_int_equal(idx_open_readonly(&ro, fx->dir), 0);
+    assert_int_equal(q_int(idx_db(ro), "SELECT count(*) FROM processes"), 1);
+    /* the reader holds a read transaction open; the writer still commits */
+    sqlite3_stmt *s;
+    assert_int_equal(sqlite3_prepare_v2(idx_db(ro), "SELECT id FROM processes", -1, &s, NULL),
+                     SQLITE_OK);
+    assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+    struct seg_summary sum;
+    struct seg_writer *w = make_segment(fx, 5, 1000, &sum);
+    assert_int_equal(idx_segment_commit(fx->x, pid, &sum, fx->dir), 0);
+    sqlite3_finalize(s);
+    assert_int_equal(q_int(idx_db(ro), "SELECT count(*) FROM segments"), 1);
+    struct idx_process p = { .pid = 1, .start_time = 1 };
+    int64_t id;
+    assert_int_equal(idx_process_upsert(ro, &p, &id), -EROFS);
+    assert_int_not_equal(sqlite3_exec(idx_db(ro), "DELETE FROM segments", NULL, NULL, NULL),
+                         SQLITE_OK);
+    assert_int_equal(q_int(db(fx), "SELECT count(*) FROM segments"), 1);
+    idx_close(ro);
+    seg_writer_free(w);
+}
+
+static void copy_file(const char *from, const char *to)
+{
+    int in = open(from, O_RDONLY);
+    if (in < 0)
+        return;
+    int out = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    assert_true(out >= 0);
+    char buf[65536];
+    ssize_t n;
+    while ((n = read(in, buf, sizeof buf)) > 0)
+        assert_int_equal(write(out, buf, (size_t)n), n);
+    close(in);
+    close(out);
+}
+
+static void test_readonly_works_on_a_copied_store(void **state)
+{
+    struct fx *fx = *state;
+    int64_t pid = add_process(fx);
+    struct seg_summary sum;
+    struct seg_writer *w = make_segment(fx, 5, 1000, &sum);
+    assert_int_equal(idx_segment_commit(fx->x, pid, &sum, fx->dir), 0);
+    char copy[128], from[192], to[192];
+    fmt(copy, sizeof copy, "%s/copy", fx->dir);
+    mkdir(copy, 0700);
+    const char *files[] = { IDX_FILE_NAME, IDX_FILE_NAME "-wal" };    /* no -shm */
+    for (int i = 0; i < 2; i++) {
+        fmt(from, sizeof from, "%s/%s", fx->dir, files[i]);
+        fmt(to, sizeof to, "%s/%s", copy, files[i]);
+        copy_file(from, to);
+    }
+    struct idx *ro;
+    assert_int_equal(idx_open_readonly(&ro, copy), 0);
+    assert_int_equal(q_int(idx_db(ro), "SELECT count(*) FROM segments"), 1);
+    idx_close(ro);
+    /* and on read-only media, if we may mount one */
+    if (geteuid() == 0 && mount(copy, copy, NULL, MS_BIND, NULL) == 0) {
+        int e = mount(NULL, copy, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY, NULL);
+        int ok = e == 0 ? idx_open_readonly(&ro, copy) : -1;
+        int64_t n = ok == 0 ? q_int(idx_db(ro), "SELECT count(*) FROM blocks") : -1;
+        if (ok == 0)
+            idx_close(ro);
+        umount2(copy, MNT_DETACH);
+        assert_int_equal(ok, 0);
+        assert_int_equal(n, 2);
+    }
+    seg_writer_free(w);
+}
+
+int main(void)
+{
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+    const struct CMUnitTest tests[] = {
+        T(test_open_creates_the_documented_schema),
+        T(test_open_sets_wal_full_sync_and_foreign_keys),
+        T(test_meta_holds_version_host_created_and_boot_offset),
+        T(test_reopening_keeps_rows),
+        T(test_newer_schema_version_is_refused_with_a_clear_error),
+        T(test_foreign_database_is_refused),
+        T(test_process_upsert_is_idempotent_and_refreshes),
+        T(test_process_end_records_state_and_code),
+        T(test_thread_upsert_merges_and_needs_its_process),
+        T(test_runtime_upsert_renames),
+        T(test_segment_commit_inserts_segment_blocks_and_counters),
+        T(test_segment_paths_are_stored_relative_to_the_store),
+        T(test_segment_outside_the_store_is_refused),
+        T(test_commit_for_a_missing_process_leaves_no_rows),
+        T(test_commit_failing_on_a_later_block_leaves_no_rows),
+        T(test_committing_a_segment_twice_is_refused_and_counts_once),
+        T(test_delete_next_id_total_and_oldest),
+        T(test_segment_foreach_lists_every_row),
+        T(test_readonly_open_needs_an_existing_index),
+        T(test_readonly_reads_while_the_writer_writes_and_cannot_write),
+        T(test_readonly_works_on_a_copied_store),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -99,7 +99,7 @@ static void shown_value(char *dst, size_t cap, const char *v)
         dst[k++] = (ch < 0x20 || ch == 0x7f) ? '?' : (char)ch;
     }
     dst[k] = 0;
-    if (cut && k + 4 < cap)
+    if (cut && k + 4 <= cap)
         memcpy(dst + k, "...", 4);
 }
 

@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "agent/agent.h"
+#include "agent/sampler.h"
 #include "shm/clock.h"
 #include "shm/meta.h"
 
@@ -252,6 +253,7 @@ static void *hk_main(void *arg)
             break;
         pthread_mutex_unlock(&a->lock);
         ag_agent_tick(a);
+        ag_sampler_tick(a);             /* profiler: perf/itimer handshake */
         wait_ms = AG_HEARTBEAT_MS;
         pthread_mutex_lock(&a->lock);
     }

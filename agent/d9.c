@@ -29,6 +29,7 @@
 #include "agent/d9.h"
 #include "agent/emit.h"
 #include "agent/env.h"
+#include "agent/sampler.h"
 
 static struct ag_agent g_agent;
 static __thread struct ag_thread g_tls __attribute__((tls_model("initial-exec")));
@@ -44,6 +45,7 @@ static int g_key_ok;
 static void thread_exit(void *arg)
 {
     struct ag_thread *t = arg;
+    ag_sampler_thread_stop(&g_agent);  /* profiler: disarm before the rings go */
     ag_thread_detach(&g_agent, t);
 }
 
@@ -52,6 +54,7 @@ static __attribute__((noinline, cold)) int thread_slow(struct ag_thread *t)
 {
     if (ag_thread_attach(&g_agent, t) != 0)
         return 0;
+    ag_sampler_thread_start(&g_agent);  /* profiler: register for the fallback */
     /* the destructor releases the ring at thread exit */
     if (g_key_ok)
         pthread_setspecific(g_key, t);
@@ -89,6 +92,7 @@ static void fork_child(void)
     ag_agent_fork_child(&g_agent);
     /* this thread's ring belongs to the parent's thread: never touch it */
     ag_thread_forget(&g_tls);
+    ag_sampler_fork_child();            /* profiler: the child does not sample */
     pthread_mutex_unlock(&g_init_lock);
 }
 
@@ -142,6 +146,8 @@ int d9_init(void)
             rc = -ENOMEM;
         } else {
             rc = ag_agent_start(&g_agent, &cfg);
+            if (rc == 0)
+                ag_sampler_start(&g_agent, env_get);    /* profiler: handshake */
             if (rc == 0 && atexit(d9_shutdown) != 0)
                 fprintf(stderr, "d9: cannot register the exit handler; "
                         "call d9_shutdown() before exit\n");
@@ -154,8 +160,10 @@ int d9_init(void)
 
 void d9_shutdown(void)
 {
-    if (g_agent.started)
+    if (g_agent.started) {
+        ag_sampler_stop(&g_agent);      /* profiler: stop the timers */
         ag_agent_stop(&g_agent);
+    }
 }
 
 int d9_enabled(void)

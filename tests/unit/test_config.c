@@ -1,0 +1,314 @@
+/*
+ * test_config.c — d9collectd configuration (collector/config.c) as a
+ * specification: defaults, flags, the config file, precedence and errors.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include "collector/config.h"
+#include "collector/log.h"
+
+#define USER_UID 1000
+
+static char errbuf[2048];
+
+static int parse(struct col_config *c, uid_t uid, const char *xdg, int argc, char **argv)
+{
+    errbuf[0] = 0;
+    return col_config_parse_args(c, argc, argv, uid, xdg, errbuf, sizeof errbuf);
+}
+
+/* Writes text to a fresh temp file; returns its path (static buffer). */
+static const char *config_file(const char *text)
+{
+    static char path[64];
+    strcpy(path, "/tmp/d9cfgtest.XXXXXX");
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, text, strlen(text)), (int)strlen(text));
+    close(fd);
+    return path;
+}
+
+static void defaults_as_root_use_system_paths(void **s)
+{
+    (void)s;
+    struct col_config c;
+    char *argv[] = { "d9collectd", NULL };
+    assert_int_equal(parse(&c, 0, "/run/user/0", 1, argv), COL_CONFIG_RUN);
+    assert_string_equal(c.store, "/var/lib/dial9");
+    assert_string_equal(c.endpoint, "ipc:///run/dial9/collector.sock");
+    assert_string_equal(c.shm_dir, "/dev/shm");
+    assert_int_equal(c.segment_mb, 64);
+    assert_int_equal(c.segment_seconds, 60);
+    assert_int_equal(c.store_mb, 1024);
+    assert_int_equal(c.log_level, COL_LOG_INFO);
+    assert_string_equal(c.pidfile, "");
+}
+
+static void defaults_as_user_use_xdg_runtime_dir_and_cwd_store(void **s)
+{
+    (void)s;
+    struct col_config c;
+    char *argv[] = { "d9collectd", NULL };
+    assert_int_equal(parse(&c, USER_UID, "/run/user/1000", 1, argv), COL_CONFIG_RUN);
+    assert_string_equal(c.store, "./d9-store");
+    assert_string_equal(c.endpoint, "ipc:///run/user/1000/dial9/collector.sock");
+}
+
+static void defaults_as_user_without_xdg_fall_back_to_tmp(void **s)
+{
+    (void)s;
+    struct col_config c;
+    char *argv[] = { "d9collectd", NULL };
+    assert_int_equal(parse(&c, USER_UID, NULL, 1, argv), COL_CONFIG_RUN);
+    assert_string_equal(c.endpoint, "ipc:///tmp/dial9-1000/collector.sock");
+}
+
+static void flags_accept_separate_and_equals_values(void **s)
+{
+    (void)s;
+    struct col_config c;
+    char *argv[] = { "d9collectd", "--store", "/tmp/st", "--segment-mb=8", "--log-level",
+                     "debug", "--scan-ms=50", NULL };
+    assert_int_equal(parse(&c, 0, NULL, 7, argv), COL_CONFIG_RUN);
+    assert_string_equal(c.store, "/tmp/st");
+    assert_int_equal(c.segment_mb, 8);
+    assert_int_equal(c.log_level, COL_LOG_DEBUG);
+    assert_int_equal(c.scan_ms, 50);
+}
+
+static void help_and_version_win_over_everything_else(void **s)
+{
+    (void)s;
+    struct col_config c;
+    char *a1[] = { "d9collectd", "--bogus", "--help", NULL };
+    assert_int_equal(parse(&c, 0, NULL, 3, a1), COL_CONFIG_HELP);
+    char *a2[] = { "d9collectd", "-V", NULL };
+    assert_int_equal(parse(&c, 0, NULL, 2, a2), COL_CONFIG_VERSION);
+}
+
+static void unknown_flag_is_one_clear_error(void **s)
+{
+    (void)s;
+    struct col_config c;
+    char *argv[] = { "d9collectd", "--frobnicate", "3", NULL };
+    assert_int_equal(parse(&c, 0, NULL, 3, argv), -EINVAL);
+    assert_non_null(strstr(errbuf, "unknown option '--frobnicate'"));
+}
+
+static void flag_without_value_is_an_error(void **s)
+{
+    (void)s;
+    struct col_config c;
+    char *argv[] = { "d9collectd", "--store", NULL };
+    assert_int_equal(parse(&c, 0, NULL, 2, argv), -EINVAL);
+    assert_non_null(strstr(errbuf, "needs a value"));
+}
+
+static void positional_argument_is_rejected(void **s)
+{
+    (void)s;
+    struct col_config c;
+    char *argv[] = { "d9collectd", "store", NULL };
+    assert_int_equal(parse(&c, 0, NULL, 2, argv), -EINVAL);
+    assert_non_null(strstr(errbuf, "unexpected argument 'store'"));
+}
+
+static void numbers_must_be_plain_decimal_in_range(void **s)
+{
+    (void)s;
+    const char *bad[] = { "abc", "-1", "0", "12x", " 5", "", "99999999999", "4097" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct col_config c;
+        char v[64];
+        snprintf(v, sizeof v, "--segment-mb=%s", bad[i]);
+        char *argv[] = { "d9collectd", v, NULL };
+        assert_int_equal(parse(&c, 0, NULL, 2, argv), -EINVAL);
+        assert_non_null(strstr(errbuf, "segment-mb"));
+    }
+}
+
+static void log_level_must_be_a_known_name(void **s)
+{
+    (void)s;
+    struct col_config c;
+    char *argv[] = { "d9collectd", "--log-level", "loud", NULL };
+    assert_int_equal(parse(&c, 0, NULL, 3, argv), -EINVAL);
+    assert_non_null(strstr(errbuf, "error, warn, info or debug"));
+}
+
+static void endpoint_must_look_like_a_zmq_endpoint(void **s)
+{
+    (void)s;
+    struct col_config c;
+    char *argv[] = { "d9collectd", "--endpoint", "/run/x.sock", NULL };
+    assert_int_equal(parse(&c, 0, NULL, 3, argv), -EINVAL);
+    assert_non_null(strstr(errbuf, "bad endpoint"));
+}
+
+static void config_file_sets_options_and_ignores_comments(void **s)
+{
+    (void)s;
+    const char *path = config_file("# d9collectd config\n\n  store = /srv/d9   # trailing\n"
+                                   "segment-seconds=5\npoll-max-us = 1000\n");
+    struct col_config c;
+    char *argv[] = { "d9collectd", "--config", (char *)path, NULL };
+    assert_int_equal(parse(&c, 0, NULL, 3, argv), COL_CONFIG_RUN);
+    assert_string_equal(c.store, "/srv/d9");
+    assert_int_equal(c.segment_seconds, 5);
+    assert_int_equal(c.poll_max_us, 1000);
+    assert_string_equal(c.config_file, path);
+    unlink(path);
+}
+
+static void flags_override_the_config_file_wherever_they_appear(void **s)
+{
+    (void)s;
+    const char *path = config_file("store = /from/file\nstore-mb = 100\n");
+    struct col_config c;
+    char *argv[] = { "d9collectd", "--store=/from/flag", "--config", (char *)path, NULL };
+    assert_int_equal(parse(&c, 0, NULL, 4, argv), COL_CONFIG_RUN);
+    assert_string_equal(c.store, "/from/flag");
+    assert_int_equal(c.store_mb, 100);
+    unlink(path);
+}
+
+static void unknown_key_in_file_names_file_and_line(void **s)
+{
+    (void)s;
+    const char *path = config_file("store = /x\n\nsegmnet-mb = 3\n");
+    struct col_config c;
+    char *argv[] = { "d9collectd", "--config", (char *)path, NULL };
+    assert_int_equal(parse(&c, 0, NULL, 3, argv), -EINVAL);
+    char want[128];
+    snprintf(want, sizeof want, "%s:3: unknown option 'segmnet-mb'", path);
+    assert_non_null(strstr(errbuf, want));
+    unlink(path);
+}
+
+static void bad_value_in_file_names_file_and_line(void **s)
+{
+    (void)s;
+    const char *path = config_file("scan-ms = 1\n");
+    struct col_config c;
+    char *argv[] = { "d9collectd", "--config", (char *)path, NULL };
+    assert_int_equal(parse(&c, 0, NULL, 3, argv), -EINVAL);
+    assert_non_null(strstr(errbuf, ":1: bad value '1' for 'scan-ms'"));
+    unlink(path);
+}
+
+static void line_without_equals_is_an_error(void **s)
+{
+    (void)s;
+    const char *path = config_file("store /x\n");
+    struct col_config c;
+    char *argv[] = { "d9collectd", "--config", (char *)path, NULL };
+    assert_int_equal(parse(&c, 0, NULL, 3, argv), -EINVAL);
+    assert_non_null(strstr(errbuf, "expected 'key = value'"));
+    unlink(path);
+}
+
+static void config_key_cannot_appear_in_a_config_file(void **s)
+{
+    (void)s;
+    const char *path = config_file("config = /etc/other\n");
+    struct col_config c;
+    char *argv[] = { "d9collectd", "--config", (char *)path, NULL };
+    assert_int_equal(parse(&c, 0, NULL, 3, argv), -EINVAL);
+    assert_non_null(strstr(errbuf, "'config' cannot be set"));
+    unlink(path);
+}
+
+static void missing_config_file_is_an_error_naming_it(void **s)
+{
+    (void)s;
+    struct col_config c;
+    char *argv[] = { "d9collectd", "--config", "/nonexistent/d9.conf", NULL };
+    assert_int_equal(parse(&c, 0, NULL, 3, argv), -EINVAL);
+    assert_non_null(strstr(errbuf, "cannot read config file /nonexistent/d9.conf"));
+}
+
+static void poll_min_above_poll_max_is_rejected(void **s)
+{
+    (void)s;
+    struct col_config c;
+    char *argv[] = { "d9collectd", "--poll-min-us=500", "--poll-max-us=100", NULL };
+    assert_int_equal(parse(&c, 0, NULL, 3, argv), -EINVAL);
+    assert_non_null(strstr(errbuf, "poll-min-us"));
+}
+
+static void segment_larger_than_store_is_rejected(void **s)
+{
+    (void)s;
+    struct col_config c;
+    char *argv[] = { "d9collectd", "--segment-mb=100", "--store-mb=50", NULL };
+    assert_int_equal(parse(&c, 0, NULL, 3, argv), -EINVAL);
+    assert_non_null(strstr(errbuf, "segment-mb"));
+}
+
+static void dump_output_loads_back_to_the_same_config(void **s)
+{
+    (void)s;
+    struct col_config a, b;
+    char *argv[] = { "d9collectd", "--store=/a b", "--segment-mb=3", "--log-level=warn",
+                     "--pidfile=/run/x.pid", NULL };
+    assert_int_equal(parse(&a, 0, NULL, 5, argv), COL_CONFIG_RUN);
+    char path[] = "/tmp/d9cfgdump.XXXXXX";
+    int fd = mkstemp(path);
+    FILE *f = fdopen(fd, "w");
+    col_config_dump(f, &a);
+    fclose(f);
+    char *argv2[] = { "d9collectd", "--config", path, NULL };
+    assert_int_equal(parse(&b, 0, NULL, 3, argv2), COL_CONFIG_RUN);
+    assert_string_equal(b.store, "/a b");
+    assert_int_equal(b.segment_mb, 3);
+    assert_int_equal(b.log_level, COL_LOG_WARN);
+    assert_string_equal(b.pidfile, "/run/x.pid");
+    unlink(path);
+}
+
+static void ipc_path_is_extracted_only_from_ipc_endpoints(void **s)
+{
+    (void)s;
+    char p[128];
+    assert_int_equal(col_endpoint_ipc_path("ipc:///run/dial9/c.sock", p, sizeof p), 0);
+    assert_string_equal(p, "/run/dial9/c.sock");
+    assert_int_equal(col_endpoint_ipc_path("tcp://127.0.0.1:5555", p, sizeof p), -EINVAL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(defaults_as_root_use_system_paths),
+        cmocka_unit_test(defaults_as_user_use_xdg_runtime_dir_and_cwd_store),
+        cmocka_unit_test(defaults_as_user_without_xdg_fall_back_to_tmp),
+        cmocka_unit_test(flags_accept_separate_and_equals_values),
+        cmocka_unit_test(help_and_version_win_over_everything_else),
+        cmocka_unit_test(unknown_flag_is_one_clear_error),
+        cmocka_unit_test(flag_without_value_is_an_error),
+        cmocka_unit_test(positional_argument_is_rejected),
+        cmocka_unit_test(numbers_must_be_plain_decimal_in_range),
+        cmocka_unit_test(log_level_must_be_a_known_name),
+        cmocka_unit_test(endpoint_must_look_like_a_zmq_endpoint),
+        cmocka_unit_test(config_file_sets_options_and_ignores_comments),
+        cmocka_unit_test(flags_override_the_config_file_wherever_they_appear),
+        cmocka_unit_test(unknown_key_in_file_names_file_and_line),
+        cmocka_unit_test(bad_value_in_file_names_file_and_line),
+        cmocka_unit_test(line_without_equals_is_an_error),
+        cmocka_unit_test(config_key_cannot_appear_in_a_config_file),
+        cmocka_unit_test(missing_config_file_is_an_error_naming_it),
+        cmocka_unit_test(poll_min_above_poll_max_is_rejected),
+        cmocka_unit_test(segment_larger_than_store_is_rejected),
+        cmocka_unit_test(dump_output_loads_back_to_the_same_config),
+        cmocka_unit_test(ipc_path_is_extracted_only_from_ipc_endpoints),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

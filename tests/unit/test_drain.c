@@ -1,0 +1,454 @@
+/*
+ * test_drain.c — the collector's drain step (collector/drain.c, proc.c,
+ * store.c) as a specification, against real regions in a temp dir and a
+ * real store: what reaches the segment, when ring tails move, what is
+ * quarantined, plus the pure pieces (adaptive sleep, rotation, timestamp
+ * conversion, calibration reads).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include "collector/drain.h"
+#include "collector/index.h"
+#include "collector/log.h"
+#include "collector/proc.h"
+#include "collector/segment.h"
+#include "collector/store.h"
+#include "shm/meta.h"
+#include "shm/region.h"
+#include "shm/ring.h"
+
+#define RINGS 4
+#define RING_BYTES (64u * 1024u)
+#define LATER_NS (10ULL * 1000000000ULL)  /* past any write-retry backoff */
+
+struct fx {
+    char dir[64], shm[96], store[96];
+    struct shm_region reg;
+    struct shm_producer prod[RINGS];
+    struct col_store st;
+    struct col_proc *p;
+    uint8_t *buf;
+    uint64_t ts;
+};
+
+static int rm_cb(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+    (void)st; (void)flag; (void)f;
+    return remove(p);
+}
+
+static int setup_clock(void **state, uint32_t clock)
+{
+    struct fx *fx = calloc(1, sizeof *fx);
+    strcpy(fx->dir, "/tmp/d9draintest.XXXXXX");
+    assert_non_null(mkdtemp(fx->dir));
+    snprintf(fx->shm, sizeof fx->shm, "%s/shm", fx->dir);
+    snprintf(fx->store, sizeof fx->store, "%s/store", fx->dir);
+    assert_int_equal(mkdir(fx->shm, 0700), 0);
+    col_log_init("test_drain", COL_LOG_ERROR);
+    assert_int_equal(col_guard_install(), 0);
+    struct shm_region_params prm = { .ring_count = RINGS, .ring_data_size = RING_BYTES,
+                                     .clock_source = clock, .dir = fx->shm };
+    assert_int_equal(shm_region_create(&prm, &fx->reg), 0);
+    char err[256];
+    assert_int_equal(col_store_open(&fx->st, fx->store, 1u << 30, err, sizeof err), 0);
+    fx->buf = malloc(COL_DRAIN_BUF_SIZE);
+    fx->ts = 1000;
+    *state = fx;
+    return 0;
+}
+static int setup(void **state) { return setup_clock(state, D9_CLOCK_MONOTONIC); }
+static int setup_tsc(void **state) { return setup_clock(state, D9_CLOCK_TSC); }
+
+static int teardown(void **state)
+{
+    struct fx *fx = *state;
+    col_proc_free(fx->p);
+    col_store_close(&fx->st);
+    unlink(fx->reg.path);
+    shm_region_close(&fx->reg);
+    nftw(fx->dir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
+    free(fx->buf);
+    free(fx);
+    return 0;
+}
+
+static void adopt(struct fx *fx)
+{
+    const char *base = strrchr(fx->reg.path, '/') + 1;
+    assert_int_equal(col_proc_adopt(fx->reg.path, base, getuid(), &fx->st, NULL, &fx->p), 0);
+}
+
+static int claim(struct fx *fx, const char *name)
+{
+    int idx = shm_slot_claim(&fx->reg, 100 + (uint32_t)fx->ts, name);
+    assert_true(idx >= 0);
+    struct d9_region_hdr *h = fx->reg.hdr;
+    shm_producer_attach(&fx->prod[idx], shm_ring_hdr(&fx->reg, &(struct shm_geometry){
+                            .rings_offset = h->rings_offset, .ring_stride = h->ring_stride },
+                            (uint32_t)idx),
+                        fx->reg.base + h->rings_offset + (uint64_t)idx * h->ring_stride +
+                            D9_RING_HDR_SIZE, h->ring_data_size);
+    return idx;
+}
+
+static struct d9_ring_hdr *ring(struct fx *fx, int idx)
+{
+    return fx->prod[idx].hdr;
+}
+
+static void produce(struct fx *fx, int idx, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++) {
+        struct d9_rec_poll_start *r = shm_ring_reserve(&fx->prod[idx], sizeof *r);
+        assert_non_null(r);
+        r->task = i;
+        r->loc = 0;
+        r->runtime = 1;
+        r->worker = 0;
+        shm_ring_commit(&fx->prod[idx], r, sizeof *r, D9_REC_POLL_START, fx->ts++);
+    }
+}
+
+static int drain(struct fx *fx, uint64_t now, struct col_drain_result *res)
+{
+    memset(res, 0, sizeof *res);
+    return col_drain_proc(fx->p, &fx->st, fx->buf, COL_DRAIN_BUF_SIZE, now, res);
+}
+
+/* Totals over every sealed segment in the store. */
+struct totals { uint64_t records, thread_ends, lost, blocks_gen2; int schema_found; uint64_t first_ts; };
+
+static struct totals read_store(struct fx *fx)
+{
+    struct totals t = { 0 };
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "ls %s/*.d9seg 2>/dev/null", fx->store);
+    FILE *ls = popen(cmd, "r");
+    char path[512];
+    while (fgets(path, sizeof path, ls)) {
+        path[strcspn(path, "\n")] = 0;
+        struct seg_reader *r;
+        assert_int_equal(seg_reader_open(&r, path, 0), 0);
+        struct seg_block b;
+        while (seg_reader_next(r, &b) == 1) {
+            t.lost += b.h.lost;
+            if (b.h.kind == SEG_BLK_THREAD_END)
+                t.thread_ends++;
+            if (b.h.kind == SEG_BLK_DATA) {
+                t.records += b.h.nrec;
+                if (b.h.generation == 2)
+                    t.blocks_gen2++;
+                if (!t.first_ts && b.h.nrec)
+                    t.first_ts = b.h.t_first;
+            }
+        }
+        t.schema_found |= seg_meta_schema(r, 1) != NULL;
+        seg_reader_close(r);
+    }
+    pclose(ls);
+    return t;
+}
+
+/* ---- the drain step ---------------------------------------------------------- */
+
+static void drained_records_reach_the_segment_and_the_tail_follows(void **state)
+{
+    struct fx *fx = *state;
+    int r0 = claim(fx, "w0");
+    produce(fx, r0, 100);
+    adopt(fx);
+    struct col_drain_result res;
+    assert_int_equal(drain(fx, 1, &res), 0);
+    assert_int_equal(res.records, 100);
+    assert_int_equal(atomic_load(&ring(fx, r0)->tail), atomic_load(&ring(fx, r0)->head));
+    assert_int_equal(col_proc_seal(fx->p, &fx->st), 0);
+    assert_int_equal(read_store(fx).records, 100);
+}
+
+static void a_failed_write_leaves_the_records_in_the_ring_until_it_succeeds(void **state)
+{
+    struct fx *fx = *state;
+    int r0 = claim(fx, "w0");
+    adopt(fx);
+    produce(fx, r0, 1);
+    struct col_drain_result res;
+    assert_int_equal(drain(fx, 1, &res), 0);      /* opens the segment file */
+    uint64_t tail0 = atomic_load(&ring(fx, r0)->tail);
+    produce(fx, r0, 1000);
+    /* the next write hits the file size limit (EFBIG): a stand-in for ENOSPC */
+    struct rlimit old, lim;
+    getrlimit(RLIMIT_FSIZE, &old);
+    lim = old;
+    lim.rlim_cur = seg_writer_bytes(fx->p->writer) + 1024;
+    signal(SIGXFSZ, SIG_IGN);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+    int rc = drain(fx, 2, &res);
+    uint64_t tail_after = atomic_load(&ring(fx, r0)->tail);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);   /* before any assert can bail out */
+    assert_int_equal(rc, 0);
+    assert_true(res.write_failed);
+    assert_int_equal(tail_after, tail0);                   /* nothing consumed */
+    assert_true(fx->st.write_errors >= 1);
+    assert_int_equal(drain(fx, LATER_NS, &res), 0);
+    assert_false(res.write_failed);
+    assert_int_equal(atomic_load(&ring(fx, r0)->tail), atomic_load(&ring(fx, r0)->head));
+    assert_int_equal(col_proc_seal(fx->p, &fx->st), 0);
+    assert_int_equal(read_store(fx).records, 1001);  /* none lost, none twice */
+}
+
+static void a_corrupt_ring_is_quarantined_and_the_others_keep_draining(void **state)
+{
+    struct fx *fx = *state;
+    int bad = claim(fx, "bad"), good = claim(fx, "good");
+    produce(fx, bad, 3);
+    produce(fx, good, 5);
+    /* the owner scribbles an impossible length over its first record */
+    uint8_t *data = (uint8_t *)ring(fx, bad) + D9_RING_HDR_SIZE;
+    uint16_t len = 12;
+    memcpy(data, &len, sizeof len);
+    adopt(fx);
+    struct col_drain_result res;
+    assert_int_equal(drain(fx, 1, &res), 0);
+    assert_int_equal(res.records, 5);
+    assert_true(fx->p->rings[bad].quarantined);
+    assert_false(fx->p->rings[good].quarantined);
+    assert_int_equal(fx->p->quarantined_rings, 1);
+    assert_int_equal(atomic_load(&ring(fx, bad)->tail), 0);   /* never consumed */
+    produce(fx, good, 2);
+    assert_int_equal(drain(fx, 2, &res), 0);
+    assert_int_equal(res.records, 2);
+}
+
+static void a_truncated_region_quarantines_the_process_instead_of_crashing(void **state)
+{
+    struct fx *fx = *state;
+    int r0 = claim(fx, "w0");
+    produce(fx, r0, 10);
+    adopt(fx);
+    assert_int_equal(col_guard_install(), 0);   /* cmocka installs its own SIGBUS handler per test */
+    assert_int_equal(truncate(fx->reg.path, 4096), 0);  /* a hostile owner shrinks the file */
+    struct col_drain_result res;
+    assert_int_equal(drain(fx, 1, &res), -EFAULT);
+    assert_true(fx->p->quarantined);
+    assert_int_equal(drain(fx, 2, &res), 0);             /* never touched again */
+    assert_int_equal(res.records, 0);
+}
+
+static void a_new_generation_on_a_ring_ends_the_previous_thread(void **state)
+{
+    struct fx *fx = *state;
+    int r0 = claim(fx, "first");
+    produce(fx, r0, 4);
+    adopt(fx);
+    struct col_drain_result res;
+    assert_int_equal(drain(fx, 1, &res), 0);
+    shm_slot_release(&fx->reg, (uint32_t)r0);
+    assert_int_equal(drain(fx, 2, &res), 0);            /* drained + released: recycled */
+    assert_int_equal(atomic_load(&ring(fx, r0)->state), D9_RING_FREE);
+    atomic_store(&fx->reg.hdr->ring_hint, (uint32_t)r0);  /* make the agent pick it again */
+    int again = claim(fx, "second");
+    assert_int_equal(again, r0);
+    produce(fx, again, 6);
+    assert_int_equal(drain(fx, 3, &res), 0);
+    assert_int_equal(col_proc_seal(fx->p, &fx->st), 0);
+    struct totals t = read_store(fx);
+    assert_int_equal(t.records, 10);
+    assert_int_equal(t.thread_ends, 1);
+    assert_int_equal(t.blocks_gen2, 1);
+}
+
+static void ring_drops_are_reported_as_deltas(void **state)
+{
+    struct fx *fx = *state;
+    int r0 = claim(fx, "w0");
+    produce(fx, r0, 1);
+    atomic_store(&ring(fx, r0)->lost, 5);
+    adopt(fx);
+    struct col_drain_result res;
+    assert_int_equal(drain(fx, 1, &res), 0);
+    produce(fx, r0, 1);
+    atomic_store(&ring(fx, r0)->lost, 7);
+    assert_int_equal(drain(fx, 2, &res), 0);
+    assert_int_equal(fx->p->lost, 7);
+    assert_int_equal(col_proc_seal(fx->p, &fx->st), 0);
+    assert_int_equal(read_store(fx).lost, 7);
+}
+
+static void metadata_published_before_an_event_reaches_the_segment_first(void **state)
+{
+    struct fx *fx = *state;
+    adopt(fx);                                   /* adopted with an empty metadata log */
+    uint8_t payload[128];
+    const uint8_t types[] = { D9_FT_U64 };
+    const char *const names[] = { "n" };
+    int n = shm_meta_encode_schema(payload, sizeof payload, "ev", 1, types, names);
+    assert_true(n > 0);
+    assert_int_equal(shm_meta_append(fx->reg.hdr, fx->reg.base + fx->reg.hdr->meta_offset,
+                                     D9_META_SCHEMA, 1, payload, (size_t)n), 0);
+    int r0 = claim(fx, "w0");
+    struct d9_rec_custom *c = shm_ring_reserve(&fx->prod[r0], sizeof *c + 8);
+    c->schema = 1;
+    c->payload_len = 8;
+    uint64_t v = 42;
+    memcpy(c + 1, &v, 8);
+    shm_ring_commit(&fx->prod[r0], c, sizeof *c + 8, D9_REC_CUSTOM, 5);
+    struct col_drain_result res;
+    assert_int_equal(drain(fx, 1, &res), 0);
+    assert_int_equal(col_proc_seal(fx->p, &fx->st), 0);
+    struct totals t = read_store(fx);
+    assert_int_equal(t.records, 1);
+    assert_true(t.schema_found);
+}
+
+static void malformed_metadata_stops_the_metadata_walk_but_not_the_data(void **state)
+{
+    struct fx *fx = *state;
+    /* an entry with id 0 is invalid */
+    struct d9_meta_hdr mh = { .len = 16, .kind = D9_META_RUNTIME, .id = 0 };
+    uint8_t *meta = fx->reg.base + fx->reg.hdr->meta_offset;
+    memcpy(meta, &mh, sizeof mh);
+    memcpy(meta + 8, "evil\0\0\0", 8);
+    atomic_store(&fx->reg.hdr->meta_head, 16);
+    int r0 = claim(fx, "w0");
+    produce(fx, r0, 3);
+    adopt(fx);
+    struct col_drain_result res;
+    assert_int_equal(drain(fx, 1, &res), 0);
+    assert_true(fx->p->meta_bad);
+    assert_int_equal(res.records, 3);
+}
+
+static void tsc_timestamps_are_converted_with_the_region_calibration(void **state)
+{
+    struct fx *fx = *state;
+    struct d9_region_hdr *h = fx->reg.hdr;
+    /* 2 ns per tick: ns = 5000 + (tsc - 1000) * 2 */
+    h->cal_tsc0 = 1000;
+    h->cal_ns0 = 5000;
+    h->cal_tsc1 = 1000000;
+    h->cal_ns1 = 5000 + 2 * (1000000 - 1000);
+    int r0 = claim(fx, "w0");
+    fx->ts = 1500;
+    produce(fx, r0, 1);
+    adopt(fx);
+    struct col_drain_result res;
+    assert_int_equal(drain(fx, 1, &res), 0);
+    assert_int_equal(col_proc_seal(fx->p, &fx->st), 0);
+    assert_int_equal(read_store(fx).first_ts, 6000);
+}
+
+/* ---- pure pieces --------------------------------------------------------------- */
+
+static void idle_passes_double_the_sleep_up_to_the_maximum(void **s)
+{
+    (void)s;
+    struct col_backoff b;
+    col_backoff_init(&b, 50, 300);
+    assert_int_equal(col_backoff_next(&b, 0), 50);
+    assert_int_equal(col_backoff_next(&b, 0), 100);
+    assert_int_equal(col_backoff_next(&b, 0), 200);
+    assert_int_equal(col_backoff_next(&b, 0), 300);
+    assert_int_equal(col_backoff_next(&b, 0), 300);
+}
+
+static void a_pass_with_data_polls_again_at_once_and_resets_the_sleep(void **s)
+{
+    (void)s;
+    struct col_backoff b;
+    col_backoff_init(&b, 10, 1000);
+    col_backoff_next(&b, 0);
+    col_backoff_next(&b, 0);
+    assert_int_equal(col_backoff_next(&b, 1), 0);
+    assert_int_equal(col_backoff_next(&b, 0), 10);
+}
+
+static void segments_rotate_by_size_or_by_age(void **s)
+{
+    (void)s;
+    const uint64_t MB = 1u << 20, SEC = 1000000000ULL;
+    assert_false(col_rotate_due(MB - 1, 0, 59 * SEC, MB, 60 * SEC));
+    assert_true(col_rotate_due(MB, 0, 1, MB, 60 * SEC));
+    assert_true(col_rotate_due(10, 5 * SEC, 65 * SEC, MB, 60 * SEC));
+    assert_false(col_rotate_due(10, 70 * SEC, 65 * SEC, MB, 60 * SEC)); /* clock went back */
+}
+
+static void conversion_rejects_a_record_that_does_not_fit(void **s)
+{
+    (void)s;
+    uint8_t buf[32] = { 0 };
+    struct d9_rec_hdr h = { .len = 40, .type = D9_REC_POLL_START };
+    memcpy(buf, &h, sizeof h);
+    struct shm_clock_cal id = { 0 };
+    assert_int_equal(col_convert_records(buf, sizeof buf, &id), -EBADMSG);
+}
+
+static void identity_calibration_leaves_monotonic_timestamps_alone(void **s)
+{
+    (void)s;
+    uint8_t buf[32] = { 0 };
+    struct d9_rec_hdr h = { .len = 32, .type = D9_REC_POLL_START, .ts = 12345 };
+    memcpy(buf, &h, sizeof h);
+    struct shm_clock_cal id = { 0 };
+    assert_int_equal(col_convert_records(buf, sizeof buf, &id), 1);
+    memcpy(&h, buf, sizeof h);
+    assert_int_equal(h.ts, 12345);
+}
+
+static void calibration_read_gives_up_while_a_writer_holds_the_seqlock(void **s)
+{
+    (void)s;
+    struct d9_region_hdr h;
+    memset(&h, 0, sizeof h);
+    h.cal_tsc0 = 1; h.cal_ns0 = 1; h.cal_tsc1 = 1000001; h.cal_ns1 = 1000001;
+    atomic_store(&h.cal_seq, 3);
+    struct shm_clock_cal c;
+    assert_int_equal(col_read_calibration(&h, &c), -EAGAIN);
+    atomic_store(&h.cal_seq, 4);
+    assert_int_equal(col_read_calibration(&h, &c), 0);
+}
+
+static void unusable_calibration_pairs_are_refused(void **s)
+{
+    (void)s;
+    struct d9_region_hdr h;
+    memset(&h, 0, sizeof h);      /* pair 1 never written: tsc1 <= tsc0 */
+    struct shm_clock_cal c;
+    assert_int_equal(col_read_calibration(&h, &c), -EINVAL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(drained_records_reach_the_segment_and_the_tail_follows, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_failed_write_leaves_the_records_in_the_ring_until_it_succeeds, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_corrupt_ring_is_quarantined_and_the_others_keep_draining, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_truncated_region_quarantines_the_process_instead_of_crashing, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_new_generation_on_a_ring_ends_the_previous_thread, setup, teardown),
+        cmocka_unit_test_setup_teardown(ring_drops_are_reported_as_deltas, setup, teardown),
+        cmocka_unit_test_setup_teardown(metadata_published_before_an_event_reaches_the_segment_first, setup, teardown),
+        cmocka_unit_test_setup_teardown(malformed_metadata_stops_the_metadata_walk_but_not_the_data, setup, teardown),
+        cmocka_unit_test_setup_teardown(tsc_timestamps_are_converted_with_the_region_calibration, setup_tsc, teardown),
+        cmocka_unit_test(idle_passes_double_the_sleep_up_to_the_maximum),
+        cmocka_unit_test(a_pass_with_data_polls_again_at_once_and_resets_the_sleep),
+        cmocka_unit_test(segments_rotate_by_size_or_by_age),
+        cmocka_unit_test(conversion_rejects_a_record_that_does_not_fit),
+        cmocka_unit_test(identity_calibration_leaves_monotonic_timestamps_alone),
+        cmocka_unit_test(calibration_read_gives_up_while_a_writer_holds_the_seqlock),
+        cmocka_unit_test(unusable_calibration_pairs_are_refused),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

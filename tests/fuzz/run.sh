@@ -1,0 +1,100 @@
+#!/bin/sh
+# tests/fuzz/run.sh — build and run every libFuzzer target tests/fuzz/fuzz_*.c.
+#
+#   BUILD=build-x FUZZ_SECONDS=10 sh tests/fuzz/run.sh [fuzz_name ...]
+#
+# Used by `make test` (short runs, FUZZ_SECONDS default 10) and `make fuzz`.
+# Each target is built with clang -fsanitize=fuzzer,address,undefined and
+# linked with shm/*.c, collector/*.c (without the mains d9collectd.c and
+# d9.c) and the generated protobuf-c code; binaries go to $BUILD/fuzz/. Each
+# runs for FUZZ_SECONDS on a private copy of tests/fuzz/corpus/<target>/ in
+# $BUILD/fuzz/corpus-<target> (nothing is ever written into the repository;
+# crash inputs land in $BUILD/fuzz/artifacts-<target>/). A target passes if
+# libFuzzer exits 0. Last line: "fuzz: N passed, N failed".
+BUILD=${BUILD:-build}
+FUZZ_SECONDS=${FUZZ_SECONDS:-10}
+CC_FUZZ=${CC_FUZZ:-clang}
+OUT=$BUILD/fuzz
+SAN="-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined"
+CFLAGS_FUZZ="-std=c11 -D_GNU_SOURCE -g -O1 -I. -I$BUILD/gen -pthread -fno-strict-aliasing"
+LIBS="-lsqlite3 -lzmq -lprotobuf-c -lm -pthread"
+passed=0
+failed=0
+
+cd "$(dirname "$0")/../.." || exit 1
+mkdir -p "$OUT/obj" || exit 1
+
+if ! command -v "$CC_FUZZ" >/dev/null 2>&1; then
+    echo "fuzz: $CC_FUZZ not found (libFuzzer needs clang)"
+    echo "fuzz: 0 passed, 1 failed"
+    exit 1
+fi
+
+# Generated protobuf code, if the build has not made it yet.
+PROTO_C=$BUILD/gen/proto/d9.pb-c.c
+if [ ! -f "$PROTO_C" ] || [ proto/d9.proto -nt "$PROTO_C" ]; then
+    mkdir -p "$BUILD/gen"
+    protoc-c --c_out="$BUILD/gen" proto/d9.proto || { echo "fuzz: protoc-c failed"; echo "fuzz: 0 passed, 1 failed"; exit 1; }
+fi
+
+# Library objects, compiled once (instrumented, no libFuzzer main).
+objs=""
+lib_ok=1
+for src in shm/*.c collector/*.c "$PROTO_C"; do
+    case "$src" in
+        collector/d9collectd.c|collector/d9.c) continue ;;
+    esac
+    [ -f "$src" ] || continue
+    obj=$OUT/obj/$(echo "$src" | tr '/' '_' | sed 's/\.c$/.o/')
+    if [ ! -f "$obj" ] || [ "$src" -nt "$obj" ] || [ -n "$(find shm collector -name '*.h' -newer "$obj" 2>/dev/null | head -n 1)" ]; then
+        if ! $CC_FUZZ $CFLAGS_FUZZ -fsanitize=fuzzer-no-link,address,undefined \
+                -fno-sanitize-recover=undefined -w -c "$src" -o "$obj" 2>"$OUT/obj/build.log"; then
+            echo "fuzz: cannot compile $src:"
+            sed 's/^/    | /' "$OUT/obj/build.log" | head -n 20
+            lib_ok=0
+            continue
+        fi
+    fi
+    objs="$objs $obj"
+done
+
+if [ $# -gt 0 ]; then
+    targets=""
+    for t in "$@"; do targets="$targets tests/fuzz/${t%.c}.c"; done
+else
+    targets=$(ls tests/fuzz/fuzz_*.c 2>/dev/null)
+fi
+
+for src in $targets; do
+    name=$(basename "$src" .c)
+    bin=$OUT/$name
+    log=$OUT/$name.log
+    if [ "$lib_ok" != 1 ] || ! $CC_FUZZ $CFLAGS_FUZZ $SAN -o "$bin" "$src" $objs $LIBS >"$log" 2>&1; then
+        failed=$((failed + 1))
+        echo "FAIL - $name (build)"
+        sed 's/^/    | /' "$log" | tail -n 20
+        continue
+    fi
+    corpus=$OUT/corpus-$name
+    art=$OUT/artifacts-$name
+    mkdir -p "$corpus" "$art"
+    if [ -d "tests/fuzz/corpus/$name" ]; then
+        cp -R "tests/fuzz/corpus/$name/." "$corpus/" 2>/dev/null
+    fi
+    ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} \
+    "$bin" -max_total_time="$FUZZ_SECONDS" -max_len=65536 -timeout=25 -rss_limit_mb=2048 \
+        -print_final_stats=1 -artifact_prefix="$art/" "$corpus" >"$log" 2>&1
+    rc=$?
+    runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
+    if [ $rc -eq 0 ]; then
+        passed=$((passed + 1))
+        echo "ok   - $name (${runs:-?} runs in ${FUZZ_SECONDS}s, corpus $(ls "$corpus" | wc -l) inputs)"
+    else
+        failed=$((failed + 1))
+        echo "FAIL - $name (exit $rc; inputs in $art, log $log)"
+        grep -E 'ERROR|SUMMARY|runtime error|Test unit written' "$log" | head -n 10 | sed 's/^/    | /'
+    fi
+done
+
+echo "fuzz: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

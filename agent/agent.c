@@ -466,7 +466,10 @@ void ag_agent_fork_child(struct ag_agent *a)
     a->region_fd = -1;
     a->hk_running = 0;
     a->hk_stop = 0;
-    /* the inherited zmq context is unusable here; it is dropped, not closed */
+    /* the inherited zmq context is unusable here (its I/O thread did not
+     * survive the fork): never closed, only kept reachable */
+    if (a->ctl.ctx)
+        a->ctl_inherited = a->ctl;
     memset(&a->ctl, 0, sizeof a->ctl);
     a->ctl_state = 0;
     pthread_mutex_unlock(&a->lock);

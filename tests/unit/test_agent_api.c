@@ -1,0 +1,761 @@
+/*
+ * test_agent_api.c — the public API of agent/d9.h on the process singleton.
+ *
+ * The singleton reads the environment once per process, so every test runs
+ * the traced program in a forked child with its own DIAL9_* variables (a
+ * temp DIAL9_SHM_DIR, never /dev/shm, and a collector socket nobody listens
+ * on). The child checks what only it can see and exits non-zero on failure;
+ * the test then maps the regions the child left behind, as the collector
+ * would, and checks what was recorded.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "agent/d9.h"
+#include "shm/meta.h"
+#include "shm/record.h"
+#include "shm/region.h"
+#include "shm/ring.h"
+
+#define CHECK(c) do { if (!(c)) { fprintf(stderr, "child %d: %s:%d: %s\n", (int)getpid(), \
+        __FILE__, __LINE__, #c); _exit(1); } } while (0)
+
+struct fx {
+    char dir[64];
+    char endpoint[128];
+    char err[4096];             /* the child's stderr */
+    uint8_t out[1 << 20];
+};
+
+static int setup(void **state)
+{
+    struct fx *f = calloc(1, sizeof *f);
+    strcpy(f->dir, "/tmp/d9-test-api.XXXXXX");
+    if (!mkdtemp(f->dir))
+        return -1;
+    snprintf(f->endpoint, sizeof f->endpoint, "ipc://%s/none.sock", f->dir);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fx *f = *state;
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->dir);
+    int rc = system(cmd);
+    free(f);
+    return rc == 0 ? 0 : -1;
+}
+
+typedef void (*child_fn)(struct fx *f, void *arg);
+
+/* Fork a traced child with env ("K=V", NULL-terminated) on top of the test's
+ * DIAL9_SHM_DIR/DIAL9_COLLECTOR; its stderr is collected into f->err.
+ * Returns the child's pid after it exited with status 0. */
+static pid_t run_child(struct fx *f, const char *const *env, child_fn fn, void *arg)
+{
+    int pfd[2];
+    assert_int_equal(pipe(pfd), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        close(pfd[0]);
+        dup2(pfd[1], 2);
+        close(pfd[1]);
+        setvbuf(stderr, NULL, _IONBF, 0);
+        const char *vars[] = { "DIAL9_ENABLED", "DIAL9_RING_KB", "DIAL9_MAX_THREADS",
+                               "DIAL9_COLLECTOR", "DIAL9_RUNTIME_NAME", "DIAL9_SHM_DIR" };
+        for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+            unsetenv(vars[i]);
+        setenv("DIAL9_SHM_DIR", f->dir, 1);
+        setenv("DIAL9_COLLECTOR", f->endpoint, 1);
+        for (; env && *env; env++)
+            putenv((char *)*env);
+        fn(f, arg);
+        _exit(0);
+    }
+    close(pfd[1]);
+    size_t n = 0;
+    ssize_t r;
+    while (n < sizeof f->err - 1 && (r = read(pfd[0], f->err + n, sizeof f->err - 1 - n)) > 0)
+        n += (size_t)r;
+    f->err[n] = 0;
+    close(pfd[0]);
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        fail_msg("traced child failed (status %#x); its stderr:\n%s", status, f->err);
+    return pid;
+}
+
+static int count_regions(struct fx *f)
+{
+    DIR *d = opendir(f->dir);
+    struct dirent *e;
+    int n = 0;
+    uint32_t u, p;
+    uint64_t s;
+    while ((e = readdir(d)))
+        n += shm_region_parse_name(e->d_name, &u, &p, &s) == 0;
+    closedir(d);
+    return n;
+}
+
+/* Map the region of pid, as the collector would. */
+static void map_region(struct fx *f, pid_t pid, struct shm_region *r, struct shm_geometry *g)
+{
+    DIR *d = opendir(f->dir);
+    struct dirent *e;
+    char path[512] = "";
+    uint32_t u, p;
+    uint64_t s;
+    while ((e = readdir(d)))
+        if (shm_region_parse_name(e->d_name, &u, &p, &s) == 0 && p == (uint32_t)pid)
+            snprintf(path, sizeof path, "%s/%s", f->dir, e->d_name);
+    closedir(d);
+    assert_true(path[0] != 0);
+    assert_int_equal(shm_region_map(path, (uint32_t)getuid(), r, g), 0);
+}
+
+/* The committed records of ring idx into f->out; consumes them when asked. */
+static long read_ring(struct fx *f, struct shm_region *r, struct shm_geometry *g, uint32_t idx,
+                      int consume)
+{
+    struct shm_ring_snapshot s;
+    shm_ring_snapshot(shm_ring_hdr(r, g, idx), &s);
+    uint64_t nt;
+    long n = shm_ring_read(shm_ring_data(r, g, idx), g->ring_data_size, &s, f->out,
+                           sizeof f->out, &nt);
+    assert_true(n >= 0);
+    if (consume)
+        shm_ring_consume(shm_ring_hdr(r, g, idx), nt);
+    return n;
+}
+
+static int find_meta(struct shm_region *r, struct shm_geometry *g, uint16_t kind, uint32_t id,
+                     struct shm_meta_entry *out)
+{
+    size_t off = 0;
+    uint32_t len = atomic_load(&r->hdr->meta_head);
+    if (len > g->meta_size)
+        return 0;
+    while (shm_meta_next(r->base + g->meta_offset, len, &off, out) == 1)
+        if (out->kind == kind && out->id == id)
+            return 1;
+    return 0;
+}
+
+static void emit_everything(d9_runtime rt)
+{
+    d9_poll_start(rt, 1, 100, 0);
+    d9_poll_end(rt, 1, 100);
+    d9_wake(rt, 100, 101, 2);
+    d9_worker_park(rt, 1);
+    d9_worker_unpark(rt, 1);
+    d9_task_spawn(rt, 102, 0);
+    d9_task_terminate(rt, 102);
+    d9_queue_depth(rt, D9_WORKER_NONE_ID, 7);
+}
+
+/* ---- configuration ------------------------------------------------------------ */
+
+static void child_bad_env(struct fx *f, void *arg)
+{
+    (void)f;
+    (void)arg;
+    CHECK(d9_init() == -EINVAL);
+    CHECK(d9_init() == -EINVAL);            /* idempotent, and says it only once */
+    CHECK(!d9_enabled());
+    CHECK(d9_region_path() == NULL);
+    d9_runtime rt;
+    CHECK(d9_runtime_register("x", &rt) == -ENOTCONN && rt.id == 0);
+    CHECK(d9_runtime_default().id == 0);
+    emit_everything((d9_runtime){ 1 });
+    d9_shutdown();
+}
+
+static void test_bad_env_prints_one_line_and_runs_untraced(void **state)
+{
+    struct fx *f = *state;
+    const char *env[] = { "DIAL9_RING_KB=abc", NULL };
+    run_child(f, env, child_bad_env, NULL);
+    assert_string_equal(f->err,
+        "d9: DIAL9_RING_KB=abc is not a number of KiB (4..65536); tracing disabled\n");
+    assert_int_equal(count_regions(f), 0);
+}
+
+static void test_bad_max_threads_prints_one_line_and_runs_untraced(void **state)
+{
+    struct fx *f = *state;
+    const char *env[] = { "DIAL9_MAX_THREADS=0", NULL };
+    run_child(f, env, child_bad_env, NULL);
+    assert_string_equal(f->err, "d9: DIAL9_MAX_THREADS=0 is out of range for a number of "
+                        "threads (1..4096); tracing disabled\n");
+    assert_int_equal(count_regions(f), 0);
+}
+
+static void child_disabled(struct fx *f, void *arg)
+{
+    (void)f;
+    (void)arg;
+    CHECK(d9_init() == 1);
+    CHECK(!d9_enabled());
+    CHECK(d9_region_path() == NULL);
+    CHECK(d9_loc_register("a.c", 1, "f") == 0);
+    d9_runtime rt;
+    CHECK(d9_runtime_register("x", &rt) == -ENOTCONN && rt.id == 0);
+    emit_everything((d9_runtime){ 1 });
+    D9_SCHEMA(s, "s", D9_FIELD_U64("n"));
+    d9_emit(&s, D9_U64(1));
+    CHECK(s.id == 0);                        /* nothing published */
+    d9_stats st;
+    d9_get_stats(&st);
+    CHECK(st.lost == 0 && st.rings_in_use == 0 && st.threads_untraced == 0);
+}
+
+static void test_disabled_by_config_records_nothing(void **state)
+{
+    struct fx *f = *state;
+    const char *env[] = { "DIAL9_ENABLED=0", NULL };
+    run_child(f, env, child_disabled, NULL);
+    assert_string_equal(f->err, "");
+    assert_int_equal(count_regions(f), 0);
+}
+
+static void child_unwritable_dir(struct fx *f, void *arg)
+{
+    (void)f;
+    (void)arg;
+    CHECK(d9_init() == -ENOENT);
+    CHECK(!d9_enabled());
+    emit_everything((d9_runtime){ 1 });
+}
+
+static void test_region_creation_failure_is_one_line_and_untraced(void **state)
+{
+    struct fx *f = *state;
+    char var[200];
+    snprintf(var, sizeof var, "DIAL9_SHM_DIR=%s/missing", f->dir);
+    const char *env[] = { var, NULL };
+    run_child(f, env, child_unwritable_dir, NULL);
+    char want[300];
+    snprintf(want, sizeof want, "d9: cannot create a region in %s/missing: No such file or "
+             "directory; tracing disabled\n", f->dir);
+    assert_string_equal(f->err, want);
+}
+
+/* ---- recording -------------------------------------------------------------------- */
+
+D9_SCHEMA(sch_req, "request", D9_FIELD_STR("path"), D9_FIELD_U64("status"));
+
+static void child_records(struct fx *f, void *arg)
+{
+    (void)f;
+    (void)arg;
+    CHECK(d9_init() == 0);
+    CHECK(d9_init() == 0);
+    CHECK(d9_enabled());
+    CHECK(d9_region_path() != NULL);
+    d9_runtime rt;
+    CHECK(d9_runtime_register("http", &rt) == 0 && rt.id == 2);
+    d9_loc loc = D9_LOC();
+    d9_poll_start(rt, 3, 0xabcdef, loc);
+    d9_poll_end(rt, 3, 0xabcdef);
+    d9_wake(rt, 0xabcdef, 0x1234, D9_WORKER_NONE_ID);
+    d9_worker_park(rt, 3);
+    d9_worker_unpark(rt, 3);
+    d9_task_spawn(rt, 0x1234, loc);
+    d9_task_terminate(rt, 0x1234);
+    d9_queue_depth(rt, D9_WORKER_NONE_ID, UINT64_MAX);
+    d9_emit(&sch_req, D9_STR("/x"), D9_U64(200));
+    d9_poll_start((d9_runtime){ 0 }, 3, 1, loc);    /* unregistered runtime: discarded */
+    d9_stats st;
+    d9_get_stats(&st);
+    CHECK(st.rings_in_use == 1 && st.lost == 0 && st.threads_untraced == 0);
+    d9_shutdown();
+    d9_shutdown();
+    /* stderr (a pipe to the test) carries the ids the child got */
+    fprintf(stderr, "loc=%u rt=%u\n", (unsigned)loc, (unsigned)rt.id);
+}
+
+static void test_events_are_recorded_in_the_threads_ring(void **state)
+{
+    struct fx *f = *state;
+    pid_t pid = run_child(f, NULL, child_records, NULL);
+    unsigned loc = 0, rtid = 0;
+    assert_int_equal(sscanf(f->err, "loc=%u rt=%u", &loc, &rtid), 2);
+    struct shm_region r;
+    struct shm_geometry g;
+    map_region(f, pid, &r, &g);
+    assert_int_equal(atomic_load(&r.hdr->state), D9_REGION_CLOSED);
+    struct shm_ring_snapshot s;
+    shm_ring_snapshot(shm_ring_hdr(&r, &g, 0), &s);
+    assert_int_equal(s.tid, (uint32_t)pid);          /* the main thread's tid is the pid */
+    long n = read_ring(f, &r, &g, 0, 0);
+    const uint16_t types[] = { D9_REC_POLL_START, D9_REC_POLL_END, D9_REC_WAKE,
+                               D9_REC_WORKER_PARK, D9_REC_WORKER_UNPARK, D9_REC_TASK_SPAWN,
+                               D9_REC_TASK_TERMINATE, D9_REC_QUEUE_DEPTH, D9_REC_CUSTOM };
+    long off = 0;
+    uint64_t last_ts = 0;
+    for (unsigned i = 0; i < sizeof types / sizeof types[0]; i++) {
+        assert_true(off < n);
+        struct d9_rec_hdr h;
+        memcpy(&h, f->out + off, sizeof h);
+        assert_int_equal(h.type, types[i]);
+        assert_int_equal(h.seq, i);
+        assert_true(h.ts >= last_ts);
+        last_ts = h.ts;
+        if (h.type == D9_REC_POLL_START) {
+            struct d9_rec_poll_start p;
+            memcpy(&p, f->out + off, sizeof p);
+            assert_int_equal(p.loc, loc);
+            assert_int_equal(p.runtime, rtid);
+            assert_int_equal(p.task, 0xabcdef);
+        } else if (h.type == D9_REC_QUEUE_DEPTH) {
+            struct d9_rec_queue_depth q;
+            memcpy(&q, f->out + off, sizeof q);
+            assert_int_equal(q.depth, UINT64_MAX);
+        } else if (h.type == D9_REC_WORKER_UNPARK) {
+            struct d9_rec_worker w;
+            memcpy(&w, f->out + off, sizeof w);
+            assert_true(w.cpu_ns > 0);
+        } else if (h.type == D9_REC_CUSTOM) {
+            struct d9_rec_custom c;
+            memcpy(&c, f->out + off, sizeof c);
+            struct shm_meta_entry me;
+            assert_true(find_meta(&r, &g, D9_META_SCHEMA, c.schema, &me));
+            assert_string_equal(me.name, "request");
+            assert_int_equal(me.nfields, 2);
+        }
+        off += h.len;
+    }
+    assert_int_equal(off, n);                        /* the id-0 runtime event is not there */
+    struct shm_meta_entry me;
+    assert_true(find_meta(&r, &g, D9_META_RUNTIME, rtid, &me));
+    assert_string_equal(me.name, "http");
+    assert_true(find_meta(&r, &g, D9_META_LOCATION, loc, &me));
+    assert_non_null(strstr(me.name, "test_agent_api.c"));
+    assert_string_equal(me.func, "child_records");
+    shm_region_close(&r);
+}
+
+static void child_default_runtime(struct fx *f, void *arg)
+{
+    (void)f;
+    (void)arg;
+    CHECK(d9_init() == 0);
+    CHECK(d9_runtime_default().id == 1);
+    d9_runtime rt;
+    CHECK(d9_runtime_register("myrt", &rt) == 0 && rt.id == 1);
+    CHECK(d9_runtime_register("other", &rt) == 0 && rt.id == 2);
+    CHECK(d9_runtime_register("", &rt) == -EINVAL && rt.id == 0);
+    CHECK(d9_runtime_register(NULL, NULL) == -EINVAL);
+    d9_shutdown();
+}
+
+static void test_default_runtime_is_named_by_env(void **state)
+{
+    struct fx *f = *state;
+    const char *env[] = { "DIAL9_RUNTIME_NAME=myrt", NULL };
+    pid_t pid = run_child(f, env, child_default_runtime, NULL);
+    struct shm_region r;
+    struct shm_geometry g;
+    map_region(f, pid, &r, &g);
+    struct shm_meta_entry me;
+    assert_true(find_meta(&r, &g, D9_META_RUNTIME, 1, &me));
+    assert_string_equal(me.name, "myrt");
+    shm_region_close(&r);
+}
+
+static void child_locs(struct fx *f, void *arg)
+{
+    (void)f;
+    (void)arg;
+    CHECK(d9_init() == 0);
+    d9_loc first = 0;
+    for (int i = 0; i < 3; i++) {
+        d9_loc l = D9_LOC();
+        CHECK(l != 0);
+        if (!first)
+            first = l;
+        CHECK(l == first);
+    }
+    d9_loc other = D9_LOC();
+    CHECK(other != first);
+    CHECK(d9_loc_register("f.c", 9, "g") == d9_loc_register("f.c", 9, "g"));
+    d9_shutdown();
+}
+
+static void test_loc_macro_registers_once_per_call_site(void **state)
+{
+    struct fx *f = *state;
+    run_child(f, NULL, child_locs, NULL);
+}
+
+static void child_exit_without_shutdown(struct fx *f, void *arg)
+{
+    (void)f;
+    (void)arg;
+    CHECK(d9_init() == 0);
+    d9_poll_start(d9_runtime_default(), 0, 1, 0);
+    exit(0);                                 /* atexit runs d9_shutdown */
+}
+
+static void test_exit_marks_region_closed(void **state)
+{
+    struct fx *f = *state;
+    pid_t pid = run_child(f, NULL, child_exit_without_shutdown, NULL);
+    struct shm_region r;
+    struct shm_geometry g;
+    map_region(f, pid, &r, &g);
+    assert_int_equal(atomic_load(&r.hdr->state), D9_REGION_CLOSED);
+    assert_int_equal(read_ring(f, &r, &g, 0, 0), sizeof(struct d9_rec_poll_start));
+    shm_region_close(&r);
+}
+
+static void *shutdown_thread(void *arg)
+{
+    (void)arg;
+    d9_shutdown();
+    return NULL;
+}
+
+static void child_shutdown_elsewhere(struct fx *f, void *arg)
+{
+    (void)f;
+    (void)arg;
+    CHECK(d9_init() == 0);
+    d9_runtime rt = d9_runtime_default();
+    d9_poll_start(rt, 0, 1, 0);
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, shutdown_thread, NULL) == 0);
+    CHECK(pthread_join(th, NULL) == 0);
+    CHECK(!d9_enabled());
+    d9_poll_start(rt, 0, 2, 0);              /* after shutdown: not recorded */
+    d9_shutdown();
+    CHECK(d9_init() == -ESHUTDOWN);
+    CHECK(d9_region_path() != NULL);         /* the file stays for the collector */
+}
+
+static void test_shutdown_from_another_thread_stops_recording(void **state)
+{
+    struct fx *f = *state;
+    pid_t pid = run_child(f, NULL, child_shutdown_elsewhere, NULL);
+    struct shm_region r;
+    struct shm_geometry g;
+    map_region(f, pid, &r, &g);
+    assert_int_equal(atomic_load(&r.hdr->state), D9_REGION_CLOSED);
+    assert_int_equal(read_ring(f, &r, &g, 0, 0), sizeof(struct d9_rec_poll_start));
+    shm_region_close(&r);
+}
+
+/* ---- drops ------------------------------------------------------------------------ */
+
+enum { K1 = 500, K2 = 300 };
+
+struct sync_pipes { int to_test[2], to_child[2]; };
+
+static void child_fill_ring(struct fx *f, void *arg)
+{
+    (void)f;
+    struct sync_pipes *sp = arg;
+    CHECK(d9_init() == 0);
+    d9_runtime rt = d9_runtime_default();
+    for (uint64_t i = 0; i < K1; i++)
+        d9_poll_start(rt, 1, i, 0);
+    d9_stats st;
+    d9_get_stats(&st);
+    uint64_t lost1 = st.lost;
+    CHECK(write(sp->to_test[1], &lost1, sizeof lost1) == sizeof lost1);
+    char go;
+    CHECK(read(sp->to_child[0], &go, 1) == 1);      /* the test drained the ring */
+    for (uint64_t i = 0; i < K2; i++)
+        d9_poll_start(rt, 1, K1 + i, 0);
+    d9_get_stats(&st);
+    uint64_t lost2 = st.lost;
+    CHECK(write(sp->to_test[1], &lost2, sizeof lost2) == sizeof lost2);
+    d9_shutdown();
+}
+
+static void *drain_side(void *arg);
+
+struct drain_ctx { struct fx *f; struct sync_pipes *sp; pid_t pid; uint64_t lost1, lost2;
+                   long c1, c2; uint32_t first_seq2; int ok; };
+
+static void test_full_ring_drop_counts_are_exact_through_the_api(void **state)
+{
+    struct fx *f = *state;
+    struct sync_pipes sp;
+    assert_int_equal(pipe(sp.to_test), 0);
+    assert_int_equal(pipe(sp.to_child), 0);
+    /* the test side runs in a thread so run_child can wait for the child */
+    struct drain_ctx dc = { .f = f, .sp = &sp };
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, drain_side, &dc), 0);
+    const char *env[] = { "DIAL9_RING_KB=4", NULL };
+    run_child(f, env, child_fill_ring, &sp);
+    pthread_join(th, NULL);
+    assert_true(dc.ok);
+    size_t rec = sizeof(struct d9_rec_poll_start);
+    assert_int_equal(dc.c1, D9_RING_DATA_MIN / rec);
+    assert_int_equal((uint64_t)dc.c1 + dc.lost1, K1);
+    assert_int_equal(dc.first_seq2, K1);              /* the gap is exactly the drop */
+    assert_int_equal((uint64_t)dc.first_seq2 - (uint64_t)dc.c1, dc.lost1);
+    assert_int_equal((uint64_t)(dc.c1 + dc.c2) + dc.lost2, K1 + K2);
+    for (int i = 0; i < 4; i++)
+        close(i < 2 ? sp.to_test[i] : sp.to_child[i - 2]);
+}
+
+static void *drain_side(void *arg)
+{
+    struct drain_ctx *dc = arg;
+    struct fx *f = dc->f;
+    size_t rec = sizeof(struct d9_rec_poll_start);
+    if (read(dc->sp->to_test[0], &dc->lost1, sizeof dc->lost1) != sizeof dc->lost1)
+        return NULL;
+    /* find the child's region: the only one in the dir */
+    DIR *d = opendir(f->dir);
+    struct dirent *e;
+    char path[512] = "";
+    uint32_t u, p;
+    uint64_t s;
+    while ((e = readdir(d)))
+        if (shm_region_parse_name(e->d_name, &u, &p, &s) == 0)
+            snprintf(path, sizeof path, "%s/%s", f->dir, e->d_name);
+    closedir(d);
+    struct shm_region r;
+    struct shm_geometry g;
+    if (!path[0] || shm_region_map(path, (uint32_t)getuid(), &r, &g) != 0)
+        return NULL;
+    static uint8_t buf[1 << 16];
+    struct shm_ring_snapshot snap;
+    uint64_t nt;
+    shm_ring_snapshot(shm_ring_hdr(&r, &g, 0), &snap);
+    long n = shm_ring_read(shm_ring_data(&r, &g, 0), g.ring_data_size, &snap, buf, sizeof buf, &nt);
+    int seq_ok = n > 0 && snap.lost == dc->lost1;
+    for (long i = 0; seq_ok && i < n / (long)rec; i++) {
+        struct d9_rec_poll_start ps;
+        memcpy(&ps, buf + (size_t)i * rec, rec);
+        seq_ok = ps.h.seq == (uint32_t)i && ps.task == (uint64_t)i;
+    }
+    dc->c1 = n / (long)rec;
+    shm_ring_consume(shm_ring_hdr(&r, &g, 0), nt);
+    char go = 1;
+    if (write(dc->sp->to_child[1], &go, 1) != 1 ||
+        read(dc->sp->to_test[0], &dc->lost2, sizeof dc->lost2) != sizeof dc->lost2) {
+        shm_region_close(&r);
+        return NULL;
+    }
+    shm_ring_snapshot(shm_ring_hdr(&r, &g, 0), &snap);
+    n = shm_ring_read(shm_ring_data(&r, &g, 0), g.ring_data_size, &snap, buf, sizeof buf, &nt);
+    dc->c2 = n / (long)rec;
+    if (n > 0) {
+        struct d9_rec_poll_start ps;
+        memcpy(&ps, buf, rec);
+        dc->first_seq2 = ps.h.seq;
+        seq_ok = seq_ok && ps.task == K1;
+    }
+    dc->ok = seq_ok && snap.lost == dc->lost2;
+    shm_region_close(&r);
+    return NULL;
+}
+
+/* ---- threads ------------------------------------------------------------------------ */
+
+struct th_ctx { pthread_barrier_t *emitted, *release; };
+
+static void *traced_thread(void *arg)
+{
+    struct th_ctx *c = arg;
+    d9_poll_start(d9_runtime_default(), 0, 1, 0);
+    pthread_barrier_wait(c->emitted);
+    pthread_barrier_wait(c->release);
+    return NULL;                             /* the key destructor releases the ring */
+}
+
+/* Start n threads that each record one event and hold; check stats while
+ * they hold; let them exit. */
+static void hold_threads(int n, uint32_t want_in_use, uint32_t want_untraced)
+{
+    pthread_t th[16];
+    pthread_barrier_t b1, b2;
+    pthread_barrier_init(&b1, NULL, (unsigned)n + 1);
+    pthread_barrier_init(&b2, NULL, (unsigned)n + 1);
+    struct th_ctx c = { &b1, &b2 };
+    for (int i = 0; i < n; i++)
+        CHECK(pthread_create(&th[i], NULL, traced_thread, &c) == 0);
+    pthread_barrier_wait(&b1);
+    d9_stats st;
+    d9_get_stats(&st);
+    CHECK(st.rings_in_use == want_in_use);
+    CHECK(st.threads_untraced == want_untraced);
+    pthread_barrier_wait(&b2);
+    for (int i = 0; i < n; i++)
+        pthread_join(th[i], NULL);
+    pthread_barrier_destroy(&b1);
+    pthread_barrier_destroy(&b2);
+}
+
+static void child_threads(struct fx *f, void *arg)
+{
+    (void)f;
+    (void)arg;
+    CHECK(d9_init() == 0);
+    hold_threads(5, 2, 3);                   /* DIAL9_MAX_THREADS=2 */
+    d9_stats st;
+    d9_get_stats(&st);
+    CHECK(st.rings_in_use == 0);             /* released at thread exit */
+
+    /* act as the collector: drain both rings so they can be reused */
+    struct shm_region r;
+    struct shm_geometry g;
+    CHECK(shm_region_map(d9_region_path(), (uint32_t)getuid(), &r, &g) == 0);
+    for (uint32_t i = 0; i < g.ring_count; i++) {
+        struct d9_ring_hdr *h = shm_ring_hdr(&r, &g, i);
+        CHECK(atomic_load(&h->state) == D9_RING_RELEASED);
+        shm_ring_consume(h, atomic_load(&h->head));
+    }
+    hold_threads(2, 2, 3);                   /* both traced again, no new untraced */
+    for (uint32_t i = 0; i < g.ring_count; i++)
+        CHECK(shm_ring_hdr(&r, &g, i)->generation == 2);
+    shm_region_close(&r);
+    d9_shutdown();
+}
+
+static void test_threads_over_max_are_untraced_and_rings_released_at_exit(void **state)
+{
+    struct fx *f = *state;
+    const char *env[] = { "DIAL9_MAX_THREADS=2", NULL };
+    run_child(f, env, child_threads, NULL);
+}
+
+/* ---- fork ------------------------------------------------------------------------------ */
+
+enum { P_BEFORE = 10, G_EVENTS = 20, P_AFTER = 5 };
+
+static void child_forks(struct fx *f, void *arg)
+{
+    (void)f;
+    (void)arg;
+    CHECK(d9_init() == 0);
+    d9_runtime rt;
+    CHECK(d9_runtime_register("forky", &rt) == 0);
+    D9_SCHEMA(s, "forked", D9_FIELD_U64("n"));
+    d9_emit(&s, D9_U64(0));                  /* schema published before the fork */
+    for (uint64_t i = 1; i < P_BEFORE; i++)
+        d9_poll_start(rt, 0, i, 0);
+    char parent_path[256];
+    snprintf(parent_path, sizeof parent_path, "%s", d9_region_path());
+    struct shm_region r;
+    struct shm_geometry g;
+    CHECK(shm_region_map(parent_path, (uint32_t)getuid(), &r, &g) == 0);
+    uint64_t head = atomic_load(&shm_ring_hdr(&r, &g, 0)->head);
+
+    pid_t gc = fork();
+    CHECK(gc >= 0);
+    if (gc == 0) {
+        /* grandchild: a fresh region on first use, the parent's ids still valid */
+        CHECK(d9_enabled());
+        for (uint64_t i = 0; i < G_EVENTS - 1; i++)
+            d9_poll_start(rt, 0, 1000 + i, 0);
+        d9_emit(&s, D9_U64(1));
+        CHECK(d9_region_path() != NULL);
+        CHECK(strcmp(d9_region_path(), parent_path) != 0);
+        d9_stats st;
+        d9_get_stats(&st);
+        CHECK(st.rings_in_use == 1);
+        exit(0);                             /* atexit: closes the grandchild's region only */
+    }
+    pid_t quiet = fork();                    /* a child that never records: no region */
+    CHECK(quiet >= 0);
+    if (quiet == 0)
+        _exit(0);
+    int status;
+    CHECK(waitpid(gc, &status, 0) == gc && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CHECK(waitpid(quiet, &status, 0) == quiet);
+    CHECK(atomic_load(&shm_ring_hdr(&r, &g, 0)->head) == head);
+    CHECK(atomic_load(&r.hdr->state) == D9_REGION_READY);
+    for (uint64_t i = 0; i < P_AFTER; i++)
+        d9_poll_start(rt, 0, 2000 + i, 0);
+    shm_region_close(&r);
+    d9_shutdown();
+    fprintf(stderr, "grandchild=%d\n", (int)gc);
+}
+
+static void check_region_records(struct fx *f, pid_t pid, uint32_t want, uint16_t rt_id)
+{
+    struct shm_region r;
+    struct shm_geometry g;
+    map_region(f, pid, &r, &g);
+    assert_int_equal(atomic_load(&r.hdr->state), D9_REGION_CLOSED);
+    long n = read_ring(f, &r, &g, 0, 0);
+    uint32_t count = 0;
+    for (long off = 0; off < n; count++) {
+        struct d9_rec_hdr h;
+        memcpy(&h, f->out + off, sizeof h);
+        assert_int_equal(h.seq, count);
+        if (h.type == D9_REC_POLL_START) {
+            struct d9_rec_poll_start p;
+            memcpy(&p, f->out + off, sizeof p);
+            assert_int_equal(p.runtime, rt_id);
+        } else {
+            assert_int_equal(h.type, D9_REC_CUSTOM);
+            struct d9_rec_custom c;
+            memcpy(&c, f->out + off, sizeof c);
+            struct shm_meta_entry me;
+            assert_true(find_meta(&r, &g, D9_META_SCHEMA, c.schema, &me));
+            assert_string_equal(me.name, "forked");
+        }
+        off += h.len;
+    }
+    assert_int_equal(count, want);
+    struct shm_meta_entry me;
+    assert_true(find_meta(&r, &g, D9_META_RUNTIME, rt_id, &me));
+    assert_string_equal(me.name, "forky");
+    for (uint32_t i = 1; i < g.ring_count; i++)
+        assert_int_equal(atomic_load(&shm_ring_hdr(&r, &g, i)->head), 0);
+    shm_region_close(&r);
+}
+
+static void test_fork_child_gets_its_own_region_and_never_touches_the_parents(void **state)
+{
+    struct fx *f = *state;
+    pid_t pid = run_child(f, NULL, child_forks, NULL);
+    int gc = 0;
+    const char *line = strstr(f->err, "grandchild=");
+    assert_non_null(line);
+    assert_int_equal(sscanf(line, "grandchild=%d", &gc), 1);
+    assert_int_equal(count_regions(f), 2);          /* the quiet child made none */
+    check_region_records(f, pid, P_BEFORE + P_AFTER, 2);
+    check_region_records(f, gc, G_EVENTS, 2);
+}
+
+int main(void)
+{
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+    const struct CMUnitTest tests[] = {
+        T(test_bad_env_prints_one_line_and_runs_untraced),
+        T(test_bad_max_threads_prints_one_line_and_runs_untraced),
+        T(test_disabled_by_config_records_nothing),
+        T(test_region_creation_failure_is_one_line_and_untraced),
+        T(test_events_are_recorded_in_the_threads_ring),
+        T(test_default_runtime_is_named_by_env),
+        T(test_loc_macro_registers_once_per_call_site),
+        T(test_exit_marks_region_closed),
+        T(test_shutdown_from_another_thread_stops_recording),
+        T(test_full_ring_drop_counts_are_exact_through_the_api),
+        T(test_threads_over_max_are_untraced_and_rings_released_at_exit),
+        T(test_fork_child_gets_its_own_region_and_never_touches_the_parents),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

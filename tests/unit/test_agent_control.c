@@ -1,0 +1,212 @@
+/*
+ * test_agent_control.c — the agent's control channel (agent/control.c and
+ * the housekeeping thread in agent/agent.c): Request packing, hello at start
+ * and goodbye at stop as a ZMQ_ROUTER collector receives them, and a missing
+ * collector that is not an error. Sockets live in a temp dir.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zmq.h>
+#include "agent/agent.h"
+#include "agent/control.h"
+#include "proto/d9.pb-c.h"
+
+#define RECV_GUARD_MS 10000     /* only so a broken agent cannot hang the suite */
+
+struct fx {
+    char dir[64];
+    char endpoint[128];
+    void *ctx, *router;
+    struct ag_config cfg;
+    struct ag_agent a;
+};
+
+static int setup(void **state)
+{
+    struct fx *f = calloc(1, sizeof *f);
+    strcpy(f->dir, "/tmp/d9-test-ctl.XXXXXX");
+    if (!mkdtemp(f->dir))
+        return -1;
+    snprintf(f->endpoint, sizeof f->endpoint, "ipc://%s/c.sock", f->dir);
+    ag_config_defaults(&f->cfg, 1000, NULL, "ctl");
+    snprintf(f->cfg.shm_dir, sizeof f->cfg.shm_dir, "%s", f->dir);
+    snprintf(f->cfg.collector, sizeof f->cfg.collector, "%s", f->endpoint);
+    f->cfg.ring_data_size = D9_RING_DATA_MIN;
+    f->cfg.max_threads = 2;
+    f->ctx = zmq_ctx_new();
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fx *f = *state;
+    ag_agent_destroy(&f->a);
+    if (f->router)
+        zmq_close(f->router);
+    zmq_ctx_term(f->ctx);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->dir);
+    if (system(cmd) != 0)
+        return -1;
+    free(f);
+    return 0;
+}
+
+static void bind_router(struct fx *f)
+{
+    f->router = zmq_socket(f->ctx, ZMQ_ROUTER);
+    int t = RECV_GUARD_MS, linger = 0;
+    zmq_setsockopt(f->router, ZMQ_RCVTIMEO, &t, sizeof t);
+    zmq_setsockopt(f->router, ZMQ_LINGER, &linger, sizeof linger);
+    assert_int_equal(zmq_bind(f->router, f->endpoint), 0);
+}
+
+/* Receive [identity][empty][Request] and unpack the Request. */
+static D9__Request *recv_request(struct fx *f)
+{
+    uint8_t id[256], empty[8], body[AG_CONTROL_MSG_MAX];
+    assert_true(zmq_recv(f->router, id, sizeof id, 0) > 0);
+    int more;
+    size_t ml = sizeof more;
+    zmq_getsockopt(f->router, ZMQ_RCVMORE, &more, &ml);
+    assert_true(more);
+    assert_int_equal(zmq_recv(f->router, empty, sizeof empty, 0), 0);
+    int n = zmq_recv(f->router, body, sizeof body, 0);
+    assert_true(n > 0);
+    D9__Request *r = d9__request__unpack(NULL, (size_t)n, body);
+    assert_non_null(r);
+    return r;
+}
+
+static void test_hello_packs_and_unpacks(void **state)
+{
+    (void)state;
+    uint8_t buf[AG_CONTROL_MSG_MAX];
+    struct ag_hello_info h = { .pid = 42, .uid = 7, .start_time = 123456789,
+                               .region_path = "/dev/shm/d9.7.42.123456789",
+                               .comm = "srv", .exe = "/usr/bin/srv" };
+    long n = ag_control_pack_hello(&h, buf, sizeof buf);
+    assert_true(n > 0);
+    D9__Request *r = d9__request__unpack(NULL, (size_t)n, buf);
+    assert_non_null(r);
+    assert_int_equal(r->body_case, D9__REQUEST__BODY_HELLO);
+    assert_int_equal(r->hello->abi_version, D9_ABI_VERSION);
+    assert_int_equal(r->hello->pid, 42);
+    assert_int_equal(r->hello->uid, 7);
+    assert_int_equal(r->hello->start_time, 123456789);
+    assert_string_equal(r->hello->region_path, "/dev/shm/d9.7.42.123456789");
+    assert_string_equal(r->hello->comm, "srv");
+    assert_string_equal(r->hello->exe, "/usr/bin/srv");
+    d9__request__free_unpacked(r, NULL);
+}
+
+static void test_goodbye_packs_and_unpacks(void **state)
+{
+    (void)state;
+    uint8_t buf[AG_CONTROL_MSG_MAX];
+    long n = ag_control_pack_goodbye(42, 99, -1, buf, sizeof buf);
+    assert_true(n > 0);
+    D9__Request *r = d9__request__unpack(NULL, (size_t)n, buf);
+    assert_non_null(r);
+    assert_int_equal(r->body_case, D9__REQUEST__BODY_GOODBYE);
+    assert_int_equal(r->goodbye->pid, 42);
+    assert_int_equal(r->goodbye->start_time, 99);
+    assert_int_equal(r->goodbye->exit_code, -1);
+    d9__request__free_unpacked(r, NULL);
+}
+
+static void test_pack_into_small_buffer_is_enobufs(void **state)
+{
+    (void)state;
+    uint8_t buf[8];
+    struct ag_hello_info h = { .pid = 1, .region_path = "/a/very/long/path/indeed" };
+    assert_int_equal(ag_control_pack_hello(&h, buf, sizeof buf), -ENOBUFS);
+}
+
+static void test_missing_collector_is_not_an_error(void **state)
+{
+    struct fx *f = *state;
+    struct ag_control c;
+    assert_int_equal(ag_control_open(&c, f->endpoint), 0);     /* nobody listens */
+    uint8_t msg[] = { 1, 2, 3 };
+    int rc = ag_control_send(&c, msg, sizeof msg);
+    assert_true(rc == 0 || rc == -EAGAIN);
+    ag_control_close(&c);                    /* bounded by AG_CONTROL_LINGER_MS */
+    ag_control_close(&c);                    /* idempotent */
+    assert_int_equal(ag_control_send(&c, msg, sizeof msg), -ENOTCONN);
+}
+
+static void test_bad_endpoint_is_an_error_not_a_crash(void **state)
+{
+    (void)state;
+    struct ag_control c;
+    assert_true(ag_control_open(&c, "nonsense://x") < 0);
+    assert_null(c.sock);
+    ag_control_close(&c);
+}
+
+static void test_agent_says_hello_at_start_and_goodbye_at_stop(void **state)
+{
+    struct fx *f = *state;
+    bind_router(f);
+    assert_int_equal(ag_agent_start(&f->a, &f->cfg), 0);
+    D9__Request *r = recv_request(f);
+    assert_int_equal(r->body_case, D9__REQUEST__BODY_HELLO);
+    assert_int_equal(r->hello->pid, (uint32_t)getpid());
+    assert_int_equal(r->hello->uid, (uint32_t)getuid());
+    assert_string_equal(r->hello->region_path, ag_agent_region_path(&f->a));
+    assert_string_equal(r->hello->comm, "test_agent_cont");  /* comm is cut to 15 bytes */
+    assert_int_equal(r->hello->start_time, f->a.region.hdr->start_time);
+    d9__request__free_unpacked(r, NULL);
+
+    ag_agent_stop(&f->a);
+    r = recv_request(f);
+    assert_int_equal(r->body_case, D9__REQUEST__BODY_GOODBYE);
+    assert_int_equal(r->goodbye->pid, (uint32_t)getpid());
+    assert_int_equal(r->goodbye->start_time, f->a.region.hdr->start_time);
+    d9__request__free_unpacked(r, NULL);
+}
+
+static void test_agent_hello_reaches_a_collector_that_starts_later(void **state)
+{
+    struct fx *f = *state;
+    assert_int_equal(ag_agent_start(&f->a, &f->cfg), 0);
+    usleep(100 * 1000);          /* give the agent time to (fail to) reach it first */
+    bind_router(f);
+    D9__Request *r = recv_request(f);
+    assert_int_equal(r->body_case, D9__REQUEST__BODY_HELLO);
+    d9__request__free_unpacked(r, NULL);
+}
+
+static void test_agent_with_no_collector_starts_and_stops(void **state)
+{
+    struct fx *f = *state;
+    assert_int_equal(ag_agent_start(&f->a, &f->cfg), 0);
+    assert_int_equal(atomic_load(&f->a.live) != 0, 1);
+    ag_agent_stop(&f->a);
+    assert_int_equal(atomic_load(&f->a.region.hdr->state), D9_REGION_CLOSED);
+}
+
+int main(void)
+{
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+    const struct CMUnitTest tests[] = {
+        T(test_hello_packs_and_unpacks),
+        T(test_goodbye_packs_and_unpacks),
+        T(test_pack_into_small_buffer_is_enobufs),
+        T(test_missing_collector_is_not_an_error),
+        T(test_bad_endpoint_is_an_error_not_a_crash),
+        T(test_agent_says_hello_at_start_and_goodbye_at_stop),
+        T(test_agent_hello_reaches_a_collector_that_starts_later),
+        T(test_agent_with_no_collector_starts_and_stops),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

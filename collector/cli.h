@@ -1,0 +1,236 @@
+/*
+ * cli.h — what every `d9` subcommand shares: the command table entry, the
+ * global settings (store, endpoint), option parsing of the common flags
+ * (--pid, --tid, --since/--from/--to/--last, --limit, --format, --store,
+ * --endpoint, --help), number/duration parsing, and output helpers (times,
+ * durations, byte counts, JSON strings).
+ *
+ * Called by d9.c (main, dispatch) and every collector/cli_<name>.c. Adding a
+ * subcommand = one new file defining `CLI_DECLARE_CMD(name) { ... }` plus one
+ * line in the D9_COMMANDS table of d9.c.
+ *
+ * Conventions every subcommand follows:
+ *   - `--help` prints the man-page-style usage on stdout and exits 0;
+ *   - a bad argument prints ONE line "d9 <cmd>: <what is wrong>" and the hint
+ *     "Try 'd9 <cmd> --help'." on stderr and exits CLI_EXIT_USAGE (2);
+ *   - runtime failures (no store, collector unreachable, corrupt index) print
+ *     one line with the path/endpoint and exit CLI_EXIT_FAIL (1);
+ *   - an empty result is not an error: it says so on stderr and exits 0.
+ *
+ * Must never: write to the store (d9 is a reader), keep global state (the
+ * settings travel in struct cli_env), or print partial lines on error.
+ */
+#ifndef D9_COL_CLI_H
+#define D9_COL_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+enum cli_exit {
+    CLI_EXIT_OK = 0,
+    CLI_EXIT_FAIL = 1,
+    CLI_EXIT_USAGE = 2,
+};
+
+#define CLI_PATH_MAX        4096
+#define CLI_STORE_ENV       "D9_STORE"          /* overrides the default store */
+#define CLI_ENDPOINT_ENV    "DIAL9_COLLECTOR"   /* overrides the default endpoint */
+#define CLI_TIMEOUT_MS      2000                /* collector requests (status, flush) */
+#define CLI_LIMIT_DEFAULT   20                  /* top-polls */
+
+/* Settings resolved by main() from global flags, environment and defaults. */
+struct cli_env {
+    const char *prog;               /* "d9" */
+    const char *cmd;                /* subcommand name, for messages */
+    char store[CLI_PATH_MAX];
+    char endpoint[CLI_PATH_MAX];
+};
+
+/* Signature of a subcommand: argv[0] is the subcommand name. Returns an
+ * enum cli_exit value. Expands to a prototype plus the definition's head,
+ * so `CLI_DECLARE_CMD(ps) { ... }` defines it and `CLI_DECLARE_CMD(ps);`
+ * declares it. */
+#define CLI_DECLARE_CMD(fn)                                                  \
+    int cli_cmd_##fn(struct cli_env *env, int argc, char **argv);             \
+    int cli_cmd_##fn(struct cli_env *env, int argc, char **argv)
+
+struct cli_cmd {
+    const char *name;               /* as typed: "top-polls" */
+    const char *summary;            /* one line for `d9 --help` */
+    int (*run)(struct cli_env *env, int argc, char **argv);
+};
+
+/* Fill env->store/endpoint from $D9_STORE / $DIAL9_COLLECTOR or the
+ * collector's defaults. 0 or -ENAMETOOLONG. */
+int cli_env_defaults(struct cli_env *env);
+
+/* ---- common options --------------------------------------------------------
+ * Subcommands list the ones they accept in their getopt_long table with the
+ * CLI_OPT_* entries and hand every option they do not handle themselves to
+ * cli_common_opt(). */
+enum cli_opt_id {
+    CLI_OPT_HELP = 'h',
+    CLI_OPT_STORE = 1000,
+    CLI_OPT_ENDPOINT,
+    CLI_OPT_PID,
+    CLI_OPT_TID,
+    CLI_OPT_SINCE,
+    CLI_OPT_FROM,
+    CLI_OPT_TO,
+    CLI_OPT_LAST,
+    CLI_OPT_LIMIT,
+    CLI_OPT_FORMAT,
+    CLI_OPT_TYPE,
+    CLI_OPT_OUTPUT,
+    CLI_OPT_FIRST_PRIVATE = 1100,   /* subcommand-specific ids start here */
+};
+
+#define CLI_OPTE_HELP     { "help", 0, NULL, CLI_OPT_HELP }
+#define CLI_OPTE_STORE    { "store", 1, NULL, CLI_OPT_STORE }
+#define CLI_OPTE_ENDPOINT { "endpoint", 1, NULL, CLI_OPT_ENDPOINT }
+#define CLI_OPTE_PID      { "pid", 1, NULL, CLI_OPT_PID }
+#define CLI_OPTE_TID      { "tid", 1, NULL, CLI_OPT_TID }
+#define CLI_OPTE_SINCE    { "since", 1, NULL, CLI_OPT_SINCE }
+#define CLI_OPTE_FROM     { "from", 1, NULL, CLI_OPT_FROM }
+#define CLI_OPTE_TO       { "to", 1, NULL, CLI_OPT_TO }
+#define CLI_OPTE_LAST     { "last", 0, NULL, CLI_OPT_LAST }
+#define CLI_OPTE_WINDOW   CLI_OPTE_SINCE, CLI_OPTE_FROM, CLI_OPTE_TO, CLI_OPTE_LAST
+#define CLI_OPTE_LIMIT    { "limit", 1, NULL, CLI_OPT_LIMIT }
+#define CLI_OPTE_FORMAT   { "format", 1, NULL, CLI_OPT_FORMAT }
+#define CLI_OPTE_TYPE     { "type", 1, NULL, CLI_OPT_TYPE }
+#define CLI_OPTE_OUTPUT   { "output", 1, NULL, 'o' }
+#define CLI_OPTE_END      { NULL, 0, NULL, 0 }
+
+/* A time window as typed; resolved against a store by cli_window_resolve
+ * (query.h) because "--since" depends on whether the store is live. */
+enum cli_window_kind {
+    CLI_WIN_ALL = 0,                /* default and --last: everything */
+    CLI_WIN_SINCE = 1,              /* --since DUR */
+    CLI_WIN_RANGE = 2,              /* --from and/or --to */
+};
+struct cli_window_spec {
+    enum cli_window_kind kind;
+    uint64_t since_ns;
+    uint64_t from_ns;               /* 0 = open */
+    uint64_t to_ns;                 /* UINT64_MAX = open */
+};
+
+enum cli_format { CLI_FMT_TEXT = 0, CLI_FMT_JSONL = 1 };
+
+/* Parsed common options (defaults set by cli_args_init). */
+struct cli_args {
+    uint32_t pid;                   /* 0 = every process */
+    uint32_t tid;                   /* 0 = every thread */
+    struct cli_window_spec win;
+    uint64_t limit;                 /* 0 = no limit */
+    bool limit_set;
+    enum cli_format format;
+    uint32_t types;                 /* bit (1 << type); 0 = every type */
+    const char *output;             /* -o FILE, NULL = stdout */
+    bool help;
+};
+
+void cli_args_init(struct cli_args *a);
+
+/*
+ * Handle one common option as returned by getopt_long (reads optarg, optind
+ * and optopt). The caller sets opterr = 0 and optind = 1 first. Returns
+ * 0 when handled, 1 when opt is not a common option, or -1 after printing a
+ * usage error (the caller exits CLI_EXIT_USAGE). '?' and ':' from getopt are
+ * reported here too (unknown option / missing argument).
+ */
+int cli_common_opt(struct cli_env *env, struct cli_args *a, int opt, char **argv);
+
+/* A subcommand's own options: return 0, or -1 after cli_usage_error. */
+struct option;
+typedef int (*cli_private_fn)(struct cli_env *env, void *arg, int opt, const char *val);
+
+/*
+ * The whole option loop of a subcommand: getopt_long over opts (short
+ * options: 'h' and, when listed, 'o' and 'n'), common options handled by
+ * cli_common_opt, the others (ids >= CLI_OPT_FIRST_PRIVATE or private short
+ * letters) by priv. Then cli_args_finish. Returns 0 to go on, 1 when --help
+ * was printed (exit 0), -1 after a usage error (exit CLI_EXIT_USAGE).
+ */
+int cli_getopt(struct cli_env *env, struct cli_args *a, int argc, char **argv,
+               const struct option *opts, const char *usage, cli_private_fn priv, void *arg);
+
+/* After getopt: reject positional arguments; check window consistency.
+ * 0 or -1 after printing a usage error. */
+int cli_args_finish(struct cli_env *env, struct cli_args *a, int argc, char **argv, int first);
+
+/* Print "d9 <cmd>: <msg>\nTry 'd9 <cmd> --help'." on stderr; returns CLI_EXIT_USAGE. */
+int cli_usage_error(const struct cli_env *env, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Print "d9 <cmd>: <msg>" on stderr; returns CLI_EXIT_FAIL. */
+int cli_fail(const struct cli_env *env, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Print "d9 <cmd>: warning: <msg>" on stderr. */
+void cli_warn(const struct cli_env *env, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Open the store for reading, printing one line on failure (returns
+ * CLI_EXIT_FAIL then) and CLI_EXIT_OK on success. */
+struct cli_store;
+int cli_open_store(const struct cli_env *env, struct cli_store **out);
+
+/* "window: everything" / "window: last 5m (live, counted back from now)". */
+const char *cli_window_text(const struct cli_window_spec *w, bool live, char *buf, size_t cap);
+
+/* ---- parsing (pure) --------------------------------------------------------- */
+/* Decimal unsigned integer, whole string, no sign, no overflow. 0 or -EINVAL/-ERANGE. */
+int cli_parse_u64(const char *s, uint64_t *out);
+/* Duration: "<n>[ns|us|ms|s|m|h|d]" (no unit = seconds), e.g. 30s, 5m, 2h,
+ * 1d, 250ms, 1.5s. Must be > 0. 0 or -EINVAL/-ERANGE. */
+int cli_parse_duration(const char *s, uint64_t *ns);
+/* Comma list of record type names (shm_record_type_name) into a bit mask.
+ * On error *bad points at the offending name (copied into badbuf). */
+int cli_parse_types(const char *s, uint32_t *mask, char *badbuf, size_t badcap);
+
+/* ---- output helpers --------------------------------------------------------- */
+/* "12.3ms", "850us", "1.20s", "2m03s"; cap >= 16. */
+const char *cli_fmt_dur(uint64_t ns, char *buf, size_t cap);
+/* "1.5 MiB"; cap >= 16. */
+const char *cli_fmt_bytes(uint64_t bytes, char *buf, size_t cap);
+/* A CLOCK_MONOTONIC time: local wall clock "2026-12-02 12:59:28.123" when
+ * the boot offset is known (have_wall), else "mono 1234.567s". cap >= 40.
+ * ns_digits = fraction digits (3, 6 or 9). */
+const char *cli_fmt_time(uint64_t mono_ns, int64_t boot_realtime_ns, bool have_wall,
+                         int ns_digits, bool with_date, char *buf, size_t cap);
+/* Write s[0, n) as a JSON string literal (quotes included). Control bytes and
+ * quotes are escaped; invalid UTF-8 bytes become U+FFFD so the output always
+ * parses. */
+void cli_json_str(FILE *f, const char *s, size_t n);
+/* Write s[0, n) for a text line: printable ASCII and valid UTF-8 as is, the rest as
+ * \xNN, inside double quotes when quote is set. */
+void cli_text_str(FILE *f, const char *s, size_t n, bool quote);
+
+/* Shared help text fragments. */
+#define CLI_HELP_WINDOW \
+"TIME WINDOW\n" \
+"    All times are CLOCK_MONOTONIC nanoseconds (host-wide; what the index\n" \
+"    stores). Without a window option every record in the store is used.\n" \
+"    --since DUR     the last DUR: 30s, 5m, 2h, 1d, 250ms (no unit = seconds).\n" \
+"                    On a live store (written during this boot) DUR counts back\n" \
+"                    from now; on a store from another boot (a copied directory)\n" \
+"                    \"now\" means nothing, so DUR counts back from the newest\n" \
+"                    record of the selection (after --pid) instead.\n" \
+"    --from NS       start of the window, absolute monotonic ns (inclusive).\n" \
+"    --to NS         end of the window, absolute monotonic ns (inclusive).\n" \
+"    --last          the whole store (the default; overrides the others).\n"
+
+#define CLI_HELP_COMMON \
+"COMMON OPTIONS\n" \
+"    --store DIR     store directory (default: $D9_STORE, else /var/lib/dial9\n" \
+"                    as root, else ./d9-store). May be a copy from another host.\n" \
+"    -h, --help      print this help and exit.\n"
+
+#define CLI_HELP_EXIT \
+"EXIT STATUS\n" \
+"    0   success (an empty result is a success: it is reported on stderr)\n" \
+"    1   runtime error: no store or index, corrupt index, collector unreachable\n" \
+"    2   bad usage: unknown option, bad value\n"
+
+#endif /* D9_COL_CLI_H */

@@ -74,11 +74,14 @@ static pid_t run_child(struct fx *f, const char *const *env, child_fn fn, void *
         close(pfd[1]);
         setvbuf(stderr, NULL, _IONBF, 0);
         const char *vars[] = { "DIAL9_ENABLED", "DIAL9_RING_KB", "DIAL9_MAX_THREADS",
-                               "DIAL9_COLLECTOR", "DIAL9_RUNTIME_NAME", "DIAL9_SHM_DIR" };
+                               "DIAL9_COLLECTOR", "DIAL9_RUNTIME_NAME", "DIAL9_SHM_DIR",
+                               "DIAL9_SAMPLER", "DIAL9_SAMPLER_HZ", "DIAL9_SAMPLER_WAIT_MS" };
         for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
             unsetenv(vars[i]);
         setenv("DIAL9_SHM_DIR", f->dir, 1);
         setenv("DIAL9_COLLECTOR", f->endpoint, 1);
+        /* the profiler fallback takes rings of its own: keep ring counts exact */
+        setenv("DIAL9_SAMPLER", "off", 1);
         for (; env && *env; env++)
             putenv((char *)*env);
         fn(f, arg);

@@ -1,0 +1,68 @@
+/*
+ * fsck.h — check (and repair) that a store's index and its segment files
+ * agree. Called by `d9 fsck [--repair]` (collector/d9.c).
+ *
+ * Checks: every segments row has its file, and the file is a whole, valid
+ * segment whose header/footer agree with the row (id, bytes, records, time
+ * range, block rows); every sealed file in the store directory has a row;
+ * temp files (.tmp.*) left by a crashed collector.
+ * Repairs (repair != 0): delete rows whose file is missing or corrupt;
+ * re-index rows that disagree with a good file; index sealed files without
+ * a row (process, threads, runtimes, exit and segment rows, from the file
+ * alone); salvage temp files (seg_salvage) and index them; remove temp
+ * files with nothing recoverable; rename corrupt segment files to
+ * <name>.corrupt (never deleted: the user decides).
+ *
+ * Temp files that a running process holds open (a live collector) are never
+ * touched, and --repair refuses to run (-EBUSY) while another process has
+ * the index open for a collector (detected through /proc/<pid>/fd, so only
+ * for processes this user may inspect).
+ */
+#ifndef D9_COL_FSCK_H
+#define D9_COL_FSCK_H
+
+#include <stdint.h>
+
+struct idx;
+
+struct col_fsck_report {
+    /* found */
+    uint64_t rows;              /* segment rows in the index */
+    uint64_t files;             /* sealed segment files in the store dir */
+    uint64_t ok;                /* rows whose file is whole and agrees */
+    uint64_t missing;           /* rows whose file is gone */
+    uint64_t mismatched;        /* rows that disagree with their (valid) file */
+    uint64_t corrupt;           /* segment files that fail verification */
+    uint64_t orphans;           /* valid sealed files without a row */
+    uint64_t temps;             /* temp files left by a crashed writer */
+    uint64_t temps_in_use;      /* temp files open in a running process (left alone) */
+    /* done (repair only) */
+    uint64_t rows_deleted;
+    uint64_t reindexed;         /* files (re-)indexed */
+    uint64_t salvaged;          /* temp files recovered into sealed segments */
+    uint64_t temps_removed;     /* temp files with nothing recoverable */
+    uint64_t quarantined;       /* corrupt files renamed to *.corrupt */
+    uint64_t errors;            /* repairs that failed */
+};
+
+#define COL_FSCK_CORRUPT_SUFFIX ".corrupt"
+
+/* One finding or action, as a line for the user: path and what about it. */
+typedef void (*col_fsck_fn)(void *arg, const char *path, const char *what);
+
+/* Check (repair = 0) or repair a store. 0 when the check ran, whatever it
+ * found (see col_fsck_problems); -errno when it could not run: no index
+ * (-ENOENT), index unreadable, or -EBUSY for a repair of a store in use. */
+int col_fsck(const char *store_dir, int repair, struct col_fsck_report *out);
+int col_fsck_ex(const char *store_dir, int repair, struct col_fsck_report *out, col_fsck_fn fn,
+                void *arg);
+
+/* Problems found (missing + mismatched + corrupt + orphans + temps). */
+uint64_t col_fsck_problems(const struct col_fsck_report *r);
+
+/* Index one sealed, valid segment file of the store from its contents
+ * (process, threads, runtimes, exit, segment + blocks). -EEXIST if its
+ * segment id or path is already indexed. */
+int col_fsck_index_file(struct idx *x, const char *store_dir, const char *path);
+
+#endif /* D9_COL_FSCK_H */

@@ -1,0 +1,400 @@
+/*
+ * test_fsck.c — store consistency check and repair (collector/fsck.c), as a
+ * specification: what each kind of damage is reported as, what --repair
+ * does about it, and that a repaired store checks clean.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include "collector/fsck.h"
+#include "collector/index.h"
+#include "collector/segment.h"
+#include "shm/meta.h"
+
+struct fx {
+    char dir[64];
+};
+
+static int rm_cb(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+    (void)st; (void)flag; (void)f;
+    return remove(p);
+}
+
+static int setup(void **state)
+{
+    struct fx *fx = calloc(1, sizeof *fx);
+    strcpy(fx->dir, "/tmp/d9fscktest.XXXXXX");
+    assert_non_null(mkdtemp(fx->dir));
+    *state = fx;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fx *fx = *state;
+    nftw(fx->dir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
+    free(fx);
+    return 0;
+}
+
+static void fmt(char *out, size_t cap, const char *f, ...) __attribute__((format(printf, 3, 4)));
+static void fmt(char *out, size_t cap, const char *f, ...)
+{
+    va_list ap;
+    va_start(ap, f);
+    int n = vsnprintf(out, cap, f, ap);
+    va_end(ap);
+    assert_true(n >= 0 && (size_t)n < cap);
+}
+
+static const struct seg_proc_info proc = {
+    .pid = 4242, .uid = 1000, .start_time = 777, .clock_source = D9_CLOCK_MONOTONIC,
+    .host = "h", .comm = "worker", .exe = "/bin/worker",
+};
+
+/* Write a sealed segment (runtime meta, one data block on ring 0, thread
+ * end, exit if id is odd) into the store; index it if indexed. Returns the
+ * byte offset where its thread-end block starts. */
+static uint64_t write_segment(struct fx *fx, uint64_t id, int indexed)
+{
+    uint8_t meta[64], pl[32];
+    int n = shm_meta_encode_runtime(pl, sizeof pl, "rt-main");
+    struct d9_meta_hdr mh = { .len = (uint16_t)((sizeof mh + (size_t)n + 7) & ~7u),
+                              .kind = D9_META_RUNTIME, .id = 1 };
+    memset(meta, 0, sizeof meta);
+    memcpy(meta, &mh, sizeof mh);
+    memcpy(meta + sizeof mh, pl, (size_t)n);
+    struct seg_writer *w;
+    assert_int_equal(seg_writer_open(&w, fx->dir, id, &proc, meta, mh.len), 0);
+    uint8_t data[320];
+    size_t len = 0;
+    for (int i = 0; i < 10; i++) {
+        struct d9_rec_poll_end r = { .h = { .len = sizeof r, .type = D9_REC_POLL_END,
+                                            .seq = (uint32_t)i, .ts = id * 1000 + (uint64_t)i } };
+        memcpy(data + len, &r, sizeof r);
+        len += sizeof r;
+    }
+    assert_int_equal(seg_writer_add_data(w, 77, 0, 3, 1, data, len), 0);
+    uint64_t te = seg_writer_bytes(w);
+    assert_int_equal(seg_writer_add_thread_end(w, 77, 0, 3, id * 1000 + 50), 0);
+    if (id % 2) {
+        struct seg_exit ex = { .t_ns = id * 1000 + 60, .reason = SEG_EXIT_CRASHED, .code = 6 };
+        assert_int_equal(seg_writer_add_exit(w, &ex), 0);
+    }
+    struct seg_summary sum;
+    assert_int_equal(seg_writer_seal(w, &sum), 0);
+    if (indexed) {
+        struct idx *x;
+        assert_int_equal(idx_open(&x, fx->dir), 0);
+        struct idx_process p = { .pid = proc.pid, .uid = proc.uid, .start_time = proc.start_time,
+                                 .comm = "worker" };
+        int64_t pid_row;
+        assert_int_equal(idx_process_upsert(x, &p, &pid_row), 0);
+        assert_int_equal(idx_segment_commit(x, pid_row, &sum, fx->dir), 0);
+        idx_close(x);
+    }
+    seg_writer_free(w);
+    return te;
+}
+
+static void seg_path(struct fx *fx, uint64_t id, char *out, size_t cap)
+{
+    fmt(out, cap, "%s/4242-777-%llu.d9seg", fx->dir, (unsigned long long)id);
+}
+
+static int64_t q_int(struct fx *fx, const char *sql)
+{
+    struct idx *x;
+    assert_int_equal(idx_open_readonly(&x, fx->dir), 0);
+    sqlite3_stmt *s;
+    assert_int_equal(sqlite3_prepare_v2(idx_db(x), sql, -1, &s, NULL), SQLITE_OK);
+    int64_t v = -1;
+    if (sqlite3_step(s) == SQLITE_ROW)
+        v = sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
+    idx_close(x);
+    return v;
+}
+
+static void exec_sql(struct fx *fx, const char *sql)
+{
+    struct idx *x;
+    assert_int_equal(idx_open(&x, fx->dir), 0);
+    assert_int_equal(sqlite3_exec(idx_db(x), sql, NULL, NULL, NULL), SQLITE_OK);
+    idx_close(x);
+}
+
+static struct col_fsck_report check(struct fx *fx, int repair)
+{
+    struct col_fsck_report r;
+    assert_int_equal(col_fsck(fx->dir, repair, &r), 0);
+    return r;
+}
+
+static void assert_clean(struct fx *fx)
+{
+    struct col_fsck_report r = check(fx, 0);
+    assert_int_equal(col_fsck_problems(&r), 0);
+    assert_int_equal(r.ok, r.rows);
+}
+
+/* Child process that holds path open until killed. */
+static pid_t hold_open(const char *path)
+{
+    int p[2];
+    assert_int_equal(pipe(p), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int fd = open(path, O_RDONLY);
+        char c = fd >= 0 ? 'y' : 'n';
+        if (write(p[1], &c, 1) != 1)
+            _exit(1);
+        for (;;)
+            pause();
+    }
+    char c = 0;
+    assert_int_equal(read(p[0], &c, 1), 1);
+    assert_int_equal(c, 'y');
+    close(p[0]);
+    close(p[1]);
+    return pid;
+}
+
+static void stop(pid_t pid)
+{
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+}
+
+/* ---- tests ------------------------------------------------------------------- */
+
+static void test_consistent_store_checks_clean(void **state)
+{
+    struct fx *fx = *state;
+    write_segment(fx, 1, 1);
+    write_segment(fx, 2, 1);
+    struct col_fsck_report r = check(fx, 0);
+    assert_int_equal(r.rows, 2);
+    assert_int_equal(r.files, 2);
+    assert_int_equal(r.ok, 2);
+    assert_int_equal(col_fsck_problems(&r), 0);
+}
+
+static void test_missing_file_is_reported_and_its_row_deleted(void **state)
+{
+    struct fx *fx = *state;
+    char p[128];
+    write_segment(fx, 1, 1);
+    write_segment(fx, 2, 1);
+    seg_path(fx, 2, p, sizeof p);
+    assert_int_equal(unlink(p), 0);
+    struct col_fsck_report r = check(fx, 0);
+    assert_int_equal(r.missing, 1);
+    assert_int_equal(r.ok, 1);
+    assert_int_equal(q_int(fx, "SELECT count(*) FROM segments"), 2);  /* check changes nothing */
+    r = check(fx, 1);
+    assert_int_equal(r.rows_deleted, 1);
+    assert_int_equal(q_int(fx, "SELECT count(*) FROM blocks WHERE segment_id = 2"), 0);
+    assert_clean(fx);
+}
+
+static void test_corrupt_indexed_file_is_quarantined(void **state)
+{
+    struct fx *fx = *state;
+    char p[128], q[160];
+    write_segment(fx, 1, 1);
+    seg_path(fx, 1, p, sizeof p);
+    int fd = open(p, O_RDWR);
+    char c;
+    assert_int_equal(pread(fd, &c, 1, SEG_HDR_SIZE + 200), 1);
+    c ^= 1;
+    assert_int_equal(pwrite(fd, &c, 1, SEG_HDR_SIZE + 200), 1);
+    close(fd);
+    struct col_fsck_report r = check(fx, 0);
+    assert_int_equal(r.corrupt, 1);
+    r = check(fx, 1);
+    assert_int_equal(r.rows_deleted, 1);
+    assert_int_equal(r.quarantined, 1);
+    fmt(q, sizeof q, "%s%s", p, COL_FSCK_CORRUPT_SUFFIX);
+    assert_int_equal(access(q, F_OK), 0);       /* kept for the user */
+    assert_int_equal(access(p, F_OK), -1);
+    assert_clean(fx);
+}
+
+static void test_row_disagreeing_with_its_file_is_reindexed(void **state)
+{
+    struct fx *fx = *state;
+    write_segment(fx, 1, 1);
+    exec_sql(fx, "UPDATE segments SET records = 3");
+    struct col_fsck_report r = check(fx, 0);
+    assert_int_equal(r.mismatched, 1);
+    r = check(fx, 1);
+    assert_int_equal(r.reindexed, 1);
+    assert_int_equal(q_int(fx, "SELECT records FROM segments"), 10);
+    assert_clean(fx);
+}
+
+static void test_sealed_file_without_row_is_indexed_from_its_contents(void **state)
+{
+    struct fx *fx = *state;
+    write_segment(fx, 1, 1);
+    write_segment(fx, 3, 0);
+    struct col_fsck_report r = check(fx, 0);
+    assert_int_equal(r.orphans, 1);
+    r = check(fx, 1);
+    assert_int_equal(r.reindexed, 1);
+    assert_int_equal(q_int(fx, "SELECT count(*) FROM segments"), 2);
+    assert_int_equal(q_int(fx, "SELECT count(*) FROM blocks WHERE segment_id = 3"), 4);
+    assert_int_equal(q_int(fx, "SELECT count(*) FROM threads WHERE tid = 77 AND ring = 0"
+                               " AND generation = 3 AND ended = 1"), 1);
+    assert_int_equal(q_int(fx, "SELECT count(*) FROM runtimes WHERE name = 'rt-main'"), 1);
+    assert_int_equal(q_int(fx, "SELECT exit_code FROM processes WHERE state = 'crashed'"), 6);
+    assert_clean(fx);
+}
+
+static void test_store_without_index_is_rebuilt_by_repair(void **state)
+{
+    struct fx *fx = *state;
+    write_segment(fx, 1, 0);
+    write_segment(fx, 2, 0);
+    char ip[128];
+    fmt(ip, sizeof ip, "%s/%s", fx->dir, IDX_FILE_NAME);
+    struct col_fsck_report r = check(fx, 0);
+    assert_int_equal(r.orphans, 2);
+    assert_int_equal(access(ip, F_OK), -1);     /* a check creates nothing */
+    r = check(fx, 1);
+    assert_int_equal(r.reindexed, 2);
+    assert_int_equal(q_int(fx, "SELECT records FROM processes"), 20);
+    assert_clean(fx);
+}
+
+static void test_crashed_temp_file_is_salvaged_and_indexed(void **state)
+{
+    struct fx *fx = *state;
+    char p[128], tmp[160];
+    uint64_t te = write_segment(fx, 5, 0);
+    seg_path(fx, 5, p, sizeof p);
+    fmt(tmp, sizeof tmp, "%s/.tmp.4242-777-5.d9seg", fx->dir);
+    assert_int_equal(rename(p, tmp), 0);
+    assert_int_equal(truncate(tmp, (off_t)te + 20), 0);  /* cut inside the thread-end block */
+    struct col_fsck_report r = check(fx, 0);
+    assert_int_equal(r.temps, 1);
+    assert_int_equal(access(tmp, F_OK), 0);
+    r = check(fx, 1);
+    assert_int_equal(r.salvaged, 1);
+    assert_int_equal(r.reindexed, 1);
+    assert_int_equal(access(tmp, F_OK), -1);
+    assert_int_equal(access(p, F_OK), 0);
+    assert_int_equal(q_int(fx, "SELECT records FROM segments WHERE id = 5"), 10);
+    assert_clean(fx);
+}
+
+static void test_temp_file_with_nothing_recoverable_is_removed(void **state)
+{
+    struct fx *fx = *state;
+    char tmp[160];
+    fmt(tmp, sizeof tmp, "%s/.tmp.4242-777-9.d9seg", fx->dir);
+    int fd = open(tmp, O_WRONLY | O_CREAT, 0600);
+    assert_int_equal(write(fd, "D9SEG0", 6), 6);
+    close(fd);
+    struct col_fsck_report r = check(fx, 1);
+    assert_int_equal(r.temps, 1);
+    assert_int_equal(r.temps_removed, 1);
+    assert_int_equal(access(tmp, F_OK), -1);
+    assert_clean(fx);
+}
+
+static void test_temp_file_open_in_another_process_is_left_alone(void **state)
+{
+    struct fx *fx = *state;
+    char p[128], tmp[160];
+    write_segment(fx, 5, 0);
+    seg_path(fx, 5, p, sizeof p);
+    fmt(tmp, sizeof tmp, "%s/.tmp.4242-777-5.d9seg", fx->dir);
+    assert_int_equal(rename(p, tmp), 0);
+    pid_t child = hold_open(tmp);
+    struct col_fsck_report r;
+    int e = col_fsck(fx->dir, 1, &r);
+    stop(child);
+    assert_int_equal(e, 0);
+    assert_int_equal(r.temps_in_use, 1);
+    assert_int_equal(r.temps, 0);
+    assert_int_equal(r.salvaged, 0);
+    assert_int_equal(access(tmp, F_OK), 0);
+}
+
+static void test_repair_refuses_while_the_index_is_in_use(void **state)
+{
+    struct fx *fx = *state;
+    char ip[128];
+    write_segment(fx, 1, 1);
+    fmt(ip, sizeof ip, "%s/%s", fx->dir, IDX_FILE_NAME);
+    pid_t child = hold_open(ip);
+    struct col_fsck_report r;
+    int busy = col_fsck(fx->dir, 1, &r);
+    int chk = col_fsck(fx->dir, 0, &r);
+    stop(child);
+    assert_int_equal(busy, -EBUSY);
+    assert_int_equal(chk, 0);
+    assert_int_equal(r.ok, 1);
+}
+
+static int lines;
+static void count_line(void *arg, const char *path, const char *what)
+{
+    (void)arg;
+    assert_non_null(path);
+    assert_true(strlen(what) > 0);
+    lines++;
+}
+
+static void test_every_finding_is_reported_as_a_line(void **state)
+{
+    struct fx *fx = *state;
+    char p[128];
+    write_segment(fx, 1, 1);
+    write_segment(fx, 2, 1);
+    write_segment(fx, 3, 0);
+    seg_path(fx, 2, p, sizeof p);
+    unlink(p);
+    struct col_fsck_report r;
+    lines = 0;
+    assert_int_equal(col_fsck_ex(fx->dir, 0, &r, count_line, NULL), 0);
+    assert_int_equal(col_fsck_problems(&r), 2);
+    assert_int_equal(lines, 2);
+    assert_int_equal(col_fsck("/nonexistent/store", 0, &r), -ENOENT);
+}
+
+int main(void)
+{
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+    const struct CMUnitTest tests[] = {
+        T(test_consistent_store_checks_clean),
+        T(test_missing_file_is_reported_and_its_row_deleted),
+        T(test_corrupt_indexed_file_is_quarantined),
+        T(test_row_disagreeing_with_its_file_is_reindexed),
+        T(test_sealed_file_without_row_is_indexed_from_its_contents),
+        T(test_store_without_index_is_rebuilt_by_repair),
+        T(test_crashed_temp_file_is_salvaged_and_indexed),
+        T(test_temp_file_with_nothing_recoverable_is_removed),
+        T(test_temp_file_open_in_another_process_is_left_alone),
+        T(test_repair_refuses_while_the_index_is_in_use),
+        T(test_every_finding_is_reported_as_a_line),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -217,7 +217,7 @@ void d9_poll_start(d9_runtime rt, uint16_t worker, uint64_t task, d9_loc loc)
     uint32_t src;
     struct shm_producer *p = AG_PRODUCER(src);
     if (__builtin_expect(p != NULL && rt.id != 0, 1))
-        ag_emit_poll_start(p, ag_now(src), rt.id, worker, task, loc);
+        ag_emit_poll_start(p, src, rt.id, worker, task, loc);
 }
 
 void d9_poll_end(d9_runtime rt, uint16_t worker, uint64_t task)
@@ -225,7 +225,7 @@ void d9_poll_end(d9_runtime rt, uint16_t worker, uint64_t task)
     uint32_t src;
     struct shm_producer *p = AG_PRODUCER(src);
     if (__builtin_expect(p != NULL && rt.id != 0, 1))
-        ag_emit_poll_end(p, ag_now(src), rt.id, worker, task);
+        ag_emit_poll_end(p, src, rt.id, worker, task);
 }
 
 void d9_wake(d9_runtime rt, uint64_t waker, uint64_t wakee, uint16_t target_worker)
@@ -233,7 +233,7 @@ void d9_wake(d9_runtime rt, uint64_t waker, uint64_t wakee, uint16_t target_work
     uint32_t src;
     struct shm_producer *p = AG_PRODUCER(src);
     if (__builtin_expect(p != NULL && rt.id != 0, 1))
-        ag_emit_wake(p, ag_now(src), rt.id, waker, wakee, target_worker);
+        ag_emit_wake(p, src, rt.id, waker, wakee, target_worker);
 }
 
 static void worker_event(d9_runtime rt, uint16_t worker, uint16_t type)
@@ -244,7 +244,7 @@ static void worker_event(d9_runtime rt, uint16_t worker, uint16_t type)
         return;
     uint64_t cpu, wait;
     ag_thread_times(&g_tls, &cpu, &wait);
-    ag_emit_worker(p, ag_now(src), type, rt.id, worker, cpu, wait);
+    ag_emit_worker(p, src, type, rt.id, worker, cpu, wait);
 }
 
 void d9_worker_park(d9_runtime rt, uint16_t worker)
@@ -262,7 +262,7 @@ void d9_task_spawn(d9_runtime rt, uint64_t task, d9_loc loc)
     uint32_t src;
     struct shm_producer *p = AG_PRODUCER(src);
     if (__builtin_expect(p != NULL && rt.id != 0, 1))
-        ag_emit_task(p, ag_now(src), D9_REC_TASK_SPAWN, rt.id, task, loc);
+        ag_emit_task(p, src, D9_REC_TASK_SPAWN, rt.id, task, loc);
 }
 
 void d9_task_terminate(d9_runtime rt, uint64_t task)
@@ -270,7 +270,7 @@ void d9_task_terminate(d9_runtime rt, uint64_t task)
     uint32_t src;
     struct shm_producer *p = AG_PRODUCER(src);
     if (__builtin_expect(p != NULL && rt.id != 0, 1))
-        ag_emit_task(p, ag_now(src), D9_REC_TASK_TERMINATE, rt.id, task, 0);
+        ag_emit_task(p, src, D9_REC_TASK_TERMINATE, rt.id, task, 0);
 }
 
 void d9_queue_depth(d9_runtime rt, uint16_t worker, uint64_t depth)
@@ -278,7 +278,7 @@ void d9_queue_depth(d9_runtime rt, uint16_t worker, uint64_t depth)
     uint32_t src;
     struct shm_producer *p = AG_PRODUCER(src);
     if (__builtin_expect(p != NULL && rt.id != 0, 1))
-        ag_emit_queue_depth(p, ag_now(src), rt.id, worker, depth);
+        ag_emit_queue_depth(p, src, rt.id, worker, depth);
 }
 
 void d9_emit_values(d9_schema *schema, const d9_value *values, unsigned n)
@@ -287,7 +287,6 @@ void d9_emit_values(d9_schema *schema, const d9_value *values, unsigned n)
     struct shm_producer *p = AG_PRODUCER(src);
     if (__builtin_expect(p == NULL, 0))
         return;
-    uint64_t ts = ag_now(src);
     uint32_t id = schema ? __atomic_load_n(&schema->id, __ATOMIC_ACQUIRE) : AG_SCHEMA_INVALID;
     if (__builtin_expect(id == 0, 0))
         id = ag_schema_id(&g_agent, schema);    /* first use: publish (slow path) */
@@ -297,5 +296,5 @@ void d9_emit_values(d9_schema *schema, const d9_value *values, unsigned n)
         ag_emit_drop(p);
         return;
     }
-    ag_emit_custom(p, ts, id, schema, values, n);
+    ag_emit_custom(p, src, id, schema, values, n);
 }

@@ -41,7 +41,7 @@ int ag_custom_size(const d9_schema *s, const d9_value *v, unsigned n, uint32_t *
     return 0;
 }
 
-int ag_emit_custom(struct shm_producer *p, uint64_t ts, uint32_t schema_id,
+int ag_emit_custom(struct shm_producer *p, uint32_t src, uint32_t schema_id,
                    const d9_schema *s, const d9_value *v, unsigned n)
 {
     uint32_t len = 0;
@@ -89,6 +89,6 @@ int ag_emit_custom(struct shm_producer *p, uint64_t ts, uint32_t schema_id,
             break;
         }
     }
-    shm_ring_commit(p, rec, len, D9_REC_CUSTOM, ts);
+    shm_ring_commit(p, rec, len, D9_REC_CUSTOM, ag_now(src));
     return 0;
 }

@@ -8,6 +8,9 @@
  * depends on the values. Callers have already checked that the thread has a
  * ring; these functions only fail by dropping the record (counted in the
  * ring's lost counter with a seq gap, see ag_emit_drop).
+ *
+ * src is the region's clock source; the timestamp is read only once space is
+ * reserved, so a dropped record (full ring) costs no clock read.
  */
 #ifndef D9_AGENT_EMIT_H
 #define D9_AGENT_EMIT_H
@@ -34,7 +37,7 @@ static inline void ag_emit_drop(struct shm_producer *p)
     p->seq++;
 }
 
-static inline void ag_emit_poll_start(struct shm_producer *p, uint64_t ts, uint16_t rt,
+static inline void ag_emit_poll_start(struct shm_producer *p, uint32_t src, uint16_t rt,
                                       uint16_t worker, uint64_t task, uint32_t loc)
 {
     struct d9_rec_poll_start *r = shm_ring_reserve(p, sizeof *r);
@@ -44,10 +47,10 @@ static inline void ag_emit_poll_start(struct shm_producer *p, uint64_t ts, uint1
     r->loc = loc;
     r->runtime = rt;
     r->worker = worker;
-    shm_ring_commit(p, r, sizeof *r, D9_REC_POLL_START, ts);
+    shm_ring_commit(p, r, sizeof *r, D9_REC_POLL_START, ag_now(src));
 }
 
-static inline void ag_emit_poll_end(struct shm_producer *p, uint64_t ts, uint16_t rt,
+static inline void ag_emit_poll_end(struct shm_producer *p, uint32_t src, uint16_t rt,
                                     uint16_t worker, uint64_t task)
 {
     struct d9_rec_poll_end *r = shm_ring_reserve(p, sizeof *r);
@@ -57,10 +60,10 @@ static inline void ag_emit_poll_end(struct shm_producer *p, uint64_t ts, uint16_
     r->runtime = rt;
     r->worker = worker;
     r->_pad = 0;
-    shm_ring_commit(p, r, sizeof *r, D9_REC_POLL_END, ts);
+    shm_ring_commit(p, r, sizeof *r, D9_REC_POLL_END, ag_now(src));
 }
 
-static inline void ag_emit_wake(struct shm_producer *p, uint64_t ts, uint16_t rt,
+static inline void ag_emit_wake(struct shm_producer *p, uint32_t src, uint16_t rt,
                                 uint64_t waker, uint64_t wakee, uint16_t target_worker)
 {
     struct d9_rec_wake *r = shm_ring_reserve(p, sizeof *r);
@@ -71,11 +74,11 @@ static inline void ag_emit_wake(struct shm_producer *p, uint64_t ts, uint16_t rt
     r->runtime = rt;
     r->target_worker = target_worker;
     r->_pad = 0;
-    shm_ring_commit(p, r, sizeof *r, D9_REC_WAKE, ts);
+    shm_ring_commit(p, r, sizeof *r, D9_REC_WAKE, ag_now(src));
 }
 
 /* type: D9_REC_WORKER_PARK or D9_REC_WORKER_UNPARK */
-static inline void ag_emit_worker(struct shm_producer *p, uint64_t ts, uint16_t type,
+static inline void ag_emit_worker(struct shm_producer *p, uint32_t src, uint16_t type,
                                   uint16_t rt, uint16_t worker, uint64_t cpu_ns,
                                   uint64_t sched_wait_ns)
 {
@@ -87,11 +90,11 @@ static inline void ag_emit_worker(struct shm_producer *p, uint64_t ts, uint16_t 
     r->_pad = 0;
     r->cpu_ns = cpu_ns;
     r->sched_wait_ns = sched_wait_ns;
-    shm_ring_commit(p, r, sizeof *r, type, ts);
+    shm_ring_commit(p, r, sizeof *r, type, ag_now(src));
 }
 
 /* type: D9_REC_TASK_SPAWN or D9_REC_TASK_TERMINATE (loc 0) */
-static inline void ag_emit_task(struct shm_producer *p, uint64_t ts, uint16_t type,
+static inline void ag_emit_task(struct shm_producer *p, uint32_t src, uint16_t type,
                                 uint16_t rt, uint64_t task, uint32_t loc)
 {
     struct d9_rec_task *r = shm_ring_reserve(p, sizeof *r);
@@ -101,10 +104,10 @@ static inline void ag_emit_task(struct shm_producer *p, uint64_t ts, uint16_t ty
     r->loc = loc;
     r->runtime = rt;
     r->_pad = 0;
-    shm_ring_commit(p, r, sizeof *r, type, ts);
+    shm_ring_commit(p, r, sizeof *r, type, ag_now(src));
 }
 
-static inline void ag_emit_queue_depth(struct shm_producer *p, uint64_t ts, uint16_t rt,
+static inline void ag_emit_queue_depth(struct shm_producer *p, uint32_t src, uint16_t rt,
                                        uint16_t worker, uint64_t depth)
 {
     struct d9_rec_queue_depth *r = shm_ring_reserve(p, sizeof *r);
@@ -114,7 +117,7 @@ static inline void ag_emit_queue_depth(struct shm_producer *p, uint64_t ts, uint
     r->runtime = rt;
     r->worker = worker;
     r->_pad = 0;
-    shm_ring_commit(p, r, sizeof *r, D9_REC_QUEUE_DEPTH, ts);
+    shm_ring_commit(p, r, sizeof *r, D9_REC_QUEUE_DEPTH, ag_now(src));
 }
 
 /* Bytes a custom record with these values needs (header included) into *len.
@@ -125,7 +128,7 @@ int ag_custom_size(const d9_schema *s, const d9_value *v, unsigned n, uint32_t *
 /* Encode and commit one custom event with schema id schema_id; a mismatch or
  * an oversized record is dropped and counted (ag_emit_drop). Returns 0 when
  * committed, -EINVAL mismatch, -EMSGSIZE too big, -ENOSPC ring full. */
-int ag_emit_custom(struct shm_producer *p, uint64_t ts, uint32_t schema_id,
+int ag_emit_custom(struct shm_producer *p, uint32_t src, uint32_t schema_id,
                    const d9_schema *s, const d9_value *v, unsigned n);
 
 #pragma GCC visibility pop

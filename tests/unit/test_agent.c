@@ -444,7 +444,7 @@ static void *claimer(void *arg)
     c->rc = ag_thread_attach(&c->f->a, &t);
     c->ring = t.ring;
     if (c->rc == 0)
-        ag_emit_poll_start(&t.p, 1, 1, 0, 42, 0);
+        ag_emit_poll_start(&t.p, D9_CLOCK_MONOTONIC, 1, 0, 42, 0);
     pthread_barrier_wait(c->hold);
     ag_thread_detach(&c->f->a, &t);
     return NULL;
@@ -583,7 +583,7 @@ static void test_full_ring_drop_count_is_exact_and_matches_seq_gaps(void **state
     assert_int_equal(ag_thread_attach(&f->a, &t), 0);
     enum { K = 1000 };
     for (uint64_t i = 0; i < K; i++)
-        ag_emit_poll_start(&t.p, 100 + i, 1, 2, i, 3);
+        ag_emit_poll_start(&t.p, D9_CLOCK_MONOTONIC, 1, 2, i, 3);
     uint64_t lost = atomic_load(&t.p.hdr->lost), nt;
     long got = read_ring(f, (uint32_t)t.ring, &nt);
     assert_true(got > 0);
@@ -598,7 +598,7 @@ static void test_full_ring_drop_count_is_exact_and_matches_seq_gaps(void **state
     }
     shm_ring_consume(t.p.hdr, nt);
     /* after the drain the next record carries seq K: the gap is the drop */
-    ag_emit_poll_start(&t.p, 5000, 1, 2, 777, 3);
+    ag_emit_poll_start(&t.p, D9_CLOCK_MONOTONIC, 1, 2, 777, 3);
     got = read_ring(f, (uint32_t)t.ring, &nt);
     assert_int_equal(got, sizeof(struct d9_rec_poll_start));
     struct d9_rec_poll_start r;
@@ -620,14 +620,14 @@ static void test_builtin_records_round_trip_through_the_ring(void **state)
     start(f);
     struct ag_thread t = { .ring = -1 };
     assert_int_equal(ag_thread_attach(&f->a, &t), 0);
-    ag_emit_poll_start(&t.p, 10, 3, 4, 0x1122334455667788ull, 9);
-    ag_emit_poll_end(&t.p, 11, 3, 4, 0x1122334455667788ull);
-    ag_emit_wake(&t.p, 12, 3, 5, 6, D9_WORKER_NONE);
-    ag_emit_worker(&t.p, 13, D9_REC_WORKER_PARK, 3, 4, 1000, 20);
-    ag_emit_worker(&t.p, 14, D9_REC_WORKER_UNPARK, 3, 4, 2000, 30);
-    ag_emit_task(&t.p, 15, D9_REC_TASK_SPAWN, 3, 77, 9);
-    ag_emit_task(&t.p, 16, D9_REC_TASK_TERMINATE, 3, 77, 0);
-    ag_emit_queue_depth(&t.p, 17, 3, D9_WORKER_NONE, UINT64_MAX - 1);
+    ag_emit_poll_start(&t.p, D9_CLOCK_MONOTONIC, 3, 4, 0x1122334455667788ull, 9);
+    ag_emit_poll_end(&t.p, D9_CLOCK_MONOTONIC, 3, 4, 0x1122334455667788ull);
+    ag_emit_wake(&t.p, D9_CLOCK_MONOTONIC, 3, 5, 6, D9_WORKER_NONE);
+    ag_emit_worker(&t.p, D9_CLOCK_MONOTONIC, D9_REC_WORKER_PARK, 3, 4, 1000, 20);
+    ag_emit_worker(&t.p, D9_CLOCK_MONOTONIC, D9_REC_WORKER_UNPARK, 3, 4, 2000, 30);
+    ag_emit_task(&t.p, D9_CLOCK_MONOTONIC, D9_REC_TASK_SPAWN, 3, 77, 9);
+    ag_emit_task(&t.p, D9_CLOCK_MONOTONIC, D9_REC_TASK_TERMINATE, 3, 77, 0);
+    ag_emit_queue_depth(&t.p, D9_CLOCK_MONOTONIC, 3, D9_WORKER_NONE, UINT64_MAX - 1);
     uint64_t nt;
     long got = read_ring(f, (uint32_t)t.ring, &nt);
     assert_int_equal(got, 32 + 32 + 40 + 40 + 40 + 32 + 32 + 32);
@@ -635,11 +635,13 @@ static void test_builtin_records_round_trip_through_the_ring(void **state)
                                D9_REC_WORKER_PARK, D9_REC_WORKER_UNPARK, D9_REC_TASK_SPAWN,
                                D9_REC_TASK_TERMINATE, D9_REC_QUEUE_DEPTH };
     long off = 0;
+    uint64_t last_ts = 0;
     for (int i = 0; i < 8; i++) {
         struct d9_rec_hdr h;
         memcpy(&h, f->out + off, sizeof h);
         assert_int_equal(h.type, types[i]);
-        assert_int_equal(h.ts, 10 + i);
+        assert_true(h.ts >= last_ts && h.ts > 0);  /* stamped at commit, in order */
+        last_ts = h.ts;
         assert_int_equal(h.seq, i);
         assert_int_equal(shm_record_check(f->out + off, (size_t)(got - off)), h.len);
         if (h.type == D9_REC_WAKE) {
@@ -715,8 +717,8 @@ static void test_custom_event_round_trip_with_long_string_cut(void **state)
                             D9_I64(-3) };
     const d9_value v2[] = { D9_STR(longpath), D9_U64(404), D9_F64(-0.25), D9_BOOL(0),
                             D9_I64(INT64_MIN) };
-    assert_int_equal(ag_emit_custom(&t.p, 1, id, &sch_http, v1, 5), 0);
-    assert_int_equal(ag_emit_custom(&t.p, 2, id, &sch_http, v2, 5), 0);
+    assert_int_equal(ag_emit_custom(&t.p, D9_CLOCK_MONOTONIC, id, &sch_http, v1, 5), 0);
+    assert_int_equal(ag_emit_custom(&t.p, D9_CLOCK_MONOTONIC, id, &sch_http, v2, 5), 0);
     uint64_t nt;
     long got = read_ring(f, (uint32_t)t.ring, &nt);
     /* first: 24 + (4+6 -> 16) + 8*4; second: 24 + (4+255 -> 264) + 8*4 */
@@ -767,7 +769,7 @@ static void test_custom_null_string_is_empty(void **state)
     struct ag_thread t = { .ring = -1 };
     assert_int_equal(ag_thread_attach(&f->a, &t), 0);
     const d9_value v[] = { D9_STR(NULL) };
-    assert_int_equal(ag_emit_custom(&t.p, 1, 5, &s, v, 1), 0);
+    assert_int_equal(ag_emit_custom(&t.p, D9_CLOCK_MONOTONIC, 5, &s, v, 1), 0);
     uint64_t nt;
     assert_int_equal(read_ring(f, (uint32_t)t.ring, &nt), 24 + 8);
     assert_int_equal(rd32(f->out + 24), 0);
@@ -785,10 +787,10 @@ static void test_custom_mismatch_is_dropped_and_counted(void **state)
     const d9_value wrong_type[] = { D9_U64(1), D9_U64(200), D9_F64(1.5), D9_BOOL(1),
                                     D9_I64(0) };
     const d9_value too_few[] = { D9_STR("/"), D9_U64(200) };
-    assert_int_equal(ag_emit_custom(&t.p, 1, id, &sch_http, wrong_type, 5), -EINVAL);
-    assert_int_equal(ag_emit_custom(&t.p, 2, id, &sch_http, too_few, 2), -EINVAL);
+    assert_int_equal(ag_emit_custom(&t.p, D9_CLOCK_MONOTONIC, id, &sch_http, wrong_type, 5), -EINVAL);
+    assert_int_equal(ag_emit_custom(&t.p, D9_CLOCK_MONOTONIC, id, &sch_http, too_few, 2), -EINVAL);
     assert_int_equal(atomic_load(&t.p.hdr->lost), 2);
-    ag_emit_poll_end(&t.p, 3, 1, 1, 1);
+    ag_emit_poll_end(&t.p, D9_CLOCK_MONOTONIC, 1, 1, 1);
     uint64_t nt;
     assert_int_equal(read_ring(f, (uint32_t)t.ring, &nt), sizeof(struct d9_rec_poll_end));
     struct d9_rec_hdr h;
@@ -816,7 +818,7 @@ static void test_custom_record_over_max_size_is_dropped_and_counted(void **state
     assert_int_equal(ag_custom_size(&big, vals, D9_SCHEMA_MAX_FIELDS, &len), -EMSGSIZE);
     struct ag_thread t = { .ring = -1 };
     assert_int_equal(ag_thread_attach(&f->a, &t), 0);
-    assert_int_equal(ag_emit_custom(&t.p, 1, 1, &big, vals, D9_SCHEMA_MAX_FIELDS), -EMSGSIZE);
+    assert_int_equal(ag_emit_custom(&t.p, D9_CLOCK_MONOTONIC, 1, &big, vals, D9_SCHEMA_MAX_FIELDS), -EMSGSIZE);
     assert_int_equal(atomic_load(&t.p.hdr->lost), 1);
     uint64_t nt;
     assert_int_equal(read_ring(f, (uint32_t)t.ring, &nt), 0);
@@ -837,7 +839,7 @@ static void test_fork_child_gets_own_region_with_parent_ids(void **state)
     uint32_t loc = ag_loc_register(&f->a, "fork.c", 5, "main");
     struct ag_thread t = { .ring = -1 };
     assert_int_equal(ag_thread_attach(&f->a, &t), 0);
-    ag_emit_poll_start(&t.p, 1, http, 0, 1, loc);
+    ag_emit_poll_start(&t.p, D9_CLOCK_MONOTONIC, http, 0, 1, loc);
     uint64_t parent_head = atomic_load(&t.p.hdr->head);
     char parent_path[256];
     snprintf(parent_path, sizeof parent_path, "%s", f->a.region.path);
@@ -853,7 +855,7 @@ static void test_fork_child_gets_own_region_with_parent_ids(void **state)
         CHILD_CHECK(f->a.region.hdr->pid == (uint32_t)getpid());
         CHILD_CHECK(strcmp(f->a.region.path, parent_path) != 0);
         for (int i = 0; i < 50; i++)
-            ag_emit_poll_start(&ct.p, 2, http, 0, 1000 + (uint64_t)i, loc);
+            ag_emit_poll_start(&ct.p, D9_CLOCK_MONOTONIC, http, 0, 1000 + (uint64_t)i, loc);
         uint16_t again;
         CHILD_CHECK(ag_runtime_register(&f->a, "http", &again) == 0 && again == http);
         CHILD_CHECK(ag_loc_register(&f->a, "fork.c", 5, "main") == loc);

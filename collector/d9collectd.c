@@ -36,6 +36,7 @@
 #include "collector/index.h"
 #include "collector/log.h"
 #include "collector/proc.h"
+#include "collector/profile.h"
 #include "collector/store.h"
 #include "shm/clock.h"
 
@@ -95,6 +96,11 @@ static int adopt_cb(void *arg, const struct col_candidate *c)
     x->procs = p;
     if (!c->alive)
         p->ended = 1;
+    struct perf_config pc;                  /* profiler: perf sampling + maps snapshots */
+    perf_config_default(&pc);
+    pc.freq_hz = x->cfg.perf_freq;
+    pc.switch_period = x->cfg.switch_period;
+    perf_prof_attach(p, &pc);
     col_info("adopted pid %u (%s, uid %u): %u rings of %u KiB%s", p->pid, p->geo.comm, p->uid,
              p->geo.ring_count, p->geo.ring_data_size / 1024,
              c->alive ? "" : "; the process is already gone");
@@ -152,6 +158,7 @@ static int drain_all(struct col_ctx *x, uint64_t now)
             continue;
         struct col_drain_result res = { 0 };
         col_drain_proc(p, &x->store, x->buf, COL_DRAIN_BUF_SIZE, now, &res);
+        perf_prof_pass(p, &x->store, now, 0);   /* profiler: throttled inside */
         if (res.records || res.more)
             work = 1;
     }
@@ -381,6 +388,7 @@ static int open_signals(void)
     if (sigprocmask(SIG_BLOCK, &set, NULL) != 0)
         return -errno;
     signal(SIGPIPE, SIG_IGN);
+    signal(SIGXFSZ, SIG_IGN);   /* a file size limit is a write error (EFBIG), not death */
     int fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
     return fd < 0 ? -errno : fd;
 }

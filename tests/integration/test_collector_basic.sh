@@ -1,0 +1,60 @@
+#!/bin/sh
+# d9collectd basics: usage and errors, then several multi-threaded processes
+# drained while they run, exiting cleanly, and a clean shutdown.
+. tests/integration/lib.sh
+. tests/integration/collector_env.sh
+
+help_lists_every_option() {
+    "$BIN/d9collectd" --help >"$T/help" || return 1
+    for o in --config --store --endpoint --shm-dir --segment-mb --segment-seconds --store-mb \
+             --poll-min-us --poll-max-us --scan-ms --log-level --pidfile --help --version \
+             FILES SIGNALS "EXIT STATUS" SIGTERM; do
+        grep -q -- "$o" "$T/help" || { echo "missing $o"; return 1; }
+    done
+}
+check "--help documents every option, files, signals and exit codes" help_lists_every_option
+check "--version prints the version" sh -c "'$BIN/d9collectd' --version | grep -q '^d9collectd [0-9]'"
+
+exit_code_and_one_line() {   # expected-rc args...
+    _want=$1; shift
+    "$BIN/d9collectd" "$@" >"$T/err.out" 2>&1
+    _rc=$?
+    cat "$T/err.out"
+    [ "$_rc" -eq "$_want" ] && [ "$(wc -l <"$T/err.out")" -eq 1 ]
+}
+check "an unknown flag is one line and exit 2" exit_code_and_one_line 2 --frob 1
+check "a bad value is one line and exit 2" exit_code_and_one_line 2 --segment-mb lots
+printf 'store = %s\nsegmnet-mb = 4\n' "$T/x" >"$T/bad.conf"
+check "an unknown config key is one line and exit 2" exit_code_and_one_line 2 --config "$T/bad.conf"
+touch "$T/notadir"
+check "an unusable store is one line and exit 1" exit_code_and_one_line 1 --store "$T/notadir/s" \
+    --shm-dir "$SHM" --endpoint "ipc://$T/never.sock"
+
+printf '# test config\nsegment-seconds = 30\nlog-level = info\n' >"$T/good.conf"
+check "collector starts with a config file and flags" start_collector --config "$T/good.conf" --pidfile "$T/col.pid"
+check "pidfile holds the collector pid" sh -c "[ \"\$(cat '$T/col.pid')\" = '$COLPID' ]"
+
+THREADS=4
+EVENTS=20000
+for w in a b c; do workload "$w" --threads $THREADS --events $EVENTS --pace-us 200 --batch 500; done
+check "three workloads finish" wait_for 50 sh -c "test -s '$T/a.done' && test -s '$T/b.done' && test -s '$T/c.done'"
+for w in a b c; do wait "$(wl_pid $w)" 2>/dev/null; done
+check "flush succeeds" flush
+committed=$(( $(wl_committed a) + $(wl_committed b) + $(wl_committed c) ))
+check "every committed event is in a segment exactly once" eq "$(seg wl_unique)" "$committed"
+check "no event is stored twice" eq "$(seg wl_dups)" 0
+check "events of three processes" eq "$(seg pids)" 3
+check "each process ends with a clean EXIT block" eq "$(seg exit_clean)" 3
+check "each thread ends with a THREAD_END block" eq "$(seg thread_ends)" $((3 * THREADS))
+check "index lists three exited processes" eq "$(sql "select count(*) from processes where state='exited'")" 3
+check "index lists every thread as ended with its name" \
+    eq "$(sql "select count(*) from threads where ended=1 and name like 'wl-%'")" $((3 * THREADS))
+check "index counts the custom events per segment" eq "$(sql 'select sum(n_custom) from segments')" "$committed"
+check "index has the runtime registered by the workload" \
+    eq "$(sql "select count(*) from runtimes where name='workload'")" 3
+check "the region files are removed" no_regions_left
+check "status totals match the stored records" ge "$(st records)" "$committed"
+check "SIGTERM exits 0" stop_collector
+check "no temp segment is left after shutdown" sh -c "! ls -a '$STORE' | grep -q '^\.tmp\.'"
+check "the pidfile is removed at exit" sh -c "! test -e '$T/col.pid'"
+d9_finish collector-basic

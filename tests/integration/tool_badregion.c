@@ -1,0 +1,80 @@
+/*
+ * tool_badregion.c — a hostile "traced process" for the collector tests:
+ * creates a region for itself in $DIAL9_SHM_DIR, writes valid records into
+ * one ring and corrupt framing into another, then (mode "truncate") shrinks
+ * its own region file under the collector, and hangs until killed.
+ *
+ *   tool_badregion corrupt|truncate READY_FILE
+ * READY_FILE is written once the region is set up (in truncate mode: after
+ * the collector drained the good ring, and the file was truncated). Linked with libcol.a (it only needs shm/).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "shm/clock.h"
+#include "shm/region.h"
+#include "shm/ring.h"
+
+#define GOOD_RECORDS 50
+
+static void records(struct shm_region *r, int idx, unsigned n)
+{
+    struct d9_region_hdr *h = r->hdr;
+    struct shm_producer p;
+    shm_producer_attach(&p, (struct d9_ring_hdr *)(r->base + h->rings_offset +
+                                                   (uint64_t)idx * h->ring_stride),
+                        r->base + h->rings_offset + (uint64_t)idx * h->ring_stride +
+                            D9_RING_HDR_SIZE, h->ring_data_size);
+    for (unsigned i = 0; i < n; i++) {
+        struct d9_rec_poll_end *e = shm_ring_reserve(&p, sizeof *e);
+        if (!e)
+            break;
+        memset((char *)e + sizeof e->h, 0, sizeof *e - sizeof e->h);
+        e->task = i;
+        shm_ring_commit(&p, e, sizeof *e, D9_REC_POLL_END, shm_mono_ns());
+    }
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 3 || (strcmp(argv[1], "corrupt") && strcmp(argv[1], "truncate"))) {
+        fprintf(stderr, "usage: tool_badregion corrupt|truncate READY_FILE\n");
+        return 2;
+    }
+    struct shm_region_params prm = { .ring_count = 4, .ring_data_size = 64 * 1024,
+                                     .clock_source = D9_CLOCK_MONOTONIC,
+                                     .dir = getenv("DIAL9_SHM_DIR") };
+    struct shm_region r;
+    int rc = shm_region_create(&prm, &r);
+    if (rc) {
+        fprintf(stderr, "tool_badregion: cannot create region: %d\n", rc);
+        return 1;
+    }
+    int bad = shm_slot_claim(&r, (uint32_t)getpid(), "bad");
+    int good = shm_slot_claim(&r, (uint32_t)getpid() + 1, "good");
+    records(&r, bad, 3);
+    records(&r, good, GOOD_RECORDS);
+    /* corrupt the first record of the bad ring: length 12 is never valid */
+    uint8_t *data = r.base + r.hdr->rings_offset + (uint64_t)bad * r.hdr->ring_stride +
+                    D9_RING_HDR_SIZE;
+    uint16_t len = 12;
+    memcpy(data, &len, sizeof len);
+    if (!strcmp(argv[1], "truncate")) {
+        /* wait until the collector has adopted it (it consumed the good
+         * ring), then pull the pages away under it */
+        struct d9_ring_hdr *g = (struct d9_ring_hdr *)(r.base + r.hdr->rings_offset +
+                                                       (uint64_t)good * r.hdr->ring_stride);
+        while (atomic_load(&g->tail) != atomic_load(&g->head))
+            usleep(10000);
+        if (truncate(r.path, 4096) != 0)
+            perror("truncate");
+    }
+    FILE *f = fopen(argv[2], "w");
+    if (f) {
+        fprintf(f, "%s\n", r.path);
+        fclose(f);
+    }
+    for (;;)
+        pause();
+}

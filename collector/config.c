@@ -39,6 +39,8 @@ static const struct opt opts[] = {
     { "poll-max-us",     OPT_U32,   OFF(poll_max_us),     1, COL_POLL_US_MAX },
     { "scan-ms",         OPT_U32,   OFF(scan_ms),         COL_SCAN_MS_MIN, COL_SCAN_MS_MAX },
     { "log-level",       OPT_LEVEL, OFF(log_level),       0, 0 },
+    { "perf-freq",       OPT_U32,   OFF(perf_freq),       0, PERF_FREQ_MAX },
+    { "switch-period",   OPT_U32,   OFF(switch_period),   0, COL_SWITCH_PERIOD_MAX },
 };
 #define NOPTS (sizeof opts / sizeof opts[0])
 
@@ -75,6 +77,8 @@ void col_config_defaults(struct col_config *c, uid_t euid, const char *xdg)
     c->poll_min_us = COL_POLL_MIN_US_DEFAULT;
     c->poll_max_us = COL_POLL_MAX_US_DEFAULT;
     c->scan_ms = COL_SCAN_MS_DEFAULT;
+    c->perf_freq = COL_PERF_FREQ_DEFAULT;
+    c->switch_period = COL_SWITCH_PERIOD_DEFAULT;
     c->log_level = COL_LOG_INFO;
 }
 
@@ -429,6 +433,14 @@ void col_config_usage(FILE *f, const char *prog)
 "        checked for exit (%11$u..%12$u). Default: %13$u.\n"
 "    --log-level LEVEL\n"
 "        error, warn, info or debug. Default: info.\n"
+"    --perf-freq HZ\n"
+"        CPU profile: sample every thread of every traced process HZ times per\n"
+"        second of CPU time with perf_event_open (0..%14$u, 0 = off).\n"
+"        Where perf is not permitted (perf_event_paranoid, containers), the\n"
+"        agents sample themselves instead (DIAL9_SAMPLER). Default: %15$u.\n"
+"    --switch-period N\n"
+"        Off-CPU profile: record the stack of 1 in N context switches and how\n"
+"        long the thread stayed off CPU (0..%16$u, 0 = off). Default: %17$u.\n"
 "    --pidfile FILE\n"
 "        Write the collector's pid to FILE at start-up, remove it at exit.\n"
 "        Default: none.\n"
@@ -459,5 +471,6 @@ void col_config_usage(FILE *f, const char *prog)
         prog, COL_SEGMENT_MB_MAX, COL_SEGMENT_MB_DEFAULT, COL_SEGMENT_SECONDS_MAX,
         COL_SEGMENT_SECONDS_DEFAULT, COL_STORE_MB_MAX, COL_STORE_MB_DEFAULT, COL_POLL_US_MAX,
         COL_POLL_MIN_US_DEFAULT, COL_POLL_MAX_US_DEFAULT, COL_SCAN_MS_MIN, COL_SCAN_MS_MAX,
-        COL_SCAN_MS_DEFAULT);
+        COL_SCAN_MS_DEFAULT, PERF_FREQ_MAX, COL_PERF_FREQ_DEFAULT, COL_SWITCH_PERIOD_MAX,
+        COL_SWITCH_PERIOD_DEFAULT);
 }

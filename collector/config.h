@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
+#include "collector/perf.h"
 
 /* ---- defaults (the only place they are written down) ---------------------- */
 #define COL_STORE_ROOT            "/var/lib/dial9"
@@ -34,6 +35,9 @@
 #define COL_POLL_MIN_US_DEFAULT     50u
 #define COL_POLL_MAX_US_DEFAULT     20000u
 #define COL_SCAN_MS_DEFAULT         500u
+#define COL_PERF_FREQ_DEFAULT       PERF_FREQ_DEFAULT            /* profiler: --perf-freq */
+#define COL_SWITCH_PERIOD_DEFAULT   PERF_SWITCH_PERIOD_DEFAULT   /* profiler: --switch-period */
+#define COL_SWITCH_PERIOD_MAX       1000000u
 
 /* ---- accepted ranges -------------------------------------------------------- */
 #define COL_SEGMENT_MB_MAX          4096u
@@ -57,6 +61,8 @@ struct col_config {
     uint32_t poll_min_us;
     uint32_t poll_max_us;
     uint32_t scan_ms;
+    uint32_t perf_freq;             /* profiler: perf CPU samples per second, 0 = off */
+    uint32_t switch_period;         /* profiler: sample 1 in N context switches, 0 = off */
     int log_level;                  /* enum col_log_level */
 };
 

@@ -14,6 +14,7 @@
 #include "collector/drain.h"
 #include "collector/index.h"
 #include "collector/proc.h"
+#include "collector/profile.h"
 #include "collector/store.h"
 
 static int g_header(struct col_proc *p, uint32_t *state, uint32_t *untraced, uint32_t *sampler,
@@ -212,6 +213,7 @@ int col_proc_finish(struct col_proc *p, struct col_store *st, uint8_t *buf, size
         col_drain_proc_all(p, st, buf, cap, &res);
         if (res.write_failed)
             return -EAGAIN;
+        perf_prof_pass(p, st, now, 1);      /* profiler: last samples and maps */
         /* a final state read: the agent may have closed while we drained */
         col_proc_refresh_header(p);
     }
@@ -261,6 +263,7 @@ void col_proc_free(struct col_proc *p)
         return;
     if (p->writer)
         seg_writer_free(p->writer);
+    perf_prof_free(p);                      /* profiler */
     shm_region_close(&p->region);
     free(p->rings);
     free(p->meta);

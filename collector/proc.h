@@ -28,6 +28,7 @@
 #include "proto/d9.pb-c.h"
 
 struct col_store;
+struct perf_prof;
 
 /* Collector-private view of one ring: never re-derived from shm. */
 struct col_ring {
@@ -81,6 +82,7 @@ struct col_proc {
     uint64_t records, bytes_written, lost, lag_bytes;
     uint32_t quarantined_rings, rings_in_use, threads_untraced, sampler;
     struct col_ratelimit rl;
+    struct perf_prof *prof;     /* profiler (profile.h): perf sampling + maps, NULL = none */
 };
 
 /* Map and adopt the region file path (basename file) of (uid, pid, start)

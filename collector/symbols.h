@@ -37,7 +37,9 @@
 
 /* Pseudo ring of the collector's map snapshot records. */
 #define SYM_SEG_RING            0xfffffffeu
-#define SYM_MAP_SCHEMA_ID       0xffff0001u     /* reserved schema id of "d9.map" */
+#define SYM_MAP_SCHEMA_ID       65536u          /* reserved schema id of "d9.map": the
+                                                   largest segment readers keep (SEG_META_IDS_MAX);
+                                                   agents assign schema ids densely from 1 */
 #define SYM_MAP_SCHEMA_NAME     "d9.map"
 #define SYM_KERNEL_PATH         "[kernel.kallsyms]"
 #define SYM_BUILD_ID_MAX        64u             /* bytes */

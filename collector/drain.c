@@ -440,8 +440,11 @@ static int drain_ring(struct col_proc *p, struct col_store *st, uint32_t i, uint
             res->more = 1;
     }
     r->lag_bytes = s.head - r->read_tail;   /* head >= read_tail: shm_ring_read checked it */
-    if (s.state == D9_RING_RELEASED && !r->pend && r->consumed_tail == s.head) {
-        /* the thread exited and everything it wrote is in a flushed segment */
+    int drained = !r->pend && r->consumed_tail == s.head;
+    if (drained && (s.state == D9_RING_RELEASED || p->ended)) {
+        /* the thread (or the whole process, which may have died with the
+         * ring still OWNED) wrote its last record and everything is in a
+         * flushed segment: drops after the last record are now final */
         uint64_t delta = s.lost > r->lost_seen ? s.lost - r->lost_seen : 0;
         if (delta) {
             /* drops after its last record: a record-less DATA block carries them */
@@ -456,6 +459,8 @@ static int drain_ring(struct col_proc *p, struct col_store *st, uint32_t i, uint
             r->lost += delta;
             p->lost += delta;
         }
+    }
+    if (drained && s.state == D9_RING_RELEASED) {
         int rc = end_thread(p, st, i, now);
         if (rc)
             return rc;

@@ -147,6 +147,19 @@ static int reserve_pages(struct ag_agent *a, uint64_t off, uint64_t len)
     return (err == EOPNOTSUPP || err == ENOSYS) ? 0 : -err;
 }
 
+/* Map the ring's pages now, on the claim (slow path), instead of taking a
+ * page fault every 4 KiB on the thread's first pass through the ring.
+ * Best effort: older kernels lack MADV_POPULATE_WRITE. */
+static void prefault(void *addr, size_t len)
+{
+#ifdef MADV_POPULATE_WRITE
+    madvise(addr, len, MADV_POPULATE_WRITE);
+#else
+    (void)addr;
+    (void)len;
+#endif
+}
+
 static int region_open(struct ag_agent *a)
 {
     struct shm_region_params p = {
@@ -692,6 +705,7 @@ int ag_thread_attach(struct ag_agent *a, struct ag_thread *t)
         return -ENOSPC;
     }
     struct d9_ring_hdr *rh = ring_hdr(&a->region, (uint32_t)idx);
+    prefault(rh, h->ring_stride);
     shm_producer_attach(&t->p, rh, (uint8_t *)rh + D9_RING_HDR_SIZE, h->ring_data_size);
     t->ring = idx;
     t->state = AG_T_TRACED;

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 #include "agent/d9.h"
@@ -171,7 +172,10 @@ int main(int argc, char **argv)
     if (!strcmp(o.exit_mode, "hang"))
         for (;;)
             pause();
-    if (!strcmp(o.exit_mode, "abort"))
+    if (!strcmp(o.exit_mode, "abort")) {
+        struct rlimit nocore = { 0, 0 };   /* a test crash must not litter core files */
+        setrlimit(RLIMIT_CORE, &nocore);
         abort();
+    }
     return 0;
 }

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include "collector/cli.h"
@@ -21,7 +22,7 @@ static const char usage[] =
 "SYNOPSIS\n"
 "    d9 [--store DIR] events [--pid PID] [--tid TID] [--type LIST]\n"
 "                            [--since DUR | --from NS --to NS | --last]\n"
-"                            [--format text|jsonl] [--limit N]\n"
+"                            [--event NAMES] [--format text|jsonl] [--limit N]\n"
 "\n"
 "DESCRIPTION\n"
 "    Prints the records of the window in timestamp order (exactly in ring\n"
@@ -40,6 +41,11 @@ static const char usage[] =
 "    --type LIST     comma-separated record types: poll_start, poll_end, wake,\n"
 "                    worker_park, worker_unpark, task_spawn, task_terminate,\n"
 "                    queue_depth, custom, cpu_sample, sched_switch. Default: all.\n"
+"    --event NAMES   comma-separated custom event (schema) names: only those\n"
+"                    custom events (other types are kept unless --type says\n"
+"                    otherwise). Custom events named d9.* are written by the\n"
+"                    collector itself (e.g. d9.map, the memory maps used by\n"
+"                    d9 flame) and are shown only when --event names them.\n"
 "    --format FMT    text (default) or jsonl.\n"
 "    --limit N       stop after N records (default: no limit).\n"
 "\n"
@@ -47,17 +53,56 @@ CLI_HELP_WINDOW "\n" CLI_HELP_COMMON "\n"
 "EXAMPLES\n"
 "    d9 events --pid 1234 --limit 50\n"
 "    d9 events --type custom --since 1m --format jsonl | jq .fields\n"
+"    d9 events --type custom --event request_done --limit 10\n"
 "    d9 events --type poll_start,poll_end --tid 1240\n"
 "\n"
 CLI_HELP_EXIT;
 
+#define EV_OPT_EVENT     CLI_OPT_FIRST_PRIVATE
+#define EV_INTERNAL      "d9."      /* prefix of collector-written custom events */
+
 struct ev_ctx {
     struct cli_args *a;
+    const char *events;             /* --event list, NULL = all but internal */
     int64_t boot;
     bool wall;
     uint64_t printed;
     uint64_t undecodable;
 };
+
+/* Is the custom event called name selected by the --event list? */
+static bool event_wanted(const char *list, const char *name)
+{
+    if (!list)
+        return !name || strncmp(name, EV_INTERNAL, strlen(EV_INTERNAL)) != 0;
+    if (!name)
+        return false;
+    size_t n = strlen(name);
+    for (const char *p = list; *p;) {
+        const char *comma = strchr(p, ',');
+        size_t k = comma ? (size_t)(comma - p) : strlen(p);
+        if (k == n && memcmp(p, name, n) == 0)
+            return true;
+        if (!comma)
+            break;
+        p = comma + 1;
+    }
+    return false;
+}
+
+static int ev_priv(struct cli_env *env, void *arg, int opt, const char *val)
+{
+    struct ev_ctx *c = arg;
+    if (opt != EV_OPT_EVENT)
+        return -1;
+    if (!val || !*val || strstr(val, ",,") || val[strlen(val) - 1] == ',') {
+        cli_usage_error(env, "--event: expected comma-separated event names, got '%s'",
+                        val ? val : "");
+        return -1;
+    }
+    c->events = val;
+    return 0;
+}
 
 static int ev_record(void *arg, const struct cli_rec_src *src, const struct d9_rec_hdr *rec,
                      size_t len)
@@ -68,6 +113,8 @@ static int ev_record(void *arg, const struct cli_rec_src *src, const struct d9_r
         c->undecodable++;
         return 0;
     }
+    if (d.type == D9_REC_CUSTOM && !event_wanted(c->events, d.event))
+        return 0;
     struct cli_line_ctx lc = {
         .pid = src->pid, .tid = src->tid, .comm = src->comm, .thread = src->thread,
         .boot_realtime_ns = c->boot, .have_wall = c->wall,
@@ -86,17 +133,18 @@ CLI_DECLARE_CMD(events)
 {
     static const struct option opts[] = {
         CLI_OPTE_HELP, CLI_OPTE_STORE, CLI_OPTE_PID, CLI_OPTE_TID, CLI_OPTE_TYPE,
-        CLI_OPTE_WINDOW, CLI_OPTE_FORMAT, CLI_OPTE_LIMIT, CLI_OPTE_END,
+        CLI_OPTE_WINDOW, CLI_OPTE_FORMAT, CLI_OPTE_LIMIT,
+        { "event", 1, NULL, EV_OPT_EVENT }, CLI_OPTE_END,
     };
     struct cli_args a;
     cli_args_init(&a);
-    int rc = cli_getopt(env, &a, argc, argv, opts, usage, NULL, NULL);
+    struct ev_ctx c = { .a = &a };
+    int rc = cli_getopt(env, &a, argc, argv, opts, usage, ev_priv, &c);
     if (rc != 0)
         return rc > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
     struct cli_store *s;
     if ((rc = cli_open_store(env, &s)) != CLI_EXIT_OK)
         return rc;
-    struct ev_ctx c = { .a = &a };
     c.wall = cli_store_wall(s, &c.boot);
     struct cli_filter f = { .pid = a.pid, .tid = a.tid, .types = a.types };
     cli_window_resolve(s, &a.win, a.pid, &f.from, &f.to);

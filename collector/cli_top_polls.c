@@ -6,7 +6,7 @@
  * (memory: N polls, whatever the window), and resolves names (location,
  * runtime, thread) only for the N printed. A poll still open at the end of
  * the data (process crashed or hung inside it) competes with its duration
- * up to the last record scanned and is marked unfinished (">").
+ * up to the last record of its process and is marked unfinished (">").
  *
  * Called by d9.c.
  */
@@ -36,7 +36,7 @@ static const char usage[] =
 "    TASK id and LOCATION (file:line function given to d9_poll_start, the\n"
 "    task's spawn site by convention). A poll whose end is not in the store\n"
 "    (the process crashed or hung inside it) counts up to the last record\n"
-"    seen and is shown as \">DURATION\" with \"unfinished\".\n"
+"    of its process and is shown as \">DURATION\" with \"unfinished\".\n"
 "\n"
 "OPTIONS\n"
 "    --pid PID       only polls of this process.\n"
@@ -216,16 +216,22 @@ CLI_DECLARE_CMD(top_polls)
     cli_window_resolve(s, &a.win, a.pid, &f.from, &f.to);
     struct cli_scan_stats st;
     int r = cli_scan(s, &f, on_record, &sa, &st, "d9 top-polls");
-    if (r >= 0) {
+    struct cli_names *names = NULL;
+    if (r >= 0 && cli_names_open(s, &names) == 0) {
+        /* polls never ended: they lasted at least until the process's last record */
         size_t it = 0;
         struct cli_poll p;
         while (r >= 0 && cli_polls_next_open(sa.polls, &it, &p)) {
             if (p.task == CLI_POLL_PARKED)
                 continue;
-            p.end_ns = st.t_last > p.start_ns ? st.t_last : p.start_ns;
+            uint64_t last = cli_names_last_ns(names, p.process_id);
+            if (last > f.to)
+                last = f.to;
+            p.end_ns = last > p.start_ns ? last : p.start_ns;
             r = offer(&top, &p, true);
         }
     }
+    cli_names_close(names);
     if (r < 0) {
         rc = cli_fail(env, "%s: scan failed (error %d)", env->store, r);
     } else if (top.n == 0) {

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include "collector/cli.h"
 #include "collector/decode.h"
@@ -273,6 +274,20 @@ static uint64_t ip_at(const struct cli_field *f, unsigned i)
     return v;
 }
 
+/* Text values are bare unless that would be ambiguous: empty, spaces, '=',
+ * quotes, backslashes or non-printable bytes. */
+static bool needs_quotes(const char *s, size_t n)
+{
+    if (n == 0)
+        return true;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c <= ' ' || c == '"' || c == '=' || c == '\\' || c >= 0x7f)
+            return true;
+    }
+    return false;
+}
+
 static void print_value_text(FILE *out, const struct cli_field *f)
 {
     switch (f->type) {
@@ -289,7 +304,7 @@ static void print_value_text(FILE *out, const struct cli_field *f)
         fputs(f->u ? "true" : "false", out);
         break;
     case CLI_V_STR:
-        cli_text_str(out, f->s, f->slen, true);
+        cli_text_str(out, f->s, f->slen, needs_quotes(f->s, f->slen));
         break;
     case CLI_V_HEX:
         fprintf(out, "0x%" PRIx64, f->u);
@@ -313,9 +328,14 @@ static void print_value_json(FILE *out, const struct cli_field *f)
         fprintf(out, "%" PRId64, f->i);
         break;
     case CLI_V_F64:
-        if (isfinite(f->f))
-            fprintf(out, "%.17g", f->f);
-        else
+        if (isfinite(f->f)) {
+            /* shortest of %.15g / %.17g that reads back as the same double */
+            char b[40];
+            snprintf(b, sizeof b, "%.15g", f->f);
+            if (strtod(b, NULL) != f->f)
+                snprintf(b, sizeof b, "%.17g", f->f);
+            fputs(b, out);
+        } else
             fputs("null", out);     /* JSON has no NaN/Inf */
         break;
     case CLI_V_BOOL:

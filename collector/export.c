@@ -199,6 +199,13 @@ int cli_export_record(struct cli_export *x, const struct cli_rec_src *src,
     struct cli_decoded d;
     if (cli_decode(rec, len, src->meta, &d) < 0)
         return 0;
+    bool internal = d.type == D9_REC_CUSTOM && d.event &&
+                    strncmp(d.event, CLI_EXPORT_INTERNAL, strlen(CLI_EXPORT_INTERNAL)) == 0;
+    if (internal || d.type == D9_REC_CPU_SAMPLE || d.type == D9_REC_SCHED_SWITCH ||
+        d.type >= D9_REC_TYPE_COUNT) {
+        x->st.skipped++;            /* collector bookkeeping / stacks: no trace-event form */
+        return 0;
+    }
     int rc = name_meta(x, src);
     if (rc < 0)
         return rc;

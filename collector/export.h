@@ -10,6 +10,7 @@
  *   wakes           "i" instants (thread scope), cat "wake", args waker/wakee
  *   spawn/terminate "i" instants, cat "task"
  *   custom events   "i" instants named after the schema, args = its fields
+ *                   (except the collector's own "d9.*" events, e.g. d9.map)
  *   queue depth     "C" counters "queue <runtime> w<N>" / "queue <runtime> global"
  *   names           "M" process_name (comm) and thread_name, once each
  * ts and dur are microseconds (with ns precision as 3 decimals); pid/tid are
@@ -28,6 +29,8 @@
 #include "collector/query.h"
 
 struct cli_export;
+
+#define CLI_EXPORT_INTERNAL "d9."   /* custom events of the collector itself: skipped */
 
 struct cli_export_stats {
     uint64_t events;                /* trace events written (metadata included) */

@@ -855,3 +855,12 @@ const char *cli_names_comm(struct cli_names *n, int64_t process_id, char *buf, s
     return names_sql1(n, "SELECT comm FROM processes WHERE id = ?1", process_id, 0, 0, 1, buf,
                       cap);
 }
+
+uint64_t cli_names_last_ns(struct cli_names *n, int64_t process_id)
+{
+    char buf[32];
+    names_sql1(n, "SELECT last_ns FROM processes WHERE id = ?1", process_id, 0, 0, 1, buf,
+               sizeof buf);
+    uint64_t v = 0;
+    return cli_parse_u64(buf, &v) == 0 ? v : 0;
+}

@@ -148,5 +148,7 @@ const char *cli_names_runtime(struct cli_names *n, int64_t process_id, uint16_t 
 const char *cli_names_thread(struct cli_names *n, int64_t process_id, uint32_t ring,
                              uint32_t generation, char *buf, size_t cap);
 const char *cli_names_comm(struct cli_names *n, int64_t process_id, char *buf, size_t cap);
+/* processes.last_ns of the process (its last record indexed), 0 if unknown. */
+uint64_t cli_names_last_ns(struct cli_names *n, int64_t process_id);
 
 #endif /* D9_COL_QUERY_H */

@@ -38,12 +38,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include "agent/d9.h"
 
 /* ---- defaults and limits (the only place they are written) ---------------- */
 #define DEMO_SECONDS_DEFAULT    5.0
 #define DEMO_SECONDS_MAX        86400.0
-#define DEMO_WORKERS_DEFAULT    4
+#define DEMO_WORKERS_DEFAULT    4               /* or the online CPUs, if fewer */
 #define DEMO_WORKERS_MAX        64
 #define DEMO_TASKS_DEFAULT      64
 #define DEMO_TASKS_MAX          100000
@@ -598,7 +599,8 @@ static void usage(FILE *f)
 "\n"
 "OPTIONS\n"
 "    --seconds S   run time, may be fractional (default %.0f, at most %.0f)\n"
-"    --workers N   workers of the demo runtime, 1..%d (default %d)\n"
+"    --workers N   workers of the demo runtime, 1..%d (default %d, or the\n"
+"                  number of online CPUs when that is smaller)\n"
 "    --tasks N     top-level tasks in flight, 1..%d (default %d)\n"
 "    --no-trace    do not call d9_init (no tracing at all; for overhead runs).\n"
 "                  DIAL9_ENABLED=0 also turns tracing off.\n"
@@ -634,7 +636,8 @@ static bool parse_long(const char *s, long lo, long hi, long *out)
 int main(int argc, char **argv)
 {
     static struct demo d;
-    d.nworkers = DEMO_WORKERS_DEFAULT;
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    d.nworkers = ncpu > 0 && ncpu < DEMO_WORKERS_DEFAULT ? (int)ncpu : DEMO_WORKERS_DEFAULT;
     d.tasks = DEMO_TASKS_DEFAULT;
     d.seconds = DEMO_SECONDS_DEFAULT;
     d.trace = true;

@@ -1,0 +1,158 @@
+#!/bin/sh
+# test_cli.sh — the d9 CLI against a real d9collectd and a real traced
+# program (prog_cli): decoded content, top-polls order, export JSON, ps
+# states, a live store while the collector writes, and a copied store.
+. tests/integration/lib.sh
+d9_setup
+SHM=$T/shm
+STORE=$T/store
+EP=ipc://$T/c.sock
+mkdir -p "$SHM"
+DIAL9_SHM_DIR=$SHM
+DIAL9_COLLECTOR=$EP
+export DIAL9_SHM_DIR DIAL9_COLLECTOR
+trap 'd9_finish >/dev/null 2>&1; exit 1' INT TERM HUP
+
+d9() { "$BIN/d9" --store "$STORE" "$@"; }
+has() { grep -q -- "$1" "$2" || { echo "'$1' not in $2:"; head -n 20 "$2"; return 1; }; }
+
+"$BIN/d9collectd" --store "$STORE" --shm-dir "$SHM" --endpoint "$EP" --scan-ms 100 \
+    >"$T/col.log" 2>&1 &
+COLPID=$!
+at_exit kill -9 "$COLPID"
+check "collector answers d9 status" wait_for 20 "$BIN/d9" status
+
+"$TBIN/prog_cli" >"$T/ok.out" 2>"$T/ok.err"
+check "traced program ran" test -s "$T/ok.out"
+OKPID=$(head -n 1 "$T/ok.out")
+"$TBIN/prog_cli" --crash >"$T/crash.out" 2>"$T/crash.err"
+CRPID=$(head -n 1 "$T/crash.out")
+
+# the collector sees the exits within a scan or two; flush seals everything
+# wait_for polls (never a fixed sleep): both processes must reach a final state
+ended() { d9 flush >/dev/null 2>&1; d9 ps --format jsonl >"$T/ps.jsonl" 2>/dev/null &&
+          grep -q "\"pid\":$OKPID,.*\"state\":\"exited\"" "$T/ps.jsonl" &&
+          grep -q "\"pid\":$CRPID,.*\"state\":\"crashed\"" "$T/ps.jsonl"; }
+check "flush, then ps shows the clean exit as exited and the abort as crashed" wait_for 20 ended
+
+# ---- live store (collector still running: read-only WAL reader) ----------------
+d9 events --pid "$OKPID" --type custom --event order >"$T/custom.txt" 2>"$T/custom.err"
+check "events decodes the custom event name" has 'custom order' "$T/custom.txt"
+check "events decodes the custom string field (escaped quotes)" has 'item="widget-3 \\"q\\""' "$T/custom.txt"
+check "events decodes u64/f64/i64/bool fields by name" \
+    has 'qty=6 price=2.5 delta=-5 ok=true' "$T/custom.txt"
+check "events --type custom --event order prints only those events" \
+    sh -c "[ \$(grep -c ' custom order ' '$T/custom.txt') -eq 10 ] && ! grep -v ' custom order ' '$T/custom.txt'"
+check "events hides the collector's own d9.* events unless asked" \
+    sh -c "! '$BIN/d9' --store '$STORE' events --pid $OKPID --type custom | grep -q ' custom d9[.]'"
+check "events --limit stops after N records" \
+    sh -c "[ \$('$BIN/d9' --store '$STORE' events --pid $OKPID --limit 7 | wc -l) -eq 7 ]"
+
+d9 events --pid "$OKPID" --type custom --event order --format jsonl >"$T/custom.jsonl"
+check "events jsonl lines are JSON with the custom fields by name" python3 -c "
+import json, sys
+rows = [json.loads(l) for l in open('$T/custom.jsonl')]
+assert len(rows) == 10, len(rows)
+items = sorted(r['fields']['item'] for r in rows)
+assert items[0] == 'widget-0 \"q\"', items
+assert all(r['event'] == 'order' and r['fields']['delta'] == -5 for r in rows)
+assert all(r['pid'] == $OKPID for r in rows)
+assert all(r['thread'] in ('cliw0', 'cliw1') for r in rows)
+"
+d9 events --pid "$OKPID" --format jsonl >"$T/all.jsonl"
+check "events are in timestamp order" python3 -c "
+import json
+ts = [json.loads(l)['ts_ns'] for l in open('$T/all.jsonl')]
+assert len(ts) > 800 and ts == sorted(ts), len(ts)
+"
+check "events shows runtime and spawn location by name" \
+    sh -c "'$BIN/d9' --store '$STORE' events --pid $OKPID --type task_spawn --limit 1 |
+           grep -q 'runtime=clirt loc=\".*prog_cli.c:[0-9]* spawn_short_task\"'"
+
+d9 top-polls --pid "$OKPID" >"$T/top.txt"
+check "top-polls lists the long poll first, with its spawn location" \
+    sh -c "sed -n 2p '$T/top.txt' | grep -q 'prog_cli.c:[0-9]* spawn_long_task'"
+check "top-polls shows runtime name, worker and task id" \
+    sh -c "sed -n 2p '$T/top.txt' | grep -Eq ' clirt +0 +999 '"
+check "top-polls --limit 3 lists three" \
+    sh -c "[ \$('$BIN/d9' --store '$STORE' top-polls --pid $OKPID --limit 3 --format jsonl | wc -l) -eq 3 ]"
+d9 top-polls --pid "$CRPID" --format jsonl >"$T/top-crash.jsonl"
+check "top-polls reports the poll left open by the crash as unfinished" \
+    grep -q '"task":4242,.*"unfinished":true' "$T/top-crash.jsonl"
+
+d9 sched --pid "$OKPID" --format jsonl >"$T/sched.jsonl"
+check "sched has one row per worker with parks counted" python3 -c "
+import json
+rows = [json.loads(l) for l in open('$T/sched.jsonl')]
+assert sorted(r['worker'] for r in rows) == [0, 1], rows
+assert all(r['runtime'] == 'clirt' and r['parks'] == 3 and r['waits'] == 6 for r in rows), rows
+assert all(r['parked_ns'] > 0 for r in rows), rows
+"
+
+d9 export --pid "$OKPID" -o "$T/trace.json" 2>"$T/export.err"
+check "export writes well-formed JSON" python3 -m json.tool "$T/trace.json"
+check "export has X events for polls, M names, C counters and custom instants" python3 -c "
+import json
+ev = json.load(open('$T/trace.json'))['traceEvents']
+x = [e for e in ev if e['ph'] == 'X' and e.get('cat') == 'poll']
+assert len(x) == 401, len(x)
+long = [e for e in x if e['args']['task'] == 999][0]
+assert long['name'] == 'spawn_long_task' and long['dur'] > 1000, long
+names = {e['args']['name'] for e in ev if e['ph'] == 'M' and e['name'] == 'thread_name'}
+assert any(n.startswith('cliw0') for n in names), names
+assert any(e['ph'] == 'M' and e['name'] == 'process_name' and e['args']['name'] == 'prog_cli' for e in ev)
+assert any(e['ph'] == 'C' for e in ev)
+orders = [e for e in ev if e['ph'] == 'i' and e['name'] == 'order']
+assert len(orders) == 10 and orders[0]['args']['qty'] >= 3, orders[:1]
+assert all(e['pid'] == $OKPID for e in ev)
+"
+check "export to stdout is the same document" \
+    sh -c "'$BIN/d9' --store '$STORE' export --pid $OKPID 2>/dev/null | python3 -m json.tool >/dev/null"
+
+d9 segments --pid "$OKPID" >"$T/segs.txt"
+check "segments lists the process's segment files" has "$OKPID" "$T/segs.txt"
+check "status lists the collector's totals" sh -c "'$BIN/d9' status | grep -q '^written'"
+
+# ---- stop the collector; query a copy of the store elsewhere ----------------------
+kill -TERM "$COLPID"
+wait "$COLPID"
+check "collector stopped cleanly" test $? -eq 0
+cp -r "$STORE" "$T/copy"
+check "status without a collector fails with exit 1" \
+    sh -c "'$BIN/d9' status >/dev/null 2>'$T/st.err'; [ \$? -eq 1 ] && grep -q 'cannot reach the collector' '$T/st.err'"
+
+C() { "$BIN/d9" --store "$T/copy" "$@"; }
+check "copied store: ps works" sh -c "'$BIN/d9' --store '$T/copy' ps | grep -q \"^$OKPID \""
+check "copied store: custom events decode" \
+    sh -c "'$BIN/d9' --store '$T/copy' events --type custom --event order --pid $OKPID | grep -q 'item=\"widget-0'"
+# pretend the copy comes from another boot: --since then counts back from its newest record
+sqlite3 "$T/copy/index.sqlite" \
+    "UPDATE meta SET value = CAST(value AS INTEGER) - 1000000000000000 WHERE key = 'boot_realtime_ns';"
+check "copied store from another boot: --since counts back from the newest record" \
+    sh -c "[ \$('$BIN/d9' --store '$T/copy' events --pid $OKPID --since 1s | wc -l) -gt 800 ]"
+chmod -R a-w "$T/copy"
+check "read-only copy can be queried" \
+    sh -c "'$BIN/d9' --store '$T/copy' top-polls --pid $OKPID --limit 1 | grep -q spawn_long_task"
+chmod -R u+w "$T/copy"
+
+# ---- usage errors and empty results ------------------------------------------------
+usage2() { "$@" >/dev/null 2>"$T/u.err"; rc=$?; [ $rc -eq 2 ] && [ "$(wc -l <"$T/u.err")" -eq 2 ] &&
+           grep -q "^Try 'd9" "$T/u.err" || { echo "rc=$rc"; cat "$T/u.err"; return 1; }; }
+check "bad --limit: one error line + hint, exit 2" usage2 "$BIN/d9" events --limit abc
+check "bad --since: exit 2" usage2 "$BIN/d9" events --since 5x
+check "unknown type: exit 2" usage2 "$BIN/d9" events --type nope
+check "unknown option: exit 2" usage2 "$BIN/d9" ps --frob
+check "unknown command: exit 2" usage2 "$BIN/d9" frobnicate
+check "stray argument: exit 2" usage2 "$BIN/d9" ps extra
+check "missing store: exit 1 naming the path" \
+    sh -c "'$BIN/d9' --store '$T/nope' ps 2>'$T/m.err'; [ \$? -eq 1 ] && grep -q '$T/nope' '$T/m.err'"
+check "empty result says so and exits 0" \
+    sh -c "'$BIN/d9' --store '$T/copy' events --pid 4000000 >'$T/e.out' 2>'$T/e.err' &&
+           [ ! -s '$T/e.out' ] && grep -q 'no records' '$T/e.err'"
+for c in status flush ps segments events top-polls sched export; do
+    check "d9 $c --help is a manual page" \
+        sh -c "'$BIN/d9' $c --help | grep -q SYNOPSIS && '$BIN/d9' $c --help | grep -q 'EXIT STATUS'"
+done
+check "d9 --help lists every command" sh -c "'$BIN/d9' --help | grep -q top-polls"
+
+d9_finish cli

@@ -374,41 +374,59 @@ int seg_writer_add_meta(struct seg_writer *w, const uint8_t *entries, size_t len
     return 0;
 }
 
-int seg_writer_add_data(struct seg_writer *w, uint32_t tid, uint32_t ring, uint32_t generation,
-                        uint64_t lost, const uint8_t *records, size_t len)
+/* Validate the records in [off, len) that fit one block and gather its
+ * stats into h/counts. Returns where the block ends, or -EINVAL. */
+static long data_chunk(const uint8_t *records, size_t len, size_t off, struct seg_block_hdr *h,
+                       uint64_t counts[D9_REC_TYPE_COUNT])
 {
-    if (!w || (len && !records) || len % D9_REC_ALIGN != 0)
-        return -EINVAL;
-    if (len == 0 && lost == 0)
-        return 0;
-    /* pass 1: everything must be valid before anything is written */
-    for (size_t off = 0; off < len;) {
+    size_t start = off;
+    while (off < len) {
         int n = shm_record_check(records + off, len - off);
         if (n < 0)
             return -EINVAL;
+        if (off + (size_t)n - start > SEG_BLOCK_MAX)
+            break;
+        struct d9_rec_hdr rh;
+        memcpy(&rh, records + off, sizeof rh);
+        if (h->nrec == 0 || rh.ts < h->t_first)
+            h->t_first = rh.ts;
+        if (h->nrec == 0 || rh.ts > h->t_last)
+            h->t_last = rh.ts;
+        h->nrec++;
+        counts[rh.type]++;
         off += (size_t)n;
     }
+    h->len = (uint32_t)(off - start);
+    return (long)off;
+}
+
+int seg_writer_add_data(struct seg_writer *w, uint32_t tid, uint32_t ring, uint32_t generation,
+                        uint64_t lost, const uint8_t *records, size_t len)
+{
+    if (!w || (len && !records) || len % D9_REC_ALIGN != 0 || len > LONG_MAX)
+        return -EINVAL;
+    if (len == 0 && lost == 0)
+        return 0;
     int multi = len > SEG_BLOCK_MAX;
+    if (multi) {
+        /* everything must be valid before anything is written */
+        for (long off = 0; (size_t)off < len;) {
+            struct seg_block_hdr h = { 0 };
+            uint64_t counts[D9_REC_TYPE_COUNT] = { 0 };
+            if ((off = data_chunk(records, len, (size_t)off, &h, counts)) < 0)
+                return -EINVAL;
+        }
+    }
     size_t off = 0;
     do {
         struct seg_block_hdr h = { .kind = SEG_BLK_DATA, .tid = tid, .ring = ring,
                                    .generation = generation, .lost = lost };
         uint64_t counts[D9_REC_TYPE_COUNT] = { 0 };
         size_t start = off;
-        while (off < len) {
-            struct d9_rec_hdr rh;
-            memcpy(&rh, records + off, sizeof rh);
-            if (off + rh.len - start > SEG_BLOCK_MAX)
-                break;
-            if (h.nrec == 0 || rh.ts < h.t_first)
-                h.t_first = rh.ts;
-            if (h.nrec == 0 || rh.ts > h.t_last)
-                h.t_last = rh.ts;
-            h.nrec++;
-            counts[rh.type]++;
-            off += rh.len;
-        }
-        h.len = (uint32_t)(off - start);
+        long end = data_chunk(records, len, off, &h, counts);
+        if (end < 0)
+            return -EINVAL;     /* single block: nothing written yet */
+        off = (size_t)end;
         int r = w_put_block(w, &h, len ? records + start : NULL, counts);
         if (r < 0) {
             if (multi && start > 0)

@@ -438,9 +438,13 @@ static int shutdown_all(struct col_ctx *x)
         p = next;
     }
     while (x->procs) {
-        if (x->procs->writer)   /* unsealed because of write errors: data is still in the ring */
-            col_warn("pid %u: segment could not be sealed; its records stay in the ring",
-                     x->procs->pid);
+        if (x->procs->writer) {
+            /* unsealed because of write errors: unpublished records are still in
+             * the ring, the rest is in the temp file, salvaged at the next start */
+            col_warn("pid %u: segment %s could not be sealed; left for salvage at the next "
+                     "start", x->procs->pid, seg_writer_path(x->procs->writer));
+            col_proc_abandon_writer(x->procs);
+        }
         retire(x, x->procs);
     }
     return failed;

@@ -160,6 +160,13 @@ int col_proc_seal(struct col_proc *p, struct col_store *st)
 {
     if (!p->writer)
         return 0;
+    /* write what is buffered first: if that fails (disk full) the writer
+     * stays open and nothing is lost; a failed seal would delete the file */
+    int frc = seg_writer_flush(p->writer);
+    if (frc) {
+        col_store_write_failed(st, frc, "segment write", p->pid, shm_mono_ns());
+        return frc;
+    }
     struct seg_writer *w = p->writer;
     uint64_t pending = 0;
     for (uint32_t i = 0; i < p->geo.ring_count; i++)
@@ -255,6 +262,13 @@ int col_proc_finish(struct col_proc *p, struct col_store *st, uint8_t *buf, size
     col_info("pid %u (%s) %s: %" PRIu64 " records, %" PRIu64 " lost", p->pid, p->geo.comm,
              state, p->records, p->lost);
     return 0;
+}
+
+void col_proc_abandon_writer(struct col_proc *p)
+{
+    /* deliberately not seg_writer_free(), which would unlink the temp file:
+     * the process is about to exit and the next start-up salvages it */
+    p->writer = NULL;
 }
 
 void col_proc_free(struct col_proc *p)

@@ -116,6 +116,10 @@ void col_proc_index_threads(struct col_proc *p, struct col_store *st);
 /* Quarantine the whole region (after a fault): counted, logged once. */
 void col_proc_quarantine(struct col_proc *p, const char *why);
 
+/* At shutdown, when the open segment could not be sealed (write errors):
+ * forget it without deleting its temp file, so the next start salvages it. */
+void col_proc_abandon_writer(struct col_proc *p);
+
 void col_proc_free(struct col_proc *p);
 
 /* Fill a status message (allocates rings; free with col_proc_status_free). */

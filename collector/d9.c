@@ -26,7 +26,8 @@
     X(top_polls, "top-polls", "longest task polls, with their spawn location")           \
     X(sched, "sched", "scheduling delay and CPU time per worker")                        \
     X(export, "export", "Chrome trace-event JSON (chrome://tracing, Perfetto UI)")     \
-    X(flame, "flame", "CPU / off-CPU profile as folded stacks (flame graphs)")
+    X(flame, "flame", "CPU / off-CPU profile as folded stacks (flame graphs)")         \
+    X(fsck, "fsck", "check that index and segment files agree; --repair fixes them")
 
 #define D9_DECLARE(fn, name, summary) CLI_DECLARE_CMD(fn);
 D9_COMMANDS(D9_DECLARE)

@@ -88,7 +88,8 @@ static const char *const stmt_sql[ST_COUNT] = {
         " comm = coalesce(excluded.comm, comm), exe = coalesce(excluded.exe, exe),"
         " first_ns = CASE WHEN first_ns IS NULL OR excluded.first_ns < first_ns"
         "   THEN coalesce(excluded.first_ns, first_ns) ELSE first_ns END,"
-        " last_ns = max(coalesce(last_ns, 0), coalesce(excluded.last_ns, 0))",
+        " last_ns = CASE WHEN last_ns IS NULL OR excluded.last_ns > last_ns"
+        "   THEN coalesce(excluded.last_ns, last_ns) ELSE last_ns END",
     [ST_PROC_ID] = "SELECT id FROM processes WHERE pid = ?1 AND start_time = ?2",
     [ST_PROC_END] =
         "UPDATE processes SET state = ?2, exit_code = ?3,"

@@ -516,6 +516,12 @@ int seg_writer_open(struct seg_writer **out, const char *dir, uint64_t segment_i
         r = -errno;
         goto fail;
     }
+    /* the final name must be free too, or the seal would fail after all the work */
+    struct stat st;
+    if (fstatat(w->dirfd, w->name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        r = -EEXIST;
+        goto fail;
+    }
     w->fd = openat(w->dirfd, w->tmp_name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
     if (w->fd < 0) {
         r = -errno;

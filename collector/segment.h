@@ -211,7 +211,8 @@ int seg_summarize(const char *path, struct seg_summary *sum);
 void seg_summary_release(struct seg_summary *sum);
 
 /* Open <dir>/.tmp.<name> for a new segment. Writes the header and a META
- * block with meta[0, meta_len) (may be 0). Errors: -errno (ENOSPC, EACCES...). */
+ * block with meta[0, meta_len) (may be 0). Errors: -errno (ENOSPC, EACCES...).
+ * -EEXIST when the temp or the final name already exists (segment id in use). */
 int seg_writer_open(struct seg_writer **out, const char *dir, uint64_t segment_id,
                     const struct seg_proc_info *proc, const uint8_t *meta, size_t meta_len);
 

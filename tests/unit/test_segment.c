@@ -502,14 +502,29 @@ static void test_freeing_an_unsealed_writer_removes_its_temp_file(void **state)
     assert_int_equal(count_files(fx->dir), 0);
 }
 
-static void test_seal_never_replaces_an_existing_segment(void **state)
+static void test_open_refuses_a_segment_id_whose_file_exists(void **state)
 {
     struct fx *fx = *state;
     char path[256];
     snprintf(path, sizeof path, "%s/4242-777-7.d9seg", fx->dir);
     spit(path, (const uint8_t *)"precious", 8);
     struct seg_writer *w;
+    assert_int_equal(seg_writer_open(&w, fx->dir, 7, &proc, NULL, 0), -EEXIST);
+    assert_int_equal(seg_writer_open(&w, fx->dir, 8, &proc, NULL, 0), 0);
+    struct seg_writer *w2;
+    assert_int_equal(seg_writer_open(&w2, fx->dir, 8, &proc, NULL, 0), -EEXIST);  /* temp */
+    seg_writer_free(w);
+    assert_int_equal(count_files(fx->dir), 1);
+}
+
+static void test_seal_never_replaces_an_existing_segment(void **state)
+{
+    struct fx *fx = *state;
+    char path[256];
+    snprintf(path, sizeof path, "%s/4242-777-7.d9seg", fx->dir);
+    struct seg_writer *w;
     assert_int_equal(seg_writer_open(&w, fx->dir, 7, &proc, NULL, 0), 0);
+    spit(path, (const uint8_t *)"precious", 8);     /* appears while we write */
     struct seg_summary sum;
     assert_int_equal(seg_writer_seal(w, &sum), -EEXIST);
     seg_writer_free(w);
@@ -978,6 +993,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_invalid_records_are_rejected_and_write_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_data_larger_than_a_block_is_split_at_record_boundaries, setup, teardown),
         cmocka_unit_test_setup_teardown(test_freeing_an_unsealed_writer_removes_its_temp_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_open_refuses_a_segment_id_whose_file_exists, setup, teardown),
         cmocka_unit_test_setup_teardown(test_seal_never_replaces_an_existing_segment, setup, teardown),
         cmocka_unit_test_setup_teardown(test_seek_to_indexed_block_after_load_meta, setup, teardown),
         cmocka_unit_test_setup_teardown(test_payload_crc_mismatch_is_detected, setup, teardown),

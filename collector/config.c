@@ -286,8 +286,13 @@ int col_config_parse_args(struct col_config *c, int argc, char *const argv[],
         if (!strcmp(a, "--version") || !strcmp(a, "-V"))
             return COL_CONFIG_VERSION;
     }
+    int print = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
+        if (!strcmp(a, "--print-config")) {
+            print = 1;
+            continue;
+        }
         if (strncmp(a, "--", 2) != 0 || !a[2]) {
             snprintf(err, errcap, "unexpected argument '%s' (d9collectd takes only options; "
                      "see --help)", a);
@@ -311,6 +316,8 @@ int col_config_parse_args(struct col_config *c, int argc, char *const argv[],
     }
     /* pass 2: flags override the file */
     for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--print-config"))
+            continue;
         int used = split_flag(argc, argv, i, key, sizeof key, &val, err, errcap);
         if (used < 0)
             return used;
@@ -325,7 +332,7 @@ int col_config_parse_args(struct col_config *c, int argc, char *const argv[],
     }
     if (col_config_check(c, err, errcap))
         return -EINVAL;
-    return COL_CONFIG_RUN;
+    return print ? COL_CONFIG_PRINT : COL_CONFIG_RUN;
 }
 
 void col_config_dump(FILE *f, const struct col_config *c)
@@ -382,6 +389,7 @@ void col_config_usage(FILE *f, const char *prog)
 "\n"
 "SYNOPSIS\n"
 "    %1$s [--config FILE] [--OPTION VALUE | --OPTION=VALUE]...\n"
+"    %1$s --print-config [--config FILE] [--OPTION VALUE]...\n"
 "    %1$s --help | --version\n"
 "\n"
 "DESCRIPTION\n"
@@ -444,6 +452,9 @@ void col_config_usage(FILE *f, const char *prog)
 "    --pidfile FILE\n"
 "        Write the collector's pid to FILE at start-up, remove it at exit.\n"
 "        Default: none.\n"
+"    --print-config\n"
+"        Check the configuration, print the effective settings as a config\n"
+"        file and exit (0 if valid, 2 if not).\n"
 "    -h, --help\n"
 "        Print this help and exit.\n"
 "    -V, --version\n"

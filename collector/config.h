@@ -70,6 +70,7 @@ enum col_config_action {
     COL_CONFIG_RUN = 0,
     COL_CONFIG_HELP = 1,
     COL_CONFIG_VERSION = 2,
+    COL_CONFIG_PRINT = 3,           /* --print-config: parsed fine, print and exit */
 };
 
 /* Defaults for a daemon running with effective uid euid; xdg is the value of

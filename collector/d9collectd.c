@@ -508,6 +508,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s: %s\n", PROG, err);
         return EXIT_USAGE;
     }
+    if (rc == COL_CONFIG_PRINT) {
+        col_config_dump(stdout, &x->cfg);
+        return 0;
+    }
     col_log_init(PROG, x->cfg.log_level);
     x->start_ns = shm_mono_ns();
     x->sigfd = -1;

@@ -26,6 +26,9 @@ check "an unknown flag is one line and exit 2" exit_code_and_one_line 2 --frob 1
 check "a bad value is one line and exit 2" exit_code_and_one_line 2 --segment-mb lots
 printf 'store = %s\nsegmnet-mb = 4\n' "$T/x" >"$T/bad.conf"
 check "an unknown config key is one line and exit 2" exit_code_and_one_line 2 --config "$T/bad.conf"
+check "the example config in deploy/ is valid" "$BIN/d9collectd" --print-config --config deploy/d9collectd.conf
+check "--print-config shows flags overriding the file" sh -c \
+    "'$BIN/d9collectd' --print-config --config deploy/d9collectd.conf --segment-mb 7 | grep -qx 'segment-mb = 7'"
 touch "$T/notadir"
 check "an unusable store is one line and exit 1" exit_code_and_one_line 1 --store "$T/notadir/s" \
     --shm-dir "$SHM" --endpoint "ipc://$T/never.sock"

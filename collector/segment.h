@@ -262,7 +262,8 @@ int seg_reader_open_ex(struct seg_reader **out, const char *path, unsigned flags
 /* Why the last call failed, or (SEG_OPEN_PARTIAL) why reading stopped
  * early; NULL when nothing went wrong. */
 const char *seg_reader_error(const struct seg_reader *r);
-/* File size seen at open; metadata entries ignored (id 0 or > SEG_META_IDS_MAX). */
+/* File size seen at open; metadata entries ignored so far (id > SEG_META_IDS_MAX;
+ * counted each time a META block holding one is read). */
 uint64_t seg_reader_size(const struct seg_reader *r);
 uint32_t seg_reader_meta_dropped(const struct seg_reader *r);
 

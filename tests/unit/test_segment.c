@@ -16,6 +16,7 @@
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 #include "collector/crc32c.h"
@@ -817,6 +818,90 @@ static void test_salvage_never_replaces_an_existing_segment(void **state)
     free(orig.blocks);
 }
 
+static void test_salvage_recovers_what_a_killed_collector_flushed(void **state)
+{
+    struct fx *fx = *state;
+    int p[2];
+    assert_int_equal(pipe(p), 0);
+    pid_t child = fork();
+    assert_true(child >= 0);
+    if (child == 0) {
+        uint8_t data[4096];
+        size_t dlen = 0;
+        for (uint32_t i = 0; i < 100; i++)
+            rec_poll_start(data, &dlen, i, 100 + i, i);
+        struct seg_writer *w;
+        if (seg_writer_open(&w, fx->dir, 12, &proc, NULL, 0) != 0)
+            _exit(1);
+        for (int b = 0; b < 5; b++)
+            if (seg_writer_add_data(w, 1, 0, 1, 0, data, dlen) != 0)
+                _exit(1);
+        if (seg_writer_flush(w) != 0 || seg_writer_add_data(w, 1, 0, 1, 0, data, dlen) != 0)
+            _exit(1);       /* the sixth block is only buffered */
+        if (write(p[1], "k", 1) != 1)
+            _exit(1);
+        for (;;)
+            pause();        /* killed here, never sealed */
+    }
+    char c;
+    assert_int_equal(read(p[0], &c, 1), 1);
+    kill(child, SIGKILL);
+    int status;
+    assert_int_equal(waitpid(child, &status, 0), child);
+    assert_true(WIFSIGNALED(status));
+    close(p[0]);
+    close(p[1]);
+    char tmp[256];
+    snprintf(tmp, sizeof tmp, "%s/.tmp.4242-777-12.d9seg", fx->dir);
+    struct seg_summary sum;
+    assert_int_equal(seg_salvage(tmp, &sum), 0);
+    assert_int_equal(sum.nblocks, 5);
+    assert_int_equal(sum.nrecords, 500);
+    assert_int_equal(count_files(fx->dir), 1);
+    seg_summary_release(&sum);
+}
+
+static void test_meta_ids_beyond_the_table_limit_are_dropped_and_counted(void **state)
+{
+    struct fx *fx = *state;
+    uint8_t meta[128], pl[64];
+    size_t mlen = put_meta(meta, 0, D9_META_RUNTIME, SEG_META_IDS_MAX + 1, pl,
+                           shm_meta_encode_runtime(pl, sizeof pl, "far"));
+    mlen = put_meta(meta, mlen, D9_META_RUNTIME, SEG_META_IDS_MAX, pl,
+                    shm_meta_encode_runtime(pl, sizeof pl, "last"));
+    struct seg_writer *w;
+    assert_int_equal(seg_writer_open(&w, fx->dir, 1, &proc, meta, mlen), 0);
+    struct seg_summary sum;
+    assert_int_equal(seg_writer_seal(w, &sum), 0);
+    struct seg_reader *r;
+    assert_int_equal(seg_reader_open(&r, sum.path, 0), 0);
+    assert_int_equal(seg_reader_load_meta(r), 0);
+    assert_int_equal(seg_reader_meta_dropped(r), 1);
+    assert_null(seg_meta_runtime(r, SEG_META_IDS_MAX + 1));
+    assert_string_equal(seg_meta_runtime(r, SEG_META_IDS_MAX), "last");
+    assert_int_equal(read_all(r, NULL), 1);         /* reading again adds nothing twice */
+    assert_int_equal(seg_reader_meta_dropped(r), 2);
+    seg_reader_close(r);
+    seg_writer_free(w);
+}
+
+static void test_file_shrinking_under_an_open_reader_is_corruption_not_a_crash(void **state)
+{
+    struct fx *fx = *state;
+    struct seg_summary sum;
+    struct seg_writer *w = write_small(fx->dir, 7, &sum);
+    struct seg_reader *r;
+    assert_int_equal(seg_reader_open(&r, sum.path, 0), 0);
+    struct seg_block b;
+    assert_int_equal(seg_reader_next(r, &b), 1);
+    assert_int_equal(truncate(sum.path, (off_t)sum.blocks[2].offset), 0);
+    assert_int_equal(seg_reader_next(r, &b), 1);            /* block 1 still fits */
+    assert_int_equal(seg_reader_next(r, &b), -EBADMSG);
+    assert_non_null(strstr(seg_reader_error(r), "truncated"));
+    seg_reader_close(r);
+    seg_writer_free(w);
+}
+
 /* ---- I/O errors -------------------------------------------------------------- */
 
 static void test_open_in_a_missing_or_unwritable_dir_fails_cleanly(void **state)
@@ -848,6 +933,24 @@ static void test_open_in_a_missing_or_unwritable_dir_fails_cleanly(void **state)
         assert_int_equal(seg_writer_open(&w, ro, 1, &proc, NULL, 0), -EACCES);
     }
     assert_null(w);
+}
+
+static void test_failing_header_write_leaves_no_temp_file(void **state)
+{
+    struct fx *fx = *state;
+    struct rlimit old, lim;
+    getrlimit(RLIMIT_FSIZE, &old);
+    lim = old;
+    lim.rlim_cur = 100;                         /* less than a header */
+    void (*oldsig)(int) = signal(SIGXFSZ, SIG_IGN);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+    struct seg_writer *w;
+    int e = seg_writer_open(&w, fx->dir, 1, &proc, NULL, 0);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+    signal(SIGXFSZ, oldsig);
+    assert_int_equal(e, -EFBIG);
+    assert_null(w);
+    assert_int_equal(count_files(fx->dir), 0);
 }
 
 static void fill_block(uint8_t *data, size_t *dlen, size_t n, uint64_t t0)
@@ -1006,7 +1109,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_salvage_of_a_sealed_but_unrenamed_file_keeps_everything, setup, teardown),
         cmocka_unit_test_setup_teardown(test_salvage_refuses_files_with_nothing_to_keep, setup, teardown),
         cmocka_unit_test_setup_teardown(test_salvage_never_replaces_an_existing_segment, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_salvage_recovers_what_a_killed_collector_flushed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_meta_ids_beyond_the_table_limit_are_dropped_and_counted, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_file_shrinking_under_an_open_reader_is_corruption_not_a_crash, setup, teardown),
         cmocka_unit_test_setup_teardown(test_open_in_a_missing_or_unwritable_dir_fails_cleanly, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_failing_header_write_leaves_no_temp_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_file_size_limit_fails_an_add_without_partial_state, setup, teardown),
         cmocka_unit_test_setup_teardown(test_seal_failure_removes_the_temp_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_full_file_system_is_enospc_and_survivable, setup, teardown),

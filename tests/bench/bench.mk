@@ -9,7 +9,7 @@
 BENCH_DIR  := $(BUILD)/bench
 BENCH_UTIL := $(BENCH_DIR)/obj/bench_util.o
 BENCH_BINS := $(BENCH_DIR)/bench_hot $(BENCH_DIR)/bench_hot_off $(BENCH_DIR)/bench_lttng \
-              $(BENCH_DIR)/bench_drain
+              $(BENCH_DIR)/bench_drain $(BENCH_DIR)/bench_colstat
 BENCH_LIBS_LTTNG := -llttng-ust -ldl -pthread
 
 .PHONY: bench bench-bins
@@ -21,7 +21,7 @@ bench:
 
 bench-bins: $(BENCH_BINS)
 
-$(BENCH_DIR)/obj/%.o: tests/bench/%.c tests/bench/bench_util.h
+$(BENCH_DIR)/obj/%.o: tests/bench/%.c tests/bench/bench_util.h tests/bench/bench_own_ring.h $(PROTO_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 # LTTng's generated probe code is not ours: compiled without our warning set.
@@ -32,12 +32,14 @@ $(BENCH_DIR)/obj/bench_hot_off.o: tests/bench/bench_hot.c tests/bench/bench_util
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -DD9_DISABLE -c $< -o $@
 
-$(BENCH_DIR)/bench_hot: $(BENCH_DIR)/obj/bench_hot.o $(BENCH_UTIL) $(AGENT_A)
+$(BENCH_DIR)/bench_hot: $(BENCH_DIR)/obj/bench_hot.o $(BENCH_DIR)/obj/bench_own_ring.o $(BENCH_UTIL) $(AGENT_A)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_AGENT)
 # Compiled out: not even linked with the agent.
 $(BENCH_DIR)/bench_hot_off: $(BENCH_DIR)/obj/bench_hot_off.o $(BENCH_UTIL)
 	$(CC) $(CFLAGS) -o $@ $^ -pthread
 $(BENCH_DIR)/bench_lttng: $(BENCH_DIR)/obj/bench_lttng.o $(BENCH_DIR)/obj/bench_lttng_tp.o $(BENCH_UTIL)
 	$(CC) $(CFLAGS) -o $@ $^ $(BENCH_LIBS_LTTNG)
-$(BENCH_DIR)/bench_drain: $(BENCH_DIR)/obj/bench_drain.o $(BENCH_UTIL) $(AGENT_A)
+$(BENCH_DIR)/bench_drain: $(BENCH_DIR)/obj/bench_drain.o $(BENCH_DIR)/obj/bench_own_ring.o $(BENCH_UTIL) $(AGENT_A)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_AGENT)
+$(BENCH_DIR)/bench_colstat: $(BENCH_DIR)/obj/bench_colstat.o $(COL_A)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_COL)

@@ -3,11 +3,15 @@
  * d9_poll_start() (32-byte records) at a given total rate (0 = flat out) for
  * a given time. Prints one line
  *
- *   load tracer=d9 threads=N rate=R offered=E elapsed=S lost=L
+ *   load tracer=d9 threads=N rate=R offered=E elapsed=S lost=L attach_ms=A
  *
  * where lost is the agent's own drop counter (ring full) summed over the
- * producer rings, read while the producers are still alive. What the
- * collector persisted is measured by run-bench.sh from the store.
+ * producer rings, read while the producers are still alive. Before the timed
+ * load it records one event from the main thread and waits (up to
+ * --attach-timeout-ms) until a collector has drained it: attach_ms is how
+ * long adoption took (-1 = no collector), and the load then measures steady
+ * state. What the collector persisted is measured by run-bench.sh from the
+ * collector's counters.
  *
  * Who runs it: tests/bench/run-bench.sh (with DIAL9_* pointing at the bench's
  * private collector socket and shm dir). Never part of make test.
@@ -15,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "agent/d9.h"
+#include "tests/bench/bench_own_ring.h"
 #include "tests/bench/bench_util.h"
 
 static d9_runtime bench_rt;
@@ -37,15 +42,18 @@ static void usage(FILE *f)
 {
     fprintf(f,
         "usage: bench_drain [--threads N] [--rate EV_PER_S] [--seconds-ms MS] [--cpu C]\n"
+        "                   [--attach-timeout-ms MS]\n"
         "  Offers RATE poll-start events/s in total (0 = as fast as possible, the\n"
         "  default) from N threads (default 1) pinned to CPU C (default 0) for MS\n"
         "  milliseconds (default 1000), then prints one 'load tracer=d9 ...' line.\n"
+        "  First waits up to --attach-timeout-ms (default 5000) for a collector to\n"
+        "  drain a first event, and reports how long that took (attach_ms).\n"
         "Environment: DIAL9_* as for any traced program.\n");
 }
 
 int main(int argc, char **argv)
 {
-    unsigned long threads = 1, rate = 0, ms = 1000;
+    unsigned long threads = 1, rate = 0, ms = 1000, attach_timeout = 5000;
     int cpu = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -55,6 +63,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--rate")) rate = bench_arg_ulong(a, v, 0, 4000000000ul);
         else if (!strcmp(a, "--seconds-ms")) ms = bench_arg_ulong(a, v, 10, 600000);
         else if (!strcmp(a, "--cpu")) cpu = (int)bench_arg_ulong(a, v, 0, 4095);
+        else if (!strcmp(a, "--attach-timeout-ms")) attach_timeout = bench_arg_ulong(a, v, 0, 600000);
         else { fprintf(stderr, "bench_drain: unknown option '%s' (try --help)\n", a); return 2; }
         i++;
     }
@@ -70,6 +79,19 @@ int main(int argc, char **argv)
     }
     bench_loc = d9_loc_register(__FILE__, __LINE__, __func__);
 
+    /* adoption: one event from this thread, then wait for a consumer */
+    long attach_ms = -1;
+    d9_poll_start(bench_rt, 0, 0, bench_loc);
+    struct bench_own_ring own;
+    if (bench_own_ring_find(&own) == 0) {
+        attach_ms = bench_own_ring_wait_drained(&own, (unsigned)attach_timeout);
+        if (attach_ms < 0) {
+            fprintf(stderr, "bench_drain: no collector drained the ring within %lu ms\n",
+                    attach_timeout);
+            attach_ms = -1;
+        }
+    }
+
     uint64_t lost = 0;
     struct bench_load L = { .nthreads = (unsigned)threads, .rate = (double)rate,
                             .seconds = (double)ms / 1000.0, .cpu = cpu, .chunk = d9_chunk,
@@ -78,8 +100,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_drain: bad load parameters\n");
         return 2;
     }
-    printf("load tracer=d9 threads=%lu rate=%lu offered=%llu elapsed=%.6f lost=%llu\n",
-           threads, rate, (unsigned long long)L.offered, L.elapsed_s,
-           (unsigned long long)lost);
+    printf("load tracer=d9 threads=%lu rate=%lu offered=%llu elapsed=%.6f lost=%llu "
+           "attach_ms=%ld\n", threads, rate, (unsigned long long)L.offered, L.elapsed_s,
+           (unsigned long long)lost, attach_ms);
     return 0;
 }

@@ -72,37 +72,8 @@ __attribute__((noinline)) static void base_event_call(uint64_t task, uint32_t lo
     BENCH_BARRIER();
 }
 
-/* ---- d9 ring access for --reset ------------------------------------------ */
 #ifndef D9_DISABLE
-struct own_ring {
-    struct shm_region region;
-    struct d9_ring_hdr *hdr;
-};
-
-/* Map our own region a second time and find the ring owned by this thread. */
-static int own_ring_find(struct own_ring *o)
-{
-    const char *path = d9_region_path();
-    if (!path)
-        return -ENOENT;
-    struct shm_geometry geo;
-    int rc = shm_region_map(path, (uint32_t)getuid(), &o->region, &geo);
-    if (rc < 0) {
-        fprintf(stderr, "bench_hot: cannot map own region %s: %s\n", path, strerror(-rc));
-        return rc;
-    }
-    uint32_t tid = (uint32_t)gettid();
-    for (uint32_t i = 0; i < geo.ring_count; i++) {
-        struct d9_ring_hdr *h = shm_ring_hdr(&o->region, &geo, i);
-        if (atomic_load_explicit(&h->state, memory_order_acquire) == D9_RING_OWNED &&
-            h->tid == tid) {
-            o->hdr = h;
-            return 0;
-        }
-    }
-    fprintf(stderr, "bench_hot: no ring owned by tid %u in %s\n", tid, path);
-    return -ENOENT;
-}
+#include "tests/bench/bench_own_ring.h"
 
 /* ---- ring-inline: the ring primitives with nothing around them ---------- */
 struct solo_ring {
@@ -150,17 +121,6 @@ static void solo_ring_reset(void *arg)
     shm_ring_consume(s->p.hdr, atomic_load_explicit(&s->p.hdr->head, memory_order_acquire));
 }
 
-static uint64_t own_ring_head(const struct own_ring *o)
-{
-    return atomic_load_explicit(&o->hdr->head, memory_order_acquire);
-}
-
-/* Untimed, between batches: act as the consumer and free the whole ring. */
-static void own_ring_reset(void *arg)
-{
-    struct own_ring *o = arg;
-    shm_ring_consume(o->hdr, own_ring_head(o));
-}
 #endif
 
 static void usage(FILE *f)
@@ -276,15 +236,15 @@ int main(int argc, char **argv)
             return 1;
         }
         printf("info variant=d9 enabled=%d reset=%d\n", d9_enabled(), reset);
-        struct own_ring own = { 0 };
+        struct bench_own_ring own = { 0 };
         uint64_t head0 = 0;
         if (irc == 0) {
             d9_poll_start(rt, worker, 0, l);    /* first event claims the ring */
-            if (own_ring_find(&own) < 0)
+            if (bench_own_ring_find(&own) < 0)
                 return 1;
-            head0 = own_ring_head(&own);
+            head0 = bench_own_ring_head(&own);
             if (reset) {
-                r.between = own_ring_reset;
+                r.between = bench_own_ring_reset;
                 r.between_arg = &own;
             }
         }
@@ -295,7 +255,7 @@ int main(int argc, char **argv)
         res.lost = st.lost;
         if (irc == 0) {
             uint64_t issued = (uint64_t)(r.warm_batches + r.nbatches) * r.batch + r.nsingle;
-            uint64_t moved = own_ring_head(&own) - head0;
+            uint64_t moved = bench_own_ring_head(&own) - head0;
             uint64_t want = (issued - st.lost) * sizeof(struct d9_rec_poll_start);
             printf("info ring_bytes=%llu expected_bytes=%llu lost=%llu\n",
                    (unsigned long long)moved, (unsigned long long)want,
@@ -314,7 +274,6 @@ int main(int argc, char **argv)
     }
 
     bench_hot_reduce(&r, npt, empty, &res);
-    printf("info tsc_granularity_ticks=%llu\n", (unsigned long long)bench_tsc_granularity());
     printf("info ns_per_tick=%.6f empty_pair_ticks=%llu\n", npt, (unsigned long long)empty);
     bench_hot_print(stdout, &res);
     bench_run_free(&r);

@@ -9,8 +9,10 @@
  *       a session is recording is up to the caller (run-bench.sh starts
  *       lttng-sessiond and a discard-mode session first, or not, for the
  *       "no session" row).
- *   bench_lttng load --threads N --rate EV_PER_S --seconds-ms MS [--cpu C]
+ *   bench_lttng load --threads N --rate EV_PER_S --seconds-ms MS [--cpu C] [--settle-ms MS]
  *       offered load for lttng-consumerd; prints "load tracer=lttng ...".
+ *       --settle-ms: sleep first, so the session daemon and consumer have
+ *       finished setting up this process's buffers (LTTng's adoption delay).
  *       Discarded events are read by the caller from `lttng list`.
  *
  * Who runs it: tests/bench/run-bench.sh, as an unprivileged user with a
@@ -18,6 +20,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "tests/bench/bench_util.h"
 #include "tests/bench/bench_lttng_tp.h"
 
@@ -41,6 +44,7 @@ static void usage(FILE *f)
         "usage: bench_lttng hot [--name N] [--cpu C] [--batch N] [--batches N] [--warm N]\n"
         "                       [--singles N] [--gap-ns N]\n"
         "       bench_lttng load --threads N --rate EV_PER_S --seconds-ms MS [--cpu C]\n"
+        "                        [--settle-ms MS]\n"
         "  hot   times the d9bench:poll_start tracepoint (32-byte payload incl. timestamp)\n"
         "  load  offers RATE events/s (0 = flat out) from N threads for MS milliseconds\n");
 }
@@ -54,7 +58,7 @@ int main(int argc, char **argv)
     const char *mode = argv[1];
     const char *name = "lttng";
     int cpu = 0;
-    unsigned long gap_ns = 0, threads = 1, rate = 0, seconds_ms = 1000;
+    unsigned long gap_ns = 0, threads = 1, rate = 0, seconds_ms = 1000, settle_ms = 0;
     struct bench_run r = { .batch = DEF_BATCH, .nbatches = DEF_BATCHES,
                            .warm_batches = DEF_WARM, .nsingle = DEF_SINGLES };
     for (int i = 2; i < argc; i++) {
@@ -70,11 +74,17 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--threads")) threads = bench_arg_ulong(a, v, 1, BENCH_LOAD_MAX_THREADS);
         else if (!strcmp(a, "--rate")) rate = bench_arg_ulong(a, v, 0, 4000000000ul);
         else if (!strcmp(a, "--seconds-ms")) seconds_ms = bench_arg_ulong(a, v, 10, 600000);
+        else if (!strcmp(a, "--settle-ms")) settle_ms = bench_arg_ulong(a, v, 0, 60000);
         else { fprintf(stderr, "bench_lttng: unknown option '%s' (try --help)\n", a); return 2; }
         i++;
     }
 
     if (!strcmp(mode, "load")) {
+        if (settle_ms) {
+            lttng_ust_tracepoint(d9bench, poll_start, 0, bench_loc, 1, 0);
+            struct timespec ts = { (time_t)(settle_ms / 1000), (long)(settle_ms % 1000) * 1000000L };
+            nanosleep(&ts, NULL);
+        }
         struct bench_load L = { .nthreads = (unsigned)threads, .rate = (double)rate,
                                 .seconds = (double)seconds_ms / 1000.0, .cpu = cpu,
                                 .chunk = lt_chunk };
@@ -105,7 +115,6 @@ int main(int argc, char **argv)
 
     struct bench_hot_result res = { .name = name };
     bench_hot_reduce(&r, npt, empty, &res);
-    printf("info tsc_granularity_ticks=%llu\n", (unsigned long long)bench_tsc_granularity());
     printf("info ns_per_tick=%.6f empty_pair_ticks=%llu issued=%llu\n", npt,
            (unsigned long long)empty,
            (unsigned long long)((uint64_t)(r.warm_batches + r.nbatches) * r.batch + r.nsingle));

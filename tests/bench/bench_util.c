@@ -104,17 +104,6 @@ uint64_t bench_empty_pair_ticks(void)
     return bench_quantile(v, EMPTY_PAIR_SAMPLES, 0.5);
 }
 
-uint64_t bench_tsc_granularity(void)
-{
-    uint64_t best = UINT64_MAX;
-    for (unsigned i = 0; i < EMPTY_PAIR_SAMPLES; i++) {
-        uint64_t a = bench_tsc(), b = bench_tsc();
-        if (b > a && b - a < best)
-            best = b - a;
-    }
-    return best == UINT64_MAX ? 0 : best;
-}
-
 void bench_hot_reduce(struct bench_run *r, double ns_per_tick, uint64_t empty_ticks,
                       struct bench_hot_result *res)
 {

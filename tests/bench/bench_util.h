@@ -122,10 +122,6 @@ double bench_ns_per_tick(unsigned ms);
 /* Median-of-runs cost in ticks of an empty bench_tsc_begin/bench_tsc_end pair. */
 uint64_t bench_empty_pair_ticks(void);
 
-/* Smallest non-zero difference between back-to-back TSC reads: the clock's
- * resolution as software sees it (in VMs often well above one tick). */
-uint64_t bench_tsc_granularity(void);
-
 /* Sort v[0..n) in place and return the value at quantile q (0..1, nearest rank). */
 uint64_t bench_quantile(uint64_t *v, size_t n, double q);
 

@@ -34,10 +34,10 @@ NCPU=$(getconf _NPROCESSORS_ONLN)
 
 if [ "$QUICK" = 1 ]; then
     REPS=2; HOT_BATCHES=1000; PACED_BATCHES=400; SINGLES=50000
-    DRAIN_MS=500; STEP_MS=300; E2E_RUNS=2
+    DRAIN_MS=500; STEP_MS=300; E2E_RUNS=2; E2E_SECONDS=1
 else
     REPS=5; HOT_BATCHES=5000; PACED_BATCHES=2000; SINGLES=200000
-    DRAIN_MS=2000; STEP_MS=1000; E2E_RUNS=5
+    DRAIN_MS=2000; STEP_MS=1000; E2E_RUNS=6; E2E_SECONDS=3
 fi
 PACED_GAP_NS=500000        # 1000 events per 500 us = 2 M events/s offered
 STEP_RATES="1000000 2000000 4000000 8000000 16000000 32000000 64000000 0"
@@ -45,9 +45,15 @@ LOSS_PPM=1000              # loss begins above 0.1 %
 LT_HOT_SUBBUF=4M; LT_HOT_NSUB=8       # hot-path session: big enough to never discard
 LT_LOAD_SUBBUF=256K; LT_LOAD_NSUB=4   # drain session: 1 MiB per CPU, like a d9 ring
 D9_RING_KB=1024
+LT_SETTLE_MS=200           # LTTng producer sleeps this long after registering (buffers set up)
 
 T=$(mktemp -d /tmp/d9bench.XXXXXX) || { echo "bench: mktemp failed" >&2; exit 1; }
 chmod 755 "$T"
+# Regions, the d9 store and LTTng's trace output go to a memory-backed dir
+# (tmpfs) so both daemons are measured, not this machine's disk; the LTTng
+# home (sockets) and logs stay in $T.
+M=$(mktemp -d /dev/shm/d9bench.XXXXXX 2>/dev/null) || M=$(mktemp -d "$T/mem.XXXXXX")
+chmod 755 "$M"
 R=$T/results          # key value lines
 : >"$R"
 COL_PID=""
@@ -84,13 +90,14 @@ stop_pids() {   # stop_pids PID...: TERM, wait up to 5 s, then KILL
 }
 
 LT_HOME=$T/lttng
+LT_OUT=$M/lttng
 if [ "$(id -u)" -eq 0 ]; then
     LT_USER=65534
-    mkdir -p "$LT_HOME" && chown "$LT_USER:$LT_USER" "$LT_HOME"
+    mkdir -p "$LT_HOME" "$LT_OUT" && chown "$LT_USER:$LT_USER" "$LT_HOME" "$LT_OUT"
     AS_LT() { setpriv --reuid=$LT_USER --regid=$LT_USER --clear-groups \
         env HOME="$LT_HOME" LTTNG_HOME="$LT_HOME" "$@"; }
 else
-    mkdir -p "$LT_HOME"
+    mkdir -p "$LT_HOME" "$LT_OUT"
     AS_LT() { env HOME="$LT_HOME" LTTNG_HOME="$LT_HOME" "$@"; }
 fi
 LT_PIDFILE=$LT_HOME/.lttng/lttng-sessiond.pid
@@ -116,11 +123,27 @@ lttng_down() {
 }
 lt() { AS_LT timeout 60 lttng "$@" >>"$T/lttng.log" 2>&1 || { warn "lttng $* failed (see below)"; tail -n 5 "$T/lttng.log" >&2; return 1; }; }
 lt_session() {  # lt_session NAME SUBBUF NSUB
-    lt create "$1" --output="$LT_HOME/trace-$1" &&
+    lt create "$1" --output="$LT_OUT/trace-$1" &&
     lt enable-channel -u ch0 --session="$1" --discard --subbuf-size="$2" --num-subbuf="$3" &&
     lt enable-event -u -c ch0 --session="$1" 'd9bench:*'
 }
-lt_discarded() { AS_LT lttng list "$1" 2>/dev/null | sed -n 's/.*Discarded events: *\([0-9]*\).*/\1/p' | head -n 1; }
+# LTTng 2.13 sometimes reports a discarded count with bit 63 set (seen with
+# two producers on one CPU); the low 63 bits are the count: strip and note it.
+strip63() {
+    v=$1
+    if [ -n "$v" ] && [ ${#v} -ge 19 ] && [ "$(echo "$v >= 9223372036854775808" | bc)" = 1 ]; then
+        v=$(echo "$v - 9223372036854775808" | bc); put lt.bit63 1
+    fi
+    echo "$v"
+}
+lt_discarded() { strip63 "$(AS_LT lttng list "$1" 2>/dev/null | sed -n 's/.*Discarded events: *\([0-9]*\).*/\1/p' | head -n 1)"; }
+# lt_stop SESSION: stop (waits for the consumer) and print the discarded count
+# `lttng stop` warns about (0 when it does not warn)
+lt_stop() {
+    AS_LT timeout 60 lttng stop "$1" >"$T/stop.out" 2>&1 || { warn "lttng stop $1 failed: $(tail -n 2 "$T/stop.out" | tr '\n' ' ')"; return 1; }
+    n=$(sed -n 's/.*Warning: \([0-9]*\) events were discarded.*/\1/p' "$T/stop.out" | head -n 1)
+    strip63 "${n:-0}"
+}
 lt_consumer_ticks() {   # utime+stime of every lttng-consumerd of our session daemon
     s=0
     [ -n "$LT_PIDS" ] || { echo 0; return; }
@@ -136,7 +159,7 @@ cleanup() {
     trap - EXIT INT TERM HUP
     lttng_down
     [ -n "$COL_PID" ] && stop_pids $COL_PID
-    if [ "${BENCH_KEEP:-0}" = 1 ]; then say "kept $T"; else rm -rf "$T"; fi
+    if [ "${BENCH_KEEP:-0}" = 1 ]; then say "kept $T and $M"; else rm -rf "$T" "$M"; fi
 }
 trap cleanup EXIT
 trap 'echo "bench: interrupted" >&2; exit 130' INT TERM HUP
@@ -146,14 +169,18 @@ for b in bench_hot bench_hot_off bench_lttng bench_drain; do
 done
 CLK_TCK=$(getconf CLK_TCK)
 say "machine: $NCPU CPUs, $(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -n 1), producers on cpu $PCPU, daemons on cpu $CCPU"
-say "temp dir $T; quick=$QUICK"
+LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
+say "temp dirs $T and $M (tmpfs); quick=$QUICK; load average $LOAD0"
 
 # ---- d9 collector ----------------------------------------------------------
-D9ENV="DIAL9_SHM_DIR=$T/shm DIAL9_COLLECTOR=ipc://$T/c.sock DIAL9_RING_KB=$D9_RING_KB"
-mkdir -p "$T/shm" "$T/shm-solo" "$T/store"
+# hot path and drain: the agent's in-process sampler off (its timer signals
+# would land inside timed batches); the end-to-end runs keep the defaults.
+D9ENV_E2E="DIAL9_SHM_DIR=$M/shm DIAL9_COLLECTOR=ipc://$T/c.sock DIAL9_RING_KB=$D9_RING_KB"
+D9ENV="$D9ENV_E2E DIAL9_SAMPLER=off"
+mkdir -p "$M/shm" "$M/shm-solo" "$M/store"
 col_up() {
     [ -x "$BIN/d9collectd" ] || { warn "$BIN/d9collectd missing"; return 1; }
-    taskset -c "$CCPU" "$BIN/d9collectd" --store "$T/store" --shm-dir "$T/shm" \
+    taskset -c "$CCPU" "$BIN/d9collectd" --store "$M/store" --shm-dir "$M/shm" \
         --endpoint "ipc://$T/c.sock" >"$T/collector.log" 2>&1 &
     COL_PID=$!
     n=50
@@ -165,10 +192,10 @@ col_up() {
         warn "d9collectd did not come up:"; tail -n 5 "$T/collector.log" >&2
         stop_pids $COL_PID; COL_PID=""; return 1
     fi
-    say "d9collectd pid $COL_PID (store $T/store, cpu $CCPU)"
+    say "d9collectd pid $COL_PID (store $M/store, cpu $CCPU)"
 }
 col_ticks() { [ -n "$COL_PID" ] && awk '{ print $14 + $15 }' "/proc/$COL_PID/stat" 2>/dev/null || echo 0; }
-store_bytes() { du -sb "$T/store" 2>/dev/null | awk '{ print $1 }'; }
+colstat() { "$B/bench_colstat" "ipc://$T/c.sock" "$@" 2>>"$T/colstat.err"; }
 
 # ---- 1. hot path -----------------------------------------------------------
 HOT_OPTS="--cpu $PCPU --batches $HOT_BATCHES --singles $SINGLES"
@@ -186,7 +213,6 @@ hot_once() {
     echo "$(kv "$out" lost)" >>"$T/hot.$name.lost"
     echo "$(kv "$out" events)" >>"$T/hot.$name.events"
     npt=$(kv "$out" ns_per_tick); [ -n "$npt" ] && put tsc.ns_per_tick "$npt"
-    g=$(kv "$out" tsc_granularity_ticks); [ -n "$g" ] && put tsc.granularity "$g"
     e=$(kv "$out" empty_pair_ticks); [ -n "$e" ] && put tsc.empty_pair "$e"
     return 0
 }
@@ -209,17 +235,17 @@ while [ $i -le $REPS ]; do
     say "  round $i/$REPS: baseline, ring primitives, d9 (reset), d9 disabled, compiled out, LTTng without session"
     hot_once baseline "$B/bench_hot_off" --variant baseline $HOT_OPTS
     hot_once baseline_call "$B/bench_hot_off" --variant baseline-call $HOT_OPTS
-    hot_once ring_inline "$B/bench_hot" --variant ring-inline --shm-dir "$T/shm-solo" $HOT_OPTS
-    hot_once d9_reset env DIAL9_SHM_DIR="$T/shm-solo" DIAL9_COLLECTOR="ipc://$T/none.sock" \
+    hot_once ring_inline "$B/bench_hot" --variant ring-inline --shm-dir "$M/shm-solo" $HOT_OPTS
+    hot_once d9_reset env DIAL9_SAMPLER=off DIAL9_SHM_DIR="$M/shm-solo" DIAL9_COLLECTOR="ipc://$T/none.sock" \
         DIAL9_RING_KB=$D9_RING_KB "$B/bench_hot" --variant d9 --reset $HOT_OPTS
-    hot_once d9_disabled env DIAL9_ENABLED=0 DIAL9_SHM_DIR="$T/shm-solo" \
+    hot_once d9_disabled env DIAL9_ENABLED=0 DIAL9_SHM_DIR="$M/shm-solo" \
         DIAL9_COLLECTOR="ipc://$T/none.sock" "$B/bench_hot" --variant d9 $HOT_OPTS
     hot_once d9_compiled_out "$B/bench_hot_off" --variant compiled-out $HOT_OPTS
     hot_once lttng_nosession env LTTNG_UST_REGISTER_TIMEOUT=0 LTTNG_HOME="$T/nolttng" \
         "$B/bench_lttng" hot $HOT_OPTS
     i=$((i + 1))
 done
-rm -f "$T"/shm-solo/* 2>/dev/null
+rm -f "$M"/shm-solo/* 2>/dev/null
 
 col_up && HAVE_COL=1 || HAVE_COL=0
 lttng_up && lt_session hot $LT_HOT_SUBBUF $LT_HOT_NSUB && lt start hot && HAVE_LT=1 || HAVE_LT=0
@@ -233,28 +259,39 @@ while [ $i -le $REPS ]; do
     i=$((i + 1))
 done
 if [ $HAVE_LT = 1 ]; then
-    lt stop hot
+    lt_stop hot >/dev/null
     put lt.hot.discarded "$(lt_discarded hot)"
     lt destroy hot
-    rm -rf "$LT_HOME/trace-hot"
+    rm -rf "$LT_OUT/trace-hot"
 fi
 hot_reduce
 
 # ---- 2. drain ----------------------------------------------------------------
-# d9_load KEY THREADS RATE MS: one bench_drain run against d9collectd
+# d9_load KEY THREADS RATE MS: one bench_drain run against d9collectd.
+# kept/bytes come from the collector's own cumulative counters (records and
+# bytes it wrote to segments), read before the run and after a flush.
 d9_load() {
-    c0=$(col_ticks); b0=$(store_bytes)
+    colstat >"$T/cs0" || { warn "collector status failed: $(tail -n 1 "$T/colstat.err")"; return 1; }
+    c0=$(col_ticks)
     if ! env $D9ENV "$B/bench_drain" --threads "$2" --rate "$3" --seconds-ms "$4" \
             --cpu "$PCPU" >"$T/load.out" 2>"$T/load.err"; then
         warn "bench_drain $2 threads at $3/s failed: $(tail -n 2 "$T/load.err" | tr '\n' ' ')"
         return 1
     fi
-    sleep 0.5       # let the collector drain what is left in the rings and flush
-    c1=$(col_ticks); b1=$(store_bytes)
+    c1=$(col_ticks)     # CPU over the producing window (plus the exit); flush not included
+    colstat --flush >"$T/cs1" || { warn "collector flush failed: $(tail -n 1 "$T/colstat.err")"; return 1; }
     off=$(kv "$T/load.out" offered); lost=$(kv "$T/load.out" lost); el=$(kv "$T/load.out" elapsed)
+    kept=$(( $(kv "$T/cs1" records) - $(kv "$T/cs0" records) ))
     put "$1.offered" "$off"; put "$1.lost" "$lost"; put "$1.elapsed" "$el"
+    put "$1.kept" "$kept"
+    put "$1.attach_ms" "$(kv "$T/load.out" attach_ms)"
+    put "$1.col_lost" "$(( $(kv "$T/cs1" lost) - $(kv "$T/cs0" lost) ))"
     put "$1.cpu_s" "$(calc "($c1 - $c0) / $CLK_TCK" 3)"
-    put "$1.bytes" "$((b1 - b0))"
+    put "$1.bytes" "$(( $(kv "$T/cs1" bytes) - $(kv "$T/cs0" bytes) ))"
+    # +1: the adoption probe event recorded before the timed load
+    if [ "$kept" -ne $((off - lost + 1)) ]; then
+        warn "$1: collector persisted $kept records, the agent recorded $((off - lost + 1))"
+    fi
 }
 # lt_load KEY THREADS RATE MS: the same offered load through LTTng-UST, in a
 # fresh discard-mode session per run (so the discarded counter starts at 0)
@@ -265,19 +302,21 @@ lt_load() {
     c0=$(lt_consumer_ticks)
     lt start $sess || return 1
     if ! AS_LT "$B/bench_lttng" load --threads "$2" --rate "$3" --seconds-ms "$4" \
-            --cpu "$PCPU" >"$T/load.out" 2>"$T/load.err"; then
+            --cpu "$PCPU" --settle-ms $LT_SETTLE_MS >"$T/load.out" 2>"$T/load.err"; then
         warn "bench_lttng load $2 threads at $3/s failed: $(tail -n 2 "$T/load.err" | tr '\n' ' ')"
         lt destroy $sess; return 1
     fi
-    lt stop $sess                   # waits until the consumer has the data
+    ds=$(lt_stop $sess)             # waits until the consumer has the data
     c1=$(lt_consumer_ticks)
     d=$(lt_discarded $sess)
+    [ "$ds" = "$d" ] || warn "$1: lttng stop says $ds discarded, lttng list says $d"
     off=$(kv "$T/load.out" offered); el=$(kv "$T/load.out" elapsed)
     put "$1.offered" "$off"; put "$1.lost" "${d:-n/a}"; put "$1.elapsed" "$el"
+    put "$1.kept" "$(calc "$off - ${d:-n/a}" 0)"
     put "$1.cpu_s" "$(calc "($c1 - $c0) / $CLK_TCK" 3)"
-    put "$1.bytes" "$(du -sb "$LT_HOME/trace-$sess" 2>/dev/null | awk '{ print $1 }')"
+    put "$1.bytes" "$(du -sb "$LT_OUT/trace-$sess" 2>/dev/null | awk '{ print $1 }')"
     lt destroy $sess
-    rm -rf "$LT_HOME/trace-$sess"
+    rm -rf "$LT_OUT/trace-$sess"
 }
 
 HAVE_LTL=$HAVE_LT
@@ -295,8 +334,46 @@ for r in $STEP_RATES; do
 done
 
 # ---- 3. end to end ------------------------------------------------------------
-# (filled in below once agent/demo lands)
-e2e_run() { return 1; }
+# d9demo with tracing off (DIAL9_ENABLED=0) and on (d9collectd draining),
+# alternating off/on/on/off... so slow drift hits both sides equally.
+lttng_down          # LTTng is done: its daemons must not steal CPU from the demo
+E2E_ARGS="--tasks 1000"
+e2e_once() {    # e2e_once off|on
+    if [ "$1" = off ]; then
+        env DIAL9_ENABLED=0 "$BIN/d9demo" --seconds $E2E_SECONDS $E2E_ARGS >"$T/demo.out" 2>"$T/demo.err"
+    else
+        env $D9ENV_E2E "$BIN/d9demo" --seconds $E2E_SECONDS $E2E_ARGS >"$T/demo.out" 2>"$T/demo.err"
+    fi || { warn "d9demo ($1) failed: $(tail -n 2 "$T/demo.err" | tr '\n' ' ')"; return 1; }
+    tps=$(sed -n 's/.*(\([0-9.]*\) tasks\/s).*/\1/p' "$T/demo.out")
+    [ -n "$tps" ] || { warn "d9demo ($1): no throughput line in: $(cat "$T/demo.out")"; return 1; }
+    echo "$tps" >>"$T/e2e.$1"
+    echo "$(sed -n 's/.*, \([0-9]*\) events lost.*/\1/p' "$T/demo.out")" >>"$T/e2e.$1.lost"
+}
+if [ -x "$BIN/d9demo" ] && [ $HAVE_COL = 1 ]; then
+    say "[3/3] end to end: d9demo $E2E_ARGS, $E2E_RUNS x ${E2E_SECONDS}s tracing off and on, alternating"
+    colstat >"$T/cs0" 2>/dev/null
+    i=1
+    while [ $i -le $E2E_RUNS ]; do
+        if [ $((i % 2)) = 1 ]; then first=off; second=on; else first=on; second=off; fi
+        say "  run $i/$E2E_RUNS: $first, $second"
+        e2e_once $first && e2e_once $second &&
+            echo "$(tail -n 1 "$T/e2e.on") $(tail -n 1 "$T/e2e.off")" | awk '{ print $1 / $2 }' >>"$T/e2e.ratio"
+        i=$((i + 1))
+    done
+    colstat --flush >"$T/cs1" 2>/dev/null
+    put e2e.recorded "$(( $(kv "$T/cs1" records) - $(kv "$T/cs0" records) ))"
+    [ -f "$T/e2e.ratio" ] && put e2e.pair_ratio "$(median <"$T/e2e.ratio")"
+    for m in off on; do
+        [ -f "$T/e2e.$m" ] || continue
+        put "e2e.$m.median" "$(median <"$T/e2e.$m")"
+        put "e2e.$m.min" "$(sort -g "$T/e2e.$m" | head -n 1)"
+        put "e2e.$m.max" "$(sort -g "$T/e2e.$m" | tail -n 1)"
+        put "e2e.$m.runs" "$(wc -l <"$T/e2e.$m" | tr -d ' ')"
+        put "e2e.$m.lost" "$(awk '{ s += $1 } END { print s + 0 }' "$T/e2e.$m.lost")"
+    done
+else
+    warn "no d9demo or no collector: end-to-end rows will read n/a"
+fi
 
 # ---- report ----------------------------------------------------------------
 hot_row() {     # hot_row KEY LABEL
@@ -315,8 +392,9 @@ report_hot() {
     echo "HOT PATH — ns per 32-byte poll-start event (16 B header incl. TSC stamp + task u64, loc u32,"
     echo "runtime u16, worker u16), pinned to cpu $PCPU, 1000 events per rdtsc-timed batch; median of"
     echo "$REPS runs of each variant (median / p99 over $HOT_BATCHES batch means per run; paced runs $PACED_BATCHES)."
-    echo "single = one event between lfence;rdtsc and rdtscp;lfence, empty pair ($(calc "$(get tsc.empty_pair) * $(get tsc.ns_per_tick)" 1) ns) subtracted;"
-    echo "the TSC reads advance in steps of $(get tsc.granularity) ticks = $(calc "$(get tsc.granularity) * $(get tsc.ns_per_tick)" 1) ns here, so single samples are quantised to that."
+    echo "single = one event between lfence;rdtsc and rdtscp;lfence, minus the empty pair"
+    echo "($(calc "$(get tsc.empty_pair) * $(get tsc.ns_per_tick)" 1) ns); on this VM back-to-back TSC reads differ by ~26 ticks (10 ns), so single"
+    echo "samples come in ~5-10 ns steps: a distribution shape, not a precise cost."
     printf '  %-44s %8s %8s %8s %8s %8s  %s\n' "variant" "median" "p99" "single" "sgl p99" "x base" "target / note"
     hot_row baseline "(a) baseline: rdtsc + store to plain buffer" "baseline"
     hot_row baseline_call "(a') baseline behind a non-inlined call" ""
@@ -335,7 +413,7 @@ report_hot() {
 }
 drain_row() {   # drain_row KEY LABEL
     off=$(get "$1.offered"); lost=$(get "$1.lost"); el=$(get "$1.elapsed"); cpu=$(get "$1.cpu_s"); by=$(get "$1.bytes")
-    kept=$(calc "$off - $lost" 0)
+    kept=$(get "$1.kept")
     printf '  %-30s %10s %10s %8s %7s %8s %10s\n' "$2" \
         "$(calc "$off / $el / 1e6" 2)" "$(calc "$kept / $el / 1e6" 2)" "$(calc "$by / $el / 1e6" 1)" \
         "$(calc "100 * $lost / $off" 3)" "$(calc "100 * $cpu / $el" 0)" "$(calc "$kept / $cpu / 1e6" 1)"
@@ -343,7 +421,9 @@ drain_row() {   # drain_row KEY LABEL
 report_drain() {
     echo
     echo "DRAIN — producers flat out on cpu $PCPU for $DRAIN_MS ms; d9collectd / lttng-consumerd on cpu $CCPU."
-    echo "kept = offered - lost (d9: agent ring-full counter; LTTng: channel 'Discarded events')."
+    echo "kept: d9 = records d9collectd wrote to segments (its status counters, after a flush);"
+    echo "LTTng = offered - the channel's 'Discarded events'. written = segment / trace bytes."
+    echo "Both write to tmpfs (this VM's disk is slower than either daemon)."
     echo "per core = kept events / daemon CPU seconds (utime+stime over the run)."
     printf '  %-30s %10s %10s %8s %7s %8s %10s\n' "" "offered" "kept" "written" "lost" "daemon" "per core"
     printf '  %-30s %10s %10s %8s %7s %8s %10s\n' "" "Mev/s" "Mev/s" "MB/s" "%" "CPU %" "Mev/s"
@@ -352,9 +432,12 @@ report_drain() {
         drain_row "drain.lt.$n" "lttng-consumerd, $n producer(s)"
     done
     for n in 1 2; do
-        echo "  $n producer(s): d9 kept / LTTng kept = $(calc "($(get drain.d9.$n.offered) - $(get drain.d9.$n.lost)) / ($(get drain.lt.$n.offered) - $(get drain.lt.$n.lost))" 1)x;" \
-             "d9 per core $(calc "($(get drain.d9.$n.offered) - $(get drain.d9.$n.lost)) / $(get drain.d9.$n.cpu_s) / 1e6" 1) Mev/s (target >= 50)"
+        echo "  $n producer(s): d9 kept / LTTng kept = $(calc "$(get drain.d9.$n.kept) / $(get drain.lt.$n.kept)" 2)x;" \
+             "d9 per collector core $(calc "$(get drain.d9.$n.kept) / $(get drain.d9.$n.cpu_s) / 1e6" 1) Mev/s (target >= 50)"
     done
+    att=$(awk '$1 ~ /\.d9\..*\.attach_ms$/ && $2 >= 0 { print $2 }' "$R" | median)
+    echo "  Steady state: each producer first waits until the collector drained its first event"
+    echo "  (d9 adoption delay, median: $att ms); LTTng producers sleep $LT_SETTLE_MS ms after registering."
     echo
     echo "LOSS ONSET — 1 producer, offered rate stepped up; loss begins where lost > 0.1 %"
     printf '  %-12s %12s %10s %12s %10s\n' "target" "d9 offered" "d9 lost %" "LTTng offer" "LTTng %"
@@ -381,16 +464,24 @@ report_drain() {
 }
 
 report_e2e() {
+    off=$(get e2e.off.median); on=$(get e2e.on.median)
     echo
-    echo "END TO END — d9demo throughput, tracing off (DIAL9_ENABLED=0) vs on (d9collectd running)"
-    echo "  n/a: not measured yet"
+    echo "END TO END — d9demo $E2E_ARGS, ${E2E_SECONDS} s per run, $(get e2e.on.runs) runs each, alternating; tracing off ="
+    echo "DIAL9_ENABLED=0, on = traced with d9collectd draining (on the same 2 CPUs: its CPU counts)."
+    printf '  %-30s %12s %12s %12s %8s\n' "" "median" "min" "max" "x off"
+    printf '  %-30s %12s %12s %12s %8s\n' "tracing off (tasks/s)" "$off" "$(get e2e.off.min)" "$(get e2e.off.max)" "1.000"
+    printf '  %-30s %12s %12s %12s %8s\n' "tracing on (tasks/s)" "$on" "$(get e2e.on.min)" "$(get e2e.on.max)" "$(calc "$on / $off" 3)"
+    pr=$(get e2e.pair_ratio)
+    echo "  overhead = 1 - on/off = $(calc "100 * (1 - $on / $off)" 2) % of medians, $(calc "100 * (1 - $pr)" 2) % median of per-pair ratios (target <= 1 %)"
+    echo "  noise floor: the off runs alone spread $(calc "100 * ($(get e2e.off.max) - $(get e2e.off.min)) / $off" 1) % (min to max)"
+    echo "  $(get e2e.recorded) events recorded while on ($(calc "$(get e2e.recorded) / ($(get e2e.on.runs) * $E2E_SECONDS) / 1000" 0) k events/s), $(get e2e.on.lost) lost"
 }
 
-lttng_down
 {
     echo "================================================================================"
     echo "d9 bench, $(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -r), $NCPU CPUs: $(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -n 1)"
     echo "TSC $(calc "1 / $(get tsc.ns_per_tick)" 3) GHz (calibrated against CLOCK_MONOTONIC); quick=$QUICK"
+    echo "load average at start: $LOAD0, at end: $(cut -d' ' -f1-3 /proc/loadavg) (other tenants add noise to every row)"
     echo "targets are printed beside the measurements, never enforced"
     report_hot
     report_drain

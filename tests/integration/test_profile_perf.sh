@@ -62,14 +62,14 @@ check "the sleeping function is in the off-CPU profile" has 'worker_main;d9test_
 d9 flame --pid "$HOT" --task 1000 >"$T/task.folded" 2>/dev/null
 check "--task keeps samples taken inside that task's polls" has 'd9test_hot_spin' "$T/task.folded"
 check "--task drops samples of other tasks' polls" hasnt 'd9test_sleepy' "$T/task.folded"
-count() { awk '{s+=$NF} END {print s+0}' "$1"; }
+count() { awk '{s+=$NF} END {printf "%.0f\n", s}' "$1"; }
 check "--task 1000 (worker 0 only) keeps fewer samples than the whole process" \
     sh -c "[ $(count "$T/task.folded") -lt $(count "$T/cpu.folded") ]"
 d9 flame --pid "$HOT" --task 99 --off-cpu >"$T/task99.folded" 2>/dev/null
 check "--task with --off-cpu: the sleepy task's profile is its sleep" has 'd9test_sleepy' "$T/task99.folded"
 # (not "none at all": agent and perf clocks agree to about a microsecond, so a
 # preemption right at a poll boundary may land on either side)
-weight_of() { grep -- "$1" "$2" | awk '{s+=$NF} END {print s+0}'; }
+weight_of() { grep -- "$1" "$2" | awk '{s+=$NF} END {printf "%.0f\n", s}'; }
 check "--task with --off-cpu: the sleepy task's off-CPU time is mostly its sleep" \
     sh -c "[ $(weight_of d9test_sleepy "$T/task99.folded") -gt $(weight_of d9test_hot_spin "$T/task99.folded") ]"
 

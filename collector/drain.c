@@ -382,6 +382,8 @@ static int drain_ring(struct col_proc *p, struct col_store *st, uint32_t i, uint
     }
     /* our own cursor, never the shm tail (which the owner could rewrite) */
     s.tail = r->read_tail;
+    /* lag = the backlog this pass found (what the producer is ahead of us) */
+    r->lag_bytes = s.head >= s.tail ? s.head - s.tail : 0;
     if (s.head != s.tail) {
         int rc = pull_meta(p, st);
         if (rc)
@@ -439,7 +441,6 @@ static int drain_ring(struct col_proc *p, struct col_store *st, uint32_t i, uint
         if (new_tail != s.head)
             res->more = 1;
     }
-    r->lag_bytes = s.head - r->read_tail;   /* head >= read_tail: shm_ring_read checked it */
     int drained = !r->pend && r->consumed_tail == s.head;
     if (drained && (s.state == D9_RING_RELEASED || p->ended)) {
         /* the thread (or the whole process, which may have died with the

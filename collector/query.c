@@ -603,9 +603,10 @@ static int open_block(struct scan *sc, sqlite3_stmt *q)
         rc = seg_reader_next(rd->r, &b);
     if (rc <= 0 || b.h.kind != SEG_BLK_DATA || b.offset != offset) {
         sc->st->bad_blocks++;
-        fprintf(stderr, "%s: warning: segment %" PRIu64 " block at offset %" PRIu64
-                " unreadable (%s), skipped\n", sc->prog, seg_id, offset,
-                rc < 0 ? "corrupt" : rc == 0 ? "past the end" : "not a data block");
+        const char *why = rc < 0 ? seg_reader_error(rd->r) : NULL;
+        fprintf(stderr, "%s: warning: %s/%s: block at offset %" PRIu64 " unreadable (%s), "
+                "skipped\n", sc->prog, sc->s->dir, col_text(q, 2), offset,
+                why ? why : rc < 0 ? "corrupt" : rc == 0 ? "past the end" : "not a data block");
         return 0;
     }
     sc->st->blocks++;

@@ -1,0 +1,28 @@
+#!/bin/sh
+# test_demo.sh — `make demo`'s script end to end: run-demo.sh starts the
+# collector, runs d9demo, queries, writes a trace and stops cleanly.
+. tests/integration/lib.sh
+d9_setup
+ROOT=$(pwd)
+trap 'd9_finish >/dev/null 2>&1; exit 1' INT TERM HUP
+
+# run in a temp dir so ./d9-demo-store and the trace land there
+(cd "$T" && BUILD="$ROOT/$BUILD" DEMO_SECONDS=2 sh "$ROOT/agent/demo/run-demo.sh") \
+    >"$T/demo.out" 2>"$T/demo.err"
+rc=$?
+check "run-demo.sh exits 0" test $rc -eq 0
+has() { grep -q -- "$1" "$T/demo.out" || { echo "'$1' missing"; tail -n 40 "$T/demo.out"; cat "$T/demo.err"; return 1; }; }
+check "the demo prints its throughput" has 'd9demo: [0-9]* tasks in .* tasks/s'
+check "ps lists the demo as exited" has 'd9demo  *exited'
+check "top-polls shows the long report polls" has 'demo.c:[0-9]* spawn_report_task'
+check "the custom event is decoded with its fields" has 'custom request_done path=/.* status=[0-9]* latency_ms='
+check "sched shows both runtimes" sh -c "grep -q ' demo  ' '$T/demo.out' && grep -q ' io  ' '$T/demo.out'"
+check "the trace is valid JSON with poll slices" python3 -c "
+import json
+ev = json.load(open('$T/d9-demo-trace.json'))['traceEvents']
+assert any(e['ph'] == 'X' and e.get('cat') == 'poll' for e in ev)
+"
+check "the store is left for exploring" test -f "$T/d9-demo-store/index.sqlite"
+check "no temp dir is left behind by the script" \
+    sh -c "! grep -o '/tmp/d9demo\.[A-Za-z0-9]*' '$T/demo.out' | head -n 1 | xargs -r test -e"
+d9_finish demo

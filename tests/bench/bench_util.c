@@ -175,12 +175,22 @@ static void *load_main(void *arg)
     uint64_t t0 = mono_ns();
     uint64_t end = t0 + (uint64_t)(L->seconds * 1e9);
     double per_thread = L->rate > 0 ? L->rate / (double)L->nthreads : 0.0;
-    uint64_t n = 0, now = t0;
+    uint64_t n = 0, now = t0, skipped = 0;
+    /* a thread that fell behind (preempted) may catch up by at most this
+     * many events; the rest is skipped, so the offered load stays smooth
+     * instead of arriving as one burst that measures the ring size */
+    uint64_t backlog = (uint64_t)(per_thread * BENCH_LOAD_MAX_CATCHUP_S);
+    if (backlog < BENCH_LOAD_CHUNK)
+        backlog = BENCH_LOAD_CHUNK;
     while (now < end) {
         if (per_thread > 0) {
             /* due = events that should have been issued by now */
-            uint64_t due = (uint64_t)((double)(now - t0) * 1e-9 * per_thread);
-            if (n >= due + BENCH_LOAD_CHUNK) {
+            uint64_t due = (uint64_t)((double)(now - t0) * 1e-9 * per_thread) - skipped;
+            if (due > n + backlog) {
+                skipped += due - n - backlog;
+                due = n + backlog;
+            }
+            if (n >= due) {
                 __builtin_ia32_pause();
                 now = mono_ns();
                 continue;

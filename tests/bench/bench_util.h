@@ -144,11 +144,14 @@ void bench_hot_print(FILE *f, const struct bench_hot_result *res);
 /* ---- offered-load generator (drain and loss-onset runs) -------------------
  * nthreads producer threads, all pinned to cpu (or unpinned if cpu < 0),
  * each emitting rate/nthreads events/s (rate 0 = as fast as possible) for
- * `seconds`, in chunks of BENCH_LOAD_CHUNK events through chunk(). After the
+ * `seconds`, in chunks of BENCH_LOAD_CHUNK events through chunk(); a thread
+ * that was preempted catches up at most BENCH_LOAD_MAX_CATCHUP_S worth of
+ * events and skips the rest (offered counts what was issued). After the
  * last chunk every thread waits at a barrier; at_end() runs in the main
  * thread while the producers are still alive (so their rings are still
  * theirs), then the threads exit. */
 #define BENCH_LOAD_CHUNK 64u
+#define BENCH_LOAD_MAX_CATCHUP_S 0.0005   /* catch up at most 0.5 ms of events after a stall */
 #define BENCH_LOAD_MAX_THREADS 64u
 
 struct bench_load {

@@ -531,6 +531,7 @@ int main(int argc, char **argv)
         col_err("%s", err);
         return EXIT_RUNTIME;
     }
+    x->store.segment_max_bytes = (uint64_t)x->cfg.segment_mb << 20;
     col_store_recover(&x->store);
     if (col_ctl_open(&x->ctl, x->cfg.endpoint, err, sizeof err)) {
         col_err("%s", err);

@@ -544,6 +544,12 @@ int col_drain_proc(struct col_proc *p, struct col_store *st, uint8_t *buf, size_
         }
         lag += p->rings[i].lag_bytes;
         in_use += p->rings[i].state == D9_RING_OWNED;
+        /* size rotation inside the pass: a segment overshoots by one buffer at most */
+        if (p->writer && st->segment_max_bytes &&
+            seg_writer_bytes(p->writer) >= st->segment_max_bytes && col_proc_seal(p, st)) {
+            res->write_failed = 1;
+            break;
+        }
     }
     if (rc == -EFAULT) {
         col_proc_quarantine(p, "SIGBUS while reading its region (file truncated?)");

@@ -35,6 +35,7 @@ struct col_store {
     struct idx *idx;
     uint64_t next_segment_id;
     uint64_t cap_bytes;             /* --store-mb */
+    uint64_t segment_max_bytes;     /* --segment-mb (0 = no size rotation), set by main */
     uint64_t indexed_bytes;         /* bytes of indexed segments (kept in step with idx) */
     uint64_t segments_sealed;       /* by this collector run */
     uint64_t segments_evicted;

@@ -22,7 +22,7 @@ check "the corrupt ring is quarantined and reported" wait_for 10 sh -c \
 check "the quarantined ring is flagged in the ring list" sh -c \
     "'$TBIN/tool_ctl' '$EP' status | grep -q '^ring\.$BADPID\.[0-9]*\.quarantined=1'"
 check "flush succeeds" flush
-check "the good ring of the same process is stored" eq "$(seg records $BADPID)" 50
+check "the good ring of the same process is stored" eq "$(seg type.poll_end $BADPID)" 50
 kill -9 $BADPID
 check "the killed process is finished as crashed" wait_for 10 sh -c \
     "[ \"\$(sqlite3 '$STORE/index.sqlite' \"select state from processes where pid=$BADPID\")\" = crashed ]"

@@ -7,6 +7,7 @@
  * Output, one "key=value" per line:
  *   segments records custom wl_events wl_unique wl_dups
  *   exit_clean exit_crashed exit_unknown thread_ends lost pids bad_segments
+ *   type.<record type name> (records per type, e.g. type.poll_end)
  * wl_* count the prog_workload events "wl_seq" {thread, seq}: wl_unique is
  * the number of distinct (pid, thread, seq), wl_dups the repeats.
  * Exit status 0 unless the store cannot be read. Linked with libcol.a.
@@ -17,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "collector/segment.h"
+#include "shm/record.h"
 
 struct key { uint32_t pid; uint64_t thread, seq; };
 
@@ -59,6 +61,7 @@ int main(int argc, char **argv)
     }
     uint64_t segments = 0, records = 0, custom = 0, wl = 0, clean = 0, crashed = 0, unknown = 0;
     uint64_t tends = 0, lost = 0, bad = 0;
+    uint64_t by_type[D9_REC_TYPE_COUNT] = { 0 };
     uint32_t pids[1024];
     size_t npids = 0;
     struct dirent *de;
@@ -103,6 +106,8 @@ int main(int argc, char **argv)
             const struct d9_rec_hdr *rec;
             while (seg_block_next_record(&b, &off, &rec) == 1) {
                 records++;
+                if (rec->type < D9_REC_TYPE_COUNT)
+                    by_type[rec->type]++;
                 if (rec->type != D9_REC_CUSTOM)
                     continue;
                 custom++;
@@ -137,6 +142,8 @@ int main(int argc, char **argv)
            "\nlost=%" PRIu64 "\npids=%zu\nbad_segments=%" PRIu64 "\n",
            segments, records, custom, wl, uniq, dups, clean, crashed, unknown, tends, lost,
            npids, bad);
+    for (int t = 1; t < D9_REC_TYPE_COUNT; t++)
+        printf("type.%s=%" PRIu64 "\n", shm_record_type_name((uint16_t)t), by_type[t]);
     free(keys);
     return 0;
 }

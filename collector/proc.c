@@ -2,6 +2,7 @@
  * proc.c — per-process state and lifecycle in d9collectd (see proc.h).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -104,9 +105,30 @@ int col_proc_adopt(const char *path, const char *file, uint32_t expected_uid,
     return 0;
 }
 
+/* 1 if /proc/<pid>/stat says zombie or dead: it will never write again,
+ * even if nobody has reaped it yet. */
+static int proc_is_zombie(uint32_t pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%u/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = 0;
+    /* comm may contain ') ': the state follows the last ')' */
+    const char *rp = strrchr(buf, ')');
+    return rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
+}
+
 int col_proc_alive(const struct col_proc *p)
 {
     if (kill((pid_t)p->pid, 0) != 0 && errno == ESRCH)
+        return 0;
+    if (proc_is_zombie(p->pid))
         return 0;
     uint64_t st;
     int rc = shm_proc_start_time(p->pid, &st);

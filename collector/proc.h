@@ -93,7 +93,7 @@ int col_proc_adopt(const char *path, const char *file, uint32_t expected_uid,
                    struct col_store *st, const struct shm_clock_cal *host_cal,
                    struct col_proc **out);
 
-/* 1 if the process still runs (same pid and start time), 0 if gone. */
+/* 1 if the process still runs (same pid and start time, not a zombie), 0 if gone. */
 int col_proc_alive(const struct col_proc *p);
 
 /* Read state/threads_untraced/sampler from the header (guarded). 0 or -EFAULT. */

@@ -35,6 +35,10 @@ check "an unusable store is one line and exit 1" exit_code_and_one_line 1 --stor
 
 printf '# test config\nsegment-seconds = 30\nlog-level = info\n' >"$T/good.conf"
 check "collector starts with a config file and flags" start_collector --config "$T/good.conf" --pidfile "$T/col.pid"
+check "a second collector on the same endpoint refuses to start" exit_code_and_one_line 1 \
+    --store "$T/store2" --shm-dir "$SHM" --endpoint "$EP"
+check "the first collector still answers" "$TBIN/tool_ctl" "$EP" status
+check "flushing a pid that is not traced is an error" sh -c "! '$TBIN/tool_ctl' '$EP' flush 999999999"
 check "pidfile holds the collector pid" sh -c "[ \"\$(cat '$T/col.pid')\" = '$COLPID' ]"
 
 THREADS=4
@@ -61,4 +65,15 @@ check "status totals match the stored records" ge "$(st records)" "$committed"
 check "SIGTERM exits 0" stop_collector
 check "no temp segment is left after shutdown" sh -c "! ls -a '$STORE' | grep -q '^\.tmp\.'"
 check "the pidfile is removed at exit" sh -c "! test -e '$T/col.pid'"
+
+# the ipc socket's directory is created and every local user can connect
+"$BIN/d9collectd" --store "$STORE" --shm-dir "$SHM" --endpoint "ipc://$T/run/dial9/c.sock" \
+    >>"$T/col.log" 2>&1 &
+COLPID=$!
+at_exit kill -9 $COLPID
+check "a collector with an endpoint in a missing directory starts" wait_for 20 \
+    "$TBIN/tool_ctl" "ipc://$T/run/dial9/c.sock" status
+check "the endpoint directory is created 0755" sh -c "[ \"\$(stat -c %a '$T/run/dial9')\" = 755 ]"
+check "the socket is connectable by every user" sh -c "[ \"\$(stat -c %a '$T/run/dial9/c.sock')\" = 777 ]"
+check "SIGTERM exits 0" stop_collector
 d9_finish collector-basic

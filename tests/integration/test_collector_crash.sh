@@ -24,5 +24,15 @@ A=$(wl_pid a)
 check "the collector finishes the aborted process" wait_for 20 sh -c \
     "[ \"\$(sqlite3 '$STORE/index.sqlite' \"select state from processes where pid=$A\")\" = crashed ]"
 check "every event of the aborted process is stored" eq "$(seg wl_unique "$A")" "$(wl_committed a)"
+# a crashed process whose parent never reaps it stays a zombie: still gone
+sh -c "'$TBIN/prog_workload' --threads 1 --events 1000 --exit abort --done-file '$T/z.done' \
+       >/dev/null 2>&1 & echo \$! >'$T/z.pid'; exec sleep 600" &
+ZPARENT=$!
+at_exit kill -9 $ZPARENT
+check "the orphaned crash committed its events" wait_for 30 test -s "$T/z.done"
+Z=$(cat "$T/z.pid")
+check "the unreaped process is a zombie" wait_for 10 sh -c "grep -q '^State:.*Z' /proc/$Z/status"
+check "the zombie is finished as crashed" wait_for 20 sh -c \
+    "[ \"\$(sqlite3 '$STORE/index.sqlite' \"select state from processes where pid=$Z\")\" = crashed ]"
 check "SIGTERM exits 0" stop_collector
 d9_finish collector-crash

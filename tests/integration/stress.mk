@@ -24,4 +24,5 @@ $(REL_ASAN_BIN): $(BUILD)/san/collector/d9collectd.o $(REL_ASAN_OBJ)
 	$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(LDLIBS_COL)
 
 stress: all $(PROG_BINS) $(REL_ASAN_BIN)
-	BUILD=$(BUILD) sh tests/integration/stress_rel.sh
+	BUILD=$(BUILD) STRESS_TRIALS=$(STRESS_TRIALS) STRESS_HOSTILE=$(STRESS_HOSTILE) \
+	    sh tests/integration/stress_rel.sh

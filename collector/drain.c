@@ -153,6 +153,15 @@ void col_guard_arm(sigjmp_buf *jb, const void *base, size_t size)
     atomic_signal_fence(memory_order_seq_cst);
 }
 
+void col_guard_arm_any(sigjmp_buf *jb)
+{
+    g_guard_lo = (const uint8_t *)(uintptr_t)0;
+    g_guard_hi = (const uint8_t *)UINTPTR_MAX;
+    atomic_signal_fence(memory_order_seq_cst);
+    g_guard_jb = jb;
+    atomic_signal_fence(memory_order_seq_cst);
+}
+
 void col_guard_disarm(void)
 {
     atomic_signal_fence(memory_order_seq_cst);

@@ -68,6 +68,9 @@ int col_read_calibration(const struct d9_region_hdr *h, struct shm_clock_cal *ca
  * any other fault is re-raised with the default action (a real bug). */
 int col_guard_install(void);
 void col_guard_arm(sigjmp_buf *jb, const void *base, size_t size);
+/* Arm for any address: around a call that maps a region and reads it before
+ * we know where it is (shm_region_map). */
+void col_guard_arm_any(sigjmp_buf *jb);
 void col_guard_disarm(void);
 
 /* ---- the drain step --------------------------------------------------------- */

@@ -50,6 +50,22 @@ int col_proc_refresh_header(struct col_proc *p)
     return 0;
 }
 
+/* shm_region_map() reads the header right after mmap: a file truncated in
+ * between raises SIGBUS there. The mapping of such a region is leaked (we
+ * never learn its address); only a hostile owner can cause it, once per file
+ * (the file is rejected). */
+static int g_map(const char *path, uint32_t expected_uid, struct shm_region *r,
+                 struct shm_geometry *g)
+{
+    sigjmp_buf jb;
+    if (sigsetjmp(jb, 0))
+        return -EBADMSG;
+    col_guard_arm_any(&jb);
+    int rc = shm_region_map(path, expected_uid, r, g);
+    col_guard_disarm();
+    return rc;
+}
+
 int col_proc_adopt(const char *path, const char *file, uint32_t expected_uid,
                    struct col_store *st, const struct shm_clock_cal *host_cal,
                    struct col_proc **out)
@@ -57,7 +73,7 @@ int col_proc_adopt(const char *path, const char *file, uint32_t expected_uid,
     struct col_proc *p = calloc(1, sizeof *p);
     if (!p)
         return -ENOMEM;
-    int rc = shm_region_map(path, expected_uid, &p->region, &p->geo);
+    int rc = g_map(path, expected_uid, &p->region, &p->geo);
     if (rc) {
         free(p);
         return rc;
@@ -328,7 +344,8 @@ int col_proc_status(const struct col_proc *p, D9__ProcessStatus *ps)
     ps->uid = p->uid;
     ps->comm = dupstr(p->geo.comm);
     ps->exe = dupstr(p->geo.exe);
-    ps->state = dupstr(p->quarantined ? "quarantined" : p->ended ? "ending" : "alive");
+    int reason;
+    ps->state = dupstr(p->ended || p->quarantined ? end_state(p, &reason) : "alive");
     ps->sampler = dupstr(sampler_name(p->sampler));
     ps->records = p->records;
     ps->bytes_written = p->bytes_written;

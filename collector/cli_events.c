@@ -159,7 +159,7 @@ CLI_DECLARE_CMD(events)
         char w[160];
         fprintf(stderr, "d9 events: no records match in %s%s\n",
                 cli_window_text(&a.win, cli_store_live(s), w, sizeof w),
-                st.blocks == 0 ? " (no indexed blocks: unsealed data needs 'd9 flush')" : "");
+                cli_store_unsealed_hint(s, a.pid));
     }
     if (st.lost && r >= 0)
         cli_warn(env, "%" PRIu64 " records were dropped by full rings in the blocks read",

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "collector/cli.h"
 #include "collector/export.h"
@@ -79,6 +80,12 @@ CLI_DECLARE_CMD(export)
             return cli_fail(env, "-o %s: path too long", a.output);
         }
         int fd = mkstemp(tmp);
+        if (fd >= 0) {
+            /* mkstemp makes 0600; give FILE the mode a plain create would */
+            mode_t um = umask(0);
+            umask(um);
+            fchmod(fd, 0666 & ~um);
+        }
         if (fd < 0 || !(out = fdopen(fd, "w"))) {
             int e = errno;
             if (fd >= 0)

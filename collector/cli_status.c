@@ -159,7 +159,7 @@ static void print_text(const D9__CollectorStatus *cs, bool rings)
             const D9__RingStatus *r = p->rings[j];
             char name[17];
             snprintf(name, sizeof name, "%s", r->thread_name ? r->thread_name : "");
-            printf("    ring %-4" PRIu32 " tid %-8" PRIu32 " %-16s %-9s lag %-10s lost %-8" PRIu64
+            printf("    ring %-4" PRIu32 " tid %-8" PRIu32 " %-16s %-9s lag %-10s lost %" PRIu64
                    "%s\n", r->index, r->tid, name, ring_state(r->state),
                    cli_fmt_bytes(r->lag_bytes, b1, sizeof b1), r->lost,
                    r->quarantined ? " QUARANTINED" : "");

@@ -238,7 +238,7 @@ CLI_DECLARE_CMD(top_polls)
         char w[160];
         fprintf(stderr, "d9 top-polls: no polls in %s%s\n",
                 cli_window_text(&a.win, cli_store_live(s), w, sizeof w),
-                st.blocks == 0 ? " (no indexed blocks: unsealed data needs 'd9 flush')" : "");
+                cli_store_unsealed_hint(s, a.pid));
     } else {
         print(s, &a, &top);
         if (a.format == CLI_FMT_TEXT)

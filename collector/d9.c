@@ -57,10 +57,12 @@ static void usage(FILE *f)
         fprintf(f, "    %-11s %s\n", commands[i].name, commands[i].summary);
     fprintf(f,
 "\n"
-"GLOBAL OPTIONS (also accepted after the command)\n"
-"    --store DIR     store directory. Default: $D9_STORE, else /var/lib/dial9\n"
-"                    when run as root, else ./d9-store.\n"
-"    --endpoint EP   collector control endpoint, for status and flush. Default:\n"
+"GLOBAL OPTIONS\n"
+"    --store DIR     store directory (also accepted after the command).\n"
+"                    Default: $D9_STORE, else /var/lib/dial9 when run as root,\n"
+"                    else ./d9-store.\n"
+"    --endpoint EP   collector control endpoint, for status and flush (also\n"
+"                    accepted after those two). Default:\n"
 "                    $DIAL9_COLLECTOR, else ipc:///run/dial9/collector.sock as\n"
 "                    root, else ipc://$XDG_RUNTIME_DIR/dial9/collector.sock.\n"
 "    -h, --help      this help.  --version  print the version.\n"

@@ -36,6 +36,7 @@ struct cli_store {
     bool have_wall;
     int64_t boot_realtime_ns;
     bool live;
+    char hint[160];
 };
 
 static int64_t clamp_i64(uint64_t v) { return v > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)v; }
@@ -222,6 +223,25 @@ bool cli_store_wall(const struct cli_store *s, int64_t *boot_realtime_ns)
 }
 
 bool cli_store_live(const struct cli_store *s) { return s->live; }
+
+const char *cli_store_unsealed_hint(struct cli_store *s, uint32_t pid)
+{
+    if (!s->live)
+        return "";
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db, "SELECT pid FROM processes WHERE state = 'alive' AND "
+                           "(?1 = 0 OR pid = ?1) LIMIT 1", -1, &st, NULL) != SQLITE_OK)
+        return "";
+    sqlite3_bind_int64(st, 1, pid);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        snprintf(s->hint, sizeof s->hint, " (pid %lld is still running: what the collector has "
+                 "not sealed yet is not visible; run 'd9 flush')",
+                 (long long)sqlite3_column_int64(st, 0));
+    else
+        s->hint[0] = 0;
+    sqlite3_finalize(st);
+    return s->hint;
+}
 
 int cli_store_time_range(struct cli_store *s, uint32_t pid, uint64_t *tmin, uint64_t *tmax)
 {
@@ -430,6 +450,33 @@ static void rd_free(struct rd_entry *e)
     free(e);
 }
 
+/* Read the META blocks of a segment: straight to them with the offsets of
+ * the index (a few preads), or, when the index has none, by walking the
+ * file's block headers (seg_reader_load_meta). */
+static int load_meta(struct scan *sc, struct seg_reader *r, uint64_t seg_id)
+{
+    sqlite3_stmt *st;
+    int n = 0, rc = 0;
+    if (sqlite3_prepare_v2(sc->s->db, "SELECT offset FROM blocks WHERE segment_id = ?1 AND "
+                           "kind = ?2 ORDER BY offset", -1, &st, NULL) != SQLITE_OK)
+        return seg_reader_load_meta(r);
+    sqlite3_bind_int64(st, 1, clamp_i64(seg_id));
+    sqlite3_bind_int64(st, 2, SEG_BLK_META);
+    while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
+        struct seg_block b;
+        n++;
+        rc = seg_reader_seek(r, col_u64(st, 0));
+        if (rc == 0 && (rc = seg_reader_next(r, &b)) == 1)
+            rc = b.h.kind == SEG_BLK_META ? 0 : -EBADMSG;
+        else if (rc == 0)
+            rc = -EBADMSG;
+    }
+    sqlite3_finalize(st);
+    if (n == 0 || rc < 0)
+        return seg_reader_load_meta(r);     /* index incomplete: trust the file */
+    return 0;
+}
+
 /* Find or open the reader of a segment. NULL if the file is unusable. */
 static struct rd_entry *rd_get(struct scan *sc, uint64_t seg_id, const char *relpath,
                                int64_t process_id, uint32_t pid, const char *comm)
@@ -481,7 +528,7 @@ static struct rd_entry *rd_get(struct scan *sc, uint64_t seg_id, const char *rel
     snprintf(path, sizeof path, "%s/%s", sc->s->dir, relpath);
     char why[256] = "";
     int rc = seg_reader_open_ex(&e->r, path, 0, why, sizeof why);
-    if (rc == 0 && (rc = seg_reader_load_meta(e->r)) < 0)
+    if (rc == 0 && (rc = load_meta(sc, e->r, seg_id)) < 0)
         snprintf(why, sizeof why, "metadata unreadable");
     if (rc < 0) {
         fprintf(stderr, "%s: warning: %s: %s, skipped\n", sc->prog, path,
@@ -660,6 +707,7 @@ int cli_scan(struct cli_store *s, const struct cli_filter *f, cli_rec_fn fn, voi
         "FROM blocks b JOIN segments s ON s.id = b.segment_id "
         "JOIN processes p ON p.id = s.process_id "
         "WHERE b.kind = ?1 AND b.t_last >= ?2 AND b.t_first <= ?3 "
+        "  AND s.t_max >= ?2 AND s.t_min <= ?3 "
         "  AND (?4 = 0 OR p.pid = ?4) AND (?5 = 0 OR b.tid = ?5) "
         "ORDER BY b.t_first, b.segment_id, b.offset",
         -1, &q, NULL);

@@ -49,6 +49,11 @@ bool cli_store_wall(const struct cli_store *s, int64_t *boot_realtime_ns);
 /* true when the store was written during this boot (see CLI_HELP_WINDOW). */
 bool cli_store_live(const struct cli_store *s);
 
+/* Hint for empty results: " (pid N is still running: data the collector
+ * has not sealed yet is not visible; run 'd9 flush')" when a process of the
+ * selection (pid, 0 = any) is alive in a live store, else "". */
+const char *cli_store_unsealed_hint(struct cli_store *s, uint32_t pid);
+
 /* Smallest t_min / largest t_max of the segments of pid (0 = all).
  * 0, or -ENOENT when there are none. */
 int cli_store_time_range(struct cli_store *s, uint32_t pid, uint64_t *tmin, uint64_t *tmax);

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -29,6 +30,9 @@
 
 #define PERF_PENDING_MAX_BYTES (64u * 1024u * 1024u)
 #define PERF_RING_PAGES_MAX    1024u
+/* File descriptors left to the rest of the collector (segments, SQLite,
+ * sockets): perf events are refused above RLIMIT_NOFILE minus this. */
+#define PERF_FD_RESERVE        256
 
 struct perf_thread {
     uint32_t tid;
@@ -354,12 +358,24 @@ static void fill_attr(const struct perf_proc *p, struct perf_event_attr *a, int 
 
 /* Open one event, degrading once to no kernel frames and once to no
  * sample_max_stack; the degradations stick for the whole process. */
+static int fd_budget_ok(int fd)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+        return 1;
+    return (rlim_t)fd + PERF_FD_RESERVE < rl.rlim_cur;
+}
+
 static int open_event(struct perf_proc *p, uint32_t tid, int cpu_clock)
 {
     for (int attempt = 0; attempt < 3; attempt++) {
         struct perf_event_attr a;
         fill_attr(p, &a, cpu_clock);
         long fd = sys_perf_event_open(&a, (pid_t)tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+        if (fd >= 0 && !fd_budget_ok((int)fd)) {
+            close((int)fd);     /* keep descriptors for segments and the index */
+            return -EMFILE;
+        }
         if (fd >= 0)
             return (int)fd;
         int e = errno;

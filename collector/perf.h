@@ -72,7 +72,8 @@ struct perf_stats {
     uint64_t switch_samples;
     uint64_t lost;              /* PERF_RECORD_LOST counts + samples we dropped */
     uint64_t bad;               /* malformed perf records / ring resyncs */
-    uint64_t open_errors;       /* threads we failed to open (other than vanished) */
+    uint64_t open_errors;       /* threads we failed to open (other than vanished), e.g.
+                                   -EMFILE: RLIMIT_NOFILE minus a reserve for the collector */
 };
 
 struct perf_proc;

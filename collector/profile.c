@@ -37,6 +37,7 @@ struct perf_prof {
     uint8_t *buf;               /* PERF_PROF_BUF_SIZE */
     uint8_t *mbuf;              /* MAPS_BUF_SIZE */
     uint64_t lost;              /* samples that could not be written */
+    uint64_t open_errors;       /* perf_stats.open_errors already reported */
 };
 
 /* CAS the region's sampler NONE -> PERF under the guard. Returns the mode
@@ -183,6 +184,14 @@ void perf_prof_pass(struct col_proc *p, struct col_store *st, uint64_t now, int 
         pr->last_flush_ns = now;
         if (perf_proc_poll(pr->pp, now, final) < 0)
             return;
+        struct perf_stats ps;
+        perf_proc_stats(pr->pp, &ps);
+        if (ps.open_errors > pr->open_errors) {
+            col_log_limited(&p->rl, COL_LOG_WARN, "pid %u: %" PRIu64 " threads could not be "
+                            "sampled with perf (descriptor limit or permissions)", p->pid,
+                            ps.open_errors - pr->open_errors);
+            pr->open_errors = ps.open_errors;
+        }
     }
     size_t n = 0;
     uint64_t lost = 0;

@@ -11,9 +11,11 @@
  * frame pointers, leaf functions included (tests/integration/profile.mk);
  * the functions are noinline so they appear as frames.
  *
- * At exit prints one line: "prog_hot: iterations N seconds S rate R/s", the
- * throughput used to measure sampling overhead. --no-d9 skips d9_init (the
- * baseline without any agent).
+ * At exit prints one line: "prog_hot: iterations N seconds S rate R/s cpu C
+ * per-cpu-second P", the throughput used to measure sampling overhead (P,
+ * iterations per second of the process's CPU time, is the stable one on a
+ * loaded machine: sampling costs show up as CPU time of the process).
+ * --no-d9 skips d9_init (the baseline without any agent).
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -84,12 +86,13 @@ __attribute__((noinline)) void d9test_sleepy(void)
     __asm__ volatile("" ::: "memory");
 }
 
-static double now_s(void)
+static double clock_s(clockid_t c)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(c, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
+static double now_s(void) { return clock_s(CLOCK_MONOTONIC); }
 
 static void *worker_main(void *arg)
 {
@@ -165,8 +168,9 @@ int main(int argc, char **argv)
         total += w[i].iterations;
     }
     double el = now_s() - t0;
-    printf("prog_hot: iterations %llu seconds %.3f rate %.1f/s\n", (unsigned long long)total, el,
-           (double)total / el);
+    double cpu = clock_s(CLOCK_PROCESS_CPUTIME_ID);
+    printf("prog_hot: iterations %llu seconds %.3f rate %.1f/s cpu %.3f per-cpu-second %.1f\n",
+           (unsigned long long)total, el, (double)total / el, cpu, cpu > 0 ? (double)total / cpu : 0.0);
     fflush(stdout);
     if (g_use_d9)
         d9_shutdown();

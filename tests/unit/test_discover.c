@@ -1,0 +1,247 @@
+/*
+ * test_discover.c — region discovery and the ownership rule
+ * (collector/discover.c) as a specification.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include "collector/discover.h"
+#include "collector/log.h"
+#include "shm/region.h"
+
+#define OTHER_UID 65534
+
+struct fx {
+    char dir[64];
+    struct col_discover d;
+    int offered;
+    int adopt_rc;               /* what the fake adoption returns */
+    char last[128];
+};
+
+static int rm_cb(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+    (void)st; (void)flag; (void)f;
+    return remove(p);
+}
+
+static int setup(void **state)
+{
+    struct fx *fx = calloc(1, sizeof *fx);
+    strcpy(fx->dir, "/tmp/d9disctest.XXXXXX");
+    assert_non_null(mkdtemp(fx->dir));
+    col_log_init("test_discover", COL_LOG_ERROR);
+    col_discover_init(&fx->d, fx->dir);
+    *state = fx;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fx *fx = *state;
+    col_discover_free(&fx->d);
+    nftw(fx->dir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
+    free(fx);
+    return 0;
+}
+
+static int never_known(void *arg, uint32_t pid, uint64_t st)
+{
+    (void)arg; (void)pid; (void)st;
+    return 0;
+}
+
+static int fake_adopt(void *arg, const struct col_candidate *c)
+{
+    struct fx *fx = arg;
+    fx->offered++;
+    snprintf(fx->last, sizeof fx->last, "%s", c->name);
+    return fx->adopt_rc;
+}
+
+/* Creates DIR/d9.<uid>.<pid>.<start> (empty file) owned by owner; returns its name. */
+static const char *region_file(struct fx *fx, uint32_t uid, uint32_t pid, uint64_t start,
+                               uid_t owner)
+{
+    static char name[128];
+    char path[256];
+    assert_int_equal(shm_region_name(name, sizeof name, uid, pid, start), 0);
+    snprintf(path, sizeof path, "%s/%s", fx->dir, name);
+    int fd = open(path, O_CREAT | O_WRONLY | O_EXCL, 0600);
+    assert_true(fd >= 0);
+    close(fd);
+    if (owner != getuid())
+        assert_int_equal(chown(path, owner, (gid_t)-1), 0);
+    return name;
+}
+
+static uint64_t my_start(void)
+{
+    uint64_t st;
+    assert_int_equal(shm_proc_start_time((uint32_t)getpid(), &st), 0);
+    return st;
+}
+
+static uint32_t dead_pid(void)
+{
+    pid_t c = fork();
+    if (c == 0)
+        _exit(0);
+    waitpid(c, NULL, 0);
+    return (uint32_t)c;
+}
+
+static void a_live_process_s_region_must_be_owned_by_the_process_owner(void **s)
+{
+    (void)s;
+    struct col_candidate c = { .uid = 12345, .pid = (uint32_t)getpid(), .start_time = my_start() };
+    col_discover_classify(&c);
+    assert_true(c.alive);
+    assert_int_equal(c.expected_uid, getuid());
+}
+
+static void a_gone_process_s_region_must_be_owned_by_the_uid_in_its_name(void **s)
+{
+    (void)s;
+    struct col_candidate c = { .uid = 12345, .pid = dead_pid(), .start_time = 1 };
+    col_discover_classify(&c);
+    assert_false(c.alive);
+    assert_int_equal(c.expected_uid, 12345);
+}
+
+static void a_reused_pid_counts_as_gone(void **s)
+{
+    (void)s;
+    struct col_candidate c = { .uid = 12345, .pid = (uint32_t)getpid(),
+                               .start_time = my_start() + 1 };
+    col_discover_classify(&c);
+    assert_false(c.alive);
+    assert_int_equal(c.expected_uid, 12345);
+}
+
+static void a_scan_offers_well_named_regions_only(void **state)
+{
+    struct fx *fx = *state;
+    region_file(fx, getuid(), (uint32_t)getpid(), my_start(), getuid());
+    char junk[256];
+    snprintf(junk, sizeof junk, "%s/d9.not-a-region", fx->dir);
+    fclose(fopen(junk, "w"));
+    snprintf(junk, sizeof junk, "%s/other-file", fx->dir);
+    fclose(fopen(junk, "w"));
+    assert_int_equal(col_discover_scan(&fx->d, never_known, fake_adopt, fx), 1);
+    assert_int_equal(fx->offered, 1);
+}
+
+static void a_mis_owned_region_is_rejected_without_being_offered(void **state)
+{
+    struct fx *fx = *state;
+    if (getuid() != 0)
+        skip();
+    region_file(fx, 0, (uint32_t)getpid(), my_start(), OTHER_UID);
+    col_discover_scan(&fx->d, never_known, fake_adopt, fx);
+    assert_int_equal(fx->offered, 0);
+    assert_int_equal(fx->d.rejected_count, 1);
+}
+
+static void a_rejected_region_is_never_looked_at_again(void **state)
+{
+    struct fx *fx = *state;
+    region_file(fx, getuid(), (uint32_t)getpid(), my_start(), getuid());
+    fx->adopt_rc = -EBADMSG;            /* bad header */
+    col_discover_scan(&fx->d, never_known, fake_adopt, fx);
+    col_discover_scan(&fx->d, never_known, fake_adopt, fx);
+    col_discover_scan(&fx->d, never_known, fake_adopt, fx);
+    assert_int_equal(fx->offered, 1);
+    assert_int_equal(fx->d.rejected_count, 1);
+}
+
+static void a_region_not_ready_yet_is_offered_again(void **state)
+{
+    struct fx *fx = *state;
+    region_file(fx, getuid(), (uint32_t)getpid(), my_start(), getuid());
+    fx->adopt_rc = -EAGAIN;
+    col_discover_scan(&fx->d, never_known, fake_adopt, fx);
+    col_discover_scan(&fx->d, never_known, fake_adopt, fx);
+    assert_int_equal(fx->offered, 2);
+    assert_int_equal(fx->d.rejected_count, 0);
+}
+
+static void a_new_file_with_a_rejected_name_is_considered_again(void **state)
+{
+    struct fx *fx = *state;
+    const char *name = region_file(fx, getuid(), (uint32_t)getpid(), my_start(), getuid());
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", fx->dir, name);
+    fx->adopt_rc = -EBADMSG;
+    col_discover_scan(&fx->d, never_known, fake_adopt, fx);
+    unlink(path);
+    col_discover_scan(&fx->d, never_known, fake_adopt, fx);   /* forgets the gone file */
+    region_file(fx, getuid(), (uint32_t)getpid(), my_start(), getuid());
+    fx->adopt_rc = 0;
+    col_discover_scan(&fx->d, never_known, fake_adopt, fx);
+    assert_int_equal(fx->offered, 2);
+}
+
+static void a_symlink_is_rejected(void **state)
+{
+    struct fx *fx = *state;
+    char name[128], path[256];
+    shm_region_name(name, sizeof name, getuid(), (uint32_t)getpid(), my_start());
+    snprintf(path, sizeof path, "%s/%s", fx->dir, name);
+    assert_int_equal(symlink("/etc/passwd", path), 0);
+    col_discover_scan(&fx->d, never_known, fake_adopt, fx);
+    assert_int_equal(fx->offered, 0);
+    assert_int_equal(fx->d.rejected_count, 1);
+}
+
+static void a_hello_can_only_name_a_file_in_the_shm_dir(void **state)
+{
+    struct fx *fx = *state;
+    assert_int_equal(col_discover_one(&fx->d, "../d9.0.1.1", never_known, fake_adopt, fx),
+                     -EINVAL);
+    assert_int_equal(col_discover_one(&fx->d, "passwd", never_known, fake_adopt, fx), -EINVAL);
+    assert_int_equal(fx->offered, 0);
+}
+
+static int always_known(void *arg, uint32_t pid, uint64_t st)
+{
+    (void)arg; (void)pid; (void)st;
+    return 1;
+}
+
+static void an_adopted_region_is_not_offered_again(void **state)
+{
+    struct fx *fx = *state;
+    region_file(fx, getuid(), (uint32_t)getpid(), my_start(), getuid());
+    col_discover_scan(&fx->d, always_known, fake_adopt, fx);
+    assert_int_equal(fx->offered, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(a_live_process_s_region_must_be_owned_by_the_process_owner),
+        cmocka_unit_test(a_gone_process_s_region_must_be_owned_by_the_uid_in_its_name),
+        cmocka_unit_test(a_reused_pid_counts_as_gone),
+        cmocka_unit_test_setup_teardown(a_scan_offers_well_named_regions_only, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_mis_owned_region_is_rejected_without_being_offered, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_rejected_region_is_never_looked_at_again, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_region_not_ready_yet_is_offered_again, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_new_file_with_a_rejected_name_is_considered_again, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_symlink_is_rejected, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_hello_can_only_name_a_file_in_the_shm_dir, setup, teardown),
+        cmocka_unit_test_setup_teardown(an_adopted_region_is_not_offered_again, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

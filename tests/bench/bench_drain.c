@@ -3,7 +3,7 @@
  * d9_poll_start() (32-byte records) at a given total rate (0 = flat out) for
  * a given time. Prints one line
  *
- *   load tracer=d9 threads=N rate=R offered=E elapsed=S lost=L attach_ms=A
+ *   load tracer=d9 threads=N rate=R offered=E elapsed=S lost=L attach_ms=A pid=P
  *
  * where lost is the agent's own drop counter (ring full) summed over the
  * producer rings, read while the producers are still alive. Before the timed
@@ -18,6 +18,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "agent/d9.h"
 #include "tests/bench/bench_own_ring.h"
 #include "tests/bench/bench_util.h"
@@ -101,7 +102,7 @@ int main(int argc, char **argv)
         return 2;
     }
     printf("load tracer=d9 threads=%lu rate=%lu offered=%llu elapsed=%.6f lost=%llu "
-           "attach_ms=%ld\n", threads, rate, (unsigned long long)L.offered, L.elapsed_s,
-           (unsigned long long)lost, attach_ms);
+           "attach_ms=%ld pid=%ld\n", threads, rate, (unsigned long long)L.offered, L.elapsed_s,
+           (unsigned long long)lost, attach_ms, (long)getpid());
     return 0;
 }

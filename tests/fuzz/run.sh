@@ -9,7 +9,8 @@
 # d9.c) and the generated protobuf-c code; binaries go to $BUILD/fuzz/. Each
 # runs for FUZZ_SECONDS on a private copy of tests/fuzz/corpus/<target>/ in
 # $BUILD/fuzz/corpus-<target> (nothing is ever written into the repository;
-# crash inputs land in $BUILD/fuzz/artifacts-<target>/). A target passes if
+# crash inputs land in $BUILD/fuzz/artifacts-<target>/; TMPDIR is a scratch
+# dir $BUILD/fuzz/tmp-<target>, removed afterwards). A target passes if
 # libFuzzer exits 0. Last line: "fuzz: N passed, N failed".
 BUILD=${BUILD:-build}
 FUZZ_SECONDS=${FUZZ_SECONDS:-10}
@@ -77,14 +78,17 @@ for src in $targets; do
     fi
     corpus=$OUT/corpus-$name
     art=$OUT/artifacts-$name
-    mkdir -p "$corpus" "$art"
+    scratch=$OUT/tmp-$name              # TMPDIR for targets that need files
+    rm -rf "$scratch"
+    mkdir -p "$corpus" "$art" "$scratch"
     if [ -d "tests/fuzz/corpus/$name" ]; then
         cp -R "tests/fuzz/corpus/$name/." "$corpus/" 2>/dev/null
     fi
-    ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} \
+    TMPDIR=$scratch ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} \
     "$bin" -max_total_time="$FUZZ_SECONDS" -max_len=65536 -timeout=25 -rss_limit_mb=2048 \
         -print_final_stats=1 -artifact_prefix="$art/" "$corpus" >"$log" 2>&1
     rc=$?
+    rm -rf "$scratch"
     runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
     if [ $rc -eq 0 ]; then
         passed=$((passed + 1))

@@ -132,8 +132,10 @@ lt_session() {  # lt_session NAME SUBBUF NSUB
 # two producers on one CPU); the low 63 bits are the count: strip and note it.
 strip63() {
     v=$1
-    if [ -n "$v" ] && [ ${#v} -ge 19 ] && [ "$(echo "$v >= 9223372036854775808" | bc)" = 1 ]; then
-        v=$(echo "$v - 9223372036854775808" | bc); put lt.bit63 1
+    if [ -n "$v" ] && [ ${#v} -ge 19 ]; then   # python3 is a base dependency; sh cannot do u64
+        w=$(python3 -c "import sys; v = int(sys.argv[1]); print(v - (1 << 63) if v >= 1 << 63 else v)" "$v")
+        [ "$w" != "$v" ] && put lt.bit63 1
+        v=$w
     fi
     echo "$v"
 }
@@ -448,6 +450,7 @@ report_drain() {
     att=$(awk '$1 ~ /\.d9\..*\.attach_ms$/ && $2 >= 0 { print $2 }' "$R" | median)
     echo "  Steady state: each producer first waits until the collector drained its first event"
     echo "  (d9 adoption delay, median: $att ms); LTTng producers sleep $LT_SETTLE_MS ms after registering."
+    [ "$(get lt.bit63)" = 1 ] && echo "  note: LTTng reported a discarded count with bit 63 set; the low 63 bits are shown."
     echo
     echo "LOSS ONSET — 1 producer, offered rate stepped up; loss begins where lost > 0.1 %"
     printf '  %-12s %12s %10s %12s %10s\n' "target" "d9 offered" "d9 lost %" "LTTng offer" "LTTng %"

@@ -20,6 +20,7 @@
  */
 #include <errno.h>
 #include <signal.h>
+#include <sqlite3.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -340,6 +341,30 @@ static int end_thread(struct col_proc *p, struct col_store *st, uint32_t i, uint
     return 0;
 }
 
+/* Drops of ring slot `ring` of process_id already recorded in indexed
+ * segments, over all generations (the slot's lost counter is never reset by
+ * a claim): where a previous collector run left the ring's lost counter. A
+ * restarted collector starts from there, so drops are not counted twice
+ * (the temp segments of a crashed run are salvaged and indexed before any
+ * region is adopted). 0 when unknown (fresh ring, no index). */
+static uint64_t indexed_lost(struct col_store *st, int64_t process_id, uint32_t ring)
+{
+    sqlite3 *db = st->idx ? idx_db(st->idx) : NULL;
+    sqlite3_stmt *q = NULL;
+    uint64_t lost = 0;
+    if (!db || process_id <= 0)
+        return 0;
+    if (sqlite3_prepare_v2(db, "SELECT COALESCE(SUM(b.lost), 0) FROM blocks b "
+                           "JOIN segments s ON s.id = b.segment_id WHERE s.process_id = ?1 "
+                           "AND b.ring = ?2", -1, &q, NULL) == SQLITE_OK &&
+        sqlite3_bind_int64(q, 1, process_id) == SQLITE_OK &&
+        sqlite3_bind_int64(q, 2, ring) == SQLITE_OK && sqlite3_step(q) == SQLITE_ROW &&
+        sqlite3_column_int64(q, 0) > 0)
+        lost = (uint64_t)sqlite3_column_int64(q, 0);
+    sqlite3_finalize(q);
+    return lost;
+}
+
 static void quarantine_ring(struct col_proc *p, uint32_t i, const struct shm_ring_snapshot *s)
 {
     struct col_ring *r = &p->rings[i];
@@ -374,6 +399,10 @@ static int drain_ring(struct col_proc *p, struct col_store *st, uint32_t i, uint
         /* first sight (or collector restart): resume where the last consumer stopped */
         r->read_tail = r->consumed_tail = s.tail;
         r->tail_known = 1;
+        /* nothing reported yet by this run: start from what an earlier
+         * collector run reported (after a recycle lost_seen is already right) */
+        if (r->lost_seen == 0)
+            r->lost_seen = indexed_lost(st, p->process_id, i);
     }
     if (r->active && s.generation != r->generation) {
         /* re-claimed only after it was drained: the previous thread is over */

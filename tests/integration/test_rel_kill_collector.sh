@@ -5,7 +5,7 @@
 #
 #   REL_TRIALS=N (default 8; `make stress` runs 60) BUILD=... sh tests/integration/test_rel_kill_collector.sh
 #
-# A paced prog_rel_workload (2 threads) runs through the whole test. Per trial:
+# A paced prog_rel_workload (2 threads, 64 KiB rings) runs through the whole test. Per trial:
 # the collector (segments rotated every second) runs for a random 0.3..1.5 s
 # and is killed with SIGKILL. While it is down: the workload is alive and its
 # progress counters keep growing; every third trial `d9 fsck --repair` then
@@ -45,7 +45,10 @@ grows() {       # the workload's progress counters move while nobody drains
 }
 
 check "collector starts" rel_start_collector --segment-seconds 1
-rel_bg "$TBIN/prog_rel_workload" --threads 2 --progress "$T/progress" --pace-us 1000 --batch 20
+# small rings (REL_RING_KB, default 64 KiB) overflow during every outage, so
+# the loss accounting across restarts is exercised too
+DIAL9_RING_KB=${REL_RING_KB:-64} rel_bg "$TBIN/prog_rel_workload" --threads 2 \
+    --progress "$T/progress" --pace-us 1000 --batch 20
 wpid=$BGPID
 check "workload starts" wait_for 10 test -s "$T/progress"
 

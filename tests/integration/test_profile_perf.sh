@@ -29,6 +29,28 @@ if [ "$PROBE_RC" -eq 77 ]; then
 fi
 check "perf + symbolizer without the daemon find the hot function" has d9test_hot_spin "$T/probe.folded"
 
+# ---- unprivileged sampler (root runs the test; setpriv drops to nobody) ----------------
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null 2>&1; then
+    NB=$T/nobody
+    mkdir -p "$NB" && cp "$TBIN/prog_hot" "$TBIN/tool_profile" "$NB/" && chmod 755 "$T" &&
+        chown -R 65534:65534 "$NB"
+    nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
+    "$NB/prog_hot" --no-d9 --seconds 1 >/dev/null 2>&1 &
+    ROOTHOT=$!
+    at_exit kill -9 "$ROOTHOT"
+    nobody "$NB/tool_profile" --pid "$ROOTHOT" --seconds 0.2 >/dev/null 2>"$T/denied.err"
+    DENIED_RC=$?
+    wait "$ROOTHOT"
+    check "sampling another user's process is refused and reported as 'not permitted'" \
+        sh -c "[ $DENIED_RC -eq 77 ] && grep -q 'not permitted' '$T/denied.err'"
+    if [ "$(cat /proc/sys/kernel/perf_event_paranoid)" -le 2 ]; then
+        nobody sh -c "'$NB/prog_hot' --no-d9 --seconds 1 >/dev/null 2>&1 & p=\$!;
+            '$NB/tool_profile' --pid \$p --seconds 0.5 >'$NB/user.probe' 2>'$NB/user.err'; wait \$p"
+        check "an unprivileged sampler of its own process falls back to user-space stacks" \
+            sh -c "grep -q d9test_hot_spin '$NB/user.probe' && grep -q 'kernel 0' '$NB/user.err'"
+    fi
+fi
+
 # ---- through the daemon -----------------------------------------------------------
 check "collector starts" start_collector
 # DIAL9_SAMPLER=perf: the agent never falls back, so every sample below is perf's

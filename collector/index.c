@@ -34,6 +34,7 @@
 #include "shm/clock.h"
 
 #define IDX_BUSY_TIMEOUT_MS 5000
+#define IDX_BOOT_ID_PATH    "/proc/sys/kernel/random/boot_id"
 
 /* The schema of index.h, verbatim. Executed in one transaction. */
 static const char schema_sql[] =
@@ -466,6 +467,20 @@ static int do_open(struct idx *x, int readonly)
     return create_schema(x);
 }
 
+/* The kernel's id of this boot (so readers can tell if monotonic times
+ * in the store are from the current boot). */
+static int read_boot_id(char *out, size_t cap)
+{
+    FILE *f = fopen(IDX_BOOT_ID_PATH, "re");
+    if (!f)
+        return -errno;
+    int e = fgets(out, (int)cap, f) ? 0 : -EIO;
+    fclose(f);
+    if (e == 0)
+        out[strcspn(out, "\n")] = 0;
+    return e == 0 && out[0] ? 0 : -EIO;
+}
+
 int idx_open_ex(struct idx **out, const char *store_dir, unsigned flags, char *why,
                 size_t why_cap)
 {
@@ -500,6 +515,9 @@ int idx_open_ex(struct idx **out, const char *store_dir, unsigned flags, char *w
             snprintf(v, sizeof v, "%" PRIu64, realtime_ns() - shm_mono_ns());
             e = set_meta(x, "boot_realtime_ns", v, 1);
         }
+        char boot[64];
+        if (e == 0 && read_boot_id(boot, sizeof boot) == 0)
+            e = set_meta(x, "boot_id", boot, 1);
     }
     if (e < 0) {
         if (!x->err[0])

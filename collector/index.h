@@ -95,7 +95,8 @@ void *idx_db(struct idx *x);
 /* ---- added by storage (additive) --------------------------------------------
  * meta keys: 'schema_version' (decimal), 'host' (gethostname at creation),
  * 'created' (CLOCK_REALTIME ns at creation, decimal), 'boot_realtime_ns'
- * (refreshed by every idx_open). processes.records / lost count everything
+ * and 'boot_id' (/proc/sys/kernel/random/boot_id; both refreshed by every
+ * idx_open). processes.records / lost count everything
  * ever indexed for the process (segment eviction does not subtract).
  * processes.first_ns/last_ns and threads.first_ns/last_ns: NULL = unknown
  * (0 passed in means unknown). exit_code NULL when unknown (code < 0).

@@ -182,7 +182,7 @@ static void test_open_sets_wal_full_sync_and_foreign_keys(void **state)
     assert_true(q_int(db(fx), "PRAGMA busy_timeout") >= 1000);
 }
 
-static void test_meta_holds_version_host_created_and_boot_offset(void **state)
+static void test_meta_holds_version_host_created_and_boot_identity(void **state)
 {
     struct fx *fx = *state;
     assert_int_equal(q_int(db(fx), "SELECT value FROM meta WHERE key = 'schema_version'"),
@@ -190,6 +190,15 @@ static void test_meta_holds_version_host_created_and_boot_offset(void **state)
     assert_true(q_int(db(fx), "SELECT value FROM meta WHERE key = 'created'") > 0);
     assert_true(q_int(db(fx), "SELECT value FROM meta WHERE key = 'boot_realtime_ns'") > 0);
     assert_true(q_int(db(fx), "SELECT length(value) FROM meta WHERE key = 'host'") > 0);
+    char boot[64] = "", got[64];
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    if (f) {
+        assert_non_null(fgets(boot, sizeof boot, f));
+        boot[strcspn(boot, "\n")] = 0;
+        fclose(f);
+        q_text(db(fx), "SELECT value FROM meta WHERE key = 'boot_id'", got, sizeof got);
+        assert_string_equal(got, boot);
+    }
 }
 
 static void test_reopening_keeps_rows(void **state)
@@ -584,7 +593,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(test_open_creates_the_documented_schema),
         T(test_open_sets_wal_full_sync_and_foreign_keys),
-        T(test_meta_holds_version_host_created_and_boot_offset),
+        T(test_meta_holds_version_host_created_and_boot_identity),
         T(test_reopening_keeps_rows),
         T(test_newer_schema_version_is_refused_with_a_clear_error),
         T(test_foreign_database_is_refused),

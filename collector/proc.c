@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <setjmp.h>
+#include <sqlite3.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -66,6 +67,26 @@ static int g_map(const char *path, uint32_t expected_uid, struct shm_region *r,
     return rc;
 }
 
+/* A ring's 'lost' counter is cumulative over its life; drops already
+ * written into indexed blocks (by an earlier collector run) must not be
+ * reported again after a restart. */
+static void resume_lost_counters(struct col_proc *p, struct col_store *st)
+{
+    sqlite3 *db = idx_db(st->idx);
+    sqlite3_stmt *q = NULL;
+    if (!db || sqlite3_prepare_v2(db, "SELECT b.ring, SUM(b.lost) FROM blocks b JOIN segments s "
+                                      "ON s.id = b.segment_id WHERE s.process_id = ?1 "
+                                      "GROUP BY b.ring", -1, &q, NULL) != SQLITE_OK)
+        return;
+    sqlite3_bind_int64(q, 1, p->process_id);
+    while (sqlite3_step(q) == SQLITE_ROW) {
+        sqlite3_int64 ring = sqlite3_column_int64(q, 0), lost = sqlite3_column_int64(q, 1);
+        if (ring >= 0 && ring < (sqlite3_int64)p->geo.ring_count && lost > 0)
+            p->rings[ring].lost_seen = (uint64_t)lost;
+    }
+    sqlite3_finalize(q);
+}
+
 int col_proc_adopt(const char *path, const char *file, uint32_t expected_uid,
                    struct col_store *st, const struct shm_clock_cal *host_cal,
                    struct col_proc **out)
@@ -117,6 +138,7 @@ int col_proc_adopt(const char *path, const char *file, uint32_t expected_uid,
         col_proc_free(p);
         return rc;
     }
+    resume_lost_counters(p, st);
     *out = p;
     return 0;
 }

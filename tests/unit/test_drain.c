@@ -288,6 +288,28 @@ static void ring_drops_are_reported_as_deltas(void **state)
     assert_int_equal(read_store(fx).lost, 7);
 }
 
+static void drops_reported_before_a_collector_restart_are_not_reported_again(void **state)
+{
+    struct fx *fx = *state;
+    int r0 = claim(fx, "w0");
+    produce(fx, r0, 1);
+    atomic_store(&ring(fx, r0)->lost, 5);
+    adopt(fx);
+    struct col_drain_result res;
+    assert_int_equal(drain(fx, 1, &res), 0);
+    assert_int_equal(col_proc_seal(fx->p, &fx->st), 0);
+    col_proc_free(fx->p);                       /* the collector goes away ... */
+    fx->p = NULL;
+    produce(fx, r0, 1);
+    atomic_store(&ring(fx, r0)->lost, 7);
+    adopt(fx);                                  /* ... and a new one adopts the region */
+    assert_int_equal(drain(fx, 2, &res), 0);
+    assert_int_equal(col_proc_seal(fx->p, &fx->st), 0);
+    struct totals t = read_store(fx);
+    assert_int_equal(t.records, 2);
+    assert_int_equal(t.lost, 7);
+}
+
 static void metadata_published_before_an_event_reaches_the_segment_first(void **state)
 {
     struct fx *fx = *state;
@@ -439,6 +461,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(a_truncated_region_quarantines_the_process_instead_of_crashing, setup, teardown),
         cmocka_unit_test_setup_teardown(a_new_generation_on_a_ring_ends_the_previous_thread, setup, teardown),
         cmocka_unit_test_setup_teardown(ring_drops_are_reported_as_deltas, setup, teardown),
+        cmocka_unit_test_setup_teardown(drops_reported_before_a_collector_restart_are_not_reported_again, setup, teardown),
         cmocka_unit_test_setup_teardown(metadata_published_before_an_event_reaches_the_segment_first, setup, teardown),
         cmocka_unit_test_setup_teardown(malformed_metadata_stops_the_metadata_walk_but_not_the_data, setup, teardown),
         cmocka_unit_test_setup_teardown(tsc_timestamps_are_converted_with_the_region_calibration, setup_tsc, teardown),

@@ -1,8 +1,8 @@
 # collector_env.sh — shared set-up for tests/integration/test_collector*.sh
 # (sourced after lib.sh). Gives every script its own temp shm dir, store and
 # endpoint, and helpers to run d9collectd and prog_workload and to read
-# results. Every process started here is killed at d9_finish, and on
-# INT/TERM/HUP too.
+# results. Every process started here is killed at d9_finish, and on any
+# other exit too.
 d9_setup
 SHM=$T/shm
 STORE=$T/store
@@ -12,7 +12,14 @@ DIAL9_SHM_DIR=$SHM
 DIAL9_COLLECTOR=$EP
 export DIAL9_SHM_DIR DIAL9_COLLECTOR
 COLPID=""
-trap 'd9_finish >/dev/null 2>&1; exit 1' INT TERM HUP
+# Also on an abnormal end (signal, broken pipe, shell error): kill what we
+# started and remove $T. After a normal d9_finish this repeats harmlessly.
+_col_cleanup() {
+    eval "$_cleanup_cmds" >/dev/null 2>&1
+    [ -n "${T:-}" ] && [ "${D9_KEEP:-0}" != 1 ] && rm -rf "$T"
+}
+trap '_col_cleanup' EXIT
+trap '_col_cleanup; exit 1' INT TERM HUP PIPE
 
 # start_collector [extra flags...]: starts d9collectd in the background, waits
 # until it answers a status request.

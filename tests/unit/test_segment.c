@@ -699,6 +699,39 @@ static void test_file_truncated_on_disk_reads_as_partial(void **state)
     seg_writer_free(w);
 }
 
+static void test_open_of_missing_or_non_regular_files_fails_with_errno(void **state)
+{
+    struct fx *fx = *state;
+    struct seg_reader *r;
+    char path[256], why[128];
+    snprintf(path, sizeof path, "%s/nope.d9seg", fx->dir);
+    assert_int_equal(seg_reader_open_ex(&r, path, 0, why, sizeof why), -ENOENT);
+    assert_true(strlen(why) > 0);
+    assert_int_equal(seg_reader_open(&r, fx->dir, 0), -EINVAL);
+    assert_int_equal(seg_reader_open_mem(&r, NULL, 0, SEG_OPEN_PARTIAL), -EBADMSG);
+}
+
+static void test_partial_reader_sees_flushed_blocks_of_a_segment_being_written(void **state)
+{
+    struct fx *fx = *state;
+    struct seg_writer *w;
+    assert_int_equal(seg_writer_open(&w, fx->dir, 4, &proc, NULL, 0), 0);
+    uint8_t data[64];
+    size_t dlen = 0;
+    rec_poll_start(data, &dlen, 1, 10, 1);
+    assert_int_equal(seg_writer_add_data(w, 1, 0, 1, 0, data, dlen), 0);
+    assert_int_equal(seg_writer_add_data(w, 1, 0, 1, 0, data, dlen), 0);
+    assert_int_equal(seg_writer_flush(w), 0);
+    assert_int_equal(seg_writer_add_data(w, 1, 0, 1, 0, data, dlen), 0);     /* buffered */
+    struct seg_reader *r;
+    assert_int_equal(seg_reader_open(&r, seg_writer_path(w), 0), -EBADMSG);  /* unsealed */
+    assert_int_equal(seg_reader_open(&r, seg_writer_path(w), SEG_OPEN_PARTIAL), 0);
+    assert_int_equal(read_all(r, NULL), 2);
+    assert_null(seg_reader_error(r));       /* ends on a block boundary: nothing bad */
+    seg_reader_close(r);
+    seg_writer_free(w);
+}
+
 /* ---- salvage ---------------------------------------------------------------- */
 
 /* Make a crashed collector's temp file: the writer's bytes cut at `cut`. */
@@ -1105,6 +1138,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_bad_magic_and_newer_version_are_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_every_truncation_is_an_error_or_a_prefix_never_a_crash, setup, teardown),
         cmocka_unit_test_setup_teardown(test_file_truncated_on_disk_reads_as_partial, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_open_of_missing_or_non_regular_files_fails_with_errno, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_partial_reader_sees_flushed_blocks_of_a_segment_being_written, setup, teardown),
         cmocka_unit_test_setup_teardown(test_salvage_keeps_whole_blocks_of_a_file_cut_mid_block, setup, teardown),
         cmocka_unit_test_setup_teardown(test_salvage_of_a_sealed_but_unrenamed_file_keeps_everything, setup, teardown),
         cmocka_unit_test_setup_teardown(test_salvage_refuses_files_with_nothing_to_keep, setup, teardown),

@@ -370,11 +370,10 @@ void ag_sampler_thread_start(struct ag_agent *a)
     struct ag_sampler_thread *t = &g_st;
     if (t->registered)
         return;
+    /* registered even before ag_sampler_start ran (a thread may record its
+     * first event while another is still inside d9_init): arming is what
+     * depends on the sampler being started and active */
     pthread_mutex_lock(&g.lock);
-    if (!g.started) {
-        pthread_mutex_unlock(&g.lock);
-        return;
-    }
     t->tid = (uint32_t)syscall(SYS_gettid);
     t->self = pthread_self();
     t->ring = -1;
@@ -384,7 +383,7 @@ void ag_sampler_thread_start(struct ag_agent *a)
         g.head->prev = t;
     g.head = t;
     t->registered = 1;
-    if (g.active)
+    if (g.started && g.active)
         arm_thread(t);
     pthread_mutex_unlock(&g.lock);
 }

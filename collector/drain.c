@@ -74,7 +74,8 @@ int col_rotate_due(uint64_t bytes, uint64_t opened_ns, uint64_t now_ns,
 
 /* ---- timestamps ------------------------------------------------------------------ */
 
-long col_convert_records(uint8_t *buf, size_t len, const struct shm_clock_cal *cal)
+long col_convert_records(uint8_t *buf, size_t len, const struct shm_clock_cal *cal,
+                         uint64_t *first, uint64_t *last)
 {
     size_t off = 0;
     long n = 0;
@@ -87,6 +88,10 @@ long col_convert_records(uint8_t *buf, size_t len, const struct shm_clock_cal *c
             return -EBADMSG;
         h.ts = shm_clock_to_ns(cal, h.ts);
         memcpy(buf + off, &h, sizeof h);
+        if (n == 0 && first)
+            *first = h.ts;
+        if (last)
+            *last = h.ts;
         off += h.len;
         n++;
     }
@@ -437,7 +442,8 @@ static int drain_ring(struct col_proc *p, struct col_store *st, uint32_t i, uint
             return 0;
         }
         if (n > 0) {
-            long nrec = col_convert_records(buf, (size_t)n, &p->cal);
+            uint64_t t_first = 0, t_last = 0;
+            long nrec = col_convert_records(buf, (size_t)n, &p->cal, &t_first, &t_last);
             if (nrec < 0) {
                 quarantine_ring(p, i, &s);
                 return 0;
@@ -457,19 +463,9 @@ static int drain_ring(struct col_proc *p, struct col_store *st, uint32_t i, uint
             r->pend_records += (uint64_t)nrec;
             res->records += (uint64_t)nrec;
             res->bytes += (uint64_t)n;
-            /* time range: first and last record of the copy */
-            struct d9_rec_hdr h;
-            memcpy(&h, buf, sizeof h);
             if (!r->first_ns)
-                r->first_ns = h.ts;
-            size_t off = 0, lastoff = 0;
-            while (off < (size_t)n) {
-                memcpy(&h, buf + off, sizeof h);
-                lastoff = off;
-                off += h.len;
-            }
-            memcpy(&h, buf + lastoff, sizeof h);
-            r->last_ns = h.ts;
+                r->first_ns = t_first;
+            r->last_ns = t_last;
             r->thread_dirty = 1;
         }
         if (new_tail != r->read_tail) {

@@ -52,9 +52,11 @@ int col_rotate_due(uint64_t bytes, uint64_t opened_ns, uint64_t now_ns,
 
 /* ---- timestamps ------------------------------------------------------------ */
 /* Convert the ts of every record in buf[0, len) (validated ring framing, no
- * PADs) in place with cal. Returns the number of records, or -EBADMSG if a
- * record header does not fit (never for shm_ring_read output). */
-long col_convert_records(uint8_t *buf, size_t len, const struct shm_clock_cal *cal);
+ * PADs) in place with cal; *first and *last get the converted ts of the first
+ * and last record (either may be NULL). Returns the number of records, or
+ * -EBADMSG if a record header does not fit (never for shm_ring_read output). */
+long col_convert_records(uint8_t *buf, size_t len, const struct shm_clock_cal *cal,
+                         uint64_t *first, uint64_t *last);
 
 /* Read the region's calibration pairs under its seqlock into *cal.
  * -EAGAIN if a writer kept the seqlock odd/changing, -EINVAL if the pairs

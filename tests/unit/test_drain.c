@@ -415,7 +415,7 @@ static void conversion_rejects_a_record_that_does_not_fit(void **s)
     struct d9_rec_hdr h = { .len = 40, .type = D9_REC_POLL_START };
     memcpy(buf, &h, sizeof h);
     struct shm_clock_cal id = { 0 };
-    assert_int_equal(col_convert_records(buf, sizeof buf, &id), -EBADMSG);
+    assert_int_equal(col_convert_records(buf, sizeof buf, &id, NULL, NULL), -EBADMSG);
 }
 
 static void identity_calibration_leaves_monotonic_timestamps_alone(void **s)
@@ -425,9 +425,12 @@ static void identity_calibration_leaves_monotonic_timestamps_alone(void **s)
     struct d9_rec_hdr h = { .len = 32, .type = D9_REC_POLL_START, .ts = 12345 };
     memcpy(buf, &h, sizeof h);
     struct shm_clock_cal id = { 0 };
-    assert_int_equal(col_convert_records(buf, sizeof buf, &id), 1);
+    uint64_t first = 0, last = 0;
+    assert_int_equal(col_convert_records(buf, sizeof buf, &id, &first, &last), 1);
     memcpy(&h, buf, sizeof h);
     assert_int_equal(h.ts, 12345);
+    assert_int_equal(first, 12345);
+    assert_int_equal(last, 12345);
 }
 
 static void calibration_read_gives_up_while_a_writer_holds_the_seqlock(void **s)

@@ -212,7 +212,7 @@ void ag_agent_tick(struct ag_agent *a)
     atomic_store_explicit(&h->heartbeat_ns, shm_mono_ns(), memory_order_relaxed);
 }
 
-static void control_send_hello(struct ag_agent *a)
+static int control_send_hello(struct ag_agent *a)
 {
     uint8_t buf[AG_CONTROL_MSG_MAX];
     struct ag_hello_info hi = {
@@ -220,8 +220,7 @@ static void control_send_hello(struct ag_agent *a)
         .region_path = a->region.path, .comm = a->comm, .exe = a->exe,
     };
     long n = ag_control_pack_hello(&hi, buf, sizeof buf);
-    if (n > 0)
-        ag_control_send(&a->ctl, buf, (size_t)n);
+    return n > 0 ? ag_control_send(&a->ctl, buf, (size_t)n) : (int)n;
 }
 
 static void control_send_goodbye(struct ag_agent *a)
@@ -232,10 +231,10 @@ static void control_send_goodbye(struct ag_agent *a)
         ag_control_send(&a->ctl, buf, (size_t)n);
 }
 
-static void deadline_after(struct timespec *ts, unsigned ms)
+static void deadline_after(struct timespec *ts, uint64_t ms)
 {
     clock_gettime(CLOCK_MONOTONIC, ts);
-    ts->tv_sec += ms / 1000u;
+    ts->tv_sec += (time_t)(ms / 1000u);
     ts->tv_nsec += (long)(ms % 1000u) * 1000000L;
     if (ts->tv_nsec >= 1000000000L) {
         ts->tv_sec++;
@@ -243,37 +242,62 @@ static void deadline_after(struct timespec *ts, unsigned ms)
     }
 }
 
+/*
+ * The housekeeping thread: heartbeat and calibration every AG_HEARTBEAT_MS,
+ * and the control channel. The DEALER uses ZMQ_IMMEDIATE, so nothing is
+ * queued while no collector is connected: the hello is retried with a
+ * backoff (AG_HELLO_RETRY_MIN_MS doubling up to AG_HEARTBEAT_MS) until a
+ * collector takes it, and at shutdown an agent that never reached one closes
+ * at once instead of lingering. Only this thread touches the zmq socket.
+ */
 static void *hk_main(void *arg)
 {
     struct ag_agent *a = arg;
     pthread_setname_np(pthread_self(), AG_HK_THREAD_NAME);
+    int hello_pending = 0;
+    uint64_t retry_ms = AG_HELLO_RETRY_MIN_MS;
     if (a->cfg.control) {
         a->ctl_state = ag_control_open(&a->ctl, a->cfg.collector);
         if (a->ctl_state == 0) {
             a->ctl_state = 1;
-            control_send_hello(a);
+            hello_pending = 1;
         }
     }
-    unsigned wait_ms = AG_CAL_FIRST_MS;
+    uint64_t next_tick = shm_mono_ns() + (uint64_t)AG_CAL_FIRST_MS * 1000000u;
     pthread_mutex_lock(&a->lock);
     while (!a->hk_stop) {
+        pthread_mutex_unlock(&a->lock);
+        if (hello_pending && control_send_hello(a) == 0) {
+            hello_pending = 0;
+            a->hello_sent = 1;
+        }
+        uint64_t now = shm_mono_ns();
+        if (now >= next_tick) {
+            ag_agent_tick(a);
+            ag_sampler_tick(a);             /* profiler: perf/itimer handshake */
+            next_tick = now + (uint64_t)AG_HEARTBEAT_MS * 1000000u;
+        }
+        uint64_t wait_ms = (next_tick - now) / 1000000u + 1;
+        if (hello_pending) {
+            if (retry_ms < wait_ms)
+                wait_ms = retry_ms;
+            if (retry_ms < AG_HEARTBEAT_MS)
+                retry_ms *= 2;
+        }
         struct timespec dl;
         deadline_after(&dl, wait_ms);
+        pthread_mutex_lock(&a->lock);
         int rc = 0;
         while (!a->hk_stop && rc != ETIMEDOUT)
             rc = pthread_cond_timedwait(&a->hk_cond, &a->lock, &dl);
-        if (a->hk_stop)
-            break;
-        pthread_mutex_unlock(&a->lock);
-        ag_agent_tick(a);
-        ag_sampler_tick(a);             /* profiler: perf/itimer handshake */
-        wait_ms = AG_HEARTBEAT_MS;
-        pthread_mutex_lock(&a->lock);
     }
     pthread_mutex_unlock(&a->lock);
     if (a->ctl_state == 1) {
-        control_send_goodbye(a);
-        ag_control_close(&a->ctl);
+        /* a collector that got our hello gets a goodbye (delivery bounded by
+         * the linger); with none connected there is nothing to wait for */
+        if (a->hello_sent)
+            control_send_goodbye(a);
+        ag_control_close(&a->ctl, a->hello_sent ? AG_CONTROL_LINGER_MS : 0);
     }
     return NULL;
 }

@@ -42,6 +42,7 @@
 #define AG_CLAIM_RETRY_EVENTS 65536u        /* an untraced thread retries its claim this rarely */
 #define AG_HEARTBEAT_MS       1000u         /* heartbeat and calibration refresh period */
 #define AG_CAL_FIRST_MS       50u           /* first calibration pair 1 after start */
+#define AG_HELLO_RETRY_MIN_MS 10u           /* first hello retry; doubles up to AG_HEARTBEAT_MS */
 #define AG_HK_STACK_SIZE      (256u * 1024u)
 #define AG_HK_THREAD_NAME     "d9-agent"
 
@@ -94,6 +95,7 @@ struct ag_agent {
     struct ag_control ctl;      /* used by the housekeeping thread only */
     int ctl_state;              /* control channel: 0 not tried, 1 open, <0 -errno */
     struct ag_control ctl_inherited;    /* fork child: the parent's, never used */
+    int hello_sent;             /* a collector accepted our hello (housekeeping thread) */
 
     int started, stopped;
     /* fork */

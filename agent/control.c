@@ -28,9 +28,11 @@ int ag_control_open(struct ag_control *c, const char *endpoint)
         c->ctx = NULL;
         return -err;
     }
-    int linger = AG_CONTROL_LINGER_MS, hwm = AG_CONTROL_SNDHWM;
+    int linger = AG_CONTROL_LINGER_MS, hwm = AG_CONTROL_SNDHWM, immediate = 1;
     zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
     zmq_setsockopt(s, ZMQ_SNDHWM, &hwm, sizeof hwm);
+    /* queue only on a completed connection: no collector, no waiting */
+    zmq_setsockopt(s, ZMQ_IMMEDIATE, &immediate, sizeof immediate);
     if (zmq_connect(s, endpoint) != 0) {
         int err = errno;
         zmq_close(s);
@@ -55,10 +57,11 @@ int ag_control_send(struct ag_control *c, const uint8_t *msg, size_t len)
     return 0;
 }
 
-void ag_control_close(struct ag_control *c)
+void ag_control_close(struct ag_control *c, int linger_ms)
 {
     if (c->sock) {
-        int linger = AG_CONTROL_LINGER_MS;
+        int linger = linger_ms < 0 ? 0 : linger_ms > AG_CONTROL_LINGER_MS
+                     ? AG_CONTROL_LINGER_MS : linger_ms;
         zmq_setsockopt(c->sock, ZMQ_LINGER, &linger, sizeof linger);
         zmq_close(c->sock);
         c->sock = NULL;

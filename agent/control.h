@@ -3,10 +3,10 @@
  *
  * A ZMQ_DEALER connected to DIAL9_COLLECTOR that sends
  * [empty delimiter][d9.Request] messages (hello at start, goodbye at
- * shutdown). Every send is ZMQ_DONTWAIT; linger is short, so closing never
- * holds the process up for long. A missing collector is not an error:
- * zmq queues the hello and delivers it if the collector shows up while the
- * socket is open; otherwise the collector finds the region by scanning.
+ * shutdown). Every send is ZMQ_DONTWAIT and the socket is ZMQ_IMMEDIATE:
+ * with no collector connected a send fails at once with -EAGAIN and nothing
+ * is queued, so closing never waits for a collector that is not there (the
+ * caller retries the hello; the collector also finds regions by scanning).
  *
  * Called only from the agent's housekeeping thread (zmq sockets are not
  * thread-safe). Never called on a record path. The pack functions are pure
@@ -42,8 +42,9 @@ int ag_control_open(struct ag_control *c, const char *endpoint);
  * -ENOTCONN (not open), other -errno. */
 int ag_control_send(struct ag_control *c, const uint8_t *msg, size_t len);
 
-/* Close the socket (linger AG_CONTROL_LINGER_MS) and the context. Idempotent. */
-void ag_control_close(struct ag_control *c);
+/* Close the socket and the context, waiting at most linger_ms for queued
+ * messages to leave (AG_CONTROL_LINGER_MS at most is sane). Idempotent. */
+void ag_control_close(struct ag_control *c, int linger_ms);
 
 /* Pack a Request{hello} / Request{goodbye} into buf; returns its length or -ENOBUFS. */
 long ag_control_pack_hello(const struct ag_hello_info *h, uint8_t *buf, size_t cap);

@@ -24,12 +24,15 @@
  *   - When disabled every record function is one predictable branch; compiled
  *     with -DD9_DISABLE they are empty inline functions and vanish.
  *
- * Environment (read by d9_init):
+ * Environment (read by d9_init; an unset or empty variable means its default,
+ * any other bad value keeps tracing off with one line on stderr):
  *   DIAL9_ENABLED      1/0, true/false, yes/no, on/off (default 1 once d9_init is called)
  *   DIAL9_RING_KB      per-thread ring size in KiB, 4..65536 (default 1024; rounded up to 2^n)
  *   DIAL9_MAX_THREADS  rings per process, 1..4096 (default 64); more threads go untraced (counted)
  *   DIAL9_COLLECTOR    collector control endpoint (default ipc:///run/dial9/collector.sock,
- *                      or ipc://$XDG_RUNTIME_DIR/dial9/collector.sock when not root)
+ *                      or ipc://$XDG_RUNTIME_DIR/dial9/collector.sock when not root);
+ *                      "none": no control channel (the collector still finds the
+ *                      region by scanning DIAL9_SHM_DIR)
  *   DIAL9_RUNTIME_NAME name of the default runtime (default: the program's comm)
  *   DIAL9_SHM_DIR      where regions are created (default /dev/shm; for tests)
  */

@@ -184,10 +184,13 @@ int ag_env_parse(struct ag_config *c, ag_getenv_fn get, void *ctx, char *err, si
             return fail(c, err, errcap, "DIAL9_MAX_THREADS", v, what);
         c->max_threads = n;
     }
-    if ((v = lookup(get, ctx, "DIAL9_COLLECTOR"))) {
+    if ((v = lookup(get, ctx, "DIAL9_COLLECTOR")) && strcmp(v, AG_COLLECTOR_NONE) == 0) {
+        c->control = 0;         /* no control channel; regions are still found by scanning */
+        c->collector[0] = 0;
+    } else if (v) {
         if (!valid_endpoint(v))
             return fail(c, err, errcap, "DIAL9_COLLECTOR", v,
-                        "is not a collector endpoint (ipc://PATH or tcp://HOST:PORT)");
+                        "is not a collector endpoint (ipc://PATH, tcp://HOST:PORT or none)");
         copy_cstr(c->collector, sizeof c->collector, v);
     }
     if ((v = lookup(get, ctx, "DIAL9_RUNTIME_NAME"))) {

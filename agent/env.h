@@ -28,13 +28,14 @@
 #define AG_MAX_THREADS_MIN 1u
 #define AG_COLLECTOR_ROOT "ipc:///run/dial9/collector.sock"
 #define AG_COLLECTOR_USER_FMT "ipc://%s/dial9/collector.sock"   /* %s = $XDG_RUNTIME_DIR */
+#define AG_COLLECTOR_NONE "none"    /* DIAL9_COLLECTOR=none: no control channel */
 #define AG_ERR_MAX        256u      /* room for one formatted error line */
 
 struct ag_config {
     int enabled;                        /* DIAL9_ENABLED */
     uint32_t ring_data_size;            /* DIAL9_RING_KB * 1024 rounded up to 2^n */
     uint32_t max_threads;               /* DIAL9_MAX_THREADS: rings in the region */
-    char collector[AG_ENDPOINT_MAX];    /* DIAL9_COLLECTOR */
+    char collector[AG_ENDPOINT_MAX];    /* DIAL9_COLLECTOR ("" with control 0 for "none") */
     char runtime_name[D9_NAME_MAX + 1]; /* DIAL9_RUNTIME_NAME */
     char shm_dir[AG_SHM_DIR_MAX];       /* DIAL9_SHM_DIR */
 
@@ -42,7 +43,8 @@ struct ag_config {
     uint32_t meta_size;                 /* metadata log bytes */
     uint32_t clock_source;              /* 0 = auto (TSC if invariant), else enum d9_clock_source */
     int housekeeping;                   /* 1 = run the agent thread (heartbeat, clock, control) */
-    int control;                        /* 1 = talk to the collector (needs housekeeping) */
+    int control;                        /* 1 = talk to the collector (needs housekeeping);
+                                           DIAL9_COLLECTOR=none sets 0 */
 };
 
 /* Looks a variable up; returns NULL when unset. */

@@ -182,13 +182,24 @@ static void test_collector_rejects_non_endpoints(void **s)
     (void)s;
     assert_int_equal(parse1("DIAL9_COLLECTOR", "/tmp/c.sock"), -EINVAL);
     assert_string_equal(err, "d9: DIAL9_COLLECTOR=/tmp/c.sock is not a collector endpoint "
-                        "(ipc://PATH or tcp://HOST:PORT); tracing disabled");
+                        "(ipc://PATH, tcp://HOST:PORT or none); tracing disabled");
     assert_int_equal(parse1("DIAL9_COLLECTOR", "ipc://"), -EINVAL);
     assert_int_equal(parse1("DIAL9_COLLECTOR", "tcp://host"), -EINVAL);
     assert_int_equal(parse1("DIAL9_COLLECTOR", "tcp://host:0"), -EINVAL);
     assert_int_equal(parse1("DIAL9_COLLECTOR", "tcp://host:65536"), -EINVAL);
     assert_int_equal(parse1("DIAL9_COLLECTOR", "tcp://:80"), -EINVAL);
     assert_int_equal(parse1("DIAL9_COLLECTOR", "udp://h:1"), -EINVAL);
+}
+
+static void test_collector_none_turns_the_control_channel_off(void **s)
+{
+    (void)s;
+    assert_int_equal(parse1("DIAL9_COLLECTOR", "none"), 0);
+    assert_int_equal(cfg.enabled, 1);
+    assert_int_equal(cfg.control, 0);
+    assert_string_equal(cfg.collector, "");
+    assert_int_equal(parse1("DIAL9_COLLECTOR", "ipc:///x"), 0);
+    assert_int_equal(cfg.control, 1);
 }
 
 static void test_collector_ipc_path_must_fit_a_unix_socket(void **s)
@@ -295,6 +306,7 @@ int main(void)
         cmocka_unit_test(test_max_threads_not_a_number),
         cmocka_unit_test(test_collector_accepts_ipc_and_tcp),
         cmocka_unit_test(test_collector_rejects_non_endpoints),
+        cmocka_unit_test(test_collector_none_turns_the_control_channel_off),
         cmocka_unit_test(test_collector_ipc_path_must_fit_a_unix_socket),
         cmocka_unit_test(test_runtime_name_boundaries),
         cmocka_unit_test(test_runtime_name_rejects_control_bytes_and_quotes_them_safely),

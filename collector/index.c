@@ -139,7 +139,8 @@ static const char *const stmt_sql[ST_COUNT] = {
 struct idx {
     sqlite3 *db;
     int readonly;
-    char path[PATH_MAX];
+    char dir[PATH_MAX];         /* the store */
+    char path[PATH_MAX];        /* its index file */
     char err[PATH_MAX + 256];
     sqlite3_stmt *st[ST_COUNT];
 };
@@ -417,9 +418,11 @@ static int do_open(struct idx *x, int readonly)
     sqlite3_busy_timeout(x->db, IDX_BUSY_TIMEOUT_MS);
     long long ver;
     int e = read_version(x, &ver);
-    if (readonly && e < 0 && e != -ENOENT && e != -EPROTONOSUPPORT) {
-        /* a WAL index on read-only media without its -shm file: read the
-         * file as it is (nobody can be writing it) */
+    if (readonly && e < 0 && e != -ENOENT && e != -EPROTONOSUPPORT && e != -EBUSY &&
+        access(x->dir, W_OK) != 0) {
+        /* a WAL index in a directory we cannot write (read-only media, a
+         * copy) without its -shm file: read the file as it is; nobody can
+         * be writing it there */
         char uri[PATH_MAX + 64];
         if (uri_of(x->path, uri, sizeof uri) == 0) {
             sqlite3_close_v2(x->db);
@@ -495,6 +498,7 @@ int idx_open_ex(struct idx **out, const char *store_dir, unsigned flags, char *w
     int readonly = (flags & IDX_OPEN_READONLY) != 0;
     x->readonly = readonly;
     int e = 0;
+    snprintf(x->dir, sizeof x->dir, "%s", store_dir);
     int n = snprintf(x->path, sizeof x->path, "%s/%s", store_dir, IDX_FILE_NAME);
     if (n < 0 || (size_t)n >= sizeof x->path) {
         x_set(x, "store path too long");

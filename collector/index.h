@@ -107,7 +107,9 @@ void *idx_db(struct idx *x);
  * one line on stderr when they fail ("<prog>: index: <path>: <reason>");
  * idx_open_ex is silent and hands the line back in why.
  * idx_open_readonly falls back to SQLite's immutable mode when the normal
- * read-only open fails (a WAL index on read-only media without its -shm). */
+ * read-only open fails in a directory it cannot write (a WAL index on
+ * read-only media without its -shm file); in that mode commits still in the
+ * -wal file are not seen (a collector that stopped cleanly leaves none). */
 #define IDX_OPEN_READONLY 1u
 int idx_open_ex(struct idx **out, const char *store_dir, unsigned flags, char *why,
                 size_t why_cap);

@@ -686,6 +686,7 @@ static void test_thread_times_cache_the_schedstat_fd(void **state)
     volatile uint64_t spin = 0;
     for (int i = 0; i < 1000000; i++)
         spin += (uint64_t)i;
+    assert_true(spin > 0);                           /* burnt some CPU time */
     ag_thread_times(&t, &cpu2, &w2);
     assert_int_equal(t.sched_fd, fd);
     assert_true(cpu1 > 0);

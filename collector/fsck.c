@@ -15,6 +15,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <sqlite3.h>
@@ -22,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "collector/fsck.h"
@@ -60,6 +62,25 @@ static void say(struct fsck *f, const char *path, const char *fmt, ...)
 uint64_t col_fsck_problems(const struct col_fsck_report *r)
 {
     return r->missing + r->mismatched + r->corrupt + r->orphans + r->temps;
+}
+
+int col_store_lock(const char *store_dir)
+{
+    if (!store_dir)
+        return -EINVAL;
+    char path[PATH_MAX];
+    int n = snprintf(path, sizeof path, "%s/%s", store_dir, COL_STORE_LOCK_FILE);
+    if (n < 0 || (size_t)n >= sizeof path)
+        return -ENAMETOOLONG;
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0)
+        return -errno;
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno == EWOULDBLOCK ? -EBUSY : -errno;
+        close(fd);
+        return e;
+    }
+    return fd;
 }
 
 /* ---- who has what open ------------------------------------------------------ */
@@ -510,6 +531,12 @@ int col_fsck_ex(const char *store_dir, int repair, struct col_fsck_report *out, 
         say(&f, ipath, "in use by pid %d: stop the collector before --repair", (int)user);
         e = -EBUSY;
     }
+    int lock = -1;
+    if (e == 0 && repair && (lock = col_store_lock(store_dir)) < 0) {
+        e = lock;
+        say(&f, store_dir, e == -EBUSY ? "locked by a running collector: stop it before --repair"
+                                       : "cannot take the store lock: %s", strerror(-e));
+    }
     char why[512] = "";
     if (e == 0) {
         e = idx_open_ex(&f.x, store_dir, repair ? 0 : IDX_OPEN_READONLY, why, sizeof why);
@@ -530,6 +557,8 @@ int col_fsck_ex(const char *store_dir, int repair, struct col_fsck_report *out, 
             say(&f, store_dir, "cannot list: %s", strerror(-e));
     }
     idx_close(f.x);
+    if (lock >= 0)
+        close(lock);
     free(f.rows);
     free(f.open);
     return e;

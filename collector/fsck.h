@@ -14,9 +14,9 @@
  * <name>.corrupt (never deleted: the user decides).
  *
  * Temp files that a running process holds open (a live collector) are never
- * touched, and --repair refuses to run (-EBUSY) while another process has
- * the index open for a collector (detected through /proc/<pid>/fd, so only
- * for processes this user may inspect).
+ * touched, and --repair refuses to run (-EBUSY) while another process holds
+ * the store lock (col_store_lock) or has the index open (seen through
+ * /proc/<pid>/fd, so only for processes this user may inspect).
  */
 #ifndef D9_COL_FSCK_H
 #define D9_COL_FSCK_H
@@ -59,6 +59,13 @@ int col_fsck_ex(const char *store_dir, int repair, struct col_fsck_report *out, 
 
 /* Problems found (missing + mismatched + corrupt + orphans + temps). */
 uint64_t col_fsck_problems(const struct col_fsck_report *r);
+
+/* The store's writer lock: flock(LOCK_EX | LOCK_NB) on <store>/.lock,
+ * created 0644 if missing. A writer of the store (d9collectd for its whole
+ * run, d9 fsck --repair) keeps the returned fd open; -EBUSY if another
+ * process holds the lock, -errno otherwise. col_fsck takes it for a repair. */
+#define COL_STORE_LOCK_FILE ".lock"
+int col_store_lock(const char *store_dir);
 
 /* Index one sealed, valid segment file of the store from its contents
  * (process, threads, runtimes, exit, segment + blocks). -EEXIST if its

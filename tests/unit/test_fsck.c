@@ -354,6 +354,39 @@ static void test_repair_refuses_while_the_index_is_in_use(void **state)
     assert_int_equal(r.ok, 1);
 }
 
+static void test_repair_refuses_while_the_store_lock_is_held(void **state)
+{
+    struct fx *fx = *state;
+    write_segment(fx, 1, 1);
+    int p[2];
+    assert_int_equal(pipe(p), 0);
+    pid_t child = fork();
+    assert_true(child >= 0);
+    if (child == 0) {
+        char c = col_store_lock(fx->dir) >= 0 ? 'y' : 'n';
+        if (write(p[1], &c, 1) != 1)
+            _exit(1);
+        for (;;)
+            pause();
+    }
+    char c = 0;
+    assert_int_equal(read(p[0], &c, 1), 1);
+    close(p[0]);
+    close(p[1]);
+    struct col_fsck_report r;
+    int locked = col_store_lock(fx->dir);
+    int busy = col_fsck(fx->dir, 1, &r);
+    int chk = col_fsck(fx->dir, 0, &r);
+    stop(child);
+    assert_int_equal(c, 'y');
+    assert_int_equal(locked, -EBUSY);
+    assert_int_equal(busy, -EBUSY);
+    assert_int_equal(chk, 0);
+    int fd = col_store_lock(fx->dir);       /* free again once the holder is gone */
+    assert_true(fd >= 0);
+    close(fd);
+}
+
 static int lines;
 static void count_line(void *arg, const char *path, const char *what)
 {
@@ -394,6 +427,7 @@ int main(void)
         T(test_temp_file_with_nothing_recoverable_is_removed),
         T(test_temp_file_open_in_another_process_is_left_alone),
         T(test_repair_refuses_while_the_index_is_in_use),
+        T(test_repair_refuses_while_the_store_lock_is_held),
         T(test_every_finding_is_reported_as_a_line),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -23,6 +23,15 @@
  *     values the agent logs one line to stderr and stays disabled.
  *   - When disabled every record function is one predictable branch; compiled
  *     with -DD9_DISABLE they are empty inline functions and vanish.
+ *   - A thread's ring is released when the thread exits. A thread that finds
+ *     no free ring (DIAL9_MAX_THREADS) stays untraced, is counted once in
+ *     threads_untraced and retries only every 65536 events.
+ *   - fork(): the child never writes to the parent's region. On its first
+ *     event or registration it gets a region of its own (its pid), in which
+ *     the runtime, location and schema ids obtained before the fork stay
+ *     valid; a child that records nothing (e.g. fork + exec) creates none.
+ *   - Timestamps: rdtsc where the TSC is invariant (calibration pairs in the
+ *     region header, refreshed about once a second), CLOCK_MONOTONIC otherwise.
  *
  * Environment (read by d9_init; an unset or empty variable means its default,
  * any other bad value keeps tracing off with one line on stderr):
@@ -58,7 +67,9 @@ typedef uint32_t d9_loc;
 
 /* Initialise from the environment. Idempotent and thread-safe. Returns 0 when
  * tracing is on, 1 when it is off by configuration, or a negative errno when
- * it could not be started (logged once; the application runs untraced). */
+ * it could not be started (logged once; the application runs untraced):
+ * -EINVAL bad DIAL9_* value, -errno of the region creation (e.g. -ENOENT for
+ * a missing DIAL9_SHM_DIR), -ESHUTDOWN when called again after d9_shutdown. */
 int d9_init(void);
 
 /* Flush state, mark the region closed and say goodbye to the collector.

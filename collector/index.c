@@ -408,6 +408,21 @@ static int uri_of(const char *path, char *out, size_t cap)
     return 0;
 }
 
+/* Journal mode WAL (persistent in the file; set again at every writer open
+ * in case someone changed it). */
+static int set_wal(struct idx *x)
+{
+    char mode[16];
+    int e = pragma_text(x, "PRAGMA journal_mode=WAL", mode, sizeof mode);
+    if (e < 0)
+        return e;
+    if (strcmp(mode, "wal") != 0) {
+        x_set(x, "file system does not support WAL mode (got %s)", mode);
+        return -ENOTSUP;
+    }
+    return 0;
+}
+
 static int do_open(struct idx *x, int readonly)
 {
     int flags = readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
@@ -460,13 +475,8 @@ static int do_open(struct idx *x, int readonly)
         x_set(x, "not a d9 index (tables without schema version)");
         return -EBADMSG;
     }
-    char mode[16];
-    if ((e = pragma_text(x, "PRAGMA journal_mode=WAL", mode, sizeof mode)) < 0)
+    if ((e = set_wal(x)) < 0)
         return e;
-    if (strcmp(mode, "wal") != 0) {
-        x_set(x, "file system does not support WAL mode (got %s)", mode);
-        return -ENOTSUP;
-    }
     return create_schema(x);
 }
 
@@ -514,7 +524,8 @@ int idx_open_ex(struct idx **out, const char *store_dir, unsigned flags, char *w
         e = do_open(x, readonly);
     if (e == 0 && !readonly) {
         char v[32];
-        if ((e = exec(x, "PRAGMA synchronous=FULL", "set synchronous")) == 0 &&
+        if ((e = set_wal(x)) == 0 &&
+            (e = exec(x, "PRAGMA synchronous=FULL", "set synchronous")) == 0 &&
             (e = exec(x, "PRAGMA foreign_keys=ON", "enable foreign keys")) == 0) {
             snprintf(v, sizeof v, "%" PRIu64, realtime_ns() - shm_mono_ns());
             e = set_meta(x, "boot_realtime_ns", v, 1);

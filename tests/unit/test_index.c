@@ -201,14 +201,19 @@ static void test_meta_holds_version_host_created_and_boot_identity(void **state)
     }
 }
 
-static void test_reopening_keeps_rows(void **state)
+static void test_reopening_keeps_rows_and_restores_wal(void **state)
 {
     struct fx *fx = *state;
     int64_t pid = add_process(fx);
+    assert_int_equal(sqlite3_exec(db(fx), "PRAGMA journal_mode=DELETE", NULL, NULL, NULL),
+                     SQLITE_OK);
     idx_close(fx->x);
     assert_int_equal(idx_open(&fx->x, fx->dir), 0);
     assert_int_equal(q_int(db(fx), "SELECT count(*) FROM processes"), 1);
     assert_int_equal(add_process(fx), pid);
+    char mode[16];
+    q_text(db(fx), "PRAGMA journal_mode", mode, sizeof mode);
+    assert_string_equal(mode, "wal");
 }
 
 static void test_newer_schema_version_is_refused_with_a_clear_error(void **state)
@@ -594,7 +599,7 @@ int main(void)
         T(test_open_creates_the_documented_schema),
         T(test_open_sets_wal_full_sync_and_foreign_keys),
         T(test_meta_holds_version_host_created_and_boot_identity),
-        T(test_reopening_keeps_rows),
+        T(test_reopening_keeps_rows_and_restores_wal),
         T(test_newer_schema_version_is_refused_with_a_clear_error),
         T(test_foreign_database_is_refused),
         T(test_process_upsert_is_idempotent_and_refreshes),

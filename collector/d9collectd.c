@@ -483,6 +483,8 @@ static void run(struct col_ctx *x)
         rotate(x, now);
         finish_ended(x);
         uint32_t us = col_backoff_next(&x->backoff, work);
+        if (!x->procs)      /* nothing traced: wake for the next scan or a hello */
+            us = x->cfg.scan_ms * 1000u;
         if (us)
             sleep_us(x, us);
     }

@@ -2,7 +2,7 @@
  * d9.c — the public API of agent/d9.h: the process singleton around the
  * agent core (agent.c) and the record functions.
  *
- * Hot path (every d9_poll_*, d9_wake, d9_task_*, d9_queue_depth, d9_emit):
+ * Hot path (every d9_poll_*, d9_wake, d9_task_*, d9_queue_depth, d9_emit), see AG_ENTER:
  *   1. relaxed load of g_agent.live (0 = off: return)           one branch
  *   2. the thread's TLS producer (initial-exec TLS: one %fs-relative load);
  *      NULL only before the thread's first event (claim, slow path)
@@ -61,17 +61,23 @@ static __attribute__((noinline, cold)) int thread_slow(struct ag_thread *t)
     return 1;
 }
 
-/* The producer of the calling thread and the clock source, or NULL. */
-#define AG_PRODUCER(src_)                                                     \
-    __extension__({                                                           \
-        struct shm_producer *p_ = NULL;                                       \
-        (src_) = atomic_load_explicit(&g_agent.live, memory_order_relaxed);   \
-        if (__builtin_expect((src_) != 0, 1)) {                               \
-            struct ag_thread *t_ = &g_tls;                                    \
-            if (__builtin_expect(t_->p.hdr != NULL, 1) || thread_slow(t_))    \
-                p_ = &t_->p;                                                  \
-        }                                                                     \
-        p_; })
+/*
+ * Entry of every record function. Declares src_ (the clock source) and p_
+ * (the thread's producer). Returns when tracing is off (one relaxed load, one
+ * predictable branch). On the thread's first event it claims a ring out of
+ * line and then re-enters the record function once (again_), so the fast
+ * path itself contains no call and needs no stack frame.
+ */
+#define AG_ENTER(src_, p_, again_)                                             \
+    uint32_t src_ = atomic_load_explicit(&g_agent.live, memory_order_relaxed); \
+    if (__builtin_expect(src_ == 0, 0))                                        \
+        return;                                                                \
+    struct shm_producer *p_ = &g_tls.p;                                        \
+    if (__builtin_expect(p_->hdr == NULL, 0)) {                                \
+        if (thread_slow(&g_tls))                                               \
+            again_;                                                            \
+        return;                                                                \
+    }
 
 /* ---- fork ------------------------------------------------------------------- */
 
@@ -214,33 +220,29 @@ const char *d9_region_path(void)
 
 void d9_poll_start(d9_runtime rt, uint16_t worker, uint64_t task, d9_loc loc)
 {
-    uint32_t src;
-    struct shm_producer *p = AG_PRODUCER(src);
-    if (__builtin_expect(p != NULL && rt.id != 0, 1))
+    AG_ENTER(src, p, d9_poll_start(rt, worker, task, loc));
+    if (__builtin_expect(rt.id != 0, 1))
         ag_emit_poll_start(p, src, rt.id, worker, task, loc);
 }
 
 void d9_poll_end(d9_runtime rt, uint16_t worker, uint64_t task)
 {
-    uint32_t src;
-    struct shm_producer *p = AG_PRODUCER(src);
-    if (__builtin_expect(p != NULL && rt.id != 0, 1))
+    AG_ENTER(src, p, d9_poll_end(rt, worker, task));
+    if (__builtin_expect(rt.id != 0, 1))
         ag_emit_poll_end(p, src, rt.id, worker, task);
 }
 
 void d9_wake(d9_runtime rt, uint64_t waker, uint64_t wakee, uint16_t target_worker)
 {
-    uint32_t src;
-    struct shm_producer *p = AG_PRODUCER(src);
-    if (__builtin_expect(p != NULL && rt.id != 0, 1))
+    AG_ENTER(src, p, d9_wake(rt, waker, wakee, target_worker));
+    if (__builtin_expect(rt.id != 0, 1))
         ag_emit_wake(p, src, rt.id, waker, wakee, target_worker);
 }
 
 static void worker_event(d9_runtime rt, uint16_t worker, uint16_t type)
 {
-    uint32_t src;
-    struct shm_producer *p = AG_PRODUCER(src);
-    if (__builtin_expect(p == NULL || rt.id == 0, 0))
+    AG_ENTER(src, p, worker_event(rt, worker, type));
+    if (__builtin_expect(rt.id == 0, 0))
         return;
     uint64_t cpu, wait;
     ag_thread_times(&g_tls, &cpu, &wait);
@@ -259,34 +261,28 @@ void d9_worker_unpark(d9_runtime rt, uint16_t worker)
 
 void d9_task_spawn(d9_runtime rt, uint64_t task, d9_loc loc)
 {
-    uint32_t src;
-    struct shm_producer *p = AG_PRODUCER(src);
-    if (__builtin_expect(p != NULL && rt.id != 0, 1))
+    AG_ENTER(src, p, d9_task_spawn(rt, task, loc));
+    if (__builtin_expect(rt.id != 0, 1))
         ag_emit_task(p, src, D9_REC_TASK_SPAWN, rt.id, task, loc);
 }
 
 void d9_task_terminate(d9_runtime rt, uint64_t task)
 {
-    uint32_t src;
-    struct shm_producer *p = AG_PRODUCER(src);
-    if (__builtin_expect(p != NULL && rt.id != 0, 1))
+    AG_ENTER(src, p, d9_task_terminate(rt, task));
+    if (__builtin_expect(rt.id != 0, 1))
         ag_emit_task(p, src, D9_REC_TASK_TERMINATE, rt.id, task, 0);
 }
 
 void d9_queue_depth(d9_runtime rt, uint16_t worker, uint64_t depth)
 {
-    uint32_t src;
-    struct shm_producer *p = AG_PRODUCER(src);
-    if (__builtin_expect(p != NULL && rt.id != 0, 1))
+    AG_ENTER(src, p, d9_queue_depth(rt, worker, depth));
+    if (__builtin_expect(rt.id != 0, 1))
         ag_emit_queue_depth(p, src, rt.id, worker, depth);
 }
 
 void d9_emit_values(d9_schema *schema, const d9_value *values, unsigned n)
 {
-    uint32_t src;
-    struct shm_producer *p = AG_PRODUCER(src);
-    if (__builtin_expect(p == NULL, 0))
-        return;
+    AG_ENTER(src, p, d9_emit_values(schema, values, n));
     uint32_t id = schema ? __atomic_load_n(&schema->id, __ATOMIC_ACQUIRE) : AG_SCHEMA_INVALID;
     if (__builtin_expect(id == 0, 0))
         id = ag_schema_id(&g_agent, schema);    /* first use: publish (slow path) */

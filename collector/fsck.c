@@ -8,7 +8,10 @@
  * rename of corrupt files to *.corrupt.
  *
  * Invariants: a check (repair = 0) opens the index read-only and changes
- * nothing. A repair never deletes a segment file, never touches a temp file
+ * nothing. On a live store (the collector running) the view is not one
+ * snapshot: before a row is called missing or a file unindexed, the index
+ * is asked again, so a segment evicted (row, then file) or sealed (file,
+ * then row) during the scan is not reported. A repair never deletes a segment file, never touches a temp file
  * that some process holds open, and refuses to run while another process
  * has the index open. Segment files are looked for in the store directory
  * itself (where d9collectd writes them); rows may point anywhere inside it.
@@ -334,6 +337,26 @@ static int row_has_path(const struct fsck *f, const char *rel)
     return 0;
 }
 
+/* Fresh look at the index (a live collector commits while we scan): is
+ * there a row with this id (path NULL) or this path now? */
+static int indexed_now(const struct fsck *f, uint64_t id, const char *rel)
+{
+    if (!f->x)
+        return 0;
+    sqlite3_stmt *s;
+    const char *sql = rel ? "SELECT 1 FROM segments WHERE path = ?1"
+                          : "SELECT 1 FROM segments WHERE id = ?1";
+    if (sqlite3_prepare_v2(idx_db(f->x), sql, -1, &s, NULL) != SQLITE_OK)
+        return 0;
+    if (rel)
+        sqlite3_bind_text(s, 1, rel, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_int64(s, 1, (sqlite3_int64)id);
+    int found = sqlite3_step(s) == SQLITE_ROW;
+    sqlite3_finalize(s);
+    return found;
+}
+
 static int join(char *out, size_t cap, const char *dir, const char *name)
 {
     int n = snprintf(out, cap, "%s/%s", dir, name);
@@ -385,6 +408,10 @@ static void check_rows(struct fsck *f)
         char path[PATH_MAX];
         struct stat st;
         if (join(path, sizeof path, f->store, row->path) < 0 || lstat(path, &st) != 0) {
+            if (!indexed_now(f, row->id, NULL)) {
+                f->rep->rows--;         /* evicted meanwhile: row first, then file */
+                continue;
+            }
             f->rep->missing++;
             say(f, row->path, "indexed segment %" PRIu64 " has no file%s", row->id,
                 f->repair ? " (row deleted)" : "");
@@ -498,6 +525,11 @@ static int check_files(struct fsck *f)
             say(f, name, "segment without index row is corrupt: %s", v.why);
             if (f->repair)
                 quarantine(f, path);
+            continue;
+        }
+        if (indexed_now(f, 0, name)) {
+            f->rep->rows++;             /* sealed and indexed while we scanned */
+            f->rep->ok++;
             continue;
         }
         f->rep->orphans++;

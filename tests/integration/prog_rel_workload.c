@@ -17,6 +17,8 @@
  *
  * --pace-us U sleeps U microseconds every --batch B events (default none).
  * --done-file F: written (atomically) when every thread finished.
+ * --stop-file F: threads stop once F exists (checked every --batch events),
+ * so a test can let an endless workload finish normally (d9_shutdown, exit 0).
  * --exit clean|hang: return from main, or sleep until killed.
  *
  * Not part of the product. Must never: block on the collector.
@@ -43,7 +45,7 @@ D9_SCHEMA(rel_seq, "rel_seq", D9_FIELD_U64("thread"), D9_FIELD_U64("seq"));
 struct opts {
     unsigned threads, batch, pace_us;
     uint64_t events;
-    const char *progress, *done_file, *exit_mode;
+    const char *progress, *done_file, *exit_mode, *stop_file;
 };
 
 struct worker {
@@ -57,7 +59,8 @@ static void usage(FILE *f)
 {
     fprintf(f,
 "usage: prog_rel_workload [--threads N] [--events M] [--pace-us U] [--batch B]\n"
-"                         [--progress FILE] [--done-file FILE] [--exit clean|hang]\n"
+"                         [--progress FILE] [--done-file FILE] [--stop-file FILE]\n"
+"                         [--exit clean|hang]\n"
 "  N threads (default %u) each emit M custom events rel_seq{thread,seq}\n"
 "  (M = 0: until killed). Runs untraced when d9_init fails.\n", REL_THREADS_DEFAULT);
 }
@@ -91,8 +94,12 @@ static void *run(void *arg)
         d9_emit(&rel_seq, D9_U64(w->idx), D9_U64(i));
         /* release: the count never runs ahead of the emit it counts */
         atomic_store_explicit(w->count, i + 1, memory_order_release);
-        if (o->pace_us && o->batch && (i + 1) % o->batch == 0)
-            sleep_us(o->pace_us);
+        if (o->batch && (i + 1) % o->batch == 0) {
+            if (o->pace_us)
+                sleep_us(o->pace_us);
+            if (o->stop_file && access(o->stop_file, F_OK) == 0)
+                break;
+        }
     }
     return NULL;
 }
@@ -139,6 +146,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--pace-us")) o.pace_us = (unsigned)arg_u(v, a, UINT32_MAX);
         else if (!strcmp(a, "--progress")) o.progress = v;
         else if (!strcmp(a, "--done-file")) o.done_file = v;
+        else if (!strcmp(a, "--stop-file")) o.stop_file = v;
         else if (!strcmp(a, "--exit")) o.exit_mode = v;
         else {
             usage(stderr);

@@ -13,7 +13,8 @@
 # after its recovery: every segment indexed before the kill still exists and
 # is still indexed, and `d9 fsck` (on the live store, retried for the
 # transient view of a segment being sealed) reports it clean.
-# At the end the workload is killed, the collector finishes it, and
+# At the end the workload is told to stop and must exit 0 on its own; the
+# collector finishes it, and
 # tool_rel_seqcheck checks every record offered against the segments
 # (duplicates are allowed: a record copied into a segment whose tail was not
 # yet published when the collector died is read again after the restart).
@@ -49,7 +50,8 @@ check "collector starts" rel_start_collector --segment-seconds 1
 # small rings (REL_RING_KB, default 64 KiB) overflow during every outage, so
 # the loss accounting across restarts is exercised too
 DIAL9_RING_KB=${REL_RING_KB:-64} rel_bg "$TBIN/prog_rel_workload" --threads 2 \
-    --progress "$T/progress" --pace-us 1000 --batch 20
+    --progress "$T/progress" --pace-us 1000 --batch 20 --stop-file "$T/stop" \
+    --done-file "$T/done"
 wpid=$BGPID
 check "workload starts" wait_for 10 test -s "$T/progress"
 
@@ -81,9 +83,12 @@ while [ "$trial" -le "$TRIALS" ]; do
     trial=$((trial + 1))
 done
 
-kill -9 "$wpid"
-wait "$wpid" 2>/dev/null
-check "collector finishes the killed workload" wait_for 30 rel_regions_gone
+touch "$T/stop"
+wait "$wpid"
+wrc=$?
+check "workload finishes normally after $TRIALS collector crashes (exit $wrc)" \
+    sh -c "[ $wrc -eq 0 ] && grep -q 'traced=1' '$T/done'"
+check "collector finishes the workload" wait_for 30 rel_regions_gone
 check "collector answers status" "$TBIN/tool_ctl" "$EP" status
 rel_stop "$CPID"
 check "d9 fsck clean after a clean shutdown" $D9 fsck

@@ -39,7 +39,8 @@
  *   DIAL9_RING_KB      per-thread ring size in KiB, 4..65536 (default 1024; rounded up to 2^n)
  *   DIAL9_MAX_THREADS  rings per process, 1..4096 (default 64); more threads go untraced (counted)
  *   DIAL9_COLLECTOR    collector control endpoint (default ipc:///run/dial9/collector.sock,
- *                      or ipc://$XDG_RUNTIME_DIR/dial9/collector.sock when not root);
+ *                      or ipc://$XDG_RUNTIME_DIR/dial9/collector.sock when not root,
+ *                      ipc:///tmp/dial9-<uid>/collector.sock without XDG_RUNTIME_DIR);
  *                      "none": no control channel (the collector still finds the
  *                      region by scanning DIAL9_SHM_DIR)
  *   DIAL9_RUNTIME_NAME name of the default runtime (default: the program's comm)

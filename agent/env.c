@@ -31,11 +31,13 @@ void ag_config_defaults(struct ag_config *c, uint32_t uid, const char *xdg_runti
     c->enabled = 1;
     c->ring_data_size = D9_RING_KB_DEFAULT * 1024u;
     c->max_threads = D9_RINGS_DEFAULT;
-    if (uid != 0 && xdg_runtime_dir && xdg_runtime_dir[0] == '/' &&
-        strlen(xdg_runtime_dir) + sizeof AG_COLLECTOR_USER_FMT < AG_ENDPOINT_MAX)
+    if (uid == 0)
+        copy_cstr(c->collector, sizeof c->collector, AG_COLLECTOR_ROOT);
+    else if (xdg_runtime_dir && xdg_runtime_dir[0] == '/' &&
+             strlen(xdg_runtime_dir) + sizeof AG_COLLECTOR_USER_FMT < AG_ENDPOINT_MAX)
         snprintf(c->collector, sizeof c->collector, AG_COLLECTOR_USER_FMT, xdg_runtime_dir);
     else
-        copy_cstr(c->collector, sizeof c->collector, AG_COLLECTOR_ROOT);
+        snprintf(c->collector, sizeof c->collector, AG_COLLECTOR_NOXDG_FMT, uid);
     copy_cstr(c->runtime_name, sizeof c->runtime_name,
               comm && comm[0] ? comm : AG_DEFAULT_RUNTIME);
     copy_cstr(c->shm_dir, sizeof c->shm_dir, D9_SHM_DIR);

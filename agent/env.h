@@ -28,6 +28,7 @@
 #define AG_MAX_THREADS_MIN 1u
 #define AG_COLLECTOR_ROOT "ipc:///run/dial9/collector.sock"
 #define AG_COLLECTOR_USER_FMT "ipc://%s/dial9/collector.sock"   /* %s = $XDG_RUNTIME_DIR */
+#define AG_COLLECTOR_NOXDG_FMT "ipc:///tmp/dial9-%u/collector.sock" /* %u = uid; as d9collectd */
 #define AG_COLLECTOR_NONE "none"    /* DIAL9_COLLECTOR=none: no control channel */
 #define AG_ERR_MAX        256u      /* room for one formatted error line */
 
@@ -50,8 +51,9 @@ struct ag_config {
 /* Looks a variable up; returns NULL when unset. */
 typedef const char *(*ag_getenv_fn)(const char *name, void *ctx);
 
-/* Fill c with defaults. uid picks the default collector endpoint (root:
- * /run/dial9, others: $XDG_RUNTIME_DIR/dial9 when xdg_runtime_dir is set);
+/* Fill c with defaults. uid picks the default collector endpoint, the same
+ * as d9collectd's (root: /run/dial9, others: $XDG_RUNTIME_DIR/dial9, or
+ * /tmp/dial9-<uid> when xdg_runtime_dir is unset or not absolute);
  * comm is the default runtime name (NULL or empty: "main"). */
 void ag_config_defaults(struct ag_config *c, uint32_t uid, const char *xdg_runtime_dir,
                         const char *comm);

@@ -54,13 +54,13 @@ static void test_default_collector_for_root_is_run_dial9(void **s)
     assert_string_equal(cfg.collector, "ipc:///run/dial9/collector.sock");
 }
 
-static void test_default_collector_without_xdg_runtime_dir_is_run_dial9(void **s)
+static void test_default_collector_without_xdg_runtime_dir_is_tmp_per_uid(void **s)
 {
     (void)s;
     ag_config_defaults(&cfg, 1000, NULL, "x");
-    assert_string_equal(cfg.collector, "ipc:///run/dial9/collector.sock");
+    assert_string_equal(cfg.collector, "ipc:///tmp/dial9-1000/collector.sock");
     ag_config_defaults(&cfg, 1000, "relative/dir", "x");
-    assert_string_equal(cfg.collector, "ipc:///run/dial9/collector.sock");
+    assert_string_equal(cfg.collector, "ipc:///tmp/dial9-1000/collector.sock");
 }
 
 static void test_default_runtime_name_without_comm_is_main(void **s)
@@ -294,7 +294,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults_without_any_variable),
         cmocka_unit_test(test_default_collector_for_root_is_run_dial9),
-        cmocka_unit_test(test_default_collector_without_xdg_runtime_dir_is_run_dial9),
+        cmocka_unit_test(test_default_collector_without_xdg_runtime_dir_is_tmp_per_uid),
         cmocka_unit_test(test_default_runtime_name_without_comm_is_main),
         cmocka_unit_test(test_empty_value_means_default),
         cmocka_unit_test(test_enabled_accepts_every_spelling),

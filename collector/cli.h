@@ -17,7 +17,8 @@
  *     one line with the path/endpoint and exit CLI_EXIT_FAIL (1);
  *   - an empty result is not an error: it says so on stderr and exits 0.
  *
- * Must never: write to the store (d9 is a reader), keep global state (the
+ * Must never: write to the store (d9 is a reader; fsck --repair is the one
+ * documented exception), keep global state (the
  * settings travel in struct cli_env), or print partial lines on error.
  */
 #ifndef D9_COL_CLI_H
@@ -149,7 +150,7 @@ typedef int (*cli_private_fn)(struct cli_env *env, void *arg, int opt, const cha
 
 /*
  * The whole option loop of a subcommand: getopt_long over opts (short
- * options: 'h' and, when listed, 'o' and 'n'), common options handled by
+ * options: 'h' and, when listed, 'o'), common options handled by
  * cli_common_opt, the others (ids >= CLI_OPT_FIRST_PRIVATE or private short
  * letters) by priv. Then cli_args_finish. Returns 0 to go on, 1 when --help
  * was printed (exit 0), -1 after a usage error (exit CLI_EXIT_USAGE).

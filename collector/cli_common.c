@@ -225,7 +225,7 @@ int cli_getopt(struct cli_env *env, struct cli_args *a, int argc, char **argv,
     char shorts[16] = ":h";
     size_t ns = 2;
     for (const struct option *o = opts; o->name && ns + 2 < sizeof shorts; o++) {
-        if (o->val == 'o' || o->val == 'n') {
+        if (o->val == 'o') {
             shorts[ns++] = (char)o->val;
             shorts[ns++] = ':';
         }

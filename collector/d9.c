@@ -3,8 +3,9 @@
  * subcommand from the table below. Each subcommand lives in its own file
  * collector/cli_<name>.c and is declared here by one D9_COMMANDS line.
  *
- * d9 only reads: the store (index + segments, via query.h) and the
- * collector's control endpoint (status, flush). It never writes the store.
+ * d9 reads the store (index + segments, via query.h) and talks to the
+ * collector's control endpoint (status, flush). Only `fsck --repair`
+ * (cli_fsck.c) ever writes to a store.
  */
 #include <getopt.h>
 #include <stdio.h>

@@ -46,6 +46,7 @@ struct fsck {
     /* (dev, ino) of files other processes hold open */
     struct open_file { dev_t dev; ino_t ino; pid_t pid; } *open;
     size_t nopen, capopen;
+    int scanned;
 };
 
 static void say(struct fsck *f, const char *path, const char *fmt, ...)
@@ -127,9 +128,14 @@ static void scan_open_files(struct fsck *f)
     closedir(proc);
 }
 
-/* pid of another process holding path open, or 0. */
-static pid_t opened_by(const struct fsck *f, const char *path)
+/* pid of another process holding path open, or 0. The /proc scan is done
+ * once, on first use (a check of a store without temp files needs none). */
+static pid_t opened_by(struct fsck *f, const char *path)
 {
+    if (!f->scanned) {
+        scan_open_files(f);
+        f->scanned = 1;
+    }
     struct stat st;
     if (stat(path, &st) != 0)
         return 0;
@@ -555,10 +561,9 @@ int col_fsck_ex(const char *store_dir, int repair, struct col_fsck_report *out, 
         return -errno;
     if (!S_ISDIR(st.st_mode))
         return -ENOTDIR;
-    scan_open_files(&f);
     char ipath[PATH_MAX];
     int e = join(ipath, sizeof ipath, store_dir, IDX_FILE_NAME);
-    pid_t user = e == 0 ? opened_by(&f, ipath) : 0;
+    pid_t user = e == 0 && repair ? opened_by(&f, ipath) : 0;
     if (e == 0 && repair && user) {
         say(&f, ipath, "in use by pid %d: stop the collector before --repair", (int)user);
         e = -EBUSY;

@@ -177,13 +177,18 @@ void perf_prof_pass(struct col_proc *p, struct col_store *st, uint64_t now, int 
     if (!pr)
         return;
     int maps_due = final || now - pr->last_maps_ns >= PERF_PROF_MAPS_NS || pr->last_maps_ns == 0;
-    int flush_due = pr->pp && (final || now - pr->last_flush_ns >= PERF_PROF_FLUSH_NS);
+    /* the perf rings are emptied on every pass (one load of data_head per
+     * thread when idle), so a thread switching very often cannot overflow
+     * its ring between two block writes; blocks are written at most every
+     * PERF_PROF_FLUSH_NS unless many samples are waiting */
+    long pending = pr->pp ? perf_proc_poll(pr->pp, now, final) : 0;
+    int flush_due = pr->pp && pending >= 0 &&
+                    (final || now - pr->last_flush_ns >= PERF_PROF_FLUSH_NS ||
+                     pending >= PERF_PROF_PENDING_MAX);
     if (!maps_due && !flush_due)
         return;
     if (flush_due) {
         pr->last_flush_ns = now;
-        if (perf_proc_poll(pr->pp, now, final) < 0)
-            return;
         struct perf_stats ps;
         perf_proc_stats(pr->pp, &ps);
         if (ps.open_errors > pr->open_errors) {

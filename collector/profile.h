@@ -7,7 +7,9 @@
  * What it writes into the process's open segment, as DATA blocks of pseudo
  * rings (generation 0, block tid = pid):
  *   PERF_SEG_RING  CPU_SAMPLE and SCHED_SWITCH records from perf (ts already
- *                  CLOCK_MONOTONIC ns), at most every PERF_PROF_FLUSH_NS;
+ *                  CLOCK_MONOTONIC ns): the perf rings are read on every
+ *                  drain pass, blocks written every PERF_PROF_FLUSH_NS (or
+ *                  earlier when PERF_PROF_PENDING_MAX samples wait);
  *   SYM_SEG_RING   "d9.map" records: the executable mappings, at adoption,
  *                  when they change (checked every PERF_PROF_MAPS_NS), and
  *                  again at the start of every new segment; each new segment
@@ -39,6 +41,7 @@
 #define PERF_PROF_FLUSH_NS  100000000ull    /* perf samples -> segment every 100 ms */
 #define PERF_PROF_MAPS_NS   1000000000ull   /* /proc/<pid>/maps re-read every 1 s */
 #define PERF_PROF_BUF_SIZE  (256u * 1024u)  /* one DATA block of samples at most */
+#define PERF_PROF_PENDING_MAX 2048          /* write early when this many samples wait */
 
 struct col_proc;
 struct col_store;

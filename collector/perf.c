@@ -41,6 +41,7 @@ struct perf_thread {
     uint64_t id_cpu, id_sw;     /* PERF_EVENT_IOC_ID */
     uint8_t *base;              /* perf_event_mmap_page + data */
     size_t map_len;
+    uint32_t data_pages;        /* <= cfg.ring_pages: halved while the lock limit refuses */
     int seen;                   /* rescan mark */
     /* the last sampled switch-out, waiting for its switch-in */
     int pend_valid;
@@ -423,12 +424,17 @@ static int thread_open(struct perf_proc *p, struct perf_thread *t, uint32_t tid)
         t->fd_sw = rc;
     }
     t->fd_lead = t->fd_cpu >= 0 ? t->fd_cpu : t->fd_sw;
-    t->map_len = (1 + (size_t)p->cfg.ring_pages) * p->page_size;
-    t->base = mmap(NULL, t->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, t->fd_lead, 0);
-    if (t->base == MAP_FAILED) {
+    /* unprivileged: perf rings count against perf_event_mlock_kb +
+     * RLIMIT_MEMLOCK; a smaller ring beats no ring (it is drained often) */
+    for (t->data_pages = p->cfg.ring_pages;; t->data_pages /= 2) {
+        t->map_len = (1 + (size_t)t->data_pages) * p->page_size;
+        t->base = mmap(NULL, t->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, t->fd_lead, 0);
+        if (t->base != MAP_FAILED)
+            break;
         t->base = NULL;
         rc = -errno;
-        goto fail;
+        if ((rc != -EPERM && rc != -ENOMEM) || t->data_pages == 1)
+            goto fail;
     }
     if (t->fd_cpu >= 0 && ioctl(t->fd_cpu, PERF_EVENT_IOC_ID, &t->id_cpu) != 0) {
         rc = -errno;
@@ -457,7 +463,7 @@ static int thread_drain(struct perf_proc *p, struct perf_thread *t)
     if (!t->base)
         return 0;
     struct perf_event_mmap_page *mp = (struct perf_event_mmap_page *)t->base;
-    uint64_t size = (uint64_t)p->cfg.ring_pages * p->page_size;
+    uint64_t size = (uint64_t)t->data_pages * p->page_size;
     const uint8_t *data = t->base + p->page_size;
     /* acquire: the record bytes before data_head are visible (pairs with
      * the kernel's smp_wmb before it publishes data_head) */

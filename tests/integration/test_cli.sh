@@ -127,7 +127,8 @@ check "copied store: custom events decode" \
     sh -c "'$BIN/d9' --store '$T/copy' events --type custom --event order --pid $OKPID | grep -q 'item=\"widget-0'"
 # pretend the copy comes from another boot: --since then counts back from its newest record
 sqlite3 "$T/copy/index.sqlite" \
-    "UPDATE meta SET value = CAST(value AS INTEGER) - 1000000000000000 WHERE key = 'boot_realtime_ns';"
+    "UPDATE meta SET value = CAST(value AS INTEGER) - 1000000000000000 WHERE key = 'boot_realtime_ns';
+     UPDATE meta SET value = '00000000-0000-0000-0000-000000000000' WHERE key = 'boot_id';"
 check "copied store from another boot: --since counts back from the newest record" \
     sh -c "[ \$('$BIN/d9' --store '$T/copy' events --pid $OKPID --since 1s | wc -l) -gt 800 ]"
 chmod -R a-w "$T/copy"
@@ -149,7 +150,7 @@ check "missing store: exit 1 naming the path" \
 check "empty result says so and exits 0" \
     sh -c "'$BIN/d9' --store '$T/copy' events --pid 4000000 >'$T/e.out' 2>'$T/e.err' &&
            [ ! -s '$T/e.out' ] && grep -q 'no records' '$T/e.err'"
-for c in status flush ps segments events top-polls sched export; do
+for c in status flush ps segments events top-polls sched export flame fsck; do
     check "d9 $c --help is a manual page" \
         sh -c "'$BIN/d9' $c --help | grep -q SYNOPSIS && '$BIN/d9' $c --help | grep -q 'EXIT STATUS'"
 done

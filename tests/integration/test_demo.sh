@@ -6,8 +6,9 @@ d9_setup
 ROOT=$(pwd)
 trap 'd9_finish >/dev/null 2>&1; exit 1' INT TERM HUP
 
+case $BUILD in /*) ABS_BUILD=$BUILD ;; *) ABS_BUILD=$ROOT/$BUILD ;; esac
 # run in a temp dir so ./d9-demo-store and the trace land there
-(cd "$T" && BUILD="$ROOT/$BUILD" DEMO_SECONDS=2 sh "$ROOT/agent/demo/run-demo.sh") \
+(cd "$T" && BUILD="$ABS_BUILD" DEMO_SECONDS=2 sh "$ROOT/agent/demo/run-demo.sh") \
     >"$T/demo.out" 2>"$T/demo.err"
 rc=$?
 check "run-demo.sh exits 0" test $rc -eq 0

@@ -56,7 +56,7 @@ int main(int argc, char **argv)
 {
     unsigned long threads = 1, rate = 0, ms = 1000, attach_timeout = 5000;
     int cpu = 0;
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc; i += 2) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
         if (!v) { fprintf(stderr, "bench_drain: %s needs a value (try --help)\n", a); return 2; }
@@ -66,7 +66,6 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--cpu")) cpu = (int)bench_arg_ulong(a, v, 0, 4095);
         else if (!strcmp(a, "--attach-timeout-ms")) attach_timeout = bench_arg_ulong(a, v, 0, 600000);
         else { fprintf(stderr, "bench_drain: unknown option '%s' (try --help)\n", a); return 2; }
-        i++;
     }
     int rc = d9_init();
     if (rc != 0) {

@@ -150,11 +150,14 @@ int main(int argc, char **argv)
     struct bench_run r = { .batch = DEF_BATCH, .nbatches = DEF_BATCHES,
                            .warm_batches = DEF_WARM, .nsingle = DEF_SINGLES };
 
-    for (int i = 1; i < argc; i++) {
+    int i = 1;
+    while (i < argc) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
-        else if (!strcmp(a, "--reset")) { reset = 1; continue; }
-        else if (!strcmp(a, "--variant")) variant = v;
+        if (!strcmp(a, "--reset")) { reset = 1; i++; continue; }        /* takes no value */
+        if (!v) { fprintf(stderr, "bench_hot: %s needs a value (try --help)\n", a); return 2; }
+        i += 2;
+        if (!strcmp(a, "--variant")) variant = v;
         else if (!strcmp(a, "--name")) name = v;
         else if (!strcmp(a, "--shm-dir")) shm_dir = v;
         else if (!strcmp(a, "--cpu")) cpu = (int)bench_arg_ulong(a, v, 0, 4095);
@@ -164,8 +167,6 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--singles")) r.nsingle = (unsigned)bench_arg_ulong(a, v, 0, 1u << 26);
         else if (!strcmp(a, "--gap-ns")) gap_ns = bench_arg_ulong(a, v, 0, 1000000000ul);
         else { fprintf(stderr, "bench_hot: unknown option '%s' (try --help)\n", a); return 2; }
-        i++;
-        if (!v) { fprintf(stderr, "bench_hot: %s needs a value\n", a); return 2; }
     }
     if (!variant) { usage(stderr); return 2; }
     if (!name)

@@ -61,7 +61,7 @@ int main(int argc, char **argv)
     unsigned long gap_ns = 0, threads = 1, rate = 0, seconds_ms = 1000, settle_ms = 0;
     struct bench_run r = { .batch = DEF_BATCH, .nbatches = DEF_BATCHES,
                            .warm_batches = DEF_WARM, .nsingle = DEF_SINGLES };
-    for (int i = 2; i < argc; i++) {
+    for (int i = 2; i < argc; i += 2) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v) { fprintf(stderr, "bench_lttng: %s needs a value\n", a); return 2; }
         if (!strcmp(a, "--name")) name = v;
@@ -76,7 +76,6 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--seconds-ms")) seconds_ms = bench_arg_ulong(a, v, 10, 600000);
         else if (!strcmp(a, "--settle-ms")) settle_ms = bench_arg_ulong(a, v, 0, 60000);
         else { fprintf(stderr, "bench_lttng: unknown option '%s' (try --help)\n", a); return 2; }
-        i++;
     }
 
     if (!strcmp(mode, "load")) {

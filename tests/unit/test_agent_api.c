@@ -60,9 +60,11 @@ static int teardown(void **state)
 typedef void (*child_fn)(struct fx *f, void *arg);
 
 /* Fork a traced child with env ("K=V", NULL-terminated) on top of the test's
- * DIAL9_SHM_DIR/DIAL9_COLLECTOR; its stderr is collected into f->err.
- * Returns the child's pid after it exited with status 0. */
-static pid_t run_child(struct fx *f, const char *const *env, child_fn fn, void *arg)
+ * DIAL9_SHM_DIR/DIAL9_COLLECTOR, running fn; *errfd reads its stderr.
+ * The test process must be single-threaded here: under ASan a fork while
+ * another thread is inside the allocator leaves its lock held in the child. */
+static pid_t spawn_child(struct fx *f, const char *const *env, child_fn fn, void *arg,
+                         int *errfd)
 {
     int pfd[2];
     assert_int_equal(pipe(pfd), 0);
@@ -88,16 +90,31 @@ static pid_t run_child(struct fx *f, const char *const *env, child_fn fn, void *
         _exit(0);
     }
     close(pfd[1]);
+    *errfd = pfd[0];
+    return pid;
+}
+
+/* Collect the child's stderr into f->err and require exit status 0. */
+static void finish_child(struct fx *f, pid_t pid, int errfd)
+{
     size_t n = 0;
     ssize_t r;
-    while (n < sizeof f->err - 1 && (r = read(pfd[0], f->err + n, sizeof f->err - 1 - n)) > 0)
+    while (n < sizeof f->err - 1 && (r = read(errfd, f->err + n, sizeof f->err - 1 - n)) > 0)
         n += (size_t)r;
     f->err[n] = 0;
-    close(pfd[0]);
+    close(errfd);
     int status;
     assert_int_equal(waitpid(pid, &status, 0), pid);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
         fail_msg("traced child failed (status %#x); its stderr:\n%s", status, f->err);
+}
+
+/* spawn_child + finish_child; returns the pid of the child (now exited). */
+static pid_t run_child(struct fx *f, const char *const *env, child_fn fn, void *arg)
+{
+    int errfd;
+    pid_t pid = spawn_child(f, env, fn, arg, &errfd);
+    finish_child(f, pid, errfd);
     return pid;
 }
 
@@ -490,10 +507,10 @@ static void child_fill_ring(struct fx *f, void *arg)
     d9_shutdown();
 }
 
-static void *drain_side(void *arg);
-
-struct drain_ctx { struct fx *f; struct sync_pipes *sp; pid_t pid; uint64_t lost1, lost2;
+struct drain_ctx { struct fx *f; struct sync_pipes *sp; uint64_t lost1, lost2;
                    long c1, c2; uint32_t first_seq2; int ok; };
+
+static void drain_side(struct drain_ctx *dc);
 
 static void test_full_ring_drop_counts_are_exact_through_the_api(void **state)
 {
@@ -501,13 +518,15 @@ static void test_full_ring_drop_counts_are_exact_through_the_api(void **state)
     struct sync_pipes sp;
     assert_int_equal(pipe(sp.to_test), 0);
     assert_int_equal(pipe(sp.to_child), 0);
-    /* the test side runs in a thread so run_child can wait for the child */
+    /* the test plays the collector while the child records */
     struct drain_ctx dc = { .f = f, .sp = &sp };
-    pthread_t th;
-    assert_int_equal(pthread_create(&th, NULL, drain_side, &dc), 0);
     const char *env[] = { "DIAL9_RING_KB=4", NULL };
-    run_child(f, env, child_fill_ring, &sp);
-    pthread_join(th, NULL);
+    int errfd;
+    pid_t pid = spawn_child(f, env, child_fill_ring, &sp, &errfd);
+    close(sp.to_test[1]);       /* the child's ends: EOF here if it dies */
+    close(sp.to_child[0]);
+    drain_side(&dc);
+    finish_child(f, pid, errfd);
     assert_true(dc.ok);
     size_t rec = sizeof(struct d9_rec_poll_start);
     assert_int_equal(dc.c1, D9_RING_DATA_MIN / rec);
@@ -515,17 +534,16 @@ static void test_full_ring_drop_counts_are_exact_through_the_api(void **state)
     assert_int_equal(dc.first_seq2, K1);              /* the gap is exactly the drop */
     assert_int_equal((uint64_t)dc.first_seq2 - (uint64_t)dc.c1, dc.lost1);
     assert_int_equal((uint64_t)(dc.c1 + dc.c2) + dc.lost2, K1 + K2);
-    for (int i = 0; i < 4; i++)
-        close(i < 2 ? sp.to_test[i] : sp.to_child[i - 2]);
+    close(sp.to_test[0]);
 }
 
-static void *drain_side(void *arg)
+/* On any failure the child is released (its read of to_child sees EOF). */
+static void drain_side(struct drain_ctx *dc)
 {
-    struct drain_ctx *dc = arg;
     struct fx *f = dc->f;
     size_t rec = sizeof(struct d9_rec_poll_start);
     if (read(dc->sp->to_test[0], &dc->lost1, sizeof dc->lost1) != sizeof dc->lost1)
-        return NULL;
+        goto release;
     /* find the child's region: the only one in the dir */
     DIR *d = opendir(f->dir);
     struct dirent *e;
@@ -539,7 +557,7 @@ static void *drain_side(void *arg)
     struct shm_region r;
     struct shm_geometry g;
     if (!path[0] || shm_region_map(path, (uint32_t)getuid(), &r, &g) != 0)
-        return NULL;
+        goto release;
     static uint8_t buf[1 << 16];
     struct shm_ring_snapshot snap;
     uint64_t nt;
@@ -557,7 +575,7 @@ static void *drain_side(void *arg)
     if (write(dc->sp->to_child[1], &go, 1) != 1 ||
         read(dc->sp->to_test[0], &dc->lost2, sizeof dc->lost2) != sizeof dc->lost2) {
         shm_region_close(&r);
-        return NULL;
+        goto release;
     }
     shm_ring_snapshot(shm_ring_hdr(&r, &g, 0), &snap);
     n = shm_ring_read(shm_ring_data(&r, &g, 0), g.ring_data_size, &snap, buf, sizeof buf, &nt);
@@ -570,7 +588,9 @@ static void *drain_side(void *arg)
     }
     dc->ok = seq_ok && snap.lost == dc->lost2;
     shm_region_close(&r);
-    return NULL;
+release:
+    close(dc->sp->to_child[1]);
+    dc->sp->to_child[1] = -1;
 }
 
 /* ---- threads ------------------------------------------------------------------------ */
@@ -670,6 +690,12 @@ static void child_forks(struct fx *f, void *arg)
     struct shm_geometry g;
     CHECK(shm_region_map(parent_path, (uint32_t)getuid(), &r, &g) == 0);
     uint64_t head = atomic_load(&shm_ring_hdr(&r, &g, 0)->head);
+    /* under ASan (GCC 12) a fork racing the start of the agent thread can
+     * inherit an allocator lock that thread holds: wait for its first tick */
+    uint64_t hb = atomic_load(&r.hdr->heartbeat_ns);
+    for (int i = 0; i < 10000 && atomic_load(&r.hdr->heartbeat_ns) == hb; i++)
+        usleep(1000);
+    CHECK(atomic_load(&r.hdr->heartbeat_ns) != hb);
 
     pid_t gc = fork();
     CHECK(gc >= 0);

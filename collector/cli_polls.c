@@ -107,39 +107,37 @@ static struct thr *thread_of(struct cli_polls *p, const struct cli_rec_src *src)
 void cli_polls_track_parks(struct cli_polls *p) { p->parks = true; }
 
 static int open_poll(struct cli_polls *p, const struct cli_rec_src *src,
-                     const struct d9_rec_poll_start *rp)
+                     const struct d9_rec_poll_start *r)
 {
-    const struct d9_rec_poll_start r = *rp;
-    {
-        struct thr *t = thread_of(p, src);
-        if (!t)
-            return -ENOMEM;
-        struct cli_poll *slotp = NULL;
-        for (size_t i = 0; i < t->nopen; i++)
-            if (t->open[i].task == r.task) {
-                slotp = &t->open[i];
-                if (r.task != CLI_POLL_PARKED)
-                    p->st.replaced_starts++;
-                break;
-            }
-        if (!slotp) {
-            if (t->nopen == t->capopen) {
-                size_t nc = t->capopen ? t->capopen * 2 : 2;
-                struct cli_poll *n = realloc(t->open, nc * sizeof *n);
-                if (!n)
-                    return -ENOMEM;
-                t->open = n;
-                t->capopen = nc;
-            }
-            slotp = &t->open[t->nopen++];
+    struct thr *t = thread_of(p, src);
+    if (!t)
+        return -ENOMEM;
+    struct cli_poll *slotp = NULL;
+    for (size_t i = 0; i < t->nopen; i++) {
+        if (t->open[i].task == r->task) {
+            slotp = &t->open[i];
+            if (r->task != CLI_POLL_PARKED)
+                p->st.replaced_starts++;
+            break;
         }
-        *slotp = (struct cli_poll){
-            .process_id = src->process_id, .pid = src->pid, .tid = src->tid,
-            .ring = src->ring, .generation = src->generation, .task = r.task, .loc = r.loc,
-            .runtime = r.runtime, .worker = r.worker, .start_ns = r.h.ts,
-        };
-        return 0;
     }
+    if (!slotp) {
+        if (t->nopen == t->capopen) {
+            size_t nc = t->capopen ? t->capopen * 2 : 2;
+            struct cli_poll *n = realloc(t->open, nc * sizeof *n);
+            if (!n)
+                return -ENOMEM;
+            t->open = n;
+            t->capopen = nc;
+        }
+        slotp = &t->open[t->nopen++];
+    }
+    *slotp = (struct cli_poll){
+        .process_id = src->process_id, .pid = src->pid, .tid = src->tid,
+        .ring = src->ring, .generation = src->generation, .task = r->task, .loc = r->loc,
+        .runtime = r->runtime, .worker = r->worker, .start_ns = r->h.ts,
+    };
+    return 0;
 }
 
 static int close_poll(struct cli_polls *p, const struct cli_rec_src *src, uint64_t task,

@@ -172,7 +172,7 @@ static const char *why(int rc)
 {
     switch (rc) {
     case -ENOENT: return "no collector socket (is d9collectd running? see --endpoint)";
-    case -ETIMEDOUT: return "no answer in time";
+    case -ETIMEDOUT: return "no answer within 2 s (is d9collectd running? a stale socket?)";
     case -ECONNREFUSED: return "connection refused (is d9collectd running?)";
     case -EBADMSG: return "undecodable reply";
     default: return strerror(-rc);

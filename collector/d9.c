@@ -113,9 +113,12 @@ int main(int argc, char **argv)
         }
     }
     if (optind >= argc) {
-        fprintf(stderr, "d9: no command given\n");
-        usage(stderr);
-        return CLI_EXIT_USAGE;
+        char names[512] = "";
+        size_t o = 0;
+        for (size_t i = 0; i < NCOMMANDS && o < sizeof names; i++)
+            o += (size_t)snprintf(names + o, sizeof names - o, "%s%s", i ? ", " : "",
+                                  commands[i].name);
+        return cli_usage_error(&env, "no command given (one of: %s)", names);
     }
     const char *name = argv[optind];
     for (size_t i = 0; i < NCOMMANDS; i++) {

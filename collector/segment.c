@@ -10,7 +10,8 @@
  * file back to `flushed` and keeps the buffer, so a failed call leaves no
  * partial block behind (ENOSPC is survivable). Sealing appends the footer,
  * fsyncs, renames without replacing and fsyncs the directory; a failed seal
- * removes the file (segment.h).
+ * takes the footer back off and leaves the unsealed segment for the caller
+ * to retry, drop (seg_writer_free) or keep for salvage (seg_writer_abandon).
  *
  * Reader. The file is untrusted: everything is read with pread(2) into
  * private buffers (never mmap: the file may be truncated underneath), every
@@ -558,36 +559,52 @@ fail:
     return r;
 }
 
+/* Undo a footer that may have reached the file: back to whole blocks. */
+static void w_unfooter(struct seg_writer *w, uint64_t blocks_end)
+{
+    if (ftruncate(w->fd, (off_t)blocks_end) < 0 && !w->err)
+        w->err = -EIO;
+    w->flushed = blocks_end;
+}
+
 int seg_writer_seal(struct seg_writer *w, struct seg_summary *sum)
 {
     if (!w || w->sealed)
         return -EINVAL;
-    int r = w->err;
+    if (w->err)
+        return w->err;
     struct seg_footer f;
     acc_footer(&w->acc, &f);
-    if (r == 0 && SEG_FOOTER_SIZE > SEG_WRITE_BUF - w->buf_len)
-        r = w_flush(w);
-    if (r == 0) {
-        memcpy(w->buf + w->buf_len, &f, SEG_FOOTER_SIZE);
-        w->buf_len += SEG_FOOTER_SIZE;
-        r = w_flush(w);
+    int r = 0;
+    if (SEG_FOOTER_SIZE > SEG_WRITE_BUF - w->buf_len && (r = w_flush(w)) < 0)
+        return r;                       /* nothing changed */
+    uint64_t blocks_end = w->flushed + w->buf_len;
+    memcpy(w->buf + w->buf_len, &f, SEG_FOOTER_SIZE);
+    w->buf_len += SEG_FOOTER_SIZE;
+    if ((r = w_flush(w)) < 0) {
+        w->buf_len -= SEG_FOOTER_SIZE;  /* file cut back, blocks still buffered */
+        return r;
     }
-    if (r == 0 && fsync(w->fd) < 0)
+    if (fsync(w->fd) < 0) {
+        /* the kernel may have dropped dirty pages: nothing on disk can be
+         * trusted any more, but keep what is there for salvage */
         r = -errno;
-    if (r == 0)
-        r = rename_noreplace(w->dirfd, w->tmp_name, w->name);
-    if (r == 0) {
-        snprintf(w->path, sizeof w->path, "%s", w->final_path);
-        if ((r = fsync_dir(w->dirfd)) < 0)
-            unlinkat(w->dirfd, w->name, 0);
-    } else {
-        unlinkat(w->dirfd, w->tmp_name, 0);
+        w_unfooter(w, blocks_end);
+        w->err = r;
+        return r;
     }
+    if ((r = rename_noreplace(w->dirfd, w->tmp_name, w->name)) < 0) {
+        w_unfooter(w, blocks_end);
+        return r;
+    }
+    snprintf(w->path, sizeof w->path, "%s", w->final_path);
     close(w->fd);
     w->fd = -1;
-    if (r < 0) {
+    if ((r = fsync_dir(w->dirfd)) < 0) {
+        /* sealed and complete under its final name, only the rename may not
+         * be durable: keep it (a restart or d9 fsck indexes it) */
+        w->sealed = -1;
         w->err = r;
-        w->sealed = -1;         /* nothing left on disk to unlink */
         return r;
     }
     w->sealed = 1;
@@ -613,20 +630,33 @@ int seg_writer_seal(struct seg_writer *w, struct seg_summary *sum)
     return 0;
 }
 
-void seg_writer_free(struct seg_writer *w)
+static void w_release(struct seg_writer *w, int keep_file)
 {
-    if (!w)
-        return;
-    if (w->fd >= 0)
+    if (w->fd >= 0) {
         close(w->fd);
-    if (w->dirfd >= 0) {
-        if (w->sealed == 0 && w->fd >= 0)
+        if (!keep_file && w->sealed == 0 && w->dirfd >= 0)
             unlinkat(w->dirfd, w->tmp_name, 0);
-        close(w->dirfd);
     }
+    if (w->dirfd >= 0)
+        close(w->dirfd);
     free(w->buf);
     free(w->blocks);
     free(w);
+}
+
+void seg_writer_free(struct seg_writer *w)
+{
+    if (w)
+        w_release(w, 0);
+}
+
+void seg_writer_abandon(struct seg_writer *w)
+{
+    if (!w)
+        return;
+    if (w->fd >= 0 && !w->err)
+        (void)w_flush(w);               /* best effort: more for seg_salvage */
+    w_release(w, 1);
 }
 
 /* ---- reader --------------------------------------------------------------- */

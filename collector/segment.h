@@ -233,11 +233,20 @@ uint64_t seg_writer_bytes(const struct seg_writer *w);
 uint64_t seg_writer_opened_ns(const struct seg_writer *w);
 
 /* Footer, fsync, rename, fsync(dir). On success fills *sum (valid until
- * seg_writer_free). On failure the temp file is removed. */
+ * seg_writer_free). On failure (-errno) the segment stays unsealed as it
+ * was before the call (whole blocks, no footer, temp name): seal may be
+ * retried, seg_writer_free removes the temp file (as before: a caller that
+ * always frees after a failed seal sees no change), seg_writer_abandon keeps
+ * it for seg_salvage. After an fsync failure only free/abandon are allowed.
+ * If only the final fsync(dir) fails, the file is whole under its final
+ * name and is kept (index it on restart / d9 fsck). */
 int seg_writer_seal(struct seg_writer *w, struct seg_summary *sum);
 
 /* Drop an unsealed segment (unlinks the temp file) or free a sealed one. */
 void seg_writer_free(struct seg_writer *w);
+/* Free the writer but keep an unsealed temp file on disk (buffered blocks
+ * are written first, best effort) for seg_salvage at the next start. */
+void seg_writer_abandon(struct seg_writer *w);
 
 /* ---- reading -------------------------------------------------------------- */
 

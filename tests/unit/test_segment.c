@@ -1038,16 +1038,9 @@ static void test_file_size_limit_fails_an_add_without_partial_state(void **state
     free(data);
 }
 
-static void test_seal_failure_removes_the_temp_file(void **state)
+/* A writer holding one buffered 64 KB block, sealed under a 4 KB file size limit. */
+static int seal_under_limit(struct seg_writer *w)
 {
-    struct fx *fx = *state;
-    size_t per = 2000;
-    uint8_t *data = malloc(per * sizeof(struct d9_rec_poll_start));
-    size_t dlen;
-    fill_block(data, &dlen, per, 0);
-    struct seg_writer *w;
-    assert_int_equal(seg_writer_open(&w, fx->dir, 1, &proc, NULL, 0), 0);
-    assert_int_equal(seg_writer_add_data(w, 1, 0, 1, 0, data, dlen), 0);  /* buffered */
     struct rlimit old, lim;
     getrlimit(RLIMIT_FSIZE, &old);
     lim = old;
@@ -1058,16 +1051,75 @@ static void test_seal_failure_removes_the_temp_file(void **state)
     int e = seg_writer_seal(w, &sum);
     assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
     signal(SIGXFSZ, oldsig);
-    assert_int_equal(e, -EFBIG);
-    assert_int_equal(count_files(fx->dir), 0);
-    assert_int_equal(seg_writer_add_data(w, 1, 0, 1, 0, data, dlen), -EFBIG);    /* sticky */
-    seg_writer_free(w);
-    /* the caller goes on with a new segment */
-    assert_int_equal(seg_writer_open(&w, fx->dir, 2, &proc, NULL, 0), 0);
-    assert_int_equal(seg_writer_add_data(w, 1, 0, 1, 0, data, dlen), 0);
-    assert_int_equal(seg_writer_seal(w, &sum), 0);
+    return e;
+}
+
+static void test_failed_seal_leaves_the_segment_unsealed_and_retryable(void **state)
+{
+    struct fx *fx = *state;
+    size_t per = 2000;
+    uint8_t *data = malloc(per * sizeof(struct d9_rec_poll_start));
+    size_t dlen;
+    fill_block(data, &dlen, per, 0);
+    struct seg_writer *w;
+    assert_int_equal(seg_writer_open(&w, fx->dir, 1, &proc, NULL, 0), 0);
+    assert_int_equal(seg_writer_add_data(w, 1, 0, 1, 0, data, dlen), 0);  /* buffered */
+    uint64_t bytes = seg_writer_bytes(w);
+    assert_int_equal(seal_under_limit(w), -EFBIG);
+    char tmp[256];
+    snprintf(tmp, sizeof tmp, "%s/.tmp.4242-777-1.d9seg", fx->dir);
+    struct stat st;
+    assert_int_equal(stat(tmp, &st), 0);
+    assert_int_equal(st.st_size, SEG_HDR_SIZE);            /* no partial block, no footer */
+    assert_int_equal(seg_writer_bytes(w), bytes);
+    assert_int_equal(seg_writer_add_data(w, 1, 0, 1, 0, data, dlen), 0);  /* still usable */
+    struct seg_summary sum;
+    assert_int_equal(seg_writer_seal(w, &sum), 0);           /* space back: retry works */
+    assert_int_equal(sum.nblocks, 2);
+    assert_int_equal(count_files(fx->dir), 1);
+    struct seg_reader *r;
+    assert_int_equal(seg_reader_open(&r, sum.path, 0), 0);
+    assert_int_equal(read_all(r, NULL), 2);
+    seg_reader_close(r);
     seg_writer_free(w);
     free(data);
+}
+
+static void test_failed_seal_then_free_removes_the_temp_file(void **state)
+{
+    struct fx *fx = *state;
+    size_t per = 2000;
+    uint8_t *data = malloc(per * sizeof(struct d9_rec_poll_start));
+    size_t dlen;
+    fill_block(data, &dlen, per, 0);
+    struct seg_writer *w;
+    assert_int_equal(seg_writer_open(&w, fx->dir, 1, &proc, NULL, 0), 0);
+    assert_int_equal(seg_writer_add_data(w, 1, 0, 1, 0, data, dlen), 0);
+    assert_int_equal(seal_under_limit(w), -EFBIG);
+    seg_writer_free(w);
+    assert_int_equal(count_files(fx->dir), 0);
+    free(data);
+}
+
+static void test_abandoned_writer_leaves_a_salvageable_temp_file(void **state)
+{
+    struct fx *fx = *state;
+    uint8_t data[4096];
+    size_t dlen = 0;
+    for (uint32_t i = 0; i < 10; i++)
+        rec_poll_start(data, &dlen, i, 100 + i, i);
+    struct seg_writer *w;
+    assert_int_equal(seg_writer_open(&w, fx->dir, 3, &proc, NULL, 0), 0);
+    assert_int_equal(seg_writer_add_data(w, 1, 0, 1, 0, data, dlen), 0);
+    assert_int_equal(seg_writer_add_data(w, 1, 0, 1, 0, data, dlen), 0);     /* buffered */
+    seg_writer_abandon(w);
+    char tmp[256];
+    snprintf(tmp, sizeof tmp, "%s/.tmp.4242-777-3.d9seg", fx->dir);
+    struct seg_summary sum;
+    assert_int_equal(seg_salvage(tmp, &sum), 0);
+    assert_int_equal(sum.nblocks, 2);
+    assert_int_equal(sum.nrecords, 20);
+    seg_summary_release(&sum);
 }
 
 static void test_full_file_system_is_enospc_and_survivable(void **state)
@@ -1150,7 +1202,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_open_in_a_missing_or_unwritable_dir_fails_cleanly, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failing_header_write_leaves_no_temp_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_file_size_limit_fails_an_add_without_partial_state, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_seal_failure_removes_the_temp_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_failed_seal_leaves_the_segment_unsealed_and_retryable, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_failed_seal_then_free_removes_the_temp_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_abandoned_writer_leaves_a_salvageable_temp_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_full_file_system_is_enospc_and_survivable, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -15,8 +15,9 @@
  *
  * Symbolization happens here, at query time (see symbols.h for why), with
  * an (process, address) -> name cache. Frames are return addresses except
- * the innermost: those are looked up at ip - 1 so a call at the end of a
- * function is not attributed to the next one.
+ * the innermost and the first user frame under kernel frames: return
+ * addresses are looked up at ip - 1 so a call at the end of a function is
+ * not attributed to the next one.
  *
  * Memory: one entry per distinct stack, per distinct address and per thread
  * with open polls; never per sample. Called by d9.c.
@@ -349,7 +350,7 @@ static int add_sample(struct flame *f, const struct cli_rec_src *src, const uint
     for (int i = (int)s.nframes - 1; i >= 0; i--) {
         uint64_t ip;
         memcpy(&ip, rec + sizeof s + (size_t)i * 8, 8);
-        bool kernel = ip >= 0xffff800000000000ull;
+        bool kernel = ip >= SYM_KERNEL_SPACE_MIN;
         if (kernel && f->o.no_kernel)
             continue;
         char buf[300];
@@ -358,7 +359,14 @@ static int add_sample(struct flame *f, const struct cli_rec_src *src, const uint
             snprintf(buf, sizeof buf, "0x%" PRIx64, ip);
             name = buf;
         } else {
-            uint64_t look = i > 0 ? ip - 1 : ip;    /* return address: inside the call */
+            /* frames are return addresses (look inside the call, ip - 1) except
+             * the innermost and the first user frame under kernel frames,
+             * which are where the thread was interrupted or entered the kernel */
+            uint64_t inner = 0;
+            if (i > 0)
+                memcpy(&inner, rec + sizeof s + (size_t)(i - 1) * 8, 8);
+            bool exact = i == 0 || (!kernel && inner >= SYM_KERNEL_SPACE_MIN);
+            uint64_t look = exact ? ip : ip - 1;
             name = name_get(&f->names, src->process_id, look);
             if (!name) {
                 sym_resolve(r, look, kernel, buf, sizeof buf);

@@ -1002,11 +1002,9 @@ static void put_name(char *buf, size_t cap, const char *name, const char *suffix
             *c = '_';
 }
 
-#define KERNEL_SPACE_MIN 0xffff800000000000ull
-
 void sym_resolve(struct sym_resolver *r, uint64_t ip, int kernel_hint, char *buf, size_t cap)
 {
-    if (kernel_hint || ip >= KERNEL_SPACE_MIN) {
+    if (kernel_hint || ip >= SYM_KERNEL_SPACE_MIN) {
         if (!r->k_tried) {
             r->k_tried = 1;
             if (r->ktext && sym_kernel_load(SYM_KALLSYMS, &r->k) == 0 &&

@@ -47,6 +47,7 @@
 #define SYM_KALLSYMS            "/proc/kallsyms"
 #define SYM_PATH_MAX            4096u
 #define SYM_ELF_MAX_BYTES       (2ull << 30)    /* refuse ELF files above 2 GiB */
+#define SYM_KERNEL_SPACE_MIN    0xffff800000000000ull  /* x86-64/arm64: kernel half */
 
 /* ---- /proc/<pid>/maps -------------------------------------------------- */
 

@@ -42,8 +42,8 @@ static const char usage[] =
 "                    worker_park, worker_unpark, task_spawn, task_terminate,\n"
 "                    queue_depth, custom, cpu_sample, sched_switch. Default: all.\n"
 "    --event NAMES   comma-separated custom event (schema) names: only those\n"
-"                    custom events (other types are kept unless --type says\n"
-"                    otherwise). Custom events named d9.* are written by the\n"
+"                    custom events (implies --type custom unless --type lists\n"
+"                    other types too). Custom events named d9.* are written by the\n"
 "                    collector itself (e.g. d9.map, the memory maps used by\n"
 "                    d9 flame) and are shown only when --event names them.\n"
 "    --format FMT    text (default) or jsonl.\n"
@@ -53,7 +53,7 @@ CLI_HELP_WINDOW "\n" CLI_HELP_COMMON "\n"
 "EXAMPLES\n"
 "    d9 events --pid 1234 --limit 50\n"
 "    d9 events --type custom --since 1m --format jsonl | jq .fields\n"
-"    d9 events --type custom --event request_done --limit 10\n"
+"    d9 events --event request_done --limit 10\n"
 "    d9 events --type poll_start,poll_end --tid 1240\n"
 "\n"
 CLI_HELP_EXIT;
@@ -142,6 +142,8 @@ CLI_DECLARE_CMD(events)
     int rc = cli_getopt(env, &a, argc, argv, opts, usage, ev_priv, &c);
     if (rc != 0)
         return rc > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+    if (c.events && a.types == 0)
+        a.types = 1u << D9_REC_CUSTOM;
     struct cli_store *s;
     if ((rc = cli_open_store(env, &s)) != CLI_EXIT_OK)
         return rc;

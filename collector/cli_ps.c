@@ -60,8 +60,14 @@ static int ps_row(void *arg, const struct cli_proc_row *r)
     struct ps_ctx *c = arg;
     char st[48], t0[48], t1[48], dur[32], b[32];
     state_text(r, st, sizeof st);
-    cli_fmt_time(r->first_ns, c->boot, c->wall, 3, true, t0, sizeof t0);
-    cli_fmt_time(r->last_ns, c->boot, c->wall, 3, true, t1, sizeof t1);
+    if (r->first_ns)
+        cli_fmt_time(r->first_ns, c->boot, c->wall, 3, true, t0, sizeof t0);
+    else
+        snprintf(t0, sizeof t0, "-");       /* unknown */
+    if (r->last_ns)
+        cli_fmt_time(r->last_ns, c->boot, c->wall, 3, true, t1, sizeof t1);
+    else
+        snprintf(t1, sizeof t1, "-");
     uint64_t span = r->last_ns > r->first_ns ? r->last_ns - r->first_ns : 0;
     if (c->a->format == CLI_FMT_JSONL) {
         printf("{\"pid\":%" PRIu32 ",\"start_time\":%" PRIu64 ",\"uid\":%" PRIu32 ",\"comm\":",

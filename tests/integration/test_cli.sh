@@ -43,6 +43,8 @@ check "events decodes u64/f64/i64/bool fields by name" \
     has 'qty=6 price=2.5 delta=-5 ok=true' "$T/custom.txt"
 check "events --type custom --event order prints only those events" \
     sh -c "[ \$(grep -c ' custom order ' '$T/custom.txt') -eq 10 ] && ! grep -v ' custom order ' '$T/custom.txt'"
+check "events --event alone selects only those custom events" \
+    sh -c "[ \$('$BIN/d9' --store '$STORE' events --pid $OKPID --event order | wc -l) -eq 10 ]"
 check "events hides the collector's own d9.* events unless asked" \
     sh -c "! '$BIN/d9' --store '$STORE' events --pid $OKPID --type custom | grep -q ' custom d9[.]'"
 check "events --limit stops after N records" \

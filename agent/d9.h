@@ -23,6 +23,10 @@
  *     values the agent logs one line to stderr and stays disabled.
  *   - When disabled every record function is one predictable branch; compiled
  *     with -DD9_DISABLE they are empty inline functions and vanish.
+ *   - Record functions are thread-safe (each thread writes its own ring) but
+ *     not async-signal-safe: do not call them from a signal handler that may
+ *     interrupt a record call of the same thread. Events recorded after
+ *     d9_shutdown are discarded.
  *   - A thread's ring is released when the thread exits. A thread that finds
  *     no free ring (DIAL9_MAX_THREADS) stays untraced, is counted once in
  *     threads_untraced and retries only every 65536 events.

@@ -170,6 +170,14 @@ static int region_open(struct ag_agent *a)
         .dir = a->cfg.shm_dir,
     };
     int rc = shm_region_create(&p, &a->region);
+    if (rc == -EEXIST) {
+        /* same pid and start time: an earlier image of this process (exec
+         * without fork) still has its region there; it is not ours to reuse */
+        fprintf(stderr, "d9: %s already holds a region of this process (exec of a traced "
+                "program?); tracing disabled\n", a->cfg.shm_dir);
+        memset(&a->region, 0, sizeof a->region);
+        return rc;
+    }
     if (rc) {
         fprintf(stderr, "d9: cannot create a region in %s: %s; tracing disabled\n",
                 a->cfg.shm_dir, strerror(-rc));

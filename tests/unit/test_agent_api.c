@@ -780,8 +780,49 @@ static void test_fork_child_gets_its_own_region_and_never_touches_the_parents(vo
     check_region_records(f, gc, G_EVENTS, 2);
 }
 
-int main(void)
+/* ---- exec ------------------------------------------------------------------------------ */
+
+#define EXEC_FLAG "--exec-image"
+
+static void child_execs_itself(struct fx *f, void *arg)
 {
+    (void)f;
+    (void)arg;
+    CHECK(d9_init() == 0);
+    d9_poll_start(d9_runtime_default(), 0, 1, 0);
+    char *argv[] = { "test_agent_api", EXEC_FLAG, NULL };
+    execv("/proc/self/exe", argv);
+    CHECK(!"execv failed");
+}
+
+/* The exec'd image: same pid and start time, so the same region name. */
+static int exec_image(void)
+{
+    int rc = d9_init();
+    d9_poll_start(d9_runtime_default(), 0, 2, 0);     /* harmless: untraced */
+    return rc == -EEXIST && !d9_enabled() ? 0 : 1;
+}
+
+static void test_exec_without_fork_runs_untraced_with_one_line(void **state)
+{
+    struct fx *f = *state;
+    pid_t pid = run_child(f, NULL, child_execs_itself, NULL);
+    char want[300];
+    snprintf(want, sizeof want, "d9: %s already holds a region of this process (exec of a "
+             "traced program?); tracing disabled\n", f->dir);
+    assert_string_equal(f->err, want);
+    struct shm_region r;
+    struct shm_geometry g;
+    map_region(f, pid, &r, &g);         /* the first image's region, untouched */
+    assert_int_equal(read_ring(f, &r, &g, 0, 0), sizeof(struct d9_rec_poll_start));
+    assert_int_equal(atomic_load(&r.hdr->state), D9_REGION_READY);
+    shm_region_close(&r);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], EXEC_FLAG) == 0)
+        return exec_image();
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
     const struct CMUnitTest tests[] = {
         T(test_bad_env_prints_one_line_and_runs_untraced),
@@ -796,6 +837,7 @@ int main(void)
         T(test_full_ring_drop_counts_are_exact_through_the_api),
         T(test_threads_over_max_are_untraced_and_rings_released_at_exit),
         T(test_fork_child_gets_its_own_region_and_never_touches_the_parents),
+        T(test_exec_without_fork_runs_untraced_with_one_line),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -129,7 +129,7 @@ int main(int argc, char **argv)
 {
     struct opts o = { .threads = REL_THREADS_DEFAULT, .batch = REL_BATCH_DEFAULT,
                       .exit_mode = "clean" };
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc; i += 2) {   /* every option takes a value */
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help")) {
@@ -152,7 +152,6 @@ int main(int argc, char **argv)
             usage(stderr);
             return 2;
         }
-        i++;
     }
     if (o.threads == 0 || (strcmp(o.exit_mode, "clean") && strcmp(o.exit_mode, "hang"))) {
         usage(stderr);

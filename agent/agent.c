@@ -250,6 +250,22 @@ static void deadline_after(struct timespec *ts, uint64_t ms)
     }
 }
 
+static void *probe_thread(void *arg) { return arg; }
+
+/* libzmq aborts the process when it cannot create its own threads (at the
+ * first socket). Telemetry must never do that: check first that two threads
+ * with default attributes can start, as zmq's I/O and reaper threads will. */
+static int threads_can_start(void)
+{
+    pthread_t t[2];
+    int n = 0;
+    while (n < 2 && pthread_create(&t[n], NULL, probe_thread, NULL) == 0)
+        n++;
+    for (int i = 0; i < n; i++)
+        pthread_join(t[i], NULL);
+    return n == 2;
+}
+
 /*
  * The housekeeping thread: heartbeat and calibration every AG_HEARTBEAT_MS,
  * and the control channel. The DEALER uses ZMQ_IMMEDIATE, so nothing is
@@ -264,7 +280,10 @@ static void *hk_main(void *arg)
     pthread_setname_np(pthread_self(), AG_HK_THREAD_NAME);
     int hello_pending = 0;
     uint64_t retry_ms = AG_HELLO_RETRY_MIN_MS;
-    if (a->cfg.control) {
+    if (a->cfg.control && !threads_can_start()) {
+        fprintf(stderr, "d9: cannot start threads for the control channel; "
+                "tracing continues without collector messages\n");
+    } else if (a->cfg.control) {
         a->ctl_state = ag_control_open(&a->ctl, a->cfg.collector);
         if (a->ctl_state == 0) {
             a->ctl_state = 1;

@@ -9,7 +9,9 @@
 # region) are rejected and counted in the status reply: one named for a
 # live root-owned pid with uid 0, one named for that pid with uid 65534, and
 # one whose name claims a dead pid while its header is another process's.
-# Positive control: a real workload running as uid 65534 is adopted.
+# Positive control: a real workload running as uid 65534 is adopted. And a
+# collector running as uid 65534 cannot adopt a root process's region even
+# when that process announces itself to it.
 . tests/integration/lib.sh
 . tests/integration/rel_lib.sh
 d9_setup
@@ -65,6 +67,27 @@ nobodyw=$!
 _rel_pids="$_rel_pids $nobodyw"
 check "a genuine uid-65534 process is adopted (the rule is not 'reject all')" wait_for 10 sh -c \
     "'$TBIN/tool_ctl' '$EP' status | grep -q '^proc.$nobodyw.state=alive'"
+# a collector of another uid (65534) on the same shm dir, told about a root
+# process by that process itself: it can neither read nor adopt the region
+mkdir -p "$T/nobody"
+chown 65534:65534 "$T/nobody"
+NEP=ipc://$T/nobody/c.sock
+$NOBODY "$COLLECTD" --store "$T/nobody/store" --shm-dir "$SHM" --endpoint "$NEP" --scan-ms 50 \
+    >"$T/nobody/col.log" 2>&1 &
+ncol=$!
+_rel_pids="$_rel_pids $ncol"
+check "a collector running as uid 65534 starts" wait_for 20 "$TBIN/tool_ctl" "$NEP" status
+DIAL9_COLLECTOR=$NEP rel_bg "$TBIN/prog_rel_workload" --threads 1 --pace-us 5000 --batch 10
+rootw2=$BGPID
+check "root process announced itself to the uid-65534 collector (its region exists)" \
+    wait_for 10 sh -c "ls '$SHM'/d9.0.$rootw2.* >/dev/null 2>&1"
+sleep 0.5
+check "the uid-65534 collector does not adopt the root region" sh -c \
+    "! '$TBIN/tool_ctl' '$NEP' status | grep -q '^proc.$rootw2.'"
+check "... and has written nothing of it" sh -c \
+    "! ls '$T/nobody/store'/$rootw2-*.d9seg >/dev/null 2>&1"
+check "... while the root collector does adopt it" wait_for 10 sh -c \
+    "'$TBIN/tool_ctl' '$EP' status | grep -q '^proc.$rootw2.state=alive'"
 check "collector still alive" kill -0 "$CPID"
 echo "isolation: rejected_regions=$(rejected), $(( $(date +%s) - start ))s"
 d9_finish rel-isolation

@@ -14,7 +14,9 @@
 #include <cmocka.h>
 #include <dirent.h>
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +73,7 @@ static pid_t spawn_child(struct fx *f, const char *const *env, child_fn fn, void
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
+        setpgid(0, 0);          /* so a hung child and its children can be killed */
         close(pfd[0]);
         dup2(pfd[1], 2);
         close(pfd[1]);
@@ -94,15 +97,32 @@ static pid_t spawn_child(struct fx *f, const char *const *env, child_fn fn, void
     return pid;
 }
 
-/* Collect the child's stderr into f->err and require exit status 0. */
+/* Collect the child's stderr into f->err and require exit status 0. A child
+ * still running after CHILD_GUARD_MS is killed with its process group (only
+ * so a broken agent cannot hang the suite; no test depends on timing). */
+#define CHILD_GUARD_MS 120000
 static void finish_child(struct fx *f, pid_t pid, int errfd)
 {
     size_t n = 0;
-    ssize_t r;
-    while (n < sizeof f->err - 1 && (r = read(errfd, f->err + n, sizeof f->err - 1 - n)) > 0)
-        n += (size_t)r;
+    ssize_t r = 1;
+    int hung = 0;
+    while (n < sizeof f->err - 1 && r > 0) {
+        struct pollfd pfd = { .fd = errfd, .events = POLLIN };
+        if (poll(&pfd, 1, CHILD_GUARD_MS) <= 0) {
+            hung = 1;
+            break;
+        }
+        r = read(errfd, f->err + n, sizeof f->err - 1 - n);
+        if (r > 0)
+            n += (size_t)r;
+    }
     f->err[n] = 0;
     close(errfd);
+    if (hung) {
+        kill(-pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        fail_msg("traced child hung; its stderr so far:\n%s", f->err);
+    }
     int status;
     assert_int_equal(waitpid(pid, &status, 0), pid);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)

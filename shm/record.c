@@ -9,36 +9,48 @@
 #include <string.h>
 #include "shm/record.h"
 
-static const struct {
-    const char *name;
-    int fixed_len;              /* 0 = variable */
-} rec_types[D9_REC_TYPE_COUNT] = {
-    [D9_REC_PAD] = { "pad", -1 },
-    [D9_REC_POLL_START] = { "poll_start", (int)sizeof(struct d9_rec_poll_start) },
-    [D9_REC_POLL_END] = { "poll_end", (int)sizeof(struct d9_rec_poll_end) },
-    [D9_REC_WAKE] = { "wake", (int)sizeof(struct d9_rec_wake) },
-    [D9_REC_WORKER_PARK] = { "worker_park", (int)sizeof(struct d9_rec_worker) },
-    [D9_REC_WORKER_UNPARK] = { "worker_unpark", (int)sizeof(struct d9_rec_worker) },
-    [D9_REC_TASK_SPAWN] = { "task_spawn", (int)sizeof(struct d9_rec_task) },
-    [D9_REC_TASK_TERMINATE] = { "task_terminate", (int)sizeof(struct d9_rec_task) },
-    [D9_REC_QUEUE_DEPTH] = { "queue_depth", (int)sizeof(struct d9_rec_queue_depth) },
-    [D9_REC_CUSTOM] = { "custom", 0 },
-    [D9_REC_CPU_SAMPLE] = { "cpu_sample", 0 },
-    [D9_REC_SCHED_SWITCH] = { "sched_switch", 0 },
+static const char *const rec_names[D9_REC_TYPE_COUNT] = {
+    [D9_REC_PAD] = "pad",
+    [D9_REC_POLL_START] = "poll_start",
+    [D9_REC_POLL_END] = "poll_end",
+    [D9_REC_WAKE] = "wake",
+    [D9_REC_WORKER_PARK] = "worker_park",
+    [D9_REC_WORKER_UNPARK] = "worker_unpark",
+    [D9_REC_TASK_SPAWN] = "task_spawn",
+    [D9_REC_TASK_TERMINATE] = "task_terminate",
+    [D9_REC_QUEUE_DEPTH] = "queue_depth",
+    [D9_REC_CUSTOM] = "custom",
+    [D9_REC_CPU_SAMPLE] = "cpu_sample",
+    [D9_REC_SCHED_SWITCH] = "sched_switch",
+};
+
+const int16_t shm_record_len_table[D9_REC_TYPE_COUNT] = {
+    [D9_REC_PAD] = -1,
+    [D9_REC_POLL_START] = sizeof(struct d9_rec_poll_start),
+    [D9_REC_POLL_END] = sizeof(struct d9_rec_poll_end),
+    [D9_REC_WAKE] = sizeof(struct d9_rec_wake),
+    [D9_REC_WORKER_PARK] = sizeof(struct d9_rec_worker),
+    [D9_REC_WORKER_UNPARK] = sizeof(struct d9_rec_worker),
+    [D9_REC_TASK_SPAWN] = sizeof(struct d9_rec_task),
+    [D9_REC_TASK_TERMINATE] = sizeof(struct d9_rec_task),
+    [D9_REC_QUEUE_DEPTH] = sizeof(struct d9_rec_queue_depth),
+    [D9_REC_CUSTOM] = 0,
+    [D9_REC_CPU_SAMPLE] = 0,
+    [D9_REC_SCHED_SWITCH] = 0,
 };
 
 int shm_record_fixed_len(uint16_t type)
 {
-    if (type == D9_REC_PAD || type >= D9_REC_TYPE_COUNT)
+    if (type >= D9_REC_TYPE_COUNT)
         return -1;
-    return rec_types[type].fixed_len;
+    return shm_record_len_table[type];
 }
 
 const char *shm_record_type_name(uint16_t type)
 {
     if (type >= D9_REC_TYPE_COUNT)
         return "unknown";
-    return rec_types[type].name;
+    return rec_names[type];
 }
 
 int shm_record_type_from_name(const char *name)
@@ -46,12 +58,13 @@ int shm_record_type_from_name(const char *name)
     if (!name)
         return -1;
     for (int t = 1; t < D9_REC_TYPE_COUNT; t++)
-        if (strcmp(rec_types[t].name, name) == 0)
+        if (strcmp(rec_names[t], name) == 0)
             return t;
     return -1;
 }
 
-int shm_record_check(const void *rec, size_t avail)
+/* Variable-length types; shm_record_check (record.h) handled the rest. */
+int shm_record_check_var(const void *rec, size_t avail)
 {
     struct d9_rec_hdr h;
     if (avail < D9_REC_HDR_SIZE)
@@ -60,11 +73,9 @@ int shm_record_check(const void *rec, size_t avail)
     if (h.len < D9_REC_HDR_SIZE || h.len > D9_REC_MAX || h.len > avail ||
         h.len % D9_REC_ALIGN != 0)
         return -EBADMSG;
-    int fixed = shm_record_fixed_len(h.type);
-    if (fixed < 0)
+    if (h.type != D9_REC_CUSTOM && h.type != D9_REC_CPU_SAMPLE &&
+        h.type != D9_REC_SCHED_SWITCH)
         return -EBADMSG;
-    if (fixed > 0)
-        return h.len == (unsigned)fixed ? h.len : -EBADMSG;
 
     const uint8_t *p = rec;
     if (h.type == D9_REC_CUSTOM) {

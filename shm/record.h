@@ -7,6 +7,7 @@
 #ifndef D9_SHM_RECORD_H
 #define D9_SHM_RECORD_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "shm/d9_abi.h"
@@ -15,14 +16,36 @@
  * (CUSTOM, CPU_SAMPLE, SCHED_SWITCH) and -1 for unknown types. */
 int shm_record_fixed_len(uint16_t type);
 
+/* Exact length of each fixed-size type; 0 = variable, -1 = not a record type. */
+extern const int16_t shm_record_len_table[D9_REC_TYPE_COUNT];
+
+/* Out-of-line part of shm_record_check for CUSTOM / CPU_SAMPLE / SCHED_SWITCH. */
+int shm_record_check_var(const void *rec, size_t avail);
+
 /*
  * Validate one non-PAD record at rec with avail readable bytes: length
  * aligned and within [D9_REC_HDR_SIZE, min(avail, D9_REC_MAX)], type known,
  * fixed-size types exactly sized, variable types internally consistent
  * (custom payload_len fits; stack nframes fits and <= D9_STACK_MAX_FRAMES).
- * Returns the record length, or -EBADMSG.
+ * Returns the record length, or -EBADMSG. Inline: it runs once per record
+ * on the collector's drain path, and the fixed-size case is a table lookup.
  */
-int shm_record_check(const void *rec, size_t avail);
+static inline int shm_record_check(const void *rec, size_t avail)
+{
+    uint16_t len, type;
+    if (avail < D9_REC_HDR_SIZE)
+        return -EBADMSG;
+    __builtin_memcpy(&len, rec, 2);
+    __builtin_memcpy(&type, (const uint8_t *)rec + 2, 2);
+    if (type >= D9_REC_TYPE_COUNT || len > avail)
+        return -EBADMSG;
+    int fixed = shm_record_len_table[type];
+    if (fixed > 0)
+        return len == fixed ? (int)len : -EBADMSG;
+    if (fixed < 0)
+        return -EBADMSG;
+    return shm_record_check_var(rec, avail);
+}
 
 /* Human-readable name of a record type ("poll_start", ...), "unknown" otherwise. */
 const char *shm_record_type_name(uint16_t type);

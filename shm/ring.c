@@ -52,36 +52,61 @@ long shm_ring_read(const uint8_t *data, uint32_t size,
     if (head < pos || head - pos > size || (head | pos) % D9_REC_ALIGN)
         return -EBADMSG;
 
+    /* Copy a contiguous run in one memcpy, then walk the private copy. The
+     * walk keeps whole records only; a PAD ends the run (it reaches the end
+     * of the data area) and is not kept; a record cut by out_cap is left in
+     * the ring for the next call. */
     size_t copied = 0;
     while (pos < head) {
         uint32_t off = (uint32_t)pos & (size - 1);
         uint64_t avail = head - pos;
-        uint32_t contig = size - off;
-        if (avail > contig)
-            avail = contig;
-        struct d9_pad_hdr ph;
-        memcpy(&ph, data + off, sizeof ph);     /* avail >= 8: both are 8-aligned */
-        if (ph.type == D9_REC_PAD) {
-            /* a pad always runs exactly to the end of the data area */
-            if (ph.len != contig || ph.len > head - pos || ph.len < D9_PAD_MIN)
+        if (avail > size - off)
+            avail = size - off;
+        size_t room = out_cap - copied;
+        if (room == 0)
+            break;                                      /* out is full of whole records */
+        size_t chunk = avail < room ? (size_t)avail : room;
+        uint8_t *dst = out + copied;
+        memcpy(dst, data + off, chunk);
+
+        size_t p = 0;
+        int pad = 0, cut = 0;
+        while (p < chunk) {
+            if (chunk - p < D9_PAD_MIN) {               /* only when cut by out_cap */
+                cut = 1;
+                break;
+            }
+            struct d9_pad_hdr ph;
+            memcpy(&ph, dst + p, sizeof ph);
+            if (ph.type == D9_REC_PAD) {
+                /* a pad always runs exactly to the end of the data area */
+                if (ph.len < D9_PAD_MIN || ph.len != avail - p || off + p + ph.len != size)
+                    return -EBADMSG;
+                pad = 1;
+                break;
+            }
+            if (ph.len > chunk - p) {
+                if (ph.len > avail - p || ph.len > D9_REC_MAX)
+                    return -EBADMSG;                    /* claims bytes never committed */
+                cut = 1;                                /* whole in shm, not in out */
+                break;
+            }
+            int len = shm_record_check(dst + p, chunk - p);
+            if (len <= 0)
                 return -EBADMSG;
-            pos += ph.len;
+            p += (size_t)len;
+        }
+        copied += p;
+        pos += p;
+        if (pad) {
+            pos += avail - p;
             continue;
         }
-        uint32_t len = ph.len;
-        if (len < D9_REC_HDR_SIZE || len > D9_REC_MAX || len % D9_REC_ALIGN || len > avail)
-            return -EBADMSG;
-        if (out_cap - copied < len) {
+        if (cut) {
             if (copied == 0)
                 return -ENOBUFS;
             break;
         }
-        memcpy(out + copied, data + off, len);
-        /* validate the private copy: the producer cannot change it any more */
-        if (shm_record_check(out + copied, len) != (int)len)
-            return -EBADMSG;
-        copied += len;
-        pos += len;
     }
     *new_tail = pos;
     return (long)copied;

@@ -157,6 +157,9 @@ static void test_read_respects_out_capacity(void **state)
     assert_int_equal(shm_ring_read(f->data, RING_SIZE, &s, f->out, 80, &nt), 64);
     assert_int_equal(nt, 64);
     assert_int_equal(shm_ring_read(f->data, RING_SIZE, &s, f->out, 20, &nt), -ENOBUFS);
+    /* out filled exactly by whole records while more remain: stop, not spin */
+    assert_int_equal(shm_ring_read(f->data, RING_SIZE, &s, f->out, 64, &nt), 64);
+    assert_int_equal(nt, 64);
 }
 
 static void test_hostile_cursors_rejected(void **state)

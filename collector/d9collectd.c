@@ -87,6 +87,14 @@ static int adopt_cb(void *arg, const struct col_candidate *c)
     struct col_ctx *x = arg;
     struct col_proc *p = NULL;
     int rc = col_proc_adopt(c->path, c->name, c->expected_uid, &x->store, &x->host_cal, &p);
+    if (rc == -EAGAIN && !c->alive) {
+        /* still INIT (or not even sized) and its process is gone: it died
+         * while laying the region out, before READY published anything.
+         * The owner check already passed, so the file is that process's. */
+        if (unlink(c->path) == 0)
+            col_info("removed region %s: pid %u died before it was ready", c->path, c->pid);
+        return -ENOENT;
+    }
     if (rc) {
         if (rc != -EAGAIN && rc != -ENOENT)
             col_debug("cannot adopt %s: %s", c->path, strerror(-rc));

@@ -6,7 +6,9 @@
 #
 # Per trial: prog_rel_workload with random threads (1..4), ring size (4 KiB,
 # which overflows constantly, or 64 KiB / 1 MiB) and pacing is killed with
-# SIGKILL after a random delay (0..800 ms, so some kills land during start-up).
+# SIGKILL after a random delay (0..800 ms; every fourth trial 0..5 ms, which
+# lands while the agent is still creating its region: the collector must
+# remove a region that never became READY once its process is gone).
 # Once the collector has finished the dead process (its region is gone),
 # tool_rel_seqcheck reads the segments and checks, per thread, that ring
 # sequence numbers have gaps only where the lost counts account for them,
@@ -28,7 +30,8 @@ while [ "$trial" -le "$TRIALS" ]; do
     threads=$(rel_rand 1 4)
     case $(rel_rand 0 2) in 0) kb=4 ;; 1) kb=64 ;; *) kb=1024 ;; esac
     case $(rel_rand 0 1) in 0) pace="--pace-us 200 --batch 50" ;; *) pace="" ;; esac
-    delay_ms=$(rel_rand 0 800)
+    # every fourth kill lands within 5 ms: while the agent lays its region out
+    if [ $((trial % 4)) -eq 0 ]; then delay_ms=$(rel_rand 0 5); else delay_ms=$(rel_rand 0 800); fi
     prog=$T/progress.$trial
     DIAL9_RING_KB=$kb rel_bg "$TBIN/prog_rel_workload" --threads "$threads" --progress "$prog" $pace
     wpid=$BGPID

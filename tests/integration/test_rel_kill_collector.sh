@@ -9,7 +9,9 @@
 # the collector (segments rotated every second) runs for a random 0.3..1.5 s
 # and is killed with SIGKILL. While it is down: the workload is alive and its
 # progress counters keep growing; every third trial `d9 fsck --repair` then
-# `d9 fsck` must report the store clean. Then the collector is restarted and,
+# `d9 fsck` must report the store clean; every fifth trial the restarted
+# collector is killed again within 90 ms (during its recovery). Then the
+# collector is restarted and,
 # after its recovery: every segment indexed before the kill still exists and
 # is still indexed, and `d9 fsck` (on the live store, retried for the
 # transient view of a segment being sealed) reports it clean.
@@ -70,6 +72,15 @@ while [ "$trial" -le "$TRIALS" ]; do
     if [ $((trial % 3)) -eq 0 ]; then
         check "$desc: d9 fsck --repair on the crashed store" $D9 fsck --repair
         check "$desc: d9 fsck clean after the repair" $D9 fsck
+    fi
+    if [ $((trial % 5)) -eq 0 ]; then
+        # crash again while it recovers (salvaging and indexing temp files)
+        "$COLLECTD" --store "$STORE" --shm-dir "$SHM" --endpoint "$EP" --scan-ms 50 \
+            >>"$T/col.log" 2>&1 &
+        rpid=$!
+        sleep "0.0$(rel_rand 0 9)"
+        kill -9 "$rpid" 2>/dev/null
+        wait "$rpid" 2>/dev/null
     fi
     check "$desc: collector restarts and recovers" rel_start_collector --segment-seconds 1
     check "$desc: every segment indexed before the kill is still there and indexed" \

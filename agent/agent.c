@@ -168,6 +168,8 @@ static int region_open(struct ag_agent *a)
         .meta_size = a->cfg.meta_size,
         .clock_source = a->clock_source,
         .dir = a->cfg.shm_dir,
+        .comm = a->comm,
+        .exe = a->exe,
     };
     int rc = shm_region_create(&p, &a->region);
     if (rc == -EEXIST) {
@@ -187,8 +189,6 @@ static int region_open(struct ag_agent *a)
     struct d9_region_hdr *h = a->region.hdr;
     a->pid = h->pid;
     a->start_time = h->start_time;
-    copy_field(h->comm, sizeof h->comm, a->comm);
-    copy_field(h->exe, sizeof h->exe, a->exe);
     a->region_fd = open(a->region.path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
     rc = reserve_pages(a, 0, h->rings_offset);
     if (rc) {

@@ -179,6 +179,11 @@ int shm_region_create(const struct shm_region_params *params, struct shm_region 
     h->start_time = start;
     h->clock_source = p.clock_source;
     h->created_ns = shm_mono_ns();
+    /* NUL-padded; a name that fills the field is unterminated (readers cope) */
+    if (p.comm)
+        memcpy(h->comm, p.comm, strnlen(p.comm, sizeof h->comm));
+    if (p.exe)
+        memcpy(h->exe, p.exe, strnlen(p.exe, sizeof h->exe));
     /* release: the layout above happens-before anyone seeing READY */
     atomic_store_explicit(&h->state, D9_REGION_READY, memory_order_release);
 

@@ -28,6 +28,8 @@ struct shm_region_params {
     uint32_t clock_source;      /* enum d9_clock_source */
     mode_t mode;                /* 0600 if 0 */
     const char *dir;            /* D9_SHM_DIR if NULL (tests use a tmp dir) */
+    const char *comm;           /* process name and executable, written before READY */
+    const char *exe;            /*   so a collector never sees them empty; may be NULL */
 };
 
 /* A mapped region (either side). */

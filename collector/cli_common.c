@@ -4,6 +4,7 @@
  *
  * Called by d9.c and every cli_<name>.c. Pure helpers except the messages
  * on stderr and the environment lookups in cli_env_defaults.
+ * Never exits the process: errors are returned to the subcommand.
  */
 #include <errno.h>
 #include <getopt.h>

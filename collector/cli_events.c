@@ -4,6 +4,7 @@
  *
  * Called by d9.c. Streams through query.c's scan (bounded memory) and
  * decode.c; stops reading as soon as --limit records were printed.
+ * Never buffers records: memory does not grow with the window.
  */
 #include <errno.h>
 #include <getopt.h>

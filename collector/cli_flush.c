@@ -4,7 +4,8 @@
  * newest data. The collector answers when the segments are sealed and
  * indexed.
  *
- * Called by d9.c. Uses col_request (collector/control.h).
+ * Called by d9.c. Uses col_request (collector/control.h). Never touches
+ * the store itself: the collector does the sealing.
  */
 #include <errno.h>
 #include <getopt.h>

@@ -4,6 +4,7 @@
  * first/last seen, records, lost, segments and bytes.
  *
  * Called by d9.c. Reads the index only (no segment file is opened).
+ * Never writes the store; strings from the index are escaped on output.
  */
 #include <getopt.h>
 #include <inttypes.h>

@@ -6,6 +6,7 @@
  *
  * Called by d9.c. Uses col_request (collector/control.h); never touches the
  * store. Unreachable collector: one line naming the endpoint, exit 1.
+ * Never waits longer than CLI_TIMEOUT_MS per step.
  */
 #include <errno.h>
 #include <getopt.h>

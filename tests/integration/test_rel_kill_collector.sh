@@ -5,21 +5,21 @@
 #
 #   REL_TRIALS=N (default 8; `make stress` runs 60) BUILD=... sh tests/integration/test_rel_kill_collector.sh
 #
-# A paced prog_rel_workload (2 threads, 64 KiB rings) runs through the whole test. Per trial:
-# the collector (segments rotated every second) runs for a random 0.3..1.5 s
-# and is killed with SIGKILL. While it is down: the workload is alive and its
-# progress counters keep growing; every third trial `d9 fsck --repair` then
-# `d9 fsck` must report the store clean; every fifth trial the restarted
-# collector is killed again within 90 ms (during its recovery). Then the
-# collector is restarted and,
-# after its recovery: every segment indexed before the kill still exists and
-# is still indexed, and `d9 fsck` (on the live store, retried for the
-# transient view of a segment being sealed) reports it clean.
-# At the end the workload is told to stop and must exit 0 on its own; the
-# collector finishes it, and
-# tool_rel_seqcheck checks every record offered against the segments
-# (duplicates are allowed: a record copied into a segment whose tail was not
-# yet published when the collector died is read again after the restart).
+# A paced prog_rel_workload (2 threads, 64 KiB rings, so they overflow during
+# every outage) runs through the whole test. Per trial: the collector
+# (segments rotated every second) runs for a random 0.3..1.5 s and is killed
+# with SIGKILL. While it is down, the workload is alive and its progress
+# counters keep growing; every third trial `d9 fsck --repair` then `d9 fsck`
+# must report the store clean; every fifth trial the restarted collector is
+# killed again within 90 ms (during its recovery). After the restart and its
+# recovery, every segment indexed before the kill still exists and is still
+# indexed, and `d9 fsck` on the live store (retried: a segment caught
+# mid-seal looks unindexed for a moment) reports it clean.
+# At the end the workload is told to stop and must exit 0 on its own, the
+# collector finishes it, and tool_rel_seqcheck checks every record offered
+# against the segments: seen + lost == offered per thread. Duplicates are
+# allowed: records copied into a segment whose ring tail was not yet
+# published when the collector died are read again after the restart.
 . tests/integration/lib.sh
 . tests/integration/rel_lib.sh
 d9_setup

@@ -12,7 +12,8 @@
  * heap holds cursors that have a current record; a block is opened before
  * any record with a larger timestamp is delivered (the SQL gives blocks by
  * t_first), which yields global time order; ties are broken by the order
- * blocks were opened, which keeps per-ring order. Memory is bounded by the
+ * blocks were opened, which keeps per-ring order (given per-ring timestamps
+ * that do not go backwards). Memory is bounded by the
  * blocks that overlap in time, never by file size.
  */
 #include <errno.h>

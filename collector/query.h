@@ -131,8 +131,9 @@ struct cli_scan_stats {
     uint64_t t_last;                    /* largest ts delivered */
 };
 
-/* Deliver the records matching f in timestamp order (per thread exactly
- * in ring order). Returns 0 when done, 1 when fn stopped it, or -errno.
+/* Deliver the records matching f in timestamp order; equal timestamps
+ * keep file order, so a thread's records come in ring order as long as its
+ * clock does not step back across blocks. Returns 0 when done, 1 when fn stopped it, or -errno.
  * Problems with individual files are reported once each on stderr with
  * prog as prefix and counted in *st (may be NULL). */
 int cli_scan(struct cli_store *s, const struct cli_filter *f, cli_rec_fn fn, void *arg,

@@ -1,6 +1,7 @@
 # tests/bench/bench.mk — `make bench`: d9 vs LTTng-UST benchmarks (not part of make test).
 # Included by the top Makefile; uses its variables and rules (BUILD, CC, CFLAGS,
-# AGENT_A, LDLIBS_AGENT, all). Everything is built into $(BUILD)/bench/.
+# AGENT_A, LDLIBS_AGENT, all). Everything is built into $(BUILD)/bench/; the
+# -MMD dependency files are picked up by the top Makefile's *.d include.
 #
 #   make bench                 install LTTng packages if missing, build, run, print the table
 #   make bench-bins            only build the bench programs
@@ -23,14 +24,14 @@ bench-bins: $(BENCH_BINS)
 
 $(BENCH_DIR)/obj/%.o: tests/bench/%.c tests/bench/bench_util.h tests/bench/bench_own_ring.h $(PROTO_H)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
 # LTTng's generated probe code is not ours: compiled without our warning set.
 $(BENCH_DIR)/obj/bench_lttng_tp.o: tests/bench/bench_lttng_tp.c tests/bench/bench_lttng_tp.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CSTD) $(OPT) -fPIC -w -c $< -o $@
+	$(CC) $(CPPFLAGS) $(CSTD) $(OPT) -fPIC -w -MMD -MP -c $< -o $@
 $(BENCH_DIR)/obj/bench_hot_off.o: tests/bench/bench_hot.c tests/bench/bench_util.h agent/d9.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -DD9_DISABLE -c $< -o $@
+	$(CC) $(CPPFLAGS) $(CFLAGS) -DD9_DISABLE -MMD -MP -c $< -o $@
 
 $(BENCH_DIR)/bench_hot: $(BENCH_DIR)/obj/bench_hot.o $(BENCH_DIR)/obj/bench_own_ring.o $(BENCH_UTIL) $(AGENT_A)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_AGENT)

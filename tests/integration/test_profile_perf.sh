@@ -19,6 +19,8 @@ folded() {   # every line "frame;frame... COUNT", nothing else
 "$TBIN/prog_hot" --no-d9 --seconds 1 >/dev/null 2>&1 &
 PROBE=$!
 at_exit kill -9 "$PROBE"
+# profile the program, not the shell that forked it: its maps are snapshotted at attach
+wait_for 5 sh -c "[ \"\$(readlink /proc/$PROBE/exe)\" = '$TBIN/prog_hot' ]"
 "$TBIN/tool_profile" --pid "$PROBE" --seconds 0.3 >"$T/probe.folded" 2>"$T/probe.err"
 PROBE_RC=$?
 wait "$PROBE"
@@ -45,6 +47,8 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null 2>&1; then
         sh -c "[ $DENIED_RC -eq 77 ] && grep -q 'not permitted' '$T/denied.err'"
     if [ "$(cat /proc/sys/kernel/perf_event_paranoid)" -le 2 ]; then
         nobody sh -c "'$NB/prog_hot' --no-d9 --seconds 1 >/dev/null 2>&1 & p=\$!;
+            n=0; while [ \"\$(readlink /proc/\$p/exe)\" != '$NB/prog_hot' ] && [ \$n -lt 500 ]; do
+                sleep 0.01; n=\$((n + 1)); done;
             '$NB/tool_profile' --pid \$p --seconds 0.5 >'$NB/user.probe' 2>'$NB/user.err'; wait \$p"
         check "an unprivileged sampler of its own process falls back to user-space stacks" \
             sh -c "grep -q d9test_hot_spin '$NB/user.probe' && grep -q 'kernel 0' '$NB/user.err'"

@@ -351,15 +351,26 @@ done
 # alternating off/on/on/off... so slow drift hits both sides equally.
 lttng_down          # LTTng is done: its daemons must not steal CPU from the demo
 E2E_ARGS="--tasks 1000"
-e2e_once() {    # e2e_once off|on
+# CPU seconds (user+sys) of every child this shell has waited for so far.
+# `times` must run in this shell (not in $(...)), so it writes to a file.
+snap_cpu() { times >"$T/times.out"; }
+cpu_snapped() { sed -n 2p "$T/times.out" | awk '{ n = 0; for (i = 1; i <= 2; i++) { split($i, a, "m"); n += a[1] * 60 + a[2] } printf "%.3f", n }'; }
+e2e_once() {    # e2e_once off|on|exp
+    snap_cpu; u0=$(cpu_snapped)
+    k0=$(col_ticks)
     if [ "$1" = off ]; then
         env DIAL9_ENABLED=0 "$BIN/d9demo" --seconds $E2E_SECONDS $E2E_ARGS >"$T/demo.out" 2>"$T/demo.err"
-    else
+    else    # on, or exp (the same, against the experiment's collector)
         env $D9ENV_E2E "$BIN/d9demo" --seconds $E2E_SECONDS $E2E_ARGS >"$T/demo.out" 2>"$T/demo.err"
     fi || { warn "d9demo ($1) failed: $(tail -n 2 "$T/demo.err" | tr '\n' ' ')"; return 1; }
     tps=$(sed -n 's/.*(\([0-9.]*\) tasks\/s).*/\1/p' "$T/demo.out")
     [ -n "$tps" ] || { warn "d9demo ($1): no throughput line in: $(cat "$T/demo.out")"; return 1; }
     echo "$tps" >>"$T/e2e.$1"
+    snap_cpu; u1=$(cpu_snapped)
+    k1=$(col_ticks)
+    tasks=$(sed -n 's/^d9demo: \([0-9]*\) tasks.*/\1/p' "$T/demo.out")
+    # CPU per task: the demo's own, and (when on) the collector's over the run
+    echo "$tasks $(calc "$u1 - $u0" 3) $(calc "($k1 - $k0) / $CLK_TCK" 3)" >>"$T/e2e.$1.cpu"
     echo "$(sed -n 's/.*, \([0-9]*\) events lost.*/\1/p' "$T/demo.out")" >>"$T/e2e.$1.lost"
 }
 if [ -x "$BIN/d9demo" ] && [ $HAVE_COL = 1 ]; then
@@ -383,21 +394,44 @@ if [ -x "$BIN/d9demo" ] && [ $HAVE_COL = 1 ]; then
         put "e2e.$m.max" "$(sort -g "$T/e2e.$m" | tail -n 1)"
         put "e2e.$m.runs" "$(wc -l <"$T/e2e.$m" | tr -d ' ')"
         put "e2e.$m.lost" "$(awk '{ s += $1 } END { print s + 0 }' "$T/e2e.$m.lost")"
+        # microseconds of CPU per task over all runs of the mode
+        put "e2e.$m.us_task" "$(awk '{ t += $1; c += $2 } END { if (t) printf "%.2f", 1e6 * c / t; else print "n/a" }' "$T/e2e.$m.cpu")"
+        put "e2e.$m.col_us_task" "$(awk '{ t += $1; c += $3 } END { if (t) printf "%.2f", 1e6 * c / t; else print "n/a" }' "$T/e2e.$m.cpu")"
     done
 else
     warn "no d9demo or no collector: end-to-end rows will read n/a"
 fi
 
-# ---- 2b. the loss onset again with a shorter collector idle sleep ---------------
-# Not the default configuration: tests the explanation printed with the loss
-# onset (the collector's idle sleep grows to --poll-max-us, 20 ms by default,
-# longer than a 1 MiB ring takes to fill at a few M events/s).
-EXP_POLL_MAX_US=1000
+# ---- 4. experiment: the same collector with a different idle sleep ---------------
+# Not the default configuration: tests the two explanations printed with the
+# results. (a) loss onset: the collector's idle sleep grows to --poll-max-us
+# (20 ms by default), longer than a 1 MiB ring takes to fill at a few M
+# events/s; (b) end-to-end cost: at moderate event rates the collector wakes
+# every --poll-min-us (50 us) to copy a handful of records, thousands of
+# wake-ups per second. The experiment sleeps 1..2 ms instead.
+EXP_FLAGS="--poll-min-us 1000 --poll-max-us 2000"
 if [ $HAVE_COL = 1 ]; then
     stop_pids $COL_PID; COL_PID=""
-    if col_up --poll-max-us $EXP_POLL_MAX_US; then
-        say "[2b] loss onset with d9collectd --poll-max-us $EXP_POLL_MAX_US (experiment)"
+    if col_up $EXP_FLAGS; then
+        say "[4] experiment, d9collectd $EXP_FLAGS: loss onset steps"
         for r in $STEP_RATES; do d9_load "pm.d9.$r" 1 "$r" $STEP_MS; done
+        if [ -x "$BIN/d9demo" ]; then
+            say "[4] experiment: end to end, $E2E_RUNS x ${E2E_SECONDS}s off and on, alternating"
+            i=1
+            while [ $i -le $E2E_RUNS ]; do
+                if [ $((i % 2)) = 1 ]; then first=off; second=exp; else first=exp; second=off; fi
+                e2e_once $first; e2e_once $second
+                i=$((i + 1))
+            done
+            for m in exp; do
+                [ -f "$T/e2e.$m" ] || continue
+                put "e2e.$m.median" "$(median <"$T/e2e.$m")"
+                put "e2e.$m.us_task" "$(awk '{ t += $1; c += $2 } END { if (t) printf "%.2f", 1e6 * c / t; else print "n/a" }' "$T/e2e.$m.cpu")"
+                put "e2e.$m.col_us_task" "$(awk '{ t += $1; c += $3 } END { if (t) printf "%.2f", 1e6 * c / t; else print "n/a" }' "$T/e2e.$m.cpu")"
+            done
+            # the off runs of this round, for a like-for-like ratio
+            put e2e.off2.median "$(tail -n $E2E_RUNS "$T/e2e.off" | median)"
+        fi
     fi
 fi
 
@@ -468,7 +502,7 @@ report_drain() {
     [ "$(get lt.bit63)" = 1 ] && echo "  note: LTTng reported a discarded count with bit 63 set; the low 63 bits are shown."
     echo
     echo "LOSS ONSET — 1 producer, offered rate stepped up; loss begins where lost > 0.1 %"
-    printf '  %-12s %12s %10s %12s %10s %14s\n' "target" "d9 offered" "d9 lost %" "LTTng offer" "LTTng %" "d9 1ms-sleep %"
+    printf '  %-12s %12s %10s %12s %10s %14s\n' "target" "d9 offered" "d9 lost %" "LTTng offer" "LTTng %" "d9 exp lost %"
     on_d9=""; on_lt=""; ok_d9=""; ok_lt=""
     for r in $STEP_RATES; do
         label=$(calc "$r / 1e6" 0)M; [ "$r" = 0 ] && label="flat-out"
@@ -491,7 +525,7 @@ report_drain() {
     echo "  d9:    loss-free up to ${ok_d9:-n/a} Mev/s, loss > 0.1 % from ${on_d9:-never (up to flat out)} Mev/s"
     echo "  LTTng: loss-free up to ${ok_lt:-n/a} Mev/s, loss > 0.1 % from ${on_lt:-never (up to flat out)} Mev/s"
     [ -n "$ok_d9" ] && [ -n "$ok_lt" ] && echo "  loss-free rate d9 / LTTng = $(calc "$ok_d9 / $ok_lt" 1)x"
-    echo "  last column: experiment, d9collectd --poll-max-us $EXP_POLL_MAX_US instead of the default 20000"
+    echo "  last column: experiment, d9collectd $EXP_FLAGS instead of the defaults 50 / 20000"
     echo "  (lost % @ offered rate): tests whether the collector's idle sleep explains d9's loss onset."
 }
 
@@ -506,6 +540,12 @@ report_e2e() {
     pr=$(get e2e.pair_ratio)
     echo "  overhead = 1 - on/off = $(calc "100 * (1 - $on / $off)" 2) % of medians, $(calc "100 * (1 - $pr)" 2) % median of per-pair ratios (target <= 1 %)"
     echo "  noise floor: the off runs alone spread $(calc "100 * ($(get e2e.off.max) - $(get e2e.off.min)) / $off" 1) % (min to max)"
+    uo=$(get e2e.off.us_task); un=$(get e2e.on.us_task); uc=$(get e2e.on.col_us_task)
+    echo "  CPU per task (less sensitive to scheduling noise than throughput): off $uo us, on $un us"
+    echo "  in the demo + $uc us in d9collectd = $(calc "$un + $uc" 2) us: CPU overhead $(calc "100 * ($un + $uc - $uo) / $uo" 2) % (demo alone $(calc "100 * ($un - $uo) / $uo" 2) %)"
+    eo=$(get e2e.off2.median); ex=$(get e2e.exp.median)
+    echo "  experiment, d9collectd $EXP_FLAGS: on $ex tasks/s vs off $eo (same round): overhead $(calc "100 * (1 - $ex / $eo)" 2) %;"
+    echo "  CPU per task on $(get e2e.exp.us_task) us + $(get e2e.exp.col_us_task) us in d9collectd"
     echo "  $(get e2e.recorded) events recorded while on ($(calc "$(get e2e.recorded) / ($(get e2e.on.runs) * $E2E_SECONDS) / 1000" 0) k events/s), $(get e2e.on.lost) lost"
 }
 

@@ -14,7 +14,7 @@
  *             event "request_done" {path, status, latency_ms, worker}.
  *   fanout    spawns 3 child tasks onto the global queue and waits; the last
  *             child to finish wakes it (waker = that child's task id).
- *   report    one deliberately long poll: slow_checksum() busy-loops 20-50 ms,
+ *   report    one deliberately long poll: slow_checksum() busy-loops 80-150 ms,
  *             spawned every 500 ms from spawn_report_task(), so `d9 top-polls`
  *             lists that location first.
  * The number of tasks in flight is kept at --tasks: every finished top-level
@@ -51,8 +51,8 @@
 #define DEMO_QUEUE_CAP          (2 * DEMO_TASKS_MAX + 1024)   /* tasks + children fit */
 #define DEMO_PARK_TIMEOUT_NS    20000000ull     /* a parked worker re-checks every 20 ms */
 #define DEMO_REPORT_EVERY_NS    500000000ull    /* a long "report" poll every 500 ms */
-#define DEMO_SLOW_MS_MIN        20
-#define DEMO_SLOW_MS_MAX        50
+#define DEMO_SLOW_MS_MIN        80
+#define DEMO_SLOW_MS_MAX        150
 #define DEMO_FANOUT_CHILDREN    3
 #define DEMO_FANOUT_PERCENT     20
 #define DEMO_IO_MIN_US          200
@@ -594,7 +594,7 @@ static void usage(FILE *f)
 "    separated by 0.2-2 ms I/O waits, ending with the custom event\n"
 "    \"request_done\" {path, status, latency_ms, worker}), fan-outs (three\n"
 "    children, the last one wakes the parent) and every 500 ms a \"report\"\n"
-"    whose single poll busy-loops 20-50 ms in slow_checksum(): the long polls\n"
+"    whose single poll busy-loops 80-150 ms in slow_checksum(): the long polls\n"
 "    `d9 top-polls` should list first. Prints the throughput at the end.\n"
 "\n"
 "OPTIONS\n"

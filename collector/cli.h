@@ -177,6 +177,13 @@ void cli_warn(const struct cli_env *env, const char *fmt, ...)
 struct cli_store;
 int cli_open_store(const struct cli_env *env, struct cli_store **out);
 
+/* The common start of a subcommand that only takes common options and reads
+ * the store: cli_args_init, cli_getopt (no private options), cli_open_store.
+ * On return *s is the open store (rc CLI_EXIT_OK: go on), or NULL and rc is
+ * what the subcommand returns (--help printed, usage error, no store). */
+int cli_begin(struct cli_env *env, struct cli_args *a, int argc, char **argv,
+              const struct option *opts, const char *usage, struct cli_store **s);
+
 /* "window: everything" / "window: last 5m (live, counted back from now)". */
 const char *cli_window_text(const struct cli_window_spec *w, bool live, char *buf, size_t cap);
 

@@ -263,6 +263,17 @@ int cli_open_store(const struct cli_env *env, struct cli_store **out)
     return CLI_EXIT_OK;
 }
 
+int cli_begin(struct cli_env *env, struct cli_args *a, int argc, char **argv,
+              const struct option *opts, const char *usage, struct cli_store **s)
+{
+    *s = NULL;
+    cli_args_init(a);
+    int rc = cli_getopt(env, a, argc, argv, opts, usage, NULL, NULL);
+    if (rc != 0)
+        return rc > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+    return cli_open_store(env, s);
+}
+
 const char *cli_window_text(const struct cli_window_spec *w, bool live, char *buf, size_t cap)
 {
     char d[32];

@@ -63,12 +63,9 @@ CLI_DECLARE_CMD(export)
         CLI_OPTE_END,
     };
     struct cli_args a;
-    cli_args_init(&a);
-    int rc = cli_getopt(env, &a, argc, argv, opts, usage, NULL, NULL);
-    if (rc != 0)
-        return rc > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
     struct cli_store *s;
-    if ((rc = cli_open_store(env, &s)) != CLI_EXIT_OK)
+    int rc = cli_begin(env, &a, argc, argv, opts, usage, &s);
+    if (!s)
         return rc;
 
     FILE *out = stdout;

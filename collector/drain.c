@@ -19,6 +19,7 @@
  * thread around each access (signal fences order them against the handler).
  */
 #include <errno.h>
+#include <stddef.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <stdatomic.h>
@@ -28,6 +29,7 @@
 #include "collector/index.h"
 #include "collector/log.h"
 #include "collector/proc.h"
+#include "collector/segment.h"
 #include "collector/store.h"
 #include "shm/meta.h"
 #include "shm/record.h"
@@ -74,9 +76,15 @@ int col_rotate_due(uint64_t bytes, uint64_t opened_ns, uint64_t now_ns,
 
 /* ---- timestamps ------------------------------------------------------------------ */
 
-long col_convert_records(uint8_t *buf, size_t len, const struct shm_clock_cal *cal,
-                         uint64_t *first, uint64_t *last)
+long col_convert_records_stats(uint8_t *buf, size_t len, const struct shm_clock_cal *cal,
+                               uint64_t *first, uint64_t *last, struct seg_data_stats *st)
 {
+    /* local copies: stores through buf (uint8_t) may alias anything, and the
+     * compiler would otherwise reload cal and st on every record */
+    const struct shm_clock_cal c = *cal;
+    const int identity = c.ns_per_tick == 0.0;
+    uint64_t counts[D9_REC_TYPE_COUNT] = { 0 };
+    uint64_t t_min = 0, t_max = 0, t_first = 0, t_last = 0;
     size_t off = 0;
     long n = 0;
     while (off < len) {
@@ -84,18 +92,41 @@ long col_convert_records(uint8_t *buf, size_t len, const struct shm_clock_cal *c
         if (len - off < sizeof h)
             return -EBADMSG;
         memcpy(&h, buf + off, sizeof h);
-        if (h.len < D9_REC_HDR_SIZE || h.len % D9_REC_ALIGN || h.len > len - off)
+        if (h.len < D9_REC_HDR_SIZE || h.len % D9_REC_ALIGN || h.len > len - off ||
+            h.type >= D9_REC_TYPE_COUNT)
             return -EBADMSG;
-        h.ts = shm_clock_to_ns(cal, h.ts);
-        memcpy(buf + off, &h, sizeof h);
-        if (n == 0 && first)
-            *first = h.ts;
-        if (last)
-            *last = h.ts;
+        if (!identity) {
+            h.ts = shm_clock_to_ns(&c, h.ts);
+            memcpy(buf + off + offsetof(struct d9_rec_hdr, ts), &h.ts, sizeof h.ts);
+        }
+        if (n == 0) {
+            t_first = t_min = t_max = h.ts;
+        } else {
+            t_min = h.ts < t_min ? h.ts : t_min;
+            t_max = h.ts > t_max ? h.ts : t_max;
+        }
+        t_last = h.ts;
+        counts[h.type]++;
         off += h.len;
         n++;
     }
+    if (first && n)
+        *first = t_first;
+    if (last && n)
+        *last = t_last;
+    if (st) {
+        st->nrec = (uint32_t)n;
+        st->t_min = t_min;
+        st->t_max = t_max;
+        memcpy(st->counts, counts, sizeof counts);
+    }
     return n;
+}
+
+long col_convert_records(uint8_t *buf, size_t len, const struct shm_clock_cal *cal,
+                         uint64_t *first, uint64_t *last)
+{
+    return col_convert_records_stats(buf, len, cal, first, last, NULL);
 }
 
 int col_read_calibration(const struct d9_region_hdr *hc, struct shm_clock_cal *cal)
@@ -443,13 +474,20 @@ static int drain_ring(struct col_proc *p, struct col_store *st, uint32_t i, uint
         }
         if (n > 0) {
             uint64_t t_first = 0, t_last = 0;
-            long nrec = col_convert_records(buf, (size_t)n, &p->cal, &t_first, &t_last);
+            struct seg_data_stats stats;
+            long nrec = col_convert_records_stats(buf, (size_t)n, &p->cal, &t_first, &t_last,
+                                                  &stats);
             if (nrec < 0) {
                 quarantine_ring(p, i, &s);
                 return 0;
             }
             uint64_t delta = s.lost >= r->lost_seen ? s.lost - r->lost_seen : 0;
-            rc = seg_writer_add_data(p->writer, s.tid, i, s.generation, delta, buf, (size_t)n);
+            /* one walk: the records were validated by shm_ring_read (in our
+             * private copy) and counted by the conversion above */
+            rc = (size_t)n <= SEG_BLOCK_MAX
+                ? seg_writer_add_data_trusted(p->writer, s.tid, i, s.generation, delta, buf,
+                                              (size_t)n, &stats)
+                : seg_writer_add_data(p->writer, s.tid, i, s.generation, delta, buf, (size_t)n);
             if (rc) {
                 col_store_write_failed(st, rc, "data block", p->pid, now);
                 return rc;  /* cursor untouched: the records stay in the ring */

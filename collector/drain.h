@@ -34,6 +34,7 @@
 
 struct col_proc;
 struct col_store;
+struct seg_data_stats;
 
 /* ---- adaptive sleep ---------------------------------------------------------- */
 struct col_backoff {
@@ -57,6 +58,12 @@ int col_rotate_due(uint64_t bytes, uint64_t opened_ns, uint64_t now_ns,
  * -EBADMSG if a record header does not fit (never for shm_ring_read output). */
 long col_convert_records(uint8_t *buf, size_t len, const struct shm_clock_cal *cal,
                          uint64_t *first, uint64_t *last);
+
+/* The same walk, also gathering the DATA block statistics into *st (may be
+ * NULL): record count, smallest/largest converted ts, per-type counts.
+ * Also -EBADMSG for a record type outside the ABI. */
+long col_convert_records_stats(uint8_t *buf, size_t len, const struct shm_clock_cal *cal,
+                               uint64_t *first, uint64_t *last, struct seg_data_stats *st);
 
 /* Read the region's calibration pairs under its seqlock into *cal.
  * -EAGAIN if a writer kept the seqlock odd/changing, -EINVAL if the pairs

@@ -439,6 +439,21 @@ int seg_writer_add_data(struct seg_writer *w, uint32_t tid, uint32_t ring, uint3
     return 0;
 }
 
+int seg_writer_add_data_trusted(struct seg_writer *w, uint32_t tid, uint32_t ring,
+                                uint32_t generation, uint64_t lost, const uint8_t *records,
+                                size_t len, const struct seg_data_stats *st)
+{
+    if (!w || !st || (len && !records) || len % D9_REC_ALIGN != 0 || len > SEG_BLOCK_MAX ||
+        (len == 0) != (st->nrec == 0))
+        return -EINVAL;
+    if (len == 0 && lost == 0)
+        return 0;
+    struct seg_block_hdr h = { .kind = SEG_BLK_DATA, .tid = tid, .ring = ring,
+                               .generation = generation, .lost = lost, .len = (uint32_t)len,
+                               .nrec = st->nrec, .t_first = st->t_min, .t_last = st->t_max };
+    return w_put_block(w, &h, len ? records : NULL, st->counts);
+}
+
 int seg_writer_add_thread_end(struct seg_writer *w, uint32_t tid, uint32_t ring,
                               uint32_t generation, uint64_t t_ns)
 {

@@ -224,6 +224,23 @@ int seg_writer_add_meta(struct seg_writer *w, const uint8_t *entries, size_t len
 int seg_writer_add_data(struct seg_writer *w, uint32_t tid, uint32_t ring, uint32_t generation,
                         uint64_t lost, const uint8_t *records, size_t len);
 
+/* Statistics of a run of records, gathered by the caller in the same walk
+ * that produced the records (the collector's timestamp conversion). */
+struct seg_data_stats {
+    uint32_t nrec;
+    uint64_t t_min, t_max;      /* smallest / largest ts (0 when nrec == 0) */
+    uint64_t counts[D9_REC_TYPE_COUNT];
+};
+
+/* seg_writer_add_data for records the caller itself validated (the drain's
+ * private, shm_ring_read-checked copy) and whose stats it already has: one
+ * DATA block without a second walk over the records. len <= SEG_BLOCK_MAX
+ * and a multiple of D9_REC_ALIGN, else -EINVAL; st must describe the
+ * records exactly (the block header and index are built from it). */
+int seg_writer_add_data_trusted(struct seg_writer *w, uint32_t tid, uint32_t ring,
+                                uint32_t generation, uint64_t lost, const uint8_t *records,
+                                size_t len, const struct seg_data_stats *st);
+
 int seg_writer_add_thread_end(struct seg_writer *w, uint32_t tid, uint32_t ring,
                               uint32_t generation, uint64_t t_ns);
 int seg_writer_add_exit(struct seg_writer *w, const struct seg_exit *e);

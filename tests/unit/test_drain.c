@@ -433,6 +433,40 @@ static void identity_calibration_leaves_monotonic_timestamps_alone(void **s)
     assert_int_equal(last, 12345);
 }
 
+static void conversion_gathers_block_stats_in_the_same_walk(void **s)
+{
+    (void)s;
+    uint8_t buf[96] = { 0 };
+    const uint64_t ts[3] = { 30, 10, 20 };
+    const uint16_t type[3] = { D9_REC_POLL_START, D9_REC_POLL_END, D9_REC_POLL_START };
+    for (int i = 0; i < 3; i++) {
+        struct d9_rec_hdr h = { .len = 32, .type = type[i], .ts = ts[i] };
+        memcpy(buf + 32 * i, &h, sizeof h);
+    }
+    struct shm_clock_cal id = { 0 };
+    struct seg_data_stats st;
+    uint64_t first = 0, last = 0;
+    assert_int_equal(col_convert_records_stats(buf, sizeof buf, &id, &first, &last, &st), 3);
+    assert_int_equal(first, 30);
+    assert_int_equal(last, 20);
+    assert_int_equal(st.nrec, 3);
+    assert_int_equal(st.t_min, 10);
+    assert_int_equal(st.t_max, 30);
+    assert_int_equal(st.counts[D9_REC_POLL_START], 2);
+    assert_int_equal(st.counts[D9_REC_POLL_END], 1);
+}
+
+static void conversion_rejects_a_record_type_outside_the_abi(void **s)
+{
+    (void)s;
+    uint8_t buf[32] = { 0 };
+    struct d9_rec_hdr h = { .len = 32, .type = D9_REC_TYPE_COUNT };
+    memcpy(buf, &h, sizeof h);
+    struct shm_clock_cal id = { 0 };
+    struct seg_data_stats st;
+    assert_int_equal(col_convert_records_stats(buf, sizeof buf, &id, NULL, NULL, &st), -EBADMSG);
+}
+
 static void calibration_read_gives_up_while_a_writer_holds_the_seqlock(void **s)
 {
     (void)s;
@@ -473,6 +507,8 @@ int main(void)
         cmocka_unit_test(segments_rotate_by_size_or_by_age),
         cmocka_unit_test(conversion_rejects_a_record_that_does_not_fit),
         cmocka_unit_test(identity_calibration_leaves_monotonic_timestamps_alone),
+        cmocka_unit_test(conversion_gathers_block_stats_in_the_same_walk),
+        cmocka_unit_test(conversion_rejects_a_record_type_outside_the_abi),
         cmocka_unit_test(calibration_read_gives_up_while_a_writer_holds_the_seqlock),
         cmocka_unit_test(unusable_calibration_pairs_are_refused),
     };

@@ -233,6 +233,22 @@ static void test_crc32c_hardware_and_table_paths_agree_and_chain(void **state)
     assert_int_equal(whole, part);
 }
 
+static void test_crc32c_three_lane_path_agrees_with_the_table_on_large_buffers(void **state)
+{
+    (void)state;
+    enum { N = 3 * 3 * 8192 + 100 };
+    static uint8_t big[N + 8];
+    for (size_t i = 0; i < sizeof big; i++)
+        big[i] = (uint8_t)(i * 2654435761u >> 13);
+    /* around one and two 3-lane strides, with and without a misaligned start */
+    const size_t lens[] = { 3 * 8192 - 1, 3 * 8192, 3 * 8192 + 1, 3 * 8192 + 9,
+                            6 * 8192, 6 * 8192 + 17, N };
+    for (size_t start = 0; start < 8; start += 3)
+        for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++)
+            assert_int_equal(seg_crc32c(0x5a5a5a5au, big + start, lens[k]),
+                             seg_crc32c_sw(0x5a5a5a5au, big + start, lens[k]));
+}
+
 /* ---- names ---------------------------------------------------------------- */
 
 static void test_file_name_is_pid_start_time_segment_id(void **state)
@@ -430,6 +446,60 @@ static void test_lost_without_records_is_kept_in_an_empty_data_block(void **stat
     assert_int_equal(seg_reader_open(&r, sum.path, 0), 0);
     assert_int_equal(read_all(r, NULL), 1);
     seg_reader_close(r);
+    seg_writer_free(w);
+}
+
+static void test_trusted_data_block_has_the_same_stats_as_a_checked_one(void **state)
+{
+    struct fx *fx = *state;
+    uint8_t data[256];
+    size_t dlen = 0;
+    rec_poll_start(data, &dlen, 1, 30, 1);
+    rec_poll_end(data, &dlen, 2, 10, 1);
+    rec_poll_start(data, &dlen, 3, 20, 2);
+    struct seg_data_stats st = { .nrec = 3, .t_min = 10, .t_max = 30 };
+    st.counts[D9_REC_POLL_START] = 2;
+    st.counts[D9_REC_POLL_END] = 1;
+    struct seg_writer *a, *b;
+    struct seg_summary sa, sb;
+    assert_int_equal(seg_writer_open(&a, fx->dir, 1, &proc, NULL, 0), 0);
+    assert_int_equal(seg_writer_add_data(a, 7, 0, 1, 5, data, dlen), 0);
+    assert_int_equal(seg_writer_seal(a, &sa), 0);
+    assert_int_equal(seg_writer_open(&b, fx->dir, 2, &proc, NULL, 0), 0);
+    assert_int_equal(seg_writer_add_data_trusted(b, 7, 0, 1, 5, data, dlen, &st), 0);
+    assert_int_equal(seg_writer_seal(b, &sb), 0);
+    assert_int_equal(sb.nrecords, sa.nrecords);
+    assert_int_equal(sb.t_min, sa.t_min);
+    assert_int_equal(sb.t_max, sa.t_max);
+    assert_int_equal(sb.lost, sa.lost);
+    assert_memory_equal(sb.counts, sa.counts, sizeof sa.counts);
+    struct seg_reader *r;
+    uint64_t nrec = 0;
+    assert_int_equal(seg_reader_open(&r, sb.path, 0), 0);
+    assert_int_equal(read_all(r, &nrec), 1);
+    assert_int_equal(nrec, 3);
+    seg_reader_close(r);
+    seg_writer_free(a);
+    seg_writer_free(b);
+}
+
+static void test_trusted_data_refuses_stats_that_cannot_describe_the_records(void **state)
+{
+    struct fx *fx = *state;
+    struct seg_writer *w;
+    assert_int_equal(seg_writer_open(&w, fx->dir, 1, &proc, NULL, 0), 0);
+    uint64_t before = seg_writer_bytes(w);
+    uint8_t data[64] = { 0 };
+    size_t dlen = 0;
+    rec_poll_start(data, &dlen, 1, 30, 1);
+    struct seg_data_stats none = { 0 }, one = { .nrec = 1, .t_min = 30, .t_max = 30 };
+    assert_int_equal(seg_writer_add_data_trusted(w, 1, 0, 1, 0, data, dlen, &none), -EINVAL);
+    assert_int_equal(seg_writer_add_data_trusted(w, 1, 0, 1, 0, NULL, 0, &one), -EINVAL);
+    assert_int_equal(seg_writer_add_data_trusted(w, 1, 0, 1, 0, data, 12, &one), -EINVAL);
+    assert_int_equal(seg_writer_add_data_trusted(w, 1, 0, 1, 0, data, (size_t)SEG_BLOCK_MAX + 8,
+                                                 &one), -EINVAL);
+    assert_int_equal(seg_writer_add_data_trusted(w, 1, 0, 1, 0, data, dlen, NULL), -EINVAL);
+    assert_int_equal(seg_writer_bytes(w), before);
     seg_writer_free(w);
 }
 
@@ -1172,12 +1242,15 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_crc32c_matches_the_standard_check_value),
         cmocka_unit_test(test_crc32c_hardware_and_table_paths_agree_and_chain),
+        cmocka_unit_test(test_crc32c_three_lane_path_agrees_with_the_table_on_large_buffers),
         cmocka_unit_test(test_file_name_is_pid_start_time_segment_id),
         cmocka_unit_test(test_parse_file_name_rejects_other_names),
         cmocka_unit_test_setup_teardown(test_seal_renames_temp_file_and_fills_summary, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reader_returns_header_footer_blocks_and_records, setup, teardown),
         cmocka_unit_test_setup_teardown(test_meta_added_later_is_a_meta_block_before_the_data_using_it, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lost_without_records_is_kept_in_an_empty_data_block, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_trusted_data_block_has_the_same_stats_as_a_checked_one, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_trusted_data_refuses_stats_that_cannot_describe_the_records, setup, teardown),
         cmocka_unit_test_setup_teardown(test_invalid_records_are_rejected_and_write_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_data_larger_than_a_block_is_split_at_record_boundaries, setup, teardown),
         cmocka_unit_test_setup_teardown(test_freeing_an_unsealed_writer_removes_its_temp_file, setup, teardown),

@@ -24,8 +24,11 @@ tally_plain() {    # "N passed, N failed" lines
 echo "== unit tests (ASan/UBSan)"
 for t in "$BUILD"/tests/unit/test_*; do
     [ -x "$t" ] || continue
-    ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 "$t" >"$log" 2>&1
+    # a hung test binary must not hang CI: kill it and report it as crashed
+    ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+        timeout -k 10 300 "$t" >"$log" 2>&1
     rc=$?
+    [ $rc -eq 124 ] && echo "$(basename "$t"): timed out after 300 s" >>"$log"
     cat "$log"
     tally_cmocka "$log"
     if [ $rc -ne 0 ] && ! grep -q '^\[  FAILED  \]' "$log"; then crashed="$crashed $(basename "$t")"; fi

@@ -237,7 +237,7 @@ int col_proc_seal(struct col_proc *p, struct col_store *st)
     p->meta_in_writer = 0;
     /* records whose tails were already published are lost if sealing fails;
      * pending ones are not: their tails go out only after the seal */
-    int rc = col_store_seal(st, w, p->process_id, recs >= pending ? recs - pending : 0);
+    int rc = col_store_seal(st, w, p->process_id, p->pid, recs >= pending ? recs - pending : 0);
     if (rc == 0) {
         col_drain_publish(p);
     } else {

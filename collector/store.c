@@ -293,7 +293,7 @@ int col_store_enforce_cap(struct col_store *s)
     return 0;
 }
 
-int col_store_seal(struct col_store *s, struct seg_writer *w, int64_t process_id,
+int col_store_seal(struct col_store *s, struct seg_writer *w, int64_t process_id, uint32_t pid,
                    uint64_t records)
 {
     struct seg_summary sum;
@@ -302,14 +302,15 @@ int col_store_seal(struct col_store *s, struct seg_writer *w, int64_t process_id
     int rc = seg_writer_seal(w, &sum);
     if (rc) {
         s->dropped_records += records;
-        col_store_write_failed(s, rc, "segment seal", sum.pid, now);
+        /* sum is not filled when the seal fails: the caller's pid */
+        col_store_write_failed(s, rc, "segment seal", pid, now);
         seg_writer_free(w);
         return rc;
     }
     rc = idx_segment_commit(s->idx, process_id, &sum, s->dir);
     if (rc) {
         /* the file is sealed and whole: the next start-up re-indexes it */
-        col_store_write_failed(s, rc, "index commit", sum.pid, now);
+        col_store_write_failed(s, rc, "index commit", pid, now);
     } else {
         s->indexed_bytes += sum.bytes;
         col_store_write_ok(s);

@@ -64,8 +64,9 @@ int col_store_writer_open(struct col_store *s, const struct seg_proc_info *pi,
 
 /* Seal w, index it under process_id, free w (in every case), enforce the
  * cap. records is the number of records the writer holds (counted as
- * dropped if sealing fails). 0 or -errno. */
-int col_store_seal(struct col_store *s, struct seg_writer *w, int64_t process_id,
+ * dropped if sealing fails); pid (the traced process) is for the log line
+ * of a failure. 0 or -errno. */
+int col_store_seal(struct col_store *s, struct seg_writer *w, int64_t process_id, uint32_t pid,
                    uint64_t records);
 
 /* Evict the oldest segments until the indexed bytes fit the cap. */

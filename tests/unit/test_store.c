@@ -6,14 +6,17 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -114,6 +117,34 @@ static uint64_t rows(struct fx *fx)
     return b;
 }
 
+/* stderr of a stretch of the test, into a file of the fixture dir */
+struct capture {
+    int fd, saved;
+};
+
+static void capture_begin(struct fx *fx, struct capture *c)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/stderr.txt", fx->dir);
+    c->fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    assert_true(c->fd >= 0);
+    unlink(path);
+    fflush(stderr);
+    c->saved = dup(2);
+    assert_true(c->saved >= 0);
+    assert_true(dup2(c->fd, 2) == 2);
+}
+
+static void capture_end(struct capture *c, char *out, size_t cap)
+{
+    fflush(stderr);
+    dup2(c->saved, 2);
+    close(c->saved);
+    ssize_t n = pread(c->fd, out, cap - 1, 0);
+    out[n > 0 ? n : 0] = 0;
+    close(c->fd);
+}
+
 static void an_unusable_store_path_fails_with_one_message_naming_it(void **state)
 {
     struct fx *fx = *state;
@@ -132,12 +163,42 @@ static void sealing_indexes_the_segment_with_its_size(void **state)
     struct fx *fx = *state;
     int64_t pid_row = process_row(fx);
     struct seg_writer *w = writer_with(fx, 10, 100);
-    assert_int_equal(col_store_seal(&fx->st, w, pid_row, 10), 0);
+    assert_int_equal(col_store_seal(&fx->st, w, pid_row, 4242, 10), 0);
     assert_int_equal(count_files(fx->dir, "", SEG_FILE_SUFFIX), 1);
     assert_int_equal(count_files(fx->dir, SEG_TMP_PREFIX, SEG_FILE_SUFFIX), 0);
     assert_true(rows(fx) > 0);
     assert_int_equal(fx->st.indexed_bytes, rows(fx));
     assert_int_equal(fx->st.segments_sealed, 1);
+}
+
+/* Seal w with writes past the segment header refused (EFBIG); returns what
+ * col_store_seal returned and the stderr it printed in out. */
+static int seal_failing(struct fx *fx, struct seg_writer *w, int64_t pid_row, uint32_t pid,
+                        char *out, size_t cap)
+{
+    struct capture c;
+    capture_begin(fx, &c);
+    struct rlimit old, lim;
+    getrlimit(RLIMIT_FSIZE, &old);
+    lim = old;
+    lim.rlim_cur = SEG_HDR_SIZE;
+    void (*oldsig)(int) = signal(SIGXFSZ, SIG_IGN);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+    int rc = col_store_seal(&fx->st, w, pid_row, pid, 10);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+    signal(SIGXFSZ, oldsig);
+    capture_end(&c, out, cap);
+    return rc;
+}
+
+static void a_failed_seal_is_logged_with_the_traced_process_pid(void **state)
+{
+    struct fx *fx = *state;
+    int64_t pid_row = process_row(fx);
+    char log[1024];
+    assert_true(seal_failing(fx, writer_with(fx, 10, 100), pid_row, 4242, log, sizeof log) < 0);
+    assert_non_null(strstr(log, "segment seal for pid 4242 failed"));
+    assert_int_equal(fx->st.dropped_records, 10);
 }
 
 static void retention_evicts_the_oldest_segments_first(void **state)
@@ -147,7 +208,7 @@ static void retention_evicts_the_oldest_segments_first(void **state)
     uint64_t ids[3];
     for (int i = 0; i < 3; i++) {
         ids[i] = fx->st.next_segment_id;
-        assert_int_equal(col_store_seal(&fx->st, writer_with(fx, 8, 1000u * (i + 1)), pid_row, 8), 0);
+        assert_int_equal(col_store_seal(&fx->st, writer_with(fx, 8, 1000u * (i + 1)), pid_row, 4242, 8), 0);
     }
     uint64_t one = rows(fx) / 3;
     fx->st.cap_bytes = 2 * one;             /* room for two */
@@ -186,7 +247,7 @@ static void recovery_indexes_sealed_files_that_have_no_row(void **state)
     struct fx *fx = *state;
     int64_t pid_row = process_row(fx);
     uint64_t id = fx->st.next_segment_id;
-    assert_int_equal(col_store_seal(&fx->st, writer_with(fx, 5, 10), pid_row, 5), 0);
+    assert_int_equal(col_store_seal(&fx->st, writer_with(fx, 5, 10), pid_row, 4242, 5), 0);
     assert_int_equal(idx_segment_delete(fx->st.idx, id), 0);  /* a crash between seal and commit */
     assert_int_equal(rows(fx), 0);
     assert_int_equal(col_store_recover(&fx->st), 0);
@@ -199,7 +260,7 @@ static void new_segment_ids_skip_every_id_found_on_disk(void **state)
     struct fx *fx = *state;
     int64_t pid_row = process_row(fx);
     uint64_t id = fx->st.next_segment_id;
-    assert_int_equal(col_store_seal(&fx->st, writer_with(fx, 5, 10), pid_row, 5), 0);
+    assert_int_equal(col_store_seal(&fx->st, writer_with(fx, 5, 10), pid_row, 4242, 5), 0);
     assert_int_equal(idx_segment_delete(fx->st.idx, id), 0);
     /* reopen as after a restart: the index alone would hand out id again */
     col_store_close(&fx->st);
@@ -227,6 +288,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(an_unusable_store_path_fails_with_one_message_naming_it, setup, teardown),
         cmocka_unit_test_setup_teardown(sealing_indexes_the_segment_with_its_size, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_failed_seal_is_logged_with_the_traced_process_pid, setup, teardown),
         cmocka_unit_test_setup_teardown(retention_evicts_the_oldest_segments_first, setup, teardown),
         cmocka_unit_test_setup_teardown(recovery_salvages_a_temp_segment_left_by_a_crashed_collector, setup, teardown),
         cmocka_unit_test_setup_teardown(recovery_indexes_sealed_files_that_have_no_row, setup, teardown),

@@ -88,15 +88,24 @@ int col_store_open(struct col_store *s, const char *dir, uint64_t cap_bytes,
     if (gethostname(s->host, sizeof s->host) != 0)
         snprintf(s->host, sizeof s->host, "unknown");
     s->host[sizeof s->host - 1] = 0;
-    if ((rc = idx_open(&s->idx, s->dir))) {
-        snprintf(err, errcap, "cannot open index %s/%s: %s", s->dir, IDX_FILE_NAME,
-                 strerror(-rc));
+    /* the silent variant: its reason (path, step, SQLite's message) becomes
+     * our one error line instead of a second, vaguer one after its own */
+    char why[COL_PATH_MAX];
+    if ((rc = idx_open_ex(&s->idx, s->dir, 0, why, sizeof why))) {
+        if (why[0])
+            snprintf(err, errcap, "cannot open index: %s", why);
+        else
+            snprintf(err, errcap, "cannot open index %s/%s: %s", s->dir, IDX_FILE_NAME,
+                     strerror(-rc));
         s->idx = NULL;
         return rc;
     }
     if ((rc = idx_next_segment_id(s->idx, &s->next_segment_id)) || (rc = refresh_totals(s))) {
-        snprintf(err, errcap, "cannot read index %s/%s: %s", s->dir, IDX_FILE_NAME,
-                 strerror(-rc));
+        if (idx_errmsg(s->idx))
+            snprintf(err, errcap, "cannot read index: %s", idx_errmsg(s->idx));
+        else
+            snprintf(err, errcap, "cannot read index %s/%s: %s", s->dir, IDX_FILE_NAME,
+                     strerror(-rc));
         idx_close(s->idx);
         s->idx = NULL;
         return rc;

@@ -158,6 +158,32 @@ static void an_unusable_store_path_fails_with_one_message_naming_it(void **state
     assert_null(strchr(err, '\n'));
 }
 
+static void an_index_that_is_not_sqlite_fails_with_one_line_naming_it(void **state)
+{
+    struct fx *fx = *state;
+    char store[160], ipath[200], err[1024] = "", log[1024];
+    snprintf(store, sizeof store, "%s/badstore", fx->dir);
+    assert_int_equal(mkdir(store, 0755), 0);
+    snprintf(ipath, sizeof ipath, "%s/%s", store, IDX_FILE_NAME);
+    FILE *f = fopen(ipath, "w");
+    assert_non_null(f);
+    for (int i = 0; i < 256; i++)
+        fputs("this is not an SQLite database\n", f);
+    fclose(f);
+    struct col_store s2;
+    struct capture c;
+    capture_begin(fx, &c);
+    int rc = col_store_open(&s2, store, BIG_CAP, err, sizeof err);
+    capture_end(&c, log, sizeof log);
+    assert_true(rc < 0);
+    assert_string_equal(log, "");           /* the caller prints err: one line in all */
+    assert_non_null(strstr(err, "cannot open index: "));
+    assert_non_null(strstr(err, IDX_FILE_NAME));
+    assert_null(strchr(err, '\n'));
+    unlink(ipath);
+    rmdir(store);
+}
+
 static void sealing_indexes_the_segment_with_its_size(void **state)
 {
     struct fx *fx = *state;
@@ -287,6 +313,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(an_unusable_store_path_fails_with_one_message_naming_it, setup, teardown),
+        cmocka_unit_test_setup_teardown(an_index_that_is_not_sqlite_fails_with_one_line_naming_it, setup, teardown),
         cmocka_unit_test_setup_teardown(sealing_indexes_the_segment_with_its_size, setup, teardown),
         cmocka_unit_test_setup_teardown(a_failed_seal_is_logged_with_the_traced_process_pid, setup, teardown),
         cmocka_unit_test_setup_teardown(retention_evicts_the_oldest_segments_first, setup, teardown),

@@ -326,8 +326,10 @@ int col_proc_finish(struct col_proc *p, struct col_store *st, uint8_t *buf, size
 
 void col_proc_abandon_writer(struct col_proc *p)
 {
-    /* deliberately not seg_writer_free(), which would unlink the temp file:
-     * the process is about to exit and the next start-up salvages it */
+    /* not seg_writer_free(), which would unlink the temp file: abandon frees
+     * the writer (fd, buffers) but keeps the file for the next start-up's
+     * salvage (it writes what is still buffered first, best effort) */
+    seg_writer_abandon(p->writer);
     p->writer = NULL;
 }
 

@@ -117,7 +117,8 @@ void col_proc_index_threads(struct col_proc *p, struct col_store *st);
 void col_proc_quarantine(struct col_proc *p, const char *why);
 
 /* At shutdown, when the open segment could not be sealed (write errors):
- * forget it without deleting its temp file, so the next start salvages it. */
+ * free the writer (seg_writer_abandon) without deleting its temp file, so
+ * the next start salvages it. */
 void col_proc_abandon_writer(struct col_proc *p);
 
 void col_proc_free(struct col_proc *p);

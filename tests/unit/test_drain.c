@@ -5,6 +5,7 @@
  * quarantined, plus the pure pieces (adaptive sleep, rotation, timestamp
  * conversion, calibration reads).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -310,6 +311,37 @@ static void drops_reported_before_a_collector_restart_are_not_reported_again(voi
     assert_int_equal(t.lost, 7);
 }
 
+static unsigned temp_segments(const char *dir)
+{
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    unsigned n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)))
+        n += strncmp(de->d_name, SEG_TMP_PREFIX, strlen(SEG_TMP_PREFIX)) == 0;
+    closedir(d);
+    return n;
+}
+
+/* (and frees the writer: LeakSanitizer fails this binary if it does not) */
+static void an_abandoned_writer_leaves_its_temp_segment_for_salvage(void **state)
+{
+    struct fx *fx = *state;
+    int r0 = claim(fx, "w0");
+    produce(fx, r0, 3);
+    adopt(fx);
+    struct col_drain_result res;
+    assert_int_equal(drain(fx, 1, &res), 0);
+    assert_int_equal(res.records, 3);
+    assert_non_null(fx->p->writer);
+    col_proc_abandon_writer(fx->p);
+    assert_null(fx->p->writer);
+    assert_int_equal(temp_segments(fx->st.dir), 1);
+    assert_int_equal(col_store_recover(&fx->st), 0);    /* what the next start-up does */
+    assert_int_equal(fx->st.segments_salvaged, 1);
+    assert_int_equal(read_store(fx).records, 3);
+}
+
 static void metadata_published_before_an_event_reaches_the_segment_first(void **state)
 {
     struct fx *fx = *state;
@@ -498,6 +530,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(a_truncated_region_quarantines_the_process_instead_of_crashing, setup, teardown),
         cmocka_unit_test_setup_teardown(a_new_generation_on_a_ring_ends_the_previous_thread, setup, teardown),
         cmocka_unit_test_setup_teardown(ring_drops_are_reported_as_deltas, setup, teardown),
+        cmocka_unit_test_setup_teardown(an_abandoned_writer_leaves_its_temp_segment_for_salvage, setup, teardown),
         cmocka_unit_test_setup_teardown(drops_reported_before_a_collector_restart_are_not_reported_again, setup, teardown),
         cmocka_unit_test_setup_teardown(metadata_published_before_an_event_reaches_the_segment_first, setup, teardown),
         cmocka_unit_test_setup_teardown(malformed_metadata_stops_the_metadata_walk_but_not_the_data, setup, teardown),

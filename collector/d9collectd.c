@@ -13,6 +13,11 @@
  * guard in drain.c). SIGTERM/SIGINT: drain everything, seal and index
  * every open segment, exit 0.
  *
+ * The store lock (col_store_lock, <store>/.lock) is held for the whole run,
+ * from before start-up recovery to exit: a second collector on the same
+ * store exits 1 with one error line instead of salvaging or writing the
+ * first one's files.
+ *
  * State: one struct col_ctx, owned by main(). Must never: block on a
  * traced process or a control peer, or exit with data it could have sealed.
  */
@@ -33,6 +38,7 @@
 #include "collector/control.h"
 #include "collector/discover.h"
 #include "collector/drain.h"
+#include "collector/fsck.h"
 #include "collector/index.h"
 #include "collector/log.h"
 #include "collector/proc.h"
@@ -48,6 +54,7 @@
 struct col_ctx {
     struct col_config cfg;
     struct col_store store;
+    int store_lock;             /* col_store_lock fd, held until exit */
     struct col_ctl ctl;
     struct col_discover disc;
     struct col_proc *procs;
@@ -541,6 +548,18 @@ int main(int argc, char **argv)
         col_err("%s", err);
         return EXIT_RUNTIME;
     }
+    /* before recovery: another collector's temp files are live, not debris */
+    if ((x->store_lock = col_store_lock(x->store.dir)) < 0) {
+        if (x->store_lock == -EBUSY)
+            col_err("store %s is in use by another collector (it holds %s/%s); stop it "
+                    "first or use another --store", x->store.dir, x->store.dir,
+                    COL_STORE_LOCK_FILE);
+        else
+            col_err("cannot take the store lock %s/%s: %s", x->store.dir, COL_STORE_LOCK_FILE,
+                    strerror(-x->store_lock));
+        col_store_close(&x->store);
+        return EXIT_RUNTIME;
+    }
     x->store.segment_max_bytes = (uint64_t)x->cfg.segment_mb << 20;
     col_store_recover(&x->store);
     if (col_ctl_open(&x->ctl, x->cfg.endpoint, err, sizeof err)) {
@@ -583,6 +602,7 @@ int main(int argc, char **argv)
     if (x->ctl.ipc_path[0])
         unlink(x->ctl.ipc_path);
     col_store_close(&x->store);
+    close(x->store_lock);       /* last: the store is closed and consistent */
     if (x->cfg.pidfile[0])
         unlink(x->cfg.pidfile);
     close(x->sigfd);

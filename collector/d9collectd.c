@@ -6,8 +6,10 @@
  *          every --scan-ms: scan --shm-dir, check traced processes for exit
  *          drain every ring of every process (drain.c)
  *          rotate segments by size/age (store.c), finish ended processes (proc.c)
- *          sleep: 0 while there is data, else exponential backoff up to
- *          --poll-max-us, woken early by the control socket or a signal
+ *          sleep: paced by pressure (col_backoff_pace): 0 while a ring is
+ *          1/8 full or data was left behind, else exponential backoff up to
+ *          --poll-max-us capped so the fullest ring stays under half full at
+ *          the rate just seen; woken early by the control socket or a signal
  *
  * Signals arrive through a signalfd (no async handlers besides the SIGBUS
  * guard in drain.c). SIGTERM/SIGINT: drain everything, seal and index
@@ -60,6 +62,7 @@ struct col_ctx {
     struct col_proc *procs;
     struct shm_clock_cal host_cal;
     struct col_backoff backoff;
+    uint64_t last_pass_ns;          /* when the previous drain pass began */
     uint8_t *buf;                   /* COL_DRAIN_BUF_SIZE scratch for ring copies */
     int sigfd;
     int stop;
@@ -164,20 +167,34 @@ static void finish_ended(struct col_ctx *x)
     }
 }
 
-/* One pass over every live process; returns 1 if there was data. */
-static int drain_all(struct col_ctx *x, uint64_t now)
+/* What a pass saw, for pacing the next one (col_backoff_pace). */
+struct pass_pressure {
+    uint64_t lag, size;         /* the fullest ring's backlog and its size */
+    int more;                   /* some ring still had data when the pass stopped */
+};
+
+/* One pass over every live process. */
+static void drain_all(struct col_ctx *x, uint64_t now, struct pass_pressure *pp)
 {
-    int work = 0;
+    *pp = (struct pass_pressure){ 0 };
     for (struct col_proc *p = x->procs; p; p = p->next) {
         if (p->ended || p->quarantined)
             continue;
         struct col_drain_result res = { 0 };
         col_drain_proc(p, &x->store, x->buf, COL_DRAIN_BUF_SIZE, now, &res);
         perf_prof_pass(p, &x->store, now, 0);   /* profiler: throttled inside */
-        if (res.records || res.more)
-            work = 1;
+        if (res.more)
+            pp->more = 1;
+        uint64_t size = p->geo.ring_data_size;
+        for (uint32_t i = 0; i < p->geo.ring_count; i++) {
+            uint64_t lag = p->rings[i].lag_bytes;
+            /* lag/size > pp->lag/pp->size, without division */
+            if (lag && (pp->size == 0 || lag * pp->size > pp->lag * size)) {
+                pp->lag = lag;
+                pp->size = size;
+            }
+        }
     }
-    return work;
 }
 
 static void rotate(struct col_ctx *x, uint64_t now)
@@ -494,10 +511,14 @@ static void run(struct col_ctx *x)
             scan(x);
             x->next_scan_ns = now + scan_ns;
         }
-        int work = drain_all(x, now);
+        struct pass_pressure pp;
+        drain_all(x, now, &pp);
         rotate(x, now);
         finish_ended(x);
-        uint32_t us = col_backoff_next(&x->backoff, work);
+        uint64_t dt_us = x->last_pass_ns && now > x->last_pass_ns
+                             ? (now - x->last_pass_ns) / 1000u : 0;
+        x->last_pass_ns = now;
+        uint32_t us = col_backoff_pace(&x->backoff, pp.lag, pp.size, dt_us, pp.more);
         if (!x->procs)      /* nothing traced: wake for the next scan or a hello */
             us = x->cfg.scan_ms * 1000u;
         if (us)

@@ -61,6 +61,23 @@ uint32_t col_backoff_next(struct col_backoff *b, int had_work)
     return s;
 }
 
+uint32_t col_backoff_pace(struct col_backoff *b, uint64_t lag, uint64_t size, uint64_t dt_us,
+                          int more)
+{
+    if (more || (size && lag * COL_BACKOFF_BUSY_DIV >= size))
+        return col_backoff_next(b, 1);
+    uint32_t s = col_backoff_next(b, 0);
+    if (lag == 0 || size == 0)
+        return s;
+    /* time for the fullest ring to go from empty to half full at lag per dt */
+    uint64_t cap = dt_us * (size / 2) / lag;
+    if (cap < s) {
+        s = cap < b->min_us ? b->min_us : (uint32_t)cap;
+        b->cur_us = s;          /* grow again from here, not from a long sleep */
+    }
+    return s;
+}
+
 /* ---- rotation ------------------------------------------------------------------ */
 
 int col_rotate_due(uint64_t bytes, uint64_t opened_ns, uint64_t now_ns,

@@ -46,6 +46,19 @@ void col_backoff_init(struct col_backoff *b, uint32_t min_us, uint32_t max_us);
  * work resets the sleep to min; each idle pass doubles it up to max. */
 uint32_t col_backoff_next(struct col_backoff *b, int had_work);
 
+/* Pace the next pass by pressure instead of by "found anything": lag is the
+ * backlog the pass found in its fullest ring (relative to that ring's size,
+ * size bytes), dt_us the time since the previous pass began, more whether a
+ * ring still held data when the pass stopped.
+ *   - more, or the fullest ring at least 1/COL_BACKOFF_BUSY_DIV full: 0 (go again);
+ *   - otherwise the idle backoff grows (x2 up to max), but is capped so that
+ *     at the rate just seen (lag per dt) the fullest ring stays under half full.
+ * A trickle of events therefore costs a wakeup every few ms, not a busy loop,
+ * and a ring filling fast is drained before it overflows. */
+#define COL_BACKOFF_BUSY_DIV 8u
+uint32_t col_backoff_pace(struct col_backoff *b, uint64_t lag, uint64_t size, uint64_t dt_us,
+                          int more);
+
 /* ---- rotation ------------------------------------------------------------- */
 /* 1 when a segment of bytes opened at opened_ns must be sealed at now_ns. */
 int col_rotate_due(uint64_t bytes, uint64_t opened_ns, uint64_t now_ns,

@@ -430,6 +430,40 @@ static void a_pass_with_data_polls_again_at_once_and_resets_the_sleep(void **s)
     assert_int_equal(col_backoff_next(&b, 0), 10);
 }
 
+static void a_trickle_backs_off_instead_of_polling_at_once(void **s)
+{
+    (void)s;
+    struct col_backoff b;
+    col_backoff_init(&b, 50, 20000);
+    /* 64 bytes in a 1 MiB ring over 100 us: far from full, so sleep and grow */
+    assert_int_equal(col_backoff_pace(&b, 64, 1 << 20, 100, 0), 50);
+    assert_int_equal(col_backoff_pace(&b, 64, 1 << 20, 100, 0), 100);
+    assert_int_equal(col_backoff_pace(&b, 0, 0, 100, 0), 200);
+}
+
+static void a_filling_ring_caps_the_sleep_before_half_full(void **s)
+{
+    (void)s;
+    struct col_backoff b;
+    col_backoff_init(&b, 50, 20000);
+    for (int i = 0; i < 10; i++)
+        col_backoff_pace(&b, 0, 0, 1000, 0);            /* idle: grown to the maximum */
+    /* 64 KiB per 1 ms into a 1 MiB ring: half full in 8 ms, so sleep at most 8 ms */
+    assert_int_equal(col_backoff_pace(&b, 64 << 10, 1 << 20, 1000, 0), 8000);
+    /* and grow again from there, not from the old 20 ms */
+    assert_int_equal(col_backoff_pace(&b, 64 << 10, 1 << 20, 1000, 0), 8000);
+}
+
+static void a_ring_an_eighth_full_or_data_left_behind_polls_again_at_once(void **s)
+{
+    (void)s;
+    struct col_backoff b;
+    col_backoff_init(&b, 50, 20000);
+    assert_int_equal(col_backoff_pace(&b, (1 << 20) / 8, 1 << 20, 100000, 0), 0);
+    assert_int_equal(col_backoff_pace(&b, 8, 1 << 20, 100000, 1), 0);
+    assert_int_equal(col_backoff_pace(&b, 0, 0, 100, 0), 50);  /* reset to the minimum */
+}
+
 static void segments_rotate_by_size_or_by_age(void **s)
 {
     (void)s;
@@ -537,6 +571,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(tsc_timestamps_are_converted_with_the_region_calibration, setup_tsc, teardown),
         cmocka_unit_test(idle_passes_double_the_sleep_up_to_the_maximum),
         cmocka_unit_test(a_pass_with_data_polls_again_at_once_and_resets_the_sleep),
+        cmocka_unit_test(a_trickle_backs_off_instead_of_polling_at_once),
+        cmocka_unit_test(a_filling_ring_caps_the_sleep_before_half_full),
+        cmocka_unit_test(a_ring_an_eighth_full_or_data_left_behind_polls_again_at_once),
         cmocka_unit_test(segments_rotate_by_size_or_by_age),
         cmocka_unit_test(conversion_rejects_a_record_that_does_not_fit),
         cmocka_unit_test(identity_calibration_leaves_monotonic_timestamps_alone),

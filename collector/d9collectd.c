@@ -521,8 +521,16 @@ static void run(struct col_ctx *x)
         uint32_t us = col_backoff_pace(&x->backoff, pp.lag, pp.size, dt_us, pp.more);
         if (!x->procs)      /* nothing traced: wake for the next scan or a hello */
             us = x->cfg.scan_ms * 1000u;
-        if (us)
+        if (us) {
+            /* make what this pass copied durable and give the space back to
+             * the producers now, not after the sleep: otherwise a ring holds
+             * two intervals' worth of records and overflows at half the rate */
+            for (struct col_proc *p = x->procs; p && col_store_writable(&x->store, now);
+                 p = p->next)
+                if (!p->ended && !p->quarantined)
+                    col_drain_commit(p, &x->store, now);
             sleep_us(x, us);
+        }
     }
 }
 

@@ -185,14 +185,10 @@ static void drain_all(struct col_ctx *x, uint64_t now, struct pass_pressure *pp)
         perf_prof_pass(p, &x->store, now, 0);   /* profiler: throttled inside */
         if (res.more)
             pp->more = 1;
-        uint64_t size = p->geo.ring_data_size;
-        for (uint32_t i = 0; i < p->geo.ring_count; i++) {
-            uint64_t lag = p->rings[i].lag_bytes;
-            /* lag/size > pp->lag/pp->size, without division */
-            if (lag && (pp->size == 0 || lag * pp->size > pp->lag * size)) {
-                pp->lag = lag;
-                pp->size = size;
-            }
+        /* res.full_lag/size > pp->lag/size, without division */
+        if (res.full_lag && (pp->size == 0 || res.full_lag * pp->size > pp->lag * res.full_size)) {
+            pp->lag = res.full_lag;
+            pp->size = res.full_size;
         }
     }
 }
@@ -521,16 +517,8 @@ static void run(struct col_ctx *x)
         uint32_t us = col_backoff_pace(&x->backoff, pp.lag, pp.size, dt_us, pp.more);
         if (!x->procs)      /* nothing traced: wake for the next scan or a hello */
             us = x->cfg.scan_ms * 1000u;
-        if (us) {
-            /* make what this pass copied durable and give the space back to
-             * the producers now, not after the sleep: otherwise a ring holds
-             * two intervals' worth of records and overflows at half the rate */
-            for (struct col_proc *p = x->procs; p && col_store_writable(&x->store, now);
-                 p = p->next)
-                if (!p->ended && !p->quarantined)
-                    col_drain_commit(p, &x->store, now);
+        if (us)
             sleep_us(x, us);
-        }
     }
 }
 

@@ -632,6 +632,8 @@ int col_drain_proc(struct col_proc *p, struct col_store *st, uint8_t *buf, size_
             break;
         }
         lag += p->rings[i].lag_bytes;
+        if (p->rings[i].lag_bytes > res->full_lag)
+            res->full_lag = p->rings[i].lag_bytes;
         in_use += p->rings[i].state == D9_RING_OWNED;
         /* size rotation inside the pass: a segment overshoots by one buffer at most */
         if (p->writer && st->segment_max_bytes &&
@@ -649,6 +651,8 @@ int col_drain_proc(struct col_proc *p, struct col_store *st, uint8_t *buf, size_
         p->lag_bytes = lag;
         p->rings_in_use = in_use;
     }
+    res->full_size = p->geo.ring_data_size;
+    /* publish what this pass wrote before the caller sleeps */
     if (col_drain_commit(p, st, now_ns))
         res->write_failed = 1;
     return 0;

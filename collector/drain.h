@@ -105,6 +105,8 @@ struct col_drain_result {
     uint64_t records;
     int more;                   /* some ring still had data when we stopped */
     int write_failed;           /* a segment write failed (data left in the ring) */
+    uint64_t full_lag;          /* backlog of the process's fullest ring at this pass; */
+    uint64_t full_size;         /*   its ring size (all rings of a region are one size) */
 };
 
 /* One pass over every ring of p: metadata first, then each ring's new

@@ -140,12 +140,6 @@ long col_convert_records_stats(uint8_t *buf, size_t len, const struct shm_clock_
     return n;
 }
 
-long col_convert_records(uint8_t *buf, size_t len, const struct shm_clock_cal *cal,
-                         uint64_t *first, uint64_t *last)
-{
-    return col_convert_records_stats(buf, len, cal, first, last, NULL);
-}
-
 int col_read_calibration(const struct d9_region_hdr *hc, struct shm_clock_cal *cal)
 {
     struct d9_region_hdr *h = (struct d9_region_hdr *)hc;

@@ -67,14 +67,10 @@ int col_rotate_due(uint64_t bytes, uint64_t opened_ns, uint64_t now_ns,
 /* ---- timestamps ------------------------------------------------------------ */
 /* Convert the ts of every record in buf[0, len) (validated ring framing, no
  * PADs) in place with cal; *first and *last get the converted ts of the first
- * and last record (either may be NULL). Returns the number of records, or
- * -EBADMSG if a record header does not fit (never for shm_ring_read output). */
-long col_convert_records(uint8_t *buf, size_t len, const struct shm_clock_cal *cal,
-                         uint64_t *first, uint64_t *last);
-
-/* The same walk, also gathering the DATA block statistics into *st (may be
- * NULL): record count, smallest/largest converted ts, per-type counts.
- * Also -EBADMSG for a record type outside the ABI. */
+ * and last record (either may be NULL), and *st (may be NULL) the DATA block
+ * statistics: record count, smallest/largest converted ts, per-type counts.
+ * Returns the number of records, or -EBADMSG if a record header does not fit
+ * or its type is outside the ABI (never for shm_ring_read output). */
 long col_convert_records_stats(uint8_t *buf, size_t len, const struct shm_clock_cal *cal,
                                uint64_t *first, uint64_t *last, struct seg_data_stats *st);
 

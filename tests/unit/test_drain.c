@@ -481,7 +481,7 @@ static void conversion_rejects_a_record_that_does_not_fit(void **s)
     struct d9_rec_hdr h = { .len = 40, .type = D9_REC_POLL_START };
     memcpy(buf, &h, sizeof h);
     struct shm_clock_cal id = { 0 };
-    assert_int_equal(col_convert_records(buf, sizeof buf, &id, NULL, NULL), -EBADMSG);
+    assert_int_equal(col_convert_records_stats(buf, sizeof buf, &id, NULL, NULL, NULL), -EBADMSG);
 }
 
 static void identity_calibration_leaves_monotonic_timestamps_alone(void **s)
@@ -492,7 +492,7 @@ static void identity_calibration_leaves_monotonic_timestamps_alone(void **s)
     memcpy(buf, &h, sizeof h);
     struct shm_clock_cal id = { 0 };
     uint64_t first = 0, last = 0;
-    assert_int_equal(col_convert_records(buf, sizeof buf, &id, &first, &last), 1);
+    assert_int_equal(col_convert_records_stats(buf, sizeof buf, &id, &first, &last, NULL), 1);
     memcpy(&h, buf, sizeof h);
     assert_int_equal(h.ts, 12345);
     assert_int_equal(first, 12345);

@@ -67,7 +67,7 @@ static void copy_field(char *dst, size_t cap, const char *src)
 
 static uint8_t *meta_area(struct shm_region *r) { return r->base + r->hdr->meta_offset; }
 
-static void read_comm(char *out, size_t cap)
+void ag_read_comm(char *out, size_t cap)
 {
     out[0] = 0;
     int fd = open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
@@ -390,7 +390,7 @@ int ag_agent_start(struct ag_agent *a, const struct ag_config *cfg)
 
     a->clock_source = cfg->clock_source ? cfg->clock_source
                       : shm_tsc_invariant() ? D9_CLOCK_TSC : D9_CLOCK_MONOTONIC;
-    read_comm(a->comm, sizeof a->comm);
+    ag_read_comm(a->comm, sizeof a->comm);
     read_exe(a->exe, sizeof a->exe);
     a->runtimes = calloc(AG_RUNTIME_MAX, sizeof *a->runtimes);
     if (!a->runtimes) {

@@ -109,6 +109,9 @@ struct ag_agent {
  * ag_agent_destroy() is still valid. */
 int ag_agent_start(struct ag_agent *a, const struct ag_config *cfg);
 
+/* The process name from /proc/self/comm into out (cap bytes), "" if unreadable. */
+void ag_read_comm(char *out, size_t cap);
+
 /* Mark the region closed, send goodbye, join the housekeeping thread.
  * Idempotent; does not unmap. */
 void ag_agent_stop(struct ag_agent *a);

@@ -111,17 +111,6 @@ static const char *env_get(const char *name, void *ctx)
     return secure_getenv(name);
 }
 
-static void read_comm(char *out, size_t cap)
-{
-    out[0] = 0;
-    FILE *f = fopen("/proc/self/comm", "re");
-    if (!f)
-        return;
-    if (fgets(out, (int)cap, f))
-        out[strcspn(out, "\n")] = 0;
-    fclose(f);
-}
-
 int d9_init(void)
 {
     pthread_mutex_lock(&g_init_lock);
@@ -135,7 +124,7 @@ int d9_init(void)
     g_init_done = 1;
 
     char comm[17];
-    read_comm(comm, sizeof comm);
+    ag_read_comm(comm, sizeof comm);
     struct ag_config cfg;
     ag_config_defaults(&cfg, (uint32_t)getuid(), env_get("XDG_RUNTIME_DIR", NULL), comm);
     char err[AG_ERR_MAX];

@@ -202,7 +202,7 @@ void shm_region_close(struct shm_region *r)
     r->size = 0;
 }
 
-static void copy_str(char *dst, size_t dcap, const char *src, size_t scap)
+void shm_copy_name(char *dst, size_t dcap, const char *src, size_t scap)
 {
     size_t n = strnlen(src, scap);
     if (n >= dcap)
@@ -250,8 +250,8 @@ int shm_region_validate(const struct d9_region_hdr *hc, uint64_t file_size,
     g->uid = hc->uid;
     g->start_time = hc->start_time;
     g->clock_source = hc->clock_source;
-    copy_str(g->comm, sizeof g->comm, hc->comm, sizeof hc->comm);
-    copy_str(g->exe, sizeof g->exe, hc->exe, sizeof hc->exe);
+    shm_copy_name(g->comm, sizeof g->comm, hc->comm, sizeof hc->comm);
+    shm_copy_name(g->exe, sizeof g->exe, hc->exe, sizeof hc->exe);
     return 0;
 }
 

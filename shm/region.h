@@ -57,6 +57,11 @@ struct shm_geometry {
     char exe[257];
 };
 
+/* Copy a fixed-size, possibly unterminated name field of scap bytes (from
+ * shm or a copy of it) into dst (dcap bytes): always NUL-terminated, control
+ * bytes replaced by '?' (these names end up in terminals and JSON). */
+void shm_copy_name(char *dst, size_t dcap, const char *src, size_t scap);
+
 /* Name of the region of (uid, pid, start_time) into buf. */
 int shm_region_name(char *buf, size_t cap, uint32_t uid, uint32_t pid, uint64_t start_time);
 

@@ -11,6 +11,7 @@
 #include <string.h>
 #include "shm/ring.h"
 #include "shm/record.h"
+#include "shm/region.h"
 
 void shm_producer_attach(struct shm_producer *p, struct d9_ring_hdr *hdr,
                          uint8_t *data, uint32_t size)
@@ -32,11 +33,8 @@ void shm_ring_snapshot(const struct d9_ring_hdr *hdr, struct shm_ring_snapshot *
     s->state = atomic_load_explicit(&h->state, memory_order_acquire);
     s->tid = __atomic_load_n(&h->tid, __ATOMIC_RELAXED);
     s->generation = __atomic_load_n(&h->generation, __ATOMIC_RELAXED);
-    memcpy(s->thread_name, (const void *)h->thread_name, 16);
-    s->thread_name[16] = 0;
-    for (int i = 0; s->thread_name[i]; i++)
-        if ((unsigned char)s->thread_name[i] < 0x20 || s->thread_name[i] == 0x7f)
-            s->thread_name[i] = '?';
+    shm_copy_name(s->thread_name, sizeof s->thread_name, h->thread_name,
+                  sizeof h->thread_name);
     s->tail = atomic_load_explicit(&h->tail, memory_order_relaxed);
     s->lost = atomic_load_explicit(&h->lost, memory_order_relaxed);
 }

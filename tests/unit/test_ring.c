@@ -188,6 +188,18 @@ static void corrupt_and_expect_bad(struct fixture *f, size_t off, const void *by
     assert_int_equal(shm_ring_read(f->data, RING_SIZE, &s, f->out, sizeof f->out, &nt), -EBADMSG);
 }
 
+static void test_snapshot_terminates_and_sanitizes_thread_name(void **state)
+{
+    struct fixture *f = *state;
+    memset(f->hdr.thread_name, 'w', sizeof f->hdr.thread_name);   /* unterminated */
+    f->hdr.thread_name[2] = '\x1b';                                 /* terminal escape */
+    struct shm_ring_snapshot s;
+    shm_ring_snapshot(&f->hdr, &s);
+    assert_int_equal(strlen(s.thread_name), sizeof f->hdr.thread_name);
+    assert_int_equal(s.thread_name[2], '?');
+    assert_int_equal(s.thread_name[0], 'w');
+}
+
 static void test_corrupt_length_rejected(void **state)
 {
     struct fixture *f = *state;
@@ -345,6 +357,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_full_ring_drops_newest_and_counts_exactly, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_respects_out_capacity, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hostile_cursors_rejected, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_snapshot_terminates_and_sanitizes_thread_name, setup, teardown),
         cmocka_unit_test_setup_teardown(test_corrupt_length_rejected, setup, teardown),
         cmocka_unit_test_setup_teardown(test_corrupt_type_rejected, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pad_not_reaching_end_rejected, setup, teardown),

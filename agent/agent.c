@@ -770,6 +770,7 @@ static void sched_close(struct ag_thread *t)
         close(t->sched_fd);
     t->sched_state = AG_SCHED_UNOPENED;
     t->sched_fd = -1;
+    t->sched_next_ns = 0;
 }
 
 void ag_thread_detach(struct ag_agent *a, struct ag_thread *t)
@@ -789,8 +790,22 @@ void ag_thread_forget(struct ag_thread *t)
     t->ring = -1;
 }
 
-/* Field 2 of schedstat: ns spent waiting on a run queue. 0 when unknown. */
-static uint64_t sched_wait_ns(struct ag_thread *t)
+/* Parse one decimal field of schedstat; NULL when malformed. */
+static const char *sched_field(const char *p, uint64_t *v)
+{
+    uint64_t x = 0;
+    const char *s = p;
+    for (; *p >= '0' && *p <= '9' && p - s < 20; p++)
+        x = x * 10 + (uint64_t)(*p - '0');
+    if (p == s)
+        return NULL;
+    *v = x;
+    return p;
+}
+
+/* Fields 1 and 2 of schedstat: ns on CPU (sum_exec_runtime) and ns waiting
+ * on a run queue. 0 when unreadable (*ok = 0). */
+static int sched_read(struct ag_thread *t, uint64_t *exec_ns, uint64_t *wait_ns)
 {
     if (t->sched_state == AG_SCHED_UNOPENED) {
         t->sched_fd = open(AG_SCHEDSTAT_PATH, O_RDONLY | O_CLOEXEC);
@@ -803,30 +818,38 @@ static uint64_t sched_wait_ns(struct ag_thread *t)
     if (n <= 0)
         return 0;
     buf[n] = 0;
-    const char *p = buf;
-    while (*p >= '0' && *p <= '9')
-        p++;
-    if (*p != ' ')
+    const char *p = sched_field(buf, exec_ns);
+    if (!p || *p != ' ' || !sched_field(p + 1, wait_ns))
         return 0;
-    p++;
-    uint64_t v = 0;
-    for (; *p >= '0' && *p <= '9'; p++)
-        v = v * 10 + (uint64_t)(*p - '0');
-    return v;
+    return 1;
 }
 
-void ag_thread_times(struct ag_thread *t, uint64_t *cpu_ns, uint64_t *wait_delta_ns)
+uint32_t ag_thread_sched(struct ag_thread *t, uint32_t interval_us, uint64_t *cpu_ns,
+                         uint64_t *wait_delta_ns)
 {
-    struct timespec ts;
-    *cpu_ns = clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0
-        ? (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec : 0;
+    *cpu_ns = *wait_delta_ns = 0;
+    if (interval_us) {
+        /* vDSO clock read, no syscall: most park/unpark calls end here */
+        uint64_t now = shm_mono_ns();
+        if (now < t->sched_next_ns)
+            return D9_WORKER_UNSAMPLED;
+        t->sched_next_ns = now + (uint64_t)interval_us * 1000u;
+    }
     int first = t->sched_state == AG_SCHED_UNOPENED;
-    uint64_t w = sched_wait_ns(t);
+    uint64_t exec = 0, w = 0;
+    if (!sched_read(t, &exec, &w)) {
+        struct timespec ts;
+        *cpu_ns = clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0
+            ? (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec : 0;
+        return 0;
+    }
+    *cpu_ns = exec;
     /* the first sample is the baseline; the counter never goes backwards,
      * but a bad read must not turn into a huge delta */
     *wait_delta_ns = (!first && w >= t->last_wait_ns) ? w - t->last_wait_ns : 0;
     if (w >= t->last_wait_ns)
         t->last_wait_ns = w;
+    return 0;
 }
 
 /* ---- status ----------------------------------------------------------------- */

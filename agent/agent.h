@@ -62,7 +62,8 @@ struct ag_thread {
     uint32_t retry_countdown;
     uint32_t sched_state;       /* enum ag_sched_state */
     int sched_fd;               /* /proc/thread-self/schedstat when AG_SCHED_OPEN */
-    uint64_t last_wait_ns;      /* schedstat run-queue wait at the last park/unpark */
+    uint64_t last_wait_ns;      /* schedstat run-queue wait at the last sampled park/unpark */
+    uint64_t sched_next_ns;     /* CLOCK_MONOTONIC: no schedstat read before this */
 };
 
 struct ag_loc;
@@ -138,8 +139,14 @@ int ag_thread_attach(struct ag_agent *a, struct ag_thread *t);
 /* Release t's ring (thread exit) and close its schedstat fd. */
 void ag_thread_detach(struct ag_agent *a, struct ag_thread *t);
 
-/* Thread CPU time and the schedstat run-queue wait since t's previous call. */
-void ag_thread_times(struct ag_thread *t, uint64_t *cpu_ns, uint64_t *wait_delta_ns);
+/* For a park/unpark record: t's CPU time and run-queue wait since its
+ * previous sampled call, read from schedstat with one pread on a cached fd,
+ * but at most once per interval_us (0 = every call). Returns the record's
+ * flags: D9_WORKER_UNSAMPLED (and zeros) when the interval has not passed,
+ * so no syscall was made; the wait of such calls is counted in the next
+ * sampled one. Without schedstat: CPU time from CLOCK_THREAD_CPUTIME_ID, wait 0. */
+uint32_t ag_thread_sched(struct ag_thread *t, uint32_t interval_us, uint64_t *cpu_ns,
+                         uint64_t *wait_delta_ns);
 
 /* Sum of ring counters (reads shm). Zeros when there is no region. */
 void ag_agent_stats(struct ag_agent *a, d9_stats *out);

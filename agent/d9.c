@@ -234,8 +234,8 @@ static void worker_event(d9_runtime rt, uint16_t worker, uint16_t type)
     if (__builtin_expect(rt.id == 0, 0))
         return;
     uint64_t cpu, wait;
-    ag_thread_times(&g_tls, &cpu, &wait);
-    ag_emit_worker(p, src, type, rt.id, worker, cpu, wait);
+    uint32_t flags = ag_thread_sched(&g_tls, g_agent.cfg.sched_sample_us, &cpu, &wait);
+    ag_emit_worker(p, src, type, rt.id, worker, flags, cpu, wait);
 }
 
 void d9_worker_park(d9_runtime rt, uint16_t worker)

@@ -16,9 +16,12 @@
  *     d9_emit) take no locks, make no syscalls and allocate nothing, except on
  *     a thread's first event, which claims a ring. They never block: when the
  *     ring is full the event is dropped and counted.
- *   - d9_worker_park/unpark additionally read the thread's CPU time and its
- *     schedstat wait time (one clock_gettime and one pread on a cached fd);
- *     they are meant for the moment a worker goes to sleep or wakes up.
+ *   - d9_worker_park/unpark additionally record the thread's CPU time and
+ *     its run-queue wait from the kernel's schedstat, read with one pread on
+ *     a cached fd at most once per DIAL9_SCHED_SAMPLE_US per thread; the
+ *     calls in between make no syscall (one vDSO clock read) and mark their
+ *     record unsampled, and the wait they saw is counted in the next sampled
+ *     record. They are meant for the moment a worker goes to sleep or wakes up.
  *   - Nothing here ever aborts or fails the application: with bad DIAL9_*
  *     values the agent logs one line to stderr and stays disabled.
  *   - When disabled every record function is one predictable branch; compiled
@@ -49,6 +52,9 @@
  *                      region by scanning DIAL9_SHM_DIR)
  *   DIAL9_RUNTIME_NAME name of the default runtime (default: the program's comm)
  *   DIAL9_SHM_DIR      where regions are created (default /dev/shm; for tests)
+ *   DIAL9_SCHED_SAMPLE_US  park/unpark read schedstat at most once per this many
+ *                      microseconds per thread, 0..60000000 (default 1000; 0 = at
+ *                      every park/unpark, a per-wake-up delay at ~0.3-1 us each)
  */
 #ifndef D9_H
 #define D9_H

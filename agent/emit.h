@@ -79,15 +79,15 @@ static inline void ag_emit_wake(struct shm_producer *p, uint32_t src, uint16_t r
 
 /* type: D9_REC_WORKER_PARK or D9_REC_WORKER_UNPARK */
 static inline void ag_emit_worker(struct shm_producer *p, uint32_t src, uint16_t type,
-                                  uint16_t rt, uint16_t worker, uint64_t cpu_ns,
-                                  uint64_t sched_wait_ns)
+                                  uint16_t rt, uint16_t worker, uint32_t flags,
+                                  uint64_t cpu_ns, uint64_t sched_wait_ns)
 {
     struct d9_rec_worker *r = shm_ring_reserve(p, sizeof *r);
     if (__builtin_expect(!r, 0))
         return;
     r->runtime = rt;
     r->worker = worker;
-    r->_pad = 0;
+    r->flags = flags;
     r->cpu_ns = cpu_ns;
     r->sched_wait_ns = sched_wait_ns;
     shm_ring_commit(p, r, sizeof *r, type, ag_now(src));

@@ -41,6 +41,7 @@ void ag_config_defaults(struct ag_config *c, uint32_t uid, const char *xdg_runti
     copy_cstr(c->runtime_name, sizeof c->runtime_name,
               comm && comm[0] ? comm : AG_DEFAULT_RUNTIME);
     copy_cstr(c->shm_dir, sizeof c->shm_dir, D9_SHM_DIR);
+    c->sched_sample_us = AG_SCHED_SAMPLE_US_DEFAULT;
     c->meta_size = D9_META_SIZE_DEFAULT;
     c->clock_source = 0;
     c->housekeeping = 1;
@@ -201,6 +202,17 @@ int ag_env_parse(struct ag_config *c, ag_getenv_fn get, void *ctx, char *err, si
         if (!printable_name(v, D9_NAME_MAX))
             return fail(c, err, errcap, "DIAL9_RUNTIME_NAME", v, what);
         copy_cstr(c->runtime_name, sizeof c->runtime_name, v);
+    }
+    if ((v = lookup(get, ctx, "DIAL9_SCHED_SAMPLE_US"))) {
+        uint32_t us;
+        int rc = ag_parse_u32(v, 0, AG_SCHED_SAMPLE_US_MAX, &us);
+        snprintf(what, sizeof what, "%s (0..%u)",
+                 rc == -ERANGE ? "is out of range for an interval in microseconds"
+                               : "is not a number of microseconds",
+                 AG_SCHED_SAMPLE_US_MAX);
+        if (rc)
+            return fail(c, err, errcap, "DIAL9_SCHED_SAMPLE_US", v, what);
+        c->sched_sample_us = us;
     }
     if ((v = lookup(get, ctx, "DIAL9_SHM_DIR"))) {
         snprintf(what, sizeof what, "is not an absolute directory path (at most %u bytes)",

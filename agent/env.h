@@ -26,6 +26,8 @@
 #define AG_RING_KB_MIN    (D9_RING_DATA_MIN / 1024u)
 #define AG_RING_KB_MAX    (D9_RING_DATA_MAX / 1024u)
 #define AG_MAX_THREADS_MIN 1u
+#define AG_SCHED_SAMPLE_US_DEFAULT 1000u    /* DIAL9_SCHED_SAMPLE_US */
+#define AG_SCHED_SAMPLE_US_MAX 60000000u    /* one minute */
 #define AG_COLLECTOR_ROOT "ipc:///run/dial9/collector.sock"
 #define AG_COLLECTOR_USER_FMT "ipc://%s/dial9/collector.sock"   /* %s = $XDG_RUNTIME_DIR */
 #define AG_COLLECTOR_NOXDG_FMT "ipc:///tmp/dial9-%u/collector.sock" /* %u = uid; as d9collectd */
@@ -39,6 +41,8 @@ struct ag_config {
     char collector[AG_ENDPOINT_MAX];    /* DIAL9_COLLECTOR ("" with control 0 for "none") */
     char runtime_name[D9_NAME_MAX + 1]; /* DIAL9_RUNTIME_NAME */
     char shm_dir[AG_SHM_DIR_MAX];       /* DIAL9_SHM_DIR */
+    uint32_t sched_sample_us;           /* DIAL9_SCHED_SAMPLE_US: schedstat reads per thread
+                                           at most this often (0 = at every park/unpark) */
 
     /* Not from the environment; tests change them. */
     uint32_t meta_size;                 /* metadata log bytes */

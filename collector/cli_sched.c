@@ -1,10 +1,13 @@
 /*
  * cli_sched.c — `d9 sched`: per worker (process, runtime, worker id), from
  * the worker_park / worker_unpark records:
- *   - scheduling delay: each record carries sched_wait_ns, the run-queue
- *     wait of the thread (schedstat) since its previous park/unpark; count,
- *     sum, p50, p99 and max of those deltas (percentiles from a log-linear
- *     histogram: within 1/16 = 6%);
+ *   - scheduling delay: each sampled record carries sched_wait_ns, the
+ *     run-queue wait of the thread (schedstat) since its previous sampled
+ *     park/unpark (the agent reads schedstat at most once per
+ *     DIAL9_SCHED_SAMPLE_US; the records in between are flagged
+ *     D9_WORKER_UNSAMPLED and skipped here); count, sum, p50, p99 and max
+ *     of those deltas (percentiles from a log-linear histogram: within
+ *     1/16 = 6%);
  *   - CPU time: last cpu_ns - first cpu_ns seen in the window;
  *   - parked time: sum of unpark.ts - park.ts, and busy % of the span.
  *
@@ -31,13 +34,20 @@ static const char usage[] =
 "DESCRIPTION\n"
 "    Reads worker_park and worker_unpark records. Per worker:\n"
 "    PARKS          times the worker went to sleep\n"
-"    WAITS          sched_wait samples (one per park/unpark record)\n"
+"    WAITS          sched_wait samples: park/unpark records at which the\n"
+"                   agent read the kernel's schedstat (at most one per\n"
+"                   DIAL9_SCHED_SAMPLE_US per thread, default 1 ms; 0 =\n"
+"                   every park/unpark)\n"
 "    WAIT SUM/P50/P99/MAX\n"
 "                   time the thread sat runnable on a CPU run queue, not\n"
-"                   running (kernel schedstat), per park/unpark interval.\n"
+"                   running (kernel schedstat), per interval between two\n"
+"                   samples. SUM is exact whatever the sampling; P50/P99/MAX\n"
+"                   are per wake-up only with DIAL9_SCHED_SAMPLE_US=0.\n"
 "                   High values: the host is oversubscribed or the worker\n"
 "                   competes with other threads. P50/P99 are within 6%.\n"
-"    CPU            thread CPU time used in the window (last - first cpu_ns)\n"
+"    CPU            thread CPU time used in the window (last - first cpu_ns\n"
+"                   of the sampled records; the kernel updates it at every\n"
+"                   tick and switch, so it may lag by one tick)\n"
 "    PARKED         time spent parked (unpark - park)\n"
 "    BUSY           1 - PARKED / SPAN (SPAN = first to last record of the worker)\n"
 "\n"
@@ -166,17 +176,20 @@ static int on_record(void *arg, const struct cli_rec_src *src, const struct d9_r
     if (r.h.ts > w->t_last)
         w->t_last = r.h.ts;
     w->tid = src->tid;
-    if (!w->have_cpu) {
-        w->cpu_first = r.cpu_ns;
-        w->have_cpu = true;
+    if (!(r.flags & D9_WORKER_UNSAMPLED)) {
+        /* unsampled records carry nothing: their wait is in the next sampled one */
+        if (!w->have_cpu) {
+            w->cpu_first = r.cpu_ns;
+            w->have_cpu = true;
+        }
+        if (r.cpu_ns > w->cpu_last)
+            w->cpu_last = r.cpu_ns;
+        w->waits++;
+        w->wait_sum += r.sched_wait_ns;
+        if (r.sched_wait_ns > w->wait_max)
+            w->wait_max = r.sched_wait_ns;
+        w->hist[bucket_of(r.sched_wait_ns)]++;
     }
-    if (r.cpu_ns > w->cpu_last)
-        w->cpu_last = r.cpu_ns;
-    w->waits++;
-    w->wait_sum += r.sched_wait_ns;
-    if (r.sched_wait_ns > w->wait_max)
-        w->wait_max = r.sched_wait_ns;
-    w->hist[bucket_of(r.sched_wait_ns)]++;
     if (r.h.type == D9_REC_WORKER_PARK) {
         w->parks++;
         w->park_ts = r.h.ts;

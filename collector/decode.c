@@ -207,8 +207,11 @@ int cli_decode(const void *rec, size_t len, const struct cli_meta_src *m, struct
         memcpy(&r, p, sizeof r);
         add_runtime(d, m, r.runtime);
         add_u64(d, "worker", r.worker);
-        add_u64(d, "cpu_ns", r.cpu_ns);
-        add_u64(d, "sched_wait_ns", r.sched_wait_ns);
+        /* unsampled (DIAL9_SCHED_SAMPLE_US): the agent read nothing; no fields */
+        if (!(r.flags & D9_WORKER_UNSAMPLED)) {
+            add_u64(d, "cpu_ns", r.cpu_ns);
+            add_u64(d, "sched_wait_ns", r.sched_wait_ns);
+        }
         break;
     }
     case D9_REC_TASK_SPAWN:

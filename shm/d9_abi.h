@@ -204,10 +204,17 @@ struct d9_rec_worker {          /* WORKER_PARK and WORKER_UNPARK */
     struct d9_rec_hdr h;
     uint16_t runtime;
     uint16_t worker;
-    uint32_t _pad;
-    uint64_t cpu_ns;            /* thread CPU time (CLOCK_THREAD_CPUTIME_ID) */
-    uint64_t sched_wait_ns;     /* delta of /proc/self/task/<tid>/schedstat field 2 since last park/unpark */
+    uint32_t flags;             /* D9_WORKER_*; 0 = cpu_ns and sched_wait_ns were read */
+    uint64_t cpu_ns;            /* thread CPU time: schedstat field 1 (sum_exec_runtime,
+                                   current as of the thread's last tick or switch) */
+    uint64_t sched_wait_ns;     /* run-queue wait (schedstat field 2) since the thread's
+                                   previous sampled park/unpark record */
 };
+/* d9_rec_worker.flags. The agent reads schedstat at most once per
+ * DIAL9_SCHED_SAMPLE_US per thread; the records in between carry this flag
+ * and zeros, and their wait is counted in the next sampled record (the
+ * counter is cumulative: no wait is lost, it is attributed coarser). */
+#define D9_WORKER_UNSAMPLED  1u
 struct d9_rec_task {            /* TASK_SPAWN and TASK_TERMINATE */
     struct d9_rec_hdr h;
     uint64_t task;

@@ -22,10 +22,11 @@ COLPID=$!
 at_exit kill -9 "$COLPID"
 check "collector answers d9 status" wait_for 20 "$BIN/d9" status
 
-"$TBIN/prog_cli" >"$T/ok.out" 2>"$T/ok.err"
+# schedstat at every park/unpark here; the crash run samples it once per minute
+DIAL9_SCHED_SAMPLE_US=0 "$TBIN/prog_cli" >"$T/ok.out" 2>"$T/ok.err"
 check "traced program ran" test -s "$T/ok.out"
 OKPID=$(head -n 1 "$T/ok.out")
-"$TBIN/prog_cli" --crash >"$T/crash.out" 2>"$T/crash.err"
+DIAL9_SCHED_SAMPLE_US=60000000 "$TBIN/prog_cli" --crash >"$T/crash.out" 2>"$T/crash.err"
 CRPID=$(head -n 1 "$T/crash.out")
 
 # the collector sees the exits within a scan or two; flush seals everything
@@ -90,6 +91,16 @@ assert sorted(r['worker'] for r in rows) == [0, 1], rows
 assert all(r['runtime'] == 'clirt' and r['parks'] == 3 and r['waits'] == 6 for r in rows), rows
 assert all(r['parked_ns'] > 0 for r in rows), rows
 "
+d9 sched --pid "$CRPID" --format jsonl >"$T/sched-sampled.jsonl"
+check "sched counts only the sampled park/unpark records as waits" python3 -c "
+import json
+rows = [json.loads(l) for l in open('$T/sched-sampled.jsonl')]
+assert sorted(r['worker'] for r in rows) == [0, 1], rows
+assert all(r['parks'] == 3 and r['waits'] == 1 for r in rows), rows
+"
+d9 events --pid "$CRPID" --type worker_unpark >"$T/unpark-sampled.txt"
+check "unsampled unpark records carry no cpu_ns or sched_wait_ns" \
+    sh -c "[ \$(grep -c worker_unpark '$T/unpark-sampled.txt') -eq 6 ] && ! grep -q cpu_ns '$T/unpark-sampled.txt'"
 
 d9 export --pid "$OKPID" -o "$T/trace.json" 2>"$T/export.err"
 check "export writes well-formed JSON" python3 -m json.tool "$T/trace.json"

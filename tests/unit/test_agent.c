@@ -14,14 +14,17 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include "agent/agent.h"
 #include "agent/emit.h"
+#include "shm/clock.h"
 #include "shm/meta.h"
 #include "shm/record.h"
 
@@ -623,8 +626,9 @@ static void test_builtin_records_round_trip_through_the_ring(void **state)
     ag_emit_poll_start(&t.p, D9_CLOCK_MONOTONIC, 3, 4, 0x1122334455667788ull, 9);
     ag_emit_poll_end(&t.p, D9_CLOCK_MONOTONIC, 3, 4, 0x1122334455667788ull);
     ag_emit_wake(&t.p, D9_CLOCK_MONOTONIC, 3, 5, 6, D9_WORKER_NONE);
-    ag_emit_worker(&t.p, D9_CLOCK_MONOTONIC, D9_REC_WORKER_PARK, 3, 4, 1000, 20);
-    ag_emit_worker(&t.p, D9_CLOCK_MONOTONIC, D9_REC_WORKER_UNPARK, 3, 4, 2000, 30);
+    ag_emit_worker(&t.p, D9_CLOCK_MONOTONIC, D9_REC_WORKER_PARK, 3, 4, 0, 1000, 20);
+    ag_emit_worker(&t.p, D9_CLOCK_MONOTONIC, D9_REC_WORKER_UNPARK, 3, 4, D9_WORKER_UNSAMPLED,
+                   2000, 30);
     ag_emit_task(&t.p, D9_CLOCK_MONOTONIC, D9_REC_TASK_SPAWN, 3, 77, 9);
     ag_emit_task(&t.p, D9_CLOCK_MONOTONIC, D9_REC_TASK_TERMINATE, 3, 77, 0);
     ag_emit_queue_depth(&t.p, D9_CLOCK_MONOTONIC, 3, D9_WORKER_NONE, UINT64_MAX - 1);
@@ -653,6 +657,7 @@ static void test_builtin_records_round_trip_through_the_ring(void **state)
         } else if (h.type == D9_REC_WORKER_UNPARK) {
             struct d9_rec_worker w;
             memcpy(&w, f->out + off, sizeof w);
+            assert_int_equal(w.flags, D9_WORKER_UNSAMPLED);
             assert_int_equal(w.cpu_ns, 2000);
             assert_int_equal(w.sched_wait_ns, 30);
         } else if (h.type == D9_REC_QUEUE_DEPTH) {
@@ -673,27 +678,64 @@ static void test_builtin_records_round_trip_through_the_ring(void **state)
     ag_thread_detach(&f->a, &t);
 }
 
-static void test_thread_times_cache_the_schedstat_fd(void **state)
+/* CPU time the kernel has accounted to this thread so far (schedstat field 1
+ * is brought up to date at a switch: yield first). */
+static void burn_cpu_ms(unsigned ms)
+{
+    struct timespec a, b;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+    do {
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+    } while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) < (long)ms * 1000000L);
+    sched_yield();
+}
+
+static void test_thread_sched_every_call_reads_schedstat_on_a_cached_fd(void **state)
 {
     struct fx *f = *state;
     (void)f;
     struct ag_thread t = { .ring = -1 };
     uint64_t cpu1, cpu2, w1, w2;
-    ag_thread_times(&t, &cpu1, &w1);
+    assert_int_equal(ag_thread_sched(&t, 0, &cpu1, &w1), 0);
     assert_int_equal(w1, 0);                         /* first sample is the baseline */
     assert_int_equal(t.sched_state, AG_SCHED_OPEN);
     int fd = t.sched_fd;
-    volatile uint64_t spin = 0;
-    for (int i = 0; i < 1000000; i++)
-        spin += (uint64_t)i;
-    assert_true(spin > 0);                           /* burnt some CPU time */
-    ag_thread_times(&t, &cpu2, &w2);
+    burn_cpu_ms(20);
+    assert_int_equal(ag_thread_sched(&t, 0, &cpu2, &w2), 0);
     assert_int_equal(t.sched_fd, fd);
     assert_true(cpu1 > 0);
-    assert_true(cpu2 > cpu1);
+    assert_true(cpu2 >= cpu1 + 15000000u);           /* the 20 ms burnt, give or take a tick */
     ag_thread_forget(&t);
     assert_int_equal(t.sched_state, AG_SCHED_UNOPENED);
     assert_int_equal(fcntl(fd, F_GETFD), -1);        /* closed */
+}
+
+static void test_thread_sched_reads_at_most_once_per_interval(void **state)
+{
+    struct fx *f = *state;
+    (void)f;
+    struct ag_thread t = { .ring = -1 };
+    uint64_t cpu, w;
+    const uint32_t interval_us = 200000;             /* 200 ms: the calls below fit in it */
+    assert_int_equal(ag_thread_sched(&t, interval_us, &cpu, &w), 0);     /* first: sampled */
+    assert_true(cpu > 0);
+    uint64_t base = t.last_wait_ns;
+    for (int i = 0; i < 100; i++) {
+        cpu = w = 7;
+        assert_int_equal(ag_thread_sched(&t, interval_us, &cpu, &w), D9_WORKER_UNSAMPLED);
+        assert_int_equal(cpu, 0);
+        assert_int_equal(w, 0);
+    }
+    assert_int_equal(t.last_wait_ns, base);          /* nothing read in between */
+    /* once the interval has passed the next call samples again, and its
+     * wait delta covers everything since the previous sample */
+    t.sched_next_ns = shm_mono_ns() - 1;
+    t.last_wait_ns = base >= 5 ? base - 5 : 0;       /* pretend 5+ ns of wait happened since */
+    assert_int_equal(ag_thread_sched(&t, interval_us, &cpu, &w), 0);
+    assert_true(cpu > 0);
+    assert_true(w >= (base >= 5 ? 5u : base));
+    assert_true(t.sched_next_ns > shm_mono_ns());
+    ag_thread_forget(&t);
 }
 
 /* ---- custom events ------------------------------------------------------------- */
@@ -942,7 +984,8 @@ int main(void)
         T(test_failed_retry_does_not_count_the_thread_twice),
         T(test_full_ring_drop_count_is_exact_and_matches_seq_gaps),
         T(test_builtin_records_round_trip_through_the_ring),
-        T(test_thread_times_cache_the_schedstat_fd),
+        T(test_thread_sched_every_call_reads_schedstat_on_a_cached_fd),
+        T(test_thread_sched_reads_at_most_once_per_interval),
         T(test_custom_event_round_trip_with_long_string_cut),
         T(test_custom_null_string_is_empty),
         T(test_custom_mismatch_is_dropped_and_counted),

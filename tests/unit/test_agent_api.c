@@ -302,6 +302,8 @@ static void child_records(struct fx *f, void *arg)
 {
     (void)f;
     (void)arg;
+    /* park samples schedstat, the unpark right after it falls in the interval */
+    CHECK(setenv("DIAL9_SCHED_SAMPLE_US", "60000000", 1) == 0);
     CHECK(d9_init() == 0);
     CHECK(d9_init() == 0);
     CHECK(d9_enabled());
@@ -365,10 +367,19 @@ static void test_events_are_recorded_in_the_threads_ring(void **state)
             struct d9_rec_queue_depth q;
             memcpy(&q, f->out + off, sizeof q);
             assert_int_equal(q.depth, UINT64_MAX);
+        } else if (h.type == D9_REC_WORKER_PARK) {
+            struct d9_rec_worker w;
+            memcpy(&w, f->out + off, sizeof w);
+            assert_int_equal(w.flags, 0);               /* the thread's first: sampled */
+            assert_true(w.cpu_ns > 0);
+            assert_int_equal(w.runtime, rtid);
+            assert_int_equal(w.worker, 3);
         } else if (h.type == D9_REC_WORKER_UNPARK) {
             struct d9_rec_worker w;
             memcpy(&w, f->out + off, sizeof w);
-            assert_true(w.cpu_ns > 0);
+            assert_int_equal(w.flags, D9_WORKER_UNSAMPLED);   /* within the interval */
+            assert_int_equal(w.cpu_ns, 0);
+            assert_int_equal(w.sched_wait_ns, 0);
         } else if (h.type == D9_REC_CUSTOM) {
             struct d9_rec_custom c;
             memcpy(&c, f->out + off, sizeof c);

@@ -44,6 +44,7 @@ static void test_defaults_without_any_variable(void **s)
     assert_string_equal(cfg.collector, "ipc:///run/user/1000/dial9/collector.sock");
     assert_string_equal(cfg.runtime_name, "myprog");
     assert_string_equal(cfg.shm_dir, "/dev/shm");
+    assert_int_equal(cfg.sched_sample_us, AG_SCHED_SAMPLE_US_DEFAULT);
     assert_string_equal(err, "");
 }
 
@@ -253,6 +254,22 @@ static void test_shm_dir_must_be_absolute_and_short(void **s)
     assert_int_equal(parse1("DIAL9_SHM_DIR", dir), -EINVAL);
 }
 
+static void test_sched_sample_us_boundaries(void **s)
+{
+    (void)s;
+    assert_int_equal(parse1("DIAL9_SCHED_SAMPLE_US", "0"), 0);
+    assert_int_equal(cfg.sched_sample_us, 0);       /* every park/unpark */
+    assert_int_equal(parse1("DIAL9_SCHED_SAMPLE_US", "60000000"), 0);
+    assert_int_equal(cfg.sched_sample_us, AG_SCHED_SAMPLE_US_MAX);
+    assert_int_equal(parse1("DIAL9_SCHED_SAMPLE_US", "60000001"), -EINVAL);
+    assert_string_equal(err, "d9: DIAL9_SCHED_SAMPLE_US=60000001 is out of range for an "
+                             "interval in microseconds (0..60000000); tracing disabled");
+    assert_int_equal(cfg.enabled, 0);
+    assert_int_equal(parse1("DIAL9_SCHED_SAMPLE_US", "1ms"), -EINVAL);
+    assert_string_equal(err, "d9: DIAL9_SCHED_SAMPLE_US=1ms is not a number of "
+                             "microseconds (0..60000000); tracing disabled");
+}
+
 static void test_long_bad_value_is_cut_in_the_message(void **s)
 {
     (void)s;
@@ -311,6 +328,7 @@ int main(void)
         cmocka_unit_test(test_runtime_name_boundaries),
         cmocka_unit_test(test_runtime_name_rejects_control_bytes_and_quotes_them_safely),
         cmocka_unit_test(test_shm_dir_must_be_absolute_and_short),
+        cmocka_unit_test(test_sched_sample_us_boundaries),
         cmocka_unit_test(test_long_bad_value_is_cut_in_the_message),
         cmocka_unit_test(test_first_bad_variable_disables_everything),
         cmocka_unit_test(test_parse_u32_distinguishes_junk_from_range),

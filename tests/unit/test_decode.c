@@ -130,6 +130,20 @@ static void park_and_unpark_carry_cpu_and_sched_wait(void **state)
     free(j);
 }
 
+static void unsampled_park_has_no_cpu_or_wait_fields(void **state)
+{
+    (void)state;
+    struct d9_rec_worker r = { .h = hdr(D9_REC_WORKER_PARK, sizeof r, 1), .runtime = 1,
+                               .worker = 2, .flags = D9_WORKER_UNSAMPLED };
+    char *t = render(&r, sizeof r, false);
+    assert_contains(t, " worker_park runtime=http worker=2\n");
+    assert_null(strstr(t, "cpu_ns"));
+    free(t);
+    char *j = render(&r, sizeof r, true);
+    assert_contains(j, "\"type\":\"worker_park\",\"runtime\":\"http\",\"worker\":2}");
+    free(j);
+}
+
 static void spawn_has_location_terminate_does_not(void **state)
 {
     (void)state;
@@ -347,6 +361,7 @@ int main(void)
         cmocka_unit_test(poll_end_has_task_runtime_worker),
         cmocka_unit_test(wake_without_target_says_none),
         cmocka_unit_test(park_and_unpark_carry_cpu_and_sched_wait),
+        cmocka_unit_test(unsampled_park_has_no_cpu_or_wait_fields),
         cmocka_unit_test(spawn_has_location_terminate_does_not),
         cmocka_unit_test(queue_depth_of_global_queue),
         cmocka_unit_test(cpu_sample_lists_instruction_pointers),

@@ -63,7 +63,6 @@ struct col_ctx {
     struct shm_clock_cal host_cal;
     struct col_backoff backoff;
     uint64_t last_pass_ns;          /* when the previous drain pass began */
-    uint8_t *buf;                   /* COL_DRAIN_BUF_SIZE scratch for ring copies */
     int sigfd;
     int stop;
     uint64_t start_ns, next_scan_ns;
@@ -161,7 +160,7 @@ static void finish_ended(struct col_ctx *x)
     struct col_proc *p = x->procs;
     while (p) {
         struct col_proc *next = p->next;
-        if (p->ended && col_proc_finish(p, &x->store, x->buf, COL_DRAIN_BUF_SIZE) == 0)
+        if (p->ended && col_proc_finish(p, &x->store) == 0)
             retire(x, p);
         p = next;
     }
@@ -181,7 +180,7 @@ static void drain_all(struct col_ctx *x, uint64_t now, struct pass_pressure *pp)
         if (p->ended || p->quarantined)
             continue;
         struct col_drain_result res = { 0 };
-        col_drain_proc(p, &x->store, x->buf, COL_DRAIN_BUF_SIZE, now, &res);
+        col_drain_proc(p, &x->store, now, &res);
         perf_prof_pass(p, &x->store, now, 0);   /* profiler: throttled inside */
         if (res.more)
             pp->more = 1;
@@ -213,7 +212,7 @@ static int flush_proc(struct col_ctx *x, struct col_proc *p)
 {
     if (!p->quarantined) {
         struct col_drain_result res = { 0 };
-        col_drain_proc_all(p, &x->store, x->buf, COL_DRAIN_BUF_SIZE, &res);
+        col_drain_proc_all(p, &x->store, &res);
         if (res.write_failed)
             return -EIO;
     }
@@ -321,7 +320,7 @@ static void handle_flush(struct col_ctx *x, const D9__Flush *f, D9__Reply *rep, 
     while (p) {
         struct col_proc *next = p->next;
         if (p->ended && (!f->pid || p->pid == f->pid)) {
-            if (col_proc_finish(p, &x->store, x->buf, COL_DRAIN_BUF_SIZE) == 0)
+            if (col_proc_finish(p, &x->store) == 0)
                 retire(x, p);
             else
                 failed++;
@@ -458,7 +457,7 @@ static int shutdown_all(struct col_ctx *x)
     while (p) {
         struct col_proc *next = p->next;
         if (p->ended) {
-            if (col_proc_finish(p, &x->store, x->buf, COL_DRAIN_BUF_SIZE) == 0)
+            if (col_proc_finish(p, &x->store) == 0)
                 retire(x, p);
             else
                 failed++;
@@ -596,11 +595,6 @@ int main(int argc, char **argv)
         col_store_close(&x->store);
         return EXIT_RUNTIME;
     }
-    x->buf = malloc(COL_DRAIN_BUF_SIZE);
-    if (!x->buf) {
-        col_err("out of memory");
-        return EXIT_RUNTIME;
-    }
     if (shm_tsc_invariant() && shm_clock_calibrate(&x->host_cal, HOST_CAL_MS) != 0)
         memset(&x->host_cal, 0, sizeof x->host_cal);
     col_backoff_init(&x->backoff, x->cfg.poll_min_us, x->cfg.poll_max_us);
@@ -623,6 +617,5 @@ int main(int argc, char **argv)
     if (x->cfg.pidfile[0])
         unlink(x->cfg.pidfile);
     close(x->sigfd);
-    free(x->buf);
     return 0;
 }

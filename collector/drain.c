@@ -8,9 +8,13 @@
  *   3. metadata entries published before those records (their meta_head
  *      store happened-before the records' head store, and we acquire
  *      meta_head after head) go into the segment first;
- *   4. shm_ring_read() copies and validates up to one buffer of records;
- *      timestamps are converted in the private copy;
- *   5. seg_writer_add_data(); only if it succeeded, shm_ring_consume().
+ *   4. room for up to COL_DRAIN_MAX bytes is reserved in the segment
+ *      writer's buffer; shm_ring_read() copies records into it a
+ *      COL_DRAIN_CHUNK at a time and, in one walk over each chunk, validates,
+ *      converts (timestamps) and counts them; the CRC follows while the
+ *      chunk is still in cache;
+ *   5. seg_writer_data_commit() makes it a DATA block; the shm tail moves
+ *      (shm_ring_consume) only once the writer has flushed it.
  *   6. RELEASED and fully drained: THREAD_END, recycle the slot.
  *
  * The SIGBUS guard: the one piece of process-wide state here. A signal
@@ -91,54 +95,7 @@ int col_rotate_due(uint64_t bytes, uint64_t opened_ns, uint64_t now_ns,
     return 0;
 }
 
-/* ---- timestamps ------------------------------------------------------------------ */
-
-long col_convert_records_stats(uint8_t *buf, size_t len, const struct shm_clock_cal *cal,
-                               uint64_t *first, uint64_t *last, struct seg_data_stats *st)
-{
-    /* local copies: stores through buf (uint8_t) may alias anything, and the
-     * compiler would otherwise reload cal and st on every record */
-    const struct shm_clock_cal c = *cal;
-    const int identity = c.ns_per_tick == 0.0;
-    uint64_t counts[D9_REC_TYPE_COUNT] = { 0 };
-    uint64_t t_min = 0, t_max = 0, t_first = 0, t_last = 0;
-    size_t off = 0;
-    long n = 0;
-    while (off < len) {
-        struct d9_rec_hdr h;
-        if (len - off < sizeof h)
-            return -EBADMSG;
-        memcpy(&h, buf + off, sizeof h);
-        if (h.len < D9_REC_HDR_SIZE || h.len % D9_REC_ALIGN || h.len > len - off ||
-            h.type >= D9_REC_TYPE_COUNT)
-            return -EBADMSG;
-        if (!identity) {
-            h.ts = shm_clock_to_ns(&c, h.ts);
-            memcpy(buf + off + offsetof(struct d9_rec_hdr, ts), &h.ts, sizeof h.ts);
-        }
-        if (n == 0) {
-            t_first = t_min = t_max = h.ts;
-        } else {
-            t_min = h.ts < t_min ? h.ts : t_min;
-            t_max = h.ts > t_max ? h.ts : t_max;
-        }
-        t_last = h.ts;
-        counts[h.type]++;
-        off += h.len;
-        n++;
-    }
-    if (first && n)
-        *first = t_first;
-    if (last && n)
-        *last = t_last;
-    if (st) {
-        st->nrec = (uint32_t)n;
-        st->t_min = t_min;
-        st->t_max = t_max;
-        memcpy(st->counts, counts, sizeof counts);
-    }
-    return n;
-}
+/* ---- calibration ------------------------------------------------------------------ */
 
 int col_read_calibration(const struct d9_region_hdr *hc, struct shm_clock_cal *cal)
 {
@@ -234,13 +191,13 @@ static int g_snapshot(const struct col_proc *p, const struct d9_ring_hdr *rh,
 
 static int g_read(const struct col_proc *p, const uint8_t *data,
                   const struct shm_ring_snapshot *s, uint8_t *buf, size_t cap,
-                  uint64_t *new_tail, long *n)
+                  uint64_t *new_tail, struct shm_read_xform *x, long *n)
 {
     sigjmp_buf jb;
     if (sigsetjmp(jb, 0))
         return -EFAULT;
     col_guard_arm(&jb, p->region.base, p->region.size);
-    *n = shm_ring_read(data, p->geo.ring_data_size, s, buf, cap, new_tail);
+    *n = shm_ring_read(data, p->geo.ring_data_size, s, buf, cap, new_tail, x);
     col_guard_disarm();
     return 0;
 }
@@ -426,8 +383,8 @@ static void quarantine_ring(struct col_proc *p, uint32_t i, const struct shm_rin
 /* One ring, one buffer at most. 0, -EFAULT (region fault) or a write error.
  * Records go into the writer and the private read_tail advances; the shm
  * tail is published by col_drain_commit() once the writer flushed them. */
-static int drain_ring(struct col_proc *p, struct col_store *st, uint32_t i, uint8_t *buf,
-                      size_t cap, uint64_t now, struct col_drain_result *res)
+static int drain_ring(struct col_proc *p, struct col_store *st, uint32_t i, uint64_t now,
+                      struct col_drain_result *res)
 {
     struct col_ring *r = &p->rings[i];
     if (r->quarantined)
@@ -475,46 +432,61 @@ static int drain_ring(struct col_proc *p, struct col_store *st, uint32_t i, uint
             return rc;
         if ((rc = col_proc_writer(p, st, now)) || (rc = write_pending_meta(p, st, now)))
             return rc;
-        long n = 0;
-        uint64_t new_tail = s.tail;
-        if (g_read(p, data, &s, buf, cap, &new_tail, &n))
-            return -EFAULT;
-        if (n < 0) {
-            quarantine_ring(p, i, &s);
-            return 0;
+        /* the records go straight into the writer's buffer, a chunk at a
+         * time: shm_ring_read copies, validates, converts and counts each
+         * chunk in one walk, and the CRC follows while it is still in cache */
+        uint64_t lag = s.head - s.tail;
+        size_t want = s.head < s.tail || lag > COL_DRAIN_MAX ? COL_DRAIN_MAX : (size_t)lag;
+        uint8_t *dst = NULL;
+        rc = seg_writer_data_reserve(p->writer, want, &dst);
+        if (rc) {
+            col_store_write_failed(st, rc, "data block", p->pid, now);
+            return rc;      /* cursor untouched: the records stay in the ring */
         }
-        if (n > 0) {
-            uint64_t t_first = 0, t_last = 0;
-            struct seg_data_stats stats;
-            long nrec = col_convert_records_stats(buf, (size_t)n, &p->cal, &t_first, &t_last,
-                                                  &stats);
-            if (nrec < 0) {
+        struct shm_read_xform x = { .cal = &p->cal };
+        uint64_t new_tail = s.tail;
+        uint32_t crc = 0;
+        size_t got = 0;
+        while (got < want) {
+            size_t chunk = want - got < COL_DRAIN_CHUNK ? want - got : COL_DRAIN_CHUNK;
+            long n = 0;
+            if (g_read(p, data, &s, dst + got, chunk, &new_tail, &x, &n))
+                return -EFAULT;
+            if (n == -ENOBUFS && got > 0)
+                break;          /* the next record did not fit what is left: next pass */
+            if (n < 0) {
                 quarantine_ring(p, i, &s);
-                return 0;
+                return 0;       /* the reservation is dropped with everything in it */
             }
+            crc = seg_crc32c(crc, dst + got, (size_t)n);
+            got += (size_t)n;
+            s.tail = new_tail;  /* the next chunk starts after what was read */
+            if (n == 0 || new_tail == s.head)
+                break;
+        }
+        if (got > 0) {
             uint64_t delta = s.lost >= r->lost_seen ? s.lost - r->lost_seen : 0;
-            /* one walk: the records were validated by shm_ring_read (in our
-             * private copy) and counted by the conversion above */
-            rc = (size_t)n <= SEG_BLOCK_MAX
-                ? seg_writer_add_data_trusted(p->writer, s.tid, i, s.generation, delta, buf,
-                                              (size_t)n, &stats)
-                : seg_writer_add_data(p->writer, s.tid, i, s.generation, delta, buf, (size_t)n);
+            struct seg_data_stats stats = { .nrec = x.nrec, .t_min = x.t_min, .t_max = x.t_max };
+            memcpy(stats.counts, x.counts, sizeof stats.counts);
+            rc = seg_writer_data_commit(p->writer, s.tid, i, s.generation, delta, got, &stats,
+                                        crc);
             if (rc) {
                 col_store_write_failed(st, rc, "data block", p->pid, now);
                 return rc;  /* cursor untouched: the records stay in the ring */
             }
+            uint64_t nrec = stats.nrec;
             r->lost_seen = s.lost;
             r->lost += delta;
             p->lost += delta;
-            p->records += (uint64_t)nrec;
-            p->writer_records += (uint64_t)nrec;
-            p->bytes_written += (uint64_t)n;
-            r->pend_records += (uint64_t)nrec;
-            res->records += (uint64_t)nrec;
-            res->bytes += (uint64_t)n;
+            p->records += nrec;
+            p->writer_records += nrec;
+            p->bytes_written += got;
+            r->pend_records += nrec;
+            res->records += nrec;
+            res->bytes += got;
             if (!r->first_ns)
-                r->first_ns = t_first;
-            r->last_ns = t_last;
+                r->first_ns = x.t_first;
+            r->last_ns = x.t_last;
             r->thread_dirty = 1;
         }
         if (new_tail != r->read_tail) {
@@ -605,8 +577,8 @@ int col_drain_commit(struct col_proc *p, struct col_store *st, uint64_t now_ns)
     return 0;
 }
 
-int col_drain_proc(struct col_proc *p, struct col_store *st, uint8_t *buf, size_t cap,
-                   uint64_t now_ns, struct col_drain_result *res)
+int col_drain_proc(struct col_proc *p, struct col_store *st, uint64_t now_ns,
+                   struct col_drain_result *res)
 {
     if (p->quarantined)
         return 0;
@@ -618,7 +590,7 @@ int col_drain_proc(struct col_proc *p, struct col_store *st, uint8_t *buf, size_
     uint32_t in_use = 0;
     int rc = 0;
     for (uint32_t i = 0; i < p->geo.ring_count; i++) {
-        rc = drain_ring(p, st, i, buf, cap, now_ns, res);
+        rc = drain_ring(p, st, i, now_ns, res);
         if (rc == -EFAULT)
             break;
         if (rc) {
@@ -652,16 +624,15 @@ int col_drain_proc(struct col_proc *p, struct col_store *st, uint8_t *buf, size_
     return 0;
 }
 
-int col_drain_proc_all(struct col_proc *p, struct col_store *st, uint8_t *buf, size_t cap,
-                       struct col_drain_result *res)
+int col_drain_proc_all(struct col_proc *p, struct col_store *st, struct col_drain_result *res)
 {
-    /* each pass takes up to cap bytes per ring; a ring holds at most
+    /* each pass takes up to COL_DRAIN_MAX bytes per ring; a ring holds at most
      * ring_data_size, so this many passes empty what was there at the start
      * even if a producer keeps writing */
-    uint64_t passes = p->geo.ring_data_size / cap + 2;
+    uint64_t passes = p->geo.ring_data_size / COL_DRAIN_MAX + 2;
     for (uint64_t k = 0; k < passes; k++) {
         struct col_drain_result one = { 0 };
-        int rc = col_drain_proc(p, st, buf, cap, shm_mono_ns(), &one);
+        int rc = col_drain_proc(p, st, shm_mono_ns(), &one);
         res->bytes += one.bytes;
         res->records += one.records;
         res->write_failed |= one.write_failed;

@@ -8,9 +8,12 @@
  * an ended process), on the collector's single drain thread.
  *
  * Invariants:
- *   - shm is hostile: records are copied into a private buffer by
- *     shm_ring_read(), which validates the copy; nothing else is read from a
- *     ring's data area. Every read or write of a mapped region happens
+ *   - shm is hostile: records are copied into private memory (the segment
+ *     writer's buffer, reserved with seg_writer_data_reserve) by
+ *     shm_ring_read(), which validates the copy and, in the same walk,
+ *     converts its timestamps and counts it; nothing else is read from a
+ *     ring's data area. The CRC follows a chunk (COL_DRAIN_CHUNK) at a time
+ *     while the chunk is in cache. Every read or write of a mapped region happens
  *     between col_guard_arm() and col_guard_disarm(), so a SIGBUS (the owner
  *     truncated the file) quarantines that region instead of killing us.
  *   - A ring's shm tail is advanced (shm_ring_consume) only after the
@@ -64,15 +67,7 @@ uint32_t col_backoff_pace(struct col_backoff *b, uint64_t lag, uint64_t size, ui
 int col_rotate_due(uint64_t bytes, uint64_t opened_ns, uint64_t now_ns,
                    uint64_t max_bytes, uint64_t max_age_ns);
 
-/* ---- timestamps ------------------------------------------------------------ */
-/* Convert the ts of every record in buf[0, len) (validated ring framing, no
- * PADs) in place with cal; *first and *last get the converted ts of the first
- * and last record (either may be NULL), and *st (may be NULL) the DATA block
- * statistics: record count, smallest/largest converted ts, per-type counts.
- * Returns the number of records, or -EBADMSG if a record header does not fit
- * or its type is outside the ABI (never for shm_ring_read output). */
-long col_convert_records_stats(uint8_t *buf, size_t len, const struct shm_clock_cal *cal,
-                               uint64_t *first, uint64_t *last, struct seg_data_stats *st);
+/* ---- calibration ------------------------------------------------------------ */
 
 /* Read the region's calibration pairs under its seqlock into *cal.
  * -EAGAIN if a writer kept the seqlock odd/changing, -EINVAL if the pairs
@@ -92,8 +87,13 @@ void col_guard_arm_any(sigjmp_buf *jb);
 void col_guard_disarm(void);
 
 /* ---- the drain step --------------------------------------------------------- */
-/* Scratch space for one pass (one per collector). */
-#define COL_DRAIN_BUF_SIZE (1024u * 1024u)
+/* At most this many bytes per ring and pass (a busy ring cannot starve the
+ * others); must fit the segment writer's buffer with a block header. */
+#define COL_DRAIN_MAX      (512u * 1024u)
+/* Copy-and-validate granule: small enough that the CRC that follows finds
+ * it in L1/L2, a multiple of the CRC's 3 x 8 KiB interleaved stride
+ * (collector/crc32c.c) so that whole chunks take the fast path. */
+#define COL_DRAIN_CHUNK    (48u * 1024u)
 
 /* Outcome counters of one pass over a process, added to its totals too. */
 struct col_drain_result {
@@ -106,11 +106,11 @@ struct col_drain_result {
 };
 
 /* One pass over every ring of p: metadata first, then each ring's new
- * records (at most one buffer per ring so a busy ring cannot starve the
- * others). Opens p's segment writer when there is something to write.
+ * records (at most COL_DRAIN_MAX bytes per ring so a busy ring cannot starve
+ * the others). Opens p's segment writer when there is something to write.
  * Returns 0 or -EFAULT when the region faulted (p is now quarantined). */
-int col_drain_proc(struct col_proc *p, struct col_store *st, uint8_t *buf, size_t cap,
-                   uint64_t now_ns, struct col_drain_result *res);
+int col_drain_proc(struct col_proc *p, struct col_store *st, uint64_t now_ns,
+                   struct col_drain_result *res);
 
 /* Flush p's writer and, if that worked, publish the tails of every ring
  * whose records it now holds (shm_ring_consume). 0 or the write error. */
@@ -123,7 +123,6 @@ uint64_t col_drain_rewind(struct col_proc *p);
 
 /* Drain p until its rings are empty (or a write fails / the region faults):
  * used at process end, flush and shutdown. */
-int col_drain_proc_all(struct col_proc *p, struct col_store *st, uint8_t *buf, size_t cap,
-                       struct col_drain_result *res);
+int col_drain_proc_all(struct col_proc *p, struct col_store *st, struct col_drain_result *res);
 
 #endif /* D9_COL_DRAIN_H */

@@ -270,14 +270,14 @@ static const char *end_state(const struct col_proc *p, int *reason)
     return "crashed";
 }
 
-int col_proc_finish(struct col_proc *p, struct col_store *st, uint8_t *buf, size_t cap)
+int col_proc_finish(struct col_proc *p, struct col_store *st)
 {
     uint64_t now = shm_mono_ns();
     if (!col_store_writable(st, now))
         return -EAGAIN;
     if (!p->quarantined && col_proc_refresh_header(p) == 0) {
         struct col_drain_result res = { 0 };
-        col_drain_proc_all(p, st, buf, cap, &res);
+        col_drain_proc_all(p, st, &res);
         if (res.write_failed)
             return -EAGAIN;
         perf_prof_pass(p, st, now, 1);      /* profiler: last samples and maps */

@@ -108,7 +108,7 @@ int col_proc_seal(struct col_proc *p, struct col_store *st);
 /* The end of the traced process: final drain, exit record, seal, index,
  * unlink the region. 0 when done (p may be freed), -EAGAIN when a write
  * failed and it must be retried later. */
-int col_proc_finish(struct col_proc *p, struct col_store *st, uint8_t *buf, size_t cap);
+int col_proc_finish(struct col_proc *p, struct col_store *st);
 
 /* Refresh ring threads in the index (dirty ones; ended ones with ended=1). */
 void col_proc_index_threads(struct col_proc *p, struct col_store *st);

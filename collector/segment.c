@@ -233,6 +233,7 @@ struct seg_writer {
     uint8_t *buf;
     size_t buf_len;
     uint64_t flushed;           /* file[0, flushed) = header + whole blocks */
+    size_t resv_at, resv_len;   /* open seg_writer_data_reserve: buf offset, bytes (0 = none) */
     struct seg_acc acc;
     struct seg_block_info *blocks;
     uint32_t nblocks, cap_blocks;
@@ -251,6 +252,7 @@ static int w_flush(struct seg_writer *w)
 {
     if (w->err)
         return w->err;
+    w->resv_len = 0;            /* an open reservation does not survive a flush */
     if (w->buf_len == 0)
         return 0;
     int r = pwrite_all(w->fd, w->buf, w->buf_len, w->flushed);
@@ -290,6 +292,7 @@ static int w_put_block(struct seg_writer *w, struct seg_block_hdr *h, const void
         return w->err;
     if (w->sealed)
         return -EINVAL;
+    w->resv_len = 0;            /* nor another block */
     h->magic = SEG_BLOCK_MAGIC;
     h->flags = 0;
     h->crc32c = seg_crc32c(0, payload, h->len);
@@ -439,19 +442,50 @@ int seg_writer_add_data(struct seg_writer *w, uint32_t tid, uint32_t ring, uint3
     return 0;
 }
 
-int seg_writer_add_data_trusted(struct seg_writer *w, uint32_t tid, uint32_t ring,
-                                uint32_t generation, uint64_t lost, const uint8_t *records,
-                                size_t len, const struct seg_data_stats *st)
+int seg_writer_data_reserve(struct seg_writer *w, size_t max, uint8_t **payload)
 {
-    if (!w || !st || (len && !records) || len % D9_REC_ALIGN != 0 || len > SEG_BLOCK_MAX ||
-        (len == 0) != (st->nrec == 0))
+    if (!w || !payload || max == 0 || max % D9_REC_ALIGN != 0 ||
+        max > SEG_WRITE_BUF - BLK_HDR_SIZE || max > SEG_BLOCK_MAX)
         return -EINVAL;
+    *payload = NULL;
+    if (w->err)
+        return w->err;
+    if (w->sealed)
+        return -EINVAL;
+    int r;
+    if (BLK_HDR_SIZE + max > SEG_WRITE_BUF - w->buf_len && (r = w_flush(w)) < 0)
+        return r;
+    w->resv_at = w->buf_len;
+    w->resv_len = max;
+    *payload = w->buf + w->buf_len + BLK_HDR_SIZE;
+    return 0;
+}
+
+int seg_writer_data_commit(struct seg_writer *w, uint32_t tid, uint32_t ring,
+                           uint32_t generation, uint64_t lost, size_t len,
+                           const struct seg_data_stats *st, uint32_t crc)
+{
+    if (!w || !st || w->resv_len == 0 || w->resv_at != w->buf_len || len > w->resv_len ||
+        len % D9_REC_ALIGN != 0 || (len == 0) != (st->nrec == 0))
+        return -EINVAL;
+    w->resv_len = 0;
     if (len == 0 && lost == 0)
         return 0;
-    struct seg_block_hdr h = { .kind = SEG_BLK_DATA, .tid = tid, .ring = ring,
-                               .generation = generation, .lost = lost, .len = (uint32_t)len,
-                               .nrec = st->nrec, .t_first = st->t_min, .t_last = st->t_max };
-    return w_put_block(w, &h, len ? records : NULL, st->counts);
+    if (w->err)
+        return w->err;
+    int r = w_reserve_blocks(w, 1);
+    if (r < 0)
+        return r;
+    struct seg_block_hdr h = { .magic = SEG_BLOCK_MAGIC, .kind = SEG_BLK_DATA, .tid = tid,
+                               .ring = ring, .generation = generation, .lost = lost,
+                               .len = (uint32_t)len, .crc32c = crc, .nrec = st->nrec,
+                               .t_first = st->t_min, .t_last = st->t_max };
+    uint64_t offset = w->flushed + w->buf_len;
+    memcpy(w->buf + w->buf_len, &h, BLK_HDR_SIZE);
+    w->buf_len += BLK_HDR_SIZE + len;
+    block_info(&w->blocks[w->nblocks++], &h, offset);
+    acc_add(&w->acc, &h, st->counts);
+    return 0;
 }
 
 int seg_writer_add_thread_end(struct seg_writer *w, uint32_t tid, uint32_t ring,

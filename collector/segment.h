@@ -232,14 +232,23 @@ struct seg_data_stats {
     uint64_t counts[D9_REC_TYPE_COUNT];
 };
 
-/* seg_writer_add_data for records the caller itself validated (the drain's
- * private, shm_ring_read-checked copy) and whose stats it already has: one
- * DATA block without a second walk over the records. len <= SEG_BLOCK_MAX
- * and a multiple of D9_REC_ALIGN, else -EINVAL; st must describe the
- * records exactly (the block header and index are built from it). */
-int seg_writer_add_data_trusted(struct seg_writer *w, uint32_t tid, uint32_t ring,
-                                uint32_t generation, uint64_t lost, const uint8_t *records,
-                                size_t len, const struct seg_data_stats *st);
+/* A DATA block written in place, for the drain: no copy between the ring
+ * reader and the writer's buffer, and no second walk over the records.
+ * seg_writer_data_reserve() makes room for max payload bytes (a multiple of
+ * 8, at most SEG_WRITE_BUF - the block header) in the writer's buffer,
+ * flushing it first if needed (the same error rules as an add: a failed
+ * flush leaves the segment as it was), and points *payload there. The
+ * caller fills [0, len) with records it validated itself (ring framing, no
+ * PADs, converted timestamps), then seg_writer_data_commit() appends them as
+ * one block with the caller's stats and CRC-32C (seg_crc32c over the
+ * payload), which must describe the records exactly: the block header and
+ * the index are built from them. Nothing else may be added in between; a
+ * reservation is dropped by the next reserve, or by a commit with len 0 and
+ * lost 0. len == 0 with lost > 0 writes a record-less block. */
+int seg_writer_data_reserve(struct seg_writer *w, size_t max, uint8_t **payload);
+int seg_writer_data_commit(struct seg_writer *w, uint32_t tid, uint32_t ring,
+                           uint32_t generation, uint64_t lost, size_t len,
+                           const struct seg_data_stats *st, uint32_t crc);
 
 int seg_writer_add_thread_end(struct seg_writer *w, uint32_t tid, uint32_t ring,
                               uint32_t generation, uint64_t t_ns);

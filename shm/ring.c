@@ -8,6 +8,7 @@
  * of the data area.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 #include "shm/ring.h"
 #include "shm/record.h"
@@ -41,8 +42,21 @@ void shm_ring_snapshot(const struct d9_ring_hdr *hdr, struct shm_ring_snapshot *
 
 long shm_ring_read(const uint8_t *data, uint32_t size,
                    const struct shm_ring_snapshot *snap,
-                   uint8_t *out, size_t out_cap, uint64_t *new_tail)
+                   uint8_t *out, size_t out_cap, uint64_t *new_tail,
+                   struct shm_read_xform *x)
 {
+    /* The x part of the walk works on locals, stored back on success:
+     * stores into the copy (uint8_t) may alias anything, and through
+     * pointers the compiler would reload the calibration and the
+     * statistics on every record. */
+    const struct shm_clock_cal cal = x && x->cal ? *x->cal : (struct shm_clock_cal){ 0 };
+    const int conv = cal.ns_per_tick != 0.0;
+    uint32_t nrec = x ? x->nrec : 0;
+    uint64_t t_first = x ? x->t_first : 0, t_last = x ? x->t_last : 0;
+    uint64_t t_min = x && nrec ? x->t_min : UINT64_MAX, t_max = x && nrec ? x->t_max : 0;
+    uint64_t counts[D9_REC_TYPE_COUNT];
+    if (x)
+        memcpy(counts, x->counts, sizeof counts);
     uint64_t head = snap->head, pos = snap->tail;
     *new_tail = pos;
     if (size < D9_RING_DATA_MIN || (size & (size - 1)))
@@ -92,6 +106,20 @@ long shm_ring_read(const uint8_t *data, uint32_t size,
             int len = shm_record_check(dst + p, chunk - p);
             if (len <= 0)
                 return -EBADMSG;
+            if (x) {
+                uint64_t ts, type = (uint16_t)(ph.type);
+                memcpy(&ts, dst + p + offsetof(struct d9_rec_hdr, ts), sizeof ts);
+                if (conv) {
+                    ts = shm_clock_to_ns(&cal, ts);
+                    memcpy(dst + p + offsetof(struct d9_rec_hdr, ts), &ts, sizeof ts);
+                }
+                t_first = nrec ? t_first : ts;
+                t_min = ts < t_min ? ts : t_min;
+                t_max = ts > t_max ? ts : t_max;
+                t_last = ts;
+                counts[type]++;             /* < D9_REC_TYPE_COUNT: checked above */
+                nrec++;
+            }
             p += (size_t)len;
         }
         copied += p;
@@ -107,6 +135,14 @@ long shm_ring_read(const uint8_t *data, uint32_t size,
         }
     }
     *new_tail = pos;
+    if (x) {
+        x->nrec = nrec;
+        x->t_first = t_first;
+        x->t_last = t_last;
+        x->t_min = nrec ? t_min : 0;
+        x->t_max = t_max;
+        memcpy(x->counts, counts, sizeof counts);
+    }
     return (long)copied;
 }
 

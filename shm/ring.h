@@ -25,6 +25,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <stdatomic.h>
+#include "shm/clock.h"
 #include "shm/d9_abi.h"
 
 /* Producer-private state; lives in the agent's thread-local storage. */
@@ -108,18 +109,33 @@ struct shm_ring_snapshot {
 /* Take a snapshot of ring idx: head (acquire), then slot fields. */
 void shm_ring_snapshot(const struct d9_ring_hdr *hdr, struct shm_ring_snapshot *s);
 
+/* Work shm_ring_read can do in the walk that validates the copy, so that
+ * the consumer touches each record once: convert timestamps and gather the
+ * statistics of a DATA block. The statistics accumulate over calls (zero
+ * the struct first); they describe the converted timestamps. */
+struct shm_read_xform {
+    const struct shm_clock_cal *cal;    /* non-NULL: ts of the copy converted to ns */
+    uint32_t nrec;
+    uint64_t t_first, t_last;           /* first / last record (valid when nrec > 0) */
+    uint64_t t_min, t_max;
+    uint64_t counts[D9_REC_TYPE_COUNT];
+};
+
 /*
  * Copy committed records starting at snap->tail into out (at most out_cap
- * bytes), dropping PAD records, and validate the framing of the copy.
+ * bytes), dropping PAD records, and validate the framing of the copy; with
+ * x, also convert and count the copied records (see struct shm_read_xform).
  * On success returns the number of bytes written to out (0 = nothing new)
  * and stores in *new_tail the ring position just past the last copied
  * record; only whole records are copied.
- * Errors: -EBADMSG corrupt cursors or framing (quarantine the ring);
+ * Errors: -EBADMSG corrupt cursors or framing (quarantine the ring; out and
+ *                  *x are then unspecified);
  *         -ENOBUFS out_cap is smaller than the next record (<D9_REC_MAX never happens).
  */
 long shm_ring_read(const uint8_t *data, uint32_t size,
                    const struct shm_ring_snapshot *snap,
-                   uint8_t *out, size_t out_cap, uint64_t *new_tail);
+                   uint8_t *out, size_t out_cap, uint64_t *new_tail,
+                   struct shm_read_xform *x);
 
 /* Release-store tail: the space before it may be reused by the producer. */
 void shm_ring_consume(struct d9_ring_hdr *hdr, uint64_t new_tail);

@@ -32,7 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t n)
 
     size_t cap = (in[0] & 1) ? sizeof out : 64 + (in[1] % 512);
     uint64_t nt;
-    long got = shm_ring_read(ring, sizeof ring, &s, out, cap, &nt);
+    long got = shm_ring_read(ring, sizeof ring, &s, out, cap, &nt, NULL);
     if (got >= 0) {
         if (nt < s.tail || nt > s.head || (size_t)got > cap)
             abort();

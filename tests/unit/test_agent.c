@@ -96,7 +96,8 @@ static long read_ring(struct fx *f, uint32_t idx, uint64_t *new_tail)
     struct shm_ring_snapshot s;
     shm_ring_snapshot(ring(f, idx), &s);
     return shm_ring_read((uint8_t *)ring(f, idx) + D9_RING_HDR_SIZE,
-                         f->a.region.hdr->ring_data_size, &s, f->out, sizeof f->out, new_tail);
+                         f->a.region.hdr->ring_data_size, &s, f->out, sizeof f->out, new_tail,
+                         NULL);
 }
 
 static size_t meta_entries(struct fx *f, struct shm_meta_entry *e, size_t max, uint16_t kind)

@@ -175,7 +175,7 @@ static long read_ring(struct fx *f, struct shm_region *r, struct shm_geometry *g
     shm_ring_snapshot(shm_ring_hdr(r, g, idx), &s);
     uint64_t nt;
     long n = shm_ring_read(shm_ring_data(r, g, idx), g->ring_data_size, &s, f->out,
-                           sizeof f->out, &nt);
+                           sizeof f->out, &nt, NULL);
     assert_true(n >= 0);
     if (consume)
         shm_ring_consume(shm_ring_hdr(r, g, idx), nt);
@@ -593,7 +593,7 @@ static void drain_side(struct drain_ctx *dc)
     struct shm_ring_snapshot snap;
     uint64_t nt;
     shm_ring_snapshot(shm_ring_hdr(&r, &g, 0), &snap);
-    long n = shm_ring_read(shm_ring_data(&r, &g, 0), g.ring_data_size, &snap, buf, sizeof buf, &nt);
+    long n = shm_ring_read(shm_ring_data(&r, &g, 0), g.ring_data_size, &snap, buf, sizeof buf, &nt, NULL);
     int seq_ok = n > 0 && snap.lost == dc->lost1;
     for (long i = 0; seq_ok && i < n / (long)rec; i++) {
         struct d9_rec_poll_start ps;
@@ -609,7 +609,7 @@ static void drain_side(struct drain_ctx *dc)
         goto release;
     }
     shm_ring_snapshot(shm_ring_hdr(&r, &g, 0), &snap);
-    n = shm_ring_read(shm_ring_data(&r, &g, 0), g.ring_data_size, &snap, buf, sizeof buf, &nt);
+    n = shm_ring_read(shm_ring_data(&r, &g, 0), g.ring_data_size, &snap, buf, sizeof buf, &nt, NULL);
     dc->c2 = n / (long)rec;
     if (n > 0) {
         struct d9_rec_poll_start ps;

@@ -41,7 +41,6 @@ struct fx {
     struct shm_producer prod[RINGS];
     struct col_store st;
     struct col_proc *p;
-    uint8_t *buf;
     uint64_t ts;
 };
 
@@ -66,7 +65,6 @@ static int setup_clock(void **state, uint32_t clock)
     assert_int_equal(shm_region_create(&prm, &fx->reg), 0);
     char err[256];
     assert_int_equal(col_store_open(&fx->st, fx->store, 1u << 30, err, sizeof err), 0);
-    fx->buf = malloc(COL_DRAIN_BUF_SIZE);
     fx->ts = 1000;
     *state = fx;
     return 0;
@@ -82,7 +80,6 @@ static int teardown(void **state)
     unlink(fx->reg.path);
     shm_region_close(&fx->reg);
     nftw(fx->dir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
-    free(fx->buf);
     free(fx);
     return 0;
 }
@@ -127,7 +124,7 @@ static void produce(struct fx *fx, int idx, unsigned n)
 static int drain(struct fx *fx, uint64_t now, struct col_drain_result *res)
 {
     memset(res, 0, sizeof *res);
-    return col_drain_proc(fx->p, &fx->st, fx->buf, COL_DRAIN_BUF_SIZE, now, res);
+    return col_drain_proc(fx->p, &fx->st, now, res);
 }
 
 /* Totals over every sealed segment in the store. */
@@ -474,65 +471,6 @@ static void segments_rotate_by_size_or_by_age(void **s)
     assert_false(col_rotate_due(10, 70 * SEC, 65 * SEC, MB, 60 * SEC)); /* clock went back */
 }
 
-static void conversion_rejects_a_record_that_does_not_fit(void **s)
-{
-    (void)s;
-    uint8_t buf[32] = { 0 };
-    struct d9_rec_hdr h = { .len = 40, .type = D9_REC_POLL_START };
-    memcpy(buf, &h, sizeof h);
-    struct shm_clock_cal id = { 0 };
-    assert_int_equal(col_convert_records_stats(buf, sizeof buf, &id, NULL, NULL, NULL), -EBADMSG);
-}
-
-static void identity_calibration_leaves_monotonic_timestamps_alone(void **s)
-{
-    (void)s;
-    uint8_t buf[32] = { 0 };
-    struct d9_rec_hdr h = { .len = 32, .type = D9_REC_POLL_START, .ts = 12345 };
-    memcpy(buf, &h, sizeof h);
-    struct shm_clock_cal id = { 0 };
-    uint64_t first = 0, last = 0;
-    assert_int_equal(col_convert_records_stats(buf, sizeof buf, &id, &first, &last, NULL), 1);
-    memcpy(&h, buf, sizeof h);
-    assert_int_equal(h.ts, 12345);
-    assert_int_equal(first, 12345);
-    assert_int_equal(last, 12345);
-}
-
-static void conversion_gathers_block_stats_in_the_same_walk(void **s)
-{
-    (void)s;
-    uint8_t buf[96] = { 0 };
-    const uint64_t ts[3] = { 30, 10, 20 };
-    const uint16_t type[3] = { D9_REC_POLL_START, D9_REC_POLL_END, D9_REC_POLL_START };
-    for (int i = 0; i < 3; i++) {
-        struct d9_rec_hdr h = { .len = 32, .type = type[i], .ts = ts[i] };
-        memcpy(buf + 32 * i, &h, sizeof h);
-    }
-    struct shm_clock_cal id = { 0 };
-    struct seg_data_stats st;
-    uint64_t first = 0, last = 0;
-    assert_int_equal(col_convert_records_stats(buf, sizeof buf, &id, &first, &last, &st), 3);
-    assert_int_equal(first, 30);
-    assert_int_equal(last, 20);
-    assert_int_equal(st.nrec, 3);
-    assert_int_equal(st.t_min, 10);
-    assert_int_equal(st.t_max, 30);
-    assert_int_equal(st.counts[D9_REC_POLL_START], 2);
-    assert_int_equal(st.counts[D9_REC_POLL_END], 1);
-}
-
-static void conversion_rejects_a_record_type_outside_the_abi(void **s)
-{
-    (void)s;
-    uint8_t buf[32] = { 0 };
-    struct d9_rec_hdr h = { .len = 32, .type = D9_REC_TYPE_COUNT };
-    memcpy(buf, &h, sizeof h);
-    struct shm_clock_cal id = { 0 };
-    struct seg_data_stats st;
-    assert_int_equal(col_convert_records_stats(buf, sizeof buf, &id, NULL, NULL, &st), -EBADMSG);
-}
-
 static void calibration_read_gives_up_while_a_writer_holds_the_seqlock(void **s)
 {
     (void)s;
@@ -575,10 +513,6 @@ int main(void)
         cmocka_unit_test(a_filling_ring_caps_the_sleep_before_half_full),
         cmocka_unit_test(a_ring_an_eighth_full_or_data_left_behind_polls_again_at_once),
         cmocka_unit_test(segments_rotate_by_size_or_by_age),
-        cmocka_unit_test(conversion_rejects_a_record_that_does_not_fit),
-        cmocka_unit_test(identity_calibration_leaves_monotonic_timestamps_alone),
-        cmocka_unit_test(conversion_gathers_block_stats_in_the_same_walk),
-        cmocka_unit_test(conversion_rejects_a_record_type_outside_the_abi),
         cmocka_unit_test(calibration_read_gives_up_while_a_writer_holds_the_seqlock),
         cmocka_unit_test(unusable_calibration_pairs_are_refused),
     };

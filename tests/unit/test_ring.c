@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include "shm/clock.h"
 #include "shm/ring.h"
 #include "shm/record.h"
 
@@ -54,7 +55,7 @@ static long drain(struct fixture *f, uint64_t *next_task, uint32_t *next_seq)
         struct shm_ring_snapshot s;
         shm_ring_snapshot(&f->hdr, &s);
         uint64_t nt;
-        long got = shm_ring_read(f->data, RING_SIZE, &s, f->out, sizeof f->out, &nt);
+        long got = shm_ring_read(f->data, RING_SIZE, &s, f->out, sizeof f->out, &nt, NULL);
         assert_true(got >= 0);
         if (got == 0 && nt == s.tail)
             break;
@@ -108,7 +109,7 @@ static void test_wrap_inserts_pad_and_keeps_order(void **state)
         struct shm_ring_snapshot s;
         shm_ring_snapshot(&f->hdr, &s);
         uint64_t nt;
-        long got = shm_ring_read(f->data, RING_SIZE, &s, f->out, sizeof f->out, &nt);
+        long got = shm_ring_read(f->data, RING_SIZE, &s, f->out, sizeof f->out, &nt, NULL);
         assert_int_equal(got, 37 * 40);
         for (long off = 0; off < got; off += 40) {
             struct d9_rec_wake w;
@@ -140,7 +141,7 @@ static void test_full_ring_drops_newest_and_counts_exactly(void **state)
     struct shm_ring_snapshot s;
     shm_ring_snapshot(&f->hdr, &s);
     uint64_t nt;
-    assert_int_equal(shm_ring_read(f->data, RING_SIZE, &s, f->out, sizeof f->out, &nt), 32);
+    assert_int_equal(shm_ring_read(f->data, RING_SIZE, &s, f->out, sizeof f->out, &nt, NULL), 32);
     struct d9_rec_hdr h;
     memcpy(&h, f->out, sizeof h);
     assert_int_equal(h.seq, (uint32_t)offered);
@@ -154,12 +155,124 @@ static void test_read_respects_out_capacity(void **state)
     struct shm_ring_snapshot s;
     shm_ring_snapshot(&f->hdr, &s);
     uint64_t nt;
-    assert_int_equal(shm_ring_read(f->data, RING_SIZE, &s, f->out, 80, &nt), 64);
+    assert_int_equal(shm_ring_read(f->data, RING_SIZE, &s, f->out, 80, &nt, NULL), 64);
     assert_int_equal(nt, 64);
-    assert_int_equal(shm_ring_read(f->data, RING_SIZE, &s, f->out, 20, &nt), -ENOBUFS);
+    assert_int_equal(shm_ring_read(f->data, RING_SIZE, &s, f->out, 20, &nt, NULL), -ENOBUFS);
     /* out filled exactly by whole records while more remain: stop, not spin */
-    assert_int_equal(shm_ring_read(f->data, RING_SIZE, &s, f->out, 64, &nt), 64);
+    assert_int_equal(shm_ring_read(f->data, RING_SIZE, &s, f->out, 64, &nt, NULL), 64);
     assert_int_equal(nt, 64);
+}
+
+/* Records with these timestamps and types, committed through the producer. */
+static void put_typed(struct fixture *f, uint16_t type, uint64_t ts)
+{
+    struct d9_rec_poll_start *r = shm_ring_reserve(&f->p, sizeof *r);
+    assert_non_null(r);
+    memset((uint8_t *)r + sizeof r->h, 0, sizeof *r - sizeof r->h);
+    shm_ring_commit(&f->p, r, sizeof *r, type, ts);
+}
+
+static void test_read_without_xform_copies_timestamps_unchanged(void **state)
+{
+    struct fixture *f = *state;
+    put_typed(f, D9_REC_POLL_START, 12345);
+    struct shm_ring_snapshot s;
+    shm_ring_snapshot(&f->hdr, &s);
+    uint64_t nt;
+    struct shm_clock_cal id = { 0 };
+    struct shm_read_xform x = { .cal = &id };       /* identity: no conversion either */
+    assert_int_equal(shm_ring_read(f->data, RING_SIZE, &s, f->out, sizeof f->out, &nt, NULL), 32);
+    struct d9_rec_hdr h;
+    memcpy(&h, f->out, sizeof h);
+    assert_int_equal(h.ts, 12345);
+    assert_int_equal(shm_ring_read(f->data, RING_SIZE, &s, f->out, sizeof f->out, &nt, &x), 32);
+    memcpy(&h, f->out, sizeof h);
+    assert_int_equal(h.ts, 12345);
+    assert_int_equal(x.nrec, 1);
+    assert_int_equal(x.t_first, 12345);
+    assert_int_equal(x.t_last, 12345);
+}
+
+static void test_read_converts_tsc_to_ns_in_the_copy_only(void **state)
+{
+    struct fixture *f = *state;
+    struct shm_clock_cal cal;
+    /* 2 GHz: tick 1000 is 5000 ns, every further tick is 0.5 ns */
+    assert_int_equal(shm_clock_cal_from_pairs(&cal, 1000, 5000, 3000, 6000), 0);
+    put_typed(f, D9_REC_POLL_START, 1000);
+    put_typed(f, D9_REC_POLL_END, 3000);
+    struct shm_ring_snapshot s;
+    shm_ring_snapshot(&f->hdr, &s);
+    uint64_t nt;
+    struct shm_read_xform x = { .cal = &cal };
+    assert_int_equal(shm_ring_read(f->data, RING_SIZE, &s, f->out, sizeof f->out, &nt, &x), 64);
+    struct d9_rec_hdr h;
+    memcpy(&h, f->out, sizeof h);
+    assert_int_equal(h.ts, 5000);
+    memcpy(&h, f->out + 32, sizeof h);
+    assert_int_equal(h.ts, 6000);
+    memcpy(&h, f->data + 32, sizeof h);              /* the ring itself is not written */
+    assert_int_equal(h.ts, 3000);
+    assert_int_equal(x.t_first, 5000);
+    assert_int_equal(x.t_last, 6000);
+}
+
+static void test_read_gathers_block_stats_in_the_validating_walk(void **state)
+{
+    struct fixture *f = *state;
+    const uint64_t ts[4] = { 30, 10, 20, 25 };
+    const uint16_t type[4] = { D9_REC_POLL_START, D9_REC_POLL_END, D9_REC_POLL_START,
+                               D9_REC_TASK_SPAWN };
+    for (int i = 0; i < 4; i++)
+        put_typed(f, type[i], ts[i]);
+    struct shm_ring_snapshot s;
+    shm_ring_snapshot(&f->hdr, &s);
+    uint64_t nt;
+    struct shm_read_xform x = { 0 };
+    /* two calls (out holds 3 records, then the last one): stats accumulate */
+    assert_int_equal(shm_ring_read(f->data, RING_SIZE, &s, f->out, 96, &nt, &x), 96);
+    assert_int_equal(x.nrec, 3);
+    assert_int_equal(x.t_last, 20);
+    s.tail = nt;
+    assert_int_equal(shm_ring_read(f->data, RING_SIZE, &s, f->out, sizeof f->out, &nt, &x), 32);
+    assert_int_equal(x.nrec, 4);
+    assert_int_equal(x.t_first, 30);                  /* first of all, not of the last call */
+    assert_int_equal(x.t_last, 25);
+    assert_int_equal(x.t_min, 10);
+    assert_int_equal(x.t_max, 30);
+    assert_int_equal(x.counts[D9_REC_POLL_START], 2);
+    assert_int_equal(x.counts[D9_REC_POLL_END], 1);
+    assert_int_equal(x.counts[D9_REC_TASK_SPAWN], 1);
+    assert_int_equal(x.counts[D9_REC_PAD], 0);
+}
+
+static void test_read_stats_skip_pads_and_survive_wrap(void **state)
+{
+    struct fixture *f = *state;
+    /* fill to 32 bytes short of the end and drain; a 40-byte park record
+     * then goes to the start of the ring behind a 32-byte PAD */
+    const unsigned n = RING_SIZE / 32 - 1;
+    for (unsigned i = 0; i < n; i++)
+        put_typed(f, D9_REC_POLL_START, i);
+    struct shm_ring_snapshot s;
+    shm_ring_snapshot(&f->hdr, &s);
+    uint64_t nt;
+    assert_int_equal(shm_ring_read(f->data, RING_SIZE, &s, f->out, sizeof f->out, &nt, NULL),
+                     (long)n * 32);
+    shm_ring_consume(&f->hdr, nt);
+    struct d9_rec_worker *w = shm_ring_reserve(&f->p, sizeof *w);
+    assert_non_null(w);
+    memset((uint8_t *)w + sizeof w->h, 0, sizeof *w - sizeof w->h);
+    shm_ring_commit(&f->p, w, sizeof *w, D9_REC_WORKER_PARK, 777);
+    shm_ring_snapshot(&f->hdr, &s);
+    assert_int_equal(s.head - s.tail, 32 + 40);      /* PAD + record */
+    struct shm_read_xform x = { 0 };
+    assert_int_equal(shm_ring_read(f->data, RING_SIZE, &s, f->out, sizeof f->out, &nt, &x), 40);
+    assert_int_equal(nt, s.head);
+    assert_int_equal(x.nrec, 1);
+    assert_int_equal(x.counts[D9_REC_WORKER_PARK], 1);
+    assert_int_equal(x.counts[D9_REC_PAD], 0);
+    assert_int_equal(x.t_min, 777);
 }
 
 static void test_hostile_cursors_rejected(void **state)
@@ -170,13 +283,13 @@ static void test_hostile_cursors_rejected(void **state)
     uint64_t nt;
     shm_ring_snapshot(&f->hdr, &s);
     s.head = s.tail + RING_SIZE + 8;        /* more than a ring of data */
-    assert_int_equal(shm_ring_read(f->data, RING_SIZE, &s, f->out, sizeof f->out, &nt), -EBADMSG);
+    assert_int_equal(shm_ring_read(f->data, RING_SIZE, &s, f->out, sizeof f->out, &nt, NULL), -EBADMSG);
     shm_ring_snapshot(&f->hdr, &s);
     s.tail = s.head + 8;                    /* tail past head */
-    assert_int_equal(shm_ring_read(f->data, RING_SIZE, &s, f->out, sizeof f->out, &nt), -EBADMSG);
+    assert_int_equal(shm_ring_read(f->data, RING_SIZE, &s, f->out, sizeof f->out, &nt, NULL), -EBADMSG);
     shm_ring_snapshot(&f->hdr, &s);
     s.head -= 4;                            /* misaligned */
-    assert_int_equal(shm_ring_read(f->data, RING_SIZE, &s, f->out, sizeof f->out, &nt), -EBADMSG);
+    assert_int_equal(shm_ring_read(f->data, RING_SIZE, &s, f->out, sizeof f->out, &nt, NULL), -EBADMSG);
 }
 
 static void corrupt_and_expect_bad(struct fixture *f, size_t off, const void *bytes, size_t n)
@@ -185,7 +298,7 @@ static void corrupt_and_expect_bad(struct fixture *f, size_t off, const void *by
     struct shm_ring_snapshot s;
     shm_ring_snapshot(&f->hdr, &s);
     uint64_t nt;
-    assert_int_equal(shm_ring_read(f->data, RING_SIZE, &s, f->out, sizeof f->out, &nt), -EBADMSG);
+    assert_int_equal(shm_ring_read(f->data, RING_SIZE, &s, f->out, sizeof f->out, &nt, NULL), -EBADMSG);
 }
 
 static void test_snapshot_terminates_and_sanitizes_thread_name(void **state)
@@ -328,7 +441,7 @@ static void test_concurrent_producer_consumer(void **state)
         struct shm_ring_snapshot snap;
         shm_ring_snapshot(&f->hdr, &snap);
         uint64_t nt;
-        long n = shm_ring_read(f->data, RING_SIZE, &snap, f->out, sizeof f->out, &nt);
+        long n = shm_ring_read(f->data, RING_SIZE, &snap, f->out, sizeof f->out, &nt, NULL);
         assert_true(n >= 0);
         for (long off = 0; off < n;) {
             struct d9_rec_poll_start r;
@@ -363,6 +476,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_pad_not_reaching_end_rejected, setup, teardown),
         cmocka_unit_test(test_custom_payload_len_checked),
         cmocka_unit_test(test_stack_frames_checked),
+        cmocka_unit_test_setup_teardown(test_read_without_xform_copies_timestamps_unchanged, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_read_converts_tsc_to_ns_in_the_copy_only, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_read_gathers_block_stats_in_the_validating_walk, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_read_stats_skip_pads_and_survive_wrap, setup, teardown),
         cmocka_unit_test(test_record_check_never_reads_past_avail),
         cmocka_unit_test(test_type_names_round_trip),
         cmocka_unit_test_setup_teardown(test_concurrent_producer_consumer, setup, teardown),

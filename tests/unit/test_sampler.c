@@ -339,7 +339,7 @@ static int sampled_function(struct ag_agent *a, int idx, const char *want)
         struct shm_ring_snapshot snap;
         shm_ring_snapshot(rh, &snap);
         uint64_t nt;
-        long got = shm_ring_read(data, h->ring_data_size, &snap, out, sizeof out, &nt);
+        long got = shm_ring_read(data, h->ring_data_size, &snap, out, sizeof out, &nt, NULL);
         assert_true(got >= 0);
         for (long o = 0; o < got;) {
             int l = shm_record_check(out + o, (size_t)(got - o));

@@ -449,7 +449,20 @@ static void test_lost_without_records_is_kept_in_an_empty_data_block(void **stat
     seg_writer_free(w);
 }
 
-static void test_trusted_data_block_has_the_same_stats_as_a_checked_one(void **state)
+/* What the drain does: reserve room in the writer, fill it, commit it. */
+static int commit_in_place(struct seg_writer *w, const uint8_t *data, size_t dlen, uint64_t lost,
+                           const struct seg_data_stats *st)
+{
+    uint8_t *dst = NULL;
+    int rc = seg_writer_data_reserve(w, dlen ? dlen : 8, &dst);
+    if (rc)
+        return rc;
+    if (dlen)
+        memcpy(dst, data, dlen);
+    return seg_writer_data_commit(w, 7, 0, 1, lost, dlen, st, dlen ? seg_crc32c(0, data, dlen) : 0);
+}
+
+static void test_in_place_data_block_is_the_same_as_a_checked_one(void **state)
 {
     struct fx *fx = *state;
     uint8_t data[256];
@@ -466,16 +479,28 @@ static void test_trusted_data_block_has_the_same_stats_as_a_checked_one(void **s
     assert_int_equal(seg_writer_add_data(a, 7, 0, 1, 5, data, dlen), 0);
     assert_int_equal(seg_writer_seal(a, &sa), 0);
     assert_int_equal(seg_writer_open(&b, fx->dir, 2, &proc, NULL, 0), 0);
-    assert_int_equal(seg_writer_add_data_trusted(b, 7, 0, 1, 5, data, dlen, &st), 0);
+    assert_int_equal(commit_in_place(b, data, dlen, 5, &st), 0);
     assert_int_equal(seg_writer_seal(b, &sb), 0);
+    assert_int_equal(sb.bytes, sa.bytes);
     assert_int_equal(sb.nrecords, sa.nrecords);
     assert_int_equal(sb.t_min, sa.t_min);
     assert_int_equal(sb.t_max, sa.t_max);
     assert_int_equal(sb.lost, sa.lost);
     assert_memory_equal(sb.counts, sa.counts, sizeof sa.counts);
+    assert_int_equal(sb.nblocks, sa.nblocks);
+    for (uint32_t k = 0; k < sa.nblocks; k++) {
+        const struct seg_block_info *x = &sa.blocks[k], *y = &sb.blocks[k];
+        assert_int_equal(y->offset, x->offset);
+        assert_int_equal(y->len, x->len);
+        assert_int_equal(y->kind, x->kind);
+        assert_int_equal(y->nrec, x->nrec);
+        assert_int_equal(y->t_first, x->t_first);
+        assert_int_equal(y->t_last, x->t_last);
+        assert_int_equal(y->lost, x->lost);
+    }
     struct seg_reader *r;
     uint64_t nrec = 0;
-    assert_int_equal(seg_reader_open(&r, sb.path, 0), 0);
+    assert_int_equal(seg_reader_open(&r, sb.path, 0), 0);    /* crc and stats verified */
     assert_int_equal(read_all(r, &nrec), 1);
     assert_int_equal(nrec, 3);
     seg_reader_close(r);
@@ -483,7 +508,7 @@ static void test_trusted_data_block_has_the_same_stats_as_a_checked_one(void **s
     seg_writer_free(b);
 }
 
-static void test_trusted_data_refuses_stats_that_cannot_describe_the_records(void **state)
+static void test_in_place_commit_refuses_what_cannot_describe_the_records(void **state)
 {
     struct fx *fx = *state;
     struct seg_writer *w;
@@ -493,14 +518,89 @@ static void test_trusted_data_refuses_stats_that_cannot_describe_the_records(voi
     size_t dlen = 0;
     rec_poll_start(data, &dlen, 1, 30, 1);
     struct seg_data_stats none = { 0 }, one = { .nrec = 1, .t_min = 30, .t_max = 30 };
-    assert_int_equal(seg_writer_add_data_trusted(w, 1, 0, 1, 0, data, dlen, &none), -EINVAL);
-    assert_int_equal(seg_writer_add_data_trusted(w, 1, 0, 1, 0, NULL, 0, &one), -EINVAL);
-    assert_int_equal(seg_writer_add_data_trusted(w, 1, 0, 1, 0, data, 12, &one), -EINVAL);
-    assert_int_equal(seg_writer_add_data_trusted(w, 1, 0, 1, 0, data, (size_t)SEG_BLOCK_MAX + 8,
-                                                 &one), -EINVAL);
-    assert_int_equal(seg_writer_add_data_trusted(w, 1, 0, 1, 0, data, dlen, NULL), -EINVAL);
+    uint8_t *dst;
+    /* no reservation */
+    assert_int_equal(seg_writer_data_commit(w, 1, 0, 1, 0, dlen, &one, 0), -EINVAL);
+    /* reservations the buffer cannot take or the format does not allow */
+    assert_int_equal(seg_writer_data_reserve(w, 0, &dst), -EINVAL);
+    assert_int_equal(seg_writer_data_reserve(w, 12, &dst), -EINVAL);
+    assert_int_equal(seg_writer_data_reserve(w, SEG_WRITE_BUF, &dst), -EINVAL);
+    /* more than reserved, stats that do not match, misaligned */
+    assert_int_equal(seg_writer_data_reserve(w, dlen, &dst), 0);
+    assert_int_equal(seg_writer_data_commit(w, 1, 0, 1, 0, dlen + 8, &one, 0), -EINVAL);
+    assert_int_equal(seg_writer_data_reserve(w, dlen, &dst), 0);
+    assert_int_equal(seg_writer_data_commit(w, 1, 0, 1, 0, dlen, &none, 0), -EINVAL);
+    assert_int_equal(seg_writer_data_reserve(w, dlen, &dst), 0);
+    assert_int_equal(seg_writer_data_commit(w, 1, 0, 1, 0, 12, &one, 0), -EINVAL);
+    assert_int_equal(seg_writer_data_reserve(w, dlen, &dst), 0);
+    assert_int_equal(seg_writer_data_commit(w, 1, 0, 1, 0, dlen, NULL, 0), -EINVAL);
     assert_int_equal(seg_writer_bytes(w), before);
+    /* another block in between drops the reservation */
+    assert_int_equal(seg_writer_data_reserve(w, dlen, &dst), 0);
+    memcpy(dst, data, dlen);
+    assert_int_equal(seg_writer_add_thread_end(w, 1, 0, 1, 40), 0);
+    uint64_t after_end = seg_writer_bytes(w);
+    assert_int_equal(seg_writer_data_commit(w, 1, 0, 1, 0, dlen, &one,
+                                            seg_crc32c(0, data, dlen)), -EINVAL);
+    assert_int_equal(seg_writer_bytes(w), after_end);
+    /* a commit of nothing with nothing lost writes nothing */
+    assert_int_equal(seg_writer_data_reserve(w, dlen, &dst), 0);
+    assert_int_equal(seg_writer_data_commit(w, 1, 0, 1, 0, 0, &none, 0), 0);
+    assert_int_equal(seg_writer_bytes(w), after_end);
     seg_writer_free(w);
+}
+
+static void test_in_place_record_less_block_carries_drops(void **state)
+{
+    struct fx *fx = *state;
+    struct seg_writer *w;
+    struct seg_summary sum;
+    struct seg_data_stats none = { 0 };
+    assert_int_equal(seg_writer_open(&w, fx->dir, 1, &proc, NULL, 0), 0);
+    assert_int_equal(commit_in_place(w, NULL, 0, 9, &none), 0);
+    assert_int_equal(seg_writer_seal(w, &sum), 0);
+    assert_int_equal(sum.lost, 9);
+    assert_int_equal(sum.nrecords, 0);
+    struct seg_reader *r;
+    assert_int_equal(seg_reader_open(&r, sum.path, 0), 0);
+    assert_int_equal(read_all(r, NULL), 1);
+    seg_reader_close(r);
+    seg_writer_free(w);
+}
+
+static void test_in_place_reservation_flushes_a_buffer_it_does_not_fit(void **state)
+{
+    struct fx *fx = *state;
+    struct seg_writer *w;
+    struct seg_summary sum;
+    assert_int_equal(seg_writer_open(&w, fx->dir, 1, &proc, NULL, 0), 0);
+    /* records enough to fill most of the buffer, in two big blocks */
+    const size_t big = SEG_WRITE_BUF / 2 + 4096;
+    uint8_t *data = malloc(big);
+    assert_non_null(data);
+    size_t dlen = 0;
+    uint32_t seq = 0;
+    while (dlen + sizeof(struct d9_rec_poll_start) <= big)
+        rec_poll_start(data, &dlen, seq, 100 + seq, seq), seq++;
+    struct seg_data_stats st = { .nrec = seq, .t_min = 100, .t_max = 100 + seq - 1 };
+    st.counts[D9_REC_POLL_START] = seq;
+    struct stat sb;
+    assert_int_equal(commit_in_place(w, data, dlen, 0, &st), 0);
+    assert_int_equal(stat(seg_writer_path(w), &sb), 0);
+    off_t on_disk = sb.st_size;                      /* still in the buffer */
+    assert_int_equal(commit_in_place(w, data, dlen, 0, &st), 0);
+    assert_int_equal(stat(seg_writer_path(w), &sb), 0);
+    assert_true(sb.st_size > on_disk + (off_t)dlen);  /* the first block was flushed */
+    assert_int_equal(seg_writer_seal(w, &sum), 0);
+    assert_int_equal(sum.nrecords, 2u * seq);
+    struct seg_reader *r;
+    uint64_t nrec = 0;
+    assert_int_equal(seg_reader_open(&r, sum.path, 0), 0);
+    assert_int_equal(read_all(r, &nrec), 2);       /* blocks */
+    assert_int_equal(nrec, 2u * seq);
+    seg_reader_close(r);
+    seg_writer_free(w);
+    free(data);
 }
 
 static void test_invalid_records_are_rejected_and_write_nothing(void **state)
@@ -1249,8 +1349,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_reader_returns_header_footer_blocks_and_records, setup, teardown),
         cmocka_unit_test_setup_teardown(test_meta_added_later_is_a_meta_block_before_the_data_using_it, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lost_without_records_is_kept_in_an_empty_data_block, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_trusted_data_block_has_the_same_stats_as_a_checked_one, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_trusted_data_refuses_stats_that_cannot_describe_the_records, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_in_place_data_block_is_the_same_as_a_checked_one, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_in_place_commit_refuses_what_cannot_describe_the_records, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_in_place_record_less_block_carries_drops, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_in_place_reservation_flushes_a_buffer_it_does_not_fit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_invalid_records_are_rejected_and_write_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_data_larger_than_a_block_is_split_at_record_boundaries, setup, teardown),
         cmocka_unit_test_setup_teardown(test_freeing_an_unsealed_writer_removes_its_temp_file, setup, teardown),

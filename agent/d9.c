@@ -62,22 +62,36 @@ static __attribute__((noinline, cold)) int thread_slow(struct ag_thread *t)
 }
 
 /*
- * Entry of every record function. Declares src_ (the clock source) and p_
- * (the thread's producer). Returns when tracing is off (one relaxed load, one
- * predictable branch). On the thread's first event it claims a ring out of
- * line and then re-enters the record function once (again_), so the fast
- * path itself contains no call and needs no stack frame.
+ * Record functions have two halves. The fast half, inline in each public
+ * function (AG_FAST): tracing on, clock source TSC, and the record fits the
+ * thread's ring (shm_ring_fits: one compare; a thread without a ring never
+ * fits). Anything else tail-calls the function's cold half (out of line),
+ * which does the general thing: claim a ring on the thread's first event
+ * (AG_GENERAL), stamp with CLOCK_MONOTONIC where the TSC is not usable, let
+ * shm_ring_reserve write a PAD or count a drop. The fast half therefore
+ * contains no call and needs no stack frame; it is, per event, a load and
+ * test of g_agent.live, the compare, the stores and the release-store of head.
  */
-#define AG_ENTER(src_, p_, again_)                                             \
+#define AG_FAST(len_, cold_call_)                                              \
+    uint32_t src_ = atomic_load_explicit(&g_agent.live, memory_order_relaxed); \
+    if (__builtin_expect(src_ == 0, 0))                                        \
+        return;                                                                \
+    if (__builtin_expect(src_ != D9_CLOCK_TSC || !shm_ring_fits(&g_tls.p, (len_)), 0)) { \
+        cold_call_;                                                            \
+        return;                                                                \
+    }
+
+/* The general entry (cold halves, park/unpark, custom events): declares
+ * src_ and p_; returns when tracing is off or the thread gets no ring. */
+#define AG_GENERAL(src_, p_)                                                   \
     uint32_t src_ = atomic_load_explicit(&g_agent.live, memory_order_relaxed); \
     if (__builtin_expect(src_ == 0, 0))                                        \
         return;                                                                \
     struct shm_producer *p_ = &g_tls.p;                                        \
-    if (__builtin_expect(p_->hdr == NULL, 0)) {                                \
-        if (thread_slow(&g_tls))                                               \
-            again_;                                                            \
-        return;                                                                \
-    }
+    if (__builtin_expect(p_->hdr == NULL, 0) && !thread_slow(&g_tls))          \
+        return;
+
+#define AG_COLD static __attribute__((noinline, cold)) void
 
 /* ---- fork ------------------------------------------------------------------- */
 
@@ -207,30 +221,52 @@ const char *d9_region_path(void)
 
 /* ---- record functions ------------------------------------------------------ */
 
+AG_COLD cold_poll_start(d9_runtime rt, uint16_t worker, uint64_t task, d9_loc loc)
+{
+    AG_GENERAL(src, p);
+    if (rt.id != 0)
+        ag_emit_poll_start(p, src, rt.id, worker, task, loc);
+}
+
 void d9_poll_start(d9_runtime rt, uint16_t worker, uint64_t task, d9_loc loc)
 {
-    AG_ENTER(src, p, d9_poll_start(rt, worker, task, loc));
+    AG_FAST(sizeof(struct d9_rec_poll_start), cold_poll_start(rt, worker, task, loc));
     if (__builtin_expect(rt.id != 0, 1))
-        ag_emit_poll_start(p, src, rt.id, worker, task, loc);
+        ag_emit_poll_start(&g_tls.p, D9_CLOCK_TSC, rt.id, worker, task, loc);
+}
+
+AG_COLD cold_poll_end(d9_runtime rt, uint16_t worker, uint64_t task)
+{
+    AG_GENERAL(src, p);
+    if (rt.id != 0)
+        ag_emit_poll_end(p, src, rt.id, worker, task);
 }
 
 void d9_poll_end(d9_runtime rt, uint16_t worker, uint64_t task)
 {
-    AG_ENTER(src, p, d9_poll_end(rt, worker, task));
+    AG_FAST(sizeof(struct d9_rec_poll_end), cold_poll_end(rt, worker, task));
     if (__builtin_expect(rt.id != 0, 1))
-        ag_emit_poll_end(p, src, rt.id, worker, task);
+        ag_emit_poll_end(&g_tls.p, D9_CLOCK_TSC, rt.id, worker, task);
+}
+
+AG_COLD cold_wake(d9_runtime rt, uint64_t waker, uint64_t wakee, uint16_t target_worker)
+{
+    AG_GENERAL(src, p);
+    if (rt.id != 0)
+        ag_emit_wake(p, src, rt.id, waker, wakee, target_worker);
 }
 
 void d9_wake(d9_runtime rt, uint64_t waker, uint64_t wakee, uint16_t target_worker)
 {
-    AG_ENTER(src, p, d9_wake(rt, waker, wakee, target_worker));
+    AG_FAST(sizeof(struct d9_rec_wake), cold_wake(rt, waker, wakee, target_worker));
     if (__builtin_expect(rt.id != 0, 1))
-        ag_emit_wake(p, src, rt.id, waker, wakee, target_worker);
+        ag_emit_wake(&g_tls.p, D9_CLOCK_TSC, rt.id, waker, wakee, target_worker);
 }
 
+/* Park/unpark read schedstat now and then (ag_thread_sched): always general. */
 static void worker_event(d9_runtime rt, uint16_t worker, uint16_t type)
 {
-    AG_ENTER(src, p, worker_event(rt, worker, type));
+    AG_GENERAL(src, p);
     if (__builtin_expect(rt.id == 0, 0))
         return;
     uint64_t cpu, wait;
@@ -248,30 +284,44 @@ void d9_worker_unpark(d9_runtime rt, uint16_t worker)
     worker_event(rt, worker, D9_REC_WORKER_UNPARK);
 }
 
+AG_COLD cold_task(d9_runtime rt, uint16_t type, uint64_t task, d9_loc loc)
+{
+    AG_GENERAL(src, p);
+    if (rt.id != 0)
+        ag_emit_task(p, src, type, rt.id, task, loc);
+}
+
 void d9_task_spawn(d9_runtime rt, uint64_t task, d9_loc loc)
 {
-    AG_ENTER(src, p, d9_task_spawn(rt, task, loc));
+    AG_FAST(sizeof(struct d9_rec_task), cold_task(rt, D9_REC_TASK_SPAWN, task, loc));
     if (__builtin_expect(rt.id != 0, 1))
-        ag_emit_task(p, src, D9_REC_TASK_SPAWN, rt.id, task, loc);
+        ag_emit_task(&g_tls.p, D9_CLOCK_TSC, D9_REC_TASK_SPAWN, rt.id, task, loc);
 }
 
 void d9_task_terminate(d9_runtime rt, uint64_t task)
 {
-    AG_ENTER(src, p, d9_task_terminate(rt, task));
+    AG_FAST(sizeof(struct d9_rec_task), cold_task(rt, D9_REC_TASK_TERMINATE, task, 0));
     if (__builtin_expect(rt.id != 0, 1))
-        ag_emit_task(p, src, D9_REC_TASK_TERMINATE, rt.id, task, 0);
+        ag_emit_task(&g_tls.p, D9_CLOCK_TSC, D9_REC_TASK_TERMINATE, rt.id, task, 0);
+}
+
+AG_COLD cold_queue_depth(d9_runtime rt, uint16_t worker, uint64_t depth)
+{
+    AG_GENERAL(src, p);
+    if (rt.id != 0)
+        ag_emit_queue_depth(p, src, rt.id, worker, depth);
 }
 
 void d9_queue_depth(d9_runtime rt, uint16_t worker, uint64_t depth)
 {
-    AG_ENTER(src, p, d9_queue_depth(rt, worker, depth));
+    AG_FAST(sizeof(struct d9_rec_queue_depth), cold_queue_depth(rt, worker, depth));
     if (__builtin_expect(rt.id != 0, 1))
-        ag_emit_queue_depth(p, src, rt.id, worker, depth);
+        ag_emit_queue_depth(&g_tls.p, D9_CLOCK_TSC, rt.id, worker, depth);
 }
 
 void d9_emit_values(d9_schema *schema, const d9_value *values, unsigned n)
 {
-    AG_ENTER(src, p, d9_emit_values(schema, values, n));
+    AG_GENERAL(src, p);
     uint32_t id = schema ? __atomic_load_n(&schema->id, __ATOMIC_ACQUIRE) : AG_SCHEMA_INVALID;
     if (__builtin_expect(id == 0, 0))
         id = ag_schema_id(&g_agent, schema);    /* first use: publish (slow path) */

@@ -52,6 +52,9 @@
  *                      region by scanning DIAL9_SHM_DIR)
  *   DIAL9_RUNTIME_NAME name of the default runtime (default: the program's comm)
  *   DIAL9_SHM_DIR      where regions are created (default /dev/shm; for tests)
+ *   DIAL9_CLOCK        auto (default: the TSC where it is invariant, else CLOCK_MONOTONIC)
+ *                      or monotonic (always CLOCK_MONOTONIC through the vDSO, ~10-20 ns
+ *                      more per event; for hosts whose TSC is not trusted)
  *   DIAL9_SCHED_SAMPLE_US  park/unpark read schedstat at most once per this many
  *                      microseconds per thread, 0..60000000 (default 1000; 0 = at
  *                      every park/unpark, a per-wake-up delay at ~0.3-1 us each)

@@ -7,7 +7,9 @@
  * head); custom events are encoded out of line in emit.c because their size
  * depends on the values. Callers have already checked that the thread has a
  * ring; these functions only fail by dropping the record (counted in the
- * ring's lost counter with a seq gap, see ag_emit_drop).
+ * ring's lost counter with a seq gap, see ag_emit_drop). The record
+ * functions in d9.c also check shm_ring_fits() first, so that the reserve
+ * inlined here folds into that one compare.
  *
  * src is the region's clock source; the timestamp is read only once space is
  * reserved, so a dropped record (full ring) costs no clock read.

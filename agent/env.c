@@ -214,6 +214,14 @@ int ag_env_parse(struct ag_config *c, ag_getenv_fn get, void *ctx, char *err, si
             return fail(c, err, errcap, "DIAL9_SCHED_SAMPLE_US", v, what);
         c->sched_sample_us = us;
     }
+    if ((v = lookup(get, ctx, "DIAL9_CLOCK"))) {
+        if (strcasecmp(v, "auto") == 0)
+            c->clock_source = 0;
+        else if (strcasecmp(v, "monotonic") == 0)
+            c->clock_source = D9_CLOCK_MONOTONIC;
+        else
+            return fail(c, err, errcap, "DIAL9_CLOCK", v, "is not auto or monotonic");
+    }
     if ((v = lookup(get, ctx, "DIAL9_SHM_DIR"))) {
         snprintf(what, sizeof what, "is not an absolute directory path (at most %u bytes)",
                  AG_SHM_DIR_MAX - 1);

@@ -44,9 +44,11 @@ struct ag_config {
     uint32_t sched_sample_us;           /* DIAL9_SCHED_SAMPLE_US: schedstat reads per thread
                                            at most this often (0 = at every park/unpark) */
 
+    uint32_t clock_source;              /* DIAL9_CLOCK: 0 = auto (TSC if invariant), else
+                                           enum d9_clock_source (tests may set D9_CLOCK_TSC) */
+
     /* Not from the environment; tests change them. */
     uint32_t meta_size;                 /* metadata log bytes */
-    uint32_t clock_source;              /* 0 = auto (TSC if invariant), else enum d9_clock_source */
     int housekeeping;                   /* 1 = run the agent thread (heartbeat, clock, control) */
     int control;                        /* 1 = talk to the collector (needs housekeeping);
                                            DIAL9_COLLECTOR=none sets 0 */

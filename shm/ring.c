@@ -14,15 +14,55 @@
 #include "shm/record.h"
 #include "shm/region.h"
 
+/* min(end of head's lap, cached_tail + size): see struct shm_producer. */
+static void producer_limit(struct shm_producer *p)
+{
+    uint64_t lap_end = (p->head | p->mask) + 1;
+    uint64_t full_at = p->cached_tail + p->size;
+    p->limit = lap_end < full_at ? lap_end : full_at;
+}
+
 void shm_producer_attach(struct shm_producer *p, struct d9_ring_hdr *hdr,
                          uint8_t *data, uint32_t size)
 {
     p->hdr = hdr;
     p->data = data;
     p->size = size;
+    p->mask = size - 1;
     p->seq = 0;
     p->head = atomic_load_explicit(&hdr->head, memory_order_relaxed);
     p->cached_tail = atomic_load_explicit(&hdr->tail, memory_order_acquire);
+    producer_limit(p);
+}
+
+int shm_ring_make_room(struct shm_producer *p, uint32_t len)
+{
+    uint64_t head = p->head;
+    uint32_t pos = (uint32_t)head & p->mask;
+    uint32_t contig = p->size - pos;
+    uint32_t need = len <= contig ? len : len + contig;     /* a PAD first if it straddles */
+    if (p->size - (head - p->cached_tail) < need) {
+        /* acquire: the consumer finished copying everything before tail */
+        p->cached_tail = atomic_load_explicit(&p->hdr->tail, memory_order_acquire);
+        if (p->size - (head - p->cached_tail) < need) {
+            uint64_t lost = atomic_load_explicit(&p->hdr->lost, memory_order_relaxed);
+            /* single writer: a relaxed load+store is exact */
+            atomic_store_explicit(&p->hdr->lost, lost + 1, memory_order_relaxed);
+            p->seq++;
+            producer_limit(p);
+            return 0;
+        }
+    }
+    if (len > contig) {
+        /* published with the record's own release-store of head */
+        struct d9_pad_hdr *pad = (struct d9_pad_hdr *)(p->data + pos);
+        pad->len = (uint16_t)contig;
+        pad->type = D9_REC_PAD;
+        pad->_zero = 0;
+        p->head = head + contig;
+    }
+    producer_limit(p);
+    return 1;
 }
 
 void shm_ring_snapshot(const struct d9_ring_hdr *hdr, struct shm_ring_snapshot *s)

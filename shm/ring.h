@@ -2,9 +2,11 @@
  * ring.h — single-producer single-consumer byte ring over shared memory.
  *
  * Producer side (agent threads): shm_ring_reserve() / shm_ring_commit() are
- * inline, lock-free, syscall-free and allocation-free. The producer owns
- * head and lost; it caches the consumer's tail privately and re-reads it only
- * when the cached value says the ring is full. Full ring: the record is
+ * inline, lock-free, syscall-free and allocation-free; the fast path is one
+ * compare (head + len <= limit), everything else is in shm_ring_make_room()
+ * out of line. The producer owns head and lost; it caches the consumer's
+ * tail privately and re-reads it only when the cached value says the ring
+ * is full. Full ring: the record is
  * dropped, lost is incremented and the sequence number still advances, so the
  * consumer sees the drop as a gap (drop-newest; unread data is never
  * overwritten).
@@ -28,19 +30,47 @@
 #include "shm/clock.h"
 #include "shm/d9_abi.h"
 
-/* Producer-private state; lives in the agent's thread-local storage. */
+/* Producer-private state; lives in the agent's thread-local storage.
+ * limit folds every reason to leave the fast path into one compare: a
+ * record of len bytes can be written at head iff head + len <= limit, where
+ * limit = min(end of the current lap of the data area, cached_tail + size).
+ * It is 0 while detached, so a thread without a ring takes the slow path too. */
 struct shm_producer {
-    struct d9_ring_hdr *hdr;    /* NULL = this thread has no ring */
     uint8_t *data;
-    uint32_t size;              /* ring_data_size, power of two */
-    uint32_t seq;               /* next record sequence number */
     uint64_t head;              /* private copy of hdr->head */
-    uint64_t cached_tail;       /* last tail seen; refreshed only when full */
+    uint64_t limit;             /* see above; recomputed only on the slow path */
+    uint32_t mask;              /* ring_data_size - 1 */
+    uint32_t seq;               /* next record sequence number */
+    struct d9_ring_hdr *hdr;    /* NULL = this thread has no ring */
+    uint64_t cached_tail;       /* last tail seen; refreshed only on the slow path */
+    uint32_t size;              /* ring_data_size, power of two */
 };
 
 /* Attach a producer to a ring the caller has just claimed. */
 void shm_producer_attach(struct shm_producer *p, struct d9_ring_hdr *hdr,
                          uint8_t *data, uint32_t size);
+
+/*
+ * Slow path of the producer (out of line): make room for a len-byte record
+ * at head (len a multiple of 8, 16..D9_REC_MAX). Re-reads the consumer's
+ * tail, writes a PAD record if the record would straddle the end of the
+ * ring, and recomputes limit. Returns 1 when the record now fits
+ * (head + len <= limit), 0 when the ring is full: the drop has been counted
+ * (lost + 1, seq + 1). Must not be called on a detached producer.
+ */
+int shm_ring_make_room(struct shm_producer *p, uint32_t len);
+
+/* 1 when a len-byte record fits at head without the slow path. */
+static inline int shm_ring_fits(const struct shm_producer *p, uint32_t len)
+{
+    return __builtin_expect(p->head + len <= p->limit, 1);
+}
+
+/* Where the next record goes; only valid when shm_ring_fits(). */
+static inline void *shm_ring_slot(const struct shm_producer *p)
+{
+    return p->data + ((uint32_t)p->head & p->mask);
+}
 
 /*
  * Reserve len bytes (multiple of 8, 16..D9_REC_MAX). Returns a pointer where
@@ -50,46 +80,26 @@ void shm_producer_attach(struct shm_producer *p, struct d9_ring_hdr *hdr,
  */
 static inline void *shm_ring_reserve(struct shm_producer *p, uint32_t len)
 {
-    uint64_t head = p->head;
-    uint32_t pos = (uint32_t)head & (p->size - 1);
-    uint32_t contig = p->size - pos;
-    uint32_t need = len <= contig ? len : len + contig;
-
-    if (__builtin_expect(p->size - (head - p->cached_tail) < need, 0)) {
-        /* acquire: the consumer finished copying everything before tail */
-        p->cached_tail = atomic_load_explicit(&p->hdr->tail, memory_order_acquire);
-        if (p->size - (head - p->cached_tail) < need) {
-            uint64_t lost = atomic_load_explicit(&p->hdr->lost, memory_order_relaxed);
-            /* single writer: a relaxed load+store is exact */
-            atomic_store_explicit(&p->hdr->lost, lost + 1, memory_order_relaxed);
-            p->seq++;
-            return NULL;
-        }
-    }
-    if (len > contig) {
-        struct d9_pad_hdr *pad = (struct d9_pad_hdr *)(p->data + pos);
-        pad->len = (uint16_t)contig;
-        pad->type = D9_REC_PAD;
-        pad->_zero = 0;
-        head += contig;
-        p->head = head;
-        pos = 0;
-    }
-    return p->data + pos;
+    if (!shm_ring_fits(p, len) && !shm_ring_make_room(p, len))
+        return NULL;
+    return shm_ring_slot(p);
 }
 
 /* Publish the record reserved last: fills len/type/seq and release-stores head. */
 static inline void shm_ring_commit(struct shm_producer *p, void *rec,
                                    uint32_t len, uint16_t type, uint64_t ts)
 {
-    struct d9_rec_hdr *h = (struct d9_rec_hdr *)rec;
-    h->len = (uint16_t)len;
-    h->type = type;
-    h->seq = p->seq++;
-    h->ts = ts;
-    p->head += len;
+    /* len, type and seq are one 8-byte store; struct d9_rec_hdr order */
+    uint32_t seq = p->seq;
+    uint64_t w = (uint64_t)len | (uint64_t)type << 16 | (uint64_t)seq << 32;
+    uint64_t head = p->head + len;
+    struct d9_ring_hdr *hdr = p->hdr;
+    p->seq = seq + 1;
+    p->head = head;
+    memcpy(rec, &w, sizeof w);
+    memcpy((uint8_t *)rec + 8, &ts, sizeof ts);
     /* release: every byte of the record (and any pad) happens-before head */
-    atomic_store_explicit(&p->hdr->head, p->head, memory_order_release);
+    atomic_store_explicit(&hdr->head, head, memory_order_release);
 }
 
 /* ---- consumer --------------------------------------------------------- */

@@ -23,6 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "agent/d9.h"
+#include "shm/clock.h"
 #include "shm/meta.h"
 #include "shm/record.h"
 #include "shm/region.h"
@@ -80,7 +81,8 @@ static pid_t spawn_child(struct fx *f, const char *const *env, child_fn fn, void
         setvbuf(stderr, NULL, _IONBF, 0);
         const char *vars[] = { "DIAL9_ENABLED", "DIAL9_RING_KB", "DIAL9_MAX_THREADS",
                                "DIAL9_COLLECTOR", "DIAL9_RUNTIME_NAME", "DIAL9_SHM_DIR",
-                               "DIAL9_SAMPLER", "DIAL9_SAMPLER_HZ", "DIAL9_SAMPLER_WAIT_MS" };
+                               "DIAL9_SAMPLER", "DIAL9_SAMPLER_HZ", "DIAL9_SAMPLER_WAIT_MS",
+                               "DIAL9_CLOCK", "DIAL9_SCHED_SAMPLE_US" };
         for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
             unsetenv(vars[i]);
         setenv("DIAL9_SHM_DIR", f->dir, 1);
@@ -853,6 +855,134 @@ static void test_exec_without_fork_runs_untraced_with_one_line(void **state)
     shm_region_close(&r);
 }
 
+/* ---- every fixed-size record function, both clocks, wrap and drops ------------------ */
+
+/* Record i of the mixed stream: sizes 32 and 40 interleave, so a 4 KiB ring
+ * wraps behind PAD records. */
+static const uint16_t mix_type[] = { D9_REC_POLL_START, D9_REC_WAKE, D9_REC_POLL_END,
+                                     D9_REC_TASK_SPAWN, D9_REC_QUEUE_DEPTH,
+                                     D9_REC_TASK_TERMINATE };
+#define MIX_N (sizeof mix_type / sizeof mix_type[0])
+enum { M1 = 400, M2 = 250 };
+
+static void emit_mix(d9_runtime rt, uint64_t i)
+{
+    switch (mix_type[i % MIX_N]) {
+    case D9_REC_POLL_START: d9_poll_start(rt, 1, i, 0); break;
+    case D9_REC_WAKE: d9_wake(rt, i, i + 1, 2); break;
+    case D9_REC_POLL_END: d9_poll_end(rt, 1, i); break;
+    case D9_REC_TASK_SPAWN: d9_task_spawn(rt, i, 0); break;
+    case D9_REC_QUEUE_DEPTH: d9_queue_depth(rt, 1, i); break;
+    default: d9_task_terminate(rt, i); break;
+    }
+}
+
+static void child_mix(struct fx *f, void *arg)
+{
+    (void)f;
+    struct sync_pipes *sp = arg;
+    CHECK(d9_init() == 0);
+    d9_runtime rt = d9_runtime_default();
+    d9_stats st;
+    for (int phase = 0; phase < 2; phase++) {
+        for (uint64_t i = phase ? M1 : 0; i < (phase ? M1 + M2 : M1); i++)
+            emit_mix(rt, i);
+        d9_get_stats(&st);
+        CHECK(write(sp->to_test[1], &st.lost, sizeof st.lost) == sizeof st.lost);
+        char go;
+        CHECK(read(sp->to_child[0], &go, 1) == 1);      /* the test drained the ring */
+    }
+    d9_shutdown();
+}
+
+/* Drain ring 0 of the child's region, checking every record against the
+ * stream by its seq: returns the records read, -1 on a mismatch. */
+static long drain_mix(struct fx *f, struct shm_region *r, struct shm_geometry *g,
+                      uint32_t clock, uint64_t t0, uint64_t *seq_next)
+{
+    /* no assert here: the child waits for us, a failure must not strand it */
+    struct shm_ring_snapshot snap;
+    shm_ring_snapshot(shm_ring_hdr(r, g, 0), &snap);
+    uint64_t nt;
+    long n = shm_ring_read(shm_ring_data(r, g, 0), g->ring_data_size, &snap, f->out,
+                           sizeof f->out, &nt, NULL), count = 0;
+    if (n < 0)
+        return -1;
+    shm_ring_consume(shm_ring_hdr(r, g, 0), nt);
+    for (long off = 0; off < n;) {
+        struct d9_rec_hdr h;
+        memcpy(&h, f->out + off, sizeof h);
+        if (h.seq < *seq_next || h.type != mix_type[h.seq % MIX_N])
+            return -1;
+        if (clock == D9_CLOCK_MONOTONIC && (h.ts < t0 || h.ts > shm_mono_ns()))
+            return -1;                      /* CLOCK_MONOTONIC ns of this boot */
+        uint64_t arg;                       /* every mixed record carries i at offset 16 */
+        memcpy(&arg, f->out + off + 16, sizeof arg);
+        if (arg != h.seq)
+            return -1;
+        *seq_next = (uint64_t)h.seq + 1;
+        off += h.len;
+        count++;
+    }
+    return count;
+}
+
+static void mixed_stream(struct fx *f, const char *clock_env, uint32_t clock)
+{
+    struct sync_pipes sp;
+    assert_int_equal(pipe(sp.to_test), 0);
+    assert_int_equal(pipe(sp.to_child), 0);
+    const char *env[] = { "DIAL9_RING_KB=4", clock_env, NULL };
+    uint64_t t0 = shm_mono_ns();
+    int errfd;
+    pid_t pid = spawn_child(f, env, child_mix, &sp, &errfd);
+    close(sp.to_test[1]);
+    close(sp.to_child[0]);
+    uint64_t lost[2] = { 0, 0 }, seq_next = 0, head1 = 0;
+    long got[2] = { -1, -1 };
+    struct shm_region r;
+    struct shm_geometry g;
+    int mapped = 0;
+    for (int phase = 0; phase < 2; phase++) {
+        if (read(sp.to_test[0], &lost[phase], sizeof lost[phase]) != sizeof lost[phase])
+            break;
+        if (!mapped) {
+            map_region(f, pid, &r, &g);
+            mapped = 1;
+        }
+        got[phase] = drain_mix(f, &r, &g, clock, t0, &seq_next);
+        if (phase == 0)
+            head1 = atomic_load(&shm_ring_hdr(&r, &g, 0)->head);
+        if (write(sp.to_child[1], "g", 1) != 1)
+            break;
+    }
+    close(sp.to_child[1]);
+    finish_child(f, pid, errfd);
+    close(sp.to_test[0]);
+    assert_true(mapped);
+    assert_int_equal(r.hdr->clock_source, clock);
+    assert_true(got[0] > 0 && got[1] > 0);
+    assert_true(lost[0] > 0);                       /* phase 1 overfilled the ring */
+    assert_int_equal((uint64_t)got[0] + lost[0], M1);
+    /* phase 2 starts behind phase 1's last record: the ring wrapped (PADs) */
+    assert_int_equal((uint64_t)(got[0] + got[1]) + lost[1], M1 + M2);
+    /* the records after the last one read were dropped in phase 2 */
+    assert_true(seq_next <= M1 + M2 && M1 + M2 - seq_next <= lost[1] - lost[0]);
+    assert_true(head1 % D9_RING_DATA_MIN != 0);      /* phase 2 started mid-ring: it wrapped */
+    shm_region_close(&r);
+}
+
+static void test_every_fixed_record_wraps_and_drops_exactly_with_the_tsc(void **state)
+{
+    mixed_stream(*state, "DIAL9_CLOCK=auto",
+                 shm_tsc_invariant() ? D9_CLOCK_TSC : D9_CLOCK_MONOTONIC);
+}
+
+static void test_every_fixed_record_wraps_and_drops_exactly_with_clock_monotonic(void **state)
+{
+    mixed_stream(*state, "DIAL9_CLOCK=monotonic", D9_CLOCK_MONOTONIC);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], EXEC_FLAG) == 0)
@@ -869,6 +999,8 @@ int main(int argc, char **argv)
         T(test_exit_marks_region_closed),
         T(test_shutdown_from_another_thread_stops_recording),
         T(test_full_ring_drop_counts_are_exact_through_the_api),
+        T(test_every_fixed_record_wraps_and_drops_exactly_with_the_tsc),
+        T(test_every_fixed_record_wraps_and_drops_exactly_with_clock_monotonic),
         T(test_threads_over_max_are_untraced_and_rings_released_at_exit),
         T(test_fork_child_gets_its_own_region_and_never_touches_the_parents),
         T(test_exec_without_fork_runs_untraced_with_one_line),

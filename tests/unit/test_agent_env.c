@@ -45,6 +45,7 @@ static void test_defaults_without_any_variable(void **s)
     assert_string_equal(cfg.runtime_name, "myprog");
     assert_string_equal(cfg.shm_dir, "/dev/shm");
     assert_int_equal(cfg.sched_sample_us, AG_SCHED_SAMPLE_US_DEFAULT);
+    assert_int_equal(cfg.clock_source, 0);
     assert_string_equal(err, "");
 }
 
@@ -270,6 +271,18 @@ static void test_sched_sample_us_boundaries(void **s)
                              "microseconds (0..60000000); tracing disabled");
 }
 
+static void test_clock_is_auto_or_monotonic(void **s)
+{
+    (void)s;
+    assert_int_equal(parse1("DIAL9_CLOCK", "monotonic"), 0);
+    assert_int_equal(cfg.clock_source, D9_CLOCK_MONOTONIC);
+    assert_int_equal(parse1("DIAL9_CLOCK", "AUTO"), 0);
+    assert_int_equal(cfg.clock_source, 0);
+    assert_int_equal(parse1("DIAL9_CLOCK", "tsc"), -EINVAL);
+    assert_string_equal(err, "d9: DIAL9_CLOCK=tsc is not auto or monotonic; tracing disabled");
+    assert_int_equal(cfg.enabled, 0);
+}
+
 static void test_long_bad_value_is_cut_in_the_message(void **s)
 {
     (void)s;
@@ -329,6 +342,7 @@ int main(void)
         cmocka_unit_test(test_runtime_name_rejects_control_bytes_and_quotes_them_safely),
         cmocka_unit_test(test_shm_dir_must_be_absolute_and_short),
         cmocka_unit_test(test_sched_sample_us_boundaries),
+        cmocka_unit_test(test_clock_is_auto_or_monotonic),
         cmocka_unit_test(test_long_bad_value_is_cut_in_the_message),
         cmocka_unit_test(test_first_bad_variable_disables_everything),
         cmocka_unit_test(test_parse_u32_distinguishes_junk_from_range),

@@ -14,7 +14,7 @@
  *             event "request_done" {path, status, latency_ms, worker}.
  *   fanout    spawns 3 child tasks onto the global queue and waits; the last
  *             child to finish wakes it (waker = that child's task id).
- *   report    one deliberately long poll: slow_checksum() busy-loops 80-150 ms,
+ *   report    one deliberately long poll: slow_checksum() computes for 80-150 ms,
  *             spawned every 500 ms from spawn_report_task(), so `d9 top-polls`
  *             lists that location first.
  * The number of tasks in flight is kept at --tasks: every finished top-level
@@ -37,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 #include "agent/d9.h"
@@ -57,8 +58,12 @@
 #define DEMO_FANOUT_PERCENT     20
 #define DEMO_IO_MIN_US          200
 #define DEMO_IO_MAX_US          2000
+#define DEMO_IO_TICK_NS         1000000ull      /* the reactor's timer resolution */
 #define DEMO_WORK_MIN_US        10
 #define DEMO_WORK_MAX_US        60
+#define DEMO_CAL_TRIES          5               /* work calibration: best of */
+#define DEMO_CAL_ITERS          2000000u        /*   this many units (~1-2 ms each) */
+#define DEMO_CAL_MAX            1e6             /* --work-calibration upper bound */
 
 enum task_kind { TASK_REQUEST, TASK_FANOUT, TASK_CHILD, TASK_REPORT };
 enum poll_result { POLL_READY, POLL_PENDING };
@@ -145,20 +150,51 @@ static unsigned rnd_range(uint32_t *s, unsigned lo, unsigned hi)
     return lo + rnd_next(s) % (hi - lo + 1);
 }
 
-/* Burn CPU for about ns; returns a value so the loop is not optimised out. */
-static uint64_t spin_ns(uint64_t ns)
+/*
+ * CPU work. Polls do a fixed amount of computation, not "spin until a
+ * deadline": a poll that is preempted takes longer, as real code does, and
+ * a task costs the same CPU whether the program is traced or not (with a
+ * deadline, a preempted poll finished for free and throughput measured the
+ * scheduler more than the work). One unit is one FNV-1a step; g_iters_per_us
+ * is calibrated at start-up (fastest of DEMO_CAL_TRIES runs) or given with
+ * --work-calibration so that paired benchmark runs do identical work.
+ */
+static double g_iters_per_us;
+static _Atomic uint64_t g_work_sink;        /* keeps the work from being optimised out */
+
+static __attribute__((noinline)) uint64_t work_iters(uint64_t n)
 {
-    uint64_t end = now_ns() + ns, h = 1469598103934665603ull;
-    while (now_ns() < end)
-        for (int i = 0; i < 64; i++)
-            h = (h ^ (uint64_t)i) * 1099511628211ull;
+    uint64_t h = 1469598103934665603ull;
+    for (uint64_t i = 0; i < n; i++)
+        h = (h ^ (i & 0xff)) * 1099511628211ull;
     return h;
 }
 
-/* The deliberately long poll: what `d9 top-polls` should find. */
-static __attribute__((noinline)) uint64_t slow_checksum(unsigned ms)
+static void work_us(uint64_t us)
 {
-    return spin_ns((uint64_t)ms * 1000000u);
+    uint64_t h = work_iters((uint64_t)((double)us * g_iters_per_us));
+    atomic_fetch_xor_explicit(&g_work_sink, h, memory_order_relaxed);
+}
+
+static double calibrate_work(void)
+{
+    double best = 0;
+    for (int k = 0; k < DEMO_CAL_TRIES; k++) {
+        uint64_t t0 = now_ns();
+        uint64_t h = work_iters(DEMO_CAL_ITERS);
+        uint64_t dt = now_ns() - t0;
+        atomic_fetch_xor_explicit(&g_work_sink, h, memory_order_relaxed);
+        double r = dt ? (double)DEMO_CAL_ITERS * 1000.0 / (double)dt : 0;
+        if (r > best)
+            best = r;
+    }
+    return best > 0 ? best : 1.0;
+}
+
+/* The deliberately long poll: what `d9 top-polls` should find. */
+static __attribute__((noinline)) void slow_checksum(unsigned ms)
+{
+    work_us((uint64_t)ms * 1000u);
 }
 
 /* ---- queues ------------------------------------------------------------------ */
@@ -388,7 +424,11 @@ static void *io_main(void *arg)
         uint64_t now = now_ns();
         if (d->io.n == 0 || d->io.heap[0]->due_ns > now) {
             struct timespec ts;
+            /* a timer wheel's resolution, as async runtimes have (Tokio:
+             * 1 ms): sleep to the tick after the next due time, not to the
+             * microsecond (tens of thousands of timer wake-ups a second) */
             uint64_t until = d->io.n ? d->io.heap[0]->due_ns : now + DEMO_PARK_TIMEOUT_NS;
+            until = (until + DEMO_IO_TICK_NS - 1) / DEMO_IO_TICK_NS * DEMO_IO_TICK_NS;
             ts.tv_sec = (time_t)(until / 1000000000u);
             ts.tv_nsec = (long)(until % 1000000000u);
             d9_worker_park(d->io_rt, 0);
@@ -423,7 +463,7 @@ static enum poll_result poll_task(struct demo *d, struct worker *w, struct task 
         slow_checksum(rnd_range(&t->rnd, DEMO_SLOW_MS_MIN, DEMO_SLOW_MS_MAX));
         return POLL_READY;
     case TASK_CHILD:
-        spin_ns((uint64_t)rnd_range(&t->rnd, DEMO_WORK_MIN_US, DEMO_WORK_MAX_US) * 1000u);
+        work_us(rnd_range(&t->rnd, DEMO_WORK_MIN_US, DEMO_WORK_MAX_US));
         return POLL_READY;
     case TASK_FANOUT:
         if (t->step++ == 0) {
@@ -434,7 +474,7 @@ static enum poll_result poll_task(struct demo *d, struct worker *w, struct task 
         }
         return POLL_READY;
     case TASK_REQUEST:
-        spin_ns((uint64_t)rnd_range(&t->rnd, DEMO_WORK_MIN_US, DEMO_WORK_MAX_US) * 1000u);
+        work_us(rnd_range(&t->rnd, DEMO_WORK_MIN_US, DEMO_WORK_MAX_US));
         if (++t->step < t->nsteps) {
             io_submit(d, t, (uint64_t)rnd_range(&t->rnd, DEMO_IO_MIN_US, DEMO_IO_MAX_US) * 1000u);
             return POLL_PENDING;
@@ -594,7 +634,7 @@ static void usage(FILE *f)
 "    separated by 0.2-2 ms I/O waits, ending with the custom event\n"
 "    \"request_done\" {path, status, latency_ms, worker}), fan-outs (three\n"
 "    children, the last one wakes the parent) and every 500 ms a \"report\"\n"
-"    whose single poll busy-loops 80-150 ms in slow_checksum(): the long polls\n"
+"    whose single poll computes for 80-150 ms in slow_checksum(): the long polls\n"
 "    `d9 top-polls` should list first. Prints the throughput at the end.\n"
 "\n"
 "OPTIONS\n"
@@ -603,6 +643,10 @@ static void usage(FILE *f)
 "                  number of online CPUs when that is smaller)\n"
 "    --tasks N     top-level tasks in flight, 1..%d (default %d)\n"
 "    --no-trace    do not call d9_init (no tracing at all; for overhead runs).\n"
+"    --work-calibration N\n"
+"                  units of work per microsecond of CPU (default: measured at\n"
+"                  start, the fastest of %d runs). Polls do fixed work, so runs\n"
+"                  given the same N do the same work: for paired benchmarks.\n"
 "                  DIAL9_ENABLED=0 also turns tracing off.\n"
 "    -h, --help    this help\n"
 "\n"
@@ -613,7 +657,7 @@ static void usage(FILE *f)
 "EXIT STATUS\n"
 "    0 ran to completion, 1 could not start, 2 bad usage\n",
             DEMO_SECONDS_DEFAULT, DEMO_SECONDS_MAX, DEMO_WORKERS_MAX, DEMO_WORKERS_DEFAULT,
-            DEMO_TASKS_MAX, DEMO_TASKS_DEFAULT);
+            DEMO_TASKS_MAX, DEMO_TASKS_DEFAULT, DEMO_CAL_TRIES);
 }
 
 static int bad(const char *opt, const char *v)
@@ -643,7 +687,8 @@ int main(int argc, char **argv)
     d.trace = true;
     static const struct option opts[] = {
         { "seconds", 1, NULL, 's' }, { "workers", 1, NULL, 'w' }, { "tasks", 1, NULL, 't' },
-        { "no-trace", 0, NULL, 'n' }, { "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 },
+        { "no-trace", 0, NULL, 'n' }, { "work-calibration", 1, NULL, 'c' },
+        { "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 },
     };
     int c;
     long v;
@@ -671,6 +716,15 @@ int main(int argc, char **argv)
         case 'n':
             d.trace = false;
             break;
+        case 'c': {
+            char *end;
+            errno = 0;
+            g_iters_per_us = strtod(optarg, &end);
+            if (errno || end == optarg || *end || !(g_iters_per_us >= 1) ||
+                g_iters_per_us > DEMO_CAL_MAX)
+                return bad("--work-calibration", optarg);
+            break;
+        }
         case 'h':
             usage(stdout);
             return 0;
@@ -689,6 +743,8 @@ int main(int argc, char **argv)
         return 2;
     }
 
+    if (g_iters_per_us == 0)
+        g_iters_per_us = calibrate_work();
     int trc = d.trace ? d9_init() : 1;
     d9_runtime_register("demo", &d.rt);
     d9_runtime_register("io", &d.io_rt);
@@ -696,7 +752,13 @@ int main(int argc, char **argv)
     atomic_init(&d.next_id, 1);
     pthread_mutex_init(&d.reg_mu, NULL);
     pthread_mutex_init(&d.io.mu, NULL);
-    pthread_cond_init(&d.io.cv, NULL);
+    /* deadlines are CLOCK_MONOTONIC (now_ns): so must the condition
+     * variables be (their default, CLOCK_REALTIME, made every timed wait
+     * return at once and the reactor a busy loop) */
+    pthread_condattr_t mono;
+    pthread_condattr_init(&mono);
+    pthread_condattr_setclock(&mono, CLOCK_MONOTONIC);
+    pthread_cond_init(&d.io.cv, &mono);
     d.io.heap = calloc(DEMO_QUEUE_CAP, sizeof *d.io.heap);
     d.w = calloc((size_t)d.nworkers, sizeof *d.w);
     struct worker_arg *wa = calloc((size_t)d.nworkers, sizeof *wa);
@@ -707,7 +769,7 @@ int main(int argc, char **argv)
     d.io.driver_task = atomic_fetch_add(&d.next_id, 1);
     for (int i = 0; i < d.nworkers; i++) {
         d.w[i].index = i;
-        pthread_cond_init(&d.w[i].cv, NULL);
+        pthread_cond_init(&d.w[i].cv, &mono);
         if (queue_init(&d.w[i].q) < 0) {
             fprintf(stderr, "d9demo: out of memory\n");
             return 1;
@@ -762,10 +824,15 @@ int main(int argc, char **argv)
     uint64_t done = atomic_load(&d.completed);
     d9_stats st = { 0 };
     d9_get_stats(&st);
+    /* CPU of every thread of the process, the agent's included */
+    struct rusage ru;
+    double cpu = getrusage(RUSAGE_SELF, &ru) == 0
+        ? (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
+          ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) / 1e6 : 0;
     printf("d9demo: %" PRIu64 " tasks in %.2f s (%.0f tasks/s), %" PRIu64 " polls, %d workers, "
-           "tracing %s, %" PRIu64 " events lost\n",
+           "tracing %s, %" PRIu64 " events lost, work calibration %.1f, cpu %.3f s\n",
            done, secs, (double)done / secs, polls, d.nworkers,
-           trc == 0 ? "on" : trc == 1 ? "off" : "failed", st.lost);
+           trc == 0 ? "on" : trc == 1 ? "off" : "failed", st.lost, g_iters_per_us, cpu);
 
     /* everything still queued, waiting on I/O or on children */
     while (d.reg)

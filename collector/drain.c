@@ -8,12 +8,14 @@
  *   3. metadata entries published before those records (their meta_head
  *      store happened-before the records' head store, and we acquire
  *      meta_head after head) go into the segment first;
- *   4. room for up to COL_DRAIN_MAX bytes is reserved in the segment
- *      writer's buffer; shm_ring_read() copies records into it a
- *      COL_DRAIN_CHUNK at a time and, in one walk over each chunk, validates,
- *      converts (timestamps) and counts them; the CRC follows while the
- *      chunk is still in cache;
- *   5. seg_writer_data_commit() makes it a DATA block; the shm tail moves
+ *   4. room for up to COL_DRAIN_MAX bytes of records, packed, plus a
+ *      scratch chunk is reserved in the segment writer's buffer;
+ *      shm_ring_read() copies records into the scratch a COL_DRAIN_CHUNK at
+ *      a time and, in one walk over each chunk, validates, converts
+ *      (timestamps) and counts them; pack_records() packs the chunk while it
+ *      is still in cache;
+ *   5. seg_writer_data_commit() makes it a packed DATA block (CRC over the
+ *      packed bytes); the shm tail moves
  *      (shm_ring_consume) only once the writer has flushed it.
  *   6. RELEASED and fully drained: THREAD_END, recycle the slot.
  *
@@ -32,6 +34,7 @@
 #include "collector/drain.h"
 #include "collector/index.h"
 #include "collector/log.h"
+#include "collector/pack.h"
 #include "collector/proc.h"
 #include "collector/segment.h"
 #include "collector/store.h"
@@ -40,6 +43,10 @@
 #include "shm/ring.h"
 
 #define COL_CAL_TRIES 8         /* seqlock retries before giving up on a pass */
+
+/* one reservation: the packed payload of COL_DRAIN_MAX bytes of records and a scratch chunk */
+_Static_assert(((PACK_BOUND(COL_DRAIN_MAX) + 7) & ~7u) + COL_DRAIN_CHUNK <=
+               SEG_WRITE_BUF - sizeof(struct seg_block_hdr), "drain reservation fits the writer");
 
 /* ---- adaptive sleep ------------------------------------------------------------ */
 
@@ -432,25 +439,30 @@ static int drain_ring(struct col_proc *p, struct col_store *st, uint32_t i, uint
             return rc;
         if ((rc = col_proc_writer(p, st, now)) || (rc = write_pending_meta(p, st, now)))
             return rc;
-        /* the records go straight into the writer's buffer, a chunk at a
-         * time: shm_ring_read copies, validates, converts and counts each
-         * chunk in one walk, and the CRC follows while it is still in cache */
+        /* The block is built in the writer's buffer: one reservation holds
+         * the packed payload and, behind it, a scratch chunk. shm_ring_read
+         * copies records into the scratch and, in the same walk, validates,
+         * converts and counts them; pack_records then packs them (still in
+         * cache) into the payload. */
         uint64_t lag = s.head - s.tail;
         size_t want = s.head < s.tail || lag > COL_DRAIN_MAX ? COL_DRAIN_MAX : (size_t)lag;
+        size_t bound = (PACK_BOUND(want) + 7) & ~(size_t)7;
         uint8_t *dst = NULL;
-        rc = seg_writer_data_reserve(p->writer, want, &dst);
+        rc = seg_writer_data_reserve(p->writer, bound + COL_DRAIN_CHUNK, &dst);
         if (rc) {
             col_store_write_failed(st, rc, "data block", p->pid, now);
             return rc;      /* cursor untouched: the records stay in the ring */
         }
+        uint8_t *scratch = dst + bound;
         struct shm_read_xform x = { .cal = &p->cal };
+        struct pack_state pk;
+        pack_init(&pk);
         uint64_t new_tail = s.tail;
-        uint32_t crc = 0;
-        size_t got = 0;
+        size_t got = 0, packed = 0;
         while (got < want) {
             size_t chunk = want - got < COL_DRAIN_CHUNK ? want - got : COL_DRAIN_CHUNK;
             long n = 0;
-            if (g_read(p, data, &s, dst + got, chunk, &new_tail, &x, &n))
+            if (g_read(p, data, &s, scratch, chunk, &new_tail, &x, &n))
                 return -EFAULT;
             if (n == -ENOBUFS && got > 0)
                 break;          /* the next record did not fit what is left: next pass */
@@ -458,7 +470,14 @@ static int drain_ring(struct col_proc *p, struct col_store *st, uint32_t i, uint
                 quarantine_ring(p, i, &s);
                 return 0;       /* the reservation is dropped with everything in it */
             }
-            crc = seg_crc32c(crc, dst + got, (size_t)n);
+            long e = pack_records(&pk, scratch, (size_t)n, dst + PACK_PREFIX + packed,
+                                  bound - PACK_PREFIX - packed);
+            if (e < 0) {        /* cannot happen within PACK_BOUND: a bug, not the ring */
+                col_log_limited(&p->rl, COL_LOG_ERROR, "pid %u: ring %u: packing overflowed "
+                                "its bound; records left in the ring", p->pid, i);
+                return -EIO;
+            }
+            packed += (size_t)e;
             got += (size_t)n;
             s.tail = new_tail;  /* the next chunk starts after what was read */
             if (n == 0 || new_tail == s.head)
@@ -468,8 +487,9 @@ static int drain_ring(struct col_proc *p, struct col_store *st, uint32_t i, uint
             uint64_t delta = s.lost >= r->lost_seen ? s.lost - r->lost_seen : 0;
             struct seg_data_stats stats = { .nrec = x.nrec, .t_min = x.t_min, .t_max = x.t_max };
             memcpy(stats.counts, x.counts, sizeof stats.counts);
-            rc = seg_writer_data_commit(p->writer, s.tid, i, s.generation, delta, got, &stats,
-                                        crc);
+            size_t plen = pack_finish(dst, packed, (uint32_t)got);
+            rc = seg_writer_data_commit(p->writer, s.tid, i, s.generation, delta, plen, &stats,
+                                        seg_crc32c(0, dst, plen), SEG_BF_PACKED);
             if (rc) {
                 col_store_write_failed(st, rc, "data block", p->pid, now);
                 return rc;  /* cursor untouched: the records stay in the ring */
@@ -480,10 +500,10 @@ static int drain_ring(struct col_proc *p, struct col_store *st, uint32_t i, uint
             p->lost += delta;
             p->records += nrec;
             p->writer_records += nrec;
-            p->bytes_written += got;
+            p->bytes_written += plen;
             r->pend_records += nrec;
             res->records += nrec;
-            res->bytes += got;
+            res->bytes += plen;
             if (!r->first_ns)
                 r->first_ns = x.t_first;
             r->last_ns = x.t_last;

@@ -12,8 +12,8 @@
  *     writer's buffer, reserved with seg_writer_data_reserve) by
  *     shm_ring_read(), which validates the copy and, in the same walk,
  *     converts its timestamps and counts it; nothing else is read from a
- *     ring's data area. The CRC follows a chunk (COL_DRAIN_CHUNK) at a time
- *     while the chunk is in cache. Every read or write of a mapped region happens
+ *     ring's data area. Each chunk (COL_DRAIN_CHUNK) is packed into the
+ *     DATA block while it is in cache. Every read or write of a mapped region happens
  *     between col_guard_arm() and col_guard_disarm(), so a SIGBUS (the owner
  *     truncated the file) quarantines that region instead of killing us.
  *   - A ring's shm tail is advanced (shm_ring_consume) only after the
@@ -87,13 +87,12 @@ void col_guard_arm_any(sigjmp_buf *jb);
 void col_guard_disarm(void);
 
 /* ---- the drain step --------------------------------------------------------- */
-/* At most this many bytes per ring and pass (a busy ring cannot starve the
- * others); must fit the segment writer's buffer with a block header. */
+/* At most this many bytes of records per ring and pass (a busy ring cannot
+ * starve the others); PACK_BOUND of it plus a chunk must fit the segment
+ * writer's buffer with a block header. */
 #define COL_DRAIN_MAX      (512u * 1024u)
-/* Copy-and-validate granule: small enough that the CRC that follows finds
- * it in L1/L2, a multiple of the CRC's 3 x 8 KiB interleaved stride
- * (collector/crc32c.c) so that whole chunks take the fast path. */
-#define COL_DRAIN_CHUNK    (48u * 1024u)
+/* Copy-and-validate granule: small enough that packing finds it in L1/L2. */
+#define COL_DRAIN_CHUNK    (32u * 1024u)
 
 /* Outcome counters of one pass over a process, added to its totals too. */
 struct col_drain_result {

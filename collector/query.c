@@ -662,13 +662,13 @@ static int open_block(struct scan *sc, sqlite3_stmt *q)
     struct cursor *c = calloc(1, sizeof *c);
     if (!c)
         return -ENOMEM;
-    c->payload = malloc(b.h.len ? b.h.len : 1);
+    c->payload = malloc(b.records_len ? b.records_len : 1);
     if (!c->payload) {
         free(c);
         return -ENOMEM;
     }
-    memcpy(c->payload, b.payload, b.h.len);
-    c->len = b.h.len;
+    memcpy(c->payload, b.records, b.records_len);
+    c->len = b.records_len;
     c->rd = rd;
     rd->refs++;
     c->tid = b.h.tid;

@@ -16,7 +16,9 @@
  * Reader. The file is untrusted: everything is read with pread(2) into
  * private buffers (never mmap: the file may be truncated underneath), every
  * length is checked against the bytes that remain before it is used, and
- * no allocation is larger than the file. Metadata tables are bounded by
+ * no allocation is larger than the file, except the unpacked records of a
+ * packed DATA block (at most SEG_BLOCK_MAX, and at most D9_REC_MAX per
+ * record its header counts). Metadata tables are bounded by
  * SEG_META_IDS_MAX per kind.
  *
  * Must never: read outside a buffer, trust a length, allocate from an
@@ -36,6 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "collector/crc32c.h"
+#include "collector/pack.h"
 #include "collector/segment.h"
 #include "shm/clock.h"
 #include "shm/record.h"
@@ -463,10 +466,11 @@ int seg_writer_data_reserve(struct seg_writer *w, size_t max, uint8_t **payload)
 
 int seg_writer_data_commit(struct seg_writer *w, uint32_t tid, uint32_t ring,
                            uint32_t generation, uint64_t lost, size_t len,
-                           const struct seg_data_stats *st, uint32_t crc)
+                           const struct seg_data_stats *st, uint32_t crc, uint16_t flags)
 {
     if (!w || !st || w->resv_len == 0 || w->resv_at != w->buf_len || len > w->resv_len ||
-        len % D9_REC_ALIGN != 0 || (len == 0) != (st->nrec == 0))
+        len % D9_REC_ALIGN != 0 || (len == 0) != (st->nrec == 0) ||
+        (flags & ~SEG_BF_PACKED) != 0 || (flags && len == 0))
         return -EINVAL;
     w->resv_len = 0;
     if (len == 0 && lost == 0)
@@ -479,7 +483,7 @@ int seg_writer_data_commit(struct seg_writer *w, uint32_t tid, uint32_t ring,
     struct seg_block_hdr h = { .magic = SEG_BLOCK_MAGIC, .kind = SEG_BLK_DATA, .tid = tid,
                                .ring = ring, .generation = generation, .lost = lost,
                                .len = (uint32_t)len, .crc32c = crc, .nrec = st->nrec,
-                               .t_first = st->t_min, .t_last = st->t_max };
+                               .t_first = st->t_min, .t_last = st->t_max, .flags = flags };
     uint64_t offset = w->flushed + w->buf_len;
     memcpy(w->buf + w->buf_len, &h, BLK_HDR_SIZE);
     w->buf_len += BLK_HDR_SIZE + len;
@@ -733,6 +737,8 @@ struct seg_reader {
     struct seg_footer footer;
     uint8_t *buf;               /* payload buffer */
     size_t buf_cap;
+    uint8_t *dec;               /* a packed DATA block's records, unpacked */
+    size_t dec_cap;
     /* sequential verification against the footer */
     int sequential;
     struct seg_acc acc;
@@ -811,9 +817,9 @@ static int check_header(struct seg_reader *r)
         return e;
     if (memcmp(r->hdr.magic, SEG_MAGIC, sizeof r->hdr.magic) != 0)
         return r_fail(r, 0, "not a d9 segment (bad magic)");
-    if (r->hdr.version != SEG_VERSION) {
-        r_fail(r, 0, "segment format version %" PRIu32 " (this d9 reads %u)", r->hdr.version,
-               SEG_VERSION);
+    if (r->hdr.version < SEG_VERSION_MIN || r->hdr.version > SEG_VERSION) {
+        r_fail(r, 0, "segment format version %" PRIu32 " (this d9 reads %u..%u)",
+               r->hdr.version, SEG_VERSION_MIN, SEG_VERSION);
         return r->hdr.version > SEG_VERSION ? -ENOTSUP : -EBADMSG;
     }
     if (r->hdr.hdr_size != SEG_HDR_SIZE)
@@ -846,13 +852,15 @@ static int check_footer(struct seg_reader *r)
         return r_fail(r, off, "footer block count %" PRIu32 " does not fit", f->nblocks);
     if (f->counts[D9_REC_PAD] != 0)
         return r_fail(r, off, "footer counts pad records");
+    /* the fewest bytes a record takes: a header in ring framing, 2 packed */
+    uint64_t most = data / (r->hdr.version >= 2 ? 2u : D9_REC_HDR_SIZE);
     uint64_t sum = 0;
     for (int t = 0; t < D9_REC_TYPE_COUNT; t++) {
-        if (f->counts[t] > data / D9_REC_HDR_SIZE)
+        if (f->counts[t] > most)
             return r_fail(r, off, "footer count of type %d too large", t);
         sum += f->counts[t];
     }
-    if (sum != f->nrecords || f->nrecords > data / D9_REC_HDR_SIZE)
+    if (sum != f->nrecords || f->nrecords > most)
         return r_fail(r, off, "footer record total %" PRIu64 " inconsistent", f->nrecords);
     if (f->t_min > f->t_max)
         return r_fail(r, off, "footer time range reversed");
@@ -965,6 +973,7 @@ void seg_reader_close(struct seg_reader *r)
         close(r->fd);
     free((void *)r->mem);
     free(r->buf);
+    free(r->dec);
     for (size_t k = 0; k < sizeof r->meta / sizeof r->meta[0]; k++) {
         for (uint32_t i = 0; i < r->meta[k].cap; i++)
             free(r->meta[k].by_id[i]);
@@ -1065,14 +1074,15 @@ static int check_meta_payload(struct seg_reader *r, const struct seg_block_hdr *
     return 0;
 }
 
-/* Validate a DATA payload: records, nrec, time range; fill counts. */
-static int check_data_payload(struct seg_reader *r, const struct seg_block_hdr *h,
-                              const uint8_t *p, uint64_t off, uint64_t counts[])
+/* Validate the records of a DATA block (p[0, len), ring framing): records,
+ * nrec, time range; fill counts. */
+static int check_data_records(struct seg_reader *r, const struct seg_block_hdr *h,
+                              const uint8_t *p, size_t plen, uint64_t off, uint64_t counts[])
 {
     uint32_t n = 0;
     uint64_t tmin = 0, tmax = 0;
-    for (size_t pos = 0; pos < h->len;) {
-        int len = shm_record_check(p + pos, h->len - pos);
+    for (size_t pos = 0; pos < plen;) {
+        int len = shm_record_check(p + pos, plen - pos);
         if (len < 0)
             return r_fail(r, off, "bad record at payload byte %zu", pos);
         struct d9_rec_hdr rh;
@@ -1093,6 +1103,37 @@ static int check_data_payload(struct seg_reader *r, const struct seg_block_hdr *
     return 0;
 }
 
+/* Point b->records at the DATA block's records: the payload itself, or
+ * (packed) the payload unpacked into r->dec. The unpacked size is bounded by
+ * SEG_BLOCK_MAX and by what nrec records can hold. */
+static int data_records(struct seg_reader *r, struct seg_block *b, uint64_t off)
+{
+    if (!(b->h.flags & SEG_BF_PACKED)) {
+        b->records = b->payload;
+        b->records_len = b->h.len;
+        return 0;
+    }
+    long raw = pack_raw_len(b->payload, b->h.len);
+    if (raw < 0 || (uint64_t)raw > SEG_BLOCK_MAX || (uint64_t)raw > (uint64_t)b->h.nrec * D9_REC_MAX)
+        return r_fail(r, off, "packed data block announces an impossible size");
+    if ((size_t)raw > r->dec_cap || !r->dec) {
+        size_t cap = r->dec_cap ? r->dec_cap : 4096;
+        while (cap < (size_t)raw)
+            cap *= 2;
+        free(r->dec);
+        r->dec_cap = 0;
+        if (!(r->dec = malloc(cap)))
+            return -ENOMEM;
+        r->dec_cap = cap;
+    }
+    long n = pack_unpack(b->payload, b->h.len, b->h.nrec, r->dec, r->dec_cap);
+    if (n < 0)
+        return r_fail(r, off, "packed data block does not unpack");
+    b->records = r->dec;
+    b->records_len = (uint32_t)n;
+    return 0;
+}
+
 /* Check a block header read at off (bounds, magic, kind, fixed fields). */
 static int check_block_hdr(struct seg_reader *r, const struct seg_block_hdr *h, uint64_t off)
 {
@@ -1100,7 +1141,8 @@ static int check_block_hdr(struct seg_reader *r, const struct seg_block_hdr *h, 
         return r_fail(r, off, "bad block magic 0x%08" PRIx32, h->magic);
     if (h->kind < SEG_BLK_META || h->kind > SEG_BLK_THREAD_END)
         return r_fail(r, off, "unknown block kind %u", h->kind);
-    if (h->flags != 0)
+    int packed = h->flags == SEG_BF_PACKED && h->kind == SEG_BLK_DATA && r->hdr.version >= 2;
+    if (h->flags != 0 && !packed)
         return r_fail(r, off, "unknown block flags 0x%x", h->flags);
     if (h->len % 8 != 0 || h->len > SEG_BLOCK_MAX)
         return r_fail(r, off, "bad block length %" PRIu32, h->len);
@@ -1115,7 +1157,9 @@ static int check_block_hdr(struct seg_reader *r, const struct seg_block_hdr *h, 
             return r_fail(r, off, "metadata block with thread fields set");
         break;
     case SEG_BLK_DATA:
-        if (h->nrec > h->len / D9_REC_HDR_SIZE)
+        /* a record is at least 16 bytes in ring framing, 2 (tag, control) packed */
+        if (h->nrec > (packed ? (h->len > PACK_PREFIX ? (h->len - PACK_PREFIX) / 2 : 0)
+                              : h->len / D9_REC_HDR_SIZE))
             return r_fail(r, off, "data block record count %" PRIu32 " too large", h->nrec);
         break;
     case SEG_BLK_EXIT:
@@ -1156,6 +1200,8 @@ static int read_block(struct seg_reader *r, struct seg_block *b, int want_payloa
         return r_bad(r, e);
     b->offset = off;
     b->payload = NULL;
+    b->records = NULL;
+    b->records_len = 0;
     if (want_payload || b->h.kind == SEG_BLK_META) {
         if ((e = r_reserve(r, b->h.len ? b->h.len : 8)) < 0)
             return e;
@@ -1168,8 +1214,8 @@ static int read_block(struct seg_reader *r, struct seg_block *b, int want_payloa
         b->payload = r->buf;
         if (b->h.kind == SEG_BLK_META)
             e = check_meta_payload(r, &b->h, r->buf, off, store_meta);
-        else if (b->h.kind == SEG_BLK_DATA)
-            e = check_data_payload(r, &b->h, r->buf, off, counts);
+        else if (b->h.kind == SEG_BLK_DATA && (e = data_records(r, b, off)) == 0)
+            e = check_data_records(r, &b->h, b->records, b->records_len, off, counts);
         else if (b->h.kind == SEG_BLK_EXIT) {
             struct seg_exit x;
             memcpy(&x, r->buf, sizeof x);
@@ -1257,16 +1303,16 @@ int seg_block_next_record(const struct seg_block *b, size_t *off, const struct d
 {
     if (!b || !off || !rec)
         return -EINVAL;
-    if (b->h.kind != SEG_BLK_DATA || !b->payload)
+    if (b->h.kind != SEG_BLK_DATA || !b->records)
         return 0;
-    if (*off >= b->h.len)
-        return *off == b->h.len ? 0 : -EBADMSG;
+    if (*off >= b->records_len)
+        return *off == b->records_len ? 0 : -EBADMSG;
     if (*off % D9_REC_ALIGN != 0)
         return -EBADMSG;
-    int n = shm_record_check(b->payload + *off, b->h.len - *off);
+    int n = shm_record_check(b->records + *off, b->records_len - *off);
     if (n < 0)
         return -EBADMSG;
-    *rec = (const struct d9_rec_hdr *)(const void *)(b->payload + *off);
+    *rec = (const struct d9_rec_hdr *)(const void *)(b->records + *off);
     *off += (size_t)n;
     return 1;
 }

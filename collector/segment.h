@@ -4,7 +4,8 @@
  * One segment holds the records of one traced process over a span of time.
  * It is self-describing: d9 decodes it with nothing but the file.
  *
- * File format v1 (little-endian, every struct 8-byte aligned):
+ * File format v2 (little-endian, every struct 8-byte aligned; v1 files, the
+ * same without packed blocks, are still read):
  *
  *   struct seg_file_hdr                       fixed SEG_HDR_SIZE bytes
  *   block*                                    struct seg_block_hdr + payload
@@ -18,7 +19,9 @@
  *                 always knows a schema before an event uses it.
  *   SEG_BLK_DATA  payload = records of one thread (ring, generation) in ring
  *                 framing (shm/d9_abi.h), PADs removed, ts converted to
- *                 CLOCK_MONOTONIC ns. lost = records the ring dropped since
+ *                 CLOCK_MONOTONIC ns; or, with flags SEG_BF_PACKED (v2), the
+ *                 same records packed (collector/pack.h), 3-8x smaller: what
+ *                 the drain writes. lost = records the ring dropped since
  *                 the previous block of the same ring generation.
  *   SEG_BLK_EXIT  payload = struct seg_exit: the process ended (clean/crash).
  *   SEG_BLK_THREAD_END payload empty: the thread of (ring, generation) ended.
@@ -40,7 +43,8 @@
 
 #define SEG_MAGIC        "D9SEG001"
 #define SEG_END_MAGIC    "D9SEGEND"
-#define SEG_VERSION      1u
+#define SEG_VERSION      2u       /* written; 1 is still read */
+#define SEG_VERSION_MIN  1u
 #define SEG_HDR_SIZE     512u
 #define SEG_BLOCK_MAGIC  0x4b423944u    /* "D9BK" */
 #define SEG_FILE_SUFFIX  ".d9seg"
@@ -74,10 +78,13 @@ struct seg_file_hdr {
     uint8_t _reserved[SEG_HDR_SIZE - 424];
 };
 
+/* seg_block_hdr.flags */
+#define SEG_BF_PACKED    1u     /* DATA payload packed (collector/pack.h); format >= 2 */
+
 struct seg_block_hdr {
     uint32_t magic;             /* SEG_BLOCK_MAGIC */
     uint16_t kind;              /* enum seg_block_kind */
-    uint16_t flags;
+    uint16_t flags;             /* SEG_BF_* */
     uint32_t len;               /* payload bytes, multiple of 8, <= SEG_BLOCK_MAX */
     uint32_t crc32c;            /* of the payload */
     uint32_t tid;
@@ -160,8 +167,10 @@ struct seg_summary {
  *
  * Block header fields: META: nrec = number of entries, tid/ring/generation/
  * t_first, t_last, lost = 0. DATA: nrec = records, t_first/t_last = smallest/largest ts
- * of its records. EXIT: payload struct seg_exit, t_first = t_last = t_ns.
- * THREAD_END: no payload, t_first = t_last = t_ns. flags = 0.
+ * of its records; len and crc32c are those of the payload as stored (packed
+ * or not). EXIT: payload struct seg_exit, t_first = t_last = t_ns.
+ * THREAD_END: no payload, t_first = t_last = t_ns. flags = 0 except
+ * SEG_BF_PACKED on DATA blocks.
  * Footer t_min/t_max span every timestamp of the segment (records, thread
  * ends, exit); both 0 when there is none. counts[D9_REC_PAD] is always 0.
  *
@@ -246,9 +255,11 @@ struct seg_data_stats {
  * reservation is dropped by the next reserve, or by a commit with len 0 and
  * lost 0. len == 0 with lost > 0 writes a record-less block. */
 int seg_writer_data_reserve(struct seg_writer *w, size_t max, uint8_t **payload);
+/* flags: 0 (records in ring framing) or SEG_BF_PACKED (a packed payload of
+ * len bytes, collector/pack.h; its stats describe the records it unpacks to). */
 int seg_writer_data_commit(struct seg_writer *w, uint32_t tid, uint32_t ring,
                            uint32_t generation, uint64_t lost, size_t len,
-                           const struct seg_data_stats *st, uint32_t crc);
+                           const struct seg_data_stats *st, uint32_t crc, uint16_t flags);
 
 int seg_writer_add_thread_end(struct seg_writer *w, uint32_t tid, uint32_t ring,
                               uint32_t generation, uint64_t t_ns);
@@ -302,11 +313,15 @@ const char *seg_reader_error(const struct seg_reader *r);
 uint64_t seg_reader_size(const struct seg_reader *r);
 uint32_t seg_reader_meta_dropped(const struct seg_reader *r);
 
-/* A block as read: header copy + payload pointer valid until the next call. */
+/* A block as read: header copy + payload pointer valid until the next call.
+ * DATA blocks also give their records in ring framing (unpacked when the
+ * block is packed): read records through these, not through payload. */
 struct seg_block {
     struct seg_block_hdr h;
     uint64_t offset;
-    const uint8_t *payload;
+    const uint8_t *payload;     /* h.len bytes as stored */
+    const uint8_t *records;     /* DATA: records_len bytes of ring-framed records */
+    uint32_t records_len;
 };
 
 /* Next block (validates magic, kind, len and crc; META blocks also update

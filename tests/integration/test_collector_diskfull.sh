@@ -17,7 +17,7 @@ STORE=$SMALL/store
 
 check "collector starts on a 1 MiB file system" start_collector
 # ~8 MB of records: far more than fits
-workload full --threads 4 --events 50000 --pace-us 500 --batch 250 --exit hang
+workload full --threads 4 --events 200000 --pace-us 500 --batch 250 --exit hang
 check "the collector reports failed writes" wait_for 60 sh -c \
     "[ \"\$('$TBIN/tool_ctl' '$EP' status | sed -n 's/^write_errors=//p')\" -ge 1 ]"
 check "the failure is logged once with the cause" grep -q "No space left on device" "$T/col.log"

@@ -7,7 +7,7 @@
 check "collector starts with 1 MiB segments and a 3 MiB store" start_collector \
     --segment-mb 1 --store-mb 3
 # ~12 MB of records (4 x 75000 x 40 B), paced so the rings do not overflow
-workload big --threads 4 --events 75000 --pace-us 500 --batch 500
+workload big --threads 4 --events 400000 --pace-us 500 --batch 500
 check "the workload finishes" wait_for 60 wl_done big
 wait "$(wl_pid big)" 2>/dev/null
 check "flush succeeds" flush

@@ -20,6 +20,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include "collector/crc32c.h"
+#include "collector/pack.h"
 #include "collector/segment.h"
 #include "shm/meta.h"
 #include "shm/record.h"
@@ -459,7 +460,7 @@ static int commit_in_place(struct seg_writer *w, const uint8_t *data, size_t dle
         return rc;
     if (dlen)
         memcpy(dst, data, dlen);
-    return seg_writer_data_commit(w, 7, 0, 1, lost, dlen, st, dlen ? seg_crc32c(0, data, dlen) : 0);
+    return seg_writer_data_commit(w, 7, 0, 1, lost, dlen, st, dlen ? seg_crc32c(0, data, dlen) : 0, 0);
 }
 
 static void test_in_place_data_block_is_the_same_as_a_checked_one(void **state)
@@ -520,20 +521,20 @@ static void test_in_place_commit_refuses_what_cannot_describe_the_records(void *
     struct seg_data_stats none = { 0 }, one = { .nrec = 1, .t_min = 30, .t_max = 30 };
     uint8_t *dst;
     /* no reservation */
-    assert_int_equal(seg_writer_data_commit(w, 1, 0, 1, 0, dlen, &one, 0), -EINVAL);
+    assert_int_equal(seg_writer_data_commit(w, 1, 0, 1, 0, dlen, &one, 0, 0), -EINVAL);
     /* reservations the buffer cannot take or the format does not allow */
     assert_int_equal(seg_writer_data_reserve(w, 0, &dst), -EINVAL);
     assert_int_equal(seg_writer_data_reserve(w, 12, &dst), -EINVAL);
     assert_int_equal(seg_writer_data_reserve(w, SEG_WRITE_BUF, &dst), -EINVAL);
     /* more than reserved, stats that do not match, misaligned */
     assert_int_equal(seg_writer_data_reserve(w, dlen, &dst), 0);
-    assert_int_equal(seg_writer_data_commit(w, 1, 0, 1, 0, dlen + 8, &one, 0), -EINVAL);
+    assert_int_equal(seg_writer_data_commit(w, 1, 0, 1, 0, dlen + 8, &one, 0, 0), -EINVAL);
     assert_int_equal(seg_writer_data_reserve(w, dlen, &dst), 0);
-    assert_int_equal(seg_writer_data_commit(w, 1, 0, 1, 0, dlen, &none, 0), -EINVAL);
+    assert_int_equal(seg_writer_data_commit(w, 1, 0, 1, 0, dlen, &none, 0, 0), -EINVAL);
     assert_int_equal(seg_writer_data_reserve(w, dlen, &dst), 0);
-    assert_int_equal(seg_writer_data_commit(w, 1, 0, 1, 0, 12, &one, 0), -EINVAL);
+    assert_int_equal(seg_writer_data_commit(w, 1, 0, 1, 0, 12, &one, 0, 0), -EINVAL);
     assert_int_equal(seg_writer_data_reserve(w, dlen, &dst), 0);
-    assert_int_equal(seg_writer_data_commit(w, 1, 0, 1, 0, dlen, NULL, 0), -EINVAL);
+    assert_int_equal(seg_writer_data_commit(w, 1, 0, 1, 0, dlen, NULL, 0, 0), -EINVAL);
     assert_int_equal(seg_writer_bytes(w), before);
     /* another block in between drops the reservation */
     assert_int_equal(seg_writer_data_reserve(w, dlen, &dst), 0);
@@ -541,11 +542,11 @@ static void test_in_place_commit_refuses_what_cannot_describe_the_records(void *
     assert_int_equal(seg_writer_add_thread_end(w, 1, 0, 1, 40), 0);
     uint64_t after_end = seg_writer_bytes(w);
     assert_int_equal(seg_writer_data_commit(w, 1, 0, 1, 0, dlen, &one,
-                                            seg_crc32c(0, data, dlen)), -EINVAL);
+                                            seg_crc32c(0, data, dlen), 0), -EINVAL);
     assert_int_equal(seg_writer_bytes(w), after_end);
     /* a commit of nothing with nothing lost writes nothing */
     assert_int_equal(seg_writer_data_reserve(w, dlen, &dst), 0);
-    assert_int_equal(seg_writer_data_commit(w, 1, 0, 1, 0, 0, &none, 0), 0);
+    assert_int_equal(seg_writer_data_commit(w, 1, 0, 1, 0, 0, &none, 0, 0), 0);
     assert_int_equal(seg_writer_bytes(w), after_end);
     seg_writer_free(w);
 }
@@ -601,6 +602,139 @@ static void test_in_place_reservation_flushes_a_buffer_it_does_not_fit(void **st
     seg_reader_close(r);
     seg_writer_free(w);
     free(data);
+}
+
+/* What the drain writes: records packed into a reservation, one packed block. */
+static int commit_packed(struct seg_writer *w, const uint8_t *data, size_t dlen,
+                         const struct seg_data_stats *st, int corrupt)
+{
+    uint8_t *dst = NULL;
+    int rc = seg_writer_data_reserve(w, (PACK_BOUND(dlen) + 7) & ~(size_t)7, &dst);
+    if (rc)
+        return rc;
+    struct pack_state ps;
+    pack_init(&ps);
+    long n = pack_records(&ps, data, dlen, dst + PACK_PREFIX, PACK_BOUND(dlen) - PACK_PREFIX);
+    assert_true(n > 0);
+    size_t plen = pack_finish(dst, (size_t)n, (uint32_t)dlen);
+    if (corrupt == 1)
+        dst[PACK_PREFIX] |= 0x80;               /* a reserved tag bit, under a good CRC */
+    if (corrupt == 2) {
+        uint32_t huge = SEG_BLOCK_MAX + 8;      /* a raw size nothing can hold */
+        memcpy(dst, &huge, sizeof huge);
+    }
+    return seg_writer_data_commit(w, 7, 0, 1, 0, plen, st, seg_crc32c(0, dst, plen),
+                                  SEG_BF_PACKED);
+}
+
+/* n poll-start records, and the stats of their block */
+static size_t make_polls(uint8_t *data, unsigned n, struct seg_data_stats *st)
+{
+    size_t dlen = 0;
+    for (unsigned i = 0; i < n; i++)
+        rec_poll_start(data, &dlen, i, 1000 + 10u * i, 500 + i);
+    *st = (struct seg_data_stats){ .nrec = n, .t_min = 1000, .t_max = 1000 + 10u * (n - 1) };
+    st->counts[D9_REC_POLL_START] = n;
+    return dlen;
+}
+
+static void test_packed_block_reads_back_the_records_of_a_raw_one(void **state)
+{
+    struct fx *fx = *state;
+    uint8_t data[200 * 32];
+    struct seg_data_stats st;
+    size_t dlen = make_polls(data, 200, &st);
+    struct seg_writer *a, *b;
+    struct seg_summary sa, sb;
+    assert_int_equal(seg_writer_open(&a, fx->dir, 1, &proc, NULL, 0), 0);
+    assert_int_equal(seg_writer_add_data(a, 7, 0, 1, 0, data, dlen), 0);
+    assert_int_equal(seg_writer_seal(a, &sa), 0);
+    assert_int_equal(seg_writer_open(&b, fx->dir, 2, &proc, NULL, 0), 0);
+    assert_int_equal(commit_packed(b, data, dlen, &st, 0), 0);
+    assert_int_equal(seg_writer_seal(b, &sb), 0);
+    assert_int_equal(sb.nrecords, sa.nrecords);
+    assert_int_equal(sb.t_min, sa.t_min);
+    assert_int_equal(sb.t_max, sa.t_max);
+    assert_memory_equal(sb.counts, sa.counts, sizeof sa.counts);
+    assert_true(sb.bytes + dlen / 2 < sa.bytes);     /* well under half the bytes */
+    struct seg_reader *r;
+    struct seg_block blk;
+    assert_int_equal(seg_reader_open(&r, sb.path, 0), 0);
+    assert_int_equal(seg_reader_next(r, &blk), 1);
+    assert_int_equal(blk.h.kind, SEG_BLK_DATA);
+    assert_int_equal(blk.h.flags, SEG_BF_PACKED);
+    assert_true(blk.h.len < dlen);
+    assert_int_equal(blk.records_len, dlen);
+    assert_memory_equal(blk.records, data, dlen);
+    size_t off = 0;
+    const struct d9_rec_hdr *rec;
+    uint32_t k = 0;
+    while (seg_block_next_record(&blk, &off, &rec) == 1)
+        assert_int_equal(rec->seq, k++);
+    assert_int_equal(k, 200);
+    assert_int_equal(seg_reader_next(r, &blk), 0);   /* the footer agrees */
+    seg_reader_close(r);
+    seg_writer_free(a);
+    seg_writer_free(b);
+}
+
+static void test_packed_blocks_that_do_not_unpack_are_corrupt(void **state)
+{
+    struct fx *fx = *state;
+    uint8_t data[20 * 32];
+    struct seg_data_stats st;
+    size_t dlen = make_polls(data, 20, &st);
+    for (int corrupt = 1; corrupt <= 2; corrupt++) {
+        struct seg_writer *w;
+        struct seg_summary sum;
+        assert_int_equal(seg_writer_open(&w, fx->dir, (uint64_t)corrupt, &proc, NULL, 0), 0);
+        assert_int_equal(commit_packed(w, data, dlen, &st, corrupt), 0);
+        assert_int_equal(seg_writer_seal(w, &sum), 0);
+        struct seg_reader *r;
+        struct seg_block blk;
+        assert_int_equal(seg_reader_open(&r, sum.path, 0), 0);
+        assert_int_equal(seg_reader_next(r, &blk), -EBADMSG);
+        assert_non_null(strstr(seg_reader_error(r), corrupt == 1 ? "does not unpack"
+                                                                 : "impossible size"));
+        seg_reader_close(r);
+        seg_writer_free(w);
+    }
+}
+
+static void test_version_1_files_are_read_but_hold_no_packed_blocks(void **state)
+{
+    struct fx *fx = *state;
+    struct seg_summary sum;
+    struct seg_writer *w = write_small(fx->dir, 7, &sum);    /* ring-framed blocks only */
+    size_t len;
+    uint8_t *b = slurp(sum.path, &len);
+    struct seg_reader *r;
+    b[offsetof(struct seg_file_hdr, version)] = 1;
+    assert_int_equal(seg_reader_open_mem(&r, b, len, 0), 0);
+    uint64_t nrec = 0;
+    assert_true(read_all(r, &nrec) > 0);
+    assert_int_equal(nrec, sum.nrecords);
+    seg_reader_close(r);
+    free(b);
+    seg_writer_free(w);
+
+    uint8_t data[8 * 32];
+    struct seg_data_stats st;
+    size_t dlen = make_polls(data, 8, &st);
+    assert_int_equal(seg_writer_open(&w, fx->dir, 8, &proc, NULL, 0), 0);
+    assert_int_equal(commit_packed(w, data, dlen, &st, 0), 0);
+    assert_int_equal(seg_writer_seal(w, &sum), 0);
+    b = slurp(sum.path, &len);
+    b[offsetof(struct seg_file_hdr, version)] = 1;          /* a packed block in a v1 file */
+    /* strict: even its footer counts more records than v1 blocks can hold */
+    assert_int_equal(seg_reader_open_mem(&r, b, len, 0), -EBADMSG);
+    assert_int_equal(seg_reader_open_mem(&r, b, len, SEG_OPEN_PARTIAL), 0);
+    struct seg_block blk;
+    assert_int_equal(seg_reader_next(r, &blk), 0);          /* partial: the file ends there */
+    assert_non_null(strstr(seg_reader_error(r), "unknown block flags"));
+    seg_reader_close(r);
+    free(b);
+    seg_writer_free(w);
 }
 
 static void test_invalid_records_are_rejected_and_write_nothing(void **state)
@@ -1353,6 +1487,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_in_place_commit_refuses_what_cannot_describe_the_records, setup, teardown),
         cmocka_unit_test_setup_teardown(test_in_place_record_less_block_carries_drops, setup, teardown),
         cmocka_unit_test_setup_teardown(test_in_place_reservation_flushes_a_buffer_it_does_not_fit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_packed_block_reads_back_the_records_of_a_raw_one, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_packed_blocks_that_do_not_unpack_are_corrupt, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_version_1_files_are_read_but_hold_no_packed_blocks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_invalid_records_are_rejected_and_write_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_data_larger_than_a_block_is_split_at_record_boundaries, setup, teardown),
         cmocka_unit_test_setup_teardown(test_freeing_an_unsealed_writer_removes_its_temp_file, setup, teardown),

@@ -477,7 +477,9 @@ static int shutdown_all(struct col_ctx *x)
     return failed;
 }
 
-static void sleep_us(struct col_ctx *x, uint32_t us)
+/* Sleep up to us (not past the next scan) or until a control message or a
+ * signal arrives; *ctl and *sig say whether those fds became readable. */
+static void sleep_us(struct col_ctx *x, uint32_t us, int *ctl, int *sig)
 {
     struct pollfd fds[2] = {
         { .fd = x->ctl.fd, .events = POLLIN },
@@ -490,17 +492,31 @@ static void sleep_us(struct col_ctx *x, uint32_t us)
         until = x->next_scan_ns > now ? x->next_scan_ns : now;
     struct timespec ts = { .tv_sec = (time_t)((until - now) / 1000000000u),
                            .tv_nsec = (long)((until - now) % 1000000000u) };
-    ppoll(fds, 2, &ts, NULL);
+    if (ppoll(fds, 2, &ts, NULL) < 0) {
+        *ctl = *sig = 1;        /* EINTR or worse: look at both */
+        return;
+    }
+    *ctl = fds[0].revents != 0;
+    *sig = fds[1].revents != 0;
 }
 
 static void run(struct col_ctx *x)
 {
     uint64_t scan_ns = (uint64_t)x->cfg.scan_ms * 1000000u;
+    /* After a sleep, the signalfd and the control socket are read only if
+     * ppoll saw them readable: most passes of a traced host are timer
+     * wake-ups, and those two reads were two of a pass's five syscalls.
+     * (zmq's fd signals new activity once control() has drained the
+     * socket to EAGAIN, which it always does.) A pass that follows
+     * another without sleeping looks at both. */
+    int ctl_ready = 1, sig_ready = 1;
     while (!x->stop) {
-        read_signals(x);
+        if (sig_ready)
+            read_signals(x);
         if (x->stop)
             break;
-        control(x);
+        if (ctl_ready)
+            control(x);
         uint64_t now = shm_mono_ns();
         if (now >= x->next_scan_ns) {
             scan(x);
@@ -517,7 +533,9 @@ static void run(struct col_ctx *x)
         if (!x->procs)      /* nothing traced: wake for the next scan or a hello */
             us = x->cfg.scan_ms * 1000u;
         if (us)
-            sleep_us(x, us);
+            sleep_us(x, us, &ctl_ready, &sig_ready);
+        else
+            ctl_ready = sig_ready = 1;
     }
 }
 

@@ -196,6 +196,24 @@ static int g_snapshot(const struct col_proc *p, const struct d9_ring_hdr *rh,
     return 0;
 }
 
+/* The slot state of every ring, under one guard: most rings of a region are
+ * FREE, and a full guarded snapshot of each was most of an idle pass. */
+static int g_states(const struct col_proc *p, uint8_t *states)
+{
+    sigjmp_buf jb;
+    if (sigsetjmp(jb, 0))
+        return -EFAULT;
+    col_guard_arm(&jb, p->region.base, p->region.size);
+    for (uint32_t i = 0; i < p->geo.ring_count; i++) {
+        const struct d9_ring_hdr *rh = shm_ring_hdr(&p->region, &p->geo, i);
+        uint32_t st = atomic_load_explicit(&((struct d9_ring_hdr *)rh)->state,
+                                           memory_order_relaxed);
+        states[i] = st > UINT8_MAX ? UINT8_MAX : (uint8_t)st;     /* untrusted: any value */
+    }
+    col_guard_disarm();
+    return 0;
+}
+
 static int g_read(const struct col_proc *p, const uint8_t *data,
                   const struct shm_ring_snapshot *s, uint8_t *buf, size_t cap,
                   uint64_t *new_tail, struct shm_read_xform *x, long *n)
@@ -608,8 +626,16 @@ int col_drain_proc(struct col_proc *p, struct col_store *st, uint64_t now_ns,
     }
     uint64_t lag = 0;
     uint32_t in_use = 0;
-    int rc = 0;
-    for (uint32_t i = 0; i < p->geo.ring_count; i++) {
+    uint8_t states[D9_RINGS_MAX];
+    int rc = g_states(p, states);
+    for (uint32_t i = 0; rc == 0 && i < p->geo.ring_count; i++) {
+        if (states[i] != D9_RING_OWNED && states[i] != D9_RING_RELEASED) {
+            /* FREE or CLAIMING: nothing of ours in it (drain_ring's own
+             * snapshot decides for the others) */
+            p->rings[i].state = states[i];
+            p->rings[i].lag_bytes = 0;
+            continue;
+        }
         rc = drain_ring(p, st, i, now_ns, res);
         if (rc == -EFAULT)
             break;

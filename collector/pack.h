@@ -63,7 +63,8 @@ void pack_init(struct pack_state *s);
  * earlier calls for the same block. Returns the bytes written, or -ENOSPC
  * when they would exceed cap (nothing is then defined about out). Entries
  * only: the caller writes the prefix and the padding (pack_finish). */
-long pack_records(struct pack_state *s, const uint8_t *in, size_t len, uint8_t *out, size_t cap);
+long pack_records(struct pack_state *restrict s, const uint8_t *restrict in, size_t len,
+                  uint8_t *restrict out, size_t cap);
 
 /* Complete a packed payload of entries_len entry bytes that starts with
  * PACK_PREFIX reserved bytes at payload: writes the prefix (raw_len) and the

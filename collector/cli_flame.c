@@ -49,7 +49,8 @@ static const char usage[] =
 "    the \"folded\" format read by flamegraph.pl, inferno-flamegraph and\n"
 "    speedscope (d9 flame --pid 1234 > out.folded; flamegraph.pl out.folded\n"
 "    > out.svg). Samples come from d9collectd's perf_event_open sampling\n"
-"    (on-CPU at --perf-freq Hz, default 99, and 1 in N context switches), or\n"
+"    (on-CPU at --perf-freq Hz, default 99; off-CPU, 1 in N context\n"
+"    switches, when the collector runs with --switch-period N), or\n"
 "    from the agent's in-process fallback (DIAL9_SAMPLER=itimer) when perf\n"
 "    is not permitted. Stacks are walked with frame pointers: build with\n"
 "    -fno-omit-frame-pointer for complete stacks.\n"
@@ -512,10 +513,12 @@ CLI_DECLARE_CMD(flame)
         rc = cli_fail(env, "%s: scan failed (error %d)", env->store, r);
     } else if (f->stacks.n == 0) {
         char w[160];
-        fprintf(stderr, "d9 flame: no %s samples%s in %s%s\n",
+        fprintf(stderr, "d9 flame: no %s samples%s in %s%s%s\n",
                 f->o.off_cpu ? "off-CPU" : "CPU", f->o.have_task ? " inside the task's polls" : "",
                 cli_window_text(&a.win, cli_store_live(s), w, sizeof w),
-                st.blocks == 0 ? " (no indexed blocks: unsealed data needs 'd9 flush')" : "");
+                st.blocks == 0 ? " (no indexed blocks: unsealed data needs 'd9 flush')" : "",
+                f->o.off_cpu && st.blocks ? " (off-CPU samples need d9collectd --switch-period N)"
+                                          : "");
     } else {
         struct stack_ent *v = malloc(f->stacks.n * sizeof *v);
         if (!v) {

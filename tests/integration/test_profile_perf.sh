@@ -56,7 +56,7 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null 2>&1; then
 fi
 
 # ---- through the daemon -----------------------------------------------------------
-check "collector starts" start_collector
+check "collector starts (with off-CPU sampling, which is opt-in)" start_collector --switch-period 16
 # DIAL9_SAMPLER=perf: the agent never falls back, so every sample below is perf's
 DIAL9_SAMPLER=perf "$TBIN/prog_hot" --seconds 3 --threads 2 --sleep-every 5 >"$T/hot.out" 2>&1 &
 HOT=$!

@@ -51,6 +51,8 @@ static void defaults_as_root_use_system_paths(void **s)
     assert_int_equal(c.store_mb, 1024);
     assert_int_equal(c.log_level, COL_LOG_INFO);
     assert_string_equal(c.pidfile, "");
+    assert_int_equal(c.perf_freq, 99);
+    assert_int_equal(c.switch_period, 0);       /* off-CPU sampling is opt-in */
 }
 
 static void defaults_as_user_use_xdg_runtime_dir_and_cwd_store(void **s)

@@ -437,7 +437,7 @@ void col_config_usage(FILE *f, const char *prog)
 "        left data behind) it is drained again immediately; otherwise the\n"
 "        sleep starts at poll-min-us and doubles up to poll-max-us\n"
 "        (1..%8$u), but never past the time the fullest ring needs, at the\n"
-"        rate just seen, to reach half full. A trickle of events thus costs\n"
+"        rate just seen, to reach a quarter full. A trickle of events thus costs\n"
 "        one wake-up per poll-max-us, not a busy loop; a burst arriving\n"
 "        while the collector sleeps must fit the rings (1 MiB: 32768 poll\n"
 "        records). Defaults: %9$u and %10$u.\n"

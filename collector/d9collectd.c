@@ -8,7 +8,7 @@
  *          rotate segments by size/age (store.c), finish ended processes (proc.c)
  *          sleep: paced by pressure (col_backoff_pace): 0 while a ring is
  *          1/8 full or data was left behind, else exponential backoff up to
- *          --poll-max-us capped so the fullest ring stays under half full at
+ *          --poll-max-us capped so the fullest ring stays under a quarter full at
  *          the rate just seen; woken early by the control socket or a signal
  *
  * Signals arrive through a signalfd (no async handlers besides the SIGBUS

@@ -80,8 +80,10 @@ uint32_t col_backoff_pace(struct col_backoff *b, uint64_t lag, uint64_t size, ui
     uint32_t s = col_backoff_next(b, 0);
     if (lag == 0 || size == 0)
         return s;
-    /* time for the fullest ring to go from empty to half full at lag per dt */
-    uint64_t cap = dt_us * (size / 2) / lag;
+    /* time for the fullest ring to go from empty to 1/COL_BACKOFF_TARGET_DIV
+     * full at lag per dt: the rest of the ring absorbs a stall of the
+     * collector (a seal, a preemption) or a faster burst */
+    uint64_t cap = dt_us * (size / COL_BACKOFF_TARGET_DIV) / lag;
     if (cap < s) {
         s = cap < b->min_us ? b->min_us : (uint32_t)cap;
         b->cur_us = s;          /* grow again from here, not from a long sleep */

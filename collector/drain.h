@@ -55,10 +55,13 @@ uint32_t col_backoff_next(struct col_backoff *b, int had_work);
  * ring still held data when the pass stopped.
  *   - more, or the fullest ring at least 1/COL_BACKOFF_BUSY_DIV full: 0 (go again);
  *   - otherwise the idle backoff grows (x2 up to max), but is capped so that
- *     at the rate just seen (lag per dt) the fullest ring stays under half full.
+ *     at the rate just seen (lag per dt) the fullest ring stays under
+ *     1/COL_BACKOFF_TARGET_DIV full: the other three quarters absorb a
+ *     stall of the collector or a burst.
  * A trickle of events therefore costs a wakeup every few ms, not a busy loop,
  * and a ring filling fast is drained before it overflows. */
 #define COL_BACKOFF_BUSY_DIV 8u
+#define COL_BACKOFF_TARGET_DIV 4u
 uint32_t col_backoff_pace(struct col_backoff *b, uint64_t lag, uint64_t size, uint64_t dt_us,
                           int more);
 

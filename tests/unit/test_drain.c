@@ -438,17 +438,17 @@ static void a_trickle_backs_off_instead_of_polling_at_once(void **s)
     assert_int_equal(col_backoff_pace(&b, 0, 0, 100, 0), 200);
 }
 
-static void a_filling_ring_caps_the_sleep_before_half_full(void **s)
+static void a_filling_ring_caps_the_sleep_before_a_quarter_full(void **s)
 {
     (void)s;
     struct col_backoff b;
     col_backoff_init(&b, 50, 20000);
     for (int i = 0; i < 10; i++)
         col_backoff_pace(&b, 0, 0, 1000, 0);            /* idle: grown to the maximum */
-    /* 64 KiB per 1 ms into a 1 MiB ring: half full in 8 ms, so sleep at most 8 ms */
-    assert_int_equal(col_backoff_pace(&b, 64 << 10, 1 << 20, 1000, 0), 8000);
+    /* 64 KiB per 1 ms into a 1 MiB ring: a quarter full in 4 ms, so sleep at most 4 ms */
+    assert_int_equal(col_backoff_pace(&b, 64 << 10, 1 << 20, 1000, 0), 4000);
     /* and grow again from there, not from the old 20 ms */
-    assert_int_equal(col_backoff_pace(&b, 64 << 10, 1 << 20, 1000, 0), 8000);
+    assert_int_equal(col_backoff_pace(&b, 64 << 10, 1 << 20, 1000, 0), 4000);
 }
 
 static void a_ring_an_eighth_full_or_data_left_behind_polls_again_at_once(void **s)
@@ -510,7 +510,7 @@ int main(void)
         cmocka_unit_test(idle_passes_double_the_sleep_up_to_the_maximum),
         cmocka_unit_test(a_pass_with_data_polls_again_at_once_and_resets_the_sleep),
         cmocka_unit_test(a_trickle_backs_off_instead_of_polling_at_once),
-        cmocka_unit_test(a_filling_ring_caps_the_sleep_before_half_full),
+        cmocka_unit_test(a_filling_ring_caps_the_sleep_before_a_quarter_full),
         cmocka_unit_test(a_ring_an_eighth_full_or_data_left_behind_polls_again_at_once),
         cmocka_unit_test(segments_rotate_by_size_or_by_age),
         cmocka_unit_test(calibration_read_gives_up_while_a_writer_holds_the_seqlock),

@@ -57,6 +57,7 @@ struct col_ctx {
     struct col_config cfg;
     struct col_store store;
     int store_lock;             /* col_store_lock fd, held until exit */
+    int perf_keeper;            /* perf_callchain_keeper fd, -1 when none */
     struct col_ctl ctl;
     struct col_discover disc;
     struct col_proc *procs;
@@ -180,7 +181,7 @@ static void drain_all(struct col_ctx *x, uint64_t now, struct pass_pressure *pp)
         if (p->ended || p->quarantined)
             continue;
         struct col_drain_result res = { 0 };
-        col_drain_proc(p, &x->store, now, &res);
+        col_drain_proc(p, &x->store, now, 0, &res);
         perf_prof_pass(p, &x->store, now, 0);   /* profiler: throttled inside */
         if (res.more)
             pp->more = 1;
@@ -566,6 +567,7 @@ int main(int argc, char **argv)
     col_log_init(PROG, x->cfg.log_level);
     x->start_ns = shm_mono_ns();
     x->sigfd = -1;
+    x->perf_keeper = -1;
 
     if ((rc = col_guard_install())) {
         col_err("cannot install the SIGBUS handler: %s", strerror(-rc));
@@ -617,6 +619,8 @@ int main(int argc, char **argv)
         memset(&x->host_cal, 0, sizeof x->host_cal);
     col_backoff_init(&x->backoff, x->cfg.poll_min_us, x->cfg.poll_max_us);
     col_discover_init(&x->disc, x->cfg.shm_dir);
+    if (x->cfg.perf_freq || x->cfg.switch_period)
+        x->perf_keeper = perf_callchain_keeper();   /* < 0: perf not permitted, nothing to keep */
     col_info("%s %s: store %s, endpoint %s, regions in %s", PROG, D9_VERSION, x->store.dir,
              x->cfg.endpoint, x->cfg.shm_dir);
 
@@ -635,5 +639,7 @@ int main(int argc, char **argv)
     if (x->cfg.pidfile[0])
         unlink(x->cfg.pidfile);
     close(x->sigfd);
+    if (x->perf_keeper >= 0)
+        close(x->perf_keeper);
     return 0;
 }

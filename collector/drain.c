@@ -411,7 +411,7 @@ static void quarantine_ring(struct col_proc *p, uint32_t i, const struct shm_rin
  * Records go into the writer and the private read_tail advances; the shm
  * tail is published by col_drain_commit() once the writer flushed them. */
 static int drain_ring(struct col_proc *p, struct col_store *st, uint32_t i, uint64_t now,
-                      struct col_drain_result *res)
+                      int force, struct col_drain_result *res)
 {
     struct col_ring *r = &p->rings[i];
     if (r->quarantined)
@@ -453,7 +453,16 @@ static int drain_ring(struct col_proc *p, struct col_store *st, uint32_t i, uint
     s.tail = r->read_tail;
     /* lag = the backlog this pass found (what the producer is ahead of us) */
     r->lag_bytes = s.head >= s.tail ? s.head - s.tail : 0;
-    if (s.head != s.tail) {
+    if (s.head == s.tail)
+        r->backlog_ns = 0;
+    else if (!r->backlog_ns)
+        r->backlog_ns = now;
+    /* a live thread's ring waits for a batch (see COL_DRAIN_BATCH), except
+     * for its first records: they name the thread and show it is traced */
+    int wait = !force && !p->ended && s.state == D9_RING_OWNED && s.head > s.tail &&
+               r->first_ns != 0 && r->lag_bytes < COL_DRAIN_BATCH &&
+               now - r->backlog_ns < COL_DRAIN_BATCH_NS;
+    if (s.head != s.tail && !wait) {
         int rc = pull_meta(p, st);
         if (rc)
             return rc;
@@ -535,6 +544,7 @@ static int drain_ring(struct col_proc *p, struct col_store *st, uint32_t i, uint
         }
         if (new_tail != s.head)
             res->more = 1;
+        r->backlog_ns = new_tail == s.head ? 0 : now;
     }
     int drained = !r->pend && r->consumed_tail == s.head;
     if (drained && (s.state == D9_RING_RELEASED || p->ended)) {
@@ -617,7 +627,7 @@ int col_drain_commit(struct col_proc *p, struct col_store *st, uint64_t now_ns)
     return 0;
 }
 
-int col_drain_proc(struct col_proc *p, struct col_store *st, uint64_t now_ns,
+int col_drain_proc(struct col_proc *p, struct col_store *st, uint64_t now_ns, int force,
                    struct col_drain_result *res)
 {
     if (p->quarantined)
@@ -638,7 +648,7 @@ int col_drain_proc(struct col_proc *p, struct col_store *st, uint64_t now_ns,
             p->rings[i].lag_bytes = 0;
             continue;
         }
-        rc = drain_ring(p, st, i, now_ns, res);
+        rc = drain_ring(p, st, i, now_ns, force, res);
         if (rc == -EFAULT)
             break;
         if (rc) {
@@ -680,7 +690,7 @@ int col_drain_proc_all(struct col_proc *p, struct col_store *st, struct col_drai
     uint64_t passes = p->geo.ring_data_size / COL_DRAIN_MAX + 2;
     for (uint64_t k = 0; k < passes; k++) {
         struct col_drain_result one = { 0 };
-        int rc = col_drain_proc(p, st, shm_mono_ns(), &one);
+        int rc = col_drain_proc(p, st, shm_mono_ns(), 1, &one);
         res->bytes += one.bytes;
         res->records += one.records;
         res->write_failed |= one.write_failed;

@@ -77,6 +77,22 @@ struct perf_proc {
     uint8_t *scratch;
 };
 
+int perf_callchain_keeper(void)
+{
+    struct perf_event_attr a;
+    memset(&a, 0, sizeof a);
+    a.size = sizeof a;
+    a.type = PERF_TYPE_SOFTWARE;
+    a.config = PERF_COUNT_SW_CPU_CLOCK;
+    a.sample_period = 1000000000u;
+    a.sample_type = PERF_SAMPLE_CALLCHAIN;
+    a.disabled = 1;             /* never enabled: it only holds the buffers */
+    a.exclude_kernel = 1;
+    a.exclude_hv = 1;
+    long fd = syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    return fd < 0 ? -errno : (int)fd;
+}
+
 void perf_config_default(struct perf_config *c)
 {
     c->freq_hz = PERF_FREQ_DEFAULT;

@@ -41,6 +41,7 @@ struct col_ring {
     uint64_t lost_seen;         /* ring 'lost' counter already reported */
     uint64_t lost;              /* drops reported for this ring (status) */
     uint64_t lag_bytes;         /* head - read_tail found by the last pass (backlog) */
+    uint64_t backlog_ns;        /* when the unread backlog began (0: none at the last look) */
     int tail_known;             /* read_tail/consumed_tail initialised from shm */
     uint64_t read_tail;         /* collector-private cursor: copied into the writer up to here */
     uint64_t consumed_tail;     /* the tail we last published to shm */

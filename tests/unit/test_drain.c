@@ -124,7 +124,7 @@ static void produce(struct fx *fx, int idx, unsigned n)
 static int drain(struct fx *fx, uint64_t now, struct col_drain_result *res)
 {
     memset(res, 0, sizeof *res);
-    return col_drain_proc(fx->p, &fx->st, now, res);
+    return col_drain_proc(fx->p, &fx->st, now, 1, res);
 }
 
 /* Totals over every sealed segment in the store. */
@@ -175,6 +175,59 @@ static void drained_records_reach_the_segment_and_the_tail_follows(void **state)
     assert_int_equal(atomic_load(&ring(fx, r0)->tail), atomic_load(&ring(fx, r0)->head));
     assert_int_equal(col_proc_seal(fx->p, &fx->st), 0);
     assert_int_equal(read_store(fx).records, 100);
+}
+
+/* A regular pass (force 0), as d9collectd's loop makes them. */
+static int pass(struct fx *fx, uint64_t now, struct col_drain_result *res)
+{
+    memset(res, 0, sizeof *res);
+    return col_drain_proc(fx->p, &fx->st, now, 0, res);
+}
+
+static void a_live_ring_is_read_once_it_holds_a_batch_or_its_backlog_is_old(void **state)
+{
+    struct fx *fx = *state;
+    int r0 = claim(fx, "w0");
+    adopt(fx);
+    struct col_drain_result res;
+    const uint64_t t0 = 1000000000ull;
+    produce(fx, r0, 2);
+    assert_int_equal(pass(fx, t0 - 1, &res), 0);
+    assert_int_equal(res.records, 2);                  /* a thread's first records: at once */
+    produce(fx, r0, 10);
+    assert_int_equal(pass(fx, t0, &res), 0);
+    assert_int_equal(res.records, 0);                  /* then a few records wait for more */
+    assert_int_equal(fx->p->rings[r0].lag_bytes, 10 * 32u);
+    assert_int_equal(pass(fx, t0 + COL_DRAIN_BATCH_NS - 1, &res), 0);
+    assert_int_equal(res.records, 0);
+    assert_int_equal(pass(fx, t0 + COL_DRAIN_BATCH_NS, &res), 0);
+    assert_int_equal(res.records, 10);                 /* the backlog got old */
+    assert_int_equal(atomic_load(&ring(fx, r0)->tail), atomic_load(&ring(fx, r0)->head));
+    /* a batch's worth is read at once */
+    produce(fx, r0, COL_DRAIN_BATCH / 32);
+    assert_int_equal(pass(fx, t0 + COL_DRAIN_BATCH_NS + 1, &res), 0);
+    assert_int_equal(res.records, COL_DRAIN_BATCH / 32);
+    /* a flush (force) reads whatever is there */
+    produce(fx, r0, 3);
+    assert_int_equal(drain(fx, t0 + COL_DRAIN_BATCH_NS + 2, &res), 0);
+    assert_int_equal(res.records, 3);
+}
+
+static void an_ended_thread_is_read_without_waiting_for_a_batch(void **state)
+{
+    struct fx *fx = *state;
+    int r0 = claim(fx, "w0");
+    adopt(fx);
+    produce(fx, r0, 5);
+    shm_slot_release(&fx->reg, (uint32_t)r0);
+    struct col_drain_result res;
+    assert_int_equal(pass(fx, 1, &res), 0);
+    assert_int_equal(res.records, 5);
+    assert_int_equal(pass(fx, 2, &res), 0);            /* flushed: the thread's end follows */
+    assert_int_equal(col_proc_seal(fx->p, &fx->st), 0);
+    struct totals t = read_store(fx);
+    assert_int_equal(t.records, 5);
+    assert_int_equal(t.thread_ends, 1);
 }
 
 static void a_failed_write_leaves_the_records_in_the_ring_until_it_succeeds(void **state)
@@ -497,6 +550,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(drained_records_reach_the_segment_and_the_tail_follows, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_live_ring_is_read_once_it_holds_a_batch_or_its_backlog_is_old, setup, teardown),
+        cmocka_unit_test_setup_teardown(an_ended_thread_is_read_without_waiting_for_a_batch, setup, teardown),
         cmocka_unit_test_setup_teardown(a_failed_write_leaves_the_records_in_the_ring_until_it_succeeds, setup, teardown),
         cmocka_unit_test_setup_teardown(a_corrupt_ring_is_quarantined_and_the_others_keep_draining, setup, teardown),
         cmocka_unit_test_setup_teardown(a_truncated_region_quarantines_the_process_instead_of_crashing, setup, teardown),

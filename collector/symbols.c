@@ -825,7 +825,13 @@ long sym_maps_emit(uint32_t pid, uint64_t now_ns, struct sym_maps_state *st,
         return rc;
     char root[64];
     snprintf(root, sizeof root, "/proc/%u/root", pid);
-    long r = sym_maps_encode(m, n, root, kernel_text_probe(), now_ns, st, out, cap);
+    if (!st->ktext_known) {
+        /* once per state: reading the head of kallsyms every second was 2 %
+         * of the collector's CPU on a traced demo */
+        st->kernel_text = kernel_text_probe();
+        st->ktext_known = 1;
+    }
+    long r = sym_maps_encode(m, n, root, st->kernel_text, now_ns, st, out, cap);
     sym_maps_free(m, n);
     return r;
 }

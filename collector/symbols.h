@@ -106,10 +106,12 @@ struct sym_maps_state {
     uint64_t hash;              /* of the executable mappings last written */
     int written;                /* 0 until the first snapshot of this segment */
     uint32_t seq;               /* next record seq in SYM_SEG_RING */
+    int ktext_known;            /* kernel_text probed (once: fixed for the boot) */
+    uint64_t kernel_text;       /* kernel _text from /proc/kallsyms, 0 = hidden */
 };
 
 /* Forget what was written (call when a new segment is opened, so every
- * segment carries the maps it needs). Keeps seq. */
+ * segment carries the maps it needs). Keeps seq and the kernel _text. */
 void sym_maps_state_reset(struct sym_maps_state *st);
 
 /*

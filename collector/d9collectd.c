@@ -171,6 +171,7 @@ static void finish_ended(struct col_ctx *x)
 struct pass_pressure {
     uint64_t lag, size;         /* the fullest ring's backlog and its size */
     int more;                   /* some ring still had data when the pass stopped */
+    int fresh;                  /* a thread's first records were read */
 };
 
 /* One pass over every live process. */
@@ -185,6 +186,8 @@ static void drain_all(struct col_ctx *x, uint64_t now, struct pass_pressure *pp)
         perf_prof_pass(p, &x->store, now, 0);   /* profiler: throttled inside */
         if (res.more)
             pp->more = 1;
+        if (res.fresh)
+            pp->fresh = 1;
         /* res.full_lag/size > pp->lag/size, without division */
         if (res.full_lag && (pp->size == 0 || res.full_lag * pp->size > pp->lag * res.full_size)) {
             pp->lag = res.full_lag;
@@ -530,6 +533,11 @@ static void run(struct col_ctx *x)
         uint64_t dt_us = x->last_pass_ns && now > x->last_pass_ns
                              ? (now - x->last_pass_ns) / 1000u : 0;
         x->last_pass_ns = now;
+        /* a thread that just started recording may be about to record
+         * fast: the sleep grows again from its minimum instead of going on
+         * at the idle maximum (a 1 MiB ring fills in 4 ms at 8 M events/s) */
+        if (pp.fresh)
+            col_backoff_next(&x->backoff, 1);
         uint32_t us = col_backoff_pace(&x->backoff, pp.lag, pp.size, dt_us, pp.more);
         if (!x->procs)      /* nothing traced: wake for the next scan or a hello */
             us = x->cfg.scan_ms * 1000u;

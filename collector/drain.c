@@ -533,8 +533,10 @@ static int drain_ring(struct col_proc *p, struct col_store *st, uint32_t i, uint
             r->pend_records += nrec;
             res->records += nrec;
             res->bytes += plen;
-            if (!r->first_ns)
+            if (!r->first_ns) {
                 r->first_ns = x.t_first;
+                res->fresh = 1;
+            }
             r->last_ns = x.t_last;
             r->thread_dirty = 1;
         }

@@ -110,6 +110,7 @@ struct col_drain_result {
     uint64_t bytes;             /* record bytes written to the segment */
     uint64_t records;
     int more;                   /* some ring still had data when we stopped */
+    int fresh;                  /* a thread's first records were read this pass */
     int write_failed;           /* a segment write failed (data left in the ring) */
     uint64_t full_lag;          /* backlog of the process's fullest ring at this pass; */
     uint64_t full_size;         /*   its ring size (all rings of a region are one size) */

@@ -792,19 +792,25 @@ static int r_read(struct seg_reader *r, uint64_t off, void *dst, size_t len)
     return 0;
 }
 
+/* Make *buf (of *cap bytes) hold at least len bytes; its contents are not kept. */
+static int r_grow(uint8_t **buf, size_t *cap, size_t len)
+{
+    if (*buf && len <= *cap)
+        return 0;
+    size_t c = *cap ? *cap : 4096;
+    while (c < len)
+        c *= 2;
+    free(*buf);
+    *cap = 0;
+    if (!(*buf = malloc(c)))
+        return -ENOMEM;
+    *cap = c;
+    return 0;
+}
+
 static int r_reserve(struct seg_reader *r, size_t len)
 {
-    if (len <= r->buf_cap)
-        return 0;
-    size_t cap = r->buf_cap ? r->buf_cap : 4096;
-    while (cap < len)
-        cap *= 2;
-    free(r->buf);
-    r->buf_cap = 0;
-    if (!(r->buf = malloc(cap)))
-        return -ENOMEM;
-    r->buf_cap = cap;
-    return 0;
+    return r_grow(&r->buf, &r->buf_cap, len);
 }
 
 static int check_header(struct seg_reader *r)
@@ -1116,16 +1122,9 @@ static int data_records(struct seg_reader *r, struct seg_block *b, uint64_t off)
     long raw = pack_raw_len(b->payload, b->h.len);
     if (raw < 0 || (uint64_t)raw > SEG_BLOCK_MAX || (uint64_t)raw > (uint64_t)b->h.nrec * D9_REC_MAX)
         return r_fail(r, off, "packed data block announces an impossible size");
-    if ((size_t)raw > r->dec_cap || !r->dec) {
-        size_t cap = r->dec_cap ? r->dec_cap : 4096;
-        while (cap < (size_t)raw)
-            cap *= 2;
-        free(r->dec);
-        r->dec_cap = 0;
-        if (!(r->dec = malloc(cap)))
-            return -ENOMEM;
-        r->dec_cap = cap;
-    }
+    int e = r_grow(&r->dec, &r->dec_cap, (size_t)raw);
+    if (e < 0)
+        return e;
     long n = pack_unpack(b->payload, b->h.len, b->h.nrec, r->dec, r->dec_cap);
     if (n < 0)
         return r_fail(r, off, "packed data block does not unpack");

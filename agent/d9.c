@@ -2,15 +2,19 @@
  * d9.c — the public API of agent/d9.h: the process singleton around the
  * agent core (agent.c) and the record functions.
  *
- * Hot path (every d9_poll_*, d9_wake, d9_task_*, d9_queue_depth, d9_emit), see AG_ENTER:
+ * Hot path (d9_poll_*, d9_wake, d9_task_*, d9_queue_depth), see AG_FAST:
  *   1. relaxed load of g_agent.live (0 = off: return)           one branch
- *   2. the thread's TLS producer (initial-exec TLS: one %fs-relative load);
- *      NULL only before the thread's first event (claim, slow path)
- *   3. a timestamp (rdtsc or vDSO CLOCK_MONOTONIC), shm_ring_reserve,
- *      a few stores and the release-store of head in shm_ring_commit.
+ *   2. live == TSC and the record fits the thread's ring (initial-exec TLS,
+ *      one compare against the producer's limit)                one branch
+ *   3. rdtsc, the record's stores and the release-store of head
+ *      (shm_ring_commit). No call, no stack frame.
+ * Everything else (a thread's first event, a wrap, a full ring,
+ * CLOCK_MONOTONIC stamping) is the function's cold half, out of line.
+ * d9_emit and park/unpark take the general path (AG_GENERAL) always.
  * No locks, no syscalls, no allocation; the first event of a thread claims
  * a ring (ag_thread_attach: a lock, gettid, a fallocate) and registers a
- * pthread key whose destructor releases the ring at thread exit.
+ * pthread key whose destructor releases the ring at thread exit; park/unpark
+ * read schedstat at most once per DIAL9_SCHED_SAMPLE_US per thread.
  *
  * fork(): pthread_atfork handlers; the child forgets the parent's region
  * and this thread's producer without writing to them, and gets a fresh

@@ -457,10 +457,10 @@ static int drain_ring(struct col_proc *p, struct col_store *st, uint32_t i, uint
         r->backlog_ns = 0;
     else if (!r->backlog_ns)
         r->backlog_ns = now;
-    /* a live thread's ring waits for a batch (see COL_DRAIN_BATCH), except
+    /* a live thread's ring waits for a batch (see col_drain_batch), except
      * for its first records: they name the thread and show it is traced */
     int wait = !force && !p->ended && s.state == D9_RING_OWNED && s.head > s.tail &&
-               r->first_ns != 0 && r->lag_bytes < COL_DRAIN_BATCH &&
+               r->first_ns != 0 && r->lag_bytes < col_drain_batch(p->geo.ring_data_size) &&
                now - r->backlog_ns < COL_DRAIN_BATCH_NS;
     if (s.head != s.tail && !wait) {
         int rc = pull_meta(p, st);

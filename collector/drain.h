@@ -102,6 +102,15 @@ void col_guard_disarm(void);
  * segment: a 1 MiB ring overflows in 8 ms at 4 M events/s). */
 #define COL_DRAIN_BATCH    (64u * 1024u)
 #define COL_DRAIN_BATCH_NS (100u * 1000000ull)
+/* The batch of a ring of size bytes: COL_DRAIN_BATCH, at most half of what
+ * makes col_backoff_pace go again at once (size / COL_BACKOFF_BUSY_DIV). A
+ * batch above that made a small ring (DIAL9_RING_KB=128) a busy loop: the
+ * pacing saw the ring 1/8 full and went again, the drain waited for 64 KiB. */
+static inline uint64_t col_drain_batch(uint64_t ring_size)
+{
+    uint64_t cap = ring_size / (2u * COL_BACKOFF_BUSY_DIV);
+    return cap < COL_DRAIN_BATCH ? cap : COL_DRAIN_BATCH;
+}
 /* Copy-and-validate granule: small enough that packing finds it in L1/L2. */
 #define COL_DRAIN_CHUNK    (32u * 1024u)
 

@@ -204,13 +204,39 @@ static void a_live_ring_is_read_once_it_holds_a_batch_or_its_backlog_is_old(void
     assert_int_equal(res.records, 10);                 /* the backlog got old */
     assert_int_equal(atomic_load(&ring(fx, r0)->tail), atomic_load(&ring(fx, r0)->head));
     /* a batch's worth is read at once */
-    produce(fx, r0, COL_DRAIN_BATCH / 32);
+    produce(fx, r0, col_drain_batch(RING_BYTES) / 32);
     assert_int_equal(pass(fx, t0 + COL_DRAIN_BATCH_NS + 1, &res), 0);
-    assert_int_equal(res.records, COL_DRAIN_BATCH / 32);
+    assert_int_equal(res.records, col_drain_batch(RING_BYTES) / 32);
     /* a flush (force) reads whatever is there */
     produce(fx, r0, 3);
     assert_int_equal(drain(fx, t0 + COL_DRAIN_BATCH_NS + 2, &res), 0);
     assert_int_equal(res.records, 3);
+}
+
+/* Whatever backlog makes the pacing go again at once (a ring 1/8 full) is
+ * read by that pass: a batch larger than that made small rings a busy loop. */
+static void a_ring_full_enough_to_pace_the_collector_is_read(void **state)
+{
+    struct fx *fx = *state;
+    int r0 = claim(fx, "w0");
+    adopt(fx);
+    struct col_drain_result res;
+    produce(fx, r0, 1);
+    assert_int_equal(pass(fx, 1, &res), 0);            /* the first record, at once */
+    const unsigned n = RING_BYTES / COL_BACKOFF_BUSY_DIV / 32u;
+    produce(fx, r0, n);
+    struct col_backoff b;
+    col_backoff_init(&b, 100, 10000);
+    uint64_t lag = (uint64_t)n * 32u;
+    assert_int_equal(col_backoff_pace(&b, lag, RING_BYTES, 1000, 0), 0);   /* go again */
+    assert_int_equal(pass(fx, 2, &res), 0);
+    assert_int_equal(res.records, n);
+    assert_true(col_drain_batch(RING_BYTES) * COL_BACKOFF_BUSY_DIV < RING_BYTES);
+    for (uint64_t size = D9_RING_DATA_MIN; size <= D9_RING_DATA_MAX; size *= 2) {
+        assert_true(col_drain_batch(size) > 0);
+        assert_true(col_drain_batch(size) * COL_BACKOFF_BUSY_DIV < size);
+        assert_true(col_drain_batch(size) <= COL_DRAIN_BATCH);
+    }
 }
 
 static void an_ended_thread_is_read_without_waiting_for_a_batch(void **state)
@@ -551,6 +577,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(drained_records_reach_the_segment_and_the_tail_follows, setup, teardown),
         cmocka_unit_test_setup_teardown(a_live_ring_is_read_once_it_holds_a_batch_or_its_backlog_is_old, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_ring_full_enough_to_pace_the_collector_is_read, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(an_ended_thread_is_read_without_waiting_for_a_batch, setup, teardown),
         cmocka_unit_test_setup_teardown(a_failed_write_leaves_the_records_in_the_ring_until_it_succeeds, setup, teardown),
         cmocka_unit_test_setup_teardown(a_corrupt_ring_is_quarantined_and_the_others_keep_draining, setup, teardown),

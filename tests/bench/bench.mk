@@ -6,6 +6,7 @@
 #   make bench                 install LTTng packages if missing, build, run, print the table
 #   make bench-bins            only build the bench programs
 #   BENCH_QUICK=1 make bench   shorter runs (smoke test of the harness)
+#   BENCH_E2E_PAIRS=N make bench   N off/on pairs in the end-to-end section (default 16)
 
 BENCH_DIR  := $(BUILD)/bench
 BENCH_UTIL := $(BENCH_DIR)/obj/bench_util.o

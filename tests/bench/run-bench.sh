@@ -39,6 +39,8 @@ else
     REPS=5; HOT_BATCHES=5000; PACED_BATCHES=2000; SINGLES=200000
     DRAIN_MS=2000; STEP_MS=1000; E2E_RUNS=16; E2E_SECONDS=3
 fi
+E2E_RUNS=${BENCH_E2E_PAIRS:-$E2E_RUNS}
+case $E2E_RUNS in ''|*[!0-9]*|0) echo "run-bench: BENCH_E2E_PAIRS must be a positive integer, not '$E2E_RUNS'" >&2; exit 2;; esac
 PACED_GAP_NS=500000        # 1000 events per 500 us = 2 M events/s offered
 STEP_RATES="1000000 2000000 4000000 8000000 16000000 32000000 64000000 0"
 LOSS_PPM=1000              # loss begins above 0.1 %

@@ -804,7 +804,7 @@ static const char *sched_field(const char *p, uint64_t *v)
 }
 
 /* Fields 1 and 2 of schedstat: ns on CPU (sum_exec_runtime) and ns waiting
- * on a run queue. 0 when unreadable (*ok = 0). */
+ * on a run queue. 1 when both were read, 0 when unreadable or malformed. */
 static int sched_read(struct ag_thread *t, uint64_t *exec_ns, uint64_t *wait_ns)
 {
     if (t->sched_state == AG_SCHED_UNOPENED) {

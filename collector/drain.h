@@ -94,12 +94,14 @@ void col_guard_disarm(void);
  * starve the others); PACK_BOUND of it plus a chunk must fit the segment
  * writer's buffer with a block header. */
 #define COL_DRAIN_MAX      (512u * 1024u)
-/* A ring is read once it holds a batch: COL_DRAIN_BATCH bytes, or a backlog
- * older than COL_DRAIN_BATCH_NS (and always when its thread ended, its
- * process ended or a flush asks, and a thread's first records at once). Reading every ring at every pass made one
- * small block per ring per pass: a row each in the index, thousands per
- * segment, committed in one transaction at the seal (9 ms for a 64 MiB
- * segment: a 1 MiB ring overflows in 8 ms at 4 M events/s). */
+/* A ring is read once it holds a batch (col_drain_batch: COL_DRAIN_BATCH
+ * bytes for rings of 1 MiB and more) or a backlog older than
+ * COL_DRAIN_BATCH_NS; always when its thread ended, its process ended or a
+ * flush asks, and a thread's first records at once. Reading every ring at
+ * every pass made one small block per ring per pass: a row each in the
+ * index, thousands per segment, committed in one transaction at the seal
+ * (9 ms for a 64 MiB segment: a 1 MiB ring overflows in 8 ms at 4 M
+ * events/s). */
 #define COL_DRAIN_BATCH    (64u * 1024u)
 #define COL_DRAIN_BATCH_NS (100u * 1000000ull)
 /* The batch of a ring of size bytes: COL_DRAIN_BATCH, at most half of what
@@ -116,7 +118,7 @@ static inline uint64_t col_drain_batch(uint64_t ring_size)
 
 /* Outcome counters of one pass over a process, added to its totals too. */
 struct col_drain_result {
-    uint64_t bytes;             /* record bytes written to the segment */
+    uint64_t bytes;             /* DATA payload bytes written to the segment (packed) */
     uint64_t records;
     int more;                   /* some ring still had data when we stopped */
     int fresh;                  /* a thread's first records were read this pass */
@@ -127,7 +129,7 @@ struct col_drain_result {
 
 /* One pass over every ring of p: metadata first, then each ring's new
  * records (at most COL_DRAIN_MAX bytes per ring so a busy ring cannot starve
- * the others), of the rings that hold a batch (COL_DRAIN_BATCH) or all of
+ * the others), of the rings that hold a batch (col_drain_batch) or all of
  * them with force. Opens p's segment writer when there is something to
  * write. Returns 0 or -EFAULT when the region faulted (p is now quarantined). */
 int col_drain_proc(struct col_proc *p, struct col_store *st, uint64_t now_ns, int force,

@@ -210,6 +210,19 @@ static int read_all(struct seg_reader *r, uint64_t *nrec_out)
     return e < 0 ? e : n;
 }
 
+/* read_all over the segment file at path: its block count, or the error of
+ * opening or reading it. */
+static int read_path_all(const char *path, uint64_t *nrec_out)
+{
+    struct seg_reader *r;
+    int e = seg_reader_open(&r, path, 0);
+    if (e < 0)
+        return e;
+    e = read_all(r, nrec_out);
+    seg_reader_close(r);
+    return e;
+}
+
 /* ---- CRC-32C --------------------------------------------------------------- */
 
 static void test_crc32c_matches_the_standard_check_value(void **state)
@@ -443,10 +456,7 @@ static void test_lost_without_records_is_kept_in_an_empty_data_block(void **stat
     assert_int_equal(sum.nrecords, 0);
     assert_int_equal(sum.t_min, 0);
     assert_int_equal(sum.t_max, 0);
-    struct seg_reader *r;
-    assert_int_equal(seg_reader_open(&r, sum.path, 0), 0);
-    assert_int_equal(read_all(r, NULL), 1);
-    seg_reader_close(r);
+    assert_int_equal(read_path_all(sum.path, NULL), 1);
     seg_writer_free(w);
 }
 
@@ -562,10 +572,7 @@ static void test_in_place_record_less_block_carries_drops(void **state)
     assert_int_equal(seg_writer_seal(w, &sum), 0);
     assert_int_equal(sum.lost, 9);
     assert_int_equal(sum.nrecords, 0);
-    struct seg_reader *r;
-    assert_int_equal(seg_reader_open(&r, sum.path, 0), 0);
-    assert_int_equal(read_all(r, NULL), 1);
-    seg_reader_close(r);
+    assert_int_equal(read_path_all(sum.path, NULL), 1);
     seg_writer_free(w);
 }
 
@@ -594,12 +601,9 @@ static void test_in_place_reservation_flushes_a_buffer_it_does_not_fit(void **st
     assert_true(sb.st_size > on_disk + (off_t)dlen);  /* the first block was flushed */
     assert_int_equal(seg_writer_seal(w, &sum), 0);
     assert_int_equal(sum.nrecords, 2u * seq);
-    struct seg_reader *r;
     uint64_t nrec = 0;
-    assert_int_equal(seg_reader_open(&r, sum.path, 0), 0);
-    assert_int_equal(read_all(r, &nrec), 2);       /* blocks */
+    assert_int_equal(read_path_all(sum.path, &nrec), 2);       /* blocks */
     assert_int_equal(nrec, 2u * seq);
-    seg_reader_close(r);
     seg_writer_free(w);
     free(data);
 }
@@ -784,12 +788,9 @@ static void test_data_larger_than_a_block_is_split_at_record_boundaries(void **s
     assert_int_equal(sum.blocks[1].lost, 0);
     assert_int_equal(sum.blocks[1].t_first, sum.blocks[0].t_last + 1);
     assert_int_equal(sum.nrecords, n);
-    struct seg_reader *r;
     uint64_t nrec;
-    assert_int_equal(seg_reader_open(&r, sum.path, 0), 0);
-    assert_int_equal(read_all(r, &nrec), 2);
+    assert_int_equal(read_path_all(sum.path, &nrec), 2);
     assert_int_equal(nrec, n);
-    seg_reader_close(r);
     seg_writer_free(w);
     free(data);
 }
@@ -1332,12 +1333,9 @@ static void test_file_size_limit_fails_an_add_without_partial_state(void **state
     struct seg_summary sum;
     assert_int_equal(seg_writer_seal(w, &sum), 0);
     assert_int_equal(sum.nblocks, accepted);
-    struct seg_reader *r;
     uint64_t nrec;
-    assert_int_equal(seg_reader_open(&r, sum.path, 0), 0);
-    assert_int_equal(read_all(r, &nrec), accepted);
+    assert_int_equal(read_path_all(sum.path, &nrec), accepted);
     assert_int_equal(nrec, (uint64_t)accepted * per);
-    seg_reader_close(r);
     seg_writer_free(w);
     free(data);
 }
@@ -1381,10 +1379,7 @@ static void test_failed_seal_leaves_the_segment_unsealed_and_retryable(void **st
     assert_int_equal(seg_writer_seal(w, &sum), 0);           /* space back: retry works */
     assert_int_equal(sum.nblocks, 2);
     assert_int_equal(count_files(fx->dir), 1);
-    struct seg_reader *r;
-    assert_int_equal(seg_reader_open(&r, sum.path, 0), 0);
-    assert_int_equal(read_all(r, NULL), 2);
-    seg_reader_close(r);
+    assert_int_equal(read_path_all(sum.path, NULL), 2);
     seg_writer_free(w);
     free(data);
 }

@@ -40,6 +40,13 @@
 #define COL_SWITCH_PERIOD_DEFAULT   PERF_SWITCH_PERIOD_DEFAULT   /* profiler: --switch-period */
 #define COL_SWITCH_PERIOD_MAX       1000000u
 
+/* profiler: --perf-scope, where the on-CPU sampling events live */
+enum col_perf_scope {
+    COL_PERF_SCOPE_AUTO,            /* per CPU when permitted, else per thread (default) */
+    COL_PERF_SCOPE_CPU,             /* per CPU, or exit 1 when not permitted */
+    COL_PERF_SCOPE_THREAD,          /* one event per traced thread */
+};
+
 /* ---- accepted ranges -------------------------------------------------------- */
 #define COL_SEGMENT_MB_MAX          4096u
 #define COL_SEGMENT_SECONDS_MAX     86400u
@@ -64,8 +71,12 @@ struct col_config {
     uint32_t scan_ms;
     uint32_t perf_freq;             /* profiler: perf CPU samples per second, 0 = off */
     uint32_t switch_period;         /* profiler: sample 1 in N context switches, 0 = off */
+    int perf_scope;                 /* enum col_perf_scope */
     int log_level;                  /* enum col_log_level */
 };
+
+/* "auto", "cpu", "thread" for enum col_perf_scope. */
+const char *col_perf_scope_name(int scope);
 
 enum col_config_action {
     COL_CONFIG_RUN = 0,

@@ -43,6 +43,7 @@
 #include "collector/fsck.h"
 #include "collector/index.h"
 #include "collector/log.h"
+#include "collector/perf_host.h"
 #include "collector/proc.h"
 #include "collector/profile.h"
 #include "collector/store.h"
@@ -58,6 +59,7 @@ struct col_ctx {
     struct col_store store;
     int store_lock;             /* col_store_lock fd, held until exit */
     int perf_keeper;            /* perf_callchain_keeper fd, -1 when none */
+    struct perf_host *perf_host;    /* per-CPU on-CPU sampling, NULL: per thread or off */
     struct col_ctl ctl;
     struct col_discover disc;
     struct col_proc *procs;
@@ -118,6 +120,7 @@ static int adopt_cb(void *arg, const struct col_candidate *c)
     perf_config_default(&pc);
     pc.freq_hz = x->cfg.perf_freq;
     pc.switch_period = x->cfg.switch_period;
+    pc.host_cpu = x->perf_host != NULL;
     perf_prof_attach(p, &pc);
     col_info("adopted pid %u (%s, uid %u): %u rings of %u KiB%s", p->pid, p->geo.comm, p->uid,
              p->geo.ring_count, p->geo.ring_data_size / 1024,
@@ -158,6 +161,8 @@ static void retire(struct col_ctx *x, struct col_proc *p)
 
 static void finish_ended(struct col_ctx *x)
 {
+    /* drain_all just read the host sampler in this pass, after scan and
+     * control set the ended flags */
     struct col_proc *p = x->procs;
     while (p) {
         struct col_proc *next = p->next;
@@ -165,6 +170,32 @@ static void finish_ended(struct col_ctx *x)
             retire(x, p);
         p = next;
     }
+}
+
+/* perf_host route: the sample goes to the live process of its pid (an
+ * ended one with the same pid is older), else to an ended one that has not
+ * been finished yet. */
+static int route_sample(void *arg, const struct perf_sample *s)
+{
+    struct col_ctx *x = arg;
+    struct col_proc *ended = NULL;
+    for (struct col_proc *p = x->procs; p; p = p->next) {
+        if (p->pid != s->pid || p->quarantined)
+            continue;
+        if (!p->ended)
+            return perf_prof_add_cpu_sample(p, s);
+        ended = p;
+    }
+    return ended ? perf_prof_add_cpu_sample(ended, s) : 0;
+}
+
+/* Move the host sampler's samples to their processes: before every drain
+ * pass, and before a process's final pass (it ended: all its samples are
+ * in the per-CPU rings by now). */
+static void host_samples(struct col_ctx *x)
+{
+    if (x->perf_host)
+        perf_host_poll(x->perf_host, route_sample, x);
 }
 
 /* What a pass saw, for pacing the next one (col_backoff_pace). */
@@ -178,6 +209,7 @@ struct pass_pressure {
 static void drain_all(struct col_ctx *x, uint64_t now, struct pass_pressure *pp)
 {
     *pp = (struct pass_pressure){ 0 };
+    host_samples(x);
     for (struct col_proc *p = x->procs; p; p = p->next) {
         if (p->ended || p->quarantined)
             continue;
@@ -214,6 +246,7 @@ static void rotate(struct col_ctx *x, uint64_t now)
 /* Drain p completely and seal its segment. 0 or a write error. */
 static int flush_proc(struct col_ctx *x, struct col_proc *p)
 {
+    host_samples(x);
     if (!p->quarantined) {
         struct col_drain_result res = { 0 };
         col_drain_proc_all(p, &x->store, &res);
@@ -454,6 +487,7 @@ static int shutdown_all(struct col_ctx *x)
 {
     int failed = 0;
     scan(x);
+    host_samples(x);
     for (struct col_proc *p = x->procs; p; p = p->next)
         if (!p->ended && flush_proc(x, p))
             failed++;
@@ -587,6 +621,23 @@ int main(int argc, char **argv)
                 errno ? strerror(errno) : "wrong type");
         return EXIT_RUNTIME;
     }
+    /* first of the resources: --perf-scope cpu refused exits before any other is taken */
+    if (x->cfg.perf_freq && x->cfg.perf_scope != COL_PERF_SCOPE_THREAD) {
+        rc = perf_host_open(&x->perf_host, x->cfg.perf_freq, PERF_HOST_RING_PAGES_DEFAULT);
+        if (rc == 0) {
+            struct perf_host_stats hs;
+            perf_host_stats(x->perf_host, &hs);
+            col_info("perf: sampling %u CPUs at %u Hz (per-CPU events)%s", hs.cpus,
+                     x->cfg.perf_freq, hs.kernel_frames ? ", kernel stacks" : ", user stacks only");
+        } else if (x->cfg.perf_scope == COL_PERF_SCOPE_CPU) {
+            col_err("--perf-scope cpu: cannot open per-CPU perf events: %s (needs CAP_PERFMON, "
+                    "root or /proc/sys/kernel/perf_event_paranoid <= 0)", strerror(-rc));
+            return EXIT_RUNTIME;
+        } else {
+            col_info("perf: per-CPU events not permitted (%s): sampling per thread",
+                     strerror(-rc));
+        }
+    }
     if (col_store_open(&x->store, x->cfg.store, (uint64_t)x->cfg.store_mb << 20, err,
                        sizeof err)) {
         col_err("%s", err);
@@ -649,5 +700,6 @@ int main(int argc, char **argv)
     close(x->sigfd);
     if (x->perf_keeper >= 0)
         close(x->perf_keeper);
+    perf_host_close(x->perf_host);
     return 0;
 }

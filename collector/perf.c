@@ -89,7 +89,7 @@ int perf_callchain_keeper(void)
     a.disabled = 1;             /* never enabled: it only holds the buffers */
     a.exclude_kernel = 1;
     a.exclude_hv = 1;
-    long fd = syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    long fd = perf_sys_open(&a, 0, -1);
     return fd < 0 ? -errno : (int)fd;
 }
 
@@ -99,6 +99,7 @@ void perf_config_default(struct perf_config *c)
     c->switch_period = PERF_SWITCH_PERIOD_DEFAULT;
     c->ring_pages = PERF_RING_PAGES_DEFAULT;
     c->rescan_ns = PERF_RESCAN_NS_DEFAULT;
+    c->host_cpu = 0;
 }
 
 /* ---- pure parsers ------------------------------------------------------ */
@@ -343,13 +344,13 @@ static int on_record(void *ctx, const struct perf_event_header *h, const uint8_t
 
 /* ---- threads ----------------------------------------------------------- */
 
-static long sys_perf_event_open(struct perf_event_attr *a, pid_t pid, int cpu, int group,
-                                unsigned long flags)
+long perf_sys_open(struct perf_event_attr *a, pid_t pid, int cpu)
 {
-    return syscall(SYS_perf_event_open, a, pid, cpu, group, flags);
+    return syscall(SYS_perf_event_open, a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
-static void fill_attr(const struct perf_proc *p, struct perf_event_attr *a, int cpu_clock)
+void perf_fill_attr(struct perf_event_attr *a, int cpu_clock, uint32_t freq_hz,
+                    uint32_t switch_period, int kernel, int max_stack)
 {
     memset(a, 0, sizeof *a);
     a->size = sizeof *a;
@@ -358,24 +359,22 @@ static void fill_attr(const struct perf_proc *p, struct perf_event_attr *a, int 
     a->use_clockid = 1;
     a->clockid = CLOCK_MONOTONIC;
     a->sample_id_all = 1;
-    a->exclude_kernel = p->kernel ? 0 : 1;
+    a->exclude_kernel = kernel ? 0 : 1;
     a->exclude_hv = 1;
-    if (p->use_max_stack)
+    if (max_stack)
         a->sample_max_stack = D9_STACK_MAX_FRAMES;
     if (cpu_clock) {
         a->config = PERF_COUNT_SW_CPU_CLOCK;
         a->freq = 1;
-        a->sample_freq = p->cfg.freq_hz;
+        a->sample_freq = freq_hz;
     } else {
         a->config = PERF_COUNT_SW_CONTEXT_SWITCHES;
-        a->sample_period = p->cfg.switch_period;
+        a->sample_period = switch_period;
         a->context_switch = 1;
     }
 }
 
-/* Open one event, degrading once to no kernel frames and once to no
- * sample_max_stack; the degradations stick for the whole process. */
-static int fd_budget_ok(int fd)
+int perf_fd_budget_ok(int fd)
 {
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
@@ -383,13 +382,16 @@ static int fd_budget_ok(int fd)
     return (rlim_t)fd + PERF_FD_RESERVE < rl.rlim_cur;
 }
 
+/* Open one event, degrading once to no kernel frames and once to no
+ * sample_max_stack; the degradations stick for the whole process. */
 static int open_event(struct perf_proc *p, uint32_t tid, int cpu_clock)
 {
     for (int attempt = 0; attempt < 3; attempt++) {
         struct perf_event_attr a;
-        fill_attr(p, &a, cpu_clock);
-        long fd = sys_perf_event_open(&a, (pid_t)tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
-        if (fd >= 0 && !fd_budget_ok((int)fd)) {
+        perf_fill_attr(&a, cpu_clock, p->cfg.freq_hz, p->cfg.switch_period, p->kernel,
+                       p->use_max_stack);
+        long fd = perf_sys_open(&a, (pid_t)tid, -1);
+        if (fd >= 0 && !perf_fd_budget_ok((int)fd)) {
             close((int)fd);     /* keep descriptors for segments and the index */
             return -EMFILE;
         }
@@ -427,7 +429,7 @@ static int thread_open(struct perf_proc *p, struct perf_thread *t, uint32_t tid)
     t->tid = tid;
     t->fd_cpu = t->fd_sw = t->fd_lead = -1;
     int rc;
-    if (p->cfg.freq_hz) {
+    if (p->cfg.freq_hz && !p->cfg.host_cpu) {
         rc = open_event(p, tid, 1);
         if (rc < 0)
             goto fail;
@@ -525,6 +527,12 @@ static uint32_t parse_tid(const char *s)
             return 0;
     }
     return (uint32_t)v;
+}
+
+/* 1 if p opens events on its threads (else it only gathers perf_host's samples). */
+static int per_thread(const struct perf_proc *p)
+{
+    return p->cfg.switch_period || (p->cfg.freq_hz && !p->cfg.host_cpu);
 }
 
 /* Open new threads, drain and close vanished ones. Returns the number of
@@ -625,10 +633,19 @@ int perf_proc_open(struct perf_proc **out, uint32_t pid, const struct perf_confi
     p->kernel = 1;
     p->use_max_stack = 1;
     p->sorted = 1;
-    int rc = rescan(p);
-    if (rc <= 0 || p->nth == 0) {
-        perf_proc_close(p);
-        return rc < 0 ? rc : -ESRCH;
+    if (per_thread(p)) {
+        int rc = rescan(p);
+        if (rc <= 0 || p->nth == 0) {
+            perf_proc_close(p);
+            return rc < 0 ? rc : -ESRCH;
+        }
+    } else {
+        char path[32];
+        snprintf(path, sizeof path, "/proc/%u", pid);
+        if (access(path, F_OK) != 0) {
+            perf_proc_close(p);
+            return -ESRCH;
+        }
     }
     p->st.kernel_frames = p->kernel;
     p->last_scan_ns = 0;
@@ -652,7 +669,8 @@ void perf_proc_close(struct perf_proc *p)
 
 long perf_proc_poll(struct perf_proc *p, uint64_t now_ns, int force_rescan)
 {
-    if (force_rescan || !p->scanned || now_ns - p->last_scan_ns >= p->cfg.rescan_ns) {
+    if (per_thread(p) &&
+        (force_rescan || !p->scanned || now_ns - p->last_scan_ns >= p->cfg.rescan_ns)) {
         int rc = rescan(p);
         if (rc == -ENOMEM)
             return rc;
@@ -664,6 +682,14 @@ long perf_proc_poll(struct perf_proc *p, uint64_t now_ns, int force_rescan)
         if (thread_drain(p, &p->th[i]) == -ENOMEM)
             return -ENOMEM;
     return (long)(p->npend - p->pend_pos);
+}
+
+int perf_proc_add_cpu_sample(struct perf_proc *p, const struct perf_sample *s)
+{
+    uint64_t ips[D9_STACK_MAX_FRAMES];
+    uint16_t flags;
+    uint16_t n = perf_callchain_to_frames(s->ips, s->nr, ips, D9_STACK_MAX_FRAMES, &flags);
+    return pend_add(p, D9_REC_CPU_SAMPLE, s->time, s->tid, n, flags, s->period, ips);
 }
 
 static int cmp_pend(const void *a, const void *b)

@@ -2,9 +2,12 @@
  * perf.h — out-of-process CPU and off-CPU sampling of traced processes with
  * perf_event_open(2), done by d9collectd (issue 7).
  *
- * For every thread of a process the collector opens two software events on
- * that thread (pid = tid, cpu = -1):
+ * For every thread of a process the collector opens up to two software
+ * events on that thread (pid = tid, cpu = -1):
  *   - PERF_COUNT_SW_CPU_CLOCK at cfg.freq_hz (frequency mode): on-CPU samples,
+ *     unless cfg.host_cpu says they come from per-CPU events (perf_host.h,
+ *     the daemon's choice when it is permitted) through
+ *     perf_proc_add_cpu_sample;
  *     each a user (+ kernel when allowed) callchain, weight = the sample
  *     period in ns. Written as D9_REC_CPU_SAMPLE.
  *   - PERF_COUNT_SW_CONTEXT_SWITCHES with sample_period = cfg.switch_period
@@ -41,6 +44,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <linux/perf_event.h>
 #include "shm/d9_abi.h"
 
@@ -65,6 +69,8 @@ struct perf_config {
     uint32_t switch_period;     /* 0 = no off-CPU sampling */
     uint32_t ring_pages;        /* power of two, 1..1024 */
     uint64_t rescan_ns;         /* how often /proc/<pid>/task is rescanned */
+    int host_cpu;               /* 1: on-CPU samples come from perf_host (per-CPU events,
+                                   perf_proc_add_cpu_sample); no per-thread cpu-clock */
 };
 
 void perf_config_default(struct perf_config *c);
@@ -102,6 +108,12 @@ struct perf_proc;
  */
 int perf_proc_open(struct perf_proc **out, uint32_t pid, const struct perf_config *cfg);
 
+/*
+ * Add an on-CPU sample read by perf_host (cfg.host_cpu) whose pid is p's.
+ * Returns 0, -ENOBUFS (pending limit: counted lost) or -ENOMEM.
+ */
+struct perf_sample;
+int perf_proc_add_cpu_sample(struct perf_proc *p, const struct perf_sample *s);
 /* Stop and free (pending off-CPU samples are discarded: call take first). */
 void perf_proc_close(struct perf_proc *p);
 
@@ -121,6 +133,20 @@ long perf_proc_poll(struct perf_proc *p, uint64_t now_ns, int force_rescan);
 size_t perf_proc_take(struct perf_proc *p, uint8_t *out, size_t cap, uint64_t *lost);
 
 void perf_proc_stats(const struct perf_proc *p, struct perf_stats *out);
+
+/* ---- shared with perf_host.c --------------------------------------------- */
+/* perf_event_open(2) with PERF_FLAG_FD_CLOEXEC, no group: fd or -1 / errno. */
+long perf_sys_open(struct perf_event_attr *a, pid_t pid, int cpu);
+/* The attr of d9's sampling events: cpu_clock 1 = PERF_COUNT_SW_CPU_CLOCK
+ * at freq_hz (frequency mode), 0 = PERF_COUNT_SW_CONTEXT_SWITCHES, 1 in
+ * switch_period, with context_switch records; both PERF_D9_SAMPLE_TYPE on
+ * CLOCK_MONOTONIC, kernel frames if kernel, at most D9_STACK_MAX_FRAMES
+ * frames if max_stack. */
+void perf_fill_attr(struct perf_event_attr *a, int cpu_clock, uint32_t freq_hz,
+                    uint32_t switch_period, int kernel, int max_stack);
+/* 1 if the new perf fd leaves PERF_FD_RESERVE descriptors below
+ * RLIMIT_NOFILE for segments, SQLite and sockets. */
+int perf_fd_budget_ok(int fd);
 
 /* ---- pure parsers (exposed for unit tests and fuzzing) ------------------- */
 

@@ -89,9 +89,13 @@ void perf_prof_attach(struct col_proc *p, const struct perf_config *cfg)
     if (mode == D9_SAMPLER_PERF) {
         struct perf_stats st;
         perf_proc_stats(pr->pp, &st);
-        col_info("pid %u (%s): perf sampling at %u Hz, 1 in %u context switches, %u threads%s",
-                 p->pid, p->geo.comm, cfg->freq_hz, cfg->switch_period, st.threads,
-                 st.kernel_frames ? ", kernel stacks" : ", user stacks only");
+        if (cfg->host_cpu)
+            col_info("pid %u (%s): perf sampling at %u Hz (per-CPU events), 1 in %u context "
+                     "switches", p->pid, p->geo.comm, cfg->freq_hz, cfg->switch_period);
+        else
+            col_info("pid %u (%s): perf sampling at %u Hz, 1 in %u context switches, %u "
+                     "threads%s", p->pid, p->geo.comm, cfg->freq_hz, cfg->switch_period,
+                     st.threads, st.kernel_frames ? ", kernel stacks" : ", user stacks only");
         return;
     }
     if (mode == D9_SAMPLER_ITIMER)
@@ -104,6 +108,15 @@ void perf_prof_attach(struct col_proc *p, const struct perf_config *cfg)
 int perf_prof_sampling(const struct col_proc *p)
 {
     return p->prof && p->prof->pp;
+}
+
+int perf_prof_add_cpu_sample(struct col_proc *p, const struct perf_sample *s)
+{
+    if (!p->prof || !p->prof->pp)
+        return 0;
+    if (perf_proc_add_cpu_sample(p->prof->pp, s) == -ENOMEM)
+        p->prof->lost++;        /* -ENOBUFS is counted by perf_proc itself */
+    return 1;
 }
 
 static int write_block(struct col_proc *p, struct col_store *st, uint32_t ring, uint64_t lost,

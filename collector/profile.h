@@ -25,6 +25,10 @@
  * header, the agent falls back after its wait; status shows what the
  * header says ("none" until the agent switches to "itimer").
  *
+ * On-CPU samples come from the process's per-thread events, or, when the
+ * daemon samples per CPU (cfg.host_cpu), from perf_prof_add_cpu_sample,
+ * which the daemon calls before each drain pass and before p's final pass.
+ *
  * Called on the collector's drain thread only: perf_prof_attach after
  * col_proc_adopt, perf_prof_pass from every drain pass (throttled inside)
  * and with final = 1 from col_proc_finish before the exit block,
@@ -54,6 +58,10 @@ void perf_prof_attach(struct col_proc *p, const struct perf_config *cfg);
 void perf_prof_pass(struct col_proc *p, struct col_store *st, uint64_t now_ns, int final);
 
 void perf_prof_free(struct col_proc *p);
+
+/* Hand p an on-CPU sample of its pid read by the host sampler (perf_host.h).
+ * Returns 1 if p samples with perf and kept (or counted) it, else 0. */
+int perf_prof_add_cpu_sample(struct col_proc *p, const struct perf_sample *s);
 
 /* For status: 1 when this collector samples p with perf. */
 int perf_prof_sampling(const struct col_proc *p);

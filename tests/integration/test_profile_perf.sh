@@ -116,4 +116,31 @@ check "a copied store still symbolizes (maps are inside the segments)" \
     has 'worker_main;d9test_hot_spin' "$T/copy.folded"
 
 check "SIGTERM stops the collector" stop_collector
+if [ "$(id -u)" -eq 0 ]; then
+    check "as root, the CPU profile came from per-CPU events" has 'per-CPU events' "$T/col.log"
+fi
+
+# ---- per-thread events: the fallback where per-CPU events are not permitted ----------
+check "collector restarts with --perf-scope thread" start_collector --perf-scope thread
+DIAL9_SAMPLER=perf "$TBIN/prog_hot" --seconds 2 --threads 2 >"$T/hot2.out" 2>&1 &
+HOT2=$!
+at_exit kill -9 "$HOT2"
+wait "$HOT2"
+exited2() { d9 flush >/dev/null 2>&1; d9 ps --format jsonl 2>/dev/null | grep -q "\"pid\":$HOT2,.*\"state\":\"exited\""; }
+check "second process is sealed as exited" wait_for 20 exited2
+d9 flame --pid "$HOT2" >"$T/cpu2.folded" 2>/dev/null
+check "per-thread events find the hot function under its caller too" \
+    has 'worker_main;d9test_hot_spin' "$T/cpu2.folded"
+check "the log says it sampled the process's threads" \
+    has "pid $HOT2 (prog_hot): perf sampling at [0-9]* Hz, 1 in 0 context switches, [0-9]* threads" \
+    "$T/col.log"
+check "SIGTERM stops the second collector" stop_collector
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null 2>&1 &&
+    [ "$(cat /proc/sys/kernel/perf_event_paranoid)" -gt 0 ]; then
+    nobody "$BIN/d9collectd" --perf-scope cpu --store "$NB/st" --shm-dir "$NB" \
+        --endpoint "ipc://$NB/c.sock" >"$NB/cpu.out" 2>&1
+    CPU_RC=$?
+    check "--perf-scope cpu where per-CPU events are refused: exit 1, says why" \
+        sh -c "[ $CPU_RC -eq 1 ] && grep -q 'cannot open per-CPU perf events' '$NB/cpu.out'"
+fi
 d9_finish profile-perf

@@ -351,6 +351,53 @@ static void test_open_of_missing_process_is_esrch(void **state)
     assert_int_equal(perf_proc_open(&p, 1u << 23, &c), -ESRCH);
 }
 
+static void test_host_mode_opens_no_thread_events_and_keeps_added_samples(void **state)
+{
+    (void)state;
+    struct perf_config c;
+    perf_config_default(&c);
+    c.host_cpu = 1;             /* on-CPU samples come from perf_host; no switch events */
+    struct perf_proc *p;
+    assert_int_equal(perf_proc_open(&p, (uint32_t)getpid(), &c), 0);
+    struct perf_stats st;
+    perf_proc_stats(p, &st);
+    assert_int_equal(st.threads, 0);
+    assert_int_equal(perf_proc_poll(p, shm_mono_ns(), 1), 0);
+    uint64_t raw[4] = { (uint64_t)PERF_CONTEXT_USER, 0x401000, 0x402000, 0x403000 };
+    struct perf_sample s = { .pid = (uint32_t)getpid(), .tid = 4242, .time = 123456789,
+                             .period = 10101010, .nr = 4, .ips = (const uint8_t *)raw };
+    assert_int_equal(perf_proc_add_cpu_sample(p, &s), 0);
+    assert_int_equal(perf_proc_poll(p, shm_mono_ns(), 0), 1);
+    uint8_t buf[sizeof(struct d9_rec_stack) + D9_STACK_MAX_FRAMES * 8];
+    size_t n = perf_proc_take(p, buf, sizeof buf, NULL);
+    assert_int_equal(n, sizeof(struct d9_rec_stack) + 3 * 8);
+    assert_int_equal(shm_record_check(buf, n), (int)n);
+    struct d9_rec_stack r;
+    memcpy(&r, buf, sizeof r);
+    assert_int_equal(r.h.type, D9_REC_CPU_SAMPLE);
+    assert_int_equal(r.h.ts, 123456789);
+    assert_int_equal(r.tid, 4242);
+    assert_int_equal(r.weight, 10101010);
+    assert_int_equal(r.nframes, 3);
+    assert_int_equal(r.flags, 0);
+    uint64_t ip0;
+    memcpy(&ip0, buf + sizeof r, sizeof ip0);
+    assert_int_equal(ip0, 0x401000);
+    perf_proc_stats(p, &st);
+    assert_int_equal(st.cpu_samples, 1);
+    perf_proc_close(p);
+}
+
+static void test_host_mode_open_of_missing_process_is_esrch(void **state)
+{
+    (void)state;
+    struct perf_config c;
+    struct perf_proc *p;
+    perf_config_default(&c);
+    c.host_cpu = 1;
+    assert_int_equal(perf_proc_open(&p, 1u << 23, &c), -ESRCH);
+}
+
 struct spinner {
     volatile int stop;
     volatile int ready;
@@ -558,6 +605,8 @@ int main(void)
         cmocka_unit_test(test_callchain_user_only_has_no_kernel_flag),
         cmocka_unit_test(test_callchain_truncates_at_max_and_says_so),
         cmocka_unit_test(test_callchain_skips_guest_context),
+        cmocka_unit_test(test_host_mode_opens_no_thread_events_and_keeps_added_samples),
+        cmocka_unit_test(test_host_mode_open_of_missing_process_is_esrch),
         cmocka_unit_test(test_open_rejects_bad_config),
         cmocka_unit_test(test_open_of_missing_process_is_esrch),
         cmocka_unit_test(test_samples_a_busy_thread_of_this_process),

@@ -621,23 +621,6 @@ int main(int argc, char **argv)
                 errno ? strerror(errno) : "wrong type");
         return EXIT_RUNTIME;
     }
-    /* first of the resources: --perf-scope cpu refused exits before any other is taken */
-    if (x->cfg.perf_freq && x->cfg.perf_scope != COL_PERF_SCOPE_THREAD) {
-        rc = perf_host_open(&x->perf_host, x->cfg.perf_freq, PERF_HOST_RING_PAGES_DEFAULT);
-        if (rc == 0) {
-            struct perf_host_stats hs;
-            perf_host_stats(x->perf_host, &hs);
-            col_info("perf: sampling %u CPUs at %u Hz (per-CPU events)%s", hs.cpus,
-                     x->cfg.perf_freq, hs.kernel_frames ? ", kernel stacks" : ", user stacks only");
-        } else if (x->cfg.perf_scope == COL_PERF_SCOPE_CPU) {
-            col_err("--perf-scope cpu: cannot open per-CPU perf events: %s (needs CAP_PERFMON, "
-                    "root or /proc/sys/kernel/perf_event_paranoid <= 0)", strerror(-rc));
-            return EXIT_RUNTIME;
-        } else {
-            col_info("perf: per-CPU events not permitted (%s): sampling per thread",
-                     strerror(-rc));
-        }
-    }
     if (col_store_open(&x->store, x->cfg.store, (uint64_t)x->cfg.store_mb << 20, err,
                        sizeof err)) {
         col_err("%s", err);
@@ -680,15 +663,33 @@ int main(int argc, char **argv)
     col_discover_init(&x->disc, x->cfg.shm_dir);
     if (x->cfg.perf_freq || x->cfg.switch_period)
         x->perf_keeper = perf_callchain_keeper();   /* < 0: perf not permitted, nothing to keep */
-    col_info("%s %s: store %s, endpoint %s, regions in %s", PROG, D9_VERSION, x->store.dir,
-             x->cfg.endpoint, x->cfg.shm_dir);
-
-    run(x);
-
-    int failed = shutdown_all(x);
-    col_info("shutdown: %" PRIu64 " records, %" PRIu64 " segments sealed this run%s",
-             x->done_records, x->store.segments_sealed,
-             failed ? " (some segments could not be written)" : "");
+    /* after the store and the endpoint: their errors stay the one line */
+    int exit_code = 0;
+    if (x->cfg.perf_freq && x->cfg.perf_scope != COL_PERF_SCOPE_THREAD) {
+        rc = perf_host_open(&x->perf_host, x->cfg.perf_freq, PERF_HOST_RING_PAGES_DEFAULT);
+        if (rc == 0) {
+            struct perf_host_stats hs;
+            perf_host_stats(x->perf_host, &hs);
+            col_info("perf: sampling %u CPUs at %u Hz (per-CPU events)%s", hs.cpus,
+                     x->cfg.perf_freq, hs.kernel_frames ? ", kernel stacks" : ", user stacks only");
+        } else if (x->cfg.perf_scope == COL_PERF_SCOPE_CPU) {
+            col_err("--perf-scope cpu: cannot open per-CPU perf events: %s (needs CAP_PERFMON, "
+                    "root or /proc/sys/kernel/perf_event_paranoid <= 0)", strerror(-rc));
+            exit_code = EXIT_RUNTIME;
+        } else {
+            col_info("perf: per-CPU events not permitted (%s): sampling per thread",
+                     strerror(-rc));
+        }
+    }
+    if (!exit_code) {
+        col_info("%s %s: store %s, endpoint %s, regions in %s", PROG, D9_VERSION, x->store.dir,
+                 x->cfg.endpoint, x->cfg.shm_dir);
+        run(x);
+        int failed = shutdown_all(x);
+        col_info("shutdown: %" PRIu64 " records, %" PRIu64 " segments sealed this run%s",
+                 x->done_records, x->store.segments_sealed,
+                 failed ? " (some segments could not be written)" : "");
+    }
     col_discover_free(&x->disc);
     col_ctl_close(&x->ctl);
     if (x->ctl.ipc_path[0])
@@ -701,5 +702,5 @@ int main(int argc, char **argv)
     if (x->perf_keeper >= 0)
         close(x->perf_keeper);
     perf_host_close(x->perf_host);
-    return 0;
+    return exit_code;
 }

@@ -2,7 +2,7 @@
  * prog_hot.c — traced workload with a known CPU hot spot and a known
  * off-CPU spot, for the profiling tests (issue 7).
  *
- *   prog_hot [--seconds S] [--threads N] [--sleep-every K] [--no-d9]
+ *   prog_hot [--seconds S] [--threads N] [--sleep-every K] [--kernel-busy] [--no-d9]
  *
  * Each worker thread loops: d9_poll_start(task) -> d9test_hot_spin() ->
  * d9_poll_end(task). Task ids: worker w polls task HOT_TASK_BASE + w for hot
@@ -15,14 +15,19 @@
  * per-cpu-second P", the throughput used to measure sampling overhead (P,
  * iterations per second of the process's CPU time, is the stable one on a
  * loaded machine: sampling costs show up as CPU time of the process).
- * --no-d9 skips d9_init (the baseline without any agent).
+ * --no-d9 skips d9_init (the baseline without any agent). --kernel-busy: the
+ * main thread reads /dev/zero until the end instead of sleeping, so that CPU
+ * samples land in the kernel (a sampler only sees kernel frames where the
+ * thread really runs kernel code).
  */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <time.h>
+#include <unistd.h>
 #include "agent/d9.h"
 
 #define HOT_TASK_BASE   1000u
@@ -119,12 +124,14 @@ static void *worker_main(void *arg)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: prog_hot [--seconds S] [--threads N] [--sleep-every K] [--no-d9]\n");
+    fprintf(f, "usage: prog_hot [--seconds S] [--threads N] [--sleep-every K] [--kernel-busy] "
+            "[--no-d9]\n");
 }
 
 int main(int argc, char **argv)
 {
     unsigned nthreads = 1;
+    int kernel_busy = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--seconds") && i + 1 < argc)
             g_seconds = atof(argv[++i]);
@@ -132,6 +139,8 @@ int main(int argc, char **argv)
             nthreads = (unsigned)atoi(argv[++i]);
         else if (!strcmp(argv[i], "--sleep-every") && i + 1 < argc)
             g_sleep_every = (unsigned)atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--kernel-busy"))
+            kernel_busy = 1;
         else if (!strcmp(argv[i], "--no-d9"))
             g_use_d9 = 0;
         else if (!strcmp(argv[i], "--help")) {
@@ -158,9 +167,19 @@ int main(int argc, char **argv)
             return 1;
         }
     }
-    struct timespec ts = { (time_t)g_seconds, (long)((g_seconds - (double)(time_t)g_seconds) * 1e9) };
-    while (nanosleep(&ts, &ts) != 0)
-        ;
+    int zfd = kernel_busy ? open("/dev/zero", O_RDONLY | O_CLOEXEC) : -1;
+    if (zfd >= 0) {
+        static char buf[1 << 20];
+        while (now_s() - t0 < g_seconds)
+            if (read(zfd, buf, sizeof buf) < 0)
+                break;
+        close(zfd);
+    } else {
+        struct timespec ts = { (time_t)g_seconds,
+                               (long)((g_seconds - (double)(time_t)g_seconds) * 1e9) };
+        while (nanosleep(&ts, &ts) != 0)
+            ;
+    }
     g_stop = 1;
     uint64_t total = 0;
     for (unsigned i = 0; i < nthreads; i++) {

@@ -58,7 +58,8 @@ fi
 # ---- through the daemon -----------------------------------------------------------
 check "collector starts (with off-CPU sampling, which is opt-in)" start_collector --switch-period 16
 # DIAL9_SAMPLER=perf: the agent never falls back, so every sample below is perf's
-DIAL9_SAMPLER=perf "$TBIN/prog_hot" --seconds 3 --threads 2 --sleep-every 5 >"$T/hot.out" 2>&1 &
+DIAL9_SAMPLER=perf "$TBIN/prog_hot" --seconds 3 --threads 2 --sleep-every 5 --kernel-busy \
+    >"$T/hot.out" 2>&1 &
 HOT=$!
 at_exit kill -9 "$HOT"
 sampler_is_perf() { d9 status --format jsonl 2>/dev/null | grep "\"pid\":$HOT," | grep -q '"sampler":"perf"'; }

@@ -390,41 +390,50 @@ lttng_down          # LTTng is done: its daemons must not steal CPU from the dem
 col_ns() { [ -n "$COL_PID" ] && cut -d' ' -f1 "/proc/$COL_PID/schedstat" 2>/dev/null || echo 0; }
 E2E_CAL=$("$BIN/d9demo" --seconds 0.2 --tasks 10 --no-trace 2>/dev/null | sed -n 's/.*work calibration \([0-9.]*\).*/\1/p')
 E2E_ARGS="--tasks 1000 --work-calibration ${E2E_CAL:-1000}"
-e2e_once() {    # e2e_once off|on
+# Two series: the demo with a worker per CPU (the target's workload: every
+# collector wake-up takes a CPU from a busy worker), and, on 2 CPUs or more,
+# with one CPU left to spare (a sidecar on a host with a core to spare).
+E2E_SPARE_WORKERS=$((NCPU - 1))
+e2e_once() {    # e2e_once off|on PREFIX DEMO_ARGS...
+    mode=$1; pfx=$2; shift 2
     k0=$(col_ns)
-    if [ "$1" = off ]; then
-        env DIAL9_ENABLED=0 "$BIN/d9demo" --seconds $E2E_SECONDS $E2E_ARGS >"$T/demo.out" 2>"$T/demo.err"
+    if [ "$mode" = off ]; then
+        env DIAL9_ENABLED=0 "$BIN/d9demo" --seconds $E2E_SECONDS $E2E_ARGS "$@" >"$T/demo.out" 2>"$T/demo.err"
     else
-        env $D9ENV_E2E "$BIN/d9demo" --seconds $E2E_SECONDS $E2E_ARGS >"$T/demo.out" 2>"$T/demo.err"
-    fi || { warn "d9demo ($1) failed: $(tail -n 2 "$T/demo.err" | tr '\n' ' ')"; return 1; }
+        env $D9ENV_E2E "$BIN/d9demo" --seconds $E2E_SECONDS $E2E_ARGS "$@" >"$T/demo.out" 2>"$T/demo.err"
+    fi || { warn "d9demo ($mode) failed: $(tail -n 2 "$T/demo.err" | tr '\n' ' ')"; return 1; }
     sleep 0.5           # the collector finishes the process (final drain, seal, index)
     k1=$(col_ns)
     line=$(sed -n 's/^d9demo: \([0-9]*\) tasks in \([0-9.]*\) s .*, \([0-9]*\) events lost.*, cpu \([0-9.]*\) s$/\1 \2 \3 \4/p' "$T/demo.out")
     [ -n "$line" ] || { warn "d9demo ($1): no result line in: $(cat "$T/demo.out")"; return 1; }
     # mode tasks seconds lost demo_cpu_s collector_cpu_s
-    echo "$1 $line $(calc "($k1 - $k0) / 1e9" 6)" >>"$T/e2e.runs"
+    echo "$mode $line $(calc "($k1 - $k0) / 1e9" 6)" >>"$T/$pfx.runs"
 }
-if [ -x "$BIN/d9demo" ] && [ $HAVE_COL = 1 ]; then
-    stop_pids $COL_PID; COL_PID=""; rm -rf "$M"/store*
-    col_up || HAVE_COL=0
-fi
-if [ -x "$BIN/d9demo" ] && [ $HAVE_COL = 1 ]; then
-    say "[3/3] end to end: d9demo $E2E_ARGS, $E2E_RUNS pairs of ${E2E_SECONDS}s runs, tracing off and on, alternating"
+e2e_series() {  # e2e_series PREFIX LABEL DEMO_ARGS...: the pairs, then their statistics
+    pfx=$1; label=$2; shift 2
+    say "[3/3] end to end ($label): d9demo $E2E_ARGS $*, $E2E_RUNS pairs of ${E2E_SECONDS}s runs, tracing off and on, alternating"
     colstat >"$T/cs0" 2>/dev/null
     i=1
     while [ $i -le $E2E_RUNS ]; do
         if [ $((i % 2)) = 1 ]; then first=off; second=on; else first=on; second=off; fi
         say "  pair $i/$E2E_RUNS: $first, $second"
-        e2e_once $first && e2e_once $second
+        e2e_once $first "$pfx" "$@" && e2e_once $second "$pfx" "$@"
         i=$((i + 1))
     done
     colstat --flush >"$T/cs1" 2>/dev/null
-    put e2e.recorded "$(( $(kv "$T/cs1" records) - $(kv "$T/cs0" records) ))"
-    put e2e.calibration "${E2E_CAL:-n/a}"
-    # pairs in run order; statistics over the pairs (mean, 95 % t interval)
-    python3 - "$T/e2e.runs" >>"$R" <<'PY'
+    put $pfx.recorded "$(( $(kv "$T/cs1" records) - $(kv "$T/cs0" records) ))"
+    put $pfx.calibration "${E2E_CAL:-n/a}"
+    e2e_stats "$T/$pfx.runs" "$pfx" >>"$R"
+}
+if [ -x "$BIN/d9demo" ] && [ $HAVE_COL = 1 ]; then
+    stop_pids $COL_PID; COL_PID=""; rm -rf "$M"/store*
+    col_up || HAVE_COL=0
+fi
+e2e_stats() {   # e2e_stats RUNS_FILE PREFIX: pairs in run order -> mean, 95 % t interval
+    python3 - "$1" "$2" <<'PY'
 import statistics as st, sys
 runs = [l.split() for l in open(sys.argv[1])]
+prefix = sys.argv[2]
 off = [r for r in runs if r[0] == "off"]; on = [r for r in runs if r[0] == "on"]
 n = min(len(off), len(on))
 if n < 2:
@@ -438,7 +447,7 @@ T95 = [12.71, 4.30, 3.18, 2.78, 2.57, 2.45, 2.36, 2.31, 2.26, 2.23, 2.20, 2.18, 
 df, z = n - 1, 1.959964
 t = T95[df - 1] if df <= len(T95) else \
     z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
-def put(k, v): print(f"e2e.{k} {v}")
+def put(k, v): print(f"{prefix}.{k} {v}")
 tput = lambda r: int(r[1]) / float(r[2])
 cpu_off = lambda r: float(r[4]) * 1e6 / int(r[1])                 # us per task
 cpu_on = lambda r: (float(r[4]) + float(r[5])) * 1e6 / int(r[1])
@@ -461,6 +470,10 @@ for mode, rs in (("off", off), ("on", on)):
     put(f"{mode}.col_us_task", f"{sum(float(r[5]) for r in rs) * 1e6 / tasks:.3f}")
     put(f"{mode}.tasks", tasks)
 PY
+}
+if [ -x "$BIN/d9demo" ] && [ $HAVE_COL = 1 ]; then
+    e2e_series e2e "a worker per CPU"
+    [ "$E2E_SPARE_WORKERS" -ge 1 ] && e2e_series e2e_spare "a CPU to spare" --workers $E2E_SPARE_WORKERS
 else
     warn "no d9demo or no collector: end-to-end rows will read n/a"
 fi
@@ -558,23 +571,24 @@ report_drain() {
     [ -n "$ok_d9" ] && [ -n "$ok_lt" ] && echo "  loss-free rate d9 / LTTng = $(calc "$ok_d9 / $ok_lt" 1)x"
 }
 
-report_e2e() {
-    off=$(get e2e.off.median); on=$(get e2e.on.median)
+report_e2e() {  # report_e2e PREFIX TITLE DEMO_ARGS
+    p=$1
+    off=$(get $p.off.median); on=$(get $p.on.median)
     echo
-    echo "END TO END — d9demo --tasks 1000, the same fixed work per task in every run (work calibration"
-    echo "$(get e2e.calibration) units/us), $E2E_SECONDS s per run, $(get e2e.pairs) pairs, order alternating; off ="
-    echo "DIAL9_ENABLED=0, on = traced, a default d9collectd draining on the same 2 CPUs (its CPU counts)."
+    echo "END TO END, $2 — d9demo $3, the same fixed work per task in every"
+    echo "run (work calibration $(get $p.calibration) units/us), $E2E_SECONDS s per run, $(get $p.pairs) pairs, order alternating; off ="
+    echo "DIAL9_ENABLED=0, on = traced, a default d9collectd draining on the same $NCPU CPUs (its CPU counts)."
     printf '  %-30s %12s %12s %12s\n' "tasks/s" "median" "min" "max"
-    printf '  %-30s %12s %12s %12s\n' "tracing off" "$off" "$(get e2e.off.min)" "$(get e2e.off.max)"
-    printf '  %-30s %12s %12s %12s\n' "tracing on" "$on" "$(get e2e.on.min)" "$(get e2e.on.max)"
-    echo "  throughput overhead = 1 - on/off per pair: mean $(get e2e.tput.overhead) % +- $(get e2e.tput.ci) (95 %), median $(get e2e.tput.median_overhead) %   (target <= 1 %)"
-    echo "  noise floor: the off runs alone spread $(calc "100 * ($(get e2e.off.max) - $(get e2e.off.min)) / $off" 1) % (min to max): the VM's CPU speed drifts"
-    uo=$(get e2e.off.us_task); un=$(get e2e.on.us_task); uc=$(get e2e.on.col_us_task)
+    printf '  %-30s %12s %12s %12s\n' "tracing off" "$off" "$(get $p.off.min)" "$(get $p.off.max)"
+    printf '  %-30s %12s %12s %12s\n' "tracing on" "$on" "$(get $p.on.min)" "$(get $p.on.max)"
+    echo "  throughput overhead = 1 - on/off per pair: mean $(get $p.tput.overhead) % +- $(get $p.tput.ci) (95 %), median $(get $p.tput.median_overhead) %   (target <= 1 %)"
+    echo "  noise floor: the off runs alone spread $(calc "100 * ($(get $p.off.max) - $(get $p.off.min)) / $off" 1) % (min to max): the VM's CPU speed drifts"
+    uo=$(get $p.off.us_task); un=$(get $p.on.us_task); uc=$(get $p.on.col_us_task)
     echo "  CPU per task: off $uo us; on $un us in the demo + $uc us in d9collectd;"
-    echo "  CPU overhead per pair: mean $(get e2e.cpu.overhead) % +- $(get e2e.cpu.ci) (95 %), median $(get e2e.cpu.median_overhead) %"
-    ev=$(calc "$(get e2e.recorded) / $(get e2e.on.tasks)" 1)
+    echo "  CPU overhead per pair: mean $(get $p.cpu.overhead) % +- $(get $p.cpu.ci) (95 %), median $(get $p.cpu.median_overhead) %"
+    ev=$(calc "$(get $p.recorded) / $(get $p.on.tasks)" 1)
     hot=$(calc "$(get hot.d9_live.batch_med)" 2)
-    echo "  bottom-up: $(get e2e.recorded) events recorded while on ($ev per task, $(get e2e.on.lost) lost);"
+    echo "  bottom-up: $(get $p.recorded) events recorded while on ($ev per task, $(get $p.on.lost) lost);"
     echo "  d9collectd $uc us/task = $(calc "100 * $uc / $uo" 2) % of a task's CPU; the record calls ~$ev x $hot ns"
     echo "  = $(calc "$ev * $hot / 1000" 2) us/task = $(calc "100 * $ev * $hot / 1000 / $uo" 2) % (hot path (b') above); the rest is the kernel's share"
     echo "  (perf sampling at 99 Hz, schedstat reads) and interference, inside the noise of the rows above."
@@ -588,7 +602,9 @@ report_e2e() {
     echo "targets are printed beside the measurements, never enforced"
     report_hot
     report_drain
-    report_e2e
+    report_e2e e2e "a worker per CPU (the target)" "$E2E_ARGS"
+    [ -n "$(awk '$1 == "e2e_spare.pairs"' "$R")" ] &&
+        report_e2e e2e_spare "one CPU to spare" "$E2E_ARGS --workers $E2E_SPARE_WORKERS"
     echo "================================================================================"
 } >"$T/table"
 cat "$T/table"

@@ -869,7 +869,9 @@ int sym_map_decode(const uint8_t *rec, size_t len, struct sym_map_rec *out)
     memcpy(&c, rec, sizeof c);
     if (c.h.type != D9_REC_CUSTOM || c.schema != SYM_MAP_SCHEMA_ID)
         return -EINVAL;
-    if (c.h.len > len || c.payload_len > c.h.len - sizeof c || c.payload_len < 24)
+    /* h.len first: below sizeof c, h.len - sizeof c would wrap around */
+    if (c.h.len < sizeof c || c.h.len > len || c.payload_len > c.h.len - sizeof c ||
+        c.payload_len < 24)
         return -EBADMSG;
     const uint8_t *p = rec + sizeof c;
     size_t avail = c.payload_len, used;

@@ -400,6 +400,18 @@ static void test_map_decode_rejects_hostile_lengths(void **state)
     /* every truncation */
     for (long cut = 0; cut < n; cut++)
         assert_int_not_equal(sym_map_decode(buf, (size_t)cut, &r), 0);
+    /* a record length below the record header (found by fuzz_symbols:
+     * h.len - sizeof header wrapped around and the payload was read past
+     * the buffer, which is exactly header-sized here for ASan to see it) */
+    uint8_t *tiny = malloc(sizeof(struct d9_rec_custom));
+    assert_non_null(tiny);
+    memcpy(tiny, buf, sizeof(struct d9_rec_custom));
+    uint16_t hl = 8;
+    memcpy(tiny + offsetof(struct d9_rec_hdr, len), &hl, 2);
+    pl = 24;
+    memcpy(tiny + offsetof(struct d9_rec_custom, payload_len), &pl, 4);
+    assert_int_equal(sym_map_decode(tiny, sizeof(struct d9_rec_custom), &r), -EBADMSG);
+    free(tiny);
 }
 
 static void test_map_schema_payload_is_a_valid_schema(void **state)

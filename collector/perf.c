@@ -29,7 +29,6 @@
 #include "collector/perf.h"
 
 #define PERF_PENDING_MAX_BYTES (64u * 1024u * 1024u)
-#define PERF_RING_PAGES_MAX    1024u
 /* File descriptors left to the rest of the collector (segments, SQLite,
  * sockets): perf events are refused above RLIMIT_NOFILE minus this. */
 #define PERF_FD_RESERVE        256
@@ -76,6 +75,12 @@ struct perf_proc {
     struct perf_thread *cur;    /* thread being parsed (walk callback) */
     uint8_t *scratch;
 };
+
+/* perf_event_open(2) with PERF_FLAG_FD_CLOEXEC, no group: fd or -1 / errno. */
+static long perf_sys_open(struct perf_event_attr *a, pid_t pid, int cpu)
+{
+    return syscall(SYS_perf_event_open, a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+}
 
 int perf_callchain_keeper(void)
 {
@@ -150,6 +155,36 @@ int perf_ring_walk(const uint8_t *data, uint64_t size, uint64_t tail, uint64_t h
         tail += h.size;
         *new_tail = tail;
     }
+    return 0;
+}
+
+int perf_ring_consume(uint8_t *base, size_t page_size, uint64_t size, uint8_t *scratch,
+                      perf_rec_fn fn, void *ctx)
+{
+    struct perf_event_mmap_page *mp = (struct perf_event_mmap_page *)base;
+    /* acquire: the record bytes before data_head are visible (pairs with
+     * the kernel's smp_wmb before it publishes data_head) */
+    uint64_t head = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE);
+    uint64_t tail = __atomic_load_n(&mp->data_tail, __ATOMIC_RELAXED);
+    if (head == tail)
+        return 0;
+    uint64_t nt;
+    int rc = perf_ring_walk(base + page_size, size, tail, head, scratch, fn, ctx, &nt);
+    if (rc == -EBADMSG)
+        nt = head;              /* resynchronise: skip what we cannot frame */
+    /* release: we are done reading everything before nt; the kernel may
+     * overwrite it (pairs with the kernel's smp_mb before reading tail) */
+    __atomic_store_n(&mp->data_tail, nt, __ATOMIC_RELEASE);
+    return rc;
+}
+
+#define LOST_FIXED (sizeof(struct perf_event_header) + 8 /* id */ + 8 /* lost */)
+
+int perf_parse_lost(const uint8_t *rec, size_t len, uint64_t *lost)
+{
+    if (len < LOST_FIXED)
+        return -EBADMSG;
+    *lost = rd64(rec + sizeof(struct perf_event_header) + 8);
     return 0;
 }
 
@@ -323,12 +358,11 @@ static int on_record(void *ctx, const struct perf_event_header *h, const uint8_t
         break;
     }
     case PERF_RECORD_LOST: {
-        /* header, u64 id, u64 lost, sample_id */
-        if (len < sizeof(struct perf_event_header) + 16) {
+        uint64_t n;
+        if (perf_parse_lost(rec, len, &n) != 0) {
             p->st.bad++;
             break;
         }
-        uint64_t n = rd64(rec + sizeof(struct perf_event_header) + 8);
         p->st.lost += n;
         p->lost_unreported += n;
         /* switch records may be among the lost: the pending switch-in
@@ -344,13 +378,9 @@ static int on_record(void *ctx, const struct perf_event_header *h, const uint8_t
 
 /* ---- threads ----------------------------------------------------------- */
 
-long perf_sys_open(struct perf_event_attr *a, pid_t pid, int cpu)
-{
-    return syscall(SYS_perf_event_open, a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
-}
-
-void perf_fill_attr(struct perf_event_attr *a, int cpu_clock, uint32_t freq_hz,
-                    uint32_t switch_period, int kernel, int max_stack)
+/* The attr of d9's sampling events (see perf_open_event). */
+static void perf_fill_attr(struct perf_event_attr *a, int cpu_clock, uint32_t freq_hz,
+                           uint32_t switch_period, int kernel, int max_stack)
 {
     memset(a, 0, sizeof *a);
     a->size = sizeof *a;
@@ -374,7 +404,9 @@ void perf_fill_attr(struct perf_event_attr *a, int cpu_clock, uint32_t freq_hz,
     }
 }
 
-int perf_fd_budget_ok(int fd)
+/* 1 if the new perf fd leaves PERF_FD_RESERVE descriptors below
+ * RLIMIT_NOFILE for segments, SQLite and sockets. */
+static int perf_fd_budget_ok(int fd)
 {
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
@@ -382,15 +414,14 @@ int perf_fd_budget_ok(int fd)
     return (rlim_t)fd + PERF_FD_RESERVE < rl.rlim_cur;
 }
 
-/* Open one event, degrading once to no kernel frames and once to no
- * sample_max_stack; the degradations stick for the whole process. */
-static int open_event(struct perf_proc *p, uint32_t tid, int cpu_clock)
+int perf_open_event(int cpu_clock, uint32_t freq_hz, uint32_t switch_period, int exclude_idle,
+                    pid_t pid, int cpu, int may_drop_kernel, int *kernel, int *max_stack)
 {
     for (int attempt = 0; attempt < 3; attempt++) {
         struct perf_event_attr a;
-        perf_fill_attr(&a, cpu_clock, p->cfg.freq_hz, p->cfg.switch_period, p->kernel,
-                       p->use_max_stack);
-        long fd = perf_sys_open(&a, (pid_t)tid, -1);
+        perf_fill_attr(&a, cpu_clock, freq_hz, switch_period, *kernel, *max_stack);
+        a.exclude_idle = exclude_idle ? 1 : 0;
+        long fd = perf_sys_open(&a, pid, cpu);
         if (fd >= 0 && !perf_fd_budget_ok((int)fd)) {
             close((int)fd);     /* keep descriptors for segments and the index */
             return -EMFILE;
@@ -398,17 +429,24 @@ static int open_event(struct perf_proc *p, uint32_t tid, int cpu_clock)
         if (fd >= 0)
             return (int)fd;
         int e = errno;
-        if ((e == EACCES || e == EPERM) && p->kernel) {
-            p->kernel = 0;
+        if ((e == EACCES || e == EPERM) && *kernel && may_drop_kernel) {
+            *kernel = 0;
             continue;
         }
-        if (e == EINVAL && p->use_max_stack) {
-            p->use_max_stack = 0;
+        if (e == EINVAL && *max_stack) {
+            *max_stack = 0;
             continue;
         }
         return -e;
     }
     return -EACCES;
+}
+
+/* Open one event of a thread; the degradations stick for the whole process. */
+static int open_event(struct perf_proc *p, uint32_t tid, int cpu_clock)
+{
+    return perf_open_event(cpu_clock, p->cfg.freq_hz, p->cfg.switch_period, 0, (pid_t)tid, -1,
+                           1, &p->kernel, &p->use_max_stack);
 }
 
 static void thread_close(struct perf_thread *t)
@@ -480,24 +518,13 @@ static int thread_drain(struct perf_proc *p, struct perf_thread *t)
 {
     if (!t->base)
         return 0;
-    struct perf_event_mmap_page *mp = (struct perf_event_mmap_page *)t->base;
-    uint64_t size = (uint64_t)t->data_pages * p->page_size;
-    const uint8_t *data = t->base + p->page_size;
-    /* acquire: the record bytes before data_head are visible (pairs with
-     * the kernel's smp_wmb before it publishes data_head) */
-    uint64_t head = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE);
-    uint64_t tail = __atomic_load_n(&mp->data_tail, __ATOMIC_RELAXED);
-    uint64_t nt;
     p->cur = t;
-    int rc = perf_ring_walk(data, size, tail, head, p->scratch, on_record, p, &nt);
+    int rc = perf_ring_consume(t->base, p->page_size, (uint64_t)t->data_pages * p->page_size,
+                               p->scratch, on_record, p);
     if (rc == -EBADMSG) {
         p->st.bad++;
-        nt = head;              /* resynchronise: skip what we cannot frame */
         t->pend_valid = 0;
     }
-    /* release: we are done reading everything before nt; the kernel may
-     * overwrite it (pairs with the kernel's smp_mb before reading tail) */
-    __atomic_store_n(&mp->data_tail, nt, __ATOMIC_RELEASE);
     return rc == -ENOMEM ? rc : 0;
 }
 

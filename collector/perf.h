@@ -61,6 +61,7 @@
  * the on-CPU profile's ~1.3 us; 16 is the suggested value when wanted. */
 #define PERF_SWITCH_PERIOD_DEFAULT  0u           /* off */
 #define PERF_RING_PAGES_DEFAULT     32u          /* data pages per thread, power of two */
+#define PERF_RING_PAGES_MAX         1024u        /* data pages per ring, at most */
 #define PERF_RESCAN_NS_DEFAULT      200000000ull /* 200 ms */
 #define PERF_THREADS_MAX            4096u
 
@@ -135,18 +136,20 @@ size_t perf_proc_take(struct perf_proc *p, uint8_t *out, size_t cap, uint64_t *l
 void perf_proc_stats(const struct perf_proc *p, struct perf_stats *out);
 
 /* ---- shared with perf_host.c --------------------------------------------- */
-/* perf_event_open(2) with PERF_FLAG_FD_CLOEXEC, no group: fd or -1 / errno. */
-long perf_sys_open(struct perf_event_attr *a, pid_t pid, int cpu);
-/* The attr of d9's sampling events: cpu_clock 1 = PERF_COUNT_SW_CPU_CLOCK
- * at freq_hz (frequency mode), 0 = PERF_COUNT_SW_CONTEXT_SWITCHES, 1 in
- * switch_period, with context_switch records; both PERF_D9_SAMPLE_TYPE on
- * CLOCK_MONOTONIC, kernel frames if kernel, at most D9_STACK_MAX_FRAMES
- * frames if max_stack. */
-void perf_fill_attr(struct perf_event_attr *a, int cpu_clock, uint32_t freq_hz,
-                    uint32_t switch_period, int kernel, int max_stack);
-/* 1 if the new perf fd leaves PERF_FD_RESERVE descriptors below
- * RLIMIT_NOFILE for segments, SQLite and sockets. */
-int perf_fd_budget_ok(int fd);
+/*
+ * Open one of d9's sampling events on (pid, cpu): cpu_clock 1 =
+ * PERF_COUNT_SW_CPU_CLOCK at freq_hz (frequency mode), 0 =
+ * PERF_COUNT_SW_CONTEXT_SWITCHES, 1 in switch_period, with context_switch
+ * records; both PERF_D9_SAMPLE_TYPE on CLOCK_MONOTONIC, kernel frames if
+ * *kernel, at most D9_STACK_MAX_FRAMES frames if *max_stack, the idle task
+ * excluded if exclude_idle. When refused, gives up kernel frames
+ * (EACCES/EPERM, only if may_drop_kernel) and then sample_max_stack
+ * (EINVAL), and writes what was given up back so that the next opens start
+ * there. Returns the fd (close-on-exec), -EMFILE when it would eat the
+ * descriptors kept for segments, SQLite and sockets, or -errno.
+ */
+int perf_open_event(int cpu_clock, uint32_t freq_hz, uint32_t switch_period, int exclude_idle,
+                    pid_t pid, int cpu, int may_drop_kernel, int *kernel, int *max_stack);
 
 /* ---- pure parsers (exposed for unit tests and fuzzing) ------------------- */
 
@@ -168,6 +171,15 @@ typedef int (*perf_rec_fn)(void *ctx, const struct perf_event_header *h,
                            const uint8_t *rec, size_t len);
 int perf_ring_walk(const uint8_t *data, uint64_t size, uint64_t tail, uint64_t head,
                    uint8_t *scratch, perf_rec_fn fn, void *ctx, uint64_t *new_tail);
+/*
+ * Walk a mapped perf ring (base: the perf_event_mmap_page, the data page_size
+ * bytes after it, size bytes of data) from data_tail to data_head with
+ * perf_ring_walk, then hand the space back: data_tail moves to the last
+ * record fn accepted, or to data_head after corrupt framing (-EBADMSG: the
+ * caller counts it). Returns perf_ring_walk's result (0 when empty).
+ */
+int perf_ring_consume(uint8_t *base, size_t page_size, uint64_t size, uint8_t *scratch,
+                      perf_rec_fn fn, void *ctx);
 
 /* A PERF_RECORD_SAMPLE in PERF_D9_SAMPLE_TYPE layout; ips points into rec. */
 struct perf_sample {
@@ -180,6 +192,10 @@ struct perf_sample {
 };
 /* 0 or -EBADMSG when the record is shorter than its fields say. */
 int perf_parse_sample(const uint8_t *rec, size_t len, struct perf_sample *s);
+
+/* PERF_RECORD_LOST: header, u64 id, u64 lost, sample_id. *lost gets the
+ * count; 0 or -EBADMSG when the record is too short. */
+int perf_parse_lost(const uint8_t *rec, size_t len, uint64_t *lost);
 
 /* sample_id trailer of non-sample records (sample_id_all=1). */
 struct perf_sample_id {

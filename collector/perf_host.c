@@ -33,46 +33,11 @@ struct perf_host {
     struct perf_host_stats st;
 };
 
-static uint64_t rd64(const uint8_t *p)
-{
-    uint64_t v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-/* Open the event of one CPU, giving up kernel frames, then max_stack, when
- * refused; what was given up stays given up for the other CPUs. */
-static int open_cpu(struct perf_host *h, int cpu, uint32_t freq_hz, int *kernel, int *max_stack)
-{
-    for (;;) {
-        struct perf_event_attr a;
-        perf_fill_attr(&a, 1, freq_hz, 0, *kernel, *max_stack);
-        a.exclude_idle = 1;     /* the idle task's samples would all be dropped */
-        long fd = perf_sys_open(&a, -1, cpu);
-        if (fd >= 0) {
-            if (!perf_fd_budget_ok((int)fd)) {
-                close((int)fd);
-                return -EMFILE;
-            }
-            return (int)fd;
-        }
-        int e = errno;
-        if ((e == EACCES || e == EPERM) && *kernel && h->ncpu == 0) {
-            *kernel = 0;        /* maybe only kernel frames are refused */
-            continue;
-        }
-        if (e == EINVAL && *max_stack) {
-            *max_stack = 0;
-            continue;
-        }
-        return -e;
-    }
-}
-
 int perf_host_open(struct perf_host **out, uint32_t freq_hz, uint32_t ring_pages)
 {
     *out = NULL;
-    if (freq_hz == 0 || freq_hz > PERF_FREQ_MAX || ring_pages == 0 || ring_pages > 1024 ||
+    if (freq_hz == 0 || freq_hz > PERF_FREQ_MAX || ring_pages == 0 ||
+        ring_pages > PERF_RING_PAGES_MAX ||
         (ring_pages & (ring_pages - 1)) != 0)
         return -EINVAL;
     long conf = sysconf(_SC_NPROCESSORS_CONF);
@@ -94,7 +59,9 @@ int perf_host_open(struct perf_host **out, uint32_t freq_hz, uint32_t ring_pages
     h->data_size = (uint64_t)ring_pages * h->page_size;
     int kernel = 1, max_stack = 1, first_err = 0;
     for (int c = 0; c < (int)conf; c++) {
-        int fd = open_cpu(h, c, freq_hz, &kernel, &max_stack);
+        /* kernel frames are given up only at the first CPU: what was
+         * given up stays given up for the others */
+        int fd = perf_open_event(1, freq_hz, 0, 1, -1, c, h->ncpu == 0, &kernel, &max_stack);
         if (fd == -ENODEV || fd == -ENOENT)
             continue;           /* offline CPU */
         if (fd < 0) {
@@ -151,11 +118,11 @@ static int on_record(void *ctx, const struct perf_event_header *hd, const uint8_
         if (h->route(h->route_ctx, &s))
             h->st.routed++;
     } else if (hd->type == PERF_RECORD_LOST) {
-        /* header, u64 id, u64 lost, sample_id */
-        if (len < sizeof(struct perf_event_header) + 16)
+        uint64_t n;
+        if (perf_parse_lost(rec, len, &n) != 0)
             h->st.bad++;
         else
-            h->st.lost += rd64(rec + sizeof(struct perf_event_header) + 8);
+            h->st.lost += n;
     }
     return 0;                   /* THROTTLE, UNTHROTTLE, ...: nothing to do */
 }
@@ -165,24 +132,10 @@ long perf_host_poll(struct perf_host *h, perf_host_route_fn route, void *ctx)
     h->route = route;
     h->route_ctx = ctx;
     h->polled = 0;
-    for (uint32_t i = 0; i < h->ncpu; i++) {
-        struct perf_event_mmap_page *mp = (struct perf_event_mmap_page *)h->cpu[i].base;
-        const uint8_t *data = h->cpu[i].base + h->page_size;
-        /* acquire: the record bytes before data_head are visible (pairs
-         * with the kernel's smp_wmb before it publishes data_head) */
-        uint64_t head = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE);
-        uint64_t tail = __atomic_load_n(&mp->data_tail, __ATOMIC_RELAXED);
-        if (head == tail)
-            continue;
-        uint64_t nt;
-        if (perf_ring_walk(data, h->data_size, tail, head, h->scratch, on_record, h, &nt) != 0) {
-            h->st.bad++;
-            nt = head;          /* resynchronise: skip what we cannot frame */
-        }
-        /* release: done reading everything before nt; the kernel may
-         * overwrite it (pairs with its smp_mb before it reads data_tail) */
-        __atomic_store_n(&mp->data_tail, nt, __ATOMIC_RELEASE);
-    }
+    for (uint32_t i = 0; i < h->ncpu; i++)
+        if (perf_ring_consume(h->cpu[i].base, h->page_size, h->data_size, h->scratch, on_record,
+                              h) != 0)
+            h->st.bad++;        /* corrupt framing: the ring was resynchronised */
     return h->polled;
 }
 

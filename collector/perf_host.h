@@ -48,9 +48,10 @@ struct perf_host;
 
 /*
  * Open a sampling event at freq_hz (1..PERF_FREQ_MAX) on every online CPU,
- * each with a ring of ring_pages data pages (power of two, 1..1024).
+ * each with a ring of ring_pages data pages (power of two,
+ * 1..PERF_RING_PAGES_MAX).
  * Kernel frames are given up, then sample_max_stack, when the kernel
- * refuses them. Errors: -EACCES / -EPERM not permitted (the caller falls
+ * refuses them (perf_open_event). Errors: -EACCES / -EPERM not permitted (the caller falls
  * back to per-thread events), -ENOSYS, -EINVAL bad arguments, -ENOMEM,
  * -EMFILE, or what perf_event_open or mmap said for the first CPU.
  */

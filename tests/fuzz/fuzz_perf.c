@@ -35,6 +35,8 @@ static int on_rec(void *ctx, const struct perf_event_header *h, const uint8_t *r
     }
     struct perf_sample_id sid;
     perf_parse_sample_id(rec, len, &sid);
+    uint64_t lost;
+    perf_parse_lost(rec, len, &lost);
     return 0;
 }
 

@@ -46,10 +46,11 @@ static const struct opt opts[] = {
 #define NOPTS (sizeof opts / sizeof opts[0])
 
 static const char *const scope_names[] = { "auto", "cpu", "thread" };
+#define NSCOPES ((int)(sizeof scope_names / sizeof scope_names[0]))
 
 const char *col_perf_scope_name(int scope)
 {
-    return scope >= 0 && scope < 3 ? scope_names[scope] : "?";
+    return scope >= 0 && scope < NSCOPES ? scope_names[scope] : "?";
 }
 
 static int set_str(char *dst, const char *v, size_t cap)
@@ -166,7 +167,7 @@ int col_config_set(struct col_config *c, const char *key, const char *value,
         return 0;
     }
     case OPT_SCOPE:
-        for (int i = 0; i < 3; i++)
+        for (int i = 0; i < NSCOPES; i++)
             if (strcmp(value, scope_names[i]) == 0) {
                 memcpy(field, &i, sizeof i);
                 return 0;

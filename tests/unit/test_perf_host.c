@@ -92,59 +92,61 @@ static void poll_until_sampled(struct perf_host *h, struct route_log *l)
     }
 }
 
-static void test_samples_of_a_busy_thread_carry_its_pid_tid_and_time(void **state)
+/* Sample a burning thread with a fresh 999 Hz host sampler until it was
+ * sampled 3 times, the route answering take; *st gets the sampler's stats.
+ * Returns 0, or 1 when per-CPU events are not permitted (skipped). */
+static int sample_burner(int take, struct route_log *l, struct perf_host_stats *st,
+                         uint64_t *t0)
 {
-    (void)state;
     struct burner b = { 0 };
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, burn_main, &b), 0);
     while (!b.tid)
         ;
     struct perf_host *h;
-    uint64_t t0 = shm_mono_ns();
+    *t0 = shm_mono_ns();
     int rc = perf_host_open(&h, 999, 8);
-    if (!denied(rc)) {
+    int skipped = denied(rc);
+    if (!skipped) {
         assert_int_equal(rc, 0);
-        struct route_log l = { .want_pid = (uint32_t)getpid(), .want_tid = b.tid, .take = 1 };
-        poll_until_sampled(h, &l);
-        assert_true(l.mine >= 3);
-        assert_true(l.min_time >= t0);              /* CLOCK_MONOTONIC, like segments */
-        assert_true(l.max_time <= shm_mono_ns());
-        assert_true(l.min_period > 0);              /* ns of CPU per sample */
-        struct perf_host_stats st;
-        perf_host_stats(h, &st);
-        assert_true(st.cpus >= 1);
-        assert_int_equal(st.samples, (uint64_t)l.calls);
-        assert_int_equal(st.routed, (uint64_t)l.calls);
+        *l = (struct route_log){ .want_pid = (uint32_t)getpid(), .want_tid = b.tid, .take = take };
+        poll_until_sampled(h, l);
+        perf_host_stats(h, st);
         perf_host_close(h);
     }
     b.stop = 1;
     pthread_join(th, NULL);
+    return skipped;
+}
+
+static void test_samples_of_a_busy_thread_carry_its_pid_tid_and_time(void **state)
+{
+    (void)state;
+    struct route_log l;
+    struct perf_host_stats st;
+    uint64_t t0;
+    if (sample_burner(1, &l, &st, &t0))
+        return;
+    assert_true(l.mine >= 3);
+    assert_true(l.min_time >= t0);              /* CLOCK_MONOTONIC, like segments */
+    assert_true(l.max_time <= shm_mono_ns());
+    assert_true(l.min_period > 0);              /* ns of CPU per sample */
+    assert_true(st.cpus >= 1);
+    assert_int_equal(st.samples, (uint64_t)l.calls);
+    assert_int_equal(st.routed, (uint64_t)l.calls);
 }
 
 static void test_samples_the_route_refuses_are_not_counted_as_routed(void **state)
 {
     (void)state;
-    struct burner b = { 0 };
-    pthread_t th;
-    assert_int_equal(pthread_create(&th, NULL, burn_main, &b), 0);
-    while (!b.tid)
-        ;
-    struct perf_host *h;
-    int rc = perf_host_open(&h, 999, 8);
-    if (!denied(rc)) {
-        assert_int_equal(rc, 0);
-        struct route_log l = { .want_pid = (uint32_t)getpid(), .want_tid = b.tid, .take = 0 };
-        poll_until_sampled(h, &l);
-        assert_true(l.mine >= 3);
-        struct perf_host_stats st;
-        perf_host_stats(h, &st);
-        assert_int_equal(st.samples, (uint64_t)l.calls);
-        assert_int_equal(st.routed, 0);
-        perf_host_close(h);
-    }
-    b.stop = 1;
-    pthread_join(th, NULL);
+    struct route_log l;
+    struct perf_host_stats st;
+    uint64_t t0;
+    if (sample_burner(0, &l, &st, &t0))
+        return;
+    assert_true(l.mine >= 3);
+    assert_int_equal(st.samples, (uint64_t)l.calls);
+    assert_int_equal(st.routed, 0);
 }
 
 static void test_poll_returns_the_number_of_samples_it_read(void **state)

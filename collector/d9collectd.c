@@ -5,7 +5,8 @@
  *   loop:  control requests (hello / goodbye / flush / status)
  *          every --scan-ms: scan --shm-dir, check traced processes for exit
  *          drain every ring of every process (drain.c)
- *          rotate segments by size/age (store.c), finish ended processes (proc.c)
+ *          rotate segments by size/age (store.c), index their blocks a batch at
+ *          a time while they are written, finish ended processes (proc.c)
  *          sleep: paced by pressure (col_backoff_pace): 0 while a ring is
  *          1/8 full or data was left behind, else exponential backoff up to
  *          --poll-max-us capped so the fullest ring stays under a quarter full at
@@ -240,6 +241,8 @@ static void rotate(struct col_ctx *x, uint64_t now)
         if (col_rotate_due(seg_writer_bytes(p->writer), seg_writer_opened_ns(p->writer), now,
                            max_bytes, max_age))
             col_proc_seal(p, &x->store);
+        else    /* block rows a batch at a time, not all at the seal */
+            col_store_index_blocks(&x->store, p->writer, COL_INDEX_BATCH);
     }
 }
 

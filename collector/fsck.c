@@ -584,6 +584,11 @@ int col_fsck_ex(const char *store_dir, int repair, struct col_fsck_report *out, 
             say(&f, ipath, "%s", why);
         }
     }
+    /* block rows a collector wrote for a segment it never sealed (see
+     * idx_blocks_add): the temp file's salvage below indexes it again, whole */
+    uint64_t orphans = 0;
+    if (e == 0 && repair && f.x && idx_drop_orphan_blocks(f.x, &orphans) == 0 && orphans)
+        say(&f, ipath, "deleted %" PRIu64 " block rows of segments never sealed", orphans);
     if (e == 0 && f.x && (e = idx_segment_foreach(f.x, collect_row, &f)) < 0)
         say(&f, ipath, "cannot list segments: %s",
             idx_errmsg(f.x) ? idx_errmsg(f.x) : strerror(-e));

@@ -726,6 +726,32 @@ int idx_relative_path(const char *store_dir, const char *path, char *out, size_t
     return 0;
 }
 
+static int insert_blocks(struct idx *x, uint64_t segment_id, const struct seg_block_info *blocks,
+                         uint32_t n)
+{
+    sqlite3_stmt *s;
+    int e;
+    for (uint32_t i = 0; i < n; i++) {
+        const struct seg_block_info *b = &blocks[i];
+        if ((e = stmt(x, ST_BLOCK_INSERT, &s)) < 0)
+            return e;
+        sqlite3_bind_int64(s, 1, (sqlite3_int64)segment_id);
+        sqlite3_bind_int64(s, 2, (sqlite3_int64)b->offset);
+        sqlite3_bind_int64(s, 3, b->len);
+        sqlite3_bind_int64(s, 4, b->kind);
+        sqlite3_bind_int64(s, 5, b->tid);
+        sqlite3_bind_int64(s, 6, b->ring);
+        sqlite3_bind_int64(s, 7, b->generation);
+        sqlite3_bind_int64(s, 8, b->nrec);
+        sqlite3_bind_int64(s, 9, (sqlite3_int64)b->t_first);
+        sqlite3_bind_int64(s, 10, (sqlite3_int64)b->t_last);
+        sqlite3_bind_int64(s, 11, (sqlite3_int64)b->lost);
+        if ((e = run(x, s, "insert block")) < 0)
+            return e;
+    }
+    return 0;
+}
+
 static int insert_segment(struct idx *x, int64_t process_id, const struct seg_summary *sm,
                           const char *rel)
 {
@@ -746,24 +772,10 @@ static int insert_segment(struct idx *x, int64_t process_id, const struct seg_su
         sqlite3_bind_int64(s, 9 + t, (sqlite3_int64)sm->counts[t]);
     if ((e = run(x, s, "insert segment")) < 0)
         return e;
-    for (uint32_t i = 0; i < sm->nblocks; i++) {
-        const struct seg_block_info *b = &sm->blocks[i];
-        if ((e = stmt(x, ST_BLOCK_INSERT, &s)) < 0)
-            return e;
-        sqlite3_bind_int64(s, 1, (sqlite3_int64)sm->segment_id);
-        sqlite3_bind_int64(s, 2, (sqlite3_int64)b->offset);
-        sqlite3_bind_int64(s, 3, b->len);
-        sqlite3_bind_int64(s, 4, b->kind);
-        sqlite3_bind_int64(s, 5, b->tid);
-        sqlite3_bind_int64(s, 6, b->ring);
-        sqlite3_bind_int64(s, 7, b->generation);
-        sqlite3_bind_int64(s, 8, b->nrec);
-        sqlite3_bind_int64(s, 9, (sqlite3_int64)b->t_first);
-        sqlite3_bind_int64(s, 10, (sqlite3_int64)b->t_last);
-        sqlite3_bind_int64(s, 11, (sqlite3_int64)b->lost);
-        if ((e = run(x, s, "insert block")) < 0)
-            return e;
-    }
+    if (sm->nblocks_indexed < sm->nblocks &&
+        (e = insert_blocks(x, sm->segment_id, sm->blocks + sm->nblocks_indexed,
+                           sm->nblocks - sm->nblocks_indexed)) < 0)
+        return e;
     if ((e = stmt(x, ST_PROC_COUNTERS, &s)) < 0)
         return e;
     sqlite3_bind_int64(s, 1, process_id);
@@ -788,7 +800,8 @@ int idx_segment_commit(struct idx *x, int64_t process_id, const struct seg_summa
     int e = writable(x);
     if (e < 0)
         return e;
-    if (!s || !store_dir || (s->nblocks && !s->blocks) || s->segment_id == 0 ||
+    if (!s || !store_dir || (s->nblocks && !s->blocks) || s->nblocks_indexed > s->nblocks ||
+        s->segment_id == 0 ||
         s->segment_id > INT64_MAX)
         return -EINVAL;
     char rel[sizeof s->path];
@@ -804,6 +817,55 @@ int idx_segment_commit(struct idx *x, int64_t process_id, const struct seg_summa
     if (e < 0)
         rollback(x);
     return e;
+}
+
+int idx_blocks_add(struct idx *x, uint64_t segment_id, const struct seg_block_info *b,
+                   uint32_t n)
+{
+    int e = writable(x);
+    if (e < 0)
+        return e;
+    if ((n && !b) || segment_id == 0 || segment_id > INT64_MAX)
+        return -EINVAL;
+    if (n == 0)
+        return 0;
+    /* Nobody reads these rows before their segment row exists, and recovery
+     * deletes them if it never does: no WAL fsync for them (NORMAL). The
+     * segment's own commit (FULL) syncs the WAL they were written to. */
+    if ((e = exec(x, "PRAGMA synchronous=NORMAL", "relax synchronous")) < 0)
+        return e;
+    if ((e = exec(x, "BEGIN IMMEDIATE", "begin blocks")) == 0 &&
+        (e = insert_blocks(x, segment_id, b, n)) == 0)
+        e = exec(x, "COMMIT", "commit blocks");
+    if (e < 0)
+        rollback(x);
+    int e2 = exec(x, "PRAGMA synchronous=FULL", "restore synchronous");
+    return e < 0 ? e : e2;
+}
+
+int idx_blocks_drop(struct idx *x, uint64_t segment_id)
+{
+    int e = writable(x);
+    if (e < 0)
+        return e;
+    sqlite3_stmt *s;
+    if ((e = stmt(x, ST_SEG_DEL_BLOCKS, &s)) < 0)
+        return e;
+    sqlite3_bind_int64(s, 1, (sqlite3_int64)segment_id);
+    return run(x, s, "delete blocks");
+}
+
+int idx_drop_orphan_blocks(struct idx *x, uint64_t *dropped)
+{
+    int e = writable(x);
+    if (e < 0)
+        return e;
+    if ((e = exec(x, "DELETE FROM blocks WHERE segment_id NOT IN (SELECT id FROM segments)",
+                  "delete orphan blocks")) < 0)
+        return e;
+    if (dropped)
+        *dropped = (uint64_t)sqlite3_changes(x->db);
+    return 0;
 }
 
 int idx_segment_delete(struct idx *x, uint64_t segment_id)

@@ -76,9 +76,20 @@ int idx_thread_upsert(struct idx *x, int64_t process_id, uint32_t tid, uint32_t 
                       int ended);
 int idx_runtime_upsert(struct idx *x, int64_t process_id, uint32_t runtime_id, const char *name);
 
-/* Segment row + its block rows + process counters, in one transaction. */
+/* Segment row + its block rows + process counters, in one transaction.
+ * The first s->nblocks_indexed block rows are already in (idx_blocks_add). */
 int idx_segment_commit(struct idx *x, int64_t process_id, const struct seg_summary *s,
                        const char *store_dir);
+/* Block rows of a segment still being written, in one transaction without
+ * a WAL fsync (see seg_writer_unindexed). -EINVAL for a bad id or no blocks
+ * pointer; a row already there (same segment, offset) fails the batch. */
+int idx_blocks_add(struct idx *x, uint64_t segment_id, const struct seg_block_info *b,
+                   uint32_t n);
+/* Delete a segment's block rows (its file was given up before the seal). */
+int idx_blocks_drop(struct idx *x, uint64_t segment_id);
+/* Delete block rows without a segment row (a collector that stopped
+ * before sealing); *dropped (may be NULL) = how many. */
+int idx_drop_orphan_blocks(struct idx *x, uint64_t *dropped);
 /* Remove a segment's rows (before its file is unlinked by eviction). */
 int idx_segment_delete(struct idx *x, uint64_t segment_id);
 

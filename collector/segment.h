@@ -151,6 +151,7 @@ struct seg_summary {
     uint64_t counts[D9_REC_TYPE_COUNT];
     struct seg_block_info *blocks;  /* owned by the writer until seg_writer_free */
     uint32_t nblocks;
+    uint32_t nblocks_indexed;   /* blocks[0, this) are already index rows (seg_writer_mark_indexed) */
     /* added (storage): */
     uint32_t hdr_flags;         /* seg_file_hdr.flags (SEG_F_SALVAGED) */
     uint64_t sealed_ns;         /* CLOCK_MONOTONIC at seal (from mtime for seg_summarize) */
@@ -187,6 +188,7 @@ struct seg_summary {
 #define SEG_TMP_PREFIX   ".tmp."
 #define SEG_F_SALVAGED   1u             /* seg_file_hdr.flags: rebuilt by seg_salvage */
 #define SEG_WRITE_BUF    (1u << 20)     /* writer buffer, flushed with write(2) */
+#define SEG_WRITEBACK_STEP (1u << 20)   /* start writeback of every 4 MiB flushed */
 #define SEG_META_IDS_MAX 65536u         /* reader keeps metadata ids 1..this per kind */
 
 struct seg_writer;
@@ -268,6 +270,17 @@ int seg_writer_add_exit(struct seg_writer *w, const struct seg_exit *e);
 /* Bytes written so far (for size-based rotation). */
 uint64_t seg_writer_bytes(const struct seg_writer *w);
 uint64_t seg_writer_opened_ns(const struct seg_writer *w);
+uint64_t seg_writer_id(const struct seg_writer *w);
+
+/* Index rows while writing: the blocks appended since the last
+ * seg_writer_mark_indexed (*first: valid until the next add), so the seal
+ * does not have to insert thousands of rows at once. Rows of a segment that
+ * is never sealed are orphans (no segments row): readers join on segments,
+ * and start-up recovery deletes them. The seal's summary says how many
+ * leading blocks are already rows (nblocks_indexed). */
+uint32_t seg_writer_unindexed(const struct seg_writer *w, const struct seg_block_info **first);
+void seg_writer_mark_indexed(struct seg_writer *w, uint32_t n);
+uint32_t seg_writer_indexed(const struct seg_writer *w);   /* blocks marked so far */
 
 /* Footer, fsync, rename, fsync(dir). On success fills *sum (valid until
  * seg_writer_free). On failure (-errno) the segment stays unsealed as it

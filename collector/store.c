@@ -183,6 +183,16 @@ int col_store_recover(struct col_store *s)
     }
     struct dirent *de;
     uint64_t max_id = 0;
+    /* pass 0: block rows of segments a previous run never sealed (their
+     * temp files are salvaged below and indexed again, whole) */
+    uint64_t orphans = 0;
+    int orc = idx_drop_orphan_blocks(s->idx, &orphans);
+    if (orc)
+        col_warn("store %s: cannot delete unsealed segments' block rows: %s", s->dir,
+                 idx_errmsg(s->idx));
+    else if (orphans)
+        col_info("store %s: deleted %" PRIu64 " block rows of segments never sealed", s->dir,
+                 orphans);
     /* pass 1: temp files left by a crash (salvage before anything is written) */
     while ((de = readdir(d))) {
         uint64_t id = id_of(de->d_name);
@@ -302,14 +312,38 @@ int col_store_enforce_cap(struct col_store *s)
     return 0;
 }
 
+int col_store_index_blocks(struct col_store *s, struct seg_writer *w, uint32_t min_rows)
+{
+    const struct seg_block_info *b;
+    uint32_t n = seg_writer_unindexed(w, &b);
+    if (n == 0 || n < min_rows)
+        return 0;
+    int rc = idx_blocks_add(s->idx, seg_writer_id(w), b, n);
+    if (rc) {
+        col_log_limited(&s->err_rl, COL_LOG_WARN, "store %s: cannot index %" PRIu32 " blocks of "
+                        "%s now (%s): the seal will", s->dir, n, seg_writer_path(w),
+                        idx_errmsg(s->idx));
+        return rc;
+    }
+    seg_writer_mark_indexed(w, n);
+    return 0;
+}
+
 int col_store_seal(struct col_store *s, struct seg_writer *w, int64_t process_id, uint32_t pid,
                    uint64_t records)
 {
     struct seg_summary sum;
     memset(&sum, 0, sizeof sum);
     uint64_t now = shm_mono_ns();
+    uint64_t id = seg_writer_id(w);
+    int had_rows = seg_writer_indexed(w) > 0;
     int rc = seg_writer_seal(w, &sum);
+    uint64_t t_file = shm_mono_ns();
     if (rc) {
+        /* the file goes with the writer: so do the rows written for it */
+        if (had_rows && idx_blocks_drop(s->idx, id))
+            col_warn("store %s: cannot delete the block rows of unsealed segment %" PRIu64
+                     ": %s (start-up recovery will)", s->dir, id, idx_errmsg(s->idx));
         s->dropped_records += records;
         /* sum is not filled when the seal fails: the caller's pid */
         col_store_write_failed(s, rc, "segment seal", pid, now);
@@ -317,6 +351,7 @@ int col_store_seal(struct col_store *s, struct seg_writer *w, int64_t process_id
         return rc;
     }
     rc = idx_segment_commit(s->idx, process_id, &sum, s->dir);
+    uint64_t t_idx = shm_mono_ns();
     if (rc) {
         /* the file is sealed and whole: the next start-up re-indexes it */
         col_store_write_failed(s, rc, "index commit", pid, now);
@@ -325,8 +360,9 @@ int col_store_seal(struct col_store *s, struct seg_writer *w, int64_t process_id
         col_store_write_ok(s);
     }
     s->segments_sealed++;
-    col_debug("sealed %s: %" PRIu64 " records, %" PRIu64 " bytes", sum.path, sum.nrecords,
-              sum.bytes);
+    col_debug("sealed %s: %" PRIu64 " records, %" PRIu64 " bytes, %" PRIu32 " blocks; file %.2f ms, "
+              "index %.2f ms", sum.path, sum.nrecords, sum.bytes, sum.nblocks,
+              (double)(t_file - now) / 1e6, (double)(t_idx - t_file) / 1e6);
     seg_writer_free(w);
     col_store_enforce_cap(s);
     return rc;

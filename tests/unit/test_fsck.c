@@ -304,6 +304,27 @@ static void test_crashed_temp_file_is_salvaged_and_indexed(void **state)
     assert_clean(fx);
 }
 
+static void test_salvage_replaces_block_rows_written_before_the_crash(void **state)
+{
+    struct fx *fx = *state;
+    char p[128], tmp[160], sql[256];
+    write_segment(fx, 5, 0);
+    seg_path(fx, 5, p, sizeof p);
+    fmt(tmp, sizeof tmp, "%s/.tmp.4242-777-5.d9seg", fx->dir);
+    assert_int_equal(rename(p, tmp), 0);
+    /* the collector had indexed the segment's first block while writing it
+     * (idx_blocks_add), then died before the seal */
+    fmt(sql, sizeof sql, "INSERT INTO blocks(segment_id, offset, len, kind, tid, ring, generation,"
+        " nrec, t_first, t_last, lost) VALUES(5, %u, 8, 1, 0, 0, 0, 1, 0, 0, 0)", SEG_HDR_SIZE);
+    exec_sql(fx, sql);
+    struct col_fsck_report r = check(fx, 1);
+    assert_int_equal(r.salvaged, 1);
+    assert_int_equal(r.reindexed, 1);
+    assert_int_equal(q_int(fx, "SELECT records FROM segments WHERE id = 5"), 10);
+    assert_int_equal(q_int(fx, "SELECT count(*) FROM blocks WHERE segment_id = 5 AND len = 8"), 0);
+    assert_clean(fx);
+}
+
 static void test_temp_file_with_nothing_recoverable_is_removed(void **state)
 {
     struct fx *fx = *state;
@@ -424,6 +445,7 @@ int main(void)
         T(test_sealed_file_without_row_is_indexed_from_its_contents),
         T(test_store_without_index_is_rebuilt_by_repair),
         T(test_crashed_temp_file_is_salvaged_and_indexed),
+        T(test_salvage_replaces_block_rows_written_before_the_crash),
         T(test_temp_file_with_nothing_recoverable_is_removed),
         T(test_temp_file_open_in_another_process_is_left_alone),
         T(test_repair_refuses_while_the_index_is_in_use),

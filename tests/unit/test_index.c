@@ -439,6 +439,70 @@ static void test_committing_a_segment_twice_is_refused_and_counts_once(void **st
     seg_writer_free(w);
 }
 
+static void test_blocks_added_before_the_seal_are_inserted_once(void **state)
+{
+    struct fx *fx = *state;
+    int64_t pid = add_process(fx);
+    struct seg_summary sum;
+    struct seg_writer *w = make_segment(fx, 5, 1000, &sum);
+    /* as if the first block had been indexed while the segment was written */
+    assert_int_equal(idx_blocks_add(fx->x, 5, sum.blocks, 1), 0);
+    assert_int_equal(q_int(db(fx), "PRAGMA synchronous"), 2);  /* FULL again */
+    assert_int_equal(q_int(db(fx), "SELECT count(*) FROM blocks b JOIN segments s"
+                                   " ON s.id = b.segment_id"), 0);  /* invisible to readers */
+    sum.nblocks_indexed = 1;
+    assert_int_equal(idx_segment_commit(fx->x, pid, &sum, fx->dir), 0);
+    char got[256], expect[256];
+    q_text(db(fx), "SELECT offset FROM blocks WHERE segment_id = 5 ORDER BY offset", got,
+           sizeof got);
+    fmt(expect, sizeof expect, "%u,%u", SEG_HDR_SIZE, SEG_HDR_SIZE + 152);
+    assert_string_equal(got, expect);
+    /* more leading rows than blocks is a caller bug */
+    sum.nblocks_indexed = sum.nblocks + 1;
+    assert_int_equal(idx_segment_commit(fx->x, pid, &sum, fx->dir), -EINVAL);
+    seg_writer_free(w);
+}
+
+static void test_blocks_add_is_all_or_nothing_and_checks_its_arguments(void **state)
+{
+    struct fx *fx = *state;
+    struct seg_summary sum;
+    struct seg_writer *w = make_segment(fx, 6, 1000, &sum);
+    assert_int_equal(idx_blocks_add(fx->x, 0, sum.blocks, 1), -EINVAL);
+    assert_int_equal(idx_blocks_add(fx->x, 6, NULL, 1), -EINVAL);
+    assert_int_equal(idx_blocks_add(fx->x, 6, NULL, 0), 0);
+    assert_int_equal(idx_blocks_add(fx->x, 6, sum.blocks + 1, 1), 0);
+    /* block 0 is new, block 1 is there already: neither goes in */
+    assert_true(idx_blocks_add(fx->x, 6, sum.blocks, 2) < 0);
+    assert_int_equal(q_int(db(fx), "SELECT count(*) FROM blocks WHERE segment_id = 6"), 1);
+    assert_int_equal(q_int(db(fx), "PRAGMA synchronous"), 2);
+    assert_int_equal(idx_blocks_add(fx->x, 6, sum.blocks, 1), 0);
+    assert_int_equal(q_int(db(fx), "SELECT count(*) FROM blocks WHERE segment_id = 6"), 2);
+    assert_int_equal(idx_blocks_drop(fx->x, 6), 0);
+    assert_int_equal(q_int(db(fx), "SELECT count(*) FROM blocks WHERE segment_id = 6"), 0);
+    seg_writer_free(w);
+}
+
+static void test_orphan_block_rows_are_dropped_and_sealed_ones_kept(void **state)
+{
+    struct fx *fx = *state;
+    int64_t pid = add_process(fx);
+    struct seg_summary a, b;
+    struct seg_writer *wa = make_segment(fx, 5, 1000, &a);
+    struct seg_writer *wb = make_segment(fx, 9, 2000, &b);
+    assert_int_equal(idx_segment_commit(fx->x, pid, &a, fx->dir), 0);
+    assert_int_equal(idx_blocks_add(fx->x, 9, b.blocks, b.nblocks), 0);    /* never sealed */
+    uint64_t n = 0;
+    assert_int_equal(idx_drop_orphan_blocks(fx->x, &n), 0);
+    assert_int_equal(n, b.nblocks);
+    assert_int_equal(q_int(db(fx), "SELECT count(*) FROM blocks WHERE segment_id = 9"), 0);
+    assert_int_equal(q_int(db(fx), "SELECT count(*) FROM blocks WHERE segment_id = 5"),
+                     a.nblocks);
+    assert_int_equal(idx_drop_orphan_blocks(fx->x, NULL), 0);
+    seg_writer_free(wa);
+    seg_writer_free(wb);
+}
+
 static void test_delete_next_id_total_and_oldest(void **state)
 {
     struct fx *fx = *state;
@@ -612,6 +676,9 @@ int main(void)
         T(test_commit_for_a_missing_process_leaves_no_rows),
         T(test_commit_failing_on_a_later_block_leaves_no_rows),
         T(test_committing_a_segment_twice_is_refused_and_counts_once),
+        T(test_blocks_added_before_the_seal_are_inserted_once),
+        T(test_blocks_add_is_all_or_nothing_and_checks_its_arguments),
+        T(test_orphan_block_rows_are_dropped_and_sealed_ones_kept),
         T(test_delete_next_id_total_and_oldest),
         T(test_segment_foreach_lists_every_row),
         T(test_readonly_open_needs_an_existing_index),

@@ -808,6 +808,37 @@ static void test_freeing_an_unsealed_writer_removes_its_temp_file(void **state)
     assert_int_equal(count_files(fx->dir), 0);
 }
 
+static void test_unindexed_blocks_are_those_appended_since_the_last_mark(void **state)
+{
+    struct fx *fx = *state;
+    struct seg_writer *w;
+    const struct seg_block_info *b;
+    assert_int_equal(seg_writer_open(&w, fx->dir, 4, &proc, NULL, 0), 0);
+    assert_int_equal(seg_writer_id(w), 4);
+    assert_int_equal(seg_writer_unindexed(w, &b), 0);
+    assert_null(b);
+    uint8_t data[256];
+    size_t dlen = 0;
+    rec_poll_start(data, &dlen, 1, 1000, 11);
+    assert_int_equal(seg_writer_add_data(w, 100, 0, 1, 0, data, dlen), 0);
+    assert_int_equal(seg_writer_add_data(w, 101, 1, 1, 0, data, dlen), 0);
+    assert_int_equal(seg_writer_unindexed(w, &b), 2);
+    assert_int_equal(b[0].tid, 100);
+    seg_writer_mark_indexed(w, 1);
+    seg_writer_mark_indexed(w, 5);          /* more than there are: ignored */
+    assert_int_equal(seg_writer_indexed(w), 1);
+    assert_int_equal(seg_writer_unindexed(w, &b), 1);
+    assert_int_equal(b[0].tid, 101);
+    assert_int_equal(seg_writer_add_data(w, 102, 2, 1, 0, data, dlen), 0);
+    assert_int_equal(seg_writer_unindexed(w, &b), 2);
+    struct seg_summary sum;
+    assert_int_equal(seg_writer_seal(w, &sum), 0);
+    assert_int_equal(sum.nblocks, 3);
+    assert_int_equal(sum.nblocks_indexed, 1);
+    assert_int_equal(seg_writer_unindexed(w, &b), 0);   /* sealed: the summary has the rest */
+    seg_writer_free(w);
+}
+
 static void test_open_refuses_a_segment_id_whose_file_exists(void **state)
 {
     struct fx *fx = *state;
@@ -1488,6 +1519,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_invalid_records_are_rejected_and_write_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_data_larger_than_a_block_is_split_at_record_boundaries, setup, teardown),
         cmocka_unit_test_setup_teardown(test_freeing_an_unsealed_writer_removes_its_temp_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unindexed_blocks_are_those_appended_since_the_last_mark, setup, teardown),
         cmocka_unit_test_setup_teardown(test_open_refuses_a_segment_id_whose_file_exists, setup, teardown),
         cmocka_unit_test_setup_teardown(test_seal_never_replaces_an_existing_segment, setup, teardown),
         cmocka_unit_test_setup_teardown(test_seek_to_indexed_block_after_load_meta, setup, teardown),

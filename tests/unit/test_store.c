@@ -1,7 +1,8 @@
 /*
  * test_store.c — the collector's store (collector/store.c) as a
  * specification: opening, sealing + indexing, retention order, crash
- * recovery (salvage of temp segments, re-indexing of orphan files) and the
+ * recovery (salvage of temp segments, re-indexing of orphan files, block
+ * rows of segments never sealed), block rows indexed while writing, and the
  * write-error back-off.
  */
 #include <dirent.h>
@@ -21,6 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include <sqlite3.h>
 #include "collector/index.h"
 #include "collector/log.h"
 #include "collector/segment.h"
@@ -268,6 +270,57 @@ static void recovery_salvages_a_temp_segment_left_by_a_crashed_collector(void **
     assert_true(rows(fx) > 0);
 }
 
+static uint64_t block_rows(struct fx *fx, uint64_t segment_id)
+{
+    sqlite3_stmt *q;
+    assert_int_equal(sqlite3_prepare_v2(idx_db(fx->st.idx), "SELECT count(*), count(DISTINCT offset)"
+                                        " FROM blocks WHERE segment_id = ?1", -1, &q, NULL),
+                     SQLITE_OK);
+    sqlite3_bind_int64(q, 1, (sqlite3_int64)segment_id);
+    assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+    uint64_t n = (uint64_t)sqlite3_column_int64(q, 0);
+    assert_int_equal(sqlite3_column_int64(q, 1), (sqlite3_int64)n);     /* no row twice */
+    sqlite3_finalize(q);
+    return n;
+}
+
+static void blocks_indexed_while_writing_are_committed_once_by_the_seal(void **state)
+{
+    struct fx *fx = *state;
+    int64_t pid_row = process_row(fx);
+    uint64_t id = fx->st.next_segment_id;
+    struct seg_writer *w = writer_with(fx, 5, 10);
+    /* below the batch: nothing yet */
+    assert_int_equal(col_store_index_blocks(&fx->st, w, 2), 0);
+    assert_int_equal(block_rows(fx, id), 0);
+    assert_int_equal(col_store_index_blocks(&fx->st, w, 1), 0);
+    assert_int_equal(block_rows(fx, id), 1);
+    assert_int_equal(rows(fx), 0);          /* no segment row: readers see nothing yet */
+    struct d9_rec_poll_start r = { .h = { .len = sizeof r, .type = D9_REC_POLL_START,
+                                          .seq = 5, .ts = 20 } };
+    assert_int_equal(seg_writer_add_data(w, 1, 0, 1, 0, (const uint8_t *)&r, sizeof r), 0);
+    assert_int_equal(col_store_seal(&fx->st, w, pid_row, 4242, 6), 0);
+    assert_int_equal(block_rows(fx, id), 2);
+    assert_true(rows(fx) > 0);
+}
+
+static void recovery_drops_the_block_rows_of_a_segment_never_sealed(void **state)
+{
+    struct fx *fx = *state;
+    uint64_t id = fx->st.next_segment_id;
+    struct seg_writer *w = writer_with(fx, 20, 50);
+    assert_int_equal(col_store_index_blocks(&fx->st, w, 0), 0);
+    assert_int_equal(seg_writer_flush(w), 0);
+    seg_writer_abandon(w);                  /* the collector stops here, temp file kept */
+    assert_int_equal(block_rows(fx, id), 1);
+    /* salvage indexes the file's blocks again: the old rows must be gone
+     * first, or the commit fails on (segment_id, offset) */
+    assert_int_equal(col_store_recover(&fx->st), 0);
+    assert_int_equal(fx->st.segments_salvaged, 1);
+    assert_true(rows(fx) > 0);
+    assert_int_equal(block_rows(fx, id), 1);
+}
+
 static void recovery_indexes_sealed_files_that_have_no_row(void **state)
 {
     struct fx *fx = *state;
@@ -319,6 +372,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(retention_evicts_the_oldest_segments_first, setup, teardown),
         cmocka_unit_test_setup_teardown(recovery_salvages_a_temp_segment_left_by_a_crashed_collector, setup, teardown),
         cmocka_unit_test_setup_teardown(recovery_indexes_sealed_files_that_have_no_row, setup, teardown),
+        cmocka_unit_test_setup_teardown(blocks_indexed_while_writing_are_committed_once_by_the_seal, setup, teardown),
+        cmocka_unit_test_setup_teardown(recovery_drops_the_block_rows_of_a_segment_never_sealed, setup, teardown),
         cmocka_unit_test_setup_teardown(new_segment_ids_skip_every_id_found_on_disk, setup, teardown),
         cmocka_unit_test_setup_teardown(a_failed_write_blocks_writes_until_the_retry_time, setup, teardown),
     };

@@ -7,9 +7,13 @@
  * any number, concurrently with the writer (WAL).
  *
  * Invariants:
- *   - A segment's row, its block rows and its process's counters change in
- *     one BEGIN IMMEDIATE ... COMMIT; any error rolls the whole of it back,
- *     so the index never holds part of a segment.
+ *   - A segment's row, its remaining block rows and its process's counters
+ *     change in one BEGIN IMMEDIATE ... COMMIT; any error rolls the whole of
+ *     it back, so the index never holds part of a segment. Block rows added
+ *     earlier (idx_blocks_add, a batch per transaction, synchronous=NORMAL
+ *     for it only) have no segment row until then: every reader reaches
+ *     blocks through segments, so they are invisible, and a segment that is
+ *     never sealed leaves orphans for idx_drop_orphan_blocks.
  *   - Segment paths are stored relative to the store directory.
  *   - An index whose meta.schema_version is not IDX_SCHEMA_VERSION is
  *     refused before anything is written to it.

@@ -847,16 +847,21 @@ int idx_blocks_add(struct idx *x, uint64_t segment_id, const struct seg_block_in
     return e < 0 ? e : e2;
 }
 
-int idx_blocks_drop(struct idx *x, uint64_t segment_id)
+/* The block rows of one segment (a statement, inside or outside a transaction). */
+static int delete_blocks(struct idx *x, uint64_t segment_id)
 {
-    int e = writable(x);
-    if (e < 0)
-        return e;
     sqlite3_stmt *s;
-    if ((e = stmt(x, ST_SEG_DEL_BLOCKS, &s)) < 0)
+    int e = stmt(x, ST_SEG_DEL_BLOCKS, &s);
+    if (e < 0)
         return e;
     sqlite3_bind_int64(s, 1, (sqlite3_int64)segment_id);
     return run(x, s, "delete blocks");
+}
+
+int idx_blocks_drop(struct idx *x, uint64_t segment_id)
+{
+    int e = writable(x);
+    return e < 0 ? e : delete_blocks(x, segment_id);
 }
 
 int idx_drop_orphan_blocks(struct idx *x, uint64_t *dropped)
@@ -881,10 +886,7 @@ int idx_segment_delete(struct idx *x, uint64_t segment_id)
         return e;
     sqlite3_stmt *s;
     int found = 0;
-    if ((e = stmt(x, ST_SEG_DEL_BLOCKS, &s)) == 0) {
-        sqlite3_bind_int64(s, 1, (sqlite3_int64)segment_id);
-        e = run(x, s, "delete blocks");
-    }
+    e = delete_blocks(x, segment_id);
     if (e == 0 && (e = stmt(x, ST_SEG_DEL, &s)) == 0) {
         sqlite3_bind_int64(s, 1, (sqlite3_int64)segment_id);
         if ((e = run(x, s, "delete segment")) == 0)

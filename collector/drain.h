@@ -53,13 +53,16 @@ uint32_t col_backoff_next(struct col_backoff *b, int had_work);
  * backlog the pass found in its fullest ring (relative to that ring's size,
  * size bytes), dt_us the time since the previous pass began, more whether a
  * ring still held data when the pass stopped.
- *   - more, or the fullest ring at least 1/COL_BACKOFF_BUSY_DIV full: 0 (go again);
- *   - otherwise the idle backoff grows (x2 up to max), but is capped so that
+ *   - the sleep is the idle backoff (x2 per pass up to max), capped so that
  *     at the rate just seen (lag per dt) the fullest ring stays under
  *     1/COL_BACKOFF_TARGET_DIV full: the other three quarters absorb a
- *     stall of the collector or a burst.
+ *     stall of the collector or a burst;
+ *   - more, or the fullest ring at least 1/COL_BACKOFF_BUSY_DIV full: 0 (go
+ *     again), and the next sleep keeps that cap (not min: restarting from
+ *     min made a steady producer a sawtooth of short sleeps).
  * A trickle of events therefore costs a wakeup every few ms, not a busy loop,
- * and a ring filling fast is drained before it overflows. */
+ * a steady stream one wakeup per quarter ring, and a ring filling fast is
+ * drained before it overflows. */
 #define COL_BACKOFF_BUSY_DIV 8u
 #define COL_BACKOFF_TARGET_DIV 4u
 uint32_t col_backoff_pace(struct col_backoff *b, uint64_t lag, uint64_t size, uint64_t dt_us,

@@ -535,9 +535,38 @@ static void a_ring_an_eighth_full_or_data_left_behind_polls_again_at_once(void *
     (void)s;
     struct col_backoff b;
     col_backoff_init(&b, 50, 20000);
-    assert_int_equal(col_backoff_pace(&b, (1 << 20) / 8, 1 << 20, 100000, 0), 0);
-    assert_int_equal(col_backoff_pace(&b, 8, 1 << 20, 100000, 1), 0);
-    assert_int_equal(col_backoff_pace(&b, 0, 0, 100, 0), 50);  /* reset to the minimum */
+    for (int i = 0; i < 10; i++)
+        col_backoff_pace(&b, 0, 0, 1000, 0);            /* idle: grown to the maximum */
+    /* 128 KiB in 2 ms: go again at once, and sleep after that at the pace
+     * that keeps the ring under a quarter full (4 ms), not the old 20 ms */
+    assert_int_equal(col_backoff_pace(&b, (1 << 20) / 8, 1 << 20, 2000, 0), 0);
+    assert_int_equal(col_backoff_pace(&b, 0, 0, 100, 0), 4000);
+    assert_int_equal(col_backoff_pace(&b, 8, 1 << 20, 100000, 1), 0);   /* data left behind */
+}
+
+/* A producer filling a ring 1/8 between two sleeps: the pass after the one
+ * that went again at once sleeps at the same pace, not from the minimum up
+ * (the old sawtooth woke up a dozen times per lap). Simulated: a 1 MiB ring,
+ * 64 bytes/us (2 M events/s of 32 bytes), every pass drains it all. */
+static void a_steady_producer_is_paced_without_a_sawtooth(void **s)
+{
+    (void)s;
+    const uint64_t size = 1 << 20, rate = 64;           /* bytes per us */
+    struct col_backoff b;
+    col_backoff_init(&b, 50, 10000);
+    uint64_t t = 0, last = 0, drained = 0, sleeps = 0, max_lag = 0;
+    while (t < 1000000) {                               /* 1 s */
+        uint64_t lag = rate * t - drained;
+        max_lag = lag > max_lag ? lag : max_lag;
+        drained += lag;
+        uint32_t us = col_backoff_pace(&b, lag, size, t - last, 0);
+        last = t;
+        t += 10 + us;                                   /* a pass takes 10 us */
+        sleeps += us != 0;
+    }
+    /* a quarter of the ring every 4 ms: about 250 sleeps, under a quarter full */
+    assert_true(sleeps >= 200 && sleeps <= 300);
+    assert_true(max_lag <= size / COL_BACKOFF_TARGET_DIV + rate * 100);
 }
 
 static void segments_rotate_by_size_or_by_age(void **s)
@@ -595,6 +624,7 @@ int main(void)
         cmocka_unit_test(a_trickle_backs_off_instead_of_polling_at_once),
         cmocka_unit_test(a_filling_ring_caps_the_sleep_before_a_quarter_full),
         cmocka_unit_test(a_ring_an_eighth_full_or_data_left_behind_polls_again_at_once),
+        cmocka_unit_test(a_steady_producer_is_paced_without_a_sawtooth),
         cmocka_unit_test(segments_rotate_by_size_or_by_age),
         cmocka_unit_test(calibration_read_gives_up_while_a_writer_holds_the_seqlock),
         cmocka_unit_test(unusable_calibration_pairs_are_refused),

@@ -76,23 +76,29 @@ uint32_t col_backoff_pace(struct col_backoff *b, uint64_t lag, uint64_t size, ui
                           int more)
 {
     uint32_t s = col_backoff_next(b, 0);
+    uint64_t cap = UINT64_MAX;
     if (lag != 0 && size != 0) {
         /* time for the fullest ring to go from empty to 1/COL_BACKOFF_TARGET_DIV
          * full at lag per dt: the rest of the ring absorbs a stall of the
          * collector (a seal, a preemption) or a faster burst */
-        uint64_t cap = dt_us * (size / COL_BACKOFF_TARGET_DIV) / lag;
+        cap = dt_us * (size / COL_BACKOFF_TARGET_DIV) / lag;
         if (cap < s) {
             s = cap < b->min_us ? b->min_us : (uint32_t)cap;
             b->cur_us = s;      /* grow again from here, not from a long sleep */
         }
     }
-    /* Go again at once, but keep the pace just computed for the sleep after
-     * that pass. Restarting it from min_us made a steady producer a
-     * sawtooth: each pass that found a ring 1/8 full was followed by a
-     * dozen short sleeps doubling back up (835 wake-ups/s at 1 M events/s
-     * into a 1 MiB ring, where 125 keep it under a quarter full). */
-    if (more || (size && lag * COL_BACKOFF_BUSY_DIV >= size))
+    if (more || (size && lag * COL_BACKOFF_BUSY_DIV >= size)) {
+        /* Go again at once. The sleep after that pass keeps the pace just
+         * computed: restarting it from min_us made a steady producer a
+         * sawtooth of short sleeps doubling back up (835 wake-ups/s at
+         * 1 M events/s into a 1 MiB ring, where 125 keep it under a
+         * quarter full). Only a ring filling a quarter faster than
+         * COL_BACKOFF_STALL_US restarts from min_us: there one stall of
+         * the collector's CPU can fill the other three quarters. */
+        if (more || cap < COL_BACKOFF_STALL_US)
+            b->cur_us = b->min_us;
         return 0;
+    }
     return s;
 }
 

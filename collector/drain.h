@@ -59,12 +59,18 @@ uint32_t col_backoff_next(struct col_backoff *b, int had_work);
  *     stall of the collector or a burst;
  *   - more, or the fullest ring at least 1/COL_BACKOFF_BUSY_DIV full: 0 (go
  *     again), and the next sleep keeps that cap (not min: restarting from
- *     min made a steady producer a sawtooth of short sleeps).
+ *     min made a steady producer a sawtooth of short sleeps), unless data
+ *     was left behind or the cap is under COL_BACKOFF_STALL_US: then the
+ *     sleep restarts from min.
  * A trickle of events therefore costs a wakeup every few ms, not a busy loop,
  * a steady stream one wakeup per quarter ring, and a ring filling fast is
  * drained before it overflows. */
 #define COL_BACKOFF_BUSY_DIV 8u
 #define COL_BACKOFF_TARGET_DIV 4u
+/* A ring that fills a quarter in less than this is polled from min_us after
+ * a busy pass (the old pacing): a sleep of the collector's CPU can stretch
+ * to 4 ms on a VM (the vCPU halts), which must fit in three quarters. */
+#define COL_BACKOFF_STALL_US 2000u
 uint32_t col_backoff_pace(struct col_backoff *b, uint64_t lag, uint64_t size, uint64_t dt_us,
                           int more);
 

@@ -542,6 +542,13 @@ static void a_ring_an_eighth_full_or_data_left_behind_polls_again_at_once(void *
     assert_int_equal(col_backoff_pace(&b, (1 << 20) / 8, 1 << 20, 2000, 0), 0);
     assert_int_equal(col_backoff_pace(&b, 0, 0, 100, 0), 4000);
     assert_int_equal(col_backoff_pace(&b, 8, 1 << 20, 100000, 1), 0);   /* data left behind */
+    assert_int_equal(col_backoff_pace(&b, 0, 0, 100, 0), 50);           /* ... restarts at min */
+    /* a quarter in 1 ms (< COL_BACKOFF_STALL_US): a stall could fill the
+     * rest, so the sleep after the busy pass restarts from the minimum too */
+    for (int i = 0; i < 10; i++)
+        col_backoff_pace(&b, 0, 0, 1000, 0);
+    assert_int_equal(col_backoff_pace(&b, (1 << 20) / 2, 1 << 20, 2000, 0), 0);
+    assert_int_equal(col_backoff_pace(&b, 0, 0, 100, 0), 50);
 }
 
 /* A producer filling a ring 1/8 between two sleeps: the pass after the one

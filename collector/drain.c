@@ -92,12 +92,11 @@ uint32_t col_backoff_pace(struct col_backoff *b, uint64_t lag, uint64_t size, ui
          * computed: restarting it from min_us made a steady producer a
          * sawtooth of short sleeps doubling back up (835 wake-ups/s at
          * 1 M events/s into a 1 MiB ring, where 125 keep it under a
-         * quarter full). Only a ring filling a quarter faster than
-         * COL_BACKOFF_STALL_US restarts from min_us: there one stall of
-         * the collector's CPU can fill the other three quarters. */
-        if (more || cap < COL_BACKOFF_STALL_US)
-            b->cur_us = b->min_us;
-        return 0;
+         * quarter full). Only data left behind, or a ring filling a
+         * quarter faster than COL_BACKOFF_STALL_US, restarts it from
+         * min_us (col_backoff_next's "had work"): there one stall of the
+         * collector's CPU can fill the other three quarters. */
+        return more || cap < COL_BACKOFF_STALL_US ? col_backoff_next(b, 1) : 0;
     }
     return s;
 }

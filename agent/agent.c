@@ -149,11 +149,19 @@ static int reserve_pages(struct ag_agent *a, uint64_t off, uint64_t len)
 
 /* Map the ring's pages now, on the claim (slow path), instead of taking a
  * page fault every 4 KiB on the thread's first pass through the ring.
- * Best effort: older kernels lack MADV_POPULATE_WRITE. */
+ * madvise wants a page-aligned start and a ring is not page-aligned (the
+ * stride is the data size plus the 256-byte ring header), so the range is
+ * widened to whole pages; at most one page at each end belongs to a
+ * neighbouring ring, and populating it early is harmless. Best effort:
+ * older kernels lack MADV_POPULATE_WRITE (EINVAL), and a failure only
+ * costs the page faults this avoids. */
 static void prefault(void *addr, size_t len)
 {
 #ifdef MADV_POPULATE_WRITE
-    madvise(addr, len, MADV_POPULATE_WRITE);
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t lo = (uintptr_t)addr & ~(page - 1);
+    uintptr_t hi = ((uintptr_t)addr + len + page - 1) & ~(page - 1);
+    madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
 #else
     (void)addr;
     (void)len;

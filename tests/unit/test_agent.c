@@ -524,6 +524,55 @@ static void test_claimed_ring_records_tid_and_thread_name(void **state)
     pthread_setname_np(pthread_self(), "test_agent");
 }
 
+/* Pages of [addr, addr + len) not mapped in this process's page table
+ * (/proc/self/pagemap, bit 63 "present"; readable without privileges), or
+ * -1 when pagemap cannot be read. */
+static long pages_not_present(const void *addr, size_t len)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    uintptr_t lo = (uintptr_t)addr / (uintptr_t)page, hi = ((uintptr_t)addr + len - 1) / (uintptr_t)page;
+    int fd = open("/proc/self/pagemap", O_RDONLY);
+    if (fd < 0)
+        return -1;
+    long missing = 0;
+    for (uintptr_t pg = lo; pg <= hi; pg++) {
+        uint64_t e;
+        if (pread(fd, &e, sizeof e, (off_t)(pg * sizeof e)) != (ssize_t)sizeof e) {
+            missing = -1;
+            break;
+        }
+        missing += !(e >> 63);
+    }
+    close(fd);
+    return missing;
+}
+
+/* A claim maps its ring's pages at once (MADV_POPULATE_WRITE), so the
+ * thread takes no page fault per 4 KiB on its first lap: every ring, not
+ * just the page-aligned first one (ring k starts k x 256 bytes past a page
+ * boundary). */
+static void test_claimed_rings_are_mapped_before_the_first_record(void **state)
+{
+    struct fx *f = *state;
+    f->cfg.ring_data_size = 256u * 1024u;
+    f->cfg.max_threads = 4;
+    start(f);
+    struct ag_thread t[3];
+    for (int i = 0; i < 3; i++) {
+        t[i] = (struct ag_thread){ .ring = -1 };
+        assert_int_equal(ag_thread_attach(&f->a, &t[i]), 0);
+    }
+    for (int i = 0; i < 3; i++) {
+        long missing = pages_not_present(ring(f, (uint32_t)t[i].ring),
+                                         f->a.region.hdr->ring_stride);
+        if (missing < 0)
+            skip();     /* no /proc/self/pagemap here */
+        assert_int_equal(missing, 0);
+    }
+    for (int i = 0; i < 3; i++)
+        ag_thread_detach(&f->a, &t[i]);
+}
+
 static void test_released_rings_are_reused_once_drained(void **state)
 {
     struct fx *f = *state;
@@ -980,6 +1029,7 @@ int main(void)
         T(test_concurrent_threads_get_distinct_rings),
         T(test_threads_beyond_max_are_untraced_and_counted),
         T(test_claimed_ring_records_tid_and_thread_name),
+        T(test_claimed_rings_are_mapped_before_the_first_record),
         T(test_released_rings_are_reused_once_drained),
         T(test_untraced_thread_retries_only_rarely),
         T(test_failed_retry_does_not_count_the_thread_twice),

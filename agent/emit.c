@@ -22,7 +22,11 @@ static inline uint32_t str_len(const char *s)
     return s ? (uint32_t)strnlen(s, D9_STR_MAX) : 0u;
 }
 
-int ag_custom_size(const d9_schema *s, const d9_value *v, unsigned n, uint32_t *len)
+/* The record's size, and each string's length (lens[i] for STR fields), in
+ * one pass over the values: the writer below uses the lengths, so each
+ * string is measured once. */
+static inline int custom_layout(const d9_schema *s, const d9_value *v, unsigned n,
+                                uint32_t *lens, uint32_t *len)
 {
     if (!s || n != s->nfields || n > D9_SCHEMA_MAX_FIELDS || (n && !v))
         return -EINVAL;
@@ -30,10 +34,12 @@ int ag_custom_size(const d9_schema *s, const d9_value *v, unsigned n, uint32_t *
     for (unsigned i = 0; i < n; i++) {
         if (v[i].type != s->fields[i].type)
             return -EINVAL;
-        if (v[i].type == D9_T_STR)
-            size += pad8(AG_STR_LEN_SIZE + str_len(v[i].v.s));
-        else
+        if (v[i].type == D9_T_STR) {
+            lens[i] = str_len(v[i].v.s);
+            size += pad8(AG_STR_LEN_SIZE + lens[i]);
+        } else {
             size += 8u;
+        }
     }
     if (size > D9_REC_MAX)
         return -EMSGSIZE;
@@ -41,11 +47,18 @@ int ag_custom_size(const d9_schema *s, const d9_value *v, unsigned n, uint32_t *
     return 0;
 }
 
+int ag_custom_size(const d9_schema *s, const d9_value *v, unsigned n, uint32_t *len)
+{
+    uint32_t lens[D9_SCHEMA_MAX_FIELDS];
+    return custom_layout(s, v, n, lens, len);
+}
+
 int ag_emit_custom(struct shm_producer *p, uint32_t src, uint32_t schema_id,
                    const d9_schema *s, const d9_value *v, unsigned n)
 {
+    uint32_t lens[D9_SCHEMA_MAX_FIELDS];
     uint32_t len = 0;
-    int rc = ag_custom_size(s, v, n, &len);
+    int rc = custom_layout(s, v, n, lens, &len);
     if (rc) {
         ag_emit_drop(p);
         return rc;
@@ -58,35 +71,25 @@ int ag_emit_custom(struct shm_producer *p, uint32_t src, uint32_t schema_id,
     c->payload_len = len - (uint32_t)sizeof *c;
     uint8_t *out = rec + sizeof *c;
     for (unsigned i = 0; i < n; i++) {
-        switch (v[i].type) {
-        case D9_T_STR: {
-            uint32_t sl = str_len(v[i].v.s);
+        if (v[i].type == D9_T_STR) {
+            /* the field's last 8 bytes zeroed first (the padding: a field is
+             * at least 8 bytes), then the length and the bytes over them */
+            uint32_t sl = lens[i];
             uint32_t field = pad8(AG_STR_LEN_SIZE + sl);
+            const uint64_t zero = 0;
+            memcpy(out + field - 8u, &zero, 8);
             memcpy(out, &sl, AG_STR_LEN_SIZE);
             if (sl)
                 memcpy(out + AG_STR_LEN_SIZE, v[i].v.s, sl);
-            memset(out + AG_STR_LEN_SIZE + sl, 0, field - AG_STR_LEN_SIZE - sl);
             out += field;
-            break;
-        }
-        case D9_T_F64:
-            memcpy(out, &v[i].v.f, 8);
+        } else {
+            /* U64, I64, F64: the union's 8 bytes as they are; BOOL: 0 or 1
+             * (other types were rejected by custom_layout) */
+            uint64_t w = v[i].v.u;
+            if (v[i].type == D9_T_BOOL)
+                w = w != 0;
+            memcpy(out, &w, 8);
             out += 8;
-            break;
-        case D9_T_I64:
-            memcpy(out, &v[i].v.i, 8);
-            out += 8;
-            break;
-        case D9_T_BOOL: {
-            uint64_t b = v[i].v.u ? 1u : 0u;
-            memcpy(out, &b, 8);
-            out += 8;
-            break;
-        }
-        default:        /* D9_T_U64; other types were rejected by ag_custom_size */
-            memcpy(out, &v[i].v.u, 8);
-            out += 8;
-            break;
         }
     }
     shm_ring_commit(p, rec, len, D9_REC_CUSTOM, ag_now(src));

@@ -869,6 +869,43 @@ static void test_custom_null_string_is_empty(void **state)
     ag_thread_detach(&f->a, &t);
 }
 
+/* String fields of every padding length over a dirty ring (a lap of old
+ * bytes): the length, the bytes, then zeros up to the 8-byte boundary. */
+static void test_custom_string_padding_is_zero_over_old_bytes(void **state)
+{
+    struct fx *f = *state;
+    start(f);
+    D9_SCHEMA(s, "pad", D9_FIELD_STR("x"), D9_FIELD_BOOL("b"));
+    struct ag_thread t = { .ring = -1 };
+    assert_int_equal(ag_thread_attach(&f->a, &t), 0);
+    memset(t.p.data, 0xa5, t.p.size);       /* what a previous lap left */
+    const char *str = "abcdefghijklmnopq";  /* 17 bytes: lengths 0..17 cover every pad */
+    size_t expect = 0;
+    for (uint32_t l = 0; l <= 17; l++) {
+        char buf[18];
+        memcpy(buf, str, l);
+        buf[l] = 0;
+        const d9_value v[] = { D9_STR(buf), D9_BOOL(l) };
+        assert_int_equal(ag_emit_custom(&t.p, D9_CLOCK_MONOTONIC, 9, &s, v, 2), 0);
+        expect += 24 + ((4 + l + 7) & ~7u) + 8;
+    }
+    uint64_t nt;
+    assert_int_equal(read_ring(f, (uint32_t)t.ring, &nt), (long)expect);
+    const uint8_t *r = f->out;
+    for (uint32_t l = 0; l <= 17; l++) {
+        uint32_t field = (4 + l + 7) & ~7u;
+        assert_int_equal(shm_record_check(r, 24 + field + 8), (long)(24 + field + 8));
+        const uint8_t *p = r + 24;
+        assert_int_equal(rd32(p), l);
+        assert_memory_equal(p + 4, str, l);
+        for (uint32_t k = 4 + l; k < field; k++)
+            assert_int_equal(p[k], 0);
+        assert_int_equal(rd64(p + field), l ? 1 : 0);   /* BOOL is 0/1 */
+        r += 24 + field + 8;
+    }
+    ag_thread_detach(&f->a, &t);
+}
+
 static void test_custom_mismatch_is_dropped_and_counted(void **state)
 {
     struct fx *f = *state;
@@ -1039,6 +1076,7 @@ int main(void)
         T(test_thread_sched_reads_at_most_once_per_interval),
         T(test_custom_event_round_trip_with_long_string_cut),
         T(test_custom_null_string_is_empty),
+        T(test_custom_string_padding_is_zero_over_old_bytes),
         T(test_custom_mismatch_is_dropped_and_counted),
         T(test_custom_record_over_max_size_is_dropped_and_counted),
         T(test_fork_child_gets_own_region_with_parent_ids),

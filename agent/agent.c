@@ -168,6 +168,23 @@ static void prefault(void *addr, size_t len)
 #endif
 }
 
+int ag_ring_claim(struct ag_agent *a, uint32_t tid, const char *name, struct shm_producer *p)
+{
+    struct d9_region_hdr *h = a->region.hdr;
+    int idx = shm_slot_claim(&a->region, tid, name);
+    if (idx < 0)
+        return -ENOSPC;
+    uint64_t off = h->rings_offset + (uint64_t)idx * h->ring_stride;
+    if (reserve_pages(a, off, h->ring_stride) != 0) {
+        shm_slot_release(&a->region, (uint32_t)idx);    /* untouched: head == tail */
+        return -ENOMEM;
+    }
+    struct d9_ring_hdr *rh = ring_hdr(&a->region, (uint32_t)idx);
+    prefault(rh, h->ring_stride);
+    shm_producer_attach(p, rh, (uint8_t *)rh + D9_RING_HDR_SIZE, h->ring_data_size);
+    return idx;
+}
+
 static int region_open(struct ag_agent *a)
 {
     struct shm_region_params p = {
@@ -744,15 +761,11 @@ int ag_thread_attach(struct ag_agent *a, struct ag_thread *t)
     }
     struct d9_region_hdr *h = a->region.hdr;
     int was_counted = t->state == AG_T_UNTRACED;
-    int idx = shm_slot_claim(&a->region, tid, name);
-    if (idx >= 0) {
-        uint64_t off = h->rings_offset + (uint64_t)idx * h->ring_stride;
-        if (reserve_pages(a, off, h->ring_stride) != 0) {
-            /* no memory behind the ring: give it back untouched (head == tail) */
-            shm_slot_release(&a->region, (uint32_t)idx);
-            atomic_fetch_add_explicit(&h->threads_untraced, 1, memory_order_relaxed);
-            idx = -ENOSPC;
-        }
+    int idx = ag_ring_claim(a, tid, name, &t->p);
+    if (idx == -ENOMEM) {
+        /* no memory behind the ring: an untraced thread like one without a ring */
+        atomic_fetch_add_explicit(&h->threads_untraced, 1, memory_order_relaxed);
+        idx = -ENOSPC;
     }
     /* threads_untraced counts threads, not attempts: a retry was counted once already */
     if (was_counted)
@@ -763,9 +776,6 @@ int ag_thread_attach(struct ag_agent *a, struct ag_thread *t)
         pthread_mutex_unlock(&a->lock);
         return -ENOSPC;
     }
-    struct d9_ring_hdr *rh = ring_hdr(&a->region, (uint32_t)idx);
-    prefault(rh, h->ring_stride);
-    shm_producer_attach(&t->p, rh, (uint8_t *)rh + D9_RING_HDR_SIZE, h->ring_data_size);
     t->ring = idx;
     t->state = AG_T_TRACED;
     pthread_mutex_unlock(&a->lock);

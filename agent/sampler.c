@@ -220,17 +220,6 @@ out:
 
 /* ---- arming ----------------------------------------------------------------------- */
 
-static int reserve_ring(struct ag_agent *a, uint32_t idx)
-{
-    const struct d9_region_hdr *h = a->region.hdr;
-    if (a->region_fd < 0)
-        return 0;
-    uint64_t off = h->rings_offset + (uint64_t)idx * h->ring_stride;
-    if (fallocate(a->region_fd, 0, (off_t)off, (off_t)h->ring_stride) == 0)
-        return 0;
-    return (errno == EOPNOTSUPP || errno == ENOSYS) ? 0 : -errno;
-}
-
 /* g.lock held. Claims t's sampler ring and starts its timer. */
 static void arm_thread(struct ag_sampler_thread *t)
 {
@@ -252,20 +241,11 @@ static void arm_thread(struct ag_sampler_thread *t)
 
     char name[16] = { 0 };
     pthread_getname_np(t->self, name, sizeof name);
-    int idx = shm_slot_claim(&a->region, t->tid, name);
+    int idx = ag_ring_claim(a, t->tid, name, &t->p);
     if (idx < 0) {
         atomic_fetch_add_explicit(&g.dropped, 1, memory_order_relaxed);
         return;
     }
-    if (reserve_ring(a, (uint32_t)idx) != 0) {
-        shm_slot_release(&a->region, (uint32_t)idx);
-        atomic_fetch_add_explicit(&g.dropped, 1, memory_order_relaxed);
-        return;
-    }
-    /* our own region: the header's geometry is the one the agent laid out */
-    struct d9_ring_hdr *rh = (struct d9_ring_hdr *)(void *)(a->region.base +
-        a->region.hdr->rings_offset + (uint64_t)idx * a->region.hdr->ring_stride);
-    shm_producer_attach(&t->p, rh, (uint8_t *)rh + D9_RING_HDR_SIZE, a->region.hdr->ring_data_size);
     t->ring = idx;
 
     clockid_t cid;

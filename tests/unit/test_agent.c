@@ -27,6 +27,7 @@
 #include "shm/clock.h"
 #include "shm/meta.h"
 #include "shm/record.h"
+#include "tests/unit/pagemap.h"
 
 struct fx {
     char dir[64];
@@ -522,29 +523,6 @@ static void test_claimed_ring_records_tid_and_thread_name(void **state)
     assert_int_equal(s.state, D9_RING_RELEASED);
     assert_int_equal(ag_thread_attach(&f->a, &t), -ESRCH);   /* exited: never again */
     pthread_setname_np(pthread_self(), "test_agent");
-}
-
-/* Pages of [addr, addr + len) not mapped in this process's page table
- * (/proc/self/pagemap, bit 63 "present"; readable without privileges), or
- * -1 when pagemap cannot be read. */
-static long pages_not_present(const void *addr, size_t len)
-{
-    long page = sysconf(_SC_PAGESIZE);
-    uintptr_t lo = (uintptr_t)addr / (uintptr_t)page, hi = ((uintptr_t)addr + len - 1) / (uintptr_t)page;
-    int fd = open("/proc/self/pagemap", O_RDONLY);
-    if (fd < 0)
-        return -1;
-    long missing = 0;
-    for (uintptr_t pg = lo; pg <= hi; pg++) {
-        uint64_t e;
-        if (pread(fd, &e, sizeof e, (off_t)(pg * sizeof e)) != (ssize_t)sizeof e) {
-            missing = -1;
-            break;
-        }
-        missing += !(e >> 63);
-    }
-    close(fd);
-    return missing;
 }
 
 /* A claim maps its ring's pages at once (MADV_POPULATE_WRITE), so the

@@ -23,6 +23,7 @@
 #include "collector/symbols.h"
 #include "shm/record.h"
 #include "shm/ring.h"
+#include "tests/unit/pagemap.h"
 
 /* ---- config ----------------------------------------------------------------- */
 
@@ -375,6 +376,12 @@ static void test_itimer_fallback_samples_the_spinning_function(void **state)
         ;
     int idx = ring_of(&l->a, s.tid, s.event_ring);
     assert_true(idx >= 0);      /* a ring of its own, not the event ring */
+    /* claimed through ag_ring_claim: mapped before its first sample, like an event ring */
+    const struct d9_region_hdr *hh = l->a.region.hdr;
+    long missing = pages_not_present(l->a.region.base + hh->rings_offset +
+                                     (uint64_t)idx * hh->ring_stride, hh->ring_stride);
+    if (missing >= 0)
+        assert_int_equal(missing, 0);
     assert_true(sampled_function(&l->a, idx, "d9test_sampler_spin"));
     s.stop = 1;
     pthread_join(th, NULL);

@@ -11,7 +11,7 @@
 BENCH_DIR  := $(BUILD)/bench
 BENCH_UTIL := $(BENCH_DIR)/obj/bench_util.o
 BENCH_BINS := $(BENCH_DIR)/bench_hot $(BENCH_DIR)/bench_hot_off $(BENCH_DIR)/bench_lttng \
-              $(BENCH_DIR)/bench_drain $(BENCH_DIR)/bench_colstat
+              $(BENCH_DIR)/bench_drain $(BENCH_DIR)/bench_colstat $(BENCH_DIR)/bench_irq
 BENCH_LIBS_LTTNG := -llttng-ust -ldl -pthread
 
 .PHONY: bench bench-bins
@@ -44,4 +44,6 @@ $(BENCH_DIR)/bench_lttng: $(BENCH_DIR)/obj/bench_lttng.o $(BENCH_DIR)/obj/bench_
 $(BENCH_DIR)/bench_drain: $(BENCH_DIR)/obj/bench_drain.o $(BENCH_DIR)/obj/bench_own_ring.o $(BENCH_UTIL) $(AGENT_A)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_AGENT)
 $(BENCH_DIR)/bench_colstat: $(BENCH_DIR)/obj/bench_colstat.o $(COL_A)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_COL)
+$(BENCH_DIR)/bench_irq: $(BENCH_DIR)/obj/bench_irq.o $(COL_A)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_COL)

@@ -11,7 +11,11 @@
 #   2. drain: events/s and MB/s d9collectd sustains from 1 and 2 producer
 #      threads, its CPU use, and the offered rate where loss passes 0.1%,
 #      next to lttng-consumerd at the same offered rates;
-#   3. end to end: d9demo throughput with tracing off vs on, alternating runs.
+#   3. end to end: d9demo throughput with tracing off vs on, alternating runs,
+#      and what one CPU-profile sample costs the CPU it interrupts
+#      (bench_irq: the collector's per-CPU events on and off in alternating
+#      200 ms slices over a compute loop on every CPU), for the bottom-up
+#      account of the end-to-end overhead.
 #
 # Isolation: everything lives in one mktemp -d directory: the d9 store, shm
 # dir and control socket, and a private LTTNG_HOME for a session daemon
@@ -34,11 +38,12 @@ NCPU=$(getconf _NPROCESSORS_ONLN)
 
 if [ "$QUICK" = 1 ]; then
     REPS=2; HOT_BATCHES=1000; PACED_BATCHES=400; SINGLES=50000
-    DRAIN_MS=500; STEP_MS=300; E2E_RUNS=3; E2E_SECONDS=1
+    DRAIN_MS=500; STEP_MS=300; E2E_RUNS=3; E2E_SECONDS=1; IRQ_SECONDS=2
 else
     REPS=5; HOT_BATCHES=5000; PACED_BATCHES=2000; SINGLES=200000
-    DRAIN_MS=2000; STEP_MS=1000; E2E_RUNS=16; E2E_SECONDS=3
+    DRAIN_MS=2000; STEP_MS=1000; E2E_RUNS=16; E2E_SECONDS=3; IRQ_SECONDS=10
 fi
+IRQ_HZ_AMP=999              # bench_irq: the cost per sample, amplified 10x over the default
 E2E_RUNS=${BENCH_E2E_PAIRS:-$E2E_RUNS}
 case $E2E_RUNS in ''|*[!0-9]*|0) echo "run-bench: BENCH_E2E_PAIRS must be a positive integer, not '$E2E_RUNS'" >&2; exit 2;; esac
 PACED_GAP_NS=500000        # 1000 events per 500 us = 2 M events/s offered
@@ -425,8 +430,27 @@ e2e_series() {  # e2e_series PREFIX LABEL DEMO_ARGS...: the pairs, then their st
     put $pfx.calibration "${E2E_CAL:-n/a}"
     e2e_stats "$T/$pfx.runs" "$pfx" >>"$R"
 }
+# The profile's share, measured with no collector running: the cost of one
+# sample at IRQ_HZ_AMP (enough samples to see it above the noise), and the
+# default frequency directly (twice as long: a small signal).
+irq_run() {     # irq_run KEY HZ SECONDS
+    if [ -x "$B/bench_irq" ]; then
+        "$B/bench_irq" --hz "$2" --seconds "$3" >"$T/irq.$1" 2>"$T/irq.err" ||
+            warn "bench_irq --hz $2 failed: $(tail -n 1 "$T/irq.err")"
+        for k in samples overhead_pct us_per_sample skipped; do
+            v=$(kv "$T/irq.$1" $k); [ -n "$v" ] && put irq.$1.$k "$v"
+        done
+    fi
+}
+stop_pids $COL_PID; COL_PID=""
+IRQ_HZ_DEF=$("$BIN/d9collectd" --print-config 2>/dev/null | sed -n 's/^perf-freq[ =]*\([0-9]*\).*/\1/p')
+IRQ_HZ_DEF=${IRQ_HZ_DEF:-99}
+say "[3/3] profiler: one sample's cost, per-CPU cpu-clock events on/off in 200 ms slices at $IRQ_HZ_AMP Hz and $IRQ_HZ_DEF Hz"
+irq_run amp $IRQ_HZ_AMP $IRQ_SECONDS
+irq_run def $IRQ_HZ_DEF $((2 * IRQ_SECONDS))
+put irq.def.hz $IRQ_HZ_DEF
 if [ -x "$BIN/d9demo" ] && [ $HAVE_COL = 1 ]; then
-    stop_pids $COL_PID; COL_PID=""; rm -rf "$M"/store*
+    rm -rf "$M"/store*
     col_up || HAVE_COL=0
 fi
 e2e_stats() {   # e2e_stats RUNS_FILE PREFIX: pairs in run order -> mean, 95 % t interval
@@ -590,8 +614,29 @@ report_e2e() {  # report_e2e PREFIX TITLE DEMO_ARGS
     hot=$(calc "$(get hot.d9_live.batch_med)" 2)
     echo "  bottom-up: $(get $p.recorded) events recorded while on ($ev per task, $(get $p.on.lost) lost);"
     echo "  d9collectd $uc us/task = $(calc "100 * $uc / $uo" 2) % of a task's CPU; the record calls ~$ev x $hot ns"
-    echo "  = $(calc "$ev * $hot / 1000" 2) us/task = $(calc "100 * $ev * $hot / 1000 / $uo" 2) % (hot path (b') above); the rest is the kernel's share"
-    echo "  (perf sampling at 99 Hz, schedstat reads) and interference, inside the noise of the rows above."
+    echo "  = $(calc "$ev * $hot / 1000" 2) us/task = $(calc "100 * $ev * $hot / 1000 / $uo" 2) % (hot path (b') above);"
+    if [ "$(get irq.amp.us_per_sample)" != n/a ]; then
+        hz=$(get irq.def.hz)
+        echo "  the profile at $hz Hz per CPU: $hz x $(get irq.amp.us_per_sample) us per sample (PROFILER below) = $(calc "$hz * $(get irq.amp.us_per_sample) / 1e4" 2) % of every busy CPU;"
+        echo "  the rest (schedstat reads, collector wake-ups displacing a worker, cache interference) is inside the noise of the rows above."
+    else
+        echo "  the rest is the kernel's share (perf sampling, schedstat reads) and interference, inside the noise of the rows above."
+    fi
+}
+
+report_irq() {
+    echo
+    echo "PROFILER — what one CPU-profile sample costs the CPU it interrupts: d9collectd's per-CPU"
+    echo "cpu-clock events (same attributes) switched on and off in alternating 200 ms slices over a"
+    echo "compute loop on each of the $NCPU CPUs; baseline = the off slices of the same run."
+    if [ "$(get irq.amp.skipped)" != n/a ]; then
+        echo "  skipped: $(get irq.amp.skipped) (needs CAP_PERFMON or perf_event_paranoid <= 0)"
+        return
+    fi
+    printf '  %-28s %10s %14s %16s\n' "sampling" "samples" "loop slower" "per sample"
+    printf '  %-28s %10s %12s %% %13s us\n' "$IRQ_HZ_AMP Hz per CPU (amplified)" "$(get irq.amp.samples)" "$(get irq.amp.overhead_pct)" "$(get irq.amp.us_per_sample)"
+    printf '  %-28s %10s %12s %% %13s us\n' "$(get irq.def.hz) Hz per CPU (the default)" "$(get irq.def.samples)" "$(get irq.def.overhead_pct)" "$(get irq.def.us_per_sample)"
+    echo "  --perf-freq trades it against profile resolution; 0 turns the profile off."
 }
 
 {
@@ -605,6 +650,7 @@ report_e2e() {  # report_e2e PREFIX TITLE DEMO_ARGS
     report_e2e e2e "a worker per CPU (the target)" "$E2E_ARGS"
     [ -n "$(awk '$1 == "e2e_spare.pairs"' "$R")" ] &&
         report_e2e e2e_spare "one CPU to spare" "$E2E_ARGS --workers $E2E_SPARE_WORKERS"
+    report_irq
     echo "================================================================================"
 } >"$T/table"
 cat "$T/table"

@@ -617,7 +617,8 @@ report_e2e() {  # report_e2e PREFIX TITLE DEMO_ARGS
     echo "  = $(calc "$ev * $hot / 1000" 2) us/task = $(calc "100 * $ev * $hot / 1000 / $uo" 2) % (hot path (b') above);"
     if [ "$(get irq.amp.us_per_sample)" != n/a ]; then
         hz=$(get irq.def.hz)
-        echo "  the profile at $hz Hz per CPU: $hz x $(get irq.amp.us_per_sample) us per sample (PROFILER below) = $(calc "$hz * $(get irq.amp.us_per_sample) / 1e4" 2) % of every busy CPU;"
+        echo "  the profile at $hz Hz per CPU: $hz x $(get irq.amp.us_per_sample) us per sample (PROFILER below) = $(calc "$hz * $(get irq.amp.us_per_sample) / 1e4" 2) % of every busy CPU"
+        echo "  (measured directly at $hz Hz: $(get irq.def.overhead_pct) %, a signal near the noise of its slices);"
         echo "  the rest (schedstat reads, collector wake-ups displacing a worker, cache interference) is inside the noise of the rows above."
     else
         echo "  the rest is the kernel's share (perf sampling, schedstat reads) and interference, inside the noise of the rows above."

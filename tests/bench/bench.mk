@@ -45,5 +45,5 @@ $(BENCH_DIR)/bench_drain: $(BENCH_DIR)/obj/bench_drain.o $(BENCH_DIR)/obj/bench_
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_AGENT)
 $(BENCH_DIR)/bench_colstat: $(BENCH_DIR)/obj/bench_colstat.o $(COL_A)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_COL)
-$(BENCH_DIR)/bench_irq: $(BENCH_DIR)/obj/bench_irq.o $(COL_A)
+$(BENCH_DIR)/bench_irq: $(BENCH_DIR)/obj/bench_irq.o $(BENCH_UTIL) $(COL_A)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_COL)

@@ -26,7 +26,6 @@
 #include <errno.h>
 #include <linux/perf_event.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -37,6 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "collector/perf.h"
+#include "tests/bench/bench_util.h"
 
 #define IRQ_CPUS_MAX     256
 #define IRQ_RING_PAGES   64u        /* data pages per CPU: 256 KiB, > a slice of samples */
@@ -61,10 +61,7 @@ static atomic_int g_stop;
 static void *spin(void *arg)
 {
     struct worker *w = arg;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(w->cpu, &set);
-    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+    bench_pin(w->cpu);
     uint64_t x = 1, n = 0;
     while (!atomic_load_explicit(&g_stop, memory_order_relaxed)) {
         for (int i = 0; i < 1000; i++)
@@ -97,68 +94,46 @@ static void sleep_ms(long ms)
         ;
 }
 
-/* Count the samples in a perf ring (and the ones PERF_RECORD_LOST reports)
- * and mark everything read. The kernel writes it; records are 8-aligned and
- * the data size a power of two, so a header never wraps. */
-static uint64_t ring_count(struct perf_event_mmap_page *m, uint64_t size)
+/* perf_ring_consume callback: count samples, and the ones a
+ * PERF_RECORD_LOST says the ring had no room for (each was an interrupt). */
+static int count_rec(void *ctx, const struct perf_event_header *h, const uint8_t *rec, size_t len)
 {
-    const uint8_t *data = (const uint8_t *)m + m->data_offset;
-    uint64_t head = __atomic_load_n(&m->data_head, __ATOMIC_ACQUIRE);
-    uint64_t tail = m->data_tail, n = 0;
-    if (head - tail > size)
-        tail = head - size;             /* cannot happen with a tail we keep; be safe */
-    while (tail < head) {
-        struct perf_event_header h;
-        memcpy(&h, data + (tail & (size - 1)), sizeof h);
-        if (h.size < sizeof h || h.size % 8)
-            break;
-        if (h.type == PERF_RECORD_SAMPLE) {
-            n++;
-        } else if (h.type == PERF_RECORD_LOST && h.size >= sizeof h + 16) {
-            uint64_t lost;
-            uint64_t off = (tail + sizeof h + 8) & (size - 1);
-            if (off + 8 <= size) {
-                memcpy(&lost, data + off, 8);
-                n += lost;
-            }
-        }
-        tail += h.size;
-    }
-    __atomic_store_n(&m->data_tail, head, __ATOMIC_RELEASE);
-    return n;
+    uint64_t *n = ctx, lost;
+    if (h->type == PERF_RECORD_SAMPLE)
+        (*n)++;
+    else if (h->type == PERF_RECORD_LOST && perf_parse_lost(rec, len, &lost) == 0)
+        *n += lost;
+    return 0;
 }
 
-static int parse_num(const char *s, long lo, long hi, long *out)
+/* The samples in one CPU's ring since the last call; the ring is handed back
+ * (the collector's own walk: perf_ring_consume). */
+static uint64_t ring_count(uint8_t *base, size_t page, uint64_t size)
 {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
-        return -1;
-    *out = v;
-    return 0;
+    static uint8_t scratch[PERF_REC_SCRATCH];
+    uint64_t n = 0;
+    perf_ring_consume(base, page, size, scratch, count_rec, &n);
+    return n;
 }
 
 int main(int argc, char **argv)
 {
     long hz = 999, secs = 10, slice = 200;
-    for (int i = 1; i < argc; i++) {
-        long *dst = NULL, lo = 1, hi = 0;
+    for (int i = 1; i < argc; i += 2) {     /* every option takes a value */
+        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             fputs(IRQ_USAGE, stdout);
             return 0;
         } else if (!strcmp(argv[i], "--hz")) {
-            dst = &hz, hi = PERF_FREQ_MAX;
+            hz = (long)bench_arg_ulong(argv[i], val, 1, PERF_FREQ_MAX);
         } else if (!strcmp(argv[i], "--seconds")) {
-            dst = &secs, hi = 3600;
+            secs = (long)bench_arg_ulong(argv[i], val, 1, 3600);
         } else if (!strcmp(argv[i], "--slice-ms")) {
-            dst = &slice, lo = 50, hi = 10000;
-        }
-        if (!dst || i + 1 >= argc || parse_num(argv[i + 1], lo, hi, dst)) {
-            fprintf(stderr, "bench_irq: bad or incomplete option '%s'\n%s", argv[i], IRQ_USAGE);
+            slice = (long)bench_arg_ulong(argv[i], val, 50, 10000);
+        } else {
+            fprintf(stderr, "bench_irq: unknown option '%s'\n%s", argv[i], IRQ_USAGE);
             return 2;
         }
-        i++;
     }
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     if (ncpu < 1 || ncpu > IRQ_CPUS_MAX) {
@@ -167,7 +142,7 @@ int main(int argc, char **argv)
     }
     int n = (int)ncpu;
     int fds[IRQ_CPUS_MAX];
-    struct perf_event_mmap_page *rings[IRQ_CPUS_MAX];
+    uint8_t *rings[IRQ_CPUS_MAX];
     long page = sysconf(_SC_PAGESIZE);
     uint64_t ring_size = (uint64_t)IRQ_RING_PAGES * (uint64_t)page;
     int kernel = 1, max_stack = 1;
@@ -205,7 +180,7 @@ int main(int argc, char **argv)
             ioctl(fds[c], on ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_DISABLE, 0);
         sleep_ms(IRQ_SETTLE_MS);
         for (int c = 0; c < n; c++)
-            ring_count(rings[c], ring_size);    /* the settle time's samples do not count */
+            ring_count(rings[c], (size_t)page, ring_size);    /* the settle time's samples do not count */
         double t0 = now_s();
         uint64_t i0 = total_iters(n);
         sleep_ms(slice - IRQ_SETTLE_MS);
@@ -213,7 +188,7 @@ int main(int argc, char **argv)
         double t1 = now_s();
         uint64_t k = 0;
         for (int c = 0; c < n; c++)
-            k += ring_count(rings[c], ring_size);
+            k += ring_count(rings[c], (size_t)page, ring_size);
         if (on) {
             on_iters += (double)(i1 - i0);
             on_t += t1 - t0;

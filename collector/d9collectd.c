@@ -199,6 +199,31 @@ static void host_samples(struct col_ctx *x)
         perf_host_poll(x->perf_host, route_sample, x);
 }
 
+/* The host sampler's events sample only while some traced process is live:
+ * a per-CPU event interrupts every busy CPU whoever runs there, so with
+ * nothing to profile an idle collector would cost each CPU of the host its
+ * samples for nothing (about 0.2 % at 99 Hz on the development VM). Called
+ * after every pass; it makes no system call unless the answer changed. */
+static void host_follow(struct col_ctx *x)
+{
+    if (!x->perf_host)
+        return;
+    int live = 0;
+    for (struct col_proc *p = x->procs; p && !live; p = p->next)
+        live = !p->ended && !p->quarantined;
+    struct perf_host_stats hs;
+    perf_host_stats(x->perf_host, &hs);
+    if (hs.enabled == live)
+        return;
+    int rc = perf_host_enable(x->perf_host, live);
+    if (rc)
+        col_log_limited(&x->scan_rl, COL_LOG_WARN, "perf: cannot switch the per-CPU events %s: %s",
+                        live ? "on" : "off", strerror(-rc));
+    else
+        col_info("perf: per-CPU sampling %s", live ? "on: a traced process is live"
+                                                   : "off: no traced process is live");
+}
+
 /* What a pass saw, for pacing the next one (col_backoff_pace). */
 struct pass_pressure {
     uint64_t lag, size;         /* the fullest ring's backlog and its size */
@@ -567,6 +592,7 @@ static void run(struct col_ctx *x)
         drain_all(x, now, &pp);
         rotate(x, now);
         finish_ended(x);
+        host_follow(x);
         uint64_t dt_us = x->last_pass_ns && now > x->last_pass_ns
                              ? (now - x->last_pass_ns) / 1000u : 0;
         x->last_pass_ns = now;
@@ -673,8 +699,10 @@ int main(int argc, char **argv)
         if (rc == 0) {
             struct perf_host_stats hs;
             perf_host_stats(x->perf_host, &hs);
-            col_info("perf: sampling %u CPUs at %u Hz (per-CPU events)%s", hs.cpus,
-                     x->cfg.perf_freq, hs.kernel_frames ? ", kernel stacks" : ", user stacks only");
+            col_info("perf: sampling %u CPUs at %u Hz (per-CPU events, on while a traced "
+                     "process is live)%s", hs.cpus, x->cfg.perf_freq,
+                     hs.kernel_frames ? ", kernel stacks" : ", user stacks only");
+            host_follow(x);     /* nothing is traced yet: off until the first adoption */
         } else if (x->cfg.perf_scope == COL_PERF_SCOPE_CPU) {
             col_err("--perf-scope cpu: cannot open per-CPU perf events: %s (needs CAP_PERFMON, "
                     "root or /proc/sys/kernel/perf_event_paranoid <= 0)", strerror(-rc));

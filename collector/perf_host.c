@@ -7,11 +7,15 @@
  *     pages; all rings have the same data size.
  *   - A ring's data_tail only moves to a record boundary perf_ring_walk
  *     proved, or to data_head after corrupt framing (counted in bad).
+ *   - st.enabled is 1 only when every CPU's event was last enabled, 0 only
+ *     when every one was last disabled (a failed switch leaves it as it was).
  * Never: trust data_head or a record size, or read outside a mapping.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/perf_event.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 #include "collector/perf_host.h"
@@ -85,6 +89,7 @@ int perf_host_open(struct perf_host **out, uint32_t freq_hz, uint32_t ring_pages
         return first_err ? first_err : -ENODEV;
     }
     h->st.cpus = h->ncpu;
+    h->st.enabled = 1;          /* perf_open_event opens its events enabled */
     h->st.kernel_frames = kernel;
     *out = h;
     return 0;
@@ -101,6 +106,23 @@ void perf_host_close(struct perf_host *h)
     free(h->cpu);
     free(h->scratch);
     free(h);
+}
+
+int perf_host_enable(struct perf_host *h, int on)
+{
+    on = on != 0;
+    if (h->st.enabled == on)
+        return 0;
+    int first_err = 0;
+    for (uint32_t i = 0; i < h->ncpu; i++)
+        if (ioctl(h->cpu[i].fd, on ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_DISABLE, 0) != 0 &&
+            !first_err)
+            first_err = -errno;
+    if (first_err)
+        return first_err;
+    h->st.enabled = on;
+    h->st.switches++;
+    return 0;
 }
 
 static int on_record(void *ctx, const struct perf_event_header *hd, const uint8_t *rec,

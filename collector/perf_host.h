@@ -15,7 +15,10 @@
  *
  * Cost and scope: each CPU gets freq_hz samples per second of non-idle time
  * (exclude_idle), whoever runs; a traced thread thus gets freq_hz samples
- * per second of its CPU time, as with per-thread events. Opening per-CPU
+ * per second of its CPU time, as with per-thread events. Because every busy
+ * CPU pays for its samples whoever runs there, the daemon switches the
+ * events off while no traced process is live (perf_host_enable): an idle
+ * sidecar must not interrupt the host's CPUs for samples it drops. Opening per-CPU
  * events needs CAP_PERFMON or CAP_SYS_ADMIN (or perf_event_paranoid <= 0);
  * when refused, the daemon falls back to per-thread events. CPUs that are
  * offline at open are skipped and not picked up later.
@@ -37,6 +40,8 @@
 
 struct perf_host_stats {
     uint32_t cpus;              /* CPUs with an open event */
+    int enabled;                /* 1 while the events sample (perf_host_enable) */
+    uint64_t switches;          /* times perf_host_enable changed the state */
     int kernel_frames;          /* 1 if kernel callchains are collected */
     uint64_t samples;           /* samples read (routed or not) */
     uint64_t routed;            /* samples the route function took */
@@ -57,6 +62,17 @@ struct perf_host;
  */
 int perf_host_open(struct perf_host **out, uint32_t freq_hz, uint32_t ring_pages);
 void perf_host_close(struct perf_host *h);
+
+/*
+ * Switch every CPU's event on (on = 1) or off (PERF_EVENT_IOC_ENABLE /
+ * PERF_EVENT_IOC_DISABLE). The events are on after perf_host_open. A call
+ * that does not change the state makes no system call, so the daemon can
+ * call it on every pass. The rings keep what was sampled before a switch
+ * off; perf_host_poll still reads them. Returns 0, or the first failing
+ * ioctl's -errno: the state is then unchanged as far as stats are
+ * concerned, and a later call tries every CPU again.
+ */
+int perf_host_enable(struct perf_host *h, int on);
 
 /* Called for each well-formed sample; returns 1 if it took the sample. */
 typedef int (*perf_host_route_fn)(void *ctx, const struct perf_sample *s);

@@ -116,6 +116,17 @@ cp -r "$STORE" "$T/copy"
 check "a copied store still symbolizes (maps are inside the segments)" \
     has 'worker_main;d9test_hot_spin' "$T/copy.folded"
 
+# per-CPU events interrupt every busy CPU whoever runs: they are on only
+# while a traced process is live (off at start, on at adoption, off again
+# once the process has ended)
+last_switch() { grep -o 'per-CPU sampling o[nf]*' "$T/col.log" | tail -n 1 | grep -q "$1"; }
+if grep -q 'per-CPU events' "$T/col.log"; then
+    check "per-CPU sampling was off before the first traced process" \
+        sh -c "grep -o 'per-CPU sampling o[nf]*' '$T/col.log' | head -n 1 | grep -q 'sampling off'"
+    check "per-CPU sampling was switched on for the traced process" has 'per-CPU sampling on' "$T/col.log"
+    check "per-CPU sampling is off again once no traced process is live" \
+        wait_for 10 last_switch 'sampling off'
+fi
 check "SIGTERM stops the collector" stop_collector
 if [ "$(id -u)" -eq 0 ]; then
     check "as root, the CPU profile came from per-CPU events" has 'per-CPU events' "$T/col.log"

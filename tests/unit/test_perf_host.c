@@ -1,8 +1,8 @@
 /*
- * test_perf_host.c — collector/perf_host.c: argument checks, and real
- * per-CPU sampling routed by pid (skipped with a message where per-CPU perf
- * events are not permitted: they need CAP_PERFMON, root or
- * perf_event_paranoid <= 0).
+ * test_perf_host.c — collector/perf_host.c: argument checks, real per-CPU
+ * sampling routed by pid, and switching the events off and on (skipped with
+ * a message where per-CPU perf events are not permitted: they need
+ * CAP_PERFMON, root or perf_event_paranoid <= 0).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -169,6 +169,54 @@ static void test_poll_returns_the_number_of_samples_it_read(void **state)
     perf_host_close(h);
 }
 
+/* Switched off, a busy CPU is not sampled at all; switched on again, it is;
+ * a call that changes nothing is not a switch. */
+static void test_switched_off_events_take_no_samples(void **state)
+{
+    (void)state;
+    struct burner b = { 0 };
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, burn_main, &b), 0);
+    while (!b.tid)
+        ;
+    struct perf_host *h;
+    int rc = perf_host_open(&h, 999, 8);
+    if (!denied(rc)) {
+        assert_int_equal(rc, 0);
+        struct perf_host_stats st;
+        perf_host_stats(h, &st);
+        assert_int_equal(st.enabled, 1);                /* on after open */
+        assert_int_equal(perf_host_enable(h, 1), 0);    /* no change: not a switch */
+        perf_host_stats(h, &st);
+        assert_int_equal(st.switches, 0);
+
+        assert_int_equal(perf_host_enable(h, 0), 0);
+        perf_host_stats(h, &st);
+        assert_int_equal(st.enabled, 0);
+        assert_int_equal(st.switches, 1);
+        struct route_log l = { 0 };
+        perf_host_poll(h, route, &l);       /* what was sampled before the switch */
+        l = (struct route_log){ .want_pid = (uint32_t)getpid(), .want_tid = b.tid, .take = 1 };
+        /* 300 ms of a burning thread: about 300 samples if the events were on */
+        for (int i = 0; i < 30; i++) {
+            struct timespec ts = { 0, 10000000 };
+            nanosleep(&ts, NULL);
+            perf_host_poll(h, route, &l);
+        }
+        assert_int_equal(l.calls, 0);
+
+        assert_int_equal(perf_host_enable(h, 1), 0);
+        perf_host_stats(h, &st);
+        assert_int_equal(st.enabled, 1);
+        assert_int_equal(st.switches, 2);
+        poll_until_sampled(h, &l);
+        assert_true(l.mine >= 3);
+        perf_host_close(h);
+    }
+    b.stop = 1;
+    pthread_join(th, NULL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -176,6 +224,7 @@ int main(void)
         cmocka_unit_test(test_samples_of_a_busy_thread_carry_its_pid_tid_and_time),
         cmocka_unit_test(test_samples_the_route_refuses_are_not_counted_as_routed),
         cmocka_unit_test(test_poll_returns_the_number_of_samples_it_read),
+        cmocka_unit_test(test_switched_off_events_take_no_samples),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -387,7 +387,11 @@ done
 # d9demo with tracing off (DIAL9_ENABLED=0) and on (traced, a fresh
 # d9collectd with default settings draining on the same 2 CPUs), in pairs
 # whose order alternates (off,on),(on,off),... so slow drift hits both
-# sides equally. Every run does the same work (--work-calibration fixed once
+# sides equally. The collector runs through the whole series: in the off
+# runs it is idle (nothing traced: its per-CPU sampling events are off, it
+# wakes for its scans only), so the on runs carry all of tracing's cost,
+# the profile's interrupts included; its CPU in the off runs is reported.
+# Every run does the same work (--work-calibration fixed once
 # for the whole bench: polls are fixed amounts of computation). Per run:
 # tasks/s, the demo's CPU (its own rusage, printed on its last line) and the
 # collector's CPU (schedstat, ns) over the run and its end.
@@ -602,6 +606,8 @@ report_e2e() {  # report_e2e PREFIX TITLE DEMO_ARGS
     echo "END TO END, $2 — d9demo $3, the same fixed work per task in every"
     echo "run (work calibration $(get $p.calibration) units/us), $E2E_SECONDS s per run, $(get $p.pairs) pairs, order alternating; off ="
     echo "DIAL9_ENABLED=0, on = traced, a default d9collectd draining on the same $NCPU CPUs (its CPU counts)."
+    echo "The collector runs through both: idle in the off runs ($(get $p.off.col_us_task) us of its CPU per task; nothing traced,"
+    echo "so its per-CPU sampling is off), so the on runs carry the profile's interrupts too."
     printf '  %-30s %12s %12s %12s\n' "tasks/s" "median" "min" "max"
     printf '  %-30s %12s %12s %12s\n' "tracing off" "$off" "$(get $p.off.min)" "$(get $p.off.max)"
     printf '  %-30s %12s %12s %12s\n' "tracing on" "$on" "$(get $p.on.min)" "$(get $p.on.max)"

@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -67,6 +68,7 @@ struct col_ctx {
     struct shm_clock_cal host_cal;
     struct col_backoff backoff;
     uint64_t last_pass_ns;          /* when the previous drain pass began */
+    uint64_t timer_slack_ns;        /* this thread's timer slack as last set, 0: not set */
     int sigfd;
     int stop;
     uint64_t start_ns, next_scan_ns;
@@ -556,8 +558,13 @@ static void sleep_us(struct col_ctx *x, uint32_t us, int *ctl, int *sig)
     uint64_t until = now + (uint64_t)us * 1000u;
     if (until > x->next_scan_ns)
         until = x->next_scan_ns > now ? x->next_scan_ns : now;
-    struct timespec ts = { .tv_sec = (time_t)((until - now) / 1000000000u),
-                           .tv_nsec = (long)((until - now) % 1000000000u) };
+    /* wake by until, at the first interrupt near its end (col_sleep_window) */
+    uint64_t req, slack;
+    col_sleep_window(until - now, &req, &slack);
+    if (slack != x->timer_slack_ns)
+        x->timer_slack_ns = prctl(PR_SET_TIMERSLACK, (unsigned long)slack, 0, 0, 0) == 0 ? slack : 0;
+    struct timespec ts = { .tv_sec = (time_t)(req / 1000000000u),
+                           .tv_nsec = (long)(req % 1000000000u) };
     if (ppoll(fds, 2, &ts, NULL) < 0) {
         *ctl = *sig = 1;        /* EINTR or worse: look at both */
         return;

@@ -103,6 +103,18 @@ uint32_t col_backoff_pace(struct col_backoff *b, uint64_t lag, uint64_t size, ui
 
 /* ---- rotation ------------------------------------------------------------------ */
 
+void col_sleep_window(uint64_t ns, uint64_t *request_ns, uint64_t *slack_ns)
+{
+    uint64_t slack = ns / 2 ? 1ull << (63 - __builtin_clzll(ns / 2)) : 0;
+    if (slack <= COL_SLACK_MIN_NS) {
+        *request_ns = ns;
+        *slack_ns = COL_SLACK_MIN_NS;
+        return;
+    }
+    *request_ns = ns - slack;
+    *slack_ns = slack;
+}
+
 int col_rotate_due(uint64_t bytes, uint64_t opened_ns, uint64_t now_ns,
                    uint64_t max_bytes, uint64_t max_age_ns)
 {

@@ -517,6 +517,32 @@ static void a_trickle_backs_off_instead_of_polling_at_once(void **s)
     assert_int_equal(col_backoff_pace(&b, 0, 0, 100, 0), 200);
 }
 
+static void a_sleep_wakes_by_its_end_and_lets_the_timer_fire_in_its_second_half(void **s)
+{
+    (void)s;
+    uint64_t req, slack;
+    /* the idle maximum, 10 ms: slack 2^22 ns (4.19 ms), so a 4 ms tick always lands in it */
+    col_sleep_window(10000000, &req, &slack);
+    assert_int_equal(slack, 1u << 22);
+    assert_int_equal(req + slack, 10000000);
+    /* short paced sleeps are requested whole with the kernel's default slack */
+    col_sleep_window(100000, &req, &slack);
+    assert_int_equal(req, 100000);
+    assert_int_equal(slack, COL_SLACK_MIN_NS);
+    col_sleep_window(0, &req, &slack);
+    assert_int_equal(req, 0);
+    assert_int_equal(slack, COL_SLACK_MIN_NS);
+    /* any length: never later than asked, never earlier than half of it */
+    for (uint64_t ns = 1; ns < 4000000000ull; ns = ns * 3 + 7) {
+        col_sleep_window(ns, &req, &slack);
+        if (slack == COL_SLACK_MIN_NS && req == ns)
+            continue;
+        assert_true(req + slack == ns);
+        assert_true(slack <= ns / 2 && slack > ns / 4);
+        assert_true((slack & (slack - 1)) == 0);
+    }
+}
+
 static void a_filling_ring_caps_the_sleep_before_a_quarter_full(void **s)
 {
     (void)s;
@@ -630,6 +656,7 @@ int main(void)
         cmocka_unit_test(a_pass_with_data_polls_again_at_once_and_resets_the_sleep),
         cmocka_unit_test(a_trickle_backs_off_instead_of_polling_at_once),
         cmocka_unit_test(a_filling_ring_caps_the_sleep_before_a_quarter_full),
+        cmocka_unit_test(a_sleep_wakes_by_its_end_and_lets_the_timer_fire_in_its_second_half),
         cmocka_unit_test(a_ring_an_eighth_full_or_data_left_behind_polls_again_at_once),
         cmocka_unit_test(a_steady_producer_is_paced_without_a_sawtooth),
         cmocka_unit_test(segments_rotate_by_size_or_by_age),

@@ -101,8 +101,6 @@ uint32_t col_backoff_pace(struct col_backoff *b, uint64_t lag, uint64_t size, ui
     return s;
 }
 
-/* ---- rotation ------------------------------------------------------------------ */
-
 void col_sleep_window(uint64_t ns, uint64_t *request_ns, uint64_t *slack_ns)
 {
     uint64_t slack = ns / 2 ? 1ull << (63 - __builtin_clzll(ns / 2)) : 0;
@@ -114,6 +112,8 @@ void col_sleep_window(uint64_t ns, uint64_t *request_ns, uint64_t *slack_ns)
     *request_ns = ns - slack;
     *slack_ns = slack;
 }
+
+/* ---- rotation ------------------------------------------------------------------ */
 
 int col_rotate_due(uint64_t bytes, uint64_t opened_ns, uint64_t now_ns,
                    uint64_t max_bytes, uint64_t max_age_ns)

@@ -18,10 +18,11 @@
  * per second of its CPU time, as with per-thread events. Because every busy
  * CPU pays for its samples whoever runs there, the daemon switches the
  * events off while no traced process is live (perf_host_enable): an idle
- * sidecar must not interrupt the host's CPUs for samples it drops. Opening per-CPU
- * events needs CAP_PERFMON or CAP_SYS_ADMIN (or perf_event_paranoid <= 0);
- * when refused, the daemon falls back to per-thread events. CPUs that are
- * offline at open are skipped and not picked up later.
+ * sidecar must not interrupt the host's CPUs for samples it drops.
+ * Opening per-CPU events needs CAP_PERFMON or CAP_SYS_ADMIN (or
+ * perf_event_paranoid <= 0); when refused, the daemon falls back to
+ * per-thread events. CPUs that are offline at open are skipped and not
+ * picked up later.
  *
  * The perf rings are written by the kernel but read as untrusted input like
  * every other ring (perf_ring_walk, perf_parse_sample): a ring whose framing

@@ -58,6 +58,21 @@ static void *burn_main(void *arg)
     return NULL;
 }
 
+/* Start a burner thread and wait until it knows its tid. */
+static void burner_start(struct burner *b, pthread_t *th)
+{
+    *b = (struct burner){ 0 };
+    assert_int_equal(pthread_create(th, NULL, burn_main, b), 0);
+    while (!b->tid)
+        ;
+}
+
+static void burner_stop(struct burner *b, pthread_t th)
+{
+    b->stop = 1;
+    pthread_join(th, NULL);
+}
+
 struct route_log {
     uint32_t want_pid, want_tid;
     int take;                   /* what the route function answers */
@@ -98,11 +113,9 @@ static void poll_until_sampled(struct perf_host *h, struct route_log *l)
 static int sample_burner(int take, struct route_log *l, struct perf_host_stats *st,
                          uint64_t *t0)
 {
-    struct burner b = { 0 };
+    struct burner b;
     pthread_t th;
-    assert_int_equal(pthread_create(&th, NULL, burn_main, &b), 0);
-    while (!b.tid)
-        ;
+    burner_start(&b, &th);
     struct perf_host *h;
     *t0 = shm_mono_ns();
     int rc = perf_host_open(&h, 999, 8);
@@ -114,8 +127,7 @@ static int sample_burner(int take, struct route_log *l, struct perf_host_stats *
         perf_host_stats(h, st);
         perf_host_close(h);
     }
-    b.stop = 1;
-    pthread_join(th, NULL);
+    burner_stop(&b, th);
     return skipped;
 }
 
@@ -174,11 +186,9 @@ static void test_poll_returns_the_number_of_samples_it_read(void **state)
 static void test_switched_off_events_take_no_samples(void **state)
 {
     (void)state;
-    struct burner b = { 0 };
+    struct burner b;
     pthread_t th;
-    assert_int_equal(pthread_create(&th, NULL, burn_main, &b), 0);
-    while (!b.tid)
-        ;
+    burner_start(&b, &th);
     struct perf_host *h;
     int rc = perf_host_open(&h, 999, 8);
     if (!denied(rc)) {
@@ -213,8 +223,7 @@ static void test_switched_off_events_take_no_samples(void **state)
         assert_true(l.mine >= 3);
         perf_host_close(h);
     }
-    b.stop = 1;
-    pthread_join(th, NULL);
+    burner_stop(&b, th);
 }
 
 int main(void)

@@ -47,6 +47,13 @@ enum col_perf_scope {
     COL_PERF_SCOPE_THREAD,          /* one event per traced thread */
 };
 
+/* profiler: --perf-clock, what the per-CPU sampling events are taken on */
+enum col_perf_clock {
+    COL_PERF_CLOCK_AUTO,            /* the tick where it works (perf_tick_probe), else cpu-clock */
+    COL_PERF_CLOCK_TICK,            /* the tick, or exit 1 when it does not work */
+    COL_PERF_CLOCK_CPU,             /* a cpu-clock timer per CPU */
+};
+
 /* ---- accepted ranges -------------------------------------------------------- */
 #define COL_SEGMENT_MB_MAX          4096u
 #define COL_SEGMENT_SECONDS_MAX     86400u
@@ -72,11 +79,14 @@ struct col_config {
     uint32_t perf_freq;             /* profiler: perf CPU samples per second, 0 = off */
     uint32_t switch_period;         /* profiler: sample 1 in N context switches, 0 = off */
     int perf_scope;                 /* enum col_perf_scope */
+    int perf_clock;                 /* enum col_perf_clock */
     int log_level;                  /* enum col_log_level */
 };
 
 /* "auto", "cpu", "thread" for enum col_perf_scope. */
 const char *col_perf_scope_name(int scope);
+/* "auto", "tick", "cpu-clock" for enum col_perf_clock. */
+const char *col_perf_clock_name(int clock);
 
 enum col_config_action {
     COL_CONFIG_RUN = 0,

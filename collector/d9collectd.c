@@ -226,6 +226,59 @@ static void host_follow(struct col_ctx *x)
                                                    : "off: no traced process is live");
 }
 
+/* The host sampler: per-CPU events on the tick when it works (perf_tick.h),
+ * else on a cpu-clock timer; per-thread events when per-CPU ones are not
+ * permitted (unless --perf-scope cpu). Returns 0 or EXIT_RUNTIME. */
+static int host_open(struct col_ctx *x)
+{
+    struct perf_tick tick;
+    const struct perf_tick *use = NULL;
+    char why[256] = "";
+    int rc;
+    if (x->cfg.perf_clock != COL_PERF_CLOCK_CPU) {
+        rc = perf_tick_probe(&tick, NULL, why, sizeof why);
+        if (rc == 0)
+            use = &tick;
+        else if (x->cfg.perf_clock == COL_PERF_CLOCK_TICK) {
+            col_err("--perf-clock tick: the scheduler tick cannot be sampled: %s", why);
+            return EXIT_RUNTIME;
+        }
+    }
+    rc = perf_host_open(&x->perf_host, x->cfg.perf_freq, PERF_HOST_RING_PAGES_DEFAULT, use);
+    if (rc && use && x->cfg.perf_clock == COL_PERF_CLOCK_TICK) {
+        col_err("--perf-clock tick: cannot open per-CPU tracepoint events: %s", strerror(-rc));
+        return EXIT_RUNTIME;
+    }
+    if (rc && use) {
+        snprintf(why, sizeof why, "per-CPU tracepoint events: %s", strerror(-rc));
+        use = NULL;
+        rc = perf_host_open(&x->perf_host, x->cfg.perf_freq, PERF_HOST_RING_PAGES_DEFAULT, NULL);
+    }
+    if (rc && x->cfg.perf_scope == COL_PERF_SCOPE_CPU) {
+        col_err("--perf-scope cpu: cannot open per-CPU perf events: %s (needs CAP_PERFMON, "
+                "root or /proc/sys/kernel/perf_event_paranoid <= 0)", strerror(-rc));
+        return EXIT_RUNTIME;
+    }
+    if (rc) {
+        col_info("perf: per-CPU events not permitted (%s): sampling per thread", strerror(-rc));
+        return 0;
+    }
+    struct perf_host_stats hs;
+    perf_host_stats(x->perf_host, &hs);
+    const char *frames = hs.kernel_frames ? ", kernel stacks" : ", user stacks only";
+    if (use)
+        col_info("perf: sampling %u CPUs on the scheduler tick, 1 tick in %u: %.1f Hz "
+                 "(--perf-freq %u, tick %.1f ms; per-CPU events, on while a traced process "
+                 "is live)%s", hs.cpus, hs.period_ticks, 1e9 / (double)hs.sample_ns,
+                 x->cfg.perf_freq, (double)tick.tick_ns / 1e6, frames);
+    else
+        col_info("perf: sampling %u CPUs at %u Hz on cpu-clock timers (per-CPU events, on while "
+                 "a traced process is live)%s%s%s", hs.cpus, x->cfg.perf_freq, frames,
+                 why[0] ? "; not on the tick: " : "", why);
+    host_follow(x);             /* nothing is traced yet: off until the first adoption */
+    return 0;
+}
+
 /* What a pass saw, for pacing the next one (col_backoff_pace). */
 struct pass_pressure {
     uint64_t lag, size;         /* the fullest ring's backlog and its size */
@@ -701,24 +754,8 @@ int main(int argc, char **argv)
         x->perf_keeper = perf_callchain_keeper();   /* < 0: perf not permitted, nothing to keep */
     /* after the store and the endpoint: their errors stay the one line */
     int exit_code = 0;
-    if (x->cfg.perf_freq && x->cfg.perf_scope != COL_PERF_SCOPE_THREAD) {
-        rc = perf_host_open(&x->perf_host, x->cfg.perf_freq, PERF_HOST_RING_PAGES_DEFAULT);
-        if (rc == 0) {
-            struct perf_host_stats hs;
-            perf_host_stats(x->perf_host, &hs);
-            col_info("perf: sampling %u CPUs at %u Hz (per-CPU events, on while a traced "
-                     "process is live)%s", hs.cpus, x->cfg.perf_freq,
-                     hs.kernel_frames ? ", kernel stacks" : ", user stacks only");
-            host_follow(x);     /* nothing is traced yet: off until the first adoption */
-        } else if (x->cfg.perf_scope == COL_PERF_SCOPE_CPU) {
-            col_err("--perf-scope cpu: cannot open per-CPU perf events: %s (needs CAP_PERFMON, "
-                    "root or /proc/sys/kernel/perf_event_paranoid <= 0)", strerror(-rc));
-            exit_code = EXIT_RUNTIME;
-        } else {
-            col_info("perf: per-CPU events not permitted (%s): sampling per thread",
-                     strerror(-rc));
-        }
-    }
+    if (x->cfg.perf_freq && x->cfg.perf_scope != COL_PERF_SCOPE_THREAD)
+        exit_code = host_open(x);
     if (!exit_code) {
         col_info("%s %s: store %s, endpoint %s, regions in %s", PROG, D9_VERSION, x->store.dir,
                  x->cfg.endpoint, x->cfg.shm_dir);

@@ -378,9 +378,13 @@ static int on_record(void *ctx, const struct perf_event_header *h, const uint8_t
 
 /* ---- threads ----------------------------------------------------------- */
 
-/* The attr of d9's sampling events (see perf_open_event). */
-static void perf_fill_attr(struct perf_event_attr *a, int cpu_clock, uint32_t freq_hz,
-                           uint32_t switch_period, int kernel, int max_stack)
+/* The attr of d9's sampling events (see perf_open_event, perf_open_tracepoint):
+ * kind PERF_EV_CPU_CLOCK at freq_hz, PERF_EV_SWITCHES 1 in period, or
+ * PERF_EV_TRACEPOINT tp_id 1 in period. A tracepoint fires in the kernel, so
+ * !kernel drops only its kernel callchain (exclude_kernel would drop it all). */
+enum { PERF_EV_CPU_CLOCK, PERF_EV_SWITCHES, PERF_EV_TRACEPOINT };
+static void perf_fill_attr(struct perf_event_attr *a, int kind, uint32_t freq_hz,
+                           uint64_t period, uint64_t tp_id, int kernel, int max_stack)
 {
     memset(a, 0, sizeof *a);
     a->size = sizeof *a;
@@ -393,14 +397,20 @@ static void perf_fill_attr(struct perf_event_attr *a, int cpu_clock, uint32_t fr
     a->exclude_hv = 1;
     if (max_stack)
         a->sample_max_stack = D9_STACK_MAX_FRAMES;
-    if (cpu_clock) {
+    if (kind == PERF_EV_CPU_CLOCK) {
         a->config = PERF_COUNT_SW_CPU_CLOCK;
         a->freq = 1;
         a->sample_freq = freq_hz;
-    } else {
+    } else if (kind == PERF_EV_SWITCHES) {
         a->config = PERF_COUNT_SW_CONTEXT_SWITCHES;
-        a->sample_period = switch_period;
+        a->sample_period = period;
         a->context_switch = 1;
+    } else {
+        a->type = PERF_TYPE_TRACEPOINT;
+        a->config = tp_id;
+        a->sample_period = period;
+        a->exclude_kernel = 0;
+        a->exclude_callchain_kernel = kernel ? 0 : 1;
     }
 }
 
@@ -414,12 +424,15 @@ static int perf_fd_budget_ok(int fd)
     return (rlim_t)fd + PERF_FD_RESERVE < rl.rlim_cur;
 }
 
-int perf_open_event(int cpu_clock, uint32_t freq_hz, uint32_t switch_period, int exclude_idle,
-                    pid_t pid, int cpu, int may_drop_kernel, int *kernel, int *max_stack)
+/* Open a (refilled) attr on (pid, cpu), giving up kernel frames and then
+ * sample_max_stack when refused (see perf_open_event). */
+static int open_degrading(int kind, uint32_t freq_hz, uint64_t period, uint64_t tp_id,
+                          int exclude_idle, pid_t pid, int cpu, int may_drop_kernel,
+                          int *kernel, int *max_stack)
 {
     for (int attempt = 0; attempt < 3; attempt++) {
         struct perf_event_attr a;
-        perf_fill_attr(&a, cpu_clock, freq_hz, switch_period, *kernel, *max_stack);
+        perf_fill_attr(&a, kind, freq_hz, period, tp_id, *kernel, *max_stack);
         a.exclude_idle = exclude_idle ? 1 : 0;
         long fd = perf_sys_open(&a, pid, cpu);
         if (fd >= 0 && !perf_fd_budget_ok((int)fd)) {
@@ -440,6 +453,29 @@ int perf_open_event(int cpu_clock, uint32_t freq_hz, uint32_t switch_period, int
         return -e;
     }
     return -EACCES;
+}
+
+int perf_open_event(int cpu_clock, uint32_t freq_hz, uint32_t switch_period, int exclude_idle,
+                    pid_t pid, int cpu, int may_drop_kernel, int *kernel, int *max_stack)
+{
+    return open_degrading(cpu_clock ? PERF_EV_CPU_CLOCK : PERF_EV_SWITCHES, freq_hz,
+                          switch_period, 0, exclude_idle, pid, cpu, may_drop_kernel, kernel,
+                          max_stack);
+}
+
+int perf_open_tracepoint(uint64_t tp_id, uint64_t period, const char *filter, pid_t pid,
+                         int cpu, int may_drop_kernel, int *kernel, int *max_stack)
+{
+    if (!tp_id || !period)
+        return -EINVAL;
+    int fd = open_degrading(PERF_EV_TRACEPOINT, 0, period, tp_id, 0, pid, cpu,
+                            may_drop_kernel, kernel, max_stack);
+    if (fd >= 0 && filter && ioctl(fd, PERF_EVENT_IOC_SET_FILTER, filter) != 0) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
+    return fd;
 }
 
 /* Open one event of a thread; the degradations stick for the whole process. */

@@ -151,6 +151,16 @@ void perf_proc_stats(const struct perf_proc *p, struct perf_stats *out);
 int perf_open_event(int cpu_clock, uint32_t freq_hz, uint32_t switch_period, int exclude_idle,
                     pid_t pid, int cpu, int may_drop_kernel, int *kernel, int *max_stack);
 
+/*
+ * Open a sampling event on tracepoint tp_id (1 in period hits) on (pid, cpu)
+ * with the tracepoint filter (NULL: none), PERF_D9_SAMPLE_TYPE on
+ * CLOCK_MONOTONIC. *kernel here means the kernel part of the callchain (the
+ * event itself is always in the kernel); degradations as perf_open_event.
+ * Returns the fd or -errno (-EINVAL also for a filter the kernel refused).
+ */
+int perf_open_tracepoint(uint64_t tp_id, uint64_t period, const char *filter, pid_t pid,
+                         int cpu, int may_drop_kernel, int *kernel, int *max_stack);
+
 /* ---- pure parsers (exposed for unit tests and fuzzing) ------------------- */
 
 /* The sample_type both events use; record layouts below follow from it. */

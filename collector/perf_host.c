@@ -20,6 +20,8 @@
 #include <unistd.h>
 #include "collector/perf_host.h"
 
+#define HOST_CHAIN_MAX 256u     /* raw callchain entries kept after a tick strip */
+
 struct host_cpu {
     int fd;
     uint8_t *base;              /* perf_event_mmap_page + data */
@@ -34,16 +36,30 @@ struct perf_host {
     perf_host_route_fn route;   /* of the poll in progress */
     void *route_ctx;
     long polled;
+    int tick;                   /* 1: samples come from the tick (tk) */
+    struct perf_tick tk;
+    uint64_t weight_ns;         /* tick mode: a sample's weight, period x tick_ns */
+    uint64_t chain[HOST_CHAIN_MAX];     /* tick mode: the stripped callchain */
     struct perf_host_stats st;
 };
 
-int perf_host_open(struct perf_host **out, uint32_t freq_hz, uint32_t ring_pages)
+int perf_host_open(struct perf_host **out, uint32_t freq_hz, uint32_t ring_pages,
+                   const struct perf_tick *tick)
 {
     *out = NULL;
     if (freq_hz == 0 || freq_hz > PERF_FREQ_MAX || ring_pages == 0 ||
         ring_pages > PERF_RING_PAGES_MAX ||
-        (ring_pages & (ring_pages - 1)) != 0)
+        (ring_pages & (ring_pages - 1)) != 0 ||
+        (tick && (!tick->tp_id || !tick->handler || tick->tick_ns < PERF_TICK_NS_MIN ||
+                  tick->tick_ns > PERF_TICK_NS_MAX)))
         return -EINVAL;
+    char filter[PERF_TICK_FILTER_MAX];
+    uint32_t period = 0;
+    if (tick) {
+        if (perf_tick_filter(tick, filter, sizeof filter) < 0)
+            return -EINVAL;
+        period = perf_tick_period(tick->tick_ns, freq_hz);
+    }
     long conf = sysconf(_SC_NPROCESSORS_CONF);
     if (conf < 1)
         conf = 1;
@@ -61,11 +77,21 @@ int perf_host_open(struct perf_host **out, uint32_t freq_hz, uint32_t ring_pages
     h->page_size = (size_t)sysconf(_SC_PAGESIZE);
     h->map_len = (1 + (size_t)ring_pages) * h->page_size;
     h->data_size = (uint64_t)ring_pages * h->page_size;
-    int kernel = 1, max_stack = 1, first_err = 0;
+    if (tick) {
+        h->tick = 1;
+        h->tk = *tick;
+        h->weight_ns = (uint64_t)period * tick->tick_ns;
+    }
+    /* a tick sample's kernel frames can only be kept where the interrupt's
+     * entry is known (perf_tick_strip) */
+    int kernel = !tick || perf_tick_has_entry(tick), max_stack = 1, first_err = 0;
     for (int c = 0; c < (int)conf; c++) {
         /* kernel frames are given up only at the first CPU: what was
          * given up stays given up for the others */
-        int fd = perf_open_event(1, freq_hz, 0, 1, -1, c, h->ncpu == 0, &kernel, &max_stack);
+        int fd = tick ? perf_open_tracepoint(tick->tp_id, period, filter, -1, c, h->ncpu == 0,
+                                             &kernel, &max_stack)
+                      : perf_open_event(1, freq_hz, 0, 1, -1, c, h->ncpu == 0, &kernel,
+                                        &max_stack);
         if (fd == -ENODEV || fd == -ENOENT)
             continue;           /* offline CPU */
         if (fd < 0) {
@@ -91,6 +117,9 @@ int perf_host_open(struct perf_host **out, uint32_t freq_hz, uint32_t ring_pages
     h->st.cpus = h->ncpu;
     h->st.enabled = 1;          /* perf_open_event opens its events enabled */
     h->st.kernel_frames = kernel;
+    h->st.clock = tick ? PERF_HOST_CLOCK_TICK : PERF_HOST_CLOCK_CPU;
+    h->st.period_ticks = period;
+    h->st.sample_ns = tick ? h->weight_ns : (1000000000ull + freq_hz / 2) / freq_hz;
     *out = h;
     return 0;
 }
@@ -137,6 +166,16 @@ static int on_record(void *ctx, const struct perf_event_header *hd, const uint8_
         }
         h->st.samples++;
         h->polled++;
+        if (h->tick) {          /* the tick's handler frames off, the weight in ns */
+            s.period = h->weight_ns;
+            if (h->st.kernel_frames) {
+                int unanchored;
+                s.nr = perf_tick_strip(&h->tk, s.ips, s.nr, h->chain, HOST_CHAIN_MAX,
+                                       &unanchored);
+                s.ips = (const uint8_t *)h->chain;
+                h->st.unanchored += (uint64_t)unanchored;
+            }
+        }
         if (h->route(h->route_ctx, &s))
             h->st.routed++;
     } else if (hd->type == PERF_RECORD_LOST) {

@@ -1,6 +1,8 @@
 /*
- * perf_host.h — host-wide on-CPU sampling for d9collectd: one cpu-clock
- * perf event per CPU (pid = -1, cpu = c) instead of one per traced thread.
+ * perf_host.h — host-wide on-CPU sampling for d9collectd: one sampling
+ * perf event per CPU (pid = -1, cpu = c) instead of one per traced thread,
+ * either on the scheduler tick (perf_tick.h: no interrupt of its own, the
+ * daemon's choice where available) or a cpu-clock timer.
  * The daemon routes each sample by pid to the traced process it belongs to
  * (perf_proc_add_cpu_sample); samples of other processes are dropped and
  * counted.
@@ -35,12 +37,20 @@
 #define D9_COL_PERF_HOST_H
 #include <stdint.h>
 #include "collector/perf.h"
+#include "collector/perf_tick.h"
 
 #define PERF_HOST_RING_PAGES_DEFAULT 32u   /* data pages per CPU, power of two */
 #define PERF_HOST_CPUS_MAX           4096u
 
+enum { PERF_HOST_CLOCK_CPU, PERF_HOST_CLOCK_TICK };
+
 struct perf_host_stats {
     uint32_t cpus;              /* CPUs with an open event */
+    int clock;                  /* PERF_HOST_CLOCK_*: what the samples are taken on */
+    uint32_t period_ticks;      /* tick clock: 1 sample in this many ticks */
+    uint64_t sample_ns;         /* time between two samples of a busy CPU (nominal) */
+    uint64_t unanchored;        /* tick clock: samples whose kernel frames were dropped
+                                   (no entry stub in their callchain) */
     int enabled;                /* 1 while the events sample (perf_host_enable) */
     uint64_t switches;          /* times perf_host_enable changed the state */
     int kernel_frames;          /* 1 if kernel callchains are collected */
@@ -55,13 +65,18 @@ struct perf_host;
 /*
  * Open a sampling event at freq_hz (1..PERF_FREQ_MAX) on every online CPU,
  * each with a ring of ring_pages data pages (power of two,
- * 1..PERF_RING_PAGES_MAX).
+ * 1..PERF_RING_PAGES_MAX). tick NULL: a cpu-clock event, its own timer;
+ * else (perf_tick_probe filled it) the tick's tracepoint, 1 in
+ * perf_tick_period(tick_ns, freq_hz) ticks, each sample's kernel frames cut
+ * at the interrupt entry (perf_tick_strip) and its period rewritten to the
+ * time it stands for, so the daemon sees the same samples either way.
  * Kernel frames are given up, then sample_max_stack, when the kernel
  * refuses them (perf_open_event). Errors: -EACCES / -EPERM not permitted (the caller falls
  * back to per-thread events), -ENOSYS, -EINVAL bad arguments, -ENOMEM,
  * -EMFILE, or what perf_event_open or mmap said for the first CPU.
  */
-int perf_host_open(struct perf_host **out, uint32_t freq_hz, uint32_t ring_pages);
+int perf_host_open(struct perf_host **out, uint32_t freq_hz, uint32_t ring_pages,
+                   const struct perf_tick *tick);
 void perf_host_close(struct perf_host *h);
 
 /*

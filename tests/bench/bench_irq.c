@@ -1,25 +1,29 @@
 /*
  * bench_irq.c — what one CPU-profile sample costs the CPU it interrupts:
- * d9collectd's host sampler (one cpu-clock event per CPU, opened by the
- * collector's own perf_open_event, so with the same attributes: frequency
- * mode, callchains, kernel frames when allowed, idle excluded) against a
- * compute loop pinned to every CPU.
+ * d9collectd's host sampler (perf_host_open, so the very events the
+ * collector opens: one per CPU, callchains, kernel frames when allowed, on
+ * the scheduler tick or on cpu-clock timers) against a compute loop pinned
+ * to every CPU.
  *
- * Method: the events are switched on and off (ioctl) in alternating slices
- * (default 200 ms: 20 ms to settle, then 180 ms measured), and the loops'
- * iteration rate is compared between the on and the off slices. The slices
- * are short next to the drift of a VM's CPU speed, so the drift cancels and
- * a cost far below a run-to-run noise of several percent can be measured.
- * The samples are counted from the rings (PERF_RECORD_SAMPLE plus what
- * PERF_RECORD_LOST reports), so the cost per sample does not trust the
- * nominal frequency:
+ * Method: the events are switched on and off (perf_host_enable) in
+ * alternating slices (default 200 ms: 20 ms to settle, then 180 ms
+ * measured), and the loops' iteration rate is compared between the on and
+ * the off slices. The slices are short next to the drift of a VM's CPU
+ * speed, so the drift cancels and a cost far below a run-to-run noise of
+ * several percent can be measured. The samples are counted as the
+ * collector reads them (perf_host_poll, plus what PERF_RECORD_LOST
+ * reports), so the cost per sample does not trust the nominal frequency:
  *
  *   us_per_sample = (1 - rate_on / rate_off) x CPUs x measured on-time / samples
  *
  * Prints one line of key=value pairs (run-bench.sh parses it):
- *   irq hz=H cpus=N slices=S samples=K overhead_pct=P us_per_sample=U kernel=0|1
- * or "irq skipped=REASON" (exit 0) when per-CPU events are refused (needs
- * CAP_PERFMON, CAP_SYS_ADMIN or perf_event_paranoid <= 0).
+ *   irq clock=tick|cpu-clock hz=H rate=R cpus=N slices=S samples=K overhead_pct=P
+ *       us_per_sample=U kernel=0|1
+ * (rate: the nominal samples per second of a busy CPU, which on the tick is
+ * the tick rate's divisor nearest to H), or "irq skipped=REASON" (exit 0)
+ * when the events are refused (per-CPU events need CAP_PERFMON,
+ * CAP_SYS_ADMIN or perf_event_paranoid <= 0; the tick needs tracefs and
+ * kallsyms, see perf_tick.h).
  *
  * Who runs it: tests/bench/run-bench.sh. Never part of make test.
  */
@@ -31,21 +35,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 #include "collector/perf.h"
+#include "collector/perf_host.h"
+#include "collector/perf_tick.h"
 #include "tests/bench/bench_util.h"
 
 #define IRQ_CPUS_MAX     256
 #define IRQ_RING_PAGES   64u        /* data pages per CPU: 256 KiB, > a slice of samples */
 #define IRQ_SETTLE_MS    20
 #define IRQ_USAGE \
-    "usage: bench_irq [--hz N] [--seconds S] [--slice-ms M]\n" \
-    "  Cost per CPU-profile sample interrupt: d9collectd's per-CPU cpu-clock events\n" \
-    "  switched on and off in alternating slices over a compute loop on every CPU.\n" \
-    "  --hz N        sampling frequency per CPU (default 999)\n" \
+    "usage: bench_irq [--clock tick|cpu-clock] [--hz N] [--seconds S] [--slice-ms M]\n" \
+    "  Cost per CPU-profile sample: d9collectd's per-CPU sampling events switched\n" \
+    "  on and off in alternating slices over a compute loop on every CPU.\n" \
+    "  --clock C     tick (the scheduler tick's tracepoint) or cpu-clock (a timer\n" \
+    "                per CPU); default cpu-clock\n" \
+    "  --hz N        sampling frequency per CPU (default 999; on the tick, the\n" \
+    "                nearest divisor of the tick rate)\n" \
     "  --seconds S   total run time (default 10)\n" \
     "  --slice-ms M  length of one on or off slice, >= 50 (default 200)\n"
 
@@ -94,36 +101,45 @@ static void sleep_ms(long ms)
         ;
 }
 
-/* perf_ring_consume callback: count samples, and the ones a
- * PERF_RECORD_LOST says the ring had no room for (each was an interrupt). */
-static int count_rec(void *ctx, const struct perf_event_header *h, const uint8_t *rec, size_t len)
+/* perf_host_poll route: count, take nothing. */
+static int count_sample(void *ctx, const struct perf_sample *smp)
 {
-    uint64_t *n = ctx, lost;
-    if (h->type == PERF_RECORD_SAMPLE)
-        (*n)++;
-    else if (h->type == PERF_RECORD_LOST && perf_parse_lost(rec, len, &lost) == 0)
-        *n += lost;
+    (void)smp;
+    (*(uint64_t *)ctx)++;
     return 0;
 }
 
-/* The samples in one CPU's ring since the last call; the ring is handed back
- * (the collector's own walk: perf_ring_consume). */
-static uint64_t ring_count(uint8_t *base, size_t page, uint64_t size)
+/* The samples read since the last call, with the ones PERF_RECORD_LOST
+ * says the rings had no room for (each was an interrupt too). */
+static uint64_t host_count(struct perf_host *h, uint64_t *lost_seen)
 {
-    static uint8_t scratch[PERF_REC_SCRATCH];
     uint64_t n = 0;
-    perf_ring_consume(base, page, size, scratch, count_rec, &n);
+    perf_host_poll(h, count_sample, &n);
+    struct perf_host_stats st;
+    perf_host_stats(h, &st);
+    n += st.lost - *lost_seen;
+    *lost_seen = st.lost;
     return n;
 }
 
 int main(int argc, char **argv)
 {
     long hz = 999, secs = 10, slice = 200;
+    int tick = 0;
     for (int i = 1; i < argc; i += 2) {     /* every option takes a value */
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             fputs(IRQ_USAGE, stdout);
             return 0;
+        } else if (!strcmp(argv[i], "--clock")) {
+            if (val && !strcmp(val, "tick")) {
+                tick = 1;
+            } else if (val && !strcmp(val, "cpu-clock")) {
+                tick = 0;
+            } else {
+                fprintf(stderr, "bench_irq: --clock takes tick or cpu-clock\n%s", IRQ_USAGE);
+                return 2;
+            }
         } else if (!strcmp(argv[i], "--hz")) {
             hz = (long)bench_arg_ulong(argv[i], val, 1, PERF_FREQ_MAX);
         } else if (!strcmp(argv[i], "--seconds")) {
@@ -141,26 +157,22 @@ int main(int argc, char **argv)
         return 1;
     }
     int n = (int)ncpu;
-    int fds[IRQ_CPUS_MAX];
-    uint8_t *rings[IRQ_CPUS_MAX];
-    long page = sysconf(_SC_PAGESIZE);
-    uint64_t ring_size = (uint64_t)IRQ_RING_PAGES * (uint64_t)page;
-    int kernel = 1, max_stack = 1;
-    for (int c = 0; c < n; c++) {
-        fds[c] = perf_open_event(1, (uint32_t)hz, 0, 1, -1, c, 1, &kernel, &max_stack);
-        if (fds[c] < 0) {
-            printf("irq skipped=per-CPU-events-refused:%s\n", strerror(-fds[c]));
-            return 0;
-        }
-        void *m = mmap(NULL, (size_t)page * (IRQ_RING_PAGES + 1), PROT_READ | PROT_WRITE,
-                       MAP_SHARED, fds[c], 0);
-        if (m == MAP_FAILED) {
-            printf("irq skipped=mmap:%s\n", strerror(errno));
-            return 0;
-        }
-        rings[c] = m;
-        ioctl(fds[c], PERF_EVENT_IOC_DISABLE, 0);
+    struct perf_tick tk;
+    char why[256];
+    if (tick && perf_tick_probe(&tk, NULL, why, sizeof why) != 0) {
+        printf("irq skipped=%s\n", why);
+        return 0;
     }
+    struct perf_host *h;
+    int rc = perf_host_open(&h, (uint32_t)hz, IRQ_RING_PAGES, tick ? &tk : NULL);
+    if (rc) {
+        printf("irq skipped=per-CPU-events-refused:%s\n", strerror(-rc));
+        return 0;
+    }
+    struct perf_host_stats st;
+    perf_host_stats(h, &st);
+    perf_host_enable(h, 0);
+    uint64_t lost_seen = 0;
     pthread_t th[IRQ_CPUS_MAX];
     for (int c = 0; c < n; c++) {
         g_w[c].cpu = c;
@@ -176,19 +188,18 @@ int main(int argc, char **argv)
     double end = now_s() + (double)secs;
     while (now_s() < end || slices % 2) {   /* an even number: as many on as off */
         on = !on;
-        for (int c = 0; c < n; c++)
-            ioctl(fds[c], on ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_DISABLE, 0);
+        if (perf_host_enable(h, on) != 0) {
+            fprintf(stderr, "bench_irq: cannot switch the events %s\n", on ? "on" : "off");
+            return 1;
+        }
         sleep_ms(IRQ_SETTLE_MS);
-        for (int c = 0; c < n; c++)
-            ring_count(rings[c], (size_t)page, ring_size);    /* the settle time's samples do not count */
+        host_count(h, &lost_seen);      /* the settle time's samples do not count */
         double t0 = now_s();
         uint64_t i0 = total_iters(n);
         sleep_ms(slice - IRQ_SETTLE_MS);
         uint64_t i1 = total_iters(n);
         double t1 = now_s();
-        uint64_t k = 0;
-        for (int c = 0; c < n; c++)
-            k += ring_count(rings[c], (size_t)page, ring_size);
+        uint64_t k = host_count(h, &lost_seen);
         if (on) {
             on_iters += (double)(i1 - i0);
             on_t += t1 - t0;
@@ -200,14 +211,15 @@ int main(int argc, char **argv)
         slices++;
     }
     atomic_store(&g_stop, 1);
-    for (int c = 0; c < n; c++) {
+    for (int c = 0; c < n; c++)
         pthread_join(th[c], NULL);
-        close(fds[c]);
-    }
+    perf_host_close(h);
     double r_on = on_iters / on_t, r_off = off_iters / off_t;
     double ovh = 1.0 - r_on / r_off;
     double us = samples ? ovh * (double)n * on_t * 1e6 / (double)samples : 0.0;
-    printf("irq hz=%ld cpus=%d slices=%d samples=%llu overhead_pct=%.3f us_per_sample=%.2f kernel=%d\n",
-           hz, n, slices, (unsigned long long)samples, 100.0 * ovh, us, kernel);
+    printf("irq clock=%s hz=%ld rate=%.1f cpus=%d slices=%d samples=%llu overhead_pct=%.3f "
+           "us_per_sample=%.2f kernel=%d\n", tick ? "tick" : "cpu-clock", hz,
+           1e9 / (double)st.sample_ns, n, slices, (unsigned long long)samples, 100.0 * ovh, us,
+           st.kernel_frames);
     return 0;
 }

@@ -6,7 +6,8 @@
  * Input: 16 bytes of cursors (tail, head), then the ring data area (its
  * length rounded down to a power of two, the size the walker is told). Every
  * record handed out is parsed as a sample, a sample_id trailer and a
- * callchain; nothing may crash, read out of bounds or hand out a record
+ * callchain (also cut as a tick sample's, perf_tick_strip, then parsed
+ * again as perf_host does); nothing may crash, read out of bounds or hand out a record
  * longer than the bytes published. Built and run by tests/fuzz/run.sh.
  */
 #include <stddef.h>
@@ -14,10 +15,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include "collector/perf.h"
+#include "collector/perf_tick.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static uint8_t g_scratch[PERF_REC_SCRATCH];
+/* entry stubs where fuzzed kernel addresses often land */
+static const struct perf_tick g_tick = {
+    .tp_id = 1, .handler = 0xffffffff81000000ull, .tick_ns = 4000000,
+    .entry = { { 0xffffffff81000000ull, 0xffffffff81001000ull }, { 0, 0 },
+               { 0x8000000000000000ull, 0x8000000000000040ull } },
+};
 
 static int on_rec(void *ctx, const struct perf_event_header *h, const uint8_t *rec, size_t len)
 {
@@ -30,6 +38,14 @@ static int on_rec(void *ctx, const struct perf_event_header *h, const uint8_t *r
         uint64_t out[D9_STACK_MAX_FRAMES];
         uint16_t flags;
         uint16_t n = perf_callchain_to_frames(s.ips, s.nr, out, D9_STACK_MAX_FRAMES, &flags);
+        if (n > D9_STACK_MAX_FRAMES)
+            abort();
+        uint64_t cut[256];
+        int unanchored;
+        size_t m = perf_tick_strip(&g_tick, s.ips, s.nr, cut, 256, &unanchored);
+        if (m > 256 || m > s.nr || (unanchored != 0 && unanchored != 1))
+            abort();
+        n = perf_callchain_to_frames((const uint8_t *)cut, m, out, D9_STACK_MAX_FRAMES, &flags);
         if (n > D9_STACK_MAX_FRAMES)
             abort();
     }

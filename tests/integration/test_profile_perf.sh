@@ -78,6 +78,10 @@ check "flame reports what it read on stderr" has 'samples' "$T/cpu.err"
 if grep -q ' _text$' /proc/kallsyms 2>/dev/null && ! grep -q '^0000000000000000 ' /proc/kallsyms; then
     check "kernel frames are named from kallsyms" has '_\[k\]' "$T/cpu.folded"
 fi
+# a sample taken on the tick starts in the tick's interrupt handler, which
+# runs with interrupts off: no honest sample is ever inside it
+check "no frame of the sampling interrupt's handler is in a stack" \
+    hasnt 'hrtimer_interrupt_\[k\]' "$T/cpu.folded"
 d9 flame --pid "$HOT" --no-kernel >"$T/user.folded" 2>/dev/null
 check "--no-kernel drops kernel frames" hasnt '_\[k\]' "$T/user.folded"
 check "--no-kernel drops [kernel] frames too" hasnt '\[kernel\]' "$T/user.folded"
@@ -130,6 +134,8 @@ fi
 check "SIGTERM stops the collector" stop_collector
 if [ "$(id -u)" -eq 0 ]; then
     check "as root, the CPU profile came from per-CPU events" has 'per-CPU events' "$T/col.log"
+    check "the samples were taken on the scheduler tick, or the log says why not" \
+        sh -c "grep -q 'on the scheduler tick, 1 tick in' '$T/col.log' || grep -q 'not on the tick: ' '$T/col.log'"
 fi
 
 # ---- per-thread events: the fallback where per-CPU events are not permitted ----------

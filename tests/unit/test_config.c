@@ -165,6 +165,29 @@ static void perf_scope_defaults_to_auto_and_takes_cpu_or_thread(void **s)
     assert_non_null(strstr(errbuf, "expected auto, cpu or thread"));
 }
 
+static void perf_clock_defaults_to_auto_and_tick_needs_per_cpu_events(void **s)
+{
+    (void)s;
+    struct col_config c;
+    char *a0[] = { "d9collectd", NULL };
+    assert_int_equal(parse(&c, 0, NULL, 1, a0), COL_CONFIG_RUN);
+    assert_int_equal(c.perf_clock, COL_PERF_CLOCK_AUTO);
+    char *a1[] = { "d9collectd", "--perf-clock", "tick", NULL };
+    assert_int_equal(parse(&c, 0, NULL, 3, a1), COL_CONFIG_RUN);
+    assert_int_equal(c.perf_clock, COL_PERF_CLOCK_TICK);
+    char *a2[] = { "d9collectd", "--perf-clock=cpu-clock", "--perf-scope=thread", NULL };
+    assert_int_equal(parse(&c, 0, NULL, 3, a2), COL_CONFIG_RUN);
+    assert_int_equal(c.perf_clock, COL_PERF_CLOCK_CPU);
+    assert_string_equal(col_perf_clock_name(c.perf_clock), "cpu-clock");
+    char *a3[] = { "d9collectd", "--perf-clock", "jiffies", NULL };
+    assert_int_equal(parse(&c, 0, NULL, 3, a3), -EINVAL);
+    assert_non_null(strstr(errbuf, "expected auto, tick or cpu-clock"));
+    /* the tick is sampled by per-CPU events only */
+    char *a4[] = { "d9collectd", "--perf-clock", "tick", "--perf-scope", "thread", NULL };
+    assert_int_equal(parse(&c, 0, NULL, 5, a4), -EINVAL);
+    assert_non_null(strstr(errbuf, "perf-scope thread"));
+}
+
 static void endpoint_must_look_like_a_zmq_endpoint(void **s)
 {
     (void)s;
@@ -279,8 +302,9 @@ static void dump_output_loads_back_to_the_same_config(void **s)
     (void)s;
     struct col_config a, b;
     char *argv[] = { "d9collectd", "--store=/a b", "--segment-mb=3", "--log-level=warn",
-                     "--pidfile=/run/x.pid", "--perf-scope=thread", NULL };
-    assert_int_equal(parse(&a, 0, NULL, 6, argv), COL_CONFIG_RUN);
+                     "--pidfile=/run/x.pid", "--perf-scope=thread", "--perf-clock=cpu-clock",
+                     NULL };
+    assert_int_equal(parse(&a, 0, NULL, 7, argv), COL_CONFIG_RUN);
     char path[] = "/tmp/d9cfgdump.XXXXXX";
     int fd = mkstemp(path);
     FILE *f = fdopen(fd, "w");
@@ -293,6 +317,7 @@ static void dump_output_loads_back_to_the_same_config(void **s)
     assert_int_equal(b.log_level, COL_LOG_WARN);
     assert_string_equal(b.pidfile, "/run/x.pid");
     assert_int_equal(b.perf_scope, COL_PERF_SCOPE_THREAD);
+    assert_int_equal(b.perf_clock, COL_PERF_CLOCK_CPU);
     unlink(path);
 }
 
@@ -318,6 +343,7 @@ int main(void)
         cmocka_unit_test(positional_argument_is_rejected),
         cmocka_unit_test(numbers_must_be_plain_decimal_in_range),
         cmocka_unit_test(perf_scope_defaults_to_auto_and_takes_cpu_or_thread),
+        cmocka_unit_test(perf_clock_defaults_to_auto_and_tick_needs_per_cpu_events),
         cmocka_unit_test(log_level_must_be_a_known_name),
         cmocka_unit_test(endpoint_must_look_like_a_zmq_endpoint),
         cmocka_unit_test(config_file_sets_options_and_ignores_comments),

@@ -160,6 +160,9 @@ int main(int argc, char **argv)
     struct perf_tick tk;
     char why[256];
     if (tick && perf_tick_probe(&tk, NULL, why, sizeof why) != 0) {
+        for (char *c = why; *c; c++)
+            if (*c == ' ')
+                *c = '_';       /* one key=value token */
         printf("irq skipped=%s\n", why);
         return 0;
     }

@@ -12,10 +12,11 @@
 #      threads, its CPU use, and the offered rate where loss passes 0.1%,
 #      next to lttng-consumerd at the same offered rates;
 #   3. end to end: d9demo throughput with tracing off vs on, alternating runs,
-#      and what one CPU-profile sample costs the CPU it interrupts
-#      (bench_irq: the collector's per-CPU events on and off in alternating
-#      200 ms slices over a compute loop on every CPU), for the bottom-up
-#      account of the end-to-end overhead.
+#      and what one CPU-profile sample costs the CPU it is taken from
+#      (bench_irq: the collector's per-CPU events, on cpu-clock timers and
+#      on the scheduler tick, on and off in alternating 200 ms slices over
+#      a compute loop on every CPU), for the bottom-up account of the
+#      end-to-end overhead.
 #
 # Isolation: everything lives in one mktemp -d directory: the d9 store, shm
 # dir and control socket, and a private LTTNG_HOME for a session daemon
@@ -100,6 +101,14 @@ stop_pids() {   # stop_pids PID...: TERM, wait up to 5 s, then KILL
     warn "killing stuck processes:$alive"
     kill -KILL $alive 2>/dev/null
 }
+
+# The collector samples its CPU profile on the scheduler tick where it can
+# (a tracepoint: tracefs). systemd mounts tracefs at boot; a bare machine
+# may not have it, and the bench would measure the cpu-clock fallback.
+if [ "$(id -u)" -eq 0 ] && [ -d /sys/kernel/tracing ] && [ ! -e /sys/kernel/tracing/events ]; then
+    mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null &&
+        say "mounted tracefs on /sys/kernel/tracing (the collector's tick profile needs it)"
+fi
 
 LT_HOME=$T/lttng
 LT_OUT=$M/lttng
@@ -435,13 +444,14 @@ e2e_series() {  # e2e_series PREFIX LABEL DEMO_ARGS...: the pairs, then their st
     e2e_stats "$T/$pfx.runs" "$pfx" >>"$R"
 }
 # The profile's share, measured with no collector running: the cost of one
-# sample at IRQ_HZ_AMP (enough samples to see it above the noise), and the
-# default frequency directly (twice as long: a small signal).
-irq_run() {     # irq_run KEY HZ SECONDS
+# sample on a cpu-clock timer at IRQ_HZ_AMP and on the tick at the tick rate
+# (enough samples to see them above the noise), and the default frequency
+# on the collector's default clock directly (a small signal: long runs).
+irq_run() {     # irq_run KEY CLOCK HZ SECONDS
     if [ -x "$B/bench_irq" ]; then
-        "$B/bench_irq" --hz "$2" --seconds "$3" >"$T/irq.$1" 2>"$T/irq.err" ||
-            warn "bench_irq --hz $2 failed: $(tail -n 1 "$T/irq.err")"
-        for k in samples overhead_pct us_per_sample skipped; do
+        "$B/bench_irq" --clock "$2" --hz "$3" --seconds "$4" >"$T/irq.$1" 2>"$T/irq.err" ||
+            warn "bench_irq --clock $2 --hz $3 failed: $(tail -n 1 "$T/irq.err")"
+        for k in clock rate samples overhead_pct us_per_sample skipped; do
             v=$(kv "$T/irq.$1" $k); [ -n "$v" ] && put irq.$1.$k "$v"
         done
     fi
@@ -449,13 +459,24 @@ irq_run() {     # irq_run KEY HZ SECONDS
 stop_pids $COL_PID; COL_PID=""
 IRQ_HZ_DEF=$("$BIN/d9collectd" --print-config 2>/dev/null | sed -n 's/^perf-freq[ =]*\([0-9]*\).*/\1/p')
 IRQ_HZ_DEF=${IRQ_HZ_DEF:-99}
-say "[3/3] profiler: one sample's cost, per-CPU cpu-clock events on/off in 200 ms slices at $IRQ_HZ_AMP Hz and $IRQ_HZ_DEF Hz"
-irq_run amp $IRQ_HZ_AMP $IRQ_SECONDS
-irq_run def $IRQ_HZ_DEF $((2 * IRQ_SECONDS))
+say "[3/3] profiler: one sample's cost, per-CPU events on/off in 200 ms slices: cpu-clock at $IRQ_HZ_AMP Hz, the tick at its rate, the default ($IRQ_HZ_DEF Hz)"
+irq_run cc cpu-clock $IRQ_HZ_AMP $IRQ_SECONDS
+irq_run tk tick $IRQ_HZ_AMP $((2 * IRQ_SECONDS))
+# the default clock: the tick where it can be sampled (bench_irq says
+# skipped otherwise), as the collector chooses
+if [ "$(get irq.tk.skipped)" = n/a ]; then IRQ_DEF_CLOCK=tick; else IRQ_DEF_CLOCK=cpu-clock; fi
+irq_run def $IRQ_DEF_CLOCK $IRQ_HZ_DEF $((2 * IRQ_SECONDS))
 put irq.def.hz $IRQ_HZ_DEF
 if [ -x "$BIN/d9demo" ] && [ $HAVE_COL = 1 ]; then
     rm -rf "$M"/store*
     col_up || HAVE_COL=0
+    # what the end-to-end collector samples on (its start-up log line,
+    # written after the socket appears: the tick is checked first)
+    n=20
+    while [ $n -gt 0 ] && ! grep -q 'perf: sampling\|perf: per-CPU events not' "$T/collector.log"; do
+        sleep 0.1; n=$((n - 1))
+    done
+    sed -n 's/.*perf: sampling \(.*\)/\1/p' "$T/collector.log" | head -n 1 >"$T/col.perf"
 fi
 e2e_stats() {   # e2e_stats RUNS_FILE PREFIX: pairs in run order -> mean, 95 % t interval
     python3 - "$1" "$2" <<'PY'
@@ -621,10 +642,12 @@ report_e2e() {  # report_e2e PREFIX TITLE DEMO_ARGS
     echo "  bottom-up: $(get $p.recorded) events recorded while on ($ev per task, $(get $p.on.lost) lost);"
     echo "  d9collectd $uc us/task = $(calc "100 * $uc / $uo" 2) % of a task's CPU; the record calls ~$ev x $hot ns"
     echo "  = $(calc "$ev * $hot / 1000" 2) us/task = $(calc "100 * $ev * $hot / 1000 / $uo" 2) % (hot path (b') above);"
-    if [ "$(get irq.amp.us_per_sample)" != n/a ]; then
-        hz=$(get irq.def.hz)
-        echo "  the profile at $hz Hz per CPU: $hz x $(get irq.amp.us_per_sample) us per sample (PROFILER below) = $(calc "$hz * $(get irq.amp.us_per_sample) / 1e4" 2) % of every busy CPU"
-        echo "  (measured directly at $hz Hz: $(get irq.def.overhead_pct) %, a signal near the noise of its slices);"
+    # the profile's price per sample on the clock the collector used
+    case "$(cat "$T/col.perf" 2>/dev/null)" in *"scheduler tick"*) ik=tk ;; *) ik=cc ;; esac
+    if [ "$(get irq.$ik.us_per_sample)" != n/a ] && [ "$(get irq.def.rate)" != n/a ]; then
+        rate=$(get irq.def.rate)
+        echo "  the profile ($(get irq.def.clock), $rate samples/s per busy CPU): x $(get irq.$ik.us_per_sample) us per sample (PROFILER below)"
+        echo "  = $(calc "$rate * $(get irq.$ik.us_per_sample) / 1e4" 2) % of every busy CPU (measured directly at $(get irq.def.hz) Hz: $(get irq.def.overhead_pct) %, a signal near the noise of its slices);"
         echo "  the rest (schedstat reads, collector wake-ups displacing a worker, cache interference) is inside the noise of the rows above."
     else
         echo "  the rest is the kernel's share (perf sampling, schedstat reads) and interference, inside the noise of the rows above."
@@ -633,16 +656,33 @@ report_e2e() {  # report_e2e PREFIX TITLE DEMO_ARGS
 
 report_irq() {
     echo
-    echo "PROFILER — what one CPU-profile sample costs the CPU it interrupts: d9collectd's per-CPU"
-    echo "cpu-clock events (same attributes) switched on and off in alternating 200 ms slices over a"
-    echo "compute loop on each of the $NCPU CPUs; baseline = the off slices of the same run."
-    if [ "$(get irq.amp.skipped)" != n/a ]; then
-        echo "  skipped: $(get irq.amp.skipped) (needs CAP_PERFMON or perf_event_paranoid <= 0)"
+    echo "PROFILER — what one CPU-profile sample costs the CPU it takes it from: d9collectd's per-CPU"
+    echo "events (perf_host_open, the collector's own code) switched on and off in alternating 200 ms"
+    echo "slices over a compute loop on each of the $NCPU CPUs; baseline = the off slices of the same run."
+    echo "cpu-clock: a timer per CPU, each sample an interrupt of its own; tick: the scheduler tick's"
+    echo "tracepoint, 1 tick in N, no interrupt of its own (the collector's choice where it works)."
+    if [ "$(get irq.cc.skipped)" != n/a ]; then
+        echo "  skipped: $(get irq.cc.skipped) (needs CAP_PERFMON or perf_event_paranoid <= 0)"
         return
     fi
-    printf '  %-28s %10s %14s %16s\n' "sampling" "samples" "loop slower" "per sample"
-    printf '  %-28s %10s %12s %% %13s us\n' "$IRQ_HZ_AMP Hz per CPU (amplified)" "$(get irq.amp.samples)" "$(get irq.amp.overhead_pct)" "$(get irq.amp.us_per_sample)"
-    printf '  %-28s %10s %12s %% %13s us\n' "$(get irq.def.hz) Hz per CPU (the default)" "$(get irq.def.samples)" "$(get irq.def.overhead_pct)" "$(get irq.def.us_per_sample)"
+    printf '  %-34s %10s %10s %14s %16s\n' "sampling" "rate/CPU" "samples" "loop slower" "per sample"
+    irq_row() {     # irq_row KEY LABEL
+        if [ "$(get irq.$1.skipped)" != n/a ]; then
+            printf '  %-34s skipped: %s\n' "$2" "$(get irq.$1.skipped)"
+        else
+            printf '  %-34s %10s %10s %12s %% %13s us\n' "$2" "$(get irq.$1.rate)" "$(get irq.$1.samples)" "$(get irq.$1.overhead_pct)" "$(get irq.$1.us_per_sample)"
+        fi
+    }
+    irq_row cc "cpu-clock, $IRQ_HZ_AMP Hz (amplified)"
+    irq_row tk "tick, every tick (amplified)"
+    irq_row def "$(get irq.def.clock), --perf-freq $(get irq.def.hz) (the default)"
+    cc=$(get irq.cc.us_per_sample); tk=$(get irq.tk.us_per_sample)
+    if [ "$cc" != n/a ] && [ "$tk" != n/a ] && [ "$(calc "($cc > 0) * ($tk > 0)" 0)" = 1 ]; then
+        echo "  a sample on the tick costs $(calc "$tk / $cc" 2)x one on a cpu-clock timer"
+    elif [ "$cc" != n/a ] && [ "$tk" != n/a ]; then
+        echo "  tick against cpu-clock: one of the two is inside the noise of its slices (no ratio)"
+    fi
+    [ -s "$T/col.perf" ] && echo "  the end-to-end collector sampled $(cat "$T/col.perf")"
     echo "  --perf-freq trades it against profile resolution; 0 turns the profile off."
 }
 

@@ -16,7 +16,8 @@
  * per-thread events miss up to one /proc rescan of its life.
  *
  * Cost and scope: each CPU gets freq_hz samples per second of non-idle time
- * (exclude_idle), whoever runs; a traced thread thus gets freq_hz samples
+ * (exclude_idle; on the tick: the nearest divisor of the tick rate, and an
+ * idle CPU has no tick), whoever runs; a traced thread thus gets freq_hz samples
  * per second of its CPU time, as with per-thread events. Because every busy
  * CPU pays for its samples whoever runs there, the daemon switches the
  * events off while no traced process is live (perf_host_enable): an idle

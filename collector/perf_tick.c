@@ -67,9 +67,16 @@ static int read_tp_id(const struct perf_tick_paths *pp, uint64_t *id, char *why,
         path = pp->tp_id;
         rc = read_small(path, buf, sizeof buf);
     } else {
-        for (size_t i = 0; i < sizeof tp_id_paths / sizeof tp_id_paths[0] && rc; i++) {
-            path = tp_id_paths[i];
-            rc = read_small(path, buf, sizeof buf);
+        path = tp_id_paths[0];  /* the one named when neither is there */
+        for (size_t i = 0; i < sizeof tp_id_paths / sizeof tp_id_paths[0]; i++) {
+            int r = read_small(tp_id_paths[i], buf, sizeof buf);
+            if (r == 0) {
+                rc = 0;
+                path = tp_id_paths[i];
+                break;
+            }
+            if (i == 0)
+                rc = r;
         }
     }
     if (rc) {

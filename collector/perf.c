@@ -188,24 +188,33 @@ int perf_parse_lost(const uint8_t *rec, size_t len, uint64_t *lost)
     return 0;
 }
 
-#define SAMPLE_FIXED (sizeof(struct perf_event_header) + 8 /* id */ + 8 /* pid,tid */ + \
-                      8 /* time */ + 8 /* period */ + 8 /* nr */)
+#define SAMPLE_HEAD (sizeof(struct perf_event_header) + 8 /* id */ + 8 /* pid,tid */ + \
+                     8 /* time */)
 
-int perf_parse_sample(const uint8_t *rec, size_t len, struct perf_sample *s)
+int perf_parse_sample_as(const uint8_t *rec, size_t len, uint64_t sample_type,
+                         struct perf_sample *s)
 {
-    if (len < SAMPLE_FIXED)
+    if (sample_type != PERF_D9_SAMPLE_TYPE && sample_type != PERF_TICK_SAMPLE_TYPE)
+        return -EINVAL;
+    size_t fixed = SAMPLE_HEAD + (sample_type & PERF_SAMPLE_PERIOD ? 8 : 0) + 8 /* nr */;
+    if (len < fixed)
         return -EBADMSG;
     const uint8_t *p = rec + sizeof(struct perf_event_header);
     s->id = rd64(p);
     s->pid = rd32(p + 8);
     s->tid = rd32(p + 12);
     s->time = rd64(p + 16);
-    s->period = rd64(p + 24);
-    s->nr = rd64(p + 32);
-    if (s->nr > (len - SAMPLE_FIXED) / 8)
+    s->period = sample_type & PERF_SAMPLE_PERIOD ? rd64(p + 24) : 0;
+    s->nr = rd64(rec + fixed - 8);
+    if (s->nr > (len - fixed) / 8)
         return -EBADMSG;
-    s->ips = rec + SAMPLE_FIXED;
+    s->ips = rec + fixed;
     return 0;
+}
+
+int perf_parse_sample(const uint8_t *rec, size_t len, struct perf_sample *s)
+{
+    return perf_parse_sample_as(rec, len, PERF_D9_SAMPLE_TYPE, s);
 }
 
 #define SAMPLE_ID_SIZE 24u      /* pid,tid + time + identifier */
@@ -407,6 +416,7 @@ static void perf_fill_attr(struct perf_event_attr *a, int kind, uint32_t freq_hz
         a->context_switch = 1;
     } else {
         a->type = PERF_TYPE_TRACEPOINT;
+        a->sample_type = PERF_TICK_SAMPLE_TYPE;
         a->config = tp_id;
         a->sample_period = period;
         a->exclude_kernel = 0;

@@ -49,6 +49,9 @@ static int on_rec(void *ctx, const struct perf_event_header *h, const uint8_t *r
         if (n > D9_STACK_MAX_FRAMES)
             abort();
     }
+    if (perf_parse_sample_as(rec, len, PERF_TICK_SAMPLE_TYPE, &s) == 0 &&
+        (s.period != 0 || s.nr > (len - 40) / 8))
+        abort();
     struct perf_sample_id sid;
     perf_parse_sample_id(rec, len, &sid);
     uint64_t lost;

@@ -78,6 +78,13 @@ check "flame reports what it read on stderr" has 'samples' "$T/cpu.err"
 if grep -q ' _text$' /proc/kallsyms 2>/dev/null && ! grep -q '^0000000000000000 ' /proc/kallsyms; then
     check "kernel frames are named from kallsyms" has '_\[k\]' "$T/cpu.folded"
 fi
+# the samples' weights add up to the CPU time the process used (not 3x it,
+# as when "1 tick in 3" sampled every tick)
+d9 flame --pid "$HOT" --weight >"$T/cpu_w.folded" 2>/dev/null
+CPU_S=$(sed -n 's/.* cpu \([0-9.]*\) .*/\1/p' "$T/hot.out")
+W_S=$(awk '{s+=$NF} END {printf "%.3f\n", s / 1e9}' "$T/cpu_w.folded")
+check "the CPU samples weigh about the CPU time used ($W_S s of samples, $CPU_S s of CPU)" \
+    awk -v w="$W_S" -v c="$CPU_S" 'BEGIN { exit !(c > 0 && w >= 0.5 * c && w <= 1.3 * c) }'
 # a sample taken on the tick starts in the tick's interrupt handler, which
 # runs with interrupts off: no honest sample is ever inside it
 check "no frame of the sampling interrupt's handler is in a stack" \

@@ -241,6 +241,34 @@ static void test_parse_sample_rejects_truncated_fixed_part(void **state)
         assert_int_equal(perf_parse_sample(buf, len, &s), -EBADMSG);
 }
 
+/* A tick sample has no period field: nr follows the time. */
+static void test_parse_sample_as_reads_the_tick_layout(void **state)
+{
+    (void)state;
+    uint8_t buf[256];
+    uint64_t ips[3] = { (uint64_t)PERF_CONTEXT_USER, 0x401000, 0x402000 };
+    /* built with the period layout, then the period word taken out */
+    size_t len = make_sample(buf, 7, 100, 101, 123456789, 0, 3, ips, 3);
+    memmove(buf + 32, buf + 40, len - 40);
+    len -= 8;
+    struct perf_sample s;
+    assert_int_equal(perf_parse_sample_as(buf, len, PERF_TICK_SAMPLE_TYPE, &s), 0);
+    assert_int_equal(s.id, 7);
+    assert_int_equal(s.tid, 101);
+    assert_int_equal(s.time, 123456789);
+    assert_int_equal(s.period, 0);
+    assert_int_equal(s.nr, 3);
+    uint64_t ip;
+    memcpy(&ip, s.ips + 16, 8);
+    assert_int_equal(ip, 0x402000);
+    /* one word short of its callchain, or of its fixed part */
+    assert_int_equal(perf_parse_sample_as(buf, len - 8, PERF_TICK_SAMPLE_TYPE, &s), -EBADMSG);
+    for (size_t l = 0; l < 40; l += 8)
+        assert_int_equal(perf_parse_sample_as(buf, l, PERF_TICK_SAMPLE_TYPE, &s), -EBADMSG);
+    /* a layout it does not know */
+    assert_int_equal(perf_parse_sample_as(buf, len, PERF_SAMPLE_TID, &s), -EINVAL);
+}
+
 static void test_parse_sample_id_reads_trailer(void **state)
 {
     (void)state;
@@ -600,6 +628,7 @@ int main(void)
         cmocka_unit_test(test_parse_sample_reads_every_field),
         cmocka_unit_test(test_parse_sample_rejects_callchain_longer_than_record),
         cmocka_unit_test(test_parse_sample_rejects_truncated_fixed_part),
+        cmocka_unit_test(test_parse_sample_as_reads_the_tick_layout),
         cmocka_unit_test(test_parse_sample_id_reads_trailer),
         cmocka_unit_test(test_callchain_drops_markers_and_flags_kernel_frames),
         cmocka_unit_test(test_callchain_user_only_has_no_kernel_flag),

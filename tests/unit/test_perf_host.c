@@ -375,6 +375,52 @@ static void test_tick_samples_keep_the_interrupted_kernel_frames(void **state)
     sym_kernel_free(ks);
 }
 
+/* 1 tick in N is 1 tick in N: a thread burning CPU gets about one sample
+ * per N ticks of its CPU time (a fixed sample_period with
+ * PERF_SAMPLE_PERIOD in the sample type samples nearly every tick). */
+static void test_tick_samples_one_tick_in_period(void **state)
+{
+    (void)state;
+    struct perf_tick t;
+    if (tick_or_skip(&t))
+        return;
+    struct burner b;
+    pthread_t th;
+    burner_start(&b, &th);
+    clockid_t cid;
+    assert_int_equal(pthread_getcpuclockid(th, &cid), 0);
+    struct perf_host *h;
+    uint32_t hz = (uint32_t)(1000000000ull / t.tick_ns / 3);  /* 83 at HZ 250: 1 in 3 */
+    int rc = perf_host_open(&h, hz, 8, &t);
+    if (!denied(rc)) {
+        assert_int_equal(rc, 0);
+        struct perf_host_stats st;
+        perf_host_stats(h, &st);
+        assert_int_equal(st.period_ticks, 3);
+        struct route_log l = { .want_pid = (uint32_t)getpid(), .want_tid = b.tid, .take = 1 };
+        perf_host_poll(h, route, &l);           /* from here on */
+        l = (struct route_log){ .want_pid = (uint32_t)getpid(), .want_tid = b.tid, .take = 1 };
+        struct timespec c0, c1;
+        clock_gettime(cid, &c0);
+        for (int i = 0; i < 60; i++) {          /* 600 ms: ~50 samples of a busy thread */
+            struct timespec ts = { 0, 10000000 };
+            nanosleep(&ts, NULL);
+            perf_host_poll(h, route, &l);
+        }
+        clock_gettime(cid, &c1);
+        perf_host_close(h);
+        double cpu_ns = (double)(c1.tv_sec - c0.tv_sec) * 1e9 + (double)(c1.tv_nsec - c0.tv_nsec);
+        double expect = cpu_ns / (3.0 * (double)t.tick_ns);
+        printf("tick 1 in 3: %ld samples for %.0f ms of CPU, %.1f expected\n", l.mine,
+               cpu_ns / 1e6, expect);
+        assert_true(expect >= 10);
+        assert_true((double)l.mine <= 1.6 * expect + 3);    /* every tick would be 3x */
+        assert_true((double)l.mine >= 0.4 * expect - 3);
+        assert_int_equal(l.min_period, 3 * t.tick_ns);
+    }
+    burner_stop(&b, th);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -385,6 +431,7 @@ int main(void)
         cmocka_unit_test(test_switched_off_events_take_no_samples),
         cmocka_unit_test(test_tick_samples_weigh_their_ticks_and_carry_no_interrupt_frames),
         cmocka_unit_test(test_tick_samples_keep_the_interrupted_kernel_frames),
+        cmocka_unit_test(test_tick_samples_one_tick_in_period),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

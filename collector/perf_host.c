@@ -1,6 +1,7 @@
 /*
- * perf_host.c — one cpu-clock sampling event per CPU, read by the daemon's
- * loop and routed by pid (see perf_host.h for why and for the model).
+ * perf_host.c — one sampling event per CPU (the tick's tracepoint or a
+ * cpu-clock timer), read by the daemon's loop and routed by pid (see
+ * perf_host.h for why and for the model).
  *
  * Invariants:
  *   - cpu[0, ncpu) each have an open fd and a mapped ring of 1 + data_pages
@@ -9,6 +10,8 @@
  *     proved, or to data_head after corrupt framing (counted in bad).
  *   - st.enabled is 1 only when every CPU's event was last enabled, 0 only
  *     when every one was last disabled (a failed switch leaves it as it was).
+ *   - Tick mode: every routed sample has period = weight_ns and, when kernel
+ *     frames are collected, no frame of the tick's handler (perf_tick_strip).
  * Never: trust data_head or a record size, or read outside a mapping.
  */
 #include <errno.h>

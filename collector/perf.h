@@ -153,8 +153,8 @@ int perf_open_event(int cpu_clock, uint32_t freq_hz, uint32_t switch_period, int
 
 /*
  * Open a sampling event on tracepoint tp_id (1 in period hits) on (pid, cpu)
- * with the tracepoint filter (NULL: none), PERF_D9_SAMPLE_TYPE on
- * CLOCK_MONOTONIC. *kernel here means the kernel part of the callchain (the
+ * with the tracepoint filter (NULL: none), PERF_TICK_SAMPLE_TYPE on
+ * CLOCK_MONOTONIC (opened enabled). *kernel here means the kernel part of the callchain (the
  * event itself is always in the kernel); degradations as perf_open_event.
  * Returns the fd or -errno (-EINVAL also for a filter the kernel refused).
  */

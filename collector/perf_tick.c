@@ -17,10 +17,10 @@
 #include <string.h>
 #include <time.h>
 #include <linux/perf_event.h>
-#include <sys/ioctl.h>
-#include <sys/syscall.h>
 #include <unistd.h>
+#include "collector/perf.h"
 #include "collector/perf_tick.h"
+#include "shm/clock.h"
 
 #define PERF_TICK_ENTRY_SPAN   4096u    /* an entry stub is a few dozen bytes */
 #define PERF_TICK_CHECK_TICKS  4u       /* the live check spins this many tick lengths */
@@ -170,51 +170,31 @@ static int scan_kallsyms(const char *path, struct perf_tick *t, char *why, size_
     return 0;
 }
 
-static long tick_perf_open(struct perf_event_attr *a, int pid, int cpu)
-{
-    return syscall(SYS_perf_event_open, a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
-}
-
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* Count the filtered tracepoint on this thread while it spins for a few
- * tick lengths: the tick must interrupt it at least once. */
+ * tick lengths: the tick must interrupt it at least once. The event is
+ * opened as perf_host opens its own (perf_open_tracepoint, 1 in 1, no
+ * ring: its samples are dropped, its count is read), so the check covers
+ * the attributes and the filter the sampler will use. */
 static int live_check(const struct perf_tick *t, char *why, size_t cap)
 {
-    struct perf_event_attr a;
-    memset(&a, 0, sizeof a);
-    a.size = sizeof a;
-    a.type = PERF_TYPE_TRACEPOINT;
-    a.config = t->tp_id;
-    a.disabled = 1;
-    long fd = tick_perf_open(&a, 0, -1);
-    if (fd < 0) {
-        int e = errno;
-        say(why, cap, "perf_event_open(timer:hrtimer_expire_entry): %s", strerror(e));
-        return -e;
-    }
     char filter[PERF_TICK_FILTER_MAX];
     int rc = perf_tick_filter(t, filter, sizeof filter);
-    if (rc < 0 || ioctl((int)fd, PERF_EVENT_IOC_SET_FILTER, filter) != 0) {
-        int e = rc < 0 ? -rc : errno;
-        say(why, cap, "the kernel refused the tracepoint filter \"%s\": %s", filter, strerror(e));
-        close((int)fd);
-        return -e;
+    int kernel = 0, max_stack = 1;
+    int fd = rc < 0 ? rc : perf_open_tracepoint(t->tp_id, 1, filter, 0, -1, 0, &kernel,
+                                                &max_stack);
+    if (fd < 0) {
+        say(why, cap, "perf_event_open(timer:hrtimer_expire_entry, filter \"%s\"): %s", filter,
+            strerror(-fd));
+        return fd;
     }
-    uint64_t count = 0, end = mono_ns() + PERF_TICK_CHECK_TICKS * t->tick_ns;
-    ioctl((int)fd, PERF_EVENT_IOC_ENABLE, 0);
-    while (mono_ns() < end && count == 0) {
+    uint64_t count = 0, end = shm_mono_ns() + PERF_TICK_CHECK_TICKS * t->tick_ns;
+    while (shm_mono_ns() < end && count == 0) {
         for (volatile int spin = 0; spin < 20000; spin++)
             ;
-        if (read((int)fd, &count, sizeof count) != (ssize_t)sizeof count)
+        if (read(fd, &count, sizeof count) != (ssize_t)sizeof count)
             count = 0;
     }
-    close((int)fd);
+    close(fd);
     if (count == 0) {
         say(why, cap, "the tick's timer (%s) never fired on a busy thread in %u ticks "
             "(periodic or low-resolution tick?)", t->handler_name, PERF_TICK_CHECK_TICKS);

@@ -147,11 +147,11 @@ static int route(void *ctx, const struct perf_sample *s)
     return l->take;
 }
 
-/* Poll h until the burner's thread was sampled 3 times (or ~10 s: only
+/* Poll h until the burner's thread was sampled want times (or ~10 s: only
  * there so a broken kernel cannot hang the test). */
-static void poll_until_sampled(struct perf_host *h, struct route_log *l)
+static void poll_until_sampled(struct perf_host *h, struct route_log *l, long want)
 {
-    for (int round = 0; round < 1000 && l->mine < 3; round++) {
+    for (int round = 0; round < 1000 && l->mine < want; round++) {
         struct timespec ts = { 0, 10000000 };
         nanosleep(&ts, NULL);
         assert_true(perf_host_poll(h, route, l) >= 0);
@@ -174,7 +174,7 @@ static int sample_burner(int take, struct route_log *l, struct perf_host_stats *
     if (!skipped) {
         assert_int_equal(rc, 0);
         *l = (struct route_log){ .want_pid = (uint32_t)getpid(), .want_tid = b.tid, .take = take };
-        poll_until_sampled(h, l);
+        poll_until_sampled(h, l, 3);
         perf_host_stats(h, st);
         perf_host_close(h);
     }
@@ -270,7 +270,7 @@ static void test_switched_off_events_take_no_samples(void **state)
         perf_host_stats(h, &st);
         assert_int_equal(st.enabled, 1);
         assert_int_equal(st.switches, 2);
-        poll_until_sampled(h, &l);
+        poll_until_sampled(h, &l, 3);
         assert_true(l.mine >= 3);
         perf_host_close(h);
     }
@@ -313,11 +313,7 @@ static int tick_burner(int syscalls, struct perf_tick *t, struct sym_kernel **ks
         assert_int_equal(rc, 0);
         *l = (struct route_log){ .want_pid = (uint32_t)getpid(), .want_tid = b.tid, .take = 1,
                                  .tick = t, .ks = *ks };
-        for (int round = 0; round < 1000 && l->mine < 20; round++) {
-            struct timespec ts = { 0, 10000000 };
-            nanosleep(&ts, NULL);
-            assert_true(perf_host_poll(h, route, l) >= 0);
-        }
+        poll_until_sampled(h, l, 20);
         perf_host_stats(h, st);
         perf_host_close(h);
     }

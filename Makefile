@@ -11,7 +11,11 @@
 # Layout: sources are picked up by wildcard. A module is one .c with its .h.
 #   shm/*.c                     -> every binary that touches regions
 #   agent/*.c                   -> libd9agent.{so,a}
-#   collector/*.c               -> libcol.a, except the two mains d9collectd.c and d9.c
+#   collector/store/*.c         -> libd9store.a: segment files, index, fsck, symbols (every program)
+#   collector/ctl/*.c           -> the control channel, both ends (daemon and CLI)
+#   collector/daemon/*.c        -> build/bin/d9collectd (main: d9collectd.c)
+#   collector/cli/*.c           -> build/bin/d9 (main: main.c)
+#   (libcol.a holds every collector module, for test programs and benches)
 #   agent/demo/*.c              -> build/bin/d9demo
 #   tests/unit/test_*.c         -> one cmocka binary each, built with ASan/UBSan
 #   tests/integration/prog_*.c  -> helper programs linked with libd9agent.a (traced workloads)
@@ -38,8 +42,11 @@ SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-r
 
 SHM_SRC   := $(wildcard shm/*.c)
 AGENT_SRC := $(wildcard agent/*.c)
-COL_MAINS := collector/d9collectd.c collector/d9.c
-COL_SRC   := $(filter-out $(COL_MAINS),$(wildcard collector/*.c))
+STORE_SRC := $(wildcard collector/store/*.c)
+CTL_SRC   := $(wildcard collector/ctl/*.c)
+DAEMON_SRC := $(filter-out collector/daemon/d9collectd.c,$(wildcard collector/daemon/*.c))
+CLI_SRC   := $(filter-out collector/cli/main.c,$(wildcard collector/cli/*.c))
+COL_SRC   := $(STORE_SRC) $(CTL_SRC) $(DAEMON_SRC) $(CLI_SRC)
 DEMO_SRC  := $(wildcard agent/demo/*.c)
 PROTO_C   := $(BUILD)/gen/proto/d9.pb-c.c
 PROTO_H   := $(BUILD)/gen/proto/d9.pb-c.h
@@ -54,11 +61,16 @@ san = $(patsubst %.c,$(BUILD)/san/%.o,$(1))
 SHM_OBJ   := $(call obj,$(SHM_SRC))
 AGENT_OBJ := $(call obj,$(AGENT_SRC))
 COL_OBJ   := $(call obj,$(COL_SRC))
+STORE_OBJ := $(call obj,$(STORE_SRC))
+CTL_OBJ   := $(call obj,$(CTL_SRC))
+DAEMON_OBJ := $(call obj,$(DAEMON_SRC))
+CLI_OBJ   := $(call obj,$(CLI_SRC))
 PROTO_OBJ := $(BUILD)/obj/proto/d9.pb-c.o
 
 AGENT_SO  := $(BUILD)/lib/libd9agent.so
 AGENT_A   := $(BUILD)/lib/libd9agent.a
 COL_A     := $(BUILD)/lib/libcol.a
+STORE_A   := $(BUILD)/lib/libd9store.a
 BINS      := $(BUILD)/bin/d9collectd $(BUILD)/bin/d9 $(if $(DEMO_SRC),$(BUILD)/bin/d9demo)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(UNIT_SRC))
 PROG_BINS := $(patsubst tests/integration/%.c,$(BUILD)/tests/integration/%,$(PROG_SRC) $(TOOL_SRC))
@@ -99,13 +111,16 @@ $(AGENT_A): $(AGENT_OBJ) $(SHM_OBJ) $(PROTO_OBJ)
 $(COL_A): $(COL_OBJ) $(SHM_OBJ) $(PROTO_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
+$(STORE_A): $(STORE_OBJ) $(SHM_OBJ) $(PROTO_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
 $(BUILD)/lib/d9agent.pc: Makefile
 	@mkdir -p $(dir $@)
 	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: d9agent\nDescription: d9 runtime telemetry agent\nVersion: %s\nRequires.private: libzmq libprotobuf-c\nLibs: -L$${libdir} -ld9agent\nLibs.private: -pthread\nCflags: -I$${includedir}\n' '$(PREFIX)' '$(D9_VERSION)' > $@
-$(BUILD)/bin/d9collectd: $(BUILD)/obj/collector/d9collectd.o $(COL_A)
+$(BUILD)/bin/d9collectd: $(BUILD)/obj/collector/daemon/d9collectd.o $(DAEMON_OBJ) $(CTL_OBJ) $(STORE_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_COL)
-$(BUILD)/bin/d9: $(BUILD)/obj/collector/d9.o $(COL_A)
+$(BUILD)/bin/d9: $(BUILD)/obj/collector/cli/main.o $(CLI_OBJ) $(CTL_OBJ) $(STORE_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_COL)
 $(BUILD)/bin/d9demo: $(call obj,$(DEMO_SRC)) $(AGENT_A)

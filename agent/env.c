@@ -12,6 +12,7 @@
 #include <string.h>
 #include <strings.h>
 #include "agent/env.h"
+#include "shm/paths.h"
 
 #define AG_DEFAULT_RUNTIME "main"
 #define AG_ERR_VALUE_SHOWN 64u          /* bytes of a bad value quoted in the error */
@@ -31,13 +32,7 @@ void ag_config_defaults(struct ag_config *c, uint32_t uid, const char *xdg_runti
     c->enabled = 1;
     c->ring_data_size = D9_RING_KB_DEFAULT * 1024u;
     c->max_threads = D9_RINGS_DEFAULT;
-    if (uid == 0)
-        copy_cstr(c->collector, sizeof c->collector, AG_COLLECTOR_ROOT);
-    else if (xdg_runtime_dir && xdg_runtime_dir[0] == '/' &&
-             strlen(xdg_runtime_dir) + sizeof AG_COLLECTOR_USER_FMT < AG_ENDPOINT_MAX)
-        snprintf(c->collector, sizeof c->collector, AG_COLLECTOR_USER_FMT, xdg_runtime_dir);
-    else
-        snprintf(c->collector, sizeof c->collector, AG_COLLECTOR_NOXDG_FMT, uid);
+    paths_default_endpoint(uid, xdg_runtime_dir, c->collector, sizeof c->collector);
     copy_cstr(c->runtime_name, sizeof c->runtime_name,
               comm && comm[0] ? comm : AG_DEFAULT_RUNTIME);
     copy_cstr(c->shm_dir, sizeof c->shm_dir, D9_SHM_DIR);

@@ -28,9 +28,6 @@
 #define AG_MAX_THREADS_MIN 1u
 #define AG_SCHED_SAMPLE_US_DEFAULT 1000u    /* DIAL9_SCHED_SAMPLE_US */
 #define AG_SCHED_SAMPLE_US_MAX 60000000u    /* one minute */
-#define AG_COLLECTOR_ROOT "ipc:///run/dial9/collector.sock"
-#define AG_COLLECTOR_USER_FMT "ipc://%s/dial9/collector.sock"   /* %s = $XDG_RUNTIME_DIR */
-#define AG_COLLECTOR_NOXDG_FMT "ipc:///tmp/dial9-%u/collector.sock" /* %u = uid; as d9collectd */
 #define AG_COLLECTOR_NONE "none"    /* DIAL9_COLLECTOR=none: no control channel */
 #define AG_ERR_MAX        256u      /* room for one formatted error line */
 

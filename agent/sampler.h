@@ -2,7 +2,7 @@
  * sampler.h — the in-process CPU profiler fallback (issue 7): per-thread
  * CPU-time timers deliver SIGPROF, the handler walks frame pointers and
  * writes a D9_REC_CPU_SAMPLE record. Used only when the collector cannot
- * sample the process with perf_event_open (collector/perf.c).
+ * sample the process with perf_event_open (collector/daemon/perf.c).
  *
  * Handshake over d9_region_hdr.sampler (enum d9_sampler_mode), decided by
  * one compare-and-swap from NONE, so exactly one side ever samples:

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Runs every test suite and prints one closing line "tests: N passed, N failed".
-# Suites: cmocka unit binaries (ASan/UBSan), integration scripts, fuzz smoke.
+# Suites: layout rules, cmocka unit binaries (ASan/UBSan), integration scripts, fuzz smoke.
 # Exit status is non-zero when any test failed or any suite crashed.
 BUILD=${BUILD:-build}
 export BUILD
@@ -22,12 +22,19 @@ tally_plain() {    # "N passed, N failed" lines
 }
 
 # The CPU profile samples on the scheduler tick through a tracepoint
-# (collector/perf_tick.h), which needs tracefs. systemd mounts it at boot; a
+# (collector/daemon/perf_tick.h), which needs tracefs. systemd mounts it at boot; a
 # bare CI machine may not have it, and the tick's tests would only skip.
 if [ "$(id -u)" -eq 0 ] && [ -d /sys/kernel/tracing ] && [ ! -e /sys/kernel/tracing/events ]; then
     mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null &&
         echo "(mounted tracefs on /sys/kernel/tracing: the tick profile tests need it)"
 fi
+
+echo "== layout (folder rules, import circles)"
+python3 tests/layout/check_layout.py "$BUILD" >"$log" 2>&1
+rc=$?
+cat "$log"
+tally_plain "$log"
+if [ $rc -ne 0 ] && ! grep -Eq '[0-9]+ passed, [1-9][0-9]* failed' "$log"; then crashed="$crashed layout"; fi
 
 echo "== unit tests (ASan/UBSan)"
 for t in "$BUILD"/tests/unit/test_*; do

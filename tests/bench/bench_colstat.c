@@ -11,7 +11,7 @@
  */
 #include <stdio.h>
 #include <string.h>
-#include "collector/control.h"
+#include "collector/ctl/ctl_client.h"
 
 #define COLSTAT_TIMEOUT_MS 20000
 

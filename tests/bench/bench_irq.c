@@ -37,9 +37,9 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "collector/perf.h"
-#include "collector/perf_host.h"
-#include "collector/perf_tick.h"
+#include "collector/daemon/perf.h"
+#include "collector/daemon/perf_host.h"
+#include "collector/daemon/perf_tick.h"
 #include "tests/bench/bench_util.h"
 
 #define IRQ_CPUS_MAX     256

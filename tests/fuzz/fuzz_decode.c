@@ -1,6 +1,6 @@
 /*
  * fuzz_decode.c — libFuzzer target for the d9 CLI's record decoding
- * (collector/decode.c) and Chrome trace export (collector/export.c,
+ * (collector/cli/decode.c) and Chrome trace export (collector/cli/export.c,
  * cli_polls.c) on hostile records: a schema is built from the first bytes
  * (field count and types), the rest is one record as a segment would hand
  * it out. Nothing may crash, read out of bounds or leak.
@@ -11,8 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "collector/decode.h"
-#include "collector/export.h"
+#include "collector/cli/decode.h"
+#include "collector/cli/export.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *in, size_t n);
 

@@ -1,5 +1,5 @@
 /*
- * fuzz_pack.c — libFuzzer target for packed DATA blocks (collector/pack.c).
+ * fuzz_pack.c — libFuzzer target for packed DATA blocks (collector/store/pack.c).
  *
  * Two properties per input:
  *   1. hostile input: the input, behind a record count taken from its first
@@ -17,7 +17,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "collector/pack.h"
+#include "collector/store/pack.h"
 #include "shm/record.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -1,6 +1,6 @@
 /*
  * fuzz_perf.c — libFuzzer target for the perf mmap-ring walker and record
- * parsers (collector/perf.c), which read memory the kernel writes but that
+ * parsers (collector/daemon/perf.c), which read memory the kernel writes but that
  * the collector treats as untrusted.
  *
  * Input: 16 bytes of cursors (tail, head), then the ring data area (its
@@ -14,8 +14,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "collector/perf.h"
-#include "collector/perf_tick.h"
+#include "collector/daemon/perf.h"
+#include "collector/daemon/perf_tick.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,6 +1,6 @@
 /*
  * fuzz_rel_fsck.c — libFuzzer target for the store check/repair
- * (collector/fsck.c) with one property: after `fsck --repair` succeeded, a
+ * (collector/store/fsck.c) with one property: after `fsck --repair` succeeded, a
  * second check finds nothing. Whatever a crash or a bad disk leaves in a
  * store, one repair makes index and files agree.
  *
@@ -27,9 +27,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "collector/fsck.h"
-#include "collector/index.h"
-#include "collector/segment.h"
+#include "collector/store/fsck.h"
+#include "collector/store/index.h"
+#include "collector/store/segment.h"
 
 #define FZ_HDR        10u
 #define FZ_MAX_RECS   512u

@@ -1,6 +1,6 @@
 /*
  * fuzz_salvage.c — libFuzzer target for crash salvage (seg_salvage) and
- * seg_summarize (collector/segment.c).
+ * seg_summarize (collector/store/segment.c).
  *
  * The input is written as a temp segment (.tmp.<name>) in a private
  * directory and salvaged. Invariants: salvage never crashes; when it
@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "collector/segment.h"
+#include "collector/store/segment.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,5 +1,5 @@
 /*
- * fuzz_segment.c — libFuzzer target for the segment reader (collector/segment.c).
+ * fuzz_segment.c — libFuzzer target for the segment reader (collector/store/segment.c).
  *
  * The input is a whole segment file. It is read through the in-memory reader
  * entry point in strict and in SEG_OPEN_PARTIAL mode, walking every block and
@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "collector/segment.h"
+#include "collector/store/segment.h"
 #include "shm/record.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

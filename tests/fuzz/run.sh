@@ -5,8 +5,8 @@
 #
 # Used by `make test` (short runs, FUZZ_SECONDS default 10) and `make fuzz`.
 # Each target is built with clang -fsanitize=fuzzer,address,undefined and
-# linked with shm/*.c, collector/*.c (without the mains d9collectd.c and
-# d9.c) and the generated protobuf-c code; binaries go to $BUILD/fuzz/. Each
+# linked with shm/*.c, collector/*/*.c (without the mains daemon/d9collectd.c
+# and cli/main.c) and the generated protobuf-c code; binaries go to $BUILD/fuzz/. Each
 # runs for FUZZ_SECONDS on a private copy of tests/fuzz/corpus/<target>/ in
 # $BUILD/fuzz/corpus-<target> (nothing is ever written into the repository;
 # crash inputs land in $BUILD/fuzz/artifacts-<target>/; TMPDIR is a scratch
@@ -41,9 +41,9 @@ fi
 # Library objects, compiled once (instrumented, no libFuzzer main).
 objs=""
 lib_ok=1
-for src in shm/*.c collector/*.c "$PROTO_C"; do
+for src in shm/*.c collector/*/*.c "$PROTO_C"; do
     case "$src" in
-        collector/d9collectd.c|collector/d9.c) continue ;;
+        collector/daemon/d9collectd.c|collector/cli/main.c) continue ;;
     esac
     [ -f "$src" ] || continue
     obj=$OUT/obj/$(echo "$src" | tr '/' '_' | sed 's/\.c$/.o/')

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zmq.h>
-#include "collector/control.h"
+#include "collector/ctl/ctl_client.h"
 
 #define TIMEOUT_MS 20000
 

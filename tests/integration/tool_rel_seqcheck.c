@@ -33,7 +33,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "collector/segment.h"
+#include "collector/store/segment.h"
 #include "tests/integration/rel_progress.h"
 
 struct rec {

@@ -29,7 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zmq.h>
-#include "collector/control.h"
+#include "collector/ctl/ctl_client.h"
+#include "collector/ctl/ctl_server.h"
 
 #define REL_ZMQ_TIMEOUT_MS 5000
 #define REL_ZMQ_HUGE       (8u << 20)

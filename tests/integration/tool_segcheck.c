@@ -17,7 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "collector/segment.h"
+#include "collector/store/segment.h"
 #include "shm/record.h"
 
 struct key { uint32_t pid; uint64_t thread, seq; };

@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <cmocka.h>
-#include "collector/cli_polls.h"
+#include "collector/cli/cli_polls.h"
 
 static const struct cli_rec_src T1 = { .process_id = 1, .pid = 10, .tid = 11, .ring = 0,
                                        .generation = 1 };

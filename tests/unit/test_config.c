@@ -1,5 +1,5 @@
 /*
- * test_config.c — d9collectd configuration (collector/config.c) as a
+ * test_config.c — d9collectd configuration (collector/daemon/config.c) as a
  * specification: defaults, flags, the config file, precedence and errors.
  */
 #include <errno.h>
@@ -12,8 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include "collector/config.h"
-#include "collector/log.h"
+#include "collector/daemon/config.h"
+#include "collector/store/log.h"
 
 #define USER_UID 1000
 
@@ -325,9 +325,9 @@ static void ipc_path_is_extracted_only_from_ipc_endpoints(void **s)
 {
     (void)s;
     char p[128];
-    assert_int_equal(col_endpoint_ipc_path("ipc:///run/dial9/c.sock", p, sizeof p), 0);
+    assert_int_equal(paths_ipc_path("ipc:///run/dial9/c.sock", p, sizeof p), 0);
     assert_string_equal(p, "/run/dial9/c.sock");
-    assert_int_equal(col_endpoint_ipc_path("tcp://127.0.0.1:5555", p, sizeof p), -EINVAL);
+    assert_int_equal(paths_ipc_path("tcp://127.0.0.1:5555", p, sizeof p), -EINVAL);
 }
 
 int main(void)

@@ -1,5 +1,5 @@
 /*
- * test_control.c — the control channel (collector/control.c) as a
+ * test_control.c — the control channel (collector/ctl/ctl_server.c) as a
  * specification: col_request() against a ROUTER served by col_ctl_*, the
  * framing rules, malformed-message accounting and client errors.
  */
@@ -18,8 +18,9 @@
 #include <unistd.h>
 #include <zmq.h>
 #include <cmocka.h>
-#include "collector/control.h"
-#include "collector/log.h"
+#include "collector/ctl/ctl_client.h"
+#include "collector/ctl/ctl_server.h"
+#include "collector/store/log.h"
 
 #define TIMEOUT_MS 5000
 #define SHORT_TIMEOUT_MS 200

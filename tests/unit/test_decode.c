@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
-#include "collector/cli.h"
-#include "collector/decode.h"
+#include "collector/cli/cli.h"
+#include "collector/cli/decode.h"
 
 /* ---- a fake metadata source ---------------------------------------------- */
 static struct shm_meta_entry loc7 = { .kind = D9_META_LOCATION, .id = 7, .name = "src/http.c",

@@ -1,6 +1,6 @@
 /*
  * test_discover.c — region discovery and the ownership rule
- * (collector/discover.c) as a specification.
+ * (collector/daemon/discover.c) as a specification.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -16,8 +16,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include "collector/discover.h"
-#include "collector/log.h"
+#include "collector/daemon/discover.h"
+#include "collector/store/log.h"
 #include "shm/region.h"
 
 #define OTHER_UID 65534

@@ -1,5 +1,5 @@
 /*
- * test_drain.c — the collector's drain step (collector/drain.c, proc.c,
+ * test_drain.c — the collector's drain step (collector/daemon/drain.c, proc.c,
  * store.c) as a specification, against real regions in a temp dir and a
  * real store: what reaches the segment, when ring tails move, what is
  * quarantined, plus the pure pieces (adaptive sleep, rotation, timestamp
@@ -21,12 +21,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include "collector/drain.h"
-#include "collector/index.h"
-#include "collector/log.h"
-#include "collector/proc.h"
-#include "collector/segment.h"
-#include "collector/store.h"
+#include "collector/daemon/drain.h"
+#include "collector/store/index.h"
+#include "collector/store/log.h"
+#include "collector/daemon/proc.h"
+#include "collector/store/segment.h"
+#include "collector/daemon/store.h"
 #include "shm/meta.h"
 #include "shm/region.h"
 #include "shm/ring.h"

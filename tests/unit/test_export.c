@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include "collector/export.h"
+#include "collector/cli/export.h"
 
 static struct shm_meta_entry loc5 = { .kind = D9_META_LOCATION, .id = 5, .name = "a.c",
                                       .func = "serve", .line = 10 };

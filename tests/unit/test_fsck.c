@@ -1,5 +1,5 @@
 /*
- * test_fsck.c — store consistency check and repair (collector/fsck.c), as a
+ * test_fsck.c — store consistency check and repair (collector/store/fsck.c), as a
  * specification: what each kind of damage is reported as, what --repair
  * does about it, and that a repaired store checks clean.
  */
@@ -19,9 +19,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include "collector/fsck.h"
-#include "collector/index.h"
-#include "collector/segment.h"
+#include "collector/store/fsck.h"
+#include "collector/store/index.h"
+#include "collector/store/segment.h"
 #include "shm/meta.h"
 
 struct fx {

@@ -1,5 +1,5 @@
 /*
- * test_index.c — the SQLite index of a store (collector/index.c), as a
+ * test_index.c — the SQLite index of a store (collector/store/index.c), as a
  * specification: schema, upserts, atomic segment commits, read-only access,
  * schema version checks.
  */
@@ -18,8 +18,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include "collector/index.h"
-#include "collector/segment.h"
+#include "collector/store/index.h"
+#include "collector/store/segment.h"
 
 struct fx {
     char dir[128];

@@ -1,5 +1,5 @@
 /*
- * test_pack.c — packed DATA block records (collector/pack.c): exact round
+ * test_pack.c — packed DATA block records (collector/store/pack.c): exact round
  * trips of every record type, what packing saves on a typical stream, the
  * worst-case bound, chunked packing, and rejection of malformed payloads.
  */
@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "collector/pack.h"
+#include "collector/store/pack.h"
 #include "shm/record.h"
 
 #define RAW_CAP (256u * 1024u)

@@ -1,5 +1,5 @@
 /*
- * test_perf.c — collector/perf.c: the perf mmap-ring walker and record
+ * test_perf.c — collector/daemon/perf.c: the perf mmap-ring walker and record
  * parsers on synthetic (including truncated and hostile) buffers, callchain
  * conversion, config validation, and real sampling of this process's own
  * threads (skipped with a message when perf_event_open is not permitted).
@@ -16,7 +16,7 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
-#include "collector/perf.h"
+#include "collector/daemon/perf.h"
 #include "shm/clock.h"
 #include "shm/record.h"
 

@@ -1,5 +1,5 @@
 /*
- * test_perf_host.c — collector/perf_host.c: argument checks, real per-CPU
+ * test_perf_host.c — collector/daemon/perf_host.c: argument checks, real per-CPU
  * sampling routed by pid, and switching the events off and on (skipped with
  * a message where per-CPU perf events are not permitted: they need
  * CAP_PERFMON, root or perf_event_paranoid <= 0); sampling on the tick
@@ -18,8 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 #include <fcntl.h>
-#include "collector/perf_host.h"
-#include "collector/symbols.h"
+#include "collector/daemon/perf_host.h"
+#include "collector/store/symbols.h"
 #include "shm/clock.h"
 
 static int denied(int rc)

@@ -1,5 +1,5 @@
 /*
- * test_perf_tick.c — collector/perf_tick.c: the sampling period for a
+ * test_perf_tick.c — collector/daemon/perf_tick.c: the sampling period for a
  * frequency, the filter text, the probe on made-up tracefs / kallsyms /
  * nohz_full files (every refusal with its errno and reason), the probe on
  * this machine (skipped with its reason where the tick cannot be sampled),
@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <linux/perf_event.h>
-#include "collector/perf_tick.h"
+#include "collector/daemon/perf_tick.h"
 
 static char g_dir[64];
 

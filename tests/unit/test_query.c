@@ -15,10 +15,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include "collector/cli.h"
-#include "collector/index.h"
-#include "collector/query.h"
-#include "collector/segment.h"
+#include "collector/cli/cli.h"
+#include "collector/store/index.h"
+#include "collector/cli/query.h"
+#include "collector/store/segment.h"
 #include "shm/meta.h"
 #include "shm/record.h"
 

@@ -1,6 +1,6 @@
 /*
  * test_segment.c — the segment file writer, reader, salvage and CRC-32C
- * (collector/segment.c, collector/crc32c.c), as a specification.
+ * (collector/store/segment.c, collector/store/crc32c.c), as a specification.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,9 +19,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include "collector/crc32c.h"
-#include "collector/pack.h"
-#include "collector/segment.h"
+#include "collector/store/crc32c.h"
+#include "collector/store/pack.h"
+#include "collector/store/segment.h"
 #include "shm/meta.h"
 #include "shm/record.h"
 

@@ -1,5 +1,5 @@
 /*
- * test_store.c — the collector's store (collector/store.c) as a
+ * test_store.c — the collector's store (collector/daemon/store.c) as a
  * specification: opening, sealing + indexing, retention order, crash
  * recovery (salvage of temp segments, re-indexing of orphan files, block
  * rows of segments never sealed), block rows indexed while writing, and the
@@ -23,10 +23,10 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include <sqlite3.h>
-#include "collector/index.h"
-#include "collector/log.h"
-#include "collector/segment.h"
-#include "collector/store.h"
+#include "collector/store/index.h"
+#include "collector/store/log.h"
+#include "collector/store/segment.h"
+#include "collector/daemon/store.h"
 #include "shm/d9_abi.h"
 
 #define BIG_CAP (1ULL << 30)

@@ -1,0 +1,550 @@
+/*
+ * cli_common.c — shared pieces of the d9 CLI (see cli.h): defaults, common
+ * option handling, number/duration/type-list parsing and output formatting.
+ *
+ * Called by d9.c and every cli_<name>.c. Pure helpers except the messages
+ * on stderr and the environment lookups in cli_env_defaults.
+ * Never exits the process: errors are returned to the subcommand.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "collector/cli/cli.h"
+#include "collector/cli/query.h"
+#include "shm/paths.h"
+#include "shm/record.h"
+
+int cli_env_defaults(struct cli_env *env)
+{
+    const char *s = getenv(CLI_STORE_ENV);
+    if (s && *s) {
+        if (strlen(s) >= sizeof env->store)
+            return -ENAMETOOLONG;
+        strcpy(env->store, s);
+    } else if (paths_default_store((uint32_t)geteuid(), env->store, sizeof env->store) < 0) {
+        return -ENAMETOOLONG;
+    }
+    const char *e = getenv(CLI_ENDPOINT_ENV);
+    if (e && *e) {
+        if (strlen(e) >= sizeof env->endpoint)
+            return -ENAMETOOLONG;
+        strcpy(env->endpoint, e);
+    } else if (paths_default_endpoint((uint32_t)geteuid(), getenv("XDG_RUNTIME_DIR"), env->endpoint,
+                                      sizeof env->endpoint) < 0) {
+        return -ENAMETOOLONG;
+    }
+    return 0;
+}
+
+void cli_args_init(struct cli_args *a)
+{
+    memset(a, 0, sizeof *a);
+    a->win.kind = CLI_WIN_ALL;
+    a->win.from_ns = 0;
+    a->win.to_ns = UINT64_MAX;
+    a->format = CLI_FMT_TEXT;
+}
+
+static void vmsg(const struct cli_env *env, const char *what, const char *fmt, va_list ap)
+{
+    char line[1024];
+    vsnprintf(line, sizeof line, fmt, ap);
+    if (env->cmd)
+        fprintf(stderr, "%s %s: %s%s\n", env->prog, env->cmd, what, line);
+    else
+        fprintf(stderr, "%s: %s%s\n", env->prog, what, line);
+}
+
+int cli_usage_error(const struct cli_env *env, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vmsg(env, "", fmt, ap);
+    va_end(ap);
+    if (env->cmd)
+        fprintf(stderr, "Try '%s %s --help'.\n", env->prog, env->cmd);
+    else
+        fprintf(stderr, "Try '%s --help'.\n", env->prog);
+    return CLI_EXIT_USAGE;
+}
+
+int cli_fail(const struct cli_env *env, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vmsg(env, "", fmt, ap);
+    va_end(ap);
+    return CLI_EXIT_FAIL;
+}
+
+void cli_warn(const struct cli_env *env, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vmsg(env, "warning: ", fmt, ap);
+    va_end(ap);
+}
+
+static int set_str(const struct cli_env *env, char *dst, size_t cap, const char *opt,
+                   const char *v)
+{
+    if (!v || !*v) {
+        cli_usage_error(env, "%s: empty value", opt);
+        return -1;
+    }
+    if (strlen(v) >= cap) {
+        cli_usage_error(env, "%s: value too long (%zu bytes, at most %zu)", opt, strlen(v),
+                        cap - 1);
+        return -1;
+    }
+    strcpy(dst, v);
+    return 0;
+}
+
+static int parse_id(const struct cli_env *env, const char *opt, const char *v, uint32_t *out)
+{
+    uint64_t n;
+    if (cli_parse_u64(v, &n) < 0 || n == 0 || n > UINT32_MAX) {
+        cli_usage_error(env, "%s: expected a positive integer, got '%s'", opt, v);
+        return -1;
+    }
+    *out = (uint32_t)n;
+    return 0;
+}
+
+int cli_common_opt(struct cli_env *env, struct cli_args *a, int opt, char **argv)
+{
+    uint64_t n;
+    char bad[64];
+    switch (opt) {
+    case CLI_OPT_HELP:
+        a->help = true;
+        return 0;
+    case CLI_OPT_STORE:
+        return set_str(env, env->store, sizeof env->store, "--store", optarg);
+    case CLI_OPT_ENDPOINT:
+        return set_str(env, env->endpoint, sizeof env->endpoint, "--endpoint", optarg);
+    case CLI_OPT_PID:
+        return parse_id(env, "--pid", optarg, &a->pid);
+    case CLI_OPT_TID:
+        return parse_id(env, "--tid", optarg, &a->tid);
+    case CLI_OPT_SINCE:
+        if (cli_parse_duration(optarg, &n) < 0) {
+            cli_usage_error(env, "--since: expected a duration like 30s, 5m, 2h, 1d, got '%s'",
+                            optarg);
+            return -1;
+        }
+        if (a->win.kind != CLI_WIN_ALL) {
+            cli_usage_error(env, "--since cannot be combined with --from/--to");
+            return -1;
+        }
+        a->win.kind = CLI_WIN_SINCE;
+        a->win.since_ns = n;
+        return 0;
+    case CLI_OPT_FROM:
+    case CLI_OPT_TO: {
+        const char *name = opt == CLI_OPT_FROM ? "--from" : "--to";
+        if (cli_parse_u64(optarg, &n) < 0) {
+            cli_usage_error(env, "%s: expected monotonic nanoseconds (an integer), got '%s'",
+                            name, optarg);
+            return -1;
+        }
+        if (a->win.kind == CLI_WIN_SINCE) {
+            cli_usage_error(env, "%s cannot be combined with --since", name);
+            return -1;
+        }
+        a->win.kind = CLI_WIN_RANGE;
+        if (opt == CLI_OPT_FROM)
+            a->win.from_ns = n;
+        else
+            a->win.to_ns = n;
+        return 0;
+    }
+    case CLI_OPT_LAST:
+        /* whole store; wins over anything else given */
+        a->win.kind = CLI_WIN_ALL;
+        a->win.from_ns = 0;
+        a->win.to_ns = UINT64_MAX;
+        a->win.since_ns = 0;
+        return 0;
+    case CLI_OPT_LIMIT:
+        if (cli_parse_u64(optarg, &n) < 0 || n == 0) {
+            cli_usage_error(env, "--limit: expected a positive integer, got '%s'", optarg);
+            return -1;
+        }
+        a->limit = n;
+        a->limit_set = true;
+        return 0;
+    case CLI_OPT_FORMAT:
+        if (strcmp(optarg, "text") == 0) {
+            a->format = CLI_FMT_TEXT;
+        } else if (strcmp(optarg, "jsonl") == 0 || strcmp(optarg, "json") == 0) {
+            a->format = CLI_FMT_JSONL;
+        } else {
+            cli_usage_error(env, "--format: expected 'text' or 'jsonl', got '%s'", optarg);
+            return -1;
+        }
+        return 0;
+    case CLI_OPT_TYPE:
+        if (cli_parse_types(optarg, &a->types, bad, sizeof bad) < 0) {
+            cli_usage_error(env, "--type: unknown record type '%s' (known: poll_start, "
+                            "poll_end, wake, worker_park, worker_unpark, task_spawn, "
+                            "task_terminate, queue_depth, custom, cpu_sample, sched_switch)",
+                            bad);
+            return -1;
+        }
+        return 0;
+    case 'o':
+        if (!optarg || !*optarg) {
+            cli_usage_error(env, "-o: empty file name");
+            return -1;
+        }
+        a->output = optarg;
+        return 0;
+    case ':':
+        cli_usage_error(env, "option '%s' needs a value", argv[optind - 1]);
+        return -1;
+    case '?':
+        if (optopt)
+            cli_usage_error(env, "unknown option '-%c'", optopt);
+        else
+            cli_usage_error(env, "unknown option '%s'", argv[optind - 1]);
+        return -1;
+    default:
+        return 1;
+    }
+}
+
+int cli_getopt(struct cli_env *env, struct cli_args *a, int argc, char **argv,
+               const struct option *opts, const char *usage, cli_private_fn priv, void *arg)
+{
+    char shorts[16] = ":h";
+    size_t ns = 2;
+    for (const struct option *o = opts; o->name && ns + 2 < sizeof shorts; o++) {
+        if (o->val == 'o') {
+            shorts[ns++] = (char)o->val;
+            shorts[ns++] = ':';
+        }
+    }
+    shorts[ns] = 0;
+    int c;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, shorts, opts, NULL)) != -1) {
+        bool common = c == 'h' || c == 'o' || c == ':' || c == '?' ||
+                      (c >= CLI_OPT_STORE && c < CLI_OPT_FIRST_PRIVATE);
+        if (!common) {
+            if (!priv || priv(env, arg, c, optarg) < 0) {
+                if (!priv)
+                    cli_usage_error(env, "unexpected option");
+                return -1;
+            }
+            continue;
+        }
+        if (cli_common_opt(env, a, c, argv) != 0)
+            return -1;
+    }
+    if (a->help) {
+        fputs(usage, stdout);
+        return 1;
+    }
+    return cli_args_finish(env, a, argc, argv, optind);
+}
+
+int cli_open_store(const struct cli_env *env, struct cli_store **out)
+{
+    char why[CLI_PATH_MAX + 256];
+    if (cli_store_open(out, env->store, why, sizeof why) < 0)
+        return cli_fail(env, "%s", why);
+    return CLI_EXIT_OK;
+}
+
+int cli_begin(struct cli_env *env, struct cli_args *a, int argc, char **argv,
+              const struct option *opts, const char *usage, struct cli_store **s)
+{
+    *s = NULL;
+    cli_args_init(a);
+    int rc = cli_getopt(env, a, argc, argv, opts, usage, NULL, NULL);
+    if (rc != 0)
+        return rc > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+    return cli_open_store(env, s);
+}
+
+const char *cli_window_text(const struct cli_window_spec *w, bool live, char *buf, size_t cap)
+{
+    char d[32];
+    switch (w->kind) {
+    case CLI_WIN_ALL:
+        snprintf(buf, cap, "the whole store");
+        break;
+    case CLI_WIN_SINCE:
+        snprintf(buf, cap, "the last %s (%s)", cli_fmt_dur(w->since_ns, d, sizeof d),
+                 live ? "before now" : "before the newest record: store from another boot");
+        break;
+    case CLI_WIN_RANGE:
+        if (w->to_ns == UINT64_MAX)
+            snprintf(buf, cap, "from %" PRIu64 " ns on", w->from_ns);
+        else
+            snprintf(buf, cap, "%" PRIu64 "..%" PRIu64 " ns", w->from_ns, w->to_ns);
+        break;
+    }
+    return buf;
+}
+
+int cli_args_finish(struct cli_env *env, struct cli_args *a, int argc, char **argv, int first)
+{
+    if (first < argc) {
+        cli_usage_error(env, "unexpected argument '%s'", argv[first]);
+        return -1;
+    }
+    if (a->win.kind == CLI_WIN_RANGE && a->win.from_ns > a->win.to_ns) {
+        cli_usage_error(env, "--from %" PRIu64 " is after --to %" PRIu64, a->win.from_ns,
+                        a->win.to_ns);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- parsing ---------------------------------------------------------------- */
+
+int cli_parse_u64(const char *s, uint64_t *out)
+{
+    if (!s || *s < '0' || *s > '9')
+        return -EINVAL;
+    uint64_t v = 0;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9')
+            return -EINVAL;
+        unsigned d = (unsigned)(*s - '0');
+        if (v > (UINT64_MAX - d) / 10)
+            return -ERANGE;
+        v = v * 10 + d;
+    }
+    *out = v;
+    return 0;
+}
+
+int cli_parse_duration(const char *s, uint64_t *ns)
+{
+    static const struct { const char *suffix; double ns; } units[] = {
+        { "ns", 1.0 }, { "us", 1e3 }, { "ms", 1e6 }, { "s", 1e9 },
+        { "m", 60e9 }, { "min", 60e9 }, { "h", 3600e9 }, { "d", 86400e9 }, { "", 1e9 },
+    };
+    if (!s || !((*s >= '0' && *s <= '9') || *s == '.'))
+        return -EINVAL;
+    const char *p = s;
+    bool digits = false, dot = false;
+    for (; (*p >= '0' && *p <= '9') || (*p == '.' && !dot); p++) {
+        if (*p == '.')
+            dot = true;
+        else
+            digits = true;
+    }
+    if (!digits || p - s > 30)
+        return -EINVAL;
+    char num[32];
+    memcpy(num, s, (size_t)(p - s));
+    num[p - s] = 0;
+    double v = strtod(num, NULL);
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+        if (strcmp(p, units[i].suffix) != 0)
+            continue;
+        double r = v * units[i].ns;
+        if (!(r >= 1.0))
+            return -EINVAL;
+        if (r >= 1.8e19)
+            return -ERANGE;
+        *ns = (uint64_t)llround(r);
+        return 0;
+    }
+    return -EINVAL;
+}
+
+int cli_parse_types(const char *s, uint32_t *mask, char *badbuf, size_t badcap)
+{
+    uint32_t m = 0;
+    const char *p = s ? s : "";
+    if (badcap)
+        badbuf[0] = 0;
+    for (;;) {
+        const char *comma = strchr(p, ',');
+        size_t n = comma ? (size_t)(comma - p) : strlen(p);
+        char name[64];
+        int t = -1;
+        if (n > 0 && n < sizeof name) {
+            memcpy(name, p, n);
+            name[n] = 0;
+            t = shm_record_type_from_name(name);
+        }
+        if (t <= 0 || t >= 32) {
+            if (badcap) {
+                size_t k = n < badcap - 1 ? n : badcap - 1;
+                memcpy(badbuf, p, k);
+                badbuf[k] = 0;
+            }
+            return -EINVAL;
+        }
+        m |= 1u << t;
+        if (!comma)
+            break;
+        p = comma + 1;
+    }
+    *mask = m;
+    return 0;
+}
+
+/* ---- output ----------------------------------------------------------------- */
+
+const char *cli_fmt_dur(uint64_t ns, char *buf, size_t cap)
+{
+    if (ns < 1000)
+        snprintf(buf, cap, "%" PRIu64 "ns", ns);
+    else if (ns < 1000000)
+        snprintf(buf, cap, "%.1fus", (double)ns / 1e3);
+    else if (ns < 1000000000)
+        snprintf(buf, cap, "%.2fms", (double)ns / 1e6);
+    else if (ns < 60000000000ull)
+        snprintf(buf, cap, "%.3fs", (double)ns / 1e9);
+    else
+        snprintf(buf, cap, "%" PRIu64 "m%02" PRIu64 "s", (uint64_t)(ns / 60000000000ull),
+                 (uint64_t)((ns / 1000000000ull) % 60));
+    return buf;
+}
+
+const char *cli_fmt_bytes(uint64_t bytes, char *buf, size_t cap)
+{
+    static const char *units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
+    double v = (double)bytes;
+    unsigned u = 0;
+    while (v >= 1024.0 && u + 1 < sizeof units / sizeof units[0]) {
+        v /= 1024.0;
+        u++;
+    }
+    if (u == 0)
+        snprintf(buf, cap, "%" PRIu64 " B", bytes);
+    else
+        snprintf(buf, cap, "%.1f %s", v, units[u]);
+    return buf;
+}
+
+const char *cli_fmt_time(uint64_t mono_ns, int64_t boot_realtime_ns, bool have_wall,
+                         int ns_digits, bool with_date, char *buf, size_t cap)
+{
+    if (ns_digits != 3 && ns_digits != 6 && ns_digits != 9)
+        ns_digits = 9;
+    uint64_t div = ns_digits == 3 ? 1000000u : ns_digits == 6 ? 1000u : 1u;
+    if (!have_wall) {
+        snprintf(buf, cap, "mono %" PRIu64 ".%0*" PRIu64 "s", mono_ns / 1000000000u,
+                 ns_digits, (mono_ns % 1000000000u) / div);
+        return buf;
+    }
+    int64_t wall = boot_realtime_ns + (int64_t)mono_ns;
+    if (wall < 0)
+        wall = 0;
+    time_t secs = (time_t)(wall / 1000000000);
+    uint64_t frac = (uint64_t)(wall % 1000000000) / div;
+    struct tm tm;
+    char base[32];
+    localtime_r(&secs, &tm);
+    strftime(base, sizeof base, with_date ? "%Y-%m-%d %H:%M:%S" : "%H:%M:%S", &tm);
+    snprintf(buf, cap, "%s.%0*" PRIu64, base, ns_digits, frac);
+    return buf;
+}
+
+/* Length of the valid UTF-8 sequence at s[0, n), or 0 if invalid. */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+    unsigned char c = s[0];
+    size_t len;
+    uint32_t cp;
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xc2 && c <= 0xdf) {
+        len = 2;
+        cp = c & 0x1f;
+    } else if (c >= 0xe0 && c <= 0xef) {
+        len = 3;
+        cp = c & 0x0f;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        len = 4;
+        cp = c & 0x07;
+    } else {
+        return 0;
+    }
+    if (n < len)
+        return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (s[i] & 0x3f);
+    }
+    if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+        (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+        return 0;
+    return len;
+}
+
+void cli_json_str(FILE *f, const char *str, size_t n)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    fputc('"', f);
+    for (size_t i = 0; i < n;) {
+        unsigned char c = s[i];
+        if (c == '"' || c == '\\') {
+            fputc('\\', f);
+            fputc(c, f);
+            i++;
+        } else if (c == '\n') {
+            fputs("\\n", f);
+            i++;
+        } else if (c == '\t') {
+            fputs("\\t", f);
+            i++;
+        } else if (c < 0x20 || c == 0x7f) {
+            fprintf(f, "\\u%04x", c);
+            i++;
+        } else if (c < 0x80) {
+            fputc(c, f);
+            i++;
+        } else {
+            size_t k = utf8_len(s + i, n - i);
+            if (k == 0) {
+                fputs("\\ufffd", f);
+                i++;
+            } else {
+                fwrite(s + i, 1, k, f);
+                i += k;
+            }
+        }
+    }
+    fputc('"', f);
+}
+
+void cli_text_str(FILE *f, const char *str, size_t n, bool quote)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    size_t k;
+    if (quote)
+        fputc('"', f);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = s[i];
+        if (c == '"' && quote)
+            fputs("\\\"", f);
+        else if (c == '\\')
+            fputs("\\\\", f);
+        else if (c >= 0x20 && c < 0x7f)
+            fputc(c, f);
+        else if (c >= 0x80 && (k = utf8_len(s + i, n - i)) > 0) {
+            fwrite(s + i, 1, k, f);
+            i += k - 1;
+        } else
+            fprintf(f, "\\x%02x", c);
+    }
+    if (quote)
+        fputc('"', f);
+}

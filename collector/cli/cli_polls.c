@@ -1,0 +1,214 @@
+/*
+ * cli_polls.c — poll pairing for the CLI (see cli_polls.h).
+ *
+ * Threads live in an open-addressing hash table keyed by (process_id, ring,
+ * generation), grown at 50% load; each holds a small array of open polls.
+ * Never reads a record beyond the length shm_record_check accepted.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "collector/cli/cli_polls.h"
+#include "shm/record.h"
+
+struct thr {
+    bool used;
+    int64_t process_id;
+    uint32_t ring, generation;
+    struct cli_poll *open;
+    size_t nopen, capopen;
+};
+
+struct cli_polls {
+    struct thr *t;
+    size_t cap, n;                  /* cap is a power of two */
+    struct cli_polls_stats st;
+    bool parks;
+};
+
+#define POLLS_INITIAL_CAP 64u
+
+static uint64_t hash_key(int64_t pid, uint32_t ring, uint32_t gen)
+{
+    uint64_t h = (uint64_t)pid * 0x9e3779b97f4a7c15ull;
+    h ^= ((uint64_t)ring << 32 | gen) + 0x632be59bd9b4e019ull + (h << 6) + (h >> 2);
+    h ^= h >> 31;
+    return h * 0xbf58476d1ce4e5b9ull;
+}
+
+int cli_polls_new(struct cli_polls **out)
+{
+    struct cli_polls *p = calloc(1, sizeof *p);
+    if (!p)
+        return -ENOMEM;
+    p->cap = POLLS_INITIAL_CAP;
+    p->t = calloc(p->cap, sizeof *p->t);
+    if (!p->t) {
+        free(p);
+        return -ENOMEM;
+    }
+    *out = p;
+    return 0;
+}
+
+void cli_polls_free(struct cli_polls *p)
+{
+    if (!p)
+        return;
+    for (size_t i = 0; i < p->cap; i++)
+        free(p->t[i].open);
+    free(p->t);
+    free(p);
+}
+
+static struct thr *slot(struct thr *t, size_t cap, int64_t pid, uint32_t ring, uint32_t gen)
+{
+    size_t i = (size_t)hash_key(pid, ring, gen) & (cap - 1);
+    while (t[i].used &&
+           !(t[i].process_id == pid && t[i].ring == ring && t[i].generation == gen))
+        i = (i + 1) & (cap - 1);
+    return &t[i];
+}
+
+static int grow(struct cli_polls *p)
+{
+    size_t nc = p->cap * 2;
+    struct thr *n = calloc(nc, sizeof *n);
+    if (!n)
+        return -ENOMEM;
+    for (size_t i = 0; i < p->cap; i++)
+        if (p->t[i].used)
+            *slot(n, nc, p->t[i].process_id, p->t[i].ring, p->t[i].generation) = p->t[i];
+    free(p->t);
+    p->t = n;
+    p->cap = nc;
+    return 0;
+}
+
+static struct thr *thread_of(struct cli_polls *p, const struct cli_rec_src *src)
+{
+    struct thr *t = slot(p->t, p->cap, src->process_id, src->ring, src->generation);
+    if (t->used)
+        return t;
+    if ((p->n + 1) * 2 > p->cap) {
+        if (grow(p) < 0)
+            return NULL;
+        t = slot(p->t, p->cap, src->process_id, src->ring, src->generation);
+    }
+    memset(t, 0, sizeof *t);
+    t->used = true;
+    t->process_id = src->process_id;
+    t->ring = src->ring;
+    t->generation = src->generation;
+    p->n++;
+    return t;
+}
+
+void cli_polls_track_parks(struct cli_polls *p) { p->parks = true; }
+
+static int open_poll(struct cli_polls *p, const struct cli_rec_src *src,
+                     const struct d9_rec_poll_start *r)
+{
+    struct thr *t = thread_of(p, src);
+    if (!t)
+        return -ENOMEM;
+    struct cli_poll *slotp = NULL;
+    for (size_t i = 0; i < t->nopen; i++) {
+        if (t->open[i].task == r->task) {
+            slotp = &t->open[i];
+            if (r->task != CLI_POLL_PARKED)
+                p->st.replaced_starts++;
+            break;
+        }
+    }
+    if (!slotp) {
+        if (t->nopen == t->capopen) {
+            size_t nc = t->capopen ? t->capopen * 2 : 2;
+            struct cli_poll *n = realloc(t->open, nc * sizeof *n);
+            if (!n)
+                return -ENOMEM;
+            t->open = n;
+            t->capopen = nc;
+        }
+        slotp = &t->open[t->nopen++];
+    }
+    *slotp = (struct cli_poll){
+        .process_id = src->process_id, .pid = src->pid, .tid = src->tid,
+        .ring = src->ring, .generation = src->generation, .task = r->task, .loc = r->loc,
+        .runtime = r->runtime, .worker = r->worker, .start_ns = r->h.ts,
+    };
+    return 0;
+}
+
+static int close_poll(struct cli_polls *p, const struct cli_rec_src *src, uint64_t task,
+                      uint64_t ts, struct cli_poll *done)
+{
+    struct thr *t = slot(p->t, p->cap, src->process_id, src->ring, src->generation);
+    if (t->used) {
+        for (size_t i = t->nopen; i-- > 0;) {
+            if (t->open[i].task != task)
+                continue;
+            *done = t->open[i];
+            done->end_ns = ts < done->start_ns ? done->start_ns : ts;
+            t->open[i] = t->open[--t->nopen];
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int cli_polls_feed(struct cli_polls *p, const struct cli_rec_src *src, const struct d9_rec_hdr *rec,
+                   size_t len, struct cli_poll *done)
+{
+    if (shm_record_check(rec, len) < 0)
+        return 0;
+    switch (rec->type) {
+    case D9_REC_POLL_START: {
+        struct d9_rec_poll_start r;
+        memcpy(&r, rec, sizeof r);
+        return open_poll(p, src, &r);
+    }
+    case D9_REC_POLL_END: {
+        struct d9_rec_poll_end r;
+        memcpy(&r, rec, sizeof r);
+        if (close_poll(p, src, r.task, r.h.ts, done)) {
+            p->st.paired++;
+            return 1;
+        }
+        p->st.unpaired_ends++;
+        return 0;
+    }
+    case D9_REC_WORKER_PARK:
+    case D9_REC_WORKER_UNPARK: {
+        if (!p->parks)
+            return 0;
+        struct d9_rec_worker w;
+        memcpy(&w, rec, sizeof w);
+        if (rec->type == D9_REC_WORKER_UNPARK)
+            return close_poll(p, src, CLI_POLL_PARKED, w.h.ts, done) ? 2 : 0;
+        struct d9_rec_poll_start r = { .h = w.h, .task = CLI_POLL_PARKED,
+                                       .runtime = w.runtime, .worker = w.worker };
+        return open_poll(p, src, &r);
+    }
+    default:
+        return 0;
+    }
+}
+
+int cli_polls_next_open(const struct cli_polls *p, size_t *it, struct cli_poll *out)
+{
+    /* *it encodes (thread slot, index in its open list) */
+    size_t ti = *it >> 16, oi = *it & 0xffff;
+    for (; ti < p->cap; ti++, oi = 0) {
+        const struct thr *t = &p->t[ti];
+        if (!t->used || oi >= t->nopen || oi >= 0xffff)
+            continue;
+        *out = t->open[oi];
+        *it = (ti << 16) | (oi + 1);
+        return 1;
+    }
+    *it = ti << 16;
+    return 0;
+}
+
+const struct cli_polls_stats *cli_polls_stats(const struct cli_polls *p) { return &p->st; }

@@ -1,0 +1,297 @@
+/*
+ * cli_sched.c — `d9 sched`: per worker (process, runtime, worker id), from
+ * the worker_park / worker_unpark records:
+ *   - scheduling delay: each sampled record carries sched_wait_ns, the
+ *     run-queue wait of the thread (schedstat) since its previous sampled
+ *     park/unpark (the agent reads schedstat at most once per
+ *     DIAL9_SCHED_SAMPLE_US; the records in between are flagged
+ *     D9_WORKER_UNSAMPLED and skipped here); count, sum, p50, p99 and max
+ *     of those deltas (percentiles from a log-linear histogram: within
+ *     1/16 = 6%);
+ *   - CPU time: last cpu_ns - first cpu_ns seen in the window;
+ *   - parked time: sum of unpark.ts - park.ts, and busy % of the span.
+ *
+ * Called by d9.c. Memory: one histogram (~4 KiB) per worker, never per
+ * record.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "collector/cli/cli.h"
+#include "collector/cli/query.h"
+
+static const char usage[] =
+"NAME\n"
+"    d9 sched - scheduling delay and CPU time per worker\n"
+"\n"
+"SYNOPSIS\n"
+"    d9 [--store DIR] sched [--pid PID] [--since DUR | --from NS --to NS | --last]\n"
+"                           [--format text|jsonl]\n"
+"\n"
+"DESCRIPTION\n"
+"    Reads worker_park and worker_unpark records. Per worker:\n"
+"    PARKS          times the worker went to sleep\n"
+"    WAITS          sched_wait samples: park/unpark records at which the\n"
+"                   agent read the kernel's schedstat (at most one per\n"
+"                   DIAL9_SCHED_SAMPLE_US per thread, default 1 ms; 0 =\n"
+"                   every park/unpark)\n"
+"    WAIT SUM/P50/P99/MAX\n"
+"                   time the thread sat runnable on a CPU run queue, not\n"
+"                   running (kernel schedstat), per interval between two\n"
+"                   samples. SUM is exact whatever the sampling; P50/P99/MAX\n"
+"                   are per wake-up only with DIAL9_SCHED_SAMPLE_US=0.\n"
+"                   High values: the host is oversubscribed or the worker\n"
+"                   competes with other threads. P50/P99 are within 6%.\n"
+"    CPU            thread CPU time used in the window (last - first cpu_ns\n"
+"                   of the sampled records; the kernel updates it at every\n"
+"                   tick and switch, so it may lag by one tick)\n"
+"    PARKED         time spent parked (unpark - park)\n"
+"    BUSY           1 - PARKED / SPAN (SPAN = first to last record of the worker)\n"
+"\n"
+"OPTIONS\n"
+"    --pid PID       only workers of this process.\n"
+"    --format FMT    text (default) or jsonl.\n"
+"\n"
+CLI_HELP_WINDOW "\n" CLI_HELP_COMMON "\n"
+"EXAMPLES\n"
+"    d9 sched --pid 1234\n"
+"    d9 sched --since 5m --format jsonl\n"
+"\n"
+CLI_HELP_EXIT;
+
+/* log-linear histogram: values < 16 exact, then 16 sub-buckets per power of two */
+#define HIST_SUB_BITS 4u
+#define HIST_SUB      (1u << HIST_SUB_BITS)
+#define HIST_BUCKETS  (HIST_SUB + (64u - HIST_SUB_BITS) * HIST_SUB)
+
+struct worker {
+    int64_t process_id;
+    uint32_t pid, tid, ring, generation;
+    uint16_t runtime, worker;
+    uint64_t parks, unparks, waits;
+    uint64_t wait_sum, wait_max;
+    uint64_t cpu_first, cpu_last;
+    bool have_cpu;
+    uint64_t t_first, t_last;
+    uint64_t park_ts;               /* 0 = not parked */
+    uint64_t parked_ns;
+    uint32_t *hist;
+};
+
+struct sched_ctx {
+    struct worker *w;
+    size_t n, cap, last;
+};
+
+static unsigned bucket_of(uint64_t v)
+{
+    if (v < HIST_SUB)
+        return (unsigned)v;
+    unsigned e = 63u - (unsigned)__builtin_clzll(v);       /* >= HIST_SUB_BITS */
+    unsigned sub = (unsigned)(v >> (e - HIST_SUB_BITS)) & (HIST_SUB - 1);
+    return HIST_SUB + (e - HIST_SUB_BITS) * HIST_SUB + sub;
+}
+
+static uint64_t bucket_mid(unsigned b)
+{
+    if (b < HIST_SUB)
+        return b;
+    unsigned e = (b - HIST_SUB) / HIST_SUB + HIST_SUB_BITS;
+    uint64_t sub = (b - HIST_SUB) % HIST_SUB;
+    uint64_t lo = (1ull << e) + (sub << (e - HIST_SUB_BITS));
+    uint64_t width = 1ull << (e - HIST_SUB_BITS);
+    return lo + width / 2;
+}
+
+static uint64_t percentile(const struct worker *w, double q)
+{
+    if (w->waits == 0)
+        return 0;
+    uint64_t rank = (uint64_t)(q * (double)(w->waits - 1)) + 1, seen = 0;
+    for (unsigned b = 0; b < HIST_BUCKETS; b++) {
+        seen += w->hist[b];
+        if (seen >= rank) {
+            uint64_t v = bucket_mid(b);
+            return v > w->wait_max ? w->wait_max : v;
+        }
+    }
+    return w->wait_max;
+}
+
+static struct worker *find(struct sched_ctx *c, const struct cli_rec_src *src, uint16_t rt,
+                           uint16_t wk)
+{
+    if (c->last < c->n) {
+        struct worker *w = &c->w[c->last];
+        if (w->process_id == src->process_id && w->runtime == rt && w->worker == wk)
+            return w;
+    }
+    for (size_t i = 0; i < c->n; i++) {
+        struct worker *w = &c->w[i];
+        if (w->process_id == src->process_id && w->runtime == rt && w->worker == wk) {
+            c->last = i;
+            return w;
+        }
+    }
+    if (c->n == c->cap) {
+        size_t nc = c->cap ? c->cap * 2 : 16;
+        struct worker *n = realloc(c->w, nc * sizeof *n);
+        if (!n)
+            return NULL;
+        c->w = n;
+        c->cap = nc;
+    }
+    struct worker *w = &c->w[c->n];
+    memset(w, 0, sizeof *w);
+    w->hist = calloc(HIST_BUCKETS, sizeof *w->hist);
+    if (!w->hist)
+        return NULL;
+    w->process_id = src->process_id;
+    w->pid = src->pid;
+    w->tid = src->tid;
+    w->ring = src->ring;
+    w->generation = src->generation;
+    w->runtime = rt;
+    w->worker = wk;
+    c->last = c->n++;
+    return w;
+}
+
+static int on_record(void *arg, const struct cli_rec_src *src, const struct d9_rec_hdr *rec,
+                     size_t len)
+{
+    struct sched_ctx *c = arg;
+    struct d9_rec_worker r;
+    if (len != sizeof r)
+        return 0;
+    memcpy(&r, rec, sizeof r);
+    struct worker *w = find(c, src, r.runtime, r.worker);
+    if (!w)
+        return -ENOMEM;
+    if (w->t_first == 0 || r.h.ts < w->t_first)
+        w->t_first = r.h.ts;
+    if (r.h.ts > w->t_last)
+        w->t_last = r.h.ts;
+    w->tid = src->tid;
+    if (!(r.flags & D9_WORKER_UNSAMPLED)) {
+        /* unsampled records carry nothing: their wait is in the next sampled one */
+        if (!w->have_cpu) {
+            w->cpu_first = r.cpu_ns;
+            w->have_cpu = true;
+        }
+        if (r.cpu_ns > w->cpu_last)
+            w->cpu_last = r.cpu_ns;
+        w->waits++;
+        w->wait_sum += r.sched_wait_ns;
+        if (r.sched_wait_ns > w->wait_max)
+            w->wait_max = r.sched_wait_ns;
+        w->hist[bucket_of(r.sched_wait_ns)]++;
+    }
+    if (r.h.type == D9_REC_WORKER_PARK) {
+        w->parks++;
+        w->park_ts = r.h.ts;
+    } else {
+        w->unparks++;
+        if (w->park_ts && r.h.ts >= w->park_ts)
+            w->parked_ns += r.h.ts - w->park_ts;
+        w->park_ts = 0;
+    }
+    return 0;
+}
+
+static int by_key(const void *x, const void *y)
+{
+    const struct worker *a = x, *b = y;
+    if (a->pid != b->pid)
+        return a->pid < b->pid ? -1 : 1;
+    if (a->process_id != b->process_id)
+        return a->process_id < b->process_id ? -1 : 1;
+    if (a->runtime != b->runtime)
+        return a->runtime < b->runtime ? -1 : 1;
+    return a->worker < b->worker ? -1 : a->worker > b->worker;
+}
+
+static void print(struct cli_store *s, const struct cli_args *a, struct sched_ctx *c)
+{
+    struct cli_names *names = NULL;
+    cli_names_open(s, &names);
+    qsort(c->w, c->n, sizeof *c->w, by_key);
+    if (a->format == CLI_FMT_TEXT)
+        printf("%-8s %-10s %6s %-8s %7s %7s %10s %9s %9s %9s %10s %10s %5s\n", "PID", "RUNTIME",
+               "WORKER", "TID", "PARKS", "WAITS", "WAIT SUM", "P50", "P99", "MAX", "CPU",
+               "PARKED", "BUSY");
+    for (size_t i = 0; i < c->n; i++) {
+        const struct worker *w = &c->w[i];
+        char rt[80];
+        if (names)
+            cli_names_runtime(names, w->process_id, w->runtime, rt, sizeof rt);
+        else
+            snprintf(rt, sizeof rt, "#%u", (unsigned)w->runtime);
+        uint64_t cpu = w->cpu_last > w->cpu_first ? w->cpu_last - w->cpu_first : 0;
+        uint64_t span = w->t_last - w->t_first;
+        double busy = span ? 100.0 * (1.0 - (double)w->parked_ns / (double)span) : 0.0;
+        if (busy < 0)
+            busy = 0;
+        uint64_t p50 = percentile(w, 0.50), p99 = percentile(w, 0.99);
+        if (a->format == CLI_FMT_JSONL) {
+            printf("{\"pid\":%" PRIu32 ",\"runtime\":", w->pid);
+            cli_json_str(stdout, rt, strlen(rt));
+            printf(",\"worker\":%u,\"tid\":%" PRIu32 ",\"parks\":%" PRIu64 ",\"unparks\":%" PRIu64
+                   ",\"waits\":%" PRIu64 ",\"sched_wait_sum_ns\":%" PRIu64
+                   ",\"sched_wait_p50_ns\":%" PRIu64 ",\"sched_wait_p99_ns\":%" PRIu64
+                   ",\"sched_wait_max_ns\":%" PRIu64 ",\"cpu_ns\":%" PRIu64
+                   ",\"parked_ns\":%" PRIu64 ",\"span_ns\":%" PRIu64 ",\"busy_pct\":%.1f}\n",
+                   (unsigned)w->worker, w->tid, w->parks, w->unparks, w->waits, w->wait_sum,
+                   p50, p99, w->wait_max, cpu, w->parked_ns, span, busy);
+            continue;
+        }
+        char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32];
+        printf("%-8" PRIu32 " ", w->pid);
+        cli_text_str(stdout, rt, strlen(rt), false);
+        int pad = 10 - (int)strlen(rt);
+        printf("%*s %6u %-8" PRIu32 " %7" PRIu64 " %7" PRIu64 " %10s %9s %9s %9s %10s %10s %4.0f%%\n",
+               pad > 0 ? pad : 0, "", (unsigned)w->worker, w->tid, w->parks, w->waits,
+               cli_fmt_dur(w->wait_sum, b1, sizeof b1), cli_fmt_dur(p50, b2, sizeof b2),
+               cli_fmt_dur(p99, b3, sizeof b3), cli_fmt_dur(w->wait_max, b4, sizeof b4),
+               cli_fmt_dur(cpu, b5, sizeof b5), cli_fmt_dur(w->parked_ns, b6, sizeof b6), busy);
+    }
+    cli_names_close(names);
+}
+
+CLI_DECLARE_CMD(sched)
+{
+    static const struct option opts[] = {
+        CLI_OPTE_HELP, CLI_OPTE_STORE, CLI_OPTE_PID, CLI_OPTE_WINDOW, CLI_OPTE_FORMAT,
+        CLI_OPTE_END,
+    };
+    struct cli_args a;
+    struct cli_store *s;
+    int rc = cli_begin(env, &a, argc, argv, opts, usage, &s);
+    if (!s)
+        return rc;
+    struct sched_ctx c = { 0 };
+    struct cli_filter f = {
+        .pid = a.pid,
+        .types = 1u << D9_REC_WORKER_PARK | 1u << D9_REC_WORKER_UNPARK,
+    };
+    cli_window_resolve(s, &a.win, a.pid, &f.from, &f.to);
+    struct cli_scan_stats st;
+    int r = cli_scan(s, &f, on_record, &c, &st, "d9 sched");
+    if (r < 0) {
+        rc = cli_fail(env, "%s: scan failed (error %d)", env->store, r);
+    } else if (c.n == 0) {
+        char w[160];
+        fprintf(stderr, "d9 sched: no worker park/unpark records in %s\n",
+                cli_window_text(&a.win, cli_store_live(s), w, sizeof w));
+    } else {
+        print(s, &a, &c);
+    }
+    for (size_t i = 0; i < c.n; i++)
+        free(c.w[i].hist);
+    free(c.w);
+    cli_store_close(s);
+    return rc;
+}

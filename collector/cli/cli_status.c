@@ -1,0 +1,217 @@
+/*
+ * cli_status.c — `d9 status`: the running collector's view, asked live over
+ * the control endpoint (d9.StatusRequest): collector totals, then per
+ * traced process its state, records, bytes, lag and lost, and with
+ * --rings every ring (thread) with its lag and drops.
+ *
+ * Called by d9.c. Uses col_request (collector/control.h); never touches the
+ * store. Unreachable collector: one line naming the endpoint, exit 1.
+ * Never waits longer than CLI_TIMEOUT_MS per step.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include "collector/cli/cli.h"
+#include "collector/ctl/ctl_client.h"
+#include "shm/d9_abi.h"
+
+static const char usage[] =
+"NAME\n"
+"    d9 status - ask the running collector what it is doing\n"
+"\n"
+"SYNOPSIS\n"
+"    d9 [--endpoint EP] status [--pid PID] [--rings] [--format text|jsonl]\n"
+"\n"
+"DESCRIPTION\n"
+"    Sends a StatusRequest to d9collectd and prints its reply: version,\n"
+"    store, uptime, records and bytes written, records lost by rings, store\n"
+"    size and segments, quarantined rings, rejected regions, write errors;\n"
+"    then one line per traced process: PID, COMM, STATE, RECORDS, BYTES\n"
+"    written, LAG (bytes in its rings not drained yet), LOST, rings in use,\n"
+"    threads without a ring (untraced) and the CPU sampler in use.\n"
+"    The collector must answer within 2 seconds.\n"
+"\n"
+"OPTIONS\n"
+"    --pid PID       only this process.\n"
+"    --rings         also one line per ring: index, tid, thread, state, lag,\n"
+"                    lost, quarantined.\n"
+"    --format FMT    text (default) or jsonl (one object: the whole status).\n"
+"    --endpoint EP   collector endpoint (default: $DIAL9_COLLECTOR, else\n"
+"                    ipc:///run/dial9/collector.sock as root, else\n"
+"                    ipc://$XDG_RUNTIME_DIR/dial9/collector.sock, or\n"
+"                    ipc:///tmp/dial9-UID/collector.sock without XDG_RUNTIME_DIR).\n"
+"    -h, --help      this help.\n"
+"\n"
+"EXAMPLES\n"
+"    d9 status\n"
+"    d9 status --pid 1234 --rings\n"
+"    DIAL9_COLLECTOR=ipc:///tmp/t/c.sock d9 status\n"
+"\n"
+"EXIT STATUS\n"
+"    0   the collector answered\n"
+"    1   the collector is not reachable, did not answer in time, or failed\n"
+"    2   bad usage\n";
+
+#define STATUS_OPT_RINGS CLI_OPT_FIRST_PRIVATE
+
+static const char *ring_state(uint32_t s)
+{
+    switch (s) {
+    case D9_RING_FREE: return "free";
+    case D9_RING_CLAIMING: return "claiming";
+    case D9_RING_OWNED: return "owned";
+    case D9_RING_RELEASED: return "released";
+    default: return "?";
+    }
+}
+
+static int priv(struct cli_env *env, void *arg, int opt, const char *val)
+{
+    (void)env;
+    (void)val;
+    if (opt != STATUS_OPT_RINGS)
+        return -1;
+    *(bool *)arg = true;
+    return 0;
+}
+
+static void jstr(const char *k, const char *v, bool comma)
+{
+    printf("%s\"%s\":", comma ? "," : "", k);
+    cli_json_str(stdout, v ? v : "", v ? strlen(v) : 0);
+}
+
+static void print_json(const D9__CollectorStatus *cs, bool rings)
+{
+    printf("{\"pid\":%" PRIu32, cs->pid);
+    jstr("version", cs->version, true);
+    jstr("store", cs->store, true);
+    printf(",\"uptime_ns\":%" PRIu64 ",\"records\":%" PRIu64 ",\"bytes_written\":%" PRIu64
+           ",\"lost\":%" PRIu64 ",\"segments\":%" PRIu64 ",\"store_bytes\":%" PRIu64
+           ",\"quarantined_rings\":%" PRIu64 ",\"rejected_regions\":%" PRIu64
+           ",\"write_errors\":%" PRIu64 ",\"dropped_records\":%" PRIu64 ",\"processes\":[",
+           cs->uptime_ns, cs->records, cs->bytes_written, cs->lost, cs->segments,
+           cs->store_bytes, cs->quarantined_rings, cs->rejected_regions, cs->write_errors,
+           cs->dropped_records);
+    for (size_t i = 0; i < cs->n_processes; i++) {
+        const D9__ProcessStatus *p = cs->processes[i];
+        printf("%s{\"pid\":%" PRIu32 ",\"uid\":%" PRIu32, i ? "," : "", p->pid, p->uid);
+        jstr("comm", p->comm, true);
+        jstr("exe", p->exe, true);
+        jstr("state", p->state, true);
+        jstr("sampler", p->sampler, true);
+        printf(",\"records\":%" PRIu64 ",\"bytes_written\":%" PRIu64 ",\"lost\":%" PRIu64
+               ",\"lag_bytes\":%" PRIu64 ",\"rings_in_use\":%" PRIu32
+               ",\"threads_untraced\":%" PRIu32, p->records, p->bytes_written, p->lost,
+               p->lag_bytes, p->rings_in_use, p->threads_untraced);
+        if (rings) {
+            fputs(",\"rings\":[", stdout);
+            for (size_t j = 0; j < p->n_rings; j++) {
+                const D9__RingStatus *r = p->rings[j];
+                printf("%s{\"index\":%" PRIu32 ",\"tid\":%" PRIu32, j ? "," : "", r->index,
+                       r->tid);
+                jstr("thread_name", r->thread_name, true);
+                printf(",\"state\":\"%s\",\"lag_bytes\":%" PRIu64 ",\"lost\":%" PRIu64
+                       ",\"quarantined\":%s}", ring_state(r->state), r->lag_bytes, r->lost,
+                       r->quarantined ? "true" : "false");
+            }
+            fputc(']', stdout);
+        }
+        fputc('}', stdout);
+    }
+    fputs("]}\n", stdout);
+}
+
+static void print_text(const D9__CollectorStatus *cs, bool rings)
+{
+    char b1[32], b2[32], d[32];
+    printf("collector  pid %" PRIu32 ", version %s, up %s\n", cs->pid,
+           cs->version && *cs->version ? cs->version : "?",
+           cli_fmt_dur(cs->uptime_ns, d, sizeof d));
+    printf("store      %s: %" PRIu64 " segments, %s\n", cs->store ? cs->store : "?",
+           cs->segments, cli_fmt_bytes(cs->store_bytes, b1, sizeof b1));
+    printf("written    %" PRIu64 " records, %s\n", cs->records,
+           cli_fmt_bytes(cs->bytes_written, b2, sizeof b2));
+    printf("lost       %" PRIu64 " records dropped by full rings, %" PRIu64
+           " not persisted by the collector\n", cs->lost, cs->dropped_records);
+    printf("problems   %" PRIu64 " quarantined rings, %" PRIu64 " rejected regions, %" PRIu64
+           " write errors\n", cs->quarantined_rings, cs->rejected_regions, cs->write_errors);
+    if (cs->n_processes == 0) {
+        printf("no traced processes\n");
+        return;
+    }
+    printf("\n%-8s %-16s %-11s %10s %10s %10s %8s %5s %8s %s\n", "PID", "COMM", "STATE",
+           "RECORDS", "BYTES", "LAG", "LOST", "RINGS", "UNTRACED", "SAMPLER");
+    for (size_t i = 0; i < cs->n_processes; i++) {
+        const D9__ProcessStatus *p = cs->processes[i];
+        char comm[17];
+        snprintf(comm, sizeof comm, "%s", p->comm ? p->comm : "");
+        printf("%-8" PRIu32 " ", p->pid);
+        cli_text_str(stdout, comm, strlen(comm), false);
+        printf("%*s %-11s %10" PRIu64 " %10s %10s %8" PRIu64 " %5" PRIu32 " %8" PRIu32 " %s\n",
+               16 - (int)strlen(comm), "", p->state ? p->state : "?", p->records,
+               cli_fmt_bytes(p->bytes_written, b1, sizeof b1),
+               cli_fmt_bytes(p->lag_bytes, b2, sizeof b2), p->lost, p->rings_in_use,
+               p->threads_untraced, p->sampler && *p->sampler ? p->sampler : "-");
+        if (!rings)
+            continue;
+        for (size_t j = 0; j < p->n_rings; j++) {
+            const D9__RingStatus *r = p->rings[j];
+            char name[17];
+            snprintf(name, sizeof name, "%s", r->thread_name ? r->thread_name : "");
+            printf("    ring %-4" PRIu32 " tid %-8" PRIu32 " %-16s %-9s lag %-10s lost %" PRIu64
+                   "%s\n", r->index, r->tid, name, ring_state(r->state),
+                   cli_fmt_bytes(r->lag_bytes, b1, sizeof b1), r->lost,
+                   r->quarantined ? " QUARANTINED" : "");
+        }
+    }
+}
+
+/* Shared with flush: a readable reason for a col_request failure. */
+static const char *why(int rc)
+{
+    switch (rc) {
+    case -ENOENT: return "no collector socket (is d9collectd running? see --endpoint)";
+    case -ETIMEDOUT: return "no answer within 2 s (is d9collectd running? a stale socket?)";
+    case -ECONNREFUSED: return "connection refused (is d9collectd running?)";
+    case -EBADMSG: return "undecodable reply";
+    default: return strerror(-rc);
+    }
+}
+
+CLI_DECLARE_CMD(status)
+{
+    static const struct option opts[] = {
+        CLI_OPTE_HELP, CLI_OPTE_ENDPOINT, CLI_OPTE_STORE, CLI_OPTE_PID, CLI_OPTE_FORMAT,
+        { "rings", 0, NULL, STATUS_OPT_RINGS }, CLI_OPTE_END,
+    };
+    struct cli_args a;
+    bool rings = false;
+    cli_args_init(&a);
+    int rc = cli_getopt(env, &a, argc, argv, opts, usage, priv, &rings);
+    if (rc != 0)
+        return rc > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+    D9__StatusRequest sr = D9__STATUS_REQUEST__INIT;
+    sr.pid = a.pid;
+    D9__Request req = D9__REQUEST__INIT;
+    req.body_case = D9__REQUEST__BODY_STATUS;
+    req.status = &sr;
+    D9__Reply *rep = NULL;
+    int r = col_request(env->endpoint, &req, &rep, CLI_TIMEOUT_MS);
+    if (r < 0)
+        return cli_fail(env, "cannot reach the collector at %s: %s", env->endpoint, why(r));
+    if (rep->error != 0) {
+        rc = cli_fail(env, "the collector at %s answered: %s", env->endpoint,
+                      rep->message && *rep->message ? rep->message : strerror(-rep->error));
+    } else if (!rep->status) {
+        rc = cli_fail(env, "the collector at %s sent a reply without a status", env->endpoint);
+    } else if (a.format == CLI_FMT_JSONL) {
+        print_json(rep->status, rings);
+    } else {
+        print_text(rep->status, rings);
+    }
+    col_reply_free(rep);
+    return rc;
+}

@@ -1,0 +1,258 @@
+/*
+ * cli_top_polls.c — `d9 top-polls`: the longest task polls of a window.
+ *
+ * Pairs poll_start/poll_end per thread by task id (cli_polls.c) while
+ * scanning only those two record types, keeps the N longest in a min-heap
+ * (memory: N polls, whatever the window), and resolves names (location,
+ * runtime, thread) only for the N printed. A poll still open at the end of
+ * the data (process crashed or hung inside it) competes with its duration
+ * up to the last record of its process and is marked unfinished (">").
+ *
+ * Called by d9.c. Never keeps more than --limit polls, plus the polls
+ * open at the same time.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "collector/cli/cli.h"
+#include "collector/cli/cli_polls.h"
+#include "collector/cli/query.h"
+
+static const char usage[] =
+"NAME\n"
+"    d9 top-polls - the longest task polls\n"
+"\n"
+"SYNOPSIS\n"
+"    d9 [--store DIR] top-polls [--pid PID] [--limit N]\n"
+"                               [--since DUR | --from NS --to NS | --last]\n"
+"                               [--format text|jsonl]\n"
+"\n"
+"DESCRIPTION\n"
+"    A poll is a poll_start .. poll_end pair of one task on one thread. The\n"
+"    longest polls block their worker: every other task queued there waits.\n"
+"    Listed longest first: DURATION, START time, PID/TID, RUNTIME, WORKER,\n"
+"    TASK id and LOCATION (file:line function given to d9_poll_start, the\n"
+"    task's spawn site by convention). A poll whose end is not in the store\n"
+"    (the process crashed or hung inside it) counts up to the last record\n"
+"    of its process and is shown as \">DURATION\" with \"unfinished\".\n"
+"\n"
+"OPTIONS\n"
+"    --pid PID       only polls of this process.\n"
+"    --limit N       how many to list (default 20).\n"
+"    --format FMT    text (default) or jsonl.\n"
+"\n"
+CLI_HELP_WINDOW "\n" CLI_HELP_COMMON "\n"
+"EXAMPLES\n"
+"    d9 top-polls\n"
+"    d9 top-polls --pid 1234 --since 30s --limit 5\n"
+"\n"
+CLI_HELP_EXIT;
+
+struct top_entry {
+    struct cli_poll p;
+    uint64_t dur;
+    bool unfinished;
+};
+
+struct top_ctx {
+    struct top_entry *h;            /* min-heap by dur */
+    size_t n, cap, limit;
+    uint64_t polls;
+};
+
+static bool less(const struct top_entry *a, const struct top_entry *b)
+{
+    if (a->dur != b->dur)
+        return a->dur < b->dur;
+    return a->p.start_ns > b->p.start_ns;   /* later start = "smaller": earlier kept */
+}
+
+static void sift_down(struct top_ctx *c, size_t i)
+{
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < c->n && less(&c->h[l], &c->h[m]))
+            m = l;
+        if (r < c->n && less(&c->h[r], &c->h[m]))
+            m = r;
+        if (m == i)
+            return;
+        struct top_entry t = c->h[m];
+        c->h[m] = c->h[i];
+        c->h[i] = t;
+        i = m;
+    }
+}
+
+static int offer(struct top_ctx *c, const struct cli_poll *p, bool unfinished)
+{
+    struct top_entry e = { .p = *p, .dur = p->end_ns - p->start_ns, .unfinished = unfinished };
+    c->polls++;
+    if (c->n < c->limit) {
+        if (c->n == c->cap) {
+            size_t nc = c->cap ? c->cap * 2 : 32;
+            if (nc > c->limit)
+                nc = c->limit;
+            struct top_entry *h = realloc(c->h, nc * sizeof *h);
+            if (!h)
+                return -ENOMEM;
+            c->h = h;
+            c->cap = nc;
+        }
+        size_t i = c->n++;
+        c->h[i] = e;
+        while (i > 0 && less(&c->h[i], &c->h[(i - 1) / 2])) {
+            struct top_entry t = c->h[(i - 1) / 2];
+            c->h[(i - 1) / 2] = c->h[i];
+            c->h[i] = t;
+            i = (i - 1) / 2;
+        }
+        return 0;
+    }
+    if (less(&c->h[0], &e)) {
+        c->h[0] = e;
+        sift_down(c, 0);
+    }
+    return 0;
+}
+
+struct scan_arg {
+    struct top_ctx *top;
+    struct cli_polls *polls;
+};
+
+static int on_record(void *arg, const struct cli_rec_src *src, const struct d9_rec_hdr *rec,
+                     size_t len)
+{
+    struct scan_arg *a = arg;
+    struct cli_poll done;
+    int rc = cli_polls_feed(a->polls, src, rec, len, &done);
+    if (rc == 1)
+        return offer(a->top, &done, false);
+    return rc < 0 ? rc : 0;
+}
+
+static int by_dur_desc(const void *x, const void *y)
+{
+    const struct top_entry *a = x, *b = y;
+    return less(a, b) ? 1 : less(b, a) ? -1 : 0;
+}
+
+static void print(struct cli_store *s, const struct cli_args *a, struct top_ctx *c)
+{
+    struct cli_names *names = NULL;
+    cli_names_open(s, &names);
+    int64_t boot;
+    bool wall = cli_store_wall(s, &boot);
+    qsort(c->h, c->n, sizeof *c->h, by_dur_desc);
+    if (a->format == CLI_FMT_TEXT)
+        printf("%-4s %11s  %-18s %-15s %-10s %6s %10s  %s\n", "#", "DURATION", "START",
+               "PID/TID", "RUNTIME", "WORKER", "TASK", "LOCATION");
+    for (size_t i = 0; i < c->n; i++) {
+        const struct top_entry *e = &c->h[i];
+        char loc[CLI_LOC_TEXT_MAX], rt[80], t[48], d[32], th[32], pt[32];
+        if (names) {
+            cli_names_location(names, e->p.process_id, e->p.loc, loc, sizeof loc);
+            cli_names_runtime(names, e->p.process_id, e->p.runtime, rt, sizeof rt);
+            cli_names_thread(names, e->p.process_id, e->p.ring, e->p.generation, th, sizeof th);
+        } else {
+            snprintf(loc, sizeof loc, "#%u", e->p.loc);
+            snprintf(rt, sizeof rt, "#%u", (unsigned)e->p.runtime);
+            th[0] = 0;
+        }
+        if (a->format == CLI_FMT_JSONL) {
+            printf("{\"rank\":%zu,\"duration_ns\":%" PRIu64 ",\"start_ns\":%" PRIu64
+                   ",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32 ",\"task\":%" PRIu64
+                   ",\"worker\":%u,\"runtime\":", i + 1, e->dur, e->p.start_ns, e->p.pid,
+                   e->p.tid, e->p.task, (unsigned)e->p.worker);
+            cli_json_str(stdout, rt, strlen(rt));
+            fputs(",\"location\":", stdout);
+            cli_json_str(stdout, loc, strlen(loc));
+            fputs(",\"thread\":", stdout);
+            cli_json_str(stdout, th, strlen(th));
+            printf(",\"unfinished\":%s}\n", e->unfinished ? "true" : "false");
+            continue;
+        }
+        char dd[40];
+        snprintf(dd, sizeof dd, "%s%s", e->unfinished ? ">" : "", cli_fmt_dur(e->dur, d, sizeof d));
+        snprintf(pt, sizeof pt, "%" PRIu32 "/%" PRIu32, e->p.pid, e->p.tid);
+        cli_fmt_time(e->p.start_ns, boot, wall, 6, false, t, sizeof t);
+        printf("%-4zu %11s  %-18s %-15s ", i + 1, dd, t, pt);
+        cli_text_str(stdout, rt, strlen(rt), false);
+        int pad = 10 - (int)strlen(rt);
+        printf("%*s %6u %10" PRIu64 "  ", pad > 0 ? pad : 0, "", (unsigned)e->p.worker, e->p.task);
+        cli_text_str(stdout, loc, strlen(loc), false);
+        fputs(e->unfinished ? "  (unfinished)\n" : "\n", stdout);
+    }
+    cli_names_close(names);
+}
+
+CLI_DECLARE_CMD(top_polls)
+{
+    static const struct option opts[] = {
+        CLI_OPTE_HELP, CLI_OPTE_STORE, CLI_OPTE_PID, CLI_OPTE_WINDOW, CLI_OPTE_LIMIT,
+        CLI_OPTE_FORMAT, CLI_OPTE_END,
+    };
+    struct cli_args a;
+    struct cli_store *s;
+    int rc = cli_begin(env, &a, argc, argv, opts, usage, &s);
+    if (!s)
+        return rc;
+    struct top_ctx top = { .limit = a.limit_set ? a.limit : CLI_LIMIT_DEFAULT };
+    struct scan_arg sa = { .top = &top };
+    if (cli_polls_new(&sa.polls) < 0) {
+        cli_store_close(s);
+        return cli_fail(env, "out of memory");
+    }
+    struct cli_filter f = {
+        .pid = a.pid,
+        .types = 1u << D9_REC_POLL_START | 1u << D9_REC_POLL_END,
+    };
+    cli_window_resolve(s, &a.win, a.pid, &f.from, &f.to);
+    struct cli_scan_stats st;
+    int r = cli_scan(s, &f, on_record, &sa, &st, "d9 top-polls");
+    struct cli_names *names = NULL;
+    if (r >= 0 && cli_names_open(s, &names) == 0) {
+        /* polls never ended: they lasted at least until the process's last record */
+        size_t it = 0;
+        struct cli_poll p;
+        while (r >= 0 && cli_polls_next_open(sa.polls, &it, &p)) {
+            if (p.task == CLI_POLL_PARKED)
+                continue;
+            uint64_t last = cli_names_last_ns(names, p.process_id);
+            if (last > f.to)
+                last = f.to;
+            p.end_ns = last > p.start_ns ? last : p.start_ns;
+            r = offer(&top, &p, true);
+        }
+    }
+    cli_names_close(names);
+    if (r < 0) {
+        rc = cli_fail(env, "%s: scan failed (error %d)", env->store, r);
+    } else if (top.n == 0) {
+        char w[160];
+        fprintf(stderr, "d9 top-polls: no polls in %s%s\n",
+                cli_window_text(&a.win, cli_store_live(s), w, sizeof w),
+                cli_store_unsealed_hint(s, a.pid));
+    } else {
+        print(s, &a, &top);
+        if (a.format == CLI_FMT_TEXT)
+            printf("%" PRIu64 " polls in the window, %zu longest shown\n", top.polls, top.n);
+    }
+    const struct cli_polls_stats *ps = cli_polls_stats(sa.polls);
+    /* at the edges of a window, halves of polls are expected: warn only
+     * when the whole store was read */
+    if (r >= 0 && a.win.kind == CLI_WIN_ALL && (ps->unpaired_ends || ps->replaced_starts))
+        cli_warn(env, "%" PRIu64 " poll ends without a start and %" PRIu64 " starts without an "
+                 "end (records dropped by full rings?)", ps->unpaired_ends, ps->replaced_starts);
+    if (st.lost && r >= 0)
+        cli_warn(env, "%" PRIu64 " records were dropped by full rings in the blocks read",
+                 st.lost);
+    cli_polls_free(sa.polls);
+    free(top.h);
+    cli_store_close(s);
+    return rc;
+}

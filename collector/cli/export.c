@@ -1,0 +1,283 @@
+/*
+ * export.c — Chrome trace-event JSON writer (see export.h).
+ *
+ * Called by `d9 export`. Polls and parked intervals come from cli_polls
+ * (paired per thread); everything else maps one record to one event. The
+ * "already named" sets are open-addressing hash sets of 64-bit keys.
+ * Never buffers events: each is printed as soon as it is complete.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include "collector/cli/cli.h"
+#include "collector/cli/cli_polls.h"
+#include "collector/cli/decode.h"
+#include "collector/cli/export.h"
+#include "shm/record.h"
+
+#define EXP_SET_INITIAL 64u
+
+struct keyset {
+    uint64_t *k;                    /* 0 = empty slot; keys are stored + 1 */
+    size_t cap, n;
+};
+
+struct cli_export {
+    FILE *f;
+    bool first;
+    struct cli_polls *polls;
+    struct keyset procs, threads;
+    struct cli_export_stats st;
+};
+
+static uint64_t mix(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    return x;
+}
+
+/* 1 if key was added, 0 if present, -ENOMEM. */
+static int set_add(struct keyset *s, uint64_t key)
+{
+    uint64_t k = key + 1;
+    if (k == 0)
+        k = 1;                      /* UINT64_MAX aliases 0: harmless for names */
+    if ((s->n + 1) * 2 > s->cap) {
+        size_t nc = s->cap ? s->cap * 2 : EXP_SET_INITIAL;
+        uint64_t *n = calloc(nc, sizeof *n);
+        if (!n)
+            return -ENOMEM;
+        for (size_t i = 0; i < s->cap; i++) {
+            if (!s->k[i])
+                continue;
+            size_t j = (size_t)mix(s->k[i]) & (nc - 1);
+            while (n[j])
+                j = (j + 1) & (nc - 1);
+            n[j] = s->k[i];
+        }
+        free(s->k);
+        s->k = n;
+        s->cap = nc;
+    }
+    size_t j = (size_t)mix(k) & (s->cap - 1);
+    while (s->k[j]) {
+        if (s->k[j] == k)
+            return 0;
+        j = (j + 1) & (s->cap - 1);
+    }
+    s->k[j] = k;
+    s->n++;
+    return 1;
+}
+
+static void us(FILE *f, uint64_t ns)
+{
+    fprintf(f, "%" PRIu64 ".%03u", ns / 1000u, (unsigned)(ns % 1000u));
+}
+
+/* Start an event object: {"name":..,"cat":..,"ph":..,"ts":..,"pid":..,"tid":.. */
+static void ev_begin(struct cli_export *x, const char *name, size_t nlen, const char *cat,
+                     const char *ph, uint64_t ts, uint32_t pid, uint32_t tid)
+{
+    FILE *f = x->f;
+    fputs(x->first ? "\n" : ",\n", f);
+    x->first = false;
+    fputs("{\"name\":", f);
+    cli_json_str(f, name, nlen);
+    if (cat)
+        fprintf(f, ",\"cat\":\"%s\"", cat);
+    fprintf(f, ",\"ph\":\"%s\",\"ts\":", ph);
+    us(f, ts);
+    fprintf(f, ",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32, pid, tid);
+    x->st.events++;
+}
+
+static int name_meta(struct cli_export *x, const struct cli_rec_src *src)
+{
+    int rc = set_add(&x->procs, src->pid);
+    if (rc < 0)
+        return rc;
+    if (rc == 1) {
+        ev_begin(x, "process_name", 12, NULL, "M", 0, src->pid, src->pid);
+        fputs(",\"args\":{\"name\":", x->f);
+        const char *c = src->comm && *src->comm ? src->comm : "?";
+        cli_json_str(x->f, c, strlen(c));
+        fputs("}}", x->f);
+    }
+    rc = set_add(&x->threads, (uint64_t)src->pid << 32 | src->tid);
+    if (rc < 0)
+        return rc;
+    if (rc == 1) {
+        ev_begin(x, "thread_name", 11, NULL, "M", 0, src->pid, src->tid);
+        fputs(",\"args\":{\"name\":", x->f);
+        char buf[64];
+        if (src->thread && *src->thread)
+            snprintf(buf, sizeof buf, "%s (%" PRIu32 ")", src->thread, src->tid);
+        else
+            snprintf(buf, sizeof buf, "%" PRIu32, src->tid);
+        cli_json_str(x->f, buf, strlen(buf));
+        fputs("}}", x->f);
+    }
+    return 0;
+}
+
+int cli_export_begin(struct cli_export **out, FILE *f)
+{
+    struct cli_export *x = calloc(1, sizeof *x);
+    if (!x)
+        return -ENOMEM;
+    if (cli_polls_new(&x->polls) < 0) {
+        free(x);
+        return -ENOMEM;
+    }
+    cli_polls_track_parks(x->polls);
+    x->f = f;
+    x->first = true;
+    fputs("{\"traceEvents\":[", f);
+    *out = x;
+    return 0;
+}
+
+static const char *runtime_name(const struct cli_rec_src *src, uint16_t id, char *buf, size_t cap)
+{
+    const char *n = src->meta && src->meta->runtime ? src->meta->runtime(src->meta->ctx, id) : NULL;
+    if (n)
+        return n;
+    snprintf(buf, cap, "#%u", (unsigned)id);
+    return buf;
+}
+
+static void emit_interval(struct cli_export *x, const struct cli_rec_src *src,
+                          const struct cli_poll *p, bool unfinished)
+{
+    FILE *f = x->f;
+    char rtb[24];
+    const char *rt = src ? runtime_name(src, p->runtime, rtb, sizeof rtb) : NULL;
+    if (!rt) {
+        snprintf(rtb, sizeof rtb, "#%u", (unsigned)p->runtime);
+        rt = rtb;
+    }
+    if (p->task == CLI_POLL_PARKED) {
+        ev_begin(x, "parked", 6, "park", "X", p->start_ns, p->pid, p->tid);
+        x->st.parks++;
+    } else {
+        const struct shm_meta_entry *loc = src && src->meta && src->meta->location && p->loc
+            ? src->meta->location(src->meta->ctx, p->loc) : NULL;
+        const char *name = loc && loc->func && *loc->func ? loc->func : "poll";
+        ev_begin(x, name, strlen(name), "poll", "X", p->start_ns, p->pid, p->tid);
+        x->st.polls++;
+        fputs(",\"dur\":", f);
+        us(f, p->end_ns - p->start_ns);
+        fprintf(f, ",\"args\":{\"task\":%" PRIu64 ",\"runtime\":", p->task);
+        cli_json_str(f, rt, strlen(rt));
+        fprintf(f, ",\"worker\":%u", (unsigned)p->worker);
+        if (loc) {
+            char lb[CLI_LOC_TEXT_MAX];
+            snprintf(lb, sizeof lb, "%s:%u", loc->name, loc->line);
+            fputs(",\"loc\":", f);
+            cli_json_str(f, lb, strlen(lb));
+        }
+        if (unfinished)
+            fputs(",\"unfinished\":true", f);
+        fputs("}}", f);
+        return;
+    }
+    fputs(",\"dur\":", f);
+    us(f, p->end_ns - p->start_ns);
+    fputs(",\"args\":{\"runtime\":", f);
+    cli_json_str(f, rt, strlen(rt));
+    fprintf(f, ",\"worker\":%u%s}}", (unsigned)p->worker, unfinished ? ",\"unfinished\":true" : "");
+}
+
+int cli_export_record(struct cli_export *x, const struct cli_rec_src *src,
+                      const struct d9_rec_hdr *rec, size_t len)
+{
+    struct cli_decoded d;
+    if (cli_decode(rec, len, src->meta, &d) < 0)
+        return 0;
+    bool internal = d.type == D9_REC_CUSTOM && d.event &&
+                    strncmp(d.event, CLI_EXPORT_INTERNAL, strlen(CLI_EXPORT_INTERNAL)) == 0;
+    if (internal || d.type == D9_REC_CPU_SAMPLE || d.type == D9_REC_SCHED_SWITCH ||
+        d.type >= D9_REC_TYPE_COUNT) {
+        x->st.skipped++;            /* collector bookkeeping / stacks: no trace-event form */
+        return 0;
+    }
+    int rc = name_meta(x, src);
+    if (rc < 0)
+        return rc;
+    FILE *f = x->f;
+    struct cli_poll done;
+    switch (d.type) {
+    case D9_REC_POLL_START:
+    case D9_REC_POLL_END:
+    case D9_REC_WORKER_PARK:
+    case D9_REC_WORKER_UNPARK:
+        rc = cli_polls_feed(x->polls, src, rec, len, &done);
+        if (rc < 0)
+            return rc;
+        if (rc > 0)
+            emit_interval(x, src, &done, false);
+        return 0;
+    case D9_REC_WAKE:
+    case D9_REC_TASK_SPAWN:
+    case D9_REC_TASK_TERMINATE:
+    case D9_REC_CUSTOM: {
+        const char *cat = d.type == D9_REC_WAKE ? "wake" : d.type == D9_REC_CUSTOM ? "custom"
+                                                                                    : "task";
+        const char *name = d.type == D9_REC_CUSTOM ? (d.event ? d.event : "custom") : d.type_name;
+        ev_begin(x, name, strlen(name), cat, "i", d.ts, src->pid, src->tid);
+        fputs(",\"s\":\"t\",\"args\":{", f);
+        unsigned n = cli_decode_print_json_members(f, &d, 0, d.nfields, false);
+        if (d.error) {
+            fputs(n ? ",\"error\":" : "\"error\":", f);
+            cli_json_str(f, d.error, strlen(d.error));
+        }
+        fputs("}}", f);
+        x->st.instants++;
+        return 0;
+    }
+    case D9_REC_QUEUE_DEPTH: {
+        struct d9_rec_queue_depth q;
+        memcpy(&q, rec, sizeof q);
+        char rtb[24], name[128];
+        const char *rt = runtime_name(src, q.runtime, rtb, sizeof rtb);
+        if (q.worker == D9_WORKER_NONE)
+            snprintf(name, sizeof name, "queue %s global", rt);
+        else
+            snprintf(name, sizeof name, "queue %s w%u", rt, (unsigned)q.worker);
+        /* counters are per process in the trace viewers: tid is informative */
+        ev_begin(x, name, strlen(name), "queue", "C", d.ts, src->pid, src->tid);
+        fprintf(f, ",\"args\":{\"depth\":%" PRIu64 "}}", q.depth);
+        x->st.counters++;
+        return 0;
+    }
+    default:
+        x->st.skipped++;
+        return 0;
+    }
+}
+
+int cli_export_finish(struct cli_export *x, uint64_t t_end, struct cli_export_stats *st)
+{
+    size_t it = 0;
+    struct cli_poll p;
+    while (cli_polls_next_open(x->polls, &it, &p)) {
+        p.end_ns = t_end > p.start_ns ? t_end : p.start_ns;
+        emit_interval(x, NULL, &p, true);
+        x->st.unfinished++;
+    }
+    fputs("\n],\"displayTimeUnit\":\"ms\",\"otherData\":{\"producer\":\"d9 export\","
+          "\"clock\":\"CLOCK_MONOTONIC\"}}\n", x->f);
+    int rc = fflush(x->f) != 0 || ferror(x->f) ? -EIO : 0;
+    if (st)
+        *st = x->st;
+    cli_polls_free(x->polls);
+    free(x->procs.k);
+    free(x->threads.k);
+    free(x);
+    return rc;
+}

@@ -1,0 +1,54 @@
+/*
+ * export.h — records to the Chrome trace-event JSON format, the format
+ * chrome://tracing and the Perfetto UI (ui.perfetto.dev) load:
+ *
+ *   {"traceEvents":[ ... ],"displayTimeUnit":"ms","otherData":{...}}
+ *
+ *   polls           "X" complete events (name = polled function, or "poll"),
+ *                   cat "poll", args task/runtime/worker/loc
+ *   parked workers  "X" complete events named "parked", cat "park"
+ *   wakes           "i" instants (thread scope), cat "wake", args waker/wakee
+ *   spawn/terminate "i" instants, cat "task"
+ *   custom events   "i" instants named after the schema, args = its fields
+ *                   (except the collector's own "d9.*" events, e.g. d9.map)
+ *   queue depth     "C" counters "queue <runtime> w<N>" / "queue <runtime> global"
+ *   names           "M" process_name (comm) and thread_name, once each
+ * ts and dur are microseconds (with ns precision as 3 decimals); pid/tid are
+ * the traced process's. Records are streamed: memory is the polls and parks
+ * open at the same time plus one entry per process/thread named.
+ *
+ * Called by cli_export.c (`d9 export`) from a scan callback; unit-tested on
+ * memory streams. Output is always valid JSON (strings go through
+ * cli_json_str); a write error is reported by cli_export_finish.
+ */
+#ifndef D9_COL_EXPORT_H
+#define D9_COL_EXPORT_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include "collector/cli/query.h"
+
+struct cli_export;
+
+#define CLI_EXPORT_INTERNAL "d9."   /* custom events of the collector itself: skipped */
+
+struct cli_export_stats {
+    uint64_t events;                /* trace events written (metadata included) */
+    uint64_t polls, parks, instants, counters;
+    uint64_t unfinished;            /* polls/parks still open at the end, closed at t_end */
+    uint64_t skipped;               /* records with no trace-event form (stacks) */
+};
+
+/* Start the document on f. 0 or -ENOMEM. */
+int cli_export_begin(struct cli_export **out, FILE *f);
+
+/* One record, in scan order. 0 or -ENOMEM. */
+int cli_export_record(struct cli_export *x, const struct cli_rec_src *src,
+                      const struct d9_rec_hdr *rec, size_t len);
+
+/* Close polls/parks still open at t_end (args.unfinished = true), end the
+ * document and free x. Fills *st when not NULL. 0, or -EIO if f reported a
+ * write error. */
+int cli_export_finish(struct cli_export *x, uint64_t t_end, struct cli_export_stats *st);
+
+#endif /* D9_COL_EXPORT_H */

@@ -1,0 +1,160 @@
+/*
+ * query.h — read-only access to a d9 store for the CLI: open the SQLite
+ * index (live, while d9collectd writes in WAL mode, or a copied directory),
+ * resolve time windows, list processes and segments, and scan the records
+ * of a window in time order.
+ *
+ * Called by the cli_<name>.c subcommands. The store is a directory holding
+ * index.sqlite (schema in collector/store/index.h) and segment files whose paths
+ * the index gives relative to the directory, so a copied store works
+ * anywhere.
+ *
+ * Scanning (cli_scan) is streaming with bounded memory: the index gives the
+ * DATA blocks that overlap the window (per-block offsets, sorted by their
+ * first timestamp); each block is read with one seek, and the records of
+ * the blocks that overlap in time are merged with a small heap, so memory is
+ * the blocks in flight, not the files. Segment files are untrusted: a block
+ * that fails validation is skipped and counted (stats->bad_blocks), a file
+ * that vanished (evicted since the query started) is counted too.
+ *
+ * Must never: write to the store, hold a write lock, or load whole files.
+ */
+#ifndef D9_COL_QUERY_H
+#define D9_COL_QUERY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "collector/cli/cli.h"
+#include "collector/cli/decode.h"
+#include "shm/d9_abi.h"
+
+/* Tolerance when comparing the store's boot offset (CLOCK_REALTIME -
+ * CLOCK_MONOTONIC at collector start) with ours to decide "same boot". */
+#define CLI_BOOT_TOLERANCE_NS   (60ull * 1000000000ull)
+#define CLI_DB_BUSY_MS          2000    /* wait this long for the writer's locks */
+#define CLI_READER_CACHE        16      /* open segment files kept while scanning */
+
+struct cli_store;
+
+/* Open <dir>/index.sqlite read-only. On failure returns -errno with a
+ * one-line reason in why (path included). */
+int cli_store_open(struct cli_store **out, const char *dir, char *why, size_t whycap);
+void cli_store_close(struct cli_store *s);
+const char *cli_store_dir(const struct cli_store *s);
+void *cli_store_db(struct cli_store *s);   /* sqlite3 * */
+
+/* Wall clock: *boot_realtime_ns such that wall = mono + it. false if unknown. */
+bool cli_store_wall(const struct cli_store *s, int64_t *boot_realtime_ns);
+/* true when the store was written during this boot (see CLI_HELP_WINDOW). */
+bool cli_store_live(const struct cli_store *s);
+
+/* Hint for empty results: " (pid N is still running: data the collector
+ * has not sealed yet is not visible; run 'd9 flush')" when a process of the
+ * selection (pid, 0 = any) is alive in a live store, else "". */
+const char *cli_store_unsealed_hint(struct cli_store *s, uint32_t pid);
+
+/* Smallest t_min / largest t_max of the segments of pid (0 = all).
+ * 0, or -ENOENT when there are none. */
+int cli_store_time_range(struct cli_store *s, uint32_t pid, uint64_t *tmin, uint64_t *tmax);
+
+/* Pure window arithmetic (unit-tested): spec -> [*from, *to] inclusive.
+ * SINCE counts back from now_ns when live, else from newest_ns (when
+ * have_newest; otherwise the window is everything). */
+void cli_window_compute(const struct cli_window_spec *w, bool live, uint64_t now_ns,
+                        bool have_newest, uint64_t newest_ns, uint64_t *from, uint64_t *to);
+/* The same against a store (reads liveness, newest record of pid, now). */
+int cli_window_resolve(struct cli_store *s, const struct cli_window_spec *w, uint32_t pid,
+                       uint64_t *from, uint64_t *to);
+
+/* ---- listings ------------------------------------------------------------- */
+struct cli_proc_row {
+    int64_t id;
+    uint32_t pid, uid;
+    uint64_t start_time;
+    const char *comm, *exe, *state;     /* never NULL ("" when unknown) */
+    uint64_t first_ns, last_ns;
+    bool has_exit_code;
+    int64_t exit_code;
+    uint64_t records, lost;
+    uint64_t segments, bytes;
+};
+typedef int (*cli_proc_fn)(void *arg, const struct cli_proc_row *r);
+/* Processes of pid (0 = all) whose [first_ns, last_ns] meets [from, to],
+ * by first_ns. fn returns 0 to go on, 1 to stop, <0 error (returned).
+ * Returns the number of rows delivered, or -errno. */
+int cli_query_processes(struct cli_store *s, uint32_t pid, uint64_t from, uint64_t to,
+                        cli_proc_fn fn, void *arg);
+
+struct cli_seg_row {
+    uint64_t id;
+    const char *path;                   /* relative to the store */
+    int64_t process_id;
+    uint32_t pid;
+    const char *comm;
+    uint64_t t_min, t_max, bytes, records, lost;
+    uint64_t counts[D9_REC_TYPE_COUNT];
+};
+typedef int (*cli_seg_fn)(void *arg, const struct cli_seg_row *r);
+int cli_query_segments(struct cli_store *s, uint32_t pid, uint64_t from, uint64_t to,
+                       cli_seg_fn fn, void *arg);
+
+/* ---- record scan ----------------------------------------------------------- */
+struct cli_filter {
+    uint64_t from, to;                  /* inclusive, CLOCK_MONOTONIC ns */
+    uint32_t pid;                       /* 0 = all */
+    uint32_t tid;                       /* 0 = all */
+    uint32_t types;                     /* 1 << type; 0 = all */
+};
+
+/* Who a record belongs to; valid during the callback only. */
+struct cli_rec_src {
+    int64_t process_id;                 /* processes.id: (pid, start_time) */
+    uint32_t pid;
+    const char *comm;
+    uint32_t tid, ring, generation;
+    const char *thread;                 /* thread name, "" when unknown */
+    uint64_t segment_id;
+    const struct cli_meta_src *meta;    /* names for runtime/location/schema ids */
+};
+
+/* Return 0 to go on, 1 to stop the scan, <0 to abort with that error. */
+typedef int (*cli_rec_fn)(void *arg, const struct cli_rec_src *src, const struct d9_rec_hdr *rec,
+                          size_t len);
+
+struct cli_scan_stats {
+    uint64_t blocks;                    /* DATA blocks read */
+    uint64_t records;                   /* records delivered */
+    uint64_t lost;                      /* records the rings dropped (blocks in the window) */
+    uint64_t bad_blocks;                /* blocks that failed validation, skipped */
+    uint64_t missing_segments;          /* indexed files that could not be opened */
+    uint64_t t_last;                    /* largest ts delivered */
+};
+
+/* Deliver the records matching f in timestamp order; equal timestamps
+ * keep file order, so a thread's records come in ring order as long as its
+ * clock does not step back across blocks. Returns 0 when done, 1 when fn stopped it, or -errno.
+ * Problems with individual files are reported once each on stderr with
+ * prog as prefix and counted in *st (may be NULL). */
+int cli_scan(struct cli_store *s, const struct cli_filter *f, cli_rec_fn fn, void *arg,
+             struct cli_scan_stats *st, const char *prog);
+
+/* ---- names after a scan ---------------------------------------------------
+ * Resolve ids of a process (runtime, location, thread, comm) when no scan
+ * callback is running: opens the newest segment of the process once (its
+ * metadata is a superset of the older ones) and caches the reader. */
+struct cli_names;
+int cli_names_open(struct cli_store *s, struct cli_names **out);
+void cli_names_close(struct cli_names *n);
+/* Each returns buf, filled with the name or "#<id>" / "?" when unknown. */
+const char *cli_names_location(struct cli_names *n, int64_t process_id, uint32_t loc, char *buf,
+                               size_t cap);
+const char *cli_names_runtime(struct cli_names *n, int64_t process_id, uint16_t rt, char *buf,
+                              size_t cap);
+const char *cli_names_thread(struct cli_names *n, int64_t process_id, uint32_t ring,
+                             uint32_t generation, char *buf, size_t cap);
+const char *cli_names_comm(struct cli_names *n, int64_t process_id, char *buf, size_t cap);
+/* processes.last_ns of the process (its last record indexed), 0 if unknown. */
+uint64_t cli_names_last_ns(struct cli_names *n, int64_t process_id);
+
+#endif /* D9_COL_QUERY_H */

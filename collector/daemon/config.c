@@ -1,0 +1,555 @@
+/*
+ * config.c — defaults, flags and config file for d9collectd (see config.h).
+ *
+ * One table describes every option: its key, kind, range and where it is
+ * stored. Flags, file lines and --help are all driven by it, so they cannot
+ * drift apart.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "collector/daemon/config.h"
+#include "shm/paths.h"
+#include "collector/store/log.h"
+
+enum opt_kind { OPT_STR, OPT_U32, OPT_LEVEL, OPT_ENUM };
+
+struct opt {
+    const char *key;
+    enum opt_kind kind;
+    size_t off;                 /* offset in struct col_config */
+    uint32_t min, max;          /* OPT_U32 range */
+    const char *const *names;   /* OPT_ENUM: the values' names, by value, NULL-terminated */
+    const char *expect;         /* OPT_ENUM: "a, b or c", for the error message */
+};
+
+static const char *const scope_names[] = { "auto", "cpu", "thread", NULL };
+static const char *const clock_names[] = { "auto", "tick", "cpu-clock", NULL };
+
+#define OFF(f) offsetof(struct col_config, f)
+static const struct opt opts[] = {
+    { "store",           OPT_STR,   OFF(store),           0, 0, NULL, NULL },
+    { "endpoint",        OPT_STR,   OFF(endpoint),        0, 0, NULL, NULL },
+    { "shm-dir",         OPT_STR,   OFF(shm_dir),         0, 0, NULL, NULL },
+    { "pidfile",         OPT_STR,   OFF(pidfile),         0, 0, NULL, NULL },
+    { "segment-mb",      OPT_U32,   OFF(segment_mb),      1, COL_SEGMENT_MB_MAX, NULL, NULL },
+    { "segment-seconds", OPT_U32,   OFF(segment_seconds), 1, COL_SEGMENT_SECONDS_MAX, NULL, NULL },
+    { "store-mb",        OPT_U32,   OFF(store_mb),        1, COL_STORE_MB_MAX, NULL, NULL },
+    { "poll-min-us",     OPT_U32,   OFF(poll_min_us),     1, COL_POLL_US_MAX, NULL, NULL },
+    { "poll-max-us",     OPT_U32,   OFF(poll_max_us),     1, COL_POLL_US_MAX, NULL, NULL },
+    { "scan-ms",         OPT_U32,   OFF(scan_ms),         COL_SCAN_MS_MIN, COL_SCAN_MS_MAX,
+      NULL, NULL },
+    { "log-level",       OPT_LEVEL, OFF(log_level),       0, 0, NULL, NULL },
+    { "perf-freq",       OPT_U32,   OFF(perf_freq),       0, PERF_FREQ_MAX, NULL, NULL },
+    { "switch-period",   OPT_U32,   OFF(switch_period),   0, COL_SWITCH_PERIOD_MAX, NULL, NULL },
+    { "perf-scope",      OPT_ENUM,  OFF(perf_scope),      0, 0, scope_names,
+      "auto, cpu or thread" },
+    { "perf-clock",      OPT_ENUM,  OFF(perf_clock),      0, 0, clock_names,
+      "auto, tick or cpu-clock" },
+};
+#define NOPTS (sizeof opts / sizeof opts[0])
+
+static const char *enum_name(const char *const *names, int v)
+{
+    for (int i = 0; names[i]; i++)
+        if (i == v)
+            return names[i];
+    return "?";
+}
+
+const char *col_perf_scope_name(int scope)
+{
+    return enum_name(scope_names, scope);
+}
+
+const char *col_perf_clock_name(int clock)
+{
+    return enum_name(clock_names, clock);
+}
+
+static int set_str(char *dst, const char *v, size_t cap)
+{
+    size_t n = strlen(v);
+    if (n >= cap)
+        return -ENAMETOOLONG;
+    memcpy(dst, v, n + 1);
+    return 0;
+}
+
+void col_config_defaults(struct col_config *c, uid_t euid, const char *xdg)
+{
+    memset(c, 0, sizeof *c);
+    paths_default_store((uint32_t)euid, c->store, sizeof c->store);
+    paths_default_endpoint((uint32_t)euid, xdg, c->endpoint, sizeof c->endpoint);
+    snprintf(c->shm_dir, sizeof c->shm_dir, "%s", "/dev/shm");
+    c->segment_mb = COL_SEGMENT_MB_DEFAULT;
+    c->segment_seconds = COL_SEGMENT_SECONDS_DEFAULT;
+    c->store_mb = COL_STORE_MB_DEFAULT;
+    c->poll_min_us = COL_POLL_MIN_US_DEFAULT;
+    c->poll_max_us = COL_POLL_MAX_US_DEFAULT;
+    c->scan_ms = COL_SCAN_MS_DEFAULT;
+    c->perf_freq = COL_PERF_FREQ_DEFAULT;
+    c->switch_period = COL_SWITCH_PERIOD_DEFAULT;
+    c->log_level = COL_LOG_INFO;
+}
+
+static const struct opt *find_opt(const char *key)
+{
+    for (size_t i = 0; i < NOPTS; i++)
+        if (strcmp(opts[i].key, key) == 0)
+            return &opts[i];
+    return NULL;
+}
+
+/* Strict decimal: digits only (no sign, no spaces, no suffix), no overflow. */
+static int parse_u32(const char *s, uint32_t *out)
+{
+    if (!*s)
+        return -EINVAL;
+    uint64_t v = 0;
+    for (const char *p = s; *p; p++) {
+        if (*p < '0' || *p > '9')
+            return -EINVAL;
+        v = v * 10 + (uint64_t)(*p - '0');
+        if (v > UINT32_MAX)
+            return -ERANGE;
+    }
+    *out = (uint32_t)v;
+    return 0;
+}
+
+int col_config_set(struct col_config *c, const char *key, const char *value,
+                   char *err, size_t errcap)
+{
+    const struct opt *o = find_opt(key);
+    if (!o) {
+        snprintf(err, errcap, "unknown option '%s' (see --help)", key);
+        return -EINVAL;
+    }
+    if (!value) {
+        snprintf(err, errcap, "option '%s' needs a value", key);
+        return -EINVAL;
+    }
+    char *field = (char *)c + o->off;
+    switch (o->kind) {
+    case OPT_STR:
+        if (!*value && strcmp(key, "pidfile") != 0) {
+            snprintf(err, errcap, "option '%s' must not be empty", key);
+            return -EINVAL;
+        }
+        if (strcmp(key, "endpoint") == 0 && !strstr(value, "://")) {
+            snprintf(err, errcap, "bad endpoint '%s': expected a ZeroMQ endpoint such as "
+                     "ipc:///run/dial9/collector.sock", value);
+            return -EINVAL;
+        }
+        if (set_str(field, value, COL_PATH_MAX)) {
+            snprintf(err, errcap, "value of '%s' is too long (max %d bytes)", key,
+                     COL_PATH_MAX - 1);
+            return -EINVAL;
+        }
+        return 0;
+    case OPT_U32: {
+        uint32_t v;
+        if (parse_u32(value, &v) || v < o->min || v > o->max) {
+            snprintf(err, errcap, "bad value '%s' for '%s': expected an integer in %" PRIu32
+                     "..%" PRIu32, value, key, o->min, o->max);
+            return -EINVAL;
+        }
+        memcpy(field, &v, sizeof v);
+        return 0;
+    }
+    case OPT_LEVEL: {
+        int lv;
+        if (col_log_level_parse(value, &lv)) {
+            snprintf(err, errcap, "bad value '%s' for '%s': expected error, warn, info or debug",
+                     value, key);
+            return -EINVAL;
+        }
+        memcpy(field, &lv, sizeof lv);
+        return 0;
+    }
+    case OPT_ENUM:
+        for (int i = 0; o->names[i]; i++)
+            if (strcmp(value, o->names[i]) == 0) {
+                memcpy(field, &i, sizeof i);
+                return 0;
+            }
+        snprintf(err, errcap, "bad value '%s' for '%s': expected %s", value, key, o->expect);
+        return -EINVAL;
+    }
+    return -EINVAL;
+}
+
+static char *trim(char *s)
+{
+    while (isspace((unsigned char)*s))
+        s++;
+    char *e = s + strlen(s);
+    while (e > s && isspace((unsigned char)e[-1]))
+        *--e = 0;
+    return s;
+}
+
+int col_config_load_file(struct col_config *c, const char *path, char *err, size_t errcap)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        int e = errno;
+        snprintf(err, errcap, "cannot read config file %s: %s", path, strerror(e));
+        return -e;
+    }
+    char line[COL_PATH_MAX + 128];
+    unsigned lineno = 0;
+    int rc = 0;
+    while (fgets(line, sizeof line, f)) {
+        lineno++;
+        size_t n = strlen(line);
+        if (n == sizeof line - 1 && line[n - 1] != '\n' && !feof(f)) {
+            snprintf(err, errcap, "%s:%u: line too long", path, lineno);
+            rc = -EINVAL;
+            break;
+        }
+        char *hash = strchr(line, '#');
+        if (hash)
+            *hash = 0;
+        char *s = trim(line);
+        if (!*s)
+            continue;
+        char *eq = strchr(s, '=');
+        if (!eq) {
+            snprintf(err, errcap, "%s:%u: expected 'key = value', got '%s'", path, lineno, s);
+            rc = -EINVAL;
+            break;
+        }
+        *eq = 0;
+        char *key = trim(s), *val = trim(eq + 1);
+        if (strcmp(key, "config") == 0) {
+            snprintf(err, errcap, "%s:%u: 'config' cannot be set from a config file", path,
+                     lineno);
+            rc = -EINVAL;
+            break;
+        }
+        char msg[512];
+        if (col_config_set(c, key, val, msg, sizeof msg)) {
+            snprintf(err, errcap, "%s:%u: %s", path, lineno, msg);
+            rc = -EINVAL;
+            break;
+        }
+    }
+    if (!rc && ferror(f)) {
+        snprintf(err, errcap, "cannot read config file %s", path);
+        rc = -EIO;
+    }
+    fclose(f);
+    return rc;
+}
+
+int col_config_check(const struct col_config *c, char *err, size_t errcap)
+{
+    if (c->poll_min_us > c->poll_max_us) {
+        snprintf(err, errcap, "poll-min-us (%" PRIu32 ") is larger than poll-max-us (%" PRIu32 ")",
+                 c->poll_min_us, c->poll_max_us);
+        return -EINVAL;
+    }
+    if (c->perf_clock == COL_PERF_CLOCK_TICK && c->perf_scope == COL_PERF_SCOPE_THREAD) {
+        snprintf(err, errcap, "perf-clock tick needs per-CPU events: it cannot go with "
+                 "perf-scope thread");
+        return -EINVAL;
+    }
+    if (c->segment_mb > c->store_mb) {
+        snprintf(err, errcap, "segment-mb (%" PRIu32 ") is larger than store-mb (%" PRIu32
+                 "): a single segment would not fit in the store", c->segment_mb, c->store_mb);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+/* Split "--key=value" / "--key value"; returns the number of argv slots used
+ * (1 or 2) or -EINVAL. */
+static int split_flag(int argc, char *const argv[], int i, char *key, size_t kcap,
+                      const char **val, char *err, size_t errcap)
+{
+    const char *a = argv[i] + 2;
+    const char *eq = strchr(a, '=');
+    size_t kl = eq ? (size_t)(eq - a) : strlen(a);
+    if (kl >= kcap) {
+        snprintf(err, errcap, "unknown option '%s' (see --help)", argv[i]);
+        return -EINVAL;
+    }
+    memcpy(key, a, kl);
+    key[kl] = 0;
+    if (strcmp(key, "config") != 0 && !find_opt(key)) {
+        snprintf(err, errcap, "unknown option '--%s' (see --help)", key);
+        return -EINVAL;
+    }
+    if (eq) {
+        *val = eq + 1;
+        return 1;
+    }
+    if (i + 1 >= argc) {
+        snprintf(err, errcap, "option '--%s' needs a value", key);
+        return -EINVAL;
+    }
+    *val = argv[i + 1];
+    return 2;
+}
+
+int col_config_parse_args(struct col_config *c, int argc, char *const argv[],
+                          uid_t euid, const char *xdg, char *err, size_t errcap)
+{
+    col_config_defaults(c, euid, xdg);
+    char key[64];
+    const char *val;
+
+    /* pass 1: --help/--version win; find --config and validate the syntax */
+    const char *cfg = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h"))
+            return COL_CONFIG_HELP;
+        if (!strcmp(a, "--version") || !strcmp(a, "-V"))
+            return COL_CONFIG_VERSION;
+    }
+    int print = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--print-config")) {
+            print = 1;
+            continue;
+        }
+        if (strncmp(a, "--", 2) != 0 || !a[2]) {
+            snprintf(err, errcap, "unexpected argument '%s' (d9collectd takes only options; "
+                     "see --help)", a);
+            return -EINVAL;
+        }
+        int used = split_flag(argc, argv, i, key, sizeof key, &val, err, errcap);
+        if (used < 0)
+            return used;
+        if (!strcmp(key, "config"))
+            cfg = val;
+        i += used - 1;
+    }
+    if (cfg) {
+        if (set_str(c->config_file, cfg, sizeof c->config_file)) {
+            snprintf(err, errcap, "config file path is too long");
+            return -EINVAL;
+        }
+        int rc = col_config_load_file(c, cfg, err, errcap);
+        if (rc)
+            return -EINVAL;
+    }
+    /* pass 2: flags override the file */
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--print-config"))
+            continue;
+        int used = split_flag(argc, argv, i, key, sizeof key, &val, err, errcap);
+        if (used < 0)
+            return used;
+        if (strcmp(key, "config") != 0) {
+            char msg[512];
+            if (col_config_set(c, key, val, msg, sizeof msg)) {
+                snprintf(err, errcap, "--%s: %s", key, msg);
+                return -EINVAL;
+            }
+        }
+        i += used - 1;
+    }
+    if (col_config_check(c, err, errcap))
+        return -EINVAL;
+    return print ? COL_CONFIG_PRINT : COL_CONFIG_RUN;
+}
+
+void col_config_dump(FILE *f, const struct col_config *c)
+{
+    for (size_t i = 0; i < NOPTS; i++) {
+        const char *field = (const char *)c + opts[i].off;
+        switch (opts[i].kind) {
+        case OPT_STR:
+            if (*field)
+                fprintf(f, "%s = %s\n", opts[i].key, field);
+            break;
+        case OPT_U32: {
+            uint32_t v;
+            memcpy(&v, field, sizeof v);
+            fprintf(f, "%s = %" PRIu32 "\n", opts[i].key, v);
+            break;
+        }
+        case OPT_LEVEL: {
+            int v;
+            memcpy(&v, field, sizeof v);
+            fprintf(f, "%s = %s\n", opts[i].key, col_log_level_name(v));
+            break;
+        }
+        case OPT_ENUM: {
+            int v;
+            memcpy(&v, field, sizeof v);
+            fprintf(f, "%s = %s\n", opts[i].key, enum_name(opts[i].names, v));
+            break;
+        }
+        }
+    }
+}
+
+void col_config_usage(FILE *f, const char *prog)
+{
+    fprintf(f,
+"NAME\n"
+"    %1$s - d9 telemetry collector: drains the shared-memory rings of traced\n"
+"    processes into segment files and indexes them in SQLite\n"
+"\n"
+"SYNOPSIS\n"
+"    %1$s [--config FILE] [--OPTION VALUE | --OPTION=VALUE]...\n"
+"    %1$s --print-config [--config FILE] [--OPTION VALUE]...\n"
+"    %1$s --help | --version\n"
+"\n"
+"DESCRIPTION\n"
+"    Runs in the foreground (systemd style) and logs to stderr. Traced\n"
+"    programs (linked with libd9agent) record events into per-thread rings in\n"
+"    a region file under --shm-dir; the collector finds those regions by\n"
+"    scanning that directory and when an agent announces itself on\n"
+"    --endpoint, copies their records into segment files under --store, and\n"
+"    indexes them in STORE/index.sqlite for the d9 command. A region is adopted\n"
+"    only if its file is owned by the uid that owns the traced process.\n"
+"    When a traced process exits or is killed, what is left in its rings is\n"
+"    drained, its exit is recorded, its last segment sealed and its region\n"
+"    file removed.\n"
+"\n"
+"OPTIONS\n"
+"    --config FILE\n"
+"        Read options from FILE first: one 'key = value' per line, keys are\n"
+"        the long option names below without '--', '#' starts a comment.\n"
+"        Command-line flags override the file.\n"
+"    --store DIR\n"
+"        Store directory for segment files and index.sqlite; created if\n"
+"        missing. Default: " PATHS_STORE_ROOT " when run as root,\n"
+"        otherwise " PATHS_STORE_USER ".\n"
+"    --endpoint ENDPOINT\n"
+"        ZeroMQ endpoint of the control socket (agents announce themselves,\n"
+"        d9 asks for status and flushes). For ipc:// endpoints the directory\n"
+"        is created (mode 0755) and the socket is made connectable by every\n"
+"        local user. Default: " PATHS_ENDPOINT_ROOT " as root,\n"
+"        otherwise ipc://$XDG_RUNTIME_DIR" PATHS_ENDPOINT_SUBPATH "\n"
+"        (ipc:///tmp/dial9-UID/collector.sock without XDG_RUNTIME_DIR).\n"
+"    --shm-dir DIR\n"
+"        Directory scanned for region files named d9.UID.PID.START.\n"
+"        Default: /dev/shm. Agents use DIAL9_SHM_DIR for the same purpose.\n"
+"    --segment-mb N\n"
+"        Seal a process's segment once it holds N MiB (1..%2$u). Default: %3$u.\n"
+"    --segment-seconds N\n"
+"        Seal a process's segment N seconds after it was opened (1..%4$u).\n"
+"        Default: %5$u.\n"
+"    --store-mb N\n"
+"        Cap on the total size of sealed segments; the oldest segments are\n"
+"        deleted first when it is exceeded (1..%6$u). Must be at least\n"
+"        --segment-mb. Default: %7$u.\n"
+"    --poll-min-us N, --poll-max-us N\n"
+"        Adaptive drain sleep: while a ring is at least 1/8 full (or a pass\n"
+"        left data behind) it is drained again immediately; otherwise the\n"
+"        sleep starts at poll-min-us and doubles up to poll-max-us\n"
+"        (1..%8$u), but never past the time the fullest ring needs, at the\n"
+"        rate just seen, to reach a quarter full; after a ring was drained\n"
+"        immediately, the sleep keeps that pace (rings filling a quarter in\n"
+"        under 2 ms restart it from poll-min-us). A trickle of events thus\n"
+"        costs one wake-up per poll-max-us, a steady stream one per quarter\n"
+"        ring, never a busy loop; a larger poll-max-us means fewer wake-ups,\n"
+"        but a burst arriving while the collector sleeps must fit the rings\n"
+"        (1 MiB: 32768 poll records). A sleep may end anywhere in its second\n"
+"        half, at the first interrupt there (timer slack), so that on a busy\n"
+"        CPU it needs no timer interrupt of its own. Defaults: %9$u and %10$u.\n"
+"    --scan-ms N\n"
+"        How often DIR is rescanned for new regions and traced processes are\n"
+"        checked for exit (%11$u..%12$u). Default: %13$u.\n"
+"    --log-level LEVEL\n"
+"        error, warn, info or debug. Default: info.\n"
+"    --perf-freq HZ\n"
+"        CPU profile: sample every thread of every traced process HZ times per\n"
+"        second of CPU time with perf_event_open (0..%14$u, 0 = off); on the\n"
+"        tick (--perf-clock), at the nearest rate that divides the tick rate.\n"
+"        Where perf is not permitted (perf_event_paranoid, containers), the\n"
+"        agents sample themselves instead (DIAL9_SAMPLER). Default: %15$u.\n"
+"    --switch-period N\n"
+"        Off-CPU profile: record the stack of 1 in N context switches and how\n"
+"        long the thread stayed off CPU (0..%16$u, 0 = off; 16 is a good\n"
+"        value). Default: %17$u: while it is on, every context switch of every\n"
+"        traced thread costs about 3 us more (the kernel schedules the event\n"
+"        in and out), so turn it on to investigate where threads block.\n"
+"    --perf-scope auto|cpu|thread\n"
+"        Where the CPU profile's sampling events live. cpu: one event per CPU\n"
+"        of the host, its samples routed to traced processes by pid; it needs\n"
+"        CAP_PERFMON (or root, or perf_event_paranoid <= 0) and costs the\n"
+"        traced threads nothing at a context switch. Its events are on only\n"
+"        while a traced process is live: they interrupt every busy CPU,\n"
+"        whoever runs there. thread: one event per traced thread, allowed to\n"
+"        the traced processes' owner at perf_event_paranoid <= 2, but each\n"
+"        context switch of a traced thread costs about 1.3 us more (about\n"
+"        0.3 %% of a busy 2-CPU workload at 99 Hz). auto: cpu when permitted,\n"
+"        else thread. Default: auto.\n"
+"    --perf-clock auto|tick|cpu-clock\n"
+"        What the per-CPU events (--perf-scope cpu) take their samples on.\n"
+"        tick: the scheduler tick a busy CPU takes anyway (the tracepoint\n"
+"        timer:hrtimer_expire_entry of the tick's timer), 1 tick in N, at the\n"
+"        rate nearest to --perf-freq that divides the tick rate (99 Hz is\n"
+"        83.3 Hz at HZ=250 and 100 Hz at HZ=1000); a sample then costs no\n"
+"        interrupt of its own (on a VM, where each timer interrupt is an exit,\n"
+"        about 4 us instead of 20 us). It needs tracefs mounted on\n"
+"        /sys/kernel/tracing, kernel addresses in /proc/kallsyms and no\n"
+"        nohz_full CPUs, and is checked at start-up on a spinning thread.\n"
+"        cpu-clock: a timer per CPU at exactly --perf-freq, one interrupt per\n"
+"        sample. auto: tick when the check passes, else cpu-clock; the log\n"
+"        says which and why. Default: auto.\n"
+"    --pidfile FILE\n"
+"        Write the collector's pid to FILE at start-up, remove it at exit.\n"
+"        Default: none.\n"
+"    --print-config\n"
+"        Check the configuration, print the effective settings as a config\n"
+"        file and exit (0 if valid, 2 if not).\n"
+"    -h, --help\n"
+"        Print this help and exit.\n"
+"    -V, --version\n"
+"        Print the version and exit.\n"
+"\n"
+"FILES\n"
+"    STORE/index.sqlite        SQLite index (WAL mode) read by d9\n"
+"    STORE/*" ".d9seg" "             sealed segment files\n"
+"    STORE/.tmp.*              segments being written; salvaged at start-up\n"
+"                              after a crash\n"
+"    SHM_DIR/d9.UID.PID.START  region files of traced processes\n"
+"    /etc/dial9/d9collectd.conf\n"
+"                              conventional --config file (see deploy/)\n"
+"\n"
+"ENVIRONMENT\n"
+"    XDG_RUNTIME_DIR  where the default endpoint lives when not run as root.\n"
+"\n"
+"DATA SAFETY\n"
+"    A ring's tail is advanced only after its records were written to the\n"
+"    segment file, so a traced process that crashes loses nothing it\n"
+"    committed, and a collector that is killed resumes from the tails after\n"
+"    salvaging its temp segments (records written in the instant between\n"
+"    the write and the tail update may then be stored twice). When the store\n"
+"    cannot be written (disk full) records stay in the rings, failed writes\n"
+"    are counted in `d9 status`, and writing resumes once space returns.\n"
+"\n"
+"SIGNALS\n"
+"    SIGTERM, SIGINT  drain every ring, seal and index all open segments,\n"
+"                     exit 0.\n"
+"    SIGHUP           ignored (the configuration is read only at start-up).\n"
+"\n"
+"EXIT STATUS\n"
+"    0  clean shutdown\n"
+"    1  runtime error (store not writable, endpoint cannot be bound, ...)\n"
+"    2  usage error (unknown option, bad value, unreadable config file)\n"
+"\n"
+"SEE ALSO\n"
+"    d9(1) status, d9 flush; deploy/d9collectd.service\n",
+        prog, COL_SEGMENT_MB_MAX, COL_SEGMENT_MB_DEFAULT, COL_SEGMENT_SECONDS_MAX,
+        COL_SEGMENT_SECONDS_DEFAULT, COL_STORE_MB_MAX, COL_STORE_MB_DEFAULT, COL_POLL_US_MAX,
+        COL_POLL_MIN_US_DEFAULT, COL_POLL_MAX_US_DEFAULT, COL_SCAN_MS_MIN, COL_SCAN_MS_MAX,
+        COL_SCAN_MS_DEFAULT, PERF_FREQ_MAX, COL_PERF_FREQ_DEFAULT, COL_SWITCH_PERIOD_MAX,
+        COL_SWITCH_PERIOD_DEFAULT);
+}

@@ -1,0 +1,781 @@
+/*
+ * d9collectd.c — the d9 collector daemon: main(), the context struct and
+ * the single-threaded loop that ties the modules together.
+ *
+ *   loop:  control requests (hello / goodbye / flush / status)
+ *          every --scan-ms: scan --shm-dir, check traced processes for exit
+ *          drain every ring of every process (drain.c)
+ *          rotate segments by size/age (store.c), index their blocks a batch at
+ *          a time while they are written, finish ended processes (proc.c)
+ *          sleep: paced by pressure (col_backoff_pace): 0 while a ring is
+ *          1/8 full or data was left behind, else exponential backoff up to
+ *          --poll-max-us capped so the fullest ring stays under a quarter full at
+ *          the rate just seen; woken early by the control socket or a signal
+ *
+ * Signals arrive through a signalfd (no async handlers besides the SIGBUS
+ * guard in drain.c). SIGTERM/SIGINT: drain everything, seal and index
+ * every open segment, exit 0.
+ *
+ * The store lock (col_store_lock, <store>/.lock) is held for the whole run,
+ * from before start-up recovery to exit: a second collector on the same
+ * store exits 1 with one error line instead of salvaging or writing the
+ * first one's files.
+ *
+ * State: one struct col_ctx, owned by main(). Must never: block on a
+ * traced process or a control peer, or exit with data it could have sealed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include "collector/daemon/config.h"
+#include "collector/ctl/ctl_server.h"
+#include "collector/daemon/discover.h"
+#include "collector/daemon/drain.h"
+#include "collector/store/fsck.h"
+#include "collector/store/index.h"
+#include "collector/store/log.h"
+#include "collector/daemon/perf_host.h"
+#include "collector/daemon/proc.h"
+#include "collector/daemon/prof.h"
+#include "collector/daemon/store.h"
+#include "shm/clock.h"
+
+#define PROG "d9collectd"
+#define EXIT_RUNTIME 1
+#define EXIT_USAGE 2
+#define HOST_CAL_MS 20              /* collector's own TSC calibration at start-up */
+
+struct col_ctx {
+    struct col_config cfg;
+    struct col_store store;
+    int store_lock;             /* col_store_lock fd, held until exit */
+    int perf_keeper;            /* perf_callchain_keeper fd, -1 when none */
+    struct perf_host *perf_host;    /* per-CPU on-CPU sampling, NULL: per thread or off */
+    struct col_ctl ctl;
+    struct col_discover disc;
+    struct col_proc *procs;
+    struct shm_clock_cal host_cal;
+    struct col_backoff backoff;
+    uint64_t last_pass_ns;          /* when the previous drain pass began */
+    uint64_t timer_slack_ns;        /* this thread's timer slack as last set, 0: not set */
+    int sigfd;
+    int stop;
+    uint64_t start_ns, next_scan_ns;
+    /* totals of processes that already ended */
+    uint64_t done_records, done_bytes, done_lost, done_quarantined_rings;
+    uint64_t quarantined_regions;
+    struct col_ratelimit scan_rl, ctl_rl;
+};
+
+/* ---- process list ---------------------------------------------------------------- */
+
+static struct col_proc *find_proc(struct col_ctx *x, uint32_t pid)
+{
+    for (struct col_proc *p = x->procs; p; p = p->next)
+        if (p->pid == pid)
+            return p;
+    return NULL;
+}
+
+static int known_cb(void *arg, uint32_t pid, uint64_t start)
+{
+    struct col_ctx *x = arg;
+    for (struct col_proc *p = x->procs; p; p = p->next)
+        if (p->pid == pid && p->start_time == start)
+            return 1;
+    return 0;
+}
+
+static int adopt_cb(void *arg, const struct col_candidate *c)
+{
+    struct col_ctx *x = arg;
+    struct col_proc *p = NULL;
+    int rc = col_proc_adopt(c->path, c->name, c->expected_uid, &x->store, &x->host_cal, &p);
+    if (rc == -EAGAIN && !c->alive) {
+        /* still INIT (or not even sized) and its process is gone: it died
+         * while laying the region out, before READY published anything.
+         * The owner check already passed, so the file is that process's. */
+        if (unlink(c->path) == 0)
+            col_info("removed region %s: pid %u died before it was ready", c->path, c->pid);
+        return -ENOENT;
+    }
+    if (rc) {
+        if (rc != -EAGAIN && rc != -ENOENT)
+            col_debug("cannot adopt %s: %s", c->path, strerror(-rc));
+        return rc;
+    }
+    p->next = x->procs;
+    x->procs = p;
+    if (!c->alive)
+        p->ended = 1;
+    struct perf_config pc;                  /* profiler: perf sampling + maps snapshots */
+    perf_config_default(&pc);
+    pc.freq_hz = x->cfg.perf_freq;
+    pc.switch_period = x->cfg.switch_period;
+    pc.host_cpu = x->perf_host != NULL;
+    perf_prof_attach(p, &pc);
+    col_info("adopted pid %u (%s, uid %u): %u rings of %u KiB%s", p->pid, p->geo.comm, p->uid,
+             p->geo.ring_count, p->geo.ring_data_size / 1024,
+             c->alive ? "" : "; the process is already gone");
+    return 0;
+}
+
+static void scan(struct col_ctx *x)
+{
+    int rc = col_discover_scan(&x->disc, known_cb, adopt_cb, x);
+    if (rc < 0) {
+        col_log_limited(&x->scan_rl, COL_LOG_WARN, "cannot scan %s: %s", x->disc.dir, strerror(-rc));
+    }
+    for (struct col_proc *p = x->procs; p; p = p->next) {
+        if (p->ended)
+            continue;
+        if (!p->quarantined)
+            col_proc_refresh_header(p);
+        if (!col_proc_alive(p))
+            p->ended = 1;
+    }
+}
+
+static void retire(struct col_ctx *x, struct col_proc *p)
+{
+    struct col_proc **pp = &x->procs;
+    while (*pp && *pp != p)
+        pp = &(*pp)->next;
+    if (*pp)
+        *pp = p->next;
+    x->done_records += p->records;
+    x->done_bytes += p->bytes_written;
+    x->done_lost += p->lost;
+    x->done_quarantined_rings += p->quarantined_rings;
+    x->quarantined_regions += p->quarantined;
+    col_proc_free(p);
+}
+
+static void finish_ended(struct col_ctx *x)
+{
+    /* drain_all just read the host sampler in this pass, after scan and
+     * control set the ended flags */
+    struct col_proc *p = x->procs;
+    while (p) {
+        struct col_proc *next = p->next;
+        if (p->ended && col_proc_finish(p, &x->store) == 0)
+            retire(x, p);
+        p = next;
+    }
+}
+
+/* perf_host route: the sample goes to the live process of its pid (an
+ * ended one with the same pid is older), else to an ended one that has not
+ * been finished yet. */
+static int route_sample(void *arg, const struct perf_sample *s)
+{
+    struct col_ctx *x = arg;
+    struct col_proc *ended = NULL;
+    for (struct col_proc *p = x->procs; p; p = p->next) {
+        if (p->pid != s->pid || p->quarantined)
+            continue;
+        if (!p->ended)
+            return perf_prof_add_cpu_sample(p, s);
+        ended = p;
+    }
+    return ended ? perf_prof_add_cpu_sample(ended, s) : 0;
+}
+
+/* Move the host sampler's samples to their processes: before every drain
+ * pass, and before a process's final pass (it ended: all its samples are
+ * in the per-CPU rings by now). */
+static void host_samples(struct col_ctx *x)
+{
+    if (x->perf_host)
+        perf_host_poll(x->perf_host, route_sample, x);
+}
+
+/* The host sampler's events sample only while some traced process is live:
+ * a per-CPU event interrupts every busy CPU whoever runs there, so with
+ * nothing to profile an idle collector would cost each CPU of the host its
+ * samples for nothing (about 0.2 % at 99 Hz on the development VM). Called
+ * after every pass; it makes no system call unless the answer changed. */
+static void host_follow(struct col_ctx *x)
+{
+    if (!x->perf_host)
+        return;
+    int live = 0;
+    for (struct col_proc *p = x->procs; p && !live; p = p->next)
+        live = !p->ended && !p->quarantined;
+    struct perf_host_stats hs;
+    perf_host_stats(x->perf_host, &hs);
+    if (hs.enabled == live)
+        return;
+    int rc = perf_host_enable(x->perf_host, live);
+    if (rc)
+        col_log_limited(&x->scan_rl, COL_LOG_WARN, "perf: cannot switch the per-CPU events %s: %s",
+                        live ? "on" : "off", strerror(-rc));
+    else
+        col_info("perf: per-CPU sampling %s", live ? "on: a traced process is live"
+                                                   : "off: no traced process is live");
+}
+
+/* The host sampler: per-CPU events on the tick when it works (perf_tick.h),
+ * else on a cpu-clock timer; per-thread events when per-CPU ones are not
+ * permitted (unless --perf-scope cpu). Returns 0 or EXIT_RUNTIME. */
+static int host_open(struct col_ctx *x)
+{
+    struct perf_tick tick;
+    const struct perf_tick *use = NULL;
+    char why[256] = "";
+    int rc;
+    if (x->cfg.perf_clock != COL_PERF_CLOCK_CPU) {
+        rc = perf_tick_probe(&tick, NULL, why, sizeof why);
+        if (rc == 0)
+            use = &tick;
+        else if (x->cfg.perf_clock == COL_PERF_CLOCK_TICK) {
+            col_err("--perf-clock tick: the scheduler tick cannot be sampled: %s", why);
+            return EXIT_RUNTIME;
+        }
+    }
+    rc = perf_host_open(&x->perf_host, x->cfg.perf_freq, PERF_HOST_RING_PAGES_DEFAULT, use);
+    if (rc && use && x->cfg.perf_clock == COL_PERF_CLOCK_TICK) {
+        col_err("--perf-clock tick: cannot open per-CPU tracepoint events: %s", strerror(-rc));
+        return EXIT_RUNTIME;
+    }
+    if (rc && use) {
+        snprintf(why, sizeof why, "per-CPU tracepoint events: %s", strerror(-rc));
+        use = NULL;
+        rc = perf_host_open(&x->perf_host, x->cfg.perf_freq, PERF_HOST_RING_PAGES_DEFAULT, NULL);
+    }
+    if (rc && x->cfg.perf_scope == COL_PERF_SCOPE_CPU) {
+        col_err("--perf-scope cpu: cannot open per-CPU perf events: %s (needs CAP_PERFMON, "
+                "root or /proc/sys/kernel/perf_event_paranoid <= 0)", strerror(-rc));
+        return EXIT_RUNTIME;
+    }
+    if (rc) {
+        col_info("perf: per-CPU events not permitted (%s): sampling per thread", strerror(-rc));
+        return 0;
+    }
+    struct perf_host_stats hs;
+    perf_host_stats(x->perf_host, &hs);
+    const char *frames = hs.kernel_frames ? ", kernel stacks" : ", user stacks only";
+    if (use)
+        col_info("perf: sampling %u CPUs on the scheduler tick, 1 tick in %u: %.1f Hz "
+                 "(--perf-freq %u, tick %.1f ms; per-CPU events, on while a traced process "
+                 "is live)%s", hs.cpus, hs.period_ticks, 1e9 / (double)hs.sample_ns,
+                 x->cfg.perf_freq, (double)tick.tick_ns / 1e6, frames);
+    else
+        col_info("perf: sampling %u CPUs at %u Hz on cpu-clock timers (per-CPU events, on while "
+                 "a traced process is live)%s%s%s", hs.cpus, x->cfg.perf_freq, frames,
+                 why[0] ? "; not on the tick: " : "", why);
+    host_follow(x);             /* nothing is traced yet: off until the first adoption */
+    return 0;
+}
+
+/* What a pass saw, for pacing the next one (col_backoff_pace). */
+struct pass_pressure {
+    uint64_t lag, size;         /* the fullest ring's backlog and its size */
+    int more;                   /* some ring still had data when the pass stopped */
+    int fresh;                  /* a thread's first records were read */
+};
+
+/* One pass over every live process. */
+static void drain_all(struct col_ctx *x, uint64_t now, struct pass_pressure *pp)
+{
+    *pp = (struct pass_pressure){ 0 };
+    host_samples(x);
+    for (struct col_proc *p = x->procs; p; p = p->next) {
+        if (p->ended || p->quarantined)
+            continue;
+        struct col_drain_result res = { 0 };
+        col_drain_proc(p, &x->store, now, 0, &res);
+        perf_prof_pass(p, &x->store, now, 0);   /* profiler: throttled inside */
+        if (res.more)
+            pp->more = 1;
+        if (res.fresh)
+            pp->fresh = 1;
+        /* res.full_lag/size > pp->lag/size, without division */
+        if (res.full_lag && (pp->size == 0 || res.full_lag * pp->size > pp->lag * res.full_size)) {
+            pp->lag = res.full_lag;
+            pp->size = res.full_size;
+        }
+    }
+}
+
+static void rotate(struct col_ctx *x, uint64_t now)
+{
+    uint64_t max_bytes = (uint64_t)x->cfg.segment_mb << 20;
+    uint64_t max_age = (uint64_t)x->cfg.segment_seconds * 1000000000ULL;
+    if (!col_store_writable(&x->store, now))
+        return;
+    for (struct col_proc *p = x->procs; p; p = p->next) {
+        if (!p->writer)
+            continue;
+        if (col_rotate_due(seg_writer_bytes(p->writer), seg_writer_opened_ns(p->writer), now,
+                           max_bytes, max_age))
+            col_proc_seal(p, &x->store);
+        else    /* block rows a batch at a time, not all at the seal */
+            col_store_index_blocks(&x->store, p->writer, COL_INDEX_BATCH);
+    }
+}
+
+/* Drain p completely and seal its segment. 0 or a write error. */
+static int flush_proc(struct col_ctx *x, struct col_proc *p)
+{
+    host_samples(x);
+    if (!p->quarantined) {
+        struct col_drain_result res = { 0 };
+        col_drain_proc_all(p, &x->store, &res);
+        if (res.write_failed)
+            return -EIO;
+    }
+    return col_proc_seal(p, &x->store);
+}
+
+/* ---- control requests --------------------------------------------------------------- */
+
+static int ring_total(const struct col_ctx *x, uint64_t *quarantined)
+{
+    uint64_t q = x->done_quarantined_rings;
+    for (const struct col_proc *p = x->procs; p; p = p->next)
+        q += p->quarantined_rings;
+    *quarantined = q;
+    return 0;
+}
+
+static uint64_t count_segments(struct col_ctx *x)
+{
+    sqlite3 *db = idx_db(x->store.idx);
+    sqlite3_stmt *st = NULL;
+    uint64_t n = 0;
+    if (db && sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM segments", -1, &st, NULL) ==
+        SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        n = (uint64_t)sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return n;
+}
+
+static void handle_status(struct col_ctx *x, const D9__StatusRequest *sr, D9__Reply *rep,
+                          D9__CollectorStatus *cs)
+{
+    d9__collector_status__init(cs);
+    cs->pid = (uint32_t)getpid();
+    cs->version = (char *)D9_VERSION;
+    cs->store = x->store.dir;
+    cs->uptime_ns = shm_mono_ns() - x->start_ns;
+    cs->records = x->done_records;
+    cs->bytes_written = x->done_bytes;
+    cs->lost = x->done_lost;
+    cs->store_bytes = x->store.indexed_bytes;
+    size_t n = 0;
+    for (struct col_proc *p = x->procs; p; p = p->next) {
+        cs->records += p->records;
+        cs->bytes_written += p->bytes_written;
+        cs->lost += p->lost;
+        cs->store_bytes += seg_writer_bytes(p->writer);
+        n++;
+    }
+    ring_total(x, &cs->quarantined_rings);
+    cs->segments = count_segments(x);
+    cs->rejected_regions = x->disc.rejected_count;
+    cs->write_errors = x->store.write_errors;
+    cs->dropped_records = x->store.dropped_records;
+    cs->malformed_messages = x->ctl.malformed;
+    cs->processes = n ? calloc(n, sizeof *cs->processes) : NULL;
+    if (n && !cs->processes) {
+        rep->error = -ENOMEM;
+        return;
+    }
+    for (struct col_proc *p = x->procs; p; p = p->next) {
+        if (sr->pid && p->pid != sr->pid)
+            continue;
+        D9__ProcessStatus *ps = calloc(1, sizeof *ps);
+        if (!ps) {
+            rep->error = -ENOMEM;
+            break;
+        }
+        cs->processes[cs->n_processes++] = ps;
+        if (col_proc_status(p, ps)) {
+            rep->error = -ENOMEM;
+            break;
+        }
+    }
+    if (sr->pid && cs->n_processes == 0) {
+        rep->error = -ESRCH;
+        rep->message = (char *)"no such traced process";
+    }
+    rep->status = cs;
+}
+
+static void free_status(D9__CollectorStatus *cs)
+{
+    for (size_t i = 0; i < cs->n_processes; i++) {
+        col_proc_status_free(cs->processes[i]);
+        free(cs->processes[i]);
+    }
+    free(cs->processes);
+}
+
+static void handle_flush(struct col_ctx *x, const D9__Flush *f, D9__Reply *rep, char *msg,
+                         size_t cap)
+{
+    /* pick up regions and exits first, so "flush after the workload ran" sees them */
+    scan(x);
+    int failed = 0, n = 0;
+    for (struct col_proc *p = x->procs; p; p = p->next) {
+        if (f->pid && p->pid != f->pid)
+            continue;
+        n++;
+        if (!p->ended && flush_proc(x, p))
+            failed++;
+    }
+    struct col_proc *p = x->procs;
+    while (p) {
+        struct col_proc *next = p->next;
+        if (p->ended && (!f->pid || p->pid == f->pid)) {
+            if (col_proc_finish(p, &x->store) == 0)
+                retire(x, p);
+            else
+                failed++;
+        }
+        p = next;
+    }
+    if (f->pid && n == 0) {
+        rep->error = -ESRCH;
+        snprintf(msg, cap, "pid %u is not traced by this collector", f->pid);
+    } else if (failed) {
+        rep->error = -EIO;
+        snprintf(msg, cap, "%d of %d processes could not be flushed (store write errors; "
+                 "see the collector log)", failed, n);
+    } else {
+        snprintf(msg, cap, "flushed %d process%s", n, n == 1 ? "" : "es");
+    }
+    rep->message = msg;
+}
+
+static void handle_goodbye(struct col_ctx *x, const D9__Goodbye *g)
+{
+    struct col_proc *p = find_proc(x, g->pid);
+    if (!p || p->start_time != g->start_time || p->ended)
+        return;
+    /* a claim, not a fact: believe it only if the region says CLOSED or the
+     * process is gone */
+    if (!p->quarantined)
+        col_proc_refresh_header(p);
+    if (p->region_state == D9_REGION_CLOSED || !col_proc_alive(p)) {
+        p->goodbye = 1;
+        if (p->region_state == D9_REGION_CLOSED)
+            p->exit_code = g->exit_code;
+        p->ended = 1;
+    }
+}
+
+static void handle_hello(struct col_ctx *x, const D9__Hello *h)
+{
+    if (!h->region_path)
+        return;
+    const char *base = strrchr(h->region_path, '/');
+    base = base ? base + 1 : h->region_path;
+    /* only a file name in our own --shm-dir is ever looked at */
+    col_discover_one(&x->disc, base, known_cb, adopt_cb, x);
+}
+
+static void control(struct col_ctx *x)
+{
+    struct col_ctl_msg m;
+    int rc;
+    while ((rc = col_ctl_recv(&x->ctl, &m)) == 1) {
+        D9__Reply rep = D9__REPLY__INIT;
+        D9__CollectorStatus cs;
+        int have_status = 0;
+        char msg[256] = "";
+        switch (m.req->body_case) {
+        case D9__REQUEST__BODY_HELLO:
+            handle_hello(x, m.req->hello);
+            break;
+        case D9__REQUEST__BODY_GOODBYE:
+            handle_goodbye(x, m.req->goodbye);
+            break;
+        case D9__REQUEST__BODY_FLUSH:
+            handle_flush(x, m.req->flush, &rep, msg, sizeof msg);
+            break;
+        case D9__REQUEST__BODY_STATUS:
+            handle_status(x, m.req->status, &rep, &cs);
+            have_status = 1;
+            break;
+        default:
+            break;
+        }
+        col_ctl_reply(&x->ctl, &m, &rep);
+        if (have_status)
+            free_status(&cs);
+        col_ctl_msg_done(&m);
+    }
+    if (rc < 0) {
+        col_log_limited(&x->ctl_rl, COL_LOG_WARN, "control socket: %s", strerror(-rc));
+    }
+}
+
+/* ---- start-up and shutdown -------------------------------------------------------- */
+
+static int open_signals(void)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
+    if (sigprocmask(SIG_BLOCK, &set, NULL) != 0)
+        return -errno;
+    signal(SIGPIPE, SIG_IGN);
+    signal(SIGXFSZ, SIG_IGN);   /* a file size limit is a write error (EFBIG), not death */
+    int fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+    return fd < 0 ? -errno : fd;
+}
+
+static void read_signals(struct col_ctx *x)
+{
+    struct signalfd_siginfo si;
+    while (read(x->sigfd, &si, sizeof si) == (ssize_t)sizeof si) {
+        if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
+            col_info("%s received: draining and sealing", strsignal((int)si.ssi_signo));
+            x->stop = 1;
+        } else {
+            col_info("%s ignored (configuration is read at start-up only)",
+                     strsignal((int)si.ssi_signo));
+        }
+    }
+}
+
+static int write_pidfile(const char *path)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0)
+        return -errno;
+    char b[32];
+    int n = snprintf(b, sizeof b, "%ld\n", (long)getpid());
+    int rc = write(fd, b, (size_t)n) == n ? 0 : -EIO;
+    close(fd);
+    return rc;
+}
+
+static int shutdown_all(struct col_ctx *x)
+{
+    int failed = 0;
+    scan(x);
+    host_samples(x);
+    for (struct col_proc *p = x->procs; p; p = p->next)
+        if (!p->ended && flush_proc(x, p))
+            failed++;
+    struct col_proc *p = x->procs;
+    while (p) {
+        struct col_proc *next = p->next;
+        if (p->ended) {
+            if (col_proc_finish(p, &x->store) == 0)
+                retire(x, p);
+            else
+                failed++;
+        }
+        p = next;
+    }
+    while (x->procs) {
+        if (x->procs->writer) {
+            /* unsealed because of write errors: unpublished records are still in
+             * the ring, the rest is in the temp file, salvaged at the next start */
+            col_warn("pid %u: segment %s could not be sealed; left for salvage at the next "
+                     "start", x->procs->pid, seg_writer_path(x->procs->writer));
+            col_proc_abandon_writer(x->procs);
+        }
+        retire(x, x->procs);
+    }
+    return failed;
+}
+
+/* Sleep up to us (not past the next scan) or until a control message or a
+ * signal arrives; *ctl and *sig say whether those fds became readable. */
+static void sleep_us(struct col_ctx *x, uint32_t us, int *ctl, int *sig)
+{
+    struct pollfd fds[2] = {
+        { .fd = x->ctl.fd, .events = POLLIN },
+        { .fd = x->sigfd, .events = POLLIN },
+    };
+    /* do not sleep past the next scan */
+    uint64_t now = shm_mono_ns();
+    uint64_t until = now + (uint64_t)us * 1000u;
+    if (until > x->next_scan_ns)
+        until = x->next_scan_ns > now ? x->next_scan_ns : now;
+    /* wake by until, at the first interrupt near its end (col_sleep_window) */
+    uint64_t req, slack;
+    col_sleep_window(until - now, &req, &slack);
+    if (slack != x->timer_slack_ns)
+        x->timer_slack_ns = prctl(PR_SET_TIMERSLACK, (unsigned long)slack, 0, 0, 0) == 0 ? slack : 0;
+    struct timespec ts = { .tv_sec = (time_t)(req / 1000000000u),
+                           .tv_nsec = (long)(req % 1000000000u) };
+    if (ppoll(fds, 2, &ts, NULL) < 0) {
+        *ctl = *sig = 1;        /* EINTR or worse: look at both */
+        return;
+    }
+    *ctl = fds[0].revents != 0;
+    *sig = fds[1].revents != 0;
+}
+
+static void run(struct col_ctx *x)
+{
+    uint64_t scan_ns = (uint64_t)x->cfg.scan_ms * 1000000u;
+    /* After a sleep, the signalfd and the control socket are read only if
+     * ppoll saw them readable: most passes of a traced host are timer
+     * wake-ups, and those two reads were two of a pass's five syscalls.
+     * (zmq's fd signals new activity once control() has drained the
+     * socket to EAGAIN, which it always does.) A pass that follows
+     * another without sleeping looks at both. */
+    int ctl_ready = 1, sig_ready = 1;
+    while (!x->stop) {
+        if (sig_ready)
+            read_signals(x);
+        if (x->stop)
+            break;
+        if (ctl_ready)
+            control(x);
+        uint64_t now = shm_mono_ns();
+        if (now >= x->next_scan_ns) {
+            scan(x);
+            x->next_scan_ns = now + scan_ns;
+        }
+        struct pass_pressure pp;
+        drain_all(x, now, &pp);
+        rotate(x, now);
+        finish_ended(x);
+        host_follow(x);
+        uint64_t dt_us = x->last_pass_ns && now > x->last_pass_ns
+                             ? (now - x->last_pass_ns) / 1000u : 0;
+        x->last_pass_ns = now;
+        /* a thread that just started recording may be about to record
+         * fast: the sleep grows again from its minimum instead of going on
+         * at the idle maximum (a 1 MiB ring fills in 4 ms at 8 M events/s) */
+        if (pp.fresh)
+            col_backoff_next(&x->backoff, 1);
+        uint32_t us = col_backoff_pace(&x->backoff, pp.lag, pp.size, dt_us, pp.more);
+        if (!x->procs)      /* nothing traced: wake for the next scan or a hello */
+            us = x->cfg.scan_ms * 1000u;
+        if (us)
+            sleep_us(x, us, &ctl_ready, &sig_ready);
+        else
+            ctl_ready = sig_ready = 1;
+    }
+}
+
+int main(int argc, char **argv)
+{
+    static struct col_ctx ctx;      /* the daemon's one context (large: keep off the stack) */
+    struct col_ctx *x = &ctx;
+    char err[1024] = "";
+    int rc = col_config_parse_args(&x->cfg, argc, argv, geteuid(), getenv("XDG_RUNTIME_DIR"),
+                                   err, sizeof err);
+    if (rc == COL_CONFIG_HELP) {
+        col_config_usage(stdout, PROG);
+        return 0;
+    }
+    if (rc == COL_CONFIG_VERSION) {
+        printf("%s %s (shm ABI %u, segment format %u, index schema %d)\n", PROG, D9_VERSION,
+               D9_ABI_VERSION, SEG_VERSION, IDX_SCHEMA_VERSION);
+        return 0;
+    }
+    if (rc < 0) {
+        fprintf(stderr, "%s: %s\n", PROG, err);
+        return EXIT_USAGE;
+    }
+    if (rc == COL_CONFIG_PRINT) {
+        col_config_dump(stdout, &x->cfg);
+        return 0;
+    }
+    col_log_init(PROG, x->cfg.log_level);
+    x->start_ns = shm_mono_ns();
+    x->sigfd = -1;
+    x->perf_keeper = -1;
+
+    if ((rc = col_guard_install())) {
+        col_err("cannot install the SIGBUS handler: %s", strerror(-rc));
+        return EXIT_RUNTIME;
+    }
+    struct stat st;
+    if (stat(x->cfg.shm_dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        col_err("shm directory %s is not a directory: %s", x->cfg.shm_dir,
+                errno ? strerror(errno) : "wrong type");
+        return EXIT_RUNTIME;
+    }
+    if (col_store_open(&x->store, x->cfg.store, (uint64_t)x->cfg.store_mb << 20, err,
+                       sizeof err)) {
+        col_err("%s", err);
+        return EXIT_RUNTIME;
+    }
+    /* before recovery: another collector's temp files are live, not debris */
+    if ((x->store_lock = col_store_lock(x->store.dir)) < 0) {
+        if (x->store_lock == -EBUSY)
+            col_err("store %s is in use by another collector (it holds %s/%s); stop it "
+                    "first or use another --store", x->store.dir, x->store.dir,
+                    COL_STORE_LOCK_FILE);
+        else
+            col_err("cannot take the store lock %s/%s: %s", x->store.dir, COL_STORE_LOCK_FILE,
+                    strerror(-x->store_lock));
+        col_store_close(&x->store);
+        return EXIT_RUNTIME;
+    }
+    x->store.segment_max_bytes = (uint64_t)x->cfg.segment_mb << 20;
+    col_store_recover(&x->store);
+    if (col_ctl_open(&x->ctl, x->cfg.endpoint, err, sizeof err)) {
+        col_err("%s", err);
+        col_store_close(&x->store);
+        return EXIT_RUNTIME;
+    }
+    if ((x->sigfd = open_signals()) < 0) {
+        col_err("cannot set up signal handling: %s", strerror(-x->sigfd));
+        col_ctl_close(&x->ctl);
+        col_store_close(&x->store);
+        return EXIT_RUNTIME;
+    }
+    if (x->cfg.pidfile[0] && (rc = write_pidfile(x->cfg.pidfile))) {
+        col_err("cannot write pidfile %s: %s", x->cfg.pidfile, strerror(-rc));
+        col_ctl_close(&x->ctl);
+        col_store_close(&x->store);
+        return EXIT_RUNTIME;
+    }
+    if (shm_tsc_invariant() && shm_clock_calibrate(&x->host_cal, HOST_CAL_MS) != 0)
+        memset(&x->host_cal, 0, sizeof x->host_cal);
+    col_backoff_init(&x->backoff, x->cfg.poll_min_us, x->cfg.poll_max_us);
+    col_discover_init(&x->disc, x->cfg.shm_dir);
+    if (x->cfg.perf_freq || x->cfg.switch_period)
+        x->perf_keeper = perf_callchain_keeper();   /* < 0: perf not permitted, nothing to keep */
+    /* after the store and the endpoint: their errors stay the one line */
+    int exit_code = 0;
+    if (x->cfg.perf_freq && x->cfg.perf_scope != COL_PERF_SCOPE_THREAD)
+        exit_code = host_open(x);
+    if (!exit_code) {
+        col_info("%s %s: store %s, endpoint %s, regions in %s", PROG, D9_VERSION, x->store.dir,
+                 x->cfg.endpoint, x->cfg.shm_dir);
+        run(x);
+        int failed = shutdown_all(x);
+        col_info("shutdown: %" PRIu64 " records, %" PRIu64 " segments sealed this run%s",
+                 x->done_records, x->store.segments_sealed,
+                 failed ? " (some segments could not be written)" : "");
+    }
+    col_discover_free(&x->disc);
+    col_ctl_close(&x->ctl);
+    if (x->ctl.ipc_path[0])
+        unlink(x->ctl.ipc_path);
+    col_store_close(&x->store);
+    close(x->store_lock);       /* last: the store is closed and consistent */
+    if (x->cfg.pidfile[0])
+        unlink(x->cfg.pidfile);
+    close(x->sigfd);
+    if (x->perf_keeper >= 0)
+        close(x->perf_keeper);
+    perf_host_close(x->perf_host);
+    return exit_code;
+}

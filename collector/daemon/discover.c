@@ -1,0 +1,175 @@
+/*
+ * discover.c — region discovery and the ownership rule (see discover.h).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "collector/daemon/discover.h"
+#include "collector/store/log.h"
+#include "shm/region.h"
+
+void col_discover_init(struct col_discover *d, const char *dir)
+{
+    memset(d, 0, sizeof *d);
+    snprintf(d->dir, sizeof d->dir, "%s", dir);
+}
+
+void col_discover_free(struct col_discover *d)
+{
+    struct col_rejected *r = d->rejected;
+    while (r) {
+        struct col_rejected *n = r->next;
+        free(r);
+        r = n;
+    }
+    d->rejected = NULL;
+}
+
+int col_proc_owner(uint32_t pid, uint32_t *uid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%u", pid);
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return errno == ENOENT ? -ESRCH : -errno;
+    *uid = (uint32_t)st.st_uid;
+    return 0;
+}
+
+int col_discover_classify(struct col_candidate *c)
+{
+    uint64_t st = 0;
+    int rc = shm_proc_start_time(c->pid, &st);
+    c->alive = 0;
+    c->expected_uid = c->uid;
+    if (rc == 0 && st == c->start_time) {
+        uint32_t owner;
+        rc = col_proc_owner(c->pid, &owner);
+        if (rc == 0) {
+            c->alive = 1;
+            c->expected_uid = owner;
+            /* re-check: the pid could have been reused between the two reads */
+            if (shm_proc_start_time(c->pid, &st) != 0 || st != c->start_time) {
+                c->alive = 0;
+                c->expected_uid = c->uid;
+            }
+        }
+    }
+    return 0;
+}
+
+static struct col_rejected *find_rejected(struct col_discover *d, const char *name, ino_t ino)
+{
+    for (struct col_rejected *r = d->rejected; r; r = r->next)
+        if (r->ino == ino && strcmp(r->name, name) == 0)
+            return r;
+    return NULL;
+}
+
+static void reject(struct col_discover *d, const struct col_candidate *c, int err)
+{
+    struct col_rejected *r = calloc(1, sizeof *r);
+    d->rejected_count++;
+    const char *why = err == -EPERM ? "file owner is not the owner of the process"
+                    : err == -EBADMSG ? "invalid region header"
+                    : err == -ELOOP ? "symbolic link"
+                    : err == -ENODEV ? "not a regular file"
+                    : strerror(-err);
+    col_warn("rejected region %s (pid %u, uid in name %u, expected owner %u): %s; "
+             "it will not be opened again", c->path, c->pid, c->uid, c->expected_uid, why);
+    if (!r)
+        return;
+    snprintf(r->name, sizeof r->name, "%s", c->name);
+    r->ino = c->ino;
+    r->seen = 1;
+    r->next = d->rejected;
+    d->rejected = r;
+}
+
+static int is_reject_error(int rc)
+{
+    return rc == -EPERM || rc == -EBADMSG || rc == -ELOOP || rc == -EINVAL || rc == -ENODEV ||
+           rc == -EACCES;
+}
+
+/* One directory entry: 1 offered, 0 skipped. */
+static int consider(struct col_discover *d, const char *name, col_known_fn known,
+                    col_discover_fn adopt, void *arg)
+{
+    struct col_candidate c;
+    memset(&c, 0, sizeof c);
+    if (strlen(name) >= sizeof c.name ||
+        shm_region_parse_name(name, &c.uid, &c.pid, &c.start_time) != 0)
+        return 0;
+    if (known(arg, c.pid, c.start_time))
+        return 0;
+    snprintf(c.name, sizeof c.name, "%s", name);
+    if (snprintf(c.path, sizeof c.path, "%s/%s", d->dir, name) >= (int)sizeof c.path)
+        return 0;
+    struct stat st;
+    if (lstat(c.path, &st) != 0)
+        return 0;
+    c.ino = st.st_ino;
+    struct col_rejected *r = find_rejected(d, name, st.st_ino);
+    if (r) {
+        r->seen = 1;
+        return 0;
+    }
+    col_discover_classify(&c);
+    int rc;
+    if (S_ISLNK(st.st_mode))
+        rc = -ELOOP;
+    else if (!S_ISREG(st.st_mode))
+        rc = -ENODEV;
+    else if (st.st_uid != c.expected_uid)
+        rc = -EPERM;        /* decided without opening the file */
+    else
+        rc = adopt(arg, &c);
+    if (is_reject_error(rc))
+        reject(d, &c, rc);
+    return 1;
+}
+
+int col_discover_scan(struct col_discover *d, col_known_fn known, col_discover_fn adopt,
+                      void *arg)
+{
+    DIR *dir = opendir(d->dir);
+    if (!dir)
+        return -errno;
+    for (struct col_rejected *r = d->rejected; r; r = r->next)
+        r->seen = 0;
+    size_t pl = strlen(D9_REGION_PREFIX);
+    int offered = 0;
+    struct dirent *de;
+    while ((de = readdir(dir))) {
+        if (strncmp(de->d_name, D9_REGION_PREFIX, pl) != 0)
+            continue;
+        offered += consider(d, de->d_name, known, adopt, arg);
+    }
+    closedir(dir);
+    /* forget rejected files that are gone: a new file of that name is new */
+    struct col_rejected **pp = &d->rejected;
+    while (*pp) {
+        if (!(*pp)->seen) {
+            struct col_rejected *dead = *pp;
+            *pp = dead->next;
+            free(dead);
+        } else {
+            pp = &(*pp)->next;
+        }
+    }
+    return offered;
+}
+
+int col_discover_one(struct col_discover *d, const char *name, col_known_fn known,
+                     col_discover_fn adopt, void *arg)
+{
+    if (!name || strchr(name, '/') || strncmp(name, D9_REGION_PREFIX, strlen(D9_REGION_PREFIX)))
+        return -EINVAL;
+    return consider(d, name, known, adopt, arg);
+}

@@ -1,0 +1,74 @@
+/*
+ * discover.h — finding region files in --shm-dir and deciding whether
+ * they may be adopted.
+ *
+ * Called by d9collectd.c every --scan-ms and when an agent says hello.
+ * A region d9.<uid>.<pid>.<start> may be adopted only if the file's owner
+ * is the owner of /proc/<pid> and the process's start time matches the
+ * name; when the process is gone (or its pid now belongs to a younger
+ * process) the owner must equal the uid in the name. shm_region_map()
+ * enforces the owner check against the uid computed here.
+ *
+ * A rejected file (wrong owner, bad header, not a regular file) is counted,
+ * logged once and remembered by name and inode, and never opened again
+ * while it exists. Must never: follow symlinks, open a rejected file again,
+ * or trust anything a hello message claims beyond a file name to look at.
+ */
+#ifndef D9_COL_DISCOVER_H
+#define D9_COL_DISCOVER_H
+
+#include <stdint.h>
+#include <sys/types.h>
+#include "collector/daemon/config.h"
+
+struct col_rejected {
+    struct col_rejected *next;
+    char name[128];
+    ino_t ino;
+    int seen;                   /* still present at the last scan */
+};
+
+struct col_discover {
+    char dir[COL_PATH_MAX];
+    struct col_rejected *rejected;
+    uint64_t rejected_count;    /* regions ever rejected (status) */
+};
+
+/* What a candidate file is, as seen from its name and /proc. */
+struct col_candidate {
+    char path[COL_PATH_MAX];
+    char name[128];             /* basename */
+    ino_t ino;
+    uint32_t uid, pid;          /* from the name */
+    uint64_t start_time;
+    int alive;                  /* the named process still runs (same start time) */
+    uint32_t expected_uid;      /* owner the file must have */
+};
+
+/* Called for each candidate that is neither rejected nor filtered out;
+ * returns 0, or a negative errno from the adoption attempt. -EPERM,
+ * -EBADMSG, -ELOOP, -EINVAL, -ENODEV and -EACCES mark the file rejected; others
+ * (-EAGAIN: not ready yet, -ENOENT: vanished) are retried at the next scan. */
+typedef int (*col_discover_fn)(void *arg, const struct col_candidate *c);
+/* Returns 1 if (pid, start_time) is already adopted (skip it). */
+typedef int (*col_known_fn)(void *arg, uint32_t pid, uint64_t start_time);
+
+void col_discover_init(struct col_discover *d, const char *dir);
+void col_discover_free(struct col_discover *d);
+
+/* Scan the directory once. Returns the number of candidates offered, or -errno
+ * if the directory cannot be read (logged by the caller). */
+int col_discover_scan(struct col_discover *d, col_known_fn known, col_discover_fn adopt,
+                      void *arg);
+
+/* Look at one file name in the directory (hello messages): same checks. */
+int col_discover_one(struct col_discover *d, const char *name, col_known_fn known,
+                     col_discover_fn adopt, void *arg);
+
+/* Owner uid of a process (the owner of /proc/<pid>); -ESRCH if gone. */
+int col_proc_owner(uint32_t pid, uint32_t *uid);
+
+/* Fill c->alive/expected_uid from /proc (exposed for the unit tests). */
+int col_discover_classify(struct col_candidate *c);
+
+#endif /* D9_COL_DISCOVER_H */

@@ -1,0 +1,131 @@
+/*
+ * proc.h — per-process state of d9collectd and its lifecycle: adoption of
+ * a region, liveness checks, sealing, the end of a process, status.
+ *
+ * Called by d9collectd.c (adopt, liveness, flush, end, status) and drain.c
+ * (which fills the ring and counter fields during a pass).
+ *
+ * Lifecycle:  adopted (index row upserted) -> alive (drained every pass)
+ *   -> ended (kill(pid,0) == ESRCH, /proc start time changed, or goodbye
+ *      with the region CLOSED) -> final drain, THREAD_END for live rings,
+ *      EXIT block (clean if the region says CLOSED, else crashed), seal,
+ *      index the end, unlink the region file -> freed.
+ *   A region that faulted (SIGBUS) is quarantined: its shm is never touched
+ *   again; what was already written is sealed and the process ends as
+ *   'quarantined' when it is gone.
+ * Invariants: only fields of the private shm_geometry are used to address
+ * shm; every shm access is guarded (see drain.h); the region is unlinked
+ * only after its data is sealed and indexed.
+ */
+#ifndef D9_COL_PROC_H
+#define D9_COL_PROC_H
+
+#include <stdint.h>
+#include "collector/store/log.h"
+#include "collector/store/segment.h"
+#include "shm/clock.h"
+#include "shm/region.h"
+#include "proto/d9.pb-c.h"
+
+struct col_store;
+struct perf_prof;
+
+/* Collector-private view of one ring: never re-derived from shm. */
+struct col_ring {
+    uint32_t generation;        /* generation being tracked (valid if active) */
+    uint32_t tid;
+    char name[17];
+    uint32_t state;             /* slot state at the last snapshot */
+    int active;                 /* a generation has been seen and not ended */
+    int quarantined;            /* corrupt framing: never read again */
+    uint64_t lost_seen;         /* ring 'lost' counter already reported */
+    uint64_t lost;              /* drops reported for this ring (status) */
+    uint64_t lag_bytes;         /* head - read_tail found by the last pass (backlog) */
+    uint64_t backlog_ns;        /* when the unread backlog began (0: none at the last look) */
+    int tail_known;             /* read_tail/consumed_tail initialised from shm */
+    uint64_t read_tail;         /* collector-private cursor: copied into the writer up to here */
+    uint64_t consumed_tail;     /* the tail we last published to shm */
+    int pend;                   /* read_tail > consumed_tail: waiting for the writer flush */
+    uint64_t pend_records;      /* records in [consumed_tail, read_tail) */
+    uint64_t first_ns, last_ns; /* time range of the tracked generation */
+    int thread_dirty;           /* index row needs a refresh */
+};
+
+struct col_proc {
+    struct col_proc *next;
+    uint32_t pid, uid;
+    uint64_t start_time;
+    char file[128];             /* region file basename */
+    struct shm_region region;
+    struct shm_geometry geo;
+    int64_t process_id;         /* index row */
+    uint64_t first_ns;
+
+    struct col_ring *rings;     /* geo.ring_count entries */
+    struct seg_writer *writer;  /* open segment, NULL if none */
+    uint64_t writer_records;    /* records in the open writer */
+
+    struct shm_clock_cal cal;   /* used for conversion (region pairs or fallback) */
+    const struct shm_clock_cal *host_cal;  /* the collector's own calibration */
+    int cal_from_region;
+
+    uint8_t *meta;              /* every validated metadata entry so far */
+    uint32_t meta_len, meta_cap;
+    uint32_t meta_in_writer;    /* meta[0, meta_in_writer) is in the open segment */
+    int meta_bad;               /* a malformed entry stopped the walk for good */
+
+    int quarantined;            /* region faulted: shm is off limits */
+    int ended;                  /* the process is gone: finish it */
+    int goodbye;                /* the agent said goodbye */
+    int32_t exit_code;          /* from goodbye, -1 unknown */
+    uint32_t region_state;      /* last seen d9_region_state */
+
+    uint64_t records, bytes_written, lost, lag_bytes;
+    uint32_t quarantined_rings, rings_in_use, threads_untraced, sampler;
+    struct col_ratelimit rl;
+    struct perf_prof *prof;     /* profiler (profile.h): perf sampling + maps, NULL = none */
+};
+
+/* Map and adopt the region file path (basename file) of (uid, pid, start)
+ * owned by expected_uid; upsert the process in the index. Errors from
+ * shm_region_map (-EPERM owner mismatch, -EBADMSG bad header, -EAGAIN not
+ * ready), -ENOMEM, or the index's error. */
+int col_proc_adopt(const char *path, const char *file, uint32_t expected_uid,
+                   struct col_store *st, const struct shm_clock_cal *host_cal,
+                   struct col_proc **out);
+
+/* 1 if the process still runs (same pid and start time, not a zombie), 0 if gone. */
+int col_proc_alive(const struct col_proc *p);
+
+/* Read state/threads_untraced/sampler from the header (guarded). 0 or -EFAULT. */
+int col_proc_refresh_header(struct col_proc *p);
+
+/* Make sure p has an open segment writer. 0 or -errno (write error counted). */
+int col_proc_writer(struct col_proc *p, struct col_store *st, uint64_t now_ns);
+
+/* Seal and index p's open segment (if any) and refresh its thread rows. */
+int col_proc_seal(struct col_proc *p, struct col_store *st);
+
+/* The end of the traced process: final drain, exit record, seal, index,
+ * unlink the region. 0 when done (p may be freed), -EAGAIN when a write
+ * failed and it must be retried later. */
+int col_proc_finish(struct col_proc *p, struct col_store *st);
+
+/* Refresh ring threads in the index (dirty ones; ended ones with ended=1). */
+void col_proc_index_threads(struct col_proc *p, struct col_store *st);
+
+/* Quarantine the whole region (after a fault): counted, logged once. */
+void col_proc_quarantine(struct col_proc *p, const char *why);
+
+/* At shutdown, when the open segment could not be sealed (write errors):
+ * free the writer (seg_writer_abandon) without deleting its temp file, so
+ * the next start salvages it. */
+void col_proc_abandon_writer(struct col_proc *p);
+
+void col_proc_free(struct col_proc *p);
+
+/* Fill a status message (allocates rings; free with col_proc_status_free). */
+int col_proc_status(const struct col_proc *p, D9__ProcessStatus *ps);
+void col_proc_status_free(D9__ProcessStatus *ps);
+
+#endif /* D9_COL_PROC_H */

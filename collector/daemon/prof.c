@@ -1,0 +1,273 @@
+/*
+ * profile.c — per-process profiling in d9collectd (see profile.h): opens
+ * perf sampling for an adopted process, settles the sampler handshake in
+ * the region header, and writes perf samples and memory-map snapshots into
+ * the process's segment as pseudo-ring DATA blocks.
+ *
+ * Invariants: a segment gets the "d9.map" schema entry and a full maps
+ * snapshot before its first block of samples from this module (tracked by
+ * the writer's identity: pointer + open time); perf samples taken out of the
+ * perf rings are either written or counted lost (they cannot be re-read).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <setjmp.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include "collector/daemon/drain.h"
+#include "collector/store/log.h"
+#include "collector/daemon/proc.h"
+#include "collector/daemon/prof.h"
+#include "collector/store/segment.h"
+#include "collector/daemon/store.h"
+#include "collector/store/symbols.h"
+
+_Static_assert(SYM_MAP_SCHEMA_ID <= SEG_META_IDS_MAX, "d9.map schema id must be kept by readers");
+
+#define MAPS_BUF_SIZE (512u * 1024u)
+
+struct perf_prof {
+    struct perf_proc *pp;       /* NULL: not sampling with perf */
+    struct sym_maps_state maps;
+    const struct seg_writer *seg;   /* segment the maps were last written to */
+    uint64_t seg_opened_ns;
+    uint64_t last_maps_ns, last_flush_ns;
+    int maps_gone;              /* /proc/<pid>/maps no longer readable */
+    uint8_t *buf;               /* PERF_PROF_BUF_SIZE */
+    uint8_t *mbuf;              /* MAPS_BUF_SIZE */
+    uint64_t lost;              /* samples that could not be written */
+    uint64_t open_errors;       /* perf_stats.open_errors already reported */
+};
+
+/* CAS the region's sampler NONE -> PERF under the guard. Returns the mode
+ * in force afterwards, or -EFAULT when the region faulted. */
+static int claim_perf(struct col_proc *p)
+{
+    sigjmp_buf jb;
+    if (sigsetjmp(jb, 0))
+        return -EFAULT;
+    col_guard_arm(&jb, p->region.base, p->region.size);
+    uint32_t expect = D9_SAMPLER_NONE;
+    /* the one decision between us and the agent (agent/sampler.h) */
+    if (atomic_compare_exchange_strong(&p->region.hdr->sampler, &expect, D9_SAMPLER_PERF))
+        expect = D9_SAMPLER_PERF;
+    col_guard_disarm();
+    return (int)expect;
+}
+
+void perf_prof_attach(struct col_proc *p, const struct perf_config *cfg)
+{
+    struct perf_prof *pr = calloc(1, sizeof *pr);
+    if (!pr)
+        return;
+    pr->buf = malloc(PERF_PROF_BUF_SIZE);
+    pr->mbuf = malloc(MAPS_BUF_SIZE);
+    if (!pr->buf || !pr->mbuf) {
+        free(pr->buf);
+        free(pr->mbuf);
+        free(pr);
+        return;
+    }
+    p->prof = pr;
+    if (!cfg || (!cfg->freq_hz && !cfg->switch_period) || p->ended || p->quarantined)
+        return;
+    int rc = perf_proc_open(&pr->pp, p->pid, cfg);
+    if (rc == -EACCES || rc == -EPERM || rc == -ENOSYS || rc == -ENOENT) {
+        col_warn("pid %u (%s): perf_event_open not permitted (%s; see "
+                 "/proc/sys/kernel/perf_event_paranoid): no collector-side profile, the agent's "
+                 "in-process sampler takes over", p->pid, p->geo.comm, strerror(-rc));
+        return;
+    }
+    if (rc < 0) {
+        if (rc != -ESRCH)
+            col_warn("pid %u (%s): cannot start perf sampling: %s", p->pid, p->geo.comm,
+                     strerror(-rc));
+        return;
+    }
+    int mode = claim_perf(p);
+    if (mode == D9_SAMPLER_PERF) {
+        struct perf_stats st;
+        perf_proc_stats(pr->pp, &st);
+        if (cfg->host_cpu)
+            col_info("pid %u (%s): perf sampling at %u Hz (per-CPU events), 1 in %u context "
+                     "switches", p->pid, p->geo.comm, cfg->freq_hz, cfg->switch_period);
+        else
+            col_info("pid %u (%s): perf sampling at %u Hz, 1 in %u context switches, %u "
+                     "threads%s", p->pid, p->geo.comm, cfg->freq_hz, cfg->switch_period,
+                     st.threads, st.kernel_frames ? ", kernel stacks" : ", user stacks only");
+        return;
+    }
+    if (mode == D9_SAMPLER_ITIMER)
+        col_info("pid %u (%s): the agent samples in-process (DIAL9_SAMPLER); no perf sampling",
+                 p->pid, p->geo.comm);
+    perf_proc_close(pr->pp);
+    pr->pp = NULL;
+}
+
+int perf_prof_sampling(const struct col_proc *p)
+{
+    return p->prof && p->prof->pp;
+}
+
+int perf_prof_add_cpu_sample(struct col_proc *p, const struct perf_sample *s)
+{
+    if (!p->prof || !p->prof->pp)
+        return 0;
+    if (perf_proc_add_cpu_sample(p->prof->pp, s) == -ENOMEM)
+        p->prof->lost++;        /* -ENOBUFS is counted by perf_proc itself */
+    return 1;
+}
+
+static int write_block(struct col_proc *p, struct col_store *st, uint32_t ring, uint64_t lost,
+                       const uint8_t *recs, size_t len, uint64_t now)
+{
+    int rc = seg_writer_add_data(p->writer, p->pid, ring, PERF_SEG_GENERATION, lost, recs, len);
+    if (rc) {
+        col_store_write_failed(st, rc, "profile block", p->pid, now);
+        return rc;
+    }
+    uint64_t n = 0;
+    for (size_t o = 0; o + sizeof(struct d9_rec_hdr) <= len;) {
+        uint16_t l;
+        memcpy(&l, recs + o, sizeof l);
+        if (l == 0)
+            break;
+        o += l;
+        n++;
+    }
+    p->records += n;
+    p->writer_records += n;
+    p->lost += lost;
+    p->bytes_written += len;
+    return 0;
+}
+
+/* A new segment: schema entry first, and every mapping again. */
+static int new_segment(struct col_proc *p, struct perf_prof *pr)
+{
+    uint8_t entry[512];
+    int n = sym_map_schema_payload(entry + sizeof(struct d9_meta_hdr),
+                                   sizeof entry - sizeof(struct d9_meta_hdr));
+    if (n < 0)
+        return n;
+    struct d9_meta_hdr mh = {
+        .len = (uint16_t)((sizeof mh + (size_t)n + 7) & ~(size_t)7),
+        .kind = D9_META_SCHEMA, .id = SYM_MAP_SCHEMA_ID,
+    };
+    memset(entry + sizeof mh + n, 0, mh.len - sizeof mh - (size_t)n);
+    memcpy(entry, &mh, sizeof mh);
+    int rc = seg_writer_add_meta(p->writer, entry, mh.len);
+    if (rc)
+        return rc;
+    pr->seg = p->writer;
+    pr->seg_opened_ns = seg_writer_opened_ns(p->writer);
+    sym_maps_state_reset(&pr->maps);
+    return 0;
+}
+
+static void write_maps(struct col_proc *p, struct col_store *st, struct perf_prof *pr, uint64_t now)
+{
+    if (pr->maps_gone)
+        return;
+    long n = sym_maps_emit(p->pid, now, &pr->maps, pr->mbuf, MAPS_BUF_SIZE);
+    if (n == -ESRCH || n == -ENOENT) {
+        pr->maps_gone = 1;      /* exited: the last snapshot stands */
+        return;
+    }
+    if (n < 0) {
+        col_log_limited(&p->rl, COL_LOG_WARN, "pid %u: cannot snapshot /proc/%u/maps: %s",
+                        p->pid, p->pid, strerror((int)-n));
+        return;
+    }
+    if (n > 0 && write_block(p, st, SYM_SEG_RING, 0, pr->mbuf, (size_t)n, now) != 0)
+        sym_maps_state_reset(&pr->maps);   /* try again next time */
+}
+
+void perf_prof_pass(struct col_proc *p, struct col_store *st, uint64_t now, int final)
+{
+    struct perf_prof *pr = p->prof;
+    if (!pr)
+        return;
+    int maps_due = final || now - pr->last_maps_ns >= PERF_PROF_MAPS_NS || pr->last_maps_ns == 0;
+    /* the perf rings are emptied on every pass (one load of data_head per
+     * thread when idle), so a thread switching very often cannot overflow
+     * its ring between two block writes; blocks are written at most every
+     * PERF_PROF_FLUSH_NS unless many samples are waiting */
+    long pending = pr->pp ? perf_proc_poll(pr->pp, now, final) : 0;
+    int flush_due = pr->pp && pending >= 0 &&
+                    (final || now - pr->last_flush_ns >= PERF_PROF_FLUSH_NS ||
+                     pending >= PERF_PROF_PENDING_MAX);
+    if (!maps_due && !flush_due)
+        return;
+    if (flush_due) {
+        pr->last_flush_ns = now;
+        struct perf_stats ps;
+        perf_proc_stats(pr->pp, &ps);
+        if (ps.open_errors > pr->open_errors) {
+            col_log_limited(&p->rl, COL_LOG_WARN, "pid %u: %" PRIu64 " threads could not be "
+                            "sampled with perf (descriptor limit or permissions)", p->pid,
+                            ps.open_errors - pr->open_errors);
+            pr->open_errors = ps.open_errors;
+        }
+    }
+    size_t n = 0;
+    uint64_t lost = 0;
+    if (flush_due) {
+        n = perf_proc_take(pr->pp, pr->buf, PERF_PROF_BUF_SIZE, &lost);
+        lost += pr->lost;
+        pr->lost = 0;
+    }
+    if (!maps_due && n == 0 && lost == 0)
+        return;
+    if (!col_store_writable(st, now) || col_proc_writer(p, st, now) != 0) {
+        /* samples already out of the perf rings: count what cannot be written */
+        for (; n > 0; n = perf_proc_take(pr->pp, pr->buf, PERF_PROF_BUF_SIZE, NULL))
+            for (size_t o = 0; o < n;) {
+                uint16_t l;
+                memcpy(&l, pr->buf + o, sizeof l);
+                o += l;
+                pr->lost++;
+            }
+        pr->lost += lost;
+        return;
+    }
+    if (p->writer != pr->seg || seg_writer_opened_ns(p->writer) != pr->seg_opened_ns) {
+        if (new_segment(p, pr) != 0)
+            return;
+        maps_due = 1;
+    }
+    if (maps_due) {
+        pr->last_maps_ns = now;
+        write_maps(p, st, pr, now);
+    }
+    while (n > 0 || lost > 0) {
+        if (n == 0) {           /* only drops to report: an empty block carries them */
+            write_block(p, st, PERF_SEG_RING, lost, NULL, 0, now);
+            break;
+        }
+        if (write_block(p, st, PERF_SEG_RING, lost, pr->buf, n, now) != 0) {
+            pr->lost += lost;
+            for (size_t o = 0; o < n;) {
+                uint16_t l;
+                memcpy(&l, pr->buf + o, sizeof l);
+                o += l;
+                pr->lost++;
+            }
+        }
+        lost = 0;
+        n = perf_proc_take(pr->pp, pr->buf, PERF_PROF_BUF_SIZE, NULL);
+    }
+}
+
+void perf_prof_free(struct col_proc *p)
+{
+    struct perf_prof *pr = p->prof;
+    if (!pr)
+        return;
+    perf_proc_close(pr->pp);
+    free(pr->buf);
+    free(pr->mbuf);
+    free(pr);
+    p->prof = NULL;
+}

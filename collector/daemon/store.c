@@ -1,0 +1,393 @@
+/*
+ * store.c — store directory, index, recovery, sealing and retention for
+ * d9collectd (see store.h).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "collector/store/index.h"
+#include "collector/daemon/store.h"
+#include "shm/clock.h"
+
+static int mkdir_p(const char *path, mode_t mode)
+{
+    char tmp[COL_PATH_MAX];
+    if (snprintf(tmp, sizeof tmp, "%s", path) >= (int)sizeof tmp)
+        return -ENAMETOOLONG;
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = 0;
+        if (mkdir(tmp, mode) != 0 && errno != EEXIST)
+            return -errno;
+        *p = '/';
+    }
+    if (mkdir(tmp, mode) != 0 && errno != EEXIST)
+        return -errno;
+    return 0;
+}
+
+/* Creating a file is the only reliable writability test (root, read-only mounts). */
+static int probe_writable(const char *dir)
+{
+    char path[COL_PATH_MAX];
+    if (snprintf(path, sizeof path, "%s/.probe.%ld", dir, (long)getpid()) >= (int)sizeof path)
+        return -ENAMETOOLONG;
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return -errno;
+    int rc = 0;
+    if (write(fd, "d9", 2) != 2)
+        rc = errno ? -errno : -EIO;
+    close(fd);
+    unlink(path);
+    return rc;
+}
+
+static int refresh_totals(struct col_store *s)
+{
+    uint64_t b = 0;
+    int rc = idx_total_bytes(s->idx, &b);
+    if (rc == 0)
+        s->indexed_bytes = b;
+    return rc;
+}
+
+int col_store_open(struct col_store *s, const char *dir, uint64_t cap_bytes,
+                   char *err, size_t errcap)
+{
+    memset(s, 0, sizeof *s);
+    s->cap_bytes = cap_bytes;
+    int rc = mkdir_p(dir, 0755);
+    if (rc) {
+        snprintf(err, errcap, "cannot create store directory %s: %s", dir, strerror(-rc));
+        return rc;
+    }
+    if (!realpath(dir, s->dir)) {
+        rc = -errno;
+        snprintf(err, errcap, "cannot resolve store directory %s: %s", dir, strerror(-rc));
+        return rc;
+    }
+    struct stat st;
+    if (stat(s->dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        snprintf(err, errcap, "store %s is not a directory", s->dir);
+        return -ENOTDIR;
+    }
+    if ((rc = probe_writable(s->dir))) {
+        snprintf(err, errcap, "store directory %s is not writable: %s", s->dir, strerror(-rc));
+        return rc;
+    }
+    if (gethostname(s->host, sizeof s->host) != 0)
+        snprintf(s->host, sizeof s->host, "unknown");
+    s->host[sizeof s->host - 1] = 0;
+    /* the silent variant: its reason (path, step, SQLite's message) becomes
+     * our one error line instead of a second, vaguer one after its own */
+    char why[COL_PATH_MAX];
+    if ((rc = idx_open_ex(&s->idx, s->dir, 0, why, sizeof why))) {
+        if (why[0])
+            snprintf(err, errcap, "cannot open index: %s", why);
+        else
+            snprintf(err, errcap, "cannot open index %s/%s: %s", s->dir, IDX_FILE_NAME,
+                     strerror(-rc));
+        s->idx = NULL;
+        return rc;
+    }
+    if ((rc = idx_next_segment_id(s->idx, &s->next_segment_id)) || (rc = refresh_totals(s))) {
+        if (idx_errmsg(s->idx))
+            snprintf(err, errcap, "cannot read index: %s", idx_errmsg(s->idx));
+        else
+            snprintf(err, errcap, "cannot read index %s/%s: %s", s->dir, IDX_FILE_NAME,
+                     strerror(-rc));
+        idx_close(s->idx);
+        s->idx = NULL;
+        return rc;
+    }
+    if (s->next_segment_id == 0)
+        s->next_segment_id = 1;
+    return 0;
+}
+
+void col_store_close(struct col_store *s)
+{
+    if (s->idx)
+        idx_close(s->idx);
+    s->idx = NULL;
+}
+
+static int is_indexed(struct col_store *s, const char *relpath)
+{
+    sqlite3 *db = idx_db(s->idx);
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, "SELECT 1 FROM segments WHERE path = ?1", -1, &st, NULL) !=
+        SQLITE_OK)
+        return -EIO;
+    sqlite3_bind_text(st, 1, relpath, -1, SQLITE_TRANSIENT);
+    int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    if (rc == SQLITE_ROW)
+        return 1;
+    return rc == SQLITE_DONE ? 0 : -EIO;
+}
+
+/* Index a sealed segment summarised in sum (from salvage or summarize). */
+static int index_summary(struct col_store *s, const char *path, struct seg_summary *sum)
+{
+    struct seg_reader *r = NULL;
+    char comm[17] = "", exe[257] = "";
+    if (seg_reader_open(&r, path, SEG_OPEN_PARTIAL) == 0) {
+        const struct seg_file_hdr *h = seg_reader_header(r);
+        if (h) {
+            memcpy(comm, h->comm, sizeof h->comm);
+            memcpy(exe, h->exe, sizeof h->exe);
+        }
+        seg_reader_close(r);
+    }
+    for (char *c = comm; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            *c = '?';
+    for (char *c = exe; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            *c = '?';
+    struct idx_process ip = { .pid = sum->pid, .uid = sum->uid, .start_time = sum->start_time,
+                              .comm = comm, .exe = exe, .first_ns = sum->t_min };
+    int64_t pid_row = 0;
+    int rc = idx_process_upsert(s->idx, &ip, &pid_row);
+    if (rc == 0)
+        rc = idx_segment_commit(s->idx, pid_row, sum, s->dir);
+    return rc;
+}
+
+static uint64_t id_of(const char *name)
+{
+    uint32_t pid;
+    uint64_t start, id;
+    if (strncmp(name, SEG_TMP_PREFIX, strlen(SEG_TMP_PREFIX)) == 0)
+        name += strlen(SEG_TMP_PREFIX);
+    return seg_parse_file_name(name, &pid, &start, &id) == 0 ? id : 0;
+}
+
+int col_store_recover(struct col_store *s)
+{
+    DIR *d = opendir(s->dir);
+    if (!d) {
+        col_err("cannot list store %s: %s", s->dir, strerror(errno));
+        return -errno;
+    }
+    struct dirent *de;
+    uint64_t max_id = 0;
+    /* pass 0: block rows of segments a previous run never sealed (their
+     * temp files are salvaged below and indexed again, whole) */
+    uint64_t orphans = 0;
+    int orc = idx_drop_orphan_blocks(s->idx, &orphans);
+    if (orc)
+        col_warn("store %s: cannot delete unsealed segments' block rows: %s", s->dir,
+                 idx_errmsg(s->idx));
+    else if (orphans)
+        col_info("store %s: deleted %" PRIu64 " block rows of segments never sealed", s->dir,
+                 orphans);
+    /* pass 1: temp files left by a crash (salvage before anything is written) */
+    while ((de = readdir(d))) {
+        uint64_t id = id_of(de->d_name);
+        if (id > max_id)
+            max_id = id;
+        if (strncmp(de->d_name, SEG_TMP_PREFIX, strlen(SEG_TMP_PREFIX)) != 0 || !id)
+            continue;
+        char path[COL_PATH_MAX];
+        if (snprintf(path, sizeof path, "%s/%s", s->dir, de->d_name) >= (int)sizeof path)
+            continue;
+        struct seg_summary sum;
+        memset(&sum, 0, sizeof sum);
+        int rc = seg_salvage(path, &sum);
+        if (rc == -ENODATA) {
+            col_info("removing empty temp segment %s (no data blocks)", path);
+            unlink(path);
+            continue;
+        }
+        if (rc) {
+            col_warn("cannot salvage temp segment %s: %s; left for d9 fsck", path,
+                     strerror(-rc));
+            continue;
+        }
+        rc = index_summary(s, sum.path, &sum);
+        if (rc)
+            col_warn("salvaged %s but cannot index it: %s", sum.path, strerror(-rc));
+        else
+            col_info("salvaged %s: %" PRIu64 " records from a crashed collector", sum.path,
+                     sum.nrecords);
+        s->segments_salvaged++;
+        seg_summary_release(&sum);
+    }
+    /* pass 2: sealed files without an index row */
+    rewinddir(d);
+    while ((de = readdir(d))) {
+        size_t n = strlen(de->d_name), sl = strlen(SEG_FILE_SUFFIX);
+        if (de->d_name[0] == '.' || n <= sl || strcmp(de->d_name + n - sl, SEG_FILE_SUFFIX))
+            continue;
+        if (!id_of(de->d_name) || is_indexed(s, de->d_name) != 0)
+            continue;
+        char path[COL_PATH_MAX];
+        if (snprintf(path, sizeof path, "%s/%s", s->dir, de->d_name) >= (int)sizeof path)
+            continue;
+        struct seg_summary sum;
+        memset(&sum, 0, sizeof sum);
+        int rc = seg_summarize(path, &sum);
+        if (rc) {
+            col_warn("segment %s has no index row and cannot be read (%s); left for d9 fsck",
+                     path, strerror(-rc));
+            continue;
+        }
+        rc = index_summary(s, path, &sum);
+        if (rc)
+            col_warn("cannot re-index %s: %s", path, strerror(-rc));
+        else
+            s->segments_reindexed++;
+        seg_summary_release(&sum);
+    }
+    closedir(d);
+    uint64_t next = 0;
+    if (idx_next_segment_id(s->idx, &next) == 0 && next > s->next_segment_id)
+        s->next_segment_id = next;
+    if (max_id + 1 > s->next_segment_id)
+        s->next_segment_id = max_id + 1;
+    refresh_totals(s);
+    if (s->segments_salvaged || s->segments_reindexed)
+        col_info("store %s: salvaged %" PRIu64 ", re-indexed %" PRIu64 " segments", s->dir,
+                 s->segments_salvaged, s->segments_reindexed);
+    return col_store_enforce_cap(s);
+}
+
+int col_store_writer_open(struct col_store *s, const struct seg_proc_info *pi,
+                          const uint8_t *meta, size_t meta_len, struct seg_writer **w)
+{
+    int rc = seg_writer_open(w, s->dir, s->next_segment_id, pi, meta, meta_len);
+    if (rc == 0)
+        s->next_segment_id++;
+    else if (rc == -EEXIST)
+        s->next_segment_id++;   /* a stray file holds that id: skip it next time */
+    return rc;
+}
+
+int col_store_enforce_cap(struct col_store *s)
+{
+    while (s->indexed_bytes > s->cap_bytes) {
+        uint64_t id;
+        char rel[512];
+        int rc = idx_oldest_segment(s->idx, &id, rel, sizeof rel);
+        if (rc == -ENOENT)
+            break;
+        if (rc) {
+            col_log_limited(&s->err_rl, COL_LOG_WARN, "retention: cannot find the oldest "
+                            "segment: %s", strerror(-rc));
+            return rc;
+        }
+        /* rows first: d9 must never find a row whose file we removed */
+        if ((rc = idx_segment_delete(s->idx, id))) {
+            col_log_limited(&s->err_rl, COL_LOG_WARN, "retention: cannot delete segment %"
+                            PRIu64 " from the index: %s", id, strerror(-rc));
+            return rc;
+        }
+        char path[COL_PATH_MAX];
+        if (strchr(rel, '/') || rel[0] == '.') {
+            col_warn("retention: index row %" PRIu64 " has an unexpected path '%s'; not "
+                     "deleting it", id, rel);
+        } else {
+            if (snprintf(path, sizeof path, "%s/%s", s->dir, rel) < (int)sizeof path &&
+                unlink(path) != 0 && errno != ENOENT)
+                col_warn("retention: cannot remove %s: %s", path, strerror(errno));
+        }
+        s->segments_evicted++;
+        if ((rc = refresh_totals(s)))
+            return rc;
+        col_debug("retention: evicted segment %" PRIu64 " (%s); store now %" PRIu64 " bytes",
+                  id, rel, s->indexed_bytes);
+    }
+    return 0;
+}
+
+int col_store_index_blocks(struct col_store *s, struct seg_writer *w, uint32_t min_rows)
+{
+    const struct seg_block_info *b;
+    uint32_t n = seg_writer_unindexed(w, &b);
+    if (n == 0 || n < min_rows)
+        return 0;
+    int rc = idx_blocks_add(s->idx, seg_writer_id(w), b, n);
+    if (rc) {
+        col_log_limited(&s->err_rl, COL_LOG_WARN, "store %s: cannot index %" PRIu32 " blocks of "
+                        "%s now (%s): the seal will", s->dir, n, seg_writer_path(w),
+                        idx_errmsg(s->idx));
+        return rc;
+    }
+    seg_writer_mark_indexed(w, n);
+    return 0;
+}
+
+int col_store_seal(struct col_store *s, struct seg_writer *w, int64_t process_id, uint32_t pid,
+                   uint64_t records)
+{
+    struct seg_summary sum;
+    memset(&sum, 0, sizeof sum);
+    uint64_t now = shm_mono_ns();
+    uint64_t id = seg_writer_id(w);
+    int had_rows = seg_writer_indexed(w) > 0;
+    int rc = seg_writer_seal(w, &sum);
+    uint64_t t_file = shm_mono_ns();
+    if (rc) {
+        /* the file goes with the writer: so do the rows written for it */
+        if (had_rows && idx_blocks_drop(s->idx, id))
+            col_warn("store %s: cannot delete the block rows of unsealed segment %" PRIu64
+                     ": %s (start-up recovery will)", s->dir, id, idx_errmsg(s->idx));
+        s->dropped_records += records;
+        /* sum is not filled when the seal fails: the caller's pid */
+        col_store_write_failed(s, rc, "segment seal", pid, now);
+        seg_writer_free(w);
+        return rc;
+    }
+    rc = idx_segment_commit(s->idx, process_id, &sum, s->dir);
+    uint64_t t_idx = shm_mono_ns();
+    if (rc) {
+        /* the file is sealed and whole: the next start-up re-indexes it */
+        col_store_write_failed(s, rc, "index commit", pid, now);
+    } else {
+        s->indexed_bytes += sum.bytes;
+        col_store_write_ok(s);
+    }
+    s->segments_sealed++;
+    col_debug("sealed %s: %" PRIu64 " records, %" PRIu64 " bytes, %" PRIu32 " blocks; file %.2f ms, "
+              "index %.2f ms", sum.path, sum.nrecords, sum.bytes, sum.nblocks,
+              (double)(t_file - now) / 1e6, (double)(t_idx - t_file) / 1e6);
+    seg_writer_free(w);
+    col_store_enforce_cap(s);
+    return rc;
+}
+
+void col_store_write_failed(struct col_store *s, int err, const char *what, uint32_t pid,
+                            uint64_t now_ns)
+{
+    s->write_errors++;
+    s->failing = 1;
+    s->retry_after_ns = now_ns + COL_WRITE_RETRY_NS;
+    col_log_limited(&s->err_rl, COL_LOG_ERROR, "store %s: %s for pid %u failed: %s; ring "
+                    "data is kept and the write retried", s->dir, what, pid, strerror(-err));
+}
+
+void col_store_write_ok(struct col_store *s)
+{
+    if (!s->failing)
+        return;
+    s->failing = 0;
+    s->retry_after_ns = 0;
+    col_info("store %s: writes succeed again", s->dir);
+}
+
+int col_store_writable(const struct col_store *s, uint64_t now_ns)
+{
+    return !s->failing || now_ns >= s->retry_after_ns;
+}

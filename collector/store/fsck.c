@@ -1,0 +1,612 @@
+/*
+ * fsck.c — consistency check and repair of a store (see fsck.h).
+ *
+ * Called by `d9 fsck` (collector/d9.c) on a store, with the collector
+ * normally stopped. Reads everything it judges through the validating
+ * segment reader; writes only through idx_* (one index connection) and
+ * seg_salvage, plus unlink of temp files with nothing recoverable and
+ * rename of corrupt files to *.corrupt.
+ *
+ * Invariants: a check (repair = 0) opens the index read-only and changes
+ * nothing. On a live store (the collector running) the view is not one
+ * snapshot: before a row is called missing or a file unindexed, the index
+ * is asked again, so a segment evicted (row, then file) or sealed (file,
+ * then row) during the scan is not reported. A repair never deletes a segment file, never touches a temp file
+ * that some process holds open, and refuses to run while another process
+ * has the index open. Segment files are looked for in the store directory
+ * itself (where d9collectd writes them); rows may point anywhere inside it.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "collector/store/fsck.h"
+#include "collector/store/index.h"
+#include "collector/store/segment.h"
+#include "shm/meta.h"
+
+struct fsck {
+    const char *store;
+    int repair;
+    struct idx *x;
+    struct col_fsck_report *rep;
+    col_fsck_fn fn;
+    void *arg;
+    struct idx_segment_row *rows;
+    size_t nrows, caprows;
+    /* (dev, ino) of files other processes hold open */
+    struct open_file { dev_t dev; ino_t ino; pid_t pid; } *open;
+    size_t nopen, capopen;
+    int scanned;
+};
+
+static void say(struct fsck *f, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void say(struct fsck *f, const char *path, const char *fmt, ...)
+{
+    if (!f->fn)
+        return;
+    char what[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    f->fn(f->arg, path, what);
+}
+
+uint64_t col_fsck_problems(const struct col_fsck_report *r)
+{
+    return r->missing + r->mismatched + r->corrupt + r->orphans + r->temps;
+}
+
+int col_store_lock(const char *store_dir)
+{
+    if (!store_dir)
+        return -EINVAL;
+    char path[PATH_MAX];
+    int n = snprintf(path, sizeof path, "%s/%s", store_dir, COL_STORE_LOCK_FILE);
+    if (n < 0 || (size_t)n >= sizeof path)
+        return -ENAMETOOLONG;
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0)
+        return -errno;
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno == EWOULDBLOCK ? -EBUSY : -errno;
+        close(fd);
+        return e;
+    }
+    return fd;
+}
+
+/* ---- who has what open ------------------------------------------------------ */
+
+static void scan_open_files(struct fsck *f)
+{
+    DIR *proc = opendir("/proc");
+    if (!proc)
+        return;
+    pid_t self = getpid();
+    struct dirent *pe;
+    while ((pe = readdir(proc))) {
+        char *end;
+        long pid = strtol(pe->d_name, &end, 10);
+        if (*end || pid <= 0 || pid == self)
+            continue;
+        char fddir[64];
+        snprintf(fddir, sizeof fddir, "/proc/%ld/fd", pid);
+        DIR *fds = opendir(fddir);
+        if (!fds)
+            continue;       /* gone, or not ours to inspect */
+        struct dirent *fe;
+        while ((fe = readdir(fds))) {
+            if (fe->d_name[0] == '.')
+                continue;
+            struct stat st;
+            if (fstatat(dirfd(fds), fe->d_name, &st, 0) != 0 || !S_ISREG(st.st_mode))
+                continue;
+            if (f->nopen == f->capopen) {
+                size_t cap = f->capopen ? f->capopen * 2 : 256;
+                void *n = realloc(f->open, cap * sizeof *f->open);
+                if (!n)
+                    break;
+                f->open = n;
+                f->capopen = cap;
+            }
+            f->open[f->nopen++] = (struct open_file){ st.st_dev, st.st_ino, (pid_t)pid };
+        }
+        closedir(fds);
+    }
+    closedir(proc);
+}
+
+/* pid of another process holding path open, or 0. The /proc scan is done
+ * once, on first use (a check of a store without temp files needs none). */
+static pid_t opened_by(struct fsck *f, const char *path)
+{
+    if (!f->scanned) {
+        scan_open_files(f);
+        f->scanned = 1;
+    }
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return 0;
+    for (size_t i = 0; i < f->nopen; i++)
+        if (f->open[i].dev == st.st_dev && f->open[i].ino == st.st_ino)
+            return f->open[i].pid;
+    return 0;
+}
+
+/* ---- verification -------------------------------------------------------------- */
+
+struct verdict {
+    int err;
+    char why[256];
+    struct seg_file_hdr hdr;
+    struct seg_footer footer;
+    uint64_t size;
+};
+
+/* Read and verify a whole sealed segment. 0 if valid. */
+static int verify(const char *path, struct verdict *v)
+{
+    memset(v, 0, sizeof *v);
+    struct seg_reader *r;
+    v->err = seg_reader_open_ex(&r, path, 0, v->why, sizeof v->why);
+    if (v->err < 0)
+        return v->err;
+    v->hdr = *seg_reader_header(r);
+    v->footer = *seg_reader_footer(r);
+    v->size = seg_reader_size(r);
+    struct seg_block b;
+    int e;
+    while ((e = seg_reader_next(r, &b)) == 1)
+        ;
+    if (e < 0) {
+        v->err = e;
+        snprintf(v->why, sizeof v->why, "%s",
+                 seg_reader_error(r) ? seg_reader_error(r) : strerror(-e));
+    }
+    seg_reader_close(r);
+    return v->err;
+}
+
+/* Why row and file disagree ("" when they agree). */
+static void compare(const struct idx_segment_row *row, const struct verdict *v, char *why,
+                    size_t cap)
+{
+    why[0] = 0;
+    if (row->id != v->hdr.segment_id)
+        snprintf(why, cap, "row id %" PRIu64 ", file says segment %" PRIu64, row->id,
+                 v->hdr.segment_id);
+    else if (row->bytes != v->size)
+        snprintf(why, cap, "row says %" PRIu64 " bytes, file has %" PRIu64, row->bytes, v->size);
+    else if (row->records != v->footer.nrecords)
+        snprintf(why, cap, "row says %" PRIu64 " records, footer %" PRIu64, row->records,
+                 v->footer.nrecords);
+    else if (row->t_min != v->footer.t_min || row->t_max != v->footer.t_max)
+        snprintf(why, cap, "row time range differs from the footer's");
+    else if (row->nblocks != v->footer.nblocks)
+        snprintf(why, cap, "%" PRIu64 " block rows, file has %" PRIu32 " blocks", row->nblocks,
+                 v->footer.nblocks);
+}
+
+/* ---- indexing a file from its contents ---------------------------------------- */
+
+static void clean_str(char *dst, const char *src, size_t n)
+{
+    memcpy(dst, src, n);
+    dst[n] = 0;
+    for (char *c = dst; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            *c = '?';
+}
+
+struct thr {
+    uint32_t tid, ring, generation;
+    uint64_t first, last;
+    int ended;
+};
+
+static int index_extras(struct idx *x, int64_t pid_row, const char *path)
+{
+    struct seg_reader *r;
+    int e = seg_reader_open(&r, path, 0);
+    if (e < 0)
+        return e;
+    struct thr *t = NULL;
+    size_t nt = 0, capt = 0;
+    struct seg_exit ex = { 0 };
+    int have_exit = 0;
+    sqlite3 *db = idx_db(x);
+    if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
+        seg_reader_close(r);
+        return -EBUSY;
+    }
+    struct seg_block b;
+    while (e >= 0 && (e = seg_reader_next(r, &b)) == 1) {
+        if (b.h.kind == SEG_BLK_META) {
+            size_t off = 0;
+            struct shm_meta_entry me;
+            while (e >= 0 && shm_meta_next(b.payload, b.h.len, &off, &me) == 1)
+                if (me.kind == D9_META_RUNTIME)
+                    e = idx_runtime_upsert(x, pid_row, me.id, me.name);
+        } else if (b.h.kind == SEG_BLK_EXIT) {
+            memcpy(&ex, b.payload, sizeof ex);
+            have_exit = 1;
+        } else {
+            size_t i = 0;
+            while (i < nt && (t[i].ring != b.h.ring || t[i].generation != b.h.generation))
+                i++;
+            if (i == nt) {
+                if (nt == capt) {
+                    size_t cap = capt ? capt * 2 : 32;
+                    struct thr *n = realloc(t, cap * sizeof *t);
+                    if (!n) {
+                        e = -ENOMEM;
+                        break;
+                    }
+                    t = n;
+                    capt = cap;
+                }
+                t[nt++] = (struct thr){ b.h.tid, b.h.ring, b.h.generation, 0, 0, 0 };
+            }
+            if (b.h.kind == SEG_BLK_THREAD_END)
+                t[i].ended = 1;
+            if (b.h.kind == SEG_BLK_THREAD_END || b.h.nrec > 0) {
+                if (!t[i].first || b.h.t_first < t[i].first)
+                    t[i].first = b.h.t_first;
+                if (b.h.t_last > t[i].last)
+                    t[i].last = b.h.t_last;
+            }
+        }
+    }
+    for (size_t i = 0; e >= 0 && i < nt; i++)
+        e = idx_thread_upsert(x, pid_row, t[i].tid, t[i].ring, t[i].generation, NULL,
+                              t[i].first, t[i].last, t[i].ended);
+    if (e >= 0 && have_exit && ex.reason != SEG_EXIT_UNKNOWN)
+        e = idx_process_end(x, pid_row, ex.t_ns,
+                            ex.reason == SEG_EXIT_CRASHED ? "crashed" : "exited", ex.code);
+    if (e >= 0 && sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+        e = -EIO;
+    if (e < 0)
+        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+    free(t);
+    seg_reader_close(r);
+    return e < 0 ? e : 0;
+}
+
+static int index_summary(struct idx *x, const char *store_dir, const char *path,
+                         const struct seg_summary *sum)
+{
+    struct seg_reader *r;
+    int e = seg_reader_open(&r, path, 0);
+    if (e < 0)
+        return e;
+    const struct seg_file_hdr *h = seg_reader_header(r);
+    char comm[sizeof h->comm + 1], exe[sizeof h->exe + 1];
+    clean_str(comm, h->comm, sizeof h->comm);
+    clean_str(exe, h->exe, sizeof h->exe);
+    seg_reader_close(r);
+    struct idx_process ip = { .pid = sum->pid, .uid = sum->uid, .start_time = sum->start_time,
+                              .comm = comm, .exe = exe, .first_ns = sum->t_min };
+    int64_t pid_row;
+    if ((e = idx_process_upsert(x, &ip, &pid_row)) < 0 ||
+        (e = idx_segment_commit(x, pid_row, sum, store_dir)) < 0)
+        return e;
+    return index_extras(x, pid_row, path);
+}
+
+int col_fsck_index_file(struct idx *x, const char *store_dir, const char *path)
+{
+    if (!x || !store_dir || !path)
+        return -EINVAL;
+    struct seg_summary sum;
+    int e = seg_summarize(path, &sum);
+    if (e < 0)
+        return e;
+    e = index_summary(x, store_dir, path, &sum);
+    seg_summary_release(&sum);
+    return e;
+}
+
+/* ---- the passes ------------------------------------------------------------------ */
+
+static int collect_row(void *arg, const struct idx_segment_row *r)
+{
+    struct fsck *f = arg;
+    if (f->nrows == f->caprows) {
+        size_t cap = f->caprows ? f->caprows * 2 : 256;
+        void *n = realloc(f->rows, cap * sizeof *f->rows);
+        if (!n)
+            return -ENOMEM;
+        f->rows = n;
+        f->caprows = cap;
+    }
+    f->rows[f->nrows++] = *r;
+    return 0;
+}
+
+static int row_has_path(const struct fsck *f, const char *rel)
+{
+    for (size_t i = 0; i < f->nrows; i++)
+        if (strcmp(f->rows[i].path, rel) == 0)
+            return 1;
+    return 0;
+}
+
+/* Fresh look at the index (a live collector commits while we scan): is
+ * there a row with this id (path NULL) or this path now? */
+static int indexed_now(const struct fsck *f, uint64_t id, const char *rel)
+{
+    if (!f->x)
+        return 0;
+    sqlite3_stmt *s;
+    const char *sql = rel ? "SELECT 1 FROM segments WHERE path = ?1"
+                          : "SELECT 1 FROM segments WHERE id = ?1";
+    if (sqlite3_prepare_v2(idx_db(f->x), sql, -1, &s, NULL) != SQLITE_OK)
+        return 0;
+    if (rel)
+        sqlite3_bind_text(s, 1, rel, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_int64(s, 1, (sqlite3_int64)id);
+    int found = sqlite3_step(s) == SQLITE_ROW;
+    sqlite3_finalize(s);
+    return found;
+}
+
+static int join(char *out, size_t cap, const char *dir, const char *name)
+{
+    int n = snprintf(out, cap, "%s/%s", dir, name);
+    return n >= 0 && (size_t)n < cap ? 0 : -ENAMETOOLONG;
+}
+
+static void quarantine(struct fsck *f, const char *path)
+{
+    char to[PATH_MAX];
+    struct stat st;
+    if (snprintf(to, sizeof to, "%s%s", path, COL_FSCK_CORRUPT_SUFFIX) >= (int)sizeof to ||
+        lstat(to, &st) == 0 || rename(path, to) != 0) {
+        f->rep->errors++;
+        say(f, path, "cannot rename to %s%s", path, COL_FSCK_CORRUPT_SUFFIX);
+        return;
+    }
+    f->rep->quarantined++;
+    say(f, path, "renamed to %s", to);
+}
+
+static void delete_row(struct fsck *f, const struct idx_segment_row *row)
+{
+    int e = idx_segment_delete(f->x, row->id);
+    if (e < 0) {
+        f->rep->errors++;
+        say(f, row->path, "cannot delete index row: %s", strerror(-e));
+    } else {
+        f->rep->rows_deleted++;
+    }
+}
+
+static void reindex(struct fsck *f, const char *path)
+{
+    int e = col_fsck_index_file(f->x, f->store, path);
+    if (e < 0) {
+        f->rep->errors++;
+        const char *m = idx_errmsg(f->x);
+        say(f, path, "cannot index: %s", m ? m : strerror(-e));
+    } else {
+        f->rep->reindexed++;
+        say(f, path, "indexed");
+    }
+}
+
+static void check_rows(struct fsck *f)
+{
+    for (size_t i = 0; i < f->nrows; i++) {
+        const struct idx_segment_row *row = &f->rows[i];
+        char path[PATH_MAX];
+        struct stat st;
+        if (join(path, sizeof path, f->store, row->path) < 0 || lstat(path, &st) != 0) {
+            if (!indexed_now(f, row->id, NULL)) {
+                f->rep->rows--;         /* evicted meanwhile: row first, then file */
+                continue;
+            }
+            f->rep->missing++;
+            say(f, row->path, "indexed segment %" PRIu64 " has no file%s", row->id,
+                f->repair ? " (row deleted)" : "");
+            if (f->repair)
+                delete_row(f, row);
+            continue;
+        }
+        struct verdict v;
+        if (verify(path, &v) < 0) {
+            f->rep->corrupt++;
+            say(f, row->path, "indexed segment %" PRIu64 " is corrupt: %s", row->id, v.why);
+            if (f->repair) {
+                delete_row(f, row);
+                quarantine(f, path);
+            }
+            continue;
+        }
+        char why[256];
+        compare(row, &v, why, sizeof why);
+        if (why[0]) {
+            f->rep->mismatched++;
+            say(f, row->path, "index row disagrees with the file: %s", why);
+            if (f->repair) {
+                delete_row(f, row);
+                reindex(f, path);
+            }
+            continue;
+        }
+        f->rep->ok++;
+    }
+}
+
+static int is_temp_name(const char *name)
+{
+    size_t n = strlen(name), pl = strlen(SEG_TMP_PREFIX), sl = strlen(SEG_FILE_SUFFIX);
+    return n > pl + sl && strncmp(name, SEG_TMP_PREFIX, pl) == 0 &&
+           strcmp(name + n - sl, SEG_FILE_SUFFIX) == 0;
+}
+
+static void check_temp(struct fsck *f, const char *name, const char *path)
+{
+    pid_t pid = opened_by(f, path);
+    if (pid) {
+        f->rep->temps_in_use++;
+        say(f, name, "being written by pid %d (left alone)", (int)pid);
+        return;
+    }
+    f->rep->temps++;
+    if (!f->repair) {
+        say(f, name, "temp segment left by a crashed collector (--repair salvages it)");
+        return;
+    }
+    struct seg_summary sum;
+    int e = seg_salvage(path, &sum);
+    if (e == -ENODATA || e == -EBADMSG) {
+        if (unlink(path) == 0) {
+            f->rep->temps_removed++;
+            say(f, name, "nothing recoverable (%s): removed",
+                e == -ENODATA ? "no data blocks" : "no valid header");
+        } else {
+            f->rep->errors++;
+            say(f, name, "cannot remove: %s", strerror(errno));
+        }
+        return;
+    }
+    if (e < 0) {
+        f->rep->errors++;
+        say(f, name, "cannot salvage: %s", strerror(-e));
+        return;
+    }
+    f->rep->salvaged++;
+    say(f, name, "salvaged %" PRIu64 " records in %" PRIu32 " blocks into %s", sum.nrecords,
+        sum.nblocks, sum.path);
+    e = index_summary(f->x, f->store, sum.path, &sum);
+    if (e < 0) {
+        f->rep->errors++;
+        const char *m = idx_errmsg(f->x);
+        say(f, sum.path, "cannot index: %s", m ? m : strerror(-e));
+    } else {
+        f->rep->reindexed++;
+    }
+    seg_summary_release(&sum);
+}
+
+static int check_files(struct fsck *f)
+{
+    DIR *d = opendir(f->store);
+    if (!d)
+        return -errno;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        const char *name = de->d_name;
+        char path[PATH_MAX];
+        if (join(path, sizeof path, f->store, name) < 0)
+            continue;
+        struct stat st;
+        if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode))
+            continue;
+        if (is_temp_name(name)) {
+            check_temp(f, name, path);
+            continue;
+        }
+        if (seg_parse_file_name(name, NULL, NULL, NULL) != 0)
+            continue;
+        f->rep->files++;
+        if (row_has_path(f, name))
+            continue;       /* checked with the rows */
+        struct verdict v;
+        if (verify(path, &v) < 0) {
+            f->rep->corrupt++;
+            say(f, name, "segment without index row is corrupt: %s", v.why);
+            if (f->repair)
+                quarantine(f, path);
+            continue;
+        }
+        if (indexed_now(f, 0, name)) {
+            f->rep->rows++;             /* sealed and indexed while we scanned */
+            f->rep->ok++;
+            continue;
+        }
+        f->rep->orphans++;
+        if (f->repair)
+            reindex(f, path);
+        else
+            say(f, name, "sealed segment %" PRIu64 " has no index row (--repair indexes it)",
+                v.hdr.segment_id);
+    }
+    closedir(d);
+    return 0;
+}
+
+int col_fsck_ex(const char *store_dir, int repair, struct col_fsck_report *out, col_fsck_fn fn,
+                void *arg)
+{
+    if (!store_dir || !out)
+        return -EINVAL;
+    memset(out, 0, sizeof *out);
+    struct fsck f = { .store = store_dir, .repair = repair, .rep = out, .fn = fn, .arg = arg };
+    struct stat st;
+    if (stat(store_dir, &st) != 0)
+        return -errno;
+    if (!S_ISDIR(st.st_mode))
+        return -ENOTDIR;
+    char ipath[PATH_MAX];
+    int e = join(ipath, sizeof ipath, store_dir, IDX_FILE_NAME);
+    pid_t user = e == 0 && repair ? opened_by(&f, ipath) : 0;
+    if (e == 0 && repair && user) {
+        say(&f, ipath, "in use by pid %d: stop the collector before --repair", (int)user);
+        e = -EBUSY;
+    }
+    int lock = -1;
+    if (e == 0 && repair && (lock = col_store_lock(store_dir)) < 0) {
+        e = lock;
+        say(&f, store_dir, e == -EBUSY ? "locked by a running collector: stop it before --repair"
+                                       : "cannot take the store lock: %s", strerror(-e));
+    }
+    char why[512] = "";
+    if (e == 0) {
+        e = idx_open_ex(&f.x, store_dir, repair ? 0 : IDX_OPEN_READONLY, why, sizeof why);
+        if (e == -ENOENT && !repair) {
+            say(&f, ipath, "no index: every segment counts as unindexed");
+            e = 0;
+        } else if (e < 0) {
+            say(&f, ipath, "%s", why);
+        }
+    }
+    /* block rows a collector wrote for a segment it never sealed (see
+     * idx_blocks_add): the temp file's salvage below indexes it again, whole */
+    uint64_t orphans = 0;
+    if (e == 0 && repair && f.x && idx_drop_orphan_blocks(f.x, &orphans) == 0 && orphans)
+        say(&f, ipath, "deleted %" PRIu64 " block rows of segments never sealed", orphans);
+    if (e == 0 && f.x && (e = idx_segment_foreach(f.x, collect_row, &f)) < 0)
+        say(&f, ipath, "cannot list segments: %s",
+            idx_errmsg(f.x) ? idx_errmsg(f.x) : strerror(-e));
+    if (e == 0) {
+        out->rows = f.nrows;
+        check_rows(&f);
+        if ((e = check_files(&f)) < 0)
+            say(&f, store_dir, "cannot list: %s", strerror(-e));
+    }
+    idx_close(f.x);
+    if (lock >= 0)
+        close(lock);
+    free(f.rows);
+    free(f.open);
+    return e;
+}
+
+int col_fsck(const char *store_dir, int repair, struct col_fsck_report *out)
+{
+    return col_fsck_ex(store_dir, repair, out, NULL, NULL);
+}

@@ -1,0 +1,145 @@
+/*
+ * index.h — the SQLite index of a store: which processes, threads and
+ * runtimes were seen, which segments hold their records and where each
+ * block starts, so d9 answers time-window queries without scanning files.
+ *
+ * Writer: d9collectd only (one connection, WAL mode, synchronous=NORMAL is
+ * not enough for us: FULL on commit of segment rows). Readers: d9 (any number,
+ * read-only connections; WAL lets them read while the collector writes).
+ *
+ * Crash consistency: a segment file is sealed (fsync + rename + dir fsync)
+ * before its row is inserted, and its row plus its block rows are inserted
+ * in one transaction. So after any crash, every indexed segment exists and
+ * is whole; a sealed file with no row is re-indexed by `d9 fsck --repair`
+ * (and by the collector at start-up), a row whose file is gone is removed.
+ *
+ * Schema (the contract with d9; bump IDX_SCHEMA_VERSION to change it):
+ *
+ *   meta(key TEXT PRIMARY KEY, value TEXT)             -- schema_version, host, created
+ *   processes(id INTEGER PRIMARY KEY, pid INT, start_time INT, uid INT,
+ *             comm TEXT, exe TEXT, first_ns INT, last_ns INT,
+ *             state TEXT,          -- 'alive' | 'exited' | 'crashed' | 'quarantined'
+ *             exit_code INT,       -- NULL when unknown
+ *             records INT, lost INT,
+ *             UNIQUE(pid, start_time))
+ *   threads(id INTEGER PRIMARY KEY, process_id INT REFERENCES processes(id),
+ *           tid INT, ring INT, generation INT, name TEXT, first_ns INT, last_ns INT,
+ *           ended INT, UNIQUE(process_id, ring, generation))
+ *   runtimes(process_id INT, runtime_id INT, name TEXT, PRIMARY KEY(process_id, runtime_id))
+ *   segments(id INTEGER PRIMARY KEY,   -- == seg_file_hdr.segment_id
+ *            process_id INT, path TEXT UNIQUE, -- relative to the store dir
+ *            t_min INT, t_max INT, bytes INT, records INT, lost INT, sealed_ns INT,
+ *            n_poll_start INT, n_poll_end INT, n_wake INT, n_worker_park INT,
+ *            n_worker_unpark INT, n_task_spawn INT, n_task_terminate INT,
+ *            n_queue_depth INT, n_custom INT, n_cpu_sample INT, n_sched_switch INT)
+ *   blocks(segment_id INT, offset INT, len INT, kind INT, tid INT, ring INT,
+ *          generation INT, nrec INT, t_first INT, t_last INT, lost INT,
+ *          PRIMARY KEY(segment_id, offset))
+ *   indexes: segments(t_min, t_max), segments(process_id, t_min), blocks(segment_id, t_first),
+ *            processes(pid)
+ *
+ * All times are CLOCK_MONOTONIC ns (host-wide). meta also holds
+ * 'boot_realtime_ns' (CLOCK_REALTIME - CLOCK_MONOTONIC at collector start)
+ * so d9 can print wall-clock times.
+ */
+#ifndef D9_COL_INDEX_H
+#define D9_COL_INDEX_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "collector/store/segment.h"
+
+#define IDX_SCHEMA_VERSION 1
+#define IDX_FILE_NAME      "index.sqlite"
+
+struct idx;
+
+struct idx_process {
+    uint32_t pid, uid;
+    uint64_t start_time;
+    const char *comm, *exe;
+    uint64_t first_ns;
+};
+
+/* Open (creating if needed) <store>/index.sqlite for writing. */
+int idx_open(struct idx **out, const char *store_dir);
+/* Open an existing index read-only (d9). -ENOENT if there is none. */
+int idx_open_readonly(struct idx **out, const char *store_dir);
+void idx_close(struct idx *x);
+
+/* Insert or refresh a process; *process_id gets its row id. */
+int idx_process_upsert(struct idx *x, const struct idx_process *p, int64_t *process_id);
+/* Record the end of a process: state 'exited' or 'crashed', code or -1. */
+int idx_process_end(struct idx *x, int64_t process_id, uint64_t end_ns, const char *state, int code);
+int idx_thread_upsert(struct idx *x, int64_t process_id, uint32_t tid, uint32_t ring,
+                      uint32_t generation, const char *name, uint64_t first_ns, uint64_t last_ns,
+                      int ended);
+int idx_runtime_upsert(struct idx *x, int64_t process_id, uint32_t runtime_id, const char *name);
+
+/* Segment row + its block rows + process counters, in one transaction.
+ * The first s->nblocks_indexed block rows are already in (idx_blocks_add). */
+int idx_segment_commit(struct idx *x, int64_t process_id, const struct seg_summary *s,
+                       const char *store_dir);
+/* Block rows of a segment still being written, in one transaction without
+ * a WAL fsync (see seg_writer_unindexed). -EINVAL for a bad id or no blocks
+ * pointer; a row already there (same segment, offset) fails the batch. */
+int idx_blocks_add(struct idx *x, uint64_t segment_id, const struct seg_block_info *b,
+                   uint32_t n);
+/* Delete a segment's block rows (its file was given up before the seal). */
+int idx_blocks_drop(struct idx *x, uint64_t segment_id);
+/* Delete block rows without a segment row (a collector that stopped
+ * before sealing); *dropped (may be NULL) = how many. */
+int idx_drop_orphan_blocks(struct idx *x, uint64_t *dropped);
+/* Remove a segment's rows (before its file is unlinked by eviction). */
+int idx_segment_delete(struct idx *x, uint64_t segment_id);
+
+/* Next segment id to use (max(id) + 1, at least 1). */
+int idx_next_segment_id(struct idx *x, uint64_t *id);
+/* Total bytes of indexed segments. */
+int idx_total_bytes(struct idx *x, uint64_t *bytes);
+/* Oldest segment (smallest t_max): id and relative path; -ENOENT if none. */
+int idx_oldest_segment(struct idx *x, uint64_t *id, char *path, size_t cap);
+
+/* The raw handle, for d9's queries (sqlite3 *). */
+void *idx_db(struct idx *x);
+
+/* ---- added by storage (additive) --------------------------------------------
+ * meta keys: 'schema_version' (decimal), 'host' (gethostname at creation),
+ * 'created' (CLOCK_REALTIME ns at creation, decimal), 'boot_realtime_ns'
+ * and 'boot_id' (/proc/sys/kernel/random/boot_id; both refreshed by every
+ * idx_open). processes.records / lost count everything
+ * ever indexed for the process (segment eviction does not subtract).
+ * processes.first_ns/last_ns and threads.first_ns/last_ns: NULL = unknown
+ * (0 passed in means unknown). exit_code NULL when unknown (code < 0).
+ * Errors: SQLite errors map to -errno (busy -EBUSY, full -ENOSPC, I/O -errno
+ * of the failing system call, corrupt -EBADMSG, unique constraint -EEXIST,
+ * missing process row -ENOENT); an index whose schema version differs from
+ * IDX_SCHEMA_VERSION is -EPROTONOSUPPORT. idx_open / idx_open_readonly print
+ * one line on stderr when they fail ("<prog>: index: <path>: <reason>");
+ * idx_open_ex is silent and hands the line back in why.
+ * idx_open_readonly falls back to SQLite's immutable mode when the normal
+ * read-only open fails in a directory it cannot write (a WAL index on
+ * read-only media without its -shm file); in that mode commits still in the
+ * -wal file are not seen (a collector that stopped cleanly leaves none). */
+#define IDX_OPEN_READONLY 1u
+int idx_open_ex(struct idx **out, const char *store_dir, unsigned flags, char *why,
+                size_t why_cap);
+/* The last error of a call on x as one line (path, step, SQLite's message). */
+const char *idx_errmsg(const struct idx *x);
+/* path made relative to store_dir (textually or after realpath); -EINVAL if
+ * it is not inside store_dir. */
+int idx_relative_path(const char *store_dir, const char *path, char *out, size_t cap);
+
+/* Every segment row, in id order (for fsck). fn returns non-zero to stop;
+ * that value is returned. */
+struct idx_segment_row {
+    uint64_t id;
+    int64_t process_id;
+    char path[512];             /* relative to the store */
+    uint64_t bytes, records, lost, t_min, t_max;
+    uint64_t nblocks;           /* rows in blocks */
+};
+typedef int (*idx_segment_fn)(void *arg, const struct idx_segment_row *r);
+int idx_segment_foreach(struct idx *x, idx_segment_fn fn, void *arg);
+
+#endif /* D9_COL_INDEX_H */

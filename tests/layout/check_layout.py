@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""check_layout.py — the house rules of the source tree, checked on every `make test`.
+
+1. Folder rules: each folder may include only the folders ARCHITECTURE.md allows
+   (the table RULES below is that list; change both together).
+2. No import circles: two modules that call each other, directly or around a
+   loop, are one module in two files. Modules are the compiled objects; an edge
+   A -> B means A's object uses a symbol B's object defines (read with `nm`), so
+   a circle is caught whichever header declares the symbol.
+
+Usage: check_layout.py BUILD_DIR. Prints one line per finding and a closing
+"layout: N passed, N failed" line; exits 1 on any finding.
+"""
+import os
+import re
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+# folder -> folders it may include (its own always allowed). Longest prefix wins.
+RULES = {
+    "shm": [],
+    "agent": ["shm", "proto"],
+    "agent/uv": ["agent", "shm"],
+    "agent/demo": ["agent"],
+    "collector/store": ["shm"],
+    "collector/ctl": ["collector/store", "shm", "proto"],
+    "collector/daemon": ["collector/store", "collector/ctl", "shm", "proto"],
+    "collector/cli": ["collector/store", "collector/ctl", "shm", "proto"],
+}
+SOURCE_DIRS = ["shm", "agent", "collector"]
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def folder_rule(path):
+    best = None
+    for f in RULES:
+        if path.startswith(f + "/") and (best is None or len(f) > len(best)):
+            best = f
+    return best
+
+
+def check_includes():
+    bad = []
+    checked = 0
+    for top in SOURCE_DIRS:
+        for dirpath, _, files in os.walk(os.path.join(ROOT, top)):
+            for name in files:
+                if not name.endswith((".c", ".h")):
+                    continue
+                rel = os.path.relpath(os.path.join(dirpath, name), ROOT)
+                rule = folder_rule(rel)
+                if rule is None:
+                    bad.append(f"{rel}: folder has no rule in tests/layout/check_layout.py")
+                    continue
+                own = os.path.dirname(rel)
+                allowed = [rule, own] + RULES[rule]
+                with open(os.path.join(ROOT, rel), encoding="utf-8", errors="replace") as fh:
+                    text = fh.read()
+                for inc in INCLUDE.findall(text):
+                    checked += 1
+                    if "/" not in inc:
+                        continue  # a file of its own folder, or a system header in quotes
+                    inc_dir = os.path.dirname(inc)
+                    if inc_dir in allowed:
+                        continue
+                    bad.append(f"{rel}: includes {inc} ({rule}/ may include only "
+                               f"{', '.join(RULES[rule]) or 'itself'})")
+    return checked, bad
+
+
+def nm_symbols(obj):
+    out = subprocess.run(["nm", "--defined-only", "-g", obj], capture_output=True, text=True,
+                         check=True).stdout
+    defined = {ln.split()[-1] for ln in out.splitlines() if len(ln.split()) == 3}
+    out = subprocess.run(["nm", "-u", obj], capture_output=True, text=True, check=True).stdout
+    used = {ln.split()[-1] for ln in out.splitlines() if ln.strip()}
+    return defined, used
+
+
+def strongly_connected(graph):
+    index, low, on, stack, out = {}, {}, set(), [], []
+    counter = [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            out.append(comp)
+
+    sys.setrecursionlimit(10000)
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return out
+
+
+def check_circles(build):
+    objdir = os.path.join(build, "obj")
+    objs = []
+    for top in SOURCE_DIRS:
+        for dirpath, _, files in os.walk(os.path.join(objdir, top)):
+            objs += [os.path.join(dirpath, f) for f in files if f.endswith(".o")]
+    if not objs:
+        return 0, [f"no objects under {objdir}: build first"]
+    owner, uses = {}, {}
+    for o in objs:
+        mod = os.path.relpath(o, objdir)[:-2]
+        d, u = nm_symbols(o)
+        for s in d:
+            owner.setdefault(s, mod)
+        uses[mod] = u
+    graph = {m: sorted({owner[s] for s in u if s in owner and owner[s] != m})
+             for m, u in uses.items()}
+    bad = []
+    for comp in strongly_connected(graph):
+        if len(comp) < 2:
+            continue
+        comp = sorted(comp)
+        ties = []
+        for a in comp:
+            for b in graph[a]:
+                if b in comp:
+                    names = sorted(s for s in uses[a] if owner.get(s) == b)
+                    ties.append(f"{a} -> {b} ({', '.join(names[:4])}{', ...' if len(names) > 4 else ''})")
+        bad.append("import circle: " + "; ".join(ties))
+    return len(graph), bad
+
+
+def main():
+    build = sys.argv[1] if len(sys.argv) > 1 else "build"
+    n_inc, bad_inc = check_includes()
+    n_mod, bad_circ = check_circles(build)
+    for line in bad_inc + bad_circ:
+        print("layout: " + line)
+    print(f"layout: {n_inc} includes and {n_mod} modules checked")
+    failed = (1 if bad_inc else 0) + (1 if bad_circ else 0)
+    print(f"layout: {2 - failed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -7,6 +7,8 @@
 #   make bench      benchmarks against LTTng-UST (not part of make test)
 #   make stress     long reliability loops (not part of make test)
 #   make fuzz       longer fuzzing runs (FUZZ_SECONDS per target, default 60)
+#   make install    PREFIX, DESTDIR, BINDIR, SBINDIR, LIBDIR (MULTIARCH=1), MANDIR...
+#                   (deploy/install.mk); make uninstall; make deb (deploy/deb.mk)
 #
 # Layout: sources are picked up by wildcard. A module is one .c with its .h.
 #   shm/*.c                     -> every binary that touches regions
@@ -76,7 +78,7 @@ UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(UNIT_SRC))
 PROG_BINS := $(patsubst tests/integration/%.c,$(BUILD)/tests/integration/%,$(PROG_SRC) $(TOOL_SRC))
 
 .PHONY: all deps test unit integration fuzz-smoke fuzz demo bench stress clean install clang-check
-all: $(AGENT_SO) $(AGENT_A) $(BUILD)/lib/d9agent.pc $(BINS)
+all: $(AGENT_SO) $(AGENT_A) $(BINS)
 
 # ---- dependencies (Debian packages, installed only when missing) ----------
 deps:
@@ -114,9 +116,6 @@ $(COL_A): $(COL_OBJ) $(SHM_OBJ) $(PROTO_OBJ)
 $(STORE_A): $(STORE_OBJ) $(SHM_OBJ) $(PROTO_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
-$(BUILD)/lib/d9agent.pc: Makefile
-	@mkdir -p $(dir $@)
-	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: d9agent\nDescription: d9 runtime telemetry agent\nVersion: %s\nRequires.private: libzmq libprotobuf-c\nLibs: -L$${libdir} -ld9agent\nLibs.private: -pthread\nCflags: -I$${includedir}\n' '$(PREFIX)' '$(D9_VERSION)' > $@
 $(BUILD)/bin/d9collectd: $(BUILD)/obj/collector/daemon/d9collectd.o $(DAEMON_OBJ) $(CTL_OBJ) $(STORE_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_COL)
@@ -159,17 +158,10 @@ demo: deps
 	$(MAKE) --no-print-directory all
 	BUILD=$(BUILD) sh agent/demo/run-demo.sh
 
-install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
-	install -m 0755 $(BUILD)/bin/d9collectd $(BUILD)/bin/d9 $(DESTDIR)$(PREFIX)/bin/
-	install -m 0644 $(AGENT_A) $(DESTDIR)$(PREFIX)/lib/
-	install -m 0755 $(AGENT_SO) $(DESTDIR)$(PREFIX)/lib/libd9agent.so.0
-	ln -sf libd9agent.so.0 $(DESTDIR)$(PREFIX)/lib/libd9agent.so
-	install -m 0644 agent/d9.h $(DESTDIR)$(PREFIX)/include/
-	install -m 0644 $(BUILD)/lib/d9agent.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
-
 clean:
 	rm -rf $(BUILD)
 
 -include $(wildcard tests/*/*.mk)
+# install / uninstall / man pages / Debian package
+include deploy/install.mk deploy/deb.mk
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,1 @@
+# deploy/deb.mk — the Debian package (make deb)

@@ -40,6 +40,8 @@ CPPFLAGS += -I. -I$(BUILD)/gen -DD9_VERSION=\"$(D9_VERSION)\"
 CFLAGS   += $(CSTD) $(OPT) $(WARN) -fPIC -pthread -fno-strict-aliasing
 LDLIBS_AGENT := -lzmq -lprotobuf-c -pthread
 LDLIBS_COL   := -lzmq -lprotobuf-c -lsqlite3 -lm -pthread
+# traced programs (demo, integration workloads): complete stacks for d9 flame
+FRAME_POINTERS := -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer
 SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 SHM_SRC   := $(wildcard shm/*.c)
@@ -122,12 +124,13 @@ $(BUILD)/bin/d9collectd: $(BUILD)/obj/collector/daemon/d9collectd.o $(DAEMON_OBJ
 $(BUILD)/bin/d9: $(BUILD)/obj/collector/cli/main.o $(CLI_OBJ) $(CTL_OBJ) $(STORE_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_COL)
+$(call obj,$(DEMO_SRC)): CFLAGS += $(FRAME_POINTERS)
 $(BUILD)/bin/d9demo: $(call obj,$(DEMO_SRC)) $(AGENT_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_AGENT) -lm
 $(BUILD)/tests/integration/prog_%: tests/integration/prog_%.c $(AGENT_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $^ $(LDLIBS_AGENT) -lm
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(FRAME_POINTERS) -o $@ $^ $(LDLIBS_AGENT) -lm
 $(BUILD)/tests/integration/tool_%: tests/integration/tool_%.c $(COL_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $^ $(LDLIBS_COL)

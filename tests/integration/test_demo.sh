@@ -40,6 +40,16 @@ for l in open(sys.argv[1]):
     grep -q 'worker_main;slow_checksum;work_iters [0-9]*$' "$T/report.folded" ||
         { echo "no worker_main;slow_checksum;work_iters stack in:"; cat "$T/report.folded"; return 1; }
 }
+check "the trace carries CPU samples with stacks and wake flows to the wakee's poll" python3 -c "
+import json
+ev = json.load(open('$T/d9-demo-trace.json'))['traceEvents']
+cpu = [e for e in ev if e.get('cat') == 'cpu']
+assert cpu and all(e['ph'] == 'i' and e['args']['stack'] for e in cpu), 'no CPU samples'
+assert any('slow_checksum' in e['args']['stack'] for e in cpu), 'slow_checksum never sampled'
+starts = {e['id'] for e in ev if e['ph'] == 's' and e.get('cat') == 'wake'}
+ends = [e for e in ev if e['ph'] == 'f' and e.get('cat') == 'wake']
+assert ends and all(e['id'] in starts and e['bp'] == 'e' for e in ends), 'no wake flows'
+"
 check "flame shows the report task's deep stack: worker_main;slow_checksum;work_iters" deep_report_stacks
 check "the store is left for exploring" test -f "$T/d9-demo-store/index.sqlite"
 check "no temp dir is left behind by the script" \

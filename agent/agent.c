@@ -1,6 +1,7 @@
 /*
  * agent.c — the agent core (see agent.h): region lifecycle, metadata
- * publication, ring claims, the housekeeping thread and fork handling.
+ * publication, thread states (their rings claimed through ring_claim.c),
+ * the housekeeping thread and fork handling.
  *
  * Called by agent/d9.c (public API) and the unit tests. Everything here is
  * slow path: it may lock, allocate and make syscalls, but it must never
@@ -24,11 +25,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 #include "agent/agent.h"
+#include "agent/ring_claim.h"
 #include "agent/sampler.h"
 #include "shm/clock.h"
 #include "shm/meta.h"
@@ -134,57 +135,6 @@ static int meta_put(struct ag_agent *a, uint16_t kind, uint32_t id, const uint8_
 
 /* ---- region --------------------------------------------------------------- */
 
-/* Reserve the pages of [off, off + len) so a full /dev/shm shows up as an
- * error here instead of SIGBUS on a later store. Filesystems that cannot
- * preallocate are accepted as they are. */
-static int reserve_pages(struct ag_agent *a, uint64_t off, uint64_t len)
-{
-    if (a->region_fd < 0)
-        return 0;
-    if (fallocate(a->region_fd, 0, (off_t)off, (off_t)len) == 0)
-        return 0;
-    int err = errno;
-    return (err == EOPNOTSUPP || err == ENOSYS) ? 0 : -err;
-}
-
-/* Map the ring's pages now, on the claim (slow path), instead of taking a
- * page fault every 4 KiB on the thread's first pass through the ring.
- * madvise wants a page-aligned start and a ring is not page-aligned (the
- * stride is the data size plus the 256-byte ring header), so the range is
- * widened to whole pages; at most one page at each end belongs to a
- * neighbouring ring, and populating it early is harmless. Best effort:
- * older kernels lack MADV_POPULATE_WRITE (EINVAL), and a failure only
- * costs the page faults this avoids. */
-static void prefault(void *addr, size_t len)
-{
-#ifdef MADV_POPULATE_WRITE
-    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    uintptr_t lo = (uintptr_t)addr & ~(page - 1);
-    uintptr_t hi = ((uintptr_t)addr + len + page - 1) & ~(page - 1);
-    madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
-#else
-    (void)addr;
-    (void)len;
-#endif
-}
-
-int ag_ring_claim(struct ag_agent *a, uint32_t tid, const char *name, struct shm_producer *p)
-{
-    struct d9_region_hdr *h = a->region.hdr;
-    int idx = shm_slot_claim(&a->region, tid, name);
-    if (idx < 0)
-        return -ENOSPC;
-    uint64_t off = h->rings_offset + (uint64_t)idx * h->ring_stride;
-    if (reserve_pages(a, off, h->ring_stride) != 0) {
-        shm_slot_release(&a->region, (uint32_t)idx);    /* untouched: head == tail */
-        return -ENOMEM;
-    }
-    struct d9_ring_hdr *rh = ring_hdr(&a->region, (uint32_t)idx);
-    prefault(rh, h->ring_stride);
-    shm_producer_attach(p, rh, (uint8_t *)rh + D9_RING_HDR_SIZE, h->ring_data_size);
-    return idx;
-}
-
 static int region_open(struct ag_agent *a)
 {
     struct shm_region_params p = {
@@ -215,7 +165,7 @@ static int region_open(struct ag_agent *a)
     a->pid = h->pid;
     a->start_time = h->start_time;
     a->region_fd = open(a->region.path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-    rc = reserve_pages(a, 0, h->rings_offset);
+    rc = ag_ring_claim_reserve(a->region_fd, 0, h->rings_offset);
     if (rc) {
         fprintf(stderr, "d9: cannot reserve memory for %s: %s; tracing disabled\n",
                 a->region.path, strerror(-rc));

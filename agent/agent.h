@@ -136,17 +136,6 @@ uint32_t ag_schema_id(struct ag_agent *a, d9_schema *s);
  * -ESRCH (t already exited). */
 int ag_thread_attach(struct ag_agent *a, struct ag_thread *t);
 
-/* Claim a ring of a's region for thread tid (name: its comm): the slot
- * (shm_slot_claim), the pages behind it (fallocate, so a full /dev/shm is
- * an error here, not a SIGBUS later) and their mapping (MADV_POPULATE_WRITE,
- * so the first lap takes no page faults), then attach p to it. Returns the
- * ring index; -ENOSPC when no ring is free (shm_slot_claim counted the
- * thread in threads_untraced); -ENOMEM when no memory is behind the ring
- * (given back untouched, not counted). Takes no lock: the caller holds the
- * one that orders it against the region's teardown. Shared by the event
- * rings (ag_thread_attach) and the SIGPROF sampler's rings. */
-int ag_ring_claim(struct ag_agent *a, uint32_t tid, const char *name, struct shm_producer *p);
-
 /* Release t's ring (thread exit) and close its schedstat fd. */
 void ag_thread_detach(struct ag_agent *a, struct ag_thread *t);
 

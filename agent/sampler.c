@@ -41,6 +41,7 @@
 #include <unistd.h>
 #include "agent/agent.h"
 #include "agent/env.h"
+#include "agent/ring_claim.h"
 #include "agent/sampler.h"
 #include "shm/clock.h"
 #include "shm/region.h"

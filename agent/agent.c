@@ -3,7 +3,7 @@
  * publication, thread states (their rings claimed through ring_claim.c),
  * the housekeeping thread and fork handling.
  *
- * Called by agent/d9.c (public API) and the unit tests. Everything here is
+ * Called by agent/api.c (public API) and the unit tests. Everything here is
  * slow path: it may lock, allocate and make syscalls, but it must never
  * block the application for long (no waiting on the collector, zmq only on
  * the housekeeping thread) and never abort it: failures are logged once
@@ -68,7 +68,7 @@ static void copy_field(char *dst, size_t cap, const char *src)
 
 static uint8_t *meta_area(struct shm_region *r) { return r->base + r->hdr->meta_offset; }
 
-void ag_read_comm(char *out, size_t cap)
+void ag_agent_read_comm(char *out, size_t cap)
 {
     out[0] = 0;
     int fd = open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
@@ -365,7 +365,7 @@ int ag_agent_start(struct ag_agent *a, const struct ag_config *cfg)
 
     a->clock_source = cfg->clock_source ? cfg->clock_source
                       : shm_tsc_invariant() ? D9_CLOCK_TSC : D9_CLOCK_MONOTONIC;
-    ag_read_comm(a->comm, sizeof a->comm);
+    ag_agent_read_comm(a->comm, sizeof a->comm);
     read_exe(a->exe, sizeof a->exe);
     a->runtimes = calloc(AG_RUNTIME_MAX, sizeof *a->runtimes);
     if (!a->runtimes) {
@@ -529,7 +529,7 @@ static int valid_name(const char *s)
     return 1;
 }
 
-int ag_runtime_register(struct ag_agent *a, const char *name, uint16_t *id)
+int ag_agent_runtime_register(struct ag_agent *a, const char *name, uint16_t *id)
 {
     *id = 0;
     if (!valid_name(name))
@@ -599,7 +599,7 @@ static int loc_grow(struct ag_agent *a)
     return 0;
 }
 
-uint32_t ag_loc_register(struct ag_agent *a, const char *file, int line, const char *func)
+uint32_t ag_agent_loc_register(struct ag_agent *a, const char *file, int line, const char *func)
 {
     if (!file || !*file || line < 0)
         return 0;
@@ -651,7 +651,7 @@ static int schema_check(const d9_schema *s)
     return 0;
 }
 
-uint32_t ag_schema_id(struct ag_agent *a, d9_schema *s)
+uint32_t ag_agent_schema_id(struct ag_agent *a, d9_schema *s)
 {
     /* acquire: pairs with the release below; the entry is in the log */
     uint32_t id = __atomic_load_n(&s->id, __ATOMIC_ACQUIRE);
@@ -691,7 +691,7 @@ out:
 
 /* ---- threads --------------------------------------------------------------- */
 
-int ag_thread_attach(struct ag_agent *a, struct ag_thread *t)
+int ag_agent_thread_attach(struct ag_agent *a, struct ag_thread *t)
 {
     if (t->state == AG_T_TRACED)
         return 0;
@@ -741,7 +741,7 @@ static void sched_close(struct ag_thread *t)
     t->sched_next_ns = 0;
 }
 
-void ag_thread_detach(struct ag_agent *a, struct ag_thread *t)
+void ag_agent_thread_detach(struct ag_agent *a, struct ag_thread *t)
 {
     if (t->state == AG_T_TRACED && a->region.hdr)
         shm_slot_release(&a->region, (uint32_t)t->ring);
@@ -751,7 +751,7 @@ void ag_thread_detach(struct ag_agent *a, struct ag_thread *t)
     t->state = AG_T_EXITED;
 }
 
-void ag_thread_forget(struct ag_thread *t)
+void ag_agent_thread_forget(struct ag_thread *t)
 {
     sched_close(t);
     memset(t, 0, sizeof *t);
@@ -792,8 +792,8 @@ static int sched_read(struct ag_thread *t, uint64_t *exec_ns, uint64_t *wait_ns)
     return 1;
 }
 
-uint32_t ag_thread_sched(struct ag_thread *t, uint32_t interval_us, uint64_t *cpu_ns,
-                         uint64_t *wait_delta_ns)
+uint32_t ag_agent_thread_sched(struct ag_thread *t, uint32_t interval_us, uint64_t *cpu_ns,
+                               uint64_t *wait_delta_ns)
 {
     *cpu_ns = *wait_delta_ns = 0;
     if (interval_us) {

@@ -8,7 +8,7 @@
  * depends on the values. Callers have already checked that the thread has a
  * ring; these functions only fail by dropping the record (counted in the
  * ring's lost counter with a seq gap, see ag_emit_drop). The record
- * functions in d9.c also check shm_ring_fits() first, so that the reserve
+ * functions in api.c also check shm_ring_fits() first, so that the reserve
  * inlined here folds into that one compare.
  *
  * src is the region's clock source; the timestamp is read only once space is
@@ -25,7 +25,7 @@
 #pragma GCC visibility push(hidden)
 
 /* A timestamp in the region's clock source. */
-static inline uint64_t ag_now(uint32_t clock_source)
+static inline uint64_t ag_emit_now(uint32_t clock_source)
 {
     return clock_source == D9_CLOCK_TSC ? shm_rdtsc() : shm_mono_ns();
 }
@@ -49,7 +49,7 @@ static inline void ag_emit_poll_start(struct shm_producer *p, uint32_t src, uint
     r->loc = loc;
     r->runtime = rt;
     r->worker = worker;
-    shm_ring_commit(p, r, sizeof *r, D9_REC_POLL_START, ag_now(src));
+    shm_ring_commit(p, r, sizeof *r, D9_REC_POLL_START, ag_emit_now(src));
 }
 
 static inline void ag_emit_poll_end(struct shm_producer *p, uint32_t src, uint16_t rt,
@@ -62,7 +62,7 @@ static inline void ag_emit_poll_end(struct shm_producer *p, uint32_t src, uint16
     r->runtime = rt;
     r->worker = worker;
     r->_pad = 0;
-    shm_ring_commit(p, r, sizeof *r, D9_REC_POLL_END, ag_now(src));
+    shm_ring_commit(p, r, sizeof *r, D9_REC_POLL_END, ag_emit_now(src));
 }
 
 static inline void ag_emit_wake(struct shm_producer *p, uint32_t src, uint16_t rt,
@@ -76,7 +76,7 @@ static inline void ag_emit_wake(struct shm_producer *p, uint32_t src, uint16_t r
     r->runtime = rt;
     r->target_worker = target_worker;
     r->_pad = 0;
-    shm_ring_commit(p, r, sizeof *r, D9_REC_WAKE, ag_now(src));
+    shm_ring_commit(p, r, sizeof *r, D9_REC_WAKE, ag_emit_now(src));
 }
 
 /* type: D9_REC_WORKER_PARK or D9_REC_WORKER_UNPARK */
@@ -92,7 +92,7 @@ static inline void ag_emit_worker(struct shm_producer *p, uint32_t src, uint16_t
     r->flags = flags;
     r->cpu_ns = cpu_ns;
     r->sched_wait_ns = sched_wait_ns;
-    shm_ring_commit(p, r, sizeof *r, type, ag_now(src));
+    shm_ring_commit(p, r, sizeof *r, type, ag_emit_now(src));
 }
 
 /* type: D9_REC_TASK_SPAWN or D9_REC_TASK_TERMINATE (loc 0) */
@@ -106,7 +106,7 @@ static inline void ag_emit_task(struct shm_producer *p, uint32_t src, uint16_t t
     r->loc = loc;
     r->runtime = rt;
     r->_pad = 0;
-    shm_ring_commit(p, r, sizeof *r, type, ag_now(src));
+    shm_ring_commit(p, r, sizeof *r, type, ag_emit_now(src));
 }
 
 static inline void ag_emit_queue_depth(struct shm_producer *p, uint32_t src, uint16_t rt,
@@ -119,13 +119,13 @@ static inline void ag_emit_queue_depth(struct shm_producer *p, uint32_t src, uin
     r->runtime = rt;
     r->worker = worker;
     r->_pad = 0;
-    shm_ring_commit(p, r, sizeof *r, D9_REC_QUEUE_DEPTH, ag_now(src));
+    shm_ring_commit(p, r, sizeof *r, D9_REC_QUEUE_DEPTH, ag_emit_now(src));
 }
 
 /* Bytes a custom record with these values needs (header included) into *len.
  * Returns 0, -EINVAL when the values do not match the schema (count or
  * types), -EMSGSIZE when the record would exceed D9_REC_MAX. Pure. */
-int ag_custom_size(const d9_schema *s, const d9_value *v, unsigned n, uint32_t *len);
+int ag_emit_custom_size(const d9_schema *s, const d9_value *v, unsigned n, uint32_t *len);
 
 /* Encode and commit one custom event with schema id schema_id; a mismatch or
  * an oversized record is dropped and counted (ag_emit_drop). Returns 0 when

@@ -26,7 +26,7 @@ struct ag_agent;
  * ring index; -ENOSPC when no ring is free (shm_slot_claim counted the
  * thread in threads_untraced); -ENOMEM when no memory is behind the ring
  * (given back untouched, not counted). Shared by the event rings
- * (ag_thread_attach) and the SIGPROF sampler's rings. */
+ * (ag_agent_thread_attach) and the SIGPROF sampler's rings. */
 int ag_ring_claim(struct ag_agent *a, uint32_t tid, const char *name, struct shm_producer *p);
 
 /* Reserve the pages of [off, off + len) of the region file fd, so a full

@@ -35,7 +35,7 @@ static int setup(void **state)
     if (!mkdtemp(f->dir))
         return -1;
     snprintf(f->endpoint, sizeof f->endpoint, "ipc://%s/c.sock", f->dir);
-    ag_config_defaults(&f->cfg, 1000, NULL, "ctl");
+    ag_env_defaults(&f->cfg, 1000, NULL, "ctl");
     snprintf(f->cfg.shm_dir, sizeof f->cfg.shm_dir, "%s", f->dir);
     snprintf(f->cfg.collector, sizeof f->cfg.collector, "%s", f->endpoint);
     f->cfg.ring_data_size = D9_RING_DATA_MIN;

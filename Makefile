@@ -10,7 +10,7 @@
 #
 # Layout: sources are picked up by wildcard. A module is one .c with its .h.
 #   shm/*.c                     -> every binary that touches regions
-#   agent/*.c                   -> libd9agent.{so,a}
+#   agent/*.c                   -> libd9agent.{so,a} (the .so exports only the D9_API of d9.h)
 #   collector/store/*.c         -> libd9store.a: segment files, index, fsck, symbols (every program)
 #   collector/ctl/*.c           -> the control channel, both ends (daemon and CLI)
 #   collector/daemon/*.c        -> build/bin/d9collectd (main: d9collectd.c)
@@ -88,12 +88,18 @@ $(PROTO_C) $(PROTO_H): proto/d9.proto
 	protoc-c --c_out=$(BUILD)/gen proto/d9.proto
 
 # ---- objects --------------------------------------------------------------
+# libd9agent exports the API of agent/d9.h (marked D9_API) and nothing else:
+# everything linked into it defaults to hidden visibility.
+VIS_HIDDEN := -fvisibility=hidden
+# (rebuilt when this file changes: the flag is not in their names)
+$(AGENT_OBJ) $(SHM_OBJ): CFLAGS += $(VIS_HIDDEN)
+$(AGENT_OBJ) $(SHM_OBJ) $(PROTO_OBJ): Makefile
 $(BUILD)/obj/%.o: %.c $(PROTO_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
 $(BUILD)/obj/proto/d9.pb-c.o: $(PROTO_C)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CSTD) $(OPT) -fPIC -w -c $< -o $@
+	$(CC) $(CPPFLAGS) $(CSTD) $(OPT) -fPIC $(VIS_HIDDEN) -w -c $< -o $@
 $(BUILD)/san/%.o: %.c $(PROTO_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -MMD -MP -c $< -o $@

@@ -34,8 +34,6 @@
 #include "shm/region.h"
 #include "shm/ring.h"
 
-#pragma GCC visibility push(hidden)
-
 #define AG_RUNTIME_MAX        256u          /* runtime ids 1..AG_RUNTIME_MAX */
 #define AG_LOC_MAX            65536u        /* distinct source locations */
 #define AG_SCHEMA_INVALID     UINT32_MAX    /* d9_schema.id of a schema that cannot be published */
@@ -163,7 +161,5 @@ void ag_agent_fork_child(struct ag_agent *a);
 
 /* Forget a thread state inherited across fork (child side; closes its fd). */
 void ag_agent_thread_forget(struct ag_thread *t);
-
-#pragma GCC visibility pop
 
 #endif /* D9_AGENT_AGENT_H */

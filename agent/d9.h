@@ -69,6 +69,14 @@
 extern "C" {
 #endif
 
+/* The functions libd9agent exports. The library is built with
+ * -fvisibility=hidden, so these and nothing else are its ABI. */
+#if defined(__GNUC__) || defined(__clang__)
+#define D9_API __attribute__((visibility("default")))
+#else
+#define D9_API
+#endif
+
 /* A runtime (an executor, a thread pool, an event loop). Several per process. */
 typedef struct d9_runtime {
     uint16_t id;                /* 0 = not registered: events are discarded */
@@ -84,26 +92,26 @@ typedef uint32_t d9_loc;
  * it could not be started (logged once; the application runs untraced):
  * -EINVAL bad DIAL9_* value, -errno of the region creation (e.g. -ENOENT for
  * a missing DIAL9_SHM_DIR), -ESHUTDOWN when called again after d9_shutdown. */
-int d9_init(void);
+D9_API int d9_init(void);
 
 /* Flush state, mark the region closed and say goodbye to the collector.
  * Registered with atexit() by d9_init; calling it twice is harmless. */
-void d9_shutdown(void);
+D9_API void d9_shutdown(void);
 
 /* 1 if events are being recorded. */
-int d9_enabled(void);
+D9_API int d9_enabled(void);
 
 /* Register a runtime by name; the same name gives the same id.
  * 0, -EINVAL (bad name), -ENOSPC (too many), -ENOTCONN (tracing off: *rt gets id 0). */
-int d9_runtime_register(const char *name, d9_runtime *rt);
+D9_API int d9_runtime_register(const char *name, d9_runtime *rt);
 
 /* The default runtime named by DIAL9_RUNTIME_NAME. */
-d9_runtime d9_runtime_default(void);
+D9_API d9_runtime d9_runtime_default(void);
 
 /* Register a source location; returns its id (0 when tracing is off).
  * Idempotent: the same (file, line, func) returns the same id. Takes a lock:
  * use D9_LOC(), which calls it once per call site. */
-d9_loc d9_loc_register(const char *file, int line, const char *func);
+D9_API d9_loc d9_loc_register(const char *file, int line, const char *func);
 
 /* The location of the calling line, registered on first use and cached. */
 #define D9_LOC() (__extension__({                                            \
@@ -169,16 +177,16 @@ typedef struct d9_value {
 /* ---- record functions ---------------------------------------------------- */
 #ifndef D9_DISABLE
 
-void d9_poll_start(d9_runtime rt, uint16_t worker, uint64_t task, d9_loc loc);
-void d9_poll_end(d9_runtime rt, uint16_t worker, uint64_t task);
-void d9_wake(d9_runtime rt, uint64_t waker, uint64_t wakee, uint16_t target_worker);
-void d9_worker_park(d9_runtime rt, uint16_t worker);
-void d9_worker_unpark(d9_runtime rt, uint16_t worker);
-void d9_task_spawn(d9_runtime rt, uint64_t task, d9_loc loc);
-void d9_task_terminate(d9_runtime rt, uint64_t task);
+D9_API void d9_poll_start(d9_runtime rt, uint16_t worker, uint64_t task, d9_loc loc);
+D9_API void d9_poll_end(d9_runtime rt, uint16_t worker, uint64_t task);
+D9_API void d9_wake(d9_runtime rt, uint64_t waker, uint64_t wakee, uint16_t target_worker);
+D9_API void d9_worker_park(d9_runtime rt, uint16_t worker);
+D9_API void d9_worker_unpark(d9_runtime rt, uint16_t worker);
+D9_API void d9_task_spawn(d9_runtime rt, uint64_t task, d9_loc loc);
+D9_API void d9_task_terminate(d9_runtime rt, uint64_t task);
 /* worker = D9_WORKER_NONE_ID for the runtime's global queue. */
-void d9_queue_depth(d9_runtime rt, uint16_t worker, uint64_t depth);
-void d9_emit_values(d9_schema *schema, const d9_value *values, unsigned n);
+D9_API void d9_queue_depth(d9_runtime rt, uint16_t worker, uint64_t depth);
+D9_API void d9_emit_values(d9_schema *schema, const d9_value *values, unsigned n);
 
 #else /* D9_DISABLE: every call compiles to nothing */
 
@@ -208,10 +216,10 @@ typedef struct d9_stats {
 } d9_stats;
 
 /* Sum of counters over all rings of this process (reads shm; not a hot path). */
-void d9_get_stats(d9_stats *out);
+D9_API void d9_get_stats(d9_stats *out);
 
 /* Path of this process's region file, or NULL when tracing is off. */
-const char *d9_region_path(void);
+D9_API const char *d9_region_path(void);
 
 #ifdef __cplusplus
 }

@@ -22,8 +22,6 @@
 #include "shm/clock.h"
 #include "shm/ring.h"
 
-#pragma GCC visibility push(hidden)
-
 /* A timestamp in the region's clock source. */
 static inline uint64_t ag_emit_now(uint32_t clock_source)
 {
@@ -132,7 +130,5 @@ int ag_emit_custom_size(const d9_schema *s, const d9_value *v, unsigned n, uint3
  * committed, -EINVAL mismatch, -EMSGSIZE too big, -ENOSPC ring full. */
 int ag_emit_custom(struct shm_producer *p, uint32_t src, uint32_t schema_id,
                    const d9_schema *s, const d9_value *v, unsigned n);
-
-#pragma GCC visibility pop
 
 #endif /* D9_AGENT_EMIT_H */

@@ -19,8 +19,6 @@
 #include <stdint.h>
 #include "shm/d9_abi.h"
 
-#pragma GCC visibility push(hidden)
-
 #define AG_ENDPOINT_MAX   256u      /* DIAL9_COLLECTOR, bytes including NUL */
 #define AG_SHM_DIR_MAX    160u      /* DIAL9_SHM_DIR: leaves room for the region name */
 #define AG_RING_KB_MIN    (D9_RING_DATA_MIN / 1024u)
@@ -73,7 +71,5 @@ int ag_env_parse_bool(const char *s);
 /* Parse a decimal unsigned integer in [lo, hi]: 0, -EINVAL (not a number)
  * or -ERANGE (a number outside the range). */
 int ag_env_parse_u32(const char *s, uint32_t lo, uint32_t hi, uint32_t *out);
-
-#pragma GCC visibility pop
 
 #endif /* D9_AGENT_ENV_H */

@@ -52,8 +52,6 @@
 #include <stdint.h>
 #include "shm/d9_abi.h"
 
-#pragma GCC visibility push(hidden)
-
 #define AG_SAMPLER_HZ_DEFAULT      99u
 #define AG_SAMPLER_HZ_MAX          1000u
 #define AG_SAMPLER_WAIT_MS_DEFAULT 3000u
@@ -114,7 +112,5 @@ struct ag_sampler_stats {
     uint32_t mode;              /* what this agent runs: enum d9_sampler_mode */
 };
 void ag_sampler_get_stats(struct ag_sampler_stats *out);
-
-#pragma GCC visibility pop
 
 #endif /* D9_AGENT_SAMPLER_H */

@@ -3,6 +3,8 @@
  * per-thread shared-memory rings and drained by d9collectd out of process.
  *
  * This is the only public header. Link with libd9agent (pkg-config d9agent).
+ * It compiles as C11 and as C++11 or later (gcc, clang), with the same
+ * functions, macros and meaning in both.
  *
  *   d9_init();                                   // reads DIAL9_* from the environment
  *   d9_runtime rt;  d9_runtime_register("http", &rt);
@@ -115,13 +117,13 @@ D9_API d9_loc d9_loc_register(const char *file, int line, const char *func);
 
 /* The location of the calling line, registered on first use and cached. */
 #define D9_LOC() (__extension__({                                            \
-        static d9_loc d9__loc_id_;                                          \
-        d9_loc d9__l_ = __atomic_load_n(&d9__loc_id_, __ATOMIC_RELAXED);    \
-        if (__builtin_expect(d9__l_ == 0, 0)) {                             \
-            d9__l_ = d9_loc_register(__FILE__, __LINE__, __func__);         \
-            __atomic_store_n(&d9__loc_id_, d9__l_, __ATOMIC_RELAXED);       \
+        static d9_loc d9_loc_id_;                                           \
+        d9_loc d9_l_ = __atomic_load_n(&d9_loc_id_, __ATOMIC_RELAXED);      \
+        if (__builtin_expect(d9_l_ == 0, 0)) {                              \
+            d9_l_ = d9_loc_register(__FILE__, __LINE__, __func__);          \
+            __atomic_store_n(&d9_loc_id_, d9_l_, __ATOMIC_RELAXED);         \
         }                                                                   \
-        d9__l_; }))
+        d9_l_; }))
 
 /* ---- custom events -------------------------------------------------------
  * Define a schema once at file scope, then emit values in field order:
@@ -157,22 +159,49 @@ typedef struct d9_value {
 #define D9_FIELD_BOOL(n) { (n), D9_T_BOOL }
 #define D9_FIELD_STR(n)  { (n), D9_T_STR }
 
+#define D9_SCHEMA(var, name_, ...)                                           \
+    static const d9_field var##_d9_fields_[] = { __VA_ARGS__ };             \
+    static d9_schema var = { (name_), var##_d9_fields_,                     \
+        (uint16_t)(sizeof(var##_d9_fields_) / sizeof(var##_d9_fields_[0])), 0 }
+
+/* Values of a custom event, one macro per field type. Emit one event with
+ * d9_emit. Values must match the schema's types in order (a mismatch drops
+ * the event and counts it as lost). Returns nothing: never fails the app. */
+#ifndef __cplusplus
+
 #define D9_U64(x)  ((d9_value){ .type = D9_T_U64, .v.u = (uint64_t)(x) })
 #define D9_I64(x)  ((d9_value){ .type = D9_T_I64, .v.i = (int64_t)(x) })
 #define D9_F64(x)  ((d9_value){ .type = D9_T_F64, .v.f = (double)(x) })
 #define D9_BOOL(x) ((d9_value){ .type = D9_T_BOOL, .v.u = (x) ? 1u : 0u })
 #define D9_STR(x)  ((d9_value){ .type = D9_T_STR, .v.s = (x) })
 
-#define D9_SCHEMA(var, name_, ...)                                           \
-    static const d9_field var##__fields_[] = { __VA_ARGS__ };               \
-    static d9_schema var = { (name_), var##__fields_,                       \
-        (uint16_t)(sizeof(var##__fields_) / sizeof(var##__fields_[0])), 0 }
-
-/* Emit one event. Values must match the schema's types in order (a mismatch
- * drops the event and counts it as lost). Returns nothing: never fails the app. */
 #define d9_emit(schema, ...)                                                 \
     d9_emit_values((schema), (const d9_value[]){ __VA_ARGS__ },             \
         (unsigned)(sizeof((d9_value[]){ __VA_ARGS__ }) / sizeof(d9_value)))
+
+#else /* C++ has neither compound literals nor nested designators: the same
+       * values from inline functions, d9_emit's array a lambda's local */
+
+static inline d9_value d9_value_u_(enum d9_type t, uint64_t u)
+{ d9_value v = {}; v.type = t; v.v.u = u; return v; }
+static inline d9_value d9_value_i_(int64_t i)
+{ d9_value v = {}; v.type = D9_T_I64; v.v.i = i; return v; }
+static inline d9_value d9_value_f_(double f)
+{ d9_value v = {}; v.type = D9_T_F64; v.v.f = f; return v; }
+static inline d9_value d9_value_s_(const char *s)
+{ d9_value v = {}; v.type = D9_T_STR; v.v.s = s; return v; }
+
+#define D9_U64(x)  d9_value_u_(D9_T_U64, (uint64_t)(x))
+#define D9_I64(x)  d9_value_i_((int64_t)(x))
+#define D9_F64(x)  d9_value_f_((double)(x))
+#define D9_BOOL(x) d9_value_u_(D9_T_BOOL, (x) ? 1u : 0u)
+#define D9_STR(x)  d9_value_s_((x))
+
+#define d9_emit(schema, ...) ([&]() {                                        \
+        const d9_value d9_v_[] = { __VA_ARGS__ };                           \
+        d9_emit_values((schema), d9_v_, (unsigned)(sizeof d9_v_ / sizeof d9_v_[0])); }())
+
+#endif /* __cplusplus */
 
 /* ---- record functions ---------------------------------------------------- */
 #ifndef D9_DISABLE

@@ -669,7 +669,7 @@ uint32_t ag_agent_schema_id(struct ag_agent *a, d9_schema *s)
         uint8_t types[D9_SCHEMA_MAX_FIELDS];
         const char *names[D9_SCHEMA_MAX_FIELDS];
         for (uint16_t i = 0; i < s->nfields; i++) {
-            types[i] = (uint8_t)s->fields[i].type;     /* d9_type == d9_field_type */
+            types[i] = (uint8_t)s->fields[i].type;     /* == d9_field_type (emit.h) */
             names[i] = s->fields[i].name;
         }
         int n = shm_meta_encode_schema(buf, sizeof buf, s->name, s->nfields, types, names);
@@ -700,7 +700,7 @@ int ag_agent_thread_attach(struct ag_agent *a, struct ag_thread *t)
     if (t->state == AG_T_UNTRACED && --t->retry_countdown != 0)
         return -ENOSPC;
 
-    char name[16] = { 0 };
+    char name[D9_COMM_MAX] = { 0 };
     pthread_getname_np(pthread_self(), name, sizeof name);
     uint32_t tid = ag_gettid();
 

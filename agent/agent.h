@@ -75,8 +75,8 @@ struct ag_agent {
     struct ag_config cfg;
     uint32_t pid;
     uint64_t start_time;
-    char comm[17];
-    char exe[256];
+    char comm[D9_COMM_MAX + 1];
+    char exe[D9_EXE_MAX];
 
     pthread_mutex_t lock;
     uint16_t nruntimes;

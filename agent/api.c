@@ -147,7 +147,7 @@ int d9_init(void)
     }
     g_init_done = 1;
 
-    char comm[17];
+    char comm[D9_COMM_MAX + 1];
     ag_agent_read_comm(comm, sizeof comm);
     struct ag_config cfg;
     ag_env_defaults(&cfg, (uint32_t)getuid(), env_get("XDG_RUNTIME_DIR", NULL), comm);

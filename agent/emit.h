@@ -22,6 +22,25 @@
 #include "shm/clock.h"
 #include "shm/ring.h"
 
+/*
+ * The public header states some ABI values a second time (d9.h is installed
+ * alone and cannot include shm/d9_abi.h); they are pinned here, where public
+ * values become records. Changing one side without the other fails the build.
+ */
+_Static_assert(D9_WORKER_NONE_ID == D9_WORKER_NONE, "d9.h: D9_WORKER_NONE_ID is D9_WORKER_NONE");
+/* agent.c publishes a field's enum d9_type as its enum d9_field_type */
+#define AG_EMIT_SAME_TYPE(t) ((int)D9_T_##t == (int)D9_FT_##t)
+_Static_assert(AG_EMIT_SAME_TYPE(U64) && AG_EMIT_SAME_TYPE(I64) && AG_EMIT_SAME_TYPE(F64) &&
+               AG_EMIT_SAME_TYPE(BOOL) && AG_EMIT_SAME_TYPE(STR),
+               "d9.h: enum d9_type is enum d9_field_type");
+#undef AG_EMIT_SAME_TYPE
+_Static_assert(sizeof(((d9_runtime *)0)->id) == sizeof(((struct d9_rec_task *)0)->runtime),
+               "d9.h: a runtime id is a record's runtime field");
+_Static_assert(sizeof(d9_loc) == sizeof(((struct d9_rec_task *)0)->loc),
+               "d9.h: d9_loc is a record's loc field");
+_Static_assert(D9_SCHEMA_MAX_FIELDS == 16u && D9_STR_MAX == 255u,
+               "d9.h documents up to 16 fields and strings cut to 255 bytes");
+
 /* A timestamp in the region's clock source. */
 static inline uint64_t ag_emit_now(uint32_t clock_source)
 {

@@ -14,6 +14,14 @@
 #include "agent/env.h"
 #include "shm/paths.h"
 
+/* d9.h documents these ranges and defaults for its users */
+_Static_assert(AG_RING_KB_MIN == 4u && AG_RING_KB_MAX == 65536u && D9_RING_KB_DEFAULT == 1024u,
+               "d9.h: DIAL9_RING_KB 4..65536, default 1024");
+_Static_assert(AG_MAX_THREADS_MIN == 1u && D9_RINGS_MAX == 4096u && D9_RINGS_DEFAULT == 64u,
+               "d9.h: DIAL9_MAX_THREADS 1..4096, default 64");
+_Static_assert(AG_SCHED_SAMPLE_US_DEFAULT == 1000u && AG_SCHED_SAMPLE_US_MAX == 60000000u,
+               "d9.h: DIAL9_SCHED_SAMPLE_US 0..60000000, default 1000");
+
 #define AG_DEFAULT_RUNTIME "main"
 #define AG_ERR_VALUE_SHOWN 64u          /* bytes of a bad value quoted in the error */
 #define AG_IPC_PATH_MAX    107u         /* sizeof(sockaddr_un.sun_path) - 1 */

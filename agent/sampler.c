@@ -240,7 +240,7 @@ static void arm_thread(struct ag_sampler_thread *t)
     t->stack_lo = (uint64_t)(uintptr_t)addr;
     t->stack_hi = t->stack_lo + size;
 
-    char name[16] = { 0 };
+    char name[D9_COMM_MAX] = { 0 };
     pthread_getname_np(t->self, name, sizeof name);
     int idx = ag_ring_claim(a, t->tid, name, &t->p);
     if (idx < 0) {

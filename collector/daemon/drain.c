@@ -8,9 +8,9 @@
  *   3. metadata entries published before those records (their meta_head
  *      store happened-before the records' head store, and we acquire
  *      meta_head after head) go into the segment first;
- *   4. room for up to COL_DRAIN_MAX bytes of records, packed, plus a
+ *   4. room for up to DRAIN_MAX bytes of records, packed, plus a
  *      scratch chunk is reserved in the segment writer's buffer;
- *      shm_ring_read() copies records into the scratch a COL_DRAIN_CHUNK at
+ *      shm_ring_read() copies records into the scratch a DRAIN_CHUNK at
  *      a time and, in one walk over each chunk, validates, converts
  *      (timestamps) and counts them; pack_records() packs the chunk while it
  *      is still in cache;
@@ -37,20 +37,20 @@
 #include "collector/store/pack.h"
 #include "collector/daemon/proc.h"
 #include "collector/store/segment.h"
-#include "collector/daemon/store.h"
+#include "collector/daemon/storedir.h"
 #include "shm/meta.h"
 #include "shm/record.h"
 #include "shm/ring.h"
 
-#define COL_CAL_TRIES 8         /* seqlock retries before giving up on a pass */
+#define DRAIN_CAL_TRIES 8         /* seqlock retries before giving up on a pass */
 
-/* one reservation: the packed payload of COL_DRAIN_MAX bytes of records and a scratch chunk */
-_Static_assert(((PACK_BOUND(COL_DRAIN_MAX) + 7) & ~7u) + COL_DRAIN_CHUNK <=
+/* one reservation: the packed payload of DRAIN_MAX bytes of records and a scratch chunk */
+_Static_assert(((PACK_BOUND(DRAIN_MAX) + 7) & ~7u) + DRAIN_CHUNK <=
                SEG_WRITE_BUF - sizeof(struct seg_block_hdr), "drain reservation fits the writer");
 
 /* ---- adaptive sleep ------------------------------------------------------------ */
 
-void col_backoff_init(struct col_backoff *b, uint32_t min_us, uint32_t max_us)
+void pace_init(struct pace *b, uint32_t min_us, uint32_t max_us)
 {
     if (min_us == 0)
         min_us = 1;
@@ -61,7 +61,7 @@ void col_backoff_init(struct col_backoff *b, uint32_t min_us, uint32_t max_us)
     b->cur_us = min_us;
 }
 
-uint32_t col_backoff_next(struct col_backoff *b, int had_work)
+uint32_t pace_next(struct pace *b, int had_work)
 {
     if (had_work) {
         b->cur_us = b->min_us;
@@ -72,41 +72,41 @@ uint32_t col_backoff_next(struct col_backoff *b, int had_work)
     return s;
 }
 
-uint32_t col_backoff_pace(struct col_backoff *b, uint64_t lag, uint64_t size, uint64_t dt_us,
+uint32_t pace_by_pressure(struct pace *b, uint64_t lag, uint64_t size, uint64_t dt_us,
                           int more)
 {
-    uint32_t s = col_backoff_next(b, 0);
+    uint32_t s = pace_next(b, 0);
     uint64_t cap = UINT64_MAX;
     if (lag != 0 && size != 0) {
-        /* time for the fullest ring to go from empty to 1/COL_BACKOFF_TARGET_DIV
+        /* time for the fullest ring to go from empty to 1/PACE_TARGET_DIV
          * full at lag per dt: the rest of the ring absorbs a stall of the
          * collector (a seal, a preemption) or a faster burst */
-        cap = dt_us * (size / COL_BACKOFF_TARGET_DIV) / lag;
+        cap = dt_us * (size / PACE_TARGET_DIV) / lag;
         if (cap < s) {
             s = cap < b->min_us ? b->min_us : (uint32_t)cap;
             b->cur_us = s;      /* grow again from here, not from a long sleep */
         }
     }
-    if (more || (size && lag * COL_BACKOFF_BUSY_DIV >= size)) {
+    if (more || (size && lag * PACE_BUSY_DIV >= size)) {
         /* Go again at once. The sleep after that pass keeps the pace just
          * computed: restarting it from min_us made a steady producer a
          * sawtooth of short sleeps doubling back up (835 wake-ups/s at
          * 1 M events/s into a 1 MiB ring, where 125 keep it under a
          * quarter full). Only data left behind, or a ring filling a
-         * quarter faster than COL_BACKOFF_STALL_US, restarts it from
-         * min_us (col_backoff_next's "had work"): there one stall of the
+         * quarter faster than PACE_STALL_US, restarts it from
+         * min_us (pace_next's "had work"): there one stall of the
          * collector's CPU can fill the other three quarters. */
-        return more || cap < COL_BACKOFF_STALL_US ? col_backoff_next(b, 1) : 0;
+        return more || cap < PACE_STALL_US ? pace_next(b, 1) : 0;
     }
     return s;
 }
 
-void col_sleep_window(uint64_t ns, uint64_t *request_ns, uint64_t *slack_ns)
+void pace_sleep_window(uint64_t ns, uint64_t *request_ns, uint64_t *slack_ns)
 {
     uint64_t slack = ns / 2 ? 1ull << (63 - __builtin_clzll(ns / 2)) : 0;
-    if (slack <= COL_SLACK_MIN_NS) {
+    if (slack <= PACE_SLACK_MIN_NS) {
         *request_ns = ns;
-        *slack_ns = COL_SLACK_MIN_NS;
+        *slack_ns = PACE_SLACK_MIN_NS;
         return;
     }
     *request_ns = ns - slack;
@@ -115,8 +115,8 @@ void col_sleep_window(uint64_t ns, uint64_t *request_ns, uint64_t *slack_ns)
 
 /* ---- rotation ------------------------------------------------------------------ */
 
-int col_rotate_due(uint64_t bytes, uint64_t opened_ns, uint64_t now_ns,
-                   uint64_t max_bytes, uint64_t max_age_ns)
+int storedir_rotate_due(uint64_t bytes, uint64_t opened_ns, uint64_t now_ns,
+                        uint64_t max_bytes, uint64_t max_age_ns)
 {
     if (max_bytes && bytes >= max_bytes)
         return 1;
@@ -128,10 +128,10 @@ int col_rotate_due(uint64_t bytes, uint64_t opened_ns, uint64_t now_ns,
 
 /* ---- calibration ------------------------------------------------------------------ */
 
-int col_read_calibration(const struct d9_region_hdr *hc, struct shm_clock_cal *cal)
+int drain_read_calibration(const struct d9_region_hdr *hc, struct shm_clock_cal *cal)
 {
     struct d9_region_hdr *h = (struct d9_region_hdr *)hc;
-    for (int i = 0; i < COL_CAL_TRIES; i++) {
+    for (int i = 0; i < DRAIN_CAL_TRIES; i++) {
         /* seqlock read: acquire seq, copy, acquire fence, re-read seq */
         uint32_t s1 = atomic_load_explicit(&h->cal_seq, memory_order_acquire);
         if (s1 & 1u)
@@ -169,7 +169,7 @@ static void on_sigbus(int sig, siginfo_t *si, void *uc)
     raise(sig);
 }
 
-int col_guard_install(void)
+int guard_install(void)
 {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -180,7 +180,7 @@ int col_guard_install(void)
     return sigaction(SIGBUS, &sa, NULL) ? -errno : 0;
 }
 
-void col_guard_arm(sigjmp_buf *jb, const void *base, size_t size)
+void guard_arm(sigjmp_buf *jb, const void *base, size_t size)
 {
     g_guard_lo = base;
     g_guard_hi = (const uint8_t *)base + size;
@@ -189,7 +189,7 @@ void col_guard_arm(sigjmp_buf *jb, const void *base, size_t size)
     atomic_signal_fence(memory_order_seq_cst);
 }
 
-void col_guard_arm_any(sigjmp_buf *jb)
+void guard_arm_any(sigjmp_buf *jb)
 {
     g_guard_lo = (const uint8_t *)(uintptr_t)0;
     g_guard_hi = (const uint8_t *)UINTPTR_MAX;
@@ -198,7 +198,7 @@ void col_guard_arm_any(sigjmp_buf *jb)
     atomic_signal_fence(memory_order_seq_cst);
 }
 
-void col_guard_disarm(void)
+void guard_disarm(void)
 {
     atomic_signal_fence(memory_order_seq_cst);
     g_guard_jb = NULL;
@@ -208,80 +208,80 @@ void col_guard_disarm(void)
 /* ---- guarded shm accesses (each is one small function: sigsetjmp's frame
  * must stay alive while the guard is armed) ------------------------------------- */
 
-static int g_snapshot(const struct col_proc *p, const struct d9_ring_hdr *rh,
+static int g_snapshot(const struct proc *p, const struct d9_ring_hdr *rh,
                       struct shm_ring_snapshot *s)
 {
     sigjmp_buf jb;
     if (sigsetjmp(jb, 0))
         return -EFAULT;
-    col_guard_arm(&jb, p->region.base, p->region.size);
+    guard_arm(&jb, p->region.base, p->region.size);
     shm_ring_snapshot(rh, s);
-    col_guard_disarm();
+    guard_disarm();
     return 0;
 }
 
 /* The slot state of every ring, under one guard: most rings of a region are
  * FREE, and a full guarded snapshot of each was most of an idle pass. */
-static int g_states(const struct col_proc *p, uint8_t *states)
+static int g_states(const struct proc *p, uint8_t *states)
 {
     sigjmp_buf jb;
     if (sigsetjmp(jb, 0))
         return -EFAULT;
-    col_guard_arm(&jb, p->region.base, p->region.size);
+    guard_arm(&jb, p->region.base, p->region.size);
     for (uint32_t i = 0; i < p->geo.ring_count; i++) {
         const struct d9_ring_hdr *rh = shm_ring_hdr(&p->region, &p->geo, i);
         uint32_t st = atomic_load_explicit(&((struct d9_ring_hdr *)rh)->state,
                                            memory_order_relaxed);
         states[i] = st > UINT8_MAX ? UINT8_MAX : (uint8_t)st;     /* untrusted: any value */
     }
-    col_guard_disarm();
+    guard_disarm();
     return 0;
 }
 
-static int g_read(const struct col_proc *p, const uint8_t *data,
+static int g_read(const struct proc *p, const uint8_t *data,
                   const struct shm_ring_snapshot *s, uint8_t *buf, size_t cap,
                   uint64_t *new_tail, struct shm_read_xform *x, long *n)
 {
     sigjmp_buf jb;
     if (sigsetjmp(jb, 0))
         return -EFAULT;
-    col_guard_arm(&jb, p->region.base, p->region.size);
+    guard_arm(&jb, p->region.base, p->region.size);
     *n = shm_ring_read(data, p->geo.ring_data_size, s, buf, cap, new_tail, x);
-    col_guard_disarm();
+    guard_disarm();
     return 0;
 }
 
-static int g_consume(const struct col_proc *p, struct d9_ring_hdr *rh, uint64_t tail)
+static int g_consume(const struct proc *p, struct d9_ring_hdr *rh, uint64_t tail)
 {
     sigjmp_buf jb;
     if (sigsetjmp(jb, 0))
         return -EFAULT;
-    col_guard_arm(&jb, p->region.base, p->region.size);
+    guard_arm(&jb, p->region.base, p->region.size);
     shm_ring_consume(rh, tail);
-    col_guard_disarm();
+    guard_disarm();
     return 0;
 }
 
-static int g_recycle(const struct col_proc *p, struct d9_ring_hdr *rh)
+static int g_recycle(const struct proc *p, struct d9_ring_hdr *rh)
 {
     sigjmp_buf jb;
     if (sigsetjmp(jb, 0))
         return -EFAULT;
-    col_guard_arm(&jb, p->region.base, p->region.size);
+    guard_arm(&jb, p->region.base, p->region.size);
     shm_slot_recycle(rh);
-    col_guard_disarm();
+    guard_disarm();
     return 0;
 }
 
 /* Copy meta log bytes [from, head) into dst; *head gets the published end
  * (clamped to the geometry). Also refreshes the calibration. */
-static int g_meta(const struct col_proc *p, uint32_t from, uint8_t *dst, uint32_t *head,
+static int g_meta(const struct proc *p, uint32_t from, uint8_t *dst, uint32_t *head,
                   struct shm_clock_cal *cal, int *cal_ok)
 {
     sigjmp_buf jb;
     if (sigsetjmp(jb, 0))
         return -EFAULT;
-    col_guard_arm(&jb, p->region.base, p->region.size);
+    guard_arm(&jb, p->region.base, p->region.size);
     struct d9_region_hdr *h = p->region.hdr;
     uint32_t hd = atomic_load_explicit(&h->meta_head, memory_order_acquire);
     if (hd > p->geo.meta_size)
@@ -290,15 +290,15 @@ static int g_meta(const struct col_proc *p, uint32_t from, uint8_t *dst, uint32_
         memcpy(dst, p->region.base + p->geo.meta_offset + from, hd - from);
     *head = hd;
     if (p->geo.clock_source == D9_CLOCK_TSC)
-        *cal_ok = col_read_calibration(h, cal) == 0;
-    col_guard_disarm();
+        *cal_ok = drain_read_calibration(h, cal) == 0;
+    guard_disarm();
     return 0;
 }
 
 /* ---- metadata ------------------------------------------------------------------------ */
 
 /* Pull new metadata entries into p->meta (validated); index runtimes. */
-static int pull_meta(struct col_proc *p, struct col_store *st)
+static int pull_meta(struct proc *p, struct storedir *st)
 {
     uint32_t head = 0;
     struct shm_clock_cal cal;
@@ -351,14 +351,14 @@ static int pull_meta(struct col_proc *p, struct col_store *st)
     return 0;
 }
 
-static int write_pending_meta(struct col_proc *p, struct col_store *st, uint64_t now)
+static int write_pending_meta(struct proc *p, struct storedir *st, uint64_t now)
 {
     if (p->meta_in_writer >= p->meta_len)
         return 0;
     int rc = seg_writer_add_meta(p->writer, p->meta + p->meta_in_writer,
                                  p->meta_len - p->meta_in_writer);
     if (rc) {
-        col_store_write_failed(st, rc, "metadata block", p->pid, now);
+        storedir_write_failed(st, rc, "metadata block", p->pid, now);
         return rc;
     }
     p->meta_in_writer = p->meta_len;
@@ -368,18 +368,18 @@ static int write_pending_meta(struct col_proc *p, struct col_store *st, uint64_t
 /* ---- threads ---------------------------------------------------------------------------- */
 
 /* The thread tracked on ring i ended: THREAD_END block + index row. */
-static int end_thread(struct col_proc *p, struct col_store *st, uint32_t i, uint64_t now)
+static int end_thread(struct proc *p, struct storedir *st, uint32_t i, uint64_t now)
 {
-    struct col_ring *r = &p->rings[i];
+    struct proc_ring *r = &p->rings[i];
     if (!r->active)
         return 0;
-    int rc = col_proc_writer(p, st, now);
+    int rc = proc_writer(p, st, now);
     if (rc)
         return rc;
     uint64_t t = r->last_ns ? r->last_ns : now;
     rc = seg_writer_add_thread_end(p->writer, r->tid, i, r->generation, t);
     if (rc) {
-        col_store_write_failed(st, rc, "thread-end block", p->pid, now);
+        storedir_write_failed(st, rc, "thread-end block", p->pid, now);
         return rc;
     }
     if (st->idx && p->process_id > 0) {
@@ -400,7 +400,7 @@ static int end_thread(struct col_proc *p, struct col_store *st, uint32_t i, uint
  * restarted collector starts from there, so drops are not counted twice
  * (the temp segments of a crashed run are salvaged and indexed before any
  * region is adopted). 0 when unknown (fresh ring, no index). */
-static uint64_t indexed_lost(struct col_store *st, int64_t process_id, uint32_t ring)
+static uint64_t indexed_lost(struct storedir *st, int64_t process_id, uint32_t ring)
 {
     sqlite3 *db = st->idx ? idx_db(st->idx) : NULL;
     sqlite3_stmt *q = NULL;
@@ -418,9 +418,9 @@ static uint64_t indexed_lost(struct col_store *st, int64_t process_id, uint32_t 
     return lost;
 }
 
-static void quarantine_ring(struct col_proc *p, uint32_t i, const struct shm_ring_snapshot *s)
+static void quarantine_ring(struct proc *p, uint32_t i, const struct shm_ring_snapshot *s)
 {
-    struct col_ring *r = &p->rings[i];
+    struct proc_ring *r = &p->rings[i];
     r->quarantined = 1;
     p->quarantined_rings++;
     col_warn("pid %u (%s): ring %u (tid %u, generation %u) has corrupt framing "
@@ -431,11 +431,11 @@ static void quarantine_ring(struct col_proc *p, uint32_t i, const struct shm_rin
 
 /* One ring, one buffer at most. 0, -EFAULT (region fault) or a write error.
  * Records go into the writer and the private read_tail advances; the shm
- * tail is published by col_drain_commit() once the writer flushed them. */
-static int drain_ring(struct col_proc *p, struct col_store *st, uint32_t i, uint64_t now,
-                      int force, struct col_drain_result *res)
+ * tail is published by drain_commit() once the writer flushed them. */
+static int drain_ring(struct proc *p, struct storedir *st, uint32_t i, uint64_t now,
+                      int force, struct drain_result *res)
 {
-    struct col_ring *r = &p->rings[i];
+    struct proc_ring *r = &p->rings[i];
     if (r->quarantined)
         return 0;
     struct d9_ring_hdr *rh = shm_ring_hdr(&p->region, &p->geo, i);
@@ -479,16 +479,16 @@ static int drain_ring(struct col_proc *p, struct col_store *st, uint32_t i, uint
         r->backlog_ns = 0;
     else if (!r->backlog_ns)
         r->backlog_ns = now;
-    /* a live thread's ring waits for a batch (see col_drain_batch), except
+    /* a live thread's ring waits for a batch (see drain_batch), except
      * for its first records: they name the thread and show it is traced */
     int wait = !force && !p->ended && s.state == D9_RING_OWNED && s.head > s.tail &&
-               r->first_ns != 0 && r->lag_bytes < col_drain_batch(p->geo.ring_data_size) &&
-               now - r->backlog_ns < COL_DRAIN_BATCH_NS;
+               r->first_ns != 0 && r->lag_bytes < drain_batch(p->geo.ring_data_size) &&
+               now - r->backlog_ns < DRAIN_BATCH_NS;
     if (s.head != s.tail && !wait) {
         int rc = pull_meta(p, st);
         if (rc)
             return rc;
-        if ((rc = col_proc_writer(p, st, now)) || (rc = write_pending_meta(p, st, now)))
+        if ((rc = proc_writer(p, st, now)) || (rc = write_pending_meta(p, st, now)))
             return rc;
         /* The block is built in the writer's buffer: one reservation holds
          * the packed payload and, behind it, a scratch chunk. shm_ring_read
@@ -496,12 +496,12 @@ static int drain_ring(struct col_proc *p, struct col_store *st, uint32_t i, uint
          * converts and counts them; pack_records then packs them (still in
          * cache) into the payload. */
         uint64_t lag = s.head - s.tail;
-        size_t want = s.head < s.tail || lag > COL_DRAIN_MAX ? COL_DRAIN_MAX : (size_t)lag;
+        size_t want = s.head < s.tail || lag > DRAIN_MAX ? DRAIN_MAX : (size_t)lag;
         size_t bound = (PACK_BOUND(want) + 7) & ~(size_t)7;
         uint8_t *dst = NULL;
-        rc = seg_writer_data_reserve(p->writer, bound + COL_DRAIN_CHUNK, &dst);
+        rc = seg_writer_data_reserve(p->writer, bound + DRAIN_CHUNK, &dst);
         if (rc) {
-            col_store_write_failed(st, rc, "data block", p->pid, now);
+            storedir_write_failed(st, rc, "data block", p->pid, now);
             return rc;      /* cursor untouched: the records stay in the ring */
         }
         uint8_t *scratch = dst + bound;
@@ -511,7 +511,7 @@ static int drain_ring(struct col_proc *p, struct col_store *st, uint32_t i, uint
         uint64_t new_tail = s.tail;
         size_t got = 0, packed = 0;
         while (got < want) {
-            size_t chunk = want - got < COL_DRAIN_CHUNK ? want - got : COL_DRAIN_CHUNK;
+            size_t chunk = want - got < DRAIN_CHUNK ? want - got : DRAIN_CHUNK;
             long n = 0;
             if (g_read(p, data, &s, scratch, chunk, &new_tail, &x, &n))
                 return -EFAULT;
@@ -542,7 +542,7 @@ static int drain_ring(struct col_proc *p, struct col_store *st, uint32_t i, uint
             rc = seg_writer_data_commit(p->writer, s.tid, i, s.generation, delta, plen, &stats,
                                         seg_crc32c(0, dst, plen), SEG_BF_PACKED);
             if (rc) {
-                col_store_write_failed(st, rc, "data block", p->pid, now);
+                storedir_write_failed(st, rc, "data block", p->pid, now);
                 return rc;  /* cursor untouched: the records stay in the ring */
             }
             uint64_t nrec = stats.nrec;
@@ -578,11 +578,11 @@ static int drain_ring(struct col_proc *p, struct col_store *st, uint32_t i, uint
         uint64_t delta = s.lost > r->lost_seen ? s.lost - r->lost_seen : 0;
         if (delta) {
             /* drops after its last record: a record-less DATA block carries them */
-            int rc = col_proc_writer(p, st, now);
+            int rc = proc_writer(p, st, now);
             if (!rc)
                 rc = seg_writer_add_data(p->writer, s.tid, i, s.generation, delta, NULL, 0);
             if (rc) {
-                col_store_write_failed(st, rc, "data block", p->pid, now);
+                storedir_write_failed(st, rc, "data block", p->pid, now);
                 return rc;
             }
             r->lost_seen = s.lost;
@@ -601,15 +601,15 @@ static int drain_ring(struct col_proc *p, struct col_store *st, uint32_t i, uint
     return 0;
 }
 
-void col_drain_publish(struct col_proc *p)
+void drain_publish(struct proc *p)
 {
     for (uint32_t i = 0; i < p->geo.ring_count; i++) {
-        struct col_ring *r = &p->rings[i];
+        struct proc_ring *r = &p->rings[i];
         if (!r->pend)
             continue;
         if (!p->quarantined && !r->quarantined && g_consume(p, shm_ring_hdr(&p->region, &p->geo, i),
                                                             r->read_tail)) {
-            col_proc_quarantine(p, "SIGBUS while publishing a ring tail (file truncated?)");
+            proc_quarantine(p, "SIGBUS while publishing a ring tail (file truncated?)");
         }
         r->consumed_tail = r->read_tail;
         r->pend = 0;
@@ -617,11 +617,11 @@ void col_drain_publish(struct col_proc *p)
     }
 }
 
-uint64_t col_drain_rewind(struct col_proc *p)
+uint64_t drain_rewind(struct proc *p)
 {
     uint64_t n = 0;
     for (uint32_t i = 0; i < p->geo.ring_count; i++) {
-        struct col_ring *r = &p->rings[i];
+        struct proc_ring *r = &p->rings[i];
         if (!r->pend)
             continue;
         n += r->pend_records;
@@ -632,7 +632,7 @@ uint64_t col_drain_rewind(struct col_proc *p)
     return n;
 }
 
-int col_drain_commit(struct col_proc *p, struct col_store *st, uint64_t now_ns)
+int drain_commit(struct proc *p, struct storedir *st, uint64_t now_ns)
 {
     int any = 0;
     for (uint32_t i = 0; i < p->geo.ring_count && !any; i++)
@@ -642,21 +642,21 @@ int col_drain_commit(struct col_proc *p, struct col_store *st, uint64_t now_ns)
     if (p->writer) {
         int rc = seg_writer_flush(p->writer);
         if (rc) {
-            col_store_write_failed(st, rc, "segment write", p->pid, now_ns);
+            storedir_write_failed(st, rc, "segment write", p->pid, now_ns);
             return rc;
         }
-        col_store_write_ok(st);
+        storedir_write_ok(st);
     }
-    col_drain_publish(p);
+    drain_publish(p);
     return 0;
 }
 
-int col_drain_proc(struct col_proc *p, struct col_store *st, uint64_t now_ns, int force,
-                   struct col_drain_result *res)
+int drain_proc(struct proc *p, struct storedir *st, uint64_t now_ns, int force,
+               struct drain_result *res)
 {
     if (p->quarantined)
         return 0;
-    if (!col_store_writable(st, now_ns) || col_drain_commit(p, st, now_ns)) {
+    if (!storedir_writable(st, now_ns) || drain_commit(p, st, now_ns)) {
         res->write_failed = 1;
         return 0;
     }
@@ -685,13 +685,13 @@ int col_drain_proc(struct col_proc *p, struct col_store *st, uint64_t now_ns, in
         in_use += p->rings[i].state == D9_RING_OWNED;
         /* size rotation inside the pass: a segment overshoots by one buffer at most */
         if (p->writer && st->segment_max_bytes &&
-            seg_writer_bytes(p->writer) >= st->segment_max_bytes && col_proc_seal(p, st)) {
+            seg_writer_bytes(p->writer) >= st->segment_max_bytes && proc_seal(p, st)) {
             res->write_failed = 1;
             break;
         }
     }
     if (rc == -EFAULT) {
-        col_proc_quarantine(p, "SIGBUS while reading its region (file truncated?)");
+        proc_quarantine(p, "SIGBUS while reading its region (file truncated?)");
         /* what is already in the writer stays; tails are not published any more */
         return -EFAULT;
     }
@@ -701,20 +701,20 @@ int col_drain_proc(struct col_proc *p, struct col_store *st, uint64_t now_ns, in
     }
     res->full_size = p->geo.ring_data_size;
     /* publish what this pass wrote before the caller sleeps */
-    if (col_drain_commit(p, st, now_ns))
+    if (drain_commit(p, st, now_ns))
         res->write_failed = 1;
     return 0;
 }
 
-int col_drain_proc_all(struct col_proc *p, struct col_store *st, struct col_drain_result *res)
+int drain_proc_all(struct proc *p, struct storedir *st, struct drain_result *res)
 {
-    /* each pass takes up to COL_DRAIN_MAX bytes per ring; a ring holds at most
+    /* each pass takes up to DRAIN_MAX bytes per ring; a ring holds at most
      * ring_data_size, so this many passes empty what was there at the start
      * even if a producer keeps writing */
-    uint64_t passes = p->geo.ring_data_size / COL_DRAIN_MAX + 2;
+    uint64_t passes = p->geo.ring_data_size / DRAIN_MAX + 2;
     for (uint64_t k = 0; k < passes; k++) {
-        struct col_drain_result one = { 0 };
-        int rc = col_drain_proc(p, st, shm_mono_ns(), 1, &one);
+        struct drain_result one = { 0 };
+        int rc = drain_proc(p, st, shm_mono_ns(), 1, &one);
         res->bytes += one.bytes;
         res->records += one.records;
         res->write_failed |= one.write_failed;

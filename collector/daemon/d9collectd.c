@@ -42,6 +42,8 @@
 #include "collector/ctl/ctl_server.h"
 #include "collector/daemon/discover.h"
 #include "collector/daemon/drain.h"
+#include "collector/daemon/guard.h"
+#include "collector/daemon/pace.h"
 #include "collector/store/fsck.h"
 #include "collector/store/index.h"
 #include "collector/store/log.h"
@@ -320,7 +322,7 @@ static void rotate(struct col_ctx *x, uint64_t now)
             continue;
         if (storedir_rotate_due(seg_writer_bytes(p->writer), seg_writer_opened_ns(p->writer), now,
                                 max_bytes, max_age))
-            proc_seal(p, &x->store);
+            drain_seal(p, &x->store);
         else    /* block rows a batch at a time, not all at the seal */
             storedir_index_blocks(&x->store, p->writer, STOREDIR_INDEX_BATCH);
     }
@@ -336,7 +338,7 @@ static int flush_proc(struct col_ctx *x, struct proc *p)
         if (res.write_failed)
             return -EIO;
     }
-    return proc_seal(p, &x->store);
+    return drain_seal(p, &x->store);
 }
 
 /* ---- control requests --------------------------------------------------------------- */

@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "collector/daemon/drain.h"
+#include "collector/daemon/guard.h"
 #include "collector/store/index.h"
 #include "collector/store/log.h"
 #include "collector/store/pack.h"
@@ -47,84 +48,6 @@
 /* one reservation: the packed payload of DRAIN_MAX bytes of records and a scratch chunk */
 _Static_assert(((PACK_BOUND(DRAIN_MAX) + 7) & ~7u) + DRAIN_CHUNK <=
                SEG_WRITE_BUF - sizeof(struct seg_block_hdr), "drain reservation fits the writer");
-
-/* ---- adaptive sleep ------------------------------------------------------------ */
-
-void pace_init(struct pace *b, uint32_t min_us, uint32_t max_us)
-{
-    if (min_us == 0)
-        min_us = 1;
-    if (max_us < min_us)
-        max_us = min_us;
-    b->min_us = min_us;
-    b->max_us = max_us;
-    b->cur_us = min_us;
-}
-
-uint32_t pace_next(struct pace *b, int had_work)
-{
-    if (had_work) {
-        b->cur_us = b->min_us;
-        return 0;
-    }
-    uint32_t s = b->cur_us;
-    b->cur_us = s > b->max_us / 2 ? b->max_us : s * 2;
-    return s;
-}
-
-uint32_t pace_by_pressure(struct pace *b, uint64_t lag, uint64_t size, uint64_t dt_us,
-                          int more)
-{
-    uint32_t s = pace_next(b, 0);
-    uint64_t cap = UINT64_MAX;
-    if (lag != 0 && size != 0) {
-        /* time for the fullest ring to go from empty to 1/PACE_TARGET_DIV
-         * full at lag per dt: the rest of the ring absorbs a stall of the
-         * collector (a seal, a preemption) or a faster burst */
-        cap = dt_us * (size / PACE_TARGET_DIV) / lag;
-        if (cap < s) {
-            s = cap < b->min_us ? b->min_us : (uint32_t)cap;
-            b->cur_us = s;      /* grow again from here, not from a long sleep */
-        }
-    }
-    if (more || (size && lag * PACE_BUSY_DIV >= size)) {
-        /* Go again at once. The sleep after that pass keeps the pace just
-         * computed: restarting it from min_us made a steady producer a
-         * sawtooth of short sleeps doubling back up (835 wake-ups/s at
-         * 1 M events/s into a 1 MiB ring, where 125 keep it under a
-         * quarter full). Only data left behind, or a ring filling a
-         * quarter faster than PACE_STALL_US, restarts it from
-         * min_us (pace_next's "had work"): there one stall of the
-         * collector's CPU can fill the other three quarters. */
-        return more || cap < PACE_STALL_US ? pace_next(b, 1) : 0;
-    }
-    return s;
-}
-
-void pace_sleep_window(uint64_t ns, uint64_t *request_ns, uint64_t *slack_ns)
-{
-    uint64_t slack = ns / 2 ? 1ull << (63 - __builtin_clzll(ns / 2)) : 0;
-    if (slack <= PACE_SLACK_MIN_NS) {
-        *request_ns = ns;
-        *slack_ns = PACE_SLACK_MIN_NS;
-        return;
-    }
-    *request_ns = ns - slack;
-    *slack_ns = slack;
-}
-
-/* ---- rotation ------------------------------------------------------------------ */
-
-int storedir_rotate_due(uint64_t bytes, uint64_t opened_ns, uint64_t now_ns,
-                        uint64_t max_bytes, uint64_t max_age_ns)
-{
-    if (max_bytes && bytes >= max_bytes)
-        return 1;
-    /* a clock that appears to go back (opened_ns > now) is not "old" */
-    if (max_age_ns && now_ns > opened_ns && now_ns - opened_ns >= max_age_ns)
-        return 1;
-    return 0;
-}
 
 /* ---- calibration ------------------------------------------------------------------ */
 
@@ -147,62 +70,6 @@ int drain_read_calibration(const struct d9_region_hdr *hc, struct shm_clock_cal 
         return shm_clock_cal_from_pairs(cal, t0, n0, t1, n1);
     }
     return -EAGAIN;
-}
-
-/* ---- SIGBUS guard ------------------------------------------------------------------ */
-
-static sigjmp_buf *volatile g_guard_jb;
-static const uint8_t *volatile g_guard_lo;
-static const uint8_t *volatile g_guard_hi;
-
-static void on_sigbus(int sig, siginfo_t *si, void *uc)
-{
-    (void)uc;
-    sigjmp_buf *jb = g_guard_jb;
-    const uint8_t *a = si ? (const uint8_t *)si->si_addr : NULL;
-    if (jb && a >= g_guard_lo && a < g_guard_hi) {
-        g_guard_jb = NULL;
-        siglongjmp(*jb, 1);
-    }
-    /* not ours: a genuine bug; die with the default action */
-    signal(sig, SIG_DFL);
-    raise(sig);
-}
-
-int guard_install(void)
-{
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = on_sigbus;
-    /* NODEFER: siglongjmp with savemask 0 must not leave SIGBUS blocked */
-    sa.sa_flags = SA_SIGINFO | SA_NODEFER;
-    sigemptyset(&sa.sa_mask);
-    return sigaction(SIGBUS, &sa, NULL) ? -errno : 0;
-}
-
-void guard_arm(sigjmp_buf *jb, const void *base, size_t size)
-{
-    g_guard_lo = base;
-    g_guard_hi = (const uint8_t *)base + size;
-    atomic_signal_fence(memory_order_seq_cst);
-    g_guard_jb = jb;
-    atomic_signal_fence(memory_order_seq_cst);
-}
-
-void guard_arm_any(sigjmp_buf *jb)
-{
-    g_guard_lo = (const uint8_t *)(uintptr_t)0;
-    g_guard_hi = (const uint8_t *)UINTPTR_MAX;
-    atomic_signal_fence(memory_order_seq_cst);
-    g_guard_jb = jb;
-    atomic_signal_fence(memory_order_seq_cst);
-}
-
-void guard_disarm(void)
-{
-    atomic_signal_fence(memory_order_seq_cst);
-    g_guard_jb = NULL;
-    atomic_signal_fence(memory_order_seq_cst);
 }
 
 /* ---- guarded shm accesses (each is one small function: sigsetjmp's frame
@@ -295,6 +162,37 @@ static int g_meta(const struct proc *p, uint32_t from, uint8_t *dst, uint32_t *h
     return 0;
 }
 
+/* ---- the process's open segment ------------------------------------------------ */
+
+int drain_writer(struct proc *p, struct storedir *st, uint64_t now_ns)
+{
+    if (p->writer)
+        return 0;
+    struct seg_proc_info pi = {
+        .pid = p->pid, .uid = p->uid, .start_time = p->start_time,
+        .clock_source = p->geo.clock_source,
+        .ns_per_tick = p->cal.ns_per_tick, .cal_tsc0 = p->cal.tsc0, .cal_ns0 = p->cal.ns0,
+        .host = st->host, .comm = p->geo.comm, .exe = p->geo.exe,
+    };
+    int rc = storedir_writer_open(st, &pi, p->meta, p->meta_len, &p->writer);
+    if (rc) {
+        p->writer = NULL;
+        storedir_write_failed(st, rc, "segment open", p->pid, now_ns);
+        return rc;
+    }
+    p->meta_in_writer = p->meta_len;
+    p->writer_records = 0;
+    return 0;
+}
+
+void drain_quarantine(struct proc *p, const char *why)
+{
+    if (p->quarantined)
+        return;
+    p->quarantined = 1;
+    col_warn("pid %u (%s): region quarantined: %s; it is not read again", p->pid, p->file, why);
+}
+
 /* ---- metadata ------------------------------------------------------------------------ */
 
 /* Pull new metadata entries into p->meta (validated); index runtimes. */
@@ -373,7 +271,7 @@ static int end_thread(struct proc *p, struct storedir *st, uint32_t i, uint64_t 
     struct proc_ring *r = &p->rings[i];
     if (!r->active)
         return 0;
-    int rc = proc_writer(p, st, now);
+    int rc = drain_writer(p, st, now);
     if (rc)
         return rc;
     uint64_t t = r->last_ns ? r->last_ns : now;
@@ -392,6 +290,24 @@ static int end_thread(struct proc *p, struct storedir *st, uint32_t i, uint64_t 
     r->active = 0;
     r->thread_dirty = 0;
     return 0;
+}
+
+static void index_threads(struct proc *p, struct storedir *st)
+{
+    if (!st->idx || p->process_id <= 0)
+        return;
+    for (uint32_t i = 0; i < p->geo.ring_count; i++) {
+        struct proc_ring *r = &p->rings[i];
+        if (!r->active || !r->thread_dirty || !r->first_ns)
+            continue;
+        int rc = idx_thread_upsert(st->idx, p->process_id, r->tid, i, r->generation, r->name,
+                                   r->first_ns, r->last_ns, 0);
+        if (rc)
+            col_log_limited(&p->rl, COL_LOG_WARN, "pid %u: cannot index thread %u: %s",
+                            p->pid, r->tid, strerror(-rc));
+        else
+            r->thread_dirty = 0;
+    }
 }
 
 /* Drops of ring slot `ring` of process_id already recorded in indexed
@@ -431,7 +347,7 @@ static void quarantine_ring(struct proc *p, uint32_t i, const struct shm_ring_sn
 
 /* One ring, one buffer at most. 0, -EFAULT (region fault) or a write error.
  * Records go into the writer and the private read_tail advances; the shm
- * tail is published by drain_commit() once the writer flushed them. */
+ * tail is published by commit() once the writer flushed them. */
 static int drain_ring(struct proc *p, struct storedir *st, uint32_t i, uint64_t now,
                       int force, struct drain_result *res)
 {
@@ -488,7 +404,7 @@ static int drain_ring(struct proc *p, struct storedir *st, uint32_t i, uint64_t 
         int rc = pull_meta(p, st);
         if (rc)
             return rc;
-        if ((rc = proc_writer(p, st, now)) || (rc = write_pending_meta(p, st, now)))
+        if ((rc = drain_writer(p, st, now)) || (rc = write_pending_meta(p, st, now)))
             return rc;
         /* The block is built in the writer's buffer: one reservation holds
          * the packed payload and, behind it, a scratch chunk. shm_ring_read
@@ -578,7 +494,7 @@ static int drain_ring(struct proc *p, struct storedir *st, uint32_t i, uint64_t 
         uint64_t delta = s.lost > r->lost_seen ? s.lost - r->lost_seen : 0;
         if (delta) {
             /* drops after its last record: a record-less DATA block carries them */
-            int rc = proc_writer(p, st, now);
+            int rc = drain_writer(p, st, now);
             if (!rc)
                 rc = seg_writer_add_data(p->writer, s.tid, i, s.generation, delta, NULL, 0);
             if (rc) {
@@ -601,7 +517,8 @@ static int drain_ring(struct proc *p, struct storedir *st, uint32_t i, uint64_t 
     return 0;
 }
 
-void drain_publish(struct proc *p)
+/* Publish pending tails without flushing (the writer was just sealed). */
+static void publish(struct proc *p)
 {
     for (uint32_t i = 0; i < p->geo.ring_count; i++) {
         struct proc_ring *r = &p->rings[i];
@@ -609,7 +526,7 @@ void drain_publish(struct proc *p)
             continue;
         if (!p->quarantined && !r->quarantined && g_consume(p, shm_ring_hdr(&p->region, &p->geo, i),
                                                             r->read_tail)) {
-            proc_quarantine(p, "SIGBUS while publishing a ring tail (file truncated?)");
+            drain_quarantine(p, "SIGBUS while publishing a ring tail (file truncated?)");
         }
         r->consumed_tail = r->read_tail;
         r->pend = 0;
@@ -617,7 +534,9 @@ void drain_publish(struct proc *p)
     }
 }
 
-uint64_t drain_rewind(struct proc *p)
+/* The writer holding pending records is gone (seal failed): rewind the
+ * private cursors so those records are read again; returns their count. */
+static uint64_t rewind_pending(struct proc *p)
 {
     uint64_t n = 0;
     for (uint32_t i = 0; i < p->geo.ring_count; i++) {
@@ -632,7 +551,9 @@ uint64_t drain_rewind(struct proc *p)
     return n;
 }
 
-int drain_commit(struct proc *p, struct storedir *st, uint64_t now_ns)
+/* Flush p's writer and, if that worked, publish the tails of every ring
+ * whose records it now holds (shm_ring_consume). 0 or the write error. */
+static int commit(struct proc *p, struct storedir *st, uint64_t now_ns)
 {
     int any = 0;
     for (uint32_t i = 0; i < p->geo.ring_count && !any; i++)
@@ -647,8 +568,40 @@ int drain_commit(struct proc *p, struct storedir *st, uint64_t now_ns)
         }
         storedir_write_ok(st);
     }
-    drain_publish(p);
+    publish(p);
     return 0;
+}
+
+int drain_seal(struct proc *p, struct storedir *st)
+{
+    if (!p->writer)
+        return 0;
+    /* write what is buffered first: if that fails (disk full) the writer
+     * stays open and nothing is lost; a failed seal would delete the file */
+    int frc = seg_writer_flush(p->writer);
+    if (frc) {
+        storedir_write_failed(st, frc, "segment write", p->pid, shm_mono_ns());
+        return frc;
+    }
+    struct seg_writer *w = p->writer;
+    uint64_t pending = 0;
+    for (uint32_t i = 0; i < p->geo.ring_count; i++)
+        pending += p->rings[i].pend_records;
+    uint64_t recs = p->writer_records;
+    p->writer = NULL;
+    p->writer_records = 0;
+    p->meta_in_writer = 0;
+    /* records whose tails were already published are lost if sealing fails;
+     * pending ones are not: their tails go out only after the seal */
+    int rc = storedir_seal(st, w, p->process_id, p->pid, recs >= pending ? recs - pending : 0);
+    if (rc == 0) {
+        publish(p);
+    } else {
+        uint64_t again = rewind_pending(p);
+        p->records = p->records >= again ? p->records - again : 0;
+    }
+    index_threads(p, st);
+    return rc;
 }
 
 int drain_proc(struct proc *p, struct storedir *st, uint64_t now_ns, int force,
@@ -656,7 +609,7 @@ int drain_proc(struct proc *p, struct storedir *st, uint64_t now_ns, int force,
 {
     if (p->quarantined)
         return 0;
-    if (!storedir_writable(st, now_ns) || drain_commit(p, st, now_ns)) {
+    if (!storedir_writable(st, now_ns) || commit(p, st, now_ns)) {
         res->write_failed = 1;
         return 0;
     }
@@ -685,13 +638,13 @@ int drain_proc(struct proc *p, struct storedir *st, uint64_t now_ns, int force,
         in_use += p->rings[i].state == D9_RING_OWNED;
         /* size rotation inside the pass: a segment overshoots by one buffer at most */
         if (p->writer && st->segment_max_bytes &&
-            seg_writer_bytes(p->writer) >= st->segment_max_bytes && proc_seal(p, st)) {
+            seg_writer_bytes(p->writer) >= st->segment_max_bytes && drain_seal(p, st)) {
             res->write_failed = 1;
             break;
         }
     }
     if (rc == -EFAULT) {
-        proc_quarantine(p, "SIGBUS while reading its region (file truncated?)");
+        drain_quarantine(p, "SIGBUS while reading its region (file truncated?)");
         /* what is already in the writer stays; tails are not published any more */
         return -EFAULT;
     }
@@ -701,7 +654,7 @@ int drain_proc(struct proc *p, struct storedir *st, uint64_t now_ns, int force,
     }
     res->full_size = p->geo.ring_data_size;
     /* publish what this pass wrote before the caller sleeps */
-    if (drain_commit(p, st, now_ns))
+    if (commit(p, st, now_ns))
         res->write_failed = 1;
     return 0;
 }

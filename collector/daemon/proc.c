@@ -14,6 +14,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include "collector/daemon/drain.h"
+#include "collector/daemon/guard.h"
 #include "collector/store/index.h"
 #include "collector/daemon/proc.h"
 #include "collector/daemon/prof.h"
@@ -42,7 +43,7 @@ int proc_refresh_header(struct proc *p)
         return -EFAULT;
     uint32_t state, untraced, sampler;
     if (g_header(p, &state, &untraced, &sampler, NULL)) {
-        proc_quarantine(p, "SIGBUS while reading its header (file truncated?)");
+        drain_quarantine(p, "SIGBUS while reading its header (file truncated?)");
         return -EFAULT;
     }
     p->region_state = state;
@@ -177,85 +178,6 @@ int proc_alive(const struct proc *p)
     return 1;
 }
 
-int proc_writer(struct proc *p, struct storedir *st, uint64_t now_ns)
-{
-    if (p->writer)
-        return 0;
-    struct seg_proc_info pi = {
-        .pid = p->pid, .uid = p->uid, .start_time = p->start_time,
-        .clock_source = p->geo.clock_source,
-        .ns_per_tick = p->cal.ns_per_tick, .cal_tsc0 = p->cal.tsc0, .cal_ns0 = p->cal.ns0,
-        .host = st->host, .comm = p->geo.comm, .exe = p->geo.exe,
-    };
-    int rc = storedir_writer_open(st, &pi, p->meta, p->meta_len, &p->writer);
-    if (rc) {
-        p->writer = NULL;
-        storedir_write_failed(st, rc, "segment open", p->pid, now_ns);
-        return rc;
-    }
-    p->meta_in_writer = p->meta_len;
-    p->writer_records = 0;
-    return 0;
-}
-
-void proc_index_threads(struct proc *p, struct storedir *st)
-{
-    if (!st->idx || p->process_id <= 0)
-        return;
-    for (uint32_t i = 0; i < p->geo.ring_count; i++) {
-        struct proc_ring *r = &p->rings[i];
-        if (!r->active || !r->thread_dirty || !r->first_ns)
-            continue;
-        int rc = idx_thread_upsert(st->idx, p->process_id, r->tid, i, r->generation, r->name,
-                                   r->first_ns, r->last_ns, 0);
-        if (rc)
-            col_log_limited(&p->rl, COL_LOG_WARN, "pid %u: cannot index thread %u: %s",
-                            p->pid, r->tid, strerror(-rc));
-        else
-            r->thread_dirty = 0;
-    }
-}
-
-int proc_seal(struct proc *p, struct storedir *st)
-{
-    if (!p->writer)
-        return 0;
-    /* write what is buffered first: if that fails (disk full) the writer
-     * stays open and nothing is lost; a failed seal would delete the file */
-    int frc = seg_writer_flush(p->writer);
-    if (frc) {
-        storedir_write_failed(st, frc, "segment write", p->pid, shm_mono_ns());
-        return frc;
-    }
-    struct seg_writer *w = p->writer;
-    uint64_t pending = 0;
-    for (uint32_t i = 0; i < p->geo.ring_count; i++)
-        pending += p->rings[i].pend_records;
-    uint64_t recs = p->writer_records;
-    p->writer = NULL;
-    p->writer_records = 0;
-    p->meta_in_writer = 0;
-    /* records whose tails were already published are lost if sealing fails;
-     * pending ones are not: their tails go out only after the seal */
-    int rc = storedir_seal(st, w, p->process_id, p->pid, recs >= pending ? recs - pending : 0);
-    if (rc == 0) {
-        drain_publish(p);
-    } else {
-        uint64_t again = drain_rewind(p);
-        p->records = p->records >= again ? p->records - again : 0;
-    }
-    proc_index_threads(p, st);
-    return rc;
-}
-
-void proc_quarantine(struct proc *p, const char *why)
-{
-    if (p->quarantined)
-        return;
-    p->quarantined = 1;
-    col_warn("pid %u (%s): region quarantined: %s; it is not read again", p->pid, p->file, why);
-}
-
 static const char *end_state(const struct proc *p, int *reason)
 {
     if (p->quarantined) {
@@ -286,7 +208,7 @@ int proc_finish(struct proc *p, struct storedir *st)
     }
     int reason;
     const char *state = end_state(p, &reason);
-    if (proc_writer(p, st, now))
+    if (drain_writer(p, st, now))
         return -EAGAIN;
     /* every thread still tracked ends with the process */
     for (uint32_t i = 0; i < p->geo.ring_count; i++) {
@@ -311,7 +233,7 @@ int proc_finish(struct proc *p, struct storedir *st)
         storedir_write_failed(st, rc, "exit block", p->pid, now);
         return -EAGAIN;
     }
-    if ((rc = proc_seal(p, st)))
+    if ((rc = drain_seal(p, st)))
         return -EAGAIN;
     rc = idx_process_end(st->idx, p->process_id, now, state, p->exit_code);
     if (rc)

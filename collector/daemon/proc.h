@@ -100,22 +100,10 @@ int proc_alive(const struct proc *p);
 /* Read state/threads_untraced/sampler from the header (guarded). 0 or -EFAULT. */
 int proc_refresh_header(struct proc *p);
 
-/* Make sure p has an open segment writer. 0 or -errno (write error counted). */
-int proc_writer(struct proc *p, struct storedir *st, uint64_t now_ns);
-
-/* Seal and index p's open segment (if any) and refresh its thread rows. */
-int proc_seal(struct proc *p, struct storedir *st);
-
 /* The end of the traced process: final drain, exit record, seal, index,
  * unlink the region. 0 when done (p may be freed), -EAGAIN when a write
  * failed and it must be retried later. */
 int proc_finish(struct proc *p, struct storedir *st);
-
-/* Refresh ring threads in the index (dirty ones; ended ones with ended=1). */
-void proc_index_threads(struct proc *p, struct storedir *st);
-
-/* Quarantine the whole region (after a fault): counted, logged once. */
-void proc_quarantine(struct proc *p, const char *why);
 
 /* At shutdown, when the open segment could not be sealed (write errors):
  * free the writer (seg_writer_abandon) without deleting its temp file, so

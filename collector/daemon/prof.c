@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "collector/daemon/drain.h"
+#include "collector/daemon/guard.h"
 #include "collector/store/log.h"
 #include "collector/daemon/proc.h"
 #include "collector/daemon/prof.h"
@@ -220,7 +221,7 @@ void prof_pass(struct proc *p, struct storedir *st, uint64_t now, int final)
     }
     if (!maps_due && n == 0 && lost == 0)
         return;
-    if (!storedir_writable(st, now) || proc_writer(p, st, now) != 0) {
+    if (!storedir_writable(st, now) || drain_writer(p, st, now) != 0) {
         /* samples already out of the perf rings: count what cannot be written */
         for (; n > 0; n = perf_proc_take(pr->pp, pr->buf, PROF_BUF_SIZE, NULL))
             for (size_t o = 0; o < n;) {

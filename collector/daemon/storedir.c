@@ -391,3 +391,14 @@ int storedir_writable(const struct storedir *s, uint64_t now_ns)
 {
     return !s->failing || now_ns >= s->retry_after_ns;
 }
+
+int storedir_rotate_due(uint64_t bytes, uint64_t opened_ns, uint64_t now_ns,
+                        uint64_t max_bytes, uint64_t max_age_ns)
+{
+    if (max_bytes && bytes >= max_bytes)
+        return 1;
+    /* a clock that appears to go back (opened_ns > now) is not "old" */
+    if (max_age_ns && now_ns > opened_ns && now_ns - opened_ns >= max_age_ns)
+        return 1;
+    return 0;
+}

@@ -90,4 +90,8 @@ void storedir_write_ok(struct storedir *s);
 /* 1 if writes may be attempted at now_ns. */
 int storedir_writable(const struct storedir *s, uint64_t now_ns);
 
+/* Segment rotation: 1 when a segment of bytes opened at opened_ns must be sealed at now_ns. */
+int storedir_rotate_due(uint64_t bytes, uint64_t opened_ns, uint64_t now_ns,
+                        uint64_t max_bytes, uint64_t max_age_ns);
+
 #endif /* D9_DAEMON_STOREDIR_H */

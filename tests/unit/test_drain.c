@@ -22,6 +22,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include "collector/daemon/drain.h"
+#include "collector/daemon/guard.h"
 #include "collector/store/index.h"
 #include "collector/store/log.h"
 #include "collector/daemon/proc.h"
@@ -173,7 +174,7 @@ static void drained_records_reach_the_segment_and_the_tail_follows(void **state)
     assert_int_equal(drain(fx, 1, &res), 0);
     assert_int_equal(res.records, 100);
     assert_int_equal(atomic_load(&ring(fx, r0)->tail), atomic_load(&ring(fx, r0)->head));
-    assert_int_equal(proc_seal(fx->p, &fx->st), 0);
+    assert_int_equal(drain_seal(fx->p, &fx->st), 0);
     assert_int_equal(read_store(fx).records, 100);
 }
 
@@ -250,7 +251,7 @@ static void an_ended_thread_is_read_without_waiting_for_a_batch(void **state)
     assert_int_equal(pass(fx, 1, &res), 0);
     assert_int_equal(res.records, 5);
     assert_int_equal(pass(fx, 2, &res), 0);            /* flushed: the thread's end follows */
-    assert_int_equal(proc_seal(fx->p, &fx->st), 0);
+    assert_int_equal(drain_seal(fx->p, &fx->st), 0);
     struct totals t = read_store(fx);
     assert_int_equal(t.records, 5);
     assert_int_equal(t.thread_ends, 1);
@@ -283,7 +284,7 @@ static void a_failed_write_leaves_the_records_in_the_ring_until_it_succeeds(void
     assert_int_equal(drain(fx, LATER_NS, &res), 0);
     assert_false(res.write_failed);
     assert_int_equal(atomic_load(&ring(fx, r0)->tail), atomic_load(&ring(fx, r0)->head));
-    assert_int_equal(proc_seal(fx->p, &fx->st), 0);
+    assert_int_equal(drain_seal(fx->p, &fx->st), 0);
     assert_int_equal(read_store(fx).records, 1001);  /* none lost, none twice */
 }
 
@@ -341,7 +342,7 @@ static void a_new_generation_on_a_ring_ends_the_previous_thread(void **state)
     assert_int_equal(again, r0);
     produce(fx, again, 6);
     assert_int_equal(drain(fx, 3, &res), 0);
-    assert_int_equal(proc_seal(fx->p, &fx->st), 0);
+    assert_int_equal(drain_seal(fx->p, &fx->st), 0);
     struct totals t = read_store(fx);
     assert_int_equal(t.records, 10);
     assert_int_equal(t.thread_ends, 1);
@@ -361,7 +362,7 @@ static void ring_drops_are_reported_as_deltas(void **state)
     atomic_store(&ring(fx, r0)->lost, 7);
     assert_int_equal(drain(fx, 2, &res), 0);
     assert_int_equal(fx->p->lost, 7);
-    assert_int_equal(proc_seal(fx->p, &fx->st), 0);
+    assert_int_equal(drain_seal(fx->p, &fx->st), 0);
     assert_int_equal(read_store(fx).lost, 7);
 }
 
@@ -374,14 +375,14 @@ static void drops_reported_before_a_collector_restart_are_not_reported_again(voi
     adopt(fx);
     struct drain_result res;
     assert_int_equal(drain(fx, 1, &res), 0);
-    assert_int_equal(proc_seal(fx->p, &fx->st), 0);
+    assert_int_equal(drain_seal(fx->p, &fx->st), 0);
     proc_free(fx->p);                       /* the collector goes away ... */
     fx->p = NULL;
     produce(fx, r0, 1);
     atomic_store(&ring(fx, r0)->lost, 7);
     adopt(fx);                                  /* ... and a new one adopts the region */
     assert_int_equal(drain(fx, 2, &res), 0);
-    assert_int_equal(proc_seal(fx->p, &fx->st), 0);
+    assert_int_equal(drain_seal(fx->p, &fx->st), 0);
     struct totals t = read_store(fx);
     assert_int_equal(t.records, 2);
     assert_int_equal(t.lost, 7);
@@ -438,7 +439,7 @@ static void metadata_published_before_an_event_reaches_the_segment_first(void **
     shm_ring_commit(&fx->prod[r0], c, sizeof *c + 8, D9_REC_CUSTOM, 5);
     struct drain_result res;
     assert_int_equal(drain(fx, 1, &res), 0);
-    assert_int_equal(proc_seal(fx->p, &fx->st), 0);
+    assert_int_equal(drain_seal(fx->p, &fx->st), 0);
     struct totals t = read_store(fx);
     assert_int_equal(t.records, 1);
     assert_true(t.schema_found);
@@ -477,7 +478,7 @@ static void tsc_timestamps_are_converted_with_the_region_calibration(void **stat
     adopt(fx);
     struct drain_result res;
     assert_int_equal(drain(fx, 1, &res), 0);
-    assert_int_equal(proc_seal(fx->p, &fx->st), 0);
+    assert_int_equal(drain_seal(fx->p, &fx->st), 0);
     assert_int_equal(read_store(fx).first_ts, 6000);
 }
 

@@ -2,31 +2,34 @@
  * drain.c — copy records from hostile shared memory into segment files
  * (see drain.h for the contract).
  *
- * Per ring and pass:
+ * Per ring and pass (drain_ring, one function per step):
  *   1. snapshot (acquire head, then slot fields) under the guard;
- *   2. a new generation means the previous owner thread ended: THREAD_END;
- *   3. metadata entries published before those records (their meta_head
- *      store happened-before the records' head store, and we acquire
- *      meta_head after head) go into the segment first;
- *   4. room for up to DRAIN_MAX bytes of records, packed, plus a
- *      scratch chunk is reserved in the segment writer's buffer;
- *      shm_ring_read() copies records into the scratch a DRAIN_CHUNK at
- *      a time and, in one walk over each chunk, validates, converts
- *      (timestamps) and counts them; pack_records() packs the chunk while it
- *      is still in cache;
- *   5. seg_writer_data_commit() makes it a packed DATA block (CRC over the
- *      packed bytes); the shm tail moves
- *      (shm_ring_consume) only once the writer has flushed it.
- *   6. RELEASED and fully drained: THREAD_END, recycle the slot.
+ *   2. resume_cursor: first sight of a ring starts at the published tail;
+ *      track_generation: a new generation means the previous owner thread
+ *      ended: THREAD_END;
+ *   3. measure_backlog, batch_pending: a live thread's ring waits for a
+ *      batch (drain_batch) unless forced;
+ *   4. copy_records: metadata entries published before those records
+ *      (their meta_head store happened-before the records' head store, and
+ *      we acquire meta_head after head) go into the segment first;
+ *      read_block reserves room for up to DRAIN_MAX bytes of records,
+ *      packed, plus a scratch chunk in the segment writer's buffer;
+ *      shm_ring_read() copies records into the scratch a DRAIN_CHUNK at a
+ *      time and, in one walk over each chunk, validates, converts
+ *      (timestamps) and counts them; pack_records() packs the chunk while
+ *      it is still in cache;
+ *   5. commit_block: seg_writer_data_commit() makes it a packed DATA block
+ *      (CRC over the packed bytes); the shm tail moves (shm_ring_consume,
+ *      in commit() or drain_seal()) only once the writer has flushed or
+ *      sealed it;
+ *   6. finish_drained: RELEASED (or the process ended) and fully drained:
+ *      final drops; RELEASED: THREAD_END, recycle the slot.
  *
- * The SIGBUS guard: the one piece of process-wide state here. A signal
- * handler can only find its way back through a static, so the armed jump
- * buffer and address range live in three statics, written only by the drain
- * thread around each access (signal fences order them against the handler).
+ * Every shm access is one small g_* function: sigsetjmp's frame must stay
+ * alive while the guard (guard.h) is armed.
  */
 #include <errno.h>
 #include <stddef.h>
-#include <signal.h>
 #include <sqlite3.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -345,35 +348,40 @@ static void quarantine_ring(struct proc *p, uint32_t i, const struct shm_ring_sn
              (unsigned long long)s->tail);
 }
 
-/* One ring, one buffer at most. 0, -EFAULT (region fault) or a write error.
- * Records go into the writer and the private read_tail advances; the shm
- * tail is published by commit() once the writer flushed them. */
-static int drain_ring(struct proc *p, struct storedir *st, uint32_t i, uint64_t now,
-                      int force, struct drain_result *res)
+/* ---- one ring: the steps of a pass ------------------------------------------------------
+ *
+ * drain_ring() below is the whole step for ring i; each function before it
+ * is one part of it, in the order they run. They share the snapshot s taken
+ * at the start: s.head is the producer's head as acquired then (every
+ * record before it is complete), s.tail is replaced by our private cursor
+ * (read_tail) before anything is read, and s.lost, s.state, s.tid and
+ * s.generation are the slot's fields as read after head.
+ */
+
+/* First sight of a tracked ring (or collector restart): resume where the
+ * last consumer stopped, the published shm tail. */
+static void resume_cursor(struct proc *p, struct storedir *st, uint32_t i,
+                          const struct shm_ring_snapshot *s)
 {
     struct proc_ring *r = &p->rings[i];
-    if (r->quarantined)
-        return 0;
-    struct d9_ring_hdr *rh = shm_ring_hdr(&p->region, &p->geo, i);
-    const uint8_t *data = shm_ring_data(&p->region, &p->geo, i);
-    struct shm_ring_snapshot s;
-    if (g_snapshot(p, rh, &s))
-        return -EFAULT;
-    r->state = s.state;
-    if (s.state != D9_RING_OWNED && s.state != D9_RING_RELEASED) {
-        r->lag_bytes = 0;
-        return 0;           /* FREE or CLAIMING: nothing of ours in it */
-    }
-    if (!r->tail_known) {
-        /* first sight (or collector restart): resume where the last consumer stopped */
-        r->read_tail = r->consumed_tail = s.tail;
-        r->tail_known = 1;
-        /* nothing reported yet by this run: start from what an earlier
-         * collector run reported (after a recycle lost_seen is already right) */
-        if (r->lost_seen == 0)
-            r->lost_seen = indexed_lost(st, p->process_id, i);
-    }
-    if (r->active && s.generation != r->generation) {
+    if (r->tail_known)
+        return;
+    r->read_tail = r->consumed_tail = s->tail;
+    r->tail_known = 1;
+    /* nothing reported yet by this run: start from what an earlier
+     * collector run reported (after a recycle lost_seen is already right) */
+    if (r->lost_seen == 0)
+        r->lost_seen = indexed_lost(st, p->process_id, i);
+}
+
+/* Follow the slot's owner thread: a new generation means the previous
+ * owner ended (THREAD_END), and the new one is tracked from here. 0 or a
+ * write error. */
+static int track_generation(struct proc *p, struct storedir *st, uint32_t i,
+                            const struct shm_ring_snapshot *s, uint64_t now)
+{
+    struct proc_ring *r = &p->rings[i];
+    if (r->active && s->generation != r->generation) {
         /* re-claimed only after it was drained: the previous thread is over */
         int rc = end_thread(p, st, i, now);
         if (rc)
@@ -381,140 +389,256 @@ static int drain_ring(struct proc *p, struct storedir *st, uint32_t i, uint64_t 
     }
     if (!r->active) {
         r->active = 1;
-        r->generation = s.generation;
-        r->tid = s.tid;
-        memcpy(r->name, s.thread_name, sizeof r->name);
+        r->generation = s->generation;
+        r->tid = s->tid;
+        memcpy(r->name, s->thread_name, sizeof r->name);
         r->first_ns = r->last_ns = 0;
         r->thread_dirty = 1;
     }
-    /* our own cursor, never the shm tail (which the owner could rewrite) */
-    s.tail = r->read_tail;
-    /* lag = the backlog this pass found (what the producer is ahead of us) */
-    r->lag_bytes = s.head >= s.tail ? s.head - s.tail : 0;
-    if (s.head == s.tail)
+    return 0;
+}
+
+/* Point s at our own cursor, never the shm tail (which the owner could
+ * rewrite), and record the backlog this pass found: lag_bytes (what the
+ * producer is ahead of us) and since when some of it waits (backlog_ns). */
+static void measure_backlog(struct proc_ring *r, struct shm_ring_snapshot *s, uint64_t now)
+{
+    s->tail = r->read_tail;
+    r->lag_bytes = s->head >= s->tail ? s->head - s->tail : 0;
+    if (s->head == s->tail)
         r->backlog_ns = 0;
     else if (!r->backlog_ns)
         r->backlog_ns = now;
-    /* a live thread's ring waits for a batch (see drain_batch), except
-     * for its first records: they name the thread and show it is traced */
-    int wait = !force && !p->ended && s.state == D9_RING_OWNED && s.head > s.tail &&
-               r->first_ns != 0 && r->lag_bytes < drain_batch(p->geo.ring_data_size) &&
-               now - r->backlog_ns < DRAIN_BATCH_NS;
-    if (s.head != s.tail && !wait) {
-        int rc = pull_meta(p, st);
-        if (rc)
-            return rc;
-        if ((rc = drain_writer(p, st, now)) || (rc = write_pending_meta(p, st, now)))
-            return rc;
-        /* The block is built in the writer's buffer: one reservation holds
-         * the packed payload and, behind it, a scratch chunk. shm_ring_read
-         * copies records into the scratch and, in the same walk, validates,
-         * converts and counts them; pack_records then packs them (still in
-         * cache) into the payload. */
-        uint64_t lag = s.head - s.tail;
-        size_t want = s.head < s.tail || lag > DRAIN_MAX ? DRAIN_MAX : (size_t)lag;
-        size_t bound = (PACK_BOUND(want) + 7) & ~(size_t)7;
-        uint8_t *dst = NULL;
-        rc = seg_writer_data_reserve(p->writer, bound + DRAIN_CHUNK, &dst);
-        if (rc) {
-            storedir_write_failed(st, rc, "data block", p->pid, now);
-            return rc;      /* cursor untouched: the records stay in the ring */
-        }
-        uint8_t *scratch = dst + bound;
-        struct shm_read_xform x = { .cal = &p->cal };
-        struct pack_state pk;
-        pack_init(&pk);
-        uint64_t new_tail = s.tail;
-        size_t got = 0, packed = 0;
-        while (got < want) {
-            size_t chunk = want - got < DRAIN_CHUNK ? want - got : DRAIN_CHUNK;
-            long n = 0;
-            if (g_read(p, data, &s, scratch, chunk, &new_tail, &x, &n))
-                return -EFAULT;
-            if (n == -ENOBUFS && got > 0)
-                break;          /* the next record did not fit what is left: next pass */
-            if (n < 0) {
-                quarantine_ring(p, i, &s);
-                return 0;       /* the reservation is dropped with everything in it */
-            }
-            long e = pack_records(&pk, scratch, (size_t)n, dst + PACK_PREFIX + packed,
-                                  bound - PACK_PREFIX - packed);
-            if (e < 0) {        /* cannot happen within PACK_BOUND: a bug, not the ring */
-                col_log_limited(&p->rl, COL_LOG_ERROR, "pid %u: ring %u: packing overflowed "
-                                "its bound; records left in the ring", p->pid, i);
-                return -EIO;
-            }
-            packed += (size_t)e;
-            got += (size_t)n;
-            s.tail = new_tail;  /* the next chunk starts after what was read */
-            if (n == 0 || new_tail == s.head)
-                break;
-        }
-        if (got > 0) {
-            uint64_t delta = s.lost >= r->lost_seen ? s.lost - r->lost_seen : 0;
-            struct seg_data_stats stats = { .nrec = x.nrec, .t_min = x.t_min, .t_max = x.t_max };
-            memcpy(stats.counts, x.counts, sizeof stats.counts);
-            size_t plen = pack_finish(dst, packed, (uint32_t)got);
-            rc = seg_writer_data_commit(p->writer, s.tid, i, s.generation, delta, plen, &stats,
-                                        seg_crc32c(0, dst, plen), SEG_BF_PACKED);
-            if (rc) {
-                storedir_write_failed(st, rc, "data block", p->pid, now);
-                return rc;  /* cursor untouched: the records stay in the ring */
-            }
-            uint64_t nrec = stats.nrec;
-            r->lost_seen = s.lost;
-            r->lost += delta;
-            p->lost += delta;
-            p->records += nrec;
-            p->writer_records += nrec;
-            p->bytes_written += plen;
-            r->pend_records += nrec;
-            res->records += nrec;
-            res->bytes += plen;
-            if (!r->first_ns) {
-                r->first_ns = x.t_first;
-                res->fresh = 1;
-            }
-            r->last_ns = x.t_last;
-            r->thread_dirty = 1;
-        }
-        if (new_tail != r->read_tail) {
-            r->read_tail = new_tail;
-            r->pend = 1;
-        }
-        if (new_tail != s.head)
-            res->more = 1;
-        r->backlog_ns = new_tail == s.head ? 0 : now;
+}
+
+/* 1 when the ring's backlog waits for a batch (see drain_batch): a live
+ * thread's ring with less than a batch, younger than DRAIN_BATCH_NS.
+ * Never when forced, when the process ended or the thread released the
+ * ring, and never for a thread's first records: they name the thread and
+ * show it is traced. */
+static int batch_pending(const struct proc *p, const struct proc_ring *r,
+                         const struct shm_ring_snapshot *s, uint64_t now, int force)
+{
+    return !force && !p->ended && s->state == D9_RING_OWNED && s->head > s->tail &&
+           r->first_ns != 0 && r->lag_bytes < drain_batch(p->geo.ring_data_size) &&
+           now - r->backlog_ns < DRAIN_BATCH_NS;
+}
+
+/* A DATA block being built in the segment writer's buffer: one reservation
+ * holds the packed payload (dst[PACK_PREFIX, bound)) and, behind it, a
+ * scratch chunk that shm_ring_read fills. */
+struct ring_block {
+    uint8_t *dst;
+    size_t bound;               /* PACK_BOUND of what is wanted, rounded to 8 */
+    struct shm_read_xform x;    /* conversion in, counts and time range out */
+    struct pack_state pk;
+    size_t got;                 /* raw record bytes read */
+    size_t packed;              /* packed bytes written behind PACK_PREFIX */
+    uint64_t new_tail;          /* the read cursor after what was read */
+};
+
+/* Reserve room for up to DRAIN_MAX bytes of s's records and read them into
+ * b: shm_ring_read copies a DRAIN_CHUNK at a time into the scratch and, in
+ * the same walk, validates, converts and counts the records; pack_records
+ * then packs them (still in cache) into the payload. 0 (b->got may be 0),
+ * 1 when the ring's framing is corrupt (the ring is now quarantined and the
+ * reservation dropped with everything in it), -EFAULT (region fault),
+ * -EIO (packing overflowed its bound: a bug) or the reservation's write
+ * error. Nothing here moves a cursor: on any error the records stay in the
+ * ring. */
+static int read_block(struct proc *p, struct storedir *st, uint32_t i,
+                      struct shm_ring_snapshot *s, uint64_t now, struct ring_block *b)
+{
+    const uint8_t *data = shm_ring_data(&p->region, &p->geo, i);
+    uint64_t lag = s->head - s->tail;
+    size_t want = s->head < s->tail || lag > DRAIN_MAX ? DRAIN_MAX : (size_t)lag;
+    b->bound = (PACK_BOUND(want) + 7) & ~(size_t)7;
+    b->dst = NULL;
+    int rc = seg_writer_data_reserve(p->writer, b->bound + DRAIN_CHUNK, &b->dst);
+    if (rc) {
+        storedir_write_failed(st, rc, "data block", p->pid, now);
+        return rc;      /* cursor untouched: the records stay in the ring */
     }
-    int drained = !r->pend && r->consumed_tail == s.head;
-    if (drained && (s.state == D9_RING_RELEASED || p->ended)) {
-        /* the thread (or the whole process, which may have died with the
-         * ring still OWNED) wrote its last record and everything is in a
-         * flushed segment: drops after the last record are now final */
-        uint64_t delta = s.lost > r->lost_seen ? s.lost - r->lost_seen : 0;
-        if (delta) {
-            /* drops after its last record: a record-less DATA block carries them */
-            int rc = drain_writer(p, st, now);
-            if (!rc)
-                rc = seg_writer_add_data(p->writer, s.tid, i, s.generation, delta, NULL, 0);
-            if (rc) {
-                storedir_write_failed(st, rc, "data block", p->pid, now);
-                return rc;
-            }
-            r->lost_seen = s.lost;
-            r->lost += delta;
-            p->lost += delta;
-        }
-    }
-    if (drained && s.state == D9_RING_RELEASED) {
-        int rc = end_thread(p, st, i, now);
-        if (rc)
-            return rc;
-        if (g_recycle(p, rh))
+    uint8_t *scratch = b->dst + b->bound;
+    b->x = (struct shm_read_xform){ .cal = &p->cal };
+    pack_init(&b->pk);
+    b->new_tail = s->tail;
+    b->got = b->packed = 0;
+    while (b->got < want) {
+        size_t chunk = want - b->got < DRAIN_CHUNK ? want - b->got : DRAIN_CHUNK;
+        long n = 0;
+        if (g_read(p, data, s, scratch, chunk, &b->new_tail, &b->x, &n))
             return -EFAULT;
-        r->tail_known = 0;      /* the next owner starts from the shm tail again */
+        if (n == -ENOBUFS && b->got > 0)
+            break;          /* the next record did not fit what is left: next pass */
+        if (n < 0) {
+            quarantine_ring(p, i, s);
+            return 1;       /* the reservation is dropped with everything in it */
+        }
+        long e = pack_records(&b->pk, scratch, (size_t)n, b->dst + PACK_PREFIX + b->packed,
+                              b->bound - PACK_PREFIX - b->packed);
+        if (e < 0) {        /* cannot happen within PACK_BOUND: a bug, not the ring */
+            col_log_limited(&p->rl, COL_LOG_ERROR, "pid %u: ring %u: packing overflowed "
+                            "its bound; records left in the ring", p->pid, i);
+            return -EIO;
+        }
+        b->packed += (size_t)e;
+        b->got += (size_t)n;
+        s->tail = b->new_tail;  /* the next chunk starts after what was read */
+        if (n == 0 || b->new_tail == s->head)
+            break;
     }
     return 0;
+}
+
+/* Make b a packed DATA block of the segment (CRC over the packed bytes),
+ * carrying the drops the ring counted since the last block, and count it.
+ * 0 or the write error (cursor untouched: the records stay in the ring). */
+static int commit_block(struct proc *p, struct storedir *st, uint32_t i,
+                        const struct shm_ring_snapshot *s, struct ring_block *b, uint64_t now,
+                        struct drain_result *res)
+{
+    struct proc_ring *r = &p->rings[i];
+    uint64_t delta = s->lost >= r->lost_seen ? s->lost - r->lost_seen : 0;
+    struct seg_data_stats stats = { .nrec = b->x.nrec, .t_min = b->x.t_min, .t_max = b->x.t_max };
+    memcpy(stats.counts, b->x.counts, sizeof stats.counts);
+    size_t plen = pack_finish(b->dst, b->packed, (uint32_t)b->got);
+    int rc = seg_writer_data_commit(p->writer, s->tid, i, s->generation, delta, plen, &stats,
+                                    seg_crc32c(0, b->dst, plen), SEG_BF_PACKED);
+    if (rc) {
+        storedir_write_failed(st, rc, "data block", p->pid, now);
+        return rc;
+    }
+    uint64_t nrec = stats.nrec;
+    r->lost_seen = s->lost;
+    r->lost += delta;
+    p->lost += delta;
+    p->records += nrec;
+    p->writer_records += nrec;
+    p->bytes_written += plen;
+    r->pend_records += nrec;
+    res->records += nrec;
+    res->bytes += plen;
+    if (!r->first_ns) {
+        r->first_ns = b->x.t_first;
+        res->fresh = 1;
+    }
+    r->last_ns = b->x.t_last;
+    r->thread_dirty = 1;
+    return 0;
+}
+
+/* Copy ring i's backlog into the segment: the metadata entries published
+ * before these records first (their meta_head store happened-before the
+ * records' head store, and pull_meta acquires meta_head after we acquired
+ * head), then one DATA block. The private cursor (read_tail) moves past what
+ * the block holds and the ring is marked pending: the shm tail is published
+ * by commit() once the writer flushed them (or by drain_seal). 0, 1 (ring
+ * quarantined), -EFAULT or a write error. */
+static int copy_records(struct proc *p, struct storedir *st, uint32_t i,
+                        struct shm_ring_snapshot *s, uint64_t now, struct drain_result *res)
+{
+    struct proc_ring *r = &p->rings[i];
+    int rc = pull_meta(p, st);
+    if (rc)
+        return rc;
+    if ((rc = drain_writer(p, st, now)) || (rc = write_pending_meta(p, st, now)))
+        return rc;
+    struct ring_block b;
+    if ((rc = read_block(p, st, i, s, now, &b)))
+        return rc;
+    if (b.got > 0 && (rc = commit_block(p, st, i, s, &b, now, res)))
+        return rc;
+    if (b.new_tail != r->read_tail) {
+        r->read_tail = b.new_tail;
+        r->pend = 1;
+    }
+    if (b.new_tail != s->head)
+        res->more = 1;
+    r->backlog_ns = b.new_tail == s->head ? 0 : now;
+    return 0;
+}
+
+/* The thread (or the whole process, which may have died with the ring still
+ * OWNED) wrote its last record and everything is in a flushed segment:
+ * drops counted after its last record are now final, and a record-less
+ * DATA block carries them. 0 or a write error. */
+static int write_final_drops(struct proc *p, struct storedir *st, uint32_t i,
+                             const struct shm_ring_snapshot *s, uint64_t now)
+{
+    struct proc_ring *r = &p->rings[i];
+    uint64_t delta = s->lost > r->lost_seen ? s->lost - r->lost_seen : 0;
+    if (!delta)
+        return 0;
+    int rc = drain_writer(p, st, now);
+    if (!rc)
+        rc = seg_writer_add_data(p->writer, s->tid, i, s->generation, delta, NULL, 0);
+    if (rc) {
+        storedir_write_failed(st, rc, "data block", p->pid, now);
+        return rc;
+    }
+    r->lost_seen = s->lost;
+    r->lost += delta;
+    p->lost += delta;
+    return 0;
+}
+
+/* A ring is drained when nothing read from it waits for a flush and its
+ * published tail is the head we saw. A drained RELEASED ring (or any ring
+ * of an ended process) gets its final drops; a drained RELEASED ring ends
+ * its thread and goes back to FREE (shm_slot_recycle), and its next owner
+ * is read from the shm tail again. 0, -EFAULT or a write error. */
+static int finish_drained(struct proc *p, struct storedir *st, uint32_t i,
+                          const struct shm_ring_snapshot *s, uint64_t now)
+{
+    struct proc_ring *r = &p->rings[i];
+    if (r->pend || r->consumed_tail != s->head)
+        return 0;
+    int rc;
+    if ((s->state == D9_RING_RELEASED || p->ended) && (rc = write_final_drops(p, st, i, s, now)))
+        return rc;
+    if (s->state != D9_RING_RELEASED)
+        return 0;
+    if ((rc = end_thread(p, st, i, now)))
+        return rc;
+    if (g_recycle(p, shm_ring_hdr(&p->region, &p->geo, i)))
+        return -EFAULT;
+    r->tail_known = 0;      /* the next owner starts from the shm tail again */
+    return 0;
+}
+
+/* One ring, one block at most: snapshot it (head acquired first, then the
+ * slot fields, under the guard), follow its owner, and copy its backlog
+ * unless that waits for a batch. 0, -EFAULT (region fault) or a write
+ * error. Records go into the writer and the private read_tail advances;
+ * the shm tail is published by commit() once the writer flushed them. */
+static int drain_ring(struct proc *p, struct storedir *st, uint32_t i, uint64_t now,
+                      int force, struct drain_result *res)
+{
+    struct proc_ring *r = &p->rings[i];
+    if (r->quarantined)
+        return 0;
+    struct shm_ring_snapshot s;
+    if (g_snapshot(p, shm_ring_hdr(&p->region, &p->geo, i), &s))
+        return -EFAULT;
+    r->state = s.state;
+    if (s.state != D9_RING_OWNED && s.state != D9_RING_RELEASED) {
+        r->lag_bytes = 0;
+        return 0;           /* FREE or CLAIMING: nothing of ours in it */
+    }
+    resume_cursor(p, st, i, &s);
+    int rc = track_generation(p, st, i, &s, now);
+    if (rc)
+        return rc;
+    measure_backlog(r, &s, now);
+    if (s.head != s.tail && !batch_pending(p, r, &s, now, force)) {
+        rc = copy_records(p, st, i, &s, now, res);
+        if (rc == 1)
+            return 0;       /* ring quarantined: nothing more of it this pass */
+        if (rc)
+            return rc;
+    }
+    return finish_drained(p, st, i, &s, now);
 }
 
 /* Publish pending tails without flushing (the writer was just sealed). */

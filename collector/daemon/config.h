@@ -15,8 +15,8 @@
  * defaults. Pure: no IO except reading the config file and the environment
  * variable named in config_defaults's caller.
  */
-#ifndef D9_COL_CONFIG_H
-#define D9_COL_CONFIG_H
+#ifndef D9_DAEMON_CONFIG_H
+#define D9_DAEMON_CONFIG_H
 
 #include <stdint.h>
 #include <stdio.h>
@@ -117,4 +117,4 @@ void config_usage(FILE *f, const char *prog);
 /* Write the config as "key = value" lines (loadable with --config). */
 void config_dump(FILE *f, const struct config *c);
 
-#endif /* D9_COL_CONFIG_H */
+#endif /* D9_DAEMON_CONFIG_H */

@@ -206,7 +206,7 @@ static void host_samples(struct col_ctx *x)
 /* The host sampler's events sample only while some traced process is live:
  * a per-CPU event interrupts every busy CPU whoever runs there, so with
  * nothing to profile an idle collector would cost each CPU of the host its
- * samples for nothing (about 0.2 % at 99 Hz on the development VM). Called
+ * samples for nothing. Called
  * after every pass; it makes no system call unless the answer changed. */
 static void host_follow(struct col_ctx *x)
 {

@@ -14,8 +14,8 @@
  * while it exists. Must never: follow symlinks, open a rejected file again,
  * or trust anything a hello message claims beyond a file name to look at.
  */
-#ifndef D9_COL_DISCOVER_H
-#define D9_COL_DISCOVER_H
+#ifndef D9_DAEMON_DISCOVER_H
+#define D9_DAEMON_DISCOVER_H
 
 #include <stdint.h>
 #include <sys/types.h>
@@ -71,4 +71,4 @@ int discover_owner(uint32_t pid, uint32_t *uid);
 /* Fill c->alive/expected_uid from /proc (exposed for the unit tests). */
 int discover_classify(struct discover_candidate *c);
 
-#endif /* D9_COL_DISCOVER_H */
+#endif /* D9_DAEMON_DISCOVER_H */

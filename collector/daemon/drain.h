@@ -63,10 +63,9 @@ int drain_read_calibration(const struct d9_region_hdr *h, struct shm_clock_cal *
  * bytes for rings of 1 MiB and more) or a backlog older than
  * DRAIN_BATCH_NS; always when its thread ended, its process ended or a
  * flush asks, and a thread's first records at once. Reading every ring at
- * every pass made one small block per ring per pass: a row each in the
- * index, thousands per segment, committed in one transaction at the seal
- * (9 ms for a 64 MiB segment: a 1 MiB ring overflows in 8 ms at 4 M
- * events/s). */
+ * every pass would make one small block per ring per pass: a row each in
+ * the index, thousands per segment, and a seal that commits them all at
+ * once stalls the loop for longer than a fast ring takes to fill. */
 #define DRAIN_BATCH    (64u * 1024u)
 #define DRAIN_BATCH_NS (100u * 1000000ull)
 /* The batch of a ring of size bytes: DRAIN_BATCH, at most half of what

@@ -43,8 +43,8 @@ uint32_t pace_next(struct pace *b, int had_work);
 #define PACE_BUSY_DIV 8u
 #define PACE_TARGET_DIV 4u
 /* A ring that fills a quarter in less than this is polled from min_us after
- * a busy pass (the old pacing): a sleep of the collector's CPU can stretch
- * to 4 ms on a VM (the vCPU halts), which must fit in three quarters. */
+ * a busy pass: a stall of the collector's CPU (a virtual CPU halted by its
+ * host) can last milliseconds, and must fit in the other three quarters. */
 #define PACE_STALL_US 2000u
 uint32_t pace_by_pressure(struct pace *b, uint64_t lag, uint64_t size, uint64_t dt_us,
                           int more);
@@ -54,14 +54,12 @@ uint32_t pace_by_pressure(struct pace *b, uint64_t lag, uint64_t size, uint64_t 
  * the timer at any interrupt in the sleep's second half (timer slack,
  * PR_SET_TIMERSLACK: the largest power of two up to ns / 2; a power of two
  * because the paced sleeps vary from pass to pass and each change of the
- * slack is a system call). On a busy CPU the scheduler tick (4 ms apart at
- * Debian's HZ=250) lands in the window of any sleep from ~8 ms up, so the
- * wake-up needs no timer interrupt of its own, which costs the interrupted
- * CPU ~20 us on a VM, as a profile sample does. Measured on the demo: 80
- * fewer local timer interrupts a second, ~20 % more wake-ups (they come
- * earlier), the collector's CPU the same. *request_ns = ns - slack,
- * *slack_ns = the slack; sleeps shorter than 2^17 ns (131 us) keep the
- * kernel's default slack and are requested whole, as before.
+ * slack is a system call). On a busy CPU the scheduler tick lands in the
+ * window of any sleep longer than two ticks, so the wake-up needs no timer
+ * interrupt of its own (an interrupt costs the CPU it lands on as much as a
+ * profile sample does; tests/bench/README.md has the numbers).
+ * *request_ns = ns - slack, *slack_ns = the slack; sleeps shorter than
+ * 2^17 ns (131 us) keep the kernel's default slack and are requested whole.
  */
 #define PACE_SLACK_MIN_NS 50000u     /* the kernel's default timer slack */
 void pace_sleep_window(uint64_t ns, uint64_t *request_ns, uint64_t *slack_ns);

@@ -1,5 +1,8 @@
 /*
- * proc.c — per-process state and lifecycle in d9collectd (see proc.h).
+ * proc.c — a traced process's lifecycle in d9collectd (see proc.h): maps
+ * and adopts its region, reads its header under the guard, tells whether
+ * it still runs, ends it (final drain and profile, exit block, seal, index,
+ * unlink) and reports its status.
  */
 #include <errno.h>
 #include <fcntl.h>

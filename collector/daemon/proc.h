@@ -1,9 +1,12 @@
 /*
- * proc.h — per-process state of d9collectd and its lifecycle: adoption of
- * a region, liveness checks, sealing, the end of a process, status.
+ * proc.h — a traced process in d9collectd: its private state and its
+ * lifecycle (adoption of a region, liveness checks, the end of a process,
+ * status).
  *
- * Called by d9collectd.c (adopt, liveness, flush, end, status) and drain.c
- * (which fills the ring and counter fields during a pass).
+ * Called by d9collectd.c (adopt, liveness, header refresh, end, status).
+ * struct proc is also the state drain.c (rings, cursors, the open segment)
+ * and prof.c (profiling) keep for the process; they use its fields, never
+ * the functions here. proc.c calls drain.c and prof.c, not the reverse.
  *
  * Lifecycle:  adopted (index row upserted) -> alive (drained every pass)
  *   -> ended (kill(pid,0) == ESRCH, /proc start time changed, or goodbye
@@ -14,11 +17,11 @@
  *   again; what was already written is sealed and the process ends as
  *   'quarantined' when it is gone.
  * Invariants: only fields of the private shm_geometry are used to address
- * shm; every shm access is guarded (see drain.h); the region is unlinked
- * only after its data is sealed and indexed.
+ * shm; every shm access is guarded (guard.h); the region is unlinked only
+ * after its data is sealed and indexed.
  */
-#ifndef D9_COL_PROC_H
-#define D9_COL_PROC_H
+#ifndef D9_DAEMON_PROC_H
+#define D9_DAEMON_PROC_H
 
 #include <stdint.h>
 #include "collector/store/log.h"
@@ -83,7 +86,7 @@ struct proc {
     uint64_t records, bytes_written, lost, lag_bytes;
     uint32_t quarantined_rings, rings_in_use, threads_untraced, sampler;
     struct col_ratelimit rl;
-    struct prof *prof;     /* profiler (profile.h): perf sampling + maps, NULL = none */
+    struct prof *prof;          /* profiler (prof.h): perf sampling + maps, NULL = none */
 };
 
 /* Map and adopt the region file path (basename file) of (uid, pid, start)
@@ -116,4 +119,4 @@ void proc_free(struct proc *p);
 int proc_status(const struct proc *p, D9__ProcessStatus *ps);
 void proc_status_free(D9__ProcessStatus *ps);
 
-#endif /* D9_COL_PROC_H */
+#endif /* D9_DAEMON_PROC_H */

@@ -1,8 +1,8 @@
 /*
- * profile.c — per-process profiling in d9collectd (see profile.h): opens
- * perf sampling for an adopted process, settles the sampler handshake in
- * the region header, and writes perf samples and memory-map snapshots into
- * the process's segment as pseudo-ring DATA blocks.
+ * prof.c — per-process profiling in d9collectd (see prof.h): opens perf
+ * sampling for an adopted process, settles the sampler handshake in the
+ * region header, and writes perf samples and memory-map snapshots into the
+ * process's segment as pseudo-ring DATA blocks.
  *
  * Invariants: a segment gets the "d9.map" schema entry and a full maps
  * snapshot before its first block of samples from this module (tracked by

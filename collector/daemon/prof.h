@@ -1,11 +1,10 @@
 /*
- * profile.h — d9collectd's per-process profiling: glue between the daemon's
- * process lifecycle (proc.c) and perf.c (sampling) / symbols.c (memory map
- * snapshots). One struct prof per adopted process, hung off
- * proc.prof.
+ * prof.h — d9collectd's per-process profiling: glue between a traced
+ * process (struct proc) and perf.c (sampling) / symbols.c (memory map
+ * snapshots). One struct prof per adopted process, hung off proc.prof.
  *
- * What it writes into the process's open segment, as DATA blocks of pseudo
- * rings (generation 0, block tid = pid):
+ * What it writes into the process's open segment (drain_writer), as DATA
+ * blocks of pseudo rings (generation 0, block tid = pid):
  *   PERF_SEG_RING  CPU_SAMPLE and SCHED_SWITCH records from perf (ts already
  *                  CLOCK_MONOTONIC ns): the perf rings are read on every
  *                  drain pass, blocks written every PROF_FLUSH_NS (or
@@ -26,13 +25,14 @@
  * header says ("none" until the agent switches to "itimer").
  *
  * On-CPU samples come from the process's per-thread events, or, when the
- * daemon samples per CPU (cfg.host_cpu), from prof_add_cpu_sample,
- * which the daemon calls before each drain pass and before p's final pass.
+ * daemon samples per CPU (cfg.host_cpu), from prof_add_cpu_sample, which
+ * the daemon calls before each drain pass and before p's final pass.
  *
- * Called on the collector's drain thread only: prof_attach after
- * proc_adopt, prof_pass from every drain pass (throttled inside)
- * and with final = 1 from proc_finish before the exit block,
- * prof_free from proc_free.
+ * Called on the collector's drain thread only: prof_attach by d9collectd.c
+ * after proc_adopt, prof_pass from every drain pass (throttled inside) and
+ * with final = 1 from proc_finish before the exit block, prof_free from
+ * proc_free. Calls perf.c, symbols.c, drain.c (drain_writer) and guard.c,
+ * never proc.c.
  * Never: fail an adoption or a drain because profiling failed; touch shm
  * outside the guard.
  */

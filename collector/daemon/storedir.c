@@ -1,6 +1,6 @@
 /*
- * storedir.c — store directory, index, recovery, sealing and retention for
- * d9collectd (see storedir.h).
+ * storedir.c — the daemon's store directory: index, recovery, sealing,
+ * rotation and retention (see storedir.h).
  */
 #include <dirent.h>
 #include <errno.h>

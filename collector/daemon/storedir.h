@@ -1,9 +1,12 @@
 /*
- * storedir.h — the collector's store directory: opening it and its SQLite
- * index, start-up recovery, sealing + indexing segments, and retention.
+ * storedir.h — the daemon's side of its store directory: opening it and its
+ * SQLite index, start-up recovery, opening, sealing + indexing segments,
+ * the rotation rule, retention, and write-error back-off. (The formats
+ * themselves, segment files and index.sqlite, are collector/store/'s.)
  *
- * Called by d9collectd.c (open/recover/close), proc.c and drain.c (writer
- * open, seal, write-error accounting), on the drain thread only.
+ * Called by d9collectd.c (open/recover/close, rotation), drain.c (writer
+ * open, seal, write-error accounting), prof.c and proc.c (write-error
+ * accounting), on the drain thread only. Calls collector/store/ only.
  *
  * Invariants:
  *   - A segment is sealed (seg_writer_seal: fsync + rename + dir fsync) and
@@ -65,9 +68,8 @@ int storedir_writer_open(struct storedir *s, const struct seg_proc_info *pi,
 
 /* Index the blocks w has appended since the last call once there are at
  * least min_rows of them (0: any), so the seal commits only the last few:
- * a seal that inserted every block row of a 64 MiB segment at once stalled
- * the drain loop for 6-7 ms, while a 1 MiB ring fills in 4 ms at 8 M
- * events/s. A failure is logged (rate-limited) and the rows wait for the
+ * a seal that inserts every block row of a large segment at once stalls the
+ * drain loop for longer than a fast ring takes to fill. A failure is logged (rate-limited) and the rows wait for the
  * seal. 0 or -errno. */
 #define STOREDIR_INDEX_BATCH 64u
 int storedir_index_blocks(struct storedir *s, struct seg_writer *w, uint32_t min_rows);
@@ -90,7 +92,8 @@ void storedir_write_ok(struct storedir *s);
 /* 1 if writes may be attempted at now_ns. */
 int storedir_writable(const struct storedir *s, uint64_t now_ns);
 
-/* Segment rotation: 1 when a segment of bytes opened at opened_ns must be sealed at now_ns. */
+/* Rotation: 1 when a segment of bytes opened at opened_ns must be sealed at
+ * now_ns (max_bytes or max_age_ns reached; 0 = no limit of that kind). */
 int storedir_rotate_due(uint64_t bytes, uint64_t opened_ns, uint64_t now_ns,
                         uint64_t max_bytes, uint64_t max_age_ns);
 

@@ -3,18 +3,24 @@
  * the single-threaded loop that ties the modules together.
  *
  *   loop:  control requests (hello / goodbye / flush / status)
- *          every --scan-ms: scan --shm-dir, check traced processes for exit
- *          drain every ring of every process (drain.c)
- *          rotate segments by size/age (store.c), index their blocks a batch at
- *          a time while they are written, finish ended processes (proc.c)
- *          sleep: paced by pressure (pace_by_pressure): 0 while a ring is
- *          1/8 full or data was left behind, else exponential backoff up to
- *          --poll-max-us capped so the fullest ring stays under a quarter full at
- *          the rate just seen; woken early by the control socket or a signal
+ *          every --scan-ms: scan --shm-dir (discover.c), check traced
+ *          processes for exit (proc.c)
+ *          drain every ring of every process (drain.c), profile it (prof.c)
+ *          rotate segments by size/age (storedir.c), index their blocks a
+ *          batch at a time while they are written, finish ended processes
+ *          (proc.c)
+ *          sleep: paced by pressure (pace.c): 0 while a ring is 1/8 full or
+ *          data was left behind, else exponential backoff up to
+ *          --poll-max-us capped so the fullest ring stays under a quarter
+ *          full at the rate just seen; woken early by the control socket or
+ *          a signal
+ *
+ * Calls every daemon module; none calls back into this file except through
+ * the discover and perf_host callbacks it hands them.
  *
  * Signals arrive through a signalfd (no async handlers besides the SIGBUS
- * guard in drain.c). SIGTERM/SIGINT: drain everything, seal and index
- * every open segment, exit 0.
+ * guard, guard.c). SIGTERM/SIGINT: drain everything, seal and index every
+ * open segment, exit 0.
  *
  * The store lock (col_store_lock, <store>/.lock) is held for the whole run,
  * from before start-up recovery to exit: a second collector on the same
@@ -673,35 +679,19 @@ static void run(struct col_ctx *x)
     }
 }
 
-int main(int argc, char **argv)
+/* Everything before the loop, in this order: the SIGBUS guard, the shm
+ * directory, the store, its lock (before recovery: another collector's temp
+ * files are live, not debris), recovery, the control endpoint, signals, the
+ * pidfile, the host clock calibration, discovery and the perf keeper. Each
+ * failure is one error line. 0 or EXIT_RUNTIME. */
+static int start_up(struct col_ctx *x)
 {
-    static struct col_ctx ctx;      /* the daemon's one context (large: keep off the stack) */
-    struct col_ctx *x = &ctx;
     char err[1024] = "";
-    int rc = config_parse_args(&x->cfg, argc, argv, geteuid(), getenv("XDG_RUNTIME_DIR"),
-                               err, sizeof err);
-    if (rc == CONFIG_HELP) {
-        config_usage(stdout, PROG);
-        return 0;
-    }
-    if (rc == CONFIG_VERSION) {
-        printf("%s %s (shm ABI %u, segment format %u, index schema %d)\n", PROG, D9_VERSION,
-               D9_ABI_VERSION, SEG_VERSION, IDX_SCHEMA_VERSION);
-        return 0;
-    }
-    if (rc < 0) {
-        fprintf(stderr, "%s: %s\n", PROG, err);
-        return EXIT_USAGE;
-    }
-    if (rc == CONFIG_PRINT) {
-        config_dump(stdout, &x->cfg);
-        return 0;
-    }
+    int rc;
     col_log_init(PROG, x->cfg.log_level);
     x->start_ns = shm_mono_ns();
     x->sigfd = -1;
     x->perf_keeper = -1;
-
     if ((rc = guard_install())) {
         col_err("cannot install the SIGBUS handler: %s", strerror(-rc));
         return EXIT_RUNTIME;
@@ -754,6 +744,53 @@ int main(int argc, char **argv)
     discover_init(&x->disc, x->cfg.shm_dir);
     if (x->cfg.perf_freq || x->cfg.switch_period)
         x->perf_keeper = perf_callchain_keeper();   /* < 0: perf not permitted, nothing to keep */
+    return 0;
+}
+
+/* After the loop (or a failed host_open): release what start_up took; the
+ * store lock last, once the store is closed and consistent. */
+static void tear_down(struct col_ctx *x)
+{
+    discover_free(&x->disc);
+    col_ctl_close(&x->ctl);
+    if (x->ctl.ipc_path[0])
+        unlink(x->ctl.ipc_path);
+    storedir_close(&x->store);
+    close(x->store_lock);       /* last: the store is closed and consistent */
+    if (x->cfg.pidfile[0])
+        unlink(x->cfg.pidfile);
+    close(x->sigfd);
+    if (x->perf_keeper >= 0)
+        close(x->perf_keeper);
+    perf_host_close(x->perf_host);
+}
+
+int main(int argc, char **argv)
+{
+    static struct col_ctx ctx;      /* the daemon's one context (large: keep off the stack) */
+    struct col_ctx *x = &ctx;
+    char err[1024] = "";
+    int rc = config_parse_args(&x->cfg, argc, argv, geteuid(), getenv("XDG_RUNTIME_DIR"),
+                               err, sizeof err);
+    if (rc == CONFIG_HELP) {
+        config_usage(stdout, PROG);
+        return 0;
+    }
+    if (rc == CONFIG_VERSION) {
+        printf("%s %s (shm ABI %u, segment format %u, index schema %d)\n", PROG, D9_VERSION,
+               D9_ABI_VERSION, SEG_VERSION, IDX_SCHEMA_VERSION);
+        return 0;
+    }
+    if (rc < 0) {
+        fprintf(stderr, "%s: %s\n", PROG, err);
+        return EXIT_USAGE;
+    }
+    if (rc == CONFIG_PRINT) {
+        config_dump(stdout, &x->cfg);
+        return 0;
+    }
+    if (start_up(x))
+        return EXIT_RUNTIME;
     /* after the store and the endpoint: their errors stay the one line */
     int exit_code = 0;
     if (x->cfg.perf_freq && x->cfg.perf_scope != CONFIG_PERF_SCOPE_THREAD)
@@ -767,17 +804,6 @@ int main(int argc, char **argv)
                  x->done_records, x->store.segments_sealed,
                  failed ? " (some segments could not be written)" : "");
     }
-    discover_free(&x->disc);
-    col_ctl_close(&x->ctl);
-    if (x->ctl.ipc_path[0])
-        unlink(x->ctl.ipc_path);
-    storedir_close(&x->store);
-    close(x->store_lock);       /* last: the store is closed and consistent */
-    if (x->cfg.pidfile[0])
-        unlink(x->cfg.pidfile);
-    close(x->sigfd);
-    if (x->perf_keeper >= 0)
-        close(x->perf_keeper);
-    perf_host_close(x->perf_host);
+    tear_down(x);
     return exit_code;
 }

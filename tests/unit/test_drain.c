@@ -1,9 +1,9 @@
 /*
- * test_drain.c — the collector's drain step (collector/daemon/drain.c, proc.c,
- * store.c) as a specification, against real regions in a temp dir and a
- * real store: what reaches the segment, when ring tails move, what is
- * quarantined, plus the pure pieces (adaptive sleep, rotation, timestamp
- * conversion, calibration reads).
+ * test_drain.c — the collector's drain step (collector/daemon/drain.c, with
+ * proc.c, storedir.c and guard.c) as a specification, against real regions
+ * in a temp dir and a real store: what reaches the segment, when ring tails
+ * move, what is quarantined, plus the pure pieces (adaptive sleep in pace.c,
+ * rotation, timestamp conversion, calibration reads).
  */
 #include <dirent.h>
 #include <errno.h>

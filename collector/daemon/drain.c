@@ -641,6 +641,14 @@ static int drain_ring(struct proc *p, struct storedir *st, uint32_t i, uint64_t 
     return finish_drained(p, st, i, &s, now);
 }
 
+/* ---- tails: published only once the segment holds their records ------------------------
+ *
+ * A ring read this pass is pending (pend, pend_records) until its records
+ * are in the segment file: commit() after a successful write(2) of the
+ * writer's buffer, drain_seal() after a successful seal. Only then does
+ * shm_ring_consume (a release store of the tail) give the space back to
+ * the producer; a failed seal rewinds read_tail instead. */
+
 /* Publish pending tails without flushing (the writer was just sealed). */
 static void publish(struct proc *p)
 {
@@ -727,6 +735,8 @@ int drain_seal(struct proc *p, struct storedir *st)
     index_threads(p, st);
     return rc;
 }
+
+/* ---- a pass over a process ------------------------------------------------------------- */
 
 int drain_proc(struct proc *p, struct storedir *st, uint64_t now_ns, int force,
                struct drain_result *res)

@@ -3,8 +3,8 @@
  *
  * Pure: ag_env_parse() reads variables only through the lookup callback it
  * is given and touches no process state, so unit tests drive it with a
- * table. d9_init() (agent/d9.c) passes getenv and prints the one error line
- * this module formats. Defaults live here, in ag_config_defaults(), and
+ * table. d9_init() (agent/api.c) passes getenv and prints the one error line
+ * this module formats. Defaults live here, in ag_env_defaults(), and
  * nowhere else.
  *
  * d9_init_with() merges a program's d9_config in front of the environment
@@ -23,8 +23,6 @@
 #include <stdint.h>
 #include "agent/d9.h"
 #include "shm/d9_abi.h"
-
-#pragma GCC visibility push(hidden)
 
 #define AG_ENDPOINT_MAX   256u      /* DIAL9_COLLECTOR, bytes including NUL */
 #define AG_SHM_DIR_MAX    160u      /* DIAL9_SHM_DIR: leaves room for the region name */
@@ -63,8 +61,8 @@ typedef const char *(*ag_getenv_fn)(const char *name, void *ctx);
  * as d9collectd's (root: /run/dial9, others: $XDG_RUNTIME_DIR/dial9, or
  * /tmp/dial9-<uid> when xdg_runtime_dir is unset or not absolute);
  * comm is the default runtime name (NULL or empty: "main"). */
-void ag_config_defaults(struct ag_config *c, uint32_t uid, const char *xdg_runtime_dir,
-                        const char *comm);
+void ag_env_defaults(struct ag_config *c, uint32_t uid, const char *xdg_runtime_dir,
+                     const char *comm);
 
 /* Parse every DIAL9_* variable over the defaults already in c.
  * Returns 0 (c->enabled says whether tracing is on) or -EINVAL, in which case
@@ -85,12 +83,10 @@ const char *ag_config_value(const d9_config *pc, const char *var, char *buf, siz
                             const char **field);
 
 /* Parse a boolean as DIAL9_ENABLED accepts it: 1 / 0 on success, -EINVAL. */
-int ag_parse_bool(const char *s);
+int ag_env_parse_bool(const char *s);
 
 /* Parse a decimal unsigned integer in [lo, hi]: 0, -EINVAL (not a number)
  * or -ERANGE (a number outside the range). */
-int ag_parse_u32(const char *s, uint32_t lo, uint32_t hi, uint32_t *out);
-
-#pragma GCC visibility pop
+int ag_env_parse_u32(const char *s, uint32_t lo, uint32_t hi, uint32_t *out);
 
 #endif /* D9_AGENT_ENV_H */

@@ -39,8 +39,8 @@
  * Never: block, follow pointers read from the ring, or let a traced process
  * influence how much we read (bounded by the ring size we mapped).
  */
-#ifndef D9_COL_PERF_H
-#define D9_COL_PERF_H
+#ifndef D9_DAEMON_PERF_H
+#define D9_DAEMON_PERF_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -234,4 +234,4 @@ int perf_parse_sample_id(const uint8_t *rec, size_t len, struct perf_sample_id *
 uint16_t perf_callchain_to_frames(const uint8_t *ips, uint64_t nr, uint64_t *out, uint16_t max,
                                   uint16_t *flags);
 
-#endif /* D9_COL_PERF_H */
+#endif /* D9_DAEMON_PERF_H */

@@ -41,7 +41,7 @@ check "the first collector still answers" "$TBIN/tool_ctl" "$EP" status
 check "flushing a pid that is not traced is an error" sh -c "! '$TBIN/tool_ctl' '$EP' flush 999999999"
 check "pidfile holds the collector pid" sh -c "[ \"\$(cat '$T/col.pid')\" = '$COLPID' ]"
 # its sleeps let the kernel fire the wake-up at an interrupt in their second
-# half (col_sleep_window): idle, that is a slack far above the 50 us default
+# half (pace_sleep_window): idle, that is a slack far above the 50 us default
 slack_set() { [ "$(cat /proc/$COLPID/timerslack_ns 2>/dev/null || echo 0)" -gt 1000000 ]; }
 if [ -r /proc/self/timerslack_ns ]; then
     check "the idle collector sleeps with a wide timer slack" wait_for 10 slack_set

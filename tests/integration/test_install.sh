@@ -112,7 +112,7 @@ check "d9collectd(8) renders without warnings and holds d9collectd --help" \
 check "libd9agent(3) renders without warnings and holds its source" \
     python3 tests/integration/check_man.py "$D/usr/share/man/man3/libd9agent.3" deploy/libd9agent.3.txt
 api_documented() {
-    for fn in $(sed -n 's/^[A-Za-z0-9_ ]*[ *]\(d9_[a-z_]*\)(.*/\1/p' agent/d9.h | sort -u); do
+    for fn in $(sed -n 's/^D9_API [^(]*[ *]\(d9_[a-z_]*\)(.*/\1/p' agent/d9.h | sort -u); do
         grep -q "$fn" deploy/libd9agent.3.txt || { echo "libd9agent(3) lacks $fn"; return 1; }
     done
     for v in $(grep -oh 'DIAL9_[A-Z][A-Z_]*' agent/*.c | sort -u); do

@@ -146,7 +146,8 @@ static const char *env_get(const char *name, void *ctx)
     g_src.field = NULL;
     if (g_src.pc) {
         const char *field;
-        const char *v = ag_config_value(g_src.pc, name, g_src.num, sizeof g_src.num, &field);
+        const char *v = ag_env_config_value(g_src.pc, name, g_src.num, sizeof g_src.num,
+                                            &field);
         if (v) {
             g_src.field = field;
             return v;

@@ -258,7 +258,7 @@ static const struct cfg_field {
     { "DIAL9_SAMPLER_WAIT_MS", "sampler_wait_ms", CFG_LONG, offsetof(d9_config, sampler_wait_ms) },
 };
 
-const char *ag_config_value(const d9_config *pc, const char *var, char *buf, size_t cap,
+const char *ag_env_config_value(const d9_config *pc, const char *var, char *buf, size_t cap,
                             const char **field)
 {
     for (size_t i = 0; i < sizeof cfg_fields / sizeof cfg_fields[0]; i++) {

@@ -8,7 +8,7 @@
  * nowhere else.
  *
  * d9_init_with() merges a program's d9_config in front of the environment
- * through the same lookup: ag_config_value() turns a set field into the
+ * through the same lookup: ag_env_config_value() turns a set field into the
  * variable's text, so one parser checks both.
  *
  * Rules (documented for users in agent/d9.h):
@@ -79,7 +79,7 @@ int ag_env_parse(struct ag_config *c, ag_getenv_fn get, void *ctx, char *err, si
  * ag_env_parse in place of the environment's checks a d9_config with the
  * very same rules as the variables.
  */
-const char *ag_config_value(const d9_config *pc, const char *var, char *buf, size_t cap,
+const char *ag_env_config_value(const d9_config *pc, const char *var, char *buf, size_t cap,
                             const char **field);
 
 /* Parse a boolean as DIAL9_ENABLED accepts it: 1 / 0 on success, -EINVAL. */

@@ -1,7 +1,7 @@
 /*
  * test_agent_config.c — d9_init_with(): a program's own d9_config merged
  * with the DIAL9_* environment (agent/d9.h), and its pure half,
- * ag_config_value() (agent/env.c).
+ * ag_env_config_value() (agent/env.c).
  *
  * The agent is a process singleton configured once, so each d9_init_with
  * case runs in a forked child with its own environment (regions in a temp
@@ -115,7 +115,7 @@ static int count_regions(const char *dir)
     return n;
 }
 
-/* ---- ag_config_value: the pure mapping ---------------------------------------- */
+/* ---- ag_env_config_value: the pure mapping ---------------------------------------- */
 
 static void test_an_unset_config_gives_no_value_for_any_variable(void **s)
 {
@@ -128,10 +128,10 @@ static void test_an_unset_config_gives_no_value_for_any_variable(void **s)
                            "DIAL9_CLOCK", "DIAL9_SCHED_SAMPLE_US", "DIAL9_SAMPLER",
                            "DIAL9_SAMPLER_HZ", "DIAL9_SAMPLER_WAIT_MS" };
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
-        assert_null(ag_config_value(&c, vars[i], buf, sizeof buf, &field));
+        assert_null(ag_env_config_value(&c, vars[i], buf, sizeof buf, &field));
         assert_non_null(field);             /* a known setting still has its field name */
     }
-    assert_null(ag_config_value(&c, "XDG_RUNTIME_DIR", buf, sizeof buf, &field));
+    assert_null(ag_env_config_value(&c, "XDG_RUNTIME_DIR", buf, sizeof buf, &field));
     assert_null(field);
 }
 
@@ -145,20 +145,20 @@ static void test_set_fields_read_as_their_variables_text(void **s)
     c.collector = "none";
     char buf[32];
     const char *field;
-    assert_string_equal(ag_config_value(&c, "DIAL9_ENABLED", buf, sizeof buf, &field), "1");
+    assert_string_equal(ag_env_config_value(&c, "DIAL9_ENABLED", buf, sizeof buf, &field), "1");
     assert_string_equal(field, "enabled");
-    assert_string_equal(ag_config_value(&c, "DIAL9_RING_KB", buf, sizeof buf, &field), "4096");
+    assert_string_equal(ag_env_config_value(&c, "DIAL9_RING_KB", buf, sizeof buf, &field), "4096");
     assert_string_equal(field, "ring_kb");
-    assert_string_equal(ag_config_value(&c, "DIAL9_SCHED_SAMPLE_US", buf, sizeof buf, NULL),
+    assert_string_equal(ag_env_config_value(&c, "DIAL9_SCHED_SAMPLE_US", buf, sizeof buf, NULL),
                         "0");
-    assert_string_equal(ag_config_value(&c, "DIAL9_COLLECTOR", buf, sizeof buf, &field), "none");
+    assert_string_equal(ag_env_config_value(&c, "DIAL9_COLLECTOR", buf, sizeof buf, &field), "none");
     assert_string_equal(field, "collector");
 }
 
 static const char *cfg_get(const char *name, void *ctx)
 {
     static char buf[32];
-    return ag_config_value(ctx, name, buf, sizeof buf, NULL);
+    return ag_env_config_value(ctx, name, buf, sizeof buf, NULL);
 }
 
 static void test_config_values_are_checked_by_the_variables_rules(void **s)
@@ -168,22 +168,22 @@ static void test_config_values_are_checked_by_the_variables_rules(void **s)
     char err[AG_ERR_MAX];
     d9_config pc = D9_CONFIG_INIT;
     pc.max_threads = 5000;                  /* above D9_RINGS_MAX */
-    ag_config_defaults(&c, 1000, "/run/user/1000", "p");
+    ag_env_defaults(&c, 1000, "/run/user/1000", "p");
     assert_int_equal(ag_env_parse(&c, cfg_get, &pc, err, sizeof err), -EINVAL);
     assert_string_equal(err, "d9: DIAL9_MAX_THREADS=5000 is out of range for a number of "
                         "threads (1..4096); tracing disabled");
     pc = (d9_config)D9_CONFIG_INIT;
     pc.ring_kb = -7;                        /* negative: not D9_UNSET, not a size */
-    ag_config_defaults(&c, 1000, "/run/user/1000", "p");
+    ag_env_defaults(&c, 1000, "/run/user/1000", "p");
     assert_int_equal(ag_env_parse(&c, cfg_get, &pc, err, sizeof err), -EINVAL);
     pc = (d9_config)D9_CONFIG_INIT;
     pc.enabled = 2;                         /* a boolean is 1 or 0 */
-    ag_config_defaults(&c, 1000, "/run/user/1000", "p");
+    ag_env_defaults(&c, 1000, "/run/user/1000", "p");
     assert_int_equal(ag_env_parse(&c, cfg_get, &pc, err, sizeof err), -EINVAL);
     pc = (d9_config)D9_CONFIG_INIT;
     pc.ring_kb = 3000;
     pc.runtime_name = "svc";
-    ag_config_defaults(&c, 1000, "/run/user/1000", "p");
+    ag_env_defaults(&c, 1000, "/run/user/1000", "p");
     assert_int_equal(ag_env_parse(&c, cfg_get, &pc, err, sizeof err), 0);
     assert_int_equal(c.ring_data_size, 4096u * 1024u);     /* rounded up as DIAL9_RING_KB */
     assert_string_equal(c.runtime_name, "svc");

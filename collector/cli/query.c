@@ -28,7 +28,7 @@
 #include <unistd.h>
 #include "collector/store/index.h"
 #include "collector/cli/query.h"
-#include "collector/store/segment.h"
+#include "collector/store/seg_reader.h"
 #include "shm/record.h"
 
 struct cli_store {
@@ -434,14 +434,14 @@ struct scan {
     sqlite3_stmt *thread_q;
 };
 
-static const char *meta_rt(const void *ctx, uint32_t id) { return seg_meta_runtime(ctx, id); }
+static const char *meta_rt(const void *ctx, uint32_t id) { return seg_reader_runtime(ctx, id); }
 static const struct shm_meta_entry *meta_loc(const void *ctx, uint32_t id)
 {
-    return seg_meta_location(ctx, id);
+    return seg_reader_location(ctx, id);
 }
 static const struct shm_meta_entry *meta_schema(const void *ctx, uint32_t id)
 {
-    return seg_meta_schema(ctx, id);
+    return seg_reader_schema(ctx, id);
 }
 
 static void rd_free(struct rd_entry *e)
@@ -851,7 +851,7 @@ const char *cli_names_location(struct cli_names *n, int64_t process_id, uint32_t
                                size_t cap)
 {
     struct seg_reader *r = loc ? names_reader(n, process_id) : NULL;
-    const struct shm_meta_entry *e = r ? seg_meta_location(r, loc) : NULL;
+    const struct shm_meta_entry *e = r ? seg_reader_location(r, loc) : NULL;
     if (!loc)
         snprintf(buf, cap, "?");
     else if (!e || !e->name)
@@ -867,7 +867,7 @@ const char *cli_names_runtime(struct cli_names *n, int64_t process_id, uint16_t 
                               size_t cap)
 {
     struct seg_reader *r = names_reader(n, process_id);
-    const char *name = r ? seg_meta_runtime(r, rt) : NULL;
+    const char *name = r ? seg_reader_runtime(r, rt) : NULL;
     if (name)
         snprintf(buf, cap, "%s", name);
     else

@@ -36,7 +36,7 @@
 #include "collector/store/log.h"
 #include "collector/store/pack.h"
 #include "collector/daemon/proc.h"
-#include "collector/store/segment.h"
+#include "collector/store/seg_writer.h"
 #include "collector/daemon/store.h"
 #include "shm/meta.h"
 #include "shm/record.h"

@@ -19,7 +19,7 @@
 #include "collector/store/log.h"
 #include "collector/daemon/proc.h"
 #include "collector/daemon/prof.h"
-#include "collector/store/segment.h"
+#include "collector/store/seg_writer.h"
 #include "collector/daemon/store.h"
 #include "collector/store/symbols.h"
 

@@ -15,6 +15,8 @@
 #include <unistd.h>
 #include "collector/store/index.h"
 #include "collector/daemon/store.h"
+#include "collector/store/seg_reader.h"
+#include "collector/store/seg_salvage.h"
 #include "shm/clock.h"
 
 static int mkdir_p(const char *path, mode_t mode)
@@ -223,7 +225,7 @@ int col_store_recover(struct col_store *s)
             col_info("salvaged %s: %" PRIu64 " records from a crashed collector", sum.path,
                      sum.nrecords);
         s->segments_salvaged++;
-        seg_summary_release(&sum);
+        seg_salvage_release(&sum);
     }
     /* pass 2: sealed files without an index row */
     rewinddir(d);
@@ -238,7 +240,7 @@ int col_store_recover(struct col_store *s)
             continue;
         struct seg_summary sum;
         memset(&sum, 0, sizeof sum);
-        int rc = seg_summarize(path, &sum);
+        int rc = seg_salvage_summarize(path, &sum);
         if (rc) {
             col_warn("segment %s has no index row and cannot be read (%s); left for d9 fsck",
                      path, strerror(-rc));
@@ -249,7 +251,7 @@ int col_store_recover(struct col_store *s)
             col_warn("cannot re-index %s: %s", path, strerror(-rc));
         else
             s->segments_reindexed++;
-        seg_summary_release(&sum);
+        seg_salvage_release(&sum);
     }
     closedir(d);
     uint64_t next = 0;

@@ -22,7 +22,7 @@
 #include <stdint.h>
 #include "collector/daemon/config.h"
 #include "collector/store/log.h"
-#include "collector/store/segment.h"
+#include "collector/store/seg_writer.h"
 
 struct idx;
 

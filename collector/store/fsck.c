@@ -31,7 +31,8 @@
 #include <unistd.h>
 #include "collector/store/fsck.h"
 #include "collector/store/index.h"
-#include "collector/store/segment.h"
+#include "collector/store/seg_reader.h"
+#include "collector/store/seg_salvage.h"
 #include "shm/meta.h"
 
 struct fsck {
@@ -310,11 +311,11 @@ int col_fsck_index_file(struct idx *x, const char *store_dir, const char *path)
     if (!x || !store_dir || !path)
         return -EINVAL;
     struct seg_summary sum;
-    int e = seg_summarize(path, &sum);
+    int e = seg_salvage_summarize(path, &sum);
     if (e < 0)
         return e;
     e = index_summary(x, store_dir, path, &sum);
-    seg_summary_release(&sum);
+    seg_salvage_release(&sum);
     return e;
 }
 
@@ -499,7 +500,7 @@ static void check_temp(struct fsck *f, const char *name, const char *path)
     } else {
         f->rep->reindexed++;
     }
-    seg_summary_release(&sum);
+    seg_salvage_release(&sum);
 }
 
 static int check_files(struct fsck *f)

@@ -47,7 +47,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "collector/store/segment.h"
+#include "collector/store/seg_writer.h"
 
 #define IDX_SCHEMA_VERSION 1
 #define IDX_FILE_NAME      "index.sqlite"

@@ -29,7 +29,7 @@
 #include <unistd.h>
 #include "collector/store/fsck.h"
 #include "collector/store/index.h"
-#include "collector/store/segment.h"
+#include "collector/store/seg_writer.h"
 
 #define FZ_HDR        10u
 #define FZ_MAX_RECS   512u

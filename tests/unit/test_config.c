@@ -14,6 +14,7 @@
 #include <cmocka.h>
 #include "collector/daemon/config.h"
 #include "collector/store/log.h"
+#include "shm/paths.h"
 
 #define USER_UID 1000
 

@@ -25,7 +25,8 @@
 #include "collector/store/index.h"
 #include "collector/store/log.h"
 #include "collector/daemon/proc.h"
-#include "collector/store/segment.h"
+#include "collector/store/seg_writer.h"
+#include "collector/store/seg_reader.h"
 #include "collector/daemon/store.h"
 #include "shm/meta.h"
 #include "shm/region.h"
@@ -154,7 +155,7 @@ static struct totals read_store(struct fx *fx)
                     t.first_ts = b.h.t_first;
             }
         }
-        t.schema_found |= seg_meta_schema(r, 1) != NULL;
+        t.schema_found |= seg_reader_schema(r, 1) != NULL;
         seg_reader_close(r);
     }
     pclose(ls);

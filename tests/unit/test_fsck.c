@@ -21,7 +21,7 @@
 #include <cmocka.h>
 #include "collector/store/fsck.h"
 #include "collector/store/index.h"
-#include "collector/store/segment.h"
+#include "collector/store/seg_writer.h"
 #include "shm/meta.h"
 
 struct fx {

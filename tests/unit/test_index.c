@@ -19,7 +19,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include "collector/store/index.h"
-#include "collector/store/segment.h"
+#include "collector/store/seg_writer.h"
 
 struct fx {
     char dir[128];

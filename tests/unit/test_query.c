@@ -18,7 +18,8 @@
 #include "collector/cli/cli.h"
 #include "collector/store/index.h"
 #include "collector/cli/query.h"
-#include "collector/store/segment.h"
+#include "collector/store/seg_writer.h"
+#include "collector/store/seg_reader.h"
 #include "shm/meta.h"
 #include "shm/record.h"
 

@@ -21,7 +21,9 @@
 #include <cmocka.h>
 #include "collector/store/crc32c.h"
 #include "collector/store/pack.h"
-#include "collector/store/segment.h"
+#include "collector/store/seg_writer.h"
+#include "collector/store/seg_reader.h"
+#include "collector/store/seg_salvage.h"
 #include "shm/meta.h"
 #include "shm/record.h"
 
@@ -200,7 +202,7 @@ static int read_all(struct seg_reader *r, uint64_t *nrec_out)
         n++;
         size_t off = 0;
         const struct d9_rec_hdr *rec;
-        while ((e = seg_block_next_record(&b, &off, &rec)) == 1)
+        while ((e = seg_reader_next_record(&b, &off, &rec)) == 1)
             nrec++;
         if (e < 0)
             return e;
@@ -368,19 +370,19 @@ static void test_reader_returns_header_footer_blocks_and_records(void **state)
     assert_int_equal(seg_reader_next(r, &b), 1);
     assert_int_equal(b.h.kind, SEG_BLK_META);
     assert_int_equal(b.h.nrec, 3);
-    assert_string_equal(seg_meta_runtime(r, 1), "tokio-main");
-    const struct shm_meta_entry *loc = seg_meta_location(r, 1);
+    assert_string_equal(seg_reader_runtime(r, 1), "tokio-main");
+    const struct shm_meta_entry *loc = seg_reader_location(r, 1);
     assert_non_null(loc);
     assert_string_equal(loc->name, "src/server.c");
     assert_string_equal(loc->func, "accept_loop");
     assert_int_equal(loc->line, 42);
-    const struct shm_meta_entry *sch = seg_meta_schema(r, 1);
+    const struct shm_meta_entry *sch = seg_reader_schema(r, 1);
     assert_non_null(sch);
     assert_string_equal(sch->name, "request");
     assert_int_equal(sch->nfields, 2);
     assert_string_equal(sch->fields[1].name, "peer");
-    assert_null(seg_meta_runtime(r, 2));
-    assert_null(seg_meta_schema(r, 0));
+    assert_null(seg_reader_runtime(r, 2));
+    assert_null(seg_reader_schema(r, 0));
 
     assert_int_equal(seg_reader_next(r, &b), 1);
     assert_int_equal(b.h.kind, SEG_BLK_DATA);
@@ -390,11 +392,11 @@ static void test_reader_returns_header_footer_blocks_and_records(void **state)
     uint16_t types[3];
     uint64_t ts[3];
     for (int i = 0; i < 3; i++) {
-        assert_int_equal(seg_block_next_record(&b, &off, &rec), 1);
+        assert_int_equal(seg_reader_next_record(&b, &off, &rec), 1);
         types[i] = rec->type;
         ts[i] = rec->ts;
     }
-    assert_int_equal(seg_block_next_record(&b, &off, &rec), 0);
+    assert_int_equal(seg_reader_next_record(&b, &off, &rec), 0);
     assert_int_equal(types[0], D9_REC_POLL_START);
     assert_int_equal(types[1], D9_REC_CUSTOM);
     assert_int_equal(types[2], D9_REC_POLL_END);
@@ -437,7 +439,7 @@ static void test_meta_added_later_is_a_meta_block_before_the_data_using_it(void 
     struct seg_reader *r;
     assert_int_equal(seg_reader_open(&r, sum.path, 0), 0);
     assert_int_equal(read_all(r, NULL), 2);
-    assert_string_equal(seg_meta_runtime(r, 3), "late-rt");
+    assert_string_equal(seg_reader_runtime(r, 3), "late-rt");
     seg_reader_close(r);
     seg_writer_free(w);
 }
@@ -673,7 +675,7 @@ static void test_packed_block_reads_back_the_records_of_a_raw_one(void **state)
     size_t off = 0;
     const struct d9_rec_hdr *rec;
     uint32_t k = 0;
-    while (seg_block_next_record(&blk, &off, &rec) == 1)
+    while (seg_reader_next_record(&blk, &off, &rec) == 1)
         assert_int_equal(rec->seq, k++);
     assert_int_equal(k, 200);
     assert_int_equal(seg_reader_next(r, &blk), 0);   /* the footer agrees */
@@ -882,7 +884,7 @@ static void test_seek_to_indexed_block_after_load_meta(void **state)
     struct seg_reader *r;
     assert_int_equal(seg_reader_open(&r, sum.path, 0), 0);
     assert_int_equal(seg_reader_load_meta(r), 0);
-    assert_string_equal(seg_meta_runtime(r, 1), "tokio-main");
+    assert_string_equal(seg_reader_runtime(r, 1), "tokio-main");
     assert_int_equal(seg_reader_seek(r, sum.blocks[2].offset), 0);
     struct seg_block b;
     assert_int_equal(seg_reader_next(r, &b), 1);
@@ -1127,12 +1129,12 @@ static void test_salvage_keeps_whole_blocks_of_a_file_cut_mid_block(void **state
     seg_reader_close(r);
 
     struct seg_summary again;
-    assert_int_equal(seg_summarize(final, &again), 0);
+    assert_int_equal(seg_salvage_summarize(final, &again), 0);
     assert_int_equal(again.nblocks, 3);
     assert_int_equal(again.nrecords, 5);
     assert_int_equal(again.bytes, sum.bytes);
-    seg_summary_release(&again);
-    seg_summary_release(&sum);
+    seg_salvage_release(&again);
+    seg_salvage_release(&sum);
     free(orig.blocks);
 }
 
@@ -1149,7 +1151,7 @@ static void test_salvage_of_a_sealed_but_unrenamed_file_keeps_everything(void **
     assert_int_equal(sum.nblocks, 5);
     assert_int_equal(sum.bytes, full);
     assert_int_equal(sum.t_max, 4000);
-    seg_summary_release(&sum);
+    seg_salvage_release(&sum);
     free(orig.blocks);
 }
 
@@ -1227,7 +1229,7 @@ static void test_salvage_recovers_what_a_killed_collector_flushed(void **state)
     assert_int_equal(sum.nblocks, 5);
     assert_int_equal(sum.nrecords, 500);
     assert_int_equal(count_files(fx->dir), 1);
-    seg_summary_release(&sum);
+    seg_salvage_release(&sum);
 }
 
 static void test_meta_ids_beyond_the_table_limit_are_dropped_and_counted(void **state)
@@ -1246,8 +1248,8 @@ static void test_meta_ids_beyond_the_table_limit_are_dropped_and_counted(void **
     assert_int_equal(seg_reader_open(&r, sum.path, 0), 0);
     assert_int_equal(seg_reader_load_meta(r), 0);
     assert_int_equal(seg_reader_meta_dropped(r), 1);
-    assert_null(seg_meta_runtime(r, SEG_META_IDS_MAX + 1));
-    assert_string_equal(seg_meta_runtime(r, SEG_META_IDS_MAX), "last");
+    assert_null(seg_reader_runtime(r, SEG_META_IDS_MAX + 1));
+    assert_string_equal(seg_reader_runtime(r, SEG_META_IDS_MAX), "last");
     assert_int_equal(read_all(r, NULL), 1);         /* reading again adds nothing twice */
     assert_int_equal(seg_reader_meta_dropped(r), 2);
     seg_reader_close(r);
@@ -1449,7 +1451,7 @@ static void test_abandoned_writer_leaves_a_salvageable_temp_file(void **state)
     assert_int_equal(seg_salvage(tmp, &sum), 0);
     assert_int_equal(sum.nblocks, 2);
     assert_int_equal(sum.nrecords, 20);
-    seg_summary_release(&sum);
+    seg_salvage_release(&sum);
 }
 
 static void test_full_file_system_is_enospc_and_survivable(void **state)

@@ -25,7 +25,7 @@
 #include <sqlite3.h>
 #include "collector/store/index.h"
 #include "collector/store/log.h"
-#include "collector/store/segment.h"
+#include "collector/store/seg_writer.h"
 #include "collector/daemon/store.h"
 #include "shm/d9_abi.h"
 

@@ -42,7 +42,6 @@ struct cli_store;
 int cli_store_open(struct cli_store **out, const char *dir, char *why, size_t whycap);
 void cli_store_close(struct cli_store *s);
 const char *cli_store_dir(const struct cli_store *s);
-void *cli_store_db(struct cli_store *s);   /* sqlite3 * */
 
 /* Wall clock: *boot_realtime_ns such that wall = mono + it. false if unknown. */
 bool cli_store_wall(const struct cli_store *s, int64_t *boot_realtime_ns);

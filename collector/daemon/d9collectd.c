@@ -29,7 +29,6 @@
 #include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +43,7 @@
 #include "collector/daemon/drain.h"
 #include "collector/store/fsck.h"
 #include "collector/store/index.h"
+#include "collector/store/index_read.h"
 #include "collector/store/log.h"
 #include "collector/daemon/perf_host.h"
 #include "collector/daemon/proc.h"
@@ -352,13 +352,8 @@ static int ring_total(const struct col_ctx *x, uint64_t *quarantined)
 
 static uint64_t count_segments(struct col_ctx *x)
 {
-    sqlite3 *db = idx_db(x->store.idx);
-    sqlite3_stmt *st = NULL;
     uint64_t n = 0;
-    if (db && sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM segments", -1, &st, NULL) ==
-        SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-        n = (uint64_t)sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
+    (void)idx_segment_count(x->store.idx, &n);
     return n;
 }
 

@@ -27,12 +27,12 @@
 #include <errno.h>
 #include <stddef.h>
 #include <signal.h>
-#include <sqlite3.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include "collector/daemon/drain.h"
 #include "collector/store/index.h"
+#include "collector/store/index_read.h"
 #include "collector/store/log.h"
 #include "collector/store/pack.h"
 #include "collector/daemon/proc.h"
@@ -402,19 +402,9 @@ static int end_thread(struct col_proc *p, struct col_store *st, uint32_t i, uint
  * region is adopted). 0 when unknown (fresh ring, no index). */
 static uint64_t indexed_lost(struct col_store *st, int64_t process_id, uint32_t ring)
 {
-    sqlite3 *db = st->idx ? idx_db(st->idx) : NULL;
-    sqlite3_stmt *q = NULL;
     uint64_t lost = 0;
-    if (!db || process_id <= 0)
-        return 0;
-    if (sqlite3_prepare_v2(db, "SELECT COALESCE(SUM(b.lost), 0) FROM blocks b "
-                           "JOIN segments s ON s.id = b.segment_id WHERE s.process_id = ?1 "
-                           "AND b.ring = ?2", -1, &q, NULL) == SQLITE_OK &&
-        sqlite3_bind_int64(q, 1, process_id) == SQLITE_OK &&
-        sqlite3_bind_int64(q, 2, ring) == SQLITE_OK && sqlite3_step(q) == SQLITE_ROW &&
-        sqlite3_column_int64(q, 0) > 0)
-        lost = (uint64_t)sqlite3_column_int64(q, 0);
-    sqlite3_finalize(q);
+    if (st->idx)
+        (void)idx_ring_lost(st->idx, process_id, ring, &lost);
     return lost;
 }
 

@@ -5,7 +5,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <setjmp.h>
-#include <sqlite3.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -15,6 +14,7 @@
 #include <unistd.h>
 #include "collector/daemon/drain.h"
 #include "collector/store/index.h"
+#include "collector/store/index_read.h"
 #include "collector/daemon/proc.h"
 #include "collector/daemon/prof.h"
 #include "collector/daemon/store.h"
@@ -72,19 +72,11 @@ static int g_map(const char *path, uint32_t expected_uid, struct shm_region *r,
  * reported again after a restart. */
 static void resume_lost_counters(struct col_proc *p, struct col_store *st)
 {
-    sqlite3 *db = idx_db(st->idx);
-    sqlite3_stmt *q = NULL;
-    if (!db || sqlite3_prepare_v2(db, "SELECT b.ring, SUM(b.lost) FROM blocks b JOIN segments s "
-                                      "ON s.id = b.segment_id WHERE s.process_id = ?1 "
-                                      "GROUP BY b.ring", -1, &q, NULL) != SQLITE_OK)
-        return;
-    sqlite3_bind_int64(q, 1, p->process_id);
-    while (sqlite3_step(q) == SQLITE_ROW) {
-        sqlite3_int64 ring = sqlite3_column_int64(q, 0), lost = sqlite3_column_int64(q, 1);
-        if (ring >= 0 && ring < (sqlite3_int64)p->geo.ring_count && lost > 0)
-            p->rings[ring].lost_seen = (uint64_t)lost;
+    for (uint32_t ring = 0; st->idx && ring < p->geo.ring_count; ring++) {
+        uint64_t lost = 0;
+        if (idx_ring_lost(st->idx, p->process_id, ring, &lost) == 0 && lost > 0)
+            p->rings[ring].lost_seen = lost;
     }
-    sqlite3_finalize(q);
 }
 
 int col_proc_adopt(const char *path, const char *file, uint32_t expected_uid,

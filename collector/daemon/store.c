@@ -7,13 +7,13 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "collector/store/index.h"
+#include "collector/store/index_read.h"
 #include "collector/daemon/store.h"
 #include "collector/store/seg_reader.h"
 #include "collector/store/seg_salvage.h"
@@ -126,17 +126,8 @@ void col_store_close(struct col_store *s)
 
 static int is_indexed(struct col_store *s, const char *relpath)
 {
-    sqlite3 *db = idx_db(s->idx);
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db, "SELECT 1 FROM segments WHERE path = ?1", -1, &st, NULL) !=
-        SQLITE_OK)
-        return -EIO;
-    sqlite3_bind_text(st, 1, relpath, -1, SQLITE_TRANSIENT);
-    int rc = sqlite3_step(st);
-    sqlite3_finalize(st);
-    if (rc == SQLITE_ROW)
-        return 1;
-    return rc == SQLITE_DONE ? 0 : -EIO;
+    int rc = idx_segment_has_path(s->idx, relpath);
+    return rc < 0 ? -EIO : rc;
 }
 
 /* Index a sealed segment summarised in sum (from salvage or summarize). */

@@ -21,7 +21,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <sqlite3.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +30,7 @@
 #include <unistd.h>
 #include "collector/store/fsck.h"
 #include "collector/store/index.h"
+#include "collector/store/index_read.h"
 #include "collector/store/seg_reader.h"
 #include "collector/store/seg_salvage.h"
 #include "shm/meta.h"
@@ -227,8 +227,7 @@ static int index_extras(struct idx *x, int64_t pid_row, const char *path)
     size_t nt = 0, capt = 0;
     struct seg_exit ex = { 0 };
     int have_exit = 0;
-    sqlite3 *db = idx_db(x);
-    if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
+    if (idx_begin(x) < 0) {
         seg_reader_close(r);
         return -EBUSY;
     }
@@ -276,10 +275,10 @@ static int index_extras(struct idx *x, int64_t pid_row, const char *path)
     if (e >= 0 && have_exit && ex.reason != SEG_EXIT_UNKNOWN)
         e = idx_process_end(x, pid_row, ex.t_ns,
                             ex.reason == SEG_EXIT_CRASHED ? "crashed" : "exited", ex.code);
-    if (e >= 0 && sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+    if (e >= 0 && idx_commit(x) < 0)
         e = -EIO;
     if (e < 0)
-        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+        idx_rollback(x);
     free(t);
     seg_reader_close(r);
     return e < 0 ? e : 0;
@@ -350,18 +349,7 @@ static int indexed_now(const struct fsck *f, uint64_t id, const char *rel)
 {
     if (!f->x)
         return 0;
-    sqlite3_stmt *s;
-    const char *sql = rel ? "SELECT 1 FROM segments WHERE path = ?1"
-                          : "SELECT 1 FROM segments WHERE id = ?1";
-    if (sqlite3_prepare_v2(idx_db(f->x), sql, -1, &s, NULL) != SQLITE_OK)
-        return 0;
-    if (rel)
-        sqlite3_bind_text(s, 1, rel, -1, SQLITE_STATIC);
-    else
-        sqlite3_bind_int64(s, 1, (sqlite3_int64)id);
-    int found = sqlite3_step(s) == SQLITE_ROW;
-    sqlite3_finalize(s);
-    return found;
+    return (rel ? idx_segment_has_path(f->x, rel) : idx_segment_has_id(f->x, id)) == 1;
 }
 
 static int join(char *out, size_t cap, const char *dir, const char *name)

@@ -6,6 +6,8 @@
  * Writer: d9collectd only (one connection, WAL mode, synchronous=NORMAL is
  * not enough for us: FULL on commit of segment rows). Readers: d9 (any number,
  * read-only connections; WAL lets them read while the collector writes).
+ * This header: open, writes, the collector's own lookups; readers' queries:
+ * index_read.h. Nothing outside index.c / index_read.c runs SQL on the file.
  *
  * Crash consistency: a segment file is sealed (fsync + rename + dir fsync)
  * before its row is inserted, and its row plus its block rows are inserted
@@ -100,8 +102,16 @@ int idx_total_bytes(struct idx *x, uint64_t *bytes);
 /* Oldest segment (smallest t_max): id and relative path; -ENOENT if none. */
 int idx_oldest_segment(struct idx *x, uint64_t *id, char *path, size_t cap);
 
-/* The raw handle, for d9's queries (sqlite3 *). */
-void *idx_db(struct idx *x);
+/* Wait up to ms for another connection's lock (the open sets 5 s). */
+int idx_busy_timeout(struct idx *x, int ms);
+
+/* One transaction around several writes (d9 fsck re-indexing a segment's
+ * runtimes, threads and exit): idx_begin takes the write lock (BEGIN
+ * IMMEDIATE; -EBUSY when it cannot), idx_commit (-EIO on failure, the
+ * caller then rolls back), idx_rollback. */
+int idx_begin(struct idx *x);
+int idx_commit(struct idx *x);
+void idx_rollback(struct idx *x);
 
 /* ---- added by storage (additive) --------------------------------------------
  * meta keys: 'schema_version' (decimal), 'host' (gethostname at creation),
@@ -141,5 +151,6 @@ struct idx_segment_row {
 };
 typedef int (*idx_segment_fn)(void *arg, const struct idx_segment_row *r);
 int idx_segment_foreach(struct idx *x, idx_segment_fn fn, void *arg);
+
 
 #endif /* D9_COL_INDEX_H */

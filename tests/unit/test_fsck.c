@@ -20,7 +20,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include "collector/store/fsck.h"
-#include "collector/store/index.h"
+#include "collector/store/index_int.h"
 #include "collector/store/seg_writer.h"
 #include "shm/meta.h"
 

@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include "collector/store/index.h"
+#include "collector/store/index_int.h"
 #include "collector/store/seg_writer.h"
 
 struct fx {

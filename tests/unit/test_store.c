@@ -23,7 +23,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include <sqlite3.h>
-#include "collector/store/index.h"
+#include "collector/store/index_int.h"
 #include "collector/store/log.h"
 #include "collector/store/seg_writer.h"
 #include "collector/daemon/store.h"

@@ -16,7 +16,7 @@
  * guard in drain.c). SIGTERM/SIGINT: drain everything, seal and index
  * every open segment, exit 0.
  *
- * The store lock (col_store_lock, <store>/.lock) is held for the whole run,
+ * The store lock (fsck_store_lock, <store>/.lock) is held for the whole run,
  * from before start-up recovery to exit: a second collector on the same
  * store exits 1 with one error line instead of salvaging or writing the
  * first one's files.
@@ -42,9 +42,9 @@
 #include "collector/daemon/discover.h"
 #include "collector/daemon/drain.h"
 #include "collector/store/fsck.h"
-#include "collector/store/index.h"
-#include "collector/store/index_read.h"
-#include "collector/store/log.h"
+#include "collector/store/idx.h"
+#include "collector/store/idx_read.h"
+#include "collector/store/col_log.h"
 #include "collector/daemon/perf_host.h"
 #include "collector/daemon/proc.h"
 #include "collector/daemon/prof.h"
@@ -59,10 +59,10 @@
 struct col_ctx {
     struct col_config cfg;
     struct col_store store;
-    int store_lock;             /* col_store_lock fd, held until exit */
+    int store_lock;             /* fsck_store_lock fd, held until exit */
     int perf_keeper;            /* perf_callchain_keeper fd, -1 when none */
     struct perf_host *perf_host;    /* per-CPU on-CPU sampling, NULL: per thread or off */
-    struct col_ctl ctl;
+    struct ctl_server ctl;
     struct col_discover disc;
     struct col_proc *procs;
     struct shm_clock_cal host_cal;
@@ -353,7 +353,7 @@ static int ring_total(const struct col_ctx *x, uint64_t *quarantined)
 static uint64_t count_segments(struct col_ctx *x)
 {
     uint64_t n = 0;
-    (void)idx_segment_count(x->store.idx, &n);
+    (void)idx_read_segment_count(x->store.idx, &n);
     return n;
 }
 
@@ -484,9 +484,9 @@ static void handle_hello(struct col_ctx *x, const D9__Hello *h)
 
 static void control(struct col_ctx *x)
 {
-    struct col_ctl_msg m;
+    struct ctl_server_msg m;
     int rc;
-    while ((rc = col_ctl_recv(&x->ctl, &m)) == 1) {
+    while ((rc = ctl_server_recv(&x->ctl, &m)) == 1) {
         D9__Reply rep = D9__REPLY__INIT;
         D9__CollectorStatus cs;
         int have_status = 0;
@@ -508,10 +508,10 @@ static void control(struct col_ctx *x)
         default:
             break;
         }
-        col_ctl_reply(&x->ctl, &m, &rep);
+        ctl_server_reply(&x->ctl, &m, &rep);
         if (have_status)
             free_status(&cs);
-        col_ctl_msg_done(&m);
+        ctl_server_msg_done(&m);
     }
     if (rc < 0) {
         col_log_limited(&x->ctl_rl, COL_LOG_WARN, "control socket: %s", strerror(-rc));
@@ -711,33 +711,33 @@ int main(int argc, char **argv)
         return EXIT_RUNTIME;
     }
     /* before recovery: another collector's temp files are live, not debris */
-    if ((x->store_lock = col_store_lock(x->store.dir)) < 0) {
+    if ((x->store_lock = fsck_store_lock(x->store.dir)) < 0) {
         if (x->store_lock == -EBUSY)
             col_err("store %s is in use by another collector (it holds %s/%s); stop it "
                     "first or use another --store", x->store.dir, x->store.dir,
-                    COL_STORE_LOCK_FILE);
+                    FSCK_STORE_LOCK_FILE);
         else
-            col_err("cannot take the store lock %s/%s: %s", x->store.dir, COL_STORE_LOCK_FILE,
+            col_err("cannot take the store lock %s/%s: %s", x->store.dir, FSCK_STORE_LOCK_FILE,
                     strerror(-x->store_lock));
         col_store_close(&x->store);
         return EXIT_RUNTIME;
     }
     x->store.segment_max_bytes = (uint64_t)x->cfg.segment_mb << 20;
     col_store_recover(&x->store);
-    if (col_ctl_open(&x->ctl, x->cfg.endpoint, err, sizeof err)) {
+    if (ctl_server_open(&x->ctl, x->cfg.endpoint, err, sizeof err)) {
         col_err("%s", err);
         col_store_close(&x->store);
         return EXIT_RUNTIME;
     }
     if ((x->sigfd = open_signals()) < 0) {
         col_err("cannot set up signal handling: %s", strerror(-x->sigfd));
-        col_ctl_close(&x->ctl);
+        ctl_server_close(&x->ctl);
         col_store_close(&x->store);
         return EXIT_RUNTIME;
     }
     if (x->cfg.pidfile[0] && (rc = write_pidfile(x->cfg.pidfile))) {
         col_err("cannot write pidfile %s: %s", x->cfg.pidfile, strerror(-rc));
-        col_ctl_close(&x->ctl);
+        ctl_server_close(&x->ctl);
         col_store_close(&x->store);
         return EXIT_RUNTIME;
     }
@@ -761,7 +761,7 @@ int main(int argc, char **argv)
                  failed ? " (some segments could not be written)" : "");
     }
     col_discover_free(&x->disc);
-    col_ctl_close(&x->ctl);
+    ctl_server_close(&x->ctl);
     if (x->ctl.ipc_path[0])
         unlink(x->ctl.ipc_path);
     col_store_close(&x->store);

@@ -31,9 +31,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "collector/daemon/drain.h"
-#include "collector/store/index.h"
-#include "collector/store/index_read.h"
-#include "collector/store/log.h"
+#include "collector/store/idx.h"
+#include "collector/store/idx_read.h"
+#include "collector/store/col_log.h"
 #include "collector/store/pack.h"
 #include "collector/daemon/proc.h"
 #include "collector/store/seg_writer.h"
@@ -404,7 +404,7 @@ static uint64_t indexed_lost(struct col_store *st, int64_t process_id, uint32_t 
 {
     uint64_t lost = 0;
     if (st->idx)
-        (void)idx_ring_lost(st->idx, process_id, ring, &lost);
+        (void)idx_read_ring_lost(st->idx, process_id, ring, &lost);
     return lost;
 }
 
@@ -530,7 +530,7 @@ static int drain_ring(struct col_proc *p, struct col_store *st, uint32_t i, uint
             memcpy(stats.counts, x.counts, sizeof stats.counts);
             size_t plen = pack_finish(dst, packed, (uint32_t)got);
             rc = seg_writer_data_commit(p->writer, s.tid, i, s.generation, delta, plen, &stats,
-                                        seg_crc32c(0, dst, plen), SEG_BF_PACKED);
+                                        crc32c_update(0, dst, plen), SEG_BF_PACKED);
             if (rc) {
                 col_store_write_failed(st, rc, "data block", p->pid, now);
                 return rc;  /* cursor untouched: the records stay in the ring */

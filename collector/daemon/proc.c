@@ -13,8 +13,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include "collector/daemon/drain.h"
-#include "collector/store/index.h"
-#include "collector/store/index_read.h"
+#include "collector/store/idx.h"
+#include "collector/store/idx_read.h"
 #include "collector/daemon/proc.h"
 #include "collector/daemon/prof.h"
 #include "collector/daemon/store.h"
@@ -74,7 +74,7 @@ static void resume_lost_counters(struct col_proc *p, struct col_store *st)
 {
     for (uint32_t ring = 0; st->idx && ring < p->geo.ring_count; ring++) {
         uint64_t lost = 0;
-        if (idx_ring_lost(st->idx, p->process_id, ring, &lost) == 0 && lost > 0)
+        if (idx_read_ring_lost(st->idx, p->process_id, ring, &lost) == 0 && lost > 0)
             p->rings[ring].lost_seen = lost;
     }
 }

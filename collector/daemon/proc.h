@@ -21,7 +21,7 @@
 #define D9_COL_PROC_H
 
 #include <stdint.h>
-#include "collector/store/log.h"
+#include "collector/store/col_log.h"
 #include "collector/store/seg_writer.h"
 #include "shm/clock.h"
 #include "shm/region.h"

@@ -1,6 +1,6 @@
 /*
  * profile.h — d9collectd's per-process profiling: glue between the daemon's
- * process lifecycle (proc.c) and perf.c (sampling) / symbols.c (memory map
+ * process lifecycle (proc.c) and perf.c (sampling) / sym.c (memory map
  * snapshots). One struct perf_prof per adopted process, hung off
  * col_proc.prof.
  *

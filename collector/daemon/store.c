@@ -12,8 +12,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "collector/store/index.h"
-#include "collector/store/index_read.h"
+#include "collector/store/idx.h"
+#include "collector/store/idx_read.h"
 #include "collector/daemon/store.h"
 #include "collector/store/seg_reader.h"
 #include "collector/store/seg_salvage.h"
@@ -126,7 +126,7 @@ void col_store_close(struct col_store *s)
 
 static int is_indexed(struct col_store *s, const char *relpath)
 {
-    int rc = idx_segment_has_path(s->idx, relpath);
+    int rc = idx_read_segment_has_path(s->idx, relpath);
     return rc < 0 ? -EIO : rc;
 }
 

@@ -29,8 +29,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "collector/store/fsck.h"
-#include "collector/store/index.h"
-#include "collector/store/index_read.h"
+#include "collector/store/idx.h"
+#include "collector/store/idx_read.h"
 #include "collector/store/seg_reader.h"
 #include "collector/store/seg_salvage.h"
 #include "shm/meta.h"
@@ -39,8 +39,8 @@ struct fsck {
     const char *store;
     int repair;
     struct idx *x;
-    struct col_fsck_report *rep;
-    col_fsck_fn fn;
+    struct fsck_report *rep;
+    fsck_fn fn;
     void *arg;
     struct idx_segment_row *rows;
     size_t nrows, caprows;
@@ -64,17 +64,17 @@ static void say(struct fsck *f, const char *path, const char *fmt, ...)
     f->fn(f->arg, path, what);
 }
 
-uint64_t col_fsck_problems(const struct col_fsck_report *r)
+uint64_t fsck_problems(const struct fsck_report *r)
 {
     return r->missing + r->mismatched + r->corrupt + r->orphans + r->temps;
 }
 
-int col_store_lock(const char *store_dir)
+int fsck_store_lock(const char *store_dir)
 {
     if (!store_dir)
         return -EINVAL;
     char path[PATH_MAX];
-    int n = snprintf(path, sizeof path, "%s/%s", store_dir, COL_STORE_LOCK_FILE);
+    int n = snprintf(path, sizeof path, "%s/%s", store_dir, FSCK_STORE_LOCK_FILE);
     if (n < 0 || (size_t)n >= sizeof path)
         return -ENAMETOOLONG;
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
@@ -305,7 +305,7 @@ static int index_summary(struct idx *x, const char *store_dir, const char *path,
     return index_extras(x, pid_row, path);
 }
 
-int col_fsck_index_file(struct idx *x, const char *store_dir, const char *path)
+int fsck_index_file(struct idx *x, const char *store_dir, const char *path)
 {
     if (!x || !store_dir || !path)
         return -EINVAL;
@@ -349,7 +349,7 @@ static int indexed_now(const struct fsck *f, uint64_t id, const char *rel)
 {
     if (!f->x)
         return 0;
-    return (rel ? idx_segment_has_path(f->x, rel) : idx_segment_has_id(f->x, id)) == 1;
+    return (rel ? idx_read_segment_has_path(f->x, rel) : idx_read_segment_has_id(f->x, id)) == 1;
 }
 
 static int join(char *out, size_t cap, const char *dir, const char *name)
@@ -362,10 +362,10 @@ static void quarantine(struct fsck *f, const char *path)
 {
     char to[PATH_MAX];
     struct stat st;
-    if (snprintf(to, sizeof to, "%s%s", path, COL_FSCK_CORRUPT_SUFFIX) >= (int)sizeof to ||
+    if (snprintf(to, sizeof to, "%s%s", path, FSCK_CORRUPT_SUFFIX) >= (int)sizeof to ||
         lstat(to, &st) == 0 || rename(path, to) != 0) {
         f->rep->errors++;
-        say(f, path, "cannot rename to %s%s", path, COL_FSCK_CORRUPT_SUFFIX);
+        say(f, path, "cannot rename to %s%s", path, FSCK_CORRUPT_SUFFIX);
         return;
     }
     f->rep->quarantined++;
@@ -385,7 +385,7 @@ static void delete_row(struct fsck *f, const struct idx_segment_row *row)
 
 static void reindex(struct fsck *f, const char *path)
 {
-    int e = col_fsck_index_file(f->x, f->store, path);
+    int e = fsck_index_file(f->x, f->store, path);
     if (e < 0) {
         f->rep->errors++;
         const char *m = idx_errmsg(f->x);
@@ -538,7 +538,7 @@ static int check_files(struct fsck *f)
     return 0;
 }
 
-int col_fsck_ex(const char *store_dir, int repair, struct col_fsck_report *out, col_fsck_fn fn,
+int fsck_run_ex(const char *store_dir, int repair, struct fsck_report *out, fsck_fn fn,
                 void *arg)
 {
     if (!store_dir || !out)
@@ -558,7 +558,7 @@ int col_fsck_ex(const char *store_dir, int repair, struct col_fsck_report *out, 
         e = -EBUSY;
     }
     int lock = -1;
-    if (e == 0 && repair && (lock = col_store_lock(store_dir)) < 0) {
+    if (e == 0 && repair && (lock = fsck_store_lock(store_dir)) < 0) {
         e = lock;
         say(&f, store_dir, e == -EBUSY ? "locked by a running collector: stop it before --repair"
                                        : "cannot take the store lock: %s", strerror(-e));
@@ -595,7 +595,7 @@ int col_fsck_ex(const char *store_dir, int repair, struct col_fsck_report *out, 
     return e;
 }
 
-int col_fsck(const char *store_dir, int repair, struct col_fsck_report *out)
+int fsck_run(const char *store_dir, int repair, struct fsck_report *out)
 {
-    return col_fsck_ex(store_dir, repair, out, NULL, NULL);
+    return fsck_run_ex(store_dir, repair, out, NULL, NULL);
 }

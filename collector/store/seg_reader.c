@@ -1,6 +1,6 @@
 /*
  * seg_reader.c — reads and verifies segment files (d9's queries, fsck,
- * salvage, d9collectd's re-indexing, fuzzers). Format: segment.h; API:
+ * salvage, d9collectd's re-indexing, fuzzers). Format: seg.h; API:
  * seg_reader.h.
  *
  * The file is untrusted: everything is read with pread(2) into private
@@ -521,7 +521,7 @@ static int read_block(struct seg_reader *r, struct seg_block *b, int want_payloa
             return e;
         if ((e = r_read(r, off + SEG_BLOCK_HDR_SIZE, r->buf, b->h.len)) < 0)
             return r_bad(r, e);
-        uint32_t crc = seg_crc32c(0, r->buf, b->h.len);
+        uint32_t crc = crc32c_update(0, r->buf, b->h.len);
         if (crc != b->h.crc32c)
             return r_bad(r, r_fail(r, off, "block crc mismatch (stored 0x%08" PRIx32
                                    ", computed 0x%08" PRIx32 ")", b->h.crc32c, crc));

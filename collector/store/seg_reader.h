@@ -1,5 +1,5 @@
 /*
- * seg_reader.h — reads and verifies a segment file (format: segment.h).
+ * seg_reader.h — reads and verifies a segment file (format: seg.h).
  *
  * Called by: d9 (queries, fsck), seg_salvage.c, d9collectd's re-indexing,
  * tests, fuzz_segment.
@@ -12,7 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "collector/store/segment.h"
+#include "collector/store/seg.h"
 
 struct seg_reader;
 

@@ -8,7 +8,7 @@
 #ifndef D9_COL_SEG_SALVAGE_H
 #define D9_COL_SEG_SALVAGE_H
 
-#include "collector/store/segment.h"
+#include "collector/store/seg.h"
 
 /*
  * Recover <dir>/.tmp.<name> left by a crashed collector: keep the header and

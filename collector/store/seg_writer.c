@@ -1,6 +1,6 @@
 /*
  * seg_writer.c — writes one segment file (d9collectd's drain, tests and
- * benchmarks). Format and API contract: segment.h, seg_writer.h.
+ * benchmarks). Format and API contract: seg.h, seg_writer.h.
  *
  * Blocks are staged in a SEG_WRITE_BUF buffer and written with pwrite(2) at
  * the offset where the file's whole blocks end ("flushed"), so the writer
@@ -122,7 +122,7 @@ static int w_put_block(struct seg_writer *w, struct seg_block_hdr *h, const void
     w->resv_len = 0;            /* nor another block */
     h->magic = SEG_BLOCK_MAGIC;
     h->flags = 0;
-    h->crc32c = seg_crc32c(0, payload, h->len);
+    h->crc32c = crc32c_update(0, payload, h->len);
     int r = w_reserve_blocks(w, 1);
     if (r < 0)
         return r;

@@ -1,11 +1,12 @@
 /*
- * seg_writer.h — writes one segment file (format: segment.h).
+ * seg_writer.h — writes one segment file (format: seg.h).
  *
  * Called by: d9collectd's drain (collector/daemon/drain.c) and profiler
  * (prof.c); tests and benchmarks that make segments.
  *
- * Errors: every call returns 0 or -errno. A failed add that appends one block (payload <= SEG_BLOCK_MAX) leaves the segment exactly as before
- * the call (the file is truncated back to its last whole block; records
+ * Errors: every call returns 0 or -errno. A failed add that appends one
+ * block (payload <= SEG_BLOCK_MAX) leaves the segment exactly as before the
+ * call (the file is truncated back to its last whole block; records
  * already accepted stay buffered), so the caller may go on or seal. A DATA
  * payload > SEG_BLOCK_MAX is split at record boundaries into several blocks;
  * if such a call fails midway the writer refuses further adds (drop it).
@@ -19,7 +20,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "collector/store/segment.h"
+#include "collector/store/seg.h"
 
 /* What the writer knows about the process a segment belongs to. */
 struct seg_proc_info {
@@ -68,7 +69,7 @@ struct seg_data_stats {
  * flush leaves the segment as it was), and points *payload there. The
  * caller fills [0, len) with records it validated itself (ring framing, no
  * PADs, converted timestamps), then seg_writer_data_commit() appends them as
- * one block with the caller's stats and CRC-32C (seg_crc32c over the
+ * one block with the caller's stats and CRC-32C (crc32c_update over the
  * payload), which must describe the records exactly: the block header and
  * the index are built from them. Nothing else may be added in between; a
  * reservation is dropped by the next reserve, or by a commit with len 0 and

@@ -1,6 +1,6 @@
 /*
  * fuzz_salvage.c — libFuzzer target for crash salvage (seg_salvage) and
- * seg_salvage_summarize (collector/store/segment.c).
+ * seg_salvage_summarize (collector/store/seg.c).
  *
  * The input is written as a temp segment (.tmp.<name>) in a private
  * directory and salvaged. Invariants: salvage never crashes; when it
@@ -43,7 +43,7 @@ static void fix_crcs(uint8_t *buf, size_t size)
         memcpy(&h, buf + off, sizeof h);
         if (h.magic != SEG_BLOCK_MAGIC || h.len > size - off - sizeof h)
             break;
-        h.crc32c = seg_crc32c(0, buf + off + sizeof h, h.len);
+        h.crc32c = crc32c_update(0, buf + off + sizeof h, h.len);
         memcpy(buf + off, &h, sizeof h);
         off += sizeof h + h.len;
     }

@@ -1,5 +1,5 @@
 /*
- * fuzz_segment.c — libFuzzer target for the segment reader (collector/store/segment.c).
+ * fuzz_segment.c — libFuzzer target for the segment reader (collector/store/seg.c).
  *
  * The input is a whole segment file. It is read through the in-memory reader
  * entry point in strict and in SEG_OPEN_PARTIAL mode, walking every block and
@@ -82,9 +82,9 @@ static void fix_crcs(uint8_t *buf, size_t size)
         memcpy(&h, buf + off, sizeof h);
         if (h.magic != SEG_BLOCK_MAGIC || h.len > size - off - sizeof h)
             break;
-        h.crc32c = seg_crc32c(0, buf + off + sizeof h, h.len);
+        h.crc32c = crc32c_update(0, buf + off + sizeof h, h.len);
         memcpy(buf + off, &h, sizeof h);
-        chain = seg_crc32c(chain, &h.crc32c, sizeof h.crc32c);
+        chain = crc32c_update(chain, &h.crc32c, sizeof h.crc32c);
         off += sizeof h + h.len;
     }
     struct seg_footer f;

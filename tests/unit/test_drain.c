@@ -22,8 +22,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include "collector/daemon/drain.h"
-#include "collector/store/index.h"
-#include "collector/store/log.h"
+#include "collector/store/idx.h"
+#include "collector/store/col_log.h"
 #include "collector/daemon/proc.h"
 #include "collector/store/seg_writer.h"
 #include "collector/store/seg_reader.h"

@@ -1,6 +1,6 @@
 /*
  * test_segment.c — the segment file writer, reader, salvage and CRC-32C
- * (collector/store/segment.c, collector/store/crc32c.c), as a specification.
+ * (collector/store/seg.c, collector/store/crc32c.c), as a specification.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -230,9 +230,9 @@ static int read_path_all(const char *path, uint64_t *nrec_out)
 static void test_crc32c_matches_the_standard_check_value(void **state)
 {
     (void)state;
-    assert_int_equal(seg_crc32c(0, "123456789", 9), 0xe3069283u);
-    assert_int_equal(seg_crc32c_sw(0, "123456789", 9), 0xe3069283u);
-    assert_int_equal(seg_crc32c(0, "", 0), 0);
+    assert_int_equal(crc32c_update(0, "123456789", 9), 0xe3069283u);
+    assert_int_equal(crc32c_sw(0, "123456789", 9), 0xe3069283u);
+    assert_int_equal(crc32c_update(0, "", 0), 0);
 }
 
 static void test_crc32c_hardware_and_table_paths_agree_and_chain(void **state)
@@ -243,9 +243,9 @@ static void test_crc32c_hardware_and_table_paths_agree_and_chain(void **state)
         buf[i] = (uint8_t)(i * 131 + 7);
     for (size_t start = 0; start < 9; start++)
         for (size_t len = 0; len < 100; len += 7)
-            assert_int_equal(seg_crc32c(0, buf + start, len), seg_crc32c_sw(0, buf + start, len));
-    uint32_t whole = seg_crc32c(0, buf, sizeof buf);
-    uint32_t part = seg_crc32c(seg_crc32c(0, buf, 333), buf + 333, sizeof buf - 333);
+            assert_int_equal(crc32c_update(0, buf + start, len), crc32c_sw(0, buf + start, len));
+    uint32_t whole = crc32c_update(0, buf, sizeof buf);
+    uint32_t part = crc32c_update(crc32c_update(0, buf, 333), buf + 333, sizeof buf - 333);
     assert_int_equal(whole, part);
 }
 
@@ -261,8 +261,8 @@ static void test_crc32c_three_lane_path_agrees_with_the_table_on_large_buffers(v
                             6 * 8192, 6 * 8192 + 17, N };
     for (size_t start = 0; start < 8; start += 3)
         for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++)
-            assert_int_equal(seg_crc32c(0x5a5a5a5au, big + start, lens[k]),
-                             seg_crc32c_sw(0x5a5a5a5au, big + start, lens[k]));
+            assert_int_equal(crc32c_update(0x5a5a5a5au, big + start, lens[k]),
+                             crc32c_sw(0x5a5a5a5au, big + start, lens[k]));
 }
 
 /* ---- names ---------------------------------------------------------------- */
@@ -472,7 +472,7 @@ static int commit_in_place(struct seg_writer *w, const uint8_t *data, size_t dle
         return rc;
     if (dlen)
         memcpy(dst, data, dlen);
-    return seg_writer_data_commit(w, 7, 0, 1, lost, dlen, st, dlen ? seg_crc32c(0, data, dlen) : 0, 0);
+    return seg_writer_data_commit(w, 7, 0, 1, lost, dlen, st, dlen ? crc32c_update(0, data, dlen) : 0, 0);
 }
 
 static void test_in_place_data_block_is_the_same_as_a_checked_one(void **state)
@@ -554,7 +554,7 @@ static void test_in_place_commit_refuses_what_cannot_describe_the_records(void *
     assert_int_equal(seg_writer_add_thread_end(w, 1, 0, 1, 40), 0);
     uint64_t after_end = seg_writer_bytes(w);
     assert_int_equal(seg_writer_data_commit(w, 1, 0, 1, 0, dlen, &one,
-                                            seg_crc32c(0, data, dlen), 0), -EINVAL);
+                                            crc32c_update(0, data, dlen), 0), -EINVAL);
     assert_int_equal(seg_writer_bytes(w), after_end);
     /* a commit of nothing with nothing lost writes nothing */
     assert_int_equal(seg_writer_data_reserve(w, dlen, &dst), 0);
@@ -629,7 +629,7 @@ static int commit_packed(struct seg_writer *w, const uint8_t *data, size_t dlen,
         uint32_t huge = SEG_BLOCK_MAX + 8;      /* a raw size nothing can hold */
         memcpy(dst, &huge, sizeof huge);
     }
-    return seg_writer_data_commit(w, 7, 0, 1, 0, plen, st, seg_crc32c(0, dst, plen),
+    return seg_writer_data_commit(w, 7, 0, 1, 0, plen, st, crc32c_update(0, dst, plen),
                                   SEG_BF_PACKED);
 }
 

@@ -1,24 +1,24 @@
 /*
- * index_int.h — the inside of struct idx, shared by the two files of the
- * index module: index.c (open, schema, writes) and index_read.c (the
- * queries of readers). Nothing outside collector/store/index*.c includes
+ * idx_int.h — the inside of struct idx, shared by the two files of the
+ * index module: idx.c (open, schema, writes) and idx_read.c (the
+ * queries of readers). Nothing outside collector/store/idx*.c includes
  * it, except unit tests that inspect the database behind an index.
  *
- * Invariant: only these files run SQL against index.sqlite. index.c owns
+ * Invariant: only these files run SQL against index.sqlite. idx.c owns
  * the connection (opens, closes, finalizes every cached statement, both
- * its own st[] and index_read.c's rd[]); index_read.c only prepares and
+ * its own st[] and idx_read.c's rd[]); idx_read.c only prepares and
  * steps statements on it, and resets each one before returning so no read
  * transaction stays open between calls.
  */
-#ifndef D9_COL_INDEX_INT_H
-#define D9_COL_INDEX_INT_H
+#ifndef D9_COL_IDX_INT_H
+#define D9_COL_IDX_INT_H
 
 #include <limits.h>
 #include <sqlite3.h>
-#include "collector/store/index.h"
+#include "collector/store/idx.h"
 
-#define IDX_WRITE_STMTS 14      /* index.c's statement cache (its enum) */
-#define IDX_READ_STMTS  16      /* index_read.c's statement cache (its enum) */
+#define IDX_WRITE_STMTS 14      /* idx.c's statement cache (its enum) */
+#define IDX_READ_STMTS  16      /* idx_read.c's statement cache (its enum) */
 
 struct idx {
     sqlite3 *db;
@@ -33,4 +33,4 @@ struct idx {
 /* The connection, for unit tests that look at the rows themselves. */
 void *idx_db(struct idx *x);
 
-#endif /* D9_COL_INDEX_INT_H */
+#endif /* D9_COL_IDX_INT_H */

@@ -1,8 +1,8 @@
 /*
- * index.c — the store's SQLite index: open, schema, writes (schema and
- * contract: index.h). The index module is the only code that runs SQL
- * against index.sqlite: this file and index_read.c (the readers' queries),
- * which share struct idx through index_int.h.
+ * idx.c — the store's SQLite index: open, schema, writes (schema and
+ * contract: idx.h). The index module is the only code that runs SQL
+ * against index.sqlite: this file and idx_read.c (the readers' queries),
+ * which share struct idx through idx_int.h.
  *
  * Writer: d9collectd (and `d9 fsck --repair`) through idx_open: one
  * connection, WAL journal, synchronous=FULL, foreign keys on, 5 s busy
@@ -37,13 +37,13 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include "collector/store/index_int.h"
+#include "collector/store/idx_int.h"
 #include "shm/clock.h"
 
 #define IDX_BUSY_TIMEOUT_MS 5000
 #define IDX_BOOT_ID_PATH    "/proc/sys/kernel/random/boot_id"
 
-/* The schema of index.h, verbatim. Executed in one transaction. */
+/* The schema of idx.h, verbatim. Executed in one transaction. */
 static const char schema_sql[] =
     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);"
     "CREATE TABLE IF NOT EXISTS processes(id INTEGER PRIMARY KEY, pid INT, start_time INT,"
@@ -143,7 +143,7 @@ static const char *const stmt_sql[ST_COUNT] = {
         " ORDER BY s.id",
 };
 
-_Static_assert(ST_COUNT == IDX_WRITE_STMTS, "index_int.h sizes the statement cache");
+_Static_assert(ST_COUNT == IDX_WRITE_STMTS, "idx_int.h sizes the statement cache");
 
 /* ---- errors ------------------------------------------------------------------ */
 

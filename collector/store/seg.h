@@ -1,5 +1,5 @@
 /*
- * segment.h — trace segment files: the collector's durable output.
+ * seg.h — trace segment files: the collector's durable output.
  *
  * One segment holds the records of one traced process over a span of time.
  * It is self-describing: d9 decodes it with nothing but the file.
@@ -34,11 +34,11 @@
  * Readers validate everything: a segment file is untrusted input.
  *
  * This header is the format and what the three modules that handle it share
- * (segment.c): seg_writer.h writes a file, seg_reader.h reads and verifies
+ * (seg.c): seg_writer.h writes a file, seg_reader.h reads and verifies
  * one, seg_salvage.h recovers files whose index rows are missing.
  */
-#ifndef D9_COL_SEGMENT_H
-#define D9_COL_SEGMENT_H
+#ifndef D9_COL_SEG_H
+#define D9_COL_SEG_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -158,7 +158,7 @@ struct seg_summary {
  * File names: a sealed segment is <dir>/<pid>-<start_time>-<segment_id>.d9seg
  * (decimal numbers, see seg_file_name); while written it is
  * <dir>/.tmp.<that name>. seg_footer.magic is SEG_FOOTER_MAGIC; the footer
- * crc32c chains seg_crc32c over each block's crc32c (4 bytes LE) in file
+ * crc32c chains crc32c_update over each block's crc32c (4 bytes LE) in file
  * order; data_bytes == file size - SEG_HDR_SIZE - SEG_FOOTER_SIZE.
  *
  * Block header fields: META: nrec = number of entries, tid/ring/generation/
@@ -211,4 +211,4 @@ int seg_fsync_dir(int dirfd);           /* EINVAL / EROFS count as done */
  * file systems without RENAME_NOREPLACE). */
 int seg_rename_noreplace(int dirfd, const char *from, const char *to);
 
-#endif /* D9_COL_SEGMENT_H */
+#endif /* D9_COL_SEG_H */

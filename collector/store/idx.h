@@ -1,5 +1,5 @@
 /*
- * index.h — the SQLite index of a store: which processes, threads and
+ * idx.h — the SQLite index of a store: which processes, threads and
  * runtimes were seen, which segments hold their records and where each
  * block starts, so d9 answers time-window queries without scanning files.
  *
@@ -7,7 +7,7 @@
  * not enough for us: FULL on commit of segment rows). Readers: d9 (any number,
  * read-only connections; WAL lets them read while the collector writes).
  * This header: open, writes, the collector's own lookups; readers' queries:
- * index_read.h. Nothing outside index.c / index_read.c runs SQL on the file.
+ * idx_read.h. Nothing outside idx.c / idx_read.c runs SQL on the file.
  *
  * Crash consistency: a segment file is sealed (fsync + rename + dir fsync)
  * before its row is inserted, and its row plus its block rows are inserted
@@ -44,8 +44,8 @@
  * 'boot_realtime_ns' (CLOCK_REALTIME - CLOCK_MONOTONIC at collector start)
  * so d9 can print wall-clock times.
  */
-#ifndef D9_COL_INDEX_H
-#define D9_COL_INDEX_H
+#ifndef D9_COL_IDX_H
+#define D9_COL_IDX_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -153,4 +153,4 @@ typedef int (*idx_segment_fn)(void *arg, const struct idx_segment_row *r);
 int idx_segment_foreach(struct idx *x, idx_segment_fn fn, void *arg);
 
 
-#endif /* D9_COL_INDEX_H */
+#endif /* D9_COL_IDX_H */

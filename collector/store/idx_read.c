@@ -1,14 +1,14 @@
 /*
- * index_read.c — the reader-side queries of the index (API: index_read.h;
- * schema: index.h; the connection and its open: index.c).
+ * idx_read.c — the reader-side queries of the index (API: idx_read.h;
+ * schema: idx.h; the connection and its open: idx.c).
  *
- * Called by: d9's query layer (collector/cli/query.c), the collector's
+ * Called by: d9's query layer (collector/cli/cli_store.c), the collector's
  * start-up recovery, ring counters and status, d9 fsck.
  *
  * Each query is one statement: prepared per call and finalized before
  * return, except the thread-name lookup, which d9's scan makes once per
  * block and which is kept prepared in struct idx (rd[], reset after every
- * use; index.c finalizes it at close). A statement that ends early is reset
+ * use; idx.c finalizes it at close). A statement that ends early is reset
  * or finalized at once, so a WAL reader never pins an old snapshot.
  * SQLite failures are -EIO, the reason in idx_errmsg.
  *
@@ -20,12 +20,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "collector/store/index_int.h"
-#include "collector/store/index_read.h"
-#include "collector/store/segment.h"
+#include "collector/store/idx_int.h"
+#include "collector/store/idx_read.h"
+#include "collector/store/seg.h"
 
 enum { RD_THREAD_NAME, RD_COUNT };
-_Static_assert(RD_COUNT <= IDX_READ_STMTS, "index_int.h sizes the read statement cache");
+_Static_assert(RD_COUNT <= IDX_READ_STMTS, "idx_int.h sizes the read statement cache");
 
 static int64_t clamp_i64(uint64_t v) { return v > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)v; }
 static uint64_t col_u64(sqlite3_stmt *st, int i)
@@ -78,7 +78,7 @@ static int one_text(struct idx *x, sqlite3_stmt *st, char *out, size_t cap, cons
     return rc == SQLITE_DONE ? -ENOENT : fail(x, what);
 }
 
-int idx_meta_get(struct idx *x, const char *key, char *out, size_t cap)
+int idx_read_meta_get(struct idx *x, const char *key, char *out, size_t cap)
 {
     sqlite3_stmt *st;
     if (!x || !key || !out || !cap)
@@ -92,7 +92,7 @@ int idx_meta_get(struct idx *x, const char *key, char *out, size_t cap)
     return e;
 }
 
-int idx_alive_pid(struct idx *x, uint32_t pid, uint32_t *alive_pid)
+int idx_read_alive_pid(struct idx *x, uint32_t pid, uint32_t *alive_pid)
 {
     sqlite3_stmt *st;
     if (!x || !alive_pid)
@@ -113,7 +113,7 @@ int idx_alive_pid(struct idx *x, uint32_t pid, uint32_t *alive_pid)
     return e;
 }
 
-int idx_time_range(struct idx *x, uint32_t pid, uint64_t *tmin, uint64_t *tmax)
+int idx_read_time_range(struct idx *x, uint32_t pid, uint64_t *tmin, uint64_t *tmax)
 {
     sqlite3_stmt *st;
     if (!x || !tmin || !tmax)
@@ -133,8 +133,8 @@ int idx_time_range(struct idx *x, uint32_t pid, uint64_t *tmin, uint64_t *tmax)
     return e;
 }
 
-int idx_processes_window(struct idx *x, uint32_t pid, uint64_t from, uint64_t to,
-                         int (*fn)(void *arg, const struct idx_process_row *r), void *arg)
+int idx_read_processes_window(struct idx *x, uint32_t pid, uint64_t from, uint64_t to,
+                         int (*fn)(void *arg, const struct idx_read_process *r), void *arg)
 {
     sqlite3_stmt *st;
     if (!x || !fn)
@@ -154,7 +154,7 @@ int idx_processes_window(struct idx *x, uint32_t pid, uint64_t from, uint64_t to
     sqlite3_bind_int64(st, 3, clamp_i64(to));
     int n = 0, ret = 0;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        struct idx_process_row r = {
+        struct idx_read_process r = {
             .id = sqlite3_column_int64(st, 0),
             .pid = (uint32_t)sqlite3_column_int64(st, 1),
             .uid = (uint32_t)sqlite3_column_int64(st, 2),
@@ -182,8 +182,8 @@ int idx_processes_window(struct idx *x, uint32_t pid, uint64_t from, uint64_t to
     return ret < 0 ? ret : n;
 }
 
-int idx_segments_window(struct idx *x, uint32_t pid, uint64_t from, uint64_t to,
-                        int (*fn)(void *arg, const struct idx_window_segment *r), void *arg)
+int idx_read_segments_window(struct idx *x, uint32_t pid, uint64_t from, uint64_t to,
+                        int (*fn)(void *arg, const struct idx_read_segment *r), void *arg)
 {
     sqlite3_stmt *st;
     if (!x || !fn)
@@ -203,7 +203,7 @@ int idx_segments_window(struct idx *x, uint32_t pid, uint64_t from, uint64_t to,
     sqlite3_bind_int64(st, 3, clamp_i64(to));
     int n = 0, ret = 0;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        struct idx_window_segment r = {
+        struct idx_read_segment r = {
             .id = col_u64(st, 0),
             .path = col_text(st, 1),
             .process_id = sqlite3_column_int64(st, 2),
@@ -228,18 +228,18 @@ int idx_segments_window(struct idx *x, uint32_t pid, uint64_t from, uint64_t to,
     return ret < 0 ? ret : n;
 }
 
-struct idx_block_cursor {
+struct idx_read_cursor {
     struct idx *x;
     sqlite3_stmt *q;
 };
 
-int idx_blocks_window_open(struct idx *x, const struct idx_window *w,
-                           struct idx_block_cursor **out)
+int idx_read_blocks_window_open(struct idx *x, const struct idx_read_window *w,
+                           struct idx_read_cursor **out)
 {
     if (!x || !w || !out)
         return -EINVAL;
     *out = NULL;
-    struct idx_block_cursor *c = calloc(1, sizeof *c);
+    struct idx_read_cursor *c = calloc(1, sizeof *c);
     if (!c)
         return -ENOMEM;
     c->x = x;
@@ -264,7 +264,7 @@ int idx_blocks_window_open(struct idx *x, const struct idx_window *w,
     return 0;
 }
 
-int idx_blocks_window_next(struct idx_block_cursor *c, struct idx_window_block *b)
+int idx_read_blocks_window_next(struct idx_read_cursor *c, struct idx_read_block *b)
 {
     if (!c || !b)
         return -EINVAL;
@@ -273,7 +273,7 @@ int idx_blocks_window_next(struct idx_block_cursor *c, struct idx_window_block *
         return 0;
     if (rc != SQLITE_ROW)
         return fail(c->x, "list blocks");
-    *b = (struct idx_window_block){
+    *b = (struct idx_read_block){
         .segment_id = col_u64(c->q, 0),
         .offset = col_u64(c->q, 1),
         .path = col_text(c->q, 2),
@@ -285,7 +285,7 @@ int idx_blocks_window_next(struct idx_block_cursor *c, struct idx_window_block *
     return 1;
 }
 
-void idx_blocks_window_close(struct idx_block_cursor *c)
+void idx_read_blocks_window_close(struct idx_read_cursor *c)
 {
     if (!c)
         return;
@@ -293,7 +293,7 @@ void idx_blocks_window_close(struct idx_block_cursor *c)
     free(c);
 }
 
-int idx_block_offsets(struct idx *x, uint64_t segment_id, uint16_t kind,
+int idx_read_block_offsets(struct idx *x, uint64_t segment_id, uint16_t kind,
                       int (*fn)(void *arg, uint64_t offset), void *arg)
 {
     sqlite3_stmt *st;
@@ -314,7 +314,7 @@ int idx_block_offsets(struct idx *x, uint64_t segment_id, uint16_t kind,
     return ret < 0 ? ret : n;
 }
 
-int idx_process_segments(struct idx *x, int64_t process_id,
+int idx_read_process_segments(struct idx *x, int64_t process_id,
                          int (*fn)(void *arg, const char *path), void *arg)
 {
     sqlite3_stmt *st;
@@ -333,7 +333,7 @@ int idx_process_segments(struct idx *x, int64_t process_id,
     return ret < 0 ? ret : n;
 }
 
-int idx_thread_name(struct idx *x, int64_t process_id, uint32_t ring, uint32_t generation,
+int idx_read_thread_name(struct idx *x, int64_t process_id, uint32_t ring, uint32_t generation,
                     char *buf, size_t cap)
 {
     sqlite3_stmt *st;
@@ -352,7 +352,7 @@ int idx_thread_name(struct idx *x, int64_t process_id, uint32_t ring, uint32_t g
     return e;
 }
 
-int idx_process_comm(struct idx *x, int64_t process_id, char *buf, size_t cap)
+int idx_read_process_comm(struct idx *x, int64_t process_id, char *buf, size_t cap)
 {
     sqlite3_stmt *st;
     if (!x || !buf || !cap)
@@ -367,7 +367,7 @@ int idx_process_comm(struct idx *x, int64_t process_id, char *buf, size_t cap)
     return e;
 }
 
-uint64_t idx_process_last_ns(struct idx *x, int64_t process_id)
+uint64_t idx_read_process_last_ns(struct idx *x, int64_t process_id)
 {
     sqlite3_stmt *st;
     uint64_t v = 0;
@@ -380,7 +380,7 @@ uint64_t idx_process_last_ns(struct idx *x, int64_t process_id)
     return v;
 }
 
-int idx_ring_lost(struct idx *x, int64_t process_id, uint32_t ring, uint64_t *lost)
+int idx_read_ring_lost(struct idx *x, int64_t process_id, uint32_t ring, uint64_t *lost)
 {
     sqlite3_stmt *st;
     if (!lost)
@@ -411,7 +411,7 @@ static int has_row(struct idx *x, sqlite3_stmt *st)
     return e;
 }
 
-int idx_segment_has_path(struct idx *x, const char *relpath)
+int idx_read_segment_has_path(struct idx *x, const char *relpath)
 {
     sqlite3_stmt *st;
     if (!x || !relpath)
@@ -423,7 +423,7 @@ int idx_segment_has_path(struct idx *x, const char *relpath)
     return has_row(x, st);
 }
 
-int idx_segment_has_id(struct idx *x, uint64_t id)
+int idx_read_segment_has_id(struct idx *x, uint64_t id)
 {
     sqlite3_stmt *st;
     if (!x)
@@ -435,7 +435,7 @@ int idx_segment_has_id(struct idx *x, uint64_t id)
     return has_row(x, st);
 }
 
-int idx_segment_count(struct idx *x, uint64_t *n)
+int idx_read_segment_count(struct idx *x, uint64_t *n)
 {
     sqlite3_stmt *st;
     if (!x || !n)

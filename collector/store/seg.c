@@ -1,8 +1,8 @@
 /*
- * segment.c — what the segment writer, reader and salvage share: file
+ * seg.c — what the segment writer, reader and salvage share: file
  * names, the running totals that become a footer (and must match it on
  * read), block index rows, and the durable-write helpers. The format itself
- * is described in segment.h.
+ * is described in seg.h.
  *
  * Called by: seg_writer.c, seg_reader.c, seg_salvage.c; the daemon and
  * fsck for file names.
@@ -23,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "collector/store/crc32c.h"
-#include "collector/store/segment.h"
+#include "collector/store/seg.h"
 
 _Static_assert(sizeof(struct seg_exit) % 8 == 0, "seg exit");
 _Static_assert(SEG_HDR_SIZE % 8 == 0 && SEG_FOOTER_SIZE % 8 == 0, "alignment");
@@ -35,7 +35,7 @@ void seg_acc_add(struct seg_acc *a, const struct seg_block_hdr *h,
                     const uint64_t counts[D9_REC_TYPE_COUNT])
 {
     a->nblocks++;
-    a->crc = seg_crc32c(a->crc, &h->crc32c, sizeof h->crc32c);
+    a->crc = crc32c_update(a->crc, &h->crc32c, sizeof h->crc32c);
     a->data_bytes += SEG_BLOCK_HDR_SIZE + (uint64_t)h->len;
     a->lost += h->lost;
     if (h->kind == SEG_BLK_DATA) {

@@ -1,13 +1,13 @@
 /*
- * query.c — read-only store access for the d9 CLI (see query.h).
+ * cli_store.c — read-only store access for the d9 CLI (see cli_store.h).
  *
  * Called by the cli_<name>.c subcommands. Opens the index read-only through
  * the index module (idx_open_ex: WAL readers never block the collector and
  * see a consistent snapshot per statement; an immutable open when the
  * directory is not writable) and asks it everything through idx_ functions
- * (index_read.h): no SQL here.
+ * (idx_read.h): no SQL here.
  *
- * Invariants of cli_scan: a cursor owns a private copy of one block's
+ * Invariants of cli_store_scan: a cursor owns a private copy of one block's
  * payload and a reference on the open segment reader it came from; the
  * heap holds cursors that have a current record; a block is opened before
  * any record with a larger timestamp is delivered (the index gives blocks by
@@ -25,8 +25,8 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include "collector/store/index_read.h"
-#include "collector/cli/query.h"
+#include "collector/store/idx_read.h"
+#include "collector/cli/cli_store.h"
 #include "collector/store/seg_reader.h"
 #include "shm/record.h"
 
@@ -54,7 +54,7 @@ static void detect_boot(struct cli_store *s)
     uint64_t mono = now_ns(CLOCK_MONOTONIC);
     int64_t ours = (int64_t)(now_ns(CLOCK_REALTIME) - mono);
 
-    if (idx_meta_get(s->x, "boot_realtime_ns", v, sizeof v) == 0 && *v) {
+    if (idx_read_meta_get(s->x, "boot_realtime_ns", v, sizeof v) == 0 && *v) {
         s->boot_realtime_ns = strtoll(v, NULL, 10);
         s->have_wall = true;
     }
@@ -62,7 +62,7 @@ static void detect_boot(struct cli_store *s)
         s->live = false;            /* records from the future: another boot */
         return;
     }
-    if (idx_meta_get(s->x, "boot_id", v, sizeof v) == 0 && *v) {
+    if (idx_read_meta_get(s->x, "boot_id", v, sizeof v) == 0 && *v) {
         char cur[64] = "";
         FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
         if (f) {
@@ -149,7 +149,7 @@ const char *cli_store_unsealed_hint(struct cli_store *s, uint32_t pid)
     uint32_t alive;
     if (!s->live)
         return "";
-    int rc = idx_alive_pid(s->x, pid, &alive);
+    int rc = idx_read_alive_pid(s->x, pid, &alive);
     if (rc < 0)
         return "";
     if (rc == 1)
@@ -162,12 +162,12 @@ const char *cli_store_unsealed_hint(struct cli_store *s, uint32_t pid)
 
 int cli_store_time_range(struct cli_store *s, uint32_t pid, uint64_t *tmin, uint64_t *tmax)
 {
-    int rc = idx_time_range(s->x, pid, tmin, tmax);
+    int rc = idx_read_time_range(s->x, pid, tmin, tmax);
     return rc == -EINVAL ? -EIO : rc;
 }
 
-void cli_window_compute(const struct cli_window_spec *w, bool live, uint64_t now, bool have_newest,
-                        uint64_t newest, uint64_t *from, uint64_t *to)
+void cli_store_window_compute(const struct cli_window_spec *w, bool live, uint64_t now,
+                              bool have_newest, uint64_t newest, uint64_t *from, uint64_t *to)
 {
     *from = 0;
     *to = UINT64_MAX;
@@ -192,14 +192,14 @@ void cli_window_compute(const struct cli_window_spec *w, bool live, uint64_t now
     }
 }
 
-int cli_window_resolve(struct cli_store *s, const struct cli_window_spec *w, uint32_t pid,
+int cli_store_window_resolve(struct cli_store *s, const struct cli_window_spec *w, uint32_t pid,
                        uint64_t *from, uint64_t *to)
 {
     uint64_t tmin = 0, tmax = 0;
     bool have = false;
     if (w->kind == CLI_WIN_SINCE && !s->live)
         have = cli_store_time_range(s, pid, &tmin, &tmax) == 0;
-    cli_window_compute(w, s->live, now_ns(CLOCK_MONOTONIC), have, tmax, from, to);
+    cli_store_window_compute(w, s->live, now_ns(CLOCK_MONOTONIC), have, tmax, from, to);
     return 0;
 }
 
@@ -212,7 +212,7 @@ struct listing {
     void *arg;
 };
 
-static int proc_row(void *arg, const struct idx_process_row *r)
+static int proc_row(void *arg, const struct idx_read_process *r)
 {
     const struct listing *l = arg;
     struct cli_proc_row c = {
@@ -225,14 +225,14 @@ static int proc_row(void *arg, const struct idx_process_row *r)
     return l->proc_fn(l->arg, &c);
 }
 
-int cli_query_processes(struct cli_store *s, uint32_t pid, uint64_t from, uint64_t to,
+int cli_store_processes(struct cli_store *s, uint32_t pid, uint64_t from, uint64_t to,
                         cli_proc_fn fn, void *arg)
 {
     struct listing l = { .proc_fn = fn, .arg = arg };
-    return idx_processes_window(s->x, pid, from, to, proc_row, &l);
+    return idx_read_processes_window(s->x, pid, from, to, proc_row, &l);
 }
 
-static int seg_row(void *arg, const struct idx_window_segment *r)
+static int seg_row(void *arg, const struct idx_read_segment *r)
 {
     const struct listing *l = arg;
     struct cli_seg_row c = {
@@ -244,11 +244,11 @@ static int seg_row(void *arg, const struct idx_window_segment *r)
     return l->seg_fn(l->arg, &c);
 }
 
-int cli_query_segments(struct cli_store *s, uint32_t pid, uint64_t from, uint64_t to,
+int cli_store_segments(struct cli_store *s, uint32_t pid, uint64_t from, uint64_t to,
                        cli_seg_fn fn, void *arg)
 {
     struct listing l = { .seg_fn = fn, .arg = arg };
-    return idx_segments_window(s->x, pid, from, to, seg_row, &l);
+    return idx_read_segments_window(s->x, pid, from, to, seg_row, &l);
 }
 
 /* ---- scan -------------------------------------------------------------------- */
@@ -322,7 +322,7 @@ static int meta_block(void *arg, uint64_t offset)
 
 static int load_meta(struct scan *sc, struct seg_reader *r, uint64_t seg_id)
 {
-    int n = idx_block_offsets(sc->s->x, seg_id, SEG_BLK_META, meta_block, r);
+    int n = idx_read_block_offsets(sc->s->x, seg_id, SEG_BLK_META, meta_block, r);
     if (n <= 0)
         return seg_reader_load_meta(r);     /* index incomplete: trust the file */
     return 0;
@@ -475,13 +475,13 @@ static bool cursor_advance(struct scan *sc, struct cursor *c)
 
 static void thread_name(struct scan *sc, struct cursor *c)
 {
-    idx_thread_name(sc->s->x, c->rd->process_id, c->ring, c->generation, c->thread,
+    idx_read_thread_name(sc->s->x, c->rd->process_id, c->ring, c->generation, c->thread,
                     sizeof c->thread);
 }
 
 /* Open block q (a row of the index); pushes a cursor when it has a
  * matching record. Returns 0 or -ENOMEM. */
-static int open_block(struct scan *sc, const struct idx_window_block *q)
+static int open_block(struct scan *sc, const struct idx_read_block *q)
 {
     uint64_t seg_id = q->segment_id, offset = q->offset;
     struct rd_entry *rd = rd_get(sc, seg_id, q->path, q->process_id, q->pid, q->comm);
@@ -536,7 +536,7 @@ static int open_block(struct scan *sc, const struct idx_window_block *q)
     return 0;
 }
 
-int cli_scan(struct cli_store *s, const struct cli_filter *f, cli_rec_fn fn, void *arg,
+int cli_store_scan(struct cli_store *s, const struct cli_filter *f, cli_rec_fn fn, void *arg,
              struct cli_scan_stats *st, const char *prog)
 {
     struct cli_scan_stats dummy;
@@ -544,21 +544,21 @@ int cli_scan(struct cli_store *s, const struct cli_filter *f, cli_rec_fn fn, voi
         st = &dummy;
     memset(st, 0, sizeof *st);
     struct scan sc = { .s = s, .f = f, .st = st, .prog = prog ? prog : "d9" };
-    struct idx_block_cursor *q;
-    struct idx_window w = { .from = f->from, .to = f->to, .pid = f->pid, .tid = f->tid };
-    int rc = idx_blocks_window_open(s->x, &w, &q);
+    struct idx_read_cursor *q;
+    struct idx_read_window w = { .from = f->from, .to = f->to, .pid = f->pid, .tid = f->tid };
+    int rc = idx_read_blocks_window_open(s->x, &w, &q);
     if (rc < 0)
         return rc == -ENOMEM ? rc : -EIO;
-    struct idx_window_block row;
+    struct idx_read_block row;
 
     int ret = 0;
-    bool have_row = (rc = idx_blocks_window_next(q, &row)) == 1;
+    bool have_row = (rc = idx_read_blocks_window_next(q, &row)) == 1;
     for (;;) {
         /* open every block that may hold a record not later than the heap's head */
         while (have_row && (sc.nheap == 0 || row.t_first <= sc.heap[0]->cur->ts)) {
             if ((ret = open_block(&sc, &row)) < 0)
                 goto out;
-            have_row = (rc = idx_blocks_window_next(q, &row)) == 1;
+            have_row = (rc = idx_read_blocks_window_next(q, &row)) == 1;
         }
         if (!have_row && rc != 0) {
             ret = -EIO;
@@ -596,7 +596,7 @@ out:
     for (size_t i = 0; i < sc.nrd; i++)
         rd_free(sc.rd[i]);
     free(sc.rd);
-    idx_blocks_window_close(q);
+    idx_read_blocks_window_close(q);
     return ret;
 }
 
@@ -613,7 +613,7 @@ struct cli_names {
     size_t n, cap;
 };
 
-int cli_names_open(struct cli_store *s, struct cli_names **out)
+int cli_store_names_open(struct cli_store *s, struct cli_names **out)
 {
     struct cli_names *n = calloc(1, sizeof *n);
     if (!n)
@@ -623,7 +623,7 @@ int cli_names_open(struct cli_store *s, struct cli_names **out)
     return 0;
 }
 
-void cli_names_close(struct cli_names *n)
+void cli_store_names_close(struct cli_names *n)
 {
     if (!n)
         return;
@@ -676,12 +676,12 @@ static struct seg_reader *names_reader(struct cli_names *n, int64_t process_id)
     e->process_id = process_id;
     e->r = NULL;
     struct names_open no = { n, e };
-    idx_process_segments(n->s->x, process_id, names_try, &no);
+    idx_read_process_segments(n->s->x, process_id, names_try, &no);
     return e->r;
 }
 
-const char *cli_names_location(struct cli_names *n, int64_t process_id, uint32_t loc, char *buf,
-                               size_t cap)
+const char *cli_store_names_location(struct cli_names *n, int64_t process_id, uint32_t loc,
+                                     char *buf, size_t cap)
 {
     struct seg_reader *r = loc ? names_reader(n, process_id) : NULL;
     const struct shm_meta_entry *e = r ? seg_reader_location(r, loc) : NULL;
@@ -696,7 +696,7 @@ const char *cli_names_location(struct cli_names *n, int64_t process_id, uint32_t
     return buf;
 }
 
-const char *cli_names_runtime(struct cli_names *n, int64_t process_id, uint16_t rt, char *buf,
+const char *cli_store_names_runtime(struct cli_names *n, int64_t process_id, uint16_t rt, char *buf,
                               size_t cap)
 {
     struct seg_reader *r = names_reader(n, process_id);
@@ -708,20 +708,20 @@ const char *cli_names_runtime(struct cli_names *n, int64_t process_id, uint16_t 
     return buf;
 }
 
-const char *cli_names_thread(struct cli_names *n, int64_t process_id, uint32_t ring,
+const char *cli_store_names_thread(struct cli_names *n, int64_t process_id, uint32_t ring,
                              uint32_t generation, char *buf, size_t cap)
 {
-    idx_thread_name(n->s->x, process_id, ring, generation, buf, cap);
+    idx_read_thread_name(n->s->x, process_id, ring, generation, buf, cap);
     return buf;
 }
 
-const char *cli_names_comm(struct cli_names *n, int64_t process_id, char *buf, size_t cap)
+const char *cli_store_names_comm(struct cli_names *n, int64_t process_id, char *buf, size_t cap)
 {
-    idx_process_comm(n->s->x, process_id, buf, cap);
+    idx_read_process_comm(n->s->x, process_id, buf, cap);
     return buf;
 }
 
-uint64_t cli_names_last_ns(struct cli_names *n, int64_t process_id)
+uint64_t cli_store_names_last_ns(struct cli_names *n, int64_t process_id)
 {
-    return idx_process_last_ns(n->s->x, process_id);
+    return idx_read_process_last_ns(n->s->x, process_id);
 }

@@ -113,7 +113,7 @@ int idx_begin(struct idx *x);
 int idx_commit(struct idx *x);
 void idx_rollback(struct idx *x);
 
-/* ---- added by storage (additive) --------------------------------------------
+/* ---- contract details --------------------------------------------------------
  * meta keys: 'schema_version' (decimal), 'host' (gethostname at creation),
  * 'created' (CLOCK_REALTIME ns at creation, decimal), 'boot_realtime_ns'
  * and 'boot_id' (/proc/sys/kernel/random/boot_id; both refreshed by every

@@ -147,13 +147,12 @@ struct seg_summary {
     struct seg_block_info *blocks;  /* owned by the writer until seg_writer_free */
     uint32_t nblocks;
     uint32_t nblocks_indexed;   /* blocks[0, this) are already index rows (seg_writer_mark_indexed) */
-    /* added (storage): */
     uint32_t hdr_flags;         /* seg_file_hdr.flags (SEG_F_SALVAGED) */
     uint64_t sealed_ns;         /* CLOCK_MONOTONIC at seal (from mtime for seg_salvage_summarize) */
 };
 
 /*
- * Details of the format and the API (added by storage, all additive):
+ * Details of the format and the API:
  *
  * File names: a sealed segment is <dir>/<pid>-<start_time>-<segment_id>.d9seg
  * (decimal numbers, see seg_file_name); while written it is
@@ -174,7 +173,7 @@ struct seg_summary {
 #define SEG_TMP_PREFIX   ".tmp."
 #define SEG_F_SALVAGED   1u             /* seg_file_hdr.flags: rebuilt by seg_salvage */
 #define SEG_WRITE_BUF    (1u << 20)     /* writer buffer, flushed with write(2) */
-#define SEG_WRITEBACK_STEP (1u << 20)   /* start writeback of every 4 MiB flushed */
+#define SEG_WRITEBACK_STEP (1u << 20)   /* start writeback after every this many bytes flushed */
 #define SEG_META_IDS_MAX 65536u         /* reader keeps metadata ids 1..this per kind */
 #define SEG_BLOCK_HDR_SIZE ((uint32_t)sizeof(struct seg_block_hdr))
 

@@ -11,7 +11,8 @@
  * behind (ENOSPC is survivable). Every SEG_WRITEBACK_STEP flushed bytes,
  * writeback of them is started (sync_file_range, no wait), so the seal's
  * fsync waits for the last few MiB, not for the whole segment: the drain
- * loop stalls in that fsync while the rings fill (tests/bench/RESULTS.md).
+ * loop stalls in that fsync while the rings fill (measured in
+ * tests/bench/README.md).
  * Sealing appends the footer, fsyncs, renames without replacing and fsyncs
  * the directory; a failed seal takes the footer back off and leaves the
  * unsealed segment for the caller to retry, drop (seg_writer_free) or keep

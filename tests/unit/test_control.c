@@ -1,6 +1,6 @@
 /*
  * test_control.c — the control channel (collector/ctl/ctl_server.c) as a
- * specification: ctl_client_request() against a ROUTER served by col_ctl_*, the
+ * specification: ctl_client_request() against a ROUTER served by ctl_server_*, the
  * framing rules, malformed-message accounting and client errors.
  */
 #include <errno.h>

@@ -30,7 +30,7 @@
  * ts in CLOCK_MONOTONIC ns, seq dense per perf_proc, for the daemon to append
  * as DATA blocks of the pseudo ring PERF_SEG_RING (generation 0, block tid =
  * pid) of the process's segment. The collector also writes the process's
- * memory map there (see symbols.h, sym_maps_records) so d9 can symbolize.
+ * memory map there (see sym.h, sym_maps_records) so d9 can symbolize.
  *
  * The perf ring is written by the kernel but treated as untrusted like shm:
  * every size, cursor and count is checked (perf_ring_walk, perf_parse_*);

@@ -16,7 +16,7 @@
 #include <unistd.h>
 #include "collector/daemon/config.h"
 #include "shm/paths.h"
-#include "collector/store/log.h"
+#include "collector/store/col_log.h"
 
 enum opt_kind { OPT_STR, OPT_U32, OPT_LEVEL, OPT_ENUM };
 

@@ -22,7 +22,7 @@
  * guard, guard.c). SIGTERM/SIGINT: drain everything, seal and index every
  * open segment, exit 0.
  *
- * The store lock (col_store_lock, <store>/.lock) is held for the whole run,
+ * The store lock (fsck_store_lock, <store>/.lock) is held for the whole run,
  * from before start-up recovery to exit: a second collector on the same
  * store exits 1 with one error line instead of salvaging or writing the
  * first one's files.
@@ -35,7 +35,6 @@
 #include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,8 +50,9 @@
 #include "collector/daemon/guard.h"
 #include "collector/daemon/pace.h"
 #include "collector/store/fsck.h"
-#include "collector/store/index.h"
-#include "collector/store/log.h"
+#include "collector/store/idx.h"
+#include "collector/store/idx_read.h"
+#include "collector/store/col_log.h"
 #include "collector/daemon/perf_host.h"
 #include "collector/daemon/proc.h"
 #include "collector/daemon/prof.h"
@@ -67,10 +67,10 @@
 struct col_ctx {
     struct config cfg;
     struct storedir store;
-    int store_lock;             /* col_store_lock fd, held until exit */
+    int store_lock;             /* fsck_store_lock fd, held until exit */
     int perf_keeper;            /* perf_callchain_keeper fd, -1 when none */
     struct perf_host *perf_host;    /* per-CPU on-CPU sampling, NULL: per thread or off */
-    struct col_ctl ctl;
+    struct ctl_server ctl;
     struct discover disc;
     struct proc *procs;
     struct shm_clock_cal host_cal;
@@ -360,13 +360,8 @@ static int ring_total(const struct col_ctx *x, uint64_t *quarantined)
 
 static uint64_t count_segments(struct col_ctx *x)
 {
-    sqlite3 *db = idx_db(x->store.idx);
-    sqlite3_stmt *st = NULL;
     uint64_t n = 0;
-    if (db && sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM segments", -1, &st, NULL) ==
-        SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-        n = (uint64_t)sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
+    (void)idx_read_segment_count(x->store.idx, &n);
     return n;
 }
 
@@ -497,9 +492,9 @@ static void handle_hello(struct col_ctx *x, const D9__Hello *h)
 
 static void control(struct col_ctx *x)
 {
-    struct col_ctl_msg m;
+    struct ctl_server_msg m;
     int rc;
-    while ((rc = col_ctl_recv(&x->ctl, &m)) == 1) {
+    while ((rc = ctl_server_recv(&x->ctl, &m)) == 1) {
         D9__Reply rep = D9__REPLY__INIT;
         D9__CollectorStatus cs;
         int have_status = 0;
@@ -521,10 +516,10 @@ static void control(struct col_ctx *x)
         default:
             break;
         }
-        col_ctl_reply(&x->ctl, &m, &rep);
+        ctl_server_reply(&x->ctl, &m, &rep);
         if (have_status)
             free_status(&cs);
-        col_ctl_msg_done(&m);
+        ctl_server_msg_done(&m);
     }
     if (rc < 0) {
         col_log_limited(&x->ctl_rl, COL_LOG_WARN, "control socket: %s", strerror(-rc));
@@ -708,33 +703,33 @@ static int start_up(struct col_ctx *x)
         return EXIT_RUNTIME;
     }
     /* before recovery: another collector's temp files are live, not debris */
-    if ((x->store_lock = col_store_lock(x->store.dir)) < 0) {
+    if ((x->store_lock = fsck_store_lock(x->store.dir)) < 0) {
         if (x->store_lock == -EBUSY)
             col_err("store %s is in use by another collector (it holds %s/%s); stop it "
                     "first or use another --store", x->store.dir, x->store.dir,
-                    COL_STORE_LOCK_FILE);
+                    FSCK_STORE_LOCK_FILE);
         else
-            col_err("cannot take the store lock %s/%s: %s", x->store.dir, COL_STORE_LOCK_FILE,
+            col_err("cannot take the store lock %s/%s: %s", x->store.dir, FSCK_STORE_LOCK_FILE,
                     strerror(-x->store_lock));
         storedir_close(&x->store);
         return EXIT_RUNTIME;
     }
     x->store.segment_max_bytes = (uint64_t)x->cfg.segment_mb << 20;
     storedir_recover(&x->store);
-    if (col_ctl_open(&x->ctl, x->cfg.endpoint, err, sizeof err)) {
+    if (ctl_server_open(&x->ctl, x->cfg.endpoint, err, sizeof err)) {
         col_err("%s", err);
         storedir_close(&x->store);
         return EXIT_RUNTIME;
     }
     if ((x->sigfd = open_signals()) < 0) {
         col_err("cannot set up signal handling: %s", strerror(-x->sigfd));
-        col_ctl_close(&x->ctl);
+        ctl_server_close(&x->ctl);
         storedir_close(&x->store);
         return EXIT_RUNTIME;
     }
     if (x->cfg.pidfile[0] && (rc = write_pidfile(x->cfg.pidfile))) {
         col_err("cannot write pidfile %s: %s", x->cfg.pidfile, strerror(-rc));
-        col_ctl_close(&x->ctl);
+        ctl_server_close(&x->ctl);
         storedir_close(&x->store);
         return EXIT_RUNTIME;
     }
@@ -752,7 +747,7 @@ static int start_up(struct col_ctx *x)
 static void tear_down(struct col_ctx *x)
 {
     discover_free(&x->disc);
-    col_ctl_close(&x->ctl);
+    ctl_server_close(&x->ctl);
     if (x->ctl.ipc_path[0])
         unlink(x->ctl.ipc_path);
     storedir_close(&x->store);

@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "collector/daemon/discover.h"
-#include "collector/store/log.h"
+#include "collector/store/col_log.h"
 #include "shm/region.h"
 
 void discover_init(struct discover *d, const char *dir)

@@ -30,17 +30,17 @@
  */
 #include <errno.h>
 #include <stddef.h>
-#include <sqlite3.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include "collector/daemon/drain.h"
 #include "collector/daemon/guard.h"
-#include "collector/store/index.h"
-#include "collector/store/log.h"
+#include "collector/store/idx.h"
+#include "collector/store/idx_read.h"
+#include "collector/store/col_log.h"
 #include "collector/store/pack.h"
 #include "collector/daemon/proc.h"
-#include "collector/store/segment.h"
+#include "collector/store/seg_writer.h"
 #include "collector/daemon/storedir.h"
 #include "shm/meta.h"
 #include "shm/record.h"
@@ -321,19 +321,9 @@ static void index_threads(struct proc *p, struct storedir *st)
  * region is adopted). 0 when unknown (fresh ring, no index). */
 static uint64_t indexed_lost(struct storedir *st, int64_t process_id, uint32_t ring)
 {
-    sqlite3 *db = st->idx ? idx_db(st->idx) : NULL;
-    sqlite3_stmt *q = NULL;
     uint64_t lost = 0;
-    if (!db || process_id <= 0)
-        return 0;
-    if (sqlite3_prepare_v2(db, "SELECT COALESCE(SUM(b.lost), 0) FROM blocks b "
-                           "JOIN segments s ON s.id = b.segment_id WHERE s.process_id = ?1 "
-                           "AND b.ring = ?2", -1, &q, NULL) == SQLITE_OK &&
-        sqlite3_bind_int64(q, 1, process_id) == SQLITE_OK &&
-        sqlite3_bind_int64(q, 2, ring) == SQLITE_OK && sqlite3_step(q) == SQLITE_ROW &&
-        sqlite3_column_int64(q, 0) > 0)
-        lost = (uint64_t)sqlite3_column_int64(q, 0);
-    sqlite3_finalize(q);
+    if (st->idx)
+        (void)idx_read_rings_lost(st->idx, process_id, ring, 1, &lost);
     return lost;
 }
 
@@ -504,7 +494,7 @@ static int commit_block(struct proc *p, struct storedir *st, uint32_t i,
     memcpy(stats.counts, b->x.counts, sizeof stats.counts);
     size_t plen = pack_finish(b->dst, b->packed, (uint32_t)b->got);
     int rc = seg_writer_data_commit(p->writer, s->tid, i, s->generation, delta, plen, &stats,
-                                    seg_crc32c(0, b->dst, plen), SEG_BF_PACKED);
+                                    crc32c_update(0, b->dst, plen), SEG_BF_PACKED);
     if (rc) {
         storedir_write_failed(st, rc, "data block", p->pid, now);
         return rc;

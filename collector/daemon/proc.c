@@ -8,7 +8,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <setjmp.h>
-#include <sqlite3.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -18,7 +17,8 @@
 #include <unistd.h>
 #include "collector/daemon/drain.h"
 #include "collector/daemon/guard.h"
-#include "collector/store/index.h"
+#include "collector/store/idx.h"
+#include "collector/store/idx_read.h"
 #include "collector/daemon/proc.h"
 #include "collector/daemon/prof.h"
 #include "collector/daemon/storedir.h"
@@ -76,19 +76,12 @@ static int g_map(const char *path, uint32_t expected_uid, struct shm_region *r,
  * reported again after a restart. */
 static void resume_lost_counters(struct proc *p, struct storedir *st)
 {
-    sqlite3 *db = idx_db(st->idx);
-    sqlite3_stmt *q = NULL;
-    if (!db || sqlite3_prepare_v2(db, "SELECT b.ring, SUM(b.lost) FROM blocks b JOIN segments s "
-                                      "ON s.id = b.segment_id WHERE s.process_id = ?1 "
-                                      "GROUP BY b.ring", -1, &q, NULL) != SQLITE_OK)
-        return;
-    sqlite3_bind_int64(q, 1, p->process_id);
-    while (sqlite3_step(q) == SQLITE_ROW) {
-        sqlite3_int64 ring = sqlite3_column_int64(q, 0), lost = sqlite3_column_int64(q, 1);
-        if (ring >= 0 && ring < (sqlite3_int64)p->geo.ring_count && lost > 0)
-            p->rings[ring].lost_seen = (uint64_t)lost;
-    }
-    sqlite3_finalize(q);
+    uint64_t *lost = st->idx ? calloc(p->geo.ring_count, sizeof *lost) : NULL;
+    if (lost && idx_read_rings_lost(st->idx, p->process_id, 0, p->geo.ring_count, lost) == 0)
+        for (uint32_t ring = 0; ring < p->geo.ring_count; ring++)
+            if (lost[ring] > 0)
+                p->rings[ring].lost_seen = lost[ring];
+    free(lost);
 }
 
 int proc_adopt(const char *path, const char *file, uint32_t expected_uid,

@@ -24,8 +24,8 @@
 #define D9_DAEMON_PROC_H
 
 #include <stdint.h>
-#include "collector/store/log.h"
-#include "collector/store/segment.h"
+#include "collector/store/col_log.h"
+#include "collector/store/seg_writer.h"
 #include "shm/clock.h"
 #include "shm/region.h"
 #include "proto/d9.pb-c.h"

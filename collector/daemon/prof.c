@@ -17,12 +17,12 @@
 #include <string.h>
 #include "collector/daemon/drain.h"
 #include "collector/daemon/guard.h"
-#include "collector/store/log.h"
+#include "collector/store/col_log.h"
 #include "collector/daemon/proc.h"
 #include "collector/daemon/prof.h"
-#include "collector/store/segment.h"
+#include "collector/store/seg_writer.h"
 #include "collector/daemon/storedir.h"
-#include "collector/store/symbols.h"
+#include "collector/store/sym.h"
 
 _Static_assert(SYM_MAP_SCHEMA_ID <= SEG_META_IDS_MAX, "d9.map schema id must be kept by readers");
 

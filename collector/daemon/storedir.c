@@ -7,13 +7,15 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "collector/store/index.h"
+#include "collector/store/idx.h"
+#include "collector/store/idx_read.h"
+#include "collector/store/seg_reader.h"
+#include "collector/store/seg_salvage.h"
 #include "collector/daemon/storedir.h"
 #include "shm/clock.h"
 
@@ -124,17 +126,8 @@ void storedir_close(struct storedir *s)
 
 static int is_indexed(struct storedir *s, const char *relpath)
 {
-    sqlite3 *db = idx_db(s->idx);
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db, "SELECT 1 FROM segments WHERE path = ?1", -1, &st, NULL) !=
-        SQLITE_OK)
-        return -EIO;
-    sqlite3_bind_text(st, 1, relpath, -1, SQLITE_TRANSIENT);
-    int rc = sqlite3_step(st);
-    sqlite3_finalize(st);
-    if (rc == SQLITE_ROW)
-        return 1;
-    return rc == SQLITE_DONE ? 0 : -EIO;
+    int rc = idx_read_segment_has_path(s->idx, relpath);
+    return rc < 0 ? -EIO : rc;
 }
 
 /* Index a sealed segment summarised in sum (from salvage or summarize). */
@@ -223,7 +216,7 @@ int storedir_recover(struct storedir *s)
             col_info("salvaged %s: %" PRIu64 " records from a crashed collector", sum.path,
                      sum.nrecords);
         s->segments_salvaged++;
-        seg_summary_release(&sum);
+        seg_salvage_release(&sum);
     }
     /* pass 2: sealed files without an index row */
     rewinddir(d);
@@ -238,7 +231,7 @@ int storedir_recover(struct storedir *s)
             continue;
         struct seg_summary sum;
         memset(&sum, 0, sizeof sum);
-        int rc = seg_summarize(path, &sum);
+        int rc = seg_salvage_summarize(path, &sum);
         if (rc) {
             col_warn("segment %s has no index row and cannot be read (%s); left for d9 fsck",
                      path, strerror(-rc));
@@ -249,7 +242,7 @@ int storedir_recover(struct storedir *s)
             col_warn("cannot re-index %s: %s", path, strerror(-rc));
         else
             s->segments_reindexed++;
-        seg_summary_release(&sum);
+        seg_salvage_release(&sum);
     }
     closedir(d);
     uint64_t next = 0;

@@ -24,8 +24,8 @@
 
 #include <stdint.h>
 #include "collector/daemon/config.h"
-#include "collector/store/log.h"
-#include "collector/store/segment.h"
+#include "collector/store/col_log.h"
+#include "collector/store/seg_writer.h"
 
 struct idx;
 

@@ -62,7 +62,7 @@ check "each thread ends with a THREAD_END block" eq "$(seg thread_ends)" $((3 * 
 check "index lists three exited processes" eq "$(sql "select count(*) from processes where state='exited'")" 3
 check "index lists every thread as ended with its name" \
     eq "$(sql "select count(*) from threads where ended=1 and name like 'wl-%'")" $((3 * THREADS))
-# (minus the collector's own "d9.map" records of pseudo ring 0xfffffffe, see collector/store/symbols.h)
+# (minus the collector's own "d9.map" records of pseudo ring 0xfffffffe, see collector/store/sym.h)
 check "index counts the custom events per segment" eq "$(sql 'select sum(n_custom) - (select coalesce(sum(nrec), 0) from blocks where ring = 4294967294) from segments')" "$committed"
 check "index has the runtime registered by the workload" \
     eq "$(sql "select count(*) from runtimes where name='workload'")" 3

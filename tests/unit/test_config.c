@@ -13,7 +13,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include "collector/daemon/config.h"
-#include "collector/store/log.h"
+#include "collector/store/col_log.h"
 #include "shm/paths.h"
 
 #define USER_UID 1000

@@ -17,7 +17,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include "collector/daemon/discover.h"
-#include "collector/store/log.h"
+#include "collector/store/col_log.h"
 #include "shm/region.h"
 
 #define OTHER_UID 65534

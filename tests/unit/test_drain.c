@@ -23,10 +23,11 @@
 #include <cmocka.h>
 #include "collector/daemon/drain.h"
 #include "collector/daemon/guard.h"
-#include "collector/store/index.h"
-#include "collector/store/log.h"
+#include "collector/store/idx.h"
+#include "collector/store/col_log.h"
 #include "collector/daemon/proc.h"
-#include "collector/store/segment.h"
+#include "collector/store/seg_writer.h"
+#include "collector/store/seg_reader.h"
 #include "collector/daemon/storedir.h"
 #include "shm/meta.h"
 #include "shm/region.h"
@@ -155,7 +156,7 @@ static struct totals read_store(struct fx *fx)
                     t.first_ts = b.h.t_first;
             }
         }
-        t.schema_found |= seg_meta_schema(r, 1) != NULL;
+        t.schema_found |= seg_reader_schema(r, 1) != NULL;
         seg_reader_close(r);
     }
     pclose(ls);

@@ -20,7 +20,7 @@
 #include "agent/agent.h"
 #include "agent/env.h"
 #include "agent/sampler.h"
-#include "collector/store/symbols.h"
+#include "collector/store/sym.h"
 #include "shm/record.h"
 #include "shm/ring.h"
 #include "tests/unit/pagemap.h"

@@ -23,9 +23,9 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include <sqlite3.h>
-#include "collector/store/index.h"
-#include "collector/store/log.h"
-#include "collector/store/segment.h"
+#include "collector/store/idx_int.h"
+#include "collector/store/col_log.h"
+#include "collector/store/seg_writer.h"
 #include "collector/daemon/storedir.h"
 #include "shm/d9_abi.h"
 

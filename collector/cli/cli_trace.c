@@ -1,5 +1,5 @@
 /*
- * export.c — Chrome trace-event JSON writer (see export.h).
+ * cli_trace.c — Chrome trace-event JSON writer (see cli_trace.h).
  *
  * Called by `d9 export`. Polls and parked intervals come from cli_polls
  * (paired per thread); everything else maps one record to one event. The
@@ -12,8 +12,8 @@
  * entry per woken task not yet polled again.
  * CPU samples: one "i" event per sample on the sampled thread, named by its
  * innermost frame, with the whole stack (outermost first, as d9 flame
- * prints it) in args; frames are named by a symbols.c resolver per process,
- * fed by the "d9.map" records given to cli_export_map, with flame's rule
+ * prints it) in args; frames are named by a sym.c resolver per process,
+ * fed by the "d9.map" records given to cli_trace_map, with flame's rule
  * (return addresses looked up at ip - 1).
  */
 #include <errno.h>
@@ -23,9 +23,9 @@
 #include <string.h>
 #include "collector/cli/cli.h"
 #include "collector/cli/cli_polls.h"
-#include "collector/cli/decode.h"
-#include "collector/cli/export.h"
-#include "collector/store/symbols.h"
+#include "collector/cli/cli_decode.h"
+#include "collector/cli/cli_trace.h"
+#include "collector/store/sym.h"
 #include "shm/record.h"
 
 #define EXP_SET_INITIAL 64u
@@ -236,7 +236,7 @@ static int name_meta(struct cli_export *x, const struct cli_rec_src *src)
     return 0;
 }
 
-int cli_export_begin(struct cli_export **out, FILE *f)
+int cli_trace_begin(struct cli_export **out, FILE *f)
 {
     struct cli_export *x = calloc(1, sizeof *x);
     if (!x)
@@ -304,7 +304,7 @@ static void emit_interval(struct cli_export *x, const struct cli_rec_src *src,
     fprintf(f, ",\"worker\":%u%s}}", (unsigned)p->worker, unfinished ? ",\"unfinished\":true" : "");
 }
 
-int cli_export_map(struct cli_export *x, const struct cli_rec_src *src,
+int cli_trace_map(struct cli_export *x, const struct cli_rec_src *src,
                    const struct d9_rec_hdr *rec, size_t len)
 {
     struct sym_map_rec m;
@@ -375,7 +375,7 @@ static int cpu_sample(struct cli_export *x, const struct cli_rec_src *src,
     return 0;
 }
 
-int cli_export_record(struct cli_export *x, const struct cli_rec_src *src,
+int cli_trace_record(struct cli_export *x, const struct cli_rec_src *src,
                       const struct d9_rec_hdr *rec, size_t len)
 {
     struct cli_decoded d;
@@ -463,7 +463,7 @@ int cli_export_record(struct cli_export *x, const struct cli_rec_src *src,
     }
 }
 
-int cli_export_finish(struct cli_export *x, uint64_t t_end, struct cli_export_stats *st)
+int cli_trace_finish(struct cli_export *x, uint64_t t_end, struct cli_export_stats *st)
 {
     size_t it = 0;
     struct cli_poll p;

@@ -134,7 +134,7 @@ CLI_DECLARE_CMD(fsck)
     memset(&r, 0, sizeof r);
     rc = fsck_run_ex(env->store, o.repair, &r, finding, &o);
     if (rc == -ENOENT)
-        return cli_fail(env, "%s: no store index here (%s missing; see --store)", env->store,
+        return cli_fail(env, "%s: not a store (no %s and no segment files; see --store)", env->store,
                         "index.sqlite");
     if (rc == -EBUSY)
         return cli_fail(env, "%s: a running collector holds the store; stop it before "

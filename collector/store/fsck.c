@@ -538,6 +538,27 @@ static int check_files(struct fsck *f)
     return 0;
 }
 
+/* 1 if dir is a store: it holds the index or, when the index was lost, at
+ * least one segment file (sealed or temp). Anything else is some other
+ * directory, where a repair must not create the index and the lock. */
+static int is_store(const char *dir, const char *ipath)
+{
+    struct stat st;
+    if (lstat(ipath, &st) == 0)
+        return 1;
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    int found = 0;
+    size_t sl = strlen(SEG_FILE_SUFFIX);
+    for (struct dirent *de; !found && (de = readdir(d));) {
+        size_t n = strlen(de->d_name);
+        found = n > sl && strcmp(de->d_name + n - sl, SEG_FILE_SUFFIX) == 0;
+    }
+    closedir(d);
+    return found;
+}
+
 int fsck_run_ex(const char *store_dir, int repair, struct fsck_report *out, fsck_fn fn,
                 void *arg)
 {
@@ -552,6 +573,8 @@ int fsck_run_ex(const char *store_dir, int repair, struct fsck_report *out, fsck
         return -ENOTDIR;
     char ipath[PATH_MAX];
     int e = join(ipath, sizeof ipath, store_dir, IDX_FILE_NAME);
+    if (e == 0 && !is_store(store_dir, ipath))
+        return -ENOENT;
     pid_t user = e == 0 && repair ? opened_by(&f, ipath) : 0;
     if (e == 0 && repair && user) {
         say(&f, ipath, "in use by pid %d: stop the collector before --repair", (int)user);

@@ -51,8 +51,9 @@ struct fsck_report {
 typedef void (*fsck_fn)(void *arg, const char *path, const char *what);
 
 /* Check (repair = 0) or repair a store. 0 when the check ran, whatever it
- * found (see fsck_problems); -errno when it could not run: no index
- * (-ENOENT), index unreadable, or -EBUSY for a repair of a store in use. */
+ * found (see fsck_problems); -errno when it could not run: not a store
+ * (-ENOENT: neither index.sqlite nor any segment file; nothing is created
+ * there), index unreadable, or -EBUSY for a repair of a store in use. */
 int fsck_run(const char *store_dir, int repair, struct fsck_report *out);
 int fsck_run_ex(const char *store_dir, int repair, struct fsck_report *out, fsck_fn fn,
                 void *arg);

@@ -283,6 +283,24 @@ static void test_store_without_index_is_rebuilt_by_repair(void **state)
     assert_clean(fx);
 }
 
+static void test_directory_that_is_not_a_store_is_refused_and_left_alone(void **state)
+{
+    struct fx *fx = *state;
+    char other[160], ip[192], lk[192];
+    fmt(other, sizeof other, "%s/notes", fx->dir);
+    FILE *f = fopen(other, "w");
+    assert_non_null(f);
+    fputs("not a segment\n", f);
+    fclose(f);
+    struct fsck_report r;
+    assert_int_equal(fsck_run(fx->dir, 1, &r), -ENOENT);
+    assert_int_equal(fsck_run(fx->dir, 0, &r), -ENOENT);
+    fmt(ip, sizeof ip, "%s/%s", fx->dir, IDX_FILE_NAME);
+    fmt(lk, sizeof lk, "%s/%s", fx->dir, FSCK_STORE_LOCK_FILE);
+    assert_int_equal(access(ip, F_OK), -1);
+    assert_int_equal(access(lk, F_OK), -1);
+}
+
 static void test_crashed_temp_file_is_salvaged_and_indexed(void **state)
 {
     struct fx *fx = *state;
@@ -444,6 +462,7 @@ int main(void)
         T(test_row_disagreeing_with_its_file_is_reindexed),
         T(test_sealed_file_without_row_is_indexed_from_its_contents),
         T(test_store_without_index_is_rebuilt_by_repair),
+        T(test_directory_that_is_not_a_store_is_refused_and_left_alone),
         T(test_crashed_temp_file_is_salvaged_and_indexed),
         T(test_salvage_replaces_block_rows_written_before_the_crash),
         T(test_temp_file_with_nothing_recoverable_is_removed),

@@ -570,6 +570,7 @@ int cli_store_scan(struct cli_store *s, const struct cli_filter *f, cli_rec_fn f
         struct cli_rec_src src = {
             .process_id = c->rd->process_id,
             .pid = c->rd->pid,
+            .uid = seg_reader_header(c->rd->r)->uid,
             .comm = c->rd->comm,
             .tid = c->tid,
             .ring = c->ring,

@@ -234,9 +234,9 @@ int proc_finish(struct proc *p, struct storedir *st)
     rc = idx_process_end(st->idx, p->process_id, now, state, p->exit_code);
     if (rc)
         col_warn("pid %u: cannot index the process end: %s", p->pid, strerror(-rc));
-    if (unlink(p->region.path) != 0 && errno != ENOENT)
+    if ((rc = shm_region_unlink(&p->region)) != 0 && rc != -ENOENT)
         col_warn("pid %u: cannot remove region %s: %s", p->pid, p->region.path,
-                 strerror(errno));
+                 rc == -ESTALE ? "another file is in its place (left alone)" : strerror(-rc));
     col_info("pid %u (%s) %s: %" PRIu64 " records, %" PRIu64 " lost", p->pid, p->geo.comm,
              state, p->records, p->lost);
     return 0;

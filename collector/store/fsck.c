@@ -77,9 +77,15 @@ int fsck_store_lock(const char *store_dir)
     int n = snprintf(path, sizeof path, "%s/%s", store_dir, FSCK_STORE_LOCK_FILE);
     if (n < 0 || (size_t)n >= sizeof path)
         return -ENAMETOOLONG;
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    /* never through a symlink, never blocking on a FIFO; only a regular file */
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0644);
     if (fd < 0)
         return -errno;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return -EEXIST;
+    }
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
         int e = errno == EWOULDBLOCK ? -EBUSY : -errno;
         close(fd);
@@ -448,6 +454,11 @@ static int is_temp_name(const char *name)
 
 static void check_temp(struct fsck *f, const char *name, const char *path)
 {
+    struct stat st;
+    if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
+        say(f, name, "not a regular file: not a temp segment, left alone");
+        return;
+    }
     pid_t pid = opened_by(f, path);
     if (pid) {
         f->rep->temps_in_use++;

@@ -64,7 +64,8 @@ uint64_t fsck_problems(const struct fsck_report *r);
 /* The store's writer lock: flock(LOCK_EX | LOCK_NB) on <store>/.lock,
  * created 0644 if missing. A writer of the store (d9collectd for its whole
  * run, d9 fsck --repair) keeps the returned fd open; -EBUSY if another
- * process holds the lock, -errno otherwise. fsck_run takes it for a repair. */
+ * process holds the lock, -EEXIST if .lock is not a regular file (left
+ * alone), -errno otherwise. fsck_run takes it for a repair. */
 #define FSCK_STORE_LOCK_FILE ".lock"
 int fsck_store_lock(const char *store_dir);
 

@@ -29,6 +29,7 @@
  * alive while the guard (guard.h) is armed.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stddef.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -382,7 +383,7 @@ static int track_generation(struct proc *p, struct storedir *st, uint32_t i,
         r->generation = s->generation;
         r->tid = s->tid;
         memcpy(r->name, s->thread_name, sizeof r->name);
-        r->first_ns = r->last_ns = 0;
+        r->first_ns = r->last_ns = r->last_ns_pub = 0;
         r->thread_dirty = 1;
     }
     return 0;
@@ -450,7 +451,14 @@ static int read_block(struct proc *p, struct storedir *st, uint32_t i,
         return rc;      /* cursor untouched: the records stay in the ring */
     }
     uint8_t *scratch = b->dst + b->bound;
-    b->x = (struct shm_read_xform){ .cal = &p->cal };
+    /* a stamp is possible only in [the process's start, now], and a ring's
+     * stamps never go backwards: the floor is the ring's last stamp */
+    struct proc_ring *r = &p->rings[i];
+    b->x = (struct shm_read_xform){
+        .cal = &p->cal,
+        .t_lo = r->last_ns > p->start_floor_ns ? r->last_ns : p->start_floor_ns,
+        .t_hi = shm_mono_ns() + DRAIN_TS_SLACK_NS,
+    };
     pack_init(&b->pk);
     b->new_tail = s->tail;
     b->got = b->packed = 0;
@@ -500,6 +508,13 @@ static int commit_block(struct proc *p, struct storedir *st, uint32_t i,
         return rc;
     }
     uint64_t nrec = stats.nrec;
+    if (b->x.clamped) {
+        p->ts_clamped += b->x.clamped;
+        col_log_limited(&p->rl, COL_LOG_WARN, "pid %u (%s): ring %u: %" PRIu64 " timestamps "
+                        "before the process started, after now or going backwards were "
+                        "clamped (%" PRIu64 " so far)", p->pid, p->file, i, b->x.clamped,
+                        p->ts_clamped);
+    }
     r->lost_seen = s->lost;
     r->lost += delta;
     p->lost += delta;
@@ -651,6 +666,7 @@ static void publish(struct proc *p)
             drain_quarantine(p, "SIGBUS while publishing a ring tail (file truncated?)");
         }
         r->consumed_tail = r->read_tail;
+        r->last_ns_pub = r->last_ns;
         r->pend = 0;
         r->pend_records = 0;
     }
@@ -667,6 +683,7 @@ static uint64_t rewind_pending(struct proc *p)
             continue;
         n += r->pend_records;
         r->read_tail = r->consumed_tail;
+        r->last_ns = r->last_ns_pub;
         r->pend = 0;
         r->pend_records = 0;
     }

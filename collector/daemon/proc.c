@@ -84,6 +84,24 @@ static void resume_lost_counters(struct proc *p, struct storedir *st)
     free(lost);
 }
 
+/* The process's start (clock ticks since boot, from its name, checked
+ * against /proc for a live process) in CLOCK_MONOTONIC ns, a tick and a
+ * millisecond early; CLOCK_BOOTTIME - CLOCK_MONOTONIC is the time the host
+ * spent suspended. Never after now (a gone process's name is only a claim). */
+static uint64_t start_floor(uint64_t start_ticks, uint64_t now)
+{
+    struct timespec bt;
+    long hz = sysconf(_SC_CLK_TCK);
+    if (hz <= 0 || clock_gettime(CLOCK_BOOTTIME, &bt) != 0 || start_ticks > UINT64_MAX / 1000000000u)
+        return 0;
+    uint64_t tick = 1000000000u / (uint64_t)hz;
+    uint64_t boot = (uint64_t)bt.tv_sec * 1000000000u + (uint64_t)bt.tv_nsec;
+    uint64_t suspended = boot > now ? boot - now : 0;
+    uint64_t s = start_ticks * tick, margin = suspended + tick + 1000000u;
+    s = s > margin ? s - margin : 0;
+    return s < now ? s : now;
+}
+
 int proc_adopt(const char *path, const char *file, uint32_t expected_uid,
                struct storedir *st, const struct shm_clock_cal *host_cal,
                struct proc **out)
@@ -124,6 +142,7 @@ int proc_adopt(const char *path, const char *file, uint32_t expected_uid,
     p->sampler = sampler;
     uint64_t now = shm_mono_ns();
     p->first_ns = created && created <= now ? created : now;
+    p->start_floor_ns = start_floor(p->start_time, now);
 
     struct idx_process ip = {
         .pid = p->pid, .uid = p->uid, .start_time = p->start_time,

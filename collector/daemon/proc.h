@@ -50,7 +50,9 @@ struct proc_ring {
     uint64_t consumed_tail;     /* the tail we last published to shm */
     int pend;                   /* read_tail > consumed_tail: waiting for the writer flush */
     uint64_t pend_records;      /* records in [consumed_tail, read_tail) */
-    uint64_t first_ns, last_ns; /* time range of the tracked generation */
+    uint64_t first_ns, last_ns; /* time range of the tracked generation; last_ns is
+                                 * also the floor of the ring's next stamp */
+    uint64_t last_ns_pub;       /* last_ns as of consumed_tail (a failed seal rewinds to it) */
     int thread_dirty;           /* index row needs a refresh */
 };
 
@@ -63,6 +65,9 @@ struct proc {
     struct shm_geometry geo;
     int64_t process_id;         /* index row */
     uint64_t first_ns;
+    uint64_t start_floor_ns;    /* the process's start in CLOCK_MONOTONIC, a tick early:
+                                 * no stamp of it can be older (see drain.h) */
+    uint64_t ts_clamped;        /* stamps outside [start, now] or backwards, clamped */
 
     struct proc_ring *rings;     /* geo.ring_count entries */
     struct seg_writer *writer;  /* open segment, NULL if none */

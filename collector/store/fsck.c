@@ -66,7 +66,7 @@ static void say(struct fsck *f, const char *path, const char *fmt, ...)
 
 uint64_t fsck_problems(const struct fsck_report *r)
 {
-    return r->missing + r->mismatched + r->corrupt + r->orphans + r->temps;
+    return r->missing + r->mismatched + r->corrupt + r->orphans + r->temps + r->bad_times;
 }
 
 int fsck_store_lock(const char *store_dir)
@@ -442,6 +442,13 @@ static void check_rows(struct fsck *f)
             continue;
         }
         f->rep->ok++;
+        if ((int64_t)row->t_min < 0 || (int64_t)row->t_max < 0 || row->t_max < row->t_min) {
+            f->rep->bad_times++;
+            say(f, row->path, "segment %" PRIu64 " has an impossible time range (%" PRId64
+                " .. %" PRId64 " ns): records with forged or broken stamps, stored before "
+                "the collector clamped them; kept (readers include it in every window)",
+                row->id, (int64_t)row->t_min, (int64_t)row->t_max);
+        }
     }
 }
 

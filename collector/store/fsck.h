@@ -36,6 +36,8 @@ struct fsck_report {
     uint64_t orphans;           /* valid sealed files without a row */
     uint64_t temps;             /* temp files left by a crashed writer */
     uint64_t temps_in_use;      /* temp files open in a running process (left alone) */
+    uint64_t bad_times;         /* segments with an impossible time range (a stamp that
+                                 * converted below zero, inverted): kept, readers cope */
     /* done (repair only) */
     uint64_t rows_deleted;
     uint64_t reindexed;         /* files (re-)indexed */
@@ -58,7 +60,7 @@ int fsck_run(const char *store_dir, int repair, struct fsck_report *out);
 int fsck_run_ex(const char *store_dir, int repair, struct fsck_report *out, fsck_fn fn,
                 void *arg);
 
-/* Problems found (missing + mismatched + corrupt + orphans + temps). */
+/* Problems found (missing + mismatched + corrupt + orphans + temps + bad_times). */
 uint64_t fsck_problems(const struct fsck_report *r);
 
 /* The store's writer lock: flock(LOCK_EX | LOCK_NB) on <store>/.lock,

@@ -83,6 +83,11 @@ static inline uint64_t drain_batch(uint64_t ring_size)
     uint64_t cap = ring_size / (2u * PACE_BUSY_DIV);
     return cap < DRAIN_BATCH ? cap : DRAIN_BATCH;
 }
+/* Rings whose header page was never in memory (see rings_to_read in
+ * drain.c): the next DRAIN_PROBE_AHEAD after the highest ring seen are
+ * checked every pass, all of them every DRAIN_PROBE_NS. */
+#define DRAIN_PROBE_AHEAD 8u
+#define DRAIN_PROBE_NS    (1000u * 1000000ull)
 /* A stamp may lie this far after the drain's own clock read (calibration
  * error of a TSC stamp); later ones are clamped. */
 #define DRAIN_TS_SLACK_NS (1000000ull)

@@ -54,6 +54,7 @@ struct proc_ring {
                                  * also the floor of the ring's next stamp */
     uint64_t last_ns_pub;       /* last_ns as of consumed_tail (a failed seal rewinds to it) */
     int thread_dirty;           /* index row needs a refresh */
+    int hdr_seen;               /* its header page was in memory once: read every pass */
 };
 
 struct proc {
@@ -68,6 +69,8 @@ struct proc {
     uint64_t start_floor_ns;    /* the process's start in CLOCK_MONOTONIC, a tick early:
                                  * no stamp of it can be older (see drain.h) */
     uint64_t ts_clamped;        /* stamps outside [start, now] or backwards, clamped */
+    uint32_t rings_seen;        /* 1 + the highest ring whose header page was seen */
+    uint64_t probe_ns;          /* when every unseen ring was last checked (drain.c) */
 
     struct proc_ring *rings;     /* geo.ring_count entries */
     struct seg_writer *writer;  /* open segment, NULL if none */

@@ -393,6 +393,9 @@ static void handle_status(struct col_ctx *x, const D9__StatusRequest *sr, D9__Re
     cs->write_errors = x->store.write_errors;
     cs->dropped_records = x->store.dropped_records;
     cs->malformed_messages = x->ctl.malformed;
+    cs->writes_failing = x->store.failing != 0;
+    if (x->store.failing)
+        cs->write_error = (char *)strerror(-x->store.last_error);
     cs->processes = n ? calloc(n, sizeof *cs->processes) : NULL;
     if (n && !cs->processes) {
         rep->error = -ENOMEM;
@@ -411,6 +414,7 @@ static void handle_status(struct col_ctx *x, const D9__StatusRequest *sr, D9__Re
             rep->error = -ENOMEM;
             break;
         }
+        cs->lost += ps->lost - p->lost;     /* drops the rings counted since the last pass */
     }
     if (sr->pid && cs->n_processes == 0) {
         rep->error = -ESRCH;

@@ -40,6 +40,39 @@ static int g_header(struct proc *p, uint32_t *state, uint32_t *untraced, uint32_
     return 0;
 }
 
+/* The producer's head and lost counter of ring i, as they are now. */
+static int g_ring_counters(const struct proc *p, uint32_t i, uint64_t *head, uint64_t *lost)
+{
+    sigjmp_buf jb;
+    if (sigsetjmp(jb, 0))
+        return -EFAULT;
+    guard_arm(&jb, p->region.base, p->region.size);
+    struct d9_ring_hdr *rh = shm_ring_hdr(&p->region, &p->geo, i);
+    *head = atomic_load_explicit(&rh->head, memory_order_acquire);
+    *lost = atomic_load_explicit(&rh->lost, memory_order_relaxed);
+    guard_disarm();
+    return 0;
+}
+
+/* Ring i's live backlog (bytes not yet in a written segment: head - the
+ * tail we published) and drops not yet in a block, read from the ring
+ * itself: a pass that cannot write (disk full) updates neither, and status
+ * must not say "no lag, no loss" while the rings overflow. */
+static void live_ring(const struct proc *p, const struct proc_ring *r, uint32_t i,
+                      uint64_t *lag, uint64_t *lost_new)
+{
+    uint64_t head, lost;
+    *lag = r->lag_bytes;
+    *lost_new = 0;
+    if (p->quarantined || r->quarantined || !r->tail_known ||
+        g_ring_counters(p, i, &head, &lost))
+        return;
+    if (head >= r->consumed_tail && head - r->consumed_tail <= p->geo.ring_data_size)
+        *lag = head - r->consumed_tail;
+    if (lost > r->lost_seen)
+        *lost_new = lost - r->lost_seen;
+}
+
 int proc_refresh_header(struct proc *p)
 {
     if (p->quarantined)
@@ -317,8 +350,18 @@ int proc_status(const struct proc *p, D9__ProcessStatus *ps)
     if (!ps->comm || !ps->exe || !ps->state || !ps->sampler)
         return -ENOMEM;
     size_t n = 0;
-    for (uint32_t i = 0; i < p->geo.ring_count; i++)
-        n += p->rings[i].active || p->rings[i].quarantined;
+    uint64_t lag = 0;
+    for (uint32_t i = 0; i < p->geo.ring_count; i++) {
+        const struct proc_ring *r = &p->rings[i];
+        n += r->active || r->quarantined;
+        if (r->active) {
+            uint64_t l, d;
+            live_ring(p, r, i, &l, &d);
+            lag += l;
+            ps->lost += d;
+        }
+    }
+    ps->lag_bytes = lag;
     if (!n)
         return 0;
     ps->rings = calloc(n, sizeof *ps->rings);
@@ -336,8 +379,11 @@ int proc_status(const struct proc *p, D9__ProcessStatus *ps)
         rs->tid = r->tid;
         rs->thread_name = dupstr(r->name);
         rs->state = r->state;
+        uint64_t lost_new = 0;
         rs->lag_bytes = r->lag_bytes;
-        rs->lost = r->lost;
+        if (r->active)
+            live_ring(p, r, i, &rs->lag_bytes, &lost_new);
+        rs->lost = r->lost + lost_new;
         rs->quarantined = r->quarantined;
         ps->rings[ps->n_rings++] = rs;
         if (!rs->thread_name)

@@ -123,7 +123,9 @@ void proc_abandon_writer(struct proc *p);
 
 void proc_free(struct proc *p);
 
-/* Fill a status message (allocates rings; free with proc_status_free). */
+/* Fill a status message (allocates rings; free with proc_status_free). Lag
+ * and drops are read live from the rings (guarded), not from the last pass:
+ * while the store cannot be written the passes stop, the rings do not. */
 int proc_status(const struct proc *p, D9__ProcessStatus *ps);
 void proc_status_free(D9__ProcessStatus *ps);
 

@@ -372,6 +372,7 @@ void storedir_write_failed(struct storedir *s, int err, const char *what, uint32
 {
     s->write_errors++;
     s->failing = 1;
+    s->last_error = err;
     s->retry_after_ns = now_ns + STOREDIR_WRITE_RETRY_NS;
     col_log_limited(&s->err_rl, COL_LOG_ERROR, "store %s: %s for pid %u failed: %s; ring "
                     "data is kept and the write retried", s->dir, what, pid, strerror(-err));

@@ -401,7 +401,8 @@ static struct rd_entry *rd_get(struct scan *sc, uint64_t seg_id, const char *rel
 /* By key, then open order: a ring's records come out in ring order even
  * where its stamps go backwards (segments written before the drain kept
  * each ring's time monotonic), because a ring's blocks are opened in order
- * and a block's key starts at the largest ts of the ring's block before it. */
+ * and a block's key starts at the largest ts of the ring's block before it.
+ * Pseudo rings (ring >= D9_RINGS_MAX) hold many threads' samples: by ts. */
 static bool cur_less(const struct cursor *a, const struct cursor *b)
 {
     if (a->key != b->key)
@@ -476,7 +477,9 @@ static bool cursor_advance(struct scan *sc, struct cursor *c)
         if (sc->f->types && (h->type >= 32 || !(sc->f->types & (1u << h->type))))
             continue;
         c->cur = h;
-        if (h->ts > c->key)
+        /* a ring's records keep ring order; the collector's pseudo rings
+         * (perf samples, maps: ring >= D9_RINGS_MAX) merge by their stamps */
+        if (h->ts > c->key || c->ring >= D9_RINGS_MAX)
             c->key = h->ts;
         c->cur_len = (size_t)n;
         return true;
@@ -528,7 +531,7 @@ static int open_block(struct scan *sc, const struct idx_read_block *q)
     c->generation = b.h.generation;
     c->seq = sc->next_seq++;
     c->t_last = b.h.t_last;
-    for (size_t i = 0; i < sc->nheap; i++) {     /* the ring's earlier block in flight */
+    for (size_t i = 0; c->ring < D9_RINGS_MAX && i < sc->nheap; i++) {  /* the ring's earlier block */
         const struct cursor *o = sc->heap[i];
         if (o->rd->process_id == rd->process_id && o->ring == c->ring &&
             o->generation == c->generation && o->t_last > c->key)

@@ -828,7 +828,12 @@ void ag_agent_stats(struct ag_agent *a, d9_stats *out)
     pthread_mutex_lock(&a->lock);
     struct shm_region *r = &a->region;
     if (r->hdr) {
-        for (uint32_t i = 0; i < r->hdr->ring_count; i++) {
+        /* only rings this process claimed: reading the header of a ring
+         * never touched would allocate its page (cost scaling with
+         * DIAL9_MAX_THREADS, not with the threads) */
+        uint32_t hw = atomic_load_explicit(&a->rings_hw, memory_order_relaxed);
+        uint32_t n = hw < r->hdr->ring_count ? hw : r->hdr->ring_count;
+        for (uint32_t i = 0; i < n; i++) {
             struct d9_ring_hdr *rh = ring_hdr(r, i);
             out->lost += atomic_load_explicit(&rh->lost, memory_order_relaxed);
             uint32_t s = atomic_load_explicit(&rh->state, memory_order_relaxed);

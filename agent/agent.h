@@ -72,6 +72,8 @@ struct ag_agent {
     uint32_t clock_source;
     struct shm_region region;
     int region_fd;              /* kept to reserve ring pages at claim; -1 none */
+    _Atomic uint32_t rings_hw;  /* 1 + the highest ring this process claimed: rings above
+                                 * were never touched (reading them would allocate) */
     struct ag_config cfg;
     uint32_t pid;
     uint64_t start_time;

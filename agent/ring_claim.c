@@ -58,6 +58,12 @@ int ag_ring_claim(struct ag_agent *a, uint32_t tid, const char *name, struct shm
     }
     struct d9_ring_hdr *rh = (struct d9_ring_hdr *)(a->region.base + off);
     prefault(rh, h->ring_stride);
+    /* relaxed: a statistic's bound, not a publication */
+    uint32_t hw = atomic_load_explicit(&a->rings_hw, memory_order_relaxed);
+    while (hw < (uint32_t)idx + 1 &&
+           !atomic_compare_exchange_weak_explicit(&a->rings_hw, &hw, (uint32_t)idx + 1,
+                                                  memory_order_relaxed, memory_order_relaxed))
+        ;
     shm_producer_attach(p, rh, (uint8_t *)rh + D9_RING_HDR_SIZE, h->ring_data_size);
     return idx;
 }

@@ -286,6 +286,8 @@ int shm_region_map(const char *path, uint32_t expected_uid, struct shm_region *o
         close(fd);
         return rc;
     }
+    out->dev = (uint64_t)st.st_dev;
+    out->ino = (uint64_t)st.st_ino;
     void *base = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     rc = -errno;
     close(fd);
@@ -378,4 +380,14 @@ int shm_slot_recycle(struct d9_ring_hdr *hdr)
     return atomic_compare_exchange_strong_explicit(&hdr->state, &s, D9_RING_FREE,
                                                    memory_order_acq_rel,
                                                    memory_order_relaxed) ? 1 : 0;
+}
+
+int shm_region_unlink(const struct shm_region *r)
+{
+    struct stat st;
+    if (lstat(r->path, &st) != 0)
+        return -errno;
+    if (!S_ISREG(st.st_mode) || (uint64_t)st.st_dev != r->dev || (uint64_t)st.st_ino != r->ino)
+        return -ESTALE;
+    return unlink(r->path) == 0 ? 0 : -errno;
 }

@@ -38,6 +38,7 @@ struct shm_region {
     size_t size;
     struct d9_region_hdr *hdr;
     char path[256];
+    uint64_t dev, ino;          /* the file mapped (collector: shm_region_map) */
 };
 
 /* Validated geometry: the only numbers the collector uses to index shm. */
@@ -83,6 +84,11 @@ void shm_region_close(struct shm_region *r);
  * still INIT, -errno from open/mmap. */
 int shm_region_map(const char *path, uint32_t expected_uid, struct shm_region *out,
                    struct shm_geometry *geo);
+
+/* Collector: remove the region file r mapped, only if path still names that
+ * file (same device and inode, not a symlink): a file put in its place is
+ * someone else's. 0, -ESTALE (another file there, left alone) or -errno. */
+int shm_region_unlink(const struct shm_region *r);
 
 /* Validate a header copy against the actual file size. 0 or -EBADMSG. */
 int shm_region_validate(const struct d9_region_hdr *hdr, uint64_t file_size,

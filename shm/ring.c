@@ -94,6 +94,9 @@ long shm_ring_read(const uint8_t *data, uint32_t size,
     uint32_t nrec = x ? x->nrec : 0;
     uint64_t t_first = x ? x->t_first : 0, t_last = x ? x->t_last : 0;
     uint64_t t_min = x && nrec ? x->t_min : UINT64_MAX, t_max = x && nrec ? x->t_max : 0;
+    const uint64_t t_hi = x ? x->t_hi : 0;
+    uint64_t floor = x ? (nrec && x->t_last > x->t_lo ? x->t_last : x->t_lo) : 0;
+    uint64_t clamped = x ? x->clamped : 0;
     uint64_t counts[D9_REC_TYPE_COUNT];
     if (x)
         memcpy(counts, x->counts, sizeof counts);
@@ -149,10 +152,15 @@ long shm_ring_read(const uint8_t *data, uint32_t size,
             if (x) {
                 uint64_t ts, type = (uint16_t)(ph.type);
                 memcpy(&ts, dst + p + offsetof(struct d9_rec_hdr, ts), sizeof ts);
-                if (conv) {
+                if (conv)
                     ts = shm_clock_to_ns(&cal, ts);
-                    memcpy(dst + p + offsetof(struct d9_rec_hdr, ts), &ts, sizeof ts);
+                if (t_hi) {
+                    uint64_t b = ts < floor ? floor : ts > t_hi ? (t_hi > floor ? t_hi : floor) : ts;
+                    clamped += b != ts;
+                    ts = floor = b;
                 }
+                if (conv || t_hi)
+                    memcpy(dst + p + offsetof(struct d9_rec_hdr, ts), &ts, sizeof ts);
                 t_first = nrec ? t_first : ts;
                 t_min = ts < t_min ? ts : t_min;
                 t_max = ts > t_max ? ts : t_max;
@@ -181,6 +189,7 @@ long shm_ring_read(const uint8_t *data, uint32_t size,
         x->t_last = t_last;
         x->t_min = nrec ? t_min : 0;
         x->t_max = t_max;
+        x->clamped = clamped;
         memcpy(x->counts, counts, sizeof counts);
     }
     return (long)copied;

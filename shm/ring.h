@@ -132,9 +132,18 @@ void shm_ring_snapshot(const struct d9_ring_hdr *hdr, struct shm_ring_snapshot *
 /* Work shm_ring_read can do in the walk that validates the copy, so that
  * the consumer touches each record once: convert timestamps and gather the
  * statistics of a DATA block. The statistics accumulate over calls (zero
- * the struct first); they describe the converted timestamps. */
+ * the struct first); they describe the converted timestamps.
+ *
+ * Bounds (t_hi != 0): a stamp is the producer's word, so a converted stamp
+ * below t_lo (the process's start, or the ring's previous record) or above
+ * t_hi (now) is clamped into [t_lo, t_hi] and counted in clamped; within a
+ * walk each stamp is at least the one before, so a ring's time never goes
+ * backwards (calibration updates between passes included: the caller passes
+ * the ring's last stamp as t_lo). */
 struct shm_read_xform {
     const struct shm_clock_cal *cal;    /* non-NULL: ts of the copy converted to ns */
+    uint64_t t_lo, t_hi;                /* bounds (see above); t_hi == 0: none */
+    uint64_t clamped;                   /* stamps moved into the bounds */
     uint32_t nrec;
     uint64_t t_first, t_last;           /* first / last record (valid when nrec > 0) */
     uint64_t t_min, t_max;

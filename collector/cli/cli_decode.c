@@ -363,7 +363,10 @@ void cli_decode_print_text(FILE *out, const struct cli_line_ctx *c, const struct
 {
     char tbuf[64];
     cli_fmt_time(d->ts, c->boot_realtime_ns, c->have_wall, 9, false, tbuf, sizeof tbuf);
-    fprintf(out, "%s %" PRIu32 "/%" PRIu32 " %s", tbuf, c->pid, c->tid, d->type_name);
+    fprintf(out, "%s %" PRIu32 "/%" PRIu32, tbuf, c->pid, c->tid);
+    if (c->show_uid)
+        fprintf(out, " uid=%" PRIu32, c->uid);
+    fprintf(out, " %s", d->type_name);
     if (d->type == D9_REC_CUSTOM) {
         fputc(' ', out);
         if (d->event)
@@ -408,6 +411,8 @@ void cli_decode_print_json(FILE *out, const struct cli_line_ctx *c, const struct
         cli_json_str(out, tbuf, strlen(tbuf));
     }
     fprintf(out, ",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32, c->pid, c->tid);
+    if (c->show_uid)
+        fprintf(out, ",\"uid\":%" PRIu32, c->uid);
     if (c->comm) {
         fputs(",\"comm\":", out);
         cli_json_str(out, c->comm, strlen(c->comm));

@@ -84,6 +84,8 @@ const struct cli_field *cli_decode_field(const struct cli_decoded *d, const char
 struct cli_line_ctx {
     uint32_t pid;
     uint32_t tid;
+    uint32_t uid;               /* owner of the region the records came from */
+    bool show_uid;              /* print uid (text: "uid=N" after pid/tid; JSON: "uid") */
     const char *comm;           /* may be NULL */
     const char *thread;         /* thread name, may be NULL */
     int64_t boot_realtime_ns;   /* wall = mono + this */

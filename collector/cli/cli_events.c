@@ -31,9 +31,10 @@ static const char usage[] =
 "    schema: event name and fields by name. Runtime and location ids are\n"
 "    shown by name (file:line function) from the segment's metadata.\n"
 "\n"
-"    text:  TIME PID/TID TYPE [EVENT] key=value ...   (TIME is local wall clock\n"
+"    text:  TIME PID/TID uid=UID TYPE [EVENT] key=value ...   (UID: the owner of\n"
+"           the process; TIME is local wall clock\n"
 "           when the store knows its boot time, else \"mono <seconds>\")\n"
-"    jsonl: {\"ts_ns\":..,\"time\":..,\"pid\":..,\"tid\":..,\"comm\":..,\"thread\":..,\n"
+"    jsonl: {\"ts_ns\":..,\"time\":..,\"pid\":..,\"tid\":..,\"uid\":..,\"comm\":..,\"thread\":..,\n"
 "            \"type\":..,<fields>,\"event\":..,\"fields\":{<custom fields>}}\n"
 "\n"
 "OPTIONS\n"
@@ -117,7 +118,8 @@ static int ev_record(void *arg, const struct cli_rec_src *src, const struct d9_r
     if (d.type == D9_REC_CUSTOM && !event_wanted(c->events, d.event))
         return 0;
     struct cli_line_ctx lc = {
-        .pid = src->pid, .tid = src->tid, .comm = src->comm, .thread = src->thread,
+        .pid = src->pid, .tid = src->tid, .uid = src->uid, .show_uid = true,
+        .comm = src->comm, .thread = src->thread,
         .boot_realtime_ns = c->boot, .have_wall = c->wall,
     };
     if (c->a->format == CLI_FMT_JSONL)

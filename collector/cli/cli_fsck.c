@@ -102,9 +102,10 @@ static void summary(const struct fsck_report *r, int repair, uint64_t problems)
 {
     printf("%s: %" PRIu64 " rows, %" PRIu64 " files, %" PRIu64 " ok; %" PRIu64 " missing, %"
            PRIu64 " mismatched, %" PRIu64 " corrupt, %" PRIu64 " unindexed, %" PRIu64
-           " temp files (%" PRIu64 " in use)",
+           " temp files (%" PRIu64 " in use), %" PRIu64 " impossible time ranges",
            problems ? (repair ? "repaired" : "problems") : "clean", r->rows, r->files, r->ok,
-           r->missing, r->mismatched, r->corrupt, r->orphans, r->temps, r->temps_in_use);
+           r->missing, r->mismatched, r->corrupt, r->orphans, r->temps, r->temps_in_use,
+           r->bad_times);
     if (repair)
         printf("; %" PRIu64 " rows deleted, %" PRIu64 " files indexed, %" PRIu64
                " salvaged, %" PRIu64 " temp files removed, %" PRIu64 " renamed .corrupt, %"
@@ -134,7 +135,7 @@ CLI_DECLARE_CMD(fsck)
     memset(&r, 0, sizeof r);
     rc = fsck_run_ex(env->store, o.repair, &r, finding, &o);
     if (rc == -ENOENT)
-        return cli_fail(env, "%s: no store index here (%s missing; see --store)", env->store,
+        return cli_fail(env, "%s: not a store (no %s and no segment files; see --store)", env->store,
                         "index.sqlite");
     if (rc == -EBUSY)
         return cli_fail(env, "%s: a running collector holds the store; stop it before "

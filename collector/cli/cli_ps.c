@@ -85,10 +85,10 @@ static int ps_row(void *arg, const struct cli_proc_row *r)
                r->first_ns, r->last_ns, r->records, r->lost, r->segments, r->bytes);
     } else {
         if (c->rows == 0)
-            printf("%-8s %-16s %-13s %-23s %-23s %9s %10s %8s %4s %10s\n", "PID", "COMM",
-                   "STATE", "FIRST SEEN", "LAST SEEN", "SPAN", "RECORDS", "LOST", "SEGS",
+            printf("%-8s %-6s %-16s %-13s %-23s %-23s %9s %10s %8s %4s %10s\n", "PID", "UID",
+                   "COMM", "STATE", "FIRST SEEN", "LAST SEEN", "SPAN", "RECORDS", "LOST", "SEGS",
                    "BYTES");
-        printf("%-8" PRIu32 " ", r->pid);
+        printf("%-8" PRIu32 " %-6" PRIu32 " ", r->pid, r->uid);
         char comm[17];
         snprintf(comm, sizeof comm, "%s", r->comm);
         cli_text_str(stdout, comm, strlen(comm), false);

@@ -91,10 +91,13 @@ static void print_json(const D9__CollectorStatus *cs, bool rings)
     printf(",\"uptime_ns\":%" PRIu64 ",\"records\":%" PRIu64 ",\"bytes_written\":%" PRIu64
            ",\"lost\":%" PRIu64 ",\"segments\":%" PRIu64 ",\"store_bytes\":%" PRIu64
            ",\"quarantined_rings\":%" PRIu64 ",\"rejected_regions\":%" PRIu64
-           ",\"write_errors\":%" PRIu64 ",\"dropped_records\":%" PRIu64 ",\"processes\":[",
+           ",\"write_errors\":%" PRIu64 ",\"dropped_records\":%" PRIu64,
            cs->uptime_ns, cs->records, cs->bytes_written, cs->lost, cs->segments,
            cs->store_bytes, cs->quarantined_rings, cs->rejected_regions, cs->write_errors,
            cs->dropped_records);
+    printf(",\"writes_failing\":%s", cs->writes_failing ? "true" : "false");
+    jstr("write_error", cs->writes_failing ? cs->write_error : "", true);
+    fputs(",\"processes\":[", stdout);
     for (size_t i = 0; i < cs->n_processes; i++) {
         const D9__ProcessStatus *p = cs->processes[i];
         printf("%s{\"pid\":%" PRIu32 ",\"uid\":%" PRIu32, i ? "," : "", p->pid, p->uid);
@@ -134,6 +137,14 @@ static void print_text(const D9__CollectorStatus *cs, bool rings)
            cs->segments, cli_fmt_bytes(cs->store_bytes, b1, sizeof b1));
     printf("written    %" PRIu64 " records, %s\n", cs->records,
            cli_fmt_bytes(cs->bytes_written, b2, sizeof b2));
+    if (cs->writes_failing) {
+        uint64_t waiting = 0;
+        for (size_t i = 0; i < cs->n_processes; i++)
+            waiting += cs->processes[i]->lag_bytes;
+        printf("WRITES     FAILING: %s; %s wait in the rings (not persisted yet; full rings "
+               "drop new records)\n", cs->write_error && *cs->write_error ? cs->write_error : "?",
+               cli_fmt_bytes(waiting, d, sizeof d));
+    }
     printf("lost       %" PRIu64 " records dropped by full rings, %" PRIu64
            " not persisted by the collector\n", cs->lost, cs->dropped_records);
     printf("problems   %" PRIu64 " quarantined rings, %" PRIu64 " rejected regions, %" PRIu64

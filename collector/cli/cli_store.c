@@ -269,6 +269,10 @@ struct cursor {                     /* one block being merged */
     uint8_t *payload;
     size_t len, off;
     uint64_t seq;                   /* open order, breaks timestamp ties */
+    uint64_t key;                   /* merge key: the largest ts so far of this ring's
+                                     * blocks in flight (ring order wins over a stamp
+                                     * that went backwards) */
+    uint64_t t_last;                /* the block's largest ts (its header) */
     const struct d9_rec_hdr *cur;
     size_t cur_len;
     uint32_t tid, ring, generation;
@@ -394,10 +398,15 @@ static struct rd_entry *rd_get(struct scan *sc, uint64_t seg_id, const char *rel
     return e;
 }
 
+/* By key, then open order: a ring's records come out in ring order even
+ * where its stamps go backwards (segments written before the drain kept
+ * each ring's time monotonic), because a ring's blocks are opened in order
+ * and a block's key starts at the largest ts of the ring's block before it.
+ * Pseudo rings (ring >= D9_RINGS_MAX) hold many threads' samples: by ts. */
 static bool cur_less(const struct cursor *a, const struct cursor *b)
 {
-    if (a->cur->ts != b->cur->ts)
-        return a->cur->ts < b->cur->ts;
+    if (a->key != b->key)
+        return a->key < b->key;
     return a->seq < b->seq;
 }
 
@@ -468,6 +477,10 @@ static bool cursor_advance(struct scan *sc, struct cursor *c)
         if (sc->f->types && (h->type >= 32 || !(sc->f->types & (1u << h->type))))
             continue;
         c->cur = h;
+        /* a ring's records keep ring order; the collector's pseudo rings
+         * (perf samples, maps: ring >= D9_RINGS_MAX) merge by their stamps */
+        if (h->ts > c->key || c->ring >= D9_RINGS_MAX)
+            c->key = h->ts;
         c->cur_len = (size_t)n;
         return true;
     }
@@ -517,6 +530,13 @@ static int open_block(struct scan *sc, const struct idx_read_block *q)
     c->ring = b.h.ring;
     c->generation = b.h.generation;
     c->seq = sc->next_seq++;
+    c->t_last = b.h.t_last;
+    for (size_t i = 0; c->ring < D9_RINGS_MAX && i < sc->nheap; i++) {  /* the ring's earlier block */
+        const struct cursor *o = sc->heap[i];
+        if (o->rd->process_id == rd->process_id && o->ring == c->ring &&
+            o->generation == c->generation && o->t_last > c->key)
+            c->key = o->t_last;
+    }
     if (!cursor_advance(sc, c)) {
         cursor_free(c);
         return 0;
@@ -570,6 +590,7 @@ int cli_store_scan(struct cli_store *s, const struct cli_filter *f, cli_rec_fn f
         struct cli_rec_src src = {
             .process_id = c->rd->process_id,
             .pid = c->rd->pid,
+            .uid = seg_reader_header(c->rd->r)->uid,
             .comm = c->rd->comm,
             .tid = c->tid,
             .ring = c->ring,

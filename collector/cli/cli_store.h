@@ -109,7 +109,7 @@ struct cli_filter {
 /* Who a record belongs to; valid during the callback only. */
 struct cli_rec_src {
     int64_t process_id;                 /* processes.id: (pid, start_time) */
-    uint32_t pid;
+    uint32_t pid, uid;                  /* uid: owner, from the segment header */
     const char *comm;
     uint32_t tid, ring, generation;
     const char *thread;                 /* thread name, "" when unknown */

@@ -75,6 +75,13 @@ int ctl_server_open(struct ctl_server *c, const char *endpoint, char *err, size_
         /* a stale socket file from a crashed collector: connect would fail, bind
          * replaces it; a live collector is detected by asking it */
         struct stat st;
+        if (lstat(c->ipc_path, &st) == 0 && (!S_ISSOCK(st.st_mode) || st.st_uid != geteuid())) {
+            snprintf(err, errcap, "cannot bind control endpoint %s: %s already exists and is "
+                     "not a socket of ours (binding would replace it; left alone)", endpoint,
+                     c->ipc_path);
+            ctl_server_close(c);
+            return -EEXIST;
+        }
         if (lstat(c->ipc_path, &st) == 0 && S_ISSOCK(st.st_mode)) {
             D9__Request req = D9__REQUEST__INIT;
             D9__StatusRequest sr = D9__STATUS_REQUEST__INIT;
@@ -96,6 +103,11 @@ int ctl_server_open(struct ctl_server *c, const char *endpoint, char *err, size_
         ctl_server_close(c);
         return rc;
     }
+    struct stat bst;
+    if (c->ipc_path[0] && lstat(c->ipc_path, &bst) == 0 && S_ISSOCK(bst.st_mode)) {
+        c->ipc_dev = (uint64_t)bst.st_dev;
+        c->ipc_ino = (uint64_t)bst.st_ino;
+    }
     if (c->ipc_path[0] && chmod(c->ipc_path, 0777) != 0)
         col_warn("cannot make %s connectable by every user: %s", c->ipc_path, strerror(errno));
     size_t fl = sizeof c->fd;
@@ -116,6 +128,17 @@ void ctl_server_close(struct ctl_server *c)
         zmq_ctx_term(c->zctx);
     c->sock = c->zctx = NULL;
     c->fd = -1;
+}
+
+void ctl_server_unlink(struct ctl_server *c)
+{
+    struct stat st;
+    if (!c->ipc_path[0] || !c->ipc_ino || lstat(c->ipc_path, &st) != 0)
+        return;
+    if (S_ISSOCK(st.st_mode) && (uint64_t)st.st_dev == c->ipc_dev &&
+        (uint64_t)st.st_ino == c->ipc_ino)
+        unlink(c->ipc_path);
+    c->ipc_ino = 0;
 }
 
 static void malformed(struct ctl_server *c, const char *why, size_t nframes)

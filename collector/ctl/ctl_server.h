@@ -13,8 +13,16 @@
  * can connect (the identity of an agent is never taken from a message: the
  * region file decides, see discover.h).
  *
- * Must never: block the server on a slow peer, or let a message allocate
- * more than CTL_SERVER_MSG_MAX.
+ * libzmq unlinks whatever is at an ipc path before it binds, so
+ * ctl_server_open binds only where nothing is, or over a stale socket
+ * (S_IFSOCK, owned by our euid, no collector answering); anything else (a
+ * device node, a regular file, a symlink, another user's socket) is refused
+ * with -EEXIST. The bound socket's inode is kept, and ctl_server_unlink
+ * removes the path only while it still names that socket.
+ *
+ * Must never: block the server on a slow peer, let a message allocate
+ * more than CTL_SERVER_MSG_MAX, or bind over or remove a file it did not
+ * create.
  */
 #ifndef D9_DAEMON_CTL_SERVER_H
 #define D9_DAEMON_CTL_SERVER_H
@@ -34,6 +42,7 @@ struct ctl_server {
     void *sock;
     int fd;                     /* ZMQ_FD, for poll(2) */
     char ipc_path[PATH_MAX];    /* "" unless ipc:// */
+    uint64_t ipc_dev, ipc_ino;  /* the socket file we bound (0: none) */
     uint64_t requests;
     uint64_t malformed;
     struct col_ratelimit rl;
@@ -49,6 +58,8 @@ struct ctl_server_msg {
 /* Bind. On failure err holds one line ("cannot bind ENDPOINT: ..."). */
 int ctl_server_open(struct ctl_server *c, const char *endpoint, char *err, size_t errcap);
 void ctl_server_close(struct ctl_server *c);
+/* Remove the ipc socket file if the path still names the one we bound. */
+void ctl_server_unlink(struct ctl_server *c);
 
 /* Next well-formed request: 1 = *m filled, 0 = none pending (malformed ones
  * are consumed and counted on the way), -errno on a socket error. */

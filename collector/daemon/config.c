@@ -300,7 +300,30 @@ static int split_flag(int argc, char *const argv[], int i, char *key, size_t kca
     return 2;
 }
 
+/* Control bytes (< 0x20, 0x7f) of an error line shown as '?', as the agent
+ * shows a bad DIAL9_* value: a message quotes file contents and
+ * arguments, and must not write terminal escapes or a binary file to the
+ * user's terminal or the journal. */
+static void escape_err(char *err)
+{
+    for (unsigned char *p = (unsigned char *)err; *p; p++)
+        if (*p < 0x20 || *p == 0x7f)
+            *p = '?';
+}
+
+static int parse_args(struct config *c, int argc, char *const argv[],
+                      uid_t euid, const char *xdg, char *err, size_t errcap);
+
 int config_parse_args(struct config *c, int argc, char *const argv[],
+                      uid_t euid, const char *xdg, char *err, size_t errcap)
+{
+    int rc = parse_args(c, argc, argv, euid, xdg, err, errcap);
+    if (rc < 0 && errcap)
+        escape_err(err);
+    return rc;
+}
+
+static int parse_args(struct config *c, int argc, char *const argv[],
                       uid_t euid, const char *xdg, char *err, size_t errcap)
 {
     config_defaults(c, euid, xdg);

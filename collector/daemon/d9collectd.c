@@ -49,6 +49,7 @@
 #include "collector/daemon/drain.h"
 #include "collector/daemon/guard.h"
 #include "collector/daemon/pace.h"
+#include "collector/daemon/pidfile.h"
 #include "collector/store/fsck.h"
 #include "collector/store/idx.h"
 #include "collector/store/idx_read.h"
@@ -71,6 +72,7 @@ struct col_ctx {
     int perf_keeper;            /* perf_callchain_keeper fd, -1 when none */
     struct perf_host *perf_host;    /* per-CPU on-CPU sampling, NULL: per thread or off */
     struct ctl_server ctl;
+    struct pidfile pidfile;         /* --pidfile as created by us */
     struct discover disc;
     struct proc *procs;
     struct shm_clock_cal host_cal;
@@ -114,7 +116,7 @@ static int adopt_cb(void *arg, const struct discover_candidate *c)
         /* still INIT (or not even sized) and its process is gone: it died
          * while laying the region out, before READY published anything.
          * The owner check already passed, so the file is that process's. */
-        if (unlink(c->path) == 0)
+        if (discover_remove(c) == 0)
             col_info("removed region %s: pid %u died before it was ready", c->path, c->pid);
         return -ENOENT;
     }
@@ -391,6 +393,9 @@ static void handle_status(struct col_ctx *x, const D9__StatusRequest *sr, D9__Re
     cs->write_errors = x->store.write_errors;
     cs->dropped_records = x->store.dropped_records;
     cs->malformed_messages = x->ctl.malformed;
+    cs->writes_failing = x->store.failing != 0;
+    if (x->store.failing)
+        cs->write_error = (char *)strerror(-x->store.last_error);
     cs->processes = n ? calloc(n, sizeof *cs->processes) : NULL;
     if (n && !cs->processes) {
         rep->error = -ENOMEM;
@@ -409,6 +414,7 @@ static void handle_status(struct col_ctx *x, const D9__StatusRequest *sr, D9__Re
             rep->error = -ENOMEM;
             break;
         }
+        cs->lost += ps->lost - p->lost;     /* drops the rings counted since the last pass */
     }
     if (sr->pid && cs->n_processes == 0) {
         rep->error = -ESRCH;
@@ -555,18 +561,6 @@ static void read_signals(struct col_ctx *x)
                      strsignal((int)si.ssi_signo));
         }
     }
-}
-
-static int write_pidfile(const char *path)
-{
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-    if (fd < 0)
-        return -errno;
-    char b[32];
-    int n = snprintf(b, sizeof b, "%ld\n", (long)getpid());
-    int rc = write(fd, b, (size_t)n) == n ? 0 : -EIO;
-    close(fd);
-    return rc;
 }
 
 static int shutdown_all(struct col_ctx *x)
@@ -727,8 +721,11 @@ static int start_up(struct col_ctx *x)
         storedir_close(&x->store);
         return EXIT_RUNTIME;
     }
-    if (x->cfg.pidfile[0] && (rc = write_pidfile(x->cfg.pidfile))) {
-        col_err("cannot write pidfile %s: %s", x->cfg.pidfile, strerror(-rc));
+    if (x->cfg.pidfile[0] && (rc = pidfile_create(&x->pidfile, x->cfg.pidfile))) {
+        col_err("cannot write pidfile %s: %s", x->cfg.pidfile,
+                rc == -EEXIST ? "something else is there (not a leftover pidfile of ours; "
+                                "it is left alone)"
+                : rc == -EBUSY ? "a running d9collectd wrote it" : strerror(-rc));
         ctl_server_close(&x->ctl);
         storedir_close(&x->store);
         return EXIT_RUNTIME;
@@ -748,12 +745,10 @@ static void tear_down(struct col_ctx *x)
 {
     discover_free(&x->disc);
     ctl_server_close(&x->ctl);
-    if (x->ctl.ipc_path[0])
-        unlink(x->ctl.ipc_path);
+    ctl_server_unlink(&x->ctl);
     storedir_close(&x->store);
     close(x->store_lock);       /* last: the store is closed and consistent */
-    if (x->cfg.pidfile[0])
-        unlink(x->cfg.pidfile);
+    pidfile_remove(&x->pidfile);
     close(x->sigfd);
     if (x->perf_keeper >= 0)
         close(x->perf_keeper);

@@ -47,6 +47,7 @@ int discover_classify(struct discover_candidate *c)
     int rc = shm_proc_start_time(c->pid, &st);
     c->alive = 0;
     c->expected_uid = c->uid;
+    c->pid_taken = rc == 0 && st != c->start_time;
     if (rc == 0 && st == c->start_time) {
         uint32_t owner;
         rc = discover_owner(c->pid, &owner);
@@ -57,10 +58,21 @@ int discover_classify(struct discover_candidate *c)
             if (shm_proc_start_time(c->pid, &st) != 0 || st != c->start_time) {
                 c->alive = 0;
                 c->expected_uid = c->uid;
+                c->pid_taken = rc == 0;
             }
         }
     }
     return 0;
+}
+
+int discover_remove(const struct discover_candidate *c)
+{
+    struct stat st;
+    if (lstat(c->path, &st) != 0)
+        return -errno;
+    if (!S_ISREG(st.st_mode) || st.st_ino != c->ino || st.st_dev != c->dev)
+        return -ESTALE;
+    return unlink(c->path) == 0 ? 0 : -errno;
 }
 
 static struct discover_rejected *find_rejected(struct discover *d, const char *name, ino_t ino)
@@ -115,12 +127,20 @@ static int consider(struct discover *d, const char *name, discover_known_fn know
     if (lstat(c.path, &st) != 0)
         return 0;
     c.ino = st.st_ino;
+    c.dev = st.st_dev;
     struct discover_rejected *r = find_rejected(d, name, st.st_ino);
+    discover_classify(&c);
     if (r) {
         r->seen = 1;
+        /* nobody will drain it: once its process is gone it is debris */
+        if (!c.alive && S_ISREG(st.st_mode) && discover_remove(&c) == 0) {
+            d->rejected_removed++;
+            col_info("removed rejected region %s: pid %u is gone", c.path, c.pid);
+        }
         return 0;
     }
-    discover_classify(&c);
+    if (c.pid_taken)
+        return 0;           /* not while the pid is another process's (see discover.h) */
     int rc;
     if (S_ISLNK(st.st_mode))
         rc = -ELOOP;

@@ -5,14 +5,21 @@
  * Called by d9collectd.c every --scan-ms and when an agent says hello.
  * A region d9.<uid>.<pid>.<start> may be adopted only if the file's owner
  * is the owner of /proc/<pid> and the process's start time matches the
- * name; when the process is gone (or its pid now belongs to a younger
- * process) the owner must equal the uid in the name. shm_region_map()
+ * name; when the process is gone the owner must equal the uid in the name.
+ * While the pid belongs to another process (another start time, whoever
+ * owns it) the file is not offered at all: it either is debris of an
+ * earlier process with a reused pid, adopted once that pid is free, or a
+ * forgery that would mix its records into the live process's. shm_region_map()
  * enforces the owner check against the uid computed here.
  *
  * A rejected file (wrong owner, bad header, not a regular file) is counted,
  * logged once and remembered by name and inode, and never opened again
- * while it exists. Must never: follow symlinks, open a rejected file again,
- * or trust anything a hello message claims beyond a file name to look at.
+ * while it exists. Once the process its name claims is gone, a rejected
+ * regular file (same inode) is removed: nobody drains it, and a sparse
+ * region can claim a lot of the shm directory; symlinks and other
+ * non-regular files are never removed. Must never: follow symlinks, open a
+ * rejected file again, or trust anything a hello message claims beyond a
+ * file name to look at.
  */
 #ifndef D9_DAEMON_DISCOVER_H
 #define D9_DAEMON_DISCOVER_H
@@ -32,6 +39,7 @@ struct discover {
     char dir[CONFIG_PATH_MAX];
     struct discover_rejected *rejected;
     uint64_t rejected_count;    /* regions ever rejected (status) */
+    uint64_t rejected_removed;  /* rejected files removed once their process was gone */
 };
 
 /* What a candidate file is, as seen from its name and /proc. */
@@ -39,9 +47,11 @@ struct discover_candidate {
     char path[CONFIG_PATH_MAX];
     char name[128];             /* basename */
     ino_t ino;
+    dev_t dev;
     uint32_t uid, pid;          /* from the name */
     uint64_t start_time;
     int alive;                  /* the named process still runs (same start time) */
+    int pid_taken;              /* the pid runs, but not the named process */
     uint32_t expected_uid;      /* owner the file must have */
 };
 
@@ -64,6 +74,10 @@ int discover_scan(struct discover *d, discover_known_fn known, discover_fn adopt
 /* Look at one file name in the directory (hello messages): same checks. */
 int discover_one(struct discover *d, const char *name, discover_known_fn known,
                  discover_fn adopt, void *arg);
+
+/* Remove the candidate's file if it is still the regular file seen by the
+ * scan (same device and inode). 0, -ESTALE (another file is there) or -errno. */
+int discover_remove(const struct discover_candidate *c);
 
 /* Owner uid of a process (the owner of /proc/<pid>); -ESRCH if gone. */
 int discover_owner(uint32_t pid, uint32_t *uid);

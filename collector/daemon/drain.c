@@ -29,10 +29,13 @@
  * alive while the guard (guard.h) is armed.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stddef.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include "collector/daemon/drain.h"
 #include "collector/daemon/guard.h"
 #include "collector/store/idx.h"
@@ -90,8 +93,49 @@ static int g_snapshot(const struct proc *p, const struct d9_ring_hdr *rh,
     return 0;
 }
 
-/* The slot state of every ring, under one guard: most rings of a region are
- * FREE, and a full guarded snapshot of each was most of an idle pass. */
+/* 1 if the page holding ring i's slot state is in memory: a ring whose header
+ * page never was is a hole of the sparse file, all zeros, FREE. On error, 1
+ * (then it is read). */
+static int ring_page_resident(const struct proc *p, uint32_t i)
+{
+    static long page;
+    if (!page)
+        page = sysconf(_SC_PAGESIZE);
+    uintptr_t a = (uintptr_t)&shm_ring_hdr(&p->region, &p->geo, i)->state;
+    unsigned char v = 0;
+    return mincore((void *)(a & ~((uintptr_t)page - 1)), 1, &v) != 0 || (v & 1);
+}
+
+/* Which rings to look at this pass (want[i] = 1): reading a never-touched
+ * ring header would allocate its page (tmpfs has no shared zero page), so a
+ * region of DIAL9_MAX_THREADS=4096 rings cost 16 MiB and a page fault per
+ * ring. A ring is read once its header page was seen in memory (the agent
+ * touched it); of the others only the DRAIN_PROBE_AHEAD rings after the
+ * highest one seen are checked every pass (claims go up from the region's
+ * hint), all of them every DRAIN_PROBE_NS, and every ring is read once the
+ * process ended (a swapped-out header page must not hide a ring's data). */
+static void rings_to_read(struct proc *p, uint64_t now, uint8_t *want)
+{
+    int all = now - p->probe_ns >= DRAIN_PROBE_NS;
+    if (all)
+        p->probe_ns = now;
+    for (uint32_t i = 0; i < p->geo.ring_count; i++) {
+        struct proc_ring *r = &p->rings[i];
+        if (!r->hdr_seen && !p->ended &&
+            ((!all && i >= p->rings_seen + DRAIN_PROBE_AHEAD) || !ring_page_resident(p, i))) {
+            want[i] = 0;
+            continue;
+        }
+        r->hdr_seen = 1;
+        if (i >= p->rings_seen)
+            p->rings_seen = i + 1;
+        want[i] = 1;
+    }
+}
+
+/* The slot state of the rings to read, under one guard (the others are
+ * FREE): most rings of a region are FREE, and a full guarded snapshot of
+ * each was most of an idle pass. */
 static int g_states(const struct proc *p, uint8_t *states)
 {
     sigjmp_buf jb;
@@ -99,6 +143,8 @@ static int g_states(const struct proc *p, uint8_t *states)
         return -EFAULT;
     guard_arm(&jb, p->region.base, p->region.size);
     for (uint32_t i = 0; i < p->geo.ring_count; i++) {
+        if (!states[i])
+            continue;
         const struct d9_ring_hdr *rh = shm_ring_hdr(&p->region, &p->geo, i);
         uint32_t st = atomic_load_explicit(&((struct d9_ring_hdr *)rh)->state,
                                            memory_order_relaxed);
@@ -382,7 +428,7 @@ static int track_generation(struct proc *p, struct storedir *st, uint32_t i,
         r->generation = s->generation;
         r->tid = s->tid;
         memcpy(r->name, s->thread_name, sizeof r->name);
-        r->first_ns = r->last_ns = 0;
+        r->first_ns = r->last_ns = r->last_ns_pub = 0;
         r->thread_dirty = 1;
     }
     return 0;
@@ -450,7 +496,14 @@ static int read_block(struct proc *p, struct storedir *st, uint32_t i,
         return rc;      /* cursor untouched: the records stay in the ring */
     }
     uint8_t *scratch = b->dst + b->bound;
-    b->x = (struct shm_read_xform){ .cal = &p->cal };
+    /* a stamp is possible only in [the process's start, now], and a ring's
+     * stamps never go backwards: the floor is the ring's last stamp */
+    struct proc_ring *r = &p->rings[i];
+    b->x = (struct shm_read_xform){
+        .cal = &p->cal,
+        .t_lo = r->last_ns > p->start_floor_ns ? r->last_ns : p->start_floor_ns,
+        .t_hi = shm_mono_ns() + DRAIN_TS_SLACK_NS,
+    };
     pack_init(&b->pk);
     b->new_tail = s->tail;
     b->got = b->packed = 0;
@@ -500,6 +553,13 @@ static int commit_block(struct proc *p, struct storedir *st, uint32_t i,
         return rc;
     }
     uint64_t nrec = stats.nrec;
+    if (b->x.clamped) {
+        p->ts_clamped += b->x.clamped;
+        col_log_limited(&p->rl, COL_LOG_WARN, "pid %u (%s): ring %u: %" PRIu64 " timestamps "
+                        "before the process started, after now or going backwards were "
+                        "clamped (%" PRIu64 " so far)", p->pid, p->file, i, b->x.clamped,
+                        p->ts_clamped);
+    }
     r->lost_seen = s->lost;
     r->lost += delta;
     p->lost += delta;
@@ -651,6 +711,7 @@ static void publish(struct proc *p)
             drain_quarantine(p, "SIGBUS while publishing a ring tail (file truncated?)");
         }
         r->consumed_tail = r->read_tail;
+        r->last_ns_pub = r->last_ns;
         r->pend = 0;
         r->pend_records = 0;
     }
@@ -667,6 +728,7 @@ static uint64_t rewind_pending(struct proc *p)
             continue;
         n += r->pend_records;
         r->read_tail = r->consumed_tail;
+        r->last_ns = r->last_ns_pub;
         r->pend = 0;
         r->pend_records = 0;
     }
@@ -740,6 +802,7 @@ int drain_proc(struct proc *p, struct storedir *st, uint64_t now_ns, int force,
     uint64_t lag = 0;
     uint32_t in_use = 0;
     uint8_t states[D9_RINGS_MAX];
+    rings_to_read(p, now_ns, states);
     int rc = g_states(p, states);
     for (uint32_t i = 0; rc == 0 && i < p->geo.ring_count; i++) {
         if (states[i] != D9_RING_OWNED && states[i] != D9_RING_RELEASED) {

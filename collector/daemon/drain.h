@@ -32,6 +32,12 @@
  *     published tail, so those records are read again.
  *   - New metadata entries reach the segment before any data block written
  *     after they were seen.
+ *   - Stamps are the producer's word: a converted stamp before the process
+ *     started (proc.start_floor_ns), after now (+ DRAIN_TS_SLACK_NS) or
+ *     before the ring's previous stamp is clamped into those bounds and
+ *     counted (proc.ts_clamped, one rate-limited warning). So a ring's
+ *     stamps never go backwards, across passes and calibration updates too,
+ *     and no block or segment gets a time range outside the process's life.
  * Must never: block on the traced process, trust a length it did not
  * validate, or keep draining a quarantined ring or region.
  */
@@ -77,6 +83,14 @@ static inline uint64_t drain_batch(uint64_t ring_size)
     uint64_t cap = ring_size / (2u * PACE_BUSY_DIV);
     return cap < DRAIN_BATCH ? cap : DRAIN_BATCH;
 }
+/* Rings whose header page was never in memory (see rings_to_read in
+ * drain.c): the next DRAIN_PROBE_AHEAD after the highest ring seen are
+ * checked every pass, all of them every DRAIN_PROBE_NS. */
+#define DRAIN_PROBE_AHEAD 8u
+#define DRAIN_PROBE_NS    (1000u * 1000000ull)
+/* A stamp may lie this far after the drain's own clock read (calibration
+ * error of a TSC stamp); later ones are clamped. */
+#define DRAIN_TS_SLACK_NS (1000000ull)
 /* Copy-and-validate granule: small enough that packing finds it in L1/L2. */
 #define DRAIN_CHUNK    (32u * 1024u)
 

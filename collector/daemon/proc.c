@@ -40,6 +40,39 @@ static int g_header(struct proc *p, uint32_t *state, uint32_t *untraced, uint32_
     return 0;
 }
 
+/* The producer's head and lost counter of ring i, as they are now. */
+static int g_ring_counters(const struct proc *p, uint32_t i, uint64_t *head, uint64_t *lost)
+{
+    sigjmp_buf jb;
+    if (sigsetjmp(jb, 0))
+        return -EFAULT;
+    guard_arm(&jb, p->region.base, p->region.size);
+    struct d9_ring_hdr *rh = shm_ring_hdr(&p->region, &p->geo, i);
+    *head = atomic_load_explicit(&rh->head, memory_order_acquire);
+    *lost = atomic_load_explicit(&rh->lost, memory_order_relaxed);
+    guard_disarm();
+    return 0;
+}
+
+/* Ring i's live backlog (bytes not yet in a written segment: head - the
+ * tail we published) and drops not yet in a block, read from the ring
+ * itself: a pass that cannot write (disk full) updates neither, and status
+ * must not say "no lag, no loss" while the rings overflow. */
+static void live_ring(const struct proc *p, const struct proc_ring *r, uint32_t i,
+                      uint64_t *lag, uint64_t *lost_new)
+{
+    uint64_t head, lost;
+    *lag = r->lag_bytes;
+    *lost_new = 0;
+    if (p->quarantined || r->quarantined || !r->tail_known ||
+        g_ring_counters(p, i, &head, &lost))
+        return;
+    if (head >= r->consumed_tail && head - r->consumed_tail <= p->geo.ring_data_size)
+        *lag = head - r->consumed_tail;
+    if (lost > r->lost_seen)
+        *lost_new = lost - r->lost_seen;
+}
+
 int proc_refresh_header(struct proc *p)
 {
     if (p->quarantined)
@@ -84,6 +117,24 @@ static void resume_lost_counters(struct proc *p, struct storedir *st)
     free(lost);
 }
 
+/* The process's start (clock ticks since boot, from its name, checked
+ * against /proc for a live process) in CLOCK_MONOTONIC ns, a tick and a
+ * millisecond early; CLOCK_BOOTTIME - CLOCK_MONOTONIC is the time the host
+ * spent suspended. Never after now (a gone process's name is only a claim). */
+static uint64_t start_floor(uint64_t start_ticks, uint64_t now)
+{
+    struct timespec bt;
+    long hz = sysconf(_SC_CLK_TCK);
+    if (hz <= 0 || clock_gettime(CLOCK_BOOTTIME, &bt) != 0 || start_ticks > UINT64_MAX / 1000000000u)
+        return 0;
+    uint64_t tick = 1000000000u / (uint64_t)hz;
+    uint64_t boot = (uint64_t)bt.tv_sec * 1000000000u + (uint64_t)bt.tv_nsec;
+    uint64_t suspended = boot > now ? boot - now : 0;
+    uint64_t s = start_ticks * tick, margin = suspended + tick + 1000000u;
+    s = s > margin ? s - margin : 0;
+    return s < now ? s : now;
+}
+
 int proc_adopt(const char *path, const char *file, uint32_t expected_uid,
                struct storedir *st, const struct shm_clock_cal *host_cal,
                struct proc **out)
@@ -124,6 +175,7 @@ int proc_adopt(const char *path, const char *file, uint32_t expected_uid,
     p->sampler = sampler;
     uint64_t now = shm_mono_ns();
     p->first_ns = created && created <= now ? created : now;
+    p->start_floor_ns = start_floor(p->start_time, now);
 
     struct idx_process ip = {
         .pid = p->pid, .uid = p->uid, .start_time = p->start_time,
@@ -234,9 +286,9 @@ int proc_finish(struct proc *p, struct storedir *st)
     rc = idx_process_end(st->idx, p->process_id, now, state, p->exit_code);
     if (rc)
         col_warn("pid %u: cannot index the process end: %s", p->pid, strerror(-rc));
-    if (unlink(p->region.path) != 0 && errno != ENOENT)
+    if ((rc = shm_region_unlink(&p->region)) != 0 && rc != -ENOENT)
         col_warn("pid %u: cannot remove region %s: %s", p->pid, p->region.path,
-                 strerror(errno));
+                 rc == -ESTALE ? "another file is in its place (left alone)" : strerror(-rc));
     col_info("pid %u (%s) %s: %" PRIu64 " records, %" PRIu64 " lost", p->pid, p->geo.comm,
              state, p->records, p->lost);
     return 0;
@@ -298,8 +350,18 @@ int proc_status(const struct proc *p, D9__ProcessStatus *ps)
     if (!ps->comm || !ps->exe || !ps->state || !ps->sampler)
         return -ENOMEM;
     size_t n = 0;
-    for (uint32_t i = 0; i < p->geo.ring_count; i++)
-        n += p->rings[i].active || p->rings[i].quarantined;
+    uint64_t lag = 0;
+    for (uint32_t i = 0; i < p->geo.ring_count; i++) {
+        const struct proc_ring *r = &p->rings[i];
+        n += r->active || r->quarantined;
+        if (r->active) {
+            uint64_t l, d;
+            live_ring(p, r, i, &l, &d);
+            lag += l;
+            ps->lost += d;
+        }
+    }
+    ps->lag_bytes = lag;
     if (!n)
         return 0;
     ps->rings = calloc(n, sizeof *ps->rings);
@@ -317,8 +379,11 @@ int proc_status(const struct proc *p, D9__ProcessStatus *ps)
         rs->tid = r->tid;
         rs->thread_name = dupstr(r->name);
         rs->state = r->state;
+        uint64_t lost_new = 0;
         rs->lag_bytes = r->lag_bytes;
-        rs->lost = r->lost;
+        if (r->active)
+            live_ring(p, r, i, &rs->lag_bytes, &lost_new);
+        rs->lost = r->lost + lost_new;
         rs->quarantined = r->quarantined;
         ps->rings[ps->n_rings++] = rs;
         if (!rs->thread_name)

@@ -50,8 +50,11 @@ struct proc_ring {
     uint64_t consumed_tail;     /* the tail we last published to shm */
     int pend;                   /* read_tail > consumed_tail: waiting for the writer flush */
     uint64_t pend_records;      /* records in [consumed_tail, read_tail) */
-    uint64_t first_ns, last_ns; /* time range of the tracked generation */
+    uint64_t first_ns, last_ns; /* time range of the tracked generation; last_ns is
+                                 * also the floor of the ring's next stamp */
+    uint64_t last_ns_pub;       /* last_ns as of consumed_tail (a failed seal rewinds to it) */
     int thread_dirty;           /* index row needs a refresh */
+    int hdr_seen;               /* its header page was in memory once: read every pass */
 };
 
 struct proc {
@@ -63,6 +66,11 @@ struct proc {
     struct shm_geometry geo;
     int64_t process_id;         /* index row */
     uint64_t first_ns;
+    uint64_t start_floor_ns;    /* the process's start in CLOCK_MONOTONIC, a tick early:
+                                 * no stamp of it can be older (see drain.h) */
+    uint64_t ts_clamped;        /* stamps outside [start, now] or backwards, clamped */
+    uint32_t rings_seen;        /* 1 + the highest ring whose header page was seen */
+    uint64_t probe_ns;          /* when every unseen ring was last checked (drain.c) */
 
     struct proc_ring *rings;     /* geo.ring_count entries */
     struct seg_writer *writer;  /* open segment, NULL if none */
@@ -115,7 +123,9 @@ void proc_abandon_writer(struct proc *p);
 
 void proc_free(struct proc *p);
 
-/* Fill a status message (allocates rings; free with proc_status_free). */
+/* Fill a status message (allocates rings; free with proc_status_free). Lag
+ * and drops are read live from the rings (guarded), not from the last pass:
+ * while the store cannot be written the passes stop, the rings do not. */
 int proc_status(const struct proc *p, D9__ProcessStatus *ps);
 void proc_status_free(D9__ProcessStatus *ps);
 

@@ -43,7 +43,8 @@ static int probe_writable(const char *dir)
     char path[CONFIG_PATH_MAX];
     if (snprintf(path, sizeof path, "%s/.probe.%ld", dir, (long)getpid()) >= (int)sizeof path)
         return -ENAMETOOLONG;
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    /* O_EXCL | O_NOFOLLOW: never truncate or remove a file that was there */
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0)
         return -errno;
     int rc = 0;
@@ -196,6 +197,11 @@ int storedir_recover(struct storedir *s)
         char path[CONFIG_PATH_MAX];
         if (snprintf(path, sizeof path, "%s/%s", s->dir, de->d_name) >= (int)sizeof path)
             continue;
+        struct stat lst;
+        if (lstat(path, &lst) != 0 || !S_ISREG(lst.st_mode)) {
+            col_warn("%s is not a regular file; not ours, left alone", path);
+            continue;
+        }
         struct seg_summary sum;
         memset(&sum, 0, sizeof sum);
         int rc = seg_salvage(path, &sum);
@@ -366,6 +372,7 @@ void storedir_write_failed(struct storedir *s, int err, const char *what, uint32
 {
     s->write_errors++;
     s->failing = 1;
+    s->last_error = err;
     s->retry_after_ns = now_ns + STOREDIR_WRITE_RETRY_NS;
     col_log_limited(&s->err_rl, COL_LOG_ERROR, "store %s: %s for pid %u failed: %s; ring "
                     "data is kept and the write retried", s->dir, what, pid, strerror(-err));

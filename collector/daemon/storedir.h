@@ -48,6 +48,7 @@ struct storedir {
     uint64_t dropped_records;       /* consumed records lost with a segment that failed to seal */
     uint64_t retry_after_ns;        /* no writes before this (0 = ok) */
     int failing;                    /* the last write failed */
+    int last_error;                 /* its -errno */
     struct col_ratelimit err_rl;
 };
 

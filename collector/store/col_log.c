@@ -48,6 +48,12 @@ static void vlog(int level, const char *suffix, const char *fmt, va_list ap)
     int n = vsnprintf(line, sizeof line, fmt, ap);
     if (n < 0)
         return;
+    /* names and paths in a message come from hostile input (region headers,
+     * config files): control bytes are shown as '?' so a line stays one
+     * line and writes no terminal escapes */
+    for (unsigned char *p = (unsigned char *)line; *p; p++)
+        if (*p < 0x20 || *p == 0x7f)
+            *p = '?';
     /* one fprintf = one write on a line-buffered or unbuffered stderr */
     fprintf(stderr, "%s: %s: %s%s\n", g_prog, col_log_level_name(level), line,
             suffix ? suffix : "");

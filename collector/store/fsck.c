@@ -66,7 +66,7 @@ static void say(struct fsck *f, const char *path, const char *fmt, ...)
 
 uint64_t fsck_problems(const struct fsck_report *r)
 {
-    return r->missing + r->mismatched + r->corrupt + r->orphans + r->temps;
+    return r->missing + r->mismatched + r->corrupt + r->orphans + r->temps + r->bad_times;
 }
 
 int fsck_store_lock(const char *store_dir)
@@ -77,9 +77,15 @@ int fsck_store_lock(const char *store_dir)
     int n = snprintf(path, sizeof path, "%s/%s", store_dir, FSCK_STORE_LOCK_FILE);
     if (n < 0 || (size_t)n >= sizeof path)
         return -ENAMETOOLONG;
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    /* never through a symlink, never blocking on a FIFO; only a regular file */
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0644);
     if (fd < 0)
         return -errno;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return -EEXIST;
+    }
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
         int e = errno == EWOULDBLOCK ? -EBUSY : -errno;
         close(fd);
@@ -436,6 +442,13 @@ static void check_rows(struct fsck *f)
             continue;
         }
         f->rep->ok++;
+        if ((int64_t)row->t_min < 0 || (int64_t)row->t_max < 0 || row->t_max < row->t_min) {
+            f->rep->bad_times++;
+            say(f, row->path, "segment %" PRIu64 " has an impossible time range (%" PRId64
+                " .. %" PRId64 " ns): records with forged or broken stamps, stored before "
+                "the collector clamped them; kept (readers include it in every window)",
+                row->id, (int64_t)row->t_min, (int64_t)row->t_max);
+        }
     }
 }
 
@@ -448,6 +461,11 @@ static int is_temp_name(const char *name)
 
 static void check_temp(struct fsck *f, const char *name, const char *path)
 {
+    struct stat st;
+    if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
+        say(f, name, "not a regular file: not a temp segment, left alone");
+        return;
+    }
     pid_t pid = opened_by(f, path);
     if (pid) {
         f->rep->temps_in_use++;
@@ -538,6 +556,27 @@ static int check_files(struct fsck *f)
     return 0;
 }
 
+/* 1 if dir is a store: it holds the index or, when the index was lost, at
+ * least one segment file (sealed or temp). Anything else is some other
+ * directory, where a repair must not create the index and the lock. */
+static int is_store(const char *dir, const char *ipath)
+{
+    struct stat st;
+    if (lstat(ipath, &st) == 0)
+        return 1;
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    int found = 0;
+    size_t sl = strlen(SEG_FILE_SUFFIX);
+    for (struct dirent *de; !found && (de = readdir(d));) {
+        size_t n = strlen(de->d_name);
+        found = n > sl && strcmp(de->d_name + n - sl, SEG_FILE_SUFFIX) == 0;
+    }
+    closedir(d);
+    return found;
+}
+
 int fsck_run_ex(const char *store_dir, int repair, struct fsck_report *out, fsck_fn fn,
                 void *arg)
 {
@@ -552,6 +591,8 @@ int fsck_run_ex(const char *store_dir, int repair, struct fsck_report *out, fsck
         return -ENOTDIR;
     char ipath[PATH_MAX];
     int e = join(ipath, sizeof ipath, store_dir, IDX_FILE_NAME);
+    if (e == 0 && !is_store(store_dir, ipath))
+        return -ENOENT;
     pid_t user = e == 0 && repair ? opened_by(&f, ipath) : 0;
     if (e == 0 && repair && user) {
         say(&f, ipath, "in use by pid %d: stop the collector before --repair", (int)user);

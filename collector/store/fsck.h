@@ -36,6 +36,8 @@ struct fsck_report {
     uint64_t orphans;           /* valid sealed files without a row */
     uint64_t temps;             /* temp files left by a crashed writer */
     uint64_t temps_in_use;      /* temp files open in a running process (left alone) */
+    uint64_t bad_times;         /* segments with an impossible time range (a stamp that
+                                 * converted below zero, inverted): kept, readers cope */
     /* done (repair only) */
     uint64_t rows_deleted;
     uint64_t reindexed;         /* files (re-)indexed */
@@ -51,19 +53,21 @@ struct fsck_report {
 typedef void (*fsck_fn)(void *arg, const char *path, const char *what);
 
 /* Check (repair = 0) or repair a store. 0 when the check ran, whatever it
- * found (see fsck_problems); -errno when it could not run: no index
- * (-ENOENT), index unreadable, or -EBUSY for a repair of a store in use. */
+ * found (see fsck_problems); -errno when it could not run: not a store
+ * (-ENOENT: neither index.sqlite nor any segment file; nothing is created
+ * there), index unreadable, or -EBUSY for a repair of a store in use. */
 int fsck_run(const char *store_dir, int repair, struct fsck_report *out);
 int fsck_run_ex(const char *store_dir, int repair, struct fsck_report *out, fsck_fn fn,
                 void *arg);
 
-/* Problems found (missing + mismatched + corrupt + orphans + temps). */
+/* Problems found (missing + mismatched + corrupt + orphans + temps + bad_times). */
 uint64_t fsck_problems(const struct fsck_report *r);
 
 /* The store's writer lock: flock(LOCK_EX | LOCK_NB) on <store>/.lock,
  * created 0644 if missing. A writer of the store (d9collectd for its whole
  * run, d9 fsck --repair) keeps the returned fd open; -EBUSY if another
- * process holds the lock, -errno otherwise. fsck_run takes it for a repair. */
+ * process holds the lock, -EEXIST if .lock is not a regular file (left
+ * alone), -errno otherwise. fsck_run takes it for a repair. */
 #define FSCK_STORE_LOCK_FILE ".lock"
 int fsck_store_lock(const char *store_dir);
 

@@ -118,8 +118,10 @@ int idx_read_time_range(struct idx *x, uint32_t pid, uint64_t *tmin, uint64_t *t
     sqlite3_stmt *st;
     if (!x || !tmin || !tmax)
         return -EINVAL;
+    /* impossible ranges (IDX_BAD_RANGE) say nothing about the store's time */
     int e = prep(x, "SELECT min(s.t_min), max(s.t_max), count(*) FROM segments s "
-                    "JOIN processes p ON p.id = s.process_id WHERE (?1 = 0 OR p.pid = ?1)", &st);
+                    "JOIN processes p ON p.id = s.process_id WHERE (?1 = 0 OR p.pid = ?1) "
+                    "AND NOT " IDX_BAD_RANGE("s.t_min", "s.t_max"), &st);
     if (e < 0)
         return e;
     sqlite3_bind_int64(st, 1, pid);
@@ -194,7 +196,8 @@ int idx_read_segments_window(struct idx *x, uint32_t pid, uint64_t from, uint64_
         "       s.n_worker_unpark, s.n_task_spawn, s.n_task_terminate, s.n_queue_depth, "
         "       s.n_custom, s.n_cpu_sample, s.n_sched_switch "
         "FROM segments s JOIN processes p ON p.id = s.process_id "
-        "WHERE (?1 = 0 OR p.pid = ?1) AND s.t_max >= ?2 AND s.t_min <= ?3 "
+        "WHERE (?1 = 0 OR p.pid = ?1) "
+        "  AND (" IDX_BAD_RANGE("s.t_min", "s.t_max") " OR (s.t_max >= ?2 AND s.t_min <= ?3)) "
         "ORDER BY s.t_min, s.id", &st);
     if (rc < 0)
         return rc;
@@ -244,13 +247,16 @@ int idx_read_blocks_window_open(struct idx *x, const struct idx_read_window *w,
         return -ENOMEM;
     c->x = x;
     int e = prep(x,
-        "SELECT b.segment_id, b.offset, s.path, s.process_id, p.pid, p.comm, b.t_first "
+        "SELECT b.segment_id, b.offset, s.path, s.process_id, p.pid, p.comm, "
+        "       CASE WHEN " IDX_BAD_RANGE("b.t_first", "b.t_last") " THEN 0 "
+        "            ELSE b.t_first END AS tf "
         "FROM blocks b JOIN segments s ON s.id = b.segment_id "
         "JOIN processes p ON p.id = s.process_id "
-        "WHERE b.kind = ?1 AND b.t_last >= ?2 AND b.t_first <= ?3 "
-        "  AND s.t_max >= ?2 AND s.t_min <= ?3 "
+        "WHERE b.kind = ?1 "
+        "  AND (" IDX_BAD_RANGE("b.t_first", "b.t_last") " OR (b.t_last >= ?2 AND b.t_first <= ?3)) "
+        "  AND (" IDX_BAD_RANGE("s.t_min", "s.t_max") " OR (s.t_max >= ?2 AND s.t_min <= ?3)) "
         "  AND (?4 = 0 OR p.pid = ?4) AND (?5 = 0 OR b.tid = ?5) "
-        "ORDER BY b.t_first, b.segment_id, b.offset", &c->q);
+        "ORDER BY tf, b.segment_id, b.offset", &c->q);
     if (e < 0) {
         free(c);
         return e;

@@ -25,6 +25,13 @@
 #include "collector/store/idx.h"
 #include "shm/d9_abi.h"
 
+/* SQL: a stored time range no writer can have produced honestly (a stamp
+ * that converted below zero is a negative INT; an inverted range). Segments
+ * indexed before the drain clamped stamps may have one: readers select
+ * such rows for every window (their records are then filtered one by one)
+ * and d9 fsck reports them. */
+#define IDX_BAD_RANGE(lo, hi) "(" lo " < 0 OR " hi " < 0 OR " hi " < " lo ")"
+
 /* meta value of key into out: 0, -ENOENT (no such key), -EIO. */
 int idx_read_meta_get(struct idx *x, const char *key, char *out, size_t cap);
 

@@ -163,6 +163,15 @@ check "missing store: exit 1 naming the path" \
 check "empty result says so and exits 0" \
     sh -c "'$BIN/d9' --store '$T/copy' events --pid 4000000 >'$T/e.out' 2>'$T/e.err' &&
            [ ! -s '$T/e.out' ] && grep -q 'no records' '$T/e.err'"
+check "ps and events show the owner uid of each process" \
+    sh -c "'$BIN/d9' --store '$T/copy' ps | grep -q \"^$OKPID  *$(id -u) \" &&
+           '$BIN/d9' --store '$T/copy' events --pid $OKPID --limit 1 | grep -q ' uid=$(id -u) ' &&
+           '$BIN/d9' --store '$T/copy' events --pid $OKPID --limit 1 --format jsonl |
+           grep -q '\"uid\":$(id -u),'"
+mkdir -p "$T/notastore" && echo data >"$T/notastore/keep"
+check "fsck --repair refuses a directory that is not a store and creates nothing there" \
+    sh -c "! '$BIN/d9' --store '$T/notastore' fsck --repair 2>'$T/ns.err' &&
+           grep -q 'not a store' '$T/ns.err' && [ \"\$(ls -A '$T/notastore')\" = keep ]"
 for c in status flush ps segments events top-polls sched export flame fsck; do
     check "d9 $c --help is a manual page" \
         sh -c "'$BIN/d9' $c --help | grep -q SYNOPSIS && '$BIN/d9' $c --help | grep -q 'EXIT STATUS'"

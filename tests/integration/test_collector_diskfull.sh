@@ -24,6 +24,13 @@ check "the failure is logged once with the cause" grep -q "No space left on devi
 check "the workload finishes (dropping what does not fit)" wait_for 60 wl_done full
 check "the collector still runs and answers" "$TBIN/tool_ctl" "$EP" status
 check "a flush while the disk is full reports the failure" sh -c "! '$TBIN/tool_ctl' '$EP' flush"
+# status while the store cannot be written: live ring counters, not the last pass's
+check "status says writes are failing" eq "$(st writes_failing)" 1
+check "d9 status says so too" sh -c "'$BIN/d9' --endpoint '$EP' status | grep -q 'WRITES *FAILING'"
+check "status lost counts every drop the agent counted (read live from the rings)" \
+    eq "$(st lost)" "$(wl_field full lost)"
+check "status lag shows the data waiting in the rings" \
+    ge "$(st "proc.$(wl_pid full).lag_bytes")" 65536
 mount -o remount,size=64m "$SMALL"
 check "once space returns a flush succeeds" wait_for 30 flush
 F=$(wl_pid full)

@@ -106,10 +106,11 @@ static void print_status(const D9__CollectorStatus *c)
     printf("pid=%" PRIu32 "\nversion=%s\nstore=%s\nrecords=%" PRIu64 "\nbytes_written=%" PRIu64
            "\nlost=%" PRIu64 "\nsegments=%" PRIu64 "\nstore_bytes=%" PRIu64
            "\nquarantined_rings=%" PRIu64 "\nrejected_regions=%" PRIu64 "\nwrite_errors=%" PRIu64
-           "\ndropped_records=%" PRIu64 "\nmalformed_messages=%" PRIu64 "\nprocesses=%zu\n",
+           "\ndropped_records=%" PRIu64 "\nmalformed_messages=%" PRIu64 "\nprocesses=%zu\n"
+           "writes_failing=%d\n",
            c->pid, c->version, c->store, c->records, c->bytes_written, c->lost, c->segments,
            c->store_bytes, c->quarantined_rings, c->rejected_regions, c->write_errors,
-           c->dropped_records, c->malformed_messages, c->n_processes);
+           c->dropped_records, c->malformed_messages, c->n_processes, (int)c->writes_failing);
     for (size_t i = 0; i < c->n_processes; i++) {
         const D9__ProcessStatus *p = c->processes[i];
         printf("proc.%u.state=%s\nproc.%u.records=%" PRIu64 "\nproc.%u.lost=%" PRIu64

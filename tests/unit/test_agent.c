@@ -504,6 +504,29 @@ static void test_threads_beyond_max_are_untraced_and_counted(void **state)
     assert_int_equal(st.rings_in_use, 0);           /* all exited */
 }
 
+/* d9_stats does not touch the rings no thread claimed: starting and
+ * observing a process costs the same whatever DIAL9_MAX_THREADS is. */
+static void test_stats_do_not_touch_rings_no_thread_claimed(void **state)
+{
+    struct fx *f = *state;
+    f->cfg.max_threads = 512;
+    f->cfg.ring_data_size = 64u * 1024u;    /* one ring header per page */
+    start(f);
+    struct ag_thread t = { .ring = -1 };
+    assert_int_equal(ag_agent_thread_attach(&f->a, &t), 0);
+    d9_stats st;
+    ag_agent_stats(&f->a, &st);
+    assert_int_equal(st.rings_in_use, 1);
+    long untouched = 0;     /* ring 1's header shares the last page ring 0's claim mapped */
+    for (uint32_t i = 2; i < 512; i++) {
+        long m = pages_not_present(ring(f, i), 1);
+        assert_true(m >= 0);
+        untouched += m;
+    }
+    assert_int_equal(untouched, 510);
+    ag_agent_thread_detach(&f->a, &t);
+}
+
 static void test_claimed_ring_records_tid_and_thread_name(void **state)
 {
     struct fx *f = *state;
@@ -1045,6 +1068,7 @@ int main(void)
         T(test_concurrent_threads_get_distinct_rings),
         T(test_threads_beyond_max_are_untraced_and_counted),
         T(test_claimed_ring_records_tid_and_thread_name),
+        T(test_stats_do_not_touch_rings_no_thread_claimed),
         T(test_claimed_rings_are_mapped_before_the_first_record),
         T(test_released_rings_are_reused_once_drained),
         T(test_untraced_thread_retries_only_rarely),

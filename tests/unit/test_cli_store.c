@@ -319,6 +319,51 @@ static void scan_merges_threads_in_time_order(void **state)
     cli_store_close(s);
 }
 
+/* Two consecutive blocks of one ring whose stamps overlap by 15 ns (a
+ * calibration update between drain passes, in a segment written before
+ * the drain kept a ring's time monotonic): the ring's order wins. */
+static void scan_keeps_ring_order_where_a_ring_s_stamps_go_backwards(void **state)
+{
+    struct fixture *fx = *state;
+    struct idx *x;
+    assert_int_equal(idx_open(&x, fx->dir), 0);
+    struct seg_proc_info pi = { .pid = 300, .start_time = 3000, .clock_source = D9_CLOCK_MONOTONIC,
+                                .host = "h", .comm = "prog", .exe = "/bin/prog" };
+    uint8_t meta[128], recs[256];
+    size_t ml = meta_runtime(meta, 1, "rt1"), n = 0;
+    struct seg_writer *w;
+    assert_int_equal(seg_writer_open(&w, fx->dir, 3, &pi, meta, ml), 0);
+    n += poll_start(recs + n, 9100, 1);
+    n += poll_start(recs + n, 9200, 2);
+    n += poll_start(recs + n, 9300, 3);
+    assert_int_equal(seg_writer_add_data(w, 301, 0, 1, 0, recs, n), 0);
+    n = 0;
+    n += poll_start(recs + n, 9285, 4);
+    n += poll_start(recs + n, 9400, 5);
+    assert_int_equal(seg_writer_add_data(w, 301, 0, 1, 0, recs, n), 0);
+    struct seg_summary sum;
+    assert_int_equal(seg_writer_seal(w, &sum), 0);
+    struct idx_process p = { .pid = 300, .start_time = 3000, .comm = "prog", .exe = "/bin/prog",
+                             .first_ns = 9100 };
+    int64_t pid_row;
+    assert_int_equal(idx_process_upsert(x, &p, &pid_row), 0);
+    assert_int_equal(idx_segment_commit(x, pid_row, &sum, fx->dir), 0);
+    seg_writer_free(w);
+    idx_close(x);
+
+    struct cli_store *s;
+    char why[256];
+    assert_int_equal(cli_store_open(&s, fx->dir, why, sizeof why), 0);
+    struct got g = { 0 };
+    struct cli_filter f = { .from = 0, .to = UINT64_MAX, .pid = 300 };
+    assert_int_equal(cli_store_scan(s, &f, collect, &g, NULL, "test"), 0);
+    assert_int_equal(g.n, 5);
+    const uint64_t ring_order[5] = { 9100, 9200, 9300, 9285, 9400 };
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(g.ts[i], ring_order[i]);
+    cli_store_close(s);
+}
+
 static void scan_filters_by_window_type_and_tid(void **state)
 {
     struct fixture *fx = *state;
@@ -421,6 +466,8 @@ int main(void)
                                         setup_store, teardown_store),
         cmocka_unit_test_setup_teardown(missing_store_and_missing_index_say_where, setup_store,
                                         teardown_store),
+        cmocka_unit_test_setup_teardown(scan_keeps_ring_order_where_a_ring_s_stamps_go_backwards,
+                                        setup_store, teardown_store),
         cmocka_unit_test_setup_teardown(scan_merges_threads_in_time_order, setup_store,
                                         teardown_store),
         cmocka_unit_test_setup_teardown(scan_filters_by_window_type_and_tid, setup_store,

@@ -260,6 +260,19 @@ static void line_without_equals_is_an_error(void **s)
     unlink(path);
 }
 
+static void control_bytes_of_a_binary_file_are_escaped_in_the_error(void **s)
+{
+    (void)s;
+    const char *path = config_file("\x1b[2J\x7f\x01" "binary\xff\n");
+    struct config c;
+    char *argv[] = { "d9collectd", "--config", (char *)path, NULL };
+    assert_int_equal(parse(&c, 0, NULL, 3, argv), -EINVAL);
+    for (const char *p = errbuf; *p; p++)
+        assert_true((unsigned char)*p >= 0x20 && (unsigned char)*p != 0x7f);
+    assert_non_null(strstr(errbuf, "?[2J??binary"));
+    unlink(path);
+}
+
 static void config_key_cannot_appear_in_a_config_file(void **s)
 {
     (void)s;
@@ -352,6 +365,7 @@ int main(void)
         cmocka_unit_test(unknown_key_in_file_names_file_and_line),
         cmocka_unit_test(bad_value_in_file_names_file_and_line),
         cmocka_unit_test(line_without_equals_is_an_error),
+        cmocka_unit_test(control_bytes_of_a_binary_file_are_escaped_in_the_error),
         cmocka_unit_test(config_key_cannot_appear_in_a_config_file),
         cmocka_unit_test(missing_config_file_is_an_error_naming_it),
         cmocka_unit_test(poll_min_above_poll_max_is_rejected),

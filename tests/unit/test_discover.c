@@ -127,6 +127,7 @@ static void a_reused_pid_counts_as_gone(void **s)
                                .start_time = my_start() + 1 };
     discover_classify(&c);
     assert_false(c.alive);
+    assert_true(c.pid_taken);
     assert_int_equal(c.expected_uid, 12345);
 }
 
@@ -228,6 +229,72 @@ static void an_adopted_region_is_not_offered_again(void **state)
     assert_int_equal(fx->offered, 0);
 }
 
+static int exists(struct fx *fx, const char *name)
+{
+    char path[256];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/%s", fx->dir, name);
+    return lstat(path, &st) == 0;
+}
+
+/* A file naming a live pid with another start time (a forged region for a
+ * root process, or a reused pid) is not offered while that pid runs, and
+ * offered once it is gone. */
+static void a_region_naming_a_live_pid_of_another_start_time_waits_until_it_is_gone(void **state)
+{
+    struct fx *fx = *state;
+    region_file(fx, getuid(), (uint32_t)getpid(), my_start() - 1, getuid());
+    assert_int_equal(discover_scan(&fx->d, never_known, fake_adopt, fx), 0);
+    region_file(fx, getuid(), 1, 1, getuid());     /* init: alive, another start time */
+    discover_scan(&fx->d, never_known, fake_adopt, fx);
+    assert_int_equal(fx->offered, 0);
+    assert_int_equal(fx->d.rejected_count, 0);
+    region_file(fx, getuid(), dead_pid(), 1, getuid());
+    discover_scan(&fx->d, never_known, fake_adopt, fx);
+    assert_int_equal(fx->offered, 1);
+}
+
+static void a_rejected_region_is_removed_once_its_process_is_gone(void **state)
+{
+    struct fx *fx = *state;
+    const char *n = region_file(fx, getuid(), dead_pid(), 1, getuid());
+    char name[128];
+    snprintf(name, sizeof name, "%s", n);
+    fx->adopt_rc = -EBADMSG;
+    discover_scan(&fx->d, never_known, fake_adopt, fx);
+    assert_int_equal(fx->d.rejected_count, 1);
+    discover_scan(&fx->d, never_known, fake_adopt, fx);
+    assert_false(exists(fx, name));
+    assert_int_equal(fx->d.rejected_removed, 1);
+    assert_int_equal(fx->offered, 1);
+}
+
+static void a_rejected_region_of_a_live_process_stays(void **state)
+{
+    struct fx *fx = *state;
+    const char *n = region_file(fx, getuid(), (uint32_t)getpid(), my_start(), getuid());
+    char name[128];
+    snprintf(name, sizeof name, "%s", n);
+    fx->adopt_rc = -EBADMSG;
+    discover_scan(&fx->d, never_known, fake_adopt, fx);
+    discover_scan(&fx->d, never_known, fake_adopt, fx);
+    assert_true(exists(fx, name));
+    assert_int_equal(fx->d.rejected_removed, 0);
+}
+
+static void a_rejected_symlink_is_never_removed(void **state)
+{
+    struct fx *fx = *state;
+    char name[128], path[256];
+    shm_region_name(name, sizeof name, getuid(), dead_pid(), 1);
+    snprintf(path, sizeof path, "%s/%s", fx->dir, name);
+    assert_int_equal(symlink("/etc/passwd", path), 0);
+    discover_scan(&fx->d, never_known, fake_adopt, fx);
+    discover_scan(&fx->d, never_known, fake_adopt, fx);
+    assert_true(exists(fx, name));
+    assert_int_equal(fx->d.rejected_count, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -242,6 +309,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(a_symlink_is_rejected, setup, teardown),
         cmocka_unit_test_setup_teardown(a_hello_can_only_name_a_file_in_the_shm_dir, setup, teardown),
         cmocka_unit_test_setup_teardown(an_adopted_region_is_not_offered_again, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_region_naming_a_live_pid_of_another_start_time_waits_until_it_is_gone, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_rejected_region_is_removed_once_its_process_is_gone, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_rejected_region_of_a_live_process_stays, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_rejected_symlink_is_never_removed, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include <cmocka.h>
 #include "collector/daemon/drain.h"
@@ -52,17 +53,21 @@ static int rm_cb(const char *p, const struct stat *st, int flag, struct FTW *f)
     return remove(p);
 }
 
+static uint32_t g_ring_count = RINGS;   /* rings of the next fixture's region */
+
 static int setup_clock(void **state, uint32_t clock)
 {
     struct fx *fx = calloc(1, sizeof *fx);
-    strcpy(fx->dir, "/tmp/d9draintest.XXXXXX");
+    /* many rings: on tmpfs, like /dev/shm (no read-around filling the page cache) */
+    strcpy(fx->dir, g_ring_count > RINGS && access("/dev/shm", W_OK) == 0
+                        ? "/dev/shm/d9draintest.XXXXXX" : "/tmp/d9draintest.XXXXXX");
     assert_non_null(mkdtemp(fx->dir));
     snprintf(fx->shm, sizeof fx->shm, "%s/shm", fx->dir);
     snprintf(fx->store, sizeof fx->store, "%s/store", fx->dir);
     assert_int_equal(mkdir(fx->shm, 0700), 0);
     col_log_init("test_drain", COL_LOG_ERROR);
     assert_int_equal(guard_install(), 0);
-    struct shm_region_params prm = { .ring_count = RINGS, .ring_data_size = RING_BYTES,
+    struct shm_region_params prm = { .ring_count = g_ring_count, .ring_data_size = RING_BYTES,
                                      .clock_source = clock, .dir = fx->shm };
     assert_int_equal(shm_region_create(&prm, &fx->reg), 0);
     char err[256];
@@ -72,6 +77,14 @@ static int setup_clock(void **state, uint32_t clock)
     return 0;
 }
 static int setup(void **state) { return setup_clock(state, D9_CLOCK_MONOTONIC); }
+#define MANY_RINGS 512u
+static int setup_many(void **state)
+{
+    g_ring_count = MANY_RINGS;
+    int rc = setup_clock(state, D9_CLOCK_MONOTONIC);
+    g_ring_count = RINGS;
+    return rc;
+}
 static int setup_tsc(void **state) { return setup_clock(state, D9_CLOCK_TSC); }
 
 static int teardown(void **state)
@@ -318,9 +331,11 @@ static void a_truncated_region_quarantines_the_process_instead_of_crashing(void 
     int r0 = claim(fx, "w0");
     produce(fx, r0, 10);
     adopt(fx);
+    struct drain_result res;
+    assert_int_equal(drain(fx, 1, &res), 0);            /* the ring is being drained */
+    produce(fx, r0, 10);
     assert_int_equal(guard_install(), 0);   /* cmocka installs its own SIGBUS handler per test */
     assert_int_equal(truncate(fx->reg.path, 4096), 0);  /* a hostile owner shrinks the file */
-    struct drain_result res;
     assert_int_equal(drain(fx, 1, &res), -EFAULT);
     assert_true(fx->p->quarantined);
     assert_int_equal(drain(fx, 2, &res), 0);             /* never touched again */
@@ -469,10 +484,12 @@ static void tsc_timestamps_are_converted_with_the_region_calibration(void **stat
     struct fx *fx = *state;
     struct d9_region_hdr *h = fx->reg.hdr;
     /* 2 ns per tick: ns = 5000 + (tsc - 1000) * 2 */
+    /* 2 ns per tick: ns = ns0 + (tsc - 1000) * 2, ns0 a millisecond ago */
+    uint64_t ns0 = shm_mono_ns() - 1000000;
     h->cal_tsc0 = 1000;
-    h->cal_ns0 = 5000;
+    h->cal_ns0 = ns0;
     h->cal_tsc1 = 1000000;
-    h->cal_ns1 = 5000 + 2 * (1000000 - 1000);
+    h->cal_ns1 = ns0 + 2 * (1000000 - 1000);
     int r0 = claim(fx, "w0");
     fx->ts = 1500;
     produce(fx, r0, 1);
@@ -480,7 +497,124 @@ static void tsc_timestamps_are_converted_with_the_region_calibration(void **stat
     struct drain_result res;
     assert_int_equal(drain(fx, 1, &res), 0);
     assert_int_equal(drain_seal(fx->p, &fx->st), 0);
-    assert_int_equal(read_store(fx).first_ts, 6000);
+    assert_int_equal(read_store(fx).first_ts, ns0 + 1000);
+}
+
+/* DATA blocks of the store in file order: their time ranges. */
+static unsigned data_ranges(struct fx *fx, uint64_t (*out)[2], unsigned cap)
+{
+    char cmd[256], path[512];
+    unsigned n = 0;
+    snprintf(cmd, sizeof cmd, "ls %s/*.d9seg 2>/dev/null", fx->store);
+    FILE *ls = popen(cmd, "r");
+    while (fgets(path, sizeof path, ls)) {
+        path[strcspn(path, "\n")] = 0;
+        struct seg_reader *r;
+        assert_int_equal(seg_reader_open(&r, path, 0), 0);
+        struct seg_block b;
+        while (seg_reader_next(r, &b) == 1)
+            if (b.h.kind == SEG_BLK_DATA && b.h.nrec && n < cap) {
+                out[n][0] = b.h.t_first;
+                out[n][1] = b.h.t_last;
+                n++;
+            }
+        seg_reader_close(r);
+    }
+    pclose(ls);
+    return n;
+}
+
+static void stamps_outside_the_process_life_are_clamped_and_counted(void **state)
+{
+    struct fx *fx = *state;
+    int r0 = claim(fx, "w0");
+    uint64_t before = shm_mono_ns();
+    fx->ts = before - 1000;
+    produce(fx, r0, 2);                 /* fine */
+    fx->ts = 5;
+    produce(fx, r0, 1);                 /* before the process started */
+    fx->ts = (uint64_t)-1000;
+    produce(fx, r0, 1);                 /* a negative time: decades from now */
+    fx->ts = before;
+    produce(fx, r0, 1);                 /* fine, but before the clamped one: not backwards */
+    adopt(fx);
+    struct drain_result res;
+    assert_int_equal(drain(fx, shm_mono_ns(), &res), 0);
+    assert_int_equal(res.records, 5);
+    assert_int_equal(fx->p->ts_clamped, 3);
+    assert_int_equal(drain_seal(fx->p, &fx->st), 0);
+    uint64_t after = shm_mono_ns();
+    uint64_t rg[4][2];
+    assert_int_equal(data_ranges(fx, rg, 4), 1);
+    assert_true(rg[0][0] >= before - 1000);
+    assert_true(rg[0][1] <= after + DRAIN_TS_SLACK_NS);
+}
+
+/* A calibration update between two passes that moves one ring's stamps back
+ * (the two blocks overlapped by 15 ns) must not make its time go backwards. */
+static void a_ring_s_time_never_goes_backwards_across_calibration_updates(void **state)
+{
+    struct fx *fx = *state;
+    struct d9_region_hdr *h = fx->reg.hdr;
+    uint64_t ns0 = shm_mono_ns() - 1000000;
+    h->cal_tsc0 = 1000;
+    h->cal_ns0 = ns0;
+    h->cal_tsc1 = 1000000;
+    h->cal_ns1 = ns0 + (1000000 - 1000);       /* 1 ns per tick */
+    int r0 = claim(fx, "w0");
+    fx->ts = 2000;
+    produce(fx, r0, 10);                        /* ns0 + 1000 .. ns0 + 1009 */
+    adopt(fx);
+    struct drain_result res;
+    assert_int_equal(drain(fx, shm_mono_ns(), &res), 0);
+    h->cal_seq++;                               /* the agent's refresh, 15 ns earlier */
+    h->cal_ns0 = ns0 - 15;
+    h->cal_ns1 = ns0 - 15 + (1000000 - 1000);
+    h->cal_seq++;
+    produce(fx, r0, 10);                        /* would be ns0 + 995 .. */
+    assert_int_equal(drain(fx, shm_mono_ns(), &res), 0);
+    assert_int_equal(drain_seal(fx->p, &fx->st), 0);
+    uint64_t rg[4][2];
+    assert_int_equal(data_ranges(fx, rg, 4), 2);
+    assert_true(rg[1][0] >= rg[0][1]);
+    assert_true(fx->p->ts_clamped > 0);
+}
+
+/* Ring header pages of the region in memory (the page cache of the file:
+ * the collector's reads count, whoever mapped it). */
+static unsigned resident_ring_pages(struct fx *fx, uint32_t from, uint32_t to)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    struct d9_region_hdr *h = fx->reg.hdr;
+    unsigned n = 0;
+    for (uint32_t i = from; i < to; i++) {
+        uintptr_t a = (uintptr_t)fx->reg.base + h->rings_offset + (uint64_t)i * h->ring_stride;
+        unsigned char v = 0;
+        assert_int_equal(mincore((void *)(a & ~((uintptr_t)page - 1)), 1, &v), 0);
+        n += v & 1;
+    }
+    return n;
+}
+
+/* The work of draining a region does not grow with its ring count
+ * (DIAL9_MAX_THREADS): rings no thread touched stay holes, pass after pass
+ * and probe after probe; a ring claimed later is found. */
+static void draining_does_not_touch_rings_no_thread_claimed(void **state)
+{
+    struct fx *fx = *state;
+    int r0 = claim(fx, "w0");
+    produce(fx, r0, 10);
+    adopt(fx);
+    struct drain_result res;
+    uint64_t now = shm_mono_ns();
+    for (int k = 0; k < 5; k++)
+        assert_int_equal(drain(fx, now + (uint64_t)k * DRAIN_PROBE_NS, &res), 0);
+    assert_int_equal(resident_ring_pages(fx, 1, MANY_RINGS), 0);
+    int r1 = claim(fx, "w1");
+    produce(fx, r1, 3);
+    assert_int_equal(drain(fx, now + 10 * DRAIN_PROBE_NS, &res), 0);
+    assert_int_equal(res.records, 3);
+    assert_int_equal(resident_ring_pages(fx, 2, MANY_RINGS), 0);
 }
 
 /* ---- pure pieces --------------------------------------------------------------- */
@@ -654,6 +788,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(metadata_published_before_an_event_reaches_the_segment_first, setup, teardown),
         cmocka_unit_test_setup_teardown(malformed_metadata_stops_the_metadata_walk_but_not_the_data, setup, teardown),
         cmocka_unit_test_setup_teardown(tsc_timestamps_are_converted_with_the_region_calibration, setup_tsc, teardown),
+        cmocka_unit_test_setup_teardown(stamps_outside_the_process_life_are_clamped_and_counted, setup, teardown),
+        cmocka_unit_test_setup_teardown(draining_does_not_touch_rings_no_thread_claimed, setup_many, teardown),
+        cmocka_unit_test_setup_teardown(a_ring_s_time_never_goes_backwards_across_calibration_updates, setup_tsc, teardown),
         cmocka_unit_test(idle_passes_double_the_sleep_up_to_the_maximum),
         cmocka_unit_test(a_pass_with_data_polls_again_at_once_and_resets_the_sleep),
         cmocka_unit_test(a_trickle_backs_off_instead_of_polling_at_once),

@@ -21,6 +21,7 @@
 #include <cmocka.h>
 #include "collector/store/fsck.h"
 #include "collector/store/idx_int.h"
+#include "collector/store/idx_read.h"
 #include "collector/store/seg_writer.h"
 #include "shm/meta.h"
 
@@ -283,6 +284,52 @@ static void test_store_without_index_is_rebuilt_by_repair(void **state)
     assert_clean(fx);
 }
 
+static void test_directory_that_is_not_a_store_is_refused_and_left_alone(void **state)
+{
+    struct fx *fx = *state;
+    char other[160], ip[192], lk[192];
+    fmt(other, sizeof other, "%s/notes", fx->dir);
+    FILE *f = fopen(other, "w");
+    assert_non_null(f);
+    fputs("not a segment\n", f);
+    fclose(f);
+    struct fsck_report r;
+    assert_int_equal(fsck_run(fx->dir, 1, &r), -ENOENT);
+    assert_int_equal(fsck_run(fx->dir, 0, &r), -ENOENT);
+    fmt(ip, sizeof ip, "%s/%s", fx->dir, IDX_FILE_NAME);
+    fmt(lk, sizeof lk, "%s/%s", fx->dir, FSCK_STORE_LOCK_FILE);
+    assert_int_equal(access(ip, F_OK), -1);
+    assert_int_equal(access(lk, F_OK), -1);
+}
+
+static int count_seg(void *arg, const struct idx_read_segment *r)
+{
+    (void)r;
+    (*(unsigned *)arg)++;
+    return 0;
+}
+
+/* A segment written before the drain clamped stamps: records stamped below
+ * the boot origin converted to negative times. fsck reports it; readers
+ * still select it for any window. */
+static void test_segment_with_an_impossible_time_range_is_reported(void **state)
+{
+    struct fx *fx = *state;
+    const uint64_t id = (UINT64_C(1) << 63) / 1000 + 1;    /* id * 1000 >= 2^63 */
+    write_segment(fx, id, 1);
+    write_segment(fx, 2, 1);
+    struct fsck_report r = check(fx, 0);
+    assert_int_equal(r.ok, 2);
+    assert_int_equal(r.bad_times, 1);
+    assert_int_equal(fsck_problems(&r), 1);
+    struct idx *x;
+    assert_int_equal(idx_open_readonly(&x, fx->dir), 0);
+    unsigned n = 0;
+    assert_true(idx_read_segments_window(x, 0, 1000, 5000, count_seg, &n) >= 0);
+    idx_close(x);
+    assert_int_equal(n, 2);
+}
+
 static void test_crashed_temp_file_is_salvaged_and_indexed(void **state)
 {
     struct fx *fx = *state;
@@ -444,6 +491,8 @@ int main(void)
         T(test_row_disagreeing_with_its_file_is_reindexed),
         T(test_sealed_file_without_row_is_indexed_from_its_contents),
         T(test_store_without_index_is_rebuilt_by_repair),
+        T(test_directory_that_is_not_a_store_is_refused_and_left_alone),
+        T(test_segment_with_an_impossible_time_range_is_reported),
         T(test_crashed_temp_file_is_salvaged_and_indexed),
         T(test_salvage_replaces_block_rows_written_before_the_crash),
         T(test_temp_file_with_nothing_recoverable_is_removed),

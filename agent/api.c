@@ -196,8 +196,10 @@ int d9_runtime_register(const char *name, d9_runtime *rt)
         return -EINVAL;
     rt->id = 0;
     if (!d9_enabled())
-        return -ENOTCONN;
-    return ag_agent_runtime_register(&g_agent, name, &rt->id);
+        return D9_OFF;
+    int rc = ag_agent_runtime_register(&g_agent, name, &rt->id);
+    /* stopped meanwhile (d9_shutdown on another thread): off, not an error */
+    return rc == -ENOTCONN ? D9_OFF : rc;
 }
 
 d9_runtime d9_runtime_default(void)

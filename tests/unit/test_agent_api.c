@@ -220,7 +220,7 @@ static void child_bad_env(struct fx *f, void *arg)
     CHECK(!d9_enabled());
     CHECK(d9_region_path() == NULL);
     d9_runtime rt;
-    CHECK(d9_runtime_register("x", &rt) == -ENOTCONN && rt.id == 0);
+    CHECK(d9_runtime_register("x", &rt) == D9_OFF && rt.id == 0);
     CHECK(d9_runtime_default().id == 0);
     emit_everything((d9_runtime){ 1 });
     d9_shutdown();
@@ -255,7 +255,7 @@ static void child_disabled(struct fx *f, void *arg)
     CHECK(d9_region_path() == NULL);
     CHECK(d9_loc_register("a.c", 1, "f") == 0);
     d9_runtime rt;
-    CHECK(d9_runtime_register("x", &rt) == -ENOTCONN && rt.id == 0);
+    CHECK(d9_runtime_register("x", &rt) == D9_OFF && rt.id == 0);
     emit_everything((d9_runtime){ 1 });
     D9_SCHEMA(s, "s", D9_FIELD_U64("n"));
     d9_emit(&s, D9_U64(1));
@@ -428,6 +428,33 @@ static void test_default_runtime_is_named_by_env(void **state)
     assert_true(find_meta(&r, &g, D9_META_RUNTIME, 1, &me));
     assert_string_equal(me.name, "myrt");
     shm_region_close(&r);
+}
+
+/* Without DIAL9_RUNTIME_NAME the default runtime is named after the
+ * program's comm; registering that name is registering the default runtime
+ * (one name, one runtime), documented in d9.h. */
+static void child_comm_runtime(struct fx *f, void *arg)
+{
+    (void)f;
+    (void)arg;
+    CHECK(d9_init() == 0);
+    char comm[32] = "";
+    FILE *c = fopen("/proc/self/comm", "r");
+    CHECK(c && fgets(comm, sizeof comm, c));
+    fclose(c);
+    comm[strcspn(comm, "\n")] = 0;
+    d9_runtime rt, other;
+    CHECK(d9_runtime_register(comm, &rt) == 0);
+    CHECK(rt.id == d9_runtime_default().id && rt.id == 1);
+    CHECK(d9_runtime_register("pool", &other) == 0 && other.id == 2);
+    d9_shutdown();
+    CHECK(d9_runtime_register("late", &other) == D9_OFF && other.id == 0);
+}
+
+static void test_registering_the_programs_name_is_the_default_runtime(void **state)
+{
+    struct fx *f = *state;
+    run_child(f, NULL, child_comm_runtime, NULL);
 }
 
 static void child_locs(struct fx *f, void *arg)
@@ -995,6 +1022,7 @@ int main(int argc, char **argv)
         T(test_region_creation_failure_is_one_line_and_untraced),
         T(test_events_are_recorded_in_the_threads_ring),
         T(test_default_runtime_is_named_by_env),
+        T(test_registering_the_programs_name_is_the_default_runtime),
         T(test_loc_macro_registers_once_per_call_site),
         T(test_exit_marks_region_closed),
         T(test_shutdown_from_another_thread_stops_recording),

@@ -193,6 +193,25 @@ void ag_agent_tick(struct ag_agent *a)
     if (a->clock_source == D9_CLOCK_TSC)
         cal_write(h, 1);
     atomic_store_explicit(&h->heartbeat_ns, shm_mono_ns(), memory_order_relaxed);
+    atomic_store_explicit(&h->lost_no_ring,
+                          atomic_load_explicit(&a->lost_no_ring, memory_order_relaxed),
+                          memory_order_relaxed);
+}
+
+void ag_agent_count_no_ring(struct ag_agent *a)
+{
+    atomic_fetch_add_explicit(&a->lost_no_ring, 1, memory_order_relaxed);
+}
+
+void ag_agent_set_exit(struct ag_agent *a, uint32_t status)
+{
+    struct d9_region_hdr *h = a->region.hdr;
+    uint32_t none = 0;
+    /* the region stays mapped until ag_agent_destroy; a fork child without
+     * a region of its own has need_reinit set and must not write the parent's */
+    if (h && !a->need_reinit)
+        atomic_compare_exchange_strong_explicit(&h->exit_status, &none, status,
+                                                memory_order_relaxed, memory_order_relaxed);
 }
 
 static int control_send_hello(struct ag_agent *a)
@@ -209,7 +228,13 @@ static int control_send_hello(struct ag_agent *a)
 static void control_send_goodbye(struct ag_agent *a)
 {
     uint8_t buf[AG_CONTROL_MSG_MAX];
-    long n = ag_control_pack_goodbye(a->pid, a->start_time, -1, buf, sizeof buf);
+    int32_t code = -1;
+    if (a->region.hdr) {
+        uint32_t s = atomic_load_explicit(&a->region.hdr->exit_status, memory_order_relaxed);
+        if ((s & D9_EXIT_KIND_MASK) == D9_EXIT_CODE)
+            code = (int32_t)(s & 0xffu);
+    }
+    long n = ag_control_pack_goodbye(a->pid, a->start_time, code, buf, sizeof buf);
     if (n > 0)
         ag_control_send(&a->ctl, buf, (size_t)n);
 }
@@ -831,14 +856,18 @@ void ag_agent_stats(struct ag_agent *a, d9_stats *out)
         for (uint32_t i = 0; i < r->hdr->ring_count; i++) {
             struct d9_ring_hdr *rh = ring_hdr(r, i);
             out->lost += atomic_load_explicit(&rh->lost, memory_order_relaxed);
+            out->lost_mismatch += atomic_load_explicit(&rh->lost_mismatch, memory_order_relaxed);
+            out->lost_too_big += atomic_load_explicit(&rh->lost_too_big, memory_order_relaxed);
             uint32_t s = atomic_load_explicit(&rh->state, memory_order_relaxed);
             if (s == D9_RING_OWNED || s == D9_RING_CLAIMING)
                 out->rings_in_use++;
         }
         out->threads_untraced =
             atomic_load_explicit(&r->hdr->threads_untraced, memory_order_relaxed);
+        out->lost_full = out->lost - out->lost_mismatch - out->lost_too_big;
     }
     pthread_mutex_unlock(&a->lock);
+    out->lost_no_ring = atomic_load_explicit(&a->lost_no_ring, memory_order_relaxed);
 }
 
 const char *ag_agent_region_path(struct ag_agent *a)

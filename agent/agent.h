@@ -97,6 +97,9 @@ struct ag_agent {
     int hello_sent;             /* a collector accepted our hello (housekeeping thread) */
 
     int started, stopped;
+    /* events of threads without a ring (any thread, relaxed add); the
+     * housekeeping thread copies it into the region header */
+    _Atomic uint64_t lost_no_ring;
     /* fork */
     int need_reinit;            /* child: region of the parent dropped, none yet */
     uint32_t fork_meta_head;    /* meta bytes that existed when fork() happened */
@@ -118,8 +121,17 @@ void ag_agent_stop(struct ag_agent *a);
 /* Stop, unmap and free everything (tests). */
 void ag_agent_destroy(struct ag_agent *a);
 
-/* One housekeeping round: heartbeat and calibration pair 1 (seqlock). */
+/* One housekeeping round: heartbeat, calibration pair 1 (seqlock), the
+ * no-ring drop count into the region header. */
 void ag_agent_tick(struct ag_agent *a);
+
+/* One event of a thread without a ring was dropped. Any thread; one relaxed
+ * atomic add (untraced threads only, never the traced hot path). */
+void ag_agent_count_no_ring(struct ag_agent *a);
+
+/* Record how the process ends (D9_EXIT_CODE | status or D9_EXIT_SIGNAL |
+ * signo) in the region header; the first call wins. Async-signal-safe. */
+void ag_agent_set_exit(struct ag_agent *a, uint32_t status);
 
 /* Registration (slow path, takes a->lock). See d9.h for semantics. */
 int ag_agent_runtime_register(struct ag_agent *a, const char *name, uint16_t *id);

@@ -328,9 +328,13 @@ static inline void d9_emit_values(d9_schema *s, const d9_value *v, unsigned n)
 
 /* ---- counters (for tests and status) ------------------------------------- */
 typedef struct d9_stats {
-    uint64_t lost;              /* dropped: ring full or bad custom event */
+    uint64_t lost;              /* dropped from this process's rings, every cause: */
     uint32_t rings_in_use;
     uint32_t threads_untraced;
+    uint64_t lost_full;         /*   the ring was full (the collector fell behind) */
+    uint64_t lost_mismatch;     /*   custom event values not matching the schema */
+    uint64_t lost_too_big;      /*   custom event larger than a record (4096 bytes) */
+    uint64_t lost_no_ring;      /* events of threads that got no ring (not in lost) */
 } d9_stats;
 
 #ifndef D9_DISABLE

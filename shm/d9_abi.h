@@ -28,6 +28,7 @@
 #ifndef D9_ABI_H
 #define D9_ABI_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdatomic.h>
 
@@ -120,7 +121,19 @@ struct d9_region_hdr {
     _Atomic uint32_t meta_lost;         /* metadata entries that did not fit */
     _Atomic uint32_t ring_hint;         /* where the next claim starts looking */
     _Atomic uint32_t sampler;           /* enum d9_sampler_mode: in-process profiler state */
+
+    /* Added within ABI 1 (the region is zero-filled at creation, so a
+     * collector reads 0 = "none/unknown" from an agent that predates them). */
+    _Atomic uint32_t exit_status;       /* D9_EXIT_*: how the process ended, 0 = unknown;
+                                           written once by the agent at exit or fatal signal */
+    uint32_t _pad1;
+    _Atomic uint64_t lost_no_ring;      /* events of threads that had no ring (untraced),
+                                           copied ~1/s by the agent's housekeeping thread */
 };
+/* d9_region_hdr.exit_status: the kind in the high bits, the value in the low byte. */
+#define D9_EXIT_CODE         0x100u     /* | exit(3) status & 0xff */
+#define D9_EXIT_SIGNAL       0x200u     /* | the fatal signal's number */
+#define D9_EXIT_KIND_MASK    0xf00u
 
 /* Ring header: three cache lines, each with one writer. */
 struct d9_ring_hdr {
@@ -134,8 +147,11 @@ struct d9_ring_hdr {
 
     /* line 1 — producer: written only by the owning thread */
     _Atomic uint64_t head;      /* bytes ever written (release-stored after each record) */
-    _Atomic uint64_t lost;      /* records dropped because the ring was full */
-    uint8_t _pad2[D9_CACHELINE - 16];
+    _Atomic uint64_t lost;      /* records dropped, every cause (each is a seq gap) */
+    _Atomic uint64_t lost_mismatch; /* of lost: custom events whose values did not match
+                                       their schema (type, count) or whose schema is bad */
+    _Atomic uint64_t lost_too_big;  /* of lost: custom events larger than D9_REC_MAX */
+    uint8_t _pad2[D9_CACHELINE - 32]; /* lost - lost_mismatch - lost_too_big: ring full */
 
     /* line 2 — consumer: written only by the collector */
     _Atomic uint64_t tail;      /* bytes ever consumed (release-stored after copying) */
@@ -260,6 +276,13 @@ _Static_assert(sizeof(struct d9_rec_hdr) == D9_REC_HDR_SIZE, "rec hdr");
 _Static_assert(sizeof(struct d9_pad_hdr) == D9_PAD_MIN, "pad hdr");
 _Static_assert(sizeof(struct d9_ring_hdr) == D9_RING_HDR_SIZE, "ring hdr");
 _Static_assert(sizeof(struct d9_region_hdr) <= D9_REGION_HDR_SIZE, "region hdr");
+/* the fields added within ABI 1 stay where the first agents' zero fill is */
+_Static_assert(offsetof(struct d9_region_hdr, exit_status) == 432, "exit_status");
+_Static_assert(offsetof(struct d9_region_hdr, lost_no_ring) == 440, "lost_no_ring");
+_Static_assert(offsetof(struct d9_ring_hdr, lost) == 72, "ring lost");
+_Static_assert(offsetof(struct d9_ring_hdr, lost_mismatch) == 80, "ring lost_mismatch");
+_Static_assert(offsetof(struct d9_ring_hdr, lost_too_big) == 88, "ring lost_too_big");
+_Static_assert(offsetof(struct d9_ring_hdr, tail) == 2 * D9_CACHELINE, "ring tail line");
 _Static_assert(sizeof(struct d9_rec_poll_start) == 32, "poll start");
 _Static_assert(sizeof(struct d9_rec_poll_end) == 32, "poll end");
 _Static_assert(sizeof(struct d9_rec_wake) == 40, "wake");

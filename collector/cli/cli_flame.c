@@ -543,7 +543,7 @@ CLI_DECLARE_CMD(flame)
         }
     }
     if (st.lost && r >= 0)
-        cli_warn(env, "%" PRIu64 " records were dropped by full rings in the blocks read", st.lost);
+        cli_store_warn_lost(s, env, a.pid, sf.from, sf.to, st.lost);
     if (out != stdout && fclose(out) != 0 && rc == CLI_EXIT_OK)
         rc = cli_fail(env, "-o %s: write error", a.output);
     cli_store_close(s);

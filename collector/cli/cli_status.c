@@ -134,7 +134,7 @@ static void print_text(const D9__CollectorStatus *cs, bool rings)
            cs->segments, cli_fmt_bytes(cs->store_bytes, b1, sizeof b1));
     printf("written    %" PRIu64 " records, %s\n", cs->records,
            cli_fmt_bytes(cs->bytes_written, b2, sizeof b2));
-    printf("lost       %" PRIu64 " records dropped by full rings, %" PRIu64
+    printf("lost       %" PRIu64 " records dropped by the agents (d9 ps: why), %" PRIu64
            " not persisted by the collector\n", cs->lost, cs->dropped_records);
     printf("problems   %" PRIu64 " quarantined rings, %" PRIu64 " rejected regions, %" PRIu64
            " write errors\n", cs->quarantined_rings, cs->rejected_regions, cs->write_errors);

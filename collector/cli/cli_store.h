@@ -66,13 +66,33 @@ void cli_store_window_compute(const struct cli_window_spec *w, bool live, uint64
 int cli_store_window_resolve(struct cli_store *s, const struct cli_window_spec *w, uint32_t pid,
                        uint64_t *from, uint64_t *to);
 
+/* ---- drops by cause -------------------------------------------------------- */
+struct cli_drops {
+    uint64_t lost;                      /* every cause, as processes.lost */
+    uint64_t full, mismatch, too_big;   /* of lost: ring full, values not matching the
+                                           schema, event larger than a record */
+    uint64_t no_ring;                   /* events of threads without a ring (not in lost) */
+};
+/* Summed over process_id (> 0), or over the processes of pid (0 = all) seen
+ * in [from, to]. 0 or -errno. */
+int cli_store_drops(struct cli_store *s, int64_t process_id, uint32_t pid, uint64_t from,
+                    uint64_t to, struct cli_drops *out);
+/* "2 ring full, 3 type mismatch, 1 too large, 4 no ring": the causes with a
+ * count, "none" when there is none. Returns buf. */
+const char *cli_drops_text(const struct cli_drops *d, char *buf, size_t cap);
+/* The warning after a scan whose blocks reported lost records: how many,
+ * and why (the causes of the processes of pid in [from, to]). */
+void cli_store_warn_lost(struct cli_store *s, const struct cli_env *env, uint32_t pid,
+                         uint64_t from, uint64_t to, uint64_t lost);
+
 /* ---- listings ------------------------------------------------------------- */
 struct cli_proc_row {
     int64_t id;
     uint32_t pid, uid;
     uint64_t start_time;
     const char *comm, *exe, *state;     /* never NULL ("" when unknown) */
-    uint64_t first_ns, last_ns;
+    uint64_t first_ns, last_ns;         /* the process as the collector saw it */
+    uint64_t rec_first_ns, rec_last_ns; /* its threads' first and last record, 0 = none */
     bool has_exit_code;
     int64_t exit_code;
     uint64_t records, lost;

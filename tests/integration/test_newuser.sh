@@ -4,18 +4,81 @@
 #   - d9 sched on a saturated pool (workers that never park after start-up):
 #     every worker listed, BUSY near 100 %, CPU matching the thread's own
 #     CPU time;
-#   - exit codes and signals in d9 ps (exited(CODE), crashed(SIG)).
+#   - drops counted by cause (ring full, type mismatch, too large) and
+#     said so by d9 ps and d9 events; typed events (D9_EVENT) from C;
+#   - exit codes and signals in d9 ps (exited(CODE), crashed(SIGNAL)), also
+#     for processes that ended before the collector started;
+#   - d9 ps SPAN from the records, not from when the collector noticed;
+#   - the collector's per-process profiling line says what is in force.
 . tests/integration/lib.sh
 . tests/integration/collector_env.sh
 d9() { "$BIN/d9" --store "$STORE" --endpoint "$EP" "$@"; }
 
+# ---- before any collector: these end before it starts (a late collector) --------
+DIAL9_RING_KB=4 "$TBIN/prog_newuser" drops >"$T/drops.out" 2>"$T/drops.err"
+DROPPID=$(head -n 1 "$T/drops.out")
+FULL=$(sed -n 's/^lost_full=//p' "$T/drops.out")
+"$TBIN/prog_newuser" exit 3 >"$T/exit.out" 2>&1
+EXITPID=$(head -n 1 "$T/exit.out")
+"$TBIN/prog_newuser" signal >"$T/sig.out" 2>&1
+SIGRC=$?
+SIGPID=$(head -n 1 "$T/sig.out")
+check "a traced program still dies of its fatal signal" test "$SIGRC" -eq $((128 + 11))
+check "the drops program filled its ring" sh -c "[ '${FULL:-0}' -gt 0 ]"
+sleep 1     # the collector starts a second after they ended
 check "collector starts" start_collector
+ended() { d9 flush >/dev/null 2>&1; d9 ps --format jsonl >"$T/ps.jsonl" 2>/dev/null &&
+          grep -q "\"pid\":$1,.*\"state\":\"$2" "$T/ps.jsonl"; }
+all_ended() { ended "$DROPPID" exited && ended "$EXITPID" exited && ended "$SIGPID" crashed; }
+check "a late collector stores the three ended processes" wait_for 20 all_ended
+check "drops: ps counts each cause apart" python3 -c "
+import json
+r = [json.loads(l) for l in open('$T/ps.jsonl') if json.loads(l)['pid'] == $DROPPID][0]
+want = dict(lost_mismatch=3, lost_too_big=2, lost_full=$FULL, lost_no_ring=0, lost=5 + $FULL)
+assert {k: r[k] for k in want} == want, r
+"
+d9 ps --pid "$DROPPID" >"$T/ps-drops.txt" 2>&1
+check "drops: ps says why records were lost" \
+    grep -q "pid $DROPPID: lost $((FULL + 5)) ($FULL ring full, 3 type mismatch, 2 too large)" "$T/ps-drops.txt"
+d9 events --pid "$DROPPID" >"$T/ev-drops.txt" 2>"$T/ev-drops.err"
+check "drops: events does not blame full rings for every drop" sh -c "
+    grep -q '$FULL ring full, 3 type mismatch, 2 too large' '$T/ev-drops.err' &&
+    ! grep -q 'dropped by full rings' '$T/ev-drops.err'"
+d9 events --pid "$DROPPID" --event shipment --format jsonl >"$T/ship.jsonl" 2>/dev/null
+check "typed events (D9_EVENT, C) decode with their fields" python3 -c "
+import json
+rows = sorted((json.loads(l)['fields'] for l in open('$T/ship.jsonl')), key=lambda f: f['qty'])
+want = [dict(item='crate', qty=i, delta=-i, price=2.5, ok=bool(i % 2)) for i in range(5)]
+assert rows == want, rows
+"
+check "exit code: ps shows exited(3)" python3 -c "
+import json
+r = [json.loads(l) for l in open('$T/ps.jsonl') if json.loads(l)['pid'] == $EXITPID][0]
+assert r['state'] == 'exited' and r['exit_code'] == 3, r
+"
+check "fatal signal: ps shows crashed(SIGSEGV)" python3 -c "
+import json
+r = [json.loads(l) for l in open('$T/ps.jsonl') if json.loads(l)['pid'] == $SIGPID][0]
+assert r['state'] == 'crashed' and r['exit_code'] == 11, r
+"
+d9 ps >"$T/ps.txt"
+check "ps text: exited(3) and crashed(SIGSEGV)" sh -c "
+    grep -q '^$EXITPID .* exited(3) ' '$T/ps.txt' && grep -q '^$SIGPID .* crashed(SIGSEGV) ' '$T/ps.txt'"
+check "ps SPAN is the records' range, not when a late collector noticed the end" python3 -c "
+import json
+r = [json.loads(l) for l in open('$T/ps.jsonl') if json.loads(l)['pid'] == $EXITPID][0]
+assert r['span_ns'] < 500000000, r        # ended a second before the collector started
+"
+
 # ---- saturated pool ----------------------------------------------------------------
 "$TBIN/prog_newuser" saturated 2 >"$T/sat.out" 2>"$T/sat.err"
 SATPID=$(head -n 1 "$T/sat.out")
-ended() { d9 flush >/dev/null 2>&1; d9 ps --format jsonl >"$T/ps.jsonl" 2>/dev/null &&
-          grep -q "\"pid\":$1,.*\"state\":\"$2" "$T/ps.jsonl"; }
 check "the saturated pool ran and ended" wait_for 20 ended "$SATPID" exited
+check "the per-process profiling line says what is in force (no '1 in 0')" sh -c "
+    ! grep -q '1 in 0 context switches' '$T/col.log' &&
+    grep -q 'pid $SATPID (prog_newuser): \(on-CPU samples from the per-CPU events\|perf sampling at\|the agent samples\).*' '$T/col.log' ||
+    grep -q 'pid $SATPID .*perf_event_open not permitted' '$T/col.log'"
+
 d9 sched --pid "$SATPID" --format jsonl >"$T/sched.jsonl" 2>"$T/sched.err"
 check "sched lists every worker of a pool that never parks" python3 -c "
 import json

@@ -43,8 +43,11 @@
  *   - Timestamps: rdtsc where the TSC is invariant (calibration pairs in the
  *     region header, refreshed about once a second), CLOCK_MONOTONIC otherwise.
  *
- * Environment (read by d9_init; an unset or empty variable means its default,
- * any other bad value keeps tracing off with one line on stderr):
+ * Environment (read by d9_init; the one list of every setting: README.md's
+ * table repeats it and tests/integration/test_docs.sh checks both against
+ * the variables the agent reads. An unset or empty variable means its
+ * default; any other bad value keeps tracing off with one line on stderr,
+ * except the DIAL9_SAMPLER* ones, which only turn the in-process sampler off):
  *   DIAL9_ENABLED      1/0, true/false, yes/no, on/off (default 1 once d9_init is called)
  *   DIAL9_RING_KB      per-thread ring size in KiB, 4..65536 (default 1024; rounded up to 2^n)
  *   DIAL9_MAX_THREADS  rings per process, 1..4096 (default 64); more threads go untraced (counted)
@@ -61,6 +64,22 @@
  *   DIAL9_SCHED_SAMPLE_US  park/unpark read schedstat at most once per this many
  *                      microseconds per thread, 0..60000000 (default 1000; 0 = at
  *                      every park/unpark, a per-wake-up delay at ~0.3-1 us each)
+ *   DIAL9_SAMPLER      in-process CPU sampler, the fallback when the collector cannot
+ *                      profile with perf: auto (default: wait for the collector to
+ *                      take over, else sample in-process), itimer, perf (never
+ *                      in-process), off
+ *   DIAL9_SAMPLER_HZ   the in-process sampler's rate, 1..1000 (default 99)
+ *   DIAL9_SAMPLER_WAIT_MS  with DIAL9_SAMPLER=auto, how long to wait for the collector
+ *                      to take over before sampling in-process (default 3000)
+ *
+ * Stacks (d9 flame, CPU and off-CPU profiles) are walked by frame pointers:
+ * build the program (and the libraries whose frames you want) with
+ * -fno-omit-frame-pointer, or stacks stop at the first frame without one.
+ *
+ * A private instance (tests, containers, several stores on one host): the
+ * traced program needs the collector's --shm-dir as DIAL9_SHM_DIR and its
+ * --endpoint as DIAL9_COLLECTOR (or "none"), and d9 needs --store (or
+ * D9_STORE) and, for status/flush, --endpoint.
  */
 #ifndef D9_H
 #define D9_H
@@ -192,7 +211,8 @@ typedef struct d9_value {
 
 /* Values of a custom event, one macro per field type. Emit one event with
  * d9_emit. Values must match the schema's types in order (a mismatch drops
- * the event and counts it as lost). Returns nothing: never fails the app. */
+ * the event and counts it as lost, cause "type mismatch"; D9_EVENT below
+ * makes the compiler check them). Returns nothing: never fails the app. */
 #ifndef __cplusplus
 
 #define D9_U64(x)  ((d9_value){ .type = D9_T_U64, .v.u = (uint64_t)(x) })
@@ -297,6 +317,9 @@ static inline d9_value d9_value_s_(const char *s)
 
 D9_API void d9_poll_start(d9_runtime rt, uint16_t worker, uint64_t task, d9_loc loc);
 D9_API void d9_poll_end(d9_runtime rt, uint16_t worker, uint64_t task);
+/* waker = 0 when the waker is not a task (an I/O callback, a timer);
+ * target_worker = D9_WORKER_NONE_ID when the worker that will run wakee is
+ * not known yet (e.g. it goes to the global queue). */
 D9_API void d9_wake(d9_runtime rt, uint64_t waker, uint64_t wakee, uint16_t target_worker);
 D9_API void d9_worker_park(d9_runtime rt, uint16_t worker);
 D9_API void d9_worker_unpark(d9_runtime rt, uint16_t worker);

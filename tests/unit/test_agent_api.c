@@ -541,6 +541,118 @@ static void test_shutdown_from_another_thread_stops_recording(void **state)
 
 /* ---- drops ------------------------------------------------------------------------ */
 
+/* Each drop says why: values not matching the schema, an event too large
+ * for a record, a full ring; every one is a seq gap in lost. */
+static void child_drop_causes(struct fx *f, void *arg)
+{
+    (void)f;
+    (void)arg;
+    CHECK(d9_init() == 0);
+    D9_SCHEMA(sig, "signed", D9_FIELD_I64("v"));
+    D9_SCHEMA(wide, "wide", D9_FIELD_STR("a"), D9_FIELD_STR("b"), D9_FIELD_STR("c"),
+              D9_FIELD_STR("d"), D9_FIELD_STR("e"), D9_FIELD_STR("f"), D9_FIELD_STR("g"),
+              D9_FIELD_STR("h"), D9_FIELD_STR("i"), D9_FIELD_STR("j"), D9_FIELD_STR("k"),
+              D9_FIELD_STR("l"), D9_FIELD_STR("m"), D9_FIELD_STR("n"), D9_FIELD_STR("o"),
+              D9_FIELD_STR("p"));
+    static char big[256];
+    memset(big, 'x', 255);
+    d9_value w[16];
+    for (int i = 0; i < 16; i++)
+        w[i] = D9_STR(big);
+    for (int i = 0; i < 3; i++)
+        d9_emit(&sig, D9_U64(1));               /* U64 for an I64 */
+    d9_emit(&sig, D9_I64(1), D9_I64(2));        /* one value too many */
+    for (int i = 0; i < 2; i++)
+        d9_emit_values(&wide, w, 16);           /* 16 x 264 bytes: larger than a record */
+    d9_runtime rt = d9_runtime_default();
+    for (uint64_t i = 0; i < 1000; i++)         /* 32 KiB into a 4 KiB ring */
+        d9_poll_start(rt, 1, i, 0);
+    d9_stats st;
+    d9_get_stats(&st);
+    CHECK(st.lost_mismatch == 4 && st.lost_too_big == 2);
+    CHECK(st.lost_full > 0 && st.lost == st.lost_full + 6);
+    CHECK(st.lost_no_ring == 0);
+    d9_shutdown();
+}
+
+static void test_drops_are_counted_by_cause(void **state)
+{
+    struct fx *f = *state;
+    const char *env[] = { "DIAL9_RING_KB=4", NULL };
+    pid_t pid = run_child(f, env, child_drop_causes, NULL);
+    struct shm_region r;
+    struct shm_geometry g;
+    map_region(f, pid, &r, &g);
+    struct d9_ring_hdr *rh = shm_ring_hdr(&r, &g, 0);
+    assert_int_equal(atomic_load(&rh->lost_mismatch), 4);
+    assert_int_equal(atomic_load(&rh->lost_too_big), 2);
+    assert_true(atomic_load(&rh->lost) > 6);
+    shm_region_close(&r);
+}
+
+/* A thread that finds no ring loses its events; they are counted (no ring)
+ * and reach the region header through the housekeeping thread. */
+static void *untraced_thread(void *arg)
+{
+    (void)arg;
+    d9_runtime rt = d9_runtime_default();
+    for (uint64_t i = 0; i < 10; i++)
+        d9_poll_start(rt, 2, i, 0);
+    return NULL;
+}
+
+static void child_no_ring(struct fx *f, void *arg)
+{
+    (void)f;
+    (void)arg;
+    CHECK(d9_init() == 0);
+    d9_poll_start(d9_runtime_default(), 1, 1, 0);   /* main takes the only ring */
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, untraced_thread, NULL) == 0);
+    pthread_join(t, NULL);
+    d9_stats st;
+    d9_get_stats(&st);
+    CHECK(st.lost_no_ring == 10 && st.lost == 0 && st.threads_untraced == 1);
+    d9_shutdown();                      /* a last housekeeping round copies the count */
+}
+
+static void test_events_of_threads_without_a_ring_are_counted(void **state)
+{
+    struct fx *f = *state;
+    const char *env[] = { "DIAL9_MAX_THREADS=1", NULL };
+    pid_t pid = run_child(f, env, child_no_ring, NULL);
+    struct shm_region r;
+    struct shm_geometry g;
+    map_region(f, pid, &r, &g);
+    assert_int_equal(atomic_load(&r.hdr->lost_no_ring), 10);
+    shm_region_close(&r);
+}
+
+/* How the process ended is in its region: exit(3) here. */
+static void child_exit_3(struct fx *f, void *arg)
+{
+    (void)f;
+    (void)arg;
+    CHECK(d9_init() == 0);
+    exit(3);
+}
+
+static void test_exit_code_is_recorded_in_the_region(void **state)
+{
+    struct fx *f = *state;
+    int errfd;
+    pid_t pid = spawn_child(f, NULL, child_exit_3, NULL, &errfd);
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    close(errfd);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 3);
+    struct shm_region r;
+    struct shm_geometry g;
+    map_region(f, pid, &r, &g);
+    assert_int_equal(atomic_load(&r.hdr->exit_status), D9_EXIT_CODE | 3u);
+    shm_region_close(&r);
+}
+
 enum { K1 = 500, K2 = 300 };
 
 struct sync_pipes { int to_test[2], to_child[2]; };
@@ -1027,6 +1139,9 @@ int main(int argc, char **argv)
         T(test_exit_marks_region_closed),
         T(test_shutdown_from_another_thread_stops_recording),
         T(test_full_ring_drop_counts_are_exact_through_the_api),
+        T(test_drops_are_counted_by_cause),
+        T(test_events_of_threads_without_a_ring_are_counted),
+        T(test_exit_code_is_recorded_in_the_region),
         T(test_every_fixed_record_wraps_and_drops_exactly_with_the_tsc),
         T(test_every_fixed_record_wraps_and_drops_exactly_with_clock_monotonic),
         T(test_threads_over_max_are_untraced_and_rings_released_at_exit),

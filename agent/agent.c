@@ -19,8 +19,10 @@
  *     the housekeeping thread, then stop after joining it), under the
  *     cal_seq seqlock.
  */
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -131,6 +133,99 @@ static int meta_put(struct ag_agent *a, uint16_t kind, uint32_t id, const uint8_
                     size_t len)
 {
     return shm_meta_append(a->region.hdr, meta_area(&a->region), kind, id, payload, len);
+}
+
+/* ---- loaded objects ---------------------------------------------------------
+ * What symbolization needs, in the metadata log (D9_META_OBJECT): every
+ * executable PT_LOAD of every loaded object with its path and build id, at
+ * start and whenever the loader's dlpi_adds says an object was added. So a
+ * process that dies before the collector maps /proc/<pid>/maps still
+ * symbolizes. Housekeeping thread and ag_agent_start only; never a record
+ * path. The dedup table is a->objs (start addresses published). */
+
+static size_t note_build_id(const ElfW(Nhdr) *n, size_t len, uint8_t *out)
+{
+    const uint8_t *p = (const uint8_t *)n, *end = p + len;
+    while ((size_t)(end - p) >= sizeof *n) {
+        const ElfW(Nhdr) *h = (const ElfW(Nhdr) *)(const void *)p;
+        size_t name = (h->n_namesz + 3u) & ~3u, desc = (h->n_descsz + 3u) & ~3u;
+        if ((size_t)(end - p) < sizeof *h + name + desc)
+            break;
+        if (h->n_type == NT_GNU_BUILD_ID && h->n_namesz == 4 &&
+            memcmp(p + sizeof *h, "GNU", 4) == 0 && h->n_descsz <= D9_BUILD_ID_MAX) {
+            memcpy(out, p + sizeof *h + name, h->n_descsz);
+            return h->n_descsz;
+        }
+        p += sizeof *h + name + desc;
+    }
+    return 0;
+}
+
+static int obj_seen(struct ag_agent *a, uint64_t start)
+{
+    for (uint32_t i = 0; i < a->nobjs; i++)
+        if (a->objs[i] == start)
+            return 1;
+    return 0;
+}
+
+static int object_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    struct ag_agent *a = arg;
+    const char *path = info->dlpi_name;
+    if (!path || !*path)
+        path = a->exe;                  /* the main program */
+    if (path[0] != '/')
+        return 0;                       /* the vDSO: not a file */
+    uint8_t bid[D9_BUILD_ID_MAX];
+    size_t bid_len = 0;
+    for (int i = 0; i < info->dlpi_phnum && !bid_len; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_NOTE)
+            bid_len = note_build_id((const ElfW(Nhdr) *)(info->dlpi_addr + ph->p_vaddr),
+                                    ph->p_memsz, bid);
+    }
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X) || ph->p_memsz == 0)
+            continue;
+        struct d9_meta_object o = {
+            .start = info->dlpi_addr + ph->p_vaddr,
+            .end = info->dlpi_addr + ph->p_vaddr + ph->p_memsz,
+            .pgoff = ph->p_offset,
+            .build_id_len = (uint8_t)bid_len,
+        };
+        if (obj_seen(a, o.start) || a->nobjs >= AG_OBJECTS_MAX)
+            continue;
+        uint8_t buf[sizeof o + D9_BUILD_ID_MAX + D9_NAME_MAX * 4 + 1];
+        int n = shm_meta_encode_object(buf, sizeof buf, &o, bid, path);
+        /* a full metadata log is counted in meta_lost */
+        if (n > 0 && meta_put(a, D9_META_OBJECT, a->nobjs + 1, buf, (size_t)n) == 0)
+            a->objs[a->nobjs++] = o.start;
+    }
+    return 0;
+}
+
+static int adds_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs)
+        *(uint64_t *)arg = (uint64_t)info->dlpi_adds;
+    return 1;                           /* the counter is the same in every entry */
+}
+
+void ag_agent_objects_refresh(struct ag_agent *a)
+{
+    uint64_t adds = 0;
+    dl_iterate_phdr(adds_cb, &adds);
+    if (adds && adds == a->objs_adds)
+        return;                         /* nothing was loaded since the last look */
+    pthread_mutex_lock(&a->lock);
+    if (a->region.hdr && !a->need_reinit && a->objs) {
+        dl_iterate_phdr(object_cb, a);
+        a->objs_adds = adds;
+    }
+    pthread_mutex_unlock(&a->lock);
 }
 
 /* ---- region --------------------------------------------------------------- */
@@ -302,6 +397,7 @@ static void *hk_main(void *arg)
         if (now >= next_tick) {
             ag_agent_tick(a);
             ag_sampler_tick(a);             /* profiler: perf/itimer handshake */
+            ag_agent_objects_refresh(a);    /* a dlopen since the last look? */
             next_tick = now + (uint64_t)AG_HEARTBEAT_MS * 1000000u;
         }
         uint64_t wait_ms = (next_tick - now) / 1000000u + 1;
@@ -407,6 +503,9 @@ int ag_agent_start(struct ag_agent *a, const struct ag_config *cfg)
     a->default_runtime = 1;
     runtime_publish(a, 1);
 
+    a->objs = calloc(AG_OBJECTS_MAX, sizeof *a->objs);
+    ag_agent_objects_refresh(a);        /* what is loaded now, for the symbolizer */
+
     a->stopped = 0;
     if (cfg->housekeeping)
         hk_start(a);
@@ -453,6 +552,7 @@ void ag_agent_destroy(struct ag_agent *a)
     }
     free(a->locs);
     free(a->runtimes);
+    free(a->objs);
     pthread_cond_destroy(&a->hk_cond);
     pthread_mutex_destroy(&a->lock);
     memset(a, 0, sizeof *a);

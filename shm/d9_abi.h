@@ -307,7 +307,18 @@ enum d9_meta_kind {
     D9_META_LOCATION = 2,       /* payload: uint32 line, then file\0 func\0 */
     D9_META_SCHEMA = 3,         /* payload: uint16 nfields, uint16 0, name\0, then per field:
                                    uint8 type (enum d9_field_type), name\0 */
+    D9_META_OBJECT = 4,         /* a loaded object's executable segment, published at
+                                   d9_init and after dlopen so stacks symbolize even when
+                                   the collector never saw the process alive:
+                                   struct d9_meta_object, build_id_len bytes, path\0 */
 };
+struct d9_meta_object {
+    uint64_t start, end;        /* the segment's addresses in the process */
+    uint64_t pgoff;             /* file offset of start */
+    uint8_t build_id_len;       /* 0..D9_BUILD_ID_MAX bytes of NT_GNU_BUILD_ID follow */
+    uint8_t _zero[7];
+};
+#define D9_BUILD_ID_MAX      32u
 enum d9_field_type {
     D9_FT_U64 = 1,
     D9_FT_I64 = 2,
@@ -317,6 +328,7 @@ enum d9_field_type {
 };
 #define D9_SCHEMA_MAX_FIELDS 16u
 _Static_assert(sizeof(struct d9_meta_hdr) == 8, "meta hdr");
+_Static_assert(sizeof(struct d9_meta_object) == 32, "meta object");
 
 /* In-process sampler state (d9_region_hdr.sampler), see issue 7. */
 enum d9_sampler_mode {

@@ -741,6 +741,12 @@ const char *cli_store_names_location(struct cli_names *n, int64_t process_id, ui
     return buf;
 }
 
+int cli_store_names_objects(struct cli_names *n, int64_t process_id,
+                            int (*fn)(void *arg, const struct shm_meta_entry *e), void *arg)
+{
+    return seg_reader_each_object(names_reader(n, process_id), fn, arg);
+}
+
 const char *cli_store_names_runtime(struct cli_names *n, int64_t process_id, uint16_t rt, char *buf,
                               size_t cap)
 {

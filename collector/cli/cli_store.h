@@ -165,6 +165,11 @@ int cli_store_scan(struct cli_store *s, const struct cli_filter *f, cli_rec_fn f
 struct cli_names;
 int cli_store_names_open(struct cli_store *s, struct cli_names **out);
 void cli_store_names_close(struct cli_names *n);
+/* The loaded objects the agent published for process_id (D9_META_OBJECT
+ * entries of its segments' metadata): what symbolizes its stacks when the
+ * collector recorded no memory maps. fn returns non-zero to stop. */
+int cli_store_names_objects(struct cli_names *n, int64_t process_id,
+                            int (*fn)(void *arg, const struct shm_meta_entry *e), void *arg);
 /* Each returns buf, filled with the name or "#<id>" / "?" when unknown. */
 const char *cli_store_names_location(struct cli_names *n, int64_t process_id, uint32_t loc,
                                      char *buf, size_t cap);

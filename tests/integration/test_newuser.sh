@@ -9,7 +9,9 @@
 #   - exit codes and signals in d9 ps (exited(CODE), crashed(SIGNAL)), also
 #     for processes that ended before the collector started;
 #   - d9 ps SPAN from the records, not from when the collector noticed;
-#   - the collector's per-process profiling line says what is in force.
+#   - the collector's per-process profiling line says what is in force;
+#   - stacks of a process that died before the collector adopted it are
+#     symbolized from the loaded objects the agent published in its metadata.
 . tests/integration/lib.sh
 . tests/integration/collector_env.sh
 d9() { "$BIN/d9" --store "$STORE" --endpoint "$EP" "$@"; }
@@ -25,12 +27,21 @@ SIGRC=$?
 SIGPID=$(head -n 1 "$T/sig.out")
 check "a traced program still dies of its fatal signal" test "$SIGRC" -eq $((128 + 11))
 check "the drops program filled its ring" sh -c "[ '${FULL:-0}' -gt 0 ]"
+# CPU samples taken in-process, the process gone before any collector saw its maps
+DIAL9_SAMPLER=itimer DIAL9_SAMPLER_HZ=999 "$TBIN/prog_hot" --seconds 1 --threads 1 \
+    >"$T/hot.out" 2>&1 &
+HOTPID=$!
+wait "$HOTPID"
 sleep 1     # the collector starts a second after they ended
 check "collector starts" start_collector
 ended() { d9 flush >/dev/null 2>&1; d9 ps --format jsonl >"$T/ps.jsonl" 2>/dev/null &&
           grep -q "\"pid\":$1,.*\"state\":\"$2" "$T/ps.jsonl"; }
-all_ended() { ended "$DROPPID" exited && ended "$EXITPID" exited && ended "$SIGPID" crashed; }
-check "a late collector stores the three ended processes" wait_for 20 all_ended
+all_ended() { ended "$DROPPID" exited && ended "$EXITPID" exited && ended "$SIGPID" crashed &&
+              ended "$HOTPID" exited; }
+check "a late collector stores the four ended processes" wait_for 20 all_ended
+d9 flame --pid "$HOTPID" >"$T/hot.folded" 2>"$T/hot.err"
+check "stacks of a process that died before adoption symbolize (objects from its metadata)" \
+    sh -c "grep -q 'd9test_hot_spin' '$T/hot.folded' && ! grep -q 'no memory maps recorded' '$T/hot.err'"
 check "drops: ps counts each cause apart" python3 -c "
 import json
 r = [json.loads(l) for l in open('$T/ps.jsonl') if json.loads(l)['pid'] == $DROPPID][0]

@@ -416,6 +416,31 @@ static void child_default_runtime(struct fx *f, void *arg)
     d9_shutdown();
 }
 
+/* The program's own executable is in the metadata as a loaded object, so
+ * stacks symbolize without the collector ever reading /proc/<pid>/maps. */
+static void test_loaded_objects_are_published_at_start(void **state)
+{
+    struct fx *f = *state;
+    const char *env[] = { "DIAL9_RUNTIME_NAME=myrt", NULL };
+    pid_t pid = run_child(f, env, child_default_runtime, NULL);
+    struct shm_region r;
+    struct shm_geometry g;
+    map_region(f, pid, &r, &g);
+    char self[512];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    assert_true(n > 0);
+    self[n] = 0;
+    int found = 0;
+    struct shm_meta_entry me;
+    for (uint32_t id = 1; find_meta(&r, &g, D9_META_OBJECT, id, &me); id++) {
+        assert_true(me.end > me.start);
+        if (strcmp(me.name, self) == 0 && me.build_id_len > 0)
+            found = 1;
+    }
+    assert_true(found);
+    shm_region_close(&r);
+}
+
 static void test_default_runtime_is_named_by_env(void **state)
 {
     struct fx *f = *state;
@@ -1135,6 +1160,7 @@ int main(int argc, char **argv)
         T(test_events_are_recorded_in_the_threads_ring),
         T(test_default_runtime_is_named_by_env),
         T(test_registering_the_programs_name_is_the_default_runtime),
+        T(test_loaded_objects_are_published_at_start),
         T(test_loc_macro_registers_once_per_call_site),
         T(test_exit_marks_region_closed),
         T(test_shutdown_from_another_thread_stops_recording),

@@ -6,6 +6,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "agent/d9.h"
 
 #ifndef D9_DISABLE
@@ -40,9 +41,12 @@ int main(void)
     d9_task_terminate(rt, 1);
     d9_worker_park(rt, 0);
     d9_worker_unpark(rt, 0);
-    d9_stats st = { 1, 1, 1 };
+    d9_stats st;
+    memset(&st, 0xff, sizeof st);
     d9_get_stats(&st);
     EXPECT(st.lost == 0 && st.rings_in_use == 0 && st.threads_untraced == 0);
+    EXPECT(st.lost_full == 0 && st.lost_mismatch == 0 && st.lost_too_big == 0 &&
+           st.lost_no_ring == 0);
     EXPECT(d9_region_path() == NULL);
     d9_shutdown();
     puts("off");

@@ -568,7 +568,7 @@ CLI_DECLARE_CMD(flame)
         }
     }
     if (st.lost && r >= 0)
-        cli_store_warn_lost(s, env, a.pid, sf.from, sf.to, st.lost);
+        cli_warn_lost(s, env, a.pid, sf.from, sf.to, st.lost);
     if (out != stdout && fclose(out) != 0 && rc == CLI_EXIT_OK)
         rc = cli_fail(env, "-o %s: write error", a.output);
     cli_store_names_close(f->objs);

@@ -91,7 +91,7 @@ static int ps_row(void *arg, const struct cli_proc_row *r)
     char why[160] = "none";
     if ((r->lost || c->a->format == CLI_FMT_JSONL) && cli_store_drops(c->s, r->id, 0, 0,
                                                                       UINT64_MAX, &d) == 0)
-        cli_drops_text(&d, why, sizeof why);
+        cli_store_drops_text(&d, why, sizeof why);
     if (c->a->format == CLI_FMT_JSONL) {
         printf("{\"pid\":%" PRIu32 ",\"start_time\":%" PRIu64 ",\"uid\":%" PRIu32 ",\"comm\":",
                r->pid, r->start_time, r->uid);

@@ -223,7 +223,7 @@ int cli_store_drops(struct cli_store *s, int64_t process_id, uint32_t pid, uint6
     return 0;
 }
 
-const char *cli_drops_text(const struct cli_drops *d, char *buf, size_t cap)
+const char *cli_store_drops_text(const struct cli_drops *d, char *buf, size_t cap)
 {
     const struct { uint64_t n; const char *what; } c[] = {
         { d->full, "ring full" }, { d->mismatch, "type mismatch" },
@@ -242,18 +242,6 @@ const char *cli_drops_text(const struct cli_drops *d, char *buf, size_t cap)
     if (!buf[0])
         snprintf(buf, cap, "none");
     return buf;
-}
-
-void cli_store_warn_lost(struct cli_store *s, const struct cli_env *env, uint32_t pid,
-                         uint64_t from, uint64_t to, uint64_t lost)
-{
-    struct cli_drops d;
-    char why[160];
-    if (cli_store_drops(s, 0, pid, from, to, &d) == 0 && d.lost)
-        cli_warn(env, "%" PRIu64 " records were dropped in the blocks read (the process%s "
-                 "dropped: %s)", lost, pid ? "" : "es", cli_drops_text(&d, why, sizeof why));
-    else
-        cli_warn(env, "%" PRIu64 " records were dropped in the blocks read", lost);
 }
 
 static int proc_row(void *arg, const struct idx_read_process *r)

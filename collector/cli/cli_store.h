@@ -79,11 +79,7 @@ int cli_store_drops(struct cli_store *s, int64_t process_id, uint32_t pid, uint6
                     uint64_t to, struct cli_drops *out);
 /* "2 ring full, 3 type mismatch, 1 too large, 4 no ring": the causes with a
  * count, "none" when there is none. Returns buf. */
-const char *cli_drops_text(const struct cli_drops *d, char *buf, size_t cap);
-/* The warning after a scan whose blocks reported lost records: how many,
- * and why (the causes of the processes of pid in [from, to]). */
-void cli_store_warn_lost(struct cli_store *s, const struct cli_env *env, uint32_t pid,
-                         uint64_t from, uint64_t to, uint64_t lost);
+const char *cli_store_drops_text(const struct cli_drops *d, char *buf, size_t cap);
 
 /* ---- listings ------------------------------------------------------------- */
 struct cli_proc_row {

@@ -250,7 +250,7 @@ CLI_DECLARE_CMD(top_polls)
         cli_warn(env, "%" PRIu64 " poll ends without a start and %" PRIu64 " starts without an "
                  "end (records dropped?)", ps->unpaired_ends, ps->replaced_starts);
     if (st.lost && r >= 0)
-        cli_store_warn_lost(s, env, a.pid, f.from, f.to, st.lost);
+        cli_warn_lost(s, env, a.pid, f.from, f.to, st.lost);
     cli_polls_free(sa.polls);
     free(top.h);
     cli_store_close(s);

@@ -19,8 +19,10 @@
  *     the housekeeping thread, then stop after joining it), under the
  *     cal_seq seqlock.
  */
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,6 +135,99 @@ static int meta_put(struct ag_agent *a, uint16_t kind, uint32_t id, const uint8_
     return shm_meta_append(a->region.hdr, meta_area(&a->region), kind, id, payload, len);
 }
 
+/* ---- loaded objects ---------------------------------------------------------
+ * What symbolization needs, in the metadata log (D9_META_OBJECT): every
+ * executable PT_LOAD of every loaded object with its path and build id, at
+ * start and whenever the loader's dlpi_adds says an object was added. So a
+ * process that dies before the collector maps /proc/<pid>/maps still
+ * symbolizes. Housekeeping thread and ag_agent_start only; never a record
+ * path. The dedup table is a->objs (start addresses published). */
+
+static size_t note_build_id(const ElfW(Nhdr) *n, size_t len, uint8_t *out)
+{
+    const uint8_t *p = (const uint8_t *)n, *end = p + len;
+    while ((size_t)(end - p) >= sizeof *n) {
+        const ElfW(Nhdr) *h = (const ElfW(Nhdr) *)(const void *)p;
+        size_t name = (h->n_namesz + 3u) & ~3u, desc = (h->n_descsz + 3u) & ~3u;
+        if ((size_t)(end - p) < sizeof *h + name + desc)
+            break;
+        if (h->n_type == NT_GNU_BUILD_ID && h->n_namesz == 4 &&
+            memcmp(p + sizeof *h, "GNU", 4) == 0 && h->n_descsz <= D9_BUILD_ID_MAX) {
+            memcpy(out, p + sizeof *h + name, h->n_descsz);
+            return h->n_descsz;
+        }
+        p += sizeof *h + name + desc;
+    }
+    return 0;
+}
+
+static int obj_seen(struct ag_agent *a, uint64_t start)
+{
+    for (uint32_t i = 0; i < a->nobjs; i++)
+        if (a->objs[i] == start)
+            return 1;
+    return 0;
+}
+
+static int object_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    struct ag_agent *a = arg;
+    const char *path = info->dlpi_name;
+    if (!path || !*path)
+        path = a->exe;                  /* the main program */
+    if (path[0] != '/')
+        return 0;                       /* the vDSO: not a file */
+    uint8_t bid[D9_BUILD_ID_MAX];
+    size_t bid_len = 0;
+    for (int i = 0; i < info->dlpi_phnum && !bid_len; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_NOTE)
+            bid_len = note_build_id((const ElfW(Nhdr) *)(info->dlpi_addr + ph->p_vaddr),
+                                    ph->p_memsz, bid);
+    }
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X) || ph->p_memsz == 0)
+            continue;
+        struct d9_meta_object o = {
+            .start = info->dlpi_addr + ph->p_vaddr,
+            .end = info->dlpi_addr + ph->p_vaddr + ph->p_memsz,
+            .pgoff = ph->p_offset,
+            .build_id_len = (uint8_t)bid_len,
+        };
+        if (obj_seen(a, o.start) || a->nobjs >= AG_OBJECTS_MAX)
+            continue;
+        uint8_t buf[sizeof o + D9_BUILD_ID_MAX + D9_NAME_MAX * 4 + 1];
+        int n = shm_meta_encode_object(buf, sizeof buf, &o, bid, path);
+        /* a full metadata log is counted in meta_lost */
+        if (n > 0 && meta_put(a, D9_META_OBJECT, a->nobjs + 1, buf, (size_t)n) == 0)
+            a->objs[a->nobjs++] = o.start;
+    }
+    return 0;
+}
+
+static int adds_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs)
+        *(uint64_t *)arg = (uint64_t)info->dlpi_adds;
+    return 1;                           /* the counter is the same in every entry */
+}
+
+void ag_agent_objects_refresh(struct ag_agent *a)
+{
+    uint64_t adds = 0;
+    dl_iterate_phdr(adds_cb, &adds);
+    if (adds && adds == a->objs_adds)
+        return;                         /* nothing was loaded since the last look */
+    pthread_mutex_lock(&a->lock);
+    if (a->region.hdr && !a->need_reinit && a->objs) {
+        dl_iterate_phdr(object_cb, a);
+        a->objs_adds = adds;
+    }
+    pthread_mutex_unlock(&a->lock);
+}
+
 /* ---- region --------------------------------------------------------------- */
 
 static int region_open(struct ag_agent *a)
@@ -193,6 +288,25 @@ void ag_agent_tick(struct ag_agent *a)
     if (a->clock_source == D9_CLOCK_TSC)
         cal_write(h, 1);
     atomic_store_explicit(&h->heartbeat_ns, shm_mono_ns(), memory_order_relaxed);
+    atomic_store_explicit(&h->lost_no_ring,
+                          atomic_load_explicit(&a->lost_no_ring, memory_order_relaxed),
+                          memory_order_relaxed);
+}
+
+void ag_agent_count_no_ring(struct ag_agent *a)
+{
+    atomic_fetch_add_explicit(&a->lost_no_ring, 1, memory_order_relaxed);
+}
+
+void ag_agent_set_exit(struct ag_agent *a, uint32_t status)
+{
+    struct d9_region_hdr *h = a->region.hdr;
+    uint32_t none = 0;
+    /* the region stays mapped until ag_agent_destroy; a fork child without
+     * a region of its own has need_reinit set and must not write the parent's */
+    if (h && !a->need_reinit)
+        atomic_compare_exchange_strong_explicit(&h->exit_status, &none, status,
+                                                memory_order_relaxed, memory_order_relaxed);
 }
 
 static int control_send_hello(struct ag_agent *a)
@@ -209,7 +323,13 @@ static int control_send_hello(struct ag_agent *a)
 static void control_send_goodbye(struct ag_agent *a)
 {
     uint8_t buf[AG_CONTROL_MSG_MAX];
-    long n = ag_control_pack_goodbye(a->pid, a->start_time, -1, buf, sizeof buf);
+    int32_t code = -1;
+    if (a->region.hdr) {
+        uint32_t s = atomic_load_explicit(&a->region.hdr->exit_status, memory_order_relaxed);
+        if ((s & D9_EXIT_KIND_MASK) == D9_EXIT_CODE)
+            code = (int32_t)(s & 0xffu);
+    }
+    long n = ag_control_pack_goodbye(a->pid, a->start_time, code, buf, sizeof buf);
     if (n > 0)
         ag_control_send(&a->ctl, buf, (size_t)n);
 }
@@ -277,6 +397,7 @@ static void *hk_main(void *arg)
         if (now >= next_tick) {
             ag_agent_tick(a);
             ag_sampler_tick(a);             /* profiler: perf/itimer handshake */
+            ag_agent_objects_refresh(a);    /* a dlopen since the last look? */
             next_tick = now + (uint64_t)AG_HEARTBEAT_MS * 1000000u;
         }
         uint64_t wait_ms = (next_tick - now) / 1000000u + 1;
@@ -382,6 +503,9 @@ int ag_agent_start(struct ag_agent *a, const struct ag_config *cfg)
     a->default_runtime = 1;
     runtime_publish(a, 1);
 
+    a->objs = calloc(AG_OBJECTS_MAX, sizeof *a->objs);
+    ag_agent_objects_refresh(a);        /* what is loaded now, for the symbolizer */
+
     a->stopped = 0;
     if (cfg->housekeeping)
         hk_start(a);
@@ -428,6 +552,7 @@ void ag_agent_destroy(struct ag_agent *a)
     }
     free(a->locs);
     free(a->runtimes);
+    free(a->objs);
     pthread_cond_destroy(&a->hk_cond);
     pthread_mutex_destroy(&a->lock);
     memset(a, 0, sizeof *a);
@@ -836,14 +961,18 @@ void ag_agent_stats(struct ag_agent *a, d9_stats *out)
         for (uint32_t i = 0; i < n; i++) {
             struct d9_ring_hdr *rh = ring_hdr(r, i);
             out->lost += atomic_load_explicit(&rh->lost, memory_order_relaxed);
+            out->lost_mismatch += atomic_load_explicit(&rh->lost_mismatch, memory_order_relaxed);
+            out->lost_too_big += atomic_load_explicit(&rh->lost_too_big, memory_order_relaxed);
             uint32_t s = atomic_load_explicit(&rh->state, memory_order_relaxed);
             if (s == D9_RING_OWNED || s == D9_RING_CLAIMING)
                 out->rings_in_use++;
         }
         out->threads_untraced =
             atomic_load_explicit(&r->hdr->threads_untraced, memory_order_relaxed);
+        out->lost_full = out->lost - out->lost_mismatch - out->lost_too_big;
     }
     pthread_mutex_unlock(&a->lock);
+    out->lost_no_ring = atomic_load_explicit(&a->lost_no_ring, memory_order_relaxed);
 }
 
 const char *ag_agent_region_path(struct ag_agent *a)

@@ -41,6 +41,7 @@
 #define AG_HEARTBEAT_MS       1000u         /* heartbeat and calibration refresh period */
 #define AG_CAL_FIRST_MS       50u           /* first calibration pair 1 after start */
 #define AG_HELLO_RETRY_MIN_MS 10u           /* first hello retry; doubles up to AG_HEARTBEAT_MS */
+#define AG_OBJECTS_MAX        1024u         /* executable segments of loaded objects */
 #define AG_HK_STACK_SIZE      (256u * 1024u)
 #define AG_HK_THREAD_NAME     "d9-agent"
 
@@ -99,6 +100,13 @@ struct ag_agent {
     int hello_sent;             /* a collector accepted our hello (housekeeping thread) */
 
     int started, stopped;
+    /* events of threads without a ring (any thread, relaxed add); the
+     * housekeeping thread copies it into the region header */
+    _Atomic uint64_t lost_no_ring;
+    /* loaded objects published (D9_META_OBJECT), under lock */
+    uint64_t *objs;             /* [AG_OBJECTS_MAX] start addresses */
+    uint32_t nobjs;
+    uint64_t objs_adds;         /* dlpi_adds at the last publication */
     /* fork */
     int need_reinit;            /* child: region of the parent dropped, none yet */
     uint32_t fork_meta_head;    /* meta bytes that existed when fork() happened */
@@ -120,8 +128,23 @@ void ag_agent_stop(struct ag_agent *a);
 /* Stop, unmap and free everything (tests). */
 void ag_agent_destroy(struct ag_agent *a);
 
-/* One housekeeping round: heartbeat and calibration pair 1 (seqlock). */
+/* One housekeeping round: heartbeat, calibration pair 1 (seqlock), the
+ * no-ring drop count into the region header. */
 void ag_agent_tick(struct ag_agent *a);
+
+/* Publish the executable segments of loaded objects not published yet
+ * (D9_META_OBJECT), when the loader says something was added since the last
+ * call (dlpi_adds). ag_agent_start and the housekeeping thread; takes the
+ * lock and the loader's lock. */
+void ag_agent_objects_refresh(struct ag_agent *a);
+
+/* One event of a thread without a ring was dropped. Any thread; one relaxed
+ * atomic add (untraced threads only, never the traced hot path). */
+void ag_agent_count_no_ring(struct ag_agent *a);
+
+/* Record how the process ends (D9_EXIT_CODE | status or D9_EXIT_SIGNAL |
+ * signo) in the region header; the first call wins. Async-signal-safe. */
+void ag_agent_set_exit(struct ag_agent *a, uint32_t status);
 
 /* Registration (slow path, takes a->lock). See d9.h for semantics. */
 int ag_agent_runtime_register(struct ag_agent *a, const char *name, uint16_t *id);

@@ -26,7 +26,8 @@
  * Names in agent/: this file defines exactly the d9_* functions of d9.h;
  * every other file's exported functions carry the file's name, ag_<file>_*
  * (agent.c ag_agent_*, control.c ag_control_*, emit.c ag_emit_*, env.c
- * ag_env_*, ring_claim.c ag_ring_claim*, sampler.c ag_sampler_*), so a
+ * ag_env_*, exitinfo.c ag_exitinfo_*, ring_claim.c ag_ring_claim*, sampler.c
+ * ag_sampler_*), so a
  * symbol says where it lives.
  */
 #include <errno.h>
@@ -39,6 +40,7 @@
 #include "agent/d9.h"
 #include "agent/emit.h"
 #include "agent/env.h"
+#include "agent/exitinfo.h"
 #include "agent/sampler.h"
 
 static struct ag_agent g_agent;
@@ -62,7 +64,10 @@ static void thread_exit(void *arg)
 /* The calling thread's first event (or an untraced thread's rare retry). */
 static __attribute__((noinline, cold)) int thread_slow(struct ag_thread *t)
 {
-    if (ag_agent_thread_attach(&g_agent, t) != 0)
+    int rc = ag_agent_thread_attach(&g_agent, t);
+    if (rc == -ENOSPC)
+        ag_agent_count_no_ring(&g_agent);   /* this event is lost: no ring */
+    if (rc != 0)
         return 0;
     ag_sampler_thread_start(&g_agent);  /* profiler: register for the fallback */
     /* the destructor releases the ring at thread exit */
@@ -214,7 +219,9 @@ int d9_init_with(const d9_config *config)
             rc = ag_agent_start(&g_agent, &cfg);
             if (rc == 0)
                 ag_sampler_start(&g_agent, env_get);    /* profiler: handshake */
-            if (rc == 0 && atexit(d9_shutdown) != 0)
+            /* exit status and fatal signal into the region, then d9_shutdown */
+            if (rc == 0 && ag_exitinfo_install(&g_agent, d9_shutdown) != 0 &&
+                atexit(d9_shutdown) != 0)
                 fprintf(stderr, "d9: cannot register the exit handler; "
                         "call d9_shutdown() before exit\n");
         }
@@ -244,8 +251,10 @@ int d9_runtime_register(const char *name, d9_runtime *rt)
         return -EINVAL;
     rt->id = 0;
     if (!d9_enabled())
-        return -ENOTCONN;
-    return ag_agent_runtime_register(&g_agent, name, &rt->id);
+        return D9_OFF;
+    int rc = ag_agent_runtime_register(&g_agent, name, &rt->id);
+    /* stopped meanwhile (d9_shutdown on another thread): off, not an error */
+    return rc == -ENOTCONN ? D9_OFF : rc;
 }
 
 d9_runtime d9_runtime_default(void)
@@ -386,7 +395,7 @@ void d9_emit_values(d9_schema *schema, const d9_value *values, unsigned n)
     if (id == 0)
         return;                                 /* the agent stopped meanwhile */
     if (id == AG_SCHEMA_INVALID) {
-        ag_emit_drop(p);
+        ag_emit_drop(p, AG_DROP_MISMATCH);
         return;
     }
     ag_emit_custom(p, src, id, schema, values, n);

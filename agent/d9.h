@@ -27,8 +27,9 @@
  *     record. They are meant for the moment a worker goes to sleep or wakes up.
  *   - Nothing here ever aborts or fails the application: with bad DIAL9_*
  *     values the agent logs one line to stderr and stays disabled.
- *   - When disabled every record function is one predictable branch; compiled
- *     with -DD9_DISABLE they are empty inline functions and vanish.
+ *   - When disabled every record function is one predictable branch. Compiled
+ *     with -DD9_DISABLE every function of this header is an inline stub that
+ *     says "off" (see D9_OFF): the calls vanish and nothing needs linking.
  *   - Record functions are thread-safe (each thread writes its own ring) but
  *     not async-signal-safe: do not call them from a signal handler that may
  *     interrupt a record call of the same thread. Events recorded after
@@ -44,8 +45,11 @@
  *     region header, refreshed about once a second), CLOCK_MONOTONIC otherwise.
  *
  * Environment (read by d9_init, and by d9_init_with for the fields it leaves
- * unset; an unset or empty variable means its default, any other bad value
- * keeps tracing off with one line on stderr):
+ * unset; the one list of every setting: README.md's table repeats it and
+ * tests/integration/test_docs.sh checks both against the variables the agent
+ * reads. An unset or empty variable means its default; any other bad value
+ * keeps tracing off with one line on stderr, except the DIAL9_SAMPLER* ones,
+ * which only turn the in-process sampler off):
  *   DIAL9_ENABLED      1/0, true/false, yes/no, on/off (default 1 once d9_init is called)
  *   DIAL9_RING_KB      per-thread ring size in KiB, 4..65536 (default 1024; rounded up to 2^n)
  *   DIAL9_MAX_THREADS  rings per process, 1..4096 (default 64); more threads go untraced (counted)
@@ -62,12 +66,22 @@
  *   DIAL9_SCHED_SAMPLE_US  park/unpark read schedstat at most once per this many
  *                      microseconds per thread, 0..60000000 (default 1000; 0 = at
  *                      every park/unpark, a per-wake-up delay at ~0.3-1 us each)
- *   DIAL9_SAMPLER      in-process CPU sampling when the collector cannot use perf:
- *                      auto (default: after DIAL9_SAMPLER_WAIT_MS without the
- *                      collector), itimer (at once), perf (never), off
- *   DIAL9_SAMPLER_HZ   its frequency, 1..1000 (default 99)
- *   DIAL9_SAMPLER_WAIT_MS  auto's wait for the collector, 0..3600000 (default 3000)
- *                      (a bad DIAL9_SAMPLER* value turns off the sampler only)
+ *   DIAL9_SAMPLER      in-process CPU sampler, the fallback when the collector cannot
+ *                      profile with perf: auto (default: wait for the collector to
+ *                      take over, else sample in-process), itimer, perf (never
+ *                      in-process), off
+ *   DIAL9_SAMPLER_HZ   the in-process sampler's rate, 1..1000 (default 99)
+ *   DIAL9_SAMPLER_WAIT_MS  with DIAL9_SAMPLER=auto, how long to wait for the collector
+ *                      to take over before sampling in-process (default 3000)
+ *
+ * Stacks (d9 flame, CPU and off-CPU profiles) are walked by frame pointers:
+ * build the program (and the libraries whose frames you want) with
+ * -fno-omit-frame-pointer, or stacks stop at the first frame without one.
+ *
+ * A private instance (tests, containers, several stores on one host): the
+ * traced program needs the collector's --shm-dir as DIAL9_SHM_DIR and its
+ * --endpoint as DIAL9_COLLECTOR (or "none"), and d9 needs --store (or
+ * D9_STORE) and, for status/flush, --endpoint.
  */
 #ifndef D9_H
 #define D9_H
@@ -97,12 +111,23 @@ typedef uint32_t d9_loc;
 
 #define D9_WORKER_NONE_ID 0xffffu   /* "no worker" / the global queue */
 
+/* Return values. Errors are negative errno values. "Tracing is off" is not
+ * an error: with DIAL9_ENABLED=0 or compiled with -DD9_DISABLE, d9_init and
+ * d9_runtime_register return D9_OFF (d9_runtime_register also after
+ * d9_shutdown), every id handed out is 0 and every record function is a no-op. So `if (rc < 0)` tests
+ * for failure; a program never needs to treat "off" specially. */
+#define D9_OFF 1
+
+#ifndef D9_DISABLE
+
 /* Initialise from the environment. Idempotent and thread-safe. Returns 0 when
- * tracing is on, 1 when it is off by configuration, or a negative errno when
- * it could not be started (logged once; the application runs untraced):
+ * tracing is on, D9_OFF when it is off by configuration, or a negative errno
+ * when it could not be started (logged once; the application runs untraced):
  * -EINVAL bad DIAL9_* value, -errno of the region creation (e.g. -ENOENT for
  * a missing DIAL9_SHM_DIR), -ESHUTDOWN when called again after d9_shutdown. */
 D9_API int d9_init(void);
+
+#endif /* D9_DISABLE */
 
 /* ---- programmatic configuration ---------------------------------------------
  * d9_init_with() starts the agent from the program's own settings: the same
@@ -120,7 +145,7 @@ D9_API int d9_init(void);
  * D9_CONFIG_NO_ENV in flags no DIAL9_* variable is read at all (unset fields
  * get their defaults). enabled = 0 keeps the program untraced whatever its
  * environment says: nothing else is read or checked, and d9_init_with
- * returns 1. enabled = 1 traces even under DIAL9_ENABLED=0.
+ * returns D9_OFF. enabled = 1 traces even under DIAL9_ENABLED=0.
  *
  * Values are checked as the variables are (same syntax and ranges; "" means
  * the default); a bad one keeps tracing off with one line on stderr that
@@ -150,6 +175,8 @@ typedef struct d9_config {
 #define D9_CONFIG_INIT { (uint32_t)sizeof(d9_config), 0u, D9_UNSET, D9_UNSET, D9_UNSET, \
                          NULL, NULL, NULL, NULL, D9_UNSET, NULL, D9_UNSET, D9_UNSET }
 
+#ifndef D9_DISABLE
+
 /* Initialise from config merged with the environment (above); NULL is
  * d9_init(). Returns what d9_init returns, and -EINVAL for a bad field or a
  * size other than sizeof(d9_config) (a program built against another d9.h).
@@ -164,17 +191,34 @@ D9_API void d9_shutdown(void);
 /* 1 if events are being recorded. */
 D9_API int d9_enabled(void);
 
-/* Register a runtime by name; the same name gives the same id.
- * 0, -EINVAL (bad name), -ENOSPC (too many), -ENOTCONN (tracing off: *rt gets id 0). */
+/* Register a runtime by name; the same name gives the same id. The default
+ * runtime is registered under DIAL9_RUNTIME_NAME (default: the program's
+ * comm), so registering that name returns the default runtime's id: one
+ * name, one runtime. Returns 0, D9_OFF (tracing off: *rt gets id 0, its
+ * records are discarded), -EINVAL (bad name or rt NULL), -ENOSPC (too many). */
 D9_API int d9_runtime_register(const char *name, d9_runtime *rt);
 
-/* The default runtime named by DIAL9_RUNTIME_NAME. */
+/* The default runtime named by DIAL9_RUNTIME_NAME (id 0 when tracing is off). */
 D9_API d9_runtime d9_runtime_default(void);
 
 /* Register a source location; returns its id (0 when tracing is off).
  * Idempotent: the same (file, line, func) returns the same id. Takes a lock:
  * use D9_LOC(), which calls it once per call site. */
 D9_API d9_loc d9_loc_register(const char *file, int line, const char *func);
+
+#else /* D9_DISABLE: tracing is off at compile time; nothing to link */
+
+static inline int d9_init(void) { return D9_OFF; }
+static inline int d9_init_with(const d9_config *config) { (void)config; return D9_OFF; }
+static inline void d9_shutdown(void) {}
+static inline int d9_enabled(void) { return 0; }
+static inline int d9_runtime_register(const char *name, d9_runtime *rt)
+{ (void)name; if (rt) rt->id = 0; return D9_OFF; }
+static inline d9_runtime d9_runtime_default(void) { d9_runtime rt = { 0 }; return rt; }
+static inline d9_loc d9_loc_register(const char *file, int line, const char *func)
+{ (void)file; (void)line; (void)func; return 0; }
+
+#endif /* D9_DISABLE */
 
 /* The location of the calling line, registered on first use and cached. */
 #define D9_LOC() (__extension__({                                            \
@@ -227,7 +271,8 @@ typedef struct d9_value {
 
 /* Values of a custom event, one macro per field type. Emit one event with
  * d9_emit. Values must match the schema's types in order (a mismatch drops
- * the event and counts it as lost). Returns nothing: never fails the app. */
+ * the event and counts it as lost, cause "type mismatch"; D9_EVENT below
+ * makes the compiler check them). Returns nothing: never fails the app. */
 #ifndef __cplusplus
 
 #define D9_U64(x)  ((d9_value){ .type = D9_T_U64, .v.u = (uint64_t)(x) })
@@ -264,11 +309,77 @@ static inline d9_value d9_value_s_(const char *s)
 
 #endif /* __cplusplus */
 
+/* ---- typed custom events ---------------------------------------------------
+ * Declare an event once at file scope with its fields as (TYPE, name) pairs,
+ * TYPE one of U64, I64, F64, BOOL, STR (1..16 fields):
+ *
+ *   D9_EVENT(http_req, "http_request", (STR, path), (U64, status), (F64, ms));
+ *   ...
+ *   http_req_emit(path, 200, 1.5);
+ *
+ * This defines the schema http_req (exactly as D9_SCHEMA would; d9_emit works
+ * on it too) and static inline void http_req_emit(const char *path,
+ * uint64_t status, double ms). Its parameters have the fields' C types
+ * (D9_CTYPE_*), so the compiler checks every call: a missing or extra
+ * argument, or a pointer for a number, does not compile (add -Wconversion
+ * to have narrowing reported too), and the values always match the schema.
+ * D9_SCHEMA/d9_emit stay for events whose shape is known only at run time.
+ */
+#define D9_CTYPE_U64  uint64_t
+#define D9_CTYPE_I64  int64_t
+#define D9_CTYPE_F64  double
+#define D9_CTYPE_STR  const char *
+#ifdef __cplusplus
+#define D9_CTYPE_BOOL bool
+#else
+#define D9_CTYPE_BOOL _Bool
+#endif
+
+#define D9_EV_CAT_(a, b)     D9_EV_CAT_I_(a, b)
+#define D9_EV_CAT_I_(a, b)   a##b
+#define D9_EV_APPLY_(m, p)   m p
+#define D9_EV_FIELD_(t, n)   D9_FIELD_##t(#n)
+#define D9_EV_PARAM_(t, n)   D9_CTYPE_##t n
+#define D9_EV_VALUE_(t, n)   D9_##t(n)
+#define D9_EV_N_(...) D9_EV_N_I_(__VA_ARGS__, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, \
+                                 4, 3, 2, 1, 0)
+#define D9_EV_N_I_(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, \
+                   a16, n, ...) n
+#define D9_EV_MAP_(m, ...) D9_EV_CAT_(D9_EV_MAP_, D9_EV_N_(__VA_ARGS__))(m, __VA_ARGS__)
+#define D9_EV_MAP_1(m, a)       D9_EV_APPLY_(m, a)
+#define D9_EV_MAP_2(m, a, ...)  D9_EV_APPLY_(m, a), D9_EV_MAP_1(m, __VA_ARGS__)
+#define D9_EV_MAP_3(m, a, ...)  D9_EV_APPLY_(m, a), D9_EV_MAP_2(m, __VA_ARGS__)
+#define D9_EV_MAP_4(m, a, ...)  D9_EV_APPLY_(m, a), D9_EV_MAP_3(m, __VA_ARGS__)
+#define D9_EV_MAP_5(m, a, ...)  D9_EV_APPLY_(m, a), D9_EV_MAP_4(m, __VA_ARGS__)
+#define D9_EV_MAP_6(m, a, ...)  D9_EV_APPLY_(m, a), D9_EV_MAP_5(m, __VA_ARGS__)
+#define D9_EV_MAP_7(m, a, ...)  D9_EV_APPLY_(m, a), D9_EV_MAP_6(m, __VA_ARGS__)
+#define D9_EV_MAP_8(m, a, ...)  D9_EV_APPLY_(m, a), D9_EV_MAP_7(m, __VA_ARGS__)
+#define D9_EV_MAP_9(m, a, ...)  D9_EV_APPLY_(m, a), D9_EV_MAP_8(m, __VA_ARGS__)
+#define D9_EV_MAP_10(m, a, ...) D9_EV_APPLY_(m, a), D9_EV_MAP_9(m, __VA_ARGS__)
+#define D9_EV_MAP_11(m, a, ...) D9_EV_APPLY_(m, a), D9_EV_MAP_10(m, __VA_ARGS__)
+#define D9_EV_MAP_12(m, a, ...) D9_EV_APPLY_(m, a), D9_EV_MAP_11(m, __VA_ARGS__)
+#define D9_EV_MAP_13(m, a, ...) D9_EV_APPLY_(m, a), D9_EV_MAP_12(m, __VA_ARGS__)
+#define D9_EV_MAP_14(m, a, ...) D9_EV_APPLY_(m, a), D9_EV_MAP_13(m, __VA_ARGS__)
+#define D9_EV_MAP_15(m, a, ...) D9_EV_APPLY_(m, a), D9_EV_MAP_14(m, __VA_ARGS__)
+#define D9_EV_MAP_16(m, a, ...) D9_EV_APPLY_(m, a), D9_EV_MAP_15(m, __VA_ARGS__)
+
+#define D9_EVENT(var, name_, ...)                                            \
+    D9_SCHEMA(var, name_, D9_EV_MAP_(D9_EV_FIELD_, __VA_ARGS__));            \
+    static inline void var##_emit(D9_EV_MAP_(D9_EV_PARAM_, __VA_ARGS__))    \
+    {                                                                        \
+        const d9_value d9_v_[] = { D9_EV_MAP_(D9_EV_VALUE_, __VA_ARGS__) }; \
+        d9_emit_values(&var, d9_v_, (unsigned)(sizeof d9_v_ / sizeof d9_v_[0])); \
+    }                                                                        \
+    static inline void var##_emit(D9_EV_MAP_(D9_EV_PARAM_, __VA_ARGS__))
+
 /* ---- record functions ---------------------------------------------------- */
 #ifndef D9_DISABLE
 
 D9_API void d9_poll_start(d9_runtime rt, uint16_t worker, uint64_t task, d9_loc loc);
 D9_API void d9_poll_end(d9_runtime rt, uint16_t worker, uint64_t task);
+/* waker = 0 when the waker is not a task (an I/O callback, a timer);
+ * target_worker = D9_WORKER_NONE_ID when the worker that will run wakee is
+ * not known yet (e.g. it goes to the global queue). */
 D9_API void d9_wake(d9_runtime rt, uint64_t waker, uint64_t wakee, uint16_t target_worker);
 D9_API void d9_worker_park(d9_runtime rt, uint16_t worker);
 D9_API void d9_worker_unpark(d9_runtime rt, uint16_t worker);
@@ -300,16 +411,30 @@ static inline void d9_emit_values(d9_schema *s, const d9_value *v, unsigned n)
 
 /* ---- counters (for tests and status) ------------------------------------- */
 typedef struct d9_stats {
-    uint64_t lost;              /* dropped: ring full or bad custom event */
+    uint64_t lost;              /* dropped from this process's rings, every cause: */
     uint32_t rings_in_use;
     uint32_t threads_untraced;
+    uint64_t lost_full;         /*   the ring was full (the collector fell behind) */
+    uint64_t lost_mismatch;     /*   custom event values not matching the schema */
+    uint64_t lost_too_big;      /*   custom event larger than a record (4096 bytes) */
+    uint64_t lost_no_ring;      /* events of threads that got no ring (not in lost) */
 } d9_stats;
+
+#ifndef D9_DISABLE
 
 /* Sum of counters over all rings of this process (reads shm; not a hot path). */
 D9_API void d9_get_stats(d9_stats *out);
 
 /* Path of this process's region file, or NULL when tracing is off. */
 D9_API const char *d9_region_path(void);
+
+#else /* D9_DISABLE */
+
+static inline void d9_get_stats(d9_stats *out)
+{ static d9_stats zero_; if (out) *out = zero_; }
+static inline const char *d9_region_path(void) { return NULL; }
+
+#endif /* D9_DISABLE */
 
 #ifdef __cplusplus
 }

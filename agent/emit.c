@@ -60,7 +60,7 @@ int ag_emit_custom(struct shm_producer *p, uint32_t src, uint32_t schema_id,
     uint32_t len = 0;
     int rc = custom_layout(s, v, n, lens, &len);
     if (rc) {
-        ag_emit_drop(p);
+        ag_emit_drop(p, rc == -EMSGSIZE ? AG_DROP_TOO_BIG : AG_DROP_MISMATCH);
         return rc;
     }
     uint8_t *rec = shm_ring_reserve(p, len);

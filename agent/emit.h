@@ -47,11 +47,21 @@ static inline uint64_t ag_emit_now(uint32_t clock_source)
     return clock_source == D9_CLOCK_TSC ? shm_rdtsc() : shm_mono_ns();
 }
 
-/* Count one dropped record exactly as a full ring does: lost + 1 and a seq gap. */
-static inline void ag_emit_drop(struct shm_producer *p)
+/* Why a custom event was dropped (a full ring counts itself in shm_ring_reserve). */
+enum ag_emit_drop_cause {
+    AG_DROP_MISMATCH,           /* values do not match the schema, or the schema is bad */
+    AG_DROP_TOO_BIG,            /* larger than D9_REC_MAX */
+};
+
+/* Count one dropped record exactly as a full ring does (lost + 1 and a seq
+ * gap), and its cause in the ring's per-cause counter. */
+static inline void ag_emit_drop(struct shm_producer *p, enum ag_emit_drop_cause why)
 {
-    uint64_t lost = atomic_load_explicit(&p->hdr->lost, memory_order_relaxed);
     /* single writer (the owning thread): relaxed load + store is exact */
+    _Atomic uint64_t *c = why == AG_DROP_TOO_BIG ? &p->hdr->lost_too_big : &p->hdr->lost_mismatch;
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+    uint64_t lost = atomic_load_explicit(&p->hdr->lost, memory_order_relaxed);
     atomic_store_explicit(&p->hdr->lost, lost + 1, memory_order_relaxed);
     p->seq++;
 }

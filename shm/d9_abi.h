@@ -29,6 +29,7 @@
 #ifndef D9_ABI_H
 #define D9_ABI_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdatomic.h>
 
@@ -121,7 +122,19 @@ struct d9_region_hdr {
     _Atomic uint32_t meta_lost;         /* metadata entries that did not fit */
     _Atomic uint32_t ring_hint;         /* where the next claim starts looking */
     _Atomic uint32_t sampler;           /* enum d9_sampler_mode: in-process profiler state */
+
+    /* Added within ABI 1 (the region is zero-filled at creation, so a
+     * collector reads 0 = "none/unknown" from an agent that predates them). */
+    _Atomic uint32_t exit_status;       /* D9_EXIT_*: how the process ended, 0 = unknown;
+                                           written once by the agent at exit or fatal signal */
+    uint32_t _pad1;
+    _Atomic uint64_t lost_no_ring;      /* events of threads that had no ring (untraced),
+                                           copied ~1/s by the agent's housekeeping thread */
 };
+/* d9_region_hdr.exit_status: the kind in the high bits, the value in the low byte. */
+#define D9_EXIT_CODE         0x100u     /* | exit(3) status & 0xff */
+#define D9_EXIT_SIGNAL       0x200u     /* | the fatal signal's number */
+#define D9_EXIT_KIND_MASK    0xf00u
 
 /* Ring header: three cache lines, each with one writer. */
 struct d9_ring_hdr {
@@ -135,8 +148,11 @@ struct d9_ring_hdr {
 
     /* line 1 — producer: written only by the owning thread */
     _Atomic uint64_t head;      /* bytes ever written (release-stored after each record) */
-    _Atomic uint64_t lost;      /* records dropped because the ring was full */
-    uint8_t _pad2[D9_CACHELINE - 16];
+    _Atomic uint64_t lost;      /* records dropped, every cause (each is a seq gap) */
+    _Atomic uint64_t lost_mismatch; /* of lost: custom events whose values did not match
+                                       their schema (type, count) or whose schema is bad */
+    _Atomic uint64_t lost_too_big;  /* of lost: custom events larger than D9_REC_MAX */
+    uint8_t _pad2[D9_CACHELINE - 32]; /* lost - lost_mismatch - lost_too_big: ring full */
 
     /* line 2 — consumer: written only by the collector */
     _Atomic uint64_t tail;      /* bytes ever consumed (release-stored after copying) */
@@ -261,6 +277,13 @@ _Static_assert(sizeof(struct d9_rec_hdr) == D9_REC_HDR_SIZE, "rec hdr");
 _Static_assert(sizeof(struct d9_pad_hdr) == D9_PAD_MIN, "pad hdr");
 _Static_assert(sizeof(struct d9_ring_hdr) == D9_RING_HDR_SIZE, "ring hdr");
 _Static_assert(sizeof(struct d9_region_hdr) <= D9_REGION_HDR_SIZE, "region hdr");
+/* the fields added within ABI 1 stay where the first agents' zero fill is */
+_Static_assert(offsetof(struct d9_region_hdr, exit_status) == 432, "exit_status");
+_Static_assert(offsetof(struct d9_region_hdr, lost_no_ring) == 440, "lost_no_ring");
+_Static_assert(offsetof(struct d9_ring_hdr, lost) == 72, "ring lost");
+_Static_assert(offsetof(struct d9_ring_hdr, lost_mismatch) == 80, "ring lost_mismatch");
+_Static_assert(offsetof(struct d9_ring_hdr, lost_too_big) == 88, "ring lost_too_big");
+_Static_assert(offsetof(struct d9_ring_hdr, tail) == 2 * D9_CACHELINE, "ring tail line");
 _Static_assert(sizeof(struct d9_rec_poll_start) == 32, "poll start");
 _Static_assert(sizeof(struct d9_rec_poll_end) == 32, "poll end");
 _Static_assert(sizeof(struct d9_rec_wake) == 40, "wake");
@@ -285,7 +308,18 @@ enum d9_meta_kind {
     D9_META_LOCATION = 2,       /* payload: uint32 line, then file\0 func\0 */
     D9_META_SCHEMA = 3,         /* payload: uint16 nfields, uint16 0, name\0, then per field:
                                    uint8 type (enum d9_field_type), name\0 */
+    D9_META_OBJECT = 4,         /* a loaded object's executable segment, published at
+                                   d9_init and after dlopen so stacks symbolize even when
+                                   the collector never saw the process alive:
+                                   struct d9_meta_object, build_id_len bytes, path\0 */
 };
+struct d9_meta_object {
+    uint64_t start, end;        /* the segment's addresses in the process */
+    uint64_t pgoff;             /* file offset of start */
+    uint8_t build_id_len;       /* 0..D9_BUILD_ID_MAX bytes of NT_GNU_BUILD_ID follow */
+    uint8_t _zero[7];
+};
+#define D9_BUILD_ID_MAX      32u
 enum d9_field_type {
     D9_FT_U64 = 1,
     D9_FT_I64 = 2,
@@ -295,6 +329,7 @@ enum d9_field_type {
 };
 #define D9_SCHEMA_MAX_FIELDS 16u
 _Static_assert(sizeof(struct d9_meta_hdr) == 8, "meta hdr");
+_Static_assert(sizeof(struct d9_meta_object) == 32, "meta object");
 
 /* In-process sampler state (d9_region_hdr.sampler): the agent's SIGPROF
  * fallback profiler (agent/sampler.h) when the collector cannot perf. */

@@ -112,6 +112,25 @@ int shm_meta_next(const uint8_t *buf, size_t len, size_t *off, struct shm_meta_e
         e->nfields = nf;
         break;
     }
+    case D9_META_OBJECT: {
+        struct d9_meta_object o;
+        if ((size_t)(end - p) < sizeof o)
+            return -EBADMSG;
+        memcpy(&o, p, sizeof o);
+        p += sizeof o;
+        if (o.build_id_len > D9_BUILD_ID_MAX || (size_t)(end - p) < o.build_id_len ||
+            o.end <= o.start)
+            return -EBADMSG;
+        memcpy(e->build_id, p, o.build_id_len);
+        e->build_id_len = o.build_id_len;
+        p += o.build_id_len;
+        if (!take_str(p, end, &e->name))
+            return -EBADMSG;
+        e->start = o.start;
+        e->end = o.end;
+        e->pgoff = o.pgoff;
+        break;
+    }
     default:
         return -EBADMSG;
     }
@@ -153,6 +172,25 @@ int shm_meta_encode_location(uint8_t *out, size_t cap, const char *file, uint32_
     out[4 + fl] = 0;
     memcpy(out + 5 + fl, func, fn);
     out[5 + fl + fn] = 0;
+    return (int)need;
+}
+
+int shm_meta_encode_object(uint8_t *out, size_t cap, const struct d9_meta_object *o,
+                           const uint8_t *build_id, const char *path)
+{
+    size_t pl = path ? strlen(path) : 0;
+    if (pl == 0 || o->end <= o->start || o->build_id_len > D9_BUILD_ID_MAX)
+        return -EINVAL;
+    if (pl > D9_NAME_MAX * 4)           /* what readers accept (take_str) */
+        return -ENAMETOOLONG;
+    size_t need = sizeof *o + o->build_id_len + pl + 1;
+    if (need > cap)
+        return -ENAMETOOLONG;
+    struct d9_meta_object h = *o;
+    memset(h._zero, 0, sizeof h._zero);
+    memcpy(out, &h, sizeof h);
+    memcpy(out + sizeof h, build_id, o->build_id_len);
+    memcpy(out + sizeof h + o->build_id_len, path, pl + 1);
     return (int)need;
 }
 

@@ -35,6 +35,9 @@ struct shm_meta_entry {
     const char *func;           /* LOCATION only */
     uint32_t line;              /* LOCATION only */
     uint16_t nfields;           /* SCHEMA only */
+    uint64_t start, end, pgoff; /* OBJECT only (name: its path) */
+    uint8_t build_id[D9_BUILD_ID_MAX];
+    uint8_t build_id_len;
     struct shm_meta_field fields[D9_SCHEMA_MAX_FIELDS];
 };
 
@@ -50,6 +53,9 @@ int shm_meta_next(const uint8_t *buf, size_t len, size_t *off, struct shm_meta_e
 int shm_meta_encode_runtime(uint8_t *out, size_t cap, const char *name);
 int shm_meta_encode_location(uint8_t *out, size_t cap, const char *file, uint32_t line,
                              const char *func);
+/* OBJECT payload: a loaded object's executable segment (see d9_abi.h). */
+int shm_meta_encode_object(uint8_t *out, size_t cap, const struct d9_meta_object *o,
+                           const uint8_t *build_id, const char *path);
 int shm_meta_encode_schema(uint8_t *out, size_t cap, const char *name, uint16_t nfields,
                            const uint8_t *types, const char *const *names);
 

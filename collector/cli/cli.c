@@ -548,3 +548,15 @@ void cli_text_str(FILE *f, const char *str, size_t n, bool quote)
     if (quote)
         fputc('"', f);
 }
+
+void cli_warn_lost(struct cli_store *s, const struct cli_env *env, uint32_t pid, uint64_t from,
+                   uint64_t to, uint64_t lost)
+{
+    struct cli_drops d;
+    char why[160];
+    if (cli_store_drops(s, 0, pid, from, to, &d) == 0 && d.lost)
+        cli_warn(env, "%" PRIu64 " records were dropped in the blocks read (the process%s "
+                 "dropped: %s)", lost, pid ? "" : "es", cli_store_drops_text(&d, why, sizeof why));
+    else
+        cli_warn(env, "%" PRIu64 " records were dropped in the blocks read", lost);
+}

@@ -172,9 +172,14 @@ int cli_fail(const struct cli_env *env, const char *fmt, ...)
 void cli_warn(const struct cli_env *env, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+struct cli_store;
+/* The warning after a scan whose blocks reported lost records: how many,
+ * and why (the drop causes of the processes of pid in [from, to]). */
+void cli_warn_lost(struct cli_store *s, const struct cli_env *env, uint32_t pid, uint64_t from,
+                   uint64_t to, uint64_t lost);
+
 /* Open the store for reading, printing one line on failure (returns
  * CLI_EXIT_FAIL then) and CLI_EXIT_OK on success. */
-struct cli_store;
 int cli_open_store(const struct cli_env *env, struct cli_store **out);
 
 /* The common start of a subcommand that only takes common options and reads

@@ -167,8 +167,7 @@ CLI_DECLARE_CMD(events)
                 cli_store_unsealed_hint(s, a.pid));
     }
     if (st.lost && r >= 0)
-        cli_warn(env, "%" PRIu64 " records were dropped by full rings in the blocks read",
-                 st.lost);
+        cli_warn_lost(s, env, a.pid, f.from, f.to, st.lost);
     if (st.bad_blocks || st.missing_segments)
         cli_warn(env, "%" PRIu64 " corrupt blocks and %" PRIu64 " unreadable segments skipped",
                  st.bad_blocks, st.missing_segments);

@@ -57,7 +57,9 @@ static const char usage[] =
 "    -fno-omit-frame-pointer for complete stacks.\n"
 "\n"
 "    Frames are named at query time from the memory maps the collector\n"
-"    recorded and the ELF files they name (.symtab, .dynsym; debug files\n"
+"    recorded (for a process it never saw alive: the loaded objects the\n"
+"    agent published at start and after dlopen) and the ELF files they\n"
+"    name (.symtab, .dynsym; debug files\n"
 "    under /usr/lib/debug/.build-id are used when the build-id matches).\n"
 "    A frame whose file is missing or changed prints as file+0xOFFSET;\n"
 "    kernel frames print as name_[k] when /proc/kallsyms is readable and\n"
@@ -286,9 +288,24 @@ struct flame {
     struct stack_tab stacks;
     struct name_tab names;
     uint64_t samples, kept, maps;
+    struct cli_names *objs;     /* after pass 1: the agent's loaded objects */
     uint16_t want_type;
     char key[D9_STACK_MAX_FRAMES * 256];
 };
+
+struct obj_add { struct flame *f; struct sym_resolver *r; };
+
+static int add_object(void *arg, const struct shm_meta_entry *e)
+{
+    struct obj_add *oa = arg;
+    struct sym_map_rec m = { .start = e->start, .end = e->end, .pgoff = e->pgoff };
+    for (unsigned i = 0; i < e->build_id_len && 2 * i + 2 < sizeof m.build_id; i++)
+        snprintf(m.build_id + 2 * i, 3, "%02x", e->build_id[i]);
+    snprintf(m.path, sizeof m.path, "%s", e->name ? e->name : "");
+    if (sym_resolver_add(oa->r, &m) == 0)
+        oa->f->maps++;
+    return 0;
+}
 
 static struct sym_resolver *resolver_of(struct flame *f, int64_t process_id, bool create)
 {
@@ -307,6 +324,11 @@ static struct sym_resolver *resolver_of(struct flame *f, int64_t process_id, boo
     f->procs[f->nprocs].process_id = process_id;
     f->procs[f->nprocs].r = r;
     f->nprocs++;
+    /* no "d9.map" records (the collector never saw it alive): the objects
+     * the agent published in its metadata */
+    struct obj_add oa = { f, r };
+    if (f->objs)
+        cli_store_names_objects(f->objs, process_id, add_object, &oa);
     return r;
 }
 
@@ -503,7 +525,10 @@ CLI_DECLARE_CMD(flame)
                              .types = 1u << D9_REC_CUSTOM };
     int r = f->o.addresses ? 0 : cli_store_scan(s, &mf, on_map, f, NULL, "d9 flame");
 
-    /* pass 2: samples (and the task's polls) of the window */
+    /* pass 2: samples (and the task's polls) of the window; a process
+     * without maps from pass 1 gets the agent's loaded objects instead */
+    if (!f->o.addresses)
+        cli_store_names_open(s, &f->objs);
     struct cli_filter sf = { .pid = a.pid, .types = 1u << f->want_type };
     if (f->o.have_task)
         sf.types |= 1u << D9_REC_POLL_START | 1u << D9_REC_POLL_END;
@@ -545,9 +570,10 @@ CLI_DECLARE_CMD(flame)
         }
     }
     if (st.lost && r >= 0)
-        cli_warn(env, "%" PRIu64 " records were dropped by full rings in the blocks read", st.lost);
+        cli_warn_lost(s, env, a.pid, sf.from, sf.to, st.lost);
     if (out != stdout && fclose(out) != 0 && rc == CLI_EXIT_OK)
         rc = cli_fail(env, "-o %s: write error", a.output);
+    cli_store_names_close(f->objs);
     cli_store_close(s);
     flame_free(f);
     return rc;

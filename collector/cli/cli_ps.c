@@ -9,6 +9,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "collector/cli/cli.h"
 #include "collector/cli/cli_store.h"
@@ -23,10 +24,12 @@ static const char usage[] =
 "\n"
 "DESCRIPTION\n"
 "    One line per traced process (a pid reused later is a separate process):\n"
-"    PID, COMM, STATE (alive, exited, crashed, quarantined; exit status or\n"
-"    signal in parentheses when known), first and last record seen (local\n"
-"    wall-clock time when the store knows its boot time), RECORDS stored,\n"
-"    LOST (dropped by full rings), segment files and their total size.\n"
+"    PID, COMM, STATE (alive, exited(CODE), crashed(SIGNAL), quarantined;\n"
+"    the exit code or the signal in parentheses when known), FIRST SEEN and\n"
+"    LAST SEEN: the first and last record of the process's threads (local\n"
+"    wall-clock time when the store knows its boot time), SPAN between them,\n"
+"    RECORDS stored, LOST (records dropped, whatever the cause; d9 events\n"
+"    says which), segment files and their total size.\n"
 "    With a window, only processes active during it are listed.\n"
 "\n"
 "OPTIONS\n"
@@ -43,14 +46,24 @@ CLI_HELP_EXIT;
 
 struct ps_ctx {
     struct cli_args *a;
+    struct cli_store *s;
+    char *why;                          /* text: one "why lost" line per process */
+    size_t why_len, why_cap;
     int64_t boot;
     bool wall;
     unsigned rows;
 };
 
+/* exited(CODE); crashed(SIGNAL): a crash's exit_code is the signal number */
 static void state_text(const struct cli_proc_row *r, char *buf, size_t cap)
 {
-    if (r->has_exit_code)
+    const char *sig = NULL;
+    if (r->has_exit_code && strcmp(r->state, "crashed") == 0 && r->exit_code > 0 &&
+        r->exit_code < 65)
+        sig = sigabbrev_np((int)r->exit_code);
+    if (sig)
+        snprintf(buf, cap, "%s(SIG%s)", r->state, sig);
+    else if (r->has_exit_code)
         snprintf(buf, cap, "%s(%" PRId64 ")", r->state, r->exit_code);
     else
         snprintf(buf, cap, "%s", *r->state ? r->state : "?");
@@ -61,15 +74,24 @@ static int ps_row(void *arg, const struct cli_proc_row *r)
     struct ps_ctx *c = arg;
     char st[48], t0[48], t1[48], dur[32], b[32];
     state_text(r, st, sizeof st);
-    if (r->first_ns)
-        cli_fmt_time(r->first_ns, c->boot, c->wall, 3, true, t0, sizeof t0);
+    /* the records' range; the collector's view (adoption, end noticed) only
+     * for a process that recorded nothing */
+    uint64_t first = r->rec_first_ns ? r->rec_first_ns : r->first_ns;
+    uint64_t last = r->rec_last_ns ? r->rec_last_ns : r->last_ns;
+    if (first)
+        cli_fmt_time(first, c->boot, c->wall, 3, true, t0, sizeof t0);
     else
         snprintf(t0, sizeof t0, "-");       /* unknown */
-    if (r->last_ns)
-        cli_fmt_time(r->last_ns, c->boot, c->wall, 3, true, t1, sizeof t1);
+    if (last)
+        cli_fmt_time(last, c->boot, c->wall, 3, true, t1, sizeof t1);
     else
         snprintf(t1, sizeof t1, "-");
-    uint64_t span = r->last_ns > r->first_ns ? r->last_ns - r->first_ns : 0;
+    uint64_t span = last > first ? last - first : 0;
+    struct cli_drops d = { 0 };
+    char why[160] = "none";
+    if ((r->lost || c->a->format == CLI_FMT_JSONL) && cli_store_drops(c->s, r->id, 0, 0,
+                                                                      UINT64_MAX, &d) == 0)
+        cli_store_drops_text(&d, why, sizeof why);
     if (c->a->format == CLI_FMT_JSONL) {
         printf("{\"pid\":%" PRIu32 ",\"start_time\":%" PRIu64 ",\"uid\":%" PRIu32 ",\"comm\":",
                r->pid, r->start_time, r->uid);
@@ -80,9 +102,13 @@ static int ps_row(void *arg, const struct cli_proc_row *r)
         cli_json_str(stdout, r->state, strlen(r->state));
         if (r->has_exit_code)
             printf(",\"exit_code\":%" PRId64, r->exit_code);
-        printf(",\"first_ns\":%" PRIu64 ",\"last_ns\":%" PRIu64 ",\"records\":%" PRIu64
-               ",\"lost\":%" PRIu64 ",\"segments\":%" PRIu64 ",\"bytes\":%" PRIu64 "}\n",
-               r->first_ns, r->last_ns, r->records, r->lost, r->segments, r->bytes);
+        printf(",\"first_ns\":%" PRIu64 ",\"last_ns\":%" PRIu64 ",\"span_ns\":%" PRIu64
+               ",\"records\":%" PRIu64 ",\"lost\":%" PRIu64 ",\"segments\":%" PRIu64
+               ",\"bytes\":%" PRIu64,
+               first, last, span, r->records, r->lost, r->segments, r->bytes);
+        printf(",\"lost_full\":%" PRIu64 ",\"lost_mismatch\":%" PRIu64 ",\"lost_too_big\":%"
+               PRIu64 ",\"lost_no_ring\":%" PRIu64 "}\n", d.full, d.mismatch, d.too_big,
+               d.no_ring);
     } else {
         if (c->rows == 0)
             printf("%-8s %-6s %-16s %-13s %-23s %-23s %9s %10s %8s %4s %10s\n", "PID", "UID",
@@ -96,6 +122,23 @@ static int ps_row(void *arg, const struct cli_proc_row *r)
                16 - (int)strlen(comm), "", st, t0, t1,
                cli_fmt_dur(span, dur, sizeof dur), r->records, r->lost, r->segments,
                cli_fmt_bytes(r->bytes, b, sizeof b));
+        if (r->lost || d.no_ring) {
+            char line[256];
+            int n = snprintf(line, sizeof line, "pid %" PRIu32 ": lost %" PRIu64 " (%s)\n",
+                             r->pid, r->lost, why);
+            if (n > 0 && c->why_len + (size_t)n + 1 > c->why_cap) {
+                size_t cap = (c->why_cap + (size_t)n + 1) * 2;
+                char *nb = realloc(c->why, cap);
+                if (nb) {
+                    c->why = nb;
+                    c->why_cap = cap;
+                }
+            }
+            if (n > 0 && c->why_len + (size_t)n + 1 <= c->why_cap) {
+                memcpy(c->why + c->why_len, line, (size_t)n + 1);
+                c->why_len += (size_t)n;
+            }
+        }
     }
     c->rows++;
     return 0;
@@ -112,7 +155,7 @@ CLI_DECLARE_CMD(ps)
     int rc = cli_begin(env, &a, argc, argv, opts, usage, &s);
     if (!s)
         return rc;
-    struct ps_ctx c = { .a = &a };
+    struct ps_ctx c = { .a = &a, .s = s };
     c.wall = cli_store_wall(s, &c.boot);
     uint64_t from, to;
     cli_store_window_resolve(s, &a.win, a.pid, &from, &to);
@@ -124,6 +167,9 @@ CLI_DECLARE_CMD(ps)
         fprintf(stderr, "d9 ps: no processes%s in %s\n", a.pid ? " with that pid" : "",
                 cli_window_text(&a.win, cli_store_live(s), w, sizeof w));
     }
+    if (c.why_len)
+        printf("why records were lost:\n%s", c.why);
+    free(c.why);
     cli_store_close(s);
     return rc;
 }

@@ -24,7 +24,7 @@ static const char usage[] =
 "DESCRIPTION\n"
 "    One line per sealed, indexed segment overlapping the window, oldest\n"
 "    first: ID, PID, first and last record time, SPAN, BYTES (file size),\n"
-"    RECORDS, LOST (dropped by full rings before reaching it) and PATH\n"
+"    RECORDS, LOST (records dropped before reaching it, any cause) and PATH\n"
 "    (relative to the store). jsonl adds the per-type record counts.\n"
 "    Data the collector has not sealed yet is not listed: run 'd9 flush'.\n"
 "\n"

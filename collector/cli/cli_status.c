@@ -145,7 +145,7 @@ static void print_text(const D9__CollectorStatus *cs, bool rings)
                "drop new records)\n", cs->write_error && *cs->write_error ? cs->write_error : "?",
                cli_fmt_bytes(waiting, d, sizeof d));
     }
-    printf("lost       %" PRIu64 " records dropped by full rings, %" PRIu64
+    printf("lost       %" PRIu64 " records dropped by the agents (d9 ps: why), %" PRIu64
            " not persisted by the collector\n", cs->lost, cs->dropped_records);
     printf("problems   %" PRIu64 " quarantined rings, %" PRIu64 " rejected regions, %" PRIu64
            " write errors\n", cs->quarantined_rings, cs->rejected_regions, cs->write_errors);

@@ -212,6 +212,38 @@ struct listing {
     void *arg;
 };
 
+int cli_store_drops(struct cli_store *s, int64_t process_id, uint32_t pid, uint64_t from,
+                    uint64_t to, struct cli_drops *out)
+{
+    struct idx_read_drops d;
+    int e = idx_read_drops(s->x, process_id, pid, from, to, &d);
+    if (e < 0)
+        return e;
+    *out = (struct cli_drops){ d.lost, d.full, d.mismatch, d.too_big, d.no_ring };
+    return 0;
+}
+
+const char *cli_store_drops_text(const struct cli_drops *d, char *buf, size_t cap)
+{
+    const struct { uint64_t n; const char *what; } c[] = {
+        { d->full, "ring full" }, { d->mismatch, "type mismatch" },
+        { d->too_big, "too large" }, { d->no_ring, "no ring" },
+    };
+    size_t used = 0;
+    buf[0] = 0;
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        if (!c[i].n || used >= cap)
+            continue;
+        int n = snprintf(buf + used, cap - used, "%s%" PRIu64 " %s", used ? ", " : "",
+                         c[i].n, c[i].what);
+        if (n > 0)
+            used += (size_t)n;
+    }
+    if (!buf[0])
+        snprintf(buf, cap, "none");
+    return buf;
+}
+
 static int proc_row(void *arg, const struct idx_read_process *r)
 {
     const struct listing *l = arg;
@@ -219,6 +251,7 @@ static int proc_row(void *arg, const struct idx_read_process *r)
         .id = r->id, .pid = r->pid, .uid = r->uid, .start_time = r->start_time,
         .comm = r->comm, .exe = r->exe, .state = r->state,
         .first_ns = r->first_ns, .last_ns = r->last_ns,
+        .rec_first_ns = r->rec_first_ns, .rec_last_ns = r->rec_last_ns,
         .has_exit_code = r->has_exit_code != 0, .exit_code = r->exit_code,
         .records = r->records, .lost = r->lost, .segments = r->segments, .bytes = r->bytes,
     };
@@ -715,6 +748,12 @@ const char *cli_store_names_location(struct cli_names *n, int64_t process_id, ui
     else
         snprintf(buf, cap, "%s:%u", e->name, e->line);
     return buf;
+}
+
+int cli_store_names_objects(struct cli_names *n, int64_t process_id,
+                            int (*fn)(void *arg, const struct shm_meta_entry *e), void *arg)
+{
+    return seg_reader_each_object(names_reader(n, process_id), fn, arg);
 }
 
 const char *cli_store_names_runtime(struct cli_names *n, int64_t process_id, uint16_t rt, char *buf,

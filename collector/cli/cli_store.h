@@ -66,13 +66,29 @@ void cli_store_window_compute(const struct cli_window_spec *w, bool live, uint64
 int cli_store_window_resolve(struct cli_store *s, const struct cli_window_spec *w, uint32_t pid,
                        uint64_t *from, uint64_t *to);
 
+/* ---- drops by cause -------------------------------------------------------- */
+struct cli_drops {
+    uint64_t lost;                      /* every cause, as processes.lost */
+    uint64_t full, mismatch, too_big;   /* of lost: ring full, values not matching the
+                                           schema, event larger than a record */
+    uint64_t no_ring;                   /* events of threads without a ring (not in lost) */
+};
+/* Summed over process_id (> 0), or over the processes of pid (0 = all) seen
+ * in [from, to]. 0 or -errno. */
+int cli_store_drops(struct cli_store *s, int64_t process_id, uint32_t pid, uint64_t from,
+                    uint64_t to, struct cli_drops *out);
+/* "2 ring full, 3 type mismatch, 1 too large, 4 no ring": the causes with a
+ * count, "none" when there is none. Returns buf. */
+const char *cli_store_drops_text(const struct cli_drops *d, char *buf, size_t cap);
+
 /* ---- listings ------------------------------------------------------------- */
 struct cli_proc_row {
     int64_t id;
     uint32_t pid, uid;
     uint64_t start_time;
     const char *comm, *exe, *state;     /* never NULL ("" when unknown) */
-    uint64_t first_ns, last_ns;
+    uint64_t first_ns, last_ns;         /* the process as the collector saw it */
+    uint64_t rec_first_ns, rec_last_ns; /* its threads' first and last record, 0 = none */
     bool has_exit_code;
     int64_t exit_code;
     uint64_t records, lost;
@@ -145,6 +161,11 @@ int cli_store_scan(struct cli_store *s, const struct cli_filter *f, cli_rec_fn f
 struct cli_names;
 int cli_store_names_open(struct cli_store *s, struct cli_names **out);
 void cli_store_names_close(struct cli_names *n);
+/* The loaded objects the agent published for process_id (D9_META_OBJECT
+ * entries of its segments' metadata): what symbolizes its stacks when the
+ * collector recorded no memory maps. fn returns non-zero to stop. */
+int cli_store_names_objects(struct cli_names *n, int64_t process_id,
+                            int (*fn)(void *arg, const struct shm_meta_entry *e), void *arg);
 /* Each returns buf, filled with the name or "#<id>" / "?" when unknown. */
 const char *cli_store_names_location(struct cli_names *n, int64_t process_id, uint32_t loc,
                                      char *buf, size_t cap);

@@ -248,10 +248,9 @@ CLI_DECLARE_CMD(top_polls)
      * when the whole store was read */
     if (r >= 0 && a.win.kind == CLI_WIN_ALL && (ps->unpaired_ends || ps->replaced_starts))
         cli_warn(env, "%" PRIu64 " poll ends without a start and %" PRIu64 " starts without an "
-                 "end (records dropped by full rings?)", ps->unpaired_ends, ps->replaced_starts);
+                 "end (records dropped?)", ps->unpaired_ends, ps->replaced_starts);
     if (st.lost && r >= 0)
-        cli_warn(env, "%" PRIu64 " records were dropped by full rings in the blocks read",
-                 st.lost);
+        cli_warn_lost(s, env, a.pid, f.from, f.to, st.lost);
     cli_polls_free(sa.polls);
     free(top.h);
     cli_store_close(s);

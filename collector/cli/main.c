@@ -24,7 +24,7 @@
     X(ps, "ps", "processes seen in the store (alive, exited, crashed)")                  \
     X(segments, "segments", "segment files of the store, with time range and counts")    \
     X(events, "events", "decoded records, filtered by pid/tid/type/time")                \
-    X(top_polls, "top-polls", "longest task polls, with their spawn location")           \
+    X(top_polls, "top-polls", "longest task polls, with the location of each poll")     \
     X(sched, "sched", "scheduling delay and CPU time per worker")                        \
     X(export, "export", "Chrome trace-event JSON (chrome://tracing, Perfetto UI)")     \
     X(flame, "flame", "CPU / off-CPU profile as folded stacks (flame graphs)")         \

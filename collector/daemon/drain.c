@@ -133,6 +133,37 @@ static void rings_to_read(struct proc *p, uint64_t now, uint8_t *want)
     }
 }
 
+/* The region's drop counters by cause, summed over its rings, under one
+ * guard. Hostile values are only numbers: the index keeps the largest seen. */
+static int g_drops(const struct proc *p, struct idx_drops *d)
+{
+    sigjmp_buf jb;
+    if (sigsetjmp(jb, 0))
+        return -EFAULT;
+    guard_arm(&jb, p->region.base, p->region.size);
+    memset(d, 0, sizeof *d);
+    for (uint32_t i = 0; i < p->geo.ring_count; i++) {
+        if (!p->rings[i].hdr_seen)
+            continue;           /* never claimed: reading it would allocate its page */
+        struct d9_ring_hdr *rh = (struct d9_ring_hdr *)shm_ring_hdr(&p->region, &p->geo, i);
+        d->mismatch += atomic_load_explicit(&rh->lost_mismatch, memory_order_relaxed);
+        d->too_big += atomic_load_explicit(&rh->lost_too_big, memory_order_relaxed);
+    }
+    d->no_ring = atomic_load_explicit(&p->region.hdr->lost_no_ring, memory_order_relaxed);
+    guard_disarm();
+    return 0;
+}
+
+/* After a seal: why the process's records were dropped, into the index. */
+static void index_drops(struct proc *p, struct storedir *st)
+{
+    struct idx_drops d;
+    if (p->quarantined || p->process_id <= 0 || g_drops(p, &d) != 0)
+        return;
+    if (d.mismatch || d.too_big || d.no_ring)
+        (void)idx_process_drops(st->idx, p->process_id, &d);   /* best effort */
+}
+
 /* The slot state of the rings to read, under one guard (the others are
  * FREE): most rings of a region are FREE, and a full guarded snapshot of
  * each was most of an idle pass. */
@@ -780,6 +811,7 @@ int drain_seal(struct proc *p, struct storedir *st)
     int rc = storedir_seal(st, w, p->process_id, p->pid, recs >= pending ? recs - pending : 0);
     if (rc == 0) {
         publish(p);
+        index_drops(p, st);
     } else {
         uint64_t again = rewind_pending(p);
         p->records = p->records >= again ? p->records - again : 0;

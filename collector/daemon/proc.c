@@ -32,6 +32,7 @@ static int g_header(struct proc *p, uint32_t *state, uint32_t *untraced, uint32_
     guard_arm(&jb, p->region.base, p->region.size);
     struct d9_region_hdr *h = p->region.hdr;
     *state = atomic_load_explicit(&h->state, memory_order_acquire);
+    p->exit_status = atomic_load_explicit(&h->exit_status, memory_order_relaxed);
     *untraced = atomic_load_explicit(&h->threads_untraced, memory_order_relaxed);
     *sampler = atomic_load_explicit(&h->sampler, memory_order_relaxed);
     if (created)
@@ -256,6 +257,14 @@ int proc_finish(struct proc *p, struct storedir *st)
     }
     int reason;
     const char *state = end_state(p, &reason);
+    /* the agent's record of how it ended: exited(CODE), crashed(SIGNAL);
+     * untrusted, so only a well-formed value of the matching kind is kept */
+    uint32_t kind = p->exit_status & D9_EXIT_KIND_MASK, val = p->exit_status & 0xffu;
+    if (p->exit_status == (kind | val) && reason == SEG_EXIT_CLEAN && kind == D9_EXIT_CODE)
+        p->exit_code = (int32_t)val;
+    else if (p->exit_status == (kind | val) && reason == SEG_EXIT_CRASHED &&
+             kind == D9_EXIT_SIGNAL && val > 0)
+        p->exit_code = (int32_t)val;
     if (drain_writer(p, st, now))
         return -EAGAIN;
     /* every thread still tracked ends with the process */

@@ -88,7 +88,9 @@ struct proc {
     int quarantined;            /* region faulted: shm is off limits */
     int ended;                  /* the process is gone: finish it */
     int goodbye;                /* the agent said goodbye */
-    int32_t exit_code;          /* from goodbye, -1 unknown */
+    int32_t exit_code;          /* exit code (exited) or signal (crashed), -1 unknown:
+                                   from the goodbye or the region's exit_status */
+    uint32_t exit_status;       /* d9_region_hdr.exit_status, last read (untrusted) */
     uint32_t region_state;      /* last seen d9_region_state */
 
     uint64_t records, bytes_written, lost, lag_bytes;

@@ -90,13 +90,19 @@ void prof_attach(struct proc *p, const struct perf_config *cfg)
     if (mode == D9_SAMPLER_PERF) {
         struct perf_stats st;
         perf_proc_stats(pr->pp, &st);
-        if (cfg->host_cpu)
-            col_info("pid %u (%s): perf sampling at %u Hz (per-CPU events), 1 in %u context "
-                     "switches", p->pid, p->geo.comm, cfg->freq_hz, cfg->switch_period);
+        /* what is in force: the per-CPU events' rate is logged once, by perf_host */
+        char off[64];
+        if (cfg->switch_period)
+            snprintf(off, sizeof off, "off-CPU 1 in %u context switches", cfg->switch_period);
         else
-            col_info("pid %u (%s): perf sampling at %u Hz, 1 in %u context switches, %u "
-                     "threads%s", p->pid, p->geo.comm, cfg->freq_hz, cfg->switch_period,
-                     st.threads, st.kernel_frames ? ", kernel stacks" : ", user stacks only");
+            snprintf(off, sizeof off, "no off-CPU sampling");
+        if (cfg->host_cpu)
+            col_info("pid %u (%s): on-CPU samples from the per-CPU events, %s", p->pid,
+                     p->geo.comm, off);
+        else
+            col_info("pid %u (%s): perf sampling at %u Hz per thread, %s, %u threads%s",
+                     p->pid, p->geo.comm, cfg->freq_hz, off, st.threads,
+                     st.kernel_frames ? ", kernel stacks" : ", user stacks only");
         return;
     }
     if (mode == D9_SAMPLER_ITIMER)

@@ -67,6 +67,13 @@ static const char schema_sql[] =
     "CREATE INDEX IF NOT EXISTS blocks_segment_time ON blocks(segment_id, t_first);"
     "CREATE INDEX IF NOT EXISTS processes_pid ON processes(pid);";
 
+/* Added within schema 1: created at every writable open when missing, so a
+ * store from before gets it from the next collector; readers treat a store
+ * without it as "no causes known". */
+static const char drops_sql[] =
+    "CREATE TABLE IF NOT EXISTS drops(process_id INT PRIMARY KEY, mismatch INT,"
+    " too_big INT, no_ring INT)";
+
 /* Per-type counter columns, in enum d9_rec_type order (PAD has none). */
 _Static_assert(D9_REC_TYPE_COUNT == 12, "segments.n_* columns follow enum d9_rec_type");
 
@@ -85,6 +92,7 @@ enum {
     ST_TOTAL_BYTES,
     ST_OLDEST,
     ST_SEG_LIST,
+    ST_PROC_DROPS,
     ST_COUNT
 };
 
@@ -99,6 +107,10 @@ static const char *const stmt_sql[ST_COUNT] = {
         " last_ns = CASE WHEN last_ns IS NULL OR excluded.last_ns > last_ns"
         "   THEN coalesce(excluded.last_ns, last_ns) ELSE last_ns END",
     [ST_PROC_ID] = "SELECT id FROM processes WHERE pid = ?1 AND start_time = ?2",
+    [ST_PROC_DROPS] =
+        "INSERT INTO drops(process_id, mismatch, too_big, no_ring) VALUES(?1, ?2, ?3, ?4)"
+        " ON CONFLICT(process_id) DO UPDATE SET mismatch = max(mismatch, excluded.mismatch),"
+        " too_big = max(too_big, excluded.too_big), no_ring = max(no_ring, excluded.no_ring)",
     [ST_PROC_END] =
         "UPDATE processes SET state = ?2, exit_code = ?3,"
         " last_ns = max(coalesce(last_ns, 0), ?4) WHERE id = ?1",
@@ -526,7 +538,8 @@ int idx_open_ex(struct idx **out, const char *store_dir, unsigned flags, char *w
         char v[32];
         if ((e = set_wal(x)) == 0 &&
             (e = exec(x, "PRAGMA synchronous=FULL", "set synchronous")) == 0 &&
-            (e = exec(x, "PRAGMA foreign_keys=ON", "enable foreign keys")) == 0) {
+            (e = exec(x, "PRAGMA foreign_keys=ON", "enable foreign keys")) == 0 &&
+            (e = exec(x, drops_sql, "create drops")) == 0) {
             snprintf(v, sizeof v, "%" PRIu64, realtime_ns() - shm_mono_ns());
             e = set_meta(x, "boot_realtime_ns", v, 1);
         }
@@ -679,6 +692,21 @@ int idx_process_end(struct idx *x, int64_t process_id, uint64_t end_ns, const ch
     if ((e = run(x, s, "end process")) < 0)
         return e;
     return sqlite3_changes(x->db) ? 0 : -ENOENT;
+}
+
+int idx_process_drops(struct idx *x, int64_t process_id, const struct idx_drops *d)
+{
+    int e = writable(x);
+    if (e < 0)
+        return e;
+    sqlite3_stmt *s;
+    if ((e = stmt(x, ST_PROC_DROPS, &s)) < 0)
+        return e;
+    sqlite3_bind_int64(s, 1, process_id);
+    sqlite3_bind_int64(s, 2, (sqlite3_int64)(d->mismatch & INT64_MAX));
+    sqlite3_bind_int64(s, 3, (sqlite3_int64)(d->too_big & INT64_MAX));
+    sqlite3_bind_int64(s, 4, (sqlite3_int64)(d->no_ring & INT64_MAX));
+    return run(x, s, "process drops");
 }
 
 int idx_thread_upsert(struct idx *x, int64_t process_id, uint32_t tid, uint32_t ring,

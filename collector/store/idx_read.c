@@ -145,7 +145,9 @@ int idx_read_processes_window(struct idx *x, uint32_t pid, uint64_t from, uint64
         "SELECT p.id, p.pid, p.uid, p.start_time, p.comm, p.exe, p.first_ns, p.last_ns, "
         "       p.state, p.exit_code, p.records, p.lost, "
         "       (SELECT count(*) FROM segments s WHERE s.process_id = p.id), "
-        "       (SELECT coalesce(sum(bytes), 0) FROM segments s WHERE s.process_id = p.id) "
+        "       (SELECT coalesce(sum(bytes), 0) FROM segments s WHERE s.process_id = p.id), "
+        "       (SELECT min(first_ns) FROM threads t WHERE t.process_id = p.id), "
+        "       (SELECT max(last_ns) FROM threads t WHERE t.process_id = p.id) "
         "FROM processes p WHERE (?1 = 0 OR p.pid = ?1) "
         "  AND coalesce(p.last_ns, p.first_ns) >= ?2 AND p.first_ns <= ?3 "
         "ORDER BY p.first_ns, p.id", &st);
@@ -172,6 +174,8 @@ int idx_read_processes_window(struct idx *x, uint32_t pid, uint64_t from, uint64
             .lost = col_u64(st, 11),
             .segments = col_u64(st, 12),
             .bytes = col_u64(st, 13),
+            .rec_first_ns = col_u64(st, 14),
+            .rec_last_ns = col_u64(st, 15),
         };
         n++;
         ret = fn(arg, &r);
@@ -182,6 +186,48 @@ int idx_read_processes_window(struct idx *x, uint32_t pid, uint64_t from, uint64
         ret = fail(x, "list processes");
     sqlite3_finalize(st);
     return ret < 0 ? ret : n;
+}
+
+int idx_read_drops(struct idx *x, int64_t process_id, uint32_t pid, uint64_t from, uint64_t to,
+                   struct idx_read_drops *out)
+{
+    static const char with_causes[] =
+        "SELECT coalesce(sum(p.lost), 0), coalesce(sum(d.mismatch), 0),"
+        "       coalesce(sum(d.too_big), 0), coalesce(sum(d.no_ring), 0) "
+        "FROM processes p LEFT JOIN drops d ON d.process_id = p.id "
+        "WHERE (?1 = 0 OR p.id = ?1) AND (?2 = 0 OR p.pid = ?2) "
+        "  AND coalesce(p.last_ns, p.first_ns) >= ?3 AND p.first_ns <= ?4";
+    static const char without[] =
+        "SELECT coalesce(sum(p.lost), 0), 0, 0, 0 FROM processes p "
+        "WHERE (?1 = 0 OR p.id = ?1) AND (?2 = 0 OR p.pid = ?2) "
+        "  AND coalesce(p.last_ns, p.first_ns) >= ?3 AND p.first_ns <= ?4";
+    sqlite3_stmt *st;
+    if (!x || !out)
+        return -EINVAL;
+    memset(out, 0, sizeof *out);
+    /* an index from before the drops table: no causes known */
+    if (sqlite3_prepare_v2(x->db, with_causes, -1, &st, NULL) != SQLITE_OK) {
+        int e = prep(x, without, &st);
+        if (e < 0)
+            return e;
+    }
+    sqlite3_bind_int64(st, 1, process_id);
+    sqlite3_bind_int64(st, 2, pid);
+    sqlite3_bind_int64(st, 3, clamp_i64(from));
+    sqlite3_bind_int64(st, 4, clamp_i64(to));
+    int e = 0;
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        out->lost = col_u64(st, 0);
+        out->mismatch = col_u64(st, 1);
+        out->too_big = col_u64(st, 2);
+        out->no_ring = col_u64(st, 3);
+        uint64_t other = out->mismatch + out->too_big;
+        out->full = out->lost > other ? out->lost - other : 0;
+    } else {
+        e = fail(x, "read drops");
+    }
+    sqlite3_finalize(st);
+    return e;
 }
 
 int idx_read_segments_window(struct idx *x, uint32_t pid, uint64_t from, uint64_t to,

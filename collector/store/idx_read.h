@@ -50,6 +50,7 @@ struct idx_read_process {
     uint64_t start_time;
     const char *comm, *exe, *state;     /* never NULL ("" when unknown) */
     uint64_t first_ns, last_ns;
+    uint64_t rec_first_ns, rec_last_ns; /* the threads' first and last record, 0 = none */
     int has_exit_code;
     int64_t exit_code;
     uint64_t records, lost;
@@ -60,6 +61,16 @@ struct idx_read_process {
  * returned as the error). Returns the number of rows delivered, or -errno. */
 int idx_read_processes_window(struct idx *x, uint32_t pid, uint64_t from, uint64_t to,
                          int (*fn)(void *arg, const struct idx_read_process *r), void *arg);
+
+/* Drops by cause, summed over the processes of pid (0 = all) whose
+ * [first_ns, last_ns] meets [from, to] (process_id > 0: that process only).
+ * full = lost - mismatch - too_big. 0, or -errno; a store whose index
+ * predates the drops table reports every drop as full. */
+struct idx_read_drops {
+    uint64_t lost, full, mismatch, too_big, no_ring;
+};
+int idx_read_drops(struct idx *x, int64_t process_id, uint32_t pid, uint64_t from, uint64_t to,
+                   struct idx_read_drops *out);
 
 /* A segments row with its process. */
 struct idx_read_segment {

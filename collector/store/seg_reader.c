@@ -57,7 +57,7 @@ struct seg_reader {
     /* sequential verification against the footer */
     int sequential;
     struct seg_acc acc;
-    struct meta_kind meta[D9_META_SCHEMA + 1];
+    struct meta_kind meta[D9_META_OBJECT + 1];
     uint32_t meta_dropped;
     char err[200];
     int has_err;
@@ -333,7 +333,7 @@ static int meta_store(struct seg_reader *r, const uint8_t *entry, uint16_t len)
 {
     struct d9_meta_hdr mh;
     memcpy(&mh, entry, sizeof mh);
-    if (mh.kind < D9_META_RUNTIME || mh.kind > D9_META_SCHEMA || mh.id == 0 ||
+    if (mh.kind < D9_META_RUNTIME || mh.kind > D9_META_OBJECT || mh.id == 0 ||
         mh.id > SEG_META_IDS_MAX) {
         r->meta_dropped++;
         return 0;
@@ -654,6 +654,22 @@ const struct shm_meta_entry *seg_reader_schema(const struct seg_reader *r, uint3
 {
     const struct meta_item *it = meta_get(r, D9_META_SCHEMA, id);
     return it ? &it->e : NULL;
+}
+
+int seg_reader_each_object(const struct seg_reader *r,
+                           int (*fn)(void *arg, const struct shm_meta_entry *e), void *arg)
+{
+    if (!r)
+        return 0;
+    const struct meta_kind *k = &r->meta[D9_META_OBJECT];
+    for (uint32_t id = 1; id < k->cap; id++) {
+        if (!k->by_id[id])
+            continue;
+        int rc = fn(arg, &k->by_id[id]->e);
+        if (rc)
+            return rc;
+    }
+    return 0;
 }
 
 

@@ -74,6 +74,10 @@ int seg_reader_next_record(const struct seg_block *b, size_t *off, const struct 
 const char *seg_reader_runtime(const struct seg_reader *r, uint32_t id);
 const struct shm_meta_entry *seg_reader_location(const struct seg_reader *r, uint32_t id);
 const struct shm_meta_entry *seg_reader_schema(const struct seg_reader *r, uint32_t id);
+/* Every loaded-object entry (D9_META_OBJECT) of the metadata read so far, by
+ * id; fn returns non-zero to stop (returned). */
+int seg_reader_each_object(const struct seg_reader *r,
+                           int (*fn)(void *arg, const struct shm_meta_entry *e), void *arg);
 
 /* Read every remaining block without keeping metadata (the walk of salvage
  * and re-indexing): appends each block's index row to sum->blocks (malloc'ed,

@@ -5,7 +5,7 @@
  *
  * Usage: prog_cxx [EVENTS]   (default 100)
  * Records EVENTS rounds of every built-in record and one custom event
- * "cxx_event" per round, then one mismatched custom event (dropped and
+ * "cxx_event" and one typed event "cxx_typed" (D9_EVENT) per round, then one mismatched custom event (dropped and
  * counted), and checks what it can see from inside: ids, stats, region,
  * shutdown. Prints "pid=P events=N lost=L rings=R region=PATH" on success;
  * any failed check prints one line on stderr and exits 1.
@@ -20,6 +20,7 @@
 D9_SCHEMA(cxx_event, "cxx_event",
           D9_FIELD_STR("name"), D9_FIELD_U64("n"), D9_FIELD_I64("delta"),
           D9_FIELD_F64("half"), D9_FIELD_BOOL("odd"));
+D9_EVENT(cxx_typed, "cxx_typed", (STR, name), (U64, n), (I64, delta), (F64, half), (BOOL, odd));
 
 #define EXPECT(cond)                                                          \
     do {                                                                      \
@@ -65,6 +66,7 @@ int main(int argc, char **argv)
         d9_queue_depth(rt, D9_WORKER_NONE_ID, (uint64_t)i);
         d9_emit(&cxx_event, D9_STR("item"), D9_U64(i), D9_I64(-i), D9_F64(i / 2.0),
                 D9_BOOL(i % 2));
+        cxx_typed_emit("typed", (uint64_t)i, -i, i / 2.0, i % 2 != 0);
         d9_poll_end(rt, 0, task);
         d9_task_terminate(rt, task);
     }

@@ -30,8 +30,9 @@ for x in gxx clangxx; do
 import json, collections
 rows = [json.loads(l) for l in open('$T/$x.jsonl')]
 n = collections.Counter(r['type'] for r in rows)
-want = {t: $N for t in ('task_spawn', 'wake', 'poll_start', 'queue_depth', 'custom',
+want = {t: $N for t in ('task_spawn', 'wake', 'poll_start', 'queue_depth',
                         'poll_end', 'task_terminate')}
+want['custom'] = 2 * $N                 # cxx_event (d9_emit) and cxx_typed (D9_EVENT)
 want.update(worker_park=1, worker_unpark=1)
 got = {t: n[t] for t in want}
 assert got == want, (got, want)
@@ -44,6 +45,14 @@ assert len(got) == $N, len(got)
 for i, (n, f) in enumerate(got):
     assert n == i, (n, i)
     assert f == {'name': 'item', 'n': i, 'delta': -i, 'half': i / 2.0, 'odd': bool(i % 2)}, f
+"
+    check "$x: typed events (D9_EVENT) decode like d9_emit's" python3 -c "
+import json
+rows = [json.loads(l) for l in open('$T/$x.jsonl') if json.loads(l)['type'] == 'custom']
+got = sorted((r['fields']['n'], r['fields']) for r in rows if r['event'] == 'cxx_typed')
+assert len(got) == $N, len(got)
+for i, (n, f) in enumerate(got):
+    assert f == {'name': 'typed', 'n': i, 'delta': -i, 'half': i / 2.0, 'odd': bool(i % 2)}, f
 "
     check "$x: runtime, D9_LOC and registered locations by name" python3 -c "
 import json

@@ -220,7 +220,7 @@ static void child_bad_env(struct fx *f, void *arg)
     CHECK(!d9_enabled());
     CHECK(d9_region_path() == NULL);
     d9_runtime rt;
-    CHECK(d9_runtime_register("x", &rt) == -ENOTCONN && rt.id == 0);
+    CHECK(d9_runtime_register("x", &rt) == D9_OFF && rt.id == 0);
     CHECK(d9_runtime_default().id == 0);
     emit_everything((d9_runtime){ 1 });
     d9_shutdown();
@@ -255,7 +255,7 @@ static void child_disabled(struct fx *f, void *arg)
     CHECK(d9_region_path() == NULL);
     CHECK(d9_loc_register("a.c", 1, "f") == 0);
     d9_runtime rt;
-    CHECK(d9_runtime_register("x", &rt) == -ENOTCONN && rt.id == 0);
+    CHECK(d9_runtime_register("x", &rt) == D9_OFF && rt.id == 0);
     emit_everything((d9_runtime){ 1 });
     D9_SCHEMA(s, "s", D9_FIELD_U64("n"));
     d9_emit(&s, D9_U64(1));
@@ -416,6 +416,31 @@ static void child_default_runtime(struct fx *f, void *arg)
     d9_shutdown();
 }
 
+/* The program's own executable is in the metadata as a loaded object, so
+ * stacks symbolize without the collector ever reading /proc/<pid>/maps. */
+static void test_loaded_objects_are_published_at_start(void **state)
+{
+    struct fx *f = *state;
+    const char *env[] = { "DIAL9_RUNTIME_NAME=myrt", NULL };
+    pid_t pid = run_child(f, env, child_default_runtime, NULL);
+    struct shm_region r;
+    struct shm_geometry g;
+    map_region(f, pid, &r, &g);
+    char self[512];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    assert_true(n > 0);
+    self[n] = 0;
+    int found = 0;
+    struct shm_meta_entry me;
+    for (uint32_t id = 1; find_meta(&r, &g, D9_META_OBJECT, id, &me); id++) {
+        assert_true(me.end > me.start);
+        if (strcmp(me.name, self) == 0 && me.build_id_len > 0)
+            found = 1;
+    }
+    assert_true(found);
+    shm_region_close(&r);
+}
+
 static void test_default_runtime_is_named_by_env(void **state)
 {
     struct fx *f = *state;
@@ -428,6 +453,33 @@ static void test_default_runtime_is_named_by_env(void **state)
     assert_true(find_meta(&r, &g, D9_META_RUNTIME, 1, &me));
     assert_string_equal(me.name, "myrt");
     shm_region_close(&r);
+}
+
+/* Without DIAL9_RUNTIME_NAME the default runtime is named after the
+ * program's comm; registering that name is registering the default runtime
+ * (one name, one runtime), documented in d9.h. */
+static void child_comm_runtime(struct fx *f, void *arg)
+{
+    (void)f;
+    (void)arg;
+    CHECK(d9_init() == 0);
+    char comm[32] = "";
+    FILE *c = fopen("/proc/self/comm", "r");
+    CHECK(c && fgets(comm, sizeof comm, c));
+    fclose(c);
+    comm[strcspn(comm, "\n")] = 0;
+    d9_runtime rt, other;
+    CHECK(d9_runtime_register(comm, &rt) == 0);
+    CHECK(rt.id == d9_runtime_default().id && rt.id == 1);
+    CHECK(d9_runtime_register("pool", &other) == 0 && other.id == 2);
+    d9_shutdown();
+    CHECK(d9_runtime_register("late", &other) == D9_OFF && other.id == 0);
+}
+
+static void test_registering_the_programs_name_is_the_default_runtime(void **state)
+{
+    struct fx *f = *state;
+    run_child(f, NULL, child_comm_runtime, NULL);
 }
 
 static void child_locs(struct fx *f, void *arg)
@@ -513,6 +565,118 @@ static void test_shutdown_from_another_thread_stops_recording(void **state)
 }
 
 /* ---- drops ------------------------------------------------------------------------ */
+
+/* Each drop says why: values not matching the schema, an event too large
+ * for a record, a full ring; every one is a seq gap in lost. */
+static void child_drop_causes(struct fx *f, void *arg)
+{
+    (void)f;
+    (void)arg;
+    CHECK(d9_init() == 0);
+    D9_SCHEMA(sig, "signed", D9_FIELD_I64("v"));
+    D9_SCHEMA(wide, "wide", D9_FIELD_STR("a"), D9_FIELD_STR("b"), D9_FIELD_STR("c"),
+              D9_FIELD_STR("d"), D9_FIELD_STR("e"), D9_FIELD_STR("f"), D9_FIELD_STR("g"),
+              D9_FIELD_STR("h"), D9_FIELD_STR("i"), D9_FIELD_STR("j"), D9_FIELD_STR("k"),
+              D9_FIELD_STR("l"), D9_FIELD_STR("m"), D9_FIELD_STR("n"), D9_FIELD_STR("o"),
+              D9_FIELD_STR("p"));
+    static char big[256];
+    memset(big, 'x', 255);
+    d9_value w[16];
+    for (int i = 0; i < 16; i++)
+        w[i] = D9_STR(big);
+    for (int i = 0; i < 3; i++)
+        d9_emit(&sig, D9_U64(1));               /* U64 for an I64 */
+    d9_emit(&sig, D9_I64(1), D9_I64(2));        /* one value too many */
+    for (int i = 0; i < 2; i++)
+        d9_emit_values(&wide, w, 16);           /* 16 x 264 bytes: larger than a record */
+    d9_runtime rt = d9_runtime_default();
+    for (uint64_t i = 0; i < 1000; i++)         /* 32 KiB into a 4 KiB ring */
+        d9_poll_start(rt, 1, i, 0);
+    d9_stats st;
+    d9_get_stats(&st);
+    CHECK(st.lost_mismatch == 4 && st.lost_too_big == 2);
+    CHECK(st.lost_full > 0 && st.lost == st.lost_full + 6);
+    CHECK(st.lost_no_ring == 0);
+    d9_shutdown();
+}
+
+static void test_drops_are_counted_by_cause(void **state)
+{
+    struct fx *f = *state;
+    const char *env[] = { "DIAL9_RING_KB=4", NULL };
+    pid_t pid = run_child(f, env, child_drop_causes, NULL);
+    struct shm_region r;
+    struct shm_geometry g;
+    map_region(f, pid, &r, &g);
+    struct d9_ring_hdr *rh = shm_ring_hdr(&r, &g, 0);
+    assert_int_equal(atomic_load(&rh->lost_mismatch), 4);
+    assert_int_equal(atomic_load(&rh->lost_too_big), 2);
+    assert_true(atomic_load(&rh->lost) > 6);
+    shm_region_close(&r);
+}
+
+/* A thread that finds no ring loses its events; they are counted (no ring)
+ * and reach the region header through the housekeeping thread. */
+static void *untraced_thread(void *arg)
+{
+    (void)arg;
+    d9_runtime rt = d9_runtime_default();
+    for (uint64_t i = 0; i < 10; i++)
+        d9_poll_start(rt, 2, i, 0);
+    return NULL;
+}
+
+static void child_no_ring(struct fx *f, void *arg)
+{
+    (void)f;
+    (void)arg;
+    CHECK(d9_init() == 0);
+    d9_poll_start(d9_runtime_default(), 1, 1, 0);   /* main takes the only ring */
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, untraced_thread, NULL) == 0);
+    pthread_join(t, NULL);
+    d9_stats st;
+    d9_get_stats(&st);
+    CHECK(st.lost_no_ring == 10 && st.lost == 0 && st.threads_untraced == 1);
+    d9_shutdown();                      /* a last housekeeping round copies the count */
+}
+
+static void test_events_of_threads_without_a_ring_are_counted(void **state)
+{
+    struct fx *f = *state;
+    const char *env[] = { "DIAL9_MAX_THREADS=1", NULL };
+    pid_t pid = run_child(f, env, child_no_ring, NULL);
+    struct shm_region r;
+    struct shm_geometry g;
+    map_region(f, pid, &r, &g);
+    assert_int_equal(atomic_load(&r.hdr->lost_no_ring), 10);
+    shm_region_close(&r);
+}
+
+/* How the process ended is in its region: exit(3) here. */
+static void child_exit_3(struct fx *f, void *arg)
+{
+    (void)f;
+    (void)arg;
+    CHECK(d9_init() == 0);
+    exit(3);
+}
+
+static void test_exit_code_is_recorded_in_the_region(void **state)
+{
+    struct fx *f = *state;
+    int errfd;
+    pid_t pid = spawn_child(f, NULL, child_exit_3, NULL, &errfd);
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    close(errfd);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 3);
+    struct shm_region r;
+    struct shm_geometry g;
+    map_region(f, pid, &r, &g);
+    assert_int_equal(atomic_load(&r.hdr->exit_status), D9_EXIT_CODE | 3u);
+    shm_region_close(&r);
+}
 
 enum { K1 = 500, K2 = 300 };
 
@@ -995,10 +1159,15 @@ int main(int argc, char **argv)
         T(test_region_creation_failure_is_one_line_and_untraced),
         T(test_events_are_recorded_in_the_threads_ring),
         T(test_default_runtime_is_named_by_env),
+        T(test_registering_the_programs_name_is_the_default_runtime),
+        T(test_loaded_objects_are_published_at_start),
         T(test_loc_macro_registers_once_per_call_site),
         T(test_exit_marks_region_closed),
         T(test_shutdown_from_another_thread_stops_recording),
         T(test_full_ring_drop_counts_are_exact_through_the_api),
+        T(test_drops_are_counted_by_cause),
+        T(test_events_of_threads_without_a_ring_are_counted),
+        T(test_exit_code_is_recorded_in_the_region),
         T(test_every_fixed_record_wraps_and_drops_exactly_with_the_tsc),
         T(test_every_fixed_record_wraps_and_drops_exactly_with_clock_monotonic),
         T(test_threads_over_max_are_untraced_and_rings_released_at_exit),

@@ -1,8 +1,9 @@
 /*
- * test_agent_disabled.c — compiled with D9_DISABLE: every record function of
- * agent/d9.h is an empty inline function, so a program built this way
- * records nothing even with tracing enabled at run time (no ring is ever
- * claimed), while the rest of the API still links and works.
+ * test_agent_disabled.c — compiled with D9_DISABLE: every function of
+ * agent/d9.h is an inline stub that says "off" (D9_OFF, id 0, NULL, zeros),
+ * so a program built this way records nothing and creates no region even
+ * with tracing enabled at run time, and needs nothing linked
+ * (tests/integration/test_api_compile.sh links such a program with libc alone).
  */
 #define D9_DISABLE 1
 #include <stdarg.h>
@@ -22,10 +23,14 @@ D9_SCHEMA(sch, "disabled", D9_FIELD_U64("n"), D9_FIELD_STR("s"));
 static void test_record_calls_compile_to_nothing(void **state)
 {
     (void)state;
-    assert_int_equal(d9_init(), 0);          /* tracing is on at run time */
-    assert_true(d9_enabled());
+    assert_int_equal(d9_init(), D9_OFF);     /* on at run time, off at compile time */
+    assert_false(d9_enabled());
     d9_runtime rt = d9_runtime_default();
-    assert_int_equal(rt.id, 1);
+    assert_int_equal(rt.id, 0);
+    assert_int_equal(d9_runtime_register("x", &rt), D9_OFF);
+    assert_int_equal(rt.id, 0);
+    assert_int_equal(d9_loc_register("f.c", 1, "f"), 0);
+    rt.id = 1;                               /* even with an id: nothing is recorded */
     for (int i = 0; i < 1000; i++) {
         d9_poll_start(rt, 0, (uint64_t)i, 0);
         d9_poll_end(rt, 0, (uint64_t)i);
@@ -42,6 +47,10 @@ static void test_record_calls_compile_to_nothing(void **state)
     assert_int_equal(st.rings_in_use, 0);    /* no event reached the library */
     assert_int_equal(st.lost, 0);
     assert_int_equal(sch.id, 0);             /* the schema was never published */
+    assert_null(d9_region_path());
+    char cmd[128];                           /* and no region file was created */
+    snprintf(cmd, sizeof cmd, "test -z \"$(ls -A '%s')\"", dir);
+    assert_int_equal(system(cmd), 0);
     d9_shutdown();
 }
 

@@ -65,6 +65,38 @@ static void test_runtime_location_schema_round_trip(void **state)
     assert_int_equal(shm_meta_next(f->area, len, &off, &e), 0);
 }
 
+/* A loaded object's executable segment: addresses, offset, build id, path. */
+static void test_object_round_trip_and_bad_objects_rejected(void **state)
+{
+    struct fx *f = *state;
+    uint8_t buf[512];
+    const uint8_t bid[20] = { 0xde, 0xad, 0xbe, 0xef, 1, 2, 3 };
+    struct d9_meta_object o = { .start = 0x400000, .end = 0x401000, .pgoff = 0x1000,
+                                .build_id_len = 20 };
+    int n = shm_meta_encode_object(buf, sizeof buf, &o, bid, "/usr/bin/prog");
+    assert_true(n > 0);
+    assert_int_equal(shm_meta_append(&f->hdr, f->area, D9_META_OBJECT, 1, buf, (size_t)n), 0);
+    size_t off = 0, len = atomic_load(&f->hdr.meta_head);
+    struct shm_meta_entry e;
+    assert_int_equal(shm_meta_next(f->area, len, &off, &e), 1);
+    assert_int_equal(e.kind, D9_META_OBJECT);
+    assert_true(e.start == 0x400000 && e.end == 0x401000 && e.pgoff == 0x1000);
+    assert_int_equal(e.build_id_len, 20);
+    assert_memory_equal(e.build_id, bid, 20);
+    assert_string_equal(e.name, "/usr/bin/prog");
+
+    /* empty range, build id longer than the ABI allows: refused by both sides */
+    struct d9_meta_object empty = { .start = 0x1000, .end = 0x1000 };
+    assert_int_equal(shm_meta_encode_object(buf, sizeof buf, &empty, bid, "/x"), -EINVAL);
+    uint8_t raw[64] = { 0 };
+    struct d9_meta_hdr mh = { .len = 48, .kind = D9_META_OBJECT, .id = 1 };
+    struct d9_meta_object bad = { .start = 1, .end = 2, .build_id_len = D9_BUILD_ID_MAX + 1 };
+    memcpy(raw, &mh, sizeof mh);
+    memcpy(raw + sizeof mh, &bad, sizeof bad);
+    off = 0;
+    assert_int_equal(shm_meta_next(raw, sizeof mh + 40, &off, &e), -EBADMSG);
+}
+
 static void test_full_log_counts_lost(void **state)
 {
     struct fx *f = *state;
@@ -169,6 +201,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_runtime_location_schema_round_trip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_object_round_trip_and_bad_objects_rejected, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_full_log_counts_lost, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unterminated_string_rejected, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_field_type_and_count_rejected, setup, teardown),

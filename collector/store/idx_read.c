@@ -314,6 +314,54 @@ int idx_read_block_offsets(struct idx *x, uint64_t segment_id, uint16_t kind,
     return ret < 0 ? ret : n;
 }
 
+int idx_read_threads(struct idx *x, int64_t process_id,
+                     int (*fn)(void *arg, const struct idx_read_thread *r), void *arg)
+{
+    sqlite3_stmt *st;
+    if (!x || !fn)
+        return -EINVAL;
+    int e = prep(x, "SELECT tid, ring, generation, name, first_ns, last_ns FROM threads "
+                 "WHERE process_id = ?1 ORDER BY tid, first_ns", &st);
+    if (e < 0)
+        return e;
+    sqlite3_bind_int64(st, 1, process_id);
+    int n = 0, ret = 0;
+    while (ret == 0 && sqlite3_step(st) == SQLITE_ROW) {
+        struct idx_read_thread r = {
+            .tid = (uint32_t)sqlite3_column_int64(st, 0),
+            .ring = (uint32_t)sqlite3_column_int64(st, 1),
+            .generation = (uint32_t)sqlite3_column_int64(st, 2),
+            .name = col_text(st, 3),
+            .first_ns = (uint64_t)sqlite3_column_int64(st, 4),
+            .last_ns = (uint64_t)sqlite3_column_int64(st, 5),
+        };
+        n++;
+        ret = fn(arg, &r);
+    }
+    sqlite3_finalize(st);
+    return ret < 0 ? ret : n;
+}
+
+int idx_read_runtimes(struct idx *x, int64_t process_id,
+                      int (*fn)(void *arg, uint32_t id, const char *name), void *arg)
+{
+    sqlite3_stmt *st;
+    if (!x || !fn)
+        return -EINVAL;
+    int e = prep(x, "SELECT runtime_id, name FROM runtimes WHERE process_id = ?1 "
+                 "ORDER BY runtime_id", &st);
+    if (e < 0)
+        return e;
+    sqlite3_bind_int64(st, 1, process_id);
+    int n = 0, ret = 0;
+    while (ret == 0 && sqlite3_step(st) == SQLITE_ROW) {
+        n++;
+        ret = fn(arg, (uint32_t)sqlite3_column_int64(st, 0), col_text(st, 1));
+    }
+    sqlite3_finalize(st);
+    return ret < 0 ? ret : n;
+}
+
 int idx_read_process_segments(struct idx *x, int64_t process_id,
                          int (*fn)(void *arg, const char *path), void *arg)
 {

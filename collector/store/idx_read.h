@@ -98,6 +98,21 @@ int idx_read_block_offsets(struct idx *x, uint64_t segment_id, uint16_t kind,
 int idx_read_process_segments(struct idx *x, int64_t process_id,
                          int (*fn)(void *arg, const char *path), void *arg);
 
+/* A threads row: one ring generation of a process (a thread). */
+struct idx_read_thread {
+    uint32_t tid, ring, generation;
+    const char *name;                   /* never NULL ("" when unknown) */
+    uint64_t first_ns, last_ns;
+};
+/* Threads of process_id by tid, then first_ns; fn as in
+ * idx_read_processes_window. Returns the number of rows delivered, or -errno. */
+int idx_read_threads(struct idx *x, int64_t process_id,
+                     int (*fn)(void *arg, const struct idx_read_thread *r), void *arg);
+
+/* Runtimes of process_id by id: fn(arg, runtime_id, name); same contract. */
+int idx_read_runtimes(struct idx *x, int64_t process_id,
+                      int (*fn)(void *arg, uint32_t id, const char *name), void *arg);
+
 /* threads.name of (process, ring, generation) / processes.comm into buf
  * ("" when unknown); 0, -ENOENT (no row), -EIO. */
 int idx_read_thread_name(struct idx *x, int64_t process_id, uint32_t ring, uint32_t generation,

@@ -723,6 +723,138 @@ static void print_timeline(struct tl *t, FILE *o)
     fputs("]}\n", o);
 }
 
+/* ---- overview from the index alone ------------------------------------------ */
+struct ov_lane {
+    uint32_t tid;
+    char name[32];
+    double *n;                      /* records per column */
+};
+
+struct overview {
+    uint64_t from, span;
+    uint32_t width;
+    struct ov_lane lanes[CLI_SERVE_MAX_LANES];
+    uint32_t nlanes;
+    uint64_t total;
+    int err;
+};
+
+static int ov_block(void *arg, const struct cli_block_stat *b)
+{
+    struct overview *o = arg;
+    if (b->ring >= SYM_SEG_RING)
+        return 0;                   /* the collector's pseudo rings (samples, maps) */
+    o->total += b->nrec;
+    struct ov_lane *l = NULL;
+    for (uint32_t i = 0; i < o->nlanes; i++)
+        if (o->lanes[i].tid == b->tid)
+            l = &o->lanes[i];
+    if (!l) {
+        if (o->nlanes == CLI_SERVE_MAX_LANES)
+            return 0;
+        l = &o->lanes[o->nlanes];
+        l->n = calloc(o->width, sizeof *l->n);
+        if (!l->n) {
+            o->err = -ENOMEM;
+            return -ENOMEM;
+        }
+        l->tid = b->tid;
+        o->nlanes++;
+    }
+    /* spread the block's records evenly over the columns it covers */
+    uint64_t t0 = b->t_first < o->from ? o->from : b->t_first;
+    uint64_t t1 = b->t_last > o->from + o->span ? o->from + o->span : b->t_last;
+    if (t1 < t0)
+        t1 = t0;
+    uint64_t c0 = (uint64_t)((unsigned __int128)(t0 - o->from) * o->width / o->span);
+    uint64_t c1 = (uint64_t)((unsigned __int128)(t1 - o->from) * o->width / o->span);
+    if (c0 >= o->width)
+        c0 = o->width - 1;
+    if (c1 >= o->width)
+        c1 = o->width - 1;
+    double share = (double)b->nrec * (b->t_last > b->t_first
+        ? (double)(t1 - t0 + 1) / (double)(b->t_last - b->t_first + 1) : 1.0);
+    for (uint64_t c = c0; c <= c1; c++)
+        l->n[c] += share / (double)(c1 - c0 + 1);
+    return 0;
+}
+
+static int ov_name(void *arg, const struct cli_thread_row *r)
+{
+    struct overview *o = arg;
+    for (uint32_t i = 0; i < o->nlanes; i++)
+        if (o->lanes[i].tid == r->tid && !o->lanes[i].name[0])
+            snprintf(o->lanes[i].name, sizeof o->lanes[i].name, "%s", r->name);
+    return 0;
+}
+
+static void ov_print(const struct overview *o, uint32_t pid, uint64_t to, FILE *out)
+{
+    uint32_t k = 1;
+    for (;; k *= 2) {
+        size_t n = 0;
+        for (uint32_t i = 0; i < o->nlanes; i++)
+            for (uint32_t a = 0; a < o->width; a += k) {
+                double v = 0;
+                for (uint32_t px = a; px < a + k && px < o->width; px++)
+                    v += o->lanes[i].n[px];
+                n += v > 0;
+            }
+        if (n <= CLI_SERVE_MAX_ITEMS || k >= o->width)
+            break;
+    }
+    fprintf(out, "{\"pid\":%" PRIu32 ",\"from\":%" PRIu64 ",\"to\":%" PRIu64 ",\"width\":%u"
+            ",\"mode\":\"index\",\"bucket_px\":%u,\"records\":%" PRIu64 ",\"polls\":0,\"parks\":0"
+            ",\"lanes_dropped\":0,\n\"locs\":[\"poll\"],\n\"lanes\":[", pid, o->from, to, o->width,
+            k, o->total);
+    for (uint32_t i = 0; i < o->nlanes; i++) {
+        const struct ov_lane *l = &o->lanes[i];
+        fprintf(out, "%s{\"tid\":%" PRIu32 ",\"name\":", i ? ",\n" : "\n", l->tid);
+        cli_json_str(out, l->name, strlen(l->name));
+        fputs(",\"polls\":0,\"density\":[", out);
+        bool first = true;
+        for (uint32_t a = 0; a < o->width; a += k) {
+            double v = 0;
+            for (uint32_t px = a; px < a + k && px < o->width; px++)
+                v += l->n[px];
+            if (v <= 0)
+                continue;
+            fprintf(out, "%s[%u,%.0f]", first ? "" : ",", a, v < 1 ? 1 : v);
+            first = false;
+        }
+        fputs("],\"samples\":[],\"offcpu\":[],\"sched\":[],\"sched_hist\":[]}", out);
+    }
+    fputs("],\n\"items\":[],\n\"counters\":[],\n\"wakes_total\":0,\"wakes\":[],\n\"top\":[],\n"
+          "\"events_total\":0,\"events\":[]}\n", out);
+}
+
+/* 1 when the window holds more than CLI_SERVE_SCAN_MAX records and the
+ * answer (from the index) was printed, 0 to scan, <0 on error. */
+static int overview(struct cli_store *s, int64_t process_id, uint32_t pid, uint64_t from,
+                    uint64_t to, uint32_t width, FILE *out)
+{
+    struct overview *o = calloc(1, sizeof *o);
+    if (!o)
+        return -ENOMEM;
+    o->from = from;
+    o->span = to - from;
+    o->width = width;
+    int rc = cli_store_block_stats(s, process_id, from, to, ov_block, o);
+    if (rc >= 0 && o->err)
+        rc = o->err;
+    if (rc >= 0 && o->total > CLI_SERVE_SCAN_MAX) {
+        cli_store_threads(s, process_id, ov_name, o);
+        ov_print(o, pid, to, out);
+        rc = 1;
+    } else if (rc >= 0) {
+        rc = 0;
+    }
+    for (uint32_t i = 0; i < o->nlanes; i++)
+        free(o->lanes[i].n);
+    free(o);
+    return rc;
+}
+
 struct pick {
     int64_t id;
     uint64_t first, last;
@@ -774,6 +906,13 @@ static int api_timeline(struct cli_store *s, const struct cli_serve_params *p, F
     uint64_t to = p->has_to ? p->to : (k.last > k.first ? k.last : k.first + 1);
     if (from >= to)
         return error(out, 400, "empty or reversed window (from >= to)");
+    if (!events_only) {
+        int ov = overview(s, k.id, p->pid, from, to, p->width, out);
+        if (ov < 0)
+            return error(out, 500, "cannot read the index");
+        if (ov == 1)
+            return 200;
+    }
     struct tl *t = calloc(1, sizeof *t);
     if (!t)
         return error(out, 500, "out of memory");

@@ -21,6 +21,11 @@
  * column, merged over bucket_px columns until the answer fits). Counts in
  * the buckets add up to exactly the polls the detail would list. Records
  * are read through the block index for the window only (cli_store_scan).
+ * A window of more than CLI_SERVE_SCAN_MAX records is not read at all:
+ * the answer ("mode":"index") is the record density per lane and column
+ * from the index's block rows (count and time range of each block), so
+ * the first view of a 100 M-record store costs one index query; zooming in
+ * reaches windows that are scanned.
  *
  * Times in answers are ns; inside a timeline they are offsets from "from"
  * (they stay exact as JavaScript numbers).
@@ -41,6 +46,7 @@
 
 #define CLI_SERVE_MAX_WIDTH     4096u   /* pixels of a timeline request */
 #define CLI_SERVE_MAX_ITEMS     4000u   /* polls/parks/buckets/points of one answer */
+#define CLI_SERVE_SCAN_MAX      2000000u /* records a timeline reads; past that: the index */
 #define CLI_SERVE_MAX_LANES     64u     /* threads drawn; more are counted, not drawn */
 #define CLI_SERVE_MAX_WAKES     1000u
 #define CLI_SERVE_MAX_EVENTS    500u

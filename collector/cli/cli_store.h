@@ -99,6 +99,16 @@ int cli_store_threads(struct cli_store *s, int64_t process_id, cli_thread_fn fn,
 int cli_store_runtimes(struct cli_store *s, int64_t process_id,
                        int (*fn)(void *arg, uint32_t id, const char *name), void *arg);
 
+/* DATA blocks of a process (processes.id) meeting [from, to], from the
+ * index only (idx_read_block_stats): for overviews of windows too large to
+ * scan. Same contract as cli_store_processes. */
+struct cli_block_stat {
+    uint32_t tid, ring;
+    uint64_t nrec, t_first, t_last;
+};
+int cli_store_block_stats(struct cli_store *s, int64_t process_id, uint64_t from, uint64_t to,
+                          int (*fn)(void *arg, const struct cli_block_stat *b), void *arg);
+
 struct cli_seg_row {
     uint64_t id;
     const char *path;                   /* relative to the store */

@@ -46,7 +46,7 @@
 
 #define CLI_SERVE_MAX_WIDTH     4096u   /* pixels of a timeline request */
 #define CLI_SERVE_MAX_ITEMS     4000u   /* polls/parks/buckets/points of one answer */
-#define CLI_SERVE_SCAN_MAX      2000000u /* records a timeline reads; past that: the index */
+#define CLI_SERVE_SCAN_MAX      1000000u /* records a timeline reads; past that: the index */
 #define CLI_SERVE_MAX_LANES     64u     /* threads drawn; more are counted, not drawn */
 #define CLI_SERVE_MAX_WAKES     1000u
 #define CLI_SERVE_MAX_EVENTS    500u

@@ -14,6 +14,7 @@
 #include <string.h>
 #include "collector/cli/cli.h"
 #include "collector/cli/cli_decode.h"
+#include "collector/cli/cli_flame.h"
 #include "collector/cli/cli_polls.h"
 #include "collector/cli/cli_serve_api.h"
 #include "collector/cli/cli_trace.h"
@@ -78,6 +79,13 @@ int cli_serve_param(struct cli_serve_params *p, const char *key, const char *val
             goto bad;
     } else if (strcmp(key, "value") == 0) {
         if (copy_str(p->value, val) < 0)
+            goto bad;
+    } else if (strcmp(key, "kind") == 0) {
+        if (strcmp(val, "cpu") == 0)
+            p->off_cpu = false;
+        else if (strcmp(val, "off") == 0)
+            p->off_cpu = true;
+        else
             goto bad;
     } else if (strcmp(key, "_") == 0) {
         /* cache buster of the page: ignored */
@@ -977,9 +985,87 @@ done:
     return status;
 }
 
+/* ---- /api/flame ------------------------------------------------------------------ */
+struct folded {
+    char *line;                     /* "stack count" */
+    size_t stack_len;
+    uint64_t count;
+};
+
+static int by_count_desc(const void *a, const void *b)
+{
+    const struct folded *x = a, *y = b;
+    return x->count < y->count ? 1 : x->count > y->count ? -1 : 0;
+}
+
+static int api_flame(struct cli_store *s, const struct cli_serve_params *p, FILE *out)
+{
+    if (!p->has_pid)
+        return error(out, 400, "pid is required");
+    struct pick k = { 0 };
+    if (cli_store_processes(s, p->pid, 0, UINT64_MAX, pick_row, &k) < 0)
+        return error(out, 500, "cannot read the index");
+    if (!k.found)
+        return error(out, 404, "no such pid in the store");
+    uint64_t from = p->has_from ? p->from : k.first;
+    uint64_t to = p->has_to ? p->to : (k.last > k.first ? k.last : k.first + 1);
+    if (from >= to)
+        return error(out, 400, "empty or reversed window (from >= to)");
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return error(out, 500, "out of memory");
+    uint64_t samples = 0;
+    int r = cli_flame_folded(s, p->pid, from, to, p->off_cpu, f, &samples);
+    fclose(f);
+    if (r < 0) {
+        free(buf);
+        return error(out, 500, "cannot read the store");
+    }
+    size_t n = 0, cap = 0;
+    struct folded *v = NULL;
+    for (char *line = buf, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+        nl = strchr(line, '\n');
+        if (nl)
+            *nl = 0;
+        char *sp = strrchr(line, ' ');
+        if (!sp)
+            continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 256;
+            struct folded *nv = realloc(v, cap * sizeof *nv);
+            if (!nv) {
+                free(v);
+                free(buf);
+                return error(out, 500, "out of memory");
+            }
+            v = nv;
+        }
+        v[n++] = (struct folded){ .line = line, .stack_len = (size_t)(sp - line),
+                                  .count = strtoull(sp + 1, NULL, 10) };
+    }
+    if (n)
+        qsort(v, n, sizeof *v, by_count_desc);
+    fprintf(out, "{\"pid\":%" PRIu32 ",\"from\":%" PRIu64 ",\"to\":%" PRIu64 ",\"kind\":\"%s\""
+            ",\"samples\":%" PRIu64 ",\"stacks_total\":%zu,\"stacks\":[", p->pid, from, to,
+            p->off_cpu ? "off" : "cpu", samples, n);
+    for (size_t i = 0; i < n && i < CLI_SERVE_MAX_ITEMS; i++) {
+        fputs(i ? ",\n[" : "\n[", out);
+        cli_json_str(out, v[i].line, v[i].stack_len);
+        fprintf(out, ",%" PRIu64 "]", v[i].count);
+    }
+    fputs("]}\n", out);
+    free(v);
+    free(buf);
+    return 200;
+}
+
 int cli_serve_api(struct cli_store *s, const char *path, const struct cli_serve_params *p,
                   FILE *out)
 {
+    if (strcmp(path, "/api/flame") == 0)
+        return api_flame(s, p, out);
     if (strcmp(path, "/api/processes") == 0)
         return api_processes(s, out);
     if (strcmp(path, "/api/timeline") == 0)

@@ -13,6 +13,8 @@
  *                    sched-delay histogram per lane
  *   /api/events      the custom events of a window, filtered by name and by
  *                    one field's value (the page's event table)
+ *   /api/flame       the CPU (kind=cpu) or off-CPU (kind=off) samples of a
+ *                    window as folded stacks, the heaviest CLI_SERVE_MAX_ITEMS
  *
  * Level of detail: a timeline answer holds at most CLI_SERVE_MAX_ITEMS
  * items whatever the window. While the polls and parks of the window fit,
@@ -61,6 +63,7 @@ struct cli_serve_params {
     uint64_t from, to;
     uint32_t width;                     /* 0 = not given */
     uint32_t limit;                     /* events; 0 = CLI_SERVE_MAX_EVENTS */
+    bool off_cpu;                       /* flame: kind=off */
     char event[CLI_SERVE_STR_MAX];      /* "" = any */
     char field[CLI_SERVE_STR_MAX];      /* with value: only events whose field prints as value */
     char value[CLI_SERVE_STR_MAX];

@@ -74,6 +74,18 @@ print(d['events_total'])
 PY
 ) && [ \"\$c\" -eq \"\$n\" ] || { echo \"api \$c, d9 events \$n\"; exit 1; }"
 
+"$BIN/d9" --store "$STORE" flame --pid "$PID" >"$T/flame.folded" 2>/dev/null
+FS=$(awk '{ s += $NF } END { print s + 0 }' "$T/flame.folded")
+check "/api/flame is 200" is 200 "/api/flame?pid=$PID&kind=cpu"
+check "the flame API has d9 flame's stacks and samples ($FS)" python3 -c "
+import json
+d = json.load(open('$T/body'))
+assert d['samples'] == $FS, (d['samples'], $FS)
+assert sum(n for _, n in d['stacks']) == $FS
+folded = dict((l.rsplit(' ', 1)[0], int(l.rsplit(' ', 1)[1])) for l in open('$T/flame.folded'))
+assert dict(d['stacks']) == folded
+"
+check "flame kind other than cpu/off is 400" is 400 "/api/flame?pid=$PID&kind=gpu"
 check "unknown pid is 404" is 404 "/api/timeline?pid=4000000000&width=100"
 check "reversed window is 400" is 400 "/api/timeline?pid=$PID&width=100&from=20&to=10"
 check "huge width is 400" is 400 "/api/timeline?pid=$PID&width=1000000000"
@@ -127,6 +139,12 @@ assert longs and all(p['dur'] >= 80e6 for p in longs), d['long_polls']
 "
 check "custom events are drawn as markers" python3 -c "
 import json; assert json.load(open('$T/drawn.json'))['events_drawn'] > 0"
+check "the flame graph of the window is drawn with every sample" python3 -c "
+import html, json, re
+m = re.search(r'<pre id=\"flamedrawn\">(.*?)</pre>', open('$T/dom.html').read(), re.S)
+d = json.loads(html.unescape(m.group(1)))
+assert d['samples'] == $FS and d['frames']['all'] == $FS, d
+"
 run_chrome --screenshot="$ABS_BUILD/serve-screenshot.png" "${U}?pid=$PID" >/dev/null
 check "a screenshot is saved under the build directory" test -s "$ABS_BUILD/serve-screenshot.png"
 check "the server is still running after the browser" kill -0 "$SPID"

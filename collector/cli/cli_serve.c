@@ -7,7 +7,7 @@
  * requests one at a time, so the store handle is only ever used by that
  * thread; the main thread waits for SIGINT/SIGTERM. Requests are untrusted:
  * only GET and HEAD, no body, at most SERVE_MAX_ARGS query arguments (each
- * validated by cli_serve_param), bounded connection memory, a connection
+ * validated by cli_serve_api_param), bounded connection memory, a connection
  * limit and a timeout; anything else is a 4xx. Binds to loopback unless
  * told otherwise.
  *
@@ -103,7 +103,7 @@ static enum MHD_Result on_arg(void *cls, enum MHD_ValueKind kind, const char *ke
         a->bad = true;
         return MHD_NO;
     }
-    if (cli_serve_param(&a->p, key, value, a->why, sizeof a->why) < 0) {
+    if (cli_serve_api_param(&a->p, key, value, a->why, sizeof a->why) < 0) {
         a->bad = true;
         return MHD_NO;
     }
@@ -171,7 +171,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return error_reply(c, MHD_HTTP_NOT_FOUND, "not found");
     struct arg_ctx a;
     memset(&a, 0, sizeof a);
-    cli_serve_params_init(&a.p);
+    cli_serve_api_params_init(&a.p);
     MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, on_arg, &a);
     if (a.bad)
         return error_reply(c, MHD_HTTP_BAD_REQUEST, a.why);

@@ -23,7 +23,7 @@
 #define WAKE_SLOTS 4096u            /* pending wakes, direct-mapped by wakee task */
 #define MAX_LOCS   1024u            /* distinct locations named; more share "other" */
 
-void cli_serve_params_init(struct cli_serve_params *p)
+void cli_serve_api_params_init(struct cli_serve_params *p)
 {
     memset(p, 0, sizeof *p);
 }
@@ -42,7 +42,7 @@ static int copy_str(char *dst, const char *v)
     return 0;
 }
 
-int cli_serve_param(struct cli_serve_params *p, const char *key, const char *val, char *why,
+int cli_serve_api_param(struct cli_serve_params *p, const char *key, const char *val, char *why,
                     size_t whycap)
 {
     uint64_t u;

@@ -69,10 +69,10 @@ struct cli_serve_params {
     char value[CLI_SERVE_STR_MAX];
 };
 
-void cli_serve_params_init(struct cli_serve_params *p);
+void cli_serve_api_params_init(struct cli_serve_params *p);
 
 /* One query argument. 0, or -EINVAL with the reason in why (a 400). */
-int cli_serve_param(struct cli_serve_params *p, const char *key, const char *val, char *why,
+int cli_serve_api_param(struct cli_serve_params *p, const char *key, const char *val, char *why,
                     size_t whycap);
 
 /* Answer GET path: writes the JSON body to out and returns the HTTP status

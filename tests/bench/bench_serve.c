@@ -159,7 +159,7 @@ int main(int argc, char **argv)
     if (cli_store_open(&s, argv[1], why, sizeof why) < 0)
         die(why, -1);
     struct cli_serve_params p;
-    cli_serve_params_init(&p);
+    cli_serve_api_params_init(&p);
     size_t bytes, b2;
     char mode[16];
     double tp = timed(s, "/api/processes", &p, &bytes, NULL, 0);

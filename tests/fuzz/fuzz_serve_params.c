@@ -1,5 +1,5 @@
 /*
- * fuzz_serve_params.c — d9 serve's query arguments (cli_serve_param): any
+ * fuzz_serve_params.c — d9 serve's query arguments (cli_serve_api_param): any
  * bytes, split like a query string into key=value pairs, must be accepted
  * or refused with a reason, never read out of bounds, and leave the
  * parameters within their documented ranges.
@@ -19,14 +19,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(q, data, size);
     q[size] = 0;
     struct cli_serve_params p;
-    cli_serve_params_init(&p);
+    cli_serve_api_params_init(&p);
     char why[96];
     char *save = NULL;
     for (char *kv = strtok_r(q, "&", &save); kv; kv = strtok_r(NULL, "&", &save)) {
         char *eq = strchr(kv, '=');
         if (eq)
             *eq = 0;
-        if (cli_serve_param(&p, kv, eq ? eq + 1 : NULL, why, sizeof why) < 0 && !why[0])
+        if (cli_serve_api_param(&p, kv, eq ? eq + 1 : NULL, why, sizeof why) < 0 && !why[0])
             abort();                /* a refusal always says why */
         why[0] = 0;
     }

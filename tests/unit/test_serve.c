@@ -169,7 +169,7 @@ static int teardown(void **state)
 static int run(struct fixture *fx, const char *path, const char *args, char **out)
 {
     struct cli_serve_params p;
-    cli_serve_params_init(&p);
+    cli_serve_api_params_init(&p);
     char why[96], buf[512];
     snprintf(buf, sizeof buf, "%s", args);
     for (char *save = NULL, *kv = strtok_r(buf, "&", &save); kv; kv = strtok_r(NULL, "&", &save)) {
@@ -177,7 +177,7 @@ static int run(struct fixture *fx, const char *path, const char *args, char **ou
         if (!eq)
             return 400;
         *eq = 0;
-        if (cli_serve_param(&p, kv, eq + 1, why, sizeof why) < 0)
+        if (cli_serve_api_param(&p, kv, eq + 1, why, sizeof why) < 0)
             return 400;
     }
     size_t len;

@@ -43,6 +43,7 @@ LDLIBS_AGENT := -lzmq -lprotobuf-c -pthread
 LDLIBS_COL   := -lzmq -lprotobuf-c -lsqlite3 -lm -pthread
 # traced programs (demo, integration workloads): complete stacks for d9 flame
 FRAME_POINTERS := -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer
+LDLIBS_CLI   := $(LDLIBS_COL) -lmicrohttpd
 SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 SHM_SRC   := $(wildcard shm/*.c)
@@ -54,7 +55,7 @@ CLI_SRC   := $(filter-out collector/cli/main.c,$(wildcard collector/cli/*.c))
 COL_SRC   := $(STORE_SRC) $(CTL_SRC) $(DAEMON_SRC) $(CLI_SRC)
 DEMO_SRC  := $(wildcard agent/demo/*.c)
 PROTO_C   := $(BUILD)/gen/proto/d9.pb-c.c
-PROTO_H   := $(BUILD)/gen/proto/d9.pb-c.h
+PROTO_H   := $(BUILD)/gen/proto/d9.pb-c.h $(BUILD)/gen/proto/perfetto_trace.pb-c.h
 UNIT_SRC  := $(wildcard tests/unit/test_*.c)
 PROG_SRC  := $(wildcard tests/integration/prog_*.c)
 CXX_PROG_SRC := $(wildcard tests/integration/prog_*.cpp)
@@ -72,6 +73,10 @@ CTL_OBJ   := $(call obj,$(CTL_SRC))
 DAEMON_OBJ := $(call obj,$(DAEMON_SRC))
 CLI_OBJ   := $(call obj,$(CLI_SRC))
 PROTO_OBJ := $(BUILD)/obj/proto/d9.pb-c.o
+# proto/*.proto other than d9.proto: used by the CLI only (d9 export formats)
+CLI_PROTO_OBJ := $(patsubst proto/%.proto,$(BUILD)/obj/proto/%.pb-c.o,$(filter-out proto/d9.proto,$(wildcard proto/*.proto)))
+# the page d9 serve sends, as a C string literal
+SERVE_PAGE_H := $(BUILD)/gen/collector/cli/cli_serve_page.h
 
 AGENT_SO  := $(BUILD)/lib/libd9agent.so
 AGENT_A   := $(BUILD)/lib/libd9agent.a
@@ -90,9 +95,13 @@ deps:
 	@sh .ci/install-deps
 
 # ---- generated protobuf-c code ------------------------------------------
-$(PROTO_C) $(PROTO_H): proto/d9.proto
+$(BUILD)/gen/proto/%.pb-c.c $(BUILD)/gen/proto/%.pb-c.h: proto/%.proto
 	@mkdir -p $(BUILD)/gen
-	protoc-c --c_out=$(BUILD)/gen proto/d9.proto
+	protoc-c --c_out=$(BUILD)/gen $<
+$(SERVE_PAGE_H): collector/cli/cli_serve_page.html
+	@mkdir -p $(dir $@)
+	sed 's/\\/\\\\/g; s/"/\\"/g; s/^/"/; s/$$/\\n"/' $< > $@.tmp && mv $@.tmp $@
+$(BUILD)/obj/collector/cli/cli_serve.o $(BUILD)/san/collector/cli/cli_serve.o: $(SERVE_PAGE_H)
 
 # ---- objects --------------------------------------------------------------
 # libd9agent exports the API of agent/d9.h (marked D9_API) and nothing else:
@@ -104,13 +113,13 @@ $(AGENT_OBJ) $(SHM_OBJ) $(PROTO_OBJ): Makefile
 $(BUILD)/obj/%.o: %.c $(PROTO_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
-$(BUILD)/obj/proto/d9.pb-c.o: $(PROTO_C)
+$(BUILD)/obj/proto/%.pb-c.o: $(BUILD)/gen/proto/%.pb-c.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CSTD) $(OPT) -fPIC $(VIS_HIDDEN) -w -c $< -o $@
 $(BUILD)/san/%.o: %.c $(PROTO_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -MMD -MP -c $< -o $@
-$(BUILD)/san/proto/d9.pb-c.o: $(PROTO_C)
+$(BUILD)/san/proto/%.pb-c.o: $(BUILD)/gen/proto/%.pb-c.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CSTD) $(OPT) -fPIC -w $(SAN) -c $< -o $@
 
@@ -122,7 +131,7 @@ $(AGENT_SO): $(AGENT_OBJ) $(SHM_OBJ) $(PROTO_OBJ)
 $(AGENT_A): $(AGENT_OBJ) $(SHM_OBJ) $(PROTO_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
-$(COL_A): $(COL_OBJ) $(SHM_OBJ) $(PROTO_OBJ)
+$(COL_A): $(COL_OBJ) $(SHM_OBJ) $(PROTO_OBJ) $(CLI_PROTO_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 $(STORE_A): $(STORE_OBJ) $(SHM_OBJ) $(PROTO_OBJ)
@@ -131,9 +140,9 @@ $(STORE_A): $(STORE_OBJ) $(SHM_OBJ) $(PROTO_OBJ)
 $(BUILD)/bin/d9collectd: $(BUILD)/obj/collector/daemon/d9collectd.o $(DAEMON_OBJ) $(CTL_OBJ) $(STORE_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_COL)
-$(BUILD)/bin/d9: $(BUILD)/obj/collector/cli/main.o $(CLI_OBJ) $(CTL_OBJ) $(STORE_A)
+$(BUILD)/bin/d9: $(BUILD)/obj/collector/cli/main.o $(CLI_OBJ) $(CTL_OBJ) $(CLI_PROTO_OBJ) $(STORE_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_COL)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_CLI)
 $(call obj,$(DEMO_SRC)): CFLAGS += $(FRAME_POINTERS)
 $(BUILD)/bin/d9demo: $(call obj,$(DEMO_SRC)) $(AGENT_A)
 	@mkdir -p $(dir $@)
@@ -153,13 +162,13 @@ $(BUILD)/tests/integration/prog_%_clangxx: tests/integration/prog_%.cpp agent/d9
 	clang++ $(CXX_PROG_FLAGS) -o $@ $< $(CXX_PROG_LINK)
 $(BUILD)/tests/integration/tool_%: tests/integration/tool_%.c $(COL_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $^ $(LDLIBS_COL)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $^ $(LDLIBS_CLI)
 
 # Unit tests: every module, sanitized, plus cmocka.
-SAN_LIB_OBJ := $(call san,$(SHM_SRC) $(AGENT_SRC) $(COL_SRC)) $(BUILD)/san/proto/d9.pb-c.o
+SAN_LIB_OBJ := $(call san,$(SHM_SRC) $(AGENT_SRC) $(COL_SRC)) $(BUILD)/san/proto/d9.pb-c.o $(CLI_PROTO_OBJ:$(BUILD)/obj/%=$(BUILD)/san/%)
 $(BUILD)/tests/unit/%: tests/unit/%.c $(SAN_LIB_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -o $@ $^ -lcmocka $(LDLIBS_COL)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -o $@ $^ -lcmocka $(LDLIBS_CLI)
 
 # ---- tests ----------------------------------------------------------------
 unit: $(UNIT_BINS)

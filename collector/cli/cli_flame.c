@@ -20,7 +20,8 @@
  * not attributed to the next one.
  *
  * Memory: one entry per distinct stack, per distinct address and per thread
- * with open polls; never per sample. Called by main.c.
+ * with open polls; never per sample. Called by main.c, and by d9 serve through
+ * cli_flame_folded (cli_flame.h).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -30,6 +31,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "collector/cli/cli.h"
+#include "collector/cli/cli_flame.h"
 #include "collector/cli/cli_store.h"
 #include "collector/store/sym.h"
 #include "shm/record.h"
@@ -472,7 +474,65 @@ static void flame_free(struct flame *f)
     for (size_t i = 0; i < f->names.cap; i++)
         free(f->names.e[i].name);
     free(f->names.e);
+    cli_store_names_close(f->objs);
     free(f);
+}
+
+/* pass 1: memory maps of the processes, whatever their time; pass 2:
+ * samples (and the task's polls) of [from, to]. 0 or -errno. */
+static int passes(struct cli_store *s, struct flame *f, uint32_t pid, uint64_t from, uint64_t to,
+                  struct cli_scan_stats *st)
+{
+    struct cli_filter mf = { .from = 0, .to = UINT64_MAX, .pid = pid,
+                             .types = 1u << D9_REC_CUSTOM };
+    int r = f->o.addresses ? 0 : cli_store_scan(s, &mf, on_map, f, NULL, "d9 flame");
+    /* a process without maps from the first pass gets the agent's loaded
+     * objects (its metadata) instead */
+    if (!f->o.addresses && !f->objs)
+        cli_store_names_open(s, &f->objs);
+    struct cli_filter sf = { .from = from, .to = to, .pid = pid, .types = 1u << f->want_type };
+    if (f->o.have_task)
+        sf.types |= 1u << D9_REC_POLL_START | 1u << D9_REC_POLL_END;
+    memset(st, 0, sizeof *st);
+    if (r >= 0)
+        r = cli_store_scan(s, &sf, on_record, f, st, "d9 flame");
+    return r < 0 ? r : 0;
+}
+
+/* The stacks as folded lines, sorted. 0 or -ENOMEM. */
+static int print_folded(struct flame *f, FILE *out)
+{
+    struct stack_ent *v = malloc((f->stacks.n ? f->stacks.n : 1) * sizeof *v);
+    if (!v)
+        return -ENOMEM;
+    size_t n = 0;
+    for (size_t i = 0; i < f->stacks.cap; i++)
+        if (f->stacks.e[i].key)
+            v[n++] = f->stacks.e[i];
+    qsort(v, n, sizeof *v, by_key);
+    for (size_t i = 0; i < n; i++)
+        fprintf(out, "%s %" PRIu64 "\n", v[i].key, v[i].total);
+    free(v);
+    return 0;
+}
+
+int cli_flame_folded(struct cli_store *s, uint32_t pid, uint64_t from, uint64_t to, bool off_cpu,
+                     FILE *out, uint64_t *samples)
+{
+    struct flame *f = calloc(1, sizeof *f);
+    if (!f)
+        return -ENOMEM;
+    f->o.off_cpu = off_cpu;
+    f->o.weight = off_cpu ? 1 : 0;
+    f->want_type = off_cpu ? D9_REC_SCHED_SWITCH : D9_REC_CPU_SAMPLE;
+    struct cli_scan_stats st;
+    int r = passes(s, f, pid, from, to, &st);
+    if (r >= 0)
+        r = print_folded(f, out);
+    if (samples)
+        *samples = f->kept;
+    flame_free(f);
+    return r;
 }
 
 CLI_DECLARE_CMD(flame)
@@ -520,24 +580,11 @@ CLI_DECLARE_CMD(flame)
         return rc;
     }
 
-    /* pass 1: memory maps of the processes, whatever their time */
-    struct cli_filter mf = { .from = 0, .to = UINT64_MAX, .pid = a.pid,
-                             .types = 1u << D9_REC_CUSTOM };
-    int r = f->o.addresses ? 0 : cli_store_scan(s, &mf, on_map, f, NULL, "d9 flame");
-
-    /* pass 2: samples (and the task's polls) of the window; a process
-     * without maps from pass 1 gets the agent's loaded objects instead */
-    if (!f->o.addresses)
-        cli_store_names_open(s, &f->objs);
-    struct cli_filter sf = { .pid = a.pid, .types = 1u << f->want_type };
-    if (f->o.have_task)
-        sf.types |= 1u << D9_REC_POLL_START | 1u << D9_REC_POLL_END;
     f->tid = a.tid;             /* by the sample's tid, not the block's: see on_record */
+    struct cli_filter sf = { .pid = a.pid };
     cli_store_window_resolve(s, &a.win, a.pid, &sf.from, &sf.to);
     struct cli_scan_stats st;
-    memset(&st, 0, sizeof st);
-    if (r >= 0)
-        r = cli_store_scan(s, &sf, on_record, f, &st, "d9 flame");
+    int r = passes(s, f, a.pid, sf.from, sf.to, &st);
     if (r < 0) {
         rc = cli_fail(env, "%s: scan failed (error %d)", env->store, r);
     } else if (f->stacks.n == 0) {
@@ -549,18 +596,9 @@ CLI_DECLARE_CMD(flame)
                 f->o.off_cpu && st.blocks ? " (off-CPU samples need d9collectd --switch-period N)"
                                           : "");
     } else {
-        struct stack_ent *v = malloc(f->stacks.n * sizeof *v);
-        if (!v) {
+        if (print_folded(f, out) < 0) {
             rc = cli_fail(env, "out of memory");
         } else {
-            size_t n = 0;
-            for (size_t i = 0; i < f->stacks.cap; i++)
-                if (f->stacks.e[i].key)
-                    v[n++] = f->stacks.e[i];
-            qsort(v, n, sizeof *v, by_key);
-            for (size_t i = 0; i < n; i++)
-                fprintf(out, "%s %" PRIu64 "\n", v[i].key, v[i].total);
-            free(v);
             if (fflush(out) != 0)
                 rc = cli_fail(env, "%s: write error", out == stdout ? "standard output" : a.output);
             fprintf(stderr, "d9 flame: %" PRIu64 " samples, %" PRIu64 " kept, %zu stacks, "
@@ -573,8 +611,7 @@ CLI_DECLARE_CMD(flame)
         cli_warn_lost(s, env, a.pid, sf.from, sf.to, st.lost);
     if (out != stdout && fclose(out) != 0 && rc == CLI_EXIT_OK)
         rc = cli_fail(env, "-o %s: write error", a.output);
-    cli_store_names_close(f->objs);
+    flame_free(f);              /* before the store: objs reads through it */
     cli_store_close(s);
-    flame_free(f);
     return rc;
 }

@@ -265,6 +265,51 @@ int cli_store_processes(struct cli_store *s, uint32_t pid, uint64_t from, uint64
     return idx_read_processes_window(s->x, pid, from, to, proc_row, &l);
 }
 
+struct thread_listing {
+    cli_thread_fn fn;
+    void *arg;
+};
+
+static int thread_row(void *arg, const struct idx_read_thread *r)
+{
+    const struct thread_listing *l = arg;
+    struct cli_thread_row c = { .tid = r->tid, .ring = r->ring, .generation = r->generation,
+                                .name = r->name, .first_ns = r->first_ns, .last_ns = r->last_ns };
+    return l->fn(l->arg, &c);
+}
+
+int cli_store_threads(struct cli_store *s, int64_t process_id, cli_thread_fn fn, void *arg)
+{
+    struct thread_listing l = { .fn = fn, .arg = arg };
+    return idx_read_threads(s->x, process_id, thread_row, &l);
+}
+
+struct bstat_listing {
+    int (*fn)(void *arg, const struct cli_block_stat *b);
+    void *arg;
+};
+
+static int bstat_row(void *arg, const struct idx_read_block_stat *r)
+{
+    const struct bstat_listing *l = arg;
+    struct cli_block_stat b = { .tid = r->tid, .ring = r->ring, .nrec = r->nrec,
+                                .t_first = r->t_first, .t_last = r->t_last };
+    return l->fn(l->arg, &b);
+}
+
+int cli_store_block_stats(struct cli_store *s, int64_t process_id, uint64_t from, uint64_t to,
+                          int (*fn)(void *arg, const struct cli_block_stat *b), void *arg)
+{
+    struct bstat_listing l = { .fn = fn, .arg = arg };
+    return idx_read_block_stats(s->x, process_id, from, to, bstat_row, &l);
+}
+
+int cli_store_runtimes(struct cli_store *s, int64_t process_id,
+                       int (*fn)(void *arg, uint32_t id, const char *name), void *arg)
+{
+    return idx_read_runtimes(s->x, process_id, fn, arg);
+}
+
 static int seg_row(void *arg, const struct idx_read_segment *r)
 {
     const struct listing *l = arg;

@@ -101,6 +101,30 @@ typedef int (*cli_proc_fn)(void *arg, const struct cli_proc_row *r);
 int cli_store_processes(struct cli_store *s, uint32_t pid, uint64_t from, uint64_t to,
                         cli_proc_fn fn, void *arg);
 
+struct cli_thread_row {
+    uint32_t tid, ring, generation;
+    const char *name;                   /* never NULL ("" when unknown) */
+    uint64_t first_ns, last_ns;
+};
+typedef int (*cli_thread_fn)(void *arg, const struct cli_thread_row *r);
+/* Threads (ring generations) of a process (processes.id), by tid. Same
+ * contract as cli_store_processes. */
+int cli_store_threads(struct cli_store *s, int64_t process_id, cli_thread_fn fn, void *arg);
+
+/* Runtimes (id, name) of a process (processes.id), by id. Same contract. */
+int cli_store_runtimes(struct cli_store *s, int64_t process_id,
+                       int (*fn)(void *arg, uint32_t id, const char *name), void *arg);
+
+/* DATA blocks of a process (processes.id) meeting [from, to], from the
+ * index only (idx_read_block_stats): for overviews of windows too large to
+ * scan. Same contract as cli_store_processes. */
+struct cli_block_stat {
+    uint32_t tid, ring;
+    uint64_t nrec, t_first, t_last;
+};
+int cli_store_block_stats(struct cli_store *s, int64_t process_id, uint64_t from, uint64_t to,
+                          int (*fn)(void *arg, const struct cli_block_stat *b), void *arg);
+
 struct cli_seg_row {
     uint64_t id;
     const char *path;                   /* relative to the store */

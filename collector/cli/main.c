@@ -26,8 +26,9 @@
     X(events, "events", "decoded records, filtered by pid/tid/type/time")                \
     X(top_polls, "top-polls", "longest task polls, with the location of each poll")     \
     X(sched, "sched", "scheduling delay and CPU time per worker")                        \
-    X(export, "export", "Chrome trace-event JSON (chrome://tracing, Perfetto UI)")     \
+    X(export, "export", "trace file: Chrome JSON or Perfetto protobuf (--format)")    \
     X(flame, "flame", "CPU / off-CPU profile as folded stacks (flame graphs)")         \
+    X(serve, "serve", "web UI and JSON API over the store (timeline, top polls, events)") \
     X(fsck, "fsck", "check that index and segment files agree; --repair fixes them")
 
 #define D9_DECLARE(fn, name, summary) CLI_DECLARE_CMD(fn);

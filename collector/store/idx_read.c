@@ -366,6 +366,87 @@ int idx_read_block_offsets(struct idx *x, uint64_t segment_id, uint16_t kind,
     return ret < 0 ? ret : n;
 }
 
+int idx_read_block_stats(struct idx *x, int64_t process_id, uint64_t from, uint64_t to,
+                         int (*fn)(void *arg, const struct idx_read_block_stat *b), void *arg)
+{
+    sqlite3_stmt *st;
+    if (!x || !fn)
+        return -EINVAL;
+    int e = prep(x,
+        "SELECT b.tid, b.ring, b.nrec, b.t_first, b.t_last "
+        "FROM blocks b JOIN segments s ON s.id = b.segment_id "
+        "WHERE s.process_id = ?1 AND b.kind = ?2 AND b.t_last >= ?3 AND b.t_first <= ?4 "
+        "  AND s.t_max >= ?3 AND s.t_min <= ?4", &st);
+    if (e < 0)
+        return e;
+    sqlite3_bind_int64(st, 1, process_id);
+    sqlite3_bind_int64(st, 2, SEG_BLK_DATA);
+    sqlite3_bind_int64(st, 3, clamp_i64(from));
+    sqlite3_bind_int64(st, 4, clamp_i64(to));
+    int n = 0, ret = 0;
+    while (ret == 0 && sqlite3_step(st) == SQLITE_ROW) {
+        struct idx_read_block_stat b = {
+            .tid = (uint32_t)sqlite3_column_int64(st, 0),
+            .ring = (uint32_t)sqlite3_column_int64(st, 1),
+            .nrec = (uint64_t)sqlite3_column_int64(st, 2),
+            .t_first = (uint64_t)sqlite3_column_int64(st, 3),
+            .t_last = (uint64_t)sqlite3_column_int64(st, 4),
+        };
+        n++;
+        ret = fn(arg, &b);
+    }
+    sqlite3_finalize(st);
+    return ret < 0 ? ret : n;
+}
+
+int idx_read_threads(struct idx *x, int64_t process_id,
+                     int (*fn)(void *arg, const struct idx_read_thread *r), void *arg)
+{
+    sqlite3_stmt *st;
+    if (!x || !fn)
+        return -EINVAL;
+    int e = prep(x, "SELECT tid, ring, generation, name, first_ns, last_ns FROM threads "
+                 "WHERE process_id = ?1 ORDER BY tid, first_ns", &st);
+    if (e < 0)
+        return e;
+    sqlite3_bind_int64(st, 1, process_id);
+    int n = 0, ret = 0;
+    while (ret == 0 && sqlite3_step(st) == SQLITE_ROW) {
+        struct idx_read_thread r = {
+            .tid = (uint32_t)sqlite3_column_int64(st, 0),
+            .ring = (uint32_t)sqlite3_column_int64(st, 1),
+            .generation = (uint32_t)sqlite3_column_int64(st, 2),
+            .name = col_text(st, 3),
+            .first_ns = (uint64_t)sqlite3_column_int64(st, 4),
+            .last_ns = (uint64_t)sqlite3_column_int64(st, 5),
+        };
+        n++;
+        ret = fn(arg, &r);
+    }
+    sqlite3_finalize(st);
+    return ret < 0 ? ret : n;
+}
+
+int idx_read_runtimes(struct idx *x, int64_t process_id,
+                      int (*fn)(void *arg, uint32_t id, const char *name), void *arg)
+{
+    sqlite3_stmt *st;
+    if (!x || !fn)
+        return -EINVAL;
+    int e = prep(x, "SELECT runtime_id, name FROM runtimes WHERE process_id = ?1 "
+                 "ORDER BY runtime_id", &st);
+    if (e < 0)
+        return e;
+    sqlite3_bind_int64(st, 1, process_id);
+    int n = 0, ret = 0;
+    while (ret == 0 && sqlite3_step(st) == SQLITE_ROW) {
+        n++;
+        ret = fn(arg, (uint32_t)sqlite3_column_int64(st, 0), col_text(st, 1));
+    }
+    sqlite3_finalize(st);
+    return ret < 0 ? ret : n;
+}
+
 int idx_read_process_segments(struct idx *x, int64_t process_id,
                          int (*fn)(void *arg, const char *path), void *arg)
 {

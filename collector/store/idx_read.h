@@ -107,6 +107,16 @@ int idx_read_blocks_window_open(struct idx *x, const struct idx_read_window *w,
 int idx_read_blocks_window_next(struct idx_read_cursor *c, struct idx_read_block *b);
 void idx_read_blocks_window_close(struct idx_read_cursor *c);
 
+/* What the index knows of the DATA blocks of one process (processes.id)
+ * that meet [from, to]: thread, ring, record count, time range; no file is
+ * read. In no particular order; fn as in idx_read_processes_window. */
+struct idx_read_block_stat {
+    uint32_t tid, ring;
+    uint64_t nrec, t_first, t_last;
+};
+int idx_read_block_stats(struct idx *x, int64_t process_id, uint64_t from, uint64_t to,
+                         int (*fn)(void *arg, const struct idx_read_block_stat *b), void *arg);
+
 /* Offsets of the blocks of one kind of a segment, in file order; fn as in
  * idx_read_processes_window. Returns the number of rows delivered, or -errno. */
 int idx_read_block_offsets(struct idx *x, uint64_t segment_id, uint16_t kind,
@@ -115,6 +125,21 @@ int idx_read_block_offsets(struct idx *x, uint64_t segment_id, uint16_t kind,
 /* Paths of a process's segments, newest first; fn as in idx_read_processes_window. */
 int idx_read_process_segments(struct idx *x, int64_t process_id,
                          int (*fn)(void *arg, const char *path), void *arg);
+
+/* A threads row: one ring generation of a process (a thread). */
+struct idx_read_thread {
+    uint32_t tid, ring, generation;
+    const char *name;                   /* never NULL ("" when unknown) */
+    uint64_t first_ns, last_ns;
+};
+/* Threads of process_id by tid, then first_ns; fn as in
+ * idx_read_processes_window. Returns the number of rows delivered, or -errno. */
+int idx_read_threads(struct idx *x, int64_t process_id,
+                     int (*fn)(void *arg, const struct idx_read_thread *r), void *arg);
+
+/* Runtimes of process_id by id: fn(arg, runtime_id, name); same contract. */
+int idx_read_runtimes(struct idx *x, int64_t process_id,
+                      int (*fn)(void *arg, uint32_t id, const char *name), void *arg);
 
 /* threads.name of (process, ring, generation) / processes.comm into buf
  * ("" when unknown); 0, -ENOENT (no row), -EIO. */

@@ -703,3 +703,10 @@ report_irq() {
 cat "$T/table"
 mkdir -p "$B" && cp "$T/table" "$B/results.txt" && cp "$R" "$B/results.raw"
 say "table saved to $B/results.txt (raw numbers: $B/results.raw)"
+
+# ---- d9 serve on a large store (its own lines, not in the table above) -------------
+SERVE_RECS=50000000
+[ "$QUICK" = 1 ] && SERVE_RECS=5000000
+say "[serve] a $SERVE_RECS-record store built on disk, then d9 serve's first paint and zooms"
+"$B/bench_serve" "$T/serve-store" "$SERVE_RECS" | tee "$B/serve.txt"
+rm -rf "$T/serve-store"

@@ -18,7 +18,7 @@ CC_FUZZ=${CC_FUZZ:-clang}
 OUT=$BUILD/fuzz
 SAN="-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined"
 CFLAGS_FUZZ="-std=c11 -D_GNU_SOURCE -g -O1 -I. -I$BUILD/gen -pthread -fno-strict-aliasing"
-LIBS="-lsqlite3 -lzmq -lprotobuf-c -lm -pthread"
+LIBS="-lsqlite3 -lzmq -lprotobuf-c -lmicrohttpd -lm -pthread"
 passed=0
 failed=0
 
@@ -31,17 +31,26 @@ if ! command -v "$CC_FUZZ" >/dev/null 2>&1; then
     exit 1
 fi
 
-# Generated protobuf code, if the build has not made it yet.
-PROTO_C=$BUILD/gen/proto/d9.pb-c.c
-if [ ! -f "$PROTO_C" ] || [ proto/d9.proto -nt "$PROTO_C" ]; then
-    mkdir -p "$BUILD/gen"
-    protoc-c --c_out="$BUILD/gen" proto/d9.proto || { echo "fuzz: protoc-c failed"; echo "fuzz: 0 passed, 1 failed"; exit 1; }
+# Generated code (protobuf-c, d9 serve's page), if the build has not made it yet.
+PROTO_C=""
+for proto in proto/*.proto; do
+    c=$BUILD/gen/proto/$(basename "$proto" .proto).pb-c.c
+    if [ ! -f "$c" ] || [ "$proto" -nt "$c" ]; then
+        mkdir -p "$BUILD/gen"
+        protoc-c --c_out="$BUILD/gen" "$proto" || { echo "fuzz: protoc-c failed"; echo "fuzz: 0 passed, 1 failed"; exit 1; }
+    fi
+    PROTO_C="$PROTO_C $c"
+done
+PAGE_H=$BUILD/gen/collector/cli/cli_serve_page.h
+if [ ! -f "$PAGE_H" ] || [ collector/cli/cli_serve_page.html -nt "$PAGE_H" ]; then
+    mkdir -p "$(dirname "$PAGE_H")"
+    sed 's/\\/\\\\/g; s/"/\\"/g; s/^/"/; s/$/\\n"/' collector/cli/cli_serve_page.html >"$PAGE_H"
 fi
 
 # Library objects, compiled once (instrumented, no libFuzzer main).
 objs=""
 lib_ok=1
-for src in shm/*.c collector/*/*.c "$PROTO_C"; do
+for src in shm/*.c collector/*/*.c $PROTO_C; do
     case "$src" in
         collector/daemon/d9collectd.c|collector/cli/main.c) continue ;;
     esac

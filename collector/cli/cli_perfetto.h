@@ -1,0 +1,68 @@
+/*
+ * cli_perfetto.h — records to Perfetto's native protobuf trace
+ * (proto/perfetto_trace.proto, the upstream field numbers), the format
+ * ui.perfetto.dev and trace_processor read natively:
+ *
+ *   tracks          a TrackDescriptor per process (pid, comm), per thread
+ *                   (pid, tid, name) and per queue-depth counter
+ *                   ("queue <runtime> w<N>" / "... global", child of the process)
+ *   polls           TrackEvent SLICE_BEGIN at poll_start (named after the
+ *                   polled function, annotation task) and SLICE_END at the
+ *                   paired poll_end, on the thread's track
+ *   parked workers  slices named "parked"
+ *   wakes           an instant "wake" on the waker's thread that starts a
+ *                   flow; the wakee's next poll_start terminates it, so the
+ *                   UI draws an arrow waker -> wakee's next poll
+ *   spawn/terminate instants with the task id
+ *   custom events   instants named after the schema, fields as debug
+ *                   annotations (the collector's own "d9.*" events are not
+ *                   exported; "d9.map" feeds the symbolizer)
+ *   queue depth     COUNTER events on the counter track
+ *   CPU samples     PerfSample packets with interned callstacks and frames
+ *                   (function names symbolized as d9 flame does)
+ *   off-CPU samples instants "off_cpu" with the time off CPU (off_cpu_ns)
+ *
+ * Size: one packet sequence with interned event names, annotation names,
+ * function names, frames and callstacks, and timestamps as deltas on an
+ * incremental sequence-scoped clock (id 64) declared in a ClockSnapshot
+ * against CLOCK_MONOTONIC (the primary trace clock). A packet whose time
+ * would go backwards carries an absolute MONOTONIC timestamp instead.
+ *
+ * Called by cli_export.c (`d9 export --format perfetto`) from a scan
+ * callback, in scan (time) order. Streams: each TracePacket is packed and
+ * written as one `Trace.packet` field; memory is the interning tables, the
+ * tracks and the polls open at the same time, never per record.
+ */
+#ifndef D9_COL_CLI_PERFETTO_H
+#define D9_COL_CLI_PERFETTO_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include "collector/cli/cli_store.h"
+
+#define CLI_PERFETTO_SEQ        1u      /* trusted_packet_sequence_id of every packet */
+#define CLI_PERFETTO_CLOCK_INC  64u     /* the incremental clock (sequence-scoped) */
+#define CLI_PERFETTO_CLOCK_MONO 3u      /* BuiltinClock MONOTONIC */
+
+struct cli_perfetto;
+
+struct cli_perfetto_stats {
+    uint64_t packets;
+    uint64_t polls, parks, instants, counters, samples, flows;
+    uint64_t unfinished;            /* slices still open at the end, ended at t_end */
+    uint64_t skipped;               /* records with no trace form */
+    uint64_t bytes;                 /* written */
+};
+
+/* Start the trace on f. 0 or -ENOMEM. */
+int cli_perfetto_begin(struct cli_perfetto **out, FILE *f);
+
+/* One record, in scan order. 0 or -ENOMEM. */
+int cli_perfetto_record(struct cli_perfetto *x, const struct cli_rec_src *src,
+                        const struct d9_rec_hdr *rec, size_t len);
+
+/* End the slices still open at t_end, flush and free x. Fills *st when not
+ * NULL. 0, or -EIO on a write error, -ENOMEM. */
+int cli_perfetto_finish(struct cli_perfetto *x, uint64_t t_end, struct cli_perfetto_stats *st);
+
+#endif /* D9_COL_CLI_PERFETTO_H */

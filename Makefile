@@ -171,5 +171,5 @@ install: all
 clean:
 	rm -rf $(BUILD)
 
--include $(wildcard tests/*/*.mk)
+-include $(wildcard tests/*/*.mk) agent/uv/uv.mk
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -105,6 +105,15 @@ d9_runtime d9_runtime_default(void);
  * use D9_LOC(), which calls it once per call site. */
 d9_loc d9_loc_register(const char *file, int line, const char *func);
 
+/* Register a location whose identity is a code address (a callback's entry
+ * point, for instrumentation that knows functions by address only). Nothing
+ * is resolved in the process: the address is published as a code location
+ * (D9_LOC_CODE_FILE in shm/d9_abi.h) and d9 names it "function
+ * (library+offset)" out of process from the collector's map snapshots.
+ * Idempotent per address; takes a lock: call it once per address and cache
+ * the id. 0 when tracing is off or addr is NULL. */
+d9_loc d9_loc_register_code(const void *addr);
+
 /* The location of the calling line, registered on first use and cached. */
 #define D9_LOC() (__extension__({                                            \
         static d9_loc d9__loc_id_;                                          \

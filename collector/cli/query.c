@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "collector/store/index.h"
+#include "collector/cli/codeloc.h"
 #include "collector/cli/query.h"
 #include "collector/store/segment.h"
 #include "shm/record.h"
@@ -778,6 +779,9 @@ out:
 struct names_proc {
     int64_t process_id;
     struct seg_reader *r;           /* NULL when no segment could be opened */
+    char *path;                     /* r's file */
+    struct cli_codeloc *code;       /* its map records, loaded at the first code location */
+    int code_tried;
 };
 
 struct cli_names {
@@ -800,9 +804,12 @@ void cli_names_close(struct cli_names *n)
 {
     if (!n)
         return;
-    for (size_t i = 0; i < n->n; i++)
+    for (size_t i = 0; i < n->n; i++) {
         if (n->p[i].r)
             seg_reader_close(n->p[i].r);
+        free(n->p[i].path);
+        cli_codeloc_free(n->p[i].code);
+    }
     free(n->p);
     free(n);
 }
@@ -823,6 +830,9 @@ static struct seg_reader *names_reader(struct cli_names *n, int64_t process_id)
     struct names_proc *e = &n->p[n->n++];
     e->process_id = process_id;
     e->r = NULL;
+    e->path = NULL;
+    e->code = NULL;
+    e->code_tried = 0;
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(n->s->db, "SELECT path FROM segments WHERE process_id = ?1 "
                            "ORDER BY id DESC", -1, &st, NULL) != SQLITE_OK)
@@ -842,6 +852,7 @@ static struct seg_reader *names_reader(struct cli_names *n, int64_t process_id)
             continue;
         }
         e->r = r;
+        e->path = strdup(path);
     }
     sqlite3_finalize(st);
     return e->r;
@@ -852,6 +863,18 @@ const char *cli_names_location(struct cli_names *n, int64_t process_id, uint32_t
 {
     struct seg_reader *r = loc ? names_reader(n, process_id) : NULL;
     const struct shm_meta_entry *e = r ? seg_meta_location(r, loc) : NULL;
+    uint64_t addr;
+    if (e && shm_meta_code_addr(e, &addr)) {
+        struct names_proc *p = NULL;
+        for (size_t i = 0; i < n->n && !p; i++)
+            if (n->p[i].process_id == process_id)
+                p = &n->p[i];
+        if (p && !p->code_tried && p->path) {
+            p->code_tried = 1;
+            p->code = cli_codeloc_open(p->path);
+        }
+        return cli_codeloc_name(p ? p->code : NULL, e, buf, cap);
+    }
     if (!loc)
         snprintf(buf, cap, "?");
     else if (!e || !e->name)

@@ -20,7 +20,7 @@ fi
 cat >"$T/timer.lua" <<LUA
 local n = 0
 local t = vim.loop.new_timer()
-t:start(0, 5, function()
+t:start(0, 20, function()
   n = n + 1
   if n == $TICKS then
     t:stop()

@@ -94,3 +94,56 @@ const char *cli_codeloc_name(struct cli_codeloc *c, const struct shm_meta_entry 
         snprintf(buf, cap, "%s (%s+0x%" PRIx64 ")", fn, lib, off);
     return buf;
 }
+
+struct cli_codeloc_named {
+    uint32_t id;
+    struct shm_meta_entry e;
+    char name[320];
+};
+
+const struct shm_meta_entry *cli_codeloc_cached(struct cli_codeloc_cache *k, const char *path,
+                                                const struct shm_meta_entry *m)
+{
+    uint64_t addr;
+    if (!m || !shm_meta_code_addr(m, &addr))
+        return m;
+    for (size_t i = 0; i < k->n; i++)
+        if (k->v[i]->id == m->id)
+            return &k->v[i]->e;
+    if (!k->tried && path) {
+        k->tried = 1;
+        k->c = cli_codeloc_open(path);
+    }
+    if (k->n == k->cap) {
+        size_t nc = k->cap ? k->cap * 2 : 16;
+        struct cli_codeloc_named **nv = realloc(k->v, nc * sizeof *nv);
+        if (!nv)
+            return m;
+        k->v = nv;
+        k->cap = nc;
+    }
+    struct cli_codeloc_named *x = calloc(1, sizeof *x);
+    if (!x)
+        return m;
+    x->id = m->id;
+    x->e = *m;
+    cli_codeloc_name(k->c, m, x->name, sizeof x->name);
+    x->e.func = x->name;
+    k->v[k->n++] = x;
+    return &x->e;
+}
+
+void cli_codeloc_cache_release(struct cli_codeloc_cache *k)
+{
+    for (size_t i = 0; i < k->n; i++)
+        free(k->v[i]);
+    free(k->v);
+    cli_codeloc_free(k->c);
+    memset(k, 0, sizeof *k);
+}
+
+int cli_codeloc_is(const struct shm_meta_entry *e)
+{
+    return e && e->kind == D9_META_LOCATION && e->line == 0 && e->name && e->func &&
+           strcmp(e->name, D9_LOC_CODE_FILE) == 0;
+}

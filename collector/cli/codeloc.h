@@ -12,7 +12,8 @@
  * segment without map records, a library gone) the location stays
  * "[code] 0xaddress"; without a symbol it is "library+0xoffset".
  *
- * Called by: query.c (cli_names_location). Must never: trust the segment
+ * Called by: query.c (cli_names_location, and the metadata of scans for
+ * d9 events and export). Must never: trust the segment
  * (sym_map_decode validates every record) or fail a query: any error
  * degrades to the raw address.
  */
@@ -33,5 +34,23 @@ void cli_codeloc_free(struct cli_codeloc *c);
  * Otherwise NULL. c may be NULL. */
 const char *cli_codeloc_name(struct cli_codeloc *c, const struct shm_meta_entry *e, char *buf,
                              size_t cap);
+
+/* For readers that hand out metadata entries (d9 events, export): m itself
+ * when it is not a code location, else an entry named once per id, whose
+ * func is the name above (file D9_LOC_CODE_FILE, line 0), kept in cache
+ * until cli_codeloc_cache_release. The map records of the segment at path
+ * are loaded at the first code location. Zero-initialise the cache. */
+struct cli_codeloc_cache {
+    struct cli_codeloc *c;
+    int tried;
+    struct cli_codeloc_named **v;
+    size_t n, cap;
+};
+const struct shm_meta_entry *cli_codeloc_cached(struct cli_codeloc_cache *k, const char *path,
+                                                const struct shm_meta_entry *m);
+void cli_codeloc_cache_release(struct cli_codeloc_cache *k);
+
+/* 1 when e is a code location (named or not): print e->func alone. */
+int cli_codeloc_is(const struct shm_meta_entry *e);
 
 #endif /* D9_COL_CLI_CODELOC_H */

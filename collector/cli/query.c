@@ -408,6 +408,8 @@ struct rd_entry {                   /* an open segment file */
     uint32_t pid;
     char comm[32];
     struct cli_meta_src meta;
+    char *path;                     /* the file, for its map records (code locations) */
+    struct cli_codeloc_cache code;  /* code locations named so far */
 };
 
 struct cursor {                     /* one block being merged */
@@ -435,20 +437,28 @@ struct scan {
     sqlite3_stmt *thread_q;
 };
 
-static const char *meta_rt(const void *ctx, uint32_t id) { return seg_meta_runtime(ctx, id); }
+/* ctx: the struct rd_entry of the segment */
+static const char *meta_rt(const void *ctx, uint32_t id)
+{
+    return seg_meta_runtime(((const struct rd_entry *)ctx)->r, id);
+}
 static const struct shm_meta_entry *meta_loc(const void *ctx, uint32_t id)
 {
-    return seg_meta_location(ctx, id);
+    struct rd_entry *e = (struct rd_entry *)ctx;
+    const struct shm_meta_entry *m = seg_meta_location(e->r, id);
+    return cli_codeloc_cached(&e->code, e->path, m);
 }
 static const struct shm_meta_entry *meta_schema(const void *ctx, uint32_t id)
 {
-    return seg_meta_schema(ctx, id);
+    return seg_meta_schema(((const struct rd_entry *)ctx)->r, id);
 }
 
 static void rd_free(struct rd_entry *e)
 {
     if (e->r)
         seg_reader_close(e->r);
+    cli_codeloc_cache_release(&e->code);
+    free(e->path);
     free(e);
 }
 
@@ -541,7 +551,8 @@ static struct rd_entry *rd_get(struct scan *sc, uint64_t seg_id, const char *rel
         sc->st->missing_segments++;
         return NULL;
     }
-    e->meta = (struct cli_meta_src){ meta_rt, meta_loc, meta_schema, e->r };
+    e->path = strdup(path);
+    e->meta = (struct cli_meta_src){ meta_rt, meta_loc, meta_schema, e };
     return e;
 }
 

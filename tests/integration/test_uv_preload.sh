@@ -38,6 +38,10 @@ for fn in on_tick on_read on_alloc on_connection on_connect on_write on_shutdown
     check "$fn is in top-polls by name" has_polls_at "$PID" "$fn (uvprog_mix+0x"
 done
 check "the re-armed timer: one poll per tick" has_polls_at "$PID" "on_tick (" 10
+check "d9 events names the callbacks too" sh -c \
+    "$D9 events --pid $PID --type poll_start | grep -q 'on_tick (uvprog_mix+0x'"
+check "the export's poll slices are named by the callbacks" sh -c \
+    "$D9 export --pid $PID -o '$T/trace.json' && grep -q '\"name\":\"on_read (uvprog_mix+0x' '$T/trace.json'"
 check "the main loop and the $((3)) side loops are workers" has_workers "$PID" 4
 check "no record was lost" no_lost "$PID"
 

@@ -207,7 +207,7 @@ _Static_assert(UVWRAP_SLOTS == 64, "UVWRAP_REP64 makes 64 trampolines per kind")
     static const uvwrap_fn_##K uvwrap_tramps_##K[UVWRAP_SLOTS] = {                           \
         UVWRAP_REP64(UVWRAP_TRAMPOLINE_ADDR, K, P, A, MODE)                                  \
     };                                                                                       \
-    static inline uvwrap_fn_##K uvwrap_pick_##K(uvwrap_fn_##K fn)                            \
+    static inline __attribute__((unused)) uvwrap_fn_##K uvwrap_pick_##K(uvwrap_fn_##K fn)    \
     {                                                                                        \
         int k = slot_of(uvwrap_slots_##K, (uintptr_t)fn);                                    \
         return k < 0 ? fn : uvwrap_tramps_##K[k];                                            \

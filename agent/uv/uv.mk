@@ -35,10 +35,7 @@ $(BUILD)/tests/unit/test_uv: tests/unit/test_uv.c $(call san,$(UV_LIB_SRC)) $(SA
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -rdynamic -o $@ $^ -lcmocka -luv -ldl $(LDLIBS_COL)
 
-# Integration helper: a small libuv program run under the preload.
-$(BUILD)/tests/integration/uvprog_%: tests/integration/uvprog_%.c
-	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< -luv -pthread
-
-UV_PROG_BINS := $(patsubst tests/integration/%.c,$(BUILD)/tests/integration/%,$(wildcard tests/integration/uvprog_*.c))
-integration: $(UV_PROG_BINS)
+# Integration helper tests/integration/prog_uvmix.c: a plain libuv program
+# (built by the top Makefile's prog_% rule, which links nothing of the agent
+# it does not call), run under the preload.
+$(BUILD)/tests/integration/prog_uvmix: LDLIBS_AGENT += -luv

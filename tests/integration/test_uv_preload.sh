@@ -1,6 +1,6 @@
 #!/bin/sh
 # test_uv_preload.sh — LD_PRELOAD=libd9preload.so never changes a program:
-# a libuv program (uvprog_mix: TCP echo, timers, work, fs, getaddrinfo,
+# a libuv program (prog_uvmix: TCP echo, timers, work, fs, getaddrinfo,
 # async, idle, loops on threads) prints the same and exits the same with
 # and without it, with a collector, with none, and with a bad DIAL9_*
 # value (one line on stderr, nothing traced); a program without libuv
@@ -9,7 +9,7 @@
 . tests/integration/lib.sh
 . tests/integration/collector_env.sh
 . tests/integration/uv_env.sh
-PROG=$TBIN/uvprog_mix
+PROG=$TBIN/prog_uvmix
 
 "$PROG" >"$T/plain.out" 2>"$T/plain.err"
 plain_rc=$?
@@ -35,13 +35,13 @@ check "nothing on stderr" sh -c "! test -s '$T/traced.err'"
 check "the collector records the exit and seals the data" wait_for 20 ended "$PID"
 for fn in on_tick on_read on_alloc on_connection on_connect on_write on_shutdown on_close \
           on_work on_after_work on_fs on_gai on_async on_idle side_tick; do
-    check "$fn is in top-polls by name" has_polls_at "$PID" "$fn (uvprog_mix+0x"
+    check "$fn is in top-polls by name" has_polls_at "$PID" "$fn (prog_uvmix+0x"
 done
 check "the re-armed timer: one poll per tick" has_polls_at "$PID" "on_tick (" 10
 check "d9 events names the callbacks too" sh -c \
-    "$D9 events --pid $PID --type poll_start | grep -q 'on_tick (uvprog_mix+0x'"
+    "$D9 events --pid $PID --type poll_start | grep -q 'on_tick (prog_uvmix+0x'"
 check "the export's poll slices are named by the callbacks" sh -c \
-    "$D9 export --pid $PID -o '$T/trace.json' && grep -q '\"name\":\"on_read (uvprog_mix+0x' '$T/trace.json'"
+    "$D9 export --pid $PID -o '$T/trace.json' && grep -q '\"name\":\"on_read (prog_uvmix+0x' '$T/trace.json'"
 check "the main loop and the $((3)) side loops are workers" has_workers "$PID" 4
 check "no record was lost" no_lost "$PID"
 

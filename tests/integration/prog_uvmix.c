@@ -1,5 +1,5 @@
 /*
- * uvprog_mix.c — a plain libuv program (no d9 in it) for the preload tests:
+ * prog_uvmix.c — a plain libuv program (no d9 in it) for the preload tests:
  * a TCP echo over 127.0.0.1 (listen, connect, write, read, shutdown, close),
  * timers re-armed from their callback, uv_queue_work, an fs request,
  * getaddrinfo, an async sent from another thread, an idle handle, and

@@ -3,23 +3,45 @@
  * every libuv loop of an unmodified program.
  *
  * The library is libd9uv's wrappers (uvwrap.c, uvloop.c) plus this file,
- * which turns on auto mode at load: d9_init runs at the first libuv call
- * the wrappers see (so a program that never calls libuv starts no agent,
- * creates no region and runs exactly as without the library), and every
- * loop is traced at its first uv_run as a worker of the default runtime
- * (DIAL9_RUNTIME_NAME, else the program's name). With no collector the
- * agent still records into its region; with a bad DIAL9_* value d9_init
- * logs one line and the wrappers forward unchanged.
+ * which turns on auto mode at load: every loop is traced at its first
+ * uv_run as a worker of the default runtime (DIAL9_RUNTIME_NAME, else the
+ * program's name). The agent starts only in a program that uses libuv:
+ *   - libuv linked by the program (already loaded when this constructor
+ *     runs): d9_init here, before main, while the process has one thread;
+ *   - libuv dlopen'ed later: d9_init at the first libuv call the wrappers see;
+ *   - no libuv: nothing starts; no region, no thread, nothing changes.
+ * With no collector the agent still records into its region; with a bad
+ * DIAL9_* value d9_init logs one line and the wrappers forward unchanged.
+ *
+ * The in-process profiler fallback (SIGPROF timers, agent/sampler.h) would
+ * deliver signals the program never asked for: unless DIAL9_SAMPLER is set,
+ * it is off here (the collector's perf sampling is unaffected). The setting
+ * is passed to d9_init through the environment and removed again at once,
+ * so the program sees its environment as it was.
  *
  * Called by: the dynamic loader (constructor). Must never: fail, print
  * (except d9_init's one line on a bad setting) or change errno.
  */
+#include <dlfcn.h>
 #include <errno.h>
+#include <stdlib.h>
 #include "uvloop.h"
+
+#define PRELOAD_LIBUV        "libuv.so.1"
+#define PRELOAD_SAMPLER_VAR  "DIAL9_SAMPLER"
 
 __attribute__((constructor)) static void preload_start(void)
 {
     int err = errno;
     uvloop_set_auto(1);
+    void *uv = dlopen(PRELOAD_LIBUV, RTLD_LAZY | RTLD_NOLOAD);
+    if (uv) {
+        dlclose(uv);
+        int set = getenv(PRELOAD_SAMPLER_VAR) == NULL &&
+                  setenv(PRELOAD_SAMPLER_VAR, "off", 0) == 0;
+        uvloop_ensure_init();
+        if (set)
+            unsetenv(PRELOAD_SAMPLER_VAR);
+    }
     errno = err;
 }

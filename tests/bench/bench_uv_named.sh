@@ -143,7 +143,7 @@ done
 # median MODE COLUMN
 median() {
     awk -v m="$1" -v c="$2" '$1 == m && $c != "-" && $c != "nan" {print $c}' "$T/results" | sort -n |
-        awk '{v[NR]=$1} END {if (NR == 0) print "nan"; else if (NR % 2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'
+        awk '{v[NR]=$1} END {if (NR == 0) print "nan"; else if (NR % 2) printf "%.1f\n", v[(NR+1)/2]; else printf "%.1f\n", (v[NR/2]+v[NR/2+1])/2}'
 }
 echo
 echo "medians over $PAIRS pairs (overhead: throughput lost, latency added; target <= 1 %)"

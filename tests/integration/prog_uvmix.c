@@ -171,6 +171,9 @@ int main(int argc, char **argv)
     printf("echo=%.*s\n", (int)rlen, rbuf);
     printf("ticks=%d works=%d afters=%d fs=%d gai=%d asyncs=%d idles=%d closes=%d side_ticks=%d\n",
            ticks, works, afters, fs_ok, gai_ok, asyncs, idles, closes, side_ticks);
+    /* the preload passes settings to the agent through the environment: it must be left as it was */
+    const char *smp = getenv("DIAL9_SAMPLER");
+    printf("DIAL9_SAMPLER=%s\n", smp ? smp : "(unset)");
     printf("rc=%d\n", rc);
     fflush(stdout);
     if (argc > 1 && strcmp(argv[1], "--hold") == 0)

@@ -3,8 +3,8 @@
 # a libuv program (prog_uvmix: TCP echo, timers, work, fs, getaddrinfo,
 # async, idle, loops on threads) prints the same and exits the same with
 # and without it, with a collector, with none, and with a bad DIAL9_*
-# value (one line on stderr, nothing traced); a program without libuv
-# creates no region. With the collector, the program's callbacks are in
+# value (one line on stderr, nothing traced), with its environment as it
+# was; a program without libuv creates no region. With the collector, the program's callbacks are in
 # d9 top-polls by function name and every loop's thread is a worker.
 . tests/integration/lib.sh
 . tests/integration/collector_env.sh

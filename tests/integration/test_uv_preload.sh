@@ -27,6 +27,9 @@ PID=$!
 exec 7>"$T/hold"
 adopted() { "$BIN/d9" status --endpoint "$EP" | grep -q "^ *$PID "; }
 check "the collector adopts the traced program" wait_for 20 adopted
+# a flush while it lives seals a segment opened while it lived: one that
+# holds the map snapshot
+check "a flush while the program lives" "$BIN/d9" flush --endpoint "$EP"
 exec 7>&-
 wait "$PID"
 echo $? >"$T/traced.rc"

@@ -49,10 +49,13 @@ struct cli_codeloc *cli_codeloc_open(const char *path)
         }
     }
     seg_reader_close(r);
+    if (c->n == 0)              /* no snapshot here: the caller tries another segment */
+        goto fail_closed;
     return c;
 fail:
     if (r)
         seg_reader_close(r);
+fail_closed:
     cli_codeloc_free(c);
     return NULL;
 }
@@ -101,7 +104,7 @@ struct cli_codeloc_named {
     char name[320];
 };
 
-const struct shm_meta_entry *cli_codeloc_cached(struct cli_codeloc_cache *k, const char *path,
+const struct shm_meta_entry *cli_codeloc_cached(struct cli_codeloc_cache *k,
                                                 const struct shm_meta_entry *m)
 {
     uint64_t addr;
@@ -110,10 +113,6 @@ const struct shm_meta_entry *cli_codeloc_cached(struct cli_codeloc_cache *k, con
     for (size_t i = 0; i < k->n; i++)
         if (k->v[i]->id == m->id)
             return &k->v[i]->e;
-    if (!k->tried && path) {
-        k->tried = 1;
-        k->c = cli_codeloc_open(path);
-    }
     if (k->n == k->cap) {
         size_t nc = k->cap ? k->cap * 2 : 16;
         struct cli_codeloc_named **nv = realloc(k->v, nc * sizeof *nv);

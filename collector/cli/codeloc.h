@@ -25,8 +25,10 @@
 
 struct cli_codeloc;
 
-/* Load the map records of the segment file at path. NULL on any error
- * (then cli_codeloc_name falls back to the raw address). */
+/* Load the map records of the segment file at path. NULL on any error or
+ * when the segment holds none (a segment opened after its process exited:
+ * try an older one of the process); cli_codeloc_name then falls back to
+ * the raw address. */
 struct cli_codeloc *cli_codeloc_open(const char *path);
 void cli_codeloc_free(struct cli_codeloc *c);
 
@@ -36,17 +38,17 @@ const char *cli_codeloc_name(struct cli_codeloc *c, const struct shm_meta_entry 
                              size_t cap);
 
 /* For readers that hand out metadata entries (d9 events, export): m itself
- * when it is not a code location, else an entry named once per id, whose
- * func is the name above (file D9_LOC_CODE_FILE, line 0), kept in cache
- * until cli_codeloc_cache_release. The map records of the segment at path
- * are loaded at the first code location. Zero-initialise the cache. */
+ * when it is not a code location, else an entry named once per id with
+ * k->c, whose func is the name above (file D9_LOC_CODE_FILE, line 0), kept
+ * until cli_codeloc_cache_release. Zero-initialise the cache; the caller
+ * loads k->c (once: tried) before the first code location. */
 struct cli_codeloc_cache {
-    struct cli_codeloc *c;
+    struct cli_codeloc *c;      /* owned */
     int tried;
     struct cli_codeloc_named **v;
     size_t n, cap;
 };
-const struct shm_meta_entry *cli_codeloc_cached(struct cli_codeloc_cache *k, const char *path,
+const struct shm_meta_entry *cli_codeloc_cached(struct cli_codeloc_cache *k,
                                                 const struct shm_meta_entry *m);
 void cli_codeloc_cache_release(struct cli_codeloc_cache *k);
 

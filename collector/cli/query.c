@@ -408,7 +408,7 @@ struct rd_entry {                   /* an open segment file */
     uint32_t pid;
     char comm[32];
     struct cli_meta_src meta;
-    char *path;                     /* the file, for its map records (code locations) */
+    struct cli_store *store;        /* for the process's map records (code locations) */
     struct cli_codeloc_cache code;  /* code locations named so far */
 };
 
@@ -442,11 +442,17 @@ static const char *meta_rt(const void *ctx, uint32_t id)
 {
     return seg_meta_runtime(((const struct rd_entry *)ctx)->r, id);
 }
+static struct cli_codeloc *codeloc_of_process(struct cli_store *s, int64_t process_id);
+
 static const struct shm_meta_entry *meta_loc(const void *ctx, uint32_t id)
 {
     struct rd_entry *e = (struct rd_entry *)ctx;
     const struct shm_meta_entry *m = seg_meta_location(e->r, id);
-    return cli_codeloc_cached(&e->code, e->path, m);
+    if (!e->code.tried && cli_codeloc_is(m)) {
+        e->code.tried = 1;
+        e->code.c = codeloc_of_process(e->store, e->process_id);
+    }
+    return cli_codeloc_cached(&e->code, m);
 }
 static const struct shm_meta_entry *meta_schema(const void *ctx, uint32_t id)
 {
@@ -458,7 +464,6 @@ static void rd_free(struct rd_entry *e)
     if (e->r)
         seg_reader_close(e->r);
     cli_codeloc_cache_release(&e->code);
-    free(e->path);
     free(e);
 }
 
@@ -551,7 +556,7 @@ static struct rd_entry *rd_get(struct scan *sc, uint64_t seg_id, const char *rel
         sc->st->missing_segments++;
         return NULL;
     }
-    e->path = strdup(path);
+    e->store = sc->s;
     e->meta = (struct cli_meta_src){ meta_rt, meta_loc, meta_schema, e };
     return e;
 }
@@ -785,12 +790,34 @@ out:
     return ret;
 }
 
+/* The map records of a process, for naming code locations: from its newest
+ * segment that has any (every segment opened while the process lived has a
+ * snapshot; one opened after it exited has none). NULL when none has. */
+static struct cli_codeloc *codeloc_of_process(struct cli_store *s, int64_t process_id)
+{
+    sqlite3_stmt *st;
+    struct cli_codeloc *c = NULL;
+    if (sqlite3_prepare_v2(s->db, "SELECT path FROM segments WHERE process_id = ?1 "
+                           "ORDER BY id DESC", -1, &st, NULL) != SQLITE_OK)
+        return NULL;
+    sqlite3_bind_int64(st, 1, process_id);
+    while (!c && sqlite3_step(st) == SQLITE_ROW) {
+        const char *rel = col_text(st, 0);
+        char path[2 * CLI_PATH_MAX];
+        if (rel[0] == '/' || strstr(rel, ".."))
+            continue;               /* the index is untrusted too: stay inside the store */
+        snprintf(path, sizeof path, "%s/%s", s->dir, rel);
+        c = cli_codeloc_open(path);
+    }
+    sqlite3_finalize(st);
+    return c;
+}
+
 /* ---- names ------------------------------------------------------------------- */
 
 struct names_proc {
     int64_t process_id;
     struct seg_reader *r;           /* NULL when no segment could be opened */
-    char *path;                     /* r's file */
     struct cli_codeloc *code;       /* its map records, loaded at the first code location */
     int code_tried;
 };
@@ -818,7 +845,6 @@ void cli_names_close(struct cli_names *n)
     for (size_t i = 0; i < n->n; i++) {
         if (n->p[i].r)
             seg_reader_close(n->p[i].r);
-        free(n->p[i].path);
         cli_codeloc_free(n->p[i].code);
     }
     free(n->p);
@@ -841,7 +867,6 @@ static struct seg_reader *names_reader(struct cli_names *n, int64_t process_id)
     struct names_proc *e = &n->p[n->n++];
     e->process_id = process_id;
     e->r = NULL;
-    e->path = NULL;
     e->code = NULL;
     e->code_tried = 0;
     sqlite3_stmt *st;
@@ -863,7 +888,6 @@ static struct seg_reader *names_reader(struct cli_names *n, int64_t process_id)
             continue;
         }
         e->r = r;
-        e->path = strdup(path);
     }
     sqlite3_finalize(st);
     return e->r;
@@ -880,9 +904,9 @@ const char *cli_names_location(struct cli_names *n, int64_t process_id, uint32_t
         for (size_t i = 0; i < n->n && !p; i++)
             if (n->p[i].process_id == process_id)
                 p = &n->p[i];
-        if (p && !p->code_tried && p->path) {
+        if (p && !p->code_tried) {
             p->code_tried = 1;
-            p->code = cli_codeloc_open(p->path);
+            p->code = codeloc_of_process(n->s, process_id);
         }
         return cli_codeloc_name(p ? p->code : NULL, e, buf, cap);
     }

@@ -55,6 +55,8 @@
 #define D9_REC_MAX           4096u          /* largest record, custom events included */
 #define D9_STR_MAX           255u           /* custom-event string fields are cut to this */
 #define D9_NAME_MAX          64u            /* runtime, schema and field names */
+#define D9_COMM_MAX          16u            /* process and thread names (TASK_COMM_LEN) */
+#define D9_EXE_MAX           256u           /* the executable's path, cut to this */
 
 /* Clock sources (d9_region_hdr.clock_source). */
 enum d9_clock_source {
@@ -100,8 +102,8 @@ struct d9_region_hdr {
     uint32_t clock_source;      /* enum d9_clock_source */
     uint32_t flags;             /* reserved, 0 */
     uint64_t created_ns;        /* CLOCK_MONOTONIC when the region was created */
-    char comm[16];              /* NUL-padded, may be unterminated: validate */
-    char exe[256];              /* readlink(/proc/self/exe), NUL-padded */
+    char comm[D9_COMM_MAX];     /* NUL-padded, may be unterminated: validate */
+    char exe[D9_EXE_MAX];       /* readlink(/proc/self/exe), NUL-padded */
 
     /* Clock calibration, seqlock-protected (odd cal_seq = write in progress).
      * Pair 0 is taken at init, pair 1 refreshed ~1/s by the agent thread:
@@ -127,8 +129,8 @@ struct d9_ring_hdr {
     uint32_t tid;               /* gettid() of the owning thread */
     uint32_t generation;        /* bumped at every claim; identifies the owner */
     uint32_t _pad0;
-    char thread_name[16];       /* pthread name at claim, NUL-padded */
-    uint8_t _pad1[D9_CACHELINE - 32];
+    char thread_name[D9_COMM_MAX]; /* pthread name at claim, NUL-padded */
+    uint8_t _pad1[D9_CACHELINE - 16 - D9_COMM_MAX];
 
     /* line 1 — producer: written only by the owning thread */
     _Atomic uint64_t head;      /* bytes ever written (release-stored after each record) */

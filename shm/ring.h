@@ -120,7 +120,7 @@ struct shm_ring_snapshot {
     uint32_t state;
     uint32_t tid;
     uint32_t generation;        /* read after head: the owner of [tail, head) */
-    char thread_name[17];       /* always NUL-terminated */
+    char thread_name[D9_COMM_MAX + 1]; /* always NUL-terminated */
     uint64_t head;
     uint64_t tail;
     uint64_t lost;

@@ -17,14 +17,11 @@ UV_LDLIBS   := -L$(BUILD)/lib -l:libd9agent.so -ldl -pthread -Wl,-rpath,'$$ORIGI
 
 all: $(UV_SO) $(UV_PRELOAD)
 
-# libd9agent.so's soname, for the loader to find it next to the wrappers
-$(BUILD)/lib/libd9agent.so.0: $(AGENT_SO)
-	ln -sf libd9agent.so $@
-
-$(UV_SO): $(UV_LIB_OBJ) $(AGENT_SO) $(BUILD)/lib/libd9agent.so.0
+# (the libd9agent.so rule also makes libd9agent.so.0, its soname, next to it)
+$(UV_SO): $(UV_LIB_OBJ) $(AGENT_SO)
 	@mkdir -p $(dir $@)
 	$(CC) -shared -Wl,-soname,libd9uv.so -o $@ $(UV_LIB_OBJ) $(UV_LDLIBS)
-$(UV_PRELOAD): $(UV_LIB_OBJ) $(BUILD)/obj/agent/uv/preload.o $(AGENT_SO) $(BUILD)/lib/libd9agent.so.0
+$(UV_PRELOAD): $(UV_LIB_OBJ) $(BUILD)/obj/agent/uv/preload.o $(AGENT_SO)
 	@mkdir -p $(dir $@)
 	$(CC) -shared -Wl,-soname,libd9preload.so -o $@ $(UV_LIB_OBJ) $(BUILD)/obj/agent/uv/preload.o $(UV_LDLIBS)
 

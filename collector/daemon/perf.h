@@ -30,7 +30,7 @@
  * ts in CLOCK_MONOTONIC ns, seq dense per perf_proc, for the daemon to append
  * as DATA blocks of the pseudo ring PERF_SEG_RING (generation 0, block tid =
  * pid) of the process's segment. The collector also writes the process's
- * memory map there (see symbols.h, sym_maps_records) so d9 can symbolize.
+ * memory map there (see sym.h, sym_maps_records) so d9 can symbolize.
  *
  * The perf ring is written by the kernel but treated as untrusted like shm:
  * every size, cursor and count is checked (perf_ring_walk, perf_parse_*);
@@ -39,8 +39,8 @@
  * Never: block, follow pointers read from the ring, or let a traced process
  * influence how much we read (bounded by the ring size we mapped).
  */
-#ifndef D9_COL_PERF_H
-#define D9_COL_PERF_H
+#ifndef D9_DAEMON_PERF_H
+#define D9_DAEMON_PERF_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -234,4 +234,4 @@ int perf_parse_sample_id(const uint8_t *rec, size_t len, struct perf_sample_id *
 uint16_t perf_callchain_to_frames(const uint8_t *ips, uint64_t nr, uint64_t *out, uint16_t max,
                                   uint16_t *flags);
 
-#endif /* D9_COL_PERF_H */
+#endif /* D9_DAEMON_PERF_H */

@@ -34,8 +34,8 @@
  * Called by the daemon's single loop only. Never: block, or read outside the
  * mappings.
  */
-#ifndef D9_COL_PERF_HOST_H
-#define D9_COL_PERF_HOST_H
+#ifndef D9_DAEMON_PERF_HOST_H
+#define D9_DAEMON_PERF_HOST_H
 #include <stdint.h>
 #include "collector/daemon/perf.h"
 #include "collector/daemon/perf_tick.h"
@@ -103,4 +103,4 @@ long perf_host_poll(struct perf_host *h, perf_host_route_fn route, void *ctx);
 
 void perf_host_stats(const struct perf_host *h, struct perf_host_stats *out);
 
-#endif /* D9_COL_PERF_HOST_H */
+#endif /* D9_DAEMON_PERF_HOST_H */

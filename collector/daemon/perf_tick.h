@@ -35,8 +35,8 @@
  *
  * Never: trust a file's contents beyond what is parsed and range-checked.
  */
-#ifndef D9_COL_PERF_TICK_H
-#define D9_COL_PERF_TICK_H
+#ifndef D9_DAEMON_PERF_TICK_H
+#define D9_DAEMON_PERF_TICK_H
 #include <stddef.h>
 #include <stdint.h>
 
@@ -101,4 +101,4 @@ int perf_tick_has_entry(const struct perf_tick *t);
 size_t perf_tick_strip(const struct perf_tick *t, const uint8_t *ips, uint64_t nr,
                        uint64_t *out, size_t cap, int *unanchored);
 
-#endif /* D9_COL_PERF_TICK_H */
+#endif /* D9_DAEMON_PERF_TICK_H */

@@ -1,13 +1,13 @@
 /*
- * codeloc.c — "function (library+0xoffset)" for code locations (see codeloc.h).
+ * cli_codeloc.c — "function (library+0xoffset)" for code locations (see cli_codeloc.h).
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "codeloc.h"
-#include "collector/store/segment.h"
-#include "collector/store/symbols.h"
+#include "collector/cli/cli_codeloc.h"
+#include "collector/store/seg_reader.h"
+#include "collector/store/sym.h"
 
 struct cli_codeloc {
     struct sym_resolver *res;
@@ -41,7 +41,7 @@ struct cli_codeloc *cli_codeloc_open(const char *path)
             continue;
         size_t off = 0;
         const struct d9_rec_hdr *rec;
-        while (seg_block_next_record(&b, &off, &rec) == 1) {
+        while (seg_reader_next_record(&b, &off, &rec) == 1) {
             struct sym_map_rec m;
             if (sym_map_decode((const uint8_t *)rec, rec->len, &m) == 0 &&
                 strcmp(m.path, SYM_KERNEL_PATH) != 0 && add_map(c, &m) < 0)

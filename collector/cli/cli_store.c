@@ -1,16 +1,16 @@
 /*
- * query.c — read-only store access for the d9 CLI (see query.h).
+ * cli_store.c — read-only store access for the d9 CLI (see cli_store.h).
  *
- * Called by the cli_<name>.c subcommands. Opens the index with a read-only
- * SQLite connection (WAL readers never block the collector and see a
- * consistent snapshot per statement); falls back to an immutable open when
- * the directory is not writable (a read-only copy cannot host the -shm
- * file a WAL reader needs).
+ * Called by the cli_<name>.c subcommands. Opens the index read-only through
+ * the index module (idx_open_ex: WAL readers never block the collector and
+ * see a consistent snapshot per statement; an immutable open when the
+ * directory is not writable) and asks it everything through idx_ functions
+ * (idx_read.h): no SQL here.
  *
- * Invariants of cli_scan: a cursor owns a private copy of one block's
+ * Invariants of cli_store_scan: a cursor owns a private copy of one block's
  * payload and a reference on the open segment reader it came from; the
  * heap holds cursors that have a current record; a block is opened before
- * any record with a larger timestamp is delivered (the SQL gives blocks by
+ * any record with a larger timestamp is delivered (the index gives blocks by
  * t_first), which yields global time order; ties are broken by the order
  * blocks were opened, which keeps per-ring order (given per-ring timestamps
  * that do not go backwards). Memory is bounded by the
@@ -19,21 +19,20 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include "collector/store/index.h"
-#include "collector/cli/codeloc.h"
-#include "collector/cli/query.h"
-#include "collector/store/segment.h"
+#include "collector/store/idx_read.h"
+#include "collector/cli/cli_codeloc.h"
+#include "collector/cli/cli_store.h"
+#include "collector/store/seg_reader.h"
 #include "shm/record.h"
 
 struct cli_store {
-    sqlite3 *db;
+    struct idx *x;
     char dir[CLI_PATH_MAX];
     bool have_wall;
     int64_t boot_realtime_ns;
@@ -41,91 +40,11 @@ struct cli_store {
     char hint[160];
 };
 
-static int64_t clamp_i64(uint64_t v) { return v > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)v; }
-static uint64_t col_u64(sqlite3_stmt *st, int i)
-{
-    sqlite3_int64 v = sqlite3_column_int64(st, i);
-    return v < 0 ? 0 : (uint64_t)v;
-}
-static const char *col_text(sqlite3_stmt *st, int i)
-{
-    const unsigned char *t = sqlite3_column_text(st, i);
-    return t ? (const char *)t : "";
-}
-
 static uint64_t now_ns(clockid_t c)
 {
     struct timespec ts;
     clock_gettime(c, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static int meta_value(sqlite3 *db, const char *key, char *out, size_t cap)
-{
-    sqlite3_stmt *st;
-    int rc = sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = ?1", -1, &st, NULL);
-    if (rc != SQLITE_OK)
-        return -EIO;
-    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
-    rc = sqlite3_step(st);
-    int ret = -ENOENT;
-    if (rc == SQLITE_ROW) {
-        snprintf(out, cap, "%s", col_text(st, 0));
-        ret = 0;
-    } else if (rc != SQLITE_DONE) {
-        ret = -EIO;
-    }
-    sqlite3_finalize(st);
-    return ret;
-}
-
-static int try_open(struct cli_store *s, const char *path, bool immutable, char *why, size_t cap)
-{
-    char uri[CLI_PATH_MAX + 64];
-    int flags = SQLITE_OPEN_READONLY;
-    const char *name = path;
-    if (immutable) {
-        /* URI escaping: only '%', '?' and '#' matter in a path */
-        size_t o = 0;
-        o += (size_t)snprintf(uri, sizeof uri, "file:");
-        for (const char *p = path; *p && o + 4 < sizeof uri; p++) {
-            if (*p == '%' || *p == '?' || *p == '#')
-                o += (size_t)snprintf(uri + o, sizeof uri - o, "%%%02X", (unsigned char)*p);
-            else
-                uri[o++] = *p;
-        }
-        uri[o] = 0;
-        snprintf(uri + o, sizeof uri - o, "?immutable=1");
-        flags |= SQLITE_OPEN_URI;
-        name = uri;
-    }
-    int rc = sqlite3_open_v2(name, &s->db, flags, NULL);
-    if (rc == SQLITE_OK) {
-        sqlite3_busy_timeout(s->db, CLI_DB_BUSY_MS);
-        char v[32];
-        int m = meta_value(s->db, "schema_version", v, sizeof v);
-        if (m == 0) {
-            if (atoi(v) != IDX_SCHEMA_VERSION) {
-                snprintf(why, cap, "%s: index schema version %s, this d9 reads version %d",
-                         path, v, IDX_SCHEMA_VERSION);
-                sqlite3_close(s->db);
-                s->db = NULL;
-                return -EPROTO;
-            }
-            return 0;
-        }
-        if (m == -ENOENT) {
-            snprintf(why, cap, "%s: not a d9 index (no schema_version)", path);
-            sqlite3_close(s->db);
-            s->db = NULL;
-            return -EPROTO;
-        }
-    }
-    snprintf(why, cap, "%s: cannot read the index: %s", path,
-             s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
-    sqlite3_close(s->db);
-    s->db = NULL;
-    return -EIO;
 }
 
 static void detect_boot(struct cli_store *s)
@@ -136,7 +55,7 @@ static void detect_boot(struct cli_store *s)
     uint64_t mono = now_ns(CLOCK_MONOTONIC);
     int64_t ours = (int64_t)(now_ns(CLOCK_REALTIME) - mono);
 
-    if (meta_value(s->db, "boot_realtime_ns", v, sizeof v) == 0 && *v) {
+    if (idx_read_meta_get(s->x, "boot_realtime_ns", v, sizeof v) == 0 && *v) {
         s->boot_realtime_ns = strtoll(v, NULL, 10);
         s->have_wall = true;
     }
@@ -144,7 +63,7 @@ static void detect_boot(struct cli_store *s)
         s->live = false;            /* records from the future: another boot */
         return;
     }
-    if (meta_value(s->db, "boot_id", v, sizeof v) == 0 && *v) {
+    if (idx_read_meta_get(s->x, "boot_id", v, sizeof v) == 0 && *v) {
         char cur[64] = "";
         FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
         if (f) {
@@ -195,13 +114,14 @@ int cli_store_open(struct cli_store **out, const char *dir, char *why, size_t wh
         return -ENOMEM;
     }
     snprintf(s->dir, sizeof s->dir, "%s", dir);
-    int rc = try_open(s, path, false, why, whycap);
-    if (rc == -EIO && access(dir, W_OK) != 0)
-        rc = try_open(s, path, true, why, whycap);
+    char reason[CLI_PATH_MAX + 300];
+    int rc = idx_open_ex(&s->x, dir, IDX_OPEN_READONLY, reason, sizeof reason);
     if (rc < 0) {
+        snprintf(why, whycap, "%s", reason);
         free(s);
         return rc;
     }
+    idx_busy_timeout(s->x, CLI_DB_BUSY_MS);
     detect_boot(s);
     *out = s;
     return 0;
@@ -211,12 +131,11 @@ void cli_store_close(struct cli_store *s)
 {
     if (!s)
         return;
-    sqlite3_close(s->db);
+    idx_close(s->x);
     free(s);
 }
 
 const char *cli_store_dir(const struct cli_store *s) { return s->dir; }
-void *cli_store_db(struct cli_store *s) { return s->db; }
 
 bool cli_store_wall(const struct cli_store *s, int64_t *boot_realtime_ns)
 {
@@ -228,45 +147,28 @@ bool cli_store_live(const struct cli_store *s) { return s->live; }
 
 const char *cli_store_unsealed_hint(struct cli_store *s, uint32_t pid)
 {
+    uint32_t alive;
     if (!s->live)
         return "";
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(s->db, "SELECT pid FROM processes WHERE state = 'alive' AND "
-                           "(?1 = 0 OR pid = ?1) LIMIT 1", -1, &st, NULL) != SQLITE_OK)
+    int rc = idx_read_alive_pid(s->x, pid, &alive);
+    if (rc < 0)
         return "";
-    sqlite3_bind_int64(st, 1, pid);
-    if (sqlite3_step(st) == SQLITE_ROW)
+    if (rc == 1)
         snprintf(s->hint, sizeof s->hint, " (pid %lld is still running: what the collector has "
-                 "not sealed yet is not visible; run 'd9 flush')",
-                 (long long)sqlite3_column_int64(st, 0));
+                 "not sealed yet is not visible; run 'd9 flush')", (long long)alive);
     else
         s->hint[0] = 0;
-    sqlite3_finalize(st);
     return s->hint;
 }
 
 int cli_store_time_range(struct cli_store *s, uint32_t pid, uint64_t *tmin, uint64_t *tmax)
 {
-    sqlite3_stmt *st;
-    int rc = sqlite3_prepare_v2(s->db,
-        "SELECT min(s.t_min), max(s.t_max), count(*) FROM segments s "
-        "JOIN processes p ON p.id = s.process_id WHERE (?1 = 0 OR p.pid = ?1)",
-        -1, &st, NULL);
-    if (rc != SQLITE_OK)
-        return -EIO;
-    sqlite3_bind_int64(st, 1, pid);
-    int ret = -ENOENT;
-    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int64(st, 2) > 0) {
-        *tmin = col_u64(st, 0);
-        *tmax = col_u64(st, 1);
-        ret = 0;
-    }
-    sqlite3_finalize(st);
-    return ret;
+    int rc = idx_read_time_range(s->x, pid, tmin, tmax);
+    return rc == -EINVAL ? -EIO : rc;
 }
 
-void cli_window_compute(const struct cli_window_spec *w, bool live, uint64_t now, bool have_newest,
-                        uint64_t newest, uint64_t *from, uint64_t *to)
+void cli_store_window_compute(const struct cli_window_spec *w, bool live, uint64_t now,
+                              bool have_newest, uint64_t newest, uint64_t *from, uint64_t *to)
 {
     *from = 0;
     *to = UINT64_MAX;
@@ -291,110 +193,63 @@ void cli_window_compute(const struct cli_window_spec *w, bool live, uint64_t now
     }
 }
 
-int cli_window_resolve(struct cli_store *s, const struct cli_window_spec *w, uint32_t pid,
+int cli_store_window_resolve(struct cli_store *s, const struct cli_window_spec *w, uint32_t pid,
                        uint64_t *from, uint64_t *to)
 {
     uint64_t tmin = 0, tmax = 0;
     bool have = false;
     if (w->kind == CLI_WIN_SINCE && !s->live)
         have = cli_store_time_range(s, pid, &tmin, &tmax) == 0;
-    cli_window_compute(w, s->live, now_ns(CLOCK_MONOTONIC), have, tmax, from, to);
+    cli_store_window_compute(w, s->live, now_ns(CLOCK_MONOTONIC), have, tmax, from, to);
     return 0;
 }
 
 /* ---- listings --------------------------------------------------------------- */
 
-int cli_query_processes(struct cli_store *s, uint32_t pid, uint64_t from, uint64_t to,
-                        cli_proc_fn fn, void *arg)
+/* The index's rows, handed on as the CLI's (same fields). */
+struct listing {
+    cli_proc_fn proc_fn;
+    cli_seg_fn seg_fn;
+    void *arg;
+};
+
+static int proc_row(void *arg, const struct idx_read_process *r)
 {
-    sqlite3_stmt *st;
-    int rc = sqlite3_prepare_v2(s->db,
-        "SELECT p.id, p.pid, p.uid, p.start_time, p.comm, p.exe, p.first_ns, p.last_ns, "
-        "       p.state, p.exit_code, p.records, p.lost, "
-        "       (SELECT count(*) FROM segments s WHERE s.process_id = p.id), "
-        "       (SELECT coalesce(sum(bytes), 0) FROM segments s WHERE s.process_id = p.id) "
-        "FROM processes p WHERE (?1 = 0 OR p.pid = ?1) "
-        "  AND coalesce(p.last_ns, p.first_ns) >= ?2 AND p.first_ns <= ?3 "
-        "ORDER BY p.first_ns, p.id",
-        -1, &st, NULL);
-    if (rc != SQLITE_OK)
-        return -EIO;
-    sqlite3_bind_int64(st, 1, pid);
-    sqlite3_bind_int64(st, 2, clamp_i64(from));
-    sqlite3_bind_int64(st, 3, clamp_i64(to));
-    int n = 0, ret = 0;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        struct cli_proc_row r = {
-            .id = sqlite3_column_int64(st, 0),
-            .pid = (uint32_t)sqlite3_column_int64(st, 1),
-            .uid = (uint32_t)sqlite3_column_int64(st, 2),
-            .start_time = col_u64(st, 3),
-            .comm = col_text(st, 4),
-            .exe = col_text(st, 5),
-            .first_ns = col_u64(st, 6),
-            .last_ns = col_u64(st, 7),
-            .state = col_text(st, 8),
-            .has_exit_code = sqlite3_column_type(st, 9) != SQLITE_NULL,
-            .exit_code = sqlite3_column_int64(st, 9),
-            .records = col_u64(st, 10),
-            .lost = col_u64(st, 11),
-            .segments = col_u64(st, 12),
-            .bytes = col_u64(st, 13),
-        };
-        n++;
-        ret = fn(arg, &r);
-        if (ret != 0)
-            break;
-    }
-    if (ret == 0 && rc != SQLITE_DONE)
-        ret = -EIO;
-    sqlite3_finalize(st);
-    return ret < 0 ? ret : n;
+    const struct listing *l = arg;
+    struct cli_proc_row c = {
+        .id = r->id, .pid = r->pid, .uid = r->uid, .start_time = r->start_time,
+        .comm = r->comm, .exe = r->exe, .state = r->state,
+        .first_ns = r->first_ns, .last_ns = r->last_ns,
+        .has_exit_code = r->has_exit_code != 0, .exit_code = r->exit_code,
+        .records = r->records, .lost = r->lost, .segments = r->segments, .bytes = r->bytes,
+    };
+    return l->proc_fn(l->arg, &c);
 }
 
-int cli_query_segments(struct cli_store *s, uint32_t pid, uint64_t from, uint64_t to,
+int cli_store_processes(struct cli_store *s, uint32_t pid, uint64_t from, uint64_t to,
+                        cli_proc_fn fn, void *arg)
+{
+    struct listing l = { .proc_fn = fn, .arg = arg };
+    return idx_read_processes_window(s->x, pid, from, to, proc_row, &l);
+}
+
+static int seg_row(void *arg, const struct idx_read_segment *r)
+{
+    const struct listing *l = arg;
+    struct cli_seg_row c = {
+        .id = r->id, .path = r->path, .process_id = r->process_id, .pid = r->pid,
+        .comm = r->comm, .t_min = r->t_min, .t_max = r->t_max, .bytes = r->bytes,
+        .records = r->records, .lost = r->lost,
+    };
+    memcpy(c.counts, r->counts, sizeof c.counts);
+    return l->seg_fn(l->arg, &c);
+}
+
+int cli_store_segments(struct cli_store *s, uint32_t pid, uint64_t from, uint64_t to,
                        cli_seg_fn fn, void *arg)
 {
-    sqlite3_stmt *st;
-    int rc = sqlite3_prepare_v2(s->db,
-        "SELECT s.id, s.path, s.process_id, p.pid, p.comm, s.t_min, s.t_max, s.bytes, "
-        "       s.records, s.lost, s.n_poll_start, s.n_poll_end, s.n_wake, s.n_worker_park, "
-        "       s.n_worker_unpark, s.n_task_spawn, s.n_task_terminate, s.n_queue_depth, "
-        "       s.n_custom, s.n_cpu_sample, s.n_sched_switch "
-        "FROM segments s JOIN processes p ON p.id = s.process_id "
-        "WHERE (?1 = 0 OR p.pid = ?1) AND s.t_max >= ?2 AND s.t_min <= ?3 "
-        "ORDER BY s.t_min, s.id",
-        -1, &st, NULL);
-    if (rc != SQLITE_OK)
-        return -EIO;
-    sqlite3_bind_int64(st, 1, pid);
-    sqlite3_bind_int64(st, 2, clamp_i64(from));
-    sqlite3_bind_int64(st, 3, clamp_i64(to));
-    int n = 0, ret = 0;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        struct cli_seg_row r = {
-            .id = col_u64(st, 0),
-            .path = col_text(st, 1),
-            .process_id = sqlite3_column_int64(st, 2),
-            .pid = (uint32_t)sqlite3_column_int64(st, 3),
-            .comm = col_text(st, 4),
-            .t_min = col_u64(st, 5),
-            .t_max = col_u64(st, 6),
-            .bytes = col_u64(st, 7),
-            .records = col_u64(st, 8),
-            .lost = col_u64(st, 9),
-        };
-        for (int t = 1; t < D9_REC_TYPE_COUNT; t++)
-            r.counts[t] = col_u64(st, 9 + t);
-        n++;
-        ret = fn(arg, &r);
-        if (ret != 0)
-            break;
-    }
-    if (ret == 0 && rc != SQLITE_DONE)
-        ret = -EIO;
-    sqlite3_finalize(st);
-    return ret < 0 ? ret : n;
+    struct listing l = { .seg_fn = fn, .arg = arg };
+    return idx_read_segments_window(s->x, pid, from, to, seg_row, &l);
 }
 
 /* ---- scan -------------------------------------------------------------------- */
@@ -434,20 +289,19 @@ struct scan {
     struct cursor **heap;
     size_t nheap, capheap;
     uint64_t next_seq;
-    sqlite3_stmt *thread_q;
 };
+
+static struct cli_codeloc *codeloc_of_process(struct cli_store *s, int64_t process_id);
 
 /* ctx: the struct rd_entry of the segment */
 static const char *meta_rt(const void *ctx, uint32_t id)
 {
-    return seg_meta_runtime(((const struct rd_entry *)ctx)->r, id);
+    return seg_reader_runtime(((const struct rd_entry *)ctx)->r, id);
 }
-static struct cli_codeloc *codeloc_of_process(struct cli_store *s, int64_t process_id);
-
 static const struct shm_meta_entry *meta_loc(const void *ctx, uint32_t id)
 {
     struct rd_entry *e = (struct rd_entry *)ctx;
-    const struct shm_meta_entry *m = seg_meta_location(e->r, id);
+    const struct shm_meta_entry *m = seg_reader_location(e->r, id);
     if (!e->code.tried && cli_codeloc_is(m)) {
         e->code.tried = 1;
         e->code.c = codeloc_of_process(e->store, e->process_id);
@@ -456,7 +310,7 @@ static const struct shm_meta_entry *meta_loc(const void *ctx, uint32_t id)
 }
 static const struct shm_meta_entry *meta_schema(const void *ctx, uint32_t id)
 {
-    return seg_meta_schema(((const struct rd_entry *)ctx)->r, id);
+    return seg_reader_schema(((const struct rd_entry *)ctx)->r, id);
 }
 
 static void rd_free(struct rd_entry *e)
@@ -470,26 +324,22 @@ static void rd_free(struct rd_entry *e)
 /* Read the META blocks of a segment: straight to them with the offsets of
  * the index (a few preads), or, when the index has none, by walking the
  * file's block headers (seg_reader_load_meta). */
+static int meta_block(void *arg, uint64_t offset)
+{
+    struct seg_reader *r = arg;
+    struct seg_block b;
+    int rc = seg_reader_seek(r, offset);
+    if (rc == 0 && (rc = seg_reader_next(r, &b)) == 1)
+        rc = b.h.kind == SEG_BLK_META ? 0 : -EBADMSG;
+    else if (rc == 0)
+        rc = -EBADMSG;
+    return rc;
+}
+
 static int load_meta(struct scan *sc, struct seg_reader *r, uint64_t seg_id)
 {
-    sqlite3_stmt *st;
-    int n = 0, rc = 0;
-    if (sqlite3_prepare_v2(sc->s->db, "SELECT offset FROM blocks WHERE segment_id = ?1 AND "
-                           "kind = ?2 ORDER BY offset", -1, &st, NULL) != SQLITE_OK)
-        return seg_reader_load_meta(r);
-    sqlite3_bind_int64(st, 1, clamp_i64(seg_id));
-    sqlite3_bind_int64(st, 2, SEG_BLK_META);
-    while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
-        struct seg_block b;
-        n++;
-        rc = seg_reader_seek(r, col_u64(st, 0));
-        if (rc == 0 && (rc = seg_reader_next(r, &b)) == 1)
-            rc = b.h.kind == SEG_BLK_META ? 0 : -EBADMSG;
-        else if (rc == 0)
-            rc = -EBADMSG;
-    }
-    sqlite3_finalize(st);
-    if (n == 0 || rc < 0)
+    int n = idx_read_block_offsets(sc->s->x, seg_id, SEG_BLK_META, meta_block, r);
+    if (n <= 0)
         return seg_reader_load_meta(r);     /* index incomplete: trust the file */
     return 0;
 }
@@ -642,24 +492,16 @@ static bool cursor_advance(struct scan *sc, struct cursor *c)
 
 static void thread_name(struct scan *sc, struct cursor *c)
 {
-    c->thread[0] = 0;
-    if (!sc->thread_q)
-        return;
-    sqlite3_reset(sc->thread_q);
-    sqlite3_bind_int64(sc->thread_q, 1, c->rd->process_id);
-    sqlite3_bind_int64(sc->thread_q, 2, c->ring);
-    sqlite3_bind_int64(sc->thread_q, 3, c->generation);
-    if (sqlite3_step(sc->thread_q) == SQLITE_ROW)
-        snprintf(c->thread, sizeof c->thread, "%s", col_text(sc->thread_q, 0));
+    idx_read_thread_name(sc->s->x, c->rd->process_id, c->ring, c->generation, c->thread,
+                    sizeof c->thread);
 }
 
-/* Open the block of the current row of q; pushes a cursor when it has a
+/* Open block q (a row of the index); pushes a cursor when it has a
  * matching record. Returns 0 or -ENOMEM. */
-static int open_block(struct scan *sc, sqlite3_stmt *q)
+static int open_block(struct scan *sc, const struct idx_read_block *q)
 {
-    uint64_t seg_id = col_u64(q, 0), offset = col_u64(q, 1);
-    struct rd_entry *rd = rd_get(sc, seg_id, col_text(q, 2), sqlite3_column_int64(q, 3),
-                                 (uint32_t)sqlite3_column_int64(q, 4), col_text(q, 5));
+    uint64_t seg_id = q->segment_id, offset = q->offset;
+    struct rd_entry *rd = rd_get(sc, seg_id, q->path, q->process_id, q->pid, q->comm);
     if (!rd)
         return 0;
     struct seg_block b;
@@ -670,7 +512,7 @@ static int open_block(struct scan *sc, sqlite3_stmt *q)
         sc->st->bad_blocks++;
         const char *why = rc < 0 ? seg_reader_error(rd->r) : NULL;
         fprintf(stderr, "%s: warning: %s/%s: block at offset %" PRIu64 " unreadable (%s), "
-                "skipped\n", sc->prog, sc->s->dir, col_text(q, 2), offset,
+                "skipped\n", sc->prog, sc->s->dir, q->path, offset,
                 why ? why : rc < 0 ? "corrupt" : rc == 0 ? "past the end" : "not a data block");
         return 0;
     }
@@ -711,7 +553,7 @@ static int open_block(struct scan *sc, sqlite3_stmt *q)
     return 0;
 }
 
-int cli_scan(struct cli_store *s, const struct cli_filter *f, cli_rec_fn fn, void *arg,
+int cli_store_scan(struct cli_store *s, const struct cli_filter *f, cli_rec_fn fn, void *arg,
              struct cli_scan_stats *st, const char *prog)
 {
     struct cli_scan_stats dummy;
@@ -719,37 +561,23 @@ int cli_scan(struct cli_store *s, const struct cli_filter *f, cli_rec_fn fn, voi
         st = &dummy;
     memset(st, 0, sizeof *st);
     struct scan sc = { .s = s, .f = f, .st = st, .prog = prog ? prog : "d9" };
-    sqlite3_stmt *q;
-    int rc = sqlite3_prepare_v2(s->db,
-        "SELECT b.segment_id, b.offset, s.path, s.process_id, p.pid, p.comm, b.t_first "
-        "FROM blocks b JOIN segments s ON s.id = b.segment_id "
-        "JOIN processes p ON p.id = s.process_id "
-        "WHERE b.kind = ?1 AND b.t_last >= ?2 AND b.t_first <= ?3 "
-        "  AND s.t_max >= ?2 AND s.t_min <= ?3 "
-        "  AND (?4 = 0 OR p.pid = ?4) AND (?5 = 0 OR b.tid = ?5) "
-        "ORDER BY b.t_first, b.segment_id, b.offset",
-        -1, &q, NULL);
-    if (rc != SQLITE_OK)
-        return -EIO;
-    sqlite3_bind_int64(q, 1, SEG_BLK_DATA);
-    sqlite3_bind_int64(q, 2, clamp_i64(f->from));
-    sqlite3_bind_int64(q, 3, clamp_i64(f->to));
-    sqlite3_bind_int64(q, 4, f->pid);
-    sqlite3_bind_int64(q, 5, f->tid);
-    if (sqlite3_prepare_v2(s->db, "SELECT name FROM threads WHERE process_id = ?1 AND "
-                           "ring = ?2 AND generation = ?3", -1, &sc.thread_q, NULL) != SQLITE_OK)
-        sc.thread_q = NULL;
+    struct idx_read_cursor *q;
+    struct idx_read_window w = { .from = f->from, .to = f->to, .pid = f->pid, .tid = f->tid };
+    int rc = idx_read_blocks_window_open(s->x, &w, &q);
+    if (rc < 0)
+        return rc == -ENOMEM ? rc : -EIO;
+    struct idx_read_block row;
 
     int ret = 0;
-    bool have_row = (rc = sqlite3_step(q)) == SQLITE_ROW;
+    bool have_row = (rc = idx_read_blocks_window_next(q, &row)) == 1;
     for (;;) {
         /* open every block that may hold a record not later than the heap's head */
-        while (have_row && (sc.nheap == 0 || col_u64(q, 6) <= sc.heap[0]->cur->ts)) {
-            if ((ret = open_block(&sc, q)) < 0)
+        while (have_row && (sc.nheap == 0 || row.t_first <= sc.heap[0]->cur->ts)) {
+            if ((ret = open_block(&sc, &row)) < 0)
                 goto out;
-            have_row = (rc = sqlite3_step(q)) == SQLITE_ROW;
+            have_row = (rc = idx_read_blocks_window_next(q, &row)) == 1;
         }
-        if (!have_row && rc != SQLITE_DONE) {
+        if (!have_row && rc != 0) {
             ret = -EIO;
             goto out;
         }
@@ -785,32 +613,8 @@ out:
     for (size_t i = 0; i < sc.nrd; i++)
         rd_free(sc.rd[i]);
     free(sc.rd);
-    sqlite3_finalize(sc.thread_q);
-    sqlite3_finalize(q);
+    idx_read_blocks_window_close(q);
     return ret;
-}
-
-/* The map records of a process, for naming code locations: from its newest
- * segment that has any (every segment opened while the process lived has a
- * snapshot; one opened after it exited has none). NULL when none has. */
-static struct cli_codeloc *codeloc_of_process(struct cli_store *s, int64_t process_id)
-{
-    sqlite3_stmt *st;
-    struct cli_codeloc *c = NULL;
-    if (sqlite3_prepare_v2(s->db, "SELECT path FROM segments WHERE process_id = ?1 "
-                           "ORDER BY id DESC", -1, &st, NULL) != SQLITE_OK)
-        return NULL;
-    sqlite3_bind_int64(st, 1, process_id);
-    while (!c && sqlite3_step(st) == SQLITE_ROW) {
-        const char *rel = col_text(st, 0);
-        char path[2 * CLI_PATH_MAX];
-        if (rel[0] == '/' || strstr(rel, ".."))
-            continue;               /* the index is untrusted too: stay inside the store */
-        snprintf(path, sizeof path, "%s/%s", s->dir, rel);
-        c = cli_codeloc_open(path);
-    }
-    sqlite3_finalize(st);
-    return c;
 }
 
 /* ---- names ------------------------------------------------------------------- */
@@ -828,7 +632,7 @@ struct cli_names {
     size_t n, cap;
 };
 
-int cli_names_open(struct cli_store *s, struct cli_names **out)
+int cli_store_names_open(struct cli_store *s, struct cli_names **out)
 {
     struct cli_names *n = calloc(1, sizeof *n);
     if (!n)
@@ -838,7 +642,7 @@ int cli_names_open(struct cli_store *s, struct cli_names **out)
     return 0;
 }
 
-void cli_names_close(struct cli_names *n)
+void cli_store_names_close(struct cli_names *n)
 {
     if (!n)
         return;
@@ -849,6 +653,57 @@ void cli_names_close(struct cli_names *n)
     }
     free(n->p);
     free(n);
+}
+
+/* The map records of a process, for naming code locations: from its newest
+ * segment that has any (every segment opened while the process lived has a
+ * snapshot; one opened after it exited has none). NULL when none has. */
+struct codeloc_open {
+    struct cli_store *s;
+    struct cli_codeloc *c;
+};
+
+static int codeloc_try(void *arg, const char *rel)
+{
+    struct codeloc_open *co = arg;
+    char path[2 * CLI_PATH_MAX];
+    if (rel[0] == '/' || strstr(rel, ".."))
+        return 0;                   /* the index is untrusted too: stay inside the store */
+    snprintf(path, sizeof path, "%s/%s", co->s->dir, rel);
+    co->c = cli_codeloc_open(path);
+    return co->c != NULL;
+}
+
+static struct cli_codeloc *codeloc_of_process(struct cli_store *s, int64_t process_id)
+{
+    struct codeloc_open co = { s, NULL };
+    idx_read_process_segments(s->x, process_id, codeloc_try, &co);
+    return co.c;
+}
+
+struct names_open {
+    struct cli_names *n;
+    struct names_proc *e;
+};
+
+/* Open one segment of the process for its metadata; 1 (stop) once one
+ * opened. */
+static int names_try(void *arg, const char *rel)
+{
+    struct names_open *no = arg;
+    char path[2 * CLI_PATH_MAX];
+    if (rel[0] == '/' || strstr(rel, ".."))
+        return 0;
+    snprintf(path, sizeof path, "%s/%s", no->n->s->dir, rel);
+    struct seg_reader *r;
+    if (seg_reader_open(&r, path, 0) < 0)
+        return 0;
+    if (seg_reader_load_meta(r) < 0) {
+        seg_reader_close(r);
+        return 0;
+    }
+    no->e->r = r;
+    return 1;
 }
 
 static struct seg_reader *names_reader(struct cli_names *n, int64_t process_id)
@@ -869,37 +724,17 @@ static struct seg_reader *names_reader(struct cli_names *n, int64_t process_id)
     e->r = NULL;
     e->code = NULL;
     e->code_tried = 0;
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(n->s->db, "SELECT path FROM segments WHERE process_id = ?1 "
-                           "ORDER BY id DESC", -1, &st, NULL) != SQLITE_OK)
-        return NULL;
-    sqlite3_bind_int64(st, 1, process_id);
-    while (!e->r && sqlite3_step(st) == SQLITE_ROW) {
-        const char *rel = col_text(st, 0);
-        char path[2 * CLI_PATH_MAX];
-        if (rel[0] == '/' || strstr(rel, ".."))
-            continue;
-        snprintf(path, sizeof path, "%s/%s", n->s->dir, rel);
-        struct seg_reader *r;
-        if (seg_reader_open(&r, path, 0) < 0)
-            continue;
-        if (seg_reader_load_meta(r) < 0) {
-            seg_reader_close(r);
-            continue;
-        }
-        e->r = r;
-    }
-    sqlite3_finalize(st);
+    struct names_open no = { n, e };
+    idx_read_process_segments(n->s->x, process_id, names_try, &no);
     return e->r;
 }
 
-const char *cli_names_location(struct cli_names *n, int64_t process_id, uint32_t loc, char *buf,
-                               size_t cap)
+const char *cli_store_names_location(struct cli_names *n, int64_t process_id, uint32_t loc,
+                                     char *buf, size_t cap)
 {
     struct seg_reader *r = loc ? names_reader(n, process_id) : NULL;
-    const struct shm_meta_entry *e = r ? seg_meta_location(r, loc) : NULL;
-    uint64_t addr;
-    if (e && shm_meta_code_addr(e, &addr)) {
+    const struct shm_meta_entry *e = r ? seg_reader_location(r, loc) : NULL;
+    if (cli_codeloc_is(e)) {
         struct names_proc *p = NULL;
         for (size_t i = 0; i < n->n && !p; i++)
             if (n->p[i].process_id == process_id)
@@ -921,11 +756,11 @@ const char *cli_names_location(struct cli_names *n, int64_t process_id, uint32_t
     return buf;
 }
 
-const char *cli_names_runtime(struct cli_names *n, int64_t process_id, uint16_t rt, char *buf,
+const char *cli_store_names_runtime(struct cli_names *n, int64_t process_id, uint16_t rt, char *buf,
                               size_t cap)
 {
     struct seg_reader *r = names_reader(n, process_id);
-    const char *name = r ? seg_meta_runtime(r, rt) : NULL;
+    const char *name = r ? seg_reader_runtime(r, rt) : NULL;
     if (name)
         snprintf(buf, cap, "%s", name);
     else
@@ -933,42 +768,20 @@ const char *cli_names_runtime(struct cli_names *n, int64_t process_id, uint16_t 
     return buf;
 }
 
-static const char *names_sql1(struct cli_names *n, const char *sql, int64_t a, int64_t b,
-                              int64_t c, int nargs, char *buf, size_t cap)
+const char *cli_store_names_thread(struct cli_names *n, int64_t process_id, uint32_t ring,
+                             uint32_t generation, char *buf, size_t cap)
 {
-    sqlite3_stmt *st;
-    buf[0] = 0;
-    if (sqlite3_prepare_v2(n->s->db, sql, -1, &st, NULL) != SQLITE_OK)
-        return buf;
-    sqlite3_bind_int64(st, 1, a);
-    if (nargs > 1)
-        sqlite3_bind_int64(st, 2, b);
-    if (nargs > 2)
-        sqlite3_bind_int64(st, 3, c);
-    if (sqlite3_step(st) == SQLITE_ROW)
-        snprintf(buf, cap, "%s", col_text(st, 0));
-    sqlite3_finalize(st);
+    idx_read_thread_name(n->s->x, process_id, ring, generation, buf, cap);
     return buf;
 }
 
-const char *cli_names_thread(struct cli_names *n, int64_t process_id, uint32_t ring,
-                             uint32_t generation, char *buf, size_t cap)
+const char *cli_store_names_comm(struct cli_names *n, int64_t process_id, char *buf, size_t cap)
 {
-    return names_sql1(n, "SELECT name FROM threads WHERE process_id = ?1 AND ring = ?2 AND "
-                      "generation = ?3", process_id, ring, generation, 3, buf, cap);
+    idx_read_process_comm(n->s->x, process_id, buf, cap);
+    return buf;
 }
 
-const char *cli_names_comm(struct cli_names *n, int64_t process_id, char *buf, size_t cap)
+uint64_t cli_store_names_last_ns(struct cli_names *n, int64_t process_id)
 {
-    return names_sql1(n, "SELECT comm FROM processes WHERE id = ?1", process_id, 0, 0, 1, buf,
-                      cap);
-}
-
-uint64_t cli_names_last_ns(struct cli_names *n, int64_t process_id)
-{
-    char buf[32];
-    names_sql1(n, "SELECT last_ns FROM processes WHERE id = ?1", process_id, 0, 0, 1, buf,
-               sizeof buf);
-    uint64_t v = 0;
-    return cli_parse_u64(buf, &v) == 0 ? v : 0;
+    return idx_read_process_last_ns(n->s->x, process_id);
 }

@@ -1,24 +1,24 @@
 /*
- * codeloc.h — names of code locations: a location the agent registered by
+ * cli_codeloc.h — names of code locations: a location the agent registered by
  * code address (d9_loc_register_code; D9_LOC_CODE_FILE in shm/d9_abi.h),
  * such as a libuv callback traced by libd9uv, is shown as
  * "function (library+0xoffset)".
  *
  * The traced process resolves nothing. The name is made here, out of
  * process, from the "d9.map" records the collector writes into every
- * segment (collector/store/symbols.h) and the ELF files they name, exactly
+ * segment (collector/store/sym.h) and the ELF files they name, exactly
  * as d9 flame names CPU samples: the mapping gives the library and the
  * file offset, the symbol table the function. Without the mapping (a
  * segment without map records, a library gone) the location stays
  * "[code] 0xaddress"; without a symbol it is "library+0xoffset".
  *
- * Called by: query.c (cli_names_location, and the metadata of scans for
+ * Called by: cli_store.c (cli_store_names_location, and the metadata of scans for
  * d9 events and export). Must never: trust the segment
  * (sym_map_decode validates every record) or fail a query: any error
  * degrades to the raw address.
  */
-#ifndef D9_COL_CLI_CODELOC_H
-#define D9_COL_CLI_CODELOC_H
+#ifndef D9_COL_CLI_CLI_CODELOC_H
+#define D9_COL_CLI_CLI_CODELOC_H
 
 #include <stddef.h>
 #include "shm/meta.h"
@@ -55,4 +55,4 @@ void cli_codeloc_cache_release(struct cli_codeloc_cache *k);
 /* 1 when e is a code location (named or not): print e->func alone. */
 int cli_codeloc_is(const struct shm_meta_entry *e);
 
-#endif /* D9_COL_CLI_CODELOC_H */
+#endif /* D9_COL_CLI_CLI_CODELOC_H */

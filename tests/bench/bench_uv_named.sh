@@ -11,6 +11,7 @@
 #          and p99 latency.
 # p99 comes from dnsperf -v (one latency per answered query). With the shim
 # the collector runs, and its records per second of named are reported.
+# Then bench_uv_idle, in the same pairs: the cost of one traced callback.
 # Printed: every pair, then the medians off and on and the overhead beside
 # the target (<= 1 %, printed, never enforced). Numbers of a run belong in
 # tests/bench/RESULTS.md, not here.
@@ -159,3 +160,30 @@ row "fixed-rate p99 (us)" 3 0
 row "flat-out qps" 4 1
 row "flat-out p99 (us)" 5 0
 printf '%-22s %12s %12s\n' "records/s (on)" - "$(median on 6)"
+
+# ---- per callback: bench_uv_idle, the same pairs -------------------------------
+IDLE=$BUILD/bench/bench_uv_idle
+if [ -x "$IDLE" ]; then
+    N=2000000
+    [ "${BENCH_QUICK:-0}" = 1 ] && N=300000
+    : >"$T/idle"
+    p=1
+    while [ $p -le "$PAIRS" ]; do
+        if [ $((p % 2)) -eq 1 ]; then order="off on"; else order="on off"; fi
+        for mode in $order; do
+            if [ "$mode" = on ]; then
+                v=$(DIAL9_SHM_DIR=$T/shm DIAL9_COLLECTOR=$EP LD_PRELOAD=$PRELOAD "$IDLE" $N | awk '{print $1}')
+            else
+                v=$("$IDLE" $N | awk '{print $1}')
+            fi
+            echo "$mode $v" >>"$T/idle"
+        done
+        p=$((p + 1))
+    done
+    off=$(awk '$1 == "off" {print $2}' "$T/idle" | sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}')
+    on=$(awk '$1 == "on" {print $2}' "$T/idle" | sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}')
+    echo
+    echo "per callback (bench_uv_idle: an idle callback $N times; medians of $PAIRS pairs, ns per loop iteration)"
+    printf '%-22s %12s %12s %10s\n' "idle iteration (ns)" "$off" "$on" \
+        "$(awk -v a="$off" -v b="$on" 'BEGIN { printf "%+.1f ns", b - a }')"
+fi

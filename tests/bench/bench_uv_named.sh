@@ -183,7 +183,7 @@ if [ -x "$IDLE" ]; then
     off=$(awk '$1 == "off" {print $2}' "$T/idle" | sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}')
     on=$(awk '$1 == "on" {print $2}' "$T/idle" | sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}')
     echo
-    echo "per callback (bench_uv_idle: an idle callback $N times; medians of $PAIRS pairs, ns per loop iteration)"
-    printf '%-22s %12s %12s %10s\n' "idle iteration (ns)" "$off" "$on" \
+    echo "per callback (bench_uv_idle: an idle callback $N times; medians of $PAIRS pairs, CPU ns of the loop's thread per iteration)"
+    printf '%-22s %12s %12s %10s\n' "idle iteration (CPU ns)" "$off" "$on" \
         "$(awk -v a="$off" -v b="$on" 'BEGIN { printf "%+.1f ns", b - a }')"
 fi

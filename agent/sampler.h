@@ -1,5 +1,5 @@
 /*
- * sampler.h — the in-process CPU profiler fallback (issue 7): per-thread
+ * sampler.h — the in-process CPU profiler fallback: per-thread
  * CPU-time timers deliver SIGPROF, the handler walks frame pointers and
  * writes a D9_REC_CPU_SAMPLE record. Used only when the collector cannot
  * sample the process with perf_event_open (collector/daemon/perf.c).

@@ -13,7 +13,8 @@
  *   [ ring 0: d9_ring_hdr (D9_RING_HDR_SIZE) + ring_data_size bytes ]
  *   [ ring 1 ... ring_count-1                                       ]
  *
- * Invariants (checked by the consumer, see shm/reader.c):
+ * Invariants (checked by the consumer: shm/region.c on adoption, shm/ring.c
+ * and collector/daemon/drain.c on every read):
  *   - every offset and size in the header lies inside region_size;
  *   - ring_data_size is a power of two in [D9_RING_DATA_MIN, D9_RING_DATA_MAX];
  *   - per ring, 0 <= head - tail <= ring_data_size; head and tail are byte
@@ -303,7 +304,8 @@ enum d9_field_type {
 #define D9_SCHEMA_MAX_FIELDS 16u
 _Static_assert(sizeof(struct d9_meta_hdr) == 8, "meta hdr");
 
-/* In-process sampler state (d9_region_hdr.sampler), see issue 7. */
+/* In-process sampler state (d9_region_hdr.sampler): the agent's SIGPROF
+ * fallback profiler (agent/sampler.h) when the collector cannot perf. */
 enum d9_sampler_mode {
     D9_SAMPLER_NONE = 0,
     D9_SAMPLER_PERF = 1,        /* the collector samples with perf_event_open */

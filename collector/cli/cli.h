@@ -5,9 +5,9 @@
  * --endpoint, --help), number/duration parsing, and output helpers (times,
  * durations, byte counts, JSON strings).
  *
- * Called by d9.c (main, dispatch) and every collector/cli_<name>.c. Adding a
- * subcommand = one new file defining `CLI_DECLARE_CMD(name) { ... }` plus one
- * line in the D9_COMMANDS table of d9.c.
+ * Called by main.c (main, dispatch) and every collector/cli/cli_<name>.c.
+ * Adding a subcommand = one new file defining `CLI_DECLARE_CMD(name) { ... }`
+ * plus one line in the D9_COMMANDS table of main.c.
  *
  * Conventions every subcommand follows:
  *   - `--help` prints the man-page-style usage on stdout and exits 0;

@@ -2,7 +2,7 @@
  * cli_events.c — `d9 events`: decoded records of a window, in time order,
  * filtered by pid, tid and record type, as text lines or JSON lines.
  *
- * Called by d9.c. Streams through cli_store.c's scan (bounded memory) and
+ * Called by main.c. Streams through cli_store.c's scan (bounded memory) and
  * cli_decode.c; stops reading as soon as --limit records were printed.
  * Never buffers records: memory does not grow with the window.
  */

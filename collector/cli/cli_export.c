@@ -2,7 +2,7 @@
  * cli_export.c — `d9 export`: a window of records as Chrome trace-event
  * JSON (cli_trace.h) for chrome://tracing and the Perfetto UI.
  *
- * Called by d9.c. Streams: scan (cli_store.c) -> cli_trace_record -> FILE.
+ * Called by main.c. Streams: scan (cli_store.c) -> cli_trace_record -> FILE.
  * Writes to -o FILE through a temporary file renamed at the end, so a
  * failed export never leaves a truncated FILE behind; "-" or no -o = stdout.
  */

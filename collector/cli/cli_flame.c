@@ -20,7 +20,7 @@
  * not attributed to the next one.
  *
  * Memory: one entry per distinct stack, per distinct address and per thread
- * with open polls; never per sample. Called by d9.c.
+ * with open polls; never per sample. Called by main.c.
  */
 #include <errno.h>
 #include <getopt.h>

@@ -4,7 +4,7 @@
  * newest data. The collector answers when the segments are sealed and
  * indexed.
  *
- * Called by d9.c. Uses ctl_client_request (collector/control.h). Never touches
+ * Called by main.c. Uses ctl_client_request (collector/ctl/ctl_client.h). Never touches
  * the store itself: the collector does the sealing.
  */
 #include <errno.h>

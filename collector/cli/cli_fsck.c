@@ -5,7 +5,7 @@
  * this file parses the arguments, prints one line per finding or action and
  * a summary, and maps the outcome to the exit status.
  *
- * Called by d9.c through the D9_COMMANDS table.
+ * Called by main.c through the D9_COMMANDS table.
  *
  * The one d9 subcommand that may write to a store, and only with --repair:
  * fsck_run refuses a repair (-EBUSY) while a running collector holds the

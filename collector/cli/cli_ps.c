@@ -3,7 +3,7 @@
  * (processes table): pid, comm, state (alive/exited/crashed/quarantined),
  * first/last seen, records, lost, segments and bytes.
  *
- * Called by d9.c. Reads the index only (no segment file is opened).
+ * Called by main.c. Reads the index only (no segment file is opened).
  * Never writes the store; strings from the index are escaped on output.
  */
 #include <getopt.h>

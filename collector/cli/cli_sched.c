@@ -11,7 +11,7 @@
  *   - CPU time: last cpu_ns - first cpu_ns seen in the window;
  *   - parked time: sum of unpark.ts - park.ts, and busy % of the span.
  *
- * Called by d9.c. Memory: one histogram (~4 KiB) per worker, never per
+ * Called by main.c. Memory: one histogram (~4 KiB) per worker, never per
  * record.
  */
 #include <errno.h>

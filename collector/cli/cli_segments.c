@@ -2,7 +2,7 @@
  * cli_segments.c — `d9 segments`: the segment files of a store from the
  * index: id, pid, time range, bytes, records, lost, per-type counts, path.
  *
- * Called by d9.c. Reads the index only. Never opens or writes segment
+ * Called by main.c. Reads the index only. Never opens or writes segment
  * files; paths from the index are printed escaped.
  */
 #include <getopt.h>

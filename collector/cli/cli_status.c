@@ -4,7 +4,7 @@
  * traced process its state, records, bytes, lag and lost, and with
  * --rings every ring (thread) with its lag and drops.
  *
- * Called by d9.c. Uses ctl_client_request (collector/control.h); never touches the
+ * Called by main.c. Uses ctl_client_request (collector/ctl/ctl_client.h); never touches the
  * store. Unreachable collector: one line naming the endpoint, exit 1.
  * Never waits longer than CLI_TIMEOUT_MS per step.
  */

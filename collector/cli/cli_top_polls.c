@@ -8,7 +8,7 @@
  * the data (process crashed or hung inside it) competes with its duration
  * up to the last record of its process and is marked unfinished (">").
  *
- * Called by d9.c. Never keeps more than --limit polls, plus the polls
+ * Called by main.c. Never keeps more than --limit polls, plus the polls
  * open at the same time.
  */
 #include <errno.h>

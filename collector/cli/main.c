@@ -1,7 +1,7 @@
 /*
- * d9.c — main of the `d9` CLI: global options, then dispatch to a
+ * main.c — main of the `d9` CLI: global options, then dispatch to a
  * subcommand from the table below. Each subcommand lives in its own file
- * collector/cli_<name>.c and is declared here by one D9_COMMANDS line.
+ * collector/cli/cli_<name>.c and is declared here by one D9_COMMANDS line.
  *
  * d9 reads the store (index + segments, via cli_store.h) and talks to the
  * collector's control endpoint (status, flush). Only `fsck --repair`

@@ -1,6 +1,6 @@
 /*
  * perf.h — out-of-process CPU and off-CPU sampling of traced processes with
- * perf_event_open(2), done by d9collectd (issue 7).
+ * perf_event_open(2), done by d9collectd.
  *
  * For every thread of a process the collector opens up to two software
  * events on that thread (pid = tid, cpu = -1):
@@ -55,10 +55,10 @@
 /* Defaults (d9collectd options --perf-freq, --switch-period). */
 #define PERF_FREQ_DEFAULT           99u
 #define PERF_FREQ_MAX               10000u
-/* Off-CPU sampling is opt-in: a context-switch event on a thread makes
- * every switch of that thread cost ~3 us more (two threads ping-ponging on
- * one CPU of the development VM: 680 k -> 200 k switches/s), far more than
- * the on-CPU profile's ~1.3 us; 16 is the suggested value when wanted. */
+/* Off-CPU sampling is opt-in: a context-switch event on a thread adds a
+ * few microseconds to every switch of that thread (on a VM several times the
+ * on-CPU profile's cost per sample; tests/bench/RESULTS.md); 16 is the
+ * suggested value when wanted. */
 #define PERF_SWITCH_PERIOD_DEFAULT  0u           /* off */
 #define PERF_RING_PAGES_DEFAULT     32u          /* data pages per thread, power of two */
 #define PERF_RING_PAGES_MAX         1024u        /* data pages per ring, at most */
@@ -80,9 +80,9 @@ void perf_config_default(struct perf_config *c);
  * Keep the kernel's callchain buffers allocated for the collector's whole
  * run. The kernel allocates them when the first event that samples
  * callchains opens and frees them when the last one closes; allocating them
- * took 9-14 ms on the development VM, inside the drain loop, at every
- * adoption while no other traced process was being sampled (a 1 MiB ring
- * fills in 8 ms at 4 M events/s). A disabled event on the collector itself
+ * takes milliseconds, which inside the drain loop, at every adoption while
+ * no other traced process was being sampled, is as long as a busy 1 MiB ring
+ * takes to fill. A disabled event on the collector itself
  * holds them. Returns its fd (close it at exit) or -errno (perf not
  * permitted: there is nothing to keep).
  */

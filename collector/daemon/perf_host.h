@@ -9,10 +9,10 @@
  *
  * Why: a per-thread event is scheduled out and in at every context switch of
  * its thread (a cpu-clock event cancels and re-arms its hrtimer, a timer
- * reprogramming each time: a VM exit on a virtual machine). On the
- * development VM that made the demo workload about 1 % slower at 99 Hz,
- * against 0 % for a per-CPU event, whose timer does not care about
- * switches. It also samples a new thread from its first instruction, where
+ * reprogramming each time: a VM exit on a virtual machine). That made the
+ * demo workload measurably slower on a VM at 99 Hz, where a per-CPU event,
+ * whose timer does not care about switches, costs nothing per switch
+ * (tests/bench/RESULTS.md). It also samples a new thread from its first instruction, where
  * per-thread events miss up to one /proc rescan of its life.
  *
  * Cost and scope: each CPU gets freq_hz samples per second of non-idle time

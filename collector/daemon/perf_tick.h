@@ -5,8 +5,8 @@
  *
  * Why: a cpu-clock event arms an hrtimer per CPU, so each sample is an
  * interrupt of its own. On a virtual machine every such interrupt is a
- * timer exit (about 20 us on the development VM, ten times its cost on bare
- * metal), which at 99 Hz is about 0.2 % of every busy CPU. A busy CPU takes
+ * timer exit (tens of microseconds, an order of magnitude more than on bare
+ * metal), which at 99 Hz is a few tenths of a percent of every busy CPU. A busy CPU takes
  * the scheduler tick anyway (HZ times a second), and the tick's hrtimer
  * expiry is a tracepoint (timer:hrtimer_expire_entry with function = the
  * tick handler): a perf event on it, 1 in `period` hits sampled, costs the

@@ -1,6 +1,6 @@
 /*
  * prof.h — d9collectd's per-process profiling: glue between a traced
- * process (struct proc) and perf.c (sampling) / symbols.c (memory map
+ * process (struct proc) and perf.c (sampling) / sym.c (memory map
  * snapshots). One struct prof per adopted process, hung off proc.prof.
  *
  * What it writes into the process's open segment (drain_writer), as DATA
@@ -31,7 +31,7 @@
  * Called on the collector's drain thread only: prof_attach by d9collectd.c
  * after proc_adopt, prof_pass from every drain pass (throttled inside) and
  * with final = 1 from proc_finish before the exit block, prof_free from
- * proc_free. Calls perf.c, symbols.c, drain.c (drain_writer) and guard.c,
+ * proc_free. Calls perf.c, sym.c, drain.c (drain_writer) and guard.c,
  * never proc.c.
  * Never: fail an adoption or a drain because profiling failed; touch shm
  * outside the guard.

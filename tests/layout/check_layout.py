@@ -12,6 +12,8 @@
    and no other file of the folder has a longer name that also prefixes it, so
    a symbol names the file it lives in (idx_read_* is in idx_read.c, idx_* in
    idx.c). Objects whose source is gone (a renamed file) are not modules.
+4. One owner of index.sqlite: only the index module (SQL_OWNERS) includes
+   <sqlite3.h>.
 
 Usage: check_layout.py BUILD_DIR. Prints one line per finding and a closing
 "layout: N passed, N failed" line; exits 1 on any finding.
@@ -37,6 +39,9 @@ RULES = {
 SOURCE_DIRS = ["shm", "agent", "collector"]
 PREFIX_DIRS = ["collector/store", "collector/ctl", "collector/cli"]
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+SQLITE = re.compile(r'^\s*#\s*include\s+<sqlite3\.h>', re.M)
+# The only files that may run SQL: the index module owns index.sqlite.
+SQL_OWNERS = ("collector/store/idx.c", "collector/store/idx_read.c", "collector/store/idx_int.h")
 
 
 def folder_rule(path):
@@ -64,6 +69,9 @@ def check_includes():
                 allowed = [rule, own] + RULES[rule]
                 with open(os.path.join(ROOT, rel), encoding="utf-8", errors="replace") as fh:
                     text = fh.read()
+                if SQLITE.search(text) and rel not in SQL_OWNERS:
+                    bad.append(f"{rel}: includes <sqlite3.h>: only {', '.join(SQL_OWNERS)} "
+                               "run SQL on index.sqlite")
                 for inc in INCLUDE.findall(text):
                     checked += 1
                     if "/" not in inc:

@@ -15,9 +15,8 @@
  *
  * The in-process profiler fallback (SIGPROF timers, agent/sampler.h) would
  * deliver signals the program never asked for: unless DIAL9_SAMPLER is set,
- * it is off here (the collector's perf sampling is unaffected). The setting
- * is passed to d9_init through the environment and removed again at once,
- * so the program sees its environment as it was.
+ * it is off here (d9_init_with, sampler = "off"; the collector's perf
+ * sampling is unaffected). The program's environment is not touched.
  *
  * Called by: the dynamic loader (constructor). Must never: fail, print
  * (except d9_init's one line on a bad setting) or change errno.
@@ -33,15 +32,12 @@
 __attribute__((constructor)) static void preload_start(void)
 {
     int err = errno;
-    uvloop_set_auto(1);
+    const char *v = getenv(PRELOAD_SAMPLER_VAR);
+    uvloop_set_auto(1, v && *v ? NULL : "off");
     void *uv = dlopen(PRELOAD_LIBUV, RTLD_LAZY | RTLD_NOLOAD);
     if (uv) {
         dlclose(uv);
-        int set = getenv(PRELOAD_SAMPLER_VAR) == NULL &&
-                  setenv(PRELOAD_SAMPLER_VAR, "off", 0) == 0;
         uvloop_ensure_init();
-        if (set)
-            unsetenv(PRELOAD_SAMPLER_VAR);
     }
     errno = err;
 }

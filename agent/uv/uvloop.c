@@ -25,6 +25,7 @@ static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;  /* claims and frees 
 static uint32_t g_next_worker;              /* under g_lock */
 static _Atomic uint64_t g_loops_traced;
 static _Atomic int g_auto;
+static const char *g_auto_sampler;          /* written before g_auto (release) */
 static _Atomic int g_init_done;
 static pthread_once_t g_init_once = PTHREAD_ONCE_INIT;
 static _Atomic uint16_t g_pool_rt;
@@ -32,15 +33,18 @@ static _Atomic uint32_t g_pool_workers;
 
 /* ---- lifecycle --------------------------------------------------------------- */
 
-void uvloop_set_auto(int on)
+void uvloop_set_auto(int on, const char *sampler)
 {
-    atomic_store_explicit(&g_auto, on, memory_order_relaxed);
+    g_auto_sampler = sampler;   /* before g_auto: read by init_once after it */
+    atomic_store_explicit(&g_auto, on, memory_order_release);
 }
 
 static void init_once(void)
 {
     int err = errno;
-    d9_init();                  /* logs its own errors; the program runs untraced */
+    d9_config cfg = D9_CONFIG_INIT;
+    cfg.sampler = g_auto_sampler;
+    d9_init_with(&cfg);         /* logs its own errors; the program runs untraced */
     errno = err;
     atomic_store_explicit(&g_init_done, 1, memory_order_release);
 }
@@ -49,7 +53,7 @@ void uvloop_ensure_init(void)
 {
     if (__builtin_expect(atomic_load_explicit(&g_init_done, memory_order_acquire), 1))
         return;
-    if (atomic_load_explicit(&g_auto, memory_order_relaxed))
+    if (atomic_load_explicit(&g_auto, memory_order_acquire))
         pthread_once(&g_init_once, init_once);
 }
 

@@ -64,8 +64,9 @@ struct uvloop_tls {
 extern __thread struct uvloop_tls uvloop_tls __attribute__((tls_model("initial-exec")));
 
 /* libd9preload: trace every loop at its first uv_run and start d9 at the
- * first wrapped call. */
-void uvloop_set_auto(int on);
+ * first wrapped call (or at uvloop_ensure_init), with the in-process
+ * sampler mode sampler (d9_config.sampler; NULL: DIAL9_SAMPLER decides). */
+void uvloop_set_auto(int on, const char *sampler);
 /* The first call of any wrapper: in auto mode, d9_init once. Cheap after. */
 void uvloop_ensure_init(void);
 

@@ -193,7 +193,7 @@ demo: deps
 clean:
 	rm -rf $(BUILD)
 
--include $(wildcard tests/*/*.mk)
+-include $(wildcard tests/*/*.mk) agent/uv/uv.mk
 # install / uninstall / man pages / Debian package
 include deploy/install.mk deploy/deb.mk
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

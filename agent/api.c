@@ -42,6 +42,7 @@
 #include "agent/env.h"
 #include "agent/exitinfo.h"
 #include "agent/sampler.h"
+#include "shm/meta.h"
 
 static struct ag_agent g_agent;
 static __thread struct ag_thread g_tls __attribute__((tls_model("initial-exec")));
@@ -268,6 +269,15 @@ d9_loc d9_loc_register(const char *file, int line, const char *func)
     if (!d9_enabled())
         return 0;
     return ag_agent_loc_register(&g_agent, file, line, func);
+}
+
+d9_loc d9_loc_register_code(const void *addr)
+{
+    char func[D9_LOC_CODE_FUNC_MAX];
+    if (!addr || !d9_enabled())
+        return 0;
+    return ag_agent_loc_register(&g_agent, D9_LOC_CODE_FILE, 0,
+                                 shm_meta_code_func((uint64_t)(uintptr_t)addr, func));
 }
 
 void d9_get_stats(d9_stats *out)

@@ -206,6 +206,15 @@ D9_API d9_runtime d9_runtime_default(void);
  * use D9_LOC(), which calls it once per call site. */
 D9_API d9_loc d9_loc_register(const char *file, int line, const char *func);
 
+/* Register a location whose identity is a code address (a callback's entry
+ * point, for instrumentation that knows functions by address only). Nothing
+ * is resolved in the process: the address is published as a code location
+ * (D9_LOC_CODE_FILE in shm/d9_abi.h) and d9 names it "function
+ * (library+offset)" out of process from the collector's map snapshots.
+ * Idempotent per address; takes a lock: call it once per address and cache
+ * the id. 0 when tracing is off or addr is NULL. */
+D9_API d9_loc d9_loc_register_code(const void *addr);
+
 #else /* D9_DISABLE: tracing is off at compile time; nothing to link */
 
 static inline int d9_init(void) { return D9_OFF; }
@@ -217,6 +226,7 @@ static inline int d9_runtime_register(const char *name, d9_runtime *rt)
 static inline d9_runtime d9_runtime_default(void) { d9_runtime rt = { 0 }; return rt; }
 static inline d9_loc d9_loc_register(const char *file, int line, const char *func)
 { (void)file; (void)line; (void)func; return 0; }
+static inline d9_loc d9_loc_register_code(const void *addr) { (void)addr; return 0; }
 
 #endif /* D9_DISABLE */
 

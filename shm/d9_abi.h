@@ -320,6 +320,15 @@ struct d9_meta_object {
     uint8_t _zero[7];
 };
 #define D9_BUILD_ID_MAX      32u
+
+/* A code location: a LOCATION entry whose file is D9_LOC_CODE_FILE, whose
+ * line is 0 and whose func is the entry address of the code in the traced
+ * process, "0x" and lower-case hex (D9_LOC_CODE_FUNC_MAX bytes with the NUL
+ * at most). The agent resolves no symbol: readers name it out of process
+ * from the collector's "d9.map" records, as they name CPU samples. A plain
+ * convention on the LOCATION kind, so old readers still decode the entry. */
+#define D9_LOC_CODE_FILE     "[code]"
+#define D9_LOC_CODE_FUNC_MAX 19u            /* "0x" + 16 hex digits + NUL */
 enum d9_field_type {
     D9_FT_U64 = 1,
     D9_FT_I64 = 2,

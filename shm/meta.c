@@ -220,3 +220,40 @@ int shm_meta_encode_schema(uint8_t *out, size_t cap, const char *name, uint16_t 
     }
     return (int)pos;
 }
+
+char *shm_meta_code_func(uint64_t addr, char *out)
+{
+    static const char hex[] = "0123456789abcdef";
+    char tmp[16];
+    int n = 0;
+    do {
+        tmp[n++] = hex[addr & 15u];
+        addr >>= 4;
+    } while (addr);
+    out[0] = '0';
+    out[1] = 'x';
+    for (int i = 0; i < n; i++)
+        out[2 + i] = tmp[n - 1 - i];
+    out[2 + n] = 0;
+    return out;
+}
+
+int shm_meta_code_addr(const struct shm_meta_entry *e, uint64_t *addr)
+{
+    if (!e || e->kind != D9_META_LOCATION || !e->name || !e->func || e->line != 0 ||
+        strcmp(e->name, D9_LOC_CODE_FILE) != 0 || e->func[0] != '0' || e->func[1] != 'x')
+        return 0;
+    const char *p = e->func + 2;
+    uint64_t v = 0;
+    int n = 0;
+    for (; *p; p++, n++) {
+        int d = *p >= '0' && *p <= '9' ? *p - '0' : *p >= 'a' && *p <= 'f' ? *p - 'a' + 10 : -1;
+        if (d < 0 || n >= 16)
+            return 0;
+        v = v << 4 | (uint64_t)d;
+    }
+    if (n == 0)
+        return 0;
+    *addr = v;
+    return 1;
+}

@@ -56,6 +56,12 @@ int shm_meta_encode_location(uint8_t *out, size_t cap, const char *file, uint32_
 /* OBJECT payload: a loaded object's executable segment (see d9_abi.h). */
 int shm_meta_encode_object(uint8_t *out, size_t cap, const struct d9_meta_object *o,
                            const uint8_t *build_id, const char *path);
+
+/* The func string of a code location at addr (see D9_LOC_CODE_FILE) into
+ * out (at least D9_LOC_CODE_FUNC_MAX bytes); returns out. */
+char *shm_meta_code_func(uint64_t addr, char *out);
+/* 1 and *addr when e is a well-formed code location, else 0. */
+int shm_meta_code_addr(const struct shm_meta_entry *e, uint64_t *addr);
 int shm_meta_encode_schema(uint8_t *out, size_t cap, const char *name, uint16_t nfields,
                            const uint8_t *types, const char *const *names);
 

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "collector/cli/cli.h"
+#include "collector/cli/cli_codeloc.h"
 #include "collector/cli/cli_decode.h"
 #include "shm/record.h"
 
@@ -74,7 +75,9 @@ static void add_loc(struct cli_decoded *d, const struct cli_meta_src *m, uint32_
         return;
     }
     const struct shm_meta_entry *e = m && m->location ? m->location(m->ctx, id) : NULL;
-    if (e && e->name) {
+    if (cli_codeloc_is(e)) {
+        snprintf(d->loc_text, sizeof d->loc_text, "%s", e->func);   /* named by query.c */
+    } else if (e && e->name) {
         if (e->func && *e->func)
             snprintf(d->loc_text, sizeof d->loc_text, "%s:%u %s", e->name, e->line, e->func);
         else

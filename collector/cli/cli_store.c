@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "collector/store/idx_read.h"
+#include "collector/cli/cli_codeloc.h"
 #include "collector/cli/cli_store.h"
 #include "collector/store/seg_reader.h"
 #include "shm/record.h"
@@ -340,6 +341,8 @@ struct rd_entry {                   /* an open segment file */
     uint32_t pid;
     char comm[32];
     struct cli_meta_src meta;
+    struct cli_store *store;        /* for the process's map records (code locations) */
+    struct cli_codeloc_cache code;  /* code locations named so far */
 };
 
 struct cursor {                     /* one block being merged */
@@ -370,20 +373,33 @@ struct scan {
     uint64_t next_seq;
 };
 
-static const char *meta_rt(const void *ctx, uint32_t id) { return seg_reader_runtime(ctx, id); }
+static struct cli_codeloc *codeloc_of_process(struct cli_store *s, int64_t process_id);
+
+/* ctx: the struct rd_entry of the segment */
+static const char *meta_rt(const void *ctx, uint32_t id)
+{
+    return seg_reader_runtime(((const struct rd_entry *)ctx)->r, id);
+}
 static const struct shm_meta_entry *meta_loc(const void *ctx, uint32_t id)
 {
-    return seg_reader_location(ctx, id);
+    struct rd_entry *e = (struct rd_entry *)ctx;
+    const struct shm_meta_entry *m = seg_reader_location(e->r, id);
+    if (!e->code.tried && cli_codeloc_is(m)) {
+        e->code.tried = 1;
+        e->code.c = codeloc_of_process(e->store, e->process_id);
+    }
+    return cli_codeloc_cached(&e->code, m);
 }
 static const struct shm_meta_entry *meta_schema(const void *ctx, uint32_t id)
 {
-    return seg_reader_schema(ctx, id);
+    return seg_reader_schema(((const struct rd_entry *)ctx)->r, id);
 }
 
 static void rd_free(struct rd_entry *e)
 {
     if (e->r)
         seg_reader_close(e->r);
+    cli_codeloc_cache_release(&e->code);
     free(e);
 }
 
@@ -472,7 +488,8 @@ static struct rd_entry *rd_get(struct scan *sc, uint64_t seg_id, const char *rel
         sc->st->missing_segments++;
         return NULL;
     }
-    e->meta = (struct cli_meta_src){ meta_rt, meta_loc, meta_schema, e->r };
+    e->store = sc->s;
+    e->meta = (struct cli_meta_src){ meta_rt, meta_loc, meta_schema, e };
     return e;
 }
 
@@ -704,6 +721,8 @@ out:
 struct names_proc {
     int64_t process_id;
     struct seg_reader *r;           /* NULL when no segment could be opened */
+    struct cli_codeloc *code;       /* its map records, loaded at the first code location */
+    int code_tried;
 };
 
 struct cli_names {
@@ -726,11 +745,39 @@ void cli_store_names_close(struct cli_names *n)
 {
     if (!n)
         return;
-    for (size_t i = 0; i < n->n; i++)
+    for (size_t i = 0; i < n->n; i++) {
         if (n->p[i].r)
             seg_reader_close(n->p[i].r);
+        cli_codeloc_free(n->p[i].code);
+    }
     free(n->p);
     free(n);
+}
+
+/* The map records of a process, for naming code locations: from its newest
+ * segment that has any (every segment opened while the process lived has a
+ * snapshot; one opened after it exited has none). NULL when none has. */
+struct codeloc_open {
+    struct cli_store *s;
+    struct cli_codeloc *c;
+};
+
+static int codeloc_try(void *arg, const char *rel)
+{
+    struct codeloc_open *co = arg;
+    char path[2 * CLI_PATH_MAX];
+    if (rel[0] == '/' || strstr(rel, ".."))
+        return 0;                   /* the index is untrusted too: stay inside the store */
+    snprintf(path, sizeof path, "%s/%s", co->s->dir, rel);
+    co->c = cli_codeloc_open(path);
+    return co->c != NULL;
+}
+
+static struct cli_codeloc *codeloc_of_process(struct cli_store *s, int64_t process_id)
+{
+    struct codeloc_open co = { s, NULL };
+    idx_read_process_segments(s->x, process_id, codeloc_try, &co);
+    return co.c;
 }
 
 struct names_open {
@@ -774,6 +821,8 @@ static struct seg_reader *names_reader(struct cli_names *n, int64_t process_id)
     struct names_proc *e = &n->p[n->n++];
     e->process_id = process_id;
     e->r = NULL;
+    e->code = NULL;
+    e->code_tried = 0;
     struct names_open no = { n, e };
     idx_read_process_segments(n->s->x, process_id, names_try, &no);
     return e->r;
@@ -784,6 +833,17 @@ const char *cli_store_names_location(struct cli_names *n, int64_t process_id, ui
 {
     struct seg_reader *r = loc ? names_reader(n, process_id) : NULL;
     const struct shm_meta_entry *e = r ? seg_reader_location(r, loc) : NULL;
+    if (cli_codeloc_is(e)) {
+        struct names_proc *p = NULL;
+        for (size_t i = 0; i < n->n && !p; i++)
+            if (n->p[i].process_id == process_id)
+                p = &n->p[i];
+        if (p && !p->code_tried) {
+            p->code_tried = 1;
+            p->code = codeloc_of_process(n->s, process_id);
+        }
+        return cli_codeloc_name(p ? p->code : NULL, e, buf, cap);
+    }
     if (!loc)
         snprintf(buf, cap, "?");
     else if (!e || !e->name)

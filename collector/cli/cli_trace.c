@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "collector/cli/cli.h"
+#include "collector/cli/cli_codeloc.h"
 #include "collector/cli/cli_polls.h"
 #include "collector/cli/cli_decode.h"
 #include "collector/cli/cli_trace.h"
@@ -288,7 +289,10 @@ static void emit_interval(struct cli_export *x, const struct cli_rec_src *src,
         fprintf(f, ",\"worker\":%u", (unsigned)p->worker);
         if (loc) {
             char lb[CLI_LOC_TEXT_MAX];
-            snprintf(lb, sizeof lb, "%s:%u", loc->name, loc->line);
+            if (cli_codeloc_is(loc))
+                snprintf(lb, sizeof lb, "%s", loc->func);
+            else
+                snprintf(lb, sizeof lb, "%s:%u", loc->name, loc->line);
             fputs(",\"loc\":", f);
             cli_json_str(f, lb, strlen(lb));
         }

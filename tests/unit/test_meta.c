@@ -197,9 +197,51 @@ static void test_long_location_path_keeps_tail(void **state)
     assert_string_equal(file + strlen(file) - 7, "/file.c");
 }
 
+static void test_code_location_round_trips_its_address(void **state)
+{
+    struct fx *f = *state;
+    uint8_t buf[256];
+    char func[D9_LOC_CODE_FUNC_MAX];
+    const uint64_t addrs[] = { 0x1, 0x55d0c0ffee10ull, UINT64_MAX };
+    for (unsigned i = 0; i < 3; i++) {
+        int n = shm_meta_encode_location(buf, sizeof buf, D9_LOC_CODE_FILE, 0,
+                                         shm_meta_code_func(addrs[i], func));
+        assert_true(n > 0);
+        assert_int_equal(shm_meta_append(&f->hdr, f->area, D9_META_LOCATION, i + 1, buf,
+                                         (size_t)n), 0);
+    }
+    size_t off = 0;
+    struct shm_meta_entry e;
+    uint64_t addr;
+    for (unsigned i = 0; i < 3; i++) {
+        assert_int_equal(shm_meta_next(f->area, atomic_load(&f->hdr.meta_head), &off, &e), 1);
+        assert_int_equal(shm_meta_code_addr(&e, &addr), 1);
+        assert_true(addr == addrs[i]);
+    }
+}
+
+static void test_source_locations_and_bad_addresses_are_not_code_locations(void **state)
+{
+    (void)state;
+    uint64_t addr;
+    struct shm_meta_entry src = { .kind = D9_META_LOCATION, .id = 1, .name = "a.c", .func = "0x10" };
+    assert_int_equal(shm_meta_code_addr(&src, &addr), 0);
+    const char *bad[] = { "", "0x", "10", "0x1g", "0X10", "0x10000000000000000" };
+    for (unsigned i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct shm_meta_entry e = { .kind = D9_META_LOCATION, .id = 1, .name = D9_LOC_CODE_FILE,
+                                    .func = bad[i] };
+        assert_int_equal(shm_meta_code_addr(&e, &addr), 0);
+    }
+    struct shm_meta_entry l7 = { .kind = D9_META_LOCATION, .id = 1, .name = D9_LOC_CODE_FILE,
+                                 .func = "0x10", .line = 7 };
+    assert_int_equal(shm_meta_code_addr(&l7, &addr), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_code_location_round_trips_its_address, setup, teardown),
+        cmocka_unit_test(test_source_locations_and_bad_addresses_are_not_code_locations),
         cmocka_unit_test_setup_teardown(test_runtime_location_schema_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_object_round_trip_and_bad_objects_rejected, setup,
                                         teardown),

@@ -1,0 +1,38 @@
+# agent/uv/uv.mk — libd9uv.so and libd9preload.so (trace libuv programs),
+# their unit test and helper programs. Included by the top Makefile; uses its
+# variables (BUILD, CC, CFLAGS, SAN, obj, san, AGENT_SO, SAN_LIB_OBJ).
+#
+#   libd9uv.so       the wrappers; link a program with -ld9uv before -luv
+#   libd9preload.so  the wrappers + auto mode: LD_PRELOAD=.../libd9preload.so program
+# Neither links libuv: the wrappers find it with dlsym(RTLD_NEXT), so a program
+# without libuv is left exactly as it was. Both need libd9agent.so (found next
+# to them: RUNPATH $ORIGIN), so that a program with its own d9 calls and the
+# wrappers share one agent.
+
+UV_LIB_SRC  := agent/uv/uvloop.c agent/uv/uvwrap.c agent/uv/uvreal.c
+UV_LIB_OBJ  := $(call obj,$(UV_LIB_SRC))
+UV_SO       := $(BUILD)/lib/libd9uv.so
+UV_PRELOAD  := $(BUILD)/lib/libd9preload.so
+UV_LDLIBS   := -L$(BUILD)/lib -l:libd9agent.so -ldl -pthread -Wl,-rpath,'$$ORIGIN' -Wl,-z,now
+
+all: $(UV_SO) $(UV_PRELOAD)
+
+# (the libd9agent.so rule also makes libd9agent.so.0, its soname, next to it)
+$(UV_SO): $(UV_LIB_OBJ) $(AGENT_SO)
+	@mkdir -p $(dir $@)
+	$(CC) -shared -Wl,-soname,libd9uv.so -o $@ $(UV_LIB_OBJ) $(UV_LDLIBS)
+$(UV_PRELOAD): $(UV_LIB_OBJ) $(BUILD)/obj/agent/uv/preload.o $(AGENT_SO)
+	@mkdir -p $(dir $@)
+	$(CC) -shared -Wl,-soname,libd9preload.so -o $@ $(UV_LIB_OBJ) $(BUILD)/obj/agent/uv/preload.o $(UV_LDLIBS)
+
+# Unit test: the wrappers compiled in (sanitized) and exported (-rdynamic), so
+# that they interpose libuv's entry points and libuv's own calls into itself,
+# as libd9uv.so does in a real program; linked with the real libuv.
+$(BUILD)/tests/unit/test_uv: tests/unit/test_uv.c $(call san,$(UV_LIB_SRC)) $(SAN_LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -rdynamic -o $@ $^ -lcmocka -luv -ldl $(LDLIBS_COL)
+
+# Integration helper tests/integration/prog_uvmix.c: a plain libuv program
+# (built by the top Makefile's prog_% rule, which links nothing of the agent
+# it does not call), run under the preload.
+$(BUILD)/tests/integration/prog_uvmix: LDLIBS_AGENT += -luv

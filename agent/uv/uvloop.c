@@ -1,0 +1,319 @@
+/*
+ * uvloop.c — traced loops, the uv_run / uv_loop_close / backend-poll
+ * wrappers, d9_uv_trace and the uv-threadpool runtime (see uvloop.h).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include "agent/d9.h"
+#include "d9uv.h"
+#include "uvloop.h"
+#include "uvreal.h"
+
+#define UVLOOP_EXPORT __attribute__((visibility("default")))
+#define UVLOOP_DEPTH_NONE UINT64_MAX
+
+__thread struct uvloop_tls uvloop_tls __attribute__((tls_model("initial-exec")));
+
+static struct uvloop_ent g_loops[D9_UV_LOOPS_MAX];
+static _Atomic uint32_t g_nloops;           /* entries ever used: scans stop here */
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;  /* claims and frees */
+static uint32_t g_next_worker;              /* under g_lock */
+static _Atomic uint64_t g_loops_traced;
+static _Atomic int g_auto;
+static const char *g_auto_sampler;          /* written before g_auto (release) */
+static _Atomic int g_init_done;
+static pthread_once_t g_init_once = PTHREAD_ONCE_INIT;
+static _Atomic uint16_t g_pool_rt;
+static _Atomic uint32_t g_pool_workers;
+
+/* ---- lifecycle --------------------------------------------------------------- */
+
+void uvloop_set_auto(int on, const char *sampler)
+{
+    g_auto_sampler = sampler;   /* before g_auto: read by init_once after it */
+    atomic_store_explicit(&g_auto, on, memory_order_release);
+}
+
+static void init_once(void)
+{
+    int err = errno;
+    d9_config cfg = D9_CONFIG_INIT;
+    cfg.sampler = g_auto_sampler;
+    d9_init_with(&cfg);         /* logs its own errors; the program runs untraced */
+    errno = err;
+    atomic_store_explicit(&g_init_done, 1, memory_order_release);
+}
+
+void uvloop_ensure_init(void)
+{
+    if (__builtin_expect(atomic_load_explicit(&g_init_done, memory_order_acquire), 1))
+        return;
+    if (atomic_load_explicit(&g_auto, memory_order_acquire))
+        pthread_once(&g_init_once, init_once);
+}
+
+/* ---- the table ------------------------------------------------------------------ */
+
+struct uvloop_ent *uvloop_find(const uv_loop_t *loop)
+{
+    /* acquire: g_nloops covers entries whose fields were written before */
+    uint32_t n = atomic_load_explicit(&g_nloops, memory_order_acquire);
+    for (uint32_t i = 0; i < n; i++)
+        if (atomic_load_explicit(&g_loops[i].loop, memory_order_acquire) == loop)
+            return &g_loops[i];
+    return NULL;
+}
+
+/* A new entry for loop (g_lock held). NULL when the table is full. */
+static struct uvloop_ent *claim_locked(uv_loop_t *loop, uint16_t rt, uint32_t state)
+{
+    uint32_t n = atomic_load_explicit(&g_nloops, memory_order_relaxed);
+    struct uvloop_ent *e = NULL;
+    for (uint32_t i = 0; i < n && !e; i++)
+        if (atomic_load_explicit(&g_loops[i].loop, memory_order_relaxed) == NULL)
+            e = &g_loops[i];
+    if (!e && n < D9_UV_LOOPS_MAX)
+        e = &g_loops[n];
+    if (!e || g_next_worker >= D9_WORKER_NONE_ID)
+        return NULL;
+    atomic_store_explicit(&e->rt, rt, memory_order_relaxed);
+    atomic_store_explicit(&e->worker, (uint16_t)g_next_worker++, memory_order_relaxed);
+    atomic_store_explicit(&e->state, state, memory_order_relaxed);
+    e->last_depth = UVLOOP_DEPTH_NONE;
+    /* release: the fields above happen-before any reader that finds loop */
+    atomic_store_explicit(&e->loop, loop, memory_order_release);
+    if (e == &g_loops[n])
+        atomic_store_explicit(&g_nloops, n + 1, memory_order_release);
+    if (state == UVLOOP_TRACED)
+        atomic_fetch_add_explicit(&g_loops_traced, 1, memory_order_relaxed);
+    return e;
+}
+
+static int trace(uv_loop_t *loop, const char *name, struct uvloop_ent **out)
+{
+    d9_runtime rt;
+    if (!loop)
+        return -EINVAL;
+    if (!d9_enabled())
+        return -ENOTCONN;
+    if (name) {
+        int rc = d9_runtime_register(name, &rt);
+        if (rc < 0)
+            return rc;
+    } else {
+        rt = d9_runtime_default();
+    }
+    int rc = 0;
+    pthread_mutex_lock(&g_lock);
+    struct uvloop_ent *e = uvloop_find(loop);
+    if (e) {
+        if (atomic_exchange_explicit(&e->state, UVLOOP_TRACED, memory_order_relaxed) !=
+            UVLOOP_TRACED)
+            atomic_fetch_add_explicit(&g_loops_traced, 1, memory_order_relaxed);
+    } else if (!(e = claim_locked(loop, rt.id, UVLOOP_TRACED))) {
+        rc = -ENOSPC;
+    }
+    pthread_mutex_unlock(&g_lock);
+    if (out)
+        *out = e;
+    return rc;
+}
+
+UVLOOP_EXPORT int d9_uv_trace(uv_loop_t *loop, const char *name)
+{
+    uvloop_ensure_init();
+    int err = errno;
+    int rc = trace(loop, name, NULL);
+    errno = err;
+    return rc;
+}
+
+UVLOOP_EXPORT int d9_uv_untrace(uv_loop_t *loop)
+{
+    int rc = 0;
+    pthread_mutex_lock(&g_lock);
+    struct uvloop_ent *e = loop ? uvloop_find(loop) : NULL;
+    if (e)
+        atomic_store_explicit(&e->state, UVLOOP_UNTRACED, memory_order_relaxed);
+    else if (loop && atomic_load_explicit(&g_auto, memory_order_relaxed) &&
+             claim_locked(loop, 0, UVLOOP_UNTRACED))
+        ;   /* remembered as untraced so that the first uv_run does not trace it */
+    else
+        rc = -ENOENT;
+    pthread_mutex_unlock(&g_lock);
+    return rc;
+}
+
+UVLOOP_EXPORT int d9_uv_worker(const uv_loop_t *loop)
+{
+    struct uvloop_ent *e = loop ? uvloop_find(loop) : NULL;
+    if (!e || atomic_load_explicit(&e->state, memory_order_relaxed) != UVLOOP_TRACED)
+        return -ENOENT;
+    return atomic_load_explicit(&e->worker, memory_order_relaxed);
+}
+
+uint64_t uvloop_loops_traced(void)
+{
+    return atomic_load_explicit(&g_loops_traced, memory_order_relaxed);
+}
+
+/* ---- uv-threadpool ---------------------------------------------------------------- */
+
+d9_runtime uvloop_pool_runtime(void)
+{
+    d9_runtime rt = { atomic_load_explicit(&g_pool_rt, memory_order_relaxed) };
+    if (__builtin_expect(rt.id == 0, 0) && d9_enabled()) {
+        int err = errno;
+        if (d9_runtime_register(UVLOOP_POOL_RUNTIME, &rt) == 0)
+            atomic_store_explicit(&g_pool_rt, rt.id, memory_order_relaxed);
+        errno = err;
+    }
+    return rt;
+}
+
+uint16_t uvloop_pool_worker(void)
+{
+    struct uvloop_tls *t = &uvloop_tls;
+    if (__builtin_expect(t->pool_worker == 0, 0)) {
+        uint32_t w = atomic_fetch_add_explicit(&g_pool_workers, 1, memory_order_relaxed);
+        t->pool_worker = (uint16_t)(w < D9_WORKER_NONE_ID - 1 ? w + 1 : D9_WORKER_NONE_ID);
+    }
+    return (uint16_t)(t->pool_worker - 1);
+}
+
+/* ---- wrappers ------------------------------------------------------------------------ */
+
+UVLOOP_EXPORT int uv_run(uv_loop_t *loop, uv_run_mode mode)
+{
+    UVREAL(uv_run);
+    if (!real)
+        return UV_ENOSYS;
+    uvloop_ensure_init();
+    struct uvloop_ent *e = loop ? uvloop_find(loop) : NULL;
+    if (!e && loop && atomic_load_explicit(&g_auto, memory_order_relaxed) && d9_enabled()) {
+        int err = errno;
+        trace(loop, NULL, &e);
+        errno = err;
+    }
+    if (!e || atomic_load_explicit(&e->state, memory_order_relaxed) != UVLOOP_TRACED)
+        return real(loop, mode);
+
+    UVREAL_AS(uv_backend_fd, backend_fd);
+    struct uvloop_tls *t = &uvloop_tls;
+    struct uvloop_ent *prev = t->cur;
+    int prev_fd = t->cur_fd;
+    t->cur = e;
+    t->cur_fd = backend_fd ? backend_fd(loop) : -1;
+    int rc = real(loop, mode);
+    t->cur = prev;
+    t->cur_fd = prev_fd;
+    return rc;
+}
+
+UVLOOP_EXPORT int uv_loop_close(uv_loop_t *loop)
+{
+    UVREAL(uv_loop_close);
+    if (!real)
+        return UV_ENOSYS;
+    int rc = real(loop);
+    if (rc == 0 && loop) {
+        /* the loop is gone: its entry may serve the next loop at this address */
+        pthread_mutex_lock(&g_lock);
+        struct uvloop_ent *e = uvloop_find(loop);
+        if (e) {
+            atomic_store_explicit(&e->state, UVLOOP_FREE, memory_order_relaxed);
+            atomic_store_explicit(&e->loop, NULL, memory_order_release);
+        }
+        pthread_mutex_unlock(&g_lock);
+    }
+    return rc;
+}
+
+/* Number of entries in the loop's pending queue (libuv's QUEUE: a circular
+ * list whose next pointer is the first word), counted up to UVLOOP_PENDING_MAX.
+ * Loop thread only, between two callbacks: libuv is not changing it. */
+static uint64_t pending_len(uv_loop_t *loop)
+{
+    void **head = loop->pending_queue;
+    uint64_t n = 0;
+    for (void **q = head[0]; q && q != head && n < UVLOOP_PENDING_MAX; q = q[0])
+        n++;
+    return n;
+}
+
+/* Around the current loop's backend poll: park, the poll, unpark, depth.
+ * errno is the poll's when this returns. */
+struct backend_poll {
+    struct uvloop_ent *e;
+    d9_runtime rt;
+    uint16_t worker;
+    int parked;
+};
+
+static inline int backend_begin(struct backend_poll *b, int epfd, int timeout)
+{
+    struct uvloop_tls *t = &uvloop_tls;
+    b->e = t->cur;
+    if (__builtin_expect(!b->e || epfd != t->cur_fd, 1) ||
+        atomic_load_explicit(&b->e->state, memory_order_relaxed) != UVLOOP_TRACED)
+        return 0;
+    b->rt.id = atomic_load_explicit(&b->e->rt, memory_order_relaxed);
+    b->worker = atomic_load_explicit(&b->e->worker, memory_order_relaxed);
+    b->parked = timeout != 0;       /* a zero timeout peeks: no sleep, no park */
+    if (b->parked) {
+        int err = errno;
+        d9_worker_park(b->rt, b->worker);
+        errno = err;
+    }
+    return 1;
+}
+
+static inline void backend_end(struct backend_poll *b, int n)
+{
+    int err = errno;
+    if (b->parked)
+        d9_worker_unpark(b->rt, b->worker);
+    uv_loop_t *loop = atomic_load_explicit(&b->e->loop, memory_order_relaxed);
+    uint64_t depth = (n > 0 ? (uint64_t)n : 0) + (loop ? pending_len(loop) : 0);
+    if (depth != b->e->last_depth) {
+        b->e->last_depth = depth;
+        d9_queue_depth(b->rt, b->worker, depth);
+    }
+    errno = err;
+}
+
+UVLOOP_EXPORT int epoll_wait(int epfd, struct epoll_event *events, int maxevents, int timeout)
+{
+    UVREAL(epoll_wait);
+    if (!real) {
+        errno = ENOSYS;
+        return -1;
+    }
+    struct backend_poll b;
+    if (!backend_begin(&b, epfd, timeout))
+        return real(epfd, events, maxevents, timeout);
+    int n = real(epfd, events, maxevents, timeout);
+    backend_end(&b, n);
+    return n;
+}
+
+UVLOOP_EXPORT int epoll_pwait(int epfd, struct epoll_event *events, int maxevents, int timeout,
+                              const sigset_t *sigmask)
+{
+    UVREAL(epoll_pwait);
+    if (!real) {
+        errno = ENOSYS;
+        return -1;
+    }
+    struct backend_poll b;
+    if (!backend_begin(&b, epfd, timeout))
+        return real(epfd, events, maxevents, timeout, sigmask);
+    int n = real(epfd, events, maxevents, timeout, sigmask);
+    backend_end(&b, n);
+    return n;
+}

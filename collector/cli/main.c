@@ -28,6 +28,7 @@
     X(sched, "sched", "scheduling delay and CPU time per worker")                        \
     X(export, "export", "Chrome trace-event JSON (chrome://tracing, Perfetto UI)")     \
     X(flame, "flame", "CPU / off-CPU profile as folded stacks (flame graphs)")         \
+    X(sql, "sql", "SQL over the recorded events (virtual tables; --schema lists them)") \
     X(fsck, "fsck", "check that index and segment files agree; --repair fixes them")
 
 #define D9_DECLARE(fn, name, summary) CLI_DECLARE_CMD(fn);

@@ -396,6 +396,70 @@ int cli_query_segments(struct cli_store *s, uint32_t pid, uint64_t from, uint64_
     return ret < 0 ? ret : n;
 }
 
+int cli_query_threads(struct cli_store *s, uint32_t pid, cli_thread_fn fn, void *arg)
+{
+    sqlite3_stmt *st;
+    int rc = sqlite3_prepare_v2(s->db,
+        "SELECT t.process_id, p.pid, t.tid, t.ring, t.generation, t.name, t.first_ns, "
+        "       t.last_ns, t.ended "
+        "FROM threads t JOIN processes p ON p.id = t.process_id "
+        "WHERE (?1 = 0 OR p.pid = ?1) ORDER BY t.process_id, t.first_ns, t.id",
+        -1, &st, NULL);
+    if (rc != SQLITE_OK)
+        return -EIO;
+    sqlite3_bind_int64(st, 1, pid);
+    int n = 0, ret = 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        struct cli_thread_row r = {
+            .process_id = sqlite3_column_int64(st, 0),
+            .pid = (uint32_t)sqlite3_column_int64(st, 1),
+            .tid = (uint32_t)sqlite3_column_int64(st, 2),
+            .ring = (uint32_t)sqlite3_column_int64(st, 3),
+            .generation = (uint32_t)sqlite3_column_int64(st, 4),
+            .name = col_text(st, 5),
+            .first_ns = col_u64(st, 6),
+            .last_ns = col_u64(st, 7),
+            .ended = sqlite3_column_int64(st, 8) != 0,
+        };
+        n++;
+        if ((ret = fn(arg, &r)) != 0)
+            break;
+    }
+    if (ret == 0 && rc != SQLITE_DONE)
+        ret = -EIO;
+    sqlite3_finalize(st);
+    return ret < 0 ? ret : n;
+}
+
+int cli_query_runtimes(struct cli_store *s, uint32_t pid, cli_runtime_fn fn, void *arg)
+{
+    sqlite3_stmt *st;
+    int rc = sqlite3_prepare_v2(s->db,
+        "SELECT r.process_id, p.pid, r.runtime_id, r.name "
+        "FROM runtimes r JOIN processes p ON p.id = r.process_id "
+        "WHERE (?1 = 0 OR p.pid = ?1) ORDER BY r.process_id, r.runtime_id",
+        -1, &st, NULL);
+    if (rc != SQLITE_OK)
+        return -EIO;
+    sqlite3_bind_int64(st, 1, pid);
+    int n = 0, ret = 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        struct cli_runtime_row r = {
+            .process_id = sqlite3_column_int64(st, 0),
+            .pid = (uint32_t)sqlite3_column_int64(st, 1),
+            .runtime_id = (uint32_t)sqlite3_column_int64(st, 2),
+            .name = col_text(st, 3),
+        };
+        n++;
+        if ((ret = fn(arg, &r)) != 0)
+            break;
+    }
+    if (ret == 0 && rc != SQLITE_DONE)
+        ret = -EIO;
+    sqlite3_finalize(st);
+    return ret < 0 ? ret : n;
+}
+
 /* ---- scan -------------------------------------------------------------------- */
 
 struct rd_entry {                   /* an open segment file */
@@ -422,8 +486,10 @@ struct cursor {                     /* one block being merged */
 
 struct scan {
     struct cli_store *s;
-    const struct cli_filter *f;
+    struct cli_filter fcopy;
+    const struct cli_filter *f;     /* == &fcopy */
     struct cli_scan_stats *st;
+    struct cli_scan_stats own_st;   /* when the caller passed none */
     const char *prog;
     struct rd_entry **rd;
     size_t nrd, caprd;
@@ -432,6 +498,10 @@ struct scan {
     size_t nheap, capheap;
     uint64_t next_seq;
     sqlite3_stmt *thread_q;
+    sqlite3_stmt *q;                /* the window's DATA blocks by t_first */
+    bool have_row;                  /* q is on a row not opened yet */
+    int q_rc;
+    struct cursor *pending;         /* delivered by the last next: advance it first */
 };
 
 static const char *meta_rt(const void *ctx, uint32_t id) { return seg_meta_runtime(ctx, id); }
@@ -694,15 +764,19 @@ static int open_block(struct scan *sc, sqlite3_stmt *q)
     return 0;
 }
 
-int cli_scan(struct cli_store *s, const struct cli_filter *f, cli_rec_fn fn, void *arg,
-             struct cli_scan_stats *st, const char *prog)
+int cli_scan_open(struct cli_store *s, const struct cli_filter *f, struct cli_scan_stats *st,
+                  const char *prog, struct cli_scan_it **out)
 {
-    struct cli_scan_stats dummy;
-    if (!st)
-        st = &dummy;
-    memset(st, 0, sizeof *st);
-    struct scan sc = { .s = s, .f = f, .st = st, .prog = prog ? prog : "d9" };
-    sqlite3_stmt *q;
+    *out = NULL;
+    struct scan *sc = calloc(1, sizeof *sc);
+    if (!sc)
+        return -ENOMEM;
+    sc->s = s;
+    sc->fcopy = *f;
+    sc->f = &sc->fcopy;
+    sc->st = st ? st : &sc->own_st;
+    memset(sc->st, 0, sizeof *sc->st);
+    sc->prog = prog ? prog : "d9";
     int rc = sqlite3_prepare_v2(s->db,
         "SELECT b.segment_id, b.offset, s.path, s.process_id, p.pid, p.comm, b.t_first "
         "FROM blocks b JOIN segments s ON s.id = b.segment_id "
@@ -711,65 +785,101 @@ int cli_scan(struct cli_store *s, const struct cli_filter *f, cli_rec_fn fn, voi
         "  AND s.t_max >= ?2 AND s.t_min <= ?3 "
         "  AND (?4 = 0 OR p.pid = ?4) AND (?5 = 0 OR b.tid = ?5) "
         "ORDER BY b.t_first, b.segment_id, b.offset",
-        -1, &q, NULL);
-    if (rc != SQLITE_OK)
+        -1, &sc->q, NULL);
+    if (rc != SQLITE_OK) {
+        free(sc);
         return -EIO;
-    sqlite3_bind_int64(q, 1, SEG_BLK_DATA);
-    sqlite3_bind_int64(q, 2, clamp_i64(f->from));
-    sqlite3_bind_int64(q, 3, clamp_i64(f->to));
-    sqlite3_bind_int64(q, 4, f->pid);
-    sqlite3_bind_int64(q, 5, f->tid);
+    }
+    sqlite3_bind_int64(sc->q, 1, SEG_BLK_DATA);
+    sqlite3_bind_int64(sc->q, 2, clamp_i64(f->from));
+    sqlite3_bind_int64(sc->q, 3, clamp_i64(f->to));
+    sqlite3_bind_int64(sc->q, 4, f->pid);
+    sqlite3_bind_int64(sc->q, 5, f->tid);
     if (sqlite3_prepare_v2(s->db, "SELECT name FROM threads WHERE process_id = ?1 AND "
-                           "ring = ?2 AND generation = ?3", -1, &sc.thread_q, NULL) != SQLITE_OK)
-        sc.thread_q = NULL;
+                           "ring = ?2 AND generation = ?3", -1, &sc->thread_q, NULL) != SQLITE_OK)
+        sc->thread_q = NULL;
+    sc->have_row = (sc->q_rc = sqlite3_step(sc->q)) == SQLITE_ROW;
+    *out = (struct cli_scan_it *)sc;
+    return 0;
+}
 
-    int ret = 0;
-    bool have_row = (rc = sqlite3_step(q)) == SQLITE_ROW;
-    for (;;) {
-        /* open every block that may hold a record not later than the heap's head */
-        while (have_row && (sc.nheap == 0 || col_u64(q, 6) <= sc.heap[0]->cur->ts)) {
-            if ((ret = open_block(&sc, q)) < 0)
-                goto out;
-            have_row = (rc = sqlite3_step(q)) == SQLITE_ROW;
-        }
-        if (!have_row && rc != SQLITE_DONE) {
-            ret = -EIO;
-            goto out;
-        }
-        if (sc.nheap == 0)
-            break;
-        struct cursor *c = heap_pop(&sc);
-        struct cli_rec_src src = {
-            .process_id = c->rd->process_id,
-            .pid = c->rd->pid,
-            .comm = c->rd->comm,
-            .tid = c->tid,
-            .ring = c->ring,
-            .generation = c->generation,
-            .thread = c->thread,
-            .segment_id = c->rd->segment_id,
-            .meta = &c->rd->meta,
-        };
-        st->records++;
-        if (c->cur->ts > st->t_last)
-            st->t_last = c->cur->ts;
-        ret = fn(arg, &src, c->cur, c->cur_len);
-        if (ret == 0 && cursor_advance(&sc, c))
-            heap_push(&sc, c);
+int cli_scan_next(struct cli_scan_it *it, struct cli_rec_src *src, const struct d9_rec_hdr **rec,
+                  size_t *len)
+{
+    struct scan *sc = (struct scan *)it;
+    struct cursor *c = sc->pending;
+    sc->pending = NULL;
+    if (c) {
+        if (cursor_advance(sc, c))
+            heap_push(sc, c);       /* room: it was popped from this heap */
         else
             cursor_free(c);
+    }
+    /* open every block that may hold a record not later than the heap's head */
+    while (sc->have_row && (sc->nheap == 0 || col_u64(sc->q, 6) <= sc->heap[0]->cur->ts)) {
+        int ret = open_block(sc, sc->q);
+        if (ret < 0)
+            return ret;
+        sc->have_row = (sc->q_rc = sqlite3_step(sc->q)) == SQLITE_ROW;
+    }
+    if (!sc->have_row && sc->q_rc != SQLITE_DONE)
+        return -EIO;
+    if (sc->nheap == 0)
+        return 0;
+    c = heap_pop(sc);
+    *src = (struct cli_rec_src){
+        .process_id = c->rd->process_id,
+        .pid = c->rd->pid,
+        .comm = c->rd->comm,
+        .tid = c->tid,
+        .ring = c->ring,
+        .generation = c->generation,
+        .thread = c->thread,
+        .segment_id = c->rd->segment_id,
+        .meta = &c->rd->meta,
+    };
+    sc->st->records++;
+    if (c->cur->ts > sc->st->t_last)
+        sc->st->t_last = c->cur->ts;
+    *rec = c->cur;
+    *len = c->cur_len;
+    sc->pending = c;
+    return 1;
+}
+
+void cli_scan_close(struct cli_scan_it *it)
+{
+    struct scan *sc = (struct scan *)it;
+    if (!sc)
+        return;
+    cursor_free(sc->pending);
+    while (sc->nheap > 0)
+        cursor_free(heap_pop(sc));
+    free(sc->heap);
+    for (size_t i = 0; i < sc->nrd; i++)
+        rd_free(sc->rd[i]);
+    free(sc->rd);
+    sqlite3_finalize(sc->thread_q);
+    sqlite3_finalize(sc->q);
+    free(sc);
+}
+
+int cli_scan(struct cli_store *s, const struct cli_filter *f, cli_rec_fn fn, void *arg,
+             struct cli_scan_stats *st, const char *prog)
+{
+    struct cli_scan_it *it;
+    int ret = cli_scan_open(s, f, st, prog, &it);
+    if (ret < 0)
+        return ret;
+    struct cli_rec_src src;
+    const struct d9_rec_hdr *rec;
+    size_t len;
+    while ((ret = cli_scan_next(it, &src, &rec, &len)) == 1) {
+        ret = fn(arg, &src, rec, len);
         if (ret != 0)
             break;
     }
-out:
-    while (sc.nheap > 0)
-        cursor_free(heap_pop(&sc));
-    free(sc.heap);
-    for (size_t i = 0; i < sc.nrd; i++)
-        rd_free(sc.rd[i]);
-    free(sc.rd);
-    sqlite3_finalize(sc.thread_q);
-    sqlite3_finalize(q);
+    cli_scan_close(it);
     return ret;
 }
 
@@ -861,6 +971,19 @@ const char *cli_names_location(struct cli_names *n, int64_t process_id, uint32_t
     else
         snprintf(buf, cap, "%s:%u", e->name, e->line);
     return buf;
+}
+
+const struct shm_meta_entry *cli_names_meta(struct cli_names *n, int64_t process_id,
+                                            uint16_t kind, uint32_t id)
+{
+    struct seg_reader *r = id ? names_reader(n, process_id) : NULL;
+    if (!r)
+        return NULL;
+    if (kind == D9_META_LOCATION)
+        return seg_meta_location(r, id);
+    if (kind == D9_META_SCHEMA)
+        return seg_meta_schema(r, id);
+    return NULL;
 }
 
 const char *cli_names_runtime(struct cli_names *n, int64_t process_id, uint16_t rt, char *buf,

@@ -1456,6 +1456,8 @@ static void col_fields_json(struct cur *c, sqlite3_context *cx)
         sqlite3_result_null(cx);
         return;
     }
+    free(c->json);
+    c->json = NULL;
     FILE *f = open_memstream(&c->json, &c->jsonlen);
     if (!f) {
         sqlite3_result_error_nomem(cx);

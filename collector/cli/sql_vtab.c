@@ -43,6 +43,7 @@
 #define SQL_COST_LISTING  1e3   /* of a listing table */
 #define SQL_MAX_CODES     32    /* pushed constraints per scan */
 #define SQL_FRAME_MAX     320   /* a symbolized frame name */
+#define SQL_LOC_CACHE     256   /* location texts kept per polls cursor */
 
 enum kind {
     K_PROCESSES, K_THREADS, K_RUNTIMES, K_LOCATIONS, K_SEGMENTS, K_STACKS,
@@ -255,6 +256,13 @@ struct cur {
     uint32_t last_schema;
     bool last_match;
     char text[CLI_LOC_TEXT_MAX + 64];
+    /* polls: location texts by loc id (direct-mapped), so a GROUP BY
+     * location does not format the same name for every poll */
+    struct loc_cache {
+        int64_t process_id;
+        uint32_t loc;
+        char *text;
+    } locs[SQL_LOC_CACHE];
 };
 
 /* ---- helpers ---------------------------------------------------------------------- */
@@ -1226,6 +1234,8 @@ static int x_close(sqlite3_vtab_cursor *cur)
 {
     struct cur *c = (struct cur *)cur;
     cur_reset(c);
+    for (size_t i = 0; i < SQL_LOC_CACHE; i++)
+        free(c->locs[i].text);
     free(c->dec);
     free(c->json);
     free(c);
@@ -1596,9 +1606,22 @@ static void col_poll(struct cur *c, sqlite3_context *cx, int col)
     case PL_WORKER: sqlite3_result_int(cx, p->worker); break;
     case PL_TASK: result_u64(cx, p->task); break;
     case PL_LOC: sqlite3_result_int64(cx, p->loc); break;
-    case PL_LOCATION:
-        result_str(cx, cli_names_location(nm, p->process_id, p->loc, c->text, sizeof c->text));
+    case PL_LOCATION: {
+        struct loc_cache *e = &c->locs[p->loc % SQL_LOC_CACHE];
+        if (!e->text || e->process_id != p->process_id || e->loc != p->loc) {
+            free(e->text);
+            e->process_id = p->process_id;
+            e->loc = p->loc;
+            e->text = strdup(cli_names_location(nm, p->process_id, p->loc, c->text,
+                                                sizeof c->text));
+            if (!e->text) {
+                sqlite3_result_error_nomem(cx);
+                break;
+            }
+        }
+        sqlite3_result_text(cx, e->text, -1, SQLITE_STATIC);
         break;
+    }
     case PL_START: result_u64(cx, p->start_ns); break;
     case PL_END:
         if (!c->poll_unfinished)

@@ -501,7 +501,7 @@ struct scan {
     sqlite3_stmt *q;                /* the window's DATA blocks by t_first */
     bool have_row;                  /* q is on a row not opened yet */
     int q_rc;
-    struct cursor *pending;         /* delivered by the last next: advance it first */
+    struct cursor *pending;         /* heap[0], delivered by the last next: advance it first */
 };
 
 static const char *meta_rt(const void *ctx, uint32_t id) { return seg_meta_runtime(ctx, id); }
@@ -636,10 +636,9 @@ static void heap_push(struct scan *sc, struct cursor *c)
     }
 }
 
-static struct cursor *heap_pop(struct scan *sc)
+/* Restore the heap order after heap[0]'s current record moved forward. */
+static void heap_sift_top(struct scan *sc)
 {
-    struct cursor *top = sc->heap[0];
-    sc->heap[0] = sc->heap[--sc->nheap];
     size_t i = 0;
     for (;;) {
         size_t l = 2 * i + 1, r = l + 1, m = i;
@@ -654,6 +653,13 @@ static struct cursor *heap_pop(struct scan *sc)
         sc->heap[i] = t;
         i = m;
     }
+}
+
+static struct cursor *heap_pop(struct scan *sc)
+{
+    struct cursor *top = sc->heap[0];
+    sc->heap[0] = sc->heap[--sc->nheap];
+    heap_sift_top(sc);
     return top;
 }
 
@@ -807,13 +813,14 @@ int cli_scan_next(struct cli_scan_it *it, struct cli_rec_src *src, const struct 
                   size_t *len)
 {
     struct scan *sc = (struct scan *)it;
-    struct cursor *c = sc->pending;
-    sc->pending = NULL;
-    if (c) {
-        if (cursor_advance(sc, c))
-            heap_push(sc, c);       /* room: it was popped from this heap */
+    if (sc->pending) {
+        /* the record delivered last is heap[0]'s: advance that cursor in
+         * place (one sift instead of a pop and a push) */
+        sc->pending = NULL;
+        if (cursor_advance(sc, sc->heap[0]))
+            heap_sift_top(sc);
         else
-            cursor_free(c);
+            cursor_free(heap_pop(sc));
     }
     /* open every block that may hold a record not later than the heap's head */
     while (sc->have_row && (sc->nheap == 0 || col_u64(sc->q, 6) <= sc->heap[0]->cur->ts)) {
@@ -826,7 +833,7 @@ int cli_scan_next(struct cli_scan_it *it, struct cli_rec_src *src, const struct 
         return -EIO;
     if (sc->nheap == 0)
         return 0;
-    c = heap_pop(sc);
+    struct cursor *c = sc->heap[0];
     *src = (struct cli_rec_src){
         .process_id = c->rd->process_id,
         .pid = c->rd->pid,
@@ -843,7 +850,7 @@ int cli_scan_next(struct cli_scan_it *it, struct cli_rec_src *src, const struct 
         sc->st->t_last = c->cur->ts;
     *rec = c->cur;
     *len = c->cur_len;
-    sc->pending = c;
+    sc->pending = c;                /* stays at heap[0] until the next call */
     return 1;
 }
 
@@ -852,7 +859,6 @@ void cli_scan_close(struct cli_scan_it *it)
     struct scan *sc = (struct scan *)it;
     if (!sc)
         return;
-    cursor_free(sc->pending);
     while (sc->nheap > 0)
         cursor_free(heap_pop(sc));
     free(sc->heap);

@@ -478,7 +478,8 @@ CLI_DECLARE_CMD(sql)
     struct sql_vtab *v = NULL;
     char why[512];
     double t0 = mono_ms();
-    if (sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_MEMORY, NULL) !=
+    if (sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_MEMORY |
+                                           SQLITE_OPEN_NOMUTEX, NULL) !=
         SQLITE_OK) {
         rc = cli_fail(env, "cannot open an in-memory database: %s", sqlite3_errmsg(db));
     } else if (sql_vtab_attach(db, s, "d9 sql", &v, why, sizeof why) < 0) {

@@ -401,6 +401,7 @@ static int run_all(sqlite3 *db, const char *q, enum out_fmt fmt,
                    uint64_t *total_rows, bool *had_columns)
 {
     const char *tail = q;
+    unsigned nstmt = 0;
     while (tail && *tail) {
         sqlite3_stmt *st = NULL;
         const char *next = NULL;
@@ -411,6 +412,7 @@ static int run_all(sqlite3 *db, const char *q, enum out_fmt fmt,
         tail = next;
         if (!st)
             continue;               /* whitespace or a comment */
+        nstmt++;
         if (sqlite3_column_count(st) > 0)
             *had_columns = true;
         uint64_t rows = 0;
@@ -425,6 +427,10 @@ static int run_all(sqlite3 *db, const char *q, enum out_fmt fmt,
             return strncmp(msg, "d9:", 3) == 0 ? CLI_EXIT_FAIL : CLI_EXIT_USAGE;
         }
         sqlite3_finalize(st);
+    }
+    if (nstmt == 0) {
+        fprintf(stderr, "d9 sql: no SQL statement in the query\nTry 'd9 sql --help'.\n");
+        return CLI_EXIT_USAGE;
     }
     return CLI_EXIT_OK;
 }

@@ -122,6 +122,8 @@ check "--schema lists the tables and their columns" sh -c "
 check "an SQL error prints SQLite's message and exits 2" sh -c "
     '$BIN/d9' --store '$STORE' sql 'select nope from polls' >/dev/null 2>'$T/err.txt'; [ \$? -eq 2 ] &&
     grep -qx 'd9 sql: no such column: nope' '$T/err.txt'"
+check "a query without a statement is a usage error" sh -c "
+    echo ' -- nothing' | '$BIN/d9' --store '$STORE' sql >/dev/null 2>&1; [ \$? -eq 2 ]"
 check "writing is refused with exit 2" sh -c "
     '$BIN/d9' --store '$STORE' sql 'delete from polls' >/dev/null 2>&1; [ \$? -eq 2 ]"
 check "an empty result says so and exits 0" sh -c "

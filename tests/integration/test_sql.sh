@@ -95,6 +95,29 @@ for l in sorted(open('$T/sched.jsonl'), key=lambda l: json.loads(l)['worker']):
         group by worker order by worker' | tail -n +2 | tr -d '\r' >'$T/sqlsched.csv'
     diff '$T/sched.csv' '$T/sqlsched.csv'"
 
+# ---- profile: stacks named as d9 flame names them ------------------------------------
+DIAL9_SAMPLER=itimer DIAL9_SAMPLER_HZ=999 "$TBIN/prog_hot" --seconds 1 --threads 2 >"$T/hot.out" 2>&1 &
+HOTPID=$!
+wait "$HOTPID"
+hot_ended() { d9 flush >/dev/null 2>&1; d9 ps --format jsonl 2>/dev/null | grep -q "\"pid\":$HOTPID,.*\"state\":\"exited\""; }
+check "the profiled program was sealed" wait_for 20 hot_ended
+d9 flame --pid "$HOTPID" >"$T/flame.folded" 2>/dev/null
+d9 sql --format jsonl "with f as (select stack_id, group_concat(frame, ';') as folded
+                          from (select stack_id, frame from stacks order by stack_id, depth desc)
+                          group by stack_id)
+                       select folded, count(*) as n from cpu_samples join f using (stack_id)
+                       where pid = $HOTPID and kind = 'cpu' group by folded" >"$T/sqlflame.jsonl"
+check "cpu_samples joined with stacks give d9 flame's folded stacks and counts" python3 -c "
+import json
+flame = {}
+for l in open('$T/flame.folded'):
+    k, n = l.rstrip('\n').rsplit(' ', 1); flame[k] = int(n)
+sql = {r['folded']: r['n'] for r in map(json.loads, open('$T/sqlflame.jsonl'))}
+assert len(flame) > 0 and sum(flame.values()) > 50, flame
+assert any('d9test_hot_spin' in k for k in sql), list(sql)[:3]
+assert sql == flame, (set(sql.items()) ^ set(flame.items()))
+"
+
 # ---- push-down ---------------------------------------------------------------------------
 blocks() { "$BIN/d9" --store "$STORE" sql --stats "$1" 2>&1 >/dev/null |
            sed -n 's/.* \([0-9]*\) blocks and.*/\1/p'; }

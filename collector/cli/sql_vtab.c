@@ -149,6 +149,7 @@ struct event_def {                  /* one custom-event table */
     char *fields[D9_SCHEMA_MAX_FIELDS * 4];     /* union over the processes */
     char *colnames[D9_SCHEMA_MAX_FIELDS * 4];
     uint8_t ftype[D9_SCHEMA_MAX_FIELDS * 4];    /* D9_FT_*, 0 = differs between schemas */
+    uint32_t pid;                   /* the one pid whose processes have it, 0 = several */
 };
 
 struct stk {
@@ -1374,6 +1375,14 @@ static int x_filter(sqlite3_vtab_cursor *cur, int idx_num, const char *idx_str, 
                 c->f.pid = rp.pid;
         }
     }
+    if (d->kind == K_CUSTOM && v->ev->pid) {
+        /* only the processes of one pid have this event */
+        if (c->f.pid && c->f.pid != v->ev->pid) {
+            c->eof = true;
+            return SQLITE_OK;
+        }
+        c->f.pid = v->ev->pid;
+    }
     int rc;
     if (!d->types) {
         if (d->kind != K_THREADS)
@@ -1733,7 +1742,7 @@ static bool builtin_name(const char *n)
     return false;
 }
 
-static int event_add_schema(struct sql_vtab *v, const struct shm_meta_entry *e)
+static int event_add_schema(struct sql_vtab *v, const struct shm_meta_entry *e, uint32_t pid)
 {
     struct event_def *ev = NULL;
     for (size_t i = 0; i < v->nev; i++)
@@ -1755,6 +1764,9 @@ static int event_add_schema(struct sql_vtab *v, const struct shm_meta_entry *e)
         }
         if (!ev->event || !ev->table)
             return -ENOMEM;
+        ev->pid = pid;
+    } else if (ev->pid != pid) {
+        ev->pid = 0;
     }
     for (unsigned i = 0; i < e->nfields && i < D9_SCHEMA_MAX_FIELDS; i++) {
         const char *fn = e->fields[i].name ? e->fields[i].name : "";
@@ -1794,7 +1806,7 @@ static int events_discover(struct sql_vtab *v)
         for (uint32_t id = 1; rc >= 0 && id <= SEG_META_IDS_MAX; id++) {
             const struct shm_meta_entry *e = cli_names_meta(v->names, l.id[i], D9_META_SCHEMA, id);
             if (e && e->name && *e->name)
-                rc = event_add_schema(v, e);
+                rc = event_add_schema(v, e, l.pid[i]);
         }
     free(l.id);
     free(l.pid);

@@ -14,7 +14,8 @@
  * Push-down: equality on pid and tid, and ranges on the time column
  * (ts_ns; start_ns for polls and parks), become the scan's filter, so only
  * the blocks of the index that can match are read; runtime = 'name' narrows
- * to the one process that has it when there is one. ORDER BY the time
+ * to the one process that has it when there is one, and so does a custom
+ * event that only one process (pid) defines. ORDER BY the time
  * column (ascending) is served by the scan's order for record tables. No
  * constraint is marked omitted: SQLite re-checks every row, so a filter here
  * only has to be a superset of the answer.

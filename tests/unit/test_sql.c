@@ -476,11 +476,16 @@ static void pid_and_time_constraints_read_only_matching_blocks(void **state)
     sql_vtab_stats_reset(fx->v);
     assert_int_equal(one(fx, "select count(*) from polls where runtime = 'rt2'"), 4);
     assert_int_equal(sql_vtab_stats(fx->v)->blocks, 3);
+    /* an event only pid 200 defines reads only pid 200's blocks */
+    sql_vtab_stats_reset(fx->v);
+    assert_int_equal(one(fx, "select count(*) from event_polls"), 1);
+    assert_int_equal(sql_vtab_stats(fx->v)->blocks, 3);
     /* nothing can match: no block is read */
     sql_vtab_stats_reset(fx->v);
     assert_int_equal(one(fx, "select count(*) from events where pid = 100 and pid = 200"), 0);
     assert_int_equal(one(fx, "select count(*) from events where ts_ns < 0"), 0);
     assert_int_equal(one(fx, "select count(*) from polls where runtime = 'nope'"), 0);
+    assert_int_equal(one(fx, "select count(*) from event_polls where pid = 100"), 0);
     assert_int_equal(sql_vtab_stats(fx->v)->blocks, 0);
     /* a constraint that is not a number is left to SQLite, and still right */
     assert_int_equal(one(fx, "select count(*) from events where pid = '100'"), 17);

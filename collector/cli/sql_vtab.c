@@ -218,7 +218,6 @@ struct park_row {
 struct cur {
     sqlite3_vtab_cursor base;
     struct vt *vt;
-    int64_t rowid;
     bool eof;
     /* filter */
     struct cli_filter f;
@@ -226,7 +225,7 @@ struct cur {
     char rt_name[D9_NAME_MAX + 1];
     uint32_t sample_tid;            /* cpu_samples: the sampled thread, 0 = any */
     /* listing rows */
-    struct mval *rows;
+    struct mval *rows;              /* ncols values per row: the columns, then the key */
     size_t ncols, nrows, irow;
     /* stacks: stack indices to list, and the depth in the current one */
     size_t *sidx;
@@ -576,6 +575,12 @@ static void mv_ns(struct mval *m, uint64_t v)
         mv_u64(m, v);
 }
 
+/* The row's key for its rowid, in the slot after its columns. */
+static void mv_key(struct cur *c, struct mval *r, uint64_t a, uint64_t b, uint64_t k)
+{
+    mv_int(&r[c->ncols - 1], (int64_t)(mix64(mix64(a) ^ b) ^ k));
+}
+
 static void rows_free(struct cur *c)
 {
     for (size_t i = 0; i < c->nrows * c->ncols; i++)
@@ -603,6 +608,7 @@ static int on_proc(void *arg, const struct cli_proc_row *p)
     mv_u64(&r[10], p->lost);
     mv_u64(&r[11], p->segments);
     mv_u64(&r[12], p->bytes);
+    mv_key(c, r, (uint64_t)p->id, 0, 0);
     return e ? -ENOMEM : 0;
 }
 
@@ -622,6 +628,7 @@ static int on_thread(void *arg, const struct cli_thread_row *t)
     mv_ns(&r[5], t->first_ns);
     mv_ns(&r[6], t->last_ns);
     mv_int(&r[7], t->ended);
+    mv_key(c, r, (uint64_t)t->process_id, t->ring, (uint64_t)t->generation << 1);
     return e;
 }
 
@@ -633,6 +640,7 @@ static int on_runtime(void *arg, const struct cli_runtime_row *t)
         return -ENOMEM;
     mv_int(&r[0], t->pid);
     mv_int(&r[1], t->runtime_id);
+    mv_key(c, r, (uint64_t)t->process_id, t->runtime_id, 3);
     return mv_str(&r[2], t->name);
 }
 
@@ -650,6 +658,7 @@ static int on_segment(void *arg, const struct cli_seg_row *s)
     mv_u64(&r[6], s->bytes);
     mv_u64(&r[7], s->records);
     mv_u64(&r[8], s->lost);
+    mv_key(c, r, s->id, 0, 5);
     return e ? -ENOMEM : 0;
 }
 
@@ -695,6 +704,7 @@ static int locations_fill(struct cur *c)
             }
             mv_int(&r[0], l.pid[i]);
             mv_int(&r[1], id);
+            mv_key(c, r, (uint64_t)l.id[i], id, 7);
             mv_int(&r[3], e->line);
             if (mv_str(&r[2], e->name) | mv_str(&r[4], e->func) |
                 mv_str(&r[5], loc_format(e, id, c->text, sizeof c->text))) {
@@ -882,7 +892,6 @@ static bool rec_matches(struct cur *c)
 static int step(struct cur *c)
 {
     c->decoded = false;
-    c->rowid++;
     const struct tab_def *d = c->vt->def;
     if (!d->types) {
         if (d->kind == K_STACKS) {
@@ -1226,7 +1235,6 @@ static void cur_reset(struct cur *c)
     c->nparks = c->capparks = c->parks_open = 0;
     c->last_meta = NULL;
     c->eof = false;
-    c->rowid = 0;
     c->rt_set = false;
     c->sample_tid = 0;
 }
@@ -1249,23 +1257,23 @@ static int fill_listing(struct cur *c, uint64_t stack_want, bool stack_set)
     int rc = 0;
     switch (c->vt->def->kind) {
     case K_PROCESSES:
-        c->ncols = 13;
+        c->ncols = 13 + 1;
         rc = cli_query_processes(v->s, c->f.pid, 0, UINT64_MAX, on_proc, c);
         break;
     case K_THREADS:
-        c->ncols = 8;
+        c->ncols = 8 + 1;
         rc = cli_query_threads(v->s, c->f.pid, on_thread, c);
         break;
     case K_RUNTIMES:
-        c->ncols = 3;
+        c->ncols = 3 + 1;
         rc = cli_query_runtimes(v->s, c->f.pid, on_runtime, c);
         break;
     case K_SEGMENTS:
-        c->ncols = 9;
+        c->ncols = 9 + 1;
         rc = cli_query_segments(v->s, c->f.pid, 0, UINT64_MAX, on_segment, c);
         break;
     case K_LOCATIONS:
-        c->ncols = 6;
+        c->ncols = 6 + 1;
         rc = locations_fill(c);
         break;
     case K_STACKS:
@@ -1406,7 +1414,6 @@ static int x_filter(sqlite3_vtab_cursor *cur, int idx_num, const char *idx_str, 
     }
     rc = scan_begin(c, c->f.from, c->f.to);
     if (rc == 0) {
-        c->rowid = -1;
         rc = step(c);
     }
     if (rc < 0)
@@ -1425,9 +1432,43 @@ static int x_next(sqlite3_vtab_cursor *cur)
 
 static int x_eof(sqlite3_vtab_cursor *cur) { return ((struct cur *)cur)->eof; }
 
+/*
+ * The rowid names the row's origin, not its rank in this scan: SQLite
+ * merges the scans of OR terms by rowid, so the same row must get the same
+ * rowid in every scan and different rows different ones. A 63-bit hash of
+ * the record's identity (segment, ring generation, seq, time, type), of the
+ * interval's start, of the stack frame or of the listing row's key.
+ */
+static int64_t row_id(struct cur *c)
+{
+    uint64_t h;
+    switch (c->vt->def->kind) {
+    case K_POLLS:
+        h = mix64(mix64((uint64_t)c->poll.process_id ^ ((uint64_t)c->poll.ring << 32 |
+                                                         c->poll.generation)) ^ c->poll.task) ^
+            mix64(c->poll.start_ns);
+        break;
+    case K_PARKS:
+        h = mix64(mix64((uint64_t)c->park.process_id) ^ c->park.tid) ^ mix64(c->park.start_ns);
+        break;
+    case K_STACKS:
+        h = mix64(c->vt->ctx->stk[c->sidx[c->isidx]].id) ^ c->depth;
+        break;
+    default:
+        if (!c->vt->def->types) {
+            h = (uint64_t)c->rows[c->irow * c->ncols + c->ncols - 1].i;
+            break;
+        }
+        h = mix64(mix64(c->src.segment_id) ^ ((uint64_t)c->src.ring << 32 | c->src.generation)) ^
+            mix64((uint64_t)c->rec->seq << 16 ^ c->rec->type) ^ mix64(c->rec->ts + 1);
+        break;
+    }
+    return (int64_t)(h & (uint64_t)INT64_MAX);
+}
+
 static int x_rowid(sqlite3_vtab_cursor *cur, sqlite3_int64 *rowid)
 {
-    *rowid = ((struct cur *)cur)->rowid;
+    *rowid = row_id((struct cur *)cur);
     return SQLITE_OK;
 }
 

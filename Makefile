@@ -10,7 +10,7 @@
 #
 # Layout: sources are picked up by wildcard. A module is one .c with its .h.
 #   shm/*.c                     -> every binary that touches regions
-#   agent/*.c                   -> libd9agent.{so,a}
+#   agent/*.c                   -> libd9agent.{so,a} (the .so exports only the D9_API of d9.h)
 #   collector/store/*.c         -> libd9store.a: segment files, index, fsck, symbols (every program)
 #   collector/ctl/*.c           -> the control channel, both ends (daemon and CLI)
 #   collector/daemon/*.c        -> build/bin/d9collectd (main: d9collectd.c)
@@ -19,6 +19,7 @@
 #   agent/demo/*.c              -> build/bin/d9demo
 #   tests/unit/test_*.c         -> one cmocka binary each, built with ASan/UBSan
 #   tests/integration/prog_*.c  -> helper programs linked with libd9agent.a (traced workloads)
+#   tests/integration/prog_*.cpp -> C++ programs, g++ (_gxx) and clang++ (_clangxx), libd9agent.so
 #   tests/integration/tool_*.c  -> helper programs linked with libcol.a (readers, checkers)
 #   tests/integration/test_*.sh -> integration tests (print "N passed, N failed")
 #   tests/fuzz/fuzz_*.c         -> libFuzzer targets (clang)
@@ -52,6 +53,7 @@ PROTO_C   := $(BUILD)/gen/proto/d9.pb-c.c
 PROTO_H   := $(BUILD)/gen/proto/d9.pb-c.h
 UNIT_SRC  := $(wildcard tests/unit/test_*.c)
 PROG_SRC  := $(wildcard tests/integration/prog_*.c)
+CXX_PROG_SRC := $(wildcard tests/integration/prog_*.cpp)
 TOOL_SRC  := $(wildcard tests/integration/tool_*.c)
 FUZZ_SRC  := $(wildcard tests/fuzz/fuzz_*.c)
 
@@ -74,6 +76,7 @@ STORE_A   := $(BUILD)/lib/libd9store.a
 BINS      := $(BUILD)/bin/d9collectd $(BUILD)/bin/d9 $(if $(DEMO_SRC),$(BUILD)/bin/d9demo)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(UNIT_SRC))
 PROG_BINS := $(patsubst tests/integration/%.c,$(BUILD)/tests/integration/%,$(PROG_SRC) $(TOOL_SRC))
+PROG_BINS += $(foreach x,gxx clangxx,$(patsubst tests/integration/%.cpp,$(BUILD)/tests/integration/%_$(x),$(CXX_PROG_SRC)))
 
 .PHONY: all deps test unit integration fuzz-smoke fuzz demo bench stress clean install clang-check
 all: $(AGENT_SO) $(AGENT_A) $(BUILD)/lib/d9agent.pc $(BINS)
@@ -88,12 +91,18 @@ $(PROTO_C) $(PROTO_H): proto/d9.proto
 	protoc-c --c_out=$(BUILD)/gen proto/d9.proto
 
 # ---- objects --------------------------------------------------------------
+# libd9agent exports the API of agent/d9.h (marked D9_API) and nothing else:
+# everything linked into it defaults to hidden visibility.
+VIS_HIDDEN := -fvisibility=hidden
+# (rebuilt when this file changes: the flag is not in their names)
+$(AGENT_OBJ) $(SHM_OBJ): CFLAGS += $(VIS_HIDDEN)
+$(AGENT_OBJ) $(SHM_OBJ) $(PROTO_OBJ): Makefile
 $(BUILD)/obj/%.o: %.c $(PROTO_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
 $(BUILD)/obj/proto/d9.pb-c.o: $(PROTO_C)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CSTD) $(OPT) -fPIC -w -c $< -o $@
+	$(CC) $(CPPFLAGS) $(CSTD) $(OPT) -fPIC $(VIS_HIDDEN) -w -c $< -o $@
 $(BUILD)/san/%.o: %.c $(PROTO_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -MMD -MP -c $< -o $@
@@ -105,6 +114,7 @@ $(BUILD)/san/proto/d9.pb-c.o: $(PROTO_C)
 $(AGENT_SO): $(AGENT_OBJ) $(SHM_OBJ) $(PROTO_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) -shared -Wl,-soname,libd9agent.so.0 -o $@ $^ $(LDLIBS_AGENT)
+	ln -sf libd9agent.so $(dir $@)libd9agent.so.0
 $(AGENT_A): $(AGENT_OBJ) $(SHM_OBJ) $(PROTO_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
@@ -129,6 +139,16 @@ $(BUILD)/bin/d9demo: $(call obj,$(DEMO_SRC)) $(AGENT_A)
 $(BUILD)/tests/integration/prog_%: tests/integration/prog_%.c $(AGENT_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $^ $(LDLIBS_AGENT) -lm
+# C++ users of agent/d9.h: built with g++ (_gxx) and clang++ (_clangxx),
+# linked against libd9agent.so (found next to them through the rpath)
+CXX_PROG_FLAGS := -std=c++11 $(CPPFLAGS) $(OPT) -Wall -Wextra -Werror -pthread
+CXX_PROG_LINK  := -L$(BUILD)/lib -ld9agent -Wl,-rpath,'$$ORIGIN/../../lib'
+$(BUILD)/tests/integration/prog_%_gxx: tests/integration/prog_%.cpp agent/d9.h $(AGENT_SO)
+	@mkdir -p $(dir $@)
+	g++ $(CXX_PROG_FLAGS) -o $@ $< $(CXX_PROG_LINK)
+$(BUILD)/tests/integration/prog_%_clangxx: tests/integration/prog_%.cpp agent/d9.h $(AGENT_SO)
+	@mkdir -p $(dir $@)
+	clang++ $(CXX_PROG_FLAGS) -o $@ $< $(CXX_PROG_LINK)
 $(BUILD)/tests/integration/tool_%: tests/integration/tool_%.c $(COL_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $^ $(LDLIBS_COL)

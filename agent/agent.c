@@ -1,8 +1,9 @@
 /*
  * agent.c — the agent core (see agent.h): region lifecycle, metadata
- * publication, ring claims, the housekeeping thread and fork handling.
+ * publication, thread states (their rings claimed through ring_claim.c),
+ * the housekeeping thread and fork handling.
  *
- * Called by agent/d9.c (public API) and the unit tests. Everything here is
+ * Called by agent/api.c (public API) and the unit tests. Everything here is
  * slow path: it may lock, allocate and make syscalls, but it must never
  * block the application for long (no waiting on the collector, zmq only on
  * the housekeeping thread) and never abort it: failures are logged once
@@ -24,11 +25,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 #include "agent/agent.h"
+#include "agent/ring_claim.h"
 #include "agent/sampler.h"
 #include "shm/clock.h"
 #include "shm/meta.h"
@@ -67,7 +68,7 @@ static void copy_field(char *dst, size_t cap, const char *src)
 
 static uint8_t *meta_area(struct shm_region *r) { return r->base + r->hdr->meta_offset; }
 
-void ag_read_comm(char *out, size_t cap)
+void ag_agent_read_comm(char *out, size_t cap)
 {
     out[0] = 0;
     int fd = open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
@@ -134,57 +135,6 @@ static int meta_put(struct ag_agent *a, uint16_t kind, uint32_t id, const uint8_
 
 /* ---- region --------------------------------------------------------------- */
 
-/* Reserve the pages of [off, off + len) so a full /dev/shm shows up as an
- * error here instead of SIGBUS on a later store. Filesystems that cannot
- * preallocate are accepted as they are. */
-static int reserve_pages(struct ag_agent *a, uint64_t off, uint64_t len)
-{
-    if (a->region_fd < 0)
-        return 0;
-    if (fallocate(a->region_fd, 0, (off_t)off, (off_t)len) == 0)
-        return 0;
-    int err = errno;
-    return (err == EOPNOTSUPP || err == ENOSYS) ? 0 : -err;
-}
-
-/* Map the ring's pages now, on the claim (slow path), instead of taking a
- * page fault every 4 KiB on the thread's first pass through the ring.
- * madvise wants a page-aligned start and a ring is not page-aligned (the
- * stride is the data size plus the 256-byte ring header), so the range is
- * widened to whole pages; at most one page at each end belongs to a
- * neighbouring ring, and populating it early is harmless. Best effort:
- * older kernels lack MADV_POPULATE_WRITE (EINVAL), and a failure only
- * costs the page faults this avoids. */
-static void prefault(void *addr, size_t len)
-{
-#ifdef MADV_POPULATE_WRITE
-    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    uintptr_t lo = (uintptr_t)addr & ~(page - 1);
-    uintptr_t hi = ((uintptr_t)addr + len + page - 1) & ~(page - 1);
-    madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
-#else
-    (void)addr;
-    (void)len;
-#endif
-}
-
-int ag_ring_claim(struct ag_agent *a, uint32_t tid, const char *name, struct shm_producer *p)
-{
-    struct d9_region_hdr *h = a->region.hdr;
-    int idx = shm_slot_claim(&a->region, tid, name);
-    if (idx < 0)
-        return -ENOSPC;
-    uint64_t off = h->rings_offset + (uint64_t)idx * h->ring_stride;
-    if (reserve_pages(a, off, h->ring_stride) != 0) {
-        shm_slot_release(&a->region, (uint32_t)idx);    /* untouched: head == tail */
-        return -ENOMEM;
-    }
-    struct d9_ring_hdr *rh = ring_hdr(&a->region, (uint32_t)idx);
-    prefault(rh, h->ring_stride);
-    shm_producer_attach(p, rh, (uint8_t *)rh + D9_RING_HDR_SIZE, h->ring_data_size);
-    return idx;
-}
-
 static int region_open(struct ag_agent *a)
 {
     struct shm_region_params p = {
@@ -215,7 +165,7 @@ static int region_open(struct ag_agent *a)
     a->pid = h->pid;
     a->start_time = h->start_time;
     a->region_fd = open(a->region.path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-    rc = reserve_pages(a, 0, h->rings_offset);
+    rc = ag_ring_claim_reserve(a->region_fd, 0, h->rings_offset);
     if (rc) {
         fprintf(stderr, "d9: cannot reserve memory for %s: %s; tracing disabled\n",
                 a->region.path, strerror(-rc));
@@ -415,7 +365,7 @@ int ag_agent_start(struct ag_agent *a, const struct ag_config *cfg)
 
     a->clock_source = cfg->clock_source ? cfg->clock_source
                       : shm_tsc_invariant() ? D9_CLOCK_TSC : D9_CLOCK_MONOTONIC;
-    ag_read_comm(a->comm, sizeof a->comm);
+    ag_agent_read_comm(a->comm, sizeof a->comm);
     read_exe(a->exe, sizeof a->exe);
     a->runtimes = calloc(AG_RUNTIME_MAX, sizeof *a->runtimes);
     if (!a->runtimes) {
@@ -579,7 +529,7 @@ static int valid_name(const char *s)
     return 1;
 }
 
-int ag_runtime_register(struct ag_agent *a, const char *name, uint16_t *id)
+int ag_agent_runtime_register(struct ag_agent *a, const char *name, uint16_t *id)
 {
     *id = 0;
     if (!valid_name(name))
@@ -649,7 +599,7 @@ static int loc_grow(struct ag_agent *a)
     return 0;
 }
 
-uint32_t ag_loc_register(struct ag_agent *a, const char *file, int line, const char *func)
+uint32_t ag_agent_loc_register(struct ag_agent *a, const char *file, int line, const char *func)
 {
     if (!file || !*file || line < 0)
         return 0;
@@ -701,7 +651,7 @@ static int schema_check(const d9_schema *s)
     return 0;
 }
 
-uint32_t ag_schema_id(struct ag_agent *a, d9_schema *s)
+uint32_t ag_agent_schema_id(struct ag_agent *a, d9_schema *s)
 {
     /* acquire: pairs with the release below; the entry is in the log */
     uint32_t id = __atomic_load_n(&s->id, __ATOMIC_ACQUIRE);
@@ -719,7 +669,7 @@ uint32_t ag_schema_id(struct ag_agent *a, d9_schema *s)
         uint8_t types[D9_SCHEMA_MAX_FIELDS];
         const char *names[D9_SCHEMA_MAX_FIELDS];
         for (uint16_t i = 0; i < s->nfields; i++) {
-            types[i] = (uint8_t)s->fields[i].type;     /* d9_type == d9_field_type */
+            types[i] = (uint8_t)s->fields[i].type;     /* == d9_field_type (emit.h) */
             names[i] = s->fields[i].name;
         }
         int n = shm_meta_encode_schema(buf, sizeof buf, s->name, s->nfields, types, names);
@@ -741,7 +691,7 @@ out:
 
 /* ---- threads --------------------------------------------------------------- */
 
-int ag_thread_attach(struct ag_agent *a, struct ag_thread *t)
+int ag_agent_thread_attach(struct ag_agent *a, struct ag_thread *t)
 {
     if (t->state == AG_T_TRACED)
         return 0;
@@ -750,7 +700,7 @@ int ag_thread_attach(struct ag_agent *a, struct ag_thread *t)
     if (t->state == AG_T_UNTRACED && --t->retry_countdown != 0)
         return -ENOSPC;
 
-    char name[16] = { 0 };
+    char name[D9_COMM_MAX] = { 0 };
     pthread_getname_np(pthread_self(), name, sizeof name);
     uint32_t tid = ag_gettid();
 
@@ -791,7 +741,7 @@ static void sched_close(struct ag_thread *t)
     t->sched_next_ns = 0;
 }
 
-void ag_thread_detach(struct ag_agent *a, struct ag_thread *t)
+void ag_agent_thread_detach(struct ag_agent *a, struct ag_thread *t)
 {
     if (t->state == AG_T_TRACED && a->region.hdr)
         shm_slot_release(&a->region, (uint32_t)t->ring);
@@ -801,7 +751,7 @@ void ag_thread_detach(struct ag_agent *a, struct ag_thread *t)
     t->state = AG_T_EXITED;
 }
 
-void ag_thread_forget(struct ag_thread *t)
+void ag_agent_thread_forget(struct ag_thread *t)
 {
     sched_close(t);
     memset(t, 0, sizeof *t);
@@ -842,8 +792,8 @@ static int sched_read(struct ag_thread *t, uint64_t *exec_ns, uint64_t *wait_ns)
     return 1;
 }
 
-uint32_t ag_thread_sched(struct ag_thread *t, uint32_t interval_us, uint64_t *cpu_ns,
-                         uint64_t *wait_delta_ns)
+uint32_t ag_agent_thread_sched(struct ag_thread *t, uint32_t interval_us, uint64_t *cpu_ns,
+                               uint64_t *wait_delta_ns)
 {
     *cpu_ns = *wait_delta_ns = 0;
     if (interval_us) {

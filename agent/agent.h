@@ -3,7 +3,7 @@
  * a region, the metadata tables, the housekeeping thread and the control
  * channel; and the per-thread state (struct ag_thread) that owns a ring.
  *
- * agent/d9.c wraps a process singleton and a thread-local ag_thread around
+ * agent/api.c wraps a process singleton and a thread-local ag_thread around
  * this; the unit tests create instances with a temp shm dir and their own
  * config and drive threads explicitly.
  *
@@ -33,8 +33,6 @@
 #include "agent/env.h"
 #include "shm/region.h"
 #include "shm/ring.h"
-
-#pragma GCC visibility push(hidden)
 
 #define AG_RUNTIME_MAX        256u          /* runtime ids 1..AG_RUNTIME_MAX */
 #define AG_LOC_MAX            65536u        /* distinct source locations */
@@ -77,8 +75,8 @@ struct ag_agent {
     struct ag_config cfg;
     uint32_t pid;
     uint64_t start_time;
-    char comm[17];
-    char exe[256];
+    char comm[D9_COMM_MAX + 1];
+    char exe[D9_EXE_MAX];
 
     pthread_mutex_t lock;
     uint16_t nruntimes;
@@ -111,7 +109,7 @@ struct ag_agent {
 int ag_agent_start(struct ag_agent *a, const struct ag_config *cfg);
 
 /* The process name from /proc/self/comm into out (cap bytes), "" if unreadable. */
-void ag_read_comm(char *out, size_t cap);
+void ag_agent_read_comm(char *out, size_t cap);
 
 /* Mark the region closed, send goodbye, join the housekeeping thread.
  * Idempotent; does not unmap. */
@@ -124,31 +122,20 @@ void ag_agent_destroy(struct ag_agent *a);
 void ag_agent_tick(struct ag_agent *a);
 
 /* Registration (slow path, takes a->lock). See d9.h for semantics. */
-int ag_runtime_register(struct ag_agent *a, const char *name, uint16_t *id);
-uint32_t ag_loc_register(struct ag_agent *a, const char *file, int line, const char *func);
+int ag_agent_runtime_register(struct ag_agent *a, const char *name, uint16_t *id);
+uint32_t ag_agent_loc_register(struct ag_agent *a, const char *file, int line, const char *func);
 /* The schema's id, publishing it on first use; AG_SCHEMA_INVALID when it
  * cannot be published (logged once), 0 when the agent is off. */
-uint32_t ag_schema_id(struct ag_agent *a, d9_schema *s);
+uint32_t ag_agent_schema_id(struct ag_agent *a, d9_schema *s);
 
 /* Claim a ring for the calling thread's state t (its first event).
  * 0 (t->p is usable), -ENOSPC (no ring: untraced, counted once per thread,
  * retried only every AG_CLAIM_RETRY_EVENTS calls), -ENOTCONN (agent off),
  * -ESRCH (t already exited). */
-int ag_thread_attach(struct ag_agent *a, struct ag_thread *t);
-
-/* Claim a ring of a's region for thread tid (name: its comm): the slot
- * (shm_slot_claim), the pages behind it (fallocate, so a full /dev/shm is
- * an error here, not a SIGBUS later) and their mapping (MADV_POPULATE_WRITE,
- * so the first lap takes no page faults), then attach p to it. Returns the
- * ring index; -ENOSPC when no ring is free (shm_slot_claim counted the
- * thread in threads_untraced); -ENOMEM when no memory is behind the ring
- * (given back untouched, not counted). Takes no lock: the caller holds the
- * one that orders it against the region's teardown. Shared by the event
- * rings (ag_thread_attach) and the SIGPROF sampler's rings. */
-int ag_ring_claim(struct ag_agent *a, uint32_t tid, const char *name, struct shm_producer *p);
+int ag_agent_thread_attach(struct ag_agent *a, struct ag_thread *t);
 
 /* Release t's ring (thread exit) and close its schedstat fd. */
-void ag_thread_detach(struct ag_agent *a, struct ag_thread *t);
+void ag_agent_thread_detach(struct ag_agent *a, struct ag_thread *t);
 
 /* For a park/unpark record: t's CPU time and run-queue wait since its
  * previous sampled call, read from schedstat with one pread on a cached fd,
@@ -156,8 +143,8 @@ void ag_thread_detach(struct ag_agent *a, struct ag_thread *t);
  * flags: D9_WORKER_UNSAMPLED (and zeros) when the interval has not passed,
  * so no syscall was made; the wait of such calls is counted in the next
  * sampled one. Without schedstat: CPU time from CLOCK_THREAD_CPUTIME_ID, wait 0. */
-uint32_t ag_thread_sched(struct ag_thread *t, uint32_t interval_us, uint64_t *cpu_ns,
-                         uint64_t *wait_delta_ns);
+uint32_t ag_agent_thread_sched(struct ag_thread *t, uint32_t interval_us, uint64_t *cpu_ns,
+                               uint64_t *wait_delta_ns);
 
 /* Sum of ring counters (reads shm). Zeros when there is no region. */
 void ag_agent_stats(struct ag_agent *a, d9_stats *out);
@@ -173,8 +160,6 @@ void ag_agent_fork_parent(struct ag_agent *a);
 void ag_agent_fork_child(struct ag_agent *a);
 
 /* Forget a thread state inherited across fork (child side; closes its fd). */
-void ag_thread_forget(struct ag_thread *t);
-
-#pragma GCC visibility pop
+void ag_agent_thread_forget(struct ag_thread *t);
 
 #endif /* D9_AGENT_AGENT_H */

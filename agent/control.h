@@ -18,8 +18,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#pragma GCC visibility push(hidden)
-
 #define AG_CONTROL_LINGER_MS 200    /* upper bound on the close at exit */
 #define AG_CONTROL_SNDHWM    16     /* a handful of control messages at most */
 #define AG_CONTROL_MSG_MAX   2048u  /* a packed Request always fits (paths <= 256) */
@@ -50,7 +48,5 @@ void ag_control_close(struct ag_control *c, int linger_ms);
 long ag_control_pack_hello(const struct ag_hello_info *h, uint8_t *buf, size_t cap);
 long ag_control_pack_goodbye(uint32_t pid, uint64_t start_time, int32_t exit_code,
                              uint8_t *buf, size_t cap);
-
-#pragma GCC visibility pop
 
 #endif /* D9_AGENT_CONTROL_H */

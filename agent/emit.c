@@ -47,7 +47,7 @@ static inline int custom_layout(const d9_schema *s, const d9_value *v, unsigned 
     return 0;
 }
 
-int ag_custom_size(const d9_schema *s, const d9_value *v, unsigned n, uint32_t *len)
+int ag_emit_custom_size(const d9_schema *s, const d9_value *v, unsigned n, uint32_t *len)
 {
     uint32_t lens[D9_SCHEMA_MAX_FIELDS];
     return custom_layout(s, v, n, lens, len);
@@ -92,6 +92,6 @@ int ag_emit_custom(struct shm_producer *p, uint32_t src, uint32_t schema_id,
             out += 8;
         }
     }
-    shm_ring_commit(p, rec, len, D9_REC_CUSTOM, ag_now(src));
+    shm_ring_commit(p, rec, len, D9_REC_CUSTOM, ag_emit_now(src));
     return 0;
 }

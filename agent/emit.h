@@ -8,7 +8,7 @@
  * depends on the values. Callers have already checked that the thread has a
  * ring; these functions only fail by dropping the record (counted in the
  * ring's lost counter with a seq gap, see ag_emit_drop). The record
- * functions in d9.c also check shm_ring_fits() first, so that the reserve
+ * functions in api.c also check shm_ring_fits() first, so that the reserve
  * inlined here folds into that one compare.
  *
  * src is the region's clock source; the timestamp is read only once space is
@@ -22,10 +22,27 @@
 #include "shm/clock.h"
 #include "shm/ring.h"
 
-#pragma GCC visibility push(hidden)
+/*
+ * The public header states some ABI values a second time (d9.h is installed
+ * alone and cannot include shm/d9_abi.h); they are pinned here, where public
+ * values become records. Changing one side without the other fails the build.
+ */
+_Static_assert(D9_WORKER_NONE_ID == D9_WORKER_NONE, "d9.h: D9_WORKER_NONE_ID is D9_WORKER_NONE");
+/* agent.c publishes a field's enum d9_type as its enum d9_field_type */
+#define AG_EMIT_SAME_TYPE(t) ((int)D9_T_##t == (int)D9_FT_##t)
+_Static_assert(AG_EMIT_SAME_TYPE(U64) && AG_EMIT_SAME_TYPE(I64) && AG_EMIT_SAME_TYPE(F64) &&
+               AG_EMIT_SAME_TYPE(BOOL) && AG_EMIT_SAME_TYPE(STR),
+               "d9.h: enum d9_type is enum d9_field_type");
+#undef AG_EMIT_SAME_TYPE
+_Static_assert(sizeof(((d9_runtime *)0)->id) == sizeof(((struct d9_rec_task *)0)->runtime),
+               "d9.h: a runtime id is a record's runtime field");
+_Static_assert(sizeof(d9_loc) == sizeof(((struct d9_rec_task *)0)->loc),
+               "d9.h: d9_loc is a record's loc field");
+_Static_assert(D9_SCHEMA_MAX_FIELDS == 16u && D9_STR_MAX == 255u,
+               "d9.h documents up to 16 fields and strings cut to 255 bytes");
 
 /* A timestamp in the region's clock source. */
-static inline uint64_t ag_now(uint32_t clock_source)
+static inline uint64_t ag_emit_now(uint32_t clock_source)
 {
     return clock_source == D9_CLOCK_TSC ? shm_rdtsc() : shm_mono_ns();
 }
@@ -49,7 +66,7 @@ static inline void ag_emit_poll_start(struct shm_producer *p, uint32_t src, uint
     r->loc = loc;
     r->runtime = rt;
     r->worker = worker;
-    shm_ring_commit(p, r, sizeof *r, D9_REC_POLL_START, ag_now(src));
+    shm_ring_commit(p, r, sizeof *r, D9_REC_POLL_START, ag_emit_now(src));
 }
 
 static inline void ag_emit_poll_end(struct shm_producer *p, uint32_t src, uint16_t rt,
@@ -62,7 +79,7 @@ static inline void ag_emit_poll_end(struct shm_producer *p, uint32_t src, uint16
     r->runtime = rt;
     r->worker = worker;
     r->_pad = 0;
-    shm_ring_commit(p, r, sizeof *r, D9_REC_POLL_END, ag_now(src));
+    shm_ring_commit(p, r, sizeof *r, D9_REC_POLL_END, ag_emit_now(src));
 }
 
 static inline void ag_emit_wake(struct shm_producer *p, uint32_t src, uint16_t rt,
@@ -76,7 +93,7 @@ static inline void ag_emit_wake(struct shm_producer *p, uint32_t src, uint16_t r
     r->runtime = rt;
     r->target_worker = target_worker;
     r->_pad = 0;
-    shm_ring_commit(p, r, sizeof *r, D9_REC_WAKE, ag_now(src));
+    shm_ring_commit(p, r, sizeof *r, D9_REC_WAKE, ag_emit_now(src));
 }
 
 /* type: D9_REC_WORKER_PARK or D9_REC_WORKER_UNPARK */
@@ -92,7 +109,7 @@ static inline void ag_emit_worker(struct shm_producer *p, uint32_t src, uint16_t
     r->flags = flags;
     r->cpu_ns = cpu_ns;
     r->sched_wait_ns = sched_wait_ns;
-    shm_ring_commit(p, r, sizeof *r, type, ag_now(src));
+    shm_ring_commit(p, r, sizeof *r, type, ag_emit_now(src));
 }
 
 /* type: D9_REC_TASK_SPAWN or D9_REC_TASK_TERMINATE (loc 0) */
@@ -106,7 +123,7 @@ static inline void ag_emit_task(struct shm_producer *p, uint32_t src, uint16_t t
     r->loc = loc;
     r->runtime = rt;
     r->_pad = 0;
-    shm_ring_commit(p, r, sizeof *r, type, ag_now(src));
+    shm_ring_commit(p, r, sizeof *r, type, ag_emit_now(src));
 }
 
 static inline void ag_emit_queue_depth(struct shm_producer *p, uint32_t src, uint16_t rt,
@@ -119,20 +136,18 @@ static inline void ag_emit_queue_depth(struct shm_producer *p, uint32_t src, uin
     r->runtime = rt;
     r->worker = worker;
     r->_pad = 0;
-    shm_ring_commit(p, r, sizeof *r, D9_REC_QUEUE_DEPTH, ag_now(src));
+    shm_ring_commit(p, r, sizeof *r, D9_REC_QUEUE_DEPTH, ag_emit_now(src));
 }
 
 /* Bytes a custom record with these values needs (header included) into *len.
  * Returns 0, -EINVAL when the values do not match the schema (count or
  * types), -EMSGSIZE when the record would exceed D9_REC_MAX. Pure. */
-int ag_custom_size(const d9_schema *s, const d9_value *v, unsigned n, uint32_t *len);
+int ag_emit_custom_size(const d9_schema *s, const d9_value *v, unsigned n, uint32_t *len);
 
 /* Encode and commit one custom event with schema id schema_id; a mismatch or
  * an oversized record is dropped and counted (ag_emit_drop). Returns 0 when
  * committed, -EINVAL mismatch, -EMSGSIZE too big, -ENOSPC ring full. */
 int ag_emit_custom(struct shm_producer *p, uint32_t src, uint32_t schema_id,
                    const d9_schema *s, const d9_value *v, unsigned n);
-
-#pragma GCC visibility pop
 
 #endif /* D9_AGENT_EMIT_H */

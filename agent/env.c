@@ -14,6 +14,14 @@
 #include "agent/env.h"
 #include "shm/paths.h"
 
+/* d9.h documents these ranges and defaults for its users */
+_Static_assert(AG_RING_KB_MIN == 4u && AG_RING_KB_MAX == 65536u && D9_RING_KB_DEFAULT == 1024u,
+               "d9.h: DIAL9_RING_KB 4..65536, default 1024");
+_Static_assert(AG_MAX_THREADS_MIN == 1u && D9_RINGS_MAX == 4096u && D9_RINGS_DEFAULT == 64u,
+               "d9.h: DIAL9_MAX_THREADS 1..4096, default 64");
+_Static_assert(AG_SCHED_SAMPLE_US_DEFAULT == 1000u && AG_SCHED_SAMPLE_US_MAX == 60000000u,
+               "d9.h: DIAL9_SCHED_SAMPLE_US 0..60000000, default 1000");
+
 #define AG_DEFAULT_RUNTIME "main"
 #define AG_ERR_VALUE_SHOWN 64u          /* bytes of a bad value quoted in the error */
 #define AG_IPC_PATH_MAX    107u         /* sizeof(sockaddr_un.sun_path) - 1 */
@@ -25,8 +33,8 @@ static void copy_cstr(char *dst, size_t cap, const char *src)
     dst[n] = 0;
 }
 
-void ag_config_defaults(struct ag_config *c, uint32_t uid, const char *xdg_runtime_dir,
-                        const char *comm)
+void ag_env_defaults(struct ag_config *c, uint32_t uid, const char *xdg_runtime_dir,
+                     const char *comm)
 {
     memset(c, 0, sizeof *c);
     c->enabled = 1;
@@ -43,7 +51,7 @@ void ag_config_defaults(struct ag_config *c, uint32_t uid, const char *xdg_runti
     c->control = 1;
 }
 
-int ag_parse_bool(const char *s)
+int ag_env_parse_bool(const char *s)
 {
     static const char *const yes[] = { "1", "true", "yes", "on" };
     static const char *const no[] = { "0", "false", "no", "off" };
@@ -56,7 +64,7 @@ int ag_parse_bool(const char *s)
     return -EINVAL;
 }
 
-int ag_parse_u32(const char *s, uint32_t lo, uint32_t hi, uint32_t *out)
+int ag_env_parse_u32(const char *s, uint32_t lo, uint32_t hi, uint32_t *out)
 {
     if (!s || !*s)
         return -EINVAL;
@@ -135,7 +143,7 @@ static int valid_endpoint(const char *s)
     if (strncmp(s, "tcp://", 6) == 0) {
         const char *colon = strrchr(s + 6, ':');
         uint32_t port;
-        return colon && colon > s + 6 && ag_parse_u32(colon + 1, 1, 65535, &port) == 0;
+        return colon && colon > s + 6 && ag_env_parse_u32(colon + 1, 1, 65535, &port) == 0;
     }
     return 0;
 }
@@ -154,7 +162,7 @@ int ag_env_parse(struct ag_config *c, ag_getenv_fn get, void *ctx, char *err, si
         err[0] = 0;
 
     if ((v = lookup(get, ctx, "DIAL9_ENABLED"))) {
-        int b = ag_parse_bool(v);
+        int b = ag_env_parse_bool(v);
         if (b < 0)
             return fail(c, err, errcap, "DIAL9_ENABLED", v,
                         "is not a boolean (1/0, true/false, yes/no, on/off)");
@@ -162,7 +170,7 @@ int ag_env_parse(struct ag_config *c, ag_getenv_fn get, void *ctx, char *err, si
     }
     if ((v = lookup(get, ctx, "DIAL9_RING_KB"))) {
         uint32_t kb;
-        int rc = ag_parse_u32(v, AG_RING_KB_MIN, AG_RING_KB_MAX, &kb);
+        int rc = ag_env_parse_u32(v, AG_RING_KB_MIN, AG_RING_KB_MAX, &kb);
         snprintf(what, sizeof what, "%s (%u..%u)",
                  rc == -ERANGE ? "is out of range for a ring size in KiB"
                                : "is not a number of KiB",
@@ -173,7 +181,7 @@ int ag_env_parse(struct ag_config *c, ag_getenv_fn get, void *ctx, char *err, si
     }
     if ((v = lookup(get, ctx, "DIAL9_MAX_THREADS"))) {
         uint32_t n;
-        int rc = ag_parse_u32(v, AG_MAX_THREADS_MIN, D9_RINGS_MAX, &n);
+        int rc = ag_env_parse_u32(v, AG_MAX_THREADS_MIN, D9_RINGS_MAX, &n);
         snprintf(what, sizeof what, "%s (%u..%u)",
                  rc == -ERANGE ? "is out of range for a number of threads"
                                : "is not a number of threads",
@@ -200,7 +208,7 @@ int ag_env_parse(struct ag_config *c, ag_getenv_fn get, void *ctx, char *err, si
     }
     if ((v = lookup(get, ctx, "DIAL9_SCHED_SAMPLE_US"))) {
         uint32_t us;
-        int rc = ag_parse_u32(v, 0, AG_SCHED_SAMPLE_US_MAX, &us);
+        int rc = ag_env_parse_u32(v, 0, AG_SCHED_SAMPLE_US_MAX, &us);
         snprintf(what, sizeof what, "%s (0..%u)",
                  rc == -ERANGE ? "is out of range for an interval in microseconds"
                                : "is not a number of microseconds",

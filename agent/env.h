@@ -3,8 +3,8 @@
  *
  * Pure: ag_env_parse() reads variables only through the lookup callback it
  * is given and touches no process state, so unit tests drive it with a
- * table. d9_init() (agent/d9.c) passes getenv and prints the one error line
- * this module formats. Defaults live here, in ag_config_defaults(), and
+ * table. d9_init() (agent/api.c) passes getenv and prints the one error line
+ * this module formats. Defaults live here, in ag_env_defaults(), and
  * nowhere else.
  *
  * Rules (documented for users in agent/d9.h):
@@ -18,8 +18,6 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "shm/d9_abi.h"
-
-#pragma GCC visibility push(hidden)
 
 #define AG_ENDPOINT_MAX   256u      /* DIAL9_COLLECTOR, bytes including NUL */
 #define AG_SHM_DIR_MAX    160u      /* DIAL9_SHM_DIR: leaves room for the region name */
@@ -58,8 +56,8 @@ typedef const char *(*ag_getenv_fn)(const char *name, void *ctx);
  * as d9collectd's (root: /run/dial9, others: $XDG_RUNTIME_DIR/dial9, or
  * /tmp/dial9-<uid> when xdg_runtime_dir is unset or not absolute);
  * comm is the default runtime name (NULL or empty: "main"). */
-void ag_config_defaults(struct ag_config *c, uint32_t uid, const char *xdg_runtime_dir,
-                        const char *comm);
+void ag_env_defaults(struct ag_config *c, uint32_t uid, const char *xdg_runtime_dir,
+                     const char *comm);
 
 /* Parse every DIAL9_* variable over the defaults already in c.
  * Returns 0 (c->enabled says whether tracing is on) or -EINVAL, in which case
@@ -68,12 +66,10 @@ void ag_config_defaults(struct ag_config *c, uint32_t uid, const char *xdg_runti
 int ag_env_parse(struct ag_config *c, ag_getenv_fn get, void *ctx, char *err, size_t errcap);
 
 /* Parse a boolean as DIAL9_ENABLED accepts it: 1 / 0 on success, -EINVAL. */
-int ag_parse_bool(const char *s);
+int ag_env_parse_bool(const char *s);
 
 /* Parse a decimal unsigned integer in [lo, hi]: 0, -EINVAL (not a number)
  * or -ERANGE (a number outside the range). */
-int ag_parse_u32(const char *s, uint32_t lo, uint32_t hi, uint32_t *out);
-
-#pragma GCC visibility pop
+int ag_env_parse_u32(const char *s, uint32_t lo, uint32_t hi, uint32_t *out);
 
 #endif /* D9_AGENT_ENV_H */

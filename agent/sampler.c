@@ -26,7 +26,7 @@
  *
  * Handler rules: async-signal-safe only (clock_gettime / rdtsc, plain
  * memory ops, relaxed atomics); errno saved and restored; every stack read
- * goes through ag_fp_walk's bounds.
+ * goes through ag_sampler_fp_walk's bounds.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -41,6 +41,7 @@
 #include <unistd.h>
 #include "agent/agent.h"
 #include "agent/env.h"
+#include "agent/ring_claim.h"
 #include "agent/sampler.h"
 #include "shm/clock.h"
 #include "shm/region.h"
@@ -108,13 +109,13 @@ int ag_sampler_config_parse(struct ag_sampler_config *c,
         }
     }
     v = get("DIAL9_SAMPLER_HZ", ctx);
-    if (v && *v && ag_parse_u32(v, 1, AG_SAMPLER_HZ_MAX, &c->hz) != 0) {
+    if (v && *v && ag_env_parse_u32(v, 1, AG_SAMPLER_HZ_MAX, &c->hz) != 0) {
         snprintf(err, errcap, "d9: DIAL9_SAMPLER_HZ=%.64s is not in 1..%u; "
                  "in-process profiling disabled", v, AG_SAMPLER_HZ_MAX);
         return -EINVAL;
     }
     v = get("DIAL9_SAMPLER_WAIT_MS", ctx);
-    if (v && *v && ag_parse_u32(v, 0, AG_SAMPLER_WAIT_MS_MAX, &c->wait_ms) != 0) {
+    if (v && *v && ag_env_parse_u32(v, 0, AG_SAMPLER_WAIT_MS_MAX, &c->wait_ms) != 0) {
         snprintf(err, errcap, "d9: DIAL9_SAMPLER_WAIT_MS=%.64s is not in 0..%u; "
                  "in-process profiling disabled", v, AG_SAMPLER_WAIT_MS_MAX);
         return -EINVAL;
@@ -137,8 +138,8 @@ int ag_sampler_should_fallback(const struct ag_sampler_config *c, uint32_t mode,
     }
 }
 
-uint16_t ag_fp_walk(uint64_t ip, uint64_t fp, uint64_t sp, uint64_t lo, uint64_t hi,
-                    uint64_t *out, uint16_t max, uint16_t *flags)
+uint16_t ag_sampler_fp_walk(uint64_t ip, uint64_t fp, uint64_t sp, uint64_t lo, uint64_t hi,
+                            uint64_t *out, uint16_t max, uint16_t *flags)
 {
     uint16_t n = 0;
     *flags = 0;
@@ -199,8 +200,8 @@ static void on_sigprof(int sig, siginfo_t *si, void *ucv)
 #endif
     uint64_t ips[AG_SAMPLER_MAX_FRAMES];
     uint16_t flags;
-    uint16_t n = ag_fp_walk(ip, fp, sp, t->stack_lo, t->stack_hi, ips, AG_SAMPLER_MAX_FRAMES,
-                            &flags);
+    uint16_t n = ag_sampler_fp_walk(ip, fp, sp, t->stack_lo, t->stack_hi, ips,
+                                    AG_SAMPLER_MAX_FRAMES, &flags);
     uint32_t len = (uint32_t)(sizeof(struct d9_rec_stack) + (size_t)n * 8);
     struct d9_rec_stack *r = shm_ring_reserve(&t->p, len);
     if (!r) {
@@ -239,7 +240,7 @@ static void arm_thread(struct ag_sampler_thread *t)
     t->stack_lo = (uint64_t)(uintptr_t)addr;
     t->stack_hi = t->stack_lo + size;
 
-    char name[16] = { 0 };
+    char name[D9_COMM_MAX] = { 0 };
     pthread_getname_np(t->self, name, sizeof name);
     int idx = ag_ring_claim(a, t->tid, name, &t->p);
     if (idx < 0) {

@@ -1,5 +1,5 @@
 /*
- * sampler.h — the in-process CPU profiler fallback (issue 7): per-thread
+ * sampler.h — the in-process CPU profiler fallback: per-thread
  * CPU-time timers deliver SIGPROF, the handler walks frame pointers and
  * writes a D9_REC_CPU_SAMPLE record. Used only when the collector cannot
  * sample the process with perf_event_open (collector/daemon/perf.c).
@@ -31,7 +31,7 @@
  * thread therefore uses two of the DIAL9_MAX_THREADS rings; with no ring left
  * the thread is simply not sampled.
  *
- * Hooks (called by agent/d9.c and the housekeeping thread, never hot path):
+ * Hooks (called by agent/api.c and the housekeeping thread, never hot path):
  *   ag_sampler_start       d9_init, after ag_agent_start succeeded
  *   ag_sampler_thread_start a thread's first event, after its ring claim
  *   ag_sampler_thread_stop  thread exit, before its ring is released
@@ -51,8 +51,6 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "shm/d9_abi.h"
-
-#pragma GCC visibility push(hidden)
 
 #define AG_SAMPLER_HZ_DEFAULT      99u
 #define AG_SAMPLER_HZ_MAX          1000u
@@ -94,8 +92,8 @@ int ag_sampler_should_fallback(const struct ag_sampler_config *c, uint32_t mode,
  * strictly grow. Returns the frame count (>= 1 when ip != 0); *flags gets
  * D9_STACK_TRUNCATED when max was reached.
  */
-uint16_t ag_fp_walk(uint64_t ip, uint64_t fp, uint64_t sp, uint64_t lo, uint64_t hi,
-                    uint64_t *out, uint16_t max, uint16_t *flags);
+uint16_t ag_sampler_fp_walk(uint64_t ip, uint64_t fp, uint64_t sp, uint64_t lo, uint64_t hi,
+                            uint64_t *out, uint16_t max, uint16_t *flags);
 
 /* Hooks, see the header comment. getenv_fn as for the agent's env. */
 void ag_sampler_start(struct ag_agent *a, const char *(*get)(const char *name, void *ctx));
@@ -114,7 +112,5 @@ struct ag_sampler_stats {
     uint32_t mode;              /* what this agent runs: enum d9_sampler_mode */
 };
 void ag_sampler_get_stats(struct ag_sampler_stats *out);
-
-#pragma GCC visibility pop
 
 #endif /* D9_AGENT_SAMPLER_H */

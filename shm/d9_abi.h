@@ -13,7 +13,8 @@
  *   [ ring 0: d9_ring_hdr (D9_RING_HDR_SIZE) + ring_data_size bytes ]
  *   [ ring 1 ... ring_count-1                                       ]
  *
- * Invariants (checked by the consumer, see shm/reader.c):
+ * Invariants (checked by the consumer: shm/region.c on adoption, shm/ring.c
+ * and collector/daemon/drain.c on every read):
  *   - every offset and size in the header lies inside region_size;
  *   - ring_data_size is a power of two in [D9_RING_DATA_MIN, D9_RING_DATA_MAX];
  *   - per ring, 0 <= head - tail <= ring_data_size; head and tail are byte
@@ -55,6 +56,8 @@
 #define D9_REC_MAX           4096u          /* largest record, custom events included */
 #define D9_STR_MAX           255u           /* custom-event string fields are cut to this */
 #define D9_NAME_MAX          64u            /* runtime, schema and field names */
+#define D9_COMM_MAX          16u            /* process and thread names (TASK_COMM_LEN) */
+#define D9_EXE_MAX           256u           /* the executable's path, cut to this */
 
 /* Clock sources (d9_region_hdr.clock_source). */
 enum d9_clock_source {
@@ -100,8 +103,8 @@ struct d9_region_hdr {
     uint32_t clock_source;      /* enum d9_clock_source */
     uint32_t flags;             /* reserved, 0 */
     uint64_t created_ns;        /* CLOCK_MONOTONIC when the region was created */
-    char comm[16];              /* NUL-padded, may be unterminated: validate */
-    char exe[256];              /* readlink(/proc/self/exe), NUL-padded */
+    char comm[D9_COMM_MAX];     /* NUL-padded, may be unterminated: validate */
+    char exe[D9_EXE_MAX];       /* readlink(/proc/self/exe), NUL-padded */
 
     /* Clock calibration, seqlock-protected (odd cal_seq = write in progress).
      * Pair 0 is taken at init, pair 1 refreshed ~1/s by the agent thread:
@@ -127,8 +130,8 @@ struct d9_ring_hdr {
     uint32_t tid;               /* gettid() of the owning thread */
     uint32_t generation;        /* bumped at every claim; identifies the owner */
     uint32_t _pad0;
-    char thread_name[16];       /* pthread name at claim, NUL-padded */
-    uint8_t _pad1[D9_CACHELINE - 32];
+    char thread_name[D9_COMM_MAX]; /* pthread name at claim, NUL-padded */
+    uint8_t _pad1[D9_CACHELINE - 16 - D9_COMM_MAX];
 
     /* line 1 — producer: written only by the owning thread */
     _Atomic uint64_t head;      /* bytes ever written (release-stored after each record) */
@@ -293,7 +296,8 @@ enum d9_field_type {
 #define D9_SCHEMA_MAX_FIELDS 16u
 _Static_assert(sizeof(struct d9_meta_hdr) == 8, "meta hdr");
 
-/* In-process sampler state (d9_region_hdr.sampler), see issue 7. */
+/* In-process sampler state (d9_region_hdr.sampler): the agent's SIGPROF
+ * fallback profiler (agent/sampler.h) when the collector cannot perf. */
 enum d9_sampler_mode {
     D9_SAMPLER_NONE = 0,
     D9_SAMPLER_PERF = 1,        /* the collector samples with perf_event_open */

@@ -5,7 +5,7 @@
  * One contract, written once: the agent computes the endpoint it reports to
  * (agent/env.c), d9collectd the one it binds and the store it writes
  * (collector/daemon/config.c), d9 the ones it reads and asks
- * (collector/cli/cli_common.c). Pure: no I/O; callers pass uid and
+ * (collector/cli/cli.c). Pure: no I/O; callers pass uid and
  * $XDG_RUNTIME_DIR.
  *
  * Rule: root uses the system paths (PATHS_ENDPOINT_ROOT, PATHS_STORE_ROOT);

@@ -347,7 +347,7 @@ int shm_slot_claim(struct shm_region *r, uint32_t tid, const char *thread_name)
             continue;
         __atomic_store_n(&ring->tid, tid, __ATOMIC_RELAXED);
         __atomic_store_n(&ring->generation, ring->generation + 1, __ATOMIC_RELAXED);
-        char name[16] = { 0 };
+        char name[D9_COMM_MAX] = { 0 };
         if (thread_name)
             strncpy(name, thread_name, sizeof name - 1);
         memcpy(ring->thread_name, name, sizeof name);

@@ -53,8 +53,8 @@ struct shm_geometry {
     uint32_t uid;
     uint64_t start_time;
     uint32_t clock_source;
-    char comm[17];              /* NUL-terminated copies */
-    char exe[257];
+    char comm[D9_COMM_MAX + 1]; /* NUL-terminated copies */
+    char exe[D9_EXE_MAX + 1];
 };
 
 /* Copy a fixed-size, possibly unterminated name field of scap bytes (from

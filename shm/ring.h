@@ -47,8 +47,8 @@ struct shm_producer {
 };
 
 /* How far ahead of head shm_ring_commit prefetches for writing: about 32
- * records, measured on the development VM (bench_hot, collector draining:
- * 256 bytes was too close, 1-2 KiB took the median from 11 to 10 ns). */
+ * records, far enough that the line is owned before the store reaches it
+ * while the consumer reads behind (chosen with bench_hot; tests/bench/RESULTS.md). */
 #define SHM_PREFETCH_AHEAD 1024u
 
 /* Attach a producer to a ring the caller has just claimed. */
@@ -120,7 +120,7 @@ struct shm_ring_snapshot {
     uint32_t state;
     uint32_t tid;
     uint32_t generation;        /* read after head: the owner of [tail, head) */
-    char thread_name[17];       /* always NUL-terminated */
+    char thread_name[D9_COMM_MAX + 1]; /* always NUL-terminated */
     uint64_t head;
     uint64_t tail;
     uint64_t lost;

@@ -5,9 +5,9 @@
  * --endpoint, --help), number/duration parsing, and output helpers (times,
  * durations, byte counts, JSON strings).
  *
- * Called by d9.c (main, dispatch) and every collector/cli_<name>.c. Adding a
- * subcommand = one new file defining `CLI_DECLARE_CMD(name) { ... }` plus one
- * line in the D9_COMMANDS table of d9.c.
+ * Called by main.c (main, dispatch) and every collector/cli/cli_<name>.c.
+ * Adding a subcommand = one new file defining `CLI_DECLARE_CMD(name) { ... }`
+ * plus one line in the D9_COMMANDS table of main.c.
  *
  * Conventions every subcommand follows:
  *   - `--help` prints the man-page-style usage on stdout and exits 0;
@@ -54,8 +54,8 @@ struct cli_env {
  * so `CLI_DECLARE_CMD(ps) { ... }` defines it and `CLI_DECLARE_CMD(ps);`
  * declares it. */
 #define CLI_DECLARE_CMD(fn)                                                  \
-    int cli_cmd_##fn(struct cli_env *env, int argc, char **argv);             \
-    int cli_cmd_##fn(struct cli_env *env, int argc, char **argv)
+    int cli_##fn##_cmd(struct cli_env *env, int argc, char **argv);             \
+    int cli_##fn##_cmd(struct cli_env *env, int argc, char **argv)
 
 struct cli_cmd {
     const char *name;               /* as typed: "top-polls" */
@@ -104,8 +104,8 @@ enum cli_opt_id {
 #define CLI_OPTE_OUTPUT   { "output", 1, NULL, 'o' }
 #define CLI_OPTE_END      { NULL, 0, NULL, 0 }
 
-/* A time window as typed; resolved against a store by cli_window_resolve
- * (query.h) because "--since" depends on whether the store is live. */
+/* A time window as typed; resolved against a store by cli_store_window_resolve
+ * (cli_store.h) because "--since" depends on whether the store is live. */
 enum cli_window_kind {
     CLI_WIN_ALL = 0,                /* default and --last: everything */
     CLI_WIN_SINCE = 1,              /* --since DUR */

@@ -2,8 +2,8 @@
  * cli_events.c — `d9 events`: decoded records of a window, in time order,
  * filtered by pid, tid and record type, as text lines or JSON lines.
  *
- * Called by d9.c. Streams through query.c's scan (bounded memory) and
- * decode.c; stops reading as soon as --limit records were printed.
+ * Called by main.c. Streams through cli_store.c's scan (bounded memory) and
+ * cli_decode.c; stops reading as soon as --limit records were printed.
  * Never buffers records: memory does not grow with the window.
  */
 #include <errno.h>
@@ -13,8 +13,8 @@
 #include <stdio.h>
 #include <string.h>
 #include "collector/cli/cli.h"
-#include "collector/cli/decode.h"
-#include "collector/cli/query.h"
+#include "collector/cli/cli_decode.h"
+#include "collector/cli/cli_store.h"
 
 static const char usage[] =
 "NAME\n"
@@ -150,9 +150,9 @@ CLI_DECLARE_CMD(events)
         return rc;
     c.wall = cli_store_wall(s, &c.boot);
     struct cli_filter f = { .pid = a.pid, .tid = a.tid, .types = a.types };
-    cli_window_resolve(s, &a.win, a.pid, &f.from, &f.to);
+    cli_store_window_resolve(s, &a.win, a.pid, &f.from, &f.to);
     struct cli_scan_stats st;
-    int r = cli_scan(s, &f, ev_record, &c, &st, "d9 events");
+    int r = cli_store_scan(s, &f, ev_record, &c, &st, "d9 events");
     fflush(stdout);
     if (r < 0) {
         rc = r == -EIO && ferror(stdout) ? cli_fail(env, "write error on standard output")

@@ -1,8 +1,8 @@
 /*
  * cli_export.c — `d9 export`: a window of records as Chrome trace-event
- * JSON (export.h) for chrome://tracing and the Perfetto UI.
+ * JSON (cli_trace.h) for chrome://tracing and the Perfetto UI.
  *
- * Called by d9.c. Streams: scan (query.c) -> cli_export_record -> FILE.
+ * Called by main.c. Streams: scan (cli_store.c) -> cli_trace_record -> FILE.
  * Writes to -o FILE through a temporary file renamed at the end, so a
  * failed export never leaves a truncated FILE behind; "-" or no -o = stdout.
  */
@@ -15,8 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "collector/cli/cli.h"
-#include "collector/cli/export.h"
-#include "collector/cli/query.h"
+#include "collector/cli/cli_trace.h"
+#include "collector/cli/cli_store.h"
 
 static const char usage[] =
 "NAME\n"
@@ -53,7 +53,7 @@ CLI_HELP_EXIT;
 static int on_record(void *arg, const struct cli_rec_src *src, const struct d9_rec_hdr *rec,
                      size_t len)
 {
-    return cli_export_record(arg, src, rec, len);
+    return cli_trace_record(arg, src, rec, len);
 }
 
 CLI_DECLARE_CMD(export)
@@ -92,7 +92,7 @@ CLI_DECLARE_CMD(export)
         }
     }
     struct cli_export *x;
-    if (cli_export_begin(&x, out) < 0) {
+    if (cli_trace_begin(&x, out) < 0) {
         if (to_file) {
             fclose(out);
             unlink(tmp);
@@ -105,11 +105,11 @@ CLI_DECLARE_CMD(export)
         /* stacks have no trace-event form here (see d9 flame) */
         .types = ~(1u << D9_REC_CPU_SAMPLE | 1u << D9_REC_SCHED_SWITCH | 1u << D9_REC_PAD),
     };
-    cli_window_resolve(s, &a.win, a.pid, &f.from, &f.to);
+    cli_store_window_resolve(s, &a.win, a.pid, &f.from, &f.to);
     struct cli_scan_stats st;
-    int r = cli_scan(s, &f, on_record, x, &st, "d9 export");
+    int r = cli_store_scan(s, &f, on_record, x, &st, "d9 export");
     struct cli_export_stats es;
-    int fr = cli_export_finish(x, st.t_last, &es);
+    int fr = cli_trace_finish(x, st.t_last, &es);
     if (to_file) {
         if (fclose(out) != 0 && fr == 0)
             fr = -EIO;

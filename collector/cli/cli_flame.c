@@ -3,24 +3,24 @@
  * a thread or one task's polls, as folded stacks ("root;...;leaf COUNT"),
  * the input format of flamegraph.pl, inferno and speedscope.
  *
- * Two scans of the store (query.h): first the "d9.map" records of the
+ * Two scans of the store (cli_store.h): first the "d9.map" records of the
  * selected processes (collector pseudo ring SYM_SEG_RING, any time: a
  * process's maps are recorded when it is adopted and when they change),
- * which feed one symbols.c resolver per process; then the samples
+ * which feed one sym.c resolver per process; then the samples
  * (CPU_SAMPLE, or SCHED_SWITCH with --off-cpu) of the window, plus the
  * poll_start/poll_end records when --task is given. Scan order is time
  * order, so --task keeps, per thread, how many polls of that task are open
  * and keeps a sample of that thread only while one is: "samples whose
  * timestamp falls inside the task's polls on the same thread".
  *
- * Symbolization happens here, at query time (see symbols.h for why), with
+ * Symbolization happens here, at query time (see sym.h for why), with
  * an (process, address) -> name cache. Frames are return addresses except
  * the innermost and the first user frame under kernel frames: return
  * addresses are looked up at ip - 1 so a call at the end of a function is
  * not attributed to the next one.
  *
  * Memory: one entry per distinct stack, per distinct address and per thread
- * with open polls; never per sample. Called by d9.c.
+ * with open polls; never per sample. Called by main.c.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -30,8 +30,8 @@
 #include <string.h>
 #include <unistd.h>
 #include "collector/cli/cli.h"
-#include "collector/cli/query.h"
-#include "collector/store/symbols.h"
+#include "collector/cli/cli_store.h"
+#include "collector/store/sym.h"
 #include "shm/record.h"
 
 static const char usage[] =
@@ -499,18 +499,18 @@ CLI_DECLARE_CMD(flame)
     /* pass 1: memory maps of the processes, whatever their time */
     struct cli_filter mf = { .from = 0, .to = UINT64_MAX, .pid = a.pid,
                              .types = 1u << D9_REC_CUSTOM };
-    int r = f->o.addresses ? 0 : cli_scan(s, &mf, on_map, f, NULL, "d9 flame");
+    int r = f->o.addresses ? 0 : cli_store_scan(s, &mf, on_map, f, NULL, "d9 flame");
 
     /* pass 2: samples (and the task's polls) of the window */
     struct cli_filter sf = { .pid = a.pid, .types = 1u << f->want_type };
     if (f->o.have_task)
         sf.types |= 1u << D9_REC_POLL_START | 1u << D9_REC_POLL_END;
     f->tid = a.tid;             /* by the sample's tid, not the block's: see on_record */
-    cli_window_resolve(s, &a.win, a.pid, &sf.from, &sf.to);
+    cli_store_window_resolve(s, &a.win, a.pid, &sf.from, &sf.to);
     struct cli_scan_stats st;
     memset(&st, 0, sizeof st);
     if (r >= 0)
-        r = cli_scan(s, &sf, on_record, f, &st, "d9 flame");
+        r = cli_store_scan(s, &sf, on_record, f, &st, "d9 flame");
     if (r < 0) {
         rc = cli_fail(env, "%s: scan failed (error %d)", env->store, r);
     } else if (f->stacks.n == 0) {

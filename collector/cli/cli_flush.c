@@ -4,7 +4,7 @@
  * newest data. The collector answers when the segments are sealed and
  * indexed.
  *
- * Called by d9.c. Uses col_request (collector/control.h). Never touches
+ * Called by main.c. Uses ctl_client_request (collector/ctl/ctl_client.h). Never touches
  * the store itself: the collector does the sealing.
  */
 #include <errno.h>
@@ -64,7 +64,7 @@ CLI_DECLARE_CMD(flush)
     req.body_case = D9__REQUEST__BODY_FLUSH;
     req.flush = &fl;
     D9__Reply *rep = NULL;
-    int r = col_request(env->endpoint, &req, &rep, FLUSH_TIMEOUT_MS);
+    int r = ctl_client_request(env->endpoint, &req, &rep, FLUSH_TIMEOUT_MS);
     if (r < 0)
         return cli_fail(env, "cannot reach the collector at %s: %s", env->endpoint,
                         r == -ENOENT ? "no collector socket (is d9collectd running? see --endpoint)"
@@ -74,6 +74,6 @@ CLI_DECLARE_CMD(flush)
                                                               : strerror(-rep->error));
     else
         printf("%s\n", rep->message && *rep->message ? rep->message : "flushed");
-    col_reply_free(rep);
+    ctl_client_reply_free(rep);
     return rc;
 }

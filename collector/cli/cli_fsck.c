@@ -1,14 +1,14 @@
 /*
  * cli_fsck.c — `d9 fsck [--repair] [--store DIR] [--quiet]`: check that a
  * store's SQLite index and its segment files agree, and optionally repair
- * them. The checking and repairing is col_fsck_ex() (collector/store/fsck.c);
+ * them. The checking and repairing is fsck_run_ex() (collector/store/fsck.c);
  * this file parses the arguments, prints one line per finding or action and
  * a summary, and maps the outcome to the exit status.
  *
- * Called by d9.c through the D9_COMMANDS table.
+ * Called by main.c through the D9_COMMANDS table.
  *
  * The one d9 subcommand that may write to a store, and only with --repair:
- * col_fsck refuses a repair (-EBUSY) while a running collector holds the
+ * fsck_run refuses a repair (-EBUSY) while a running collector holds the
  * index, so it never races the writer. Without --repair nothing is changed.
  * Must never: report "clean" when a problem was found, or exit 0 after a
  * repair that failed.
@@ -98,7 +98,7 @@ static void finding(void *arg, const char *path, const char *what)
         printf("%s: %s\n", path ? path : "(store)", what ? what : "");
 }
 
-static void summary(const struct col_fsck_report *r, int repair, uint64_t problems)
+static void summary(const struct fsck_report *r, int repair, uint64_t problems)
 {
     printf("%s: %" PRIu64 " rows, %" PRIu64 " files, %" PRIu64 " ok; %" PRIu64 " missing, %"
            PRIu64 " mismatched, %" PRIu64 " corrupt, %" PRIu64 " unindexed, %" PRIu64
@@ -130,9 +130,9 @@ CLI_DECLARE_CMD(fsck)
     if (rc != 0)
         return rc > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
 
-    struct col_fsck_report r;
+    struct fsck_report r;
     memset(&r, 0, sizeof r);
-    rc = col_fsck_ex(env->store, o.repair, &r, finding, &o);
+    rc = fsck_run_ex(env->store, o.repair, &r, finding, &o);
     if (rc == -ENOENT)
         return cli_fail(env, "%s: no store index here (%s missing; see --store)", env->store,
                         "index.sqlite");
@@ -142,7 +142,7 @@ CLI_DECLARE_CMD(fsck)
                         env->store);
     if (rc < 0)
         return cli_fail(env, "%s: cannot check the store: %s", env->store, strerror(-rc));
-    uint64_t problems = col_fsck_problems(&r);
+    uint64_t problems = fsck_problems(&r);
     fflush(stdout);
     summary(&r, o.repair, problems);
     if (o.repair)

@@ -13,7 +13,7 @@
  * are paired the same way into "parked" intervals (task = CLI_POLL_PARKED,
  * feed returns 2), for export.
  *
- * Called from scan callbacks (query.h) in time order. Memory: one entry per
+ * Called from scan callbacks (cli_store.h) in time order. Memory: one entry per
  * thread seen plus the polls open at the same time, never per poll.
  */
 #ifndef D9_COL_CLI_POLLS_H
@@ -22,7 +22,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "collector/cli/query.h"
+#include "collector/cli/cli_store.h"
 
 struct cli_poll {
     int64_t process_id;

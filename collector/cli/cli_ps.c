@@ -3,7 +3,7 @@
  * (processes table): pid, comm, state (alive/exited/crashed/quarantined),
  * first/last seen, records, lost, segments and bytes.
  *
- * Called by d9.c. Reads the index only (no segment file is opened).
+ * Called by main.c. Reads the index only (no segment file is opened).
  * Never writes the store; strings from the index are escaped on output.
  */
 #include <getopt.h>
@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "collector/cli/cli.h"
-#include "collector/cli/query.h"
+#include "collector/cli/cli_store.h"
 
 static const char usage[] =
 "NAME\n"
@@ -115,8 +115,8 @@ CLI_DECLARE_CMD(ps)
     struct ps_ctx c = { .a = &a };
     c.wall = cli_store_wall(s, &c.boot);
     uint64_t from, to;
-    cli_window_resolve(s, &a.win, a.pid, &from, &to);
-    int n = cli_query_processes(s, a.pid, from, to, ps_row, &c);
+    cli_store_window_resolve(s, &a.win, a.pid, &from, &to);
+    int n = cli_store_processes(s, a.pid, from, to, ps_row, &c);
     if (n < 0) {
         rc = cli_fail(env, "%s: cannot query the index (error %d)", env->store, n);
     } else if (n == 0) {

@@ -11,7 +11,7 @@
  *   - CPU time: last cpu_ns - first cpu_ns seen in the window;
  *   - parked time: sum of unpark.ts - park.ts, and busy % of the span.
  *
- * Called by d9.c. Memory: one histogram (~4 KiB) per worker, never per
+ * Called by main.c. Memory: one histogram (~4 KiB) per worker, never per
  * record.
  */
 #include <errno.h>
@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "collector/cli/cli.h"
-#include "collector/cli/query.h"
+#include "collector/cli/cli_store.h"
 
 static const char usage[] =
 "NAME\n"
@@ -217,7 +217,7 @@ static int by_key(const void *x, const void *y)
 static void print(struct cli_store *s, const struct cli_args *a, struct sched_ctx *c)
 {
     struct cli_names *names = NULL;
-    cli_names_open(s, &names);
+    cli_store_names_open(s, &names);
     qsort(c->w, c->n, sizeof *c->w, by_key);
     if (a->format == CLI_FMT_TEXT)
         printf("%-8s %-10s %6s %-8s %7s %7s %10s %9s %9s %9s %10s %10s %5s\n", "PID", "RUNTIME",
@@ -227,7 +227,7 @@ static void print(struct cli_store *s, const struct cli_args *a, struct sched_ct
         const struct worker *w = &c->w[i];
         char rt[80];
         if (names)
-            cli_names_runtime(names, w->process_id, w->runtime, rt, sizeof rt);
+            cli_store_names_runtime(names, w->process_id, w->runtime, rt, sizeof rt);
         else
             snprintf(rt, sizeof rt, "#%u", (unsigned)w->runtime);
         uint64_t cpu = w->cpu_last > w->cpu_first ? w->cpu_last - w->cpu_first : 0;
@@ -258,7 +258,7 @@ static void print(struct cli_store *s, const struct cli_args *a, struct sched_ct
                cli_fmt_dur(p99, b3, sizeof b3), cli_fmt_dur(w->wait_max, b4, sizeof b4),
                cli_fmt_dur(cpu, b5, sizeof b5), cli_fmt_dur(w->parked_ns, b6, sizeof b6), busy);
     }
-    cli_names_close(names);
+    cli_store_names_close(names);
 }
 
 CLI_DECLARE_CMD(sched)
@@ -277,9 +277,9 @@ CLI_DECLARE_CMD(sched)
         .pid = a.pid,
         .types = 1u << D9_REC_WORKER_PARK | 1u << D9_REC_WORKER_UNPARK,
     };
-    cli_window_resolve(s, &a.win, a.pid, &f.from, &f.to);
+    cli_store_window_resolve(s, &a.win, a.pid, &f.from, &f.to);
     struct cli_scan_stats st;
-    int r = cli_scan(s, &f, on_record, &c, &st, "d9 sched");
+    int r = cli_store_scan(s, &f, on_record, &c, &st, "d9 sched");
     if (r < 0) {
         rc = cli_fail(env, "%s: scan failed (error %d)", env->store, r);
     } else if (c.n == 0) {

@@ -2,7 +2,7 @@
  * cli_segments.c — `d9 segments`: the segment files of a store from the
  * index: id, pid, time range, bytes, records, lost, per-type counts, path.
  *
- * Called by d9.c. Reads the index only. Never opens or writes segment
+ * Called by main.c. Reads the index only. Never opens or writes segment
  * files; paths from the index are printed escaped.
  */
 #include <getopt.h>
@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "collector/cli/cli.h"
-#include "collector/cli/query.h"
+#include "collector/cli/cli_store.h"
 #include "shm/record.h"
 
 static const char usage[] =
@@ -97,8 +97,8 @@ CLI_DECLARE_CMD(segments)
     struct seg_ctx c = { .a = &a };
     c.wall = cli_store_wall(s, &c.boot);
     uint64_t from, to;
-    cli_window_resolve(s, &a.win, a.pid, &from, &to);
-    int n = cli_query_segments(s, a.pid, from, to, seg_row, &c);
+    cli_store_window_resolve(s, &a.win, a.pid, &from, &to);
+    int n = cli_store_segments(s, a.pid, from, to, seg_row, &c);
     char w[128], b[32];
     if (n < 0) {
         rc = cli_fail(env, "%s: cannot query the index (error %d)", env->store, n);

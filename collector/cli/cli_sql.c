@@ -18,7 +18,7 @@
 #include <string.h>
 #include <time.h>
 #include "collector/cli/cli.h"
-#include "collector/cli/query.h"
+#include "collector/cli/cli_store.h"
 #include "collector/cli/sql_vtab.h"
 
 #define TABLE_BUFFER_ROWS 1000      /* rows read before column widths are fixed */

@@ -4,7 +4,7 @@
  * traced process its state, records, bytes, lag and lost, and with
  * --rings every ring (thread) with its lag and drops.
  *
- * Called by d9.c. Uses col_request (collector/control.h); never touches the
+ * Called by main.c. Uses ctl_client_request (collector/ctl/ctl_client.h); never touches the
  * store. Unreachable collector: one line naming the endpoint, exit 1.
  * Never waits longer than CLI_TIMEOUT_MS per step.
  */
@@ -169,7 +169,7 @@ static void print_text(const D9__CollectorStatus *cs, bool rings)
     }
 }
 
-/* Shared with flush: a readable reason for a col_request failure. */
+/* Shared with flush: a readable reason for a ctl_client_request failure. */
 static const char *why(int rc)
 {
     switch (rc) {
@@ -199,7 +199,7 @@ CLI_DECLARE_CMD(status)
     req.body_case = D9__REQUEST__BODY_STATUS;
     req.status = &sr;
     D9__Reply *rep = NULL;
-    int r = col_request(env->endpoint, &req, &rep, CLI_TIMEOUT_MS);
+    int r = ctl_client_request(env->endpoint, &req, &rep, CLI_TIMEOUT_MS);
     if (r < 0)
         return cli_fail(env, "cannot reach the collector at %s: %s", env->endpoint, why(r));
     if (rep->error != 0) {
@@ -212,6 +212,6 @@ CLI_DECLARE_CMD(status)
     } else {
         print_text(rep->status, rings);
     }
-    col_reply_free(rep);
+    ctl_client_reply_free(rep);
     return rc;
 }

@@ -8,7 +8,7 @@
  * the data (process crashed or hung inside it) competes with its duration
  * up to the last record of its process and is marked unfinished (">").
  *
- * Called by d9.c. Never keeps more than --limit polls, plus the polls
+ * Called by main.c. Never keeps more than --limit polls, plus the polls
  * open at the same time.
  */
 #include <errno.h>
@@ -19,7 +19,7 @@
 #include <string.h>
 #include "collector/cli/cli.h"
 #include "collector/cli/cli_polls.h"
-#include "collector/cli/query.h"
+#include "collector/cli/cli_store.h"
 
 static const char usage[] =
 "NAME\n"
@@ -144,7 +144,7 @@ static int by_dur_desc(const void *x, const void *y)
 static void print(struct cli_store *s, const struct cli_args *a, struct top_ctx *c)
 {
     struct cli_names *names = NULL;
-    cli_names_open(s, &names);
+    cli_store_names_open(s, &names);
     int64_t boot;
     bool wall = cli_store_wall(s, &boot);
     qsort(c->h, c->n, sizeof *c->h, by_dur_desc);
@@ -155,9 +155,10 @@ static void print(struct cli_store *s, const struct cli_args *a, struct top_ctx 
         const struct top_entry *e = &c->h[i];
         char loc[CLI_LOC_TEXT_MAX], rt[80], t[48], d[32], th[32], pt[32];
         if (names) {
-            cli_names_location(names, e->p.process_id, e->p.loc, loc, sizeof loc);
-            cli_names_runtime(names, e->p.process_id, e->p.runtime, rt, sizeof rt);
-            cli_names_thread(names, e->p.process_id, e->p.ring, e->p.generation, th, sizeof th);
+            cli_store_names_location(names, e->p.process_id, e->p.loc, loc, sizeof loc);
+            cli_store_names_runtime(names, e->p.process_id, e->p.runtime, rt, sizeof rt);
+            cli_store_names_thread(names, e->p.process_id, e->p.ring, e->p.generation, th,
+                                   sizeof th);
         } else {
             snprintf(loc, sizeof loc, "#%u", e->p.loc);
             snprintf(rt, sizeof rt, "#%u", (unsigned)e->p.runtime);
@@ -187,7 +188,7 @@ static void print(struct cli_store *s, const struct cli_args *a, struct top_ctx 
         cli_text_str(stdout, loc, strlen(loc), false);
         fputs(e->unfinished ? "  (unfinished)\n" : "\n", stdout);
     }
-    cli_names_close(names);
+    cli_store_names_close(names);
 }
 
 CLI_DECLARE_CMD(top_polls)
@@ -211,25 +212,25 @@ CLI_DECLARE_CMD(top_polls)
         .pid = a.pid,
         .types = 1u << D9_REC_POLL_START | 1u << D9_REC_POLL_END,
     };
-    cli_window_resolve(s, &a.win, a.pid, &f.from, &f.to);
+    cli_store_window_resolve(s, &a.win, a.pid, &f.from, &f.to);
     struct cli_scan_stats st;
-    int r = cli_scan(s, &f, on_record, &sa, &st, "d9 top-polls");
+    int r = cli_store_scan(s, &f, on_record, &sa, &st, "d9 top-polls");
     struct cli_names *names = NULL;
-    if (r >= 0 && cli_names_open(s, &names) == 0) {
+    if (r >= 0 && cli_store_names_open(s, &names) == 0) {
         /* polls never ended: they lasted at least until the process's last record */
         size_t it = 0;
         struct cli_poll p;
         while (r >= 0 && cli_polls_next_open(sa.polls, &it, &p)) {
             if (p.task == CLI_POLL_PARKED)
                 continue;
-            uint64_t last = cli_names_last_ns(names, p.process_id);
+            uint64_t last = cli_store_names_last_ns(names, p.process_id);
             if (last > f.to)
                 last = f.to;
             p.end_ns = last > p.start_ns ? last : p.start_ns;
             r = offer(&top, &p, true);
         }
     }
-    cli_names_close(names);
+    cli_store_names_close(names);
     if (r < 0) {
         rc = cli_fail(env, "%s: scan failed (error %d)", env->store, r);
     } else if (top.n == 0) {

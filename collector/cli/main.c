@@ -1,9 +1,9 @@
 /*
- * d9.c — main of the `d9` CLI: global options, then dispatch to a
+ * main.c — main of the `d9` CLI: global options, then dispatch to a
  * subcommand from the table below. Each subcommand lives in its own file
- * collector/cli_<name>.c and is declared here by one D9_COMMANDS line.
+ * collector/cli/cli_<name>.c and is declared here by one D9_COMMANDS line.
  *
- * d9 reads the store (index + segments, via query.h) and talks to the
+ * d9 reads the store (index + segments, via cli_store.h) and talks to the
  * collector's control endpoint (status, flush). Only `fsck --repair`
  * (cli_fsck.c) ever writes to a store.
  */
@@ -33,7 +33,7 @@
 
 #define D9_DECLARE(fn, name, summary) CLI_DECLARE_CMD(fn);
 D9_COMMANDS(D9_DECLARE)
-#define D9_ROW(fn, name, summary) { name, summary, cli_cmd_##fn },
+#define D9_ROW(fn, name, summary) { name, summary, cli_##fn##_cmd },
 static const struct cli_cmd commands[] = { D9_COMMANDS(D9_ROW) };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 

@@ -21,7 +21,7 @@
  * ("d9.map"), and its frames are named lazily, as d9 flame names them.
  *
  * Invariants: a cursor's record pointers are valid until its next
- * cli_scan_next; every integer from a record reaches SQLite as int64 (u64
+ * cli_store_scan_next; every integer from a record reaches SQLite as int64 (u64
  * values above INT64_MAX as REAL); rows are never cached across statements.
  */
 #include <errno.h>
@@ -33,10 +33,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include "collector/cli/cli_polls.h"
-#include "collector/cli/decode.h"
+#include "collector/cli/cli_decode.h"
 #include "collector/cli/sql_vtab.h"
-#include "collector/store/segment.h"
-#include "collector/store/symbols.h"
+#include "collector/store/seg.h"
+#include "collector/store/sym.h"
 #include "shm/record.h"
 
 #define SQL_COST_RECORDS  1e7   /* planner cost of a full record scan */
@@ -483,13 +483,13 @@ static int stacks_build(struct sql_vtab *v)
                                      T(D9_REC_CUSTOM) };
     struct cli_scan_it *it;
     struct cli_scan_stats st;
-    int rc = cli_scan_open(v->s, &f, &st, v->prog, &it);
+    int rc = cli_store_scan_open(v->s, &f, &st, v->prog, &it);
     if (rc < 0)
         return rc;
     struct cli_rec_src src;
     const struct d9_rec_hdr *rec;
     size_t len;
-    while ((rc = cli_scan_next(it, &src, &rec, &len)) == 1) {
+    while ((rc = cli_store_scan_next(it, &src, &rec, &len)) == 1) {
         if (rec->type == D9_REC_CUSTOM) {
             struct sym_map_rec m;
             if (src.ring != SYM_SEG_RING || sym_map_decode((const uint8_t *)rec, len, &m) != 0)
@@ -506,7 +506,7 @@ static int stacks_build(struct sql_vtab *v)
         if (!stack_find(v, id) && (rc = stack_insert(v, id, &src, rec, n)) < 0)
             break;
     }
-    cli_scan_close(it);
+    cli_store_scan_close(it);
     v->st.blocks += st.blocks;
     v->st.records += st.records;
     v->st.bad_blocks += st.bad_blocks;
@@ -690,10 +690,10 @@ static int locations_fill(struct cur *c)
 {
     struct sql_vtab *v = c->vt->ctx;
     struct proc_list l = { 0 };
-    int rc = cli_query_processes(v->s, c->f.pid, 0, UINT64_MAX, on_proc_id, &l);
+    int rc = cli_store_processes(v->s, c->f.pid, 0, UINT64_MAX, on_proc_id, &l);
     for (size_t i = 0; rc >= 0 && i < l.n; i++) {
         for (uint32_t id = 1; id <= SEG_META_IDS_MAX; id++) {
-            const struct shm_meta_entry *e = cli_names_meta(v->names, l.id[i], D9_META_LOCATION,
+            const struct shm_meta_entry *e = cli_store_names_meta(v->names, l.id[i], D9_META_LOCATION,
                                                             id);
             if (!e)
                 continue;
@@ -835,7 +835,7 @@ static void scan_end(struct cur *c)
 {
     if (!c->it)
         return;
-    cli_scan_close(c->it);
+    cli_store_scan_close(c->it);
     c->it = NULL;
     struct cli_scan_stats *t = &c->vt->ctx->st;
     t->blocks += c->st.blocks;
@@ -850,7 +850,7 @@ static int scan_begin(struct cur *c, uint64_t from, uint64_t to)
     struct cli_filter f = c->f;
     f.from = from;
     f.to = to;
-    return cli_scan_open(c->vt->ctx->s, &f, &c->st, c->vt->ctx->prog, &c->it);
+    return cli_store_scan_open(c->vt->ctx->s, &f, &c->st, c->vt->ctx->prog, &c->it);
 }
 
 /* Does the current record belong to this table (beyond the scan's filter)? */
@@ -911,7 +911,7 @@ static int step(struct cur *c)
     bool paired = d->kind == K_POLLS || d->kind == K_PARKS;
     for (;;) {
         if (c->it) {
-            int r = cli_scan_next(c->it, &c->src, &c->rec, &c->len);
+            int r = cli_store_scan_next(c->it, &c->src, &c->rec, &c->len);
             if (r < 0)
                 return r;
             if (r == 1) {
@@ -1258,19 +1258,19 @@ static int fill_listing(struct cur *c, uint64_t stack_want, bool stack_set)
     switch (c->vt->def->kind) {
     case K_PROCESSES:
         c->ncols = 13 + 1;
-        rc = cli_query_processes(v->s, c->f.pid, 0, UINT64_MAX, on_proc, c);
+        rc = cli_store_processes(v->s, c->f.pid, 0, UINT64_MAX, on_proc, c);
         break;
     case K_THREADS:
         c->ncols = 8 + 1;
-        rc = cli_query_threads(v->s, c->f.pid, on_thread, c);
+        rc = cli_store_threads(v->s, c->f.pid, on_thread, c);
         break;
     case K_RUNTIMES:
         c->ncols = 3 + 1;
-        rc = cli_query_runtimes(v->s, c->f.pid, on_runtime, c);
+        rc = cli_store_runtimes(v->s, c->f.pid, on_runtime, c);
         break;
     case K_SEGMENTS:
         c->ncols = 9 + 1;
-        rc = cli_query_segments(v->s, c->f.pid, 0, UINT64_MAX, on_segment, c);
+        rc = cli_store_segments(v->s, c->f.pid, 0, UINT64_MAX, on_segment, c);
         break;
     case K_LOCATIONS:
         c->ncols = 6 + 1;
@@ -1374,7 +1374,7 @@ static int x_filter(sqlite3_vtab_cursor *cur, int idx_num, const char *idx_str, 
         c->f.tid = tid;
     if (c->rt_set && d->types) {
         struct rt_pids rp = { .name = c->rt_name };
-        if (cli_query_runtimes(v->ctx->s, c->f.pid, on_rt_pid, &rp) >= 0) {
+        if (cli_store_runtimes(v->ctx->s, c->f.pid, on_rt_pid, &rp) >= 0) {
             if (rp.n == 0) {
                 c->eof = true;
                 return SQLITE_OK;
@@ -1651,7 +1651,7 @@ static void col_poll(struct cur *c, sqlite3_context *cx, int col)
     case PL_PID: sqlite3_result_int64(cx, p->pid); break;
     case PL_TID: sqlite3_result_int64(cx, p->tid); break;
     case PL_RUNTIME:
-        result_str(cx, cli_names_runtime(nm, p->process_id, p->runtime, c->text, sizeof c->text));
+        result_str(cx, cli_store_names_runtime(nm, p->process_id, p->runtime, c->text, sizeof c->text));
         break;
     case PL_WORKER: sqlite3_result_int(cx, p->worker); break;
     case PL_TASK: result_u64(cx, p->task); break;
@@ -1662,7 +1662,7 @@ static void col_poll(struct cur *c, sqlite3_context *cx, int col)
             free(e->text);
             e->process_id = p->process_id;
             e->loc = p->loc;
-            e->text = strdup(cli_names_location(nm, p->process_id, p->loc, c->text,
+            e->text = strdup(cli_store_names_location(nm, p->process_id, p->loc, c->text,
                                                 sizeof c->text));
             if (!e->text) {
                 sqlite3_result_error_nomem(cx);
@@ -1691,7 +1691,7 @@ static void col_park(struct cur *c, sqlite3_context *cx, int col)
     case PK_PID: sqlite3_result_int64(cx, p->pid); break;
     case PK_TID: sqlite3_result_int64(cx, p->tid); break;
     case PK_RUNTIME:
-        result_str(cx, cli_names_runtime(c->vt->ctx->names, p->process_id, p->runtime, c->text,
+        result_str(cx, cli_store_names_runtime(c->vt->ctx->names, p->process_id, p->runtime, c->text,
                                          sizeof c->text));
         break;
     case PK_WORKER: sqlite3_result_int(cx, p->worker); break;
@@ -1842,10 +1842,10 @@ static int event_add_schema(struct sql_vtab *v, const struct shm_meta_entry *e, 
 static int events_discover(struct sql_vtab *v)
 {
     struct proc_list l = { 0 };
-    int rc = cli_query_processes(v->s, 0, 0, UINT64_MAX, on_proc_id, &l);
+    int rc = cli_store_processes(v->s, 0, 0, UINT64_MAX, on_proc_id, &l);
     for (size_t i = 0; rc >= 0 && i < l.n; i++)
         for (uint32_t id = 1; rc >= 0 && id <= SEG_META_IDS_MAX; id++) {
-            const struct shm_meta_entry *e = cli_names_meta(v->names, l.id[i], D9_META_SCHEMA, id);
+            const struct shm_meta_entry *e = cli_store_names_meta(v->names, l.id[i], D9_META_SCHEMA, id);
             if (e && e->name && *e->name)
                 rc = event_add_schema(v, e, l.pid[i]);
         }
@@ -1861,7 +1861,7 @@ int sql_vtab_attach(struct sqlite3 *db, struct cli_store *s, const char *prog,
 {
     *out = NULL;
     struct sql_vtab *v = calloc(1, sizeof *v);
-    if (!v || cli_names_open(s, &v->names) < 0) {
+    if (!v || cli_store_names_open(s, &v->names) < 0) {
         free(v);
         snprintf(why, whycap, "out of memory");
         return -ENOMEM;
@@ -1905,7 +1905,7 @@ void sql_vtab_free(struct sql_vtab *v)
 {
     if (!v)
         return;
-    cli_names_close(v->names);
+    cli_store_names_close(v->names);
     for (size_t i = 0; i < v->nev; i++) {
         free(v->ev[i].table);
         free(v->ev[i].event);

@@ -7,7 +7,7 @@
  * segments, the metadata's locations, the records (polls, parks, wakes,
  * spawns, terminates, queue_depths, cpu_samples, stacks, events) and one
  * table per custom-event name found in the store's metadata. Every row is
- * read through the query layer (query.h): index rows by its listings,
+ * read through the query layer (cli_store.h): index rows by its listings,
  * records by its time-ordered block scan, so the tables see exactly what
  * the other subcommands see, on a live store as on a copy.
  *
@@ -29,7 +29,7 @@
  * with a built-in table gets the prefix "event_".
  *
  * Called by cli_sql.c and the unit tests. Must never: write to the store,
- * run SQL on index.sqlite (that goes through query.h), or trust a record
+ * run SQL on index.sqlite (that goes through cli_store.h), or trust a record
  * (every record is re-checked by the query layer and the decoder).
  */
 #ifndef D9_COL_SQL_VTAB_H
@@ -38,7 +38,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
-#include "collector/cli/query.h"
+#include "collector/cli/cli_store.h"
 
 struct sqlite3;
 struct sql_vtab;

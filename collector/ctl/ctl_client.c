@@ -10,7 +10,7 @@
 #include "collector/ctl/ctl_client.h"
 #include "shm/paths.h"
 
-int col_request(const char *endpoint, const D9__Request *req, D9__Reply **reply,
+int ctl_client_request(const char *endpoint, const D9__Request *req, D9__Reply **reply,
                 int timeout_ms)
 {
     *reply = NULL;
@@ -95,7 +95,7 @@ out:
     return rc;
 }
 
-void col_reply_free(D9__Reply *reply)
+void ctl_client_reply_free(D9__Reply *reply)
 {
     if (reply)
         d9__reply__free_unpacked(reply, NULL);

@@ -39,7 +39,7 @@ static int mkdir_parents(const char *path)
     return 0;
 }
 
-int col_ctl_open(struct col_ctl *c, const char *endpoint, char *err, size_t errcap)
+int ctl_server_open(struct ctl_server *c, const char *endpoint, char *err, size_t errcap)
 {
     memset(c, 0, sizeof *c);
     c->fd = -1;
@@ -62,11 +62,11 @@ int col_ctl_open(struct col_ctl *c, const char *endpoint, char *err, size_t errc
     if (!c->sock) {
         rc = -errno;
         snprintf(err, errcap, "cannot create a ZeroMQ socket: %s", zmq_strerror(-rc));
-        col_ctl_close(c);
+        ctl_server_close(c);
         return rc;
     }
-    int linger = 0, hwm = COL_CTL_SNDHWM;
-    int64_t maxmsg = COL_CTL_MSG_MAX;
+    int linger = 0, hwm = CTL_SERVER_SNDHWM;
+    int64_t maxmsg = CTL_SERVER_MSG_MAX;
     zmq_setsockopt(c->sock, ZMQ_LINGER, &linger, sizeof linger);
     zmq_setsockopt(c->sock, ZMQ_SNDHWM, &hwm, sizeof hwm);
     zmq_setsockopt(c->sock, ZMQ_RCVHWM, &hwm, sizeof hwm);
@@ -81,10 +81,10 @@ int col_ctl_open(struct col_ctl *c, const char *endpoint, char *err, size_t errc
             req.body_case = D9__REQUEST__BODY_STATUS;
             req.status = &sr;
             D9__Reply *rep = NULL;
-            if (col_request(endpoint, &req, &rep, 500) == 0) {
-                col_reply_free(rep);
+            if (ctl_client_request(endpoint, &req, &rep, 500) == 0) {
+                ctl_client_reply_free(rep);
                 snprintf(err, errcap, "another collector is already running at %s", endpoint);
-                col_ctl_close(c);
+                ctl_server_close(c);
                 return -EADDRINUSE;
             }
         }
@@ -93,7 +93,7 @@ int col_ctl_open(struct col_ctl *c, const char *endpoint, char *err, size_t errc
         rc = -errno;
         snprintf(err, errcap, "cannot bind control endpoint %s: %s", endpoint,
                  zmq_strerror(-rc));
-        col_ctl_close(c);
+        ctl_server_close(c);
         return rc;
     }
     if (c->ipc_path[0] && chmod(c->ipc_path, 0777) != 0)
@@ -102,13 +102,13 @@ int col_ctl_open(struct col_ctl *c, const char *endpoint, char *err, size_t errc
     if (zmq_getsockopt(c->sock, ZMQ_FD, &c->fd, &fl) != 0) {
         rc = -errno;
         snprintf(err, errcap, "cannot get the ZeroMQ socket fd: %s", zmq_strerror(-rc));
-        col_ctl_close(c);
+        ctl_server_close(c);
         return rc;
     }
     return 0;
 }
 
-void col_ctl_close(struct col_ctl *c)
+void ctl_server_close(struct ctl_server *c)
 {
     if (c->sock)
         zmq_close(c->sock);
@@ -118,14 +118,14 @@ void col_ctl_close(struct col_ctl *c)
     c->fd = -1;
 }
 
-static void malformed(struct col_ctl *c, const char *why, size_t nframes)
+static void malformed(struct ctl_server *c, const char *why, size_t nframes)
 {
     c->malformed++;
     col_log_limited(&c->rl, COL_LOG_WARN, "control: dropped a malformed message (%s, %zu "
                     "frames); %llu so far", why, nframes, (unsigned long long)c->malformed);
 }
 
-int col_ctl_recv(struct col_ctl *c, struct col_ctl_msg *m)
+int ctl_server_recv(struct ctl_server *c, struct ctl_server_msg *m)
 {
     for (;;) {
         zmq_msg_t part;
@@ -163,7 +163,7 @@ int col_ctl_recv(struct col_ctl *c, struct col_ctl_msg *m)
             why = "expected [identity][empty][request]";
         else if (zmq_msg_size(&frames[1]) != 0)
             why = "non-empty delimiter frame";
-        else if (zmq_msg_size(&frames[0]) > COL_CTL_IDENT_MAX)
+        else if (zmq_msg_size(&frames[0]) > CTL_SERVER_IDENT_MAX)
             why = "identity too long";
         else if (!(req = d9__request__unpack(NULL, zmq_msg_size(&frames[2]),
                                               zmq_msg_data(&frames[2]))))
@@ -186,7 +186,7 @@ int col_ctl_recv(struct col_ctl *c, struct col_ctl_msg *m)
     }
 }
 
-int col_ctl_reply(struct col_ctl *c, const struct col_ctl_msg *m, const D9__Reply *reply)
+int ctl_server_reply(struct ctl_server *c, const struct ctl_server_msg *m, const D9__Reply *reply)
 {
     size_t len = d9__reply__get_packed_size(reply);
     uint8_t *buf = malloc(len ? len : 1);
@@ -202,7 +202,7 @@ int col_ctl_reply(struct col_ctl *c, const struct col_ctl_msg *m, const D9__Repl
     return rc;
 }
 
-void col_ctl_msg_done(struct col_ctl_msg *m)
+void ctl_server_msg_done(struct ctl_server_msg *m)
 {
     if (m->req)
         d9__request__free_unpacked(m->req, NULL);

@@ -14,7 +14,7 @@
  * region file decides, see discover.h).
  *
  * Must never: block the server on a slow peer, or let a message allocate
- * more than COL_CTL_MSG_MAX.
+ * more than CTL_SERVER_MSG_MAX.
  */
 #ifndef D9_DAEMON_CTL_SERVER_H
 #define D9_DAEMON_CTL_SERVER_H
@@ -22,14 +22,14 @@
 #include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "collector/store/log.h"
+#include "collector/store/col_log.h"
 #include "proto/d9.pb-c.h"
 
-#define COL_CTL_MSG_MAX     65536       /* larger messages are dropped by libzmq */
-#define COL_CTL_IDENT_MAX   256
-#define COL_CTL_SNDHWM      1000
+#define CTL_SERVER_MSG_MAX     65536       /* larger messages are dropped by libzmq */
+#define CTL_SERVER_IDENT_MAX   256
+#define CTL_SERVER_SNDHWM      1000
 
-struct col_ctl {
+struct ctl_server {
     void *zctx;
     void *sock;
     int fd;                     /* ZMQ_FD, for poll(2) */
@@ -40,21 +40,21 @@ struct col_ctl {
 };
 
 /* One received request. */
-struct col_ctl_msg {
-    uint8_t ident[COL_CTL_IDENT_MAX];
+struct ctl_server_msg {
+    uint8_t ident[CTL_SERVER_IDENT_MAX];
     size_t ident_len;
-    D9__Request *req;           /* owned; col_ctl_msg_done frees it */
+    D9__Request *req;           /* owned; ctl_server_msg_done frees it */
 };
 
 /* Bind. On failure err holds one line ("cannot bind ENDPOINT: ..."). */
-int col_ctl_open(struct col_ctl *c, const char *endpoint, char *err, size_t errcap);
-void col_ctl_close(struct col_ctl *c);
+int ctl_server_open(struct ctl_server *c, const char *endpoint, char *err, size_t errcap);
+void ctl_server_close(struct ctl_server *c);
 
 /* Next well-formed request: 1 = *m filled, 0 = none pending (malformed ones
  * are consumed and counted on the way), -errno on a socket error. */
-int col_ctl_recv(struct col_ctl *c, struct col_ctl_msg *m);
+int ctl_server_recv(struct ctl_server *c, struct ctl_server_msg *m);
 /* Reply to m (non-blocking; a lost reply is not an error for us). */
-int col_ctl_reply(struct col_ctl *c, const struct col_ctl_msg *m, const D9__Reply *reply);
-void col_ctl_msg_done(struct col_ctl_msg *m);
+int ctl_server_reply(struct ctl_server *c, const struct ctl_server_msg *m, const D9__Reply *reply);
+void ctl_server_msg_done(struct ctl_server_msg *m);
 
 #endif /* D9_DAEMON_CTL_SERVER_H */

@@ -16,14 +16,14 @@
 #include <unistd.h>
 #include "collector/daemon/config.h"
 #include "shm/paths.h"
-#include "collector/store/log.h"
+#include "collector/store/col_log.h"
 
 enum opt_kind { OPT_STR, OPT_U32, OPT_LEVEL, OPT_ENUM };
 
 struct opt {
     const char *key;
     enum opt_kind kind;
-    size_t off;                 /* offset in struct col_config */
+    size_t off;                 /* offset in struct config */
     uint32_t min, max;          /* OPT_U32 range */
     const char *const *names;   /* OPT_ENUM: the values' names, by value, NULL-terminated */
     const char *expect;         /* OPT_ENUM: "a, b or c", for the error message */
@@ -32,22 +32,22 @@ struct opt {
 static const char *const scope_names[] = { "auto", "cpu", "thread", NULL };
 static const char *const clock_names[] = { "auto", "tick", "cpu-clock", NULL };
 
-#define OFF(f) offsetof(struct col_config, f)
+#define OFF(f) offsetof(struct config, f)
 static const struct opt opts[] = {
     { "store",           OPT_STR,   OFF(store),           0, 0, NULL, NULL },
     { "endpoint",        OPT_STR,   OFF(endpoint),        0, 0, NULL, NULL },
     { "shm-dir",         OPT_STR,   OFF(shm_dir),         0, 0, NULL, NULL },
     { "pidfile",         OPT_STR,   OFF(pidfile),         0, 0, NULL, NULL },
-    { "segment-mb",      OPT_U32,   OFF(segment_mb),      1, COL_SEGMENT_MB_MAX, NULL, NULL },
-    { "segment-seconds", OPT_U32,   OFF(segment_seconds), 1, COL_SEGMENT_SECONDS_MAX, NULL, NULL },
-    { "store-mb",        OPT_U32,   OFF(store_mb),        1, COL_STORE_MB_MAX, NULL, NULL },
-    { "poll-min-us",     OPT_U32,   OFF(poll_min_us),     1, COL_POLL_US_MAX, NULL, NULL },
-    { "poll-max-us",     OPT_U32,   OFF(poll_max_us),     1, COL_POLL_US_MAX, NULL, NULL },
-    { "scan-ms",         OPT_U32,   OFF(scan_ms),         COL_SCAN_MS_MIN, COL_SCAN_MS_MAX,
+    { "segment-mb",      OPT_U32,   OFF(segment_mb),      1, CONFIG_SEGMENT_MB_MAX, NULL, NULL },
+    { "segment-seconds", OPT_U32,   OFF(segment_seconds), 1, CONFIG_SEGMENT_SECONDS_MAX, NULL, NULL },
+    { "store-mb",        OPT_U32,   OFF(store_mb),        1, CONFIG_STORE_MB_MAX, NULL, NULL },
+    { "poll-min-us",     OPT_U32,   OFF(poll_min_us),     1, CONFIG_POLL_US_MAX, NULL, NULL },
+    { "poll-max-us",     OPT_U32,   OFF(poll_max_us),     1, CONFIG_POLL_US_MAX, NULL, NULL },
+    { "scan-ms",         OPT_U32,   OFF(scan_ms),         CONFIG_SCAN_MS_MIN, CONFIG_SCAN_MS_MAX,
       NULL, NULL },
     { "log-level",       OPT_LEVEL, OFF(log_level),       0, 0, NULL, NULL },
     { "perf-freq",       OPT_U32,   OFF(perf_freq),       0, PERF_FREQ_MAX, NULL, NULL },
-    { "switch-period",   OPT_U32,   OFF(switch_period),   0, COL_SWITCH_PERIOD_MAX, NULL, NULL },
+    { "switch-period",   OPT_U32,   OFF(switch_period),   0, CONFIG_SWITCH_PERIOD_MAX, NULL, NULL },
     { "perf-scope",      OPT_ENUM,  OFF(perf_scope),      0, 0, scope_names,
       "auto, cpu or thread" },
     { "perf-clock",      OPT_ENUM,  OFF(perf_clock),      0, 0, clock_names,
@@ -63,12 +63,12 @@ static const char *enum_name(const char *const *names, int v)
     return "?";
 }
 
-const char *col_perf_scope_name(int scope)
+const char *config_perf_scope_name(int scope)
 {
     return enum_name(scope_names, scope);
 }
 
-const char *col_perf_clock_name(int clock)
+const char *config_perf_clock_name(int clock)
 {
     return enum_name(clock_names, clock);
 }
@@ -82,20 +82,20 @@ static int set_str(char *dst, const char *v, size_t cap)
     return 0;
 }
 
-void col_config_defaults(struct col_config *c, uid_t euid, const char *xdg)
+void config_defaults(struct config *c, uid_t euid, const char *xdg)
 {
     memset(c, 0, sizeof *c);
     paths_default_store((uint32_t)euid, c->store, sizeof c->store);
     paths_default_endpoint((uint32_t)euid, xdg, c->endpoint, sizeof c->endpoint);
     snprintf(c->shm_dir, sizeof c->shm_dir, "%s", "/dev/shm");
-    c->segment_mb = COL_SEGMENT_MB_DEFAULT;
-    c->segment_seconds = COL_SEGMENT_SECONDS_DEFAULT;
-    c->store_mb = COL_STORE_MB_DEFAULT;
-    c->poll_min_us = COL_POLL_MIN_US_DEFAULT;
-    c->poll_max_us = COL_POLL_MAX_US_DEFAULT;
-    c->scan_ms = COL_SCAN_MS_DEFAULT;
-    c->perf_freq = COL_PERF_FREQ_DEFAULT;
-    c->switch_period = COL_SWITCH_PERIOD_DEFAULT;
+    c->segment_mb = CONFIG_SEGMENT_MB_DEFAULT;
+    c->segment_seconds = CONFIG_SEGMENT_SECONDS_DEFAULT;
+    c->store_mb = CONFIG_STORE_MB_DEFAULT;
+    c->poll_min_us = CONFIG_POLL_MIN_US_DEFAULT;
+    c->poll_max_us = CONFIG_POLL_MAX_US_DEFAULT;
+    c->scan_ms = CONFIG_SCAN_MS_DEFAULT;
+    c->perf_freq = CONFIG_PERF_FREQ_DEFAULT;
+    c->switch_period = CONFIG_SWITCH_PERIOD_DEFAULT;
     c->log_level = COL_LOG_INFO;
 }
 
@@ -124,8 +124,8 @@ static int parse_u32(const char *s, uint32_t *out)
     return 0;
 }
 
-int col_config_set(struct col_config *c, const char *key, const char *value,
-                   char *err, size_t errcap)
+int config_set(struct config *c, const char *key, const char *value,
+               char *err, size_t errcap)
 {
     const struct opt *o = find_opt(key);
     if (!o) {
@@ -148,9 +148,9 @@ int col_config_set(struct col_config *c, const char *key, const char *value,
                      "ipc:///run/dial9/collector.sock", value);
             return -EINVAL;
         }
-        if (set_str(field, value, COL_PATH_MAX)) {
+        if (set_str(field, value, CONFIG_PATH_MAX)) {
             snprintf(err, errcap, "value of '%s' is too long (max %d bytes)", key,
-                     COL_PATH_MAX - 1);
+                     CONFIG_PATH_MAX - 1);
             return -EINVAL;
         }
         return 0;
@@ -196,7 +196,7 @@ static char *trim(char *s)
     return s;
 }
 
-int col_config_load_file(struct col_config *c, const char *path, char *err, size_t errcap)
+int config_load_file(struct config *c, const char *path, char *err, size_t errcap)
 {
     FILE *f = fopen(path, "r");
     if (!f) {
@@ -204,7 +204,7 @@ int col_config_load_file(struct col_config *c, const char *path, char *err, size
         snprintf(err, errcap, "cannot read config file %s: %s", path, strerror(e));
         return -e;
     }
-    char line[COL_PATH_MAX + 128];
+    char line[CONFIG_PATH_MAX + 128];
     unsigned lineno = 0;
     int rc = 0;
     while (fgets(line, sizeof line, f)) {
@@ -236,7 +236,7 @@ int col_config_load_file(struct col_config *c, const char *path, char *err, size
             break;
         }
         char msg[512];
-        if (col_config_set(c, key, val, msg, sizeof msg)) {
+        if (config_set(c, key, val, msg, sizeof msg)) {
             snprintf(err, errcap, "%s:%u: %s", path, lineno, msg);
             rc = -EINVAL;
             break;
@@ -250,14 +250,14 @@ int col_config_load_file(struct col_config *c, const char *path, char *err, size
     return rc;
 }
 
-int col_config_check(const struct col_config *c, char *err, size_t errcap)
+int config_check(const struct config *c, char *err, size_t errcap)
 {
     if (c->poll_min_us > c->poll_max_us) {
         snprintf(err, errcap, "poll-min-us (%" PRIu32 ") is larger than poll-max-us (%" PRIu32 ")",
                  c->poll_min_us, c->poll_max_us);
         return -EINVAL;
     }
-    if (c->perf_clock == COL_PERF_CLOCK_TICK && c->perf_scope == COL_PERF_SCOPE_THREAD) {
+    if (c->perf_clock == CONFIG_PERF_CLOCK_TICK && c->perf_scope == CONFIG_PERF_SCOPE_THREAD) {
         snprintf(err, errcap, "perf-clock tick needs per-CPU events: it cannot go with "
                  "perf-scope thread");
         return -EINVAL;
@@ -300,10 +300,10 @@ static int split_flag(int argc, char *const argv[], int i, char *key, size_t kca
     return 2;
 }
 
-int col_config_parse_args(struct col_config *c, int argc, char *const argv[],
-                          uid_t euid, const char *xdg, char *err, size_t errcap)
+int config_parse_args(struct config *c, int argc, char *const argv[],
+                      uid_t euid, const char *xdg, char *err, size_t errcap)
 {
-    col_config_defaults(c, euid, xdg);
+    config_defaults(c, euid, xdg);
     char key[64];
     const char *val;
 
@@ -312,9 +312,9 @@ int col_config_parse_args(struct col_config *c, int argc, char *const argv[],
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h"))
-            return COL_CONFIG_HELP;
+            return CONFIG_HELP;
         if (!strcmp(a, "--version") || !strcmp(a, "-V"))
-            return COL_CONFIG_VERSION;
+            return CONFIG_VERSION;
     }
     int print = 0;
     for (int i = 1; i < argc; i++) {
@@ -340,7 +340,7 @@ int col_config_parse_args(struct col_config *c, int argc, char *const argv[],
             snprintf(err, errcap, "config file path is too long");
             return -EINVAL;
         }
-        int rc = col_config_load_file(c, cfg, err, errcap);
+        int rc = config_load_file(c, cfg, err, errcap);
         if (rc)
             return -EINVAL;
     }
@@ -353,19 +353,19 @@ int col_config_parse_args(struct col_config *c, int argc, char *const argv[],
             return used;
         if (strcmp(key, "config") != 0) {
             char msg[512];
-            if (col_config_set(c, key, val, msg, sizeof msg)) {
+            if (config_set(c, key, val, msg, sizeof msg)) {
                 snprintf(err, errcap, "--%s: %s", key, msg);
                 return -EINVAL;
             }
         }
         i += used - 1;
     }
-    if (col_config_check(c, err, errcap))
+    if (config_check(c, err, errcap))
         return -EINVAL;
-    return print ? COL_CONFIG_PRINT : COL_CONFIG_RUN;
+    return print ? CONFIG_PRINT : CONFIG_RUN;
 }
 
-void col_config_dump(FILE *f, const struct col_config *c)
+void config_dump(FILE *f, const struct config *c)
 {
     for (size_t i = 0; i < NOPTS; i++) {
         const char *field = (const char *)c + opts[i].off;
@@ -396,7 +396,7 @@ void col_config_dump(FILE *f, const struct col_config *c)
     }
 }
 
-void col_config_usage(FILE *f, const char *prog)
+void config_usage(FILE *f, const char *prog)
 {
     fprintf(f,
 "NAME\n"
@@ -547,9 +547,9 @@ void col_config_usage(FILE *f, const char *prog)
 "\n"
 "SEE ALSO\n"
 "    d9(1) status, d9 flush; deploy/d9collectd.service\n",
-        prog, COL_SEGMENT_MB_MAX, COL_SEGMENT_MB_DEFAULT, COL_SEGMENT_SECONDS_MAX,
-        COL_SEGMENT_SECONDS_DEFAULT, COL_STORE_MB_MAX, COL_STORE_MB_DEFAULT, COL_POLL_US_MAX,
-        COL_POLL_MIN_US_DEFAULT, COL_POLL_MAX_US_DEFAULT, COL_SCAN_MS_MIN, COL_SCAN_MS_MAX,
-        COL_SCAN_MS_DEFAULT, PERF_FREQ_MAX, COL_PERF_FREQ_DEFAULT, COL_SWITCH_PERIOD_MAX,
-        COL_SWITCH_PERIOD_DEFAULT);
+        prog, CONFIG_SEGMENT_MB_MAX, CONFIG_SEGMENT_MB_DEFAULT, CONFIG_SEGMENT_SECONDS_MAX,
+        CONFIG_SEGMENT_SECONDS_DEFAULT, CONFIG_STORE_MB_MAX, CONFIG_STORE_MB_DEFAULT, CONFIG_POLL_US_MAX,
+        CONFIG_POLL_MIN_US_DEFAULT, CONFIG_POLL_MAX_US_DEFAULT, CONFIG_SCAN_MS_MIN, CONFIG_SCAN_MS_MAX,
+        CONFIG_SCAN_MS_DEFAULT, PERF_FREQ_MAX, CONFIG_PERF_FREQ_DEFAULT, CONFIG_SWITCH_PERIOD_MAX,
+        CONFIG_SWITCH_PERIOD_DEFAULT);
 }

@@ -5,7 +5,7 @@
  * Precedence: built-in defaults < --config FILE < command-line flags.
  * The file holds "key = value" lines whose keys are the long option names
  * without "--" ('#' starts a comment). Every value goes through
- * col_config_set(), so a flag and a file line accept exactly the same
+ * config_set(), so a flag and a file line accept exactly the same
  * syntax and ranges. An unknown key or a bad value yields one message in
  * the caller's buffer ("FILE:LINE: ..." for file lines) and -EINVAL; main()
  * prints it and exits 2.
@@ -13,10 +13,10 @@
  * Called by d9collectd.c (main) and by the unit tests; the d9 CLI uses
  * paths_default_endpoint()/paths_default_store() (shm/paths.h) so every binary agrees on the
  * defaults. Pure: no IO except reading the config file and the environment
- * variable named in col_config_defaults's caller.
+ * variable named in config_defaults's caller.
  */
-#ifndef D9_COL_CONFIG_H
-#define D9_COL_CONFIG_H
+#ifndef D9_DAEMON_CONFIG_H
+#define D9_DAEMON_CONFIG_H
 
 #include <stdint.h>
 #include <stdio.h>
@@ -24,47 +24,47 @@
 #include "collector/daemon/perf.h"
 
 /* ---- defaults (the only place they are written down) ---------------------- */
-#define COL_SEGMENT_MB_DEFAULT      64u
-#define COL_SEGMENT_SECONDS_DEFAULT 60u
-#define COL_STORE_MB_DEFAULT        1024u
-#define COL_POLL_MIN_US_DEFAULT     50u
-#define COL_POLL_MAX_US_DEFAULT     10000u  /* a default 1 MiB ring absorbs a 3 M events/s burst from idle;
-                                               a wake-up costs ~25 us of CPU on a microVM */
-#define COL_SCAN_MS_DEFAULT         500u
-#define COL_PERF_FREQ_DEFAULT       PERF_FREQ_DEFAULT            /* profiler: --perf-freq */
-#define COL_SWITCH_PERIOD_DEFAULT   PERF_SWITCH_PERIOD_DEFAULT   /* profiler: --switch-period */
-#define COL_SWITCH_PERIOD_MAX       1000000u
+#define CONFIG_SEGMENT_MB_DEFAULT      64u
+#define CONFIG_SEGMENT_SECONDS_DEFAULT 60u
+#define CONFIG_STORE_MB_DEFAULT        1024u
+#define CONFIG_POLL_MIN_US_DEFAULT     50u
+#define CONFIG_POLL_MAX_US_DEFAULT     10000u  /* a default 1 MiB ring absorbs a 3 M events/s burst
+                                                  from idle */
+#define CONFIG_SCAN_MS_DEFAULT         500u
+#define CONFIG_PERF_FREQ_DEFAULT       PERF_FREQ_DEFAULT            /* profiler: --perf-freq */
+#define CONFIG_SWITCH_PERIOD_DEFAULT   PERF_SWITCH_PERIOD_DEFAULT   /* profiler: --switch-period */
+#define CONFIG_SWITCH_PERIOD_MAX       1000000u
 
 /* profiler: --perf-scope, where the on-CPU sampling events live */
-enum col_perf_scope {
-    COL_PERF_SCOPE_AUTO,            /* per CPU when permitted, else per thread (default) */
-    COL_PERF_SCOPE_CPU,             /* per CPU, or exit 1 when not permitted */
-    COL_PERF_SCOPE_THREAD,          /* one event per traced thread */
+enum config_perf_scope {
+    CONFIG_PERF_SCOPE_AUTO,            /* per CPU when permitted, else per thread (default) */
+    CONFIG_PERF_SCOPE_CPU,             /* per CPU, or exit 1 when not permitted */
+    CONFIG_PERF_SCOPE_THREAD,          /* one event per traced thread */
 };
 
 /* profiler: --perf-clock, what the per-CPU sampling events are taken on */
-enum col_perf_clock {
-    COL_PERF_CLOCK_AUTO,            /* the tick where it works (perf_tick_probe), else cpu-clock */
-    COL_PERF_CLOCK_TICK,            /* the tick, or exit 1 when it does not work */
-    COL_PERF_CLOCK_CPU,             /* a cpu-clock timer per CPU */
+enum config_perf_clock {
+    CONFIG_PERF_CLOCK_AUTO,            /* the tick where it works (perf_tick_probe), else cpu-clock */
+    CONFIG_PERF_CLOCK_TICK,            /* the tick, or exit 1 when it does not work */
+    CONFIG_PERF_CLOCK_CPU,             /* a cpu-clock timer per CPU */
 };
 
 /* ---- accepted ranges -------------------------------------------------------- */
-#define COL_SEGMENT_MB_MAX          4096u
-#define COL_SEGMENT_SECONDS_MAX     86400u
-#define COL_STORE_MB_MAX            (16u * 1024u * 1024u)      /* 16 TiB */
-#define COL_POLL_US_MAX             10000000u                 /* 10 s */
-#define COL_SCAN_MS_MIN             10u
-#define COL_SCAN_MS_MAX             600000u
+#define CONFIG_SEGMENT_MB_MAX          4096u
+#define CONFIG_SEGMENT_SECONDS_MAX     86400u
+#define CONFIG_STORE_MB_MAX            (16u * 1024u * 1024u)      /* 16 TiB */
+#define CONFIG_POLL_US_MAX             10000000u                 /* 10 s */
+#define CONFIG_SCAN_MS_MIN             10u
+#define CONFIG_SCAN_MS_MAX             600000u
 
-#define COL_PATH_MAX 4096
+#define CONFIG_PATH_MAX 4096
 
-struct col_config {
-    char store[COL_PATH_MAX];
-    char endpoint[COL_PATH_MAX];
-    char shm_dir[COL_PATH_MAX];
-    char pidfile[COL_PATH_MAX];     /* "" = none */
-    char config_file[COL_PATH_MAX]; /* "" = none */
+struct config {
+    char store[CONFIG_PATH_MAX];
+    char endpoint[CONFIG_PATH_MAX];
+    char shm_dir[CONFIG_PATH_MAX];
+    char pidfile[CONFIG_PATH_MAX];     /* "" = none */
+    char config_file[CONFIG_PATH_MAX]; /* "" = none */
     uint32_t segment_mb;
     uint32_t segment_seconds;
     uint32_t store_mb;
@@ -73,48 +73,48 @@ struct col_config {
     uint32_t scan_ms;
     uint32_t perf_freq;             /* profiler: perf CPU samples per second, 0 = off */
     uint32_t switch_period;         /* profiler: sample 1 in N context switches, 0 = off */
-    int perf_scope;                 /* enum col_perf_scope */
-    int perf_clock;                 /* enum col_perf_clock */
+    int perf_scope;                 /* enum config_perf_scope */
+    int perf_clock;                 /* enum config_perf_clock */
     int log_level;                  /* enum col_log_level */
 };
 
-/* "auto", "cpu", "thread" for enum col_perf_scope. */
-const char *col_perf_scope_name(int scope);
-/* "auto", "tick", "cpu-clock" for enum col_perf_clock. */
-const char *col_perf_clock_name(int clock);
+/* "auto", "cpu", "thread" for enum config_perf_scope. */
+const char *config_perf_scope_name(int scope);
+/* "auto", "tick", "cpu-clock" for enum config_perf_clock. */
+const char *config_perf_clock_name(int clock);
 
-enum col_config_action {
-    COL_CONFIG_RUN = 0,
-    COL_CONFIG_HELP = 1,
-    COL_CONFIG_VERSION = 2,
-    COL_CONFIG_PRINT = 3,           /* --print-config: parsed fine, print and exit */
+enum config_action {
+    CONFIG_RUN = 0,
+    CONFIG_HELP = 1,
+    CONFIG_VERSION = 2,
+    CONFIG_PRINT = 3,           /* --print-config: parsed fine, print and exit */
 };
 
 /* Defaults for a daemon running with effective uid euid; xdg is the value of
  * $XDG_RUNTIME_DIR or NULL. */
-void col_config_defaults(struct col_config *c, uid_t euid, const char *xdg);
+void config_defaults(struct config *c, uid_t euid, const char *xdg);
 
 /* Set one option by its long name (no leading "--"). 0 or -EINVAL with a
  * message in err. "config" is not a settable key. */
-int col_config_set(struct col_config *c, const char *key, const char *value,
-                   char *err, size_t errcap);
+int config_set(struct config *c, const char *key, const char *value,
+               char *err, size_t errcap);
 
 /* Apply a config file. 0, -EINVAL (bad line: "FILE:LINE: ..."), or -errno
  * when the file cannot be read (message in err). */
-int col_config_load_file(struct col_config *c, const char *path, char *err, size_t errcap);
+int config_load_file(struct config *c, const char *path, char *err, size_t errcap);
 
 /* Cross-option checks (poll-min <= poll-max, segment-mb <= store-mb). */
-int col_config_check(const struct col_config *c, char *err, size_t errcap);
+int config_check(const struct config *c, char *err, size_t errcap);
 
 /* Defaults, then --config FILE (wherever it appears), then the other flags.
- * Returns enum col_config_action or -EINVAL (message in err). */
-int col_config_parse_args(struct col_config *c, int argc, char *const argv[],
-                          uid_t euid, const char *xdg, char *err, size_t errcap);
+ * Returns enum config_action or -EINVAL (message in err). */
+int config_parse_args(struct config *c, int argc, char *const argv[],
+                      uid_t euid, const char *xdg, char *err, size_t errcap);
 
 /* The --help text. */
-void col_config_usage(FILE *f, const char *prog);
+void config_usage(FILE *f, const char *prog);
 
 /* Write the config as "key = value" lines (loadable with --config). */
-void col_config_dump(FILE *f, const struct col_config *c);
+void config_dump(FILE *f, const struct config *c);
 
-#endif /* D9_COL_CONFIG_H */
+#endif /* D9_DAEMON_CONFIG_H */

@@ -3,20 +3,26 @@
  * the single-threaded loop that ties the modules together.
  *
  *   loop:  control requests (hello / goodbye / flush / status)
- *          every --scan-ms: scan --shm-dir, check traced processes for exit
- *          drain every ring of every process (drain.c)
- *          rotate segments by size/age (store.c), index their blocks a batch at
- *          a time while they are written, finish ended processes (proc.c)
- *          sleep: paced by pressure (col_backoff_pace): 0 while a ring is
- *          1/8 full or data was left behind, else exponential backoff up to
- *          --poll-max-us capped so the fullest ring stays under a quarter full at
- *          the rate just seen; woken early by the control socket or a signal
+ *          every --scan-ms: scan --shm-dir (discover.c), check traced
+ *          processes for exit (proc.c)
+ *          drain every ring of every process (drain.c), profile it (prof.c)
+ *          rotate segments by size/age (storedir.c), index their blocks a
+ *          batch at a time while they are written, finish ended processes
+ *          (proc.c)
+ *          sleep: paced by pressure (pace.c): 0 while a ring is 1/8 full or
+ *          data was left behind, else exponential backoff up to
+ *          --poll-max-us capped so the fullest ring stays under a quarter
+ *          full at the rate just seen; woken early by the control socket or
+ *          a signal
+ *
+ * Calls every daemon module; none calls back into this file except through
+ * the discover and perf_host callbacks it hands them.
  *
  * Signals arrive through a signalfd (no async handlers besides the SIGBUS
- * guard in drain.c). SIGTERM/SIGINT: drain everything, seal and index
- * every open segment, exit 0.
+ * guard, guard.c). SIGTERM/SIGINT: drain everything, seal and index every
+ * open segment, exit 0.
  *
- * The store lock (col_store_lock, <store>/.lock) is held for the whole run,
+ * The store lock (fsck_store_lock, <store>/.lock) is held for the whole run,
  * from before start-up recovery to exit: a second collector on the same
  * store exits 1 with one error line instead of salvaging or writing the
  * first one's files.
@@ -29,7 +35,6 @@
 #include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,13 +47,16 @@
 #include "collector/ctl/ctl_server.h"
 #include "collector/daemon/discover.h"
 #include "collector/daemon/drain.h"
+#include "collector/daemon/guard.h"
+#include "collector/daemon/pace.h"
 #include "collector/store/fsck.h"
-#include "collector/store/index.h"
-#include "collector/store/log.h"
+#include "collector/store/idx.h"
+#include "collector/store/idx_read.h"
+#include "collector/store/col_log.h"
 #include "collector/daemon/perf_host.h"
 #include "collector/daemon/proc.h"
 #include "collector/daemon/prof.h"
-#include "collector/daemon/store.h"
+#include "collector/daemon/storedir.h"
 #include "shm/clock.h"
 
 #define PROG "d9collectd"
@@ -57,16 +65,16 @@
 #define HOST_CAL_MS 20              /* collector's own TSC calibration at start-up */
 
 struct col_ctx {
-    struct col_config cfg;
-    struct col_store store;
-    int store_lock;             /* col_store_lock fd, held until exit */
+    struct config cfg;
+    struct storedir store;
+    int store_lock;             /* fsck_store_lock fd, held until exit */
     int perf_keeper;            /* perf_callchain_keeper fd, -1 when none */
     struct perf_host *perf_host;    /* per-CPU on-CPU sampling, NULL: per thread or off */
-    struct col_ctl ctl;
-    struct col_discover disc;
-    struct col_proc *procs;
+    struct ctl_server ctl;
+    struct discover disc;
+    struct proc *procs;
     struct shm_clock_cal host_cal;
-    struct col_backoff backoff;
+    struct pace backoff;
     uint64_t last_pass_ns;          /* when the previous drain pass began */
     uint64_t timer_slack_ns;        /* this thread's timer slack as last set, 0: not set */
     int sigfd;
@@ -80,9 +88,9 @@ struct col_ctx {
 
 /* ---- process list ---------------------------------------------------------------- */
 
-static struct col_proc *find_proc(struct col_ctx *x, uint32_t pid)
+static struct proc *find_proc(struct col_ctx *x, uint32_t pid)
 {
-    for (struct col_proc *p = x->procs; p; p = p->next)
+    for (struct proc *p = x->procs; p; p = p->next)
         if (p->pid == pid)
             return p;
     return NULL;
@@ -91,17 +99,17 @@ static struct col_proc *find_proc(struct col_ctx *x, uint32_t pid)
 static int known_cb(void *arg, uint32_t pid, uint64_t start)
 {
     struct col_ctx *x = arg;
-    for (struct col_proc *p = x->procs; p; p = p->next)
+    for (struct proc *p = x->procs; p; p = p->next)
         if (p->pid == pid && p->start_time == start)
             return 1;
     return 0;
 }
 
-static int adopt_cb(void *arg, const struct col_candidate *c)
+static int adopt_cb(void *arg, const struct discover_candidate *c)
 {
     struct col_ctx *x = arg;
-    struct col_proc *p = NULL;
-    int rc = col_proc_adopt(c->path, c->name, c->expected_uid, &x->store, &x->host_cal, &p);
+    struct proc *p = NULL;
+    int rc = proc_adopt(c->path, c->name, c->expected_uid, &x->store, &x->host_cal, &p);
     if (rc == -EAGAIN && !c->alive) {
         /* still INIT (or not even sized) and its process is gone: it died
          * while laying the region out, before READY published anything.
@@ -124,7 +132,7 @@ static int adopt_cb(void *arg, const struct col_candidate *c)
     pc.freq_hz = x->cfg.perf_freq;
     pc.switch_period = x->cfg.switch_period;
     pc.host_cpu = x->perf_host != NULL;
-    perf_prof_attach(p, &pc);
+    prof_attach(p, &pc);
     col_info("adopted pid %u (%s, uid %u): %u rings of %u KiB%s", p->pid, p->geo.comm, p->uid,
              p->geo.ring_count, p->geo.ring_data_size / 1024,
              c->alive ? "" : "; the process is already gone");
@@ -133,23 +141,23 @@ static int adopt_cb(void *arg, const struct col_candidate *c)
 
 static void scan(struct col_ctx *x)
 {
-    int rc = col_discover_scan(&x->disc, known_cb, adopt_cb, x);
+    int rc = discover_scan(&x->disc, known_cb, adopt_cb, x);
     if (rc < 0) {
         col_log_limited(&x->scan_rl, COL_LOG_WARN, "cannot scan %s: %s", x->disc.dir, strerror(-rc));
     }
-    for (struct col_proc *p = x->procs; p; p = p->next) {
+    for (struct proc *p = x->procs; p; p = p->next) {
         if (p->ended)
             continue;
         if (!p->quarantined)
-            col_proc_refresh_header(p);
-        if (!col_proc_alive(p))
+            proc_refresh_header(p);
+        if (!proc_alive(p))
             p->ended = 1;
     }
 }
 
-static void retire(struct col_ctx *x, struct col_proc *p)
+static void retire(struct col_ctx *x, struct proc *p)
 {
-    struct col_proc **pp = &x->procs;
+    struct proc **pp = &x->procs;
     while (*pp && *pp != p)
         pp = &(*pp)->next;
     if (*pp)
@@ -159,17 +167,17 @@ static void retire(struct col_ctx *x, struct col_proc *p)
     x->done_lost += p->lost;
     x->done_quarantined_rings += p->quarantined_rings;
     x->quarantined_regions += p->quarantined;
-    col_proc_free(p);
+    proc_free(p);
 }
 
 static void finish_ended(struct col_ctx *x)
 {
     /* drain_all just read the host sampler in this pass, after scan and
      * control set the ended flags */
-    struct col_proc *p = x->procs;
+    struct proc *p = x->procs;
     while (p) {
-        struct col_proc *next = p->next;
-        if (p->ended && col_proc_finish(p, &x->store) == 0)
+        struct proc *next = p->next;
+        if (p->ended && proc_finish(p, &x->store) == 0)
             retire(x, p);
         p = next;
     }
@@ -181,15 +189,15 @@ static void finish_ended(struct col_ctx *x)
 static int route_sample(void *arg, const struct perf_sample *s)
 {
     struct col_ctx *x = arg;
-    struct col_proc *ended = NULL;
-    for (struct col_proc *p = x->procs; p; p = p->next) {
+    struct proc *ended = NULL;
+    for (struct proc *p = x->procs; p; p = p->next) {
         if (p->pid != s->pid || p->quarantined)
             continue;
         if (!p->ended)
-            return perf_prof_add_cpu_sample(p, s);
+            return prof_add_cpu_sample(p, s);
         ended = p;
     }
-    return ended ? perf_prof_add_cpu_sample(ended, s) : 0;
+    return ended ? prof_add_cpu_sample(ended, s) : 0;
 }
 
 /* Move the host sampler's samples to their processes: before every drain
@@ -204,14 +212,14 @@ static void host_samples(struct col_ctx *x)
 /* The host sampler's events sample only while some traced process is live:
  * a per-CPU event interrupts every busy CPU whoever runs there, so with
  * nothing to profile an idle collector would cost each CPU of the host its
- * samples for nothing (about 0.2 % at 99 Hz on the development VM). Called
+ * samples for nothing. Called
  * after every pass; it makes no system call unless the answer changed. */
 static void host_follow(struct col_ctx *x)
 {
     if (!x->perf_host)
         return;
     int live = 0;
-    for (struct col_proc *p = x->procs; p && !live; p = p->next)
+    for (struct proc *p = x->procs; p && !live; p = p->next)
         live = !p->ended && !p->quarantined;
     struct perf_host_stats hs;
     perf_host_stats(x->perf_host, &hs);
@@ -235,17 +243,17 @@ static int host_open(struct col_ctx *x)
     const struct perf_tick *use = NULL;
     char why[256] = "";
     int rc;
-    if (x->cfg.perf_clock != COL_PERF_CLOCK_CPU) {
+    if (x->cfg.perf_clock != CONFIG_PERF_CLOCK_CPU) {
         rc = perf_tick_probe(&tick, NULL, why, sizeof why);
         if (rc == 0)
             use = &tick;
-        else if (x->cfg.perf_clock == COL_PERF_CLOCK_TICK) {
+        else if (x->cfg.perf_clock == CONFIG_PERF_CLOCK_TICK) {
             col_err("--perf-clock tick: the scheduler tick cannot be sampled: %s", why);
             return EXIT_RUNTIME;
         }
     }
     rc = perf_host_open(&x->perf_host, x->cfg.perf_freq, PERF_HOST_RING_PAGES_DEFAULT, use);
-    if (rc && use && x->cfg.perf_clock == COL_PERF_CLOCK_TICK) {
+    if (rc && use && x->cfg.perf_clock == CONFIG_PERF_CLOCK_TICK) {
         col_err("--perf-clock tick: cannot open per-CPU tracepoint events: %s", strerror(-rc));
         return EXIT_RUNTIME;
     }
@@ -254,7 +262,7 @@ static int host_open(struct col_ctx *x)
         use = NULL;
         rc = perf_host_open(&x->perf_host, x->cfg.perf_freq, PERF_HOST_RING_PAGES_DEFAULT, NULL);
     }
-    if (rc && x->cfg.perf_scope == COL_PERF_SCOPE_CPU) {
+    if (rc && x->cfg.perf_scope == CONFIG_PERF_SCOPE_CPU) {
         col_err("--perf-scope cpu: cannot open per-CPU perf events: %s (needs CAP_PERFMON, "
                 "root or /proc/sys/kernel/perf_event_paranoid <= 0)", strerror(-rc));
         return EXIT_RUNTIME;
@@ -279,7 +287,7 @@ static int host_open(struct col_ctx *x)
     return 0;
 }
 
-/* What a pass saw, for pacing the next one (col_backoff_pace). */
+/* What a pass saw, for pacing the next one (pace_by_pressure). */
 struct pass_pressure {
     uint64_t lag, size;         /* the fullest ring's backlog and its size */
     int more;                   /* some ring still had data when the pass stopped */
@@ -291,12 +299,12 @@ static void drain_all(struct col_ctx *x, uint64_t now, struct pass_pressure *pp)
 {
     *pp = (struct pass_pressure){ 0 };
     host_samples(x);
-    for (struct col_proc *p = x->procs; p; p = p->next) {
+    for (struct proc *p = x->procs; p; p = p->next) {
         if (p->ended || p->quarantined)
             continue;
-        struct col_drain_result res = { 0 };
-        col_drain_proc(p, &x->store, now, 0, &res);
-        perf_prof_pass(p, &x->store, now, 0);   /* profiler: throttled inside */
+        struct drain_result res = { 0 };
+        drain_proc(p, &x->store, now, 0, &res);
+        prof_pass(p, &x->store, now, 0);   /* profiler: throttled inside */
         if (res.more)
             pp->more = 1;
         if (res.fresh)
@@ -313,30 +321,30 @@ static void rotate(struct col_ctx *x, uint64_t now)
 {
     uint64_t max_bytes = (uint64_t)x->cfg.segment_mb << 20;
     uint64_t max_age = (uint64_t)x->cfg.segment_seconds * 1000000000ULL;
-    if (!col_store_writable(&x->store, now))
+    if (!storedir_writable(&x->store, now))
         return;
-    for (struct col_proc *p = x->procs; p; p = p->next) {
+    for (struct proc *p = x->procs; p; p = p->next) {
         if (!p->writer)
             continue;
-        if (col_rotate_due(seg_writer_bytes(p->writer), seg_writer_opened_ns(p->writer), now,
-                           max_bytes, max_age))
-            col_proc_seal(p, &x->store);
+        if (storedir_rotate_due(seg_writer_bytes(p->writer), seg_writer_opened_ns(p->writer), now,
+                                max_bytes, max_age))
+            drain_seal(p, &x->store);
         else    /* block rows a batch at a time, not all at the seal */
-            col_store_index_blocks(&x->store, p->writer, COL_INDEX_BATCH);
+            storedir_index_blocks(&x->store, p->writer, STOREDIR_INDEX_BATCH);
     }
 }
 
 /* Drain p completely and seal its segment. 0 or a write error. */
-static int flush_proc(struct col_ctx *x, struct col_proc *p)
+static int flush_proc(struct col_ctx *x, struct proc *p)
 {
     host_samples(x);
     if (!p->quarantined) {
-        struct col_drain_result res = { 0 };
-        col_drain_proc_all(p, &x->store, &res);
+        struct drain_result res = { 0 };
+        drain_proc_all(p, &x->store, &res);
         if (res.write_failed)
             return -EIO;
     }
-    return col_proc_seal(p, &x->store);
+    return drain_seal(p, &x->store);
 }
 
 /* ---- control requests --------------------------------------------------------------- */
@@ -344,7 +352,7 @@ static int flush_proc(struct col_ctx *x, struct col_proc *p)
 static int ring_total(const struct col_ctx *x, uint64_t *quarantined)
 {
     uint64_t q = x->done_quarantined_rings;
-    for (const struct col_proc *p = x->procs; p; p = p->next)
+    for (const struct proc *p = x->procs; p; p = p->next)
         q += p->quarantined_rings;
     *quarantined = q;
     return 0;
@@ -352,13 +360,8 @@ static int ring_total(const struct col_ctx *x, uint64_t *quarantined)
 
 static uint64_t count_segments(struct col_ctx *x)
 {
-    sqlite3 *db = idx_db(x->store.idx);
-    sqlite3_stmt *st = NULL;
     uint64_t n = 0;
-    if (db && sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM segments", -1, &st, NULL) ==
-        SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-        n = (uint64_t)sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
+    (void)idx_read_segment_count(x->store.idx, &n);
     return n;
 }
 
@@ -375,7 +378,7 @@ static void handle_status(struct col_ctx *x, const D9__StatusRequest *sr, D9__Re
     cs->lost = x->done_lost;
     cs->store_bytes = x->store.indexed_bytes;
     size_t n = 0;
-    for (struct col_proc *p = x->procs; p; p = p->next) {
+    for (struct proc *p = x->procs; p; p = p->next) {
         cs->records += p->records;
         cs->bytes_written += p->bytes_written;
         cs->lost += p->lost;
@@ -393,7 +396,7 @@ static void handle_status(struct col_ctx *x, const D9__StatusRequest *sr, D9__Re
         rep->error = -ENOMEM;
         return;
     }
-    for (struct col_proc *p = x->procs; p; p = p->next) {
+    for (struct proc *p = x->procs; p; p = p->next) {
         if (sr->pid && p->pid != sr->pid)
             continue;
         D9__ProcessStatus *ps = calloc(1, sizeof *ps);
@@ -402,7 +405,7 @@ static void handle_status(struct col_ctx *x, const D9__StatusRequest *sr, D9__Re
             break;
         }
         cs->processes[cs->n_processes++] = ps;
-        if (col_proc_status(p, ps)) {
+        if (proc_status(p, ps)) {
             rep->error = -ENOMEM;
             break;
         }
@@ -417,7 +420,7 @@ static void handle_status(struct col_ctx *x, const D9__StatusRequest *sr, D9__Re
 static void free_status(D9__CollectorStatus *cs)
 {
     for (size_t i = 0; i < cs->n_processes; i++) {
-        col_proc_status_free(cs->processes[i]);
+        proc_status_free(cs->processes[i]);
         free(cs->processes[i]);
     }
     free(cs->processes);
@@ -429,18 +432,18 @@ static void handle_flush(struct col_ctx *x, const D9__Flush *f, D9__Reply *rep, 
     /* pick up regions and exits first, so "flush after the workload ran" sees them */
     scan(x);
     int failed = 0, n = 0;
-    for (struct col_proc *p = x->procs; p; p = p->next) {
+    for (struct proc *p = x->procs; p; p = p->next) {
         if (f->pid && p->pid != f->pid)
             continue;
         n++;
         if (!p->ended && flush_proc(x, p))
             failed++;
     }
-    struct col_proc *p = x->procs;
+    struct proc *p = x->procs;
     while (p) {
-        struct col_proc *next = p->next;
+        struct proc *next = p->next;
         if (p->ended && (!f->pid || p->pid == f->pid)) {
-            if (col_proc_finish(p, &x->store) == 0)
+            if (proc_finish(p, &x->store) == 0)
                 retire(x, p);
             else
                 failed++;
@@ -462,14 +465,14 @@ static void handle_flush(struct col_ctx *x, const D9__Flush *f, D9__Reply *rep, 
 
 static void handle_goodbye(struct col_ctx *x, const D9__Goodbye *g)
 {
-    struct col_proc *p = find_proc(x, g->pid);
+    struct proc *p = find_proc(x, g->pid);
     if (!p || p->start_time != g->start_time || p->ended)
         return;
     /* a claim, not a fact: believe it only if the region says CLOSED or the
      * process is gone */
     if (!p->quarantined)
-        col_proc_refresh_header(p);
-    if (p->region_state == D9_REGION_CLOSED || !col_proc_alive(p)) {
+        proc_refresh_header(p);
+    if (p->region_state == D9_REGION_CLOSED || !proc_alive(p)) {
         p->goodbye = 1;
         if (p->region_state == D9_REGION_CLOSED)
             p->exit_code = g->exit_code;
@@ -484,14 +487,14 @@ static void handle_hello(struct col_ctx *x, const D9__Hello *h)
     const char *base = strrchr(h->region_path, '/');
     base = base ? base + 1 : h->region_path;
     /* only a file name in our own --shm-dir is ever looked at */
-    col_discover_one(&x->disc, base, known_cb, adopt_cb, x);
+    discover_one(&x->disc, base, known_cb, adopt_cb, x);
 }
 
 static void control(struct col_ctx *x)
 {
-    struct col_ctl_msg m;
+    struct ctl_server_msg m;
     int rc;
-    while ((rc = col_ctl_recv(&x->ctl, &m)) == 1) {
+    while ((rc = ctl_server_recv(&x->ctl, &m)) == 1) {
         D9__Reply rep = D9__REPLY__INIT;
         D9__CollectorStatus cs;
         int have_status = 0;
@@ -513,10 +516,10 @@ static void control(struct col_ctx *x)
         default:
             break;
         }
-        col_ctl_reply(&x->ctl, &m, &rep);
+        ctl_server_reply(&x->ctl, &m, &rep);
         if (have_status)
             free_status(&cs);
-        col_ctl_msg_done(&m);
+        ctl_server_msg_done(&m);
     }
     if (rc < 0) {
         col_log_limited(&x->ctl_rl, COL_LOG_WARN, "control socket: %s", strerror(-rc));
@@ -571,14 +574,14 @@ static int shutdown_all(struct col_ctx *x)
     int failed = 0;
     scan(x);
     host_samples(x);
-    for (struct col_proc *p = x->procs; p; p = p->next)
+    for (struct proc *p = x->procs; p; p = p->next)
         if (!p->ended && flush_proc(x, p))
             failed++;
-    struct col_proc *p = x->procs;
+    struct proc *p = x->procs;
     while (p) {
-        struct col_proc *next = p->next;
+        struct proc *next = p->next;
         if (p->ended) {
-            if (col_proc_finish(p, &x->store) == 0)
+            if (proc_finish(p, &x->store) == 0)
                 retire(x, p);
             else
                 failed++;
@@ -591,7 +594,7 @@ static int shutdown_all(struct col_ctx *x)
              * the ring, the rest is in the temp file, salvaged at the next start */
             col_warn("pid %u: segment %s could not be sealed; left for salvage at the next "
                      "start", x->procs->pid, seg_writer_path(x->procs->writer));
-            col_proc_abandon_writer(x->procs);
+            proc_abandon_writer(x->procs);
         }
         retire(x, x->procs);
     }
@@ -611,9 +614,9 @@ static void sleep_us(struct col_ctx *x, uint32_t us, int *ctl, int *sig)
     uint64_t until = now + (uint64_t)us * 1000u;
     if (until > x->next_scan_ns)
         until = x->next_scan_ns > now ? x->next_scan_ns : now;
-    /* wake by until, at the first interrupt near its end (col_sleep_window) */
+    /* wake by until, at the first interrupt near its end (pace_sleep_window) */
     uint64_t req, slack;
-    col_sleep_window(until - now, &req, &slack);
+    pace_sleep_window(until - now, &req, &slack);
     if (slack != x->timer_slack_ns)
         x->timer_slack_ns = prctl(PR_SET_TIMERSLACK, (unsigned long)slack, 0, 0, 0) == 0 ? slack : 0;
     struct timespec ts = { .tv_sec = (time_t)(req / 1000000000u),
@@ -660,8 +663,8 @@ static void run(struct col_ctx *x)
          * fast: the sleep grows again from its minimum instead of going on
          * at the idle maximum (a 1 MiB ring fills in 4 ms at 8 M events/s) */
         if (pp.fresh)
-            col_backoff_next(&x->backoff, 1);
-        uint32_t us = col_backoff_pace(&x->backoff, pp.lag, pp.size, dt_us, pp.more);
+            pace_next(&x->backoff, 1);
+        uint32_t us = pace_by_pressure(&x->backoff, pp.lag, pp.size, dt_us, pp.more);
         if (!x->procs)      /* nothing traced: wake for the next scan or a hello */
             us = x->cfg.scan_ms * 1000u;
         if (us)
@@ -671,36 +674,20 @@ static void run(struct col_ctx *x)
     }
 }
 
-int main(int argc, char **argv)
+/* Everything before the loop, in this order: the SIGBUS guard, the shm
+ * directory, the store, its lock (before recovery: another collector's temp
+ * files are live, not debris), recovery, the control endpoint, signals, the
+ * pidfile, the host clock calibration, discovery and the perf keeper. Each
+ * failure is one error line. 0 or EXIT_RUNTIME. */
+static int start_up(struct col_ctx *x)
 {
-    static struct col_ctx ctx;      /* the daemon's one context (large: keep off the stack) */
-    struct col_ctx *x = &ctx;
     char err[1024] = "";
-    int rc = col_config_parse_args(&x->cfg, argc, argv, geteuid(), getenv("XDG_RUNTIME_DIR"),
-                                   err, sizeof err);
-    if (rc == COL_CONFIG_HELP) {
-        col_config_usage(stdout, PROG);
-        return 0;
-    }
-    if (rc == COL_CONFIG_VERSION) {
-        printf("%s %s (shm ABI %u, segment format %u, index schema %d)\n", PROG, D9_VERSION,
-               D9_ABI_VERSION, SEG_VERSION, IDX_SCHEMA_VERSION);
-        return 0;
-    }
-    if (rc < 0) {
-        fprintf(stderr, "%s: %s\n", PROG, err);
-        return EXIT_USAGE;
-    }
-    if (rc == COL_CONFIG_PRINT) {
-        col_config_dump(stdout, &x->cfg);
-        return 0;
-    }
+    int rc;
     col_log_init(PROG, x->cfg.log_level);
     x->start_ns = shm_mono_ns();
     x->sigfd = -1;
     x->perf_keeper = -1;
-
-    if ((rc = col_guard_install())) {
+    if ((rc = guard_install())) {
         col_err("cannot install the SIGBUS handler: %s", strerror(-rc));
         return EXIT_RUNTIME;
     }
@@ -710,51 +697,98 @@ int main(int argc, char **argv)
                 errno ? strerror(errno) : "wrong type");
         return EXIT_RUNTIME;
     }
-    if (col_store_open(&x->store, x->cfg.store, (uint64_t)x->cfg.store_mb << 20, err,
-                       sizeof err)) {
+    if (storedir_open(&x->store, x->cfg.store, (uint64_t)x->cfg.store_mb << 20, err,
+                      sizeof err)) {
         col_err("%s", err);
         return EXIT_RUNTIME;
     }
     /* before recovery: another collector's temp files are live, not debris */
-    if ((x->store_lock = col_store_lock(x->store.dir)) < 0) {
+    if ((x->store_lock = fsck_store_lock(x->store.dir)) < 0) {
         if (x->store_lock == -EBUSY)
             col_err("store %s is in use by another collector (it holds %s/%s); stop it "
                     "first or use another --store", x->store.dir, x->store.dir,
-                    COL_STORE_LOCK_FILE);
+                    FSCK_STORE_LOCK_FILE);
         else
-            col_err("cannot take the store lock %s/%s: %s", x->store.dir, COL_STORE_LOCK_FILE,
+            col_err("cannot take the store lock %s/%s: %s", x->store.dir, FSCK_STORE_LOCK_FILE,
                     strerror(-x->store_lock));
-        col_store_close(&x->store);
+        storedir_close(&x->store);
         return EXIT_RUNTIME;
     }
     x->store.segment_max_bytes = (uint64_t)x->cfg.segment_mb << 20;
-    col_store_recover(&x->store);
-    if (col_ctl_open(&x->ctl, x->cfg.endpoint, err, sizeof err)) {
+    storedir_recover(&x->store);
+    if (ctl_server_open(&x->ctl, x->cfg.endpoint, err, sizeof err)) {
         col_err("%s", err);
-        col_store_close(&x->store);
+        storedir_close(&x->store);
         return EXIT_RUNTIME;
     }
     if ((x->sigfd = open_signals()) < 0) {
         col_err("cannot set up signal handling: %s", strerror(-x->sigfd));
-        col_ctl_close(&x->ctl);
-        col_store_close(&x->store);
+        ctl_server_close(&x->ctl);
+        storedir_close(&x->store);
         return EXIT_RUNTIME;
     }
     if (x->cfg.pidfile[0] && (rc = write_pidfile(x->cfg.pidfile))) {
         col_err("cannot write pidfile %s: %s", x->cfg.pidfile, strerror(-rc));
-        col_ctl_close(&x->ctl);
-        col_store_close(&x->store);
+        ctl_server_close(&x->ctl);
+        storedir_close(&x->store);
         return EXIT_RUNTIME;
     }
     if (shm_tsc_invariant() && shm_clock_calibrate(&x->host_cal, HOST_CAL_MS) != 0)
         memset(&x->host_cal, 0, sizeof x->host_cal);
-    col_backoff_init(&x->backoff, x->cfg.poll_min_us, x->cfg.poll_max_us);
-    col_discover_init(&x->disc, x->cfg.shm_dir);
+    pace_init(&x->backoff, x->cfg.poll_min_us, x->cfg.poll_max_us);
+    discover_init(&x->disc, x->cfg.shm_dir);
     if (x->cfg.perf_freq || x->cfg.switch_period)
         x->perf_keeper = perf_callchain_keeper();   /* < 0: perf not permitted, nothing to keep */
+    return 0;
+}
+
+/* After the loop (or a failed host_open): release what start_up took; the
+ * store lock last, once the store is closed and consistent. */
+static void tear_down(struct col_ctx *x)
+{
+    discover_free(&x->disc);
+    ctl_server_close(&x->ctl);
+    if (x->ctl.ipc_path[0])
+        unlink(x->ctl.ipc_path);
+    storedir_close(&x->store);
+    close(x->store_lock);       /* last: the store is closed and consistent */
+    if (x->cfg.pidfile[0])
+        unlink(x->cfg.pidfile);
+    close(x->sigfd);
+    if (x->perf_keeper >= 0)
+        close(x->perf_keeper);
+    perf_host_close(x->perf_host);
+}
+
+int main(int argc, char **argv)
+{
+    static struct col_ctx ctx;      /* the daemon's one context (large: keep off the stack) */
+    struct col_ctx *x = &ctx;
+    char err[1024] = "";
+    int rc = config_parse_args(&x->cfg, argc, argv, geteuid(), getenv("XDG_RUNTIME_DIR"),
+                               err, sizeof err);
+    if (rc == CONFIG_HELP) {
+        config_usage(stdout, PROG);
+        return 0;
+    }
+    if (rc == CONFIG_VERSION) {
+        printf("%s %s (shm ABI %u, segment format %u, index schema %d)\n", PROG, D9_VERSION,
+               D9_ABI_VERSION, SEG_VERSION, IDX_SCHEMA_VERSION);
+        return 0;
+    }
+    if (rc < 0) {
+        fprintf(stderr, "%s: %s\n", PROG, err);
+        return EXIT_USAGE;
+    }
+    if (rc == CONFIG_PRINT) {
+        config_dump(stdout, &x->cfg);
+        return 0;
+    }
+    if (start_up(x))
+        return EXIT_RUNTIME;
     /* after the store and the endpoint: their errors stay the one line */
     int exit_code = 0;
-    if (x->cfg.perf_freq && x->cfg.perf_scope != COL_PERF_SCOPE_THREAD)
+    if (x->cfg.perf_freq && x->cfg.perf_scope != CONFIG_PERF_SCOPE_THREAD)
         exit_code = host_open(x);
     if (!exit_code) {
         col_info("%s %s: store %s, endpoint %s, regions in %s", PROG, D9_VERSION, x->store.dir,
@@ -765,17 +799,6 @@ int main(int argc, char **argv)
                  x->done_records, x->store.segments_sealed,
                  failed ? " (some segments could not be written)" : "");
     }
-    col_discover_free(&x->disc);
-    col_ctl_close(&x->ctl);
-    if (x->ctl.ipc_path[0])
-        unlink(x->ctl.ipc_path);
-    col_store_close(&x->store);
-    close(x->store_lock);       /* last: the store is closed and consistent */
-    if (x->cfg.pidfile[0])
-        unlink(x->cfg.pidfile);
-    close(x->sigfd);
-    if (x->perf_keeper >= 0)
-        close(x->perf_keeper);
-    perf_host_close(x->perf_host);
+    tear_down(x);
     return exit_code;
 }

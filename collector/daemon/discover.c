@@ -10,27 +10,27 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "collector/daemon/discover.h"
-#include "collector/store/log.h"
+#include "collector/store/col_log.h"
 #include "shm/region.h"
 
-void col_discover_init(struct col_discover *d, const char *dir)
+void discover_init(struct discover *d, const char *dir)
 {
     memset(d, 0, sizeof *d);
     snprintf(d->dir, sizeof d->dir, "%s", dir);
 }
 
-void col_discover_free(struct col_discover *d)
+void discover_free(struct discover *d)
 {
-    struct col_rejected *r = d->rejected;
+    struct discover_rejected *r = d->rejected;
     while (r) {
-        struct col_rejected *n = r->next;
+        struct discover_rejected *n = r->next;
         free(r);
         r = n;
     }
     d->rejected = NULL;
 }
 
-int col_proc_owner(uint32_t pid, uint32_t *uid)
+int discover_owner(uint32_t pid, uint32_t *uid)
 {
     char path[64];
     snprintf(path, sizeof path, "/proc/%u", pid);
@@ -41,7 +41,7 @@ int col_proc_owner(uint32_t pid, uint32_t *uid)
     return 0;
 }
 
-int col_discover_classify(struct col_candidate *c)
+int discover_classify(struct discover_candidate *c)
 {
     uint64_t st = 0;
     int rc = shm_proc_start_time(c->pid, &st);
@@ -49,7 +49,7 @@ int col_discover_classify(struct col_candidate *c)
     c->expected_uid = c->uid;
     if (rc == 0 && st == c->start_time) {
         uint32_t owner;
-        rc = col_proc_owner(c->pid, &owner);
+        rc = discover_owner(c->pid, &owner);
         if (rc == 0) {
             c->alive = 1;
             c->expected_uid = owner;
@@ -63,17 +63,17 @@ int col_discover_classify(struct col_candidate *c)
     return 0;
 }
 
-static struct col_rejected *find_rejected(struct col_discover *d, const char *name, ino_t ino)
+static struct discover_rejected *find_rejected(struct discover *d, const char *name, ino_t ino)
 {
-    for (struct col_rejected *r = d->rejected; r; r = r->next)
+    for (struct discover_rejected *r = d->rejected; r; r = r->next)
         if (r->ino == ino && strcmp(r->name, name) == 0)
             return r;
     return NULL;
 }
 
-static void reject(struct col_discover *d, const struct col_candidate *c, int err)
+static void reject(struct discover *d, const struct discover_candidate *c, int err)
 {
-    struct col_rejected *r = calloc(1, sizeof *r);
+    struct discover_rejected *r = calloc(1, sizeof *r);
     d->rejected_count++;
     const char *why = err == -EPERM ? "file owner is not the owner of the process"
                     : err == -EBADMSG ? "invalid region header"
@@ -98,10 +98,10 @@ static int is_reject_error(int rc)
 }
 
 /* One directory entry: 1 offered, 0 skipped. */
-static int consider(struct col_discover *d, const char *name, col_known_fn known,
-                    col_discover_fn adopt, void *arg)
+static int consider(struct discover *d, const char *name, discover_known_fn known,
+                    discover_fn adopt, void *arg)
 {
-    struct col_candidate c;
+    struct discover_candidate c;
     memset(&c, 0, sizeof c);
     if (strlen(name) >= sizeof c.name ||
         shm_region_parse_name(name, &c.uid, &c.pid, &c.start_time) != 0)
@@ -115,12 +115,12 @@ static int consider(struct col_discover *d, const char *name, col_known_fn known
     if (lstat(c.path, &st) != 0)
         return 0;
     c.ino = st.st_ino;
-    struct col_rejected *r = find_rejected(d, name, st.st_ino);
+    struct discover_rejected *r = find_rejected(d, name, st.st_ino);
     if (r) {
         r->seen = 1;
         return 0;
     }
-    col_discover_classify(&c);
+    discover_classify(&c);
     int rc;
     if (S_ISLNK(st.st_mode))
         rc = -ELOOP;
@@ -135,13 +135,13 @@ static int consider(struct col_discover *d, const char *name, col_known_fn known
     return 1;
 }
 
-int col_discover_scan(struct col_discover *d, col_known_fn known, col_discover_fn adopt,
-                      void *arg)
+int discover_scan(struct discover *d, discover_known_fn known, discover_fn adopt,
+                  void *arg)
 {
     DIR *dir = opendir(d->dir);
     if (!dir)
         return -errno;
-    for (struct col_rejected *r = d->rejected; r; r = r->next)
+    for (struct discover_rejected *r = d->rejected; r; r = r->next)
         r->seen = 0;
     size_t pl = strlen(D9_REGION_PREFIX);
     int offered = 0;
@@ -153,10 +153,10 @@ int col_discover_scan(struct col_discover *d, col_known_fn known, col_discover_f
     }
     closedir(dir);
     /* forget rejected files that are gone: a new file of that name is new */
-    struct col_rejected **pp = &d->rejected;
+    struct discover_rejected **pp = &d->rejected;
     while (*pp) {
         if (!(*pp)->seen) {
-            struct col_rejected *dead = *pp;
+            struct discover_rejected *dead = *pp;
             *pp = dead->next;
             free(dead);
         } else {
@@ -166,8 +166,8 @@ int col_discover_scan(struct col_discover *d, col_known_fn known, col_discover_f
     return offered;
 }
 
-int col_discover_one(struct col_discover *d, const char *name, col_known_fn known,
-                     col_discover_fn adopt, void *arg)
+int discover_one(struct discover *d, const char *name, discover_known_fn known,
+                 discover_fn adopt, void *arg)
 {
     if (!name || strchr(name, '/') || strncmp(name, D9_REGION_PREFIX, strlen(D9_REGION_PREFIX)))
         return -EINVAL;

@@ -14,29 +14,29 @@
  * while it exists. Must never: follow symlinks, open a rejected file again,
  * or trust anything a hello message claims beyond a file name to look at.
  */
-#ifndef D9_COL_DISCOVER_H
-#define D9_COL_DISCOVER_H
+#ifndef D9_DAEMON_DISCOVER_H
+#define D9_DAEMON_DISCOVER_H
 
 #include <stdint.h>
 #include <sys/types.h>
 #include "collector/daemon/config.h"
 
-struct col_rejected {
-    struct col_rejected *next;
+struct discover_rejected {
+    struct discover_rejected *next;
     char name[128];
     ino_t ino;
     int seen;                   /* still present at the last scan */
 };
 
-struct col_discover {
-    char dir[COL_PATH_MAX];
-    struct col_rejected *rejected;
+struct discover {
+    char dir[CONFIG_PATH_MAX];
+    struct discover_rejected *rejected;
     uint64_t rejected_count;    /* regions ever rejected (status) */
 };
 
 /* What a candidate file is, as seen from its name and /proc. */
-struct col_candidate {
-    char path[COL_PATH_MAX];
+struct discover_candidate {
+    char path[CONFIG_PATH_MAX];
     char name[128];             /* basename */
     ino_t ino;
     uint32_t uid, pid;          /* from the name */
@@ -49,26 +49,26 @@ struct col_candidate {
  * returns 0, or a negative errno from the adoption attempt. -EPERM,
  * -EBADMSG, -ELOOP, -EINVAL, -ENODEV and -EACCES mark the file rejected; others
  * (-EAGAIN: not ready yet, -ENOENT: vanished) are retried at the next scan. */
-typedef int (*col_discover_fn)(void *arg, const struct col_candidate *c);
+typedef int (*discover_fn)(void *arg, const struct discover_candidate *c);
 /* Returns 1 if (pid, start_time) is already adopted (skip it). */
-typedef int (*col_known_fn)(void *arg, uint32_t pid, uint64_t start_time);
+typedef int (*discover_known_fn)(void *arg, uint32_t pid, uint64_t start_time);
 
-void col_discover_init(struct col_discover *d, const char *dir);
-void col_discover_free(struct col_discover *d);
+void discover_init(struct discover *d, const char *dir);
+void discover_free(struct discover *d);
 
 /* Scan the directory once. Returns the number of candidates offered, or -errno
  * if the directory cannot be read (logged by the caller). */
-int col_discover_scan(struct col_discover *d, col_known_fn known, col_discover_fn adopt,
-                      void *arg);
+int discover_scan(struct discover *d, discover_known_fn known, discover_fn adopt,
+                  void *arg);
 
 /* Look at one file name in the directory (hello messages): same checks. */
-int col_discover_one(struct col_discover *d, const char *name, col_known_fn known,
-                     col_discover_fn adopt, void *arg);
+int discover_one(struct discover *d, const char *name, discover_known_fn known,
+                 discover_fn adopt, void *arg);
 
 /* Owner uid of a process (the owner of /proc/<pid>); -ESRCH if gone. */
-int col_proc_owner(uint32_t pid, uint32_t *uid);
+int discover_owner(uint32_t pid, uint32_t *uid);
 
 /* Fill c->alive/expected_uid from /proc (exposed for the unit tests). */
-int col_discover_classify(struct col_candidate *c);
+int discover_classify(struct discover_candidate *c);
 
-#endif /* D9_COL_DISCOVER_H */
+#endif /* D9_DAEMON_DISCOVER_H */

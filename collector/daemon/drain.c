@@ -2,136 +2,62 @@
  * drain.c — copy records from hostile shared memory into segment files
  * (see drain.h for the contract).
  *
- * Per ring and pass:
+ * Per ring and pass (drain_ring, one function per step):
  *   1. snapshot (acquire head, then slot fields) under the guard;
- *   2. a new generation means the previous owner thread ended: THREAD_END;
- *   3. metadata entries published before those records (their meta_head
- *      store happened-before the records' head store, and we acquire
- *      meta_head after head) go into the segment first;
- *   4. room for up to COL_DRAIN_MAX bytes of records, packed, plus a
- *      scratch chunk is reserved in the segment writer's buffer;
- *      shm_ring_read() copies records into the scratch a COL_DRAIN_CHUNK at
- *      a time and, in one walk over each chunk, validates, converts
- *      (timestamps) and counts them; pack_records() packs the chunk while it
- *      is still in cache;
- *   5. seg_writer_data_commit() makes it a packed DATA block (CRC over the
- *      packed bytes); the shm tail moves
- *      (shm_ring_consume) only once the writer has flushed it.
- *   6. RELEASED and fully drained: THREAD_END, recycle the slot.
+ *   2. resume_cursor: first sight of a ring starts at the published tail;
+ *      track_generation: a new generation means the previous owner thread
+ *      ended: THREAD_END;
+ *   3. measure_backlog, batch_pending: a live thread's ring waits for a
+ *      batch (drain_batch) unless forced;
+ *   4. copy_records: metadata entries published before those records
+ *      (their meta_head store happened-before the records' head store, and
+ *      we acquire meta_head after head) go into the segment first;
+ *      read_block reserves room for up to DRAIN_MAX bytes of records,
+ *      packed, plus a scratch chunk in the segment writer's buffer;
+ *      shm_ring_read() copies records into the scratch a DRAIN_CHUNK at a
+ *      time and, in one walk over each chunk, validates, converts
+ *      (timestamps) and counts them; pack_records() packs the chunk while
+ *      it is still in cache;
+ *   5. commit_block: seg_writer_data_commit() makes it a packed DATA block
+ *      (CRC over the packed bytes); the shm tail moves (shm_ring_consume,
+ *      in commit() or drain_seal()) only once the writer has flushed or
+ *      sealed it;
+ *   6. finish_drained: RELEASED (or the process ended) and fully drained:
+ *      final drops; RELEASED: THREAD_END, recycle the slot.
  *
- * The SIGBUS guard: the one piece of process-wide state here. A signal
- * handler can only find its way back through a static, so the armed jump
- * buffer and address range live in three statics, written only by the drain
- * thread around each access (signal fences order them against the handler).
+ * Every shm access is one small g_* function: sigsetjmp's frame must stay
+ * alive while the guard (guard.h) is armed.
  */
 #include <errno.h>
 #include <stddef.h>
-#include <signal.h>
-#include <sqlite3.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include "collector/daemon/drain.h"
-#include "collector/store/index.h"
-#include "collector/store/log.h"
+#include "collector/daemon/guard.h"
+#include "collector/store/idx.h"
+#include "collector/store/idx_read.h"
+#include "collector/store/col_log.h"
 #include "collector/store/pack.h"
 #include "collector/daemon/proc.h"
-#include "collector/store/segment.h"
-#include "collector/daemon/store.h"
+#include "collector/store/seg_writer.h"
+#include "collector/daemon/storedir.h"
 #include "shm/meta.h"
 #include "shm/record.h"
 #include "shm/ring.h"
 
-#define COL_CAL_TRIES 8         /* seqlock retries before giving up on a pass */
+#define DRAIN_CAL_TRIES 8         /* seqlock retries before giving up on a pass */
 
-/* one reservation: the packed payload of COL_DRAIN_MAX bytes of records and a scratch chunk */
-_Static_assert(((PACK_BOUND(COL_DRAIN_MAX) + 7) & ~7u) + COL_DRAIN_CHUNK <=
+/* one reservation: the packed payload of DRAIN_MAX bytes of records and a scratch chunk */
+_Static_assert(((PACK_BOUND(DRAIN_MAX) + 7) & ~7u) + DRAIN_CHUNK <=
                SEG_WRITE_BUF - sizeof(struct seg_block_hdr), "drain reservation fits the writer");
-
-/* ---- adaptive sleep ------------------------------------------------------------ */
-
-void col_backoff_init(struct col_backoff *b, uint32_t min_us, uint32_t max_us)
-{
-    if (min_us == 0)
-        min_us = 1;
-    if (max_us < min_us)
-        max_us = min_us;
-    b->min_us = min_us;
-    b->max_us = max_us;
-    b->cur_us = min_us;
-}
-
-uint32_t col_backoff_next(struct col_backoff *b, int had_work)
-{
-    if (had_work) {
-        b->cur_us = b->min_us;
-        return 0;
-    }
-    uint32_t s = b->cur_us;
-    b->cur_us = s > b->max_us / 2 ? b->max_us : s * 2;
-    return s;
-}
-
-uint32_t col_backoff_pace(struct col_backoff *b, uint64_t lag, uint64_t size, uint64_t dt_us,
-                          int more)
-{
-    uint32_t s = col_backoff_next(b, 0);
-    uint64_t cap = UINT64_MAX;
-    if (lag != 0 && size != 0) {
-        /* time for the fullest ring to go from empty to 1/COL_BACKOFF_TARGET_DIV
-         * full at lag per dt: the rest of the ring absorbs a stall of the
-         * collector (a seal, a preemption) or a faster burst */
-        cap = dt_us * (size / COL_BACKOFF_TARGET_DIV) / lag;
-        if (cap < s) {
-            s = cap < b->min_us ? b->min_us : (uint32_t)cap;
-            b->cur_us = s;      /* grow again from here, not from a long sleep */
-        }
-    }
-    if (more || (size && lag * COL_BACKOFF_BUSY_DIV >= size)) {
-        /* Go again at once. The sleep after that pass keeps the pace just
-         * computed: restarting it from min_us made a steady producer a
-         * sawtooth of short sleeps doubling back up (835 wake-ups/s at
-         * 1 M events/s into a 1 MiB ring, where 125 keep it under a
-         * quarter full). Only data left behind, or a ring filling a
-         * quarter faster than COL_BACKOFF_STALL_US, restarts it from
-         * min_us (col_backoff_next's "had work"): there one stall of the
-         * collector's CPU can fill the other three quarters. */
-        return more || cap < COL_BACKOFF_STALL_US ? col_backoff_next(b, 1) : 0;
-    }
-    return s;
-}
-
-void col_sleep_window(uint64_t ns, uint64_t *request_ns, uint64_t *slack_ns)
-{
-    uint64_t slack = ns / 2 ? 1ull << (63 - __builtin_clzll(ns / 2)) : 0;
-    if (slack <= COL_SLACK_MIN_NS) {
-        *request_ns = ns;
-        *slack_ns = COL_SLACK_MIN_NS;
-        return;
-    }
-    *request_ns = ns - slack;
-    *slack_ns = slack;
-}
-
-/* ---- rotation ------------------------------------------------------------------ */
-
-int col_rotate_due(uint64_t bytes, uint64_t opened_ns, uint64_t now_ns,
-                   uint64_t max_bytes, uint64_t max_age_ns)
-{
-    if (max_bytes && bytes >= max_bytes)
-        return 1;
-    /* a clock that appears to go back (opened_ns > now) is not "old" */
-    if (max_age_ns && now_ns > opened_ns && now_ns - opened_ns >= max_age_ns)
-        return 1;
-    return 0;
-}
 
 /* ---- calibration ------------------------------------------------------------------ */
 
-int col_read_calibration(const struct d9_region_hdr *hc, struct shm_clock_cal *cal)
+int drain_read_calibration(const struct d9_region_hdr *hc, struct shm_clock_cal *cal)
 {
     struct d9_region_hdr *h = (struct d9_region_hdr *)hc;
-    for (int i = 0; i < COL_CAL_TRIES; i++) {
+    for (int i = 0; i < DRAIN_CAL_TRIES; i++) {
         /* seqlock read: acquire seq, copy, acquire fence, re-read seq */
         uint32_t s1 = atomic_load_explicit(&h->cal_seq, memory_order_acquire);
         if (s1 & 1u)
@@ -149,139 +75,83 @@ int col_read_calibration(const struct d9_region_hdr *hc, struct shm_clock_cal *c
     return -EAGAIN;
 }
 
-/* ---- SIGBUS guard ------------------------------------------------------------------ */
-
-static sigjmp_buf *volatile g_guard_jb;
-static const uint8_t *volatile g_guard_lo;
-static const uint8_t *volatile g_guard_hi;
-
-static void on_sigbus(int sig, siginfo_t *si, void *uc)
-{
-    (void)uc;
-    sigjmp_buf *jb = g_guard_jb;
-    const uint8_t *a = si ? (const uint8_t *)si->si_addr : NULL;
-    if (jb && a >= g_guard_lo && a < g_guard_hi) {
-        g_guard_jb = NULL;
-        siglongjmp(*jb, 1);
-    }
-    /* not ours: a genuine bug; die with the default action */
-    signal(sig, SIG_DFL);
-    raise(sig);
-}
-
-int col_guard_install(void)
-{
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = on_sigbus;
-    /* NODEFER: siglongjmp with savemask 0 must not leave SIGBUS blocked */
-    sa.sa_flags = SA_SIGINFO | SA_NODEFER;
-    sigemptyset(&sa.sa_mask);
-    return sigaction(SIGBUS, &sa, NULL) ? -errno : 0;
-}
-
-void col_guard_arm(sigjmp_buf *jb, const void *base, size_t size)
-{
-    g_guard_lo = base;
-    g_guard_hi = (const uint8_t *)base + size;
-    atomic_signal_fence(memory_order_seq_cst);
-    g_guard_jb = jb;
-    atomic_signal_fence(memory_order_seq_cst);
-}
-
-void col_guard_arm_any(sigjmp_buf *jb)
-{
-    g_guard_lo = (const uint8_t *)(uintptr_t)0;
-    g_guard_hi = (const uint8_t *)UINTPTR_MAX;
-    atomic_signal_fence(memory_order_seq_cst);
-    g_guard_jb = jb;
-    atomic_signal_fence(memory_order_seq_cst);
-}
-
-void col_guard_disarm(void)
-{
-    atomic_signal_fence(memory_order_seq_cst);
-    g_guard_jb = NULL;
-    atomic_signal_fence(memory_order_seq_cst);
-}
-
 /* ---- guarded shm accesses (each is one small function: sigsetjmp's frame
  * must stay alive while the guard is armed) ------------------------------------- */
 
-static int g_snapshot(const struct col_proc *p, const struct d9_ring_hdr *rh,
+static int g_snapshot(const struct proc *p, const struct d9_ring_hdr *rh,
                       struct shm_ring_snapshot *s)
 {
     sigjmp_buf jb;
     if (sigsetjmp(jb, 0))
         return -EFAULT;
-    col_guard_arm(&jb, p->region.base, p->region.size);
+    guard_arm(&jb, p->region.base, p->region.size);
     shm_ring_snapshot(rh, s);
-    col_guard_disarm();
+    guard_disarm();
     return 0;
 }
 
 /* The slot state of every ring, under one guard: most rings of a region are
  * FREE, and a full guarded snapshot of each was most of an idle pass. */
-static int g_states(const struct col_proc *p, uint8_t *states)
+static int g_states(const struct proc *p, uint8_t *states)
 {
     sigjmp_buf jb;
     if (sigsetjmp(jb, 0))
         return -EFAULT;
-    col_guard_arm(&jb, p->region.base, p->region.size);
+    guard_arm(&jb, p->region.base, p->region.size);
     for (uint32_t i = 0; i < p->geo.ring_count; i++) {
         const struct d9_ring_hdr *rh = shm_ring_hdr(&p->region, &p->geo, i);
         uint32_t st = atomic_load_explicit(&((struct d9_ring_hdr *)rh)->state,
                                            memory_order_relaxed);
         states[i] = st > UINT8_MAX ? UINT8_MAX : (uint8_t)st;     /* untrusted: any value */
     }
-    col_guard_disarm();
+    guard_disarm();
     return 0;
 }
 
-static int g_read(const struct col_proc *p, const uint8_t *data,
+static int g_read(const struct proc *p, const uint8_t *data,
                   const struct shm_ring_snapshot *s, uint8_t *buf, size_t cap,
                   uint64_t *new_tail, struct shm_read_xform *x, long *n)
 {
     sigjmp_buf jb;
     if (sigsetjmp(jb, 0))
         return -EFAULT;
-    col_guard_arm(&jb, p->region.base, p->region.size);
+    guard_arm(&jb, p->region.base, p->region.size);
     *n = shm_ring_read(data, p->geo.ring_data_size, s, buf, cap, new_tail, x);
-    col_guard_disarm();
+    guard_disarm();
     return 0;
 }
 
-static int g_consume(const struct col_proc *p, struct d9_ring_hdr *rh, uint64_t tail)
+static int g_consume(const struct proc *p, struct d9_ring_hdr *rh, uint64_t tail)
 {
     sigjmp_buf jb;
     if (sigsetjmp(jb, 0))
         return -EFAULT;
-    col_guard_arm(&jb, p->region.base, p->region.size);
+    guard_arm(&jb, p->region.base, p->region.size);
     shm_ring_consume(rh, tail);
-    col_guard_disarm();
+    guard_disarm();
     return 0;
 }
 
-static int g_recycle(const struct col_proc *p, struct d9_ring_hdr *rh)
+static int g_recycle(const struct proc *p, struct d9_ring_hdr *rh)
 {
     sigjmp_buf jb;
     if (sigsetjmp(jb, 0))
         return -EFAULT;
-    col_guard_arm(&jb, p->region.base, p->region.size);
+    guard_arm(&jb, p->region.base, p->region.size);
     shm_slot_recycle(rh);
-    col_guard_disarm();
+    guard_disarm();
     return 0;
 }
 
 /* Copy meta log bytes [from, head) into dst; *head gets the published end
  * (clamped to the geometry). Also refreshes the calibration. */
-static int g_meta(const struct col_proc *p, uint32_t from, uint8_t *dst, uint32_t *head,
+static int g_meta(const struct proc *p, uint32_t from, uint8_t *dst, uint32_t *head,
                   struct shm_clock_cal *cal, int *cal_ok)
 {
     sigjmp_buf jb;
     if (sigsetjmp(jb, 0))
         return -EFAULT;
-    col_guard_arm(&jb, p->region.base, p->region.size);
+    guard_arm(&jb, p->region.base, p->region.size);
     struct d9_region_hdr *h = p->region.hdr;
     uint32_t hd = atomic_load_explicit(&h->meta_head, memory_order_acquire);
     if (hd > p->geo.meta_size)
@@ -290,15 +160,46 @@ static int g_meta(const struct col_proc *p, uint32_t from, uint8_t *dst, uint32_
         memcpy(dst, p->region.base + p->geo.meta_offset + from, hd - from);
     *head = hd;
     if (p->geo.clock_source == D9_CLOCK_TSC)
-        *cal_ok = col_read_calibration(h, cal) == 0;
-    col_guard_disarm();
+        *cal_ok = drain_read_calibration(h, cal) == 0;
+    guard_disarm();
     return 0;
+}
+
+/* ---- the process's open segment ------------------------------------------------ */
+
+int drain_writer(struct proc *p, struct storedir *st, uint64_t now_ns)
+{
+    if (p->writer)
+        return 0;
+    struct seg_proc_info pi = {
+        .pid = p->pid, .uid = p->uid, .start_time = p->start_time,
+        .clock_source = p->geo.clock_source,
+        .ns_per_tick = p->cal.ns_per_tick, .cal_tsc0 = p->cal.tsc0, .cal_ns0 = p->cal.ns0,
+        .host = st->host, .comm = p->geo.comm, .exe = p->geo.exe,
+    };
+    int rc = storedir_writer_open(st, &pi, p->meta, p->meta_len, &p->writer);
+    if (rc) {
+        p->writer = NULL;
+        storedir_write_failed(st, rc, "segment open", p->pid, now_ns);
+        return rc;
+    }
+    p->meta_in_writer = p->meta_len;
+    p->writer_records = 0;
+    return 0;
+}
+
+void drain_quarantine(struct proc *p, const char *why)
+{
+    if (p->quarantined)
+        return;
+    p->quarantined = 1;
+    col_warn("pid %u (%s): region quarantined: %s; it is not read again", p->pid, p->file, why);
 }
 
 /* ---- metadata ------------------------------------------------------------------------ */
 
 /* Pull new metadata entries into p->meta (validated); index runtimes. */
-static int pull_meta(struct col_proc *p, struct col_store *st)
+static int pull_meta(struct proc *p, struct storedir *st)
 {
     uint32_t head = 0;
     struct shm_clock_cal cal;
@@ -351,14 +252,14 @@ static int pull_meta(struct col_proc *p, struct col_store *st)
     return 0;
 }
 
-static int write_pending_meta(struct col_proc *p, struct col_store *st, uint64_t now)
+static int write_pending_meta(struct proc *p, struct storedir *st, uint64_t now)
 {
     if (p->meta_in_writer >= p->meta_len)
         return 0;
     int rc = seg_writer_add_meta(p->writer, p->meta + p->meta_in_writer,
                                  p->meta_len - p->meta_in_writer);
     if (rc) {
-        col_store_write_failed(st, rc, "metadata block", p->pid, now);
+        storedir_write_failed(st, rc, "metadata block", p->pid, now);
         return rc;
     }
     p->meta_in_writer = p->meta_len;
@@ -368,18 +269,18 @@ static int write_pending_meta(struct col_proc *p, struct col_store *st, uint64_t
 /* ---- threads ---------------------------------------------------------------------------- */
 
 /* The thread tracked on ring i ended: THREAD_END block + index row. */
-static int end_thread(struct col_proc *p, struct col_store *st, uint32_t i, uint64_t now)
+static int end_thread(struct proc *p, struct storedir *st, uint32_t i, uint64_t now)
 {
-    struct col_ring *r = &p->rings[i];
+    struct proc_ring *r = &p->rings[i];
     if (!r->active)
         return 0;
-    int rc = col_proc_writer(p, st, now);
+    int rc = drain_writer(p, st, now);
     if (rc)
         return rc;
     uint64_t t = r->last_ns ? r->last_ns : now;
     rc = seg_writer_add_thread_end(p->writer, r->tid, i, r->generation, t);
     if (rc) {
-        col_store_write_failed(st, rc, "thread-end block", p->pid, now);
+        storedir_write_failed(st, rc, "thread-end block", p->pid, now);
         return rc;
     }
     if (st->idx && p->process_id > 0) {
@@ -394,33 +295,41 @@ static int end_thread(struct col_proc *p, struct col_store *st, uint32_t i, uint
     return 0;
 }
 
+static void index_threads(struct proc *p, struct storedir *st)
+{
+    if (!st->idx || p->process_id <= 0)
+        return;
+    for (uint32_t i = 0; i < p->geo.ring_count; i++) {
+        struct proc_ring *r = &p->rings[i];
+        if (!r->active || !r->thread_dirty || !r->first_ns)
+            continue;
+        int rc = idx_thread_upsert(st->idx, p->process_id, r->tid, i, r->generation, r->name,
+                                   r->first_ns, r->last_ns, 0);
+        if (rc)
+            col_log_limited(&p->rl, COL_LOG_WARN, "pid %u: cannot index thread %u: %s",
+                            p->pid, r->tid, strerror(-rc));
+        else
+            r->thread_dirty = 0;
+    }
+}
+
 /* Drops of ring slot `ring` of process_id already recorded in indexed
  * segments, over all generations (the slot's lost counter is never reset by
  * a claim): where a previous collector run left the ring's lost counter. A
  * restarted collector starts from there, so drops are not counted twice
  * (the temp segments of a crashed run are salvaged and indexed before any
  * region is adopted). 0 when unknown (fresh ring, no index). */
-static uint64_t indexed_lost(struct col_store *st, int64_t process_id, uint32_t ring)
+static uint64_t indexed_lost(struct storedir *st, int64_t process_id, uint32_t ring)
 {
-    sqlite3 *db = st->idx ? idx_db(st->idx) : NULL;
-    sqlite3_stmt *q = NULL;
     uint64_t lost = 0;
-    if (!db || process_id <= 0)
-        return 0;
-    if (sqlite3_prepare_v2(db, "SELECT COALESCE(SUM(b.lost), 0) FROM blocks b "
-                           "JOIN segments s ON s.id = b.segment_id WHERE s.process_id = ?1 "
-                           "AND b.ring = ?2", -1, &q, NULL) == SQLITE_OK &&
-        sqlite3_bind_int64(q, 1, process_id) == SQLITE_OK &&
-        sqlite3_bind_int64(q, 2, ring) == SQLITE_OK && sqlite3_step(q) == SQLITE_ROW &&
-        sqlite3_column_int64(q, 0) > 0)
-        lost = (uint64_t)sqlite3_column_int64(q, 0);
-    sqlite3_finalize(q);
+    if (st->idx)
+        (void)idx_read_rings_lost(st->idx, process_id, ring, 1, &lost);
     return lost;
 }
 
-static void quarantine_ring(struct col_proc *p, uint32_t i, const struct shm_ring_snapshot *s)
+static void quarantine_ring(struct proc *p, uint32_t i, const struct shm_ring_snapshot *s)
 {
-    struct col_ring *r = &p->rings[i];
+    struct proc_ring *r = &p->rings[i];
     r->quarantined = 1;
     p->quarantined_rings++;
     col_warn("pid %u (%s): ring %u (tid %u, generation %u) has corrupt framing "
@@ -429,35 +338,40 @@ static void quarantine_ring(struct col_proc *p, uint32_t i, const struct shm_rin
              (unsigned long long)s->tail);
 }
 
-/* One ring, one buffer at most. 0, -EFAULT (region fault) or a write error.
- * Records go into the writer and the private read_tail advances; the shm
- * tail is published by col_drain_commit() once the writer flushed them. */
-static int drain_ring(struct col_proc *p, struct col_store *st, uint32_t i, uint64_t now,
-                      int force, struct col_drain_result *res)
+/* ---- one ring: the steps of a pass ------------------------------------------------------
+ *
+ * drain_ring() below is the whole step for ring i; each function before it
+ * is one part of it, in the order they run. They share the snapshot s taken
+ * at the start: s.head is the producer's head as acquired then (every
+ * record before it is complete), s.tail is replaced by our private cursor
+ * (read_tail) before anything is read, and s.lost, s.state, s.tid and
+ * s.generation are the slot's fields as read after head.
+ */
+
+/* First sight of a tracked ring (or collector restart): resume where the
+ * last consumer stopped, the published shm tail. */
+static void resume_cursor(struct proc *p, struct storedir *st, uint32_t i,
+                          const struct shm_ring_snapshot *s)
 {
-    struct col_ring *r = &p->rings[i];
-    if (r->quarantined)
-        return 0;
-    struct d9_ring_hdr *rh = shm_ring_hdr(&p->region, &p->geo, i);
-    const uint8_t *data = shm_ring_data(&p->region, &p->geo, i);
-    struct shm_ring_snapshot s;
-    if (g_snapshot(p, rh, &s))
-        return -EFAULT;
-    r->state = s.state;
-    if (s.state != D9_RING_OWNED && s.state != D9_RING_RELEASED) {
-        r->lag_bytes = 0;
-        return 0;           /* FREE or CLAIMING: nothing of ours in it */
-    }
-    if (!r->tail_known) {
-        /* first sight (or collector restart): resume where the last consumer stopped */
-        r->read_tail = r->consumed_tail = s.tail;
-        r->tail_known = 1;
-        /* nothing reported yet by this run: start from what an earlier
-         * collector run reported (after a recycle lost_seen is already right) */
-        if (r->lost_seen == 0)
-            r->lost_seen = indexed_lost(st, p->process_id, i);
-    }
-    if (r->active && s.generation != r->generation) {
+    struct proc_ring *r = &p->rings[i];
+    if (r->tail_known)
+        return;
+    r->read_tail = r->consumed_tail = s->tail;
+    r->tail_known = 1;
+    /* nothing reported yet by this run: start from what an earlier
+     * collector run reported (after a recycle lost_seen is already right) */
+    if (r->lost_seen == 0)
+        r->lost_seen = indexed_lost(st, p->process_id, i);
+}
+
+/* Follow the slot's owner thread: a new generation means the previous
+ * owner ended (THREAD_END), and the new one is tracked from here. 0 or a
+ * write error. */
+static int track_generation(struct proc *p, struct storedir *st, uint32_t i,
+                            const struct shm_ring_snapshot *s, uint64_t now)
+{
+    struct proc_ring *r = &p->rings[i];
+    if (r->active && s->generation != r->generation) {
         /* re-claimed only after it was drained: the previous thread is over */
         int rc = end_thread(p, st, i, now);
         if (rc)
@@ -465,151 +379,276 @@ static int drain_ring(struct col_proc *p, struct col_store *st, uint32_t i, uint
     }
     if (!r->active) {
         r->active = 1;
-        r->generation = s.generation;
-        r->tid = s.tid;
-        memcpy(r->name, s.thread_name, sizeof r->name);
+        r->generation = s->generation;
+        r->tid = s->tid;
+        memcpy(r->name, s->thread_name, sizeof r->name);
         r->first_ns = r->last_ns = 0;
         r->thread_dirty = 1;
-    }
-    /* our own cursor, never the shm tail (which the owner could rewrite) */
-    s.tail = r->read_tail;
-    /* lag = the backlog this pass found (what the producer is ahead of us) */
-    r->lag_bytes = s.head >= s.tail ? s.head - s.tail : 0;
-    if (s.head == s.tail)
-        r->backlog_ns = 0;
-    else if (!r->backlog_ns)
-        r->backlog_ns = now;
-    /* a live thread's ring waits for a batch (see col_drain_batch), except
-     * for its first records: they name the thread and show it is traced */
-    int wait = !force && !p->ended && s.state == D9_RING_OWNED && s.head > s.tail &&
-               r->first_ns != 0 && r->lag_bytes < col_drain_batch(p->geo.ring_data_size) &&
-               now - r->backlog_ns < COL_DRAIN_BATCH_NS;
-    if (s.head != s.tail && !wait) {
-        int rc = pull_meta(p, st);
-        if (rc)
-            return rc;
-        if ((rc = col_proc_writer(p, st, now)) || (rc = write_pending_meta(p, st, now)))
-            return rc;
-        /* The block is built in the writer's buffer: one reservation holds
-         * the packed payload and, behind it, a scratch chunk. shm_ring_read
-         * copies records into the scratch and, in the same walk, validates,
-         * converts and counts them; pack_records then packs them (still in
-         * cache) into the payload. */
-        uint64_t lag = s.head - s.tail;
-        size_t want = s.head < s.tail || lag > COL_DRAIN_MAX ? COL_DRAIN_MAX : (size_t)lag;
-        size_t bound = (PACK_BOUND(want) + 7) & ~(size_t)7;
-        uint8_t *dst = NULL;
-        rc = seg_writer_data_reserve(p->writer, bound + COL_DRAIN_CHUNK, &dst);
-        if (rc) {
-            col_store_write_failed(st, rc, "data block", p->pid, now);
-            return rc;      /* cursor untouched: the records stay in the ring */
-        }
-        uint8_t *scratch = dst + bound;
-        struct shm_read_xform x = { .cal = &p->cal };
-        struct pack_state pk;
-        pack_init(&pk);
-        uint64_t new_tail = s.tail;
-        size_t got = 0, packed = 0;
-        while (got < want) {
-            size_t chunk = want - got < COL_DRAIN_CHUNK ? want - got : COL_DRAIN_CHUNK;
-            long n = 0;
-            if (g_read(p, data, &s, scratch, chunk, &new_tail, &x, &n))
-                return -EFAULT;
-            if (n == -ENOBUFS && got > 0)
-                break;          /* the next record did not fit what is left: next pass */
-            if (n < 0) {
-                quarantine_ring(p, i, &s);
-                return 0;       /* the reservation is dropped with everything in it */
-            }
-            long e = pack_records(&pk, scratch, (size_t)n, dst + PACK_PREFIX + packed,
-                                  bound - PACK_PREFIX - packed);
-            if (e < 0) {        /* cannot happen within PACK_BOUND: a bug, not the ring */
-                col_log_limited(&p->rl, COL_LOG_ERROR, "pid %u: ring %u: packing overflowed "
-                                "its bound; records left in the ring", p->pid, i);
-                return -EIO;
-            }
-            packed += (size_t)e;
-            got += (size_t)n;
-            s.tail = new_tail;  /* the next chunk starts after what was read */
-            if (n == 0 || new_tail == s.head)
-                break;
-        }
-        if (got > 0) {
-            uint64_t delta = s.lost >= r->lost_seen ? s.lost - r->lost_seen : 0;
-            struct seg_data_stats stats = { .nrec = x.nrec, .t_min = x.t_min, .t_max = x.t_max };
-            memcpy(stats.counts, x.counts, sizeof stats.counts);
-            size_t plen = pack_finish(dst, packed, (uint32_t)got);
-            rc = seg_writer_data_commit(p->writer, s.tid, i, s.generation, delta, plen, &stats,
-                                        seg_crc32c(0, dst, plen), SEG_BF_PACKED);
-            if (rc) {
-                col_store_write_failed(st, rc, "data block", p->pid, now);
-                return rc;  /* cursor untouched: the records stay in the ring */
-            }
-            uint64_t nrec = stats.nrec;
-            r->lost_seen = s.lost;
-            r->lost += delta;
-            p->lost += delta;
-            p->records += nrec;
-            p->writer_records += nrec;
-            p->bytes_written += plen;
-            r->pend_records += nrec;
-            res->records += nrec;
-            res->bytes += plen;
-            if (!r->first_ns) {
-                r->first_ns = x.t_first;
-                res->fresh = 1;
-            }
-            r->last_ns = x.t_last;
-            r->thread_dirty = 1;
-        }
-        if (new_tail != r->read_tail) {
-            r->read_tail = new_tail;
-            r->pend = 1;
-        }
-        if (new_tail != s.head)
-            res->more = 1;
-        r->backlog_ns = new_tail == s.head ? 0 : now;
-    }
-    int drained = !r->pend && r->consumed_tail == s.head;
-    if (drained && (s.state == D9_RING_RELEASED || p->ended)) {
-        /* the thread (or the whole process, which may have died with the
-         * ring still OWNED) wrote its last record and everything is in a
-         * flushed segment: drops after the last record are now final */
-        uint64_t delta = s.lost > r->lost_seen ? s.lost - r->lost_seen : 0;
-        if (delta) {
-            /* drops after its last record: a record-less DATA block carries them */
-            int rc = col_proc_writer(p, st, now);
-            if (!rc)
-                rc = seg_writer_add_data(p->writer, s.tid, i, s.generation, delta, NULL, 0);
-            if (rc) {
-                col_store_write_failed(st, rc, "data block", p->pid, now);
-                return rc;
-            }
-            r->lost_seen = s.lost;
-            r->lost += delta;
-            p->lost += delta;
-        }
-    }
-    if (drained && s.state == D9_RING_RELEASED) {
-        int rc = end_thread(p, st, i, now);
-        if (rc)
-            return rc;
-        if (g_recycle(p, rh))
-            return -EFAULT;
-        r->tail_known = 0;      /* the next owner starts from the shm tail again */
     }
     return 0;
 }
 
-void col_drain_publish(struct col_proc *p)
+/* Point s at our own cursor, never the shm tail (which the owner could
+ * rewrite), and record the backlog this pass found: lag_bytes (what the
+ * producer is ahead of us) and since when some of it waits (backlog_ns). */
+static void measure_backlog(struct proc_ring *r, struct shm_ring_snapshot *s, uint64_t now)
+{
+    s->tail = r->read_tail;
+    r->lag_bytes = s->head >= s->tail ? s->head - s->tail : 0;
+    if (s->head == s->tail)
+        r->backlog_ns = 0;
+    else if (!r->backlog_ns)
+        r->backlog_ns = now;
+}
+
+/* 1 when the ring's backlog waits for a batch (see drain_batch): a live
+ * thread's ring with less than a batch, younger than DRAIN_BATCH_NS.
+ * Never when forced, when the process ended or the thread released the
+ * ring, and never for a thread's first records: they name the thread and
+ * show it is traced. */
+static int batch_pending(const struct proc *p, const struct proc_ring *r,
+                         const struct shm_ring_snapshot *s, uint64_t now, int force)
+{
+    return !force && !p->ended && s->state == D9_RING_OWNED && s->head > s->tail &&
+           r->first_ns != 0 && r->lag_bytes < drain_batch(p->geo.ring_data_size) &&
+           now - r->backlog_ns < DRAIN_BATCH_NS;
+}
+
+/* A DATA block being built in the segment writer's buffer: one reservation
+ * holds the packed payload (dst[PACK_PREFIX, bound)) and, behind it, a
+ * scratch chunk that shm_ring_read fills. */
+struct ring_block {
+    uint8_t *dst;
+    size_t bound;               /* PACK_BOUND of what is wanted, rounded to 8 */
+    struct shm_read_xform x;    /* conversion in, counts and time range out */
+    struct pack_state pk;
+    size_t got;                 /* raw record bytes read */
+    size_t packed;              /* packed bytes written behind PACK_PREFIX */
+    uint64_t new_tail;          /* the read cursor after what was read */
+};
+
+/* Reserve room for up to DRAIN_MAX bytes of s's records and read them into
+ * b: shm_ring_read copies a DRAIN_CHUNK at a time into the scratch and, in
+ * the same walk, validates, converts and counts the records; pack_records
+ * then packs them (still in cache) into the payload. 0 (b->got may be 0),
+ * 1 when the ring's framing is corrupt (the ring is now quarantined and the
+ * reservation dropped with everything in it), -EFAULT (region fault),
+ * -EIO (packing overflowed its bound: a bug) or the reservation's write
+ * error. Nothing here moves a cursor: on any error the records stay in the
+ * ring. */
+static int read_block(struct proc *p, struct storedir *st, uint32_t i,
+                      struct shm_ring_snapshot *s, uint64_t now, struct ring_block *b)
+{
+    const uint8_t *data = shm_ring_data(&p->region, &p->geo, i);
+    uint64_t lag = s->head - s->tail;
+    size_t want = s->head < s->tail || lag > DRAIN_MAX ? DRAIN_MAX : (size_t)lag;
+    b->bound = (PACK_BOUND(want) + 7) & ~(size_t)7;
+    b->dst = NULL;
+    int rc = seg_writer_data_reserve(p->writer, b->bound + DRAIN_CHUNK, &b->dst);
+    if (rc) {
+        storedir_write_failed(st, rc, "data block", p->pid, now);
+        return rc;      /* cursor untouched: the records stay in the ring */
+    }
+    uint8_t *scratch = b->dst + b->bound;
+    b->x = (struct shm_read_xform){ .cal = &p->cal };
+    pack_init(&b->pk);
+    b->new_tail = s->tail;
+    b->got = b->packed = 0;
+    while (b->got < want) {
+        size_t chunk = want - b->got < DRAIN_CHUNK ? want - b->got : DRAIN_CHUNK;
+        long n = 0;
+        if (g_read(p, data, s, scratch, chunk, &b->new_tail, &b->x, &n))
+            return -EFAULT;
+        if (n == -ENOBUFS && b->got > 0)
+            break;          /* the next record did not fit what is left: next pass */
+        if (n < 0) {
+            quarantine_ring(p, i, s);
+            return 1;       /* the reservation is dropped with everything in it */
+        }
+        long e = pack_records(&b->pk, scratch, (size_t)n, b->dst + PACK_PREFIX + b->packed,
+                              b->bound - PACK_PREFIX - b->packed);
+        if (e < 0) {        /* cannot happen within PACK_BOUND: a bug, not the ring */
+            col_log_limited(&p->rl, COL_LOG_ERROR, "pid %u: ring %u: packing overflowed "
+                            "its bound; records left in the ring", p->pid, i);
+            return -EIO;
+        }
+        b->packed += (size_t)e;
+        b->got += (size_t)n;
+        s->tail = b->new_tail;  /* the next chunk starts after what was read */
+        if (n == 0 || b->new_tail == s->head)
+            break;
+    }
+    return 0;
+}
+
+/* Make b a packed DATA block of the segment (CRC over the packed bytes),
+ * carrying the drops the ring counted since the last block, and count it.
+ * 0 or the write error (cursor untouched: the records stay in the ring). */
+static int commit_block(struct proc *p, struct storedir *st, uint32_t i,
+                        const struct shm_ring_snapshot *s, struct ring_block *b, uint64_t now,
+                        struct drain_result *res)
+{
+    struct proc_ring *r = &p->rings[i];
+    uint64_t delta = s->lost >= r->lost_seen ? s->lost - r->lost_seen : 0;
+    struct seg_data_stats stats = { .nrec = b->x.nrec, .t_min = b->x.t_min, .t_max = b->x.t_max };
+    memcpy(stats.counts, b->x.counts, sizeof stats.counts);
+    size_t plen = pack_finish(b->dst, b->packed, (uint32_t)b->got);
+    int rc = seg_writer_data_commit(p->writer, s->tid, i, s->generation, delta, plen, &stats,
+                                    crc32c_update(0, b->dst, plen), SEG_BF_PACKED);
+    if (rc) {
+        storedir_write_failed(st, rc, "data block", p->pid, now);
+        return rc;
+    }
+    uint64_t nrec = stats.nrec;
+    r->lost_seen = s->lost;
+    r->lost += delta;
+    p->lost += delta;
+    p->records += nrec;
+    p->writer_records += nrec;
+    p->bytes_written += plen;
+    r->pend_records += nrec;
+    res->records += nrec;
+    res->bytes += plen;
+    if (!r->first_ns) {
+        r->first_ns = b->x.t_first;
+        res->fresh = 1;
+    }
+    r->last_ns = b->x.t_last;
+    r->thread_dirty = 1;
+    return 0;
+}
+
+/* Copy ring i's backlog into the segment: the metadata entries published
+ * before these records first (their meta_head store happened-before the
+ * records' head store, and pull_meta acquires meta_head after we acquired
+ * head), then one DATA block. The private cursor (read_tail) moves past what
+ * the block holds and the ring is marked pending: the shm tail is published
+ * by commit() once the writer flushed them (or by drain_seal). 0, 1 (ring
+ * quarantined), -EFAULT or a write error. */
+static int copy_records(struct proc *p, struct storedir *st, uint32_t i,
+                        struct shm_ring_snapshot *s, uint64_t now, struct drain_result *res)
+{
+    struct proc_ring *r = &p->rings[i];
+    int rc = pull_meta(p, st);
+    if (rc)
+        return rc;
+    if ((rc = drain_writer(p, st, now)) || (rc = write_pending_meta(p, st, now)))
+        return rc;
+    struct ring_block b;
+    if ((rc = read_block(p, st, i, s, now, &b)))
+        return rc;
+    if (b.got > 0 && (rc = commit_block(p, st, i, s, &b, now, res)))
+        return rc;
+    if (b.new_tail != r->read_tail) {
+        r->read_tail = b.new_tail;
+        r->pend = 1;
+    }
+    if (b.new_tail != s->head)
+        res->more = 1;
+    r->backlog_ns = b.new_tail == s->head ? 0 : now;
+    return 0;
+}
+
+/* The thread (or the whole process, which may have died with the ring still
+ * OWNED) wrote its last record and everything is in a flushed segment:
+ * drops counted after its last record are now final, and a record-less
+ * DATA block carries them. 0 or a write error. */
+static int write_final_drops(struct proc *p, struct storedir *st, uint32_t i,
+                             const struct shm_ring_snapshot *s, uint64_t now)
+{
+    struct proc_ring *r = &p->rings[i];
+    uint64_t delta = s->lost > r->lost_seen ? s->lost - r->lost_seen : 0;
+    if (!delta)
+        return 0;
+    int rc = drain_writer(p, st, now);
+    if (!rc)
+        rc = seg_writer_add_data(p->writer, s->tid, i, s->generation, delta, NULL, 0);
+    if (rc) {
+        storedir_write_failed(st, rc, "data block", p->pid, now);
+        return rc;
+    }
+    r->lost_seen = s->lost;
+    r->lost += delta;
+    p->lost += delta;
+    return 0;
+}
+
+/* A ring is drained when nothing read from it waits for a flush and its
+ * published tail is the head we saw. A drained RELEASED ring (or any ring
+ * of an ended process) gets its final drops; a drained RELEASED ring ends
+ * its thread and goes back to FREE (shm_slot_recycle), and its next owner
+ * is read from the shm tail again. 0, -EFAULT or a write error. */
+static int finish_drained(struct proc *p, struct storedir *st, uint32_t i,
+                          const struct shm_ring_snapshot *s, uint64_t now)
+{
+    struct proc_ring *r = &p->rings[i];
+    if (r->pend || r->consumed_tail != s->head)
+        return 0;
+    int rc;
+    if ((s->state == D9_RING_RELEASED || p->ended) && (rc = write_final_drops(p, st, i, s, now)))
+        return rc;
+    if (s->state != D9_RING_RELEASED)
+        return 0;
+    if ((rc = end_thread(p, st, i, now)))
+        return rc;
+    if (g_recycle(p, shm_ring_hdr(&p->region, &p->geo, i)))
+        return -EFAULT;
+    r->tail_known = 0;      /* the next owner starts from the shm tail again */
+    return 0;
+}
+
+/* One ring, one block at most: snapshot it (head acquired first, then the
+ * slot fields, under the guard), follow its owner, and copy its backlog
+ * unless that waits for a batch. 0, -EFAULT (region fault) or a write
+ * error. Records go into the writer and the private read_tail advances;
+ * the shm tail is published by commit() once the writer flushed them. */
+static int drain_ring(struct proc *p, struct storedir *st, uint32_t i, uint64_t now,
+                      int force, struct drain_result *res)
+{
+    struct proc_ring *r = &p->rings[i];
+    if (r->quarantined)
+        return 0;
+    struct shm_ring_snapshot s;
+    if (g_snapshot(p, shm_ring_hdr(&p->region, &p->geo, i), &s))
+        return -EFAULT;
+    r->state = s.state;
+    if (s.state != D9_RING_OWNED && s.state != D9_RING_RELEASED) {
+        r->lag_bytes = 0;
+        return 0;           /* FREE or CLAIMING: nothing of ours in it */
+    }
+    resume_cursor(p, st, i, &s);
+    int rc = track_generation(p, st, i, &s, now);
+    if (rc)
+        return rc;
+    measure_backlog(r, &s, now);
+    if (s.head != s.tail && !batch_pending(p, r, &s, now, force)) {
+        rc = copy_records(p, st, i, &s, now, res);
+        if (rc == 1)
+            return 0;       /* ring quarantined: nothing more of it this pass */
+        if (rc)
+            return rc;
+    }
+    return finish_drained(p, st, i, &s, now);
+}
+
+/* ---- tails: published only once the segment holds their records ------------------------
+ *
+ * A ring read this pass is pending (pend, pend_records) until its records
+ * are in the segment file: commit() after a successful write(2) of the
+ * writer's buffer, drain_seal() after a successful seal. Only then does
+ * shm_ring_consume (a release store of the tail) give the space back to
+ * the producer; a failed seal rewinds read_tail instead. */
+
+/* Publish pending tails without flushing (the writer was just sealed). */
+static void publish(struct proc *p)
 {
     for (uint32_t i = 0; i < p->geo.ring_count; i++) {
-        struct col_ring *r = &p->rings[i];
+        struct proc_ring *r = &p->rings[i];
         if (!r->pend)
             continue;
         if (!p->quarantined && !r->quarantined && g_consume(p, shm_ring_hdr(&p->region, &p->geo, i),
                                                             r->read_tail)) {
-            col_proc_quarantine(p, "SIGBUS while publishing a ring tail (file truncated?)");
+            drain_quarantine(p, "SIGBUS while publishing a ring tail (file truncated?)");
         }
         r->consumed_tail = r->read_tail;
         r->pend = 0;
@@ -617,11 +656,13 @@ void col_drain_publish(struct col_proc *p)
     }
 }
 
-uint64_t col_drain_rewind(struct col_proc *p)
+/* The writer holding pending records is gone (seal failed): rewind the
+ * private cursors so those records are read again; returns their count. */
+static uint64_t rewind_pending(struct proc *p)
 {
     uint64_t n = 0;
     for (uint32_t i = 0; i < p->geo.ring_count; i++) {
-        struct col_ring *r = &p->rings[i];
+        struct proc_ring *r = &p->rings[i];
         if (!r->pend)
             continue;
         n += r->pend_records;
@@ -632,7 +673,9 @@ uint64_t col_drain_rewind(struct col_proc *p)
     return n;
 }
 
-int col_drain_commit(struct col_proc *p, struct col_store *st, uint64_t now_ns)
+/* Flush p's writer and, if that worked, publish the tails of every ring
+ * whose records it now holds (shm_ring_consume). 0 or the write error. */
+static int commit(struct proc *p, struct storedir *st, uint64_t now_ns)
 {
     int any = 0;
     for (uint32_t i = 0; i < p->geo.ring_count && !any; i++)
@@ -642,21 +685,55 @@ int col_drain_commit(struct col_proc *p, struct col_store *st, uint64_t now_ns)
     if (p->writer) {
         int rc = seg_writer_flush(p->writer);
         if (rc) {
-            col_store_write_failed(st, rc, "segment write", p->pid, now_ns);
+            storedir_write_failed(st, rc, "segment write", p->pid, now_ns);
             return rc;
         }
-        col_store_write_ok(st);
+        storedir_write_ok(st);
     }
-    col_drain_publish(p);
+    publish(p);
     return 0;
 }
 
-int col_drain_proc(struct col_proc *p, struct col_store *st, uint64_t now_ns, int force,
-                   struct col_drain_result *res)
+int drain_seal(struct proc *p, struct storedir *st)
+{
+    if (!p->writer)
+        return 0;
+    /* write what is buffered first: if that fails (disk full) the writer
+     * stays open and nothing is lost; a failed seal would delete the file */
+    int frc = seg_writer_flush(p->writer);
+    if (frc) {
+        storedir_write_failed(st, frc, "segment write", p->pid, shm_mono_ns());
+        return frc;
+    }
+    struct seg_writer *w = p->writer;
+    uint64_t pending = 0;
+    for (uint32_t i = 0; i < p->geo.ring_count; i++)
+        pending += p->rings[i].pend_records;
+    uint64_t recs = p->writer_records;
+    p->writer = NULL;
+    p->writer_records = 0;
+    p->meta_in_writer = 0;
+    /* records whose tails were already published are lost if sealing fails;
+     * pending ones are not: their tails go out only after the seal */
+    int rc = storedir_seal(st, w, p->process_id, p->pid, recs >= pending ? recs - pending : 0);
+    if (rc == 0) {
+        publish(p);
+    } else {
+        uint64_t again = rewind_pending(p);
+        p->records = p->records >= again ? p->records - again : 0;
+    }
+    index_threads(p, st);
+    return rc;
+}
+
+/* ---- a pass over a process ------------------------------------------------------------- */
+
+int drain_proc(struct proc *p, struct storedir *st, uint64_t now_ns, int force,
+               struct drain_result *res)
 {
     if (p->quarantined)
         return 0;
-    if (!col_store_writable(st, now_ns) || col_drain_commit(p, st, now_ns)) {
+    if (!storedir_writable(st, now_ns) || commit(p, st, now_ns)) {
         res->write_failed = 1;
         return 0;
     }
@@ -685,13 +762,13 @@ int col_drain_proc(struct col_proc *p, struct col_store *st, uint64_t now_ns, in
         in_use += p->rings[i].state == D9_RING_OWNED;
         /* size rotation inside the pass: a segment overshoots by one buffer at most */
         if (p->writer && st->segment_max_bytes &&
-            seg_writer_bytes(p->writer) >= st->segment_max_bytes && col_proc_seal(p, st)) {
+            seg_writer_bytes(p->writer) >= st->segment_max_bytes && drain_seal(p, st)) {
             res->write_failed = 1;
             break;
         }
     }
     if (rc == -EFAULT) {
-        col_proc_quarantine(p, "SIGBUS while reading its region (file truncated?)");
+        drain_quarantine(p, "SIGBUS while reading its region (file truncated?)");
         /* what is already in the writer stays; tails are not published any more */
         return -EFAULT;
     }
@@ -701,20 +778,20 @@ int col_drain_proc(struct col_proc *p, struct col_store *st, uint64_t now_ns, in
     }
     res->full_size = p->geo.ring_data_size;
     /* publish what this pass wrote before the caller sleeps */
-    if (col_drain_commit(p, st, now_ns))
+    if (commit(p, st, now_ns))
         res->write_failed = 1;
     return 0;
 }
 
-int col_drain_proc_all(struct col_proc *p, struct col_store *st, struct col_drain_result *res)
+int drain_proc_all(struct proc *p, struct storedir *st, struct drain_result *res)
 {
-    /* each pass takes up to COL_DRAIN_MAX bytes per ring; a ring holds at most
+    /* each pass takes up to DRAIN_MAX bytes per ring; a ring holds at most
      * ring_data_size, so this many passes empty what was there at the start
      * even if a producer keeps writing */
-    uint64_t passes = p->geo.ring_data_size / COL_DRAIN_MAX + 2;
+    uint64_t passes = p->geo.ring_data_size / DRAIN_MAX + 2;
     for (uint64_t k = 0; k < passes; k++) {
-        struct col_drain_result one = { 0 };
-        int rc = col_drain_proc(p, st, shm_mono_ns(), 1, &one);
+        struct drain_result one = { 0 };
+        int rc = drain_proc(p, st, shm_mono_ns(), 1, &one);
         res->bytes += one.bytes;
         res->records += one.records;
         res->write_failed |= one.write_failed;

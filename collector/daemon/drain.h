@@ -1,100 +1,50 @@
 /*
- * drain.h — the drain step: copy committed records out of a traced
- * process's rings into its open segment, plus the pure pieces it is built
- * from (adaptive sleep, timestamp conversion, rotation decision, calibration
- * read) and the SIGBUS guard that makes touching a mapped region safe.
+ * drain.h — the ring protocol on the collector's side: copy committed
+ * records out of a traced process's rings into its open segment, publish
+ * the rings' tails once the segment holds them, and seal that segment.
  *
- * Called by d9collectd.c (every loop iteration) and proc.c (final drain of
- * an ended process), on the collector's single drain thread.
+ * drain.c owns a traced process's open segment (struct proc's writer and
+ * the ring cursors that depend on it): drain_writer opens it on the first
+ * write, by whoever writes (the ring pass here, the profiler in prof.c, the
+ * end of the process in proc.c); drain_seal seals it, because a seal is the
+ * point where the tails of the records it holds may be published.
+ *
+ * Called by proc.c (the final drain and the end of a process), prof.c
+ * (drain_writer) and d9collectd.c (a pass per loop iteration, flush,
+ * rotation), on the collector's single drain thread. Calls guard.c and
+ * storedir.c only: it never calls back into proc.c or prof.c.
  *
  * Invariants:
  *   - shm is hostile: records are copied into private memory (the segment
  *     writer's buffer, reserved with seg_writer_data_reserve) by
  *     shm_ring_read(), which validates the copy and, in the same walk,
  *     converts its timestamps and counts it; nothing else is read from a
- *     ring's data area. Each chunk (COL_DRAIN_CHUNK) is packed into the
- *     DATA block while it is in cache. Every read or write of a mapped region happens
- *     between col_guard_arm() and col_guard_disarm(), so a SIGBUS (the owner
- *     truncated the file) quarantines that region instead of killing us.
+ *     ring's data area. Each chunk (DRAIN_CHUNK) is packed into the DATA
+ *     block while it is in cache. Every read or write of a mapped region
+ *     happens between guard_arm() and guard_disarm() (guard.h), so a SIGBUS
+ *     (the owner truncated the file) quarantines that region instead of
+ *     killing us.
  *   - A ring's shm tail is advanced (shm_ring_consume) only after the
  *     records before it were written to the segment file (writer flushed
  *     with write(2), or sealed). Reading uses a collector-private cursor
  *     (read_tail); a failed write leaves both alone: the data stays in the
- *     ring and is retried later.
+ *     ring and is retried later. A failed seal rewinds read_tail to the
+ *     published tail, so those records are read again.
  *   - New metadata entries reach the segment before any data block written
  *     after they were seen.
  * Must never: block on the traced process, trust a length it did not
  * validate, or keep draining a quarantined ring or region.
  */
-#ifndef D9_COL_DRAIN_H
-#define D9_COL_DRAIN_H
+#ifndef D9_DAEMON_DRAIN_H
+#define D9_DAEMON_DRAIN_H
 
-#include <setjmp.h>
-#include <stddef.h>
 #include <stdint.h>
+#include "collector/daemon/pace.h"
 #include "shm/clock.h"
 #include "shm/d9_abi.h"
 
-struct col_proc;
-struct col_store;
-struct seg_data_stats;
-
-/* ---- adaptive sleep ---------------------------------------------------------- */
-struct col_backoff {
-    uint32_t min_us, max_us;
-    uint32_t cur_us;            /* next idle sleep */
-};
-void col_backoff_init(struct col_backoff *b, uint32_t min_us, uint32_t max_us);
-/* After a pass: returns how long to sleep (0 = poll again now). A pass with
- * work resets the sleep to min; each idle pass doubles it up to max. */
-uint32_t col_backoff_next(struct col_backoff *b, int had_work);
-
-/* Pace the next pass by pressure instead of by "found anything": lag is the
- * backlog the pass found in its fullest ring (relative to that ring's size,
- * size bytes), dt_us the time since the previous pass began, more whether a
- * ring still held data when the pass stopped.
- *   - the sleep is the idle backoff (x2 per pass up to max), capped so that
- *     at the rate just seen (lag per dt) the fullest ring stays under
- *     1/COL_BACKOFF_TARGET_DIV full: the other three quarters absorb a
- *     stall of the collector or a burst;
- *   - more, or the fullest ring at least 1/COL_BACKOFF_BUSY_DIV full: 0 (go
- *     again), and the next sleep keeps that cap (not min: restarting from
- *     min made a steady producer a sawtooth of short sleeps), unless data
- *     was left behind or the cap is under COL_BACKOFF_STALL_US: then the
- *     sleep restarts from min.
- * A trickle of events therefore costs a wakeup every few ms, not a busy loop,
- * a steady stream one wakeup per quarter ring, and a ring filling fast is
- * drained before it overflows. */
-#define COL_BACKOFF_BUSY_DIV 8u
-#define COL_BACKOFF_TARGET_DIV 4u
-/* A ring that fills a quarter in less than this is polled from min_us after
- * a busy pass (the old pacing): a sleep of the collector's CPU can stretch
- * to 4 ms on a VM (the vCPU halts), which must fit in three quarters. */
-#define COL_BACKOFF_STALL_US 2000u
-uint32_t col_backoff_pace(struct col_backoff *b, uint64_t lag, uint64_t size, uint64_t dt_us,
-                          int more);
-
-/*
- * The timer of a sleep of ns: wake no later than ns, but let the kernel fire
- * the timer at any interrupt in the sleep's second half (timer slack,
- * PR_SET_TIMERSLACK: the largest power of two up to ns / 2; a power of two
- * because the paced sleeps vary from pass to pass and each change of the
- * slack is a system call). On a busy CPU the scheduler tick (4 ms apart at
- * Debian's HZ=250) lands in the window of any sleep from ~8 ms up, so the
- * wake-up needs no timer interrupt of its own, which costs the interrupted
- * CPU ~20 us on a VM, as a profile sample does. Measured on the demo: 80
- * fewer local timer interrupts a second, ~20 % more wake-ups (they come
- * earlier), the collector's CPU the same. *request_ns = ns - slack,
- * *slack_ns = the slack; sleeps shorter than 2^17 ns (131 us) keep the
- * kernel's default slack and are requested whole, as before.
- */
-#define COL_SLACK_MIN_NS 50000u     /* the kernel's default timer slack */
-void col_sleep_window(uint64_t ns, uint64_t *request_ns, uint64_t *slack_ns);
-
-/* ---- rotation ------------------------------------------------------------- */
-/* 1 when a segment of bytes opened at opened_ns must be sealed at now_ns. */
-int col_rotate_due(uint64_t bytes, uint64_t opened_ns, uint64_t now_ns,
-                   uint64_t max_bytes, uint64_t max_age_ns);
+struct proc;
+struct storedir;
 
 /* ---- calibration ------------------------------------------------------------ */
 
@@ -102,48 +52,36 @@ int col_rotate_due(uint64_t bytes, uint64_t opened_ns, uint64_t now_ns,
  * -EAGAIN if a writer kept the seqlock odd/changing, -EINVAL if the pairs
  * are unusable (the caller then uses its own shm_clock_calibrate()).
  * Must run under the guard. */
-int col_read_calibration(const struct d9_region_hdr *h, struct shm_clock_cal *cal);
-
-/* ---- SIGBUS guard ---------------------------------------------------------- */
-/* Install the SIGBUS/SIGSEGV handler once at start-up. A fault inside an armed
- * range jumps back to the armed sigjmp_buf (sigsetjmp(jb, 0): no syscall);
- * any other fault is re-raised with the default action (a real bug). */
-int col_guard_install(void);
-void col_guard_arm(sigjmp_buf *jb, const void *base, size_t size);
-/* Arm for any address: around a call that maps a region and reads it before
- * we know where it is (shm_region_map). */
-void col_guard_arm_any(sigjmp_buf *jb);
-void col_guard_disarm(void);
+int drain_read_calibration(const struct d9_region_hdr *h, struct shm_clock_cal *cal);
 
 /* ---- the drain step --------------------------------------------------------- */
 /* At most this many bytes of records per ring and pass (a busy ring cannot
  * starve the others); PACK_BOUND of it plus a chunk must fit the segment
  * writer's buffer with a block header. */
-#define COL_DRAIN_MAX      (512u * 1024u)
-/* A ring is read once it holds a batch (col_drain_batch: COL_DRAIN_BATCH
+#define DRAIN_MAX      (512u * 1024u)
+/* A ring is read once it holds a batch (drain_batch: DRAIN_BATCH
  * bytes for rings of 1 MiB and more) or a backlog older than
- * COL_DRAIN_BATCH_NS; always when its thread ended, its process ended or a
+ * DRAIN_BATCH_NS; always when its thread ended, its process ended or a
  * flush asks, and a thread's first records at once. Reading every ring at
- * every pass made one small block per ring per pass: a row each in the
- * index, thousands per segment, committed in one transaction at the seal
- * (9 ms for a 64 MiB segment: a 1 MiB ring overflows in 8 ms at 4 M
- * events/s). */
-#define COL_DRAIN_BATCH    (64u * 1024u)
-#define COL_DRAIN_BATCH_NS (100u * 1000000ull)
-/* The batch of a ring of size bytes: COL_DRAIN_BATCH, at most half of what
- * makes col_backoff_pace go again at once (size / COL_BACKOFF_BUSY_DIV). A
+ * every pass would make one small block per ring per pass: a row each in
+ * the index, thousands per segment, and a seal that commits them all at
+ * once stalls the loop for longer than a fast ring takes to fill. */
+#define DRAIN_BATCH    (64u * 1024u)
+#define DRAIN_BATCH_NS (100u * 1000000ull)
+/* The batch of a ring of size bytes: DRAIN_BATCH, at most half of what
+ * makes pace_by_pressure go again at once (size / PACE_BUSY_DIV). A
  * batch above that made a small ring (DIAL9_RING_KB=128) a busy loop: the
  * pacing saw the ring 1/8 full and went again, the drain waited for 64 KiB. */
-static inline uint64_t col_drain_batch(uint64_t ring_size)
+static inline uint64_t drain_batch(uint64_t ring_size)
 {
-    uint64_t cap = ring_size / (2u * COL_BACKOFF_BUSY_DIV);
-    return cap < COL_DRAIN_BATCH ? cap : COL_DRAIN_BATCH;
+    uint64_t cap = ring_size / (2u * PACE_BUSY_DIV);
+    return cap < DRAIN_BATCH ? cap : DRAIN_BATCH;
 }
 /* Copy-and-validate granule: small enough that packing finds it in L1/L2. */
-#define COL_DRAIN_CHUNK    (32u * 1024u)
+#define DRAIN_CHUNK    (32u * 1024u)
 
 /* Outcome counters of one pass over a process, added to its totals too. */
-struct col_drain_result {
+struct drain_result {
     uint64_t bytes;             /* DATA payload bytes written to the segment (packed) */
     uint64_t records;
     int more;                   /* some ring still had data when we stopped */
@@ -154,24 +92,31 @@ struct col_drain_result {
 };
 
 /* One pass over every ring of p: metadata first, then each ring's new
- * records (at most COL_DRAIN_MAX bytes per ring so a busy ring cannot starve
- * the others), of the rings that hold a batch (col_drain_batch) or all of
+ * records (at most DRAIN_MAX bytes per ring so a busy ring cannot starve
+ * the others), of the rings that hold a batch (drain_batch) or all of
  * them with force. Opens p's segment writer when there is something to
- * write. Returns 0 or -EFAULT when the region faulted (p is now quarantined). */
-int col_drain_proc(struct col_proc *p, struct col_store *st, uint64_t now_ns, int force,
-                   struct col_drain_result *res);
-
-/* Flush p's writer and, if that worked, publish the tails of every ring
- * whose records it now holds (shm_ring_consume). 0 or the write error. */
-int col_drain_commit(struct col_proc *p, struct col_store *st, uint64_t now_ns);
-/* Publish pending tails without flushing (the writer was just sealed). */
-void col_drain_publish(struct col_proc *p);
-/* The writer holding pending records is gone (seal failed): rewind the
- * private cursors so those records are read again; returns their count. */
-uint64_t col_drain_rewind(struct col_proc *p);
+ * write, and seals it inside the pass once it reaches the store's
+ * segment_max_bytes. Returns 0 or -EFAULT when the region faulted (p is now
+ * quarantined). */
+int drain_proc(struct proc *p, struct storedir *st, uint64_t now_ns, int force,
+               struct drain_result *res);
 
 /* Drain p until its rings are empty (or a write fails / the region faults):
  * used at process end, flush and shutdown. */
-int col_drain_proc_all(struct col_proc *p, struct col_store *st, struct col_drain_result *res);
+int drain_proc_all(struct proc *p, struct storedir *st, struct drain_result *res);
 
-#endif /* D9_COL_DRAIN_H */
+/* ---- the process's open segment ---------------------------------------------- */
+
+/* Make sure p has an open segment writer. 0 or -errno (write error counted). */
+int drain_writer(struct proc *p, struct storedir *st, uint64_t now_ns);
+
+/* Seal and index p's open segment (if any), then publish the tails of the
+ * records it held (or, if the seal failed, rewind the cursors so they are
+ * read again), and refresh p's thread rows. 0 or -errno. */
+int drain_seal(struct proc *p, struct storedir *st);
+
+/* Quarantine the whole region (after a fault): its shm is never touched
+ * again; logged once. */
+void drain_quarantine(struct proc *p, const char *why);
+
+#endif /* D9_DAEMON_DRAIN_H */

@@ -1,6 +1,6 @@
 /*
  * perf.h — out-of-process CPU and off-CPU sampling of traced processes with
- * perf_event_open(2), done by d9collectd (issue 7).
+ * perf_event_open(2), done by d9collectd.
  *
  * For every thread of a process the collector opens up to two software
  * events on that thread (pid = tid, cpu = -1):
@@ -30,7 +30,7 @@
  * ts in CLOCK_MONOTONIC ns, seq dense per perf_proc, for the daemon to append
  * as DATA blocks of the pseudo ring PERF_SEG_RING (generation 0, block tid =
  * pid) of the process's segment. The collector also writes the process's
- * memory map there (see symbols.h, sym_maps_records) so d9 can symbolize.
+ * memory map there (see sym.h, sym_maps_records) so d9 can symbolize.
  *
  * The perf ring is written by the kernel but treated as untrusted like shm:
  * every size, cursor and count is checked (perf_ring_walk, perf_parse_*);
@@ -39,8 +39,8 @@
  * Never: block, follow pointers read from the ring, or let a traced process
  * influence how much we read (bounded by the ring size we mapped).
  */
-#ifndef D9_COL_PERF_H
-#define D9_COL_PERF_H
+#ifndef D9_DAEMON_PERF_H
+#define D9_DAEMON_PERF_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -55,10 +55,10 @@
 /* Defaults (d9collectd options --perf-freq, --switch-period). */
 #define PERF_FREQ_DEFAULT           99u
 #define PERF_FREQ_MAX               10000u
-/* Off-CPU sampling is opt-in: a context-switch event on a thread makes
- * every switch of that thread cost ~3 us more (two threads ping-ponging on
- * one CPU of the development VM: 680 k -> 200 k switches/s), far more than
- * the on-CPU profile's ~1.3 us; 16 is the suggested value when wanted. */
+/* Off-CPU sampling is opt-in: a context-switch event on a thread adds a
+ * few microseconds to every switch of that thread (on a VM several times the
+ * on-CPU profile's cost per sample; tests/bench/RESULTS.md); 16 is the
+ * suggested value when wanted. */
 #define PERF_SWITCH_PERIOD_DEFAULT  0u           /* off */
 #define PERF_RING_PAGES_DEFAULT     32u          /* data pages per thread, power of two */
 #define PERF_RING_PAGES_MAX         1024u        /* data pages per ring, at most */
@@ -80,9 +80,9 @@ void perf_config_default(struct perf_config *c);
  * Keep the kernel's callchain buffers allocated for the collector's whole
  * run. The kernel allocates them when the first event that samples
  * callchains opens and frees them when the last one closes; allocating them
- * took 9-14 ms on the development VM, inside the drain loop, at every
- * adoption while no other traced process was being sampled (a 1 MiB ring
- * fills in 8 ms at 4 M events/s). A disabled event on the collector itself
+ * takes milliseconds, which inside the drain loop, at every adoption while
+ * no other traced process was being sampled, is as long as a busy 1 MiB ring
+ * takes to fill. A disabled event on the collector itself
  * holds them. Returns its fd (close it at exit) or -errno (perf not
  * permitted: there is nothing to keep).
  */
@@ -234,4 +234,4 @@ int perf_parse_sample_id(const uint8_t *rec, size_t len, struct perf_sample_id *
 uint16_t perf_callchain_to_frames(const uint8_t *ips, uint64_t nr, uint64_t *out, uint16_t max,
                                   uint16_t *flags);
 
-#endif /* D9_COL_PERF_H */
+#endif /* D9_DAEMON_PERF_H */

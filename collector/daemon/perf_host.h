@@ -9,10 +9,10 @@
  *
  * Why: a per-thread event is scheduled out and in at every context switch of
  * its thread (a cpu-clock event cancels and re-arms its hrtimer, a timer
- * reprogramming each time: a VM exit on a virtual machine). On the
- * development VM that made the demo workload about 1 % slower at 99 Hz,
- * against 0 % for a per-CPU event, whose timer does not care about
- * switches. It also samples a new thread from its first instruction, where
+ * reprogramming each time: a VM exit on a virtual machine). That made the
+ * demo workload measurably slower on a VM at 99 Hz, where a per-CPU event,
+ * whose timer does not care about switches, costs nothing per switch
+ * (tests/bench/RESULTS.md). It also samples a new thread from its first instruction, where
  * per-thread events miss up to one /proc rescan of its life.
  *
  * Cost and scope: each CPU gets freq_hz samples per second of non-idle time
@@ -34,8 +34,8 @@
  * Called by the daemon's single loop only. Never: block, or read outside the
  * mappings.
  */
-#ifndef D9_COL_PERF_HOST_H
-#define D9_COL_PERF_HOST_H
+#ifndef D9_DAEMON_PERF_HOST_H
+#define D9_DAEMON_PERF_HOST_H
 #include <stdint.h>
 #include "collector/daemon/perf.h"
 #include "collector/daemon/perf_tick.h"
@@ -103,4 +103,4 @@ long perf_host_poll(struct perf_host *h, perf_host_route_fn route, void *ctx);
 
 void perf_host_stats(const struct perf_host *h, struct perf_host_stats *out);
 
-#endif /* D9_COL_PERF_HOST_H */
+#endif /* D9_DAEMON_PERF_HOST_H */

@@ -5,8 +5,8 @@
  *
  * Why: a cpu-clock event arms an hrtimer per CPU, so each sample is an
  * interrupt of its own. On a virtual machine every such interrupt is a
- * timer exit (about 20 us on the development VM, ten times its cost on bare
- * metal), which at 99 Hz is about 0.2 % of every busy CPU. A busy CPU takes
+ * timer exit (tens of microseconds, an order of magnitude more than on bare
+ * metal), which at 99 Hz is a few tenths of a percent of every busy CPU. A busy CPU takes
  * the scheduler tick anyway (HZ times a second), and the tick's hrtimer
  * expiry is a tracepoint (timer:hrtimer_expire_entry with function = the
  * tick handler): a perf event on it, 1 in `period` hits sampled, costs the
@@ -35,8 +35,8 @@
  *
  * Never: trust a file's contents beyond what is parsed and range-checked.
  */
-#ifndef D9_COL_PERF_TICK_H
-#define D9_COL_PERF_TICK_H
+#ifndef D9_DAEMON_PERF_TICK_H
+#define D9_DAEMON_PERF_TICK_H
 #include <stddef.h>
 #include <stdint.h>
 
@@ -101,4 +101,4 @@ int perf_tick_has_entry(const struct perf_tick *t);
 size_t perf_tick_strip(const struct perf_tick *t, const uint8_t *ips, uint64_t nr,
                        uint64_t *out, size_t cap, int *unanchored);
 
-#endif /* D9_COL_PERF_TICK_H */
+#endif /* D9_DAEMON_PERF_TICK_H */

@@ -1,11 +1,13 @@
 /*
- * proc.c — per-process state and lifecycle in d9collectd (see proc.h).
+ * proc.c — a traced process's lifecycle in d9collectd (see proc.h): maps
+ * and adopts its region, reads its header under the guard, tells whether
+ * it still runs, ends it (final drain and profile, exit block, seal, index,
+ * unlink) and reports its status.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <setjmp.h>
-#include <sqlite3.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -14,35 +16,37 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include "collector/daemon/drain.h"
-#include "collector/store/index.h"
+#include "collector/daemon/guard.h"
+#include "collector/store/idx.h"
+#include "collector/store/idx_read.h"
 #include "collector/daemon/proc.h"
 #include "collector/daemon/prof.h"
-#include "collector/daemon/store.h"
+#include "collector/daemon/storedir.h"
 
-static int g_header(struct col_proc *p, uint32_t *state, uint32_t *untraced, uint32_t *sampler,
+static int g_header(struct proc *p, uint32_t *state, uint32_t *untraced, uint32_t *sampler,
                     uint64_t *created)
 {
     sigjmp_buf jb;
     if (sigsetjmp(jb, 0))
         return -EFAULT;
-    col_guard_arm(&jb, p->region.base, p->region.size);
+    guard_arm(&jb, p->region.base, p->region.size);
     struct d9_region_hdr *h = p->region.hdr;
     *state = atomic_load_explicit(&h->state, memory_order_acquire);
     *untraced = atomic_load_explicit(&h->threads_untraced, memory_order_relaxed);
     *sampler = atomic_load_explicit(&h->sampler, memory_order_relaxed);
     if (created)
         *created = __atomic_load_n(&h->created_ns, __ATOMIC_RELAXED);
-    col_guard_disarm();
+    guard_disarm();
     return 0;
 }
 
-int col_proc_refresh_header(struct col_proc *p)
+int proc_refresh_header(struct proc *p)
 {
     if (p->quarantined)
         return -EFAULT;
     uint32_t state, untraced, sampler;
     if (g_header(p, &state, &untraced, &sampler, NULL)) {
-        col_proc_quarantine(p, "SIGBUS while reading its header (file truncated?)");
+        drain_quarantine(p, "SIGBUS while reading its header (file truncated?)");
         return -EFAULT;
     }
     p->region_state = state;
@@ -61,37 +65,30 @@ static int g_map(const char *path, uint32_t expected_uid, struct shm_region *r,
     sigjmp_buf jb;
     if (sigsetjmp(jb, 0))
         return -EBADMSG;
-    col_guard_arm_any(&jb);
+    guard_arm_any(&jb);
     int rc = shm_region_map(path, expected_uid, r, g);
-    col_guard_disarm();
+    guard_disarm();
     return rc;
 }
 
 /* A ring's 'lost' counter is cumulative over its life; drops already
  * written into indexed blocks (by an earlier collector run) must not be
  * reported again after a restart. */
-static void resume_lost_counters(struct col_proc *p, struct col_store *st)
+static void resume_lost_counters(struct proc *p, struct storedir *st)
 {
-    sqlite3 *db = idx_db(st->idx);
-    sqlite3_stmt *q = NULL;
-    if (!db || sqlite3_prepare_v2(db, "SELECT b.ring, SUM(b.lost) FROM blocks b JOIN segments s "
-                                      "ON s.id = b.segment_id WHERE s.process_id = ?1 "
-                                      "GROUP BY b.ring", -1, &q, NULL) != SQLITE_OK)
-        return;
-    sqlite3_bind_int64(q, 1, p->process_id);
-    while (sqlite3_step(q) == SQLITE_ROW) {
-        sqlite3_int64 ring = sqlite3_column_int64(q, 0), lost = sqlite3_column_int64(q, 1);
-        if (ring >= 0 && ring < (sqlite3_int64)p->geo.ring_count && lost > 0)
-            p->rings[ring].lost_seen = (uint64_t)lost;
-    }
-    sqlite3_finalize(q);
+    uint64_t *lost = st->idx ? calloc(p->geo.ring_count, sizeof *lost) : NULL;
+    if (lost && idx_read_rings_lost(st->idx, p->process_id, 0, p->geo.ring_count, lost) == 0)
+        for (uint32_t ring = 0; ring < p->geo.ring_count; ring++)
+            if (lost[ring] > 0)
+                p->rings[ring].lost_seen = lost[ring];
+    free(lost);
 }
 
-int col_proc_adopt(const char *path, const char *file, uint32_t expected_uid,
-                   struct col_store *st, const struct shm_clock_cal *host_cal,
-                   struct col_proc **out)
+int proc_adopt(const char *path, const char *file, uint32_t expected_uid,
+               struct storedir *st, const struct shm_clock_cal *host_cal,
+               struct proc **out)
 {
-    struct col_proc *p = calloc(1, sizeof *p);
+    struct proc *p = calloc(1, sizeof *p);
     if (!p)
         return -ENOMEM;
     int rc = g_map(path, expected_uid, &p->region, &p->geo);
@@ -119,7 +116,7 @@ int col_proc_adopt(const char *path, const char *file, uint32_t expected_uid,
     uint32_t state, untraced, sampler;
     uint64_t created = 0;
     if (g_header(p, &state, &untraced, &sampler, &created)) {
-        col_proc_free(p);
+        proc_free(p);
         return -EBADMSG;
     }
     p->region_state = state;
@@ -135,7 +132,7 @@ int col_proc_adopt(const char *path, const char *file, uint32_t expected_uid,
     rc = idx_process_upsert(st->idx, &ip, &p->process_id);
     if (rc) {
         col_err("pid %u: cannot index process: %s", p->pid, strerror(-rc));
-        col_proc_free(p);
+        proc_free(p);
         return rc;
     }
     resume_lost_counters(p, st);
@@ -162,7 +159,7 @@ static int proc_is_zombie(uint32_t pid)
     return rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
 }
 
-int col_proc_alive(const struct col_proc *p)
+int proc_alive(const struct proc *p)
 {
     if (kill((pid_t)p->pid, 0) != 0 && errno == ESRCH)
         return 0;
@@ -177,86 +174,7 @@ int col_proc_alive(const struct col_proc *p)
     return 1;
 }
 
-int col_proc_writer(struct col_proc *p, struct col_store *st, uint64_t now_ns)
-{
-    if (p->writer)
-        return 0;
-    struct seg_proc_info pi = {
-        .pid = p->pid, .uid = p->uid, .start_time = p->start_time,
-        .clock_source = p->geo.clock_source,
-        .ns_per_tick = p->cal.ns_per_tick, .cal_tsc0 = p->cal.tsc0, .cal_ns0 = p->cal.ns0,
-        .host = st->host, .comm = p->geo.comm, .exe = p->geo.exe,
-    };
-    int rc = col_store_writer_open(st, &pi, p->meta, p->meta_len, &p->writer);
-    if (rc) {
-        p->writer = NULL;
-        col_store_write_failed(st, rc, "segment open", p->pid, now_ns);
-        return rc;
-    }
-    p->meta_in_writer = p->meta_len;
-    p->writer_records = 0;
-    return 0;
-}
-
-void col_proc_index_threads(struct col_proc *p, struct col_store *st)
-{
-    if (!st->idx || p->process_id <= 0)
-        return;
-    for (uint32_t i = 0; i < p->geo.ring_count; i++) {
-        struct col_ring *r = &p->rings[i];
-        if (!r->active || !r->thread_dirty || !r->first_ns)
-            continue;
-        int rc = idx_thread_upsert(st->idx, p->process_id, r->tid, i, r->generation, r->name,
-                                   r->first_ns, r->last_ns, 0);
-        if (rc)
-            col_log_limited(&p->rl, COL_LOG_WARN, "pid %u: cannot index thread %u: %s",
-                            p->pid, r->tid, strerror(-rc));
-        else
-            r->thread_dirty = 0;
-    }
-}
-
-int col_proc_seal(struct col_proc *p, struct col_store *st)
-{
-    if (!p->writer)
-        return 0;
-    /* write what is buffered first: if that fails (disk full) the writer
-     * stays open and nothing is lost; a failed seal would delete the file */
-    int frc = seg_writer_flush(p->writer);
-    if (frc) {
-        col_store_write_failed(st, frc, "segment write", p->pid, shm_mono_ns());
-        return frc;
-    }
-    struct seg_writer *w = p->writer;
-    uint64_t pending = 0;
-    for (uint32_t i = 0; i < p->geo.ring_count; i++)
-        pending += p->rings[i].pend_records;
-    uint64_t recs = p->writer_records;
-    p->writer = NULL;
-    p->writer_records = 0;
-    p->meta_in_writer = 0;
-    /* records whose tails were already published are lost if sealing fails;
-     * pending ones are not: their tails go out only after the seal */
-    int rc = col_store_seal(st, w, p->process_id, p->pid, recs >= pending ? recs - pending : 0);
-    if (rc == 0) {
-        col_drain_publish(p);
-    } else {
-        uint64_t again = col_drain_rewind(p);
-        p->records = p->records >= again ? p->records - again : 0;
-    }
-    col_proc_index_threads(p, st);
-    return rc;
-}
-
-void col_proc_quarantine(struct col_proc *p, const char *why)
-{
-    if (p->quarantined)
-        return;
-    p->quarantined = 1;
-    col_warn("pid %u (%s): region quarantined: %s; it is not read again", p->pid, p->file, why);
-}
-
-static const char *end_state(const struct col_proc *p, int *reason)
+static const char *end_state(const struct proc *p, int *reason)
 {
     if (p->quarantined) {
         *reason = SEG_EXIT_UNKNOWN;
@@ -270,33 +188,33 @@ static const char *end_state(const struct col_proc *p, int *reason)
     return "crashed";
 }
 
-int col_proc_finish(struct col_proc *p, struct col_store *st)
+int proc_finish(struct proc *p, struct storedir *st)
 {
     uint64_t now = shm_mono_ns();
-    if (!col_store_writable(st, now))
+    if (!storedir_writable(st, now))
         return -EAGAIN;
-    if (!p->quarantined && col_proc_refresh_header(p) == 0) {
-        struct col_drain_result res = { 0 };
-        col_drain_proc_all(p, st, &res);
+    if (!p->quarantined && proc_refresh_header(p) == 0) {
+        struct drain_result res = { 0 };
+        drain_proc_all(p, st, &res);
         if (res.write_failed)
             return -EAGAIN;
-        perf_prof_pass(p, st, now, 1);      /* profiler: last samples and maps */
+        prof_pass(p, st, now, 1);      /* profiler: last samples and maps */
         /* a final state read: the agent may have closed while we drained */
-        col_proc_refresh_header(p);
+        proc_refresh_header(p);
     }
     int reason;
     const char *state = end_state(p, &reason);
-    if (col_proc_writer(p, st, now))
+    if (drain_writer(p, st, now))
         return -EAGAIN;
     /* every thread still tracked ends with the process */
     for (uint32_t i = 0; i < p->geo.ring_count; i++) {
-        struct col_ring *r = &p->rings[i];
+        struct proc_ring *r = &p->rings[i];
         if (!r->active)
             continue;
         uint64_t t = r->last_ns ? r->last_ns : now;
         int rc = seg_writer_add_thread_end(p->writer, r->tid, i, r->generation, t);
         if (rc) {
-            col_store_write_failed(st, rc, "thread-end block", p->pid, now);
+            storedir_write_failed(st, rc, "thread-end block", p->pid, now);
             return -EAGAIN;
         }
         if (p->process_id > 0 && r->first_ns)
@@ -308,10 +226,10 @@ int col_proc_finish(struct col_proc *p, struct col_store *st)
     struct seg_exit ex = { .t_ns = now, .reason = reason, .code = p->exit_code };
     int rc = seg_writer_add_exit(p->writer, &ex);
     if (rc) {
-        col_store_write_failed(st, rc, "exit block", p->pid, now);
+        storedir_write_failed(st, rc, "exit block", p->pid, now);
         return -EAGAIN;
     }
-    if ((rc = col_proc_seal(p, st)))
+    if ((rc = drain_seal(p, st)))
         return -EAGAIN;
     rc = idx_process_end(st->idx, p->process_id, now, state, p->exit_code);
     if (rc)
@@ -324,7 +242,7 @@ int col_proc_finish(struct col_proc *p, struct col_store *st)
     return 0;
 }
 
-void col_proc_abandon_writer(struct col_proc *p)
+void proc_abandon_writer(struct proc *p)
 {
     /* not seg_writer_free(), which would unlink the temp file: abandon frees
      * the writer (fd, buffers) but keeps the file for the next start-up's
@@ -333,13 +251,13 @@ void col_proc_abandon_writer(struct col_proc *p)
     p->writer = NULL;
 }
 
-void col_proc_free(struct col_proc *p)
+void proc_free(struct proc *p)
 {
     if (!p)
         return;
     if (p->writer)
         seg_writer_free(p->writer);
-    perf_prof_free(p);                      /* profiler */
+    prof_free(p);                      /* profiler */
     shm_region_close(&p->region);
     free(p->rings);
     free(p->meta);
@@ -361,7 +279,7 @@ static char *dupstr(const char *s)
     return d;
 }
 
-int col_proc_status(const struct col_proc *p, D9__ProcessStatus *ps)
+int proc_status(const struct proc *p, D9__ProcessStatus *ps)
 {
     d9__process_status__init(ps);
     ps->pid = p->pid;
@@ -388,7 +306,7 @@ int col_proc_status(const struct col_proc *p, D9__ProcessStatus *ps)
     if (!ps->rings)
         return -ENOMEM;
     for (uint32_t i = 0; i < p->geo.ring_count; i++) {
-        const struct col_ring *r = &p->rings[i];
+        const struct proc_ring *r = &p->rings[i];
         if (!r->active && !r->quarantined)
             continue;
         D9__RingStatus *rs = calloc(1, sizeof *rs);
@@ -409,7 +327,7 @@ int col_proc_status(const struct col_proc *p, D9__ProcessStatus *ps)
     return 0;
 }
 
-void col_proc_status_free(D9__ProcessStatus *ps)
+void proc_status_free(D9__ProcessStatus *ps)
 {
     free(ps->comm);
     free(ps->exe);

@@ -1,9 +1,12 @@
 /*
- * proc.h — per-process state of d9collectd and its lifecycle: adoption of
- * a region, liveness checks, sealing, the end of a process, status.
+ * proc.h — a traced process in d9collectd: its private state and its
+ * lifecycle (adoption of a region, liveness checks, the end of a process,
+ * status).
  *
- * Called by d9collectd.c (adopt, liveness, flush, end, status) and drain.c
- * (which fills the ring and counter fields during a pass).
+ * Called by d9collectd.c (adopt, liveness, header refresh, end, status).
+ * struct proc is also the state drain.c (rings, cursors, the open segment)
+ * and prof.c (profiling) keep for the process; they use its fields, never
+ * the functions here. proc.c calls drain.c and prof.c, not the reverse.
  *
  * Lifecycle:  adopted (index row upserted) -> alive (drained every pass)
  *   -> ended (kill(pid,0) == ESRCH, /proc start time changed, or goodbye
@@ -14,24 +17,24 @@
  *   again; what was already written is sealed and the process ends as
  *   'quarantined' when it is gone.
  * Invariants: only fields of the private shm_geometry are used to address
- * shm; every shm access is guarded (see drain.h); the region is unlinked
- * only after its data is sealed and indexed.
+ * shm; every shm access is guarded (guard.h); the region is unlinked only
+ * after its data is sealed and indexed.
  */
-#ifndef D9_COL_PROC_H
-#define D9_COL_PROC_H
+#ifndef D9_DAEMON_PROC_H
+#define D9_DAEMON_PROC_H
 
 #include <stdint.h>
-#include "collector/store/log.h"
-#include "collector/store/segment.h"
+#include "collector/store/col_log.h"
+#include "collector/store/seg_writer.h"
 #include "shm/clock.h"
 #include "shm/region.h"
 #include "proto/d9.pb-c.h"
 
-struct col_store;
-struct perf_prof;
+struct storedir;
+struct prof;
 
 /* Collector-private view of one ring: never re-derived from shm. */
-struct col_ring {
+struct proc_ring {
     uint32_t generation;        /* generation being tracked (valid if active) */
     uint32_t tid;
     char name[17];
@@ -51,8 +54,8 @@ struct col_ring {
     int thread_dirty;           /* index row needs a refresh */
 };
 
-struct col_proc {
-    struct col_proc *next;
+struct proc {
+    struct proc *next;
     uint32_t pid, uid;
     uint64_t start_time;
     char file[128];             /* region file basename */
@@ -61,7 +64,7 @@ struct col_proc {
     int64_t process_id;         /* index row */
     uint64_t first_ns;
 
-    struct col_ring *rings;     /* geo.ring_count entries */
+    struct proc_ring *rings;     /* geo.ring_count entries */
     struct seg_writer *writer;  /* open segment, NULL if none */
     uint64_t writer_records;    /* records in the open writer */
 
@@ -83,49 +86,37 @@ struct col_proc {
     uint64_t records, bytes_written, lost, lag_bytes;
     uint32_t quarantined_rings, rings_in_use, threads_untraced, sampler;
     struct col_ratelimit rl;
-    struct perf_prof *prof;     /* profiler (profile.h): perf sampling + maps, NULL = none */
+    struct prof *prof;          /* profiler (prof.h): perf sampling + maps, NULL = none */
 };
 
 /* Map and adopt the region file path (basename file) of (uid, pid, start)
  * owned by expected_uid; upsert the process in the index. Errors from
  * shm_region_map (-EPERM owner mismatch, -EBADMSG bad header, -EAGAIN not
  * ready), -ENOMEM, or the index's error. */
-int col_proc_adopt(const char *path, const char *file, uint32_t expected_uid,
-                   struct col_store *st, const struct shm_clock_cal *host_cal,
-                   struct col_proc **out);
+int proc_adopt(const char *path, const char *file, uint32_t expected_uid,
+               struct storedir *st, const struct shm_clock_cal *host_cal,
+               struct proc **out);
 
 /* 1 if the process still runs (same pid and start time, not a zombie), 0 if gone. */
-int col_proc_alive(const struct col_proc *p);
+int proc_alive(const struct proc *p);
 
 /* Read state/threads_untraced/sampler from the header (guarded). 0 or -EFAULT. */
-int col_proc_refresh_header(struct col_proc *p);
-
-/* Make sure p has an open segment writer. 0 or -errno (write error counted). */
-int col_proc_writer(struct col_proc *p, struct col_store *st, uint64_t now_ns);
-
-/* Seal and index p's open segment (if any) and refresh its thread rows. */
-int col_proc_seal(struct col_proc *p, struct col_store *st);
+int proc_refresh_header(struct proc *p);
 
 /* The end of the traced process: final drain, exit record, seal, index,
  * unlink the region. 0 when done (p may be freed), -EAGAIN when a write
  * failed and it must be retried later. */
-int col_proc_finish(struct col_proc *p, struct col_store *st);
-
-/* Refresh ring threads in the index (dirty ones; ended ones with ended=1). */
-void col_proc_index_threads(struct col_proc *p, struct col_store *st);
-
-/* Quarantine the whole region (after a fault): counted, logged once. */
-void col_proc_quarantine(struct col_proc *p, const char *why);
+int proc_finish(struct proc *p, struct storedir *st);
 
 /* At shutdown, when the open segment could not be sealed (write errors):
  * free the writer (seg_writer_abandon) without deleting its temp file, so
  * the next start salvages it. */
-void col_proc_abandon_writer(struct col_proc *p);
+void proc_abandon_writer(struct proc *p);
 
-void col_proc_free(struct col_proc *p);
+void proc_free(struct proc *p);
 
-/* Fill a status message (allocates rings; free with col_proc_status_free). */
-int col_proc_status(const struct col_proc *p, D9__ProcessStatus *ps);
-void col_proc_status_free(D9__ProcessStatus *ps);
+/* Fill a status message (allocates rings; free with proc_status_free). */
+int proc_status(const struct proc *p, D9__ProcessStatus *ps);
+void proc_status_free(D9__ProcessStatus *ps);
 
-#endif /* D9_COL_PROC_H */
+#endif /* D9_DAEMON_PROC_H */

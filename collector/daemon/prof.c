@@ -1,8 +1,8 @@
 /*
- * profile.c — per-process profiling in d9collectd (see profile.h): opens
- * perf sampling for an adopted process, settles the sampler handshake in
- * the region header, and writes perf samples and memory-map snapshots into
- * the process's segment as pseudo-ring DATA blocks.
+ * prof.c — per-process profiling in d9collectd (see prof.h): opens perf
+ * sampling for an adopted process, settles the sampler handshake in the
+ * region header, and writes perf samples and memory-map snapshots into the
+ * process's segment as pseudo-ring DATA blocks.
  *
  * Invariants: a segment gets the "d9.map" schema entry and a full maps
  * snapshot before its first block of samples from this module (tracked by
@@ -16,25 +16,26 @@
 #include <stdlib.h>
 #include <string.h>
 #include "collector/daemon/drain.h"
-#include "collector/store/log.h"
+#include "collector/daemon/guard.h"
+#include "collector/store/col_log.h"
 #include "collector/daemon/proc.h"
 #include "collector/daemon/prof.h"
-#include "collector/store/segment.h"
-#include "collector/daemon/store.h"
-#include "collector/store/symbols.h"
+#include "collector/store/seg_writer.h"
+#include "collector/daemon/storedir.h"
+#include "collector/store/sym.h"
 
 _Static_assert(SYM_MAP_SCHEMA_ID <= SEG_META_IDS_MAX, "d9.map schema id must be kept by readers");
 
 #define MAPS_BUF_SIZE (512u * 1024u)
 
-struct perf_prof {
+struct prof {
     struct perf_proc *pp;       /* NULL: not sampling with perf */
     struct sym_maps_state maps;
     const struct seg_writer *seg;   /* segment the maps were last written to */
     uint64_t seg_opened_ns;
     uint64_t last_maps_ns, last_flush_ns;
     int maps_gone;              /* /proc/<pid>/maps no longer readable */
-    uint8_t *buf;               /* PERF_PROF_BUF_SIZE */
+    uint8_t *buf;               /* PROF_BUF_SIZE */
     uint8_t *mbuf;              /* MAPS_BUF_SIZE */
     uint64_t lost;              /* samples that could not be written */
     uint64_t open_errors;       /* perf_stats.open_errors already reported */
@@ -42,26 +43,26 @@ struct perf_prof {
 
 /* CAS the region's sampler NONE -> PERF under the guard. Returns the mode
  * in force afterwards, or -EFAULT when the region faulted. */
-static int claim_perf(struct col_proc *p)
+static int claim_perf(struct proc *p)
 {
     sigjmp_buf jb;
     if (sigsetjmp(jb, 0))
         return -EFAULT;
-    col_guard_arm(&jb, p->region.base, p->region.size);
+    guard_arm(&jb, p->region.base, p->region.size);
     uint32_t expect = D9_SAMPLER_NONE;
     /* the one decision between us and the agent (agent/sampler.h) */
     if (atomic_compare_exchange_strong(&p->region.hdr->sampler, &expect, D9_SAMPLER_PERF))
         expect = D9_SAMPLER_PERF;
-    col_guard_disarm();
+    guard_disarm();
     return (int)expect;
 }
 
-void perf_prof_attach(struct col_proc *p, const struct perf_config *cfg)
+void prof_attach(struct proc *p, const struct perf_config *cfg)
 {
-    struct perf_prof *pr = calloc(1, sizeof *pr);
+    struct prof *pr = calloc(1, sizeof *pr);
     if (!pr)
         return;
-    pr->buf = malloc(PERF_PROF_BUF_SIZE);
+    pr->buf = malloc(PROF_BUF_SIZE);
     pr->mbuf = malloc(MAPS_BUF_SIZE);
     if (!pr->buf || !pr->mbuf) {
         free(pr->buf);
@@ -105,12 +106,12 @@ void perf_prof_attach(struct col_proc *p, const struct perf_config *cfg)
     pr->pp = NULL;
 }
 
-int perf_prof_sampling(const struct col_proc *p)
+int prof_sampling(const struct proc *p)
 {
     return p->prof && p->prof->pp;
 }
 
-int perf_prof_add_cpu_sample(struct col_proc *p, const struct perf_sample *s)
+int prof_add_cpu_sample(struct proc *p, const struct perf_sample *s)
 {
     if (!p->prof || !p->prof->pp)
         return 0;
@@ -119,12 +120,12 @@ int perf_prof_add_cpu_sample(struct col_proc *p, const struct perf_sample *s)
     return 1;
 }
 
-static int write_block(struct col_proc *p, struct col_store *st, uint32_t ring, uint64_t lost,
+static int write_block(struct proc *p, struct storedir *st, uint32_t ring, uint64_t lost,
                        const uint8_t *recs, size_t len, uint64_t now)
 {
     int rc = seg_writer_add_data(p->writer, p->pid, ring, PERF_SEG_GENERATION, lost, recs, len);
     if (rc) {
-        col_store_write_failed(st, rc, "profile block", p->pid, now);
+        storedir_write_failed(st, rc, "profile block", p->pid, now);
         return rc;
     }
     uint64_t n = 0;
@@ -144,7 +145,7 @@ static int write_block(struct col_proc *p, struct col_store *st, uint32_t ring, 
 }
 
 /* A new segment: schema entry first, and every mapping again. */
-static int new_segment(struct col_proc *p, struct perf_prof *pr)
+static int new_segment(struct proc *p, struct prof *pr)
 {
     uint8_t entry[512];
     int n = sym_map_schema_payload(entry + sizeof(struct d9_meta_hdr),
@@ -166,7 +167,7 @@ static int new_segment(struct col_proc *p, struct perf_prof *pr)
     return 0;
 }
 
-static void write_maps(struct col_proc *p, struct col_store *st, struct perf_prof *pr, uint64_t now)
+static void write_maps(struct proc *p, struct storedir *st, struct prof *pr, uint64_t now)
 {
     if (pr->maps_gone)
         return;
@@ -184,20 +185,20 @@ static void write_maps(struct col_proc *p, struct col_store *st, struct perf_pro
         sym_maps_state_reset(&pr->maps);   /* try again next time */
 }
 
-void perf_prof_pass(struct col_proc *p, struct col_store *st, uint64_t now, int final)
+void prof_pass(struct proc *p, struct storedir *st, uint64_t now, int final)
 {
-    struct perf_prof *pr = p->prof;
+    struct prof *pr = p->prof;
     if (!pr)
         return;
-    int maps_due = final || now - pr->last_maps_ns >= PERF_PROF_MAPS_NS || pr->last_maps_ns == 0;
+    int maps_due = final || now - pr->last_maps_ns >= PROF_MAPS_NS || pr->last_maps_ns == 0;
     /* the perf rings are emptied on every pass (one load of data_head per
      * thread when idle), so a thread switching very often cannot overflow
      * its ring between two block writes; blocks are written at most every
-     * PERF_PROF_FLUSH_NS unless many samples are waiting */
+     * PROF_FLUSH_NS unless many samples are waiting */
     long pending = pr->pp ? perf_proc_poll(pr->pp, now, final) : 0;
     int flush_due = pr->pp && pending >= 0 &&
-                    (final || now - pr->last_flush_ns >= PERF_PROF_FLUSH_NS ||
-                     pending >= PERF_PROF_PENDING_MAX);
+                    (final || now - pr->last_flush_ns >= PROF_FLUSH_NS ||
+                     pending >= PROF_PENDING_MAX);
     if (!maps_due && !flush_due)
         return;
     if (flush_due) {
@@ -214,15 +215,15 @@ void perf_prof_pass(struct col_proc *p, struct col_store *st, uint64_t now, int 
     size_t n = 0;
     uint64_t lost = 0;
     if (flush_due) {
-        n = perf_proc_take(pr->pp, pr->buf, PERF_PROF_BUF_SIZE, &lost);
+        n = perf_proc_take(pr->pp, pr->buf, PROF_BUF_SIZE, &lost);
         lost += pr->lost;
         pr->lost = 0;
     }
     if (!maps_due && n == 0 && lost == 0)
         return;
-    if (!col_store_writable(st, now) || col_proc_writer(p, st, now) != 0) {
+    if (!storedir_writable(st, now) || drain_writer(p, st, now) != 0) {
         /* samples already out of the perf rings: count what cannot be written */
-        for (; n > 0; n = perf_proc_take(pr->pp, pr->buf, PERF_PROF_BUF_SIZE, NULL))
+        for (; n > 0; n = perf_proc_take(pr->pp, pr->buf, PROF_BUF_SIZE, NULL))
             for (size_t o = 0; o < n;) {
                 uint16_t l;
                 memcpy(&l, pr->buf + o, sizeof l);
@@ -256,13 +257,13 @@ void perf_prof_pass(struct col_proc *p, struct col_store *st, uint64_t now, int 
             }
         }
         lost = 0;
-        n = perf_proc_take(pr->pp, pr->buf, PERF_PROF_BUF_SIZE, NULL);
+        n = perf_proc_take(pr->pp, pr->buf, PROF_BUF_SIZE, NULL);
     }
 }
 
-void perf_prof_free(struct col_proc *p)
+void prof_free(struct proc *p)
 {
-    struct perf_prof *pr = p->prof;
+    struct prof *pr = p->prof;
     if (!pr)
         return;
     perf_proc_close(pr->pp);

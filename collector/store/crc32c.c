@@ -59,7 +59,7 @@ static const uint32_t crc32c_table[256] = {
     0xbe2da0a5u, 0x4c4623a6u, 0x5f16d052u, 0xad7d5351u,
 };
 
-uint32_t seg_crc32c_sw(uint32_t crc, const void *buf, size_t len)
+uint32_t crc32c_sw(uint32_t crc, const void *buf, size_t len)
 {
     const uint8_t *p = buf;
     crc = ~crc;
@@ -139,25 +139,25 @@ static uint32_t crc32c_hw(uint32_t crc, const void *buf, size_t len)
     return ~(uint32_t)c;
 }
 
-int seg_crc32c_hw(void)
+int crc32c_has_hw(void)
 {
     return __builtin_cpu_supports("sse4.2") ? 1 : 0;
 }
 
-uint32_t seg_crc32c(uint32_t crc, const void *buf, size_t len)
+uint32_t crc32c_update(uint32_t crc, const void *buf, size_t len)
 {
     if (__builtin_cpu_supports("sse4.2"))
         return crc32c_hw(crc, buf, len);
-    return seg_crc32c_sw(crc, buf, len);
+    return crc32c_sw(crc, buf, len);
 }
 #else
-int seg_crc32c_hw(void)
+int crc32c_has_hw(void)
 {
     return 0;
 }
 
-uint32_t seg_crc32c(uint32_t crc, const void *buf, size_t len)
+uint32_t crc32c_update(uint32_t crc, const void *buf, size_t len)
 {
-    return seg_crc32c_sw(crc, buf, len);
+    return crc32c_sw(crc, buf, len);
 }
 #endif

@@ -21,7 +21,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <sqlite3.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,16 +29,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "collector/store/fsck.h"
-#include "collector/store/index.h"
-#include "collector/store/segment.h"
+#include "collector/store/idx.h"
+#include "collector/store/idx_read.h"
+#include "collector/store/seg_reader.h"
+#include "collector/store/seg_salvage.h"
 #include "shm/meta.h"
 
 struct fsck {
     const char *store;
     int repair;
     struct idx *x;
-    struct col_fsck_report *rep;
-    col_fsck_fn fn;
+    struct fsck_report *rep;
+    fsck_fn fn;
     void *arg;
     struct idx_segment_row *rows;
     size_t nrows, caprows;
@@ -63,17 +64,17 @@ static void say(struct fsck *f, const char *path, const char *fmt, ...)
     f->fn(f->arg, path, what);
 }
 
-uint64_t col_fsck_problems(const struct col_fsck_report *r)
+uint64_t fsck_problems(const struct fsck_report *r)
 {
     return r->missing + r->mismatched + r->corrupt + r->orphans + r->temps;
 }
 
-int col_store_lock(const char *store_dir)
+int fsck_store_lock(const char *store_dir)
 {
     if (!store_dir)
         return -EINVAL;
     char path[PATH_MAX];
-    int n = snprintf(path, sizeof path, "%s/%s", store_dir, COL_STORE_LOCK_FILE);
+    int n = snprintf(path, sizeof path, "%s/%s", store_dir, FSCK_STORE_LOCK_FILE);
     if (n < 0 || (size_t)n >= sizeof path)
         return -ENAMETOOLONG;
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
@@ -226,8 +227,7 @@ static int index_extras(struct idx *x, int64_t pid_row, const char *path)
     size_t nt = 0, capt = 0;
     struct seg_exit ex = { 0 };
     int have_exit = 0;
-    sqlite3 *db = idx_db(x);
-    if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
+    if (idx_begin(x) < 0) {
         seg_reader_close(r);
         return -EBUSY;
     }
@@ -275,10 +275,10 @@ static int index_extras(struct idx *x, int64_t pid_row, const char *path)
     if (e >= 0 && have_exit && ex.reason != SEG_EXIT_UNKNOWN)
         e = idx_process_end(x, pid_row, ex.t_ns,
                             ex.reason == SEG_EXIT_CRASHED ? "crashed" : "exited", ex.code);
-    if (e >= 0 && sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+    if (e >= 0 && idx_commit(x) < 0)
         e = -EIO;
     if (e < 0)
-        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+        idx_rollback(x);
     free(t);
     seg_reader_close(r);
     return e < 0 ? e : 0;
@@ -305,16 +305,16 @@ static int index_summary(struct idx *x, const char *store_dir, const char *path,
     return index_extras(x, pid_row, path);
 }
 
-int col_fsck_index_file(struct idx *x, const char *store_dir, const char *path)
+int fsck_index_file(struct idx *x, const char *store_dir, const char *path)
 {
     if (!x || !store_dir || !path)
         return -EINVAL;
     struct seg_summary sum;
-    int e = seg_summarize(path, &sum);
+    int e = seg_salvage_summarize(path, &sum);
     if (e < 0)
         return e;
     e = index_summary(x, store_dir, path, &sum);
-    seg_summary_release(&sum);
+    seg_salvage_release(&sum);
     return e;
 }
 
@@ -349,18 +349,7 @@ static int indexed_now(const struct fsck *f, uint64_t id, const char *rel)
 {
     if (!f->x)
         return 0;
-    sqlite3_stmt *s;
-    const char *sql = rel ? "SELECT 1 FROM segments WHERE path = ?1"
-                          : "SELECT 1 FROM segments WHERE id = ?1";
-    if (sqlite3_prepare_v2(idx_db(f->x), sql, -1, &s, NULL) != SQLITE_OK)
-        return 0;
-    if (rel)
-        sqlite3_bind_text(s, 1, rel, -1, SQLITE_STATIC);
-    else
-        sqlite3_bind_int64(s, 1, (sqlite3_int64)id);
-    int found = sqlite3_step(s) == SQLITE_ROW;
-    sqlite3_finalize(s);
-    return found;
+    return (rel ? idx_read_segment_has_path(f->x, rel) : idx_read_segment_has_id(f->x, id)) == 1;
 }
 
 static int join(char *out, size_t cap, const char *dir, const char *name)
@@ -373,10 +362,10 @@ static void quarantine(struct fsck *f, const char *path)
 {
     char to[PATH_MAX];
     struct stat st;
-    if (snprintf(to, sizeof to, "%s%s", path, COL_FSCK_CORRUPT_SUFFIX) >= (int)sizeof to ||
+    if (snprintf(to, sizeof to, "%s%s", path, FSCK_CORRUPT_SUFFIX) >= (int)sizeof to ||
         lstat(to, &st) == 0 || rename(path, to) != 0) {
         f->rep->errors++;
-        say(f, path, "cannot rename to %s%s", path, COL_FSCK_CORRUPT_SUFFIX);
+        say(f, path, "cannot rename to %s%s", path, FSCK_CORRUPT_SUFFIX);
         return;
     }
     f->rep->quarantined++;
@@ -396,7 +385,7 @@ static void delete_row(struct fsck *f, const struct idx_segment_row *row)
 
 static void reindex(struct fsck *f, const char *path)
 {
-    int e = col_fsck_index_file(f->x, f->store, path);
+    int e = fsck_index_file(f->x, f->store, path);
     if (e < 0) {
         f->rep->errors++;
         const char *m = idx_errmsg(f->x);
@@ -499,7 +488,7 @@ static void check_temp(struct fsck *f, const char *name, const char *path)
     } else {
         f->rep->reindexed++;
     }
-    seg_summary_release(&sum);
+    seg_salvage_release(&sum);
 }
 
 static int check_files(struct fsck *f)
@@ -549,7 +538,7 @@ static int check_files(struct fsck *f)
     return 0;
 }
 
-int col_fsck_ex(const char *store_dir, int repair, struct col_fsck_report *out, col_fsck_fn fn,
+int fsck_run_ex(const char *store_dir, int repair, struct fsck_report *out, fsck_fn fn,
                 void *arg)
 {
     if (!store_dir || !out)
@@ -569,7 +558,7 @@ int col_fsck_ex(const char *store_dir, int repair, struct col_fsck_report *out, 
         e = -EBUSY;
     }
     int lock = -1;
-    if (e == 0 && repair && (lock = col_store_lock(store_dir)) < 0) {
+    if (e == 0 && repair && (lock = fsck_store_lock(store_dir)) < 0) {
         e = lock;
         say(&f, store_dir, e == -EBUSY ? "locked by a running collector: stop it before --repair"
                                        : "cannot take the store lock: %s", strerror(-e));
@@ -606,7 +595,7 @@ int col_fsck_ex(const char *store_dir, int repair, struct col_fsck_report *out, 
     return e;
 }
 
-int col_fsck(const char *store_dir, int repair, struct col_fsck_report *out)
+int fsck_run(const char *store_dir, int repair, struct fsck_report *out)
 {
-    return col_fsck_ex(store_dir, repair, out, NULL, NULL);
+    return fsck_run_ex(store_dir, repair, out, NULL, NULL);
 }

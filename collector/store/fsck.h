@@ -1,6 +1,6 @@
 /*
  * fsck.h — check (and repair) that a store's index and its segment files
- * agree. Called by `d9 fsck [--repair]` (collector/d9.c).
+ * agree. Called by `d9 fsck [--repair]` (collector/cli/cli_fsck.c).
  *
  * Checks: every segments row has its file, and the file is a whole, valid
  * segment whose header/footer agree with the row (id, bytes, records, time
@@ -15,7 +15,7 @@
  *
  * Temp files that a running process holds open (a live collector) are never
  * touched, and --repair refuses to run (-EBUSY) while another process holds
- * the store lock (col_store_lock) or has the index open (seen through
+ * the store lock (fsck_store_lock) or has the index open (seen through
  * /proc/<pid>/fd, so only for processes this user may inspect).
  */
 #ifndef D9_COL_FSCK_H
@@ -25,7 +25,7 @@
 
 struct idx;
 
-struct col_fsck_report {
+struct fsck_report {
     /* found */
     uint64_t rows;              /* segment rows in the index */
     uint64_t files;             /* sealed segment files in the store dir */
@@ -45,31 +45,31 @@ struct col_fsck_report {
     uint64_t errors;            /* repairs that failed */
 };
 
-#define COL_FSCK_CORRUPT_SUFFIX ".corrupt"
+#define FSCK_CORRUPT_SUFFIX ".corrupt"
 
 /* One finding or action, as a line for the user: path and what about it. */
-typedef void (*col_fsck_fn)(void *arg, const char *path, const char *what);
+typedef void (*fsck_fn)(void *arg, const char *path, const char *what);
 
 /* Check (repair = 0) or repair a store. 0 when the check ran, whatever it
- * found (see col_fsck_problems); -errno when it could not run: no index
+ * found (see fsck_problems); -errno when it could not run: no index
  * (-ENOENT), index unreadable, or -EBUSY for a repair of a store in use. */
-int col_fsck(const char *store_dir, int repair, struct col_fsck_report *out);
-int col_fsck_ex(const char *store_dir, int repair, struct col_fsck_report *out, col_fsck_fn fn,
+int fsck_run(const char *store_dir, int repair, struct fsck_report *out);
+int fsck_run_ex(const char *store_dir, int repair, struct fsck_report *out, fsck_fn fn,
                 void *arg);
 
 /* Problems found (missing + mismatched + corrupt + orphans + temps). */
-uint64_t col_fsck_problems(const struct col_fsck_report *r);
+uint64_t fsck_problems(const struct fsck_report *r);
 
 /* The store's writer lock: flock(LOCK_EX | LOCK_NB) on <store>/.lock,
  * created 0644 if missing. A writer of the store (d9collectd for its whole
  * run, d9 fsck --repair) keeps the returned fd open; -EBUSY if another
- * process holds the lock, -errno otherwise. col_fsck takes it for a repair. */
-#define COL_STORE_LOCK_FILE ".lock"
-int col_store_lock(const char *store_dir);
+ * process holds the lock, -errno otherwise. fsck_run takes it for a repair. */
+#define FSCK_STORE_LOCK_FILE ".lock"
+int fsck_store_lock(const char *store_dir);
 
 /* Index one sealed, valid segment file of the store from its contents
  * (process, threads, runtimes, exit, segment + blocks). -EEXIST if its
  * segment id or path is already indexed. */
-int col_fsck_index_file(struct idx *x, const char *store_dir, const char *path);
+int fsck_index_file(struct idx *x, const char *store_dir, const char *path);
 
 #endif /* D9_COL_FSCK_H */

@@ -6,7 +6,7 @@
  *
  * run-bench.sh takes the difference of two such lines around a load run to
  * get what the collector persisted (records, segment bytes) independent of
- * store retention. Uses the collector's own client helper (col_request).
+ * store retention. Uses the collector's own client helper (ctl_client_request).
  * Who runs it: tests/bench/run-bench.sh only.
  */
 #include <stdio.h>
@@ -17,7 +17,7 @@
 
 static int ask(const char *endpoint, D9__Request *req, D9__Reply **rep)
 {
-    int rc = col_request(endpoint, req, rep, COLSTAT_TIMEOUT_MS);
+    int rc = ctl_client_request(endpoint, req, rep, COLSTAT_TIMEOUT_MS);
     if (rc < 0) {
         fprintf(stderr, "bench_colstat: %s: %s\n", endpoint, strerror(-rc));
         return rc;
@@ -25,7 +25,7 @@ static int ask(const char *endpoint, D9__Request *req, D9__Reply **rep)
     if ((*rep)->error) {
         fprintf(stderr, "bench_colstat: collector says %d: %s\n", (*rep)->error,
                 (*rep)->message ? (*rep)->message : "");
-        col_reply_free(*rep);
+        ctl_client_reply_free(*rep);
         return (*rep = NULL, -1);
     }
     return 0;
@@ -49,7 +49,7 @@ int main(int argc, char **argv)
         req.flush = &fl;
         if (ask(argv[1], &req, &rep) < 0)
             return 1;
-        col_reply_free(rep);
+        ctl_client_reply_free(rep);
     }
     D9__StatusRequest sr = D9__STATUS_REQUEST__INIT;
     D9__Request req = D9__REQUEST__INIT;
@@ -60,7 +60,7 @@ int main(int argc, char **argv)
     const D9__CollectorStatus *s = rep->status;
     if (!s) {
         fprintf(stderr, "bench_colstat: reply without status\n");
-        col_reply_free(rep);
+        ctl_client_reply_free(rep);
         return 1;
     }
     printf("colstat records=%llu bytes=%llu lost=%llu dropped=%llu write_errors=%llu "
@@ -68,6 +68,6 @@ int main(int argc, char **argv)
            (unsigned long long)s->records, (unsigned long long)s->bytes_written,
            (unsigned long long)s->lost, (unsigned long long)s->dropped_records,
            (unsigned long long)s->write_errors, (unsigned long long)s->segments);
-    col_reply_free(rep);
+    ctl_client_reply_free(rep);
     return 0;
 }

@@ -7,7 +7,7 @@
  * records are poll_start/poll_end pairs of tasks spawned at 64 locations.
  * Then answers two questions both ways, best of R runs each:
  *   Q1 "select location, count(*), max(dur_ns) from polls group by location"
- *      against the top-polls path (query.h scan + cli_polls pairing +
+ *      against the top-polls path (cli_store.h scan + cli_polls pairing +
  *      an array per location): records scanned per second per CPU second;
  *   Q2 the same over a 1 % window of start_ns (the middle of the store):
  *      latency of the query.
@@ -29,11 +29,13 @@
 #include <time.h>
 #include <unistd.h>
 #include "collector/cli/cli_polls.h"
-#include "collector/cli/query.h"
+#include "collector/cli/cli_store.h"
 #include "collector/cli/sql_vtab.h"
-#include "collector/store/index.h"
+#include "collector/store/idx.h"
 #include "collector/store/pack.h"
-#include "collector/store/segment.h"
+#include "collector/store/crc32c.h"
+#include "collector/store/seg.h"
+#include "collector/store/seg_writer.h"
 #include "shm/meta.h"
 
 #define BS_THREADS     8u
@@ -149,7 +151,7 @@ static void add_block(struct gen *g, unsigned i, uint8_t *raw, uint8_t *dst)
     if (rc)
         die("seg_writer_data_reserve", rc);
     memcpy(payload, dst, plen);
-    rc = seg_writer_data_commit(g->w, 100 + i, i, 1, 0, plen, &st, seg_crc32c(0, payload, plen),
+    rc = seg_writer_data_commit(g->w, 100 + i, i, 1, 0, plen, &st, crc32c_update(0, payload, plen),
                                 SEG_BF_PACKED);
     if (rc)
         die("seg_writer_data_commit", rc);
@@ -230,11 +232,11 @@ static int hand_written(struct cli_store *s, uint64_t from, uint64_t to, struct 
                             .types = 1u << D9_REC_POLL_START | 1u << D9_REC_POLL_END };
     struct cli_scan_it *it;
     struct cli_scan_stats st;
-    int rc = cli_scan_open(s, &f, &st, "bench_sql", &it);
+    int rc = cli_store_scan_open(s, &f, &st, "bench_sql", &it);
     struct cli_rec_src src;
     const struct d9_rec_hdr *rec;
     size_t len;
-    while (rc == 0 && (rc = cli_scan_next(it, &src, &rec, &len)) == 1) {
+    while (rc == 0 && (rc = cli_store_scan_next(it, &src, &rec, &len)) == 1) {
         struct cli_poll done;
         rc = cli_polls_feed(p, &src, rec, len, &done);
         if (rc == 1 && done.loc <= BS_LOCS) {
@@ -247,7 +249,7 @@ static int hand_written(struct cli_store *s, uint64_t from, uint64_t to, struct 
         rc = rc < 0 ? rc : 0;
     }
     if (it)
-        cli_scan_close(it);
+        cli_store_scan_close(it);
     a->records = st.records;
     cli_polls_free(p);
     return rc < 0 ? rc : 0;

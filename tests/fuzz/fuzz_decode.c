@@ -1,6 +1,6 @@
 /*
  * fuzz_decode.c — libFuzzer target for the d9 CLI's record decoding
- * (collector/cli/decode.c) and Chrome trace export (collector/cli/export.c,
+ * (collector/cli/cli_decode.c) and Chrome trace export (collector/cli/cli_trace.c,
  * cli_polls.c) on hostile records: a schema is built from the first bytes
  * (field count and types), the rest is one record as a segment would hand
  * it out. Nothing may crash, read out of bounds or leak.
@@ -11,8 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "collector/cli/decode.h"
-#include "collector/cli/export.h"
+#include "collector/cli/cli_decode.h"
+#include "collector/cli/cli_trace.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *in, size_t n);
 
@@ -69,14 +69,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t n)
         cli_decode_print_json(sink, &lc, &d);
     }
     struct cli_export *x;
-    if (cli_export_begin(&x, sink) == 0) {
+    if (cli_trace_begin(&x, sink) == 0) {
         struct cli_rec_src src = { .process_id = 1, .pid = 1, .comm = "c", .tid = 2,
                                    .thread = "t", .meta = &m };
         if (len >= sizeof(struct d9_rec_hdr)) {
-            cli_export_record(x, &src, (const struct d9_rec_hdr *)(const void *)rec, len);
-            cli_export_record(x, &src, (const struct d9_rec_hdr *)(const void *)rec, len);
+            cli_trace_record(x, &src, (const struct d9_rec_hdr *)(const void *)rec, len);
+            cli_trace_record(x, &src, (const struct d9_rec_hdr *)(const void *)rec, len);
         }
-        cli_export_finish(x, UINT64_MAX / 2, NULL);
+        cli_trace_finish(x, UINT64_MAX / 2, NULL);
     }
     free(rec);
     return 0;

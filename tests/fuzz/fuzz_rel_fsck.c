@@ -9,7 +9,7 @@
  * scratch dir under $TMPDIR gets:
  *   mode & 16: a genuine segment written with seg_writer whose records are
  *              built from the payload (8 bytes -> one queue_depth record);
- *              sealed (and with mode & 4 indexed through col_fsck_index_file),
+ *              sealed (and with mode & 4 indexed through fsck_index_file),
  *              or with mode & 32 left as the temp file of a crashed writer;
  *   otherwise: the payload itself as a sealed file (mode & 1) and/or as a
  *              temp file (mode & 2);
@@ -28,8 +28,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "collector/store/fsck.h"
-#include "collector/store/index.h"
-#include "collector/store/segment.h"
+#include "collector/store/idx.h"
+#include "collector/store/seg_writer.h"
 
 #define FZ_HDR        10u
 #define FZ_MAX_RECS   512u
@@ -133,7 +133,7 @@ static int genuine(uint8_t mode, const uint8_t *pl, size_t n, char *path, size_t
     if (mode & 4) {
         struct idx *x = NULL;
         if (idx_open(&x, g_dir) == 0) {
-            col_fsck_index_file(x, g_dir, path);
+            fsck_index_file(x, g_dir, path);
             idx_close(x);
         }
     }
@@ -203,25 +203,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (path[0])
         damage(path, mode, trunc_at, flip_at, flip_xor);
 
-    struct col_fsck_report r1, r2, r3;
+    struct fsck_report r1, r2, r3;
     memset(&r1, 0, sizeof r1);
     memset(&r2, 0, sizeof r2);
     memset(&r3, 0, sizeof r3);
-    if (col_fsck(g_dir, 0, &r1) != 0)
+    if (fsck_run(g_dir, 0, &r1) != 0)
         abort();
-    if (col_fsck(g_dir, 1, &r2) != 0)
+    if (fsck_run(g_dir, 1, &r2) != 0)
         abort();
-    if (col_fsck(g_dir, 0, &r3) != 0)
+    if (fsck_run(g_dir, 0, &r3) != 0)
         abort();
     if (getenv("FUZZ_REL_FSCK_VERBOSE"))
         fprintf(stderr, "fuzz_rel_fsck: mode %#x: %llu problems, repair: %llu deleted %llu "
                 "indexed %llu salvaged %llu removed %llu renamed %llu failed; after: %llu\n",
-                mode, (unsigned long long)col_fsck_problems(&r1),
+                mode, (unsigned long long)fsck_problems(&r1),
                 (unsigned long long)r2.rows_deleted, (unsigned long long)r2.reindexed,
                 (unsigned long long)r2.salvaged, (unsigned long long)r2.temps_removed,
                 (unsigned long long)r2.quarantined, (unsigned long long)r2.errors,
-                (unsigned long long)col_fsck_problems(&r3));
-    if (r2.errors == 0 && col_fsck_problems(&r3) != 0) {
+                (unsigned long long)fsck_problems(&r3));
+    if (r2.errors == 0 && fsck_problems(&r3) != 0) {
         fprintf(stderr, "fuzz_rel_fsck: store not clean after a successful repair: "
                 "missing %llu mismatched %llu corrupt %llu orphans %llu temps %llu\n",
                 (unsigned long long)r3.missing, (unsigned long long)r3.mismatched,

@@ -1,12 +1,12 @@
 /*
  * fuzz_salvage.c — libFuzzer target for crash salvage (seg_salvage) and
- * seg_summarize (collector/store/segment.c).
+ * seg_salvage_summarize (collector/store/seg.c).
  *
  * The input is written as a temp segment (.tmp.<name>) in a private
  * directory and salvaged. Invariants: salvage never crashes; when it
  * succeeds the temp file is gone and the result is a sealed segment that
  * the strict reader reads to the end without error, with as many blocks as
- * the summary says, and seg_summarize agrees with the salvage summary; when
+ * the summary says, and seg_salvage_summarize agrees with the salvage summary; when
  * it fails, no sealed file appears. The CRC fix-up of fuzz_segment.c is
  * applied to every other input so that the fuzzer gets past block CRCs.
  * Built and run by tests/fuzz/run.sh.
@@ -18,7 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "collector/store/segment.h"
+#include "collector/store/seg_reader.h"
+#include "collector/store/seg_salvage.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -42,7 +43,7 @@ static void fix_crcs(uint8_t *buf, size_t size)
         memcpy(&h, buf + off, sizeof h);
         if (h.magic != SEG_BLOCK_MAGIC || h.len > size - off - sizeof h)
             break;
-        h.crc32c = seg_crc32c(0, buf + off + sizeof h, h.len);
+        h.crc32c = crc32c_update(0, buf + off + sizeof h, h.len);
         memcpy(buf + off, &h, sizeof h);
         off += sizeof h + h.len;
     }
@@ -70,12 +71,12 @@ static void check(const char *tmp, const char *final)
         abort();
     seg_reader_close(r);
     struct seg_summary again;
-    if (seg_summarize(final, &again) != 0 || again.nblocks != sum.nblocks ||
+    if (seg_salvage_summarize(final, &again) != 0 || again.nblocks != sum.nblocks ||
         again.nrecords != sum.nrecords || again.bytes != sum.bytes ||
         again.t_min != sum.t_min || again.t_max != sum.t_max)
         abort();
-    seg_summary_release(&again);
-    seg_summary_release(&sum);
+    seg_salvage_release(&again);
+    seg_salvage_release(&sum);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -1,5 +1,5 @@
 /*
- * fuzz_segment.c — libFuzzer target for the segment reader (collector/store/segment.c).
+ * fuzz_segment.c — libFuzzer target for the segment reader (collector/store/seg.c).
  *
  * The input is a whole segment file. It is read through the in-memory reader
  * entry point in strict and in SEG_OPEN_PARTIAL mode, walking every block and
@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "collector/store/segment.h"
+#include "collector/store/seg_reader.h"
 #include "shm/record.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -30,22 +30,22 @@ static void walk_records(struct seg_reader *r, const struct seg_block *b)
 {
     size_t off = 0;
     const struct d9_rec_hdr *rec;
-    while (seg_block_next_record(b, &off, &rec) == 1) {
+    while (seg_reader_next_record(b, &off, &rec) == 1) {
         if (shm_record_check(rec, rec->len) != rec->len)
             abort();
         if (rec->type == D9_REC_POLL_START) {
             struct d9_rec_poll_start p;
             memcpy(&p, rec, sizeof p);
-            const struct shm_meta_entry *loc = seg_meta_location(r, p.loc);
+            const struct shm_meta_entry *loc = seg_reader_location(r, p.loc);
             if (loc) {
                 touch_string(loc->name);
                 touch_string(loc->func);
             }
-            touch_string(seg_meta_runtime(r, p.runtime));
+            touch_string(seg_reader_runtime(r, p.runtime));
         } else if (rec->type == D9_REC_CUSTOM) {
             struct d9_rec_custom c;
             memcpy(&c, rec, sizeof c);
-            const struct shm_meta_entry *s = seg_meta_schema(r, c.schema);
+            const struct shm_meta_entry *s = seg_reader_schema(r, c.schema);
             if (s) {
                 if (s->nfields > D9_SCHEMA_MAX_FIELDS)
                     abort();
@@ -82,9 +82,9 @@ static void fix_crcs(uint8_t *buf, size_t size)
         memcpy(&h, buf + off, sizeof h);
         if (h.magic != SEG_BLOCK_MAGIC || h.len > size - off - sizeof h)
             break;
-        h.crc32c = seg_crc32c(0, buf + off + sizeof h, h.len);
+        h.crc32c = crc32c_update(0, buf + off + sizeof h, h.len);
         memcpy(buf + off, &h, sizeof h);
-        chain = seg_crc32c(chain, &h.crc32c, sizeof h.crc32c);
+        chain = crc32c_update(chain, &h.crc32c, sizeof h.crc32c);
         off += sizeof h + h.len;
     }
     struct seg_footer f;

@@ -1,6 +1,6 @@
 /*
  * fuzz_symbols.c — libFuzzer target for the symbolizer's parsers
- * (collector/store/symbols.c): ELF64 files (headers, PT_LOAD/PT_NOTE, section
+ * (collector/store/sym.c): ELF64 files (headers, PT_LOAD/PT_NOTE, section
  * tables, .symtab/.dynsym, string tables, build-id notes), /proc/<pid>/maps
  * text, /proc/kallsyms text and "d9.map" records read back from segments.
  * All of them are hostile input; none may crash or read out of bounds.
@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "collector/store/symbols.h"
+#include "collector/store/sym.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

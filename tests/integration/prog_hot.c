@@ -1,6 +1,6 @@
 /*
  * prog_hot.c — traced workload with a known CPU hot spot and a known
- * off-CPU spot, for the profiling tests (issue 7).
+ * off-CPU spot, for the profiling tests.
  *
  *   prog_hot [--seconds S] [--threads N] [--sleep-every K] [--kernel-busy] [--no-d9]
  *

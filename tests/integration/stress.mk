@@ -19,7 +19,7 @@ REL_ASAN_OBJ   := $(call san,$(SHM_SRC) $(COL_SRC)) $(BUILD)/san/proto/d9.pb-c.o
 .PHONY: rel-asan
 rel-asan: $(REL_ASAN_BIN)
 
-$(REL_ASAN_BIN): $(BUILD)/san/collector/d9collectd.o $(REL_ASAN_OBJ)
+$(REL_ASAN_BIN): $(BUILD)/san/collector/daemon/d9collectd.o $(REL_ASAN_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(LDLIBS_COL)
 

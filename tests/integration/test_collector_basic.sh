@@ -41,7 +41,7 @@ check "the first collector still answers" "$TBIN/tool_ctl" "$EP" status
 check "flushing a pid that is not traced is an error" sh -c "! '$TBIN/tool_ctl' '$EP' flush 999999999"
 check "pidfile holds the collector pid" sh -c "[ \"\$(cat '$T/col.pid')\" = '$COLPID' ]"
 # its sleeps let the kernel fire the wake-up at an interrupt in their second
-# half (col_sleep_window): idle, that is a slack far above the 50 us default
+# half (pace_sleep_window): idle, that is a slack far above the 50 us default
 slack_set() { [ "$(cat /proc/$COLPID/timerslack_ns 2>/dev/null || echo 0)" -gt 1000000 ]; }
 if [ -r /proc/self/timerslack_ns ]; then
     check "the idle collector sleeps with a wide timer slack" wait_for 10 slack_set
@@ -62,7 +62,7 @@ check "each thread ends with a THREAD_END block" eq "$(seg thread_ends)" $((3 * 
 check "index lists three exited processes" eq "$(sql "select count(*) from processes where state='exited'")" 3
 check "index lists every thread as ended with its name" \
     eq "$(sql "select count(*) from threads where ended=1 and name like 'wl-%'")" $((3 * THREADS))
-# (minus the collector's own "d9.map" records of pseudo ring 0xfffffffe, see collector/store/symbols.h)
+# (minus the collector's own "d9.map" records of pseudo ring 0xfffffffe, see collector/store/sym.h)
 check "index counts the custom events per segment" eq "$(sql 'select sum(n_custom) - (select coalesce(sum(nrec), 0) from blocks where ring = 4294967294) from segments')" "$committed"
 check "index has the runtime registered by the workload" \
     eq "$(sql "select count(*) from runtimes where name='workload'")" 3

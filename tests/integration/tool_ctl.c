@@ -152,7 +152,7 @@ int main(int argc, char **argv)
         return 2;
     }
     D9__Reply *rep = NULL;
-    int rc = col_request(ep, &req, &rep, TIMEOUT_MS);
+    int rc = ctl_client_request(ep, &req, &rep, TIMEOUT_MS);
     if (rc) {
         fprintf(stderr, "tool_ctl: %s: %s\n", ep, strerror(-rc));
         return 1;
@@ -161,6 +161,6 @@ int main(int argc, char **argv)
     if (rep->status)
         print_status(rep->status);
     int ok = rep->error == 0;
-    col_reply_free(rep);
+    ctl_client_reply_free(rep);
     return ok ? 0 : 1;
 }

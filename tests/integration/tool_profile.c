@@ -1,6 +1,6 @@
 /*
  * tool_profile.c — sample a live process with collector/daemon/perf.c for a while,
- * snapshot its maps with collector/store/symbols.c, symbolize like `d9 flame` and
+ * snapshot its maps with collector/store/sym.c, symbolize like `d9 flame` and
  * print folded stacks ("root;...;leaf count", weights in samples or ns).
  * Exercises the perf + symbolizer path end to end without the daemon.
  *
@@ -14,7 +14,7 @@
 #include <string.h>
 #include <time.h>
 #include "collector/daemon/perf.h"
-#include "collector/store/symbols.h"
+#include "collector/store/sym.h"
 #include "shm/clock.h"
 
 #define BUF_BYTES (1u << 20)

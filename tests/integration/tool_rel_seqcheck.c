@@ -33,7 +33,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "collector/store/segment.h"
+#include "collector/store/seg_reader.h"
 #include "tests/integration/rel_progress.h"
 
 struct rec {
@@ -152,13 +152,13 @@ static int read_segment(const char *path, uint32_t only_pid, struct vec *recs, s
         }
         size_t off = 0;
         const struct d9_rec_hdr *h;
-        while (seg_block_next_record(&b, &off, &h) == 1) {
+        while (seg_reader_next_record(&b, &off, &h) == 1) {
             struct rec *x = vec_push(recs);
             *x = (struct rec){ pid, b.h.ring, b.h.generation, h->seq, -1, 0 };
             if (h->type != D9_REC_CUSTOM)
                 continue;
             const struct d9_rec_custom *c = (const void *)h;
-            const struct shm_meta_entry *s = seg_meta_schema(r, c->schema);
+            const struct shm_meta_entry *s = seg_reader_schema(r, c->schema);
             if (!s || strcmp(s->name, "rel_seq") != 0 || c->payload_len < 16)
                 continue;
             uint64_t v[2];

@@ -60,13 +60,13 @@ static int send_parts(const char *ep, const void *const *parts, const size_t *le
 static int request(const char *ep, D9__Request *req)
 {
     D9__Reply *rep = NULL;
-    int rc = col_request(ep, req, &rep, REL_ZMQ_TIMEOUT_MS);
+    int rc = ctl_client_request(ep, req, &rep, REL_ZMQ_TIMEOUT_MS);
     if (rc) {
         fprintf(stderr, "tool_rel_zmq: no reply from %s: %s\n", ep, strerror(-rc));
         return 1;
     }
     printf("error=%d message=%s\n", rep->error, rep->message ? rep->message : "");
-    col_reply_free(rep);
+    ctl_client_reply_free(rep);
     return 0;
 }
 

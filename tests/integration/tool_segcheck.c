@@ -17,7 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "collector/store/segment.h"
+#include "collector/store/seg_reader.h"
 #include "shm/record.h"
 
 struct key { uint32_t pid; uint64_t thread, seq; };
@@ -104,7 +104,7 @@ int main(int argc, char **argv)
                 continue;
             size_t off = 0;
             const struct d9_rec_hdr *rec;
-            while (seg_block_next_record(&b, &off, &rec) == 1) {
+            while (seg_reader_next_record(&b, &off, &rec) == 1) {
                 records++;
                 if (rec->type < D9_REC_TYPE_COUNT)
                     by_type[rec->type]++;
@@ -112,7 +112,7 @@ int main(int argc, char **argv)
                     continue;
                 custom++;
                 const struct d9_rec_custom *c = (const void *)rec;
-                const struct shm_meta_entry *s = seg_meta_schema(r, c->schema);
+                const struct shm_meta_entry *s = seg_reader_schema(r, c->schema);
                 if (!s || strcmp(s->name, "wl_seq") || c->payload_len < 16)
                     continue;
                 uint64_t v[2];

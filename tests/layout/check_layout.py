@@ -7,6 +7,14 @@
    loop, are one module in two files. Modules are the compiled objects; an edge
    A -> B means A's object uses a symbol B's object defines (read with `nm`), so
    a circle is caught whichever header declares the symbol.
+3. A file's name is its prefix (in the folders of PREFIX_DIRS): every symbol an
+   object exports starts with its file's base name plus "_" (or is that name),
+   and no other file of the folder has a longer name that also prefixes it, so
+   a symbol names the file it lives in (idx_read_* is in idx_read.c, idx_* in
+   idx.c). Objects whose source is gone (a renamed file) are not modules.
+4. One owner of index.sqlite: only the index module (SQL_OWNERS) includes
+   <sqlite3.h>; besides it, `d9 sql` (SQL_ENGINE) hosts its virtual tables on
+   a private in-memory connection and may open nothing but ":memory:".
 
 Usage: check_layout.py BUILD_DIR. Prints one line per finding and a closing
 "layout: N passed, N failed" line; exits 1 on any finding.
@@ -30,7 +38,15 @@ RULES = {
     "collector/cli": ["collector/store", "collector/ctl", "shm", "proto"],
 }
 SOURCE_DIRS = ["shm", "agent", "collector"]
+PREFIX_DIRS = ["collector/store", "collector/ctl", "collector/cli"]
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+SQLITE = re.compile(r'^\s*#\s*include\s+<sqlite3\.h>', re.M)
+# The only files that may run SQL: the index module owns index.sqlite.
+SQL_OWNERS = ("collector/store/idx.c", "collector/store/idx_read.c", "collector/store/idx_int.h")
+# `d9 sql`: SQLite as a query engine over virtual tables whose rows come through
+# the index module and the segment reader; its connection is in memory only.
+SQL_ENGINE = ("collector/cli/sql_vtab.c", "collector/cli/cli_sql.c")
+SQL_OPEN = re.compile(r'sqlite3_open\w*\s*\(\s*([^,]*),')
 
 
 def folder_rule(path):
@@ -58,6 +74,14 @@ def check_includes():
                 allowed = [rule, own] + RULES[rule]
                 with open(os.path.join(ROOT, rel), encoding="utf-8", errors="replace") as fh:
                     text = fh.read()
+                if SQLITE.search(text) and rel in SQL_ENGINE:
+                    for target in SQL_OPEN.findall(text):
+                        if target.strip() != '":memory:"':
+                            bad.append(f"{rel}: opens {target.strip()}: d9 sql's connection "
+                                       "is in memory only")
+                elif SQLITE.search(text) and rel not in SQL_OWNERS:
+                    bad.append(f"{rel}: includes <sqlite3.h>: only {', '.join(SQL_OWNERS)} "
+                               "run SQL on index.sqlite")
                 for inc in INCLUDE.findall(text):
                     checked += 1
                     if "/" not in inc:
@@ -111,12 +135,39 @@ def strongly_connected(graph):
     return out
 
 
+def module_objects(objdir, tops):
+    objs = []
+    for top in tops:
+        for dirpath, _, files in os.walk(os.path.join(objdir, top)):
+            objs += [os.path.join(dirpath, f) for f in files if f.endswith(".o") and
+                     os.path.exists(os.path.join(ROOT, os.path.relpath(
+                         os.path.join(dirpath, f), objdir)[:-2] + ".c"))]
+    return objs
+
+
+def check_prefixes(build):
+    objdir = os.path.join(build, "obj")
+    bad = []
+    n = 0
+    for top in PREFIX_DIRS:
+        objs = [o for o in module_objects(objdir, [top]) if os.path.dirname(o).endswith(top)]
+        names = [os.path.basename(o)[:-2] for o in objs]
+        for o in objs:
+            n += 1
+            name = os.path.basename(o)[:-2]
+            for sym in sorted(nm_symbols(o)[0]):
+                if sym == "main":
+                    continue
+                fits = [f for f in names if sym == f or sym.startswith(f + "_")]
+                if not fits or max(fits, key=len) != name:
+                    bad.append(f"{top}/{name}.c exports {sym}: a symbol starts with its "
+                               f"file's name")
+    return n, bad
+
+
 def check_circles(build):
     objdir = os.path.join(build, "obj")
-    objs = []
-    for top in SOURCE_DIRS:
-        for dirpath, _, files in os.walk(os.path.join(objdir, top)):
-            objs += [os.path.join(dirpath, f) for f in files if f.endswith(".o")]
+    objs = module_objects(objdir, SOURCE_DIRS)
     if not objs:
         return 0, [f"no objects under {objdir}: build first"]
     owner, uses = {}, {}
@@ -147,11 +198,12 @@ def main():
     build = sys.argv[1] if len(sys.argv) > 1 else "build"
     n_inc, bad_inc = check_includes()
     n_mod, bad_circ = check_circles(build)
-    for line in bad_inc + bad_circ:
+    n_pre, bad_pre = check_prefixes(build)
+    for line in bad_inc + bad_circ + bad_pre:
         print("layout: " + line)
-    print(f"layout: {n_inc} includes and {n_mod} modules checked")
-    failed = (1 if bad_inc else 0) + (1 if bad_circ else 0)
-    print(f"layout: {2 - failed} passed, {failed} failed")
+    print(f"layout: {n_inc} includes, {n_mod} modules and {n_pre} file prefixes checked")
+    failed = (1 if bad_inc else 0) + (1 if bad_circ else 0) + (1 if bad_pre else 0)
+    print(f"layout: {3 - failed} passed, {failed} failed")
     return 1 if failed else 0
 
 

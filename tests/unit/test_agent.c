@@ -59,7 +59,7 @@ static int setup(void **state)
     strcpy(f->dir, "/tmp/d9-test-agent.XXXXXX");
     if (!mkdtemp(f->dir))
         return -1;
-    ag_config_defaults(&f->cfg, 1000, NULL, "unit");
+    ag_env_defaults(&f->cfg, 1000, NULL, "unit");
     snprintf(f->cfg.shm_dir, sizeof f->cfg.shm_dir, "%s", f->dir);
     f->cfg.ring_data_size = D9_RING_DATA_MIN;
     f->cfg.max_threads = 8;
@@ -156,7 +156,7 @@ static void test_bad_shm_dir_fails_start_without_crashing(void **state)
     assert_int_equal(atomic_load(&f->a.live), 0);
     assert_null(ag_agent_region_path(&f->a));
     struct ag_thread t = { .ring = -1 };
-    assert_int_equal(ag_thread_attach(&f->a, &t), -ENOTCONN);
+    assert_int_equal(ag_agent_thread_attach(&f->a, &t), -ENOTCONN);
 }
 
 static void test_tsc_region_writes_calibration_pair_zero_at_start(void **state)
@@ -224,11 +224,11 @@ static void test_stopped_agent_refuses_claims_and_registrations(void **state)
     start(f);
     ag_agent_stop(&f->a);
     struct ag_thread t = { .ring = -1 };
-    assert_int_equal(ag_thread_attach(&f->a, &t), -ENOTCONN);
+    assert_int_equal(ag_agent_thread_attach(&f->a, &t), -ENOTCONN);
     uint16_t id;
-    assert_int_equal(ag_runtime_register(&f->a, "late", &id), -ENOTCONN);
+    assert_int_equal(ag_agent_runtime_register(&f->a, "late", &id), -ENOTCONN);
     assert_int_equal(id, 0);
-    assert_int_equal(ag_loc_register(&f->a, "f.c", 1, "fn"), 0);
+    assert_int_equal(ag_agent_loc_register(&f->a, "f.c", 1, "fn"), 0);
 }
 
 /* ---- metadata ---------------------------------------------------------------- */
@@ -249,9 +249,9 @@ static void test_runtime_same_name_same_id_other_name_new_id(void **state)
     struct fx *f = *state;
     start(f);
     uint16_t a1, a2, b;
-    assert_int_equal(ag_runtime_register(&f->a, "http", &a1), 0);
-    assert_int_equal(ag_runtime_register(&f->a, "db", &b), 0);
-    assert_int_equal(ag_runtime_register(&f->a, "http", &a2), 0);
+    assert_int_equal(ag_agent_runtime_register(&f->a, "http", &a1), 0);
+    assert_int_equal(ag_agent_runtime_register(&f->a, "db", &b), 0);
+    assert_int_equal(ag_agent_runtime_register(&f->a, "http", &a2), 0);
     assert_int_equal(a1, a2);
     assert_int_not_equal(a1, b);
     assert_int_not_equal(a1, 1);
@@ -271,10 +271,10 @@ static void test_runtime_bad_names_are_einval(void **state)
     char longname[D9_NAME_MAX + 2];
     memset(longname, 'n', sizeof longname - 1);
     longname[sizeof longname - 1] = 0;
-    assert_int_equal(ag_runtime_register(&f->a, NULL, &id), -EINVAL);
-    assert_int_equal(ag_runtime_register(&f->a, "", &id), -EINVAL);
-    assert_int_equal(ag_runtime_register(&f->a, longname, &id), -EINVAL);
-    assert_int_equal(ag_runtime_register(&f->a, "a\tb", &id), -EINVAL);
+    assert_int_equal(ag_agent_runtime_register(&f->a, NULL, &id), -EINVAL);
+    assert_int_equal(ag_agent_runtime_register(&f->a, "", &id), -EINVAL);
+    assert_int_equal(ag_agent_runtime_register(&f->a, longname, &id), -EINVAL);
+    assert_int_equal(ag_agent_runtime_register(&f->a, "a\tb", &id), -EINVAL);
     assert_int_equal(id, 0);
 }
 
@@ -286,11 +286,12 @@ static void test_runtime_table_full_is_enospc(void **state)
     uint16_t id;
     for (unsigned i = 1; i < AG_RUNTIME_MAX; i++) {
         snprintf(name, sizeof name, "rt%u", i);
-        assert_int_equal(ag_runtime_register(&f->a, name, &id), 0);
+        assert_int_equal(ag_agent_runtime_register(&f->a, name, &id), 0);
         assert_int_equal(id, i + 1);
     }
-    assert_int_equal(ag_runtime_register(&f->a, "one-too-many", &id), -ENOSPC);
-    assert_int_equal(ag_runtime_register(&f->a, "rt7", &id), 0);    /* old names still resolve */
+    assert_int_equal(ag_agent_runtime_register(&f->a, "one-too-many", &id), -ENOSPC);
+    /* old names still resolve */
+    assert_int_equal(ag_agent_runtime_register(&f->a, "rt7", &id), 0);
     assert_int_equal(id, 8);
 }
 
@@ -299,10 +300,10 @@ static void test_location_dedupes_on_file_line_func(void **state)
     struct fx *f = *state;
     start(f);
     char file_copy[] = "src/server.c";      /* same content, other pointer */
-    uint32_t a = ag_loc_register(&f->a, "src/server.c", 10, "handle");
-    uint32_t b = ag_loc_register(&f->a, file_copy, 10, "handle");
-    uint32_t c = ag_loc_register(&f->a, "src/server.c", 11, "handle");
-    uint32_t d = ag_loc_register(&f->a, "src/server.c", 10, "other");
+    uint32_t a = ag_agent_loc_register(&f->a, "src/server.c", 10, "handle");
+    uint32_t b = ag_agent_loc_register(&f->a, file_copy, 10, "handle");
+    uint32_t c = ag_agent_loc_register(&f->a, "src/server.c", 11, "handle");
+    uint32_t d = ag_agent_loc_register(&f->a, "src/server.c", 10, "other");
     assert_int_not_equal(a, 0);
     assert_int_equal(a, b);
     assert_int_not_equal(a, c);
@@ -323,11 +324,11 @@ static void test_many_locations_keep_their_ids_across_table_growth(void **state)
     enum { N = 2000 };
     static uint32_t ids[N];
     for (int i = 0; i < N; i++) {
-        ids[i] = ag_loc_register(&f->a, "many.c", i, "fn");
+        ids[i] = ag_agent_loc_register(&f->a, "many.c", i, "fn");
         assert_int_equal(ids[i], (uint32_t)i + 1);
     }
     for (int i = 0; i < N; i++)
-        assert_int_equal(ag_loc_register(&f->a, "many.c", i, "fn"), ids[i]);
+        assert_int_equal(ag_agent_loc_register(&f->a, "many.c", i, "fn"), ids[i]);
     static struct shm_meta_entry e[N];
     assert_int_equal(meta_entries(f, e, N, D9_META_LOCATION), N);
 }
@@ -336,10 +337,10 @@ static void test_location_without_file_is_unknown(void **state)
 {
     struct fx *f = *state;
     start(f);
-    assert_int_equal(ag_loc_register(&f->a, NULL, 1, "f"), 0);
-    assert_int_equal(ag_loc_register(&f->a, "", 1, "f"), 0);
-    assert_int_equal(ag_loc_register(&f->a, "x.c", -1, "f"), 0);
-    assert_int_not_equal(ag_loc_register(&f->a, "x.c", 1, NULL), 0);
+    assert_int_equal(ag_agent_loc_register(&f->a, NULL, 1, "f"), 0);
+    assert_int_equal(ag_agent_loc_register(&f->a, "", 1, "f"), 0);
+    assert_int_equal(ag_agent_loc_register(&f->a, "x.c", -1, "f"), 0);
+    assert_int_not_equal(ag_agent_loc_register(&f->a, "x.c", 1, NULL), 0);
 }
 
 static void test_full_metadata_log_counts_lost_and_ids_stay_usable(void **state)
@@ -349,7 +350,7 @@ static void test_full_metadata_log_counts_lost_and_ids_stay_usable(void **state)
     start(f);
     uint32_t last = 0;
     for (int i = 0; i < 100; i++)
-        last = ag_loc_register(&f->a, "a-rather-long-file-name-for-the-log.c", i, "fn");
+        last = ag_agent_loc_register(&f->a, "a-rather-long-file-name-for-the-log.c", i, "fn");
     assert_int_equal(last, 100);
     assert_true(atomic_load(&f->a.region.hdr->meta_lost) > 0);
     assert_true(atomic_load(&f->a.region.hdr->meta_head) <= 512);
@@ -365,9 +366,9 @@ static void test_schema_published_once_with_names_and_types(void **state)
     struct fx *f = *state;
     start(f);
     sch_http.id = 0;
-    uint32_t id = ag_schema_id(&f->a, &sch_http);
+    uint32_t id = ag_agent_schema_id(&f->a, &sch_http);
     assert_int_equal(id, 1);
-    assert_int_equal(ag_schema_id(&f->a, &sch_http), 1);
+    assert_int_equal(ag_agent_schema_id(&f->a, &sch_http), 1);
     assert_int_equal(sch_http.id, 1);
     struct shm_meta_entry e[4];
     assert_int_equal(meta_entries(f, e, 4, D9_META_SCHEMA), 1);
@@ -387,7 +388,7 @@ D9_SCHEMA(sch_race, "race", D9_FIELD_U64("n"));
 static void *schema_racer(void *arg)
 {
     struct fx *f = arg;
-    return (void *)(uintptr_t)ag_schema_id(&f->a, &sch_race);
+    return (void *)(uintptr_t)ag_agent_schema_id(&f->a, &sch_race);
 }
 
 static void test_schema_publication_is_thread_safe(void **state)
@@ -425,10 +426,10 @@ static void test_invalid_schemas_are_never_published(void **state)
     for (unsigned i = 0; i < D9_SCHEMA_MAX_FIELDS + 1; i++)
         many[i] = (d9_field){ "f", D9_T_U64 };
     d9_schema too_many = { "many", many, D9_SCHEMA_MAX_FIELDS + 1, 0 };
-    assert_int_equal(ag_schema_id(&f->a, &bad_type), AG_SCHEMA_INVALID);
-    assert_int_equal(ag_schema_id(&f->a, &nameless_field), AG_SCHEMA_INVALID);
-    assert_int_equal(ag_schema_id(&f->a, &no_name), AG_SCHEMA_INVALID);
-    assert_int_equal(ag_schema_id(&f->a, &too_many), AG_SCHEMA_INVALID);
+    assert_int_equal(ag_agent_schema_id(&f->a, &bad_type), AG_SCHEMA_INVALID);
+    assert_int_equal(ag_agent_schema_id(&f->a, &nameless_field), AG_SCHEMA_INVALID);
+    assert_int_equal(ag_agent_schema_id(&f->a, &no_name), AG_SCHEMA_INVALID);
+    assert_int_equal(ag_agent_schema_id(&f->a, &too_many), AG_SCHEMA_INVALID);
     struct shm_meta_entry e[4];
     assert_int_equal(meta_entries(f, e, 4, D9_META_SCHEMA), 0);
 }
@@ -446,12 +447,12 @@ static void *claimer(void *arg)
 {
     struct claim_ctx *c = arg;
     struct ag_thread t = { .ring = -1 };
-    c->rc = ag_thread_attach(&c->f->a, &t);
+    c->rc = ag_agent_thread_attach(&c->f->a, &t);
     c->ring = t.ring;
     if (c->rc == 0)
         ag_emit_poll_start(&t.p, D9_CLOCK_MONOTONIC, 1, 0, 42, 0);
     pthread_barrier_wait(c->hold);
-    ag_thread_detach(&c->f->a, &t);
+    ag_agent_thread_detach(&c->f->a, &t);
     return NULL;
 }
 
@@ -509,7 +510,7 @@ static void test_claimed_ring_records_tid_and_thread_name(void **state)
     start(f);
     pthread_setname_np(pthread_self(), "claim-me");
     struct ag_thread t = { .ring = -1 };
-    assert_int_equal(ag_thread_attach(&f->a, &t), 0);
+    assert_int_equal(ag_agent_thread_attach(&f->a, &t), 0);
     struct shm_ring_snapshot s;
     shm_ring_snapshot(ring(f, (uint32_t)t.ring), &s);
     assert_int_equal(s.state, D9_RING_OWNED);
@@ -518,10 +519,10 @@ static void test_claimed_ring_records_tid_and_thread_name(void **state)
     d9_stats st;
     ag_agent_stats(&f->a, &st);
     assert_int_equal(st.rings_in_use, 1);
-    ag_thread_detach(&f->a, &t);
+    ag_agent_thread_detach(&f->a, &t);
     shm_ring_snapshot(ring(f, 0), &s);
     assert_int_equal(s.state, D9_RING_RELEASED);
-    assert_int_equal(ag_thread_attach(&f->a, &t), -ESRCH);   /* exited: never again */
+    assert_int_equal(ag_agent_thread_attach(&f->a, &t), -ESRCH);   /* exited: never again */
     pthread_setname_np(pthread_self(), "test_agent");
 }
 
@@ -538,7 +539,7 @@ static void test_claimed_rings_are_mapped_before_the_first_record(void **state)
     struct ag_thread t[3];
     for (int i = 0; i < 3; i++) {
         t[i] = (struct ag_thread){ .ring = -1 };
-        assert_int_equal(ag_thread_attach(&f->a, &t[i]), 0);
+        assert_int_equal(ag_agent_thread_attach(&f->a, &t[i]), 0);
     }
     for (int i = 0; i < 3; i++) {
         long missing = pages_not_present(ring(f, (uint32_t)t[i].ring),
@@ -548,7 +549,7 @@ static void test_claimed_rings_are_mapped_before_the_first_record(void **state)
         assert_int_equal(missing, 0);
     }
     for (int i = 0; i < 3; i++)
-        ag_thread_detach(&f->a, &t[i]);
+        ag_agent_thread_detach(&f->a, &t[i]);
 }
 
 static void test_released_rings_are_reused_once_drained(void **state)
@@ -559,18 +560,18 @@ static void test_released_rings_are_reused_once_drained(void **state)
     struct claim_ctx c[2];
     assert_int_equal(run_claimers(f, 2, c), 2);      /* both recorded one event and exited */
     struct ag_thread t = { .ring = -1 };
-    assert_int_equal(ag_thread_attach(&f->a, &t), -ENOSPC);   /* released, not drained */
+    assert_int_equal(ag_agent_thread_attach(&f->a, &t), -ENOSPC);   /* released, not drained */
     for (uint32_t i = 0; i < 2; i++) {                       /* the collector drains */
         uint64_t nt;
         assert_true(read_ring(f, i, &nt) > 0);
         shm_ring_consume(ring(f, i), nt);
     }
     struct ag_thread t2 = { .ring = -1 };
-    assert_int_equal(ag_thread_attach(&f->a, &t2), 0);
+    assert_int_equal(ag_agent_thread_attach(&f->a, &t2), 0);
     assert_in_range(t2.ring, 0, 1);
     assert_int_equal(ring(f, (uint32_t)t2.ring)->generation, 2);
-    ag_thread_detach(&f->a, &t2);
-    ag_thread_detach(&f->a, &t);
+    ag_agent_thread_detach(&f->a, &t2);
+    ag_agent_thread_detach(&f->a, &t);
 }
 
 static void test_untraced_thread_retries_only_rarely(void **state)
@@ -579,16 +580,16 @@ static void test_untraced_thread_retries_only_rarely(void **state)
     f->cfg.max_threads = 1;
     start(f);
     struct ag_thread owner = { .ring = -1 }, late = { .ring = -1 };
-    assert_int_equal(ag_thread_attach(&f->a, &owner), 0);
-    assert_int_equal(ag_thread_attach(&f->a, &late), -ENOSPC);
+    assert_int_equal(ag_agent_thread_attach(&f->a, &owner), 0);
+    assert_int_equal(ag_agent_thread_attach(&f->a, &late), -ENOSPC);
     assert_int_equal(atomic_load(&f->a.region.hdr->threads_untraced), 1);
-    ag_thread_detach(&f->a, &owner);                /* empty ring: reusable at once */
+    ag_agent_thread_detach(&f->a, &owner);                /* empty ring: reusable at once */
     for (unsigned i = 1; i < AG_CLAIM_RETRY_EVENTS; i++)
-        if (ag_thread_attach(&f->a, &late) != -ENOSPC)
+        if (ag_agent_thread_attach(&f->a, &late) != -ENOSPC)
             fail_msg("retried the claim at call %u", i);
-    assert_int_equal(ag_thread_attach(&f->a, &late), 0);
+    assert_int_equal(ag_agent_thread_attach(&f->a, &late), 0);
     assert_int_equal(atomic_load(&f->a.region.hdr->threads_untraced), 0);
-    ag_thread_detach(&f->a, &late);
+    ag_agent_thread_detach(&f->a, &late);
 }
 
 static void test_failed_retry_does_not_count_the_thread_twice(void **state)
@@ -597,11 +598,11 @@ static void test_failed_retry_does_not_count_the_thread_twice(void **state)
     f->cfg.max_threads = 1;
     start(f);
     struct ag_thread owner = { .ring = -1 }, late = { .ring = -1 };
-    assert_int_equal(ag_thread_attach(&f->a, &owner), 0);
+    assert_int_equal(ag_agent_thread_attach(&f->a, &owner), 0);
     for (unsigned i = 0; i < 3 * AG_CLAIM_RETRY_EVENTS; i++)
-        ag_thread_attach(&f->a, &late);
+        ag_agent_thread_attach(&f->a, &late);
     assert_int_equal(atomic_load(&f->a.region.hdr->threads_untraced), 1);
-    ag_thread_detach(&f->a, &owner);
+    ag_agent_thread_detach(&f->a, &owner);
 }
 
 /* ---- drops -------------------------------------------------------------------- */
@@ -611,7 +612,7 @@ static void test_full_ring_drop_count_is_exact_and_matches_seq_gaps(void **state
     struct fx *f = *state;
     start(f);
     struct ag_thread t = { .ring = -1 };
-    assert_int_equal(ag_thread_attach(&f->a, &t), 0);
+    assert_int_equal(ag_agent_thread_attach(&f->a, &t), 0);
     enum { K = 1000 };
     for (uint64_t i = 0; i < K; i++)
         ag_emit_poll_start(&t.p, D9_CLOCK_MONOTONIC, 1, 2, i, 3);
@@ -639,7 +640,7 @@ static void test_full_ring_drop_count_is_exact_and_matches_seq_gaps(void **state
     d9_stats st;
     ag_agent_stats(&f->a, &st);
     assert_int_equal(st.lost, lost);
-    ag_thread_detach(&f->a, &t);
+    ag_agent_thread_detach(&f->a, &t);
 }
 
 /* ---- built-in records ---------------------------------------------------------- */
@@ -650,7 +651,7 @@ static void test_builtin_records_round_trip_through_the_ring(void **state)
     f->cfg.ring_data_size = 64 * 1024;
     start(f);
     struct ag_thread t = { .ring = -1 };
-    assert_int_equal(ag_thread_attach(&f->a, &t), 0);
+    assert_int_equal(ag_agent_thread_attach(&f->a, &t), 0);
     ag_emit_poll_start(&t.p, D9_CLOCK_MONOTONIC, 3, 4, 0x1122334455667788ull, 9);
     ag_emit_poll_end(&t.p, D9_CLOCK_MONOTONIC, 3, 4, 0x1122334455667788ull);
     ag_emit_wake(&t.p, D9_CLOCK_MONOTONIC, 3, 5, 6, D9_WORKER_NONE);
@@ -703,7 +704,7 @@ static void test_builtin_records_round_trip_through_the_ring(void **state)
         }
         off += h.len;
     }
-    ag_thread_detach(&f->a, &t);
+    ag_agent_thread_detach(&f->a, &t);
 }
 
 /* CPU time the kernel has accounted to this thread so far (schedstat field 1
@@ -724,16 +725,16 @@ static void test_thread_sched_every_call_reads_schedstat_on_a_cached_fd(void **s
     (void)f;
     struct ag_thread t = { .ring = -1 };
     uint64_t cpu1, cpu2, w1, w2;
-    assert_int_equal(ag_thread_sched(&t, 0, &cpu1, &w1), 0);
+    assert_int_equal(ag_agent_thread_sched(&t, 0, &cpu1, &w1), 0);
     assert_int_equal(w1, 0);                         /* first sample is the baseline */
     assert_int_equal(t.sched_state, AG_SCHED_OPEN);
     int fd = t.sched_fd;
     burn_cpu_ms(20);
-    assert_int_equal(ag_thread_sched(&t, 0, &cpu2, &w2), 0);
+    assert_int_equal(ag_agent_thread_sched(&t, 0, &cpu2, &w2), 0);
     assert_int_equal(t.sched_fd, fd);
     assert_true(cpu1 > 0);
     assert_true(cpu2 >= cpu1 + 15000000u);           /* the 20 ms burnt, give or take a tick */
-    ag_thread_forget(&t);
+    ag_agent_thread_forget(&t);
     assert_int_equal(t.sched_state, AG_SCHED_UNOPENED);
     assert_int_equal(fcntl(fd, F_GETFD), -1);        /* closed */
 }
@@ -745,12 +746,12 @@ static void test_thread_sched_reads_at_most_once_per_interval(void **state)
     struct ag_thread t = { .ring = -1 };
     uint64_t cpu, w;
     const uint32_t interval_us = 200000;             /* 200 ms: the calls below fit in it */
-    assert_int_equal(ag_thread_sched(&t, interval_us, &cpu, &w), 0);     /* first: sampled */
+    assert_int_equal(ag_agent_thread_sched(&t, interval_us, &cpu, &w), 0);     /* first: sampled */
     assert_true(cpu > 0);
     uint64_t base = t.last_wait_ns;
     for (int i = 0; i < 100; i++) {
         cpu = w = 7;
-        assert_int_equal(ag_thread_sched(&t, interval_us, &cpu, &w), D9_WORKER_UNSAMPLED);
+        assert_int_equal(ag_agent_thread_sched(&t, interval_us, &cpu, &w), D9_WORKER_UNSAMPLED);
         assert_int_equal(cpu, 0);
         assert_int_equal(w, 0);
     }
@@ -759,11 +760,11 @@ static void test_thread_sched_reads_at_most_once_per_interval(void **state)
      * wait delta covers everything since the previous sample */
     t.sched_next_ns = shm_mono_ns() - 1;
     t.last_wait_ns = base >= 5 ? base - 5 : 0;       /* pretend 5+ ns of wait happened since */
-    assert_int_equal(ag_thread_sched(&t, interval_us, &cpu, &w), 0);
+    assert_int_equal(ag_agent_thread_sched(&t, interval_us, &cpu, &w), 0);
     assert_true(cpu > 0);
     assert_true(w >= (base >= 5 ? 5u : base));
     assert_true(t.sched_next_ns > shm_mono_ns());
-    ag_thread_forget(&t);
+    ag_agent_thread_forget(&t);
 }
 
 /* ---- custom events ------------------------------------------------------------- */
@@ -777,9 +778,9 @@ static void test_custom_event_round_trip_with_long_string_cut(void **state)
     f->cfg.ring_data_size = 64 * 1024;
     start(f);
     sch_http.id = 0;
-    uint32_t id = ag_schema_id(&f->a, &sch_http);
+    uint32_t id = ag_agent_schema_id(&f->a, &sch_http);
     struct ag_thread t = { .ring = -1 };
-    assert_int_equal(ag_thread_attach(&f->a, &t), 0);
+    assert_int_equal(ag_agent_thread_attach(&f->a, &t), 0);
     char longpath[400];
     for (size_t i = 0; i < sizeof longpath - 1; i++)
         longpath[i] = (char)('a' + i % 26);
@@ -829,7 +830,7 @@ static void test_custom_event_round_trip_with_long_string_cut(void **state)
     assert_true(d == -0.25);
     assert_int_equal(rd64(p + 16), 0);
     assert_int_equal((int64_t)rd64(p + 24), INT64_MIN);
-    ag_thread_detach(&f->a, &t);
+    ag_agent_thread_detach(&f->a, &t);
 }
 
 static void test_custom_null_string_is_empty(void **state)
@@ -838,13 +839,13 @@ static void test_custom_null_string_is_empty(void **state)
     start(f);
     D9_SCHEMA(s, "s", D9_FIELD_STR("x"));
     struct ag_thread t = { .ring = -1 };
-    assert_int_equal(ag_thread_attach(&f->a, &t), 0);
+    assert_int_equal(ag_agent_thread_attach(&f->a, &t), 0);
     const d9_value v[] = { D9_STR(NULL) };
     assert_int_equal(ag_emit_custom(&t.p, D9_CLOCK_MONOTONIC, 5, &s, v, 1), 0);
     uint64_t nt;
     assert_int_equal(read_ring(f, (uint32_t)t.ring, &nt), 24 + 8);
     assert_int_equal(rd32(f->out + 24), 0);
-    ag_thread_detach(&f->a, &t);
+    ag_agent_thread_detach(&f->a, &t);
 }
 
 /* String fields of every padding length over a dirty ring (a lap of old
@@ -855,7 +856,7 @@ static void test_custom_string_padding_is_zero_over_old_bytes(void **state)
     start(f);
     D9_SCHEMA(s, "pad", D9_FIELD_STR("x"), D9_FIELD_BOOL("b"));
     struct ag_thread t = { .ring = -1 };
-    assert_int_equal(ag_thread_attach(&f->a, &t), 0);
+    assert_int_equal(ag_agent_thread_attach(&f->a, &t), 0);
     memset(t.p.data, 0xa5, t.p.size);       /* what a previous lap left */
     const char *str = "abcdefghijklmnopq";  /* 17 bytes: lengths 0..17 cover every pad */
     size_t expect = 0;
@@ -881,7 +882,7 @@ static void test_custom_string_padding_is_zero_over_old_bytes(void **state)
         assert_int_equal(rd64(p + field), l ? 1 : 0);   /* BOOL is 0/1 */
         r += 24 + field + 8;
     }
-    ag_thread_detach(&f->a, &t);
+    ag_agent_thread_detach(&f->a, &t);
 }
 
 static void test_custom_mismatch_is_dropped_and_counted(void **state)
@@ -889,9 +890,9 @@ static void test_custom_mismatch_is_dropped_and_counted(void **state)
     struct fx *f = *state;
     start(f);
     sch_http.id = 0;
-    uint32_t id = ag_schema_id(&f->a, &sch_http);
+    uint32_t id = ag_agent_schema_id(&f->a, &sch_http);
     struct ag_thread t = { .ring = -1 };
-    assert_int_equal(ag_thread_attach(&f->a, &t), 0);
+    assert_int_equal(ag_agent_thread_attach(&f->a, &t), 0);
     const d9_value wrong_type[] = { D9_U64(1), D9_U64(200), D9_F64(1.5), D9_BOOL(1),
                                     D9_I64(0) };
     const d9_value too_few[] = { D9_STR("/"), D9_U64(200) };
@@ -904,7 +905,7 @@ static void test_custom_mismatch_is_dropped_and_counted(void **state)
     struct d9_rec_hdr h;
     memcpy(&h, f->out, sizeof h);
     assert_int_equal(h.seq, 2);                     /* two drops, two seq gaps */
-    ag_thread_detach(&f->a, &t);
+    ag_agent_thread_detach(&f->a, &t);
 }
 
 static void test_custom_record_over_max_size_is_dropped_and_counted(void **state)
@@ -923,14 +924,14 @@ static void test_custom_record_over_max_size_is_dropped_and_counted(void **state
     }
     d9_schema big = { "big", fields, D9_SCHEMA_MAX_FIELDS, 0 };
     uint32_t len;
-    assert_int_equal(ag_custom_size(&big, vals, D9_SCHEMA_MAX_FIELDS, &len), -EMSGSIZE);
+    assert_int_equal(ag_emit_custom_size(&big, vals, D9_SCHEMA_MAX_FIELDS, &len), -EMSGSIZE);
     struct ag_thread t = { .ring = -1 };
-    assert_int_equal(ag_thread_attach(&f->a, &t), 0);
+    assert_int_equal(ag_agent_thread_attach(&f->a, &t), 0);
     assert_int_equal(ag_emit_custom(&t.p, D9_CLOCK_MONOTONIC, 1, &big, vals, D9_SCHEMA_MAX_FIELDS), -EMSGSIZE);
     assert_int_equal(atomic_load(&t.p.hdr->lost), 1);
     uint64_t nt;
     assert_int_equal(read_ring(f, (uint32_t)t.ring, &nt), 0);
-    ag_thread_detach(&f->a, &t);
+    ag_agent_thread_detach(&f->a, &t);
 }
 
 /* ---- fork ------------------------------------------------------------------------ */
@@ -943,10 +944,10 @@ static void test_fork_child_gets_own_region_with_parent_ids(void **state)
     struct fx *f = *state;
     start(f);
     uint16_t http;
-    assert_int_equal(ag_runtime_register(&f->a, "http", &http), 0);
-    uint32_t loc = ag_loc_register(&f->a, "fork.c", 5, "main");
+    assert_int_equal(ag_agent_runtime_register(&f->a, "http", &http), 0);
+    uint32_t loc = ag_agent_loc_register(&f->a, "fork.c", 5, "main");
     struct ag_thread t = { .ring = -1 };
-    assert_int_equal(ag_thread_attach(&f->a, &t), 0);
+    assert_int_equal(ag_agent_thread_attach(&f->a, &t), 0);
     ag_emit_poll_start(&t.p, D9_CLOCK_MONOTONIC, http, 0, 1, loc);
     uint64_t parent_head = atomic_load(&t.p.hdr->head);
     char parent_path[256];
@@ -956,18 +957,18 @@ static void test_fork_child_gets_own_region_with_parent_ids(void **state)
     pid_t pid = fork();
     if (pid == 0) {
         ag_agent_fork_child(&f->a);
-        ag_thread_forget(&t);
+        ag_agent_thread_forget(&t);
         CHILD_CHECK(ag_agent_region_path(&f->a) == NULL);   /* lazily, on first use */
         struct ag_thread ct = { .ring = -1 };
-        CHILD_CHECK(ag_thread_attach(&f->a, &ct) == 0);
+        CHILD_CHECK(ag_agent_thread_attach(&f->a, &ct) == 0);
         CHILD_CHECK(f->a.region.hdr->pid == (uint32_t)getpid());
         CHILD_CHECK(strcmp(f->a.region.path, parent_path) != 0);
         for (int i = 0; i < 50; i++)
             ag_emit_poll_start(&ct.p, D9_CLOCK_MONOTONIC, http, 0, 1000 + (uint64_t)i, loc);
         uint16_t again;
-        CHILD_CHECK(ag_runtime_register(&f->a, "http", &again) == 0 && again == http);
-        CHILD_CHECK(ag_loc_register(&f->a, "fork.c", 5, "main") == loc);
-        ag_thread_detach(&f->a, &ct);
+        CHILD_CHECK(ag_agent_runtime_register(&f->a, "http", &again) == 0 && again == http);
+        CHILD_CHECK(ag_agent_loc_register(&f->a, "fork.c", 5, "main") == loc);
+        ag_agent_thread_detach(&f->a, &ct);
         ag_agent_stop(&f->a);
         _exit(0);
     }
@@ -1015,7 +1016,7 @@ static void test_fork_child_gets_own_region_with_parent_ids(void **state)
     assert_true(saw_http);
     assert_true(saw_loc);
     shm_region_close(&cr);
-    ag_thread_detach(&f->a, &t);
+    ag_agent_thread_detach(&f->a, &t);
 }
 
 int main(void)

@@ -35,7 +35,7 @@ static int setup(void **state)
     if (!mkdtemp(f->dir))
         return -1;
     snprintf(f->endpoint, sizeof f->endpoint, "ipc://%s/c.sock", f->dir);
-    ag_config_defaults(&f->cfg, 1000, NULL, "ctl");
+    ag_env_defaults(&f->cfg, 1000, NULL, "ctl");
     snprintf(f->cfg.shm_dir, sizeof f->cfg.shm_dir, "%s", f->dir);
     snprintf(f->cfg.collector, sizeof f->cfg.collector, "%s", f->endpoint);
     f->cfg.ring_data_size = D9_RING_DATA_MIN;
@@ -166,7 +166,11 @@ static void test_agent_says_hello_at_start_and_goodbye_at_stop(void **state)
     assert_int_equal(r->hello->start_time, f->a.region.hdr->start_time);
     d9__request__free_unpacked(r, NULL);
 
-    assert_int_equal(f->a.hello_sent, 1);
+    /* the housekeeping thread notes the hello right after zmq took it, which
+     * may be after the router already received it: wait for the note */
+    for (int i = 0; i < 5000 && !__atomic_load_n(&f->a.hello_sent, __ATOMIC_ACQUIRE); i++)
+        usleep(1000);
+    assert_int_equal(__atomic_load_n(&f->a.hello_sent, __ATOMIC_ACQUIRE), 1);
     ag_agent_stop(&f->a);
     r = recv_request(f);
     assert_int_equal(r->body_case, D9__REQUEST__BODY_GOODBYE);

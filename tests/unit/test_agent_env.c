@@ -28,7 +28,7 @@ static char err[AG_ERR_MAX];
 static int parse1(const char *k, const char *v)
 {
     struct kv env[] = { { k, v }, { NULL, NULL } };
-    ag_config_defaults(&cfg, 1000, "/run/user/1000", "myprog");
+    ag_env_defaults(&cfg, 1000, "/run/user/1000", "myprog");
     return ag_env_parse(&cfg, table_get, env, err, sizeof err);
 }
 
@@ -36,7 +36,7 @@ static void test_defaults_without_any_variable(void **s)
 {
     (void)s;
     struct kv env[] = { { NULL, NULL } };
-    ag_config_defaults(&cfg, 1000, "/run/user/1000", "myprog");
+    ag_env_defaults(&cfg, 1000, "/run/user/1000", "myprog");
     assert_int_equal(ag_env_parse(&cfg, table_get, env, err, sizeof err), 0);
     assert_int_equal(cfg.enabled, 1);
     assert_int_equal(cfg.ring_data_size, D9_RING_KB_DEFAULT * 1024u);
@@ -52,25 +52,25 @@ static void test_defaults_without_any_variable(void **s)
 static void test_default_collector_for_root_is_run_dial9(void **s)
 {
     (void)s;
-    ag_config_defaults(&cfg, 0, "/run/user/0", "x");
+    ag_env_defaults(&cfg, 0, "/run/user/0", "x");
     assert_string_equal(cfg.collector, "ipc:///run/dial9/collector.sock");
 }
 
 static void test_default_collector_without_xdg_runtime_dir_is_tmp_per_uid(void **s)
 {
     (void)s;
-    ag_config_defaults(&cfg, 1000, NULL, "x");
+    ag_env_defaults(&cfg, 1000, NULL, "x");
     assert_string_equal(cfg.collector, "ipc:///tmp/dial9-1000/collector.sock");
-    ag_config_defaults(&cfg, 1000, "relative/dir", "x");
+    ag_env_defaults(&cfg, 1000, "relative/dir", "x");
     assert_string_equal(cfg.collector, "ipc:///tmp/dial9-1000/collector.sock");
 }
 
 static void test_default_runtime_name_without_comm_is_main(void **s)
 {
     (void)s;
-    ag_config_defaults(&cfg, 1000, NULL, NULL);
+    ag_env_defaults(&cfg, 1000, NULL, NULL);
     assert_string_equal(cfg.runtime_name, "main");
-    ag_config_defaults(&cfg, 1000, NULL, "");
+    ag_env_defaults(&cfg, 1000, NULL, "");
     assert_string_equal(cfg.runtime_name, "main");
 }
 
@@ -299,7 +299,7 @@ static void test_first_bad_variable_disables_everything(void **s)
     (void)s;
     struct kv env[] = { { "DIAL9_RING_KB", "8" }, { "DIAL9_MAX_THREADS", "x" },
                         { NULL, NULL } };
-    ag_config_defaults(&cfg, 1000, NULL, "p");
+    ag_env_defaults(&cfg, 1000, NULL, "p");
     assert_int_equal(ag_env_parse(&cfg, table_get, env, err, sizeof err), -EINVAL);
     assert_int_equal(cfg.enabled, 0);
     assert_non_null(strstr(err, "DIAL9_MAX_THREADS=x"));
@@ -309,14 +309,14 @@ static void test_parse_u32_distinguishes_junk_from_range(void **s)
 {
     (void)s;
     uint32_t v = 7;
-    assert_int_equal(ag_parse_u32("10", 1, 10, &v), 0);
+    assert_int_equal(ag_env_parse_u32("10", 1, 10, &v), 0);
     assert_int_equal(v, 10);
-    assert_int_equal(ag_parse_u32("11", 1, 10, &v), -ERANGE);
-    assert_int_equal(ag_parse_u32("4294967296", 0, UINT32_MAX, &v), -ERANGE);
-    assert_int_equal(ag_parse_u32("4294967295", 0, UINT32_MAX, &v), 0);
+    assert_int_equal(ag_env_parse_u32("11", 1, 10, &v), -ERANGE);
+    assert_int_equal(ag_env_parse_u32("4294967296", 0, UINT32_MAX, &v), -ERANGE);
+    assert_int_equal(ag_env_parse_u32("4294967295", 0, UINT32_MAX, &v), 0);
     assert_int_equal(v, UINT32_MAX);
-    assert_int_equal(ag_parse_u32("1a", 1, 10, &v), -EINVAL);
-    assert_int_equal(ag_parse_u32("", 1, 10, &v), -EINVAL);
+    assert_int_equal(ag_env_parse_u32("1a", 1, 10, &v), -EINVAL);
+    assert_int_equal(ag_env_parse_u32("", 1, 10, &v), -EINVAL);
 }
 
 int main(void)

@@ -13,16 +13,17 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include "collector/daemon/config.h"
-#include "collector/store/log.h"
+#include "collector/store/col_log.h"
+#include "shm/paths.h"
 
 #define USER_UID 1000
 
 static char errbuf[2048];
 
-static int parse(struct col_config *c, uid_t uid, const char *xdg, int argc, char **argv)
+static int parse(struct config *c, uid_t uid, const char *xdg, int argc, char **argv)
 {
     errbuf[0] = 0;
-    return col_config_parse_args(c, argc, argv, uid, xdg, errbuf, sizeof errbuf);
+    return config_parse_args(c, argc, argv, uid, xdg, errbuf, sizeof errbuf);
 }
 
 /* Writes text to a fresh temp file; returns its path (static buffer). */
@@ -40,9 +41,9 @@ static const char *config_file(const char *text)
 static void defaults_as_root_use_system_paths(void **s)
 {
     (void)s;
-    struct col_config c;
+    struct config c;
     char *argv[] = { "d9collectd", NULL };
-    assert_int_equal(parse(&c, 0, "/run/user/0", 1, argv), COL_CONFIG_RUN);
+    assert_int_equal(parse(&c, 0, "/run/user/0", 1, argv), CONFIG_RUN);
     assert_string_equal(c.store, "/var/lib/dial9");
     assert_string_equal(c.endpoint, "ipc:///run/dial9/collector.sock");
     assert_string_equal(c.shm_dir, "/dev/shm");
@@ -58,9 +59,9 @@ static void defaults_as_root_use_system_paths(void **s)
 static void defaults_as_user_use_xdg_runtime_dir_and_cwd_store(void **s)
 {
     (void)s;
-    struct col_config c;
+    struct config c;
     char *argv[] = { "d9collectd", NULL };
-    assert_int_equal(parse(&c, USER_UID, "/run/user/1000", 1, argv), COL_CONFIG_RUN);
+    assert_int_equal(parse(&c, USER_UID, "/run/user/1000", 1, argv), CONFIG_RUN);
     assert_string_equal(c.store, "./d9-store");
     assert_string_equal(c.endpoint, "ipc:///run/user/1000/dial9/collector.sock");
 }
@@ -68,19 +69,19 @@ static void defaults_as_user_use_xdg_runtime_dir_and_cwd_store(void **s)
 static void defaults_as_user_without_xdg_fall_back_to_tmp(void **s)
 {
     (void)s;
-    struct col_config c;
+    struct config c;
     char *argv[] = { "d9collectd", NULL };
-    assert_int_equal(parse(&c, USER_UID, NULL, 1, argv), COL_CONFIG_RUN);
+    assert_int_equal(parse(&c, USER_UID, NULL, 1, argv), CONFIG_RUN);
     assert_string_equal(c.endpoint, "ipc:///tmp/dial9-1000/collector.sock");
 }
 
 static void flags_accept_separate_and_equals_values(void **s)
 {
     (void)s;
-    struct col_config c;
+    struct config c;
     char *argv[] = { "d9collectd", "--store", "/tmp/st", "--segment-mb=8", "--log-level",
                      "debug", "--scan-ms=50", NULL };
-    assert_int_equal(parse(&c, 0, NULL, 7, argv), COL_CONFIG_RUN);
+    assert_int_equal(parse(&c, 0, NULL, 7, argv), CONFIG_RUN);
     assert_string_equal(c.store, "/tmp/st");
     assert_int_equal(c.segment_mb, 8);
     assert_int_equal(c.log_level, COL_LOG_DEBUG);
@@ -90,17 +91,17 @@ static void flags_accept_separate_and_equals_values(void **s)
 static void help_and_version_win_over_everything_else(void **s)
 {
     (void)s;
-    struct col_config c;
+    struct config c;
     char *a1[] = { "d9collectd", "--bogus", "--help", NULL };
-    assert_int_equal(parse(&c, 0, NULL, 3, a1), COL_CONFIG_HELP);
+    assert_int_equal(parse(&c, 0, NULL, 3, a1), CONFIG_HELP);
     char *a2[] = { "d9collectd", "-V", NULL };
-    assert_int_equal(parse(&c, 0, NULL, 2, a2), COL_CONFIG_VERSION);
+    assert_int_equal(parse(&c, 0, NULL, 2, a2), CONFIG_VERSION);
 }
 
 static void unknown_flag_is_one_clear_error(void **s)
 {
     (void)s;
-    struct col_config c;
+    struct config c;
     char *argv[] = { "d9collectd", "--frobnicate", "3", NULL };
     assert_int_equal(parse(&c, 0, NULL, 3, argv), -EINVAL);
     assert_non_null(strstr(errbuf, "unknown option '--frobnicate'"));
@@ -109,7 +110,7 @@ static void unknown_flag_is_one_clear_error(void **s)
 static void flag_without_value_is_an_error(void **s)
 {
     (void)s;
-    struct col_config c;
+    struct config c;
     char *argv[] = { "d9collectd", "--store", NULL };
     assert_int_equal(parse(&c, 0, NULL, 2, argv), -EINVAL);
     assert_non_null(strstr(errbuf, "needs a value"));
@@ -118,7 +119,7 @@ static void flag_without_value_is_an_error(void **s)
 static void positional_argument_is_rejected(void **s)
 {
     (void)s;
-    struct col_config c;
+    struct config c;
     char *argv[] = { "d9collectd", "store", NULL };
     assert_int_equal(parse(&c, 0, NULL, 2, argv), -EINVAL);
     assert_non_null(strstr(errbuf, "unexpected argument 'store'"));
@@ -129,7 +130,7 @@ static void numbers_must_be_plain_decimal_in_range(void **s)
     (void)s;
     const char *bad[] = { "abc", "-1", "0", "12x", " 5", "", "99999999999", "4097" };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        struct col_config c;
+        struct config c;
         char v[64];
         snprintf(v, sizeof v, "--segment-mb=%s", bad[i]);
         char *argv[] = { "d9collectd", v, NULL };
@@ -141,7 +142,7 @@ static void numbers_must_be_plain_decimal_in_range(void **s)
 static void log_level_must_be_a_known_name(void **s)
 {
     (void)s;
-    struct col_config c;
+    struct config c;
     char *argv[] = { "d9collectd", "--log-level", "loud", NULL };
     assert_int_equal(parse(&c, 0, NULL, 3, argv), -EINVAL);
     assert_non_null(strstr(errbuf, "error, warn, info or debug"));
@@ -150,16 +151,16 @@ static void log_level_must_be_a_known_name(void **s)
 static void perf_scope_defaults_to_auto_and_takes_cpu_or_thread(void **s)
 {
     (void)s;
-    struct col_config c;
+    struct config c;
     char *a0[] = { "d9collectd", NULL };
-    assert_int_equal(parse(&c, 0, NULL, 1, a0), COL_CONFIG_RUN);
-    assert_int_equal(c.perf_scope, COL_PERF_SCOPE_AUTO);
+    assert_int_equal(parse(&c, 0, NULL, 1, a0), CONFIG_RUN);
+    assert_int_equal(c.perf_scope, CONFIG_PERF_SCOPE_AUTO);
     char *a1[] = { "d9collectd", "--perf-scope", "cpu", NULL };
-    assert_int_equal(parse(&c, 0, NULL, 3, a1), COL_CONFIG_RUN);
-    assert_int_equal(c.perf_scope, COL_PERF_SCOPE_CPU);
+    assert_int_equal(parse(&c, 0, NULL, 3, a1), CONFIG_RUN);
+    assert_int_equal(c.perf_scope, CONFIG_PERF_SCOPE_CPU);
     char *a2[] = { "d9collectd", "--perf-scope=thread", NULL };
-    assert_int_equal(parse(&c, 0, NULL, 2, a2), COL_CONFIG_RUN);
-    assert_int_equal(c.perf_scope, COL_PERF_SCOPE_THREAD);
+    assert_int_equal(parse(&c, 0, NULL, 2, a2), CONFIG_RUN);
+    assert_int_equal(c.perf_scope, CONFIG_PERF_SCOPE_THREAD);
     char *a3[] = { "d9collectd", "--perf-scope", "process", NULL };
     assert_int_equal(parse(&c, 0, NULL, 3, a3), -EINVAL);
     assert_non_null(strstr(errbuf, "expected auto, cpu or thread"));
@@ -168,17 +169,17 @@ static void perf_scope_defaults_to_auto_and_takes_cpu_or_thread(void **s)
 static void perf_clock_defaults_to_auto_and_tick_needs_per_cpu_events(void **s)
 {
     (void)s;
-    struct col_config c;
+    struct config c;
     char *a0[] = { "d9collectd", NULL };
-    assert_int_equal(parse(&c, 0, NULL, 1, a0), COL_CONFIG_RUN);
-    assert_int_equal(c.perf_clock, COL_PERF_CLOCK_AUTO);
+    assert_int_equal(parse(&c, 0, NULL, 1, a0), CONFIG_RUN);
+    assert_int_equal(c.perf_clock, CONFIG_PERF_CLOCK_AUTO);
     char *a1[] = { "d9collectd", "--perf-clock", "tick", NULL };
-    assert_int_equal(parse(&c, 0, NULL, 3, a1), COL_CONFIG_RUN);
-    assert_int_equal(c.perf_clock, COL_PERF_CLOCK_TICK);
+    assert_int_equal(parse(&c, 0, NULL, 3, a1), CONFIG_RUN);
+    assert_int_equal(c.perf_clock, CONFIG_PERF_CLOCK_TICK);
     char *a2[] = { "d9collectd", "--perf-clock=cpu-clock", "--perf-scope=thread", NULL };
-    assert_int_equal(parse(&c, 0, NULL, 3, a2), COL_CONFIG_RUN);
-    assert_int_equal(c.perf_clock, COL_PERF_CLOCK_CPU);
-    assert_string_equal(col_perf_clock_name(c.perf_clock), "cpu-clock");
+    assert_int_equal(parse(&c, 0, NULL, 3, a2), CONFIG_RUN);
+    assert_int_equal(c.perf_clock, CONFIG_PERF_CLOCK_CPU);
+    assert_string_equal(config_perf_clock_name(c.perf_clock), "cpu-clock");
     char *a3[] = { "d9collectd", "--perf-clock", "jiffies", NULL };
     assert_int_equal(parse(&c, 0, NULL, 3, a3), -EINVAL);
     assert_non_null(strstr(errbuf, "expected auto, tick or cpu-clock"));
@@ -191,7 +192,7 @@ static void perf_clock_defaults_to_auto_and_tick_needs_per_cpu_events(void **s)
 static void endpoint_must_look_like_a_zmq_endpoint(void **s)
 {
     (void)s;
-    struct col_config c;
+    struct config c;
     char *argv[] = { "d9collectd", "--endpoint", "/run/x.sock", NULL };
     assert_int_equal(parse(&c, 0, NULL, 3, argv), -EINVAL);
     assert_non_null(strstr(errbuf, "bad endpoint"));
@@ -202,9 +203,9 @@ static void config_file_sets_options_and_ignores_comments(void **s)
     (void)s;
     const char *path = config_file("# d9collectd config\n\n  store = /srv/d9   # trailing\n"
                                    "segment-seconds=5\npoll-max-us = 1000\n");
-    struct col_config c;
+    struct config c;
     char *argv[] = { "d9collectd", "--config", (char *)path, NULL };
-    assert_int_equal(parse(&c, 0, NULL, 3, argv), COL_CONFIG_RUN);
+    assert_int_equal(parse(&c, 0, NULL, 3, argv), CONFIG_RUN);
     assert_string_equal(c.store, "/srv/d9");
     assert_int_equal(c.segment_seconds, 5);
     assert_int_equal(c.poll_max_us, 1000);
@@ -216,9 +217,9 @@ static void flags_override_the_config_file_wherever_they_appear(void **s)
 {
     (void)s;
     const char *path = config_file("store = /from/file\nstore-mb = 100\n");
-    struct col_config c;
+    struct config c;
     char *argv[] = { "d9collectd", "--store=/from/flag", "--config", (char *)path, NULL };
-    assert_int_equal(parse(&c, 0, NULL, 4, argv), COL_CONFIG_RUN);
+    assert_int_equal(parse(&c, 0, NULL, 4, argv), CONFIG_RUN);
     assert_string_equal(c.store, "/from/flag");
     assert_int_equal(c.store_mb, 100);
     unlink(path);
@@ -228,7 +229,7 @@ static void unknown_key_in_file_names_file_and_line(void **s)
 {
     (void)s;
     const char *path = config_file("store = /x\n\nsegmnet-mb = 3\n");
-    struct col_config c;
+    struct config c;
     char *argv[] = { "d9collectd", "--config", (char *)path, NULL };
     assert_int_equal(parse(&c, 0, NULL, 3, argv), -EINVAL);
     char want[128];
@@ -241,7 +242,7 @@ static void bad_value_in_file_names_file_and_line(void **s)
 {
     (void)s;
     const char *path = config_file("scan-ms = 1\n");
-    struct col_config c;
+    struct config c;
     char *argv[] = { "d9collectd", "--config", (char *)path, NULL };
     assert_int_equal(parse(&c, 0, NULL, 3, argv), -EINVAL);
     assert_non_null(strstr(errbuf, ":1: bad value '1' for 'scan-ms'"));
@@ -252,7 +253,7 @@ static void line_without_equals_is_an_error(void **s)
 {
     (void)s;
     const char *path = config_file("store /x\n");
-    struct col_config c;
+    struct config c;
     char *argv[] = { "d9collectd", "--config", (char *)path, NULL };
     assert_int_equal(parse(&c, 0, NULL, 3, argv), -EINVAL);
     assert_non_null(strstr(errbuf, "expected 'key = value'"));
@@ -263,7 +264,7 @@ static void config_key_cannot_appear_in_a_config_file(void **s)
 {
     (void)s;
     const char *path = config_file("config = /etc/other\n");
-    struct col_config c;
+    struct config c;
     char *argv[] = { "d9collectd", "--config", (char *)path, NULL };
     assert_int_equal(parse(&c, 0, NULL, 3, argv), -EINVAL);
     assert_non_null(strstr(errbuf, "'config' cannot be set"));
@@ -273,7 +274,7 @@ static void config_key_cannot_appear_in_a_config_file(void **s)
 static void missing_config_file_is_an_error_naming_it(void **s)
 {
     (void)s;
-    struct col_config c;
+    struct config c;
     char *argv[] = { "d9collectd", "--config", "/nonexistent/d9.conf", NULL };
     assert_int_equal(parse(&c, 0, NULL, 3, argv), -EINVAL);
     assert_non_null(strstr(errbuf, "cannot read config file /nonexistent/d9.conf"));
@@ -282,7 +283,7 @@ static void missing_config_file_is_an_error_naming_it(void **s)
 static void poll_min_above_poll_max_is_rejected(void **s)
 {
     (void)s;
-    struct col_config c;
+    struct config c;
     char *argv[] = { "d9collectd", "--poll-min-us=500", "--poll-max-us=100", NULL };
     assert_int_equal(parse(&c, 0, NULL, 3, argv), -EINVAL);
     assert_non_null(strstr(errbuf, "poll-min-us"));
@@ -291,7 +292,7 @@ static void poll_min_above_poll_max_is_rejected(void **s)
 static void segment_larger_than_store_is_rejected(void **s)
 {
     (void)s;
-    struct col_config c;
+    struct config c;
     char *argv[] = { "d9collectd", "--segment-mb=100", "--store-mb=50", NULL };
     assert_int_equal(parse(&c, 0, NULL, 3, argv), -EINVAL);
     assert_non_null(strstr(errbuf, "segment-mb"));
@@ -300,24 +301,24 @@ static void segment_larger_than_store_is_rejected(void **s)
 static void dump_output_loads_back_to_the_same_config(void **s)
 {
     (void)s;
-    struct col_config a, b;
+    struct config a, b;
     char *argv[] = { "d9collectd", "--store=/a b", "--segment-mb=3", "--log-level=warn",
                      "--pidfile=/run/x.pid", "--perf-scope=thread", "--perf-clock=cpu-clock",
                      NULL };
-    assert_int_equal(parse(&a, 0, NULL, 7, argv), COL_CONFIG_RUN);
+    assert_int_equal(parse(&a, 0, NULL, 7, argv), CONFIG_RUN);
     char path[] = "/tmp/d9cfgdump.XXXXXX";
     int fd = mkstemp(path);
     FILE *f = fdopen(fd, "w");
-    col_config_dump(f, &a);
+    config_dump(f, &a);
     fclose(f);
     char *argv2[] = { "d9collectd", "--config", path, NULL };
-    assert_int_equal(parse(&b, 0, NULL, 3, argv2), COL_CONFIG_RUN);
+    assert_int_equal(parse(&b, 0, NULL, 3, argv2), CONFIG_RUN);
     assert_string_equal(b.store, "/a b");
     assert_int_equal(b.segment_mb, 3);
     assert_int_equal(b.log_level, COL_LOG_WARN);
     assert_string_equal(b.pidfile, "/run/x.pid");
-    assert_int_equal(b.perf_scope, COL_PERF_SCOPE_THREAD);
-    assert_int_equal(b.perf_clock, COL_PERF_CLOCK_CPU);
+    assert_int_equal(b.perf_scope, CONFIG_PERF_SCOPE_THREAD);
+    assert_int_equal(b.perf_clock, CONFIG_PERF_CLOCK_CPU);
     unlink(path);
 }
 

@@ -1,6 +1,6 @@
 /*
  * test_control.c — the control channel (collector/ctl/ctl_server.c) as a
- * specification: col_request() against a ROUTER served by col_ctl_*, the
+ * specification: ctl_client_request() against a ROUTER served by ctl_server_*, the
  * framing rules, malformed-message accounting and client errors.
  */
 #include <errno.h>
@@ -20,7 +20,7 @@
 #include <cmocka.h>
 #include "collector/ctl/ctl_client.h"
 #include "collector/ctl/ctl_server.h"
-#include "collector/store/log.h"
+#include "collector/store/col_log.h"
 
 #define TIMEOUT_MS 5000
 #define SHORT_TIMEOUT_MS 200
@@ -28,7 +28,7 @@
 struct fx {
     char dir[64];
     char ep[128];
-    struct col_ctl ctl;
+    struct ctl_server ctl;
     pthread_t th;
     volatile int stop;
     int served;                 /* requests answered by the server thread */
@@ -47,8 +47,8 @@ static void *serve(void *arg)
     while (!fx->stop) {
         struct pollfd pfd = { .fd = fx->ctl.fd, .events = POLLIN };
         poll(&pfd, 1, 10);
-        struct col_ctl_msg m;
-        while (col_ctl_recv(&fx->ctl, &m) == 1) {
+        struct ctl_server_msg m;
+        while (ctl_server_recv(&fx->ctl, &m) == 1) {
             D9__Reply rep = D9__REPLY__INIT;
             D9__CollectorStatus cs = D9__COLLECTOR_STATUS__INIT;
             if (m.req->body_case == D9__REQUEST__BODY_STATUS) {
@@ -58,8 +58,8 @@ static void *serve(void *arg)
                 rep.error = -ESRCH;
                 rep.message = (char *)"no such pid";
             }
-            col_ctl_reply(&fx->ctl, &m, &rep);
-            col_ctl_msg_done(&m);
+            ctl_server_reply(&fx->ctl, &m, &rep);
+            ctl_server_msg_done(&m);
             fx->served++;
         }
     }
@@ -74,7 +74,7 @@ static int setup(void **state)
     snprintf(fx->ep, sizeof fx->ep, "ipc://%s/sub/dir/c.sock", fx->dir);
     col_log_init("test_control", COL_LOG_ERROR);
     char err[256];
-    assert_int_equal(col_ctl_open(&fx->ctl, fx->ep, err, sizeof err), 0);
+    assert_int_equal(ctl_server_open(&fx->ctl, fx->ep, err, sizeof err), 0);
     assert_int_equal(pthread_create(&fx->th, NULL, serve, fx), 0);
     *state = fx;
     return 0;
@@ -87,7 +87,7 @@ static int teardown(void **state)
         fx->stop = 1;
         pthread_join(fx->th, NULL);
     }
-    col_ctl_close(&fx->ctl);
+    ctl_server_close(&fx->ctl);
     nftw(fx->dir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
     free(fx);
     return 0;
@@ -100,7 +100,7 @@ static D9__Reply *ask_status(const char *ep, int *rc)
     req.body_case = D9__REQUEST__BODY_STATUS;
     req.status = &sr;
     D9__Reply *rep = NULL;
-    *rc = col_request(ep, &req, &rep, TIMEOUT_MS);
+    *rc = ctl_client_request(ep, &req, &rep, TIMEOUT_MS);
     return rep;
 }
 
@@ -112,7 +112,7 @@ static void a_request_gets_its_reply(void **state)
     assert_int_equal(rc, 0);
     assert_non_null(rep->status);
     assert_string_equal(rep->status->store, "test");
-    col_reply_free(rep);
+    ctl_client_reply_free(rep);
 }
 
 static void the_reply_carries_the_server_s_error(void **state)
@@ -124,10 +124,10 @@ static void the_reply_carries_the_server_s_error(void **state)
     req.body_case = D9__REQUEST__BODY_FLUSH;
     req.flush = &fl;
     D9__Reply *rep = NULL;
-    assert_int_equal(col_request(fx->ep, &req, &rep, TIMEOUT_MS), 0);
+    assert_int_equal(ctl_client_request(fx->ep, &req, &rep, TIMEOUT_MS), 0);
     assert_int_equal(rep->error, -ESRCH);
     assert_string_equal(rep->message, "no such pid");
-    col_reply_free(rep);
+    ctl_client_reply_free(rep);
 }
 
 static void the_socket_directory_and_socket_are_open_to_every_user(void **state)
@@ -169,10 +169,10 @@ static void malformed_messages_are_counted_and_dropped(void **state)
     for (int i = 0; i < 500 && !good; i++) {
         struct pollfd pfd = { .fd = fx->ctl.fd, .events = POLLIN };
         poll(&pfd, 1, 10);
-        struct col_ctl_msg m;
-        while (col_ctl_recv(&fx->ctl, &m) == 1) {
+        struct ctl_server_msg m;
+        while (ctl_server_recv(&fx->ctl, &m) == 1) {
             good += m.req->body_case == D9__REQUEST__BODY_STATUS;
-            col_ctl_msg_done(&m);
+            ctl_server_msg_done(&m);
         }
     }
     assert_int_equal(good, 1);
@@ -196,25 +196,25 @@ static void a_dead_socket_times_out(void **s)
     char dir[] = "/tmp/d9ctldead.XXXXXX", ep[128], err[256];
     assert_non_null(mkdtemp(dir));
     snprintf(ep, sizeof ep, "ipc://%s/c.sock", dir);
-    struct col_ctl c;
-    assert_int_equal(col_ctl_open(&c, ep, err, sizeof err), 0);
+    struct ctl_server c;
+    assert_int_equal(ctl_server_open(&c, ep, err, sizeof err), 0);
     /* bound but never served: the request must not hang */
     D9__Request req = D9__REQUEST__INIT;
     D9__StatusRequest sr = D9__STATUS_REQUEST__INIT;
     req.body_case = D9__REQUEST__BODY_STATUS;
     req.status = &sr;
     D9__Reply *rep = NULL;
-    assert_int_equal(col_request(ep, &req, &rep, SHORT_TIMEOUT_MS), -ETIMEDOUT);
-    col_ctl_close(&c);
+    assert_int_equal(ctl_client_request(ep, &req, &rep, SHORT_TIMEOUT_MS), -ETIMEDOUT);
+    ctl_server_close(&c);
     nftw(dir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
 }
 
 static void a_second_server_on_a_live_endpoint_refuses_to_bind(void **state)
 {
     struct fx *fx = *state;
-    struct col_ctl c2;
+    struct ctl_server c2;
     char err[256] = "";
-    assert_int_equal(col_ctl_open(&c2, fx->ep, err, sizeof err), -EADDRINUSE);
+    assert_int_equal(ctl_server_open(&c2, fx->ep, err, sizeof err), -EADDRINUSE);
     assert_non_null(strstr(err, "already running"));
 }
 

@@ -1,5 +1,5 @@
 /*
- * test_decode.c — decode.c: every record type to fields, text and JSON
+ * test_decode.c — cli_decode.c: every record type to fields, text and JSON
  * lines; custom events by schema; hostile payloads; escaping.
  */
 #include <errno.h>
@@ -12,7 +12,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include "collector/cli/cli.h"
-#include "collector/cli/decode.h"
+#include "collector/cli/cli_decode.h"
 
 /* ---- a fake metadata source ---------------------------------------------- */
 static struct shm_meta_entry loc7 = { .kind = D9_META_LOCATION, .id = 7, .name = "src/http.c",
@@ -298,8 +298,8 @@ static void custom_payload_shorter_than_schema_keeps_decoded_fields(void **state
     assert_int_equal(cli_decode(rec, len, &META, &d), 0);
     assert_string_equal(d.error, "payload shorter than its schema");
     assert_int_equal(d.nfields, 4);
-    assert_non_null(cli_decoded_field(&d, "delta"));
-    assert_null(cli_decoded_field(&d, "ok"));
+    assert_non_null(cli_decode_field(&d, "delta"));
+    assert_null(cli_decode_field(&d, "ok"));
 }
 
 static void custom_with_unknown_schema_reports_it(void **state)

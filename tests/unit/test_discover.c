@@ -17,14 +17,14 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include "collector/daemon/discover.h"
-#include "collector/store/log.h"
+#include "collector/store/col_log.h"
 #include "shm/region.h"
 
 #define OTHER_UID 65534
 
 struct fx {
     char dir[64];
-    struct col_discover d;
+    struct discover d;
     int offered;
     int adopt_rc;               /* what the fake adoption returns */
     char last[128];
@@ -42,7 +42,7 @@ static int setup(void **state)
     strcpy(fx->dir, "/tmp/d9disctest.XXXXXX");
     assert_non_null(mkdtemp(fx->dir));
     col_log_init("test_discover", COL_LOG_ERROR);
-    col_discover_init(&fx->d, fx->dir);
+    discover_init(&fx->d, fx->dir);
     *state = fx;
     return 0;
 }
@@ -50,7 +50,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     struct fx *fx = *state;
-    col_discover_free(&fx->d);
+    discover_free(&fx->d);
     nftw(fx->dir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
     free(fx);
     return 0;
@@ -62,7 +62,7 @@ static int never_known(void *arg, uint32_t pid, uint64_t st)
     return 0;
 }
 
-static int fake_adopt(void *arg, const struct col_candidate *c)
+static int fake_adopt(void *arg, const struct discover_candidate *c)
 {
     struct fx *fx = arg;
     fx->offered++;
@@ -105,8 +105,8 @@ static uint32_t dead_pid(void)
 static void a_live_process_s_region_must_be_owned_by_the_process_owner(void **s)
 {
     (void)s;
-    struct col_candidate c = { .uid = 12345, .pid = (uint32_t)getpid(), .start_time = my_start() };
-    col_discover_classify(&c);
+    struct discover_candidate c = { .uid = 12345, .pid = (uint32_t)getpid(), .start_time = my_start() };
+    discover_classify(&c);
     assert_true(c.alive);
     assert_int_equal(c.expected_uid, getuid());
 }
@@ -114,8 +114,8 @@ static void a_live_process_s_region_must_be_owned_by_the_process_owner(void **s)
 static void a_gone_process_s_region_must_be_owned_by_the_uid_in_its_name(void **s)
 {
     (void)s;
-    struct col_candidate c = { .uid = 12345, .pid = dead_pid(), .start_time = 1 };
-    col_discover_classify(&c);
+    struct discover_candidate c = { .uid = 12345, .pid = dead_pid(), .start_time = 1 };
+    discover_classify(&c);
     assert_false(c.alive);
     assert_int_equal(c.expected_uid, 12345);
 }
@@ -123,9 +123,9 @@ static void a_gone_process_s_region_must_be_owned_by_the_uid_in_its_name(void **
 static void a_reused_pid_counts_as_gone(void **s)
 {
     (void)s;
-    struct col_candidate c = { .uid = 12345, .pid = (uint32_t)getpid(),
+    struct discover_candidate c = { .uid = 12345, .pid = (uint32_t)getpid(),
                                .start_time = my_start() + 1 };
-    col_discover_classify(&c);
+    discover_classify(&c);
     assert_false(c.alive);
     assert_int_equal(c.expected_uid, 12345);
 }
@@ -139,7 +139,7 @@ static void a_scan_offers_well_named_regions_only(void **state)
     fclose(fopen(junk, "w"));
     snprintf(junk, sizeof junk, "%s/other-file", fx->dir);
     fclose(fopen(junk, "w"));
-    assert_int_equal(col_discover_scan(&fx->d, never_known, fake_adopt, fx), 1);
+    assert_int_equal(discover_scan(&fx->d, never_known, fake_adopt, fx), 1);
     assert_int_equal(fx->offered, 1);
 }
 
@@ -149,7 +149,7 @@ static void a_mis_owned_region_is_rejected_without_being_offered(void **state)
     if (getuid() != 0)
         skip();
     region_file(fx, 0, (uint32_t)getpid(), my_start(), OTHER_UID);
-    col_discover_scan(&fx->d, never_known, fake_adopt, fx);
+    discover_scan(&fx->d, never_known, fake_adopt, fx);
     assert_int_equal(fx->offered, 0);
     assert_int_equal(fx->d.rejected_count, 1);
 }
@@ -159,9 +159,9 @@ static void a_rejected_region_is_never_looked_at_again(void **state)
     struct fx *fx = *state;
     region_file(fx, getuid(), (uint32_t)getpid(), my_start(), getuid());
     fx->adopt_rc = -EBADMSG;            /* bad header */
-    col_discover_scan(&fx->d, never_known, fake_adopt, fx);
-    col_discover_scan(&fx->d, never_known, fake_adopt, fx);
-    col_discover_scan(&fx->d, never_known, fake_adopt, fx);
+    discover_scan(&fx->d, never_known, fake_adopt, fx);
+    discover_scan(&fx->d, never_known, fake_adopt, fx);
+    discover_scan(&fx->d, never_known, fake_adopt, fx);
     assert_int_equal(fx->offered, 1);
     assert_int_equal(fx->d.rejected_count, 1);
 }
@@ -171,8 +171,8 @@ static void a_region_not_ready_yet_is_offered_again(void **state)
     struct fx *fx = *state;
     region_file(fx, getuid(), (uint32_t)getpid(), my_start(), getuid());
     fx->adopt_rc = -EAGAIN;
-    col_discover_scan(&fx->d, never_known, fake_adopt, fx);
-    col_discover_scan(&fx->d, never_known, fake_adopt, fx);
+    discover_scan(&fx->d, never_known, fake_adopt, fx);
+    discover_scan(&fx->d, never_known, fake_adopt, fx);
     assert_int_equal(fx->offered, 2);
     assert_int_equal(fx->d.rejected_count, 0);
 }
@@ -184,12 +184,12 @@ static void a_new_file_with_a_rejected_name_is_considered_again(void **state)
     char path[256];
     snprintf(path, sizeof path, "%s/%s", fx->dir, name);
     fx->adopt_rc = -EBADMSG;
-    col_discover_scan(&fx->d, never_known, fake_adopt, fx);
+    discover_scan(&fx->d, never_known, fake_adopt, fx);
     unlink(path);
-    col_discover_scan(&fx->d, never_known, fake_adopt, fx);   /* forgets the gone file */
+    discover_scan(&fx->d, never_known, fake_adopt, fx);   /* forgets the gone file */
     region_file(fx, getuid(), (uint32_t)getpid(), my_start(), getuid());
     fx->adopt_rc = 0;
-    col_discover_scan(&fx->d, never_known, fake_adopt, fx);
+    discover_scan(&fx->d, never_known, fake_adopt, fx);
     assert_int_equal(fx->offered, 2);
 }
 
@@ -200,7 +200,7 @@ static void a_symlink_is_rejected(void **state)
     shm_region_name(name, sizeof name, getuid(), (uint32_t)getpid(), my_start());
     snprintf(path, sizeof path, "%s/%s", fx->dir, name);
     assert_int_equal(symlink("/etc/passwd", path), 0);
-    col_discover_scan(&fx->d, never_known, fake_adopt, fx);
+    discover_scan(&fx->d, never_known, fake_adopt, fx);
     assert_int_equal(fx->offered, 0);
     assert_int_equal(fx->d.rejected_count, 1);
 }
@@ -208,9 +208,9 @@ static void a_symlink_is_rejected(void **state)
 static void a_hello_can_only_name_a_file_in_the_shm_dir(void **state)
 {
     struct fx *fx = *state;
-    assert_int_equal(col_discover_one(&fx->d, "../d9.0.1.1", never_known, fake_adopt, fx),
+    assert_int_equal(discover_one(&fx->d, "../d9.0.1.1", never_known, fake_adopt, fx),
                      -EINVAL);
-    assert_int_equal(col_discover_one(&fx->d, "passwd", never_known, fake_adopt, fx), -EINVAL);
+    assert_int_equal(discover_one(&fx->d, "passwd", never_known, fake_adopt, fx), -EINVAL);
     assert_int_equal(fx->offered, 0);
 }
 
@@ -224,7 +224,7 @@ static void an_adopted_region_is_not_offered_again(void **state)
 {
     struct fx *fx = *state;
     region_file(fx, getuid(), (uint32_t)getpid(), my_start(), getuid());
-    col_discover_scan(&fx->d, always_known, fake_adopt, fx);
+    discover_scan(&fx->d, always_known, fake_adopt, fx);
     assert_int_equal(fx->offered, 0);
 }
 

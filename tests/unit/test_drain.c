@@ -1,9 +1,9 @@
 /*
- * test_drain.c — the collector's drain step (collector/daemon/drain.c, proc.c,
- * store.c) as a specification, against real regions in a temp dir and a
- * real store: what reaches the segment, when ring tails move, what is
- * quarantined, plus the pure pieces (adaptive sleep, rotation, timestamp
- * conversion, calibration reads).
+ * test_drain.c — the collector's drain step (collector/daemon/drain.c, with
+ * proc.c, storedir.c and guard.c) as a specification, against real regions
+ * in a temp dir and a real store: what reaches the segment, when ring tails
+ * move, what is quarantined, plus the pure pieces (adaptive sleep in pace.c,
+ * rotation, timestamp conversion, calibration reads).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -22,11 +22,13 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include "collector/daemon/drain.h"
-#include "collector/store/index.h"
-#include "collector/store/log.h"
+#include "collector/daemon/guard.h"
+#include "collector/store/idx.h"
+#include "collector/store/col_log.h"
 #include "collector/daemon/proc.h"
-#include "collector/store/segment.h"
-#include "collector/daemon/store.h"
+#include "collector/store/seg_writer.h"
+#include "collector/store/seg_reader.h"
+#include "collector/daemon/storedir.h"
 #include "shm/meta.h"
 #include "shm/region.h"
 #include "shm/ring.h"
@@ -39,8 +41,8 @@ struct fx {
     char dir[64], shm[96], store[96];
     struct shm_region reg;
     struct shm_producer prod[RINGS];
-    struct col_store st;
-    struct col_proc *p;
+    struct storedir st;
+    struct proc *p;
     uint64_t ts;
 };
 
@@ -59,12 +61,12 @@ static int setup_clock(void **state, uint32_t clock)
     snprintf(fx->store, sizeof fx->store, "%s/store", fx->dir);
     assert_int_equal(mkdir(fx->shm, 0700), 0);
     col_log_init("test_drain", COL_LOG_ERROR);
-    assert_int_equal(col_guard_install(), 0);
+    assert_int_equal(guard_install(), 0);
     struct shm_region_params prm = { .ring_count = RINGS, .ring_data_size = RING_BYTES,
                                      .clock_source = clock, .dir = fx->shm };
     assert_int_equal(shm_region_create(&prm, &fx->reg), 0);
     char err[256];
-    assert_int_equal(col_store_open(&fx->st, fx->store, 1u << 30, err, sizeof err), 0);
+    assert_int_equal(storedir_open(&fx->st, fx->store, 1u << 30, err, sizeof err), 0);
     fx->ts = 1000;
     *state = fx;
     return 0;
@@ -75,8 +77,8 @@ static int setup_tsc(void **state) { return setup_clock(state, D9_CLOCK_TSC); }
 static int teardown(void **state)
 {
     struct fx *fx = *state;
-    col_proc_free(fx->p);
-    col_store_close(&fx->st);
+    proc_free(fx->p);
+    storedir_close(&fx->st);
     unlink(fx->reg.path);
     shm_region_close(&fx->reg);
     nftw(fx->dir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
@@ -87,7 +89,7 @@ static int teardown(void **state)
 static void adopt(struct fx *fx)
 {
     const char *base = strrchr(fx->reg.path, '/') + 1;
-    assert_int_equal(col_proc_adopt(fx->reg.path, base, getuid(), &fx->st, NULL, &fx->p), 0);
+    assert_int_equal(proc_adopt(fx->reg.path, base, getuid(), &fx->st, NULL, &fx->p), 0);
 }
 
 static int claim(struct fx *fx, const char *name)
@@ -121,10 +123,10 @@ static void produce(struct fx *fx, int idx, unsigned n)
     }
 }
 
-static int drain(struct fx *fx, uint64_t now, struct col_drain_result *res)
+static int drain(struct fx *fx, uint64_t now, struct drain_result *res)
 {
     memset(res, 0, sizeof *res);
-    return col_drain_proc(fx->p, &fx->st, now, 1, res);
+    return drain_proc(fx->p, &fx->st, now, 1, res);
 }
 
 /* Totals over every sealed segment in the store. */
@@ -154,7 +156,7 @@ static struct totals read_store(struct fx *fx)
                     t.first_ts = b.h.t_first;
             }
         }
-        t.schema_found |= seg_meta_schema(r, 1) != NULL;
+        t.schema_found |= seg_reader_schema(r, 1) != NULL;
         seg_reader_close(r);
     }
     pclose(ls);
@@ -169,19 +171,19 @@ static void drained_records_reach_the_segment_and_the_tail_follows(void **state)
     int r0 = claim(fx, "w0");
     produce(fx, r0, 100);
     adopt(fx);
-    struct col_drain_result res;
+    struct drain_result res;
     assert_int_equal(drain(fx, 1, &res), 0);
     assert_int_equal(res.records, 100);
     assert_int_equal(atomic_load(&ring(fx, r0)->tail), atomic_load(&ring(fx, r0)->head));
-    assert_int_equal(col_proc_seal(fx->p, &fx->st), 0);
+    assert_int_equal(drain_seal(fx->p, &fx->st), 0);
     assert_int_equal(read_store(fx).records, 100);
 }
 
 /* A regular pass (force 0), as d9collectd's loop makes them. */
-static int pass(struct fx *fx, uint64_t now, struct col_drain_result *res)
+static int pass(struct fx *fx, uint64_t now, struct drain_result *res)
 {
     memset(res, 0, sizeof *res);
-    return col_drain_proc(fx->p, &fx->st, now, 0, res);
+    return drain_proc(fx->p, &fx->st, now, 0, res);
 }
 
 static void a_live_ring_is_read_once_it_holds_a_batch_or_its_backlog_is_old(void **state)
@@ -189,7 +191,7 @@ static void a_live_ring_is_read_once_it_holds_a_batch_or_its_backlog_is_old(void
     struct fx *fx = *state;
     int r0 = claim(fx, "w0");
     adopt(fx);
-    struct col_drain_result res;
+    struct drain_result res;
     const uint64_t t0 = 1000000000ull;
     produce(fx, r0, 2);
     assert_int_equal(pass(fx, t0 - 1, &res), 0);
@@ -198,18 +200,18 @@ static void a_live_ring_is_read_once_it_holds_a_batch_or_its_backlog_is_old(void
     assert_int_equal(pass(fx, t0, &res), 0);
     assert_int_equal(res.records, 0);                  /* then a few records wait for more */
     assert_int_equal(fx->p->rings[r0].lag_bytes, 10 * 32u);
-    assert_int_equal(pass(fx, t0 + COL_DRAIN_BATCH_NS - 1, &res), 0);
+    assert_int_equal(pass(fx, t0 + DRAIN_BATCH_NS - 1, &res), 0);
     assert_int_equal(res.records, 0);
-    assert_int_equal(pass(fx, t0 + COL_DRAIN_BATCH_NS, &res), 0);
+    assert_int_equal(pass(fx, t0 + DRAIN_BATCH_NS, &res), 0);
     assert_int_equal(res.records, 10);                 /* the backlog got old */
     assert_int_equal(atomic_load(&ring(fx, r0)->tail), atomic_load(&ring(fx, r0)->head));
     /* a batch's worth is read at once */
-    produce(fx, r0, col_drain_batch(RING_BYTES) / 32);
-    assert_int_equal(pass(fx, t0 + COL_DRAIN_BATCH_NS + 1, &res), 0);
-    assert_int_equal(res.records, col_drain_batch(RING_BYTES) / 32);
+    produce(fx, r0, drain_batch(RING_BYTES) / 32);
+    assert_int_equal(pass(fx, t0 + DRAIN_BATCH_NS + 1, &res), 0);
+    assert_int_equal(res.records, drain_batch(RING_BYTES) / 32);
     /* a flush (force) reads whatever is there */
     produce(fx, r0, 3);
-    assert_int_equal(drain(fx, t0 + COL_DRAIN_BATCH_NS + 2, &res), 0);
+    assert_int_equal(drain(fx, t0 + DRAIN_BATCH_NS + 2, &res), 0);
     assert_int_equal(res.records, 3);
 }
 
@@ -220,22 +222,22 @@ static void a_ring_full_enough_to_pace_the_collector_is_read(void **state)
     struct fx *fx = *state;
     int r0 = claim(fx, "w0");
     adopt(fx);
-    struct col_drain_result res;
+    struct drain_result res;
     produce(fx, r0, 1);
     assert_int_equal(pass(fx, 1, &res), 0);            /* the first record, at once */
-    const unsigned n = RING_BYTES / COL_BACKOFF_BUSY_DIV / 32u;
+    const unsigned n = RING_BYTES / PACE_BUSY_DIV / 32u;
     produce(fx, r0, n);
-    struct col_backoff b;
-    col_backoff_init(&b, 100, 10000);
+    struct pace b;
+    pace_init(&b, 100, 10000);
     uint64_t lag = (uint64_t)n * 32u;
-    assert_int_equal(col_backoff_pace(&b, lag, RING_BYTES, 1000, 0), 0);   /* go again */
+    assert_int_equal(pace_by_pressure(&b, lag, RING_BYTES, 1000, 0), 0);   /* go again */
     assert_int_equal(pass(fx, 2, &res), 0);
     assert_int_equal(res.records, n);
-    assert_true(col_drain_batch(RING_BYTES) * COL_BACKOFF_BUSY_DIV < RING_BYTES);
+    assert_true(drain_batch(RING_BYTES) * PACE_BUSY_DIV < RING_BYTES);
     for (uint64_t size = D9_RING_DATA_MIN; size <= D9_RING_DATA_MAX; size *= 2) {
-        assert_true(col_drain_batch(size) > 0);
-        assert_true(col_drain_batch(size) * COL_BACKOFF_BUSY_DIV < size);
-        assert_true(col_drain_batch(size) <= COL_DRAIN_BATCH);
+        assert_true(drain_batch(size) > 0);
+        assert_true(drain_batch(size) * PACE_BUSY_DIV < size);
+        assert_true(drain_batch(size) <= DRAIN_BATCH);
     }
 }
 
@@ -246,11 +248,11 @@ static void an_ended_thread_is_read_without_waiting_for_a_batch(void **state)
     adopt(fx);
     produce(fx, r0, 5);
     shm_slot_release(&fx->reg, (uint32_t)r0);
-    struct col_drain_result res;
+    struct drain_result res;
     assert_int_equal(pass(fx, 1, &res), 0);
     assert_int_equal(res.records, 5);
     assert_int_equal(pass(fx, 2, &res), 0);            /* flushed: the thread's end follows */
-    assert_int_equal(col_proc_seal(fx->p, &fx->st), 0);
+    assert_int_equal(drain_seal(fx->p, &fx->st), 0);
     struct totals t = read_store(fx);
     assert_int_equal(t.records, 5);
     assert_int_equal(t.thread_ends, 1);
@@ -262,7 +264,7 @@ static void a_failed_write_leaves_the_records_in_the_ring_until_it_succeeds(void
     int r0 = claim(fx, "w0");
     adopt(fx);
     produce(fx, r0, 1);
-    struct col_drain_result res;
+    struct drain_result res;
     assert_int_equal(drain(fx, 1, &res), 0);      /* opens the segment file */
     uint64_t tail0 = atomic_load(&ring(fx, r0)->tail);
     produce(fx, r0, 1000);
@@ -283,7 +285,7 @@ static void a_failed_write_leaves_the_records_in_the_ring_until_it_succeeds(void
     assert_int_equal(drain(fx, LATER_NS, &res), 0);
     assert_false(res.write_failed);
     assert_int_equal(atomic_load(&ring(fx, r0)->tail), atomic_load(&ring(fx, r0)->head));
-    assert_int_equal(col_proc_seal(fx->p, &fx->st), 0);
+    assert_int_equal(drain_seal(fx->p, &fx->st), 0);
     assert_int_equal(read_store(fx).records, 1001);  /* none lost, none twice */
 }
 
@@ -298,7 +300,7 @@ static void a_corrupt_ring_is_quarantined_and_the_others_keep_draining(void **st
     uint16_t len = 12;
     memcpy(data, &len, sizeof len);
     adopt(fx);
-    struct col_drain_result res;
+    struct drain_result res;
     assert_int_equal(drain(fx, 1, &res), 0);
     assert_int_equal(res.records, 5);
     assert_true(fx->p->rings[bad].quarantined);
@@ -316,9 +318,9 @@ static void a_truncated_region_quarantines_the_process_instead_of_crashing(void 
     int r0 = claim(fx, "w0");
     produce(fx, r0, 10);
     adopt(fx);
-    assert_int_equal(col_guard_install(), 0);   /* cmocka installs its own SIGBUS handler per test */
+    assert_int_equal(guard_install(), 0);   /* cmocka installs its own SIGBUS handler per test */
     assert_int_equal(truncate(fx->reg.path, 4096), 0);  /* a hostile owner shrinks the file */
-    struct col_drain_result res;
+    struct drain_result res;
     assert_int_equal(drain(fx, 1, &res), -EFAULT);
     assert_true(fx->p->quarantined);
     assert_int_equal(drain(fx, 2, &res), 0);             /* never touched again */
@@ -331,7 +333,7 @@ static void a_new_generation_on_a_ring_ends_the_previous_thread(void **state)
     int r0 = claim(fx, "first");
     produce(fx, r0, 4);
     adopt(fx);
-    struct col_drain_result res;
+    struct drain_result res;
     assert_int_equal(drain(fx, 1, &res), 0);
     shm_slot_release(&fx->reg, (uint32_t)r0);
     assert_int_equal(drain(fx, 2, &res), 0);            /* drained + released: recycled */
@@ -341,7 +343,7 @@ static void a_new_generation_on_a_ring_ends_the_previous_thread(void **state)
     assert_int_equal(again, r0);
     produce(fx, again, 6);
     assert_int_equal(drain(fx, 3, &res), 0);
-    assert_int_equal(col_proc_seal(fx->p, &fx->st), 0);
+    assert_int_equal(drain_seal(fx->p, &fx->st), 0);
     struct totals t = read_store(fx);
     assert_int_equal(t.records, 10);
     assert_int_equal(t.thread_ends, 1);
@@ -355,13 +357,13 @@ static void ring_drops_are_reported_as_deltas(void **state)
     produce(fx, r0, 1);
     atomic_store(&ring(fx, r0)->lost, 5);
     adopt(fx);
-    struct col_drain_result res;
+    struct drain_result res;
     assert_int_equal(drain(fx, 1, &res), 0);
     produce(fx, r0, 1);
     atomic_store(&ring(fx, r0)->lost, 7);
     assert_int_equal(drain(fx, 2, &res), 0);
     assert_int_equal(fx->p->lost, 7);
-    assert_int_equal(col_proc_seal(fx->p, &fx->st), 0);
+    assert_int_equal(drain_seal(fx->p, &fx->st), 0);
     assert_int_equal(read_store(fx).lost, 7);
 }
 
@@ -372,16 +374,16 @@ static void drops_reported_before_a_collector_restart_are_not_reported_again(voi
     produce(fx, r0, 1);
     atomic_store(&ring(fx, r0)->lost, 5);
     adopt(fx);
-    struct col_drain_result res;
+    struct drain_result res;
     assert_int_equal(drain(fx, 1, &res), 0);
-    assert_int_equal(col_proc_seal(fx->p, &fx->st), 0);
-    col_proc_free(fx->p);                       /* the collector goes away ... */
+    assert_int_equal(drain_seal(fx->p, &fx->st), 0);
+    proc_free(fx->p);                       /* the collector goes away ... */
     fx->p = NULL;
     produce(fx, r0, 1);
     atomic_store(&ring(fx, r0)->lost, 7);
     adopt(fx);                                  /* ... and a new one adopts the region */
     assert_int_equal(drain(fx, 2, &res), 0);
-    assert_int_equal(col_proc_seal(fx->p, &fx->st), 0);
+    assert_int_equal(drain_seal(fx->p, &fx->st), 0);
     struct totals t = read_store(fx);
     assert_int_equal(t.records, 2);
     assert_int_equal(t.lost, 7);
@@ -406,14 +408,14 @@ static void an_abandoned_writer_leaves_its_temp_segment_for_salvage(void **state
     int r0 = claim(fx, "w0");
     produce(fx, r0, 3);
     adopt(fx);
-    struct col_drain_result res;
+    struct drain_result res;
     assert_int_equal(drain(fx, 1, &res), 0);
     assert_int_equal(res.records, 3);
     assert_non_null(fx->p->writer);
-    col_proc_abandon_writer(fx->p);
+    proc_abandon_writer(fx->p);
     assert_null(fx->p->writer);
     assert_int_equal(temp_segments(fx->st.dir), 1);
-    assert_int_equal(col_store_recover(&fx->st), 0);    /* what the next start-up does */
+    assert_int_equal(storedir_recover(&fx->st), 0);    /* what the next start-up does */
     assert_int_equal(fx->st.segments_salvaged, 1);
     assert_int_equal(read_store(fx).records, 3);
 }
@@ -436,9 +438,9 @@ static void metadata_published_before_an_event_reaches_the_segment_first(void **
     uint64_t v = 42;
     memcpy(c + 1, &v, 8);
     shm_ring_commit(&fx->prod[r0], c, sizeof *c + 8, D9_REC_CUSTOM, 5);
-    struct col_drain_result res;
+    struct drain_result res;
     assert_int_equal(drain(fx, 1, &res), 0);
-    assert_int_equal(col_proc_seal(fx->p, &fx->st), 0);
+    assert_int_equal(drain_seal(fx->p, &fx->st), 0);
     struct totals t = read_store(fx);
     assert_int_equal(t.records, 1);
     assert_true(t.schema_found);
@@ -456,7 +458,7 @@ static void malformed_metadata_stops_the_metadata_walk_but_not_the_data(void **s
     int r0 = claim(fx, "w0");
     produce(fx, r0, 3);
     adopt(fx);
-    struct col_drain_result res;
+    struct drain_result res;
     assert_int_equal(drain(fx, 1, &res), 0);
     assert_true(fx->p->meta_bad);
     assert_int_equal(res.records, 3);
@@ -475,9 +477,9 @@ static void tsc_timestamps_are_converted_with_the_region_calibration(void **stat
     fx->ts = 1500;
     produce(fx, r0, 1);
     adopt(fx);
-    struct col_drain_result res;
+    struct drain_result res;
     assert_int_equal(drain(fx, 1, &res), 0);
-    assert_int_equal(col_proc_seal(fx->p, &fx->st), 0);
+    assert_int_equal(drain_seal(fx->p, &fx->st), 0);
     assert_int_equal(read_store(fx).first_ts, 6000);
 }
 
@@ -486,35 +488,35 @@ static void tsc_timestamps_are_converted_with_the_region_calibration(void **stat
 static void idle_passes_double_the_sleep_up_to_the_maximum(void **s)
 {
     (void)s;
-    struct col_backoff b;
-    col_backoff_init(&b, 50, 300);
-    assert_int_equal(col_backoff_next(&b, 0), 50);
-    assert_int_equal(col_backoff_next(&b, 0), 100);
-    assert_int_equal(col_backoff_next(&b, 0), 200);
-    assert_int_equal(col_backoff_next(&b, 0), 300);
-    assert_int_equal(col_backoff_next(&b, 0), 300);
+    struct pace b;
+    pace_init(&b, 50, 300);
+    assert_int_equal(pace_next(&b, 0), 50);
+    assert_int_equal(pace_next(&b, 0), 100);
+    assert_int_equal(pace_next(&b, 0), 200);
+    assert_int_equal(pace_next(&b, 0), 300);
+    assert_int_equal(pace_next(&b, 0), 300);
 }
 
 static void a_pass_with_data_polls_again_at_once_and_resets_the_sleep(void **s)
 {
     (void)s;
-    struct col_backoff b;
-    col_backoff_init(&b, 10, 1000);
-    col_backoff_next(&b, 0);
-    col_backoff_next(&b, 0);
-    assert_int_equal(col_backoff_next(&b, 1), 0);
-    assert_int_equal(col_backoff_next(&b, 0), 10);
+    struct pace b;
+    pace_init(&b, 10, 1000);
+    pace_next(&b, 0);
+    pace_next(&b, 0);
+    assert_int_equal(pace_next(&b, 1), 0);
+    assert_int_equal(pace_next(&b, 0), 10);
 }
 
 static void a_trickle_backs_off_instead_of_polling_at_once(void **s)
 {
     (void)s;
-    struct col_backoff b;
-    col_backoff_init(&b, 50, 20000);
+    struct pace b;
+    pace_init(&b, 50, 20000);
     /* 64 bytes in a 1 MiB ring over 100 us: far from full, so sleep and grow */
-    assert_int_equal(col_backoff_pace(&b, 64, 1 << 20, 100, 0), 50);
-    assert_int_equal(col_backoff_pace(&b, 64, 1 << 20, 100, 0), 100);
-    assert_int_equal(col_backoff_pace(&b, 0, 0, 100, 0), 200);
+    assert_int_equal(pace_by_pressure(&b, 64, 1 << 20, 100, 0), 50);
+    assert_int_equal(pace_by_pressure(&b, 64, 1 << 20, 100, 0), 100);
+    assert_int_equal(pace_by_pressure(&b, 0, 0, 100, 0), 200);
 }
 
 static void a_sleep_wakes_by_its_end_and_lets_the_timer_fire_in_its_second_half(void **s)
@@ -522,20 +524,20 @@ static void a_sleep_wakes_by_its_end_and_lets_the_timer_fire_in_its_second_half(
     (void)s;
     uint64_t req, slack;
     /* the idle maximum, 10 ms: slack 2^22 ns (4.19 ms), so a 4 ms tick always lands in it */
-    col_sleep_window(10000000, &req, &slack);
+    pace_sleep_window(10000000, &req, &slack);
     assert_int_equal(slack, 1u << 22);
     assert_int_equal(req + slack, 10000000);
     /* short paced sleeps are requested whole with the kernel's default slack */
-    col_sleep_window(100000, &req, &slack);
+    pace_sleep_window(100000, &req, &slack);
     assert_int_equal(req, 100000);
-    assert_int_equal(slack, COL_SLACK_MIN_NS);
-    col_sleep_window(0, &req, &slack);
+    assert_int_equal(slack, PACE_SLACK_MIN_NS);
+    pace_sleep_window(0, &req, &slack);
     assert_int_equal(req, 0);
-    assert_int_equal(slack, COL_SLACK_MIN_NS);
+    assert_int_equal(slack, PACE_SLACK_MIN_NS);
     /* any length: never later than asked, never earlier than half of it */
     for (uint64_t ns = 1; ns < 4000000000ull; ns = ns * 3 + 7) {
-        col_sleep_window(ns, &req, &slack);
-        if (slack == COL_SLACK_MIN_NS && req == ns)
+        pace_sleep_window(ns, &req, &slack);
+        if (slack == PACE_SLACK_MIN_NS && req == ns)
             continue;
         assert_true(req + slack == ns);
         assert_true(slack <= ns / 2 && slack > ns / 4);
@@ -546,35 +548,35 @@ static void a_sleep_wakes_by_its_end_and_lets_the_timer_fire_in_its_second_half(
 static void a_filling_ring_caps_the_sleep_before_a_quarter_full(void **s)
 {
     (void)s;
-    struct col_backoff b;
-    col_backoff_init(&b, 50, 20000);
+    struct pace b;
+    pace_init(&b, 50, 20000);
     for (int i = 0; i < 10; i++)
-        col_backoff_pace(&b, 0, 0, 1000, 0);            /* idle: grown to the maximum */
+        pace_by_pressure(&b, 0, 0, 1000, 0);            /* idle: grown to the maximum */
     /* 64 KiB per 1 ms into a 1 MiB ring: a quarter full in 4 ms, so sleep at most 4 ms */
-    assert_int_equal(col_backoff_pace(&b, 64 << 10, 1 << 20, 1000, 0), 4000);
+    assert_int_equal(pace_by_pressure(&b, 64 << 10, 1 << 20, 1000, 0), 4000);
     /* and grow again from there, not from the old 20 ms */
-    assert_int_equal(col_backoff_pace(&b, 64 << 10, 1 << 20, 1000, 0), 4000);
+    assert_int_equal(pace_by_pressure(&b, 64 << 10, 1 << 20, 1000, 0), 4000);
 }
 
 static void a_ring_an_eighth_full_or_data_left_behind_polls_again_at_once(void **s)
 {
     (void)s;
-    struct col_backoff b;
-    col_backoff_init(&b, 50, 20000);
+    struct pace b;
+    pace_init(&b, 50, 20000);
     for (int i = 0; i < 10; i++)
-        col_backoff_pace(&b, 0, 0, 1000, 0);            /* idle: grown to the maximum */
+        pace_by_pressure(&b, 0, 0, 1000, 0);            /* idle: grown to the maximum */
     /* 128 KiB in 2 ms: go again at once, and sleep after that at the pace
      * that keeps the ring under a quarter full (4 ms), not the old 20 ms */
-    assert_int_equal(col_backoff_pace(&b, (1 << 20) / 8, 1 << 20, 2000, 0), 0);
-    assert_int_equal(col_backoff_pace(&b, 0, 0, 100, 0), 4000);
-    assert_int_equal(col_backoff_pace(&b, 8, 1 << 20, 100000, 1), 0);   /* data left behind */
-    assert_int_equal(col_backoff_pace(&b, 0, 0, 100, 0), 50);           /* ... restarts at min */
-    /* a quarter in 1 ms (< COL_BACKOFF_STALL_US): a stall could fill the
+    assert_int_equal(pace_by_pressure(&b, (1 << 20) / 8, 1 << 20, 2000, 0), 0);
+    assert_int_equal(pace_by_pressure(&b, 0, 0, 100, 0), 4000);
+    assert_int_equal(pace_by_pressure(&b, 8, 1 << 20, 100000, 1), 0);   /* data left behind */
+    assert_int_equal(pace_by_pressure(&b, 0, 0, 100, 0), 50);           /* ... restarts at min */
+    /* a quarter in 1 ms (< PACE_STALL_US): a stall could fill the
      * rest, so the sleep after the busy pass restarts from the minimum too */
     for (int i = 0; i < 10; i++)
-        col_backoff_pace(&b, 0, 0, 1000, 0);
-    assert_int_equal(col_backoff_pace(&b, (1 << 20) / 2, 1 << 20, 2000, 0), 0);
-    assert_int_equal(col_backoff_pace(&b, 0, 0, 100, 0), 50);
+        pace_by_pressure(&b, 0, 0, 1000, 0);
+    assert_int_equal(pace_by_pressure(&b, (1 << 20) / 2, 1 << 20, 2000, 0), 0);
+    assert_int_equal(pace_by_pressure(&b, 0, 0, 100, 0), 50);
 }
 
 /* A producer filling a ring 1/8 between two sleeps: the pass after the one
@@ -585,31 +587,31 @@ static void a_steady_producer_is_paced_without_a_sawtooth(void **s)
 {
     (void)s;
     const uint64_t size = 1 << 20, rate = 64;           /* bytes per us */
-    struct col_backoff b;
-    col_backoff_init(&b, 50, 10000);
+    struct pace b;
+    pace_init(&b, 50, 10000);
     uint64_t t = 0, last = 0, drained = 0, sleeps = 0, max_lag = 0;
     while (t < 1000000) {                               /* 1 s */
         uint64_t lag = rate * t - drained;
         max_lag = lag > max_lag ? lag : max_lag;
         drained += lag;
-        uint32_t us = col_backoff_pace(&b, lag, size, t - last, 0);
+        uint32_t us = pace_by_pressure(&b, lag, size, t - last, 0);
         last = t;
         t += 10 + us;                                   /* a pass takes 10 us */
         sleeps += us != 0;
     }
     /* a quarter of the ring every 4 ms: about 250 sleeps, under a quarter full */
     assert_true(sleeps >= 200 && sleeps <= 300);
-    assert_true(max_lag <= size / COL_BACKOFF_TARGET_DIV + rate * 100);
+    assert_true(max_lag <= size / PACE_TARGET_DIV + rate * 100);
 }
 
 static void segments_rotate_by_size_or_by_age(void **s)
 {
     (void)s;
     const uint64_t MB = 1u << 20, SEC = 1000000000ULL;
-    assert_false(col_rotate_due(MB - 1, 0, 59 * SEC, MB, 60 * SEC));
-    assert_true(col_rotate_due(MB, 0, 1, MB, 60 * SEC));
-    assert_true(col_rotate_due(10, 5 * SEC, 65 * SEC, MB, 60 * SEC));
-    assert_false(col_rotate_due(10, 70 * SEC, 65 * SEC, MB, 60 * SEC)); /* clock went back */
+    assert_false(storedir_rotate_due(MB - 1, 0, 59 * SEC, MB, 60 * SEC));
+    assert_true(storedir_rotate_due(MB, 0, 1, MB, 60 * SEC));
+    assert_true(storedir_rotate_due(10, 5 * SEC, 65 * SEC, MB, 60 * SEC));
+    assert_false(storedir_rotate_due(10, 70 * SEC, 65 * SEC, MB, 60 * SEC)); /* clock went back */
 }
 
 static void calibration_read_gives_up_while_a_writer_holds_the_seqlock(void **s)
@@ -620,9 +622,9 @@ static void calibration_read_gives_up_while_a_writer_holds_the_seqlock(void **s)
     h.cal_tsc0 = 1; h.cal_ns0 = 1; h.cal_tsc1 = 1000001; h.cal_ns1 = 1000001;
     atomic_store(&h.cal_seq, 3);
     struct shm_clock_cal c;
-    assert_int_equal(col_read_calibration(&h, &c), -EAGAIN);
+    assert_int_equal(drain_read_calibration(&h, &c), -EAGAIN);
     atomic_store(&h.cal_seq, 4);
-    assert_int_equal(col_read_calibration(&h, &c), 0);
+    assert_int_equal(drain_read_calibration(&h, &c), 0);
 }
 
 static void unusable_calibration_pairs_are_refused(void **s)
@@ -631,7 +633,7 @@ static void unusable_calibration_pairs_are_refused(void **s)
     struct d9_region_hdr h;
     memset(&h, 0, sizeof h);      /* pair 1 never written: tsc1 <= tsc0 */
     struct shm_clock_cal c;
-    assert_int_equal(col_read_calibration(&h, &c), -EINVAL);
+    assert_int_equal(drain_read_calibration(&h, &c), -EINVAL);
 }
 
 int main(void)

@@ -1,5 +1,5 @@
 /*
- * test_export.c — export.c: the Chrome trace-event document is well-formed
+ * test_export.c — cli_trace.c: the Chrome trace-event document is well-formed
  * JSON (checked with python3 -m json.tool) and has the documented shape:
  * "X" polls and parks, "i" instants, "C" counters, "M" names, µs times.
  */
@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include "collector/cli/export.h"
+#include "collector/cli/cli_trace.h"
 
 static struct shm_meta_entry loc5 = { .kind = D9_META_LOCATION, .id = 5, .name = "a.c",
                                       .func = "serve", .line = 10 };
@@ -49,17 +49,17 @@ static void doc_begin(struct doc *d)
     int fd = mkstemp(d->path);
     assert_true(fd >= 0);
     d->f = fdopen(fd, "w+");
-    assert_int_equal(cli_export_begin(&d->x, d->f), 0);
+    assert_int_equal(cli_trace_begin(&d->x, d->f), 0);
 }
 
 static void feed(struct doc *d, const void *rec, size_t len)
 {
-    assert_int_equal(cli_export_record(d->x, &SRC, rec, len), 0);
+    assert_int_equal(cli_trace_record(d->x, &SRC, rec, len), 0);
 }
 
 static void doc_end(struct doc *d, uint64_t t_end, struct cli_export_stats *st)
 {
-    assert_int_equal(cli_export_finish(d->x, t_end, st), 0);
+    assert_int_equal(cli_trace_finish(d->x, t_end, st), 0);
     fseek(d->f, 0, SEEK_END);
     long n = ftell(d->f);
     rewind(d->f);

@@ -20,8 +20,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include "collector/store/fsck.h"
-#include "collector/store/index.h"
-#include "collector/store/segment.h"
+#include "collector/store/idx_int.h"
+#include "collector/store/seg_writer.h"
 #include "shm/meta.h"
 
 struct fx {
@@ -138,17 +138,17 @@ static void exec_sql(struct fx *fx, const char *sql)
     idx_close(x);
 }
 
-static struct col_fsck_report check(struct fx *fx, int repair)
+static struct fsck_report check(struct fx *fx, int repair)
 {
-    struct col_fsck_report r;
-    assert_int_equal(col_fsck(fx->dir, repair, &r), 0);
+    struct fsck_report r;
+    assert_int_equal(fsck_run(fx->dir, repair, &r), 0);
     return r;
 }
 
 static void assert_clean(struct fx *fx)
 {
-    struct col_fsck_report r = check(fx, 0);
-    assert_int_equal(col_fsck_problems(&r), 0);
+    struct fsck_report r = check(fx, 0);
+    assert_int_equal(fsck_problems(&r), 0);
     assert_int_equal(r.ok, r.rows);
 }
 
@@ -188,11 +188,11 @@ static void test_consistent_store_checks_clean(void **state)
     struct fx *fx = *state;
     write_segment(fx, 1, 1);
     write_segment(fx, 2, 1);
-    struct col_fsck_report r = check(fx, 0);
+    struct fsck_report r = check(fx, 0);
     assert_int_equal(r.rows, 2);
     assert_int_equal(r.files, 2);
     assert_int_equal(r.ok, 2);
-    assert_int_equal(col_fsck_problems(&r), 0);
+    assert_int_equal(fsck_problems(&r), 0);
 }
 
 static void test_missing_file_is_reported_and_its_row_deleted(void **state)
@@ -203,7 +203,7 @@ static void test_missing_file_is_reported_and_its_row_deleted(void **state)
     write_segment(fx, 2, 1);
     seg_path(fx, 2, p, sizeof p);
     assert_int_equal(unlink(p), 0);
-    struct col_fsck_report r = check(fx, 0);
+    struct fsck_report r = check(fx, 0);
     assert_int_equal(r.missing, 1);
     assert_int_equal(r.ok, 1);
     assert_int_equal(q_int(fx, "SELECT count(*) FROM segments"), 2);  /* check changes nothing */
@@ -225,12 +225,12 @@ static void test_corrupt_indexed_file_is_quarantined(void **state)
     c ^= 1;
     assert_int_equal(pwrite(fd, &c, 1, SEG_HDR_SIZE + 200), 1);
     close(fd);
-    struct col_fsck_report r = check(fx, 0);
+    struct fsck_report r = check(fx, 0);
     assert_int_equal(r.corrupt, 1);
     r = check(fx, 1);
     assert_int_equal(r.rows_deleted, 1);
     assert_int_equal(r.quarantined, 1);
-    fmt(q, sizeof q, "%s%s", p, COL_FSCK_CORRUPT_SUFFIX);
+    fmt(q, sizeof q, "%s%s", p, FSCK_CORRUPT_SUFFIX);
     assert_int_equal(access(q, F_OK), 0);       /* kept for the user */
     assert_int_equal(access(p, F_OK), -1);
     assert_clean(fx);
@@ -241,7 +241,7 @@ static void test_row_disagreeing_with_its_file_is_reindexed(void **state)
     struct fx *fx = *state;
     write_segment(fx, 1, 1);
     exec_sql(fx, "UPDATE segments SET records = 3");
-    struct col_fsck_report r = check(fx, 0);
+    struct fsck_report r = check(fx, 0);
     assert_int_equal(r.mismatched, 1);
     r = check(fx, 1);
     assert_int_equal(r.reindexed, 1);
@@ -254,7 +254,7 @@ static void test_sealed_file_without_row_is_indexed_from_its_contents(void **sta
     struct fx *fx = *state;
     write_segment(fx, 1, 1);
     write_segment(fx, 3, 0);
-    struct col_fsck_report r = check(fx, 0);
+    struct fsck_report r = check(fx, 0);
     assert_int_equal(r.orphans, 1);
     r = check(fx, 1);
     assert_int_equal(r.reindexed, 1);
@@ -274,7 +274,7 @@ static void test_store_without_index_is_rebuilt_by_repair(void **state)
     write_segment(fx, 2, 0);
     char ip[128];
     fmt(ip, sizeof ip, "%s/%s", fx->dir, IDX_FILE_NAME);
-    struct col_fsck_report r = check(fx, 0);
+    struct fsck_report r = check(fx, 0);
     assert_int_equal(r.orphans, 2);
     assert_int_equal(access(ip, F_OK), -1);     /* a check creates nothing */
     r = check(fx, 1);
@@ -292,7 +292,7 @@ static void test_crashed_temp_file_is_salvaged_and_indexed(void **state)
     fmt(tmp, sizeof tmp, "%s/.tmp.4242-777-5.d9seg", fx->dir);
     assert_int_equal(rename(p, tmp), 0);
     assert_int_equal(truncate(tmp, (off_t)te + 20), 0);  /* cut inside the thread-end block */
-    struct col_fsck_report r = check(fx, 0);
+    struct fsck_report r = check(fx, 0);
     assert_int_equal(r.temps, 1);
     assert_int_equal(access(tmp, F_OK), 0);
     r = check(fx, 1);
@@ -317,7 +317,7 @@ static void test_salvage_replaces_block_rows_written_before_the_crash(void **sta
     fmt(sql, sizeof sql, "INSERT INTO blocks(segment_id, offset, len, kind, tid, ring, generation,"
         " nrec, t_first, t_last, lost) VALUES(5, %u, 8, 1, 0, 0, 0, 1, 0, 0, 0)", SEG_HDR_SIZE);
     exec_sql(fx, sql);
-    struct col_fsck_report r = check(fx, 1);
+    struct fsck_report r = check(fx, 1);
     assert_int_equal(r.salvaged, 1);
     assert_int_equal(r.reindexed, 1);
     assert_int_equal(q_int(fx, "SELECT records FROM segments WHERE id = 5"), 10);
@@ -333,7 +333,7 @@ static void test_temp_file_with_nothing_recoverable_is_removed(void **state)
     int fd = open(tmp, O_WRONLY | O_CREAT, 0600);
     assert_int_equal(write(fd, "D9SEG0", 6), 6);
     close(fd);
-    struct col_fsck_report r = check(fx, 1);
+    struct fsck_report r = check(fx, 1);
     assert_int_equal(r.temps, 1);
     assert_int_equal(r.temps_removed, 1);
     assert_int_equal(access(tmp, F_OK), -1);
@@ -349,8 +349,8 @@ static void test_temp_file_open_in_another_process_is_left_alone(void **state)
     fmt(tmp, sizeof tmp, "%s/.tmp.4242-777-5.d9seg", fx->dir);
     assert_int_equal(rename(p, tmp), 0);
     pid_t child = hold_open(tmp);
-    struct col_fsck_report r;
-    int e = col_fsck(fx->dir, 1, &r);
+    struct fsck_report r;
+    int e = fsck_run(fx->dir, 1, &r);
     stop(child);
     assert_int_equal(e, 0);
     assert_int_equal(r.temps_in_use, 1);
@@ -366,9 +366,9 @@ static void test_repair_refuses_while_the_index_is_in_use(void **state)
     write_segment(fx, 1, 1);
     fmt(ip, sizeof ip, "%s/%s", fx->dir, IDX_FILE_NAME);
     pid_t child = hold_open(ip);
-    struct col_fsck_report r;
-    int busy = col_fsck(fx->dir, 1, &r);
-    int chk = col_fsck(fx->dir, 0, &r);
+    struct fsck_report r;
+    int busy = fsck_run(fx->dir, 1, &r);
+    int chk = fsck_run(fx->dir, 0, &r);
     stop(child);
     assert_int_equal(busy, -EBUSY);
     assert_int_equal(chk, 0);
@@ -384,7 +384,7 @@ static void test_repair_refuses_while_the_store_lock_is_held(void **state)
     pid_t child = fork();
     assert_true(child >= 0);
     if (child == 0) {
-        char c = col_store_lock(fx->dir) >= 0 ? 'y' : 'n';
+        char c = fsck_store_lock(fx->dir) >= 0 ? 'y' : 'n';
         if (write(p[1], &c, 1) != 1)
             _exit(1);
         for (;;)
@@ -394,16 +394,16 @@ static void test_repair_refuses_while_the_store_lock_is_held(void **state)
     assert_int_equal(read(p[0], &c, 1), 1);
     close(p[0]);
     close(p[1]);
-    struct col_fsck_report r;
-    int locked = col_store_lock(fx->dir);
-    int busy = col_fsck(fx->dir, 1, &r);
-    int chk = col_fsck(fx->dir, 0, &r);
+    struct fsck_report r;
+    int locked = fsck_store_lock(fx->dir);
+    int busy = fsck_run(fx->dir, 1, &r);
+    int chk = fsck_run(fx->dir, 0, &r);
     stop(child);
     assert_int_equal(c, 'y');
     assert_int_equal(locked, -EBUSY);
     assert_int_equal(busy, -EBUSY);
     assert_int_equal(chk, 0);
-    int fd = col_store_lock(fx->dir);       /* free again once the holder is gone */
+    int fd = fsck_store_lock(fx->dir);       /* free again once the holder is gone */
     assert_true(fd >= 0);
     close(fd);
 }
@@ -426,12 +426,12 @@ static void test_every_finding_is_reported_as_a_line(void **state)
     write_segment(fx, 3, 0);
     seg_path(fx, 2, p, sizeof p);
     unlink(p);
-    struct col_fsck_report r;
+    struct fsck_report r;
     lines = 0;
-    assert_int_equal(col_fsck_ex(fx->dir, 0, &r, count_line, NULL), 0);
-    assert_int_equal(col_fsck_problems(&r), 2);
+    assert_int_equal(fsck_run_ex(fx->dir, 0, &r, count_line, NULL), 0);
+    assert_int_equal(fsck_problems(&r), 2);
     assert_int_equal(lines, 2);
-    assert_int_equal(col_fsck("/nonexistent/store", 0, &r), -ENOENT);
+    assert_int_equal(fsck_run("/nonexistent/store", 0, &r), -ENOENT);
 }
 
 int main(void)

@@ -1,5 +1,5 @@
 /*
- * test_index.c — the SQLite index of a store (collector/store/index.c), as a
+ * test_index.c — the SQLite index of a store (collector/store/idx.c), as a
  * specification: schema, upserts, atomic segment commits, read-only access,
  * schema version checks.
  */
@@ -18,8 +18,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include "collector/store/index.h"
-#include "collector/store/segment.h"
+#include "collector/store/idx_int.h"
+#include "collector/store/seg_writer.h"
 
 struct fx {
     char dir[128];

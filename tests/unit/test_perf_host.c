@@ -19,7 +19,7 @@
 #include <unistd.h>
 #include <fcntl.h>
 #include "collector/daemon/perf_host.h"
-#include "collector/store/symbols.h"
+#include "collector/store/sym.h"
 #include "shm/clock.h"
 
 static int denied(int rc)

@@ -1,6 +1,6 @@
 /*
  * test_query.c — the CLI's parsing helpers (numbers, durations, type lists),
- * time-window arithmetic, and query.c against a real store built with the
+ * time-window arithmetic, and cli_store.c against a real store built with the
  * segment writer and the index: listings, time-ordered scans with filters,
  * corrupt and missing segment files.
  */
@@ -16,9 +16,10 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include "collector/cli/cli.h"
-#include "collector/store/index.h"
-#include "collector/cli/query.h"
-#include "collector/store/segment.h"
+#include "collector/store/idx.h"
+#include "collector/cli/cli_store.h"
+#include "collector/store/seg_writer.h"
+#include "collector/store/seg_reader.h"
 #include "shm/meta.h"
 #include "shm/record.h"
 
@@ -90,7 +91,7 @@ static void default_window_is_everything(void **state)
     (void)state;
     struct cli_window_spec w = { .kind = CLI_WIN_ALL };
     uint64_t from, to;
-    cli_window_compute(&w, true, 100 * NS, true, 50 * NS, &from, &to);
+    cli_store_window_compute(&w, true, 100 * NS, true, 50 * NS, &from, &to);
     assert_true(from == 0 && to == UINT64_MAX);
 }
 
@@ -99,7 +100,7 @@ static void since_counts_back_from_now_on_a_live_store(void **state)
     (void)state;
     struct cli_window_spec w = { .kind = CLI_WIN_SINCE, .since_ns = 30 * NS };
     uint64_t from, to;
-    cli_window_compute(&w, true, 100 * NS, true, 50 * NS, &from, &to);
+    cli_store_window_compute(&w, true, 100 * NS, true, 50 * NS, &from, &to);
     assert_true(from == 70 * NS && to == UINT64_MAX);
 }
 
@@ -108,7 +109,7 @@ static void since_counts_back_from_newest_record_on_a_store_from_another_boot(vo
     (void)state;
     struct cli_window_spec w = { .kind = CLI_WIN_SINCE, .since_ns = 30 * NS };
     uint64_t from, to;
-    cli_window_compute(&w, false, 100 * NS, true, 5000 * NS, &from, &to);
+    cli_store_window_compute(&w, false, 100 * NS, true, 5000 * NS, &from, &to);
     assert_true(from == 4970 * NS && to == UINT64_MAX);
 }
 
@@ -117,7 +118,7 @@ static void since_longer_than_the_clock_starts_at_zero(void **state)
     (void)state;
     struct cli_window_spec w = { .kind = CLI_WIN_SINCE, .since_ns = 3600 * NS };
     uint64_t from, to;
-    cli_window_compute(&w, true, 100 * NS, false, 0, &from, &to);
+    cli_store_window_compute(&w, true, 100 * NS, false, 0, &from, &to);
     assert_true(from == 0);
 }
 
@@ -126,7 +127,7 @@ static void from_to_are_taken_as_given(void **state)
     (void)state;
     struct cli_window_spec w = { .kind = CLI_WIN_RANGE, .from_ns = 7, .to_ns = 9 };
     uint64_t from, to;
-    cli_window_compute(&w, false, 100, true, 5000, &from, &to);
+    cli_store_window_compute(&w, false, 100, true, 5000, &from, &to);
     assert_true(from == 7 && to == 9);
 }
 
@@ -243,15 +244,15 @@ static void store_opens_read_only_and_lists_processes_and_segments(void **state)
     char why[256];
     assert_int_equal(cli_store_open(&s, fx->dir, why, sizeof why), 0);
     int n = 0;
-    assert_int_equal(cli_query_processes(s, 0, 0, UINT64_MAX, proc_row, &n), 2);
+    assert_int_equal(cli_store_processes(s, 0, 0, UINT64_MAX, proc_row, &n), 2);
     n = 0;
-    assert_int_equal(cli_query_processes(s, 200, 0, UINT64_MAX, proc_row, &n), 1);
+    assert_int_equal(cli_store_processes(s, 200, 0, UINT64_MAX, proc_row, &n), 1);
     n = 0;
-    assert_int_equal(cli_query_segments(s, 0, 0, UINT64_MAX, seg_row, &n), 2);
+    assert_int_equal(cli_store_segments(s, 0, 0, UINT64_MAX, seg_row, &n), 2);
     n = 0;
-    assert_int_equal(cli_query_segments(s, 0, 4000, 4500, seg_row, &n), 0);     /* between */
+    assert_int_equal(cli_store_segments(s, 0, 4000, 4500, seg_row, &n), 0);     /* between */
     n = 0;
-    assert_int_equal(cli_query_segments(s, 0, 5550, 5560, seg_row, &n), 1);
+    assert_int_equal(cli_store_segments(s, 0, 5550, 5560, seg_row, &n), 1);
     uint64_t lo, hi;
     assert_int_equal(cli_store_time_range(s, 100, &lo, &hi), 0);
     assert_true(lo == 1100 && hi == 1600);
@@ -304,7 +305,7 @@ static void scan_merges_threads_in_time_order(void **state)
     struct got g = { 0 };
     struct cli_filter f = { .from = 0, .to = UINT64_MAX, .pid = 100 };
     struct cli_scan_stats st;
-    assert_int_equal(cli_scan(s, &f, collect, &g, &st, "test"), 0);
+    assert_int_equal(cli_store_scan(s, &f, collect, &g, &st, "test"), 0);
     assert_int_equal(g.n, 6);
     for (int i = 0; i < 6; i++)
         assert_int_equal(g.ts[i], 1100 + 100 * (uint64_t)i);
@@ -326,15 +327,15 @@ static void scan_filters_by_window_type_and_tid(void **state)
     assert_int_equal(cli_store_open(&s, fx->dir, why, sizeof why), 0);
     struct got g = { 0 };
     struct cli_filter f = { .from = 1250, .to = 1550 };
-    assert_int_equal(cli_scan(s, &f, collect, &g, NULL, "test"), 0);
+    assert_int_equal(cli_store_scan(s, &f, collect, &g, NULL, "test"), 0);
     assert_int_equal(g.n, 3);                                   /* 1300 1400 1500 */
     memset(&g, 0, sizeof g);
     f = (struct cli_filter){ .from = 0, .to = UINT64_MAX, .types = 1u << D9_REC_POLL_END };
-    assert_int_equal(cli_scan(s, &f, collect, &g, NULL, "test"), 0);
+    assert_int_equal(cli_store_scan(s, &f, collect, &g, NULL, "test"), 0);
     assert_int_equal(g.n, 6);                                   /* 3 per process */
     memset(&g, 0, sizeof g);
     f = (struct cli_filter){ .from = 0, .to = UINT64_MAX, .tid = 202 };
-    assert_int_equal(cli_scan(s, &f, collect, &g, NULL, "test"), 0);
+    assert_int_equal(cli_store_scan(s, &f, collect, &g, NULL, "test"), 0);
     assert_int_equal(g.n, 3);
     assert_int_equal(g.ts[0], 5200);
     cli_store_close(s);
@@ -348,7 +349,7 @@ static void scan_stops_when_the_callback_says_so(void **state)
     assert_int_equal(cli_store_open(&s, fx->dir, why, sizeof why), 0);
     struct got g = { .stop_after = 4 };
     struct cli_filter f = { .from = 0, .to = UINT64_MAX };
-    assert_int_equal(cli_scan(s, &f, collect, &g, NULL, "test"), 1);
+    assert_int_equal(cli_store_scan(s, &f, collect, &g, NULL, "test"), 1);
     assert_int_equal(g.n, 4);
     cli_store_close(s);
 }
@@ -379,7 +380,7 @@ static void corrupt_block_is_skipped_and_counted(void **state)
     struct got g = { 0 };
     struct cli_filter flt = { .from = 0, .to = UINT64_MAX };
     struct cli_scan_stats st;
-    assert_int_equal(cli_scan(s, &flt, collect, &g, &st, "test"), 0);
+    assert_int_equal(cli_store_scan(s, &flt, collect, &g, &st, "test"), 0);
     /* only that block is lost: its neighbour and the other segment are read */
     assert_int_equal(st.bad_blocks, 1);
     assert_int_equal(st.missing_segments, 0);
@@ -397,7 +398,7 @@ static void vanished_segment_file_is_skipped_and_counted(void **state)
     struct got g = { 0 };
     struct cli_filter flt = { .from = 0, .to = UINT64_MAX };
     struct cli_scan_stats st;
-    assert_int_equal(cli_scan(s, &flt, collect, &g, &st, "test"), 0);
+    assert_int_equal(cli_store_scan(s, &flt, collect, &g, &st, "test"), 0);
     assert_int_equal(st.missing_segments, 1);
     assert_int_equal(g.n, 6);
     assert_int_equal(g.ts[0], 5100);

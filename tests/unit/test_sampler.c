@@ -20,7 +20,7 @@
 #include "agent/agent.h"
 #include "agent/env.h"
 #include "agent/sampler.h"
-#include "collector/store/symbols.h"
+#include "collector/store/sym.h"
 #include "shm/record.h"
 #include "shm/ring.h"
 #include "tests/unit/pagemap.h"
@@ -136,7 +136,7 @@ static void test_walk_follows_chain_to_the_outermost_frame(void **state)
     uint64_t *s = make_stack(), out[16];
     uint64_t lo = (uint64_t)(uintptr_t)s, hi = lo + STK_WORDS * 8;
     uint16_t flags;
-    uint16_t n = ag_fp_walk(0x4000, lo + 4 * 8, lo, lo, hi, out, 16, &flags);
+    uint16_t n = ag_sampler_fp_walk(0x4000, lo + 4 * 8, lo, lo, hi, out, 16, &flags);
     assert_int_equal(n, 4);
     assert_int_equal(out[0], 0x4000);
     assert_int_equal(out[1], 0x1001);
@@ -154,13 +154,14 @@ static void test_walk_never_reads_a_frame_outside_the_stack(void **state)
     uint16_t flags;
     /* a frame whose 16 bytes would end past hi */
     s[12] = hi - 8;
-    assert_int_equal(ag_fp_walk(0x4000, lo + 4 * 8, lo, lo, hi, out, 16, &flags), 3);
+    assert_int_equal(ag_sampler_fp_walk(0x4000, lo + 4 * 8, lo, lo, hi, out, 16, &flags), 3);
     /* a frame below sp (dead stack) */
     s[12] = lo + 20 * 8;
-    assert_int_equal(ag_fp_walk(0x4000, lo + 4 * 8, lo + 8 * 8, lo, hi, out, 16, &flags), 1);
+    assert_int_equal(ag_sampler_fp_walk(0x4000, lo + 4 * 8, lo + 8 * 8, lo, hi, out, 16, &flags),
+                     1);
     /* wild pointers are not followed at all */
-    assert_int_equal(ag_fp_walk(0x4000, 0xdeadbeef0, lo, lo, hi, out, 16, &flags), 1);
-    assert_int_equal(ag_fp_walk(0x4000, UINT64_MAX - 7, lo, lo, hi, out, 16, &flags), 1);
+    assert_int_equal(ag_sampler_fp_walk(0x4000, 0xdeadbeef0, lo, lo, hi, out, 16, &flags), 1);
+    assert_int_equal(ag_sampler_fp_walk(0x4000, UINT64_MAX - 7, lo, lo, hi, out, 16, &flags), 1);
     free(s);
 }
 
@@ -171,7 +172,7 @@ static void test_walk_stops_at_misaligned_frame(void **state)
     uint64_t lo = (uint64_t)(uintptr_t)s, hi = lo + STK_WORDS * 8;
     uint16_t flags;
     s[4] = lo + 12 * 8 + 3;
-    assert_int_equal(ag_fp_walk(0x4000, lo + 4 * 8, lo, lo, hi, out, 16, &flags), 2);
+    assert_int_equal(ag_sampler_fp_walk(0x4000, lo + 4 * 8, lo, lo, hi, out, 16, &flags), 2);
     free(s);
 }
 
@@ -182,7 +183,7 @@ static void test_walk_stops_when_chain_does_not_grow(void **state)
     uint64_t lo = (uint64_t)(uintptr_t)s, hi = lo + STK_WORDS * 8;
     uint16_t flags;
     s[12] = lo + 4 * 8;         /* loops back to the first frame */
-    assert_int_equal(ag_fp_walk(0x4000, lo + 4 * 8, lo, lo, hi, out, 16, &flags), 3);
+    assert_int_equal(ag_sampler_fp_walk(0x4000, lo + 4 * 8, lo, lo, hi, out, 16, &flags), 3);
     free(s);
 }
 
@@ -192,7 +193,7 @@ static void test_walk_truncates_at_max_and_says_so(void **state)
     uint64_t *s = make_stack(), out[2];
     uint64_t lo = (uint64_t)(uintptr_t)s, hi = lo + STK_WORDS * 8;
     uint16_t flags;
-    assert_int_equal(ag_fp_walk(0x4000, lo + 4 * 8, lo, lo, hi, out, 2, &flags), 2);
+    assert_int_equal(ag_sampler_fp_walk(0x4000, lo + 4 * 8, lo, lo, hi, out, 2, &flags), 2);
     assert_int_equal(flags, D9_STACK_TRUNCATED);
     free(s);
 }
@@ -204,8 +205,8 @@ static void test_walk_off_the_known_stack_records_only_ip(void **state)
     uint64_t lo = (uint64_t)(uintptr_t)s, hi = lo + STK_WORDS * 8;
     uint16_t flags;
     /* sp on another stack (sigaltstack, coroutine): fp is not trusted */
-    assert_int_equal(ag_fp_walk(0x4000, lo + 4 * 8, hi + 4096, lo, hi, out, 16, &flags), 1);
-    assert_int_equal(ag_fp_walk(0, lo + 4 * 8, lo, lo, hi, out, 16, &flags), 0);
+    assert_int_equal(ag_sampler_fp_walk(0x4000, lo + 4 * 8, hi + 4096, lo, hi, out, 16, &flags), 1);
+    assert_int_equal(ag_sampler_fp_walk(0, lo + 4 * 8, lo, lo, hi, out, 16, &flags), 0);
     free(s);
 }
 
@@ -222,7 +223,7 @@ static int live_setup(void **state)
     snprintf(l->dir, sizeof l->dir, "/tmp/d9sampler.XXXXXX");
     assert_non_null(mkdtemp(l->dir));
     struct ag_config c;
-    ag_config_defaults(&c, (uint32_t)getuid(), NULL, "test_sampler");
+    ag_env_defaults(&c, (uint32_t)getuid(), NULL, "test_sampler");
     snprintf(c.shm_dir, sizeof c.shm_dir, "%s", l->dir);
     c.enabled = 1;
     c.max_threads = 8;
@@ -274,13 +275,13 @@ static void *spin_main(void *arg)
     memset(&t, 0, sizeof t);
     t.ring = -1;
     s->tid = (uint32_t)syscall(SYS_gettid);
-    assert_int_equal(ag_thread_attach(s->a, &t), 0);
+    assert_int_equal(ag_agent_thread_attach(s->a, &t), 0);
     s->event_ring = t.ring;
     ag_sampler_thread_start(s->a);
     s->ready = 1;
     d9test_sampler_spin(&s->stop);
     ag_sampler_thread_stop(s->a);
-    ag_thread_detach(s->a, &t);
+    ag_agent_thread_detach(s->a, &t);
     return NULL;
 }
 

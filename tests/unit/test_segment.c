@@ -1,6 +1,6 @@
 /*
  * test_segment.c — the segment file writer, reader, salvage and CRC-32C
- * (collector/store/segment.c, collector/store/crc32c.c), as a specification.
+ * (collector/store/seg.c, collector/store/crc32c.c), as a specification.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,7 +21,9 @@
 #include <cmocka.h>
 #include "collector/store/crc32c.h"
 #include "collector/store/pack.h"
-#include "collector/store/segment.h"
+#include "collector/store/seg_writer.h"
+#include "collector/store/seg_reader.h"
+#include "collector/store/seg_salvage.h"
 #include "shm/meta.h"
 #include "shm/record.h"
 
@@ -200,7 +202,7 @@ static int read_all(struct seg_reader *r, uint64_t *nrec_out)
         n++;
         size_t off = 0;
         const struct d9_rec_hdr *rec;
-        while ((e = seg_block_next_record(&b, &off, &rec)) == 1)
+        while ((e = seg_reader_next_record(&b, &off, &rec)) == 1)
             nrec++;
         if (e < 0)
             return e;
@@ -228,9 +230,9 @@ static int read_path_all(const char *path, uint64_t *nrec_out)
 static void test_crc32c_matches_the_standard_check_value(void **state)
 {
     (void)state;
-    assert_int_equal(seg_crc32c(0, "123456789", 9), 0xe3069283u);
-    assert_int_equal(seg_crc32c_sw(0, "123456789", 9), 0xe3069283u);
-    assert_int_equal(seg_crc32c(0, "", 0), 0);
+    assert_int_equal(crc32c_update(0, "123456789", 9), 0xe3069283u);
+    assert_int_equal(crc32c_sw(0, "123456789", 9), 0xe3069283u);
+    assert_int_equal(crc32c_update(0, "", 0), 0);
 }
 
 static void test_crc32c_hardware_and_table_paths_agree_and_chain(void **state)
@@ -241,9 +243,9 @@ static void test_crc32c_hardware_and_table_paths_agree_and_chain(void **state)
         buf[i] = (uint8_t)(i * 131 + 7);
     for (size_t start = 0; start < 9; start++)
         for (size_t len = 0; len < 100; len += 7)
-            assert_int_equal(seg_crc32c(0, buf + start, len), seg_crc32c_sw(0, buf + start, len));
-    uint32_t whole = seg_crc32c(0, buf, sizeof buf);
-    uint32_t part = seg_crc32c(seg_crc32c(0, buf, 333), buf + 333, sizeof buf - 333);
+            assert_int_equal(crc32c_update(0, buf + start, len), crc32c_sw(0, buf + start, len));
+    uint32_t whole = crc32c_update(0, buf, sizeof buf);
+    uint32_t part = crc32c_update(crc32c_update(0, buf, 333), buf + 333, sizeof buf - 333);
     assert_int_equal(whole, part);
 }
 
@@ -259,8 +261,8 @@ static void test_crc32c_three_lane_path_agrees_with_the_table_on_large_buffers(v
                             6 * 8192, 6 * 8192 + 17, N };
     for (size_t start = 0; start < 8; start += 3)
         for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++)
-            assert_int_equal(seg_crc32c(0x5a5a5a5au, big + start, lens[k]),
-                             seg_crc32c_sw(0x5a5a5a5au, big + start, lens[k]));
+            assert_int_equal(crc32c_update(0x5a5a5a5au, big + start, lens[k]),
+                             crc32c_sw(0x5a5a5a5au, big + start, lens[k]));
 }
 
 /* ---- names ---------------------------------------------------------------- */
@@ -368,19 +370,19 @@ static void test_reader_returns_header_footer_blocks_and_records(void **state)
     assert_int_equal(seg_reader_next(r, &b), 1);
     assert_int_equal(b.h.kind, SEG_BLK_META);
     assert_int_equal(b.h.nrec, 3);
-    assert_string_equal(seg_meta_runtime(r, 1), "tokio-main");
-    const struct shm_meta_entry *loc = seg_meta_location(r, 1);
+    assert_string_equal(seg_reader_runtime(r, 1), "tokio-main");
+    const struct shm_meta_entry *loc = seg_reader_location(r, 1);
     assert_non_null(loc);
     assert_string_equal(loc->name, "src/server.c");
     assert_string_equal(loc->func, "accept_loop");
     assert_int_equal(loc->line, 42);
-    const struct shm_meta_entry *sch = seg_meta_schema(r, 1);
+    const struct shm_meta_entry *sch = seg_reader_schema(r, 1);
     assert_non_null(sch);
     assert_string_equal(sch->name, "request");
     assert_int_equal(sch->nfields, 2);
     assert_string_equal(sch->fields[1].name, "peer");
-    assert_null(seg_meta_runtime(r, 2));
-    assert_null(seg_meta_schema(r, 0));
+    assert_null(seg_reader_runtime(r, 2));
+    assert_null(seg_reader_schema(r, 0));
 
     assert_int_equal(seg_reader_next(r, &b), 1);
     assert_int_equal(b.h.kind, SEG_BLK_DATA);
@@ -390,11 +392,11 @@ static void test_reader_returns_header_footer_blocks_and_records(void **state)
     uint16_t types[3];
     uint64_t ts[3];
     for (int i = 0; i < 3; i++) {
-        assert_int_equal(seg_block_next_record(&b, &off, &rec), 1);
+        assert_int_equal(seg_reader_next_record(&b, &off, &rec), 1);
         types[i] = rec->type;
         ts[i] = rec->ts;
     }
-    assert_int_equal(seg_block_next_record(&b, &off, &rec), 0);
+    assert_int_equal(seg_reader_next_record(&b, &off, &rec), 0);
     assert_int_equal(types[0], D9_REC_POLL_START);
     assert_int_equal(types[1], D9_REC_CUSTOM);
     assert_int_equal(types[2], D9_REC_POLL_END);
@@ -437,7 +439,7 @@ static void test_meta_added_later_is_a_meta_block_before_the_data_using_it(void 
     struct seg_reader *r;
     assert_int_equal(seg_reader_open(&r, sum.path, 0), 0);
     assert_int_equal(read_all(r, NULL), 2);
-    assert_string_equal(seg_meta_runtime(r, 3), "late-rt");
+    assert_string_equal(seg_reader_runtime(r, 3), "late-rt");
     seg_reader_close(r);
     seg_writer_free(w);
 }
@@ -470,7 +472,7 @@ static int commit_in_place(struct seg_writer *w, const uint8_t *data, size_t dle
         return rc;
     if (dlen)
         memcpy(dst, data, dlen);
-    return seg_writer_data_commit(w, 7, 0, 1, lost, dlen, st, dlen ? seg_crc32c(0, data, dlen) : 0, 0);
+    return seg_writer_data_commit(w, 7, 0, 1, lost, dlen, st, dlen ? crc32c_update(0, data, dlen) : 0, 0);
 }
 
 static void test_in_place_data_block_is_the_same_as_a_checked_one(void **state)
@@ -552,7 +554,7 @@ static void test_in_place_commit_refuses_what_cannot_describe_the_records(void *
     assert_int_equal(seg_writer_add_thread_end(w, 1, 0, 1, 40), 0);
     uint64_t after_end = seg_writer_bytes(w);
     assert_int_equal(seg_writer_data_commit(w, 1, 0, 1, 0, dlen, &one,
-                                            seg_crc32c(0, data, dlen), 0), -EINVAL);
+                                            crc32c_update(0, data, dlen), 0), -EINVAL);
     assert_int_equal(seg_writer_bytes(w), after_end);
     /* a commit of nothing with nothing lost writes nothing */
     assert_int_equal(seg_writer_data_reserve(w, dlen, &dst), 0);
@@ -627,7 +629,7 @@ static int commit_packed(struct seg_writer *w, const uint8_t *data, size_t dlen,
         uint32_t huge = SEG_BLOCK_MAX + 8;      /* a raw size nothing can hold */
         memcpy(dst, &huge, sizeof huge);
     }
-    return seg_writer_data_commit(w, 7, 0, 1, 0, plen, st, seg_crc32c(0, dst, plen),
+    return seg_writer_data_commit(w, 7, 0, 1, 0, plen, st, crc32c_update(0, dst, plen),
                                   SEG_BF_PACKED);
 }
 
@@ -673,7 +675,7 @@ static void test_packed_block_reads_back_the_records_of_a_raw_one(void **state)
     size_t off = 0;
     const struct d9_rec_hdr *rec;
     uint32_t k = 0;
-    while (seg_block_next_record(&blk, &off, &rec) == 1)
+    while (seg_reader_next_record(&blk, &off, &rec) == 1)
         assert_int_equal(rec->seq, k++);
     assert_int_equal(k, 200);
     assert_int_equal(seg_reader_next(r, &blk), 0);   /* the footer agrees */
@@ -882,7 +884,7 @@ static void test_seek_to_indexed_block_after_load_meta(void **state)
     struct seg_reader *r;
     assert_int_equal(seg_reader_open(&r, sum.path, 0), 0);
     assert_int_equal(seg_reader_load_meta(r), 0);
-    assert_string_equal(seg_meta_runtime(r, 1), "tokio-main");
+    assert_string_equal(seg_reader_runtime(r, 1), "tokio-main");
     assert_int_equal(seg_reader_seek(r, sum.blocks[2].offset), 0);
     struct seg_block b;
     assert_int_equal(seg_reader_next(r, &b), 1);
@@ -1127,12 +1129,12 @@ static void test_salvage_keeps_whole_blocks_of_a_file_cut_mid_block(void **state
     seg_reader_close(r);
 
     struct seg_summary again;
-    assert_int_equal(seg_summarize(final, &again), 0);
+    assert_int_equal(seg_salvage_summarize(final, &again), 0);
     assert_int_equal(again.nblocks, 3);
     assert_int_equal(again.nrecords, 5);
     assert_int_equal(again.bytes, sum.bytes);
-    seg_summary_release(&again);
-    seg_summary_release(&sum);
+    seg_salvage_release(&again);
+    seg_salvage_release(&sum);
     free(orig.blocks);
 }
 
@@ -1149,7 +1151,7 @@ static void test_salvage_of_a_sealed_but_unrenamed_file_keeps_everything(void **
     assert_int_equal(sum.nblocks, 5);
     assert_int_equal(sum.bytes, full);
     assert_int_equal(sum.t_max, 4000);
-    seg_summary_release(&sum);
+    seg_salvage_release(&sum);
     free(orig.blocks);
 }
 
@@ -1227,7 +1229,7 @@ static void test_salvage_recovers_what_a_killed_collector_flushed(void **state)
     assert_int_equal(sum.nblocks, 5);
     assert_int_equal(sum.nrecords, 500);
     assert_int_equal(count_files(fx->dir), 1);
-    seg_summary_release(&sum);
+    seg_salvage_release(&sum);
 }
 
 static void test_meta_ids_beyond_the_table_limit_are_dropped_and_counted(void **state)
@@ -1246,8 +1248,8 @@ static void test_meta_ids_beyond_the_table_limit_are_dropped_and_counted(void **
     assert_int_equal(seg_reader_open(&r, sum.path, 0), 0);
     assert_int_equal(seg_reader_load_meta(r), 0);
     assert_int_equal(seg_reader_meta_dropped(r), 1);
-    assert_null(seg_meta_runtime(r, SEG_META_IDS_MAX + 1));
-    assert_string_equal(seg_meta_runtime(r, SEG_META_IDS_MAX), "last");
+    assert_null(seg_reader_runtime(r, SEG_META_IDS_MAX + 1));
+    assert_string_equal(seg_reader_runtime(r, SEG_META_IDS_MAX), "last");
     assert_int_equal(read_all(r, NULL), 1);         /* reading again adds nothing twice */
     assert_int_equal(seg_reader_meta_dropped(r), 2);
     seg_reader_close(r);
@@ -1449,7 +1451,7 @@ static void test_abandoned_writer_leaves_a_salvageable_temp_file(void **state)
     assert_int_equal(seg_salvage(tmp, &sum), 0);
     assert_int_equal(sum.nblocks, 2);
     assert_int_equal(sum.nrecords, 20);
-    seg_summary_release(&sum);
+    seg_salvage_release(&sum);
 }
 
 static void test_full_file_system_is_enospc_and_survivable(void **state)

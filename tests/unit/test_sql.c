@@ -17,10 +17,12 @@
 #include <sqlite3.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include "collector/cli/query.h"
+#include "collector/cli/cli_store.h"
 #include "collector/cli/sql_vtab.h"
-#include "collector/store/index.h"
-#include "collector/store/segment.h"
+#include "collector/store/idx.h"
+#include "collector/store/seg.h"
+#include "collector/store/seg_reader.h"
+#include "collector/store/seg_writer.h"
 #include "shm/meta.h"
 
 #define B100 1000000ull         /* time base of pid 100 */

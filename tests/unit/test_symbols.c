@@ -1,5 +1,5 @@
 /*
- * test_symbols.c — collector/store/symbols.c: /proc/<pid>/maps parsing, the ELF64
+ * test_symbols.c — collector/store/sym.c: /proc/<pid>/maps parsing, the ELF64
  * reader on this test binary and on libc (symbols, build-id, PT_LOAD
  * translation of PIE addresses), hostile ELF buffers, kallsyms parsing, the
  * "d9.map" snapshot records and the query-time resolver end to end.
@@ -16,7 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "collector/store/symbols.h"
+#include "collector/store/sym.h"
 #include "shm/record.h"
 
 /* A function of this binary whose name the tests look up. */

@@ -1,8 +1,8 @@
 /*
- * cli_common.c — shared pieces of the d9 CLI (see cli.h): defaults, common
+ * cli.c — shared pieces of the d9 CLI (see cli.h): defaults, common
  * option handling, number/duration/type-list parsing and output formatting.
  *
- * Called by d9.c and every cli_<name>.c. Pure helpers except the messages
+ * Called by main.c and every cli_<name>.c. Pure helpers except the messages
  * on stderr and the environment lookups in cli_env_defaults.
  * Never exits the process: errors are returned to the subcommand.
  */
@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "collector/cli/cli.h"
-#include "collector/cli/query.h"
+#include "collector/cli/cli_store.h"
 #include "shm/paths.h"
 #include "shm/record.h"
 

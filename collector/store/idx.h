@@ -1,11 +1,13 @@
 /*
- * index.h — the SQLite index of a store: which processes, threads and
+ * idx.h — the SQLite index of a store: which processes, threads and
  * runtimes were seen, which segments hold their records and where each
  * block starts, so d9 answers time-window queries without scanning files.
  *
  * Writer: d9collectd only (one connection, WAL mode, synchronous=NORMAL is
  * not enough for us: FULL on commit of segment rows). Readers: d9 (any number,
  * read-only connections; WAL lets them read while the collector writes).
+ * This header: open, writes, the collector's own lookups; readers' queries:
+ * idx_read.h. Nothing outside idx.c / idx_read.c runs SQL on the file.
  *
  * Crash consistency: a segment file is sealed (fsync + rename + dir fsync)
  * before its row is inserted, and its row plus its block rows are inserted
@@ -42,12 +44,12 @@
  * 'boot_realtime_ns' (CLOCK_REALTIME - CLOCK_MONOTONIC at collector start)
  * so d9 can print wall-clock times.
  */
-#ifndef D9_COL_INDEX_H
-#define D9_COL_INDEX_H
+#ifndef D9_COL_IDX_H
+#define D9_COL_IDX_H
 
 #include <stddef.h>
 #include <stdint.h>
-#include "collector/store/segment.h"
+#include "collector/store/seg_writer.h"
 
 #define IDX_SCHEMA_VERSION 1
 #define IDX_FILE_NAME      "index.sqlite"
@@ -100,10 +102,18 @@ int idx_total_bytes(struct idx *x, uint64_t *bytes);
 /* Oldest segment (smallest t_max): id and relative path; -ENOENT if none. */
 int idx_oldest_segment(struct idx *x, uint64_t *id, char *path, size_t cap);
 
-/* The raw handle, for d9's queries (sqlite3 *). */
-void *idx_db(struct idx *x);
+/* Wait up to ms for another connection's lock (the open sets 5 s). */
+int idx_busy_timeout(struct idx *x, int ms);
 
-/* ---- added by storage (additive) --------------------------------------------
+/* One transaction around several writes (d9 fsck re-indexing a segment's
+ * runtimes, threads and exit): idx_begin takes the write lock (BEGIN
+ * IMMEDIATE; -EBUSY when it cannot), idx_commit (-EIO on failure, the
+ * caller then rolls back), idx_rollback. */
+int idx_begin(struct idx *x);
+int idx_commit(struct idx *x);
+void idx_rollback(struct idx *x);
+
+/* ---- contract details --------------------------------------------------------
  * meta keys: 'schema_version' (decimal), 'host' (gethostname at creation),
  * 'created' (CLOCK_REALTIME ns at creation, decimal), 'boot_realtime_ns'
  * and 'boot_id' (/proc/sys/kernel/random/boot_id; both refreshed by every
@@ -142,4 +152,5 @@ struct idx_segment_row {
 typedef int (*idx_segment_fn)(void *arg, const struct idx_segment_row *r);
 int idx_segment_foreach(struct idx *x, idx_segment_fn fn, void *arg);
 
-#endif /* D9_COL_INDEX_H */
+
+#endif /* D9_COL_IDX_H */

@@ -1,10 +1,13 @@
 /*
- * index.c — the store's SQLite index (schema and contract: index.h).
+ * idx.c — the store's SQLite index: open, schema, writes (schema and
+ * contract: idx.h). The index module is the only code that runs SQL
+ * against index.sqlite: this file and idx_read.c (the readers' queries),
+ * which share struct idx through idx_int.h.
  *
  * Writer: d9collectd (and `d9 fsck --repair`) through idx_open: one
  * connection, WAL journal, synchronous=FULL, foreign keys on, 5 s busy
- * timeout. Readers: d9 through idx_open_readonly (SQLITE_OPEN_READONLY),
- * any number, concurrently with the writer (WAL).
+ * timeout. Readers: d9 through idx_open_ex(IDX_OPEN_READONLY)
+ * (SQLITE_OPEN_READONLY), any number, concurrently with the writer (WAL).
  *
  * Invariants:
  *   - A segment's row, its remaining block rows and its process's counters
@@ -34,13 +37,13 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include "collector/store/index.h"
+#include "collector/store/idx_int.h"
 #include "shm/clock.h"
 
 #define IDX_BUSY_TIMEOUT_MS 5000
 #define IDX_BOOT_ID_PATH    "/proc/sys/kernel/random/boot_id"
 
-/* The schema of index.h, verbatim. Executed in one transaction. */
+/* The schema of idx.h, verbatim. Executed in one transaction. */
 static const char schema_sql[] =
     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);"
     "CREATE TABLE IF NOT EXISTS processes(id INTEGER PRIMARY KEY, pid INT, start_time INT,"
@@ -140,14 +143,7 @@ static const char *const stmt_sql[ST_COUNT] = {
         " ORDER BY s.id",
 };
 
-struct idx {
-    sqlite3 *db;
-    int readonly;
-    char dir[PATH_MAX];         /* the store */
-    char path[PATH_MAX];        /* its index file */
-    char err[PATH_MAX + 256];
-    sqlite3_stmt *st[ST_COUNT];
-};
+_Static_assert(ST_COUNT == IDX_WRITE_STMTS, "idx_int.h sizes the statement cache");
 
 /* ---- errors ------------------------------------------------------------------ */
 
@@ -576,6 +572,8 @@ void idx_close(struct idx *x)
         return;
     for (int i = 0; i < ST_COUNT; i++)
         sqlite3_finalize(x->st[i]);
+    for (int i = 0; i < IDX_READ_STMTS; i++)
+        sqlite3_finalize(x->rd[i]);
     if (x->db)
         sqlite3_close_v2(x->db);
     free(x);
@@ -584,6 +582,35 @@ void idx_close(struct idx *x)
 void *idx_db(struct idx *x)
 {
     return x ? x->db : NULL;
+}
+
+int idx_busy_timeout(struct idx *x, int ms)
+{
+    if (!x)
+        return -EINVAL;
+    return sqlite3_busy_timeout(x->db, ms) == SQLITE_OK ? 0 : -EINVAL;
+}
+
+/* ---- transactions of several calls (fsck) ------------------------------------ */
+
+int idx_begin(struct idx *x)
+{
+    if (!x)
+        return -EINVAL;
+    return sqlite3_exec(x->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK ? 0 : -EBUSY;
+}
+
+int idx_commit(struct idx *x)
+{
+    if (!x)
+        return -EINVAL;
+    return sqlite3_exec(x->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK ? 0 : -EIO;
+}
+
+void idx_rollback(struct idx *x)
+{
+    if (x)
+        sqlite3_exec(x->db, "ROLLBACK", NULL, NULL, NULL);
 }
 
 /* ---- writes -------------------------------------------------------------------- */

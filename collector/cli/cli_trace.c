@@ -1,5 +1,5 @@
 /*
- * export.c — Chrome trace-event JSON writer (see export.h).
+ * cli_trace.c — Chrome trace-event JSON writer (see cli_trace.h).
  *
  * Called by `d9 export`. Polls and parked intervals come from cli_polls
  * (paired per thread); everything else maps one record to one event. The
@@ -13,8 +13,8 @@
 #include <string.h>
 #include "collector/cli/cli.h"
 #include "collector/cli/cli_polls.h"
-#include "collector/cli/decode.h"
-#include "collector/cli/export.h"
+#include "collector/cli/cli_decode.h"
+#include "collector/cli/cli_trace.h"
 #include "shm/record.h"
 
 #define EXP_SET_INITIAL 64u
@@ -125,7 +125,7 @@ static int name_meta(struct cli_export *x, const struct cli_rec_src *src)
     return 0;
 }
 
-int cli_export_begin(struct cli_export **out, FILE *f)
+int cli_trace_begin(struct cli_export **out, FILE *f)
 {
     struct cli_export *x = calloc(1, sizeof *x);
     if (!x)
@@ -193,7 +193,7 @@ static void emit_interval(struct cli_export *x, const struct cli_rec_src *src,
     fprintf(f, ",\"worker\":%u%s}}", (unsigned)p->worker, unfinished ? ",\"unfinished\":true" : "");
 }
 
-int cli_export_record(struct cli_export *x, const struct cli_rec_src *src,
+int cli_trace_record(struct cli_export *x, const struct cli_rec_src *src,
                       const struct d9_rec_hdr *rec, size_t len)
 {
     struct cli_decoded d;
@@ -261,7 +261,7 @@ int cli_export_record(struct cli_export *x, const struct cli_rec_src *src,
     }
 }
 
-int cli_export_finish(struct cli_export *x, uint64_t t_end, struct cli_export_stats *st)
+int cli_trace_finish(struct cli_export *x, uint64_t t_end, struct cli_export_stats *st)
 {
     size_t it = 0;
     struct cli_poll p;

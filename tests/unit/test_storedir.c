@@ -1,5 +1,5 @@
 /*
- * test_store.c — the collector's store (collector/daemon/store.c) as a
+ * test_storedir.c — the collector's store (collector/daemon/storedir.c) as a
  * specification: opening, sealing + indexing, retention order, crash
  * recovery (salvage of temp segments, re-indexing of orphan files, block
  * rows of segments never sealed), block rows indexed while writing, and the
@@ -23,17 +23,17 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include <sqlite3.h>
-#include "collector/store/index.h"
-#include "collector/store/log.h"
-#include "collector/store/segment.h"
-#include "collector/daemon/store.h"
+#include "collector/store/idx_int.h"
+#include "collector/store/col_log.h"
+#include "collector/store/seg_writer.h"
+#include "collector/daemon/storedir.h"
 #include "shm/d9_abi.h"
 
 #define BIG_CAP (1ULL << 30)
 
 struct fx {
     char dir[64];
-    struct col_store st;
+    struct storedir st;
 };
 
 static int rm_cb(const char *p, const struct stat *st, int flag, struct FTW *f)
@@ -47,9 +47,9 @@ static int setup(void **state)
     struct fx *fx = calloc(1, sizeof *fx);
     strcpy(fx->dir, "/tmp/d9storetest.XXXXXX");
     assert_non_null(mkdtemp(fx->dir));
-    col_log_init("test_store", COL_LOG_ERROR);
+    col_log_init("test_storedir", COL_LOG_ERROR);
     char err[256];
-    assert_int_equal(col_store_open(&fx->st, fx->dir, BIG_CAP, err, sizeof err), 0);
+    assert_int_equal(storedir_open(&fx->st, fx->dir, BIG_CAP, err, sizeof err), 0);
     *state = fx;
     return 0;
 }
@@ -57,7 +57,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     struct fx *fx = *state;
-    col_store_close(&fx->st);
+    storedir_close(&fx->st);
     nftw(fx->dir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
     free(fx);
     return 0;
@@ -72,7 +72,7 @@ static const struct seg_proc_info proc = {
 static struct seg_writer *writer_with(struct fx *fx, unsigned n, uint64_t t0)
 {
     struct seg_writer *w = NULL;
-    assert_int_equal(col_store_writer_open(&fx->st, &proc, NULL, 0, &w), 0);
+    assert_int_equal(storedir_writer_open(&fx->st, &proc, NULL, 0, &w), 0);
     struct d9_rec_poll_start recs[64];
     assert_true(n <= 64);
     memset(recs, 0, sizeof recs);
@@ -154,8 +154,8 @@ static void an_unusable_store_path_fails_with_one_message_naming_it(void **state
     snprintf(file, sizeof file, "%s/plainfile", fx->dir);
     fclose(fopen(file, "w"));
     snprintf(sub, sizeof sub, "%s/store", file);
-    struct col_store s2;
-    assert_true(col_store_open(&s2, sub, BIG_CAP, err, sizeof err) < 0);
+    struct storedir s2;
+    assert_true(storedir_open(&s2, sub, BIG_CAP, err, sizeof err) < 0);
     assert_non_null(strstr(err, sub));
     assert_null(strchr(err, '\n'));
 }
@@ -172,10 +172,10 @@ static void an_index_that_is_not_sqlite_fails_with_one_line_naming_it(void **sta
     for (int i = 0; i < 256; i++)
         fputs("this is not an SQLite database\n", f);
     fclose(f);
-    struct col_store s2;
+    struct storedir s2;
     struct capture c;
     capture_begin(fx, &c);
-    int rc = col_store_open(&s2, store, BIG_CAP, err, sizeof err);
+    int rc = storedir_open(&s2, store, BIG_CAP, err, sizeof err);
     capture_end(&c, log, sizeof log);
     assert_true(rc < 0);
     assert_string_equal(log, "");           /* the caller prints err: one line in all */
@@ -191,7 +191,7 @@ static void sealing_indexes_the_segment_with_its_size(void **state)
     struct fx *fx = *state;
     int64_t pid_row = process_row(fx);
     struct seg_writer *w = writer_with(fx, 10, 100);
-    assert_int_equal(col_store_seal(&fx->st, w, pid_row, 4242, 10), 0);
+    assert_int_equal(storedir_seal(&fx->st, w, pid_row, 4242, 10), 0);
     assert_int_equal(count_files(fx->dir, "", SEG_FILE_SUFFIX), 1);
     assert_int_equal(count_files(fx->dir, SEG_TMP_PREFIX, SEG_FILE_SUFFIX), 0);
     assert_true(rows(fx) > 0);
@@ -200,7 +200,7 @@ static void sealing_indexes_the_segment_with_its_size(void **state)
 }
 
 /* Seal w with writes past the segment header refused (EFBIG); returns what
- * col_store_seal returned and the stderr it printed in out. */
+ * storedir_seal returned and the stderr it printed in out. */
 static int seal_failing(struct fx *fx, struct seg_writer *w, int64_t pid_row, uint32_t pid,
                         char *out, size_t cap)
 {
@@ -212,7 +212,7 @@ static int seal_failing(struct fx *fx, struct seg_writer *w, int64_t pid_row, ui
     lim.rlim_cur = SEG_HDR_SIZE;
     void (*oldsig)(int) = signal(SIGXFSZ, SIG_IGN);
     assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
-    int rc = col_store_seal(&fx->st, w, pid_row, pid, 10);
+    int rc = storedir_seal(&fx->st, w, pid_row, pid, 10);
     assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
     signal(SIGXFSZ, oldsig);
     capture_end(&c, out, cap);
@@ -236,11 +236,11 @@ static void retention_evicts_the_oldest_segments_first(void **state)
     uint64_t ids[3];
     for (int i = 0; i < 3; i++) {
         ids[i] = fx->st.next_segment_id;
-        assert_int_equal(col_store_seal(&fx->st, writer_with(fx, 8, 1000u * (i + 1)), pid_row, 4242, 8), 0);
+        assert_int_equal(storedir_seal(&fx->st, writer_with(fx, 8, 1000u * (i + 1)), pid_row, 4242, 8), 0);
     }
     uint64_t one = rows(fx) / 3;
     fx->st.cap_bytes = 2 * one;             /* room for two */
-    assert_int_equal(col_store_enforce_cap(&fx->st), 0);
+    assert_int_equal(storedir_enforce_cap(&fx->st), 0);
     assert_int_equal(fx->st.segments_evicted, 1);
     uint64_t oldest;
     char path[256];
@@ -263,7 +263,7 @@ static void recovery_salvages_a_temp_segment_left_by_a_crashed_collector(void **
     waitpid(child, &status, 0);
     assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     assert_int_equal(count_files(fx->dir, SEG_TMP_PREFIX, SEG_FILE_SUFFIX), 1);
-    assert_int_equal(col_store_recover(&fx->st), 0);
+    assert_int_equal(storedir_recover(&fx->st), 0);
     assert_int_equal(fx->st.segments_salvaged, 1);
     assert_int_equal(count_files(fx->dir, SEG_TMP_PREFIX, SEG_FILE_SUFFIX), 0);
     assert_int_equal(count_files(fx->dir, "", SEG_FILE_SUFFIX), 1);
@@ -291,15 +291,15 @@ static void blocks_indexed_while_writing_are_committed_once_by_the_seal(void **s
     uint64_t id = fx->st.next_segment_id;
     struct seg_writer *w = writer_with(fx, 5, 10);
     /* below the batch: nothing yet */
-    assert_int_equal(col_store_index_blocks(&fx->st, w, 2), 0);
+    assert_int_equal(storedir_index_blocks(&fx->st, w, 2), 0);
     assert_int_equal(block_rows(fx, id), 0);
-    assert_int_equal(col_store_index_blocks(&fx->st, w, 1), 0);
+    assert_int_equal(storedir_index_blocks(&fx->st, w, 1), 0);
     assert_int_equal(block_rows(fx, id), 1);
     assert_int_equal(rows(fx), 0);          /* no segment row: readers see nothing yet */
     struct d9_rec_poll_start r = { .h = { .len = sizeof r, .type = D9_REC_POLL_START,
                                           .seq = 5, .ts = 20 } };
     assert_int_equal(seg_writer_add_data(w, 1, 0, 1, 0, (const uint8_t *)&r, sizeof r), 0);
-    assert_int_equal(col_store_seal(&fx->st, w, pid_row, 4242, 6), 0);
+    assert_int_equal(storedir_seal(&fx->st, w, pid_row, 4242, 6), 0);
     assert_int_equal(block_rows(fx, id), 2);
     assert_true(rows(fx) > 0);
 }
@@ -309,13 +309,13 @@ static void recovery_drops_the_block_rows_of_a_segment_never_sealed(void **state
     struct fx *fx = *state;
     uint64_t id = fx->st.next_segment_id;
     struct seg_writer *w = writer_with(fx, 20, 50);
-    assert_int_equal(col_store_index_blocks(&fx->st, w, 0), 0);
+    assert_int_equal(storedir_index_blocks(&fx->st, w, 0), 0);
     assert_int_equal(seg_writer_flush(w), 0);
     seg_writer_abandon(w);                  /* the collector stops here, temp file kept */
     assert_int_equal(block_rows(fx, id), 1);
     /* salvage indexes the file's blocks again: the old rows must be gone
      * first, or the commit fails on (segment_id, offset) */
-    assert_int_equal(col_store_recover(&fx->st), 0);
+    assert_int_equal(storedir_recover(&fx->st), 0);
     assert_int_equal(fx->st.segments_salvaged, 1);
     assert_true(rows(fx) > 0);
     assert_int_equal(block_rows(fx, id), 1);
@@ -326,10 +326,10 @@ static void recovery_indexes_sealed_files_that_have_no_row(void **state)
     struct fx *fx = *state;
     int64_t pid_row = process_row(fx);
     uint64_t id = fx->st.next_segment_id;
-    assert_int_equal(col_store_seal(&fx->st, writer_with(fx, 5, 10), pid_row, 4242, 5), 0);
+    assert_int_equal(storedir_seal(&fx->st, writer_with(fx, 5, 10), pid_row, 4242, 5), 0);
     assert_int_equal(idx_segment_delete(fx->st.idx, id), 0);  /* a crash between seal and commit */
     assert_int_equal(rows(fx), 0);
-    assert_int_equal(col_store_recover(&fx->st), 0);
+    assert_int_equal(storedir_recover(&fx->st), 0);
     assert_int_equal(fx->st.segments_reindexed, 1);
     assert_true(rows(fx) > 0);
 }
@@ -339,13 +339,13 @@ static void new_segment_ids_skip_every_id_found_on_disk(void **state)
     struct fx *fx = *state;
     int64_t pid_row = process_row(fx);
     uint64_t id = fx->st.next_segment_id;
-    assert_int_equal(col_store_seal(&fx->st, writer_with(fx, 5, 10), pid_row, 4242, 5), 0);
+    assert_int_equal(storedir_seal(&fx->st, writer_with(fx, 5, 10), pid_row, 4242, 5), 0);
     assert_int_equal(idx_segment_delete(fx->st.idx, id), 0);
     /* reopen as after a restart: the index alone would hand out id again */
-    col_store_close(&fx->st);
+    storedir_close(&fx->st);
     char err[256];
-    assert_int_equal(col_store_open(&fx->st, fx->dir, BIG_CAP, err, sizeof err), 0);
-    assert_int_equal(col_store_recover(&fx->st), 0);
+    assert_int_equal(storedir_open(&fx->st, fx->dir, BIG_CAP, err, sizeof err), 0);
+    assert_int_equal(storedir_recover(&fx->st), 0);
     assert_true(fx->st.next_segment_id > id);
 }
 
@@ -353,13 +353,13 @@ static void a_failed_write_blocks_writes_until_the_retry_time(void **state)
 {
     struct fx *fx = *state;
     const uint64_t now = 5000000000ULL;
-    assert_true(col_store_writable(&fx->st, now));
-    col_store_write_failed(&fx->st, -ENOSPC, "data block", 1, now);
+    assert_true(storedir_writable(&fx->st, now));
+    storedir_write_failed(&fx->st, -ENOSPC, "data block", 1, now);
     assert_int_equal(fx->st.write_errors, 1);
-    assert_false(col_store_writable(&fx->st, now + 1));
-    assert_true(col_store_writable(&fx->st, now + COL_WRITE_RETRY_NS));
-    col_store_write_ok(&fx->st);
-    assert_true(col_store_writable(&fx->st, now + 1));
+    assert_false(storedir_writable(&fx->st, now + 1));
+    assert_true(storedir_writable(&fx->st, now + STOREDIR_WRITE_RETRY_NS));
+    storedir_write_ok(&fx->st);
+    assert_true(storedir_writable(&fx->st, now + 1));
 }
 
 int main(void)

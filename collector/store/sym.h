@@ -1,6 +1,6 @@
 /*
- * symbols.h — out-of-process symbolization: /proc/<pid>/maps, ELF64 symbol
- * tables and build-ids, /proc/kallsyms (issue 7).
+ * sym.h — out-of-process symbolization: /proc/<pid>/maps, ELF64 symbol
+ * tables and build-ids, /proc/kallsyms.
  *
  * Where symbolization happens (the design choice):
  *   The collector never resolves names. When it adopts a process (and again
@@ -29,8 +29,8 @@
  * Callers: d9collectd (sym_maps_emit), d9 flame (sym_resolver_*), unit tests.
  * Never: follow an unchecked offset, trust a NUL terminator, or abort.
  */
-#ifndef D9_COL_SYMBOLS_H
-#define D9_COL_SYMBOLS_H
+#ifndef D9_COL_SYM_H
+#define D9_COL_SYM_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -157,4 +157,4 @@ int sym_resolver_add(struct sym_resolver *r, const struct sym_map_rec *m);
  */
 void sym_resolve(struct sym_resolver *r, uint64_t ip, int kernel_hint, char *buf, size_t cap);
 
-#endif /* D9_COL_SYMBOLS_H */
+#endif /* D9_COL_SYM_H */

@@ -1,5 +1,5 @@
 /*
- * export.h — records to the Chrome trace-event JSON format, the format
+ * cli_trace.h — records to the Chrome trace-event JSON format, the format
  * chrome://tracing and the Perfetto UI (ui.perfetto.dev) load:
  *
  *   {"traceEvents":[ ... ],"displayTimeUnit":"ms","otherData":{...}}
@@ -19,14 +19,14 @@
  *
  * Called by cli_export.c (`d9 export`) from a scan callback; unit-tested on
  * memory streams. Output is always valid JSON (strings go through
- * cli_json_str); a write error is reported by cli_export_finish.
+ * cli_json_str); a write error is reported by cli_trace_finish.
  */
-#ifndef D9_COL_EXPORT_H
-#define D9_COL_EXPORT_H
+#ifndef D9_COL_CLI_TRACE_H
+#define D9_COL_CLI_TRACE_H
 
 #include <stdint.h>
 #include <stdio.h>
-#include "collector/cli/query.h"
+#include "collector/cli/cli_store.h"
 
 struct cli_export;
 
@@ -40,15 +40,15 @@ struct cli_export_stats {
 };
 
 /* Start the document on f. 0 or -ENOMEM. */
-int cli_export_begin(struct cli_export **out, FILE *f);
+int cli_trace_begin(struct cli_export **out, FILE *f);
 
 /* One record, in scan order. 0 or -ENOMEM. */
-int cli_export_record(struct cli_export *x, const struct cli_rec_src *src,
+int cli_trace_record(struct cli_export *x, const struct cli_rec_src *src,
                       const struct d9_rec_hdr *rec, size_t len);
 
 /* Close polls/parks still open at t_end (args.unfinished = true), end the
  * document and free x. Fills *st when not NULL. 0, or -EIO if f reported a
  * write error. */
-int cli_export_finish(struct cli_export *x, uint64_t t_end, struct cli_export_stats *st);
+int cli_trace_finish(struct cli_export *x, uint64_t t_end, struct cli_export_stats *st);
 
-#endif /* D9_COL_EXPORT_H */
+#endif /* D9_COL_CLI_TRACE_H */

@@ -1,5 +1,5 @@
 /*
- * log.h — one-line diagnostics for d9collectd (and the d9 CLI if it wants).
+ * col_log.h — one-line diagnostics for d9collectd (and the d9 CLI if it wants).
  *
  * Every message is one line on stderr: "<prog>: <level>: <text>". Under
  * systemd the journal adds time and unit, so no timestamp is printed.

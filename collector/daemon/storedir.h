@@ -1,9 +1,12 @@
 /*
- * store.h — the collector's store directory: opening it and its SQLite
- * index, start-up recovery, sealing + indexing segments, and retention.
+ * storedir.h — the daemon's side of its store directory: opening it and its
+ * SQLite index, start-up recovery, opening, sealing + indexing segments,
+ * the rotation rule, retention, and write-error back-off. (The formats
+ * themselves, segment files and index.sqlite, are collector/store/'s.)
  *
- * Called by d9collectd.c (open/recover/close), proc.c and drain.c (writer
- * open, seal, write-error accounting), on the drain thread only.
+ * Called by d9collectd.c (open/recover/close, rotation), drain.c (writer
+ * open, seal, write-error accounting), prof.c and proc.c (write-error
+ * accounting), on the drain thread only. Calls collector/store/ only.
  *
  * Invariants:
  *   - A segment is sealed (seg_writer_seal: fsync + rename + dir fsync) and
@@ -12,26 +15,26 @@
  *   - Retention deletes the index rows of a segment first, then unlinks its
  *     file: d9 never sees a row whose file is gone because of us.
  *   - After a write error (ENOSPC, EIO, ...) no new write is attempted
- *     before COL_WRITE_RETRY_NS has passed; the collector keeps running.
+ *     before STOREDIR_WRITE_RETRY_NS has passed; the collector keeps running.
  * Must never: delete a file it did not index or find as its own temp file,
  * or let a failed write leave the index inconsistent.
  */
-#ifndef D9_COL_STORE_H
-#define D9_COL_STORE_H
+#ifndef D9_DAEMON_STOREDIR_H
+#define D9_DAEMON_STOREDIR_H
 
 #include <stdint.h>
 #include "collector/daemon/config.h"
-#include "collector/store/log.h"
-#include "collector/store/segment.h"
+#include "collector/store/col_log.h"
+#include "collector/store/seg_writer.h"
 
 struct idx;
 
-#define COL_WRITE_RETRY_NS 1000000000ULL   /* wait 1 s after a write error */
-#define COL_HOST_MAX 64
+#define STOREDIR_WRITE_RETRY_NS 1000000000ULL   /* wait 1 s after a write error */
+#define STOREDIR_HOST_MAX 64
 
-struct col_store {
-    char dir[COL_PATH_MAX];         /* absolute */
-    char host[COL_HOST_MAX];
+struct storedir {
+    char dir[CONFIG_PATH_MAX];         /* absolute */
+    char host[STOREDIR_HOST_MAX];
     struct idx *idx;
     uint64_t next_segment_id;
     uint64_t cap_bytes;             /* --store-mb */
@@ -50,44 +53,48 @@ struct col_store {
 
 /* Create dir if needed (0755), check it is writable, open the index. On
  * failure err holds one line ("store DIR is not writable: ..."). */
-int col_store_open(struct col_store *s, const char *dir, uint64_t cap_bytes,
-                   char *err, size_t errcap);
-void col_store_close(struct col_store *s);
+int storedir_open(struct storedir *s, const char *dir, uint64_t cap_bytes,
+                  char *err, size_t errcap);
+void storedir_close(struct storedir *s);
 
 /* Start-up recovery: delete block rows whose segment was never sealed
- * (COL_INDEX_BATCH), salvage .tmp.* segments left by a crash into sealed,
+ * (STOREDIR_INDEX_BATCH), salvage .tmp.* segments left by a crash into sealed,
  * indexed segments; index sealed files that have no row; enforce the cap. */
-int col_store_recover(struct col_store *s);
+int storedir_recover(struct storedir *s);
 
 /* Open a new segment writer for a process (fresh segment id). */
-int col_store_writer_open(struct col_store *s, const struct seg_proc_info *pi,
-                          const uint8_t *meta, size_t meta_len, struct seg_writer **w);
+int storedir_writer_open(struct storedir *s, const struct seg_proc_info *pi,
+                         const uint8_t *meta, size_t meta_len, struct seg_writer **w);
 
 /* Index the blocks w has appended since the last call once there are at
  * least min_rows of them (0: any), so the seal commits only the last few:
- * a seal that inserted every block row of a 64 MiB segment at once stalled
- * the drain loop for 6-7 ms, while a 1 MiB ring fills in 4 ms at 8 M
- * events/s. A failure is logged (rate-limited) and the rows wait for the
+ * a seal that inserts every block row of a large segment at once stalls the
+ * drain loop for longer than a fast ring takes to fill. A failure is logged (rate-limited) and the rows wait for the
  * seal. 0 or -errno. */
-#define COL_INDEX_BATCH 64u
-int col_store_index_blocks(struct col_store *s, struct seg_writer *w, uint32_t min_rows);
+#define STOREDIR_INDEX_BATCH 64u
+int storedir_index_blocks(struct storedir *s, struct seg_writer *w, uint32_t min_rows);
 
 /* Seal w, index it under process_id, free w (in every case), enforce the
  * cap. records is the number of records the writer holds (counted as
  * dropped if sealing fails); pid (the traced process) is for the log line
  * of a failure. 0 or -errno. */
-int col_store_seal(struct col_store *s, struct seg_writer *w, int64_t process_id, uint32_t pid,
-                   uint64_t records);
+int storedir_seal(struct storedir *s, struct seg_writer *w, int64_t process_id, uint32_t pid,
+                  uint64_t records);
 
 /* Evict the oldest segments until the indexed bytes fit the cap. */
-int col_store_enforce_cap(struct col_store *s);
+int storedir_enforce_cap(struct storedir *s);
 
 /* Account a failed write: count it, log (rate-limited) and back off. */
-void col_store_write_failed(struct col_store *s, int err, const char *what, uint32_t pid,
-                            uint64_t now_ns);
+void storedir_write_failed(struct storedir *s, int err, const char *what, uint32_t pid,
+                           uint64_t now_ns);
 /* A write succeeded: clears the failing state (logs that writes resumed). */
-void col_store_write_ok(struct col_store *s);
+void storedir_write_ok(struct storedir *s);
 /* 1 if writes may be attempted at now_ns. */
-int col_store_writable(const struct col_store *s, uint64_t now_ns);
+int storedir_writable(const struct storedir *s, uint64_t now_ns);
 
-#endif /* D9_COL_STORE_H */
+/* Rotation: 1 when a segment of bytes opened at opened_ns must be sealed at
+ * now_ns (max_bytes or max_age_ns reached; 0 = no limit of that kind). */
+int storedir_rotate_due(uint64_t bytes, uint64_t opened_ns, uint64_t now_ns,
+                        uint64_t max_bytes, uint64_t max_age_ns);
+
+#endif /* D9_DAEMON_STOREDIR_H */

@@ -1,15 +1,15 @@
 /*
- * query.h — read-only access to a d9 store for the CLI: open the SQLite
+ * cli_store.h — read-only access to a d9 store for the CLI: open the SQLite
  * index (live, while d9collectd writes in WAL mode, or a copied directory),
  * resolve time windows, list processes and segments, and scan the records
  * of a window in time order.
  *
  * Called by the cli_<name>.c subcommands. The store is a directory holding
- * index.sqlite (schema in collector/store/index.h) and segment files whose paths
+ * index.sqlite (schema in collector/store/idx.h) and segment files whose paths
  * the index gives relative to the directory, so a copied store works
  * anywhere.
  *
- * Scanning (cli_scan) is streaming with bounded memory: the index gives the
+ * Scanning (cli_store_scan) is streaming with bounded memory: the index gives the
  * DATA blocks that overlap the window (per-block offsets, sorted by their
  * first timestamp); each block is read with one seek, and the records of
  * the blocks that overlap in time are merged with a small heap, so memory is
@@ -19,14 +19,14 @@
  *
  * Must never: write to the store, hold a write lock, or load whole files.
  */
-#ifndef D9_COL_QUERY_H
-#define D9_COL_QUERY_H
+#ifndef D9_COL_CLI_STORE_H
+#define D9_COL_CLI_STORE_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "collector/cli/cli.h"
-#include "collector/cli/decode.h"
+#include "collector/cli/cli_decode.h"
 #include "shm/d9_abi.h"
 
 /* Tolerance when comparing the store's boot offset (CLOCK_REALTIME -
@@ -42,7 +42,6 @@ struct cli_store;
 int cli_store_open(struct cli_store **out, const char *dir, char *why, size_t whycap);
 void cli_store_close(struct cli_store *s);
 const char *cli_store_dir(const struct cli_store *s);
-void *cli_store_db(struct cli_store *s);   /* sqlite3 * */
 
 /* Wall clock: *boot_realtime_ns such that wall = mono + it. false if unknown. */
 bool cli_store_wall(const struct cli_store *s, int64_t *boot_realtime_ns);
@@ -61,10 +60,10 @@ int cli_store_time_range(struct cli_store *s, uint32_t pid, uint64_t *tmin, uint
 /* Pure window arithmetic (unit-tested): spec -> [*from, *to] inclusive.
  * SINCE counts back from now_ns when live, else from newest_ns (when
  * have_newest; otherwise the window is everything). */
-void cli_window_compute(const struct cli_window_spec *w, bool live, uint64_t now_ns,
+void cli_store_window_compute(const struct cli_window_spec *w, bool live, uint64_t now_ns,
                         bool have_newest, uint64_t newest_ns, uint64_t *from, uint64_t *to);
 /* The same against a store (reads liveness, newest record of pid, now). */
-int cli_window_resolve(struct cli_store *s, const struct cli_window_spec *w, uint32_t pid,
+int cli_store_window_resolve(struct cli_store *s, const struct cli_window_spec *w, uint32_t pid,
                        uint64_t *from, uint64_t *to);
 
 /* ---- listings ------------------------------------------------------------- */
@@ -83,7 +82,7 @@ typedef int (*cli_proc_fn)(void *arg, const struct cli_proc_row *r);
 /* Processes of pid (0 = all) whose [first_ns, last_ns] meets [from, to],
  * by first_ns. fn returns 0 to go on, 1 to stop, <0 error (returned).
  * Returns the number of rows delivered, or -errno. */
-int cli_query_processes(struct cli_store *s, uint32_t pid, uint64_t from, uint64_t to,
+int cli_store_processes(struct cli_store *s, uint32_t pid, uint64_t from, uint64_t to,
                         cli_proc_fn fn, void *arg);
 
 struct cli_seg_row {
@@ -96,7 +95,7 @@ struct cli_seg_row {
     uint64_t counts[D9_REC_TYPE_COUNT];
 };
 typedef int (*cli_seg_fn)(void *arg, const struct cli_seg_row *r);
-int cli_query_segments(struct cli_store *s, uint32_t pid, uint64_t from, uint64_t to,
+int cli_store_segments(struct cli_store *s, uint32_t pid, uint64_t from, uint64_t to,
                        cli_seg_fn fn, void *arg);
 
 struct cli_thread_row {
@@ -108,7 +107,7 @@ struct cli_thread_row {
 };
 typedef int (*cli_thread_fn)(void *arg, const struct cli_thread_row *r);
 /* Threads of pid (0 = all), by process then first_ns. Same return rules. */
-int cli_query_threads(struct cli_store *s, uint32_t pid, cli_thread_fn fn, void *arg);
+int cli_store_threads(struct cli_store *s, uint32_t pid, cli_thread_fn fn, void *arg);
 
 struct cli_runtime_row {
     int64_t process_id;
@@ -117,7 +116,7 @@ struct cli_runtime_row {
 };
 typedef int (*cli_runtime_fn)(void *arg, const struct cli_runtime_row *r);
 /* Runtimes of pid (0 = all), by process then id. Same return rules. */
-int cli_query_runtimes(struct cli_store *s, uint32_t pid, cli_runtime_fn fn, void *arg);
+int cli_store_runtimes(struct cli_store *s, uint32_t pid, cli_runtime_fn fn, void *arg);
 
 /* ---- record scan ----------------------------------------------------------- */
 struct cli_filter {
@@ -156,40 +155,41 @@ struct cli_scan_stats {
  * clock does not step back across blocks. Returns 0 when done, 1 when fn stopped it, or -errno.
  * Problems with individual files are reported once each on stderr with
  * prog as prefix and counted in *st (may be NULL). */
-int cli_scan(struct cli_store *s, const struct cli_filter *f, cli_rec_fn fn, void *arg,
+int cli_store_scan(struct cli_store *s, const struct cli_filter *f, cli_rec_fn fn, void *arg,
              struct cli_scan_stats *st, const char *prog);
 
-/* The same scan pulled one record at a time (what cli_scan loops over; the
- * SQL virtual tables step it from xNext). cli_scan_next returns 1 with
- * *src, *rec, *len valid until the next call, 0 at the end, or -errno.
- * *st (may be NULL) is updated as records are delivered. */
+/* The same scan pulled one record at a time (what cli_store_scan loops
+ * over; the SQL virtual tables step it from xNext). cli_store_scan_next
+ * returns 1 with *src, *rec, *len valid until the next call, 0 at the end,
+ * or -errno. *st (may be NULL) is updated as records are delivered. */
 struct cli_scan_it;
-int cli_scan_open(struct cli_store *s, const struct cli_filter *f, struct cli_scan_stats *st,
-                  const char *prog, struct cli_scan_it **out);
-int cli_scan_next(struct cli_scan_it *it, struct cli_rec_src *src, const struct d9_rec_hdr **rec,
-                  size_t *len);
-void cli_scan_close(struct cli_scan_it *it);
+int cli_store_scan_open(struct cli_store *s, const struct cli_filter *f,
+                        struct cli_scan_stats *st, const char *prog, struct cli_scan_it **out);
+int cli_store_scan_next(struct cli_scan_it *it, struct cli_rec_src *src,
+                        const struct d9_rec_hdr **rec, size_t *len);
+void cli_store_scan_close(struct cli_scan_it *it);
 
 /* ---- names after a scan ---------------------------------------------------
  * Resolve ids of a process (runtime, location, thread, comm) when no scan
  * callback is running: opens the newest segment of the process once (its
  * metadata is a superset of the older ones) and caches the reader. */
 struct cli_names;
-int cli_names_open(struct cli_store *s, struct cli_names **out);
-void cli_names_close(struct cli_names *n);
+int cli_store_names_open(struct cli_store *s, struct cli_names **out);
+void cli_store_names_close(struct cli_names *n);
 /* Each returns buf, filled with the name or "#<id>" / "?" when unknown. */
-const char *cli_names_location(struct cli_names *n, int64_t process_id, uint32_t loc, char *buf,
-                               size_t cap);
-const char *cli_names_runtime(struct cli_names *n, int64_t process_id, uint16_t rt, char *buf,
+const char *cli_store_names_location(struct cli_names *n, int64_t process_id, uint32_t loc,
+                                     char *buf, size_t cap);
+const char *cli_store_names_runtime(struct cli_names *n, int64_t process_id, uint16_t rt, char *buf,
                               size_t cap);
-const char *cli_names_thread(struct cli_names *n, int64_t process_id, uint32_t ring,
+const char *cli_store_names_thread(struct cli_names *n, int64_t process_id, uint32_t ring,
                              uint32_t generation, char *buf, size_t cap);
-const char *cli_names_comm(struct cli_names *n, int64_t process_id, char *buf, size_t cap);
+const char *cli_store_names_comm(struct cli_names *n, int64_t process_id, char *buf, size_t cap);
 /* A metadata entry (D9_META_LOCATION or D9_META_SCHEMA) of the process by
- * id, from its newest segment; NULL when unknown. Valid until cli_names_close. */
-const struct shm_meta_entry *cli_names_meta(struct cli_names *n, int64_t process_id,
-                                            uint16_t kind, uint32_t id);
+ * id, from its newest segment; NULL when unknown. Valid until
+ * cli_store_names_close. */
+const struct shm_meta_entry *cli_store_names_meta(struct cli_names *n, int64_t process_id,
+                                                  uint16_t kind, uint32_t id);
 /* processes.last_ns of the process (its last record indexed), 0 if unknown. */
-uint64_t cli_names_last_ns(struct cli_names *n, int64_t process_id);
+uint64_t cli_store_names_last_ns(struct cli_names *n, int64_t process_id);
 
-#endif /* D9_COL_QUERY_H */
+#endif /* D9_COL_CLI_STORE_H */

@@ -1,10 +1,10 @@
 /*
- * decode.h — one record (ring framing, CLOCK_MONOTONIC ts, as stored in a
+ * cli_decode.h — one record (ring framing, CLOCK_MONOTONIC ts, as stored in a
  * segment DATA block) to named fields, and those to a text line or a JSON
  * line. Custom events are decoded by their schema (name, field names and
  * types) from the segment's metadata, so no application source is needed.
  *
- * Called by the d9 subcommands (events, export) through query.c's scan; the
+ * Called by the d9 subcommands (events, export) through cli_store.c's scan; the
  * metadata comes through struct cli_meta_src so unit tests can decode
  * without a segment file.
  *
@@ -14,8 +14,8 @@
  * Output never contains raw control bytes: text escapes them, JSON is always
  * valid (invalid UTF-8 becomes U+FFFD).
  */
-#ifndef D9_COL_DECODE_H
-#define D9_COL_DECODE_H
+#ifndef D9_COL_CLI_DECODE_H
+#define D9_COL_CLI_DECODE_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -78,7 +78,7 @@ struct cli_decoded {
 int cli_decode(const void *rec, size_t len, const struct cli_meta_src *m, struct cli_decoded *d);
 
 /* Find a field by name (NULL if absent). */
-const struct cli_field *cli_decoded_field(const struct cli_decoded *d, const char *name);
+const struct cli_field *cli_decode_field(const struct cli_decoded *d, const char *name);
 
 /* Context of a line: who emitted the record and how to print time. */
 struct cli_line_ctx {
@@ -103,4 +103,4 @@ void cli_decode_print_json(FILE *f, const struct cli_line_ctx *c, const struct c
 unsigned cli_decode_print_json_members(FILE *f, const struct cli_decoded *d, unsigned from,
                                        unsigned to, bool leading_comma);
 
-#endif /* D9_COL_DECODE_H */
+#endif /* D9_COL_CLI_DECODE_H */

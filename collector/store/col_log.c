@@ -1,13 +1,13 @@
 /*
- * log.c — one-line stderr diagnostics with a level threshold and a
- * rate limiter for peer-triggered messages (see log.h).
+ * col_log.c — one-line stderr diagnostics with a level threshold and a
+ * rate limiter for peer-triggered messages (see col_log.h).
  */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
-#include "collector/store/log.h"
+#include "collector/store/col_log.h"
 
 static const char *g_prog = "d9";          /* set once by col_log_init */
 static int g_level = COL_LOG_INFO;

@@ -1,5 +1,5 @@
 /*
- * d9.c — the public API of agent/d9.h: the process singleton around the
+ * api.c — the public API of agent/d9.h: the process singleton around the
  * agent core (agent.c) and the record functions.
  *
  * Hot path (d9_poll_*, d9_wake, d9_task_*, d9_queue_depth), see AG_FAST:
@@ -12,7 +12,7 @@
  * CLOCK_MONOTONIC stamping) is the function's cold half, out of line.
  * d9_emit and park/unpark take the general path (AG_GENERAL) always.
  * No locks, no syscalls, no allocation; the first event of a thread claims
- * a ring (ag_thread_attach: a lock, gettid, a fallocate) and registers a
+ * a ring (ag_agent_thread_attach: a lock, gettid, a fallocate) and registers a
  * pthread key whose destructor releases the ring at thread exit; park/unpark
  * read schedstat at most once per DIAL9_SCHED_SAMPLE_US per thread.
  *
@@ -22,6 +22,12 @@
  *
  * Must never abort or fail the application: every error ends in "tracing
  * off" with one line on stderr.
+ *
+ * Names in agent/: this file defines exactly the d9_* functions of d9.h;
+ * every other file's exported functions carry the file's name, ag_<file>_*
+ * (agent.c ag_agent_*, control.c ag_control_*, emit.c ag_emit_*, env.c
+ * ag_env_*, ring_claim.c ag_ring_claim*, sampler.c ag_sampler_*), so a
+ * symbol says where it lives.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -50,13 +56,13 @@ static void thread_exit(void *arg)
 {
     struct ag_thread *t = arg;
     ag_sampler_thread_stop(&g_agent);  /* profiler: disarm before the rings go */
-    ag_thread_detach(&g_agent, t);
+    ag_agent_thread_detach(&g_agent, t);
 }
 
 /* The calling thread's first event (or an untraced thread's rare retry). */
 static __attribute__((noinline, cold)) int thread_slow(struct ag_thread *t)
 {
-    if (ag_thread_attach(&g_agent, t) != 0)
+    if (ag_agent_thread_attach(&g_agent, t) != 0)
         return 0;
     ag_sampler_thread_start(&g_agent);  /* profiler: register for the fallback */
     /* the destructor releases the ring at thread exit */
@@ -115,7 +121,7 @@ static void fork_child(void)
 {
     ag_agent_fork_child(&g_agent);
     /* this thread's ring belongs to the parent's thread: never touch it */
-    ag_thread_forget(&g_tls);
+    ag_agent_thread_forget(&g_tls);
     ag_sampler_fork_child();            /* profiler: the child does not sample */
     pthread_mutex_unlock(&g_init_lock);
 }
@@ -141,10 +147,10 @@ int d9_init(void)
     }
     g_init_done = 1;
 
-    char comm[17];
-    ag_read_comm(comm, sizeof comm);
+    char comm[D9_COMM_MAX + 1];
+    ag_agent_read_comm(comm, sizeof comm);
     struct ag_config cfg;
-    ag_config_defaults(&cfg, (uint32_t)getuid(), env_get("XDG_RUNTIME_DIR", NULL), comm);
+    ag_env_defaults(&cfg, (uint32_t)getuid(), env_get("XDG_RUNTIME_DIR", NULL), comm);
     char err[AG_ERR_MAX];
     int rc = ag_env_parse(&cfg, env_get, NULL, err, sizeof err);
     if (rc) {
@@ -191,7 +197,7 @@ int d9_runtime_register(const char *name, d9_runtime *rt)
     rt->id = 0;
     if (!d9_enabled())
         return -ENOTCONN;
-    return ag_runtime_register(&g_agent, name, &rt->id);
+    return ag_agent_runtime_register(&g_agent, name, &rt->id);
 }
 
 d9_runtime d9_runtime_default(void)
@@ -204,7 +210,7 @@ d9_loc d9_loc_register(const char *file, int line, const char *func)
 {
     if (!d9_enabled())
         return 0;
-    return ag_loc_register(&g_agent, file, line, func);
+    return ag_agent_loc_register(&g_agent, file, line, func);
 }
 
 void d9_get_stats(d9_stats *out)
@@ -267,14 +273,14 @@ void d9_wake(d9_runtime rt, uint64_t waker, uint64_t wakee, uint16_t target_work
         ag_emit_wake(&g_tls.p, D9_CLOCK_TSC, rt.id, waker, wakee, target_worker);
 }
 
-/* Park/unpark read schedstat now and then (ag_thread_sched): always general. */
+/* Park/unpark read schedstat now and then (ag_agent_thread_sched): always general. */
 static void worker_event(d9_runtime rt, uint16_t worker, uint16_t type)
 {
     AG_GENERAL(src, p);
     if (__builtin_expect(rt.id == 0, 0))
         return;
     uint64_t cpu, wait;
-    uint32_t flags = ag_thread_sched(&g_tls, g_agent.cfg.sched_sample_us, &cpu, &wait);
+    uint32_t flags = ag_agent_thread_sched(&g_tls, g_agent.cfg.sched_sample_us, &cpu, &wait);
     ag_emit_worker(p, src, type, rt.id, worker, flags, cpu, wait);
 }
 
@@ -328,7 +334,7 @@ void d9_emit_values(d9_schema *schema, const d9_value *values, unsigned n)
     AG_GENERAL(src, p);
     uint32_t id = schema ? __atomic_load_n(&schema->id, __ATOMIC_ACQUIRE) : AG_SCHEMA_INVALID;
     if (__builtin_expect(id == 0, 0))
-        id = ag_schema_id(&g_agent, schema);    /* first use: publish (slow path) */
+        id = ag_agent_schema_id(&g_agent, schema);    /* first use: publish (slow path) */
     if (id == 0)
         return;                                 /* the agent stopped meanwhile */
     if (id == AG_SCHEMA_INVALID) {

@@ -1,5 +1,5 @@
 /*
- * decode.c — records to named fields and to text / JSON lines (decode.h).
+ * cli_decode.c — records to named fields and to text / JSON lines (cli_decode.h).
  *
  * Called by query-driven subcommands (events, export) and the unit tests.
  * Every read from a record is bounded by the length shm_record_check proved
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "collector/cli/cli.h"
-#include "collector/cli/decode.h"
+#include "collector/cli/cli_decode.h"
 #include "shm/record.h"
 
 static struct cli_field *add(struct cli_decoded *d, const char *name, enum cli_val_type t)
@@ -262,7 +262,7 @@ int cli_decode(const void *rec, size_t len, const struct cli_meta_src *m, struct
     return 0;
 }
 
-const struct cli_field *cli_decoded_field(const struct cli_decoded *d, const char *name)
+const struct cli_field *cli_decode_field(const struct cli_decoded *d, const char *name)
 {
     for (unsigned i = 0; i < d->nfields; i++)
         if (strcmp(d->f[i].name, name) == 0)

@@ -1,25 +1,27 @@
 /*
- * store.c — store directory, index, recovery, sealing and retention for
- * d9collectd (see store.h).
+ * storedir.c — the daemon's store directory: index, recovery, sealing,
+ * rotation and retention (see storedir.h).
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "collector/store/index.h"
-#include "collector/daemon/store.h"
+#include "collector/store/idx.h"
+#include "collector/store/idx_read.h"
+#include "collector/store/seg_reader.h"
+#include "collector/store/seg_salvage.h"
+#include "collector/daemon/storedir.h"
 #include "shm/clock.h"
 
 static int mkdir_p(const char *path, mode_t mode)
 {
-    char tmp[COL_PATH_MAX];
+    char tmp[CONFIG_PATH_MAX];
     if (snprintf(tmp, sizeof tmp, "%s", path) >= (int)sizeof tmp)
         return -ENAMETOOLONG;
     for (char *p = tmp + 1; *p; p++) {
@@ -38,7 +40,7 @@ static int mkdir_p(const char *path, mode_t mode)
 /* Creating a file is the only reliable writability test (root, read-only mounts). */
 static int probe_writable(const char *dir)
 {
-    char path[COL_PATH_MAX];
+    char path[CONFIG_PATH_MAX];
     if (snprintf(path, sizeof path, "%s/.probe.%ld", dir, (long)getpid()) >= (int)sizeof path)
         return -ENAMETOOLONG;
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -52,7 +54,7 @@ static int probe_writable(const char *dir)
     return rc;
 }
 
-static int refresh_totals(struct col_store *s)
+static int refresh_totals(struct storedir *s)
 {
     uint64_t b = 0;
     int rc = idx_total_bytes(s->idx, &b);
@@ -61,8 +63,8 @@ static int refresh_totals(struct col_store *s)
     return rc;
 }
 
-int col_store_open(struct col_store *s, const char *dir, uint64_t cap_bytes,
-                   char *err, size_t errcap)
+int storedir_open(struct storedir *s, const char *dir, uint64_t cap_bytes,
+                  char *err, size_t errcap)
 {
     memset(s, 0, sizeof *s);
     s->cap_bytes = cap_bytes;
@@ -90,7 +92,7 @@ int col_store_open(struct col_store *s, const char *dir, uint64_t cap_bytes,
     s->host[sizeof s->host - 1] = 0;
     /* the silent variant: its reason (path, step, SQLite's message) becomes
      * our one error line instead of a second, vaguer one after its own */
-    char why[COL_PATH_MAX];
+    char why[CONFIG_PATH_MAX];
     if ((rc = idx_open_ex(&s->idx, s->dir, 0, why, sizeof why))) {
         if (why[0])
             snprintf(err, errcap, "cannot open index: %s", why);
@@ -115,30 +117,21 @@ int col_store_open(struct col_store *s, const char *dir, uint64_t cap_bytes,
     return 0;
 }
 
-void col_store_close(struct col_store *s)
+void storedir_close(struct storedir *s)
 {
     if (s->idx)
         idx_close(s->idx);
     s->idx = NULL;
 }
 
-static int is_indexed(struct col_store *s, const char *relpath)
+static int is_indexed(struct storedir *s, const char *relpath)
 {
-    sqlite3 *db = idx_db(s->idx);
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db, "SELECT 1 FROM segments WHERE path = ?1", -1, &st, NULL) !=
-        SQLITE_OK)
-        return -EIO;
-    sqlite3_bind_text(st, 1, relpath, -1, SQLITE_TRANSIENT);
-    int rc = sqlite3_step(st);
-    sqlite3_finalize(st);
-    if (rc == SQLITE_ROW)
-        return 1;
-    return rc == SQLITE_DONE ? 0 : -EIO;
+    int rc = idx_read_segment_has_path(s->idx, relpath);
+    return rc < 0 ? -EIO : rc;
 }
 
 /* Index a sealed segment summarised in sum (from salvage or summarize). */
-static int index_summary(struct col_store *s, const char *path, struct seg_summary *sum)
+static int index_summary(struct storedir *s, const char *path, struct seg_summary *sum)
 {
     struct seg_reader *r = NULL;
     char comm[17] = "", exe[257] = "";
@@ -174,7 +167,7 @@ static uint64_t id_of(const char *name)
     return seg_parse_file_name(name, &pid, &start, &id) == 0 ? id : 0;
 }
 
-int col_store_recover(struct col_store *s)
+int storedir_recover(struct storedir *s)
 {
     DIR *d = opendir(s->dir);
     if (!d) {
@@ -200,7 +193,7 @@ int col_store_recover(struct col_store *s)
             max_id = id;
         if (strncmp(de->d_name, SEG_TMP_PREFIX, strlen(SEG_TMP_PREFIX)) != 0 || !id)
             continue;
-        char path[COL_PATH_MAX];
+        char path[CONFIG_PATH_MAX];
         if (snprintf(path, sizeof path, "%s/%s", s->dir, de->d_name) >= (int)sizeof path)
             continue;
         struct seg_summary sum;
@@ -223,7 +216,7 @@ int col_store_recover(struct col_store *s)
             col_info("salvaged %s: %" PRIu64 " records from a crashed collector", sum.path,
                      sum.nrecords);
         s->segments_salvaged++;
-        seg_summary_release(&sum);
+        seg_salvage_release(&sum);
     }
     /* pass 2: sealed files without an index row */
     rewinddir(d);
@@ -233,12 +226,12 @@ int col_store_recover(struct col_store *s)
             continue;
         if (!id_of(de->d_name) || is_indexed(s, de->d_name) != 0)
             continue;
-        char path[COL_PATH_MAX];
+        char path[CONFIG_PATH_MAX];
         if (snprintf(path, sizeof path, "%s/%s", s->dir, de->d_name) >= (int)sizeof path)
             continue;
         struct seg_summary sum;
         memset(&sum, 0, sizeof sum);
-        int rc = seg_summarize(path, &sum);
+        int rc = seg_salvage_summarize(path, &sum);
         if (rc) {
             col_warn("segment %s has no index row and cannot be read (%s); left for d9 fsck",
                      path, strerror(-rc));
@@ -249,7 +242,7 @@ int col_store_recover(struct col_store *s)
             col_warn("cannot re-index %s: %s", path, strerror(-rc));
         else
             s->segments_reindexed++;
-        seg_summary_release(&sum);
+        seg_salvage_release(&sum);
     }
     closedir(d);
     uint64_t next = 0;
@@ -261,11 +254,11 @@ int col_store_recover(struct col_store *s)
     if (s->segments_salvaged || s->segments_reindexed)
         col_info("store %s: salvaged %" PRIu64 ", re-indexed %" PRIu64 " segments", s->dir,
                  s->segments_salvaged, s->segments_reindexed);
-    return col_store_enforce_cap(s);
+    return storedir_enforce_cap(s);
 }
 
-int col_store_writer_open(struct col_store *s, const struct seg_proc_info *pi,
-                          const uint8_t *meta, size_t meta_len, struct seg_writer **w)
+int storedir_writer_open(struct storedir *s, const struct seg_proc_info *pi,
+                         const uint8_t *meta, size_t meta_len, struct seg_writer **w)
 {
     int rc = seg_writer_open(w, s->dir, s->next_segment_id, pi, meta, meta_len);
     if (rc == 0)
@@ -275,7 +268,7 @@ int col_store_writer_open(struct col_store *s, const struct seg_proc_info *pi,
     return rc;
 }
 
-int col_store_enforce_cap(struct col_store *s)
+int storedir_enforce_cap(struct storedir *s)
 {
     while (s->indexed_bytes > s->cap_bytes) {
         uint64_t id;
@@ -294,7 +287,7 @@ int col_store_enforce_cap(struct col_store *s)
                             PRIu64 " from the index: %s", id, strerror(-rc));
             return rc;
         }
-        char path[COL_PATH_MAX];
+        char path[CONFIG_PATH_MAX];
         if (strchr(rel, '/') || rel[0] == '.') {
             col_warn("retention: index row %" PRIu64 " has an unexpected path '%s'; not "
                      "deleting it", id, rel);
@@ -312,7 +305,7 @@ int col_store_enforce_cap(struct col_store *s)
     return 0;
 }
 
-int col_store_index_blocks(struct col_store *s, struct seg_writer *w, uint32_t min_rows)
+int storedir_index_blocks(struct storedir *s, struct seg_writer *w, uint32_t min_rows)
 {
     const struct seg_block_info *b;
     uint32_t n = seg_writer_unindexed(w, &b);
@@ -329,8 +322,8 @@ int col_store_index_blocks(struct col_store *s, struct seg_writer *w, uint32_t m
     return 0;
 }
 
-int col_store_seal(struct col_store *s, struct seg_writer *w, int64_t process_id, uint32_t pid,
-                   uint64_t records)
+int storedir_seal(struct storedir *s, struct seg_writer *w, int64_t process_id, uint32_t pid,
+                  uint64_t records)
 {
     struct seg_summary sum;
     memset(&sum, 0, sizeof sum);
@@ -346,7 +339,7 @@ int col_store_seal(struct col_store *s, struct seg_writer *w, int64_t process_id
                      ": %s (start-up recovery will)", s->dir, id, idx_errmsg(s->idx));
         s->dropped_records += records;
         /* sum is not filled when the seal fails: the caller's pid */
-        col_store_write_failed(s, rc, "segment seal", pid, now);
+        storedir_write_failed(s, rc, "segment seal", pid, now);
         seg_writer_free(w);
         return rc;
     }
@@ -354,31 +347,31 @@ int col_store_seal(struct col_store *s, struct seg_writer *w, int64_t process_id
     uint64_t t_idx = shm_mono_ns();
     if (rc) {
         /* the file is sealed and whole: the next start-up re-indexes it */
-        col_store_write_failed(s, rc, "index commit", pid, now);
+        storedir_write_failed(s, rc, "index commit", pid, now);
     } else {
         s->indexed_bytes += sum.bytes;
-        col_store_write_ok(s);
+        storedir_write_ok(s);
     }
     s->segments_sealed++;
     col_debug("sealed %s: %" PRIu64 " records, %" PRIu64 " bytes, %" PRIu32 " blocks; file %.2f ms, "
               "index %.2f ms", sum.path, sum.nrecords, sum.bytes, sum.nblocks,
               (double)(t_file - now) / 1e6, (double)(t_idx - t_file) / 1e6);
     seg_writer_free(w);
-    col_store_enforce_cap(s);
+    storedir_enforce_cap(s);
     return rc;
 }
 
-void col_store_write_failed(struct col_store *s, int err, const char *what, uint32_t pid,
-                            uint64_t now_ns)
+void storedir_write_failed(struct storedir *s, int err, const char *what, uint32_t pid,
+                           uint64_t now_ns)
 {
     s->write_errors++;
     s->failing = 1;
-    s->retry_after_ns = now_ns + COL_WRITE_RETRY_NS;
+    s->retry_after_ns = now_ns + STOREDIR_WRITE_RETRY_NS;
     col_log_limited(&s->err_rl, COL_LOG_ERROR, "store %s: %s for pid %u failed: %s; ring "
                     "data is kept and the write retried", s->dir, what, pid, strerror(-err));
 }
 
-void col_store_write_ok(struct col_store *s)
+void storedir_write_ok(struct storedir *s)
 {
     if (!s->failing)
         return;
@@ -387,7 +380,18 @@ void col_store_write_ok(struct col_store *s)
     col_info("store %s: writes succeed again", s->dir);
 }
 
-int col_store_writable(const struct col_store *s, uint64_t now_ns)
+int storedir_writable(const struct storedir *s, uint64_t now_ns)
 {
     return !s->failing || now_ns >= s->retry_after_ns;
+}
+
+int storedir_rotate_due(uint64_t bytes, uint64_t opened_ns, uint64_t now_ns,
+                        uint64_t max_bytes, uint64_t max_age_ns)
+{
+    if (max_bytes && bytes >= max_bytes)
+        return 1;
+    /* a clock that appears to go back (opened_ns > now) is not "old" */
+    if (max_age_ns && now_ns > opened_ns && now_ns - opened_ns >= max_age_ns)
+        return 1;
+    return 0;
 }

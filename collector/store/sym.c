@@ -1,6 +1,6 @@
 /*
- * symbols.c — maps parsing, hand-written ELF64 symbol/build-id reader,
- * kallsyms, map snapshot records and the query-time resolver (see symbols.h
+ * sym.c — maps parsing, hand-written ELF64 symbol/build-id reader,
+ * kallsyms, map snapshot records and the query-time resolver (see sym.h
  * for where each part runs and why).
  *
  * Invariants:
@@ -22,7 +22,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "collector/store/symbols.h"
+#include "collector/store/sym.h"
 #include "shm/d9_abi.h"
 #include "shm/meta.h"
 

@@ -1,0 +1,529 @@
+/*
+ * idx_read.c — the reader-side queries of the index (API: idx_read.h;
+ * schema: idx.h; the connection and its open: idx.c).
+ *
+ * Called by: d9's query layer (collector/cli/cli_store.c), the collector's
+ * start-up recovery, ring counters and status, d9 fsck.
+ *
+ * Each query is one statement: prepared per call and finalized before
+ * return, except the thread-name lookup, which d9's scan makes once per
+ * block and which is kept prepared in struct idx (rd[], reset after every
+ * use; idx.c finalizes it at close). A statement that ends early is reset
+ * or finalized at once, so a WAL reader never pins an old snapshot.
+ * SQLite failures are -EIO, the reason in idx_errmsg.
+ *
+ * Must never: write, or keep a statement stepping between calls (except an
+ * open block cursor).
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "collector/store/idx_int.h"
+#include "collector/store/idx_read.h"
+#include "collector/store/seg.h"
+
+enum { RD_THREAD_NAME, RD_COUNT };
+_Static_assert(RD_COUNT <= IDX_READ_STMTS, "idx_int.h sizes the read statement cache");
+
+static int64_t clamp_i64(uint64_t v) { return v > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)v; }
+static uint64_t col_u64(sqlite3_stmt *st, int i)
+{
+    sqlite3_int64 v = sqlite3_column_int64(st, i);
+    return v < 0 ? 0 : (uint64_t)v;
+}
+static const char *col_text(sqlite3_stmt *st, int i)
+{
+    const unsigned char *t = sqlite3_column_text(st, i);
+    return t ? (const char *)t : "";
+}
+
+static int fail(struct idx *x, const char *what)
+{
+    snprintf(x->err, sizeof x->err, "%s: %s: %s", x->path, what, sqlite3_errmsg(x->db));
+    return -EIO;
+}
+
+static int prep(struct idx *x, const char *sql, sqlite3_stmt **st)
+{
+    if (sqlite3_prepare_v2(x->db, sql, -1, st, NULL) != SQLITE_OK) {
+        *st = NULL;
+        return fail(x, "prepare");
+    }
+    return 0;
+}
+
+static int cached(struct idx *x, int id, const char *sql, sqlite3_stmt **st)
+{
+    if (!x->rd[id] && sqlite3_prepare_v3(x->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &x->rd[id],
+                                         NULL) != SQLITE_OK) {
+        x->rd[id] = NULL;
+        return fail(x, "prepare");
+    }
+    sqlite3_reset(x->rd[id]);
+    sqlite3_clear_bindings(x->rd[id]);
+    *st = x->rd[id];
+    return 0;
+}
+
+/* First column of the single row of st as text into out: 0, -ENOENT, -EIO. */
+static int one_text(struct idx *x, sqlite3_stmt *st, char *out, size_t cap, const char *what)
+{
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        snprintf(out, cap, "%s", col_text(st, 0));
+        return 0;
+    }
+    return rc == SQLITE_DONE ? -ENOENT : fail(x, what);
+}
+
+int idx_read_meta_get(struct idx *x, const char *key, char *out, size_t cap)
+{
+    sqlite3_stmt *st;
+    if (!x || !key || !out || !cap)
+        return -EINVAL;
+    int e = prep(x, "SELECT value FROM meta WHERE key = ?1", &st);
+    if (e < 0)
+        return e;
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    e = one_text(x, st, out, cap, "read meta");
+    sqlite3_finalize(st);
+    return e;
+}
+
+int idx_read_alive_pid(struct idx *x, uint32_t pid, uint32_t *alive_pid)
+{
+    sqlite3_stmt *st;
+    if (!x || !alive_pid)
+        return -EINVAL;
+    int e = prep(x, "SELECT pid FROM processes WHERE state = 'alive' AND "
+                    "(?1 = 0 OR pid = ?1) LIMIT 1", &st);
+    if (e < 0)
+        return e;
+    sqlite3_bind_int64(st, 1, pid);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        *alive_pid = (uint32_t)sqlite3_column_int64(st, 0);
+        e = 1;
+    } else {
+        e = rc == SQLITE_DONE ? 0 : fail(x, "alive process");
+    }
+    sqlite3_finalize(st);
+    return e;
+}
+
+int idx_read_time_range(struct idx *x, uint32_t pid, uint64_t *tmin, uint64_t *tmax)
+{
+    sqlite3_stmt *st;
+    if (!x || !tmin || !tmax)
+        return -EINVAL;
+    int e = prep(x, "SELECT min(s.t_min), max(s.t_max), count(*) FROM segments s "
+                    "JOIN processes p ON p.id = s.process_id WHERE (?1 = 0 OR p.pid = ?1)", &st);
+    if (e < 0)
+        return e;
+    sqlite3_bind_int64(st, 1, pid);
+    e = -ENOENT;
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int64(st, 2) > 0) {
+        *tmin = col_u64(st, 0);
+        *tmax = col_u64(st, 1);
+        e = 0;
+    }
+    sqlite3_finalize(st);
+    return e;
+}
+
+int idx_read_processes_window(struct idx *x, uint32_t pid, uint64_t from, uint64_t to,
+                         int (*fn)(void *arg, const struct idx_read_process *r), void *arg)
+{
+    sqlite3_stmt *st;
+    if (!x || !fn)
+        return -EINVAL;
+    int rc = prep(x,
+        "SELECT p.id, p.pid, p.uid, p.start_time, p.comm, p.exe, p.first_ns, p.last_ns, "
+        "       p.state, p.exit_code, p.records, p.lost, "
+        "       (SELECT count(*) FROM segments s WHERE s.process_id = p.id), "
+        "       (SELECT coalesce(sum(bytes), 0) FROM segments s WHERE s.process_id = p.id) "
+        "FROM processes p WHERE (?1 = 0 OR p.pid = ?1) "
+        "  AND coalesce(p.last_ns, p.first_ns) >= ?2 AND p.first_ns <= ?3 "
+        "ORDER BY p.first_ns, p.id", &st);
+    if (rc < 0)
+        return rc;
+    sqlite3_bind_int64(st, 1, pid);
+    sqlite3_bind_int64(st, 2, clamp_i64(from));
+    sqlite3_bind_int64(st, 3, clamp_i64(to));
+    int n = 0, ret = 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        struct idx_read_process r = {
+            .id = sqlite3_column_int64(st, 0),
+            .pid = (uint32_t)sqlite3_column_int64(st, 1),
+            .uid = (uint32_t)sqlite3_column_int64(st, 2),
+            .start_time = col_u64(st, 3),
+            .comm = col_text(st, 4),
+            .exe = col_text(st, 5),
+            .first_ns = col_u64(st, 6),
+            .last_ns = col_u64(st, 7),
+            .state = col_text(st, 8),
+            .has_exit_code = sqlite3_column_type(st, 9) != SQLITE_NULL,
+            .exit_code = sqlite3_column_int64(st, 9),
+            .records = col_u64(st, 10),
+            .lost = col_u64(st, 11),
+            .segments = col_u64(st, 12),
+            .bytes = col_u64(st, 13),
+        };
+        n++;
+        ret = fn(arg, &r);
+        if (ret != 0)
+            break;
+    }
+    if (ret == 0 && rc != SQLITE_DONE)
+        ret = fail(x, "list processes");
+    sqlite3_finalize(st);
+    return ret < 0 ? ret : n;
+}
+
+int idx_read_segments_window(struct idx *x, uint32_t pid, uint64_t from, uint64_t to,
+                        int (*fn)(void *arg, const struct idx_read_segment *r), void *arg)
+{
+    sqlite3_stmt *st;
+    if (!x || !fn)
+        return -EINVAL;
+    int rc = prep(x,
+        "SELECT s.id, s.path, s.process_id, p.pid, p.comm, s.t_min, s.t_max, s.bytes, "
+        "       s.records, s.lost, s.n_poll_start, s.n_poll_end, s.n_wake, s.n_worker_park, "
+        "       s.n_worker_unpark, s.n_task_spawn, s.n_task_terminate, s.n_queue_depth, "
+        "       s.n_custom, s.n_cpu_sample, s.n_sched_switch "
+        "FROM segments s JOIN processes p ON p.id = s.process_id "
+        "WHERE (?1 = 0 OR p.pid = ?1) AND s.t_max >= ?2 AND s.t_min <= ?3 "
+        "ORDER BY s.t_min, s.id", &st);
+    if (rc < 0)
+        return rc;
+    sqlite3_bind_int64(st, 1, pid);
+    sqlite3_bind_int64(st, 2, clamp_i64(from));
+    sqlite3_bind_int64(st, 3, clamp_i64(to));
+    int n = 0, ret = 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        struct idx_read_segment r = {
+            .id = col_u64(st, 0),
+            .path = col_text(st, 1),
+            .process_id = sqlite3_column_int64(st, 2),
+            .pid = (uint32_t)sqlite3_column_int64(st, 3),
+            .comm = col_text(st, 4),
+            .t_min = col_u64(st, 5),
+            .t_max = col_u64(st, 6),
+            .bytes = col_u64(st, 7),
+            .records = col_u64(st, 8),
+            .lost = col_u64(st, 9),
+        };
+        for (int t = 1; t < D9_REC_TYPE_COUNT; t++)
+            r.counts[t] = col_u64(st, 9 + t);
+        n++;
+        ret = fn(arg, &r);
+        if (ret != 0)
+            break;
+    }
+    if (ret == 0 && rc != SQLITE_DONE)
+        ret = fail(x, "list segments");
+    sqlite3_finalize(st);
+    return ret < 0 ? ret : n;
+}
+
+struct idx_read_cursor {
+    struct idx *x;
+    sqlite3_stmt *q;
+};
+
+int idx_read_blocks_window_open(struct idx *x, const struct idx_read_window *w,
+                           struct idx_read_cursor **out)
+{
+    if (!x || !w || !out)
+        return -EINVAL;
+    *out = NULL;
+    struct idx_read_cursor *c = calloc(1, sizeof *c);
+    if (!c)
+        return -ENOMEM;
+    c->x = x;
+    int e = prep(x,
+        "SELECT b.segment_id, b.offset, s.path, s.process_id, p.pid, p.comm, b.t_first "
+        "FROM blocks b JOIN segments s ON s.id = b.segment_id "
+        "JOIN processes p ON p.id = s.process_id "
+        "WHERE b.kind = ?1 AND b.t_last >= ?2 AND b.t_first <= ?3 "
+        "  AND s.t_max >= ?2 AND s.t_min <= ?3 "
+        "  AND (?4 = 0 OR p.pid = ?4) AND (?5 = 0 OR b.tid = ?5) "
+        "ORDER BY b.t_first, b.segment_id, b.offset", &c->q);
+    if (e < 0) {
+        free(c);
+        return e;
+    }
+    sqlite3_bind_int64(c->q, 1, SEG_BLK_DATA);
+    sqlite3_bind_int64(c->q, 2, clamp_i64(w->from));
+    sqlite3_bind_int64(c->q, 3, clamp_i64(w->to));
+    sqlite3_bind_int64(c->q, 4, w->pid);
+    sqlite3_bind_int64(c->q, 5, w->tid);
+    *out = c;
+    return 0;
+}
+
+int idx_read_blocks_window_next(struct idx_read_cursor *c, struct idx_read_block *b)
+{
+    if (!c || !b)
+        return -EINVAL;
+    int rc = sqlite3_step(c->q);
+    if (rc == SQLITE_DONE)
+        return 0;
+    if (rc != SQLITE_ROW)
+        return fail(c->x, "list blocks");
+    *b = (struct idx_read_block){
+        .segment_id = col_u64(c->q, 0),
+        .offset = col_u64(c->q, 1),
+        .path = col_text(c->q, 2),
+        .process_id = sqlite3_column_int64(c->q, 3),
+        .pid = (uint32_t)sqlite3_column_int64(c->q, 4),
+        .comm = col_text(c->q, 5),
+        .t_first = col_u64(c->q, 6),
+    };
+    return 1;
+}
+
+void idx_read_blocks_window_close(struct idx_read_cursor *c)
+{
+    if (!c)
+        return;
+    sqlite3_finalize(c->q);
+    free(c);
+}
+
+int idx_read_block_offsets(struct idx *x, uint64_t segment_id, uint16_t kind,
+                      int (*fn)(void *arg, uint64_t offset), void *arg)
+{
+    sqlite3_stmt *st;
+    if (!x || !fn)
+        return -EINVAL;
+    int e = prep(x, "SELECT offset FROM blocks WHERE segment_id = ?1 AND kind = ?2 "
+                    "ORDER BY offset", &st);
+    if (e < 0)
+        return e;
+    sqlite3_bind_int64(st, 1, clamp_i64(segment_id));
+    sqlite3_bind_int64(st, 2, kind);
+    int n = 0, ret = 0;
+    while (ret == 0 && sqlite3_step(st) == SQLITE_ROW) {
+        n++;
+        ret = fn(arg, col_u64(st, 0));
+    }
+    sqlite3_finalize(st);
+    return ret < 0 ? ret : n;
+}
+
+int idx_read_process_segments(struct idx *x, int64_t process_id,
+                         int (*fn)(void *arg, const char *path), void *arg)
+{
+    sqlite3_stmt *st;
+    if (!x || !fn)
+        return -EINVAL;
+    int e = prep(x, "SELECT path FROM segments WHERE process_id = ?1 ORDER BY id DESC", &st);
+    if (e < 0)
+        return e;
+    sqlite3_bind_int64(st, 1, process_id);
+    int n = 0, ret = 0;
+    while (ret == 0 && sqlite3_step(st) == SQLITE_ROW) {
+        n++;
+        ret = fn(arg, col_text(st, 0));
+    }
+    sqlite3_finalize(st);
+    return ret < 0 ? ret : n;
+}
+
+int idx_read_threads(struct idx *x, uint32_t pid,
+                     int (*fn)(void *arg, const struct idx_read_thread *r), void *arg)
+{
+    sqlite3_stmt *st;
+    if (!x || !fn)
+        return -EINVAL;
+    int rc = prep(x,
+        "SELECT t.process_id, p.pid, t.tid, t.ring, t.generation, t.name, t.first_ns, "
+        "       t.last_ns, t.ended "
+        "FROM threads t JOIN processes p ON p.id = t.process_id "
+        "WHERE (?1 = 0 OR p.pid = ?1) ORDER BY t.process_id, t.first_ns, t.id", &st);
+    if (rc < 0)
+        return rc;
+    sqlite3_bind_int64(st, 1, pid);
+    int n = 0, ret = 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        struct idx_read_thread r = {
+            .process_id = sqlite3_column_int64(st, 0),
+            .pid = (uint32_t)sqlite3_column_int64(st, 1),
+            .tid = (uint32_t)sqlite3_column_int64(st, 2),
+            .ring = (uint32_t)sqlite3_column_int64(st, 3),
+            .generation = (uint32_t)sqlite3_column_int64(st, 4),
+            .name = col_text(st, 5),
+            .first_ns = col_u64(st, 6),
+            .last_ns = col_u64(st, 7),
+            .ended = sqlite3_column_int64(st, 8) != 0,
+        };
+        n++;
+        if ((ret = fn(arg, &r)) != 0)
+            break;
+    }
+    if (ret == 0 && rc != SQLITE_DONE)
+        ret = fail(x, "list threads");
+    sqlite3_finalize(st);
+    return ret < 0 ? ret : n;
+}
+
+int idx_read_runtimes(struct idx *x, uint32_t pid,
+                      int (*fn)(void *arg, const struct idx_read_runtime *r), void *arg)
+{
+    sqlite3_stmt *st;
+    if (!x || !fn)
+        return -EINVAL;
+    int rc = prep(x,
+        "SELECT r.process_id, p.pid, r.runtime_id, r.name "
+        "FROM runtimes r JOIN processes p ON p.id = r.process_id "
+        "WHERE (?1 = 0 OR p.pid = ?1) ORDER BY r.process_id, r.runtime_id", &st);
+    if (rc < 0)
+        return rc;
+    sqlite3_bind_int64(st, 1, pid);
+    int n = 0, ret = 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        struct idx_read_runtime r = {
+            .process_id = sqlite3_column_int64(st, 0),
+            .pid = (uint32_t)sqlite3_column_int64(st, 1),
+            .runtime_id = (uint32_t)sqlite3_column_int64(st, 2),
+            .name = col_text(st, 3),
+        };
+        n++;
+        if ((ret = fn(arg, &r)) != 0)
+            break;
+    }
+    if (ret == 0 && rc != SQLITE_DONE)
+        ret = fail(x, "list runtimes");
+    sqlite3_finalize(st);
+    return ret < 0 ? ret : n;
+}
+
+int idx_read_thread_name(struct idx *x, int64_t process_id, uint32_t ring, uint32_t generation,
+                    char *buf, size_t cap)
+{
+    sqlite3_stmt *st;
+    if (!x || !buf || !cap)
+        return -EINVAL;
+    buf[0] = 0;
+    int e = cached(x, RD_THREAD_NAME, "SELECT name FROM threads WHERE process_id = ?1 AND "
+                   "ring = ?2 AND generation = ?3", &st);
+    if (e < 0)
+        return e;
+    sqlite3_bind_int64(st, 1, process_id);
+    sqlite3_bind_int64(st, 2, ring);
+    sqlite3_bind_int64(st, 3, generation);
+    e = one_text(x, st, buf, cap, "thread name");
+    sqlite3_reset(st);
+    return e;
+}
+
+int idx_read_process_comm(struct idx *x, int64_t process_id, char *buf, size_t cap)
+{
+    sqlite3_stmt *st;
+    if (!x || !buf || !cap)
+        return -EINVAL;
+    buf[0] = 0;
+    int e = prep(x, "SELECT comm FROM processes WHERE id = ?1", &st);
+    if (e < 0)
+        return e;
+    sqlite3_bind_int64(st, 1, process_id);
+    e = one_text(x, st, buf, cap, "process name");
+    sqlite3_finalize(st);
+    return e;
+}
+
+uint64_t idx_read_process_last_ns(struct idx *x, int64_t process_id)
+{
+    sqlite3_stmt *st;
+    uint64_t v = 0;
+    if (!x || prep(x, "SELECT last_ns FROM processes WHERE id = ?1", &st) < 0)
+        return 0;
+    sqlite3_bind_int64(st, 1, process_id);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        v = col_u64(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+int idx_read_rings_lost(struct idx *x, int64_t process_id, uint32_t first, uint32_t n,
+                        uint64_t *lost)
+{
+    sqlite3_stmt *st;
+    if (!lost)
+        return -EINVAL;
+    memset(lost, 0, (size_t)n * sizeof *lost);
+    if (!x || process_id <= 0 || n == 0 || first > UINT32_MAX - (n - 1))
+        return -EINVAL;
+    int e = prep(x, "SELECT b.ring, COALESCE(SUM(b.lost), 0) FROM blocks b "
+                    "JOIN segments s ON s.id = b.segment_id WHERE s.process_id = ?1 "
+                    "AND b.ring BETWEEN ?2 AND ?3 GROUP BY b.ring", &st);
+    if (e < 0)
+        return e;
+    sqlite3_bind_int64(st, 1, process_id);
+    sqlite3_bind_int64(st, 2, first);
+    sqlite3_bind_int64(st, 3, (sqlite3_int64)first + n - 1);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        sqlite3_int64 ring = sqlite3_column_int64(st, 0);
+        if (ring >= (sqlite3_int64)first && ring < (sqlite3_int64)first + n)
+            lost[ring - first] = col_u64(st, 1);
+    }
+    if (rc != SQLITE_DONE) {
+        memset(lost, 0, (size_t)n * sizeof *lost);
+        e = fail(x, "ring drops");
+    }
+    sqlite3_finalize(st);
+    return e;
+}
+
+static int has_row(struct idx *x, sqlite3_stmt *st)
+{
+    int rc = sqlite3_step(st);
+    int e = rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : fail(x, "look up segment");
+    sqlite3_finalize(st);
+    return e;
+}
+
+int idx_read_segment_has_path(struct idx *x, const char *relpath)
+{
+    sqlite3_stmt *st;
+    if (!x || !relpath)
+        return -EINVAL;
+    int e = prep(x, "SELECT 1 FROM segments WHERE path = ?1", &st);
+    if (e < 0)
+        return e;
+    sqlite3_bind_text(st, 1, relpath, -1, SQLITE_TRANSIENT);
+    return has_row(x, st);
+}
+
+int idx_read_segment_has_id(struct idx *x, uint64_t id)
+{
+    sqlite3_stmt *st;
+    if (!x)
+        return -EINVAL;
+    int e = prep(x, "SELECT 1 FROM segments WHERE id = ?1", &st);
+    if (e < 0)
+        return e;
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
+    return has_row(x, st);
+}
+
+int idx_read_segment_count(struct idx *x, uint64_t *n)
+{
+    sqlite3_stmt *st;
+    if (!x || !n)
+        return -EINVAL;
+    *n = 0;
+    int e = prep(x, "SELECT COUNT(*) FROM segments", &st);
+    if (e < 0)
+        return e;
+    if (sqlite3_step(st) == SQLITE_ROW)
+        *n = col_u64(st, 0);
+    else
+        e = fail(x, "count segments");
+    sqlite3_finalize(st);
+    return e;
+}

@@ -1,0 +1,145 @@
+/*
+ * idx_read.h — the questions readers ask the index (schema: idx.h):
+ * d9's listings, time windows, the blocks of a window in time order and the
+ * names of threads and processes; the collector's and fsck's lookups
+ * (is a segment indexed, how many, how many drops a ring already wrote).
+ *
+ * Called by: collector/cli/cli_store.c (d9), collector/daemon (start-up
+ * recovery, resuming ring counters, status), collector/store/fsck.c.
+ *
+ * Invariants: every function works on a read-only handle and leaves no
+ * statement un-reset (no read transaction outlives a call, except a block
+ * cursor's, until idx_read_blocks_window_close). Strings handed to callbacks or
+ * in a cursor's row are valid until the callback returns / the next call.
+ * Errors: 0 or a negative errno (-EIO for SQLite failures, -ENOENT when
+ * there is no such row); the index is untrusted input to its readers
+ * (paths in it are checked by the caller before use).
+ *
+ * Must never: write to the index.
+ */
+#ifndef D9_COL_IDX_READ_H
+#define D9_COL_IDX_READ_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "collector/store/idx.h"
+#include "shm/d9_abi.h"
+
+/* meta value of key into out: 0, -ENOENT (no such key), -EIO. */
+int idx_read_meta_get(struct idx *x, const char *key, char *out, size_t cap);
+
+/* A pid of an 'alive' process (pid 0 = any; else that pid): 1 and *alive_pid
+ * set, 0 when there is none, -EIO. */
+int idx_read_alive_pid(struct idx *x, uint32_t pid, uint32_t *alive_pid);
+
+/* Smallest t_min / largest t_max of the segments of pid (0 = all):
+ * 0, -ENOENT when there are none, -EIO. */
+int idx_read_time_range(struct idx *x, uint32_t pid, uint64_t *tmin, uint64_t *tmax);
+
+/* A processes row with its segment totals. */
+struct idx_read_process {
+    int64_t id;
+    uint32_t pid, uid;
+    uint64_t start_time;
+    const char *comm, *exe, *state;     /* never NULL ("" when unknown) */
+    uint64_t first_ns, last_ns;
+    int has_exit_code;
+    int64_t exit_code;
+    uint64_t records, lost;
+    uint64_t segments, bytes;
+};
+/* Processes of pid (0 = all) whose [first_ns, last_ns] meets [from, to], by
+ * first_ns. fn returns 0 to go on, non-zero to stop (a negative value is
+ * returned as the error). Returns the number of rows delivered, or -errno. */
+int idx_read_processes_window(struct idx *x, uint32_t pid, uint64_t from, uint64_t to,
+                         int (*fn)(void *arg, const struct idx_read_process *r), void *arg);
+
+/* A segments row with its process. */
+struct idx_read_segment {
+    uint64_t id;
+    const char *path;                   /* relative to the store */
+    int64_t process_id;
+    uint32_t pid;
+    const char *comm;
+    uint64_t t_min, t_max, bytes, records, lost;
+    uint64_t counts[D9_REC_TYPE_COUNT];
+};
+/* Segments of pid (0 = all) that meet [from, to], by t_min. Same contract
+ * as idx_read_processes_window. */
+int idx_read_segments_window(struct idx *x, uint32_t pid, uint64_t from, uint64_t to,
+                        int (*fn)(void *arg, const struct idx_read_segment *r), void *arg);
+
+/* A threads row with its process's pid. */
+struct idx_read_thread {
+    int64_t process_id;
+    uint32_t pid, tid, ring, generation;
+    const char *name;                   /* never NULL */
+    uint64_t first_ns, last_ns;         /* 0 = unknown */
+    int ended;
+};
+/* Threads of pid (0 = all), by process then first_ns. Same contract as
+ * idx_read_processes_window. */
+int idx_read_threads(struct idx *x, uint32_t pid,
+                     int (*fn)(void *arg, const struct idx_read_thread *r), void *arg);
+
+/* A runtimes row with its process's pid. */
+struct idx_read_runtime {
+    int64_t process_id;
+    uint32_t pid, runtime_id;
+    const char *name;                   /* never NULL */
+};
+/* Runtimes of pid (0 = all), by process then id. Same contract. */
+int idx_read_runtimes(struct idx *x, uint32_t pid,
+                      int (*fn)(void *arg, const struct idx_read_runtime *r), void *arg);
+
+/* The DATA blocks that meet a window, by t_first (then segment, offset):
+ * the order d9's scan merges them in. */
+struct idx_read_window {
+    uint64_t from, to;                  /* inclusive */
+    uint32_t pid, tid;                  /* 0 = all */
+};
+struct idx_read_block {
+    uint64_t segment_id, offset, t_first;
+    const char *path;                   /* of the segment, relative to the store */
+    int64_t process_id;
+    uint32_t pid;
+    const char *comm;
+};
+struct idx_read_cursor;
+int idx_read_blocks_window_open(struct idx *x, const struct idx_read_window *w,
+                           struct idx_read_cursor **out);
+/* 1 = *b set (valid until the next call), 0 = no more, -EIO. */
+int idx_read_blocks_window_next(struct idx_read_cursor *c, struct idx_read_block *b);
+void idx_read_blocks_window_close(struct idx_read_cursor *c);
+
+/* Offsets of the blocks of one kind of a segment, in file order; fn as in
+ * idx_read_processes_window. Returns the number of rows delivered, or -errno. */
+int idx_read_block_offsets(struct idx *x, uint64_t segment_id, uint16_t kind,
+                      int (*fn)(void *arg, uint64_t offset), void *arg);
+
+/* Paths of a process's segments, newest first; fn as in idx_read_processes_window. */
+int idx_read_process_segments(struct idx *x, int64_t process_id,
+                         int (*fn)(void *arg, const char *path), void *arg);
+
+/* threads.name of (process, ring, generation) / processes.comm into buf
+ * ("" when unknown); 0, -ENOENT (no row), -EIO. */
+int idx_read_thread_name(struct idx *x, int64_t process_id, uint32_t ring, uint32_t generation,
+                    char *buf, size_t cap);
+int idx_read_process_comm(struct idx *x, int64_t process_id, char *buf, size_t cap);
+/* processes.last_ns (0 when unknown or no row). */
+uint64_t idx_read_process_last_ns(struct idx *x, int64_t process_id);
+
+/* Drops of ring slots [first, first + n) of process_id written in indexed
+ * segments, over all their generations, into lost[0..n) (0 where none), in
+ * one query. 0 or -errno (every lost[i] = 0 then). */
+int idx_read_rings_lost(struct idx *x, int64_t process_id, uint32_t first, uint32_t n,
+                        uint64_t *lost);
+
+/* Is there a segments row with this relative path / this id now?
+ * 1 yes, 0 no, -EIO. */
+int idx_read_segment_has_path(struct idx *x, const char *relpath);
+int idx_read_segment_has_id(struct idx *x, uint64_t id);
+/* Number of segments rows. */
+int idx_read_segment_count(struct idx *x, uint64_t *n);
+
+#endif /* D9_COL_IDX_READ_H */

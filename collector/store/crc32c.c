@@ -92,7 +92,7 @@ static uint32_t crc32c_multmodp(uint32_t a, uint32_t b)
 /* x^(8 * CRC32C_LANE) mod P: appending CRC32C_LANE bytes to a message
  * multiplies its raw CRC register by this (then xor the lane's own CRC).
  * A constant: computing it (16 squarings) per call cost more than the crc
- * of a 32 KiB drain chunk saves. test_segment checks the lanes against the
+ * of a 32 KiB drain chunk saves. test_seg checks the lanes against the
  * table-driven CRC, which fails if this value is wrong. */
 #define CRC32C_LANE_SHIFT 0x28461564u
 

@@ -1,5 +1,5 @@
 /*
- * test_symbols.c — collector/store/sym.c: /proc/<pid>/maps parsing, the ELF64
+ * test_sym.c — collector/store/sym.c: /proc/<pid>/maps parsing, the ELF64
  * reader on this test binary and on libc (symbols, build-id, PT_LOAD
  * translation of PIE addresses), hostile ELF buffers, kallsyms parsing, the
  * "d9.map" snapshot records and the query-time resolver end to end.
@@ -98,7 +98,7 @@ static void test_maps_read_of_self_has_an_executable_mapping_of_this_binary(void
     uintptr_t fn = (uintptr_t)&d9test_symbol_marker;
     int found = 0;
     for (size_t i = 0; i < n; i++)
-        if (m[i].exec && fn >= m[i].start && fn < m[i].end && strstr(m[i].path, "test_symbols"))
+        if (m[i].exec && fn >= m[i].start && fn < m[i].end && strstr(m[i].path, "test_sym"))
             found = 1;
     assert_true(found);
     sym_maps_free(m, n);

@@ -1,5 +1,5 @@
 /*
- * test_segment.c — the segment file writer, reader, salvage and CRC-32C
+ * test_seg.c — the segment file writer, reader, salvage and CRC-32C
  * (collector/store/seg.c, collector/store/crc32c.c), as a specification.
  */
 #include <errno.h>

@@ -1,5 +1,5 @@
 /*
- * test_index.c — the SQLite index of a store (collector/store/idx.c), as a
+ * test_idx.c — the SQLite index of a store (collector/store/idx.c), as a
  * specification: schema, upserts, atomic segment commits, read-only access,
  * schema version checks.
  */

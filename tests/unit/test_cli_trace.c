@@ -1,5 +1,5 @@
 /*
- * test_export.c — cli_trace.c: the Chrome trace-event document is well-formed
+ * test_cli_trace.c — cli_trace.c: the Chrome trace-event document is well-formed
  * JSON (checked with python3 -m json.tool) and has the documented shape:
  * "X" polls and parks, "i" instants, "C" counters, "M" names, µs times.
  */

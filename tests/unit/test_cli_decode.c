@@ -1,5 +1,5 @@
 /*
- * test_decode.c — cli_decode.c: every record type to fields, text and JSON
+ * test_cli_decode.c — cli_decode.c: every record type to fields, text and JSON
  * lines; custom events by schema; hostile payloads; escaping.
  */
 #include <errno.h>

@@ -1,5 +1,5 @@
 /*
- * test_control.c — the control channel (collector/ctl/ctl_server.c) as a
+ * test_ctl.c — the control channel (collector/ctl/ctl_server.c) as a
  * specification: ctl_client_request() against a ROUTER served by ctl_server_*, the
  * framing rules, malformed-message accounting and client errors.
  */
@@ -72,7 +72,7 @@ static int setup(void **state)
     strcpy(fx->dir, "/tmp/d9ctltest.XXXXXX");
     assert_non_null(mkdtemp(fx->dir));
     snprintf(fx->ep, sizeof fx->ep, "ipc://%s/sub/dir/c.sock", fx->dir);
-    col_log_init("test_control", COL_LOG_ERROR);
+    col_log_init("test_ctl", COL_LOG_ERROR);
     char err[256];
     assert_int_equal(ctl_server_open(&fx->ctl, fx->ep, err, sizeof err), 0);
     assert_int_equal(pthread_create(&fx->th, NULL, serve, fx), 0);

@@ -1,5 +1,5 @@
 /*
- * test_query.c — the CLI's parsing helpers (numbers, durations, type lists),
+ * test_cli_store.c — the CLI's parsing helpers (numbers, durations, type lists),
  * time-window arithmetic, and cli_store.c against a real store built with the
  * segment writer and the index: listings, time-ordered scans with filters,
  * corrupt and missing segment files.

@@ -1,5 +1,5 @@
 /*
- * test_sql.c — the d9 SQL virtual tables (sql_vtab.c) against a store
+ * test_sql_vtab.c — the d9 SQL virtual tables (sql_vtab.c) against a store
  * built here with the segment writer and the index: every table's rows
  * (counts and values), push-down of pid and time to the block index
  * (blocks counted), poll pairing past a window, custom-event tables with
@@ -238,7 +238,7 @@ static void connect_sql(struct fixture *fx)
     char why[512];
     assert_int_equal(cli_store_open(&fx->s, fx->dir, why, sizeof why), 0);
     assert_int_equal(sqlite3_open(":memory:", &fx->db), SQLITE_OK);
-    if (sql_vtab_attach(fx->db, fx->s, "test_sql", &fx->v, why, sizeof why) != 0)
+    if (sql_vtab_attach(fx->db, fx->s, "test_sql_vtab", &fx->v, why, sizeof why) != 0)
         fail_msg("attach: %s", why);
 }
 

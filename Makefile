@@ -7,6 +7,8 @@
 #   make bench      benchmarks against LTTng-UST (not part of make test)
 #   make stress     long reliability loops (not part of make test)
 #   make fuzz       longer fuzzing runs (FUZZ_SECONDS per target, default 60)
+#   make install    PREFIX, DESTDIR, BINDIR, SBINDIR, LIBDIR (MULTIARCH=1), MANDIR...
+#                   (deploy/install.mk); make uninstall; make deb (deploy/deb.mk)
 #
 # Layout: sources are picked up by wildcard. A module is one .c with its .h.
 #   shm/*.c                     -> every binary that touches regions
@@ -39,6 +41,8 @@ CPPFLAGS += -I. -I$(BUILD)/gen -DD9_VERSION=\"$(D9_VERSION)\"
 CFLAGS   += $(CSTD) $(OPT) $(WARN) -fPIC -pthread -fno-strict-aliasing
 LDLIBS_AGENT := -lzmq -lprotobuf-c -pthread
 LDLIBS_COL   := -lzmq -lprotobuf-c -lsqlite3 -lm -pthread
+# traced programs (demo, integration workloads): complete stacks for d9 flame
+FRAME_POINTERS := -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer
 SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 SHM_SRC   := $(wildcard shm/*.c)
@@ -79,7 +83,7 @@ PROG_BINS := $(patsubst tests/integration/%.c,$(BUILD)/tests/integration/%,$(PRO
 PROG_BINS += $(foreach x,gxx clangxx,$(patsubst tests/integration/%.cpp,$(BUILD)/tests/integration/%_$(x),$(CXX_PROG_SRC)))
 
 .PHONY: all deps test unit integration fuzz-smoke fuzz demo bench stress clean install clang-check
-all: $(AGENT_SO) $(AGENT_A) $(BUILD)/lib/d9agent.pc $(BINS)
+all: $(AGENT_SO) $(AGENT_A) $(BINS)
 
 # ---- dependencies (Debian packages, installed only when missing) ----------
 deps:
@@ -124,21 +128,19 @@ $(COL_A): $(COL_OBJ) $(SHM_OBJ) $(PROTO_OBJ)
 $(STORE_A): $(STORE_OBJ) $(SHM_OBJ) $(PROTO_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
-$(BUILD)/lib/d9agent.pc: Makefile
-	@mkdir -p $(dir $@)
-	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: d9agent\nDescription: d9 runtime telemetry agent\nVersion: %s\nRequires.private: libzmq libprotobuf-c\nLibs: -L$${libdir} -ld9agent\nLibs.private: -pthread\nCflags: -I$${includedir}\n' '$(PREFIX)' '$(D9_VERSION)' > $@
 $(BUILD)/bin/d9collectd: $(BUILD)/obj/collector/daemon/d9collectd.o $(DAEMON_OBJ) $(CTL_OBJ) $(STORE_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_COL)
 $(BUILD)/bin/d9: $(BUILD)/obj/collector/cli/main.o $(CLI_OBJ) $(CTL_OBJ) $(STORE_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_COL)
+$(call obj,$(DEMO_SRC)): CFLAGS += $(FRAME_POINTERS)
 $(BUILD)/bin/d9demo: $(call obj,$(DEMO_SRC)) $(AGENT_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_AGENT) -lm
 $(BUILD)/tests/integration/prog_%: tests/integration/prog_%.c $(AGENT_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $^ $(LDLIBS_AGENT) -lm
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(FRAME_POINTERS) -o $@ $^ $(LDLIBS_AGENT) -lm
 # C++ users of agent/d9.h: built with g++ (_gxx) and clang++ (_clangxx),
 # linked against libd9agent.so (found next to them through the rpath)
 CXX_PROG_FLAGS := -std=c++11 $(CPPFLAGS) $(OPT) -Wall -Wextra -Werror -pthread
@@ -179,17 +181,10 @@ demo: deps
 	$(MAKE) --no-print-directory all
 	BUILD=$(BUILD) sh agent/demo/run-demo.sh
 
-install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
-	install -m 0755 $(BUILD)/bin/d9collectd $(BUILD)/bin/d9 $(DESTDIR)$(PREFIX)/bin/
-	install -m 0644 $(AGENT_A) $(DESTDIR)$(PREFIX)/lib/
-	install -m 0755 $(AGENT_SO) $(DESTDIR)$(PREFIX)/lib/libd9agent.so.0
-	ln -sf libd9agent.so.0 $(DESTDIR)$(PREFIX)/lib/libd9agent.so
-	install -m 0644 agent/d9.h $(DESTDIR)$(PREFIX)/include/
-	install -m 0644 $(BUILD)/lib/d9agent.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
-
 clean:
 	rm -rf $(BUILD)
 
 -include $(wildcard tests/*/*.mk)
+# install / uninstall / man pages / Debian package
+include deploy/install.mk deploy/deb.mk
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

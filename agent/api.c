@@ -128,14 +128,43 @@ static void fork_child(void)
 
 /* ---- lifecycle ---------------------------------------------------------------- */
 
+/*
+ * Where d9_init_with's settings come from: the program's d9_config first
+ * (g_src.pc, NULL for d9_init), then the environment. Written under
+ * g_init_lock during the one initialisation; ag_sampler_start reads it
+ * there too, through env_get.
+ */
+static struct {
+    const d9_config *pc;
+    char num[32];               /* a numeric field as text (one lookup at a time) */
+    const char *field;          /* the d9_config field of the last lookup, or NULL */
+} g_src;
+
 static const char *env_get(const char *name, void *ctx)
 {
     (void)ctx;
+    g_src.field = NULL;
+    if (g_src.pc) {
+        const char *field;
+        const char *v = ag_env_config_value(g_src.pc, name, g_src.num, sizeof g_src.num,
+                                            &field);
+        if (v) {
+            g_src.field = field;
+            return v;
+        }
+        if ((g_src.pc->flags & D9_CONFIG_NO_ENV) && strncmp(name, "DIAL9_", 6) == 0)
+            return NULL;
+    }
     /* setuid programs ignore the environment: defaults only */
     return secure_getenv(name);
 }
 
 int d9_init(void)
+{
+    return d9_init_with(NULL);
+}
+
+int d9_init_with(const d9_config *config)
 {
     pthread_mutex_lock(&g_init_lock);
     if (g_init_done) {
@@ -146,6 +175,20 @@ int d9_init(void)
         return rc;
     }
     g_init_done = 1;
+    if (config && config->size != sizeof(d9_config)) {
+        fprintf(stderr, "d9: d9_config.size is %u, this libd9agent expects %zu (start from "
+                "D9_CONFIG_INIT and build against its d9.h); tracing disabled\n",
+                (unsigned)config->size, sizeof(d9_config));
+        g_init_rc = -EINVAL;
+        pthread_mutex_unlock(&g_init_lock);
+        return g_init_rc;
+    }
+    if (config && config->enabled == 0) {
+        g_init_rc = 1;          /* untraced whatever the environment says */
+        pthread_mutex_unlock(&g_init_lock);
+        return g_init_rc;
+    }
+    g_src.pc = config;
 
     char comm[D9_COMM_MAX + 1];
     ag_agent_read_comm(comm, sizeof comm);
@@ -154,7 +197,11 @@ int d9_init(void)
     char err[AG_ERR_MAX];
     int rc = ag_env_parse(&cfg, env_get, NULL, err, sizeof err);
     if (rc) {
-        fprintf(stderr, "%s\n", err);
+        /* the parser stops at the bad value: the last lookup names its source */
+        if (g_src.field)
+            fprintf(stderr, "%s (d9_config.%s)\n", err, g_src.field);
+        else
+            fprintf(stderr, "%s\n", err);
     } else if (!cfg.enabled) {
         rc = 1;
     } else {
@@ -172,6 +219,7 @@ int d9_init(void)
                         "call d9_shutdown() before exit\n");
         }
     }
+    g_src.pc = NULL;            /* the caller's struct is not kept */
     g_init_rc = rc;
     pthread_mutex_unlock(&g_init_lock);
     return rc;

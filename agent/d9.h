@@ -7,6 +7,7 @@
  * functions, macros and meaning in both.
  *
  *   d9_init();                                   // reads DIAL9_* from the environment
+ *                                                // (d9_init_with: the program's own settings)
  *   d9_runtime rt;  d9_runtime_register("http", &rt);
  *   d9_task_spawn(rt, task_id, D9_LOC());
  *   d9_poll_start(rt, worker, task_id, D9_LOC());
@@ -42,8 +43,9 @@
  *   - Timestamps: rdtsc where the TSC is invariant (calibration pairs in the
  *     region header, refreshed about once a second), CLOCK_MONOTONIC otherwise.
  *
- * Environment (read by d9_init; an unset or empty variable means its default,
- * any other bad value keeps tracing off with one line on stderr):
+ * Environment (read by d9_init, and by d9_init_with for the fields it leaves
+ * unset; an unset or empty variable means its default, any other bad value
+ * keeps tracing off with one line on stderr):
  *   DIAL9_ENABLED      1/0, true/false, yes/no, on/off (default 1 once d9_init is called)
  *   DIAL9_RING_KB      per-thread ring size in KiB, 4..65536 (default 1024; rounded up to 2^n)
  *   DIAL9_MAX_THREADS  rings per process, 1..4096 (default 64); more threads go untraced (counted)
@@ -60,6 +62,12 @@
  *   DIAL9_SCHED_SAMPLE_US  park/unpark read schedstat at most once per this many
  *                      microseconds per thread, 0..60000000 (default 1000; 0 = at
  *                      every park/unpark, a per-wake-up delay at ~0.3-1 us each)
+ *   DIAL9_SAMPLER      in-process CPU sampling when the collector cannot use perf:
+ *                      auto (default: after DIAL9_SAMPLER_WAIT_MS without the
+ *                      collector), itimer (at once), perf (never), off
+ *   DIAL9_SAMPLER_HZ   its frequency, 1..1000 (default 99)
+ *   DIAL9_SAMPLER_WAIT_MS  auto's wait for the collector, 0..3600000 (default 3000)
+ *                      (a bad DIAL9_SAMPLER* value turns off the sampler only)
  */
 #ifndef D9_H
 #define D9_H
@@ -95,6 +103,59 @@ typedef uint32_t d9_loc;
  * -EINVAL bad DIAL9_* value, -errno of the region creation (e.g. -ENOENT for
  * a missing DIAL9_SHM_DIR), -ESHUTDOWN when called again after d9_shutdown. */
 D9_API int d9_init(void);
+
+/* ---- programmatic configuration ---------------------------------------------
+ * d9_init_with() starts the agent from the program's own settings: the same
+ * settings as the DIAL9_* variables, one field each. Start from
+ * D9_CONFIG_INIT (every field unset) and set what the program decides:
+ *
+ *   d9_config cfg = D9_CONFIG_INIT;
+ *   cfg.runtime_name = "http";
+ *   cfg.ring_kb = 4096;
+ *   d9_init_with(&cfg);
+ *
+ * Precedence, field by field: a field the program set wins over its DIAL9_*
+ * variable; a field left unset (D9_UNSET, or NULL for strings) is taken from
+ * the variable, else from the default, exactly as d9_init() would. With
+ * D9_CONFIG_NO_ENV in flags no DIAL9_* variable is read at all (unset fields
+ * get their defaults). enabled = 0 keeps the program untraced whatever its
+ * environment says: nothing else is read or checked, and d9_init_with
+ * returns 1. enabled = 1 traces even under DIAL9_ENABLED=0.
+ *
+ * Values are checked as the variables are (same syntax and ranges; "" means
+ * the default); a bad one keeps tracing off with one line on stderr that
+ * names the variable and the field. The same no-fail guarantees as d9_init.
+ */
+#define D9_UNSET (-1)               /* a numeric field not set by the program */
+#define D9_CONFIG_NO_ENV 0x1u       /* flags: ignore every DIAL9_* variable */
+
+typedef struct d9_config {
+    uint32_t size;              /* sizeof(d9_config): set by D9_CONFIG_INIT */
+    uint32_t flags;             /* D9_CONFIG_NO_ENV or 0 */
+    int enabled;                /* DIAL9_ENABLED: 1, 0 (untraced, whatever the
+                                   environment says) or D9_UNSET */
+    long ring_kb;               /* DIAL9_RING_KB */
+    long max_threads;           /* DIAL9_MAX_THREADS */
+    const char *collector;      /* DIAL9_COLLECTOR: an endpoint or "none" */
+    const char *runtime_name;   /* DIAL9_RUNTIME_NAME */
+    const char *shm_dir;        /* DIAL9_SHM_DIR */
+    const char *clock;          /* DIAL9_CLOCK: "auto" or "monotonic" */
+    long sched_sample_us;       /* DIAL9_SCHED_SAMPLE_US */
+    const char *sampler;        /* DIAL9_SAMPLER: "auto", "itimer", "perf" or "off" */
+    long sampler_hz;            /* DIAL9_SAMPLER_HZ */
+    long sampler_wait_ms;       /* DIAL9_SAMPLER_WAIT_MS */
+} d9_config;
+
+/* Every field unset: d9_init_with(&(d9_config)D9_CONFIG_INIT) is d9_init(). */
+#define D9_CONFIG_INIT { (uint32_t)sizeof(d9_config), 0u, D9_UNSET, D9_UNSET, D9_UNSET, \
+                         NULL, NULL, NULL, NULL, D9_UNSET, NULL, D9_UNSET, D9_UNSET }
+
+/* Initialise from config merged with the environment (above); NULL is
+ * d9_init(). Returns what d9_init returns, and -EINVAL for a bad field or a
+ * size other than sizeof(d9_config) (a program built against another d9.h).
+ * Only the first initialisation of a process configures the agent: a later
+ * call, with any config, returns the first one's result. */
+D9_API int d9_init_with(const d9_config *config);
 
 /* Flush state, mark the region closed and say goodbye to the collector.
  * Registered with atexit() by d9_init; calling it twice is harmless. */

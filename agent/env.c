@@ -8,6 +8,7 @@
  * prefers "tracing disabled, here is why" over a quietly different setup.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -233,4 +234,65 @@ int ag_env_parse(struct ag_config *c, ag_getenv_fn get, void *ctx, char *err, si
         copy_cstr(c->shm_dir, sizeof c->shm_dir, v);
     }
     return 0;
+}
+
+/* ---- d9_config: the program's own settings ---------------------------------- */
+
+enum cfg_kind { CFG_BOOL, CFG_LONG, CFG_STR };
+
+static const struct cfg_field {
+    const char *var, *field;
+    enum cfg_kind kind;
+    size_t off;
+} cfg_fields[] = {
+    { "DIAL9_ENABLED",         "enabled",         CFG_BOOL, offsetof(d9_config, enabled) },
+    { "DIAL9_RING_KB",         "ring_kb",         CFG_LONG, offsetof(d9_config, ring_kb) },
+    { "DIAL9_MAX_THREADS",     "max_threads",     CFG_LONG, offsetof(d9_config, max_threads) },
+    { "DIAL9_COLLECTOR",       "collector",       CFG_STR,  offsetof(d9_config, collector) },
+    { "DIAL9_RUNTIME_NAME",    "runtime_name",    CFG_STR,  offsetof(d9_config, runtime_name) },
+    { "DIAL9_SHM_DIR",         "shm_dir",         CFG_STR,  offsetof(d9_config, shm_dir) },
+    { "DIAL9_CLOCK",           "clock",           CFG_STR,  offsetof(d9_config, clock) },
+    { "DIAL9_SCHED_SAMPLE_US", "sched_sample_us", CFG_LONG, offsetof(d9_config, sched_sample_us) },
+    { "DIAL9_SAMPLER",         "sampler",         CFG_STR,  offsetof(d9_config, sampler) },
+    { "DIAL9_SAMPLER_HZ",      "sampler_hz",      CFG_LONG, offsetof(d9_config, sampler_hz) },
+    { "DIAL9_SAMPLER_WAIT_MS", "sampler_wait_ms", CFG_LONG, offsetof(d9_config, sampler_wait_ms) },
+};
+
+const char *ag_env_config_value(const d9_config *pc, const char *var, char *buf, size_t cap,
+                            const char **field)
+{
+    for (size_t i = 0; i < sizeof cfg_fields / sizeof cfg_fields[0]; i++) {
+        const struct cfg_field *f = &cfg_fields[i];
+        if (strcmp(f->var, var) != 0)
+            continue;
+        if (field)
+            *field = f->field;
+        const char *p = (const char *)pc + f->off;
+        switch (f->kind) {
+        case CFG_BOOL: {
+            int v;
+            memcpy(&v, p, sizeof v);
+            if (v == D9_UNSET)
+                return NULL;
+            snprintf(buf, cap, "%d", v);    /* anything but 1 or 0 fails as a boolean */
+            return buf;
+        }
+        case CFG_LONG: {
+            long v;
+            memcpy(&v, p, sizeof v);
+            if (v == D9_UNSET)
+                return NULL;
+            snprintf(buf, cap, "%ld", v);   /* negative: "is not a number" */
+            return buf;
+        }
+        case CFG_STR: {
+            const char *v;
+            memcpy(&v, p, sizeof v);
+            return v;
+        }
+        }
+    }
+    if (field)
+        *field = NULL;
+    return NULL;
 }

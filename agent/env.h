@@ -7,6 +7,10 @@
  * this module formats. Defaults live here, in ag_env_defaults(), and
  * nowhere else.
  *
+ * d9_init_with() merges a program's d9_config in front of the environment
+ * through the same lookup: ag_env_config_value() turns a set field into the
+ * variable's text, so one parser checks both.
+ *
  * Rules (documented for users in agent/d9.h):
  *   - an unset or empty variable means "use the default";
  *   - any other value that does not parse, or is out of range, is an error:
@@ -17,6 +21,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "agent/d9.h"
 #include "shm/d9_abi.h"
 
 #define AG_ENDPOINT_MAX   256u      /* DIAL9_COLLECTOR, bytes including NUL */
@@ -64,6 +69,18 @@ void ag_env_defaults(struct ag_config *c, uint32_t uid, const char *xdg_runtime_
  * err holds one line "d9: VAR=value <what is wrong>; tracing disabled"
  * (no trailing newline) and c->enabled is 0. */
 int ag_env_parse(struct ag_config *c, ag_getenv_fn get, void *ctx, char *err, size_t errcap);
+
+/*
+ * d9_config (d9_init_with) as DIAL9_* values: the value the program set for
+ * variable var, formatted as the variable would hold it ("4096", "none"),
+ * or NULL when the program left it unset (or var is not a DIAL9_* setting).
+ * field, when not NULL, gets the field's name ("ring_kb") for messages.
+ * Uses buf (cap >= 24) for numbers. Pure. Feeding these values to
+ * ag_env_parse in place of the environment's checks a d9_config with the
+ * very same rules as the variables.
+ */
+const char *ag_env_config_value(const d9_config *pc, const char *var, char *buf, size_t cap,
+                            const char **field);
 
 /* Parse a boolean as DIAL9_ENABLED accepts it: 1 / 0 on success, -EINVAL. */
 int ag_env_parse_bool(const char *s);

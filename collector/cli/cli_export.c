@@ -32,7 +32,11 @@ static const char usage[] =
 "    the polled function, parked workers as \"parked\" slices, wakes,\n"
 "    spawns, terminations and custom events as instants (\"i\") with their\n"
 "    fields as args, queue depths as counters (\"C\"), and process/thread\n"
-"    names (\"M\"). ts/dur are microseconds of CLOCK_MONOTONIC, so several\n"
+"    names (\"M\"). Each wake also starts a flow arrow (\"s\") that ends at\n"
+"    the wakee's next poll (\"f\"). CPU samples are instants of category\n"
+"    \"cpu\" on the sampled thread, named after the innermost frame, with\n"
+"    the whole stack (outermost first, named as d9 flame names frames) in\n"
+"    args. ts/dur are microseconds of CLOCK_MONOTONIC, so several\n"
 "    processes of one host line up. Polls or parks still open at the end\n"
 "    are closed at the last record and flagged \"unfinished\".\n"
 "    Without --pid every process of the window is exported; large windows\n"
@@ -49,6 +53,12 @@ CLI_HELP_WINDOW "\n" CLI_HELP_COMMON "\n"
 "    d9 export --last > all.json\n"
 "\n"
 CLI_HELP_EXIT;
+
+static int on_map(void *arg, const struct cli_rec_src *src, const struct d9_rec_hdr *rec,
+                  size_t len)
+{
+    return cli_trace_map(arg, src, rec, len);
+}
 
 static int on_record(void *arg, const struct cli_rec_src *src, const struct d9_rec_hdr *rec,
                      size_t len)
@@ -100,14 +110,20 @@ CLI_DECLARE_CMD(export)
         cli_store_close(s);
         return cli_fail(env, "out of memory");
     }
+    /* pass 1: the memory maps that name the CPU samples' frames, whatever their time */
+    struct cli_filter mf = { .from = 0, .to = UINT64_MAX, .pid = a.pid,
+                             .types = 1u << D9_REC_CUSTOM };
+    int r = cli_store_scan(s, &mf, on_map, x, NULL, "d9 export");
     struct cli_filter f = {
         .pid = a.pid,
-        /* stacks have no trace-event form here (see d9 flame) */
-        .types = ~(1u << D9_REC_CPU_SAMPLE | 1u << D9_REC_SCHED_SWITCH | 1u << D9_REC_PAD),
+        /* off-CPU stacks are for d9 flame --off-cpu */
+        .types = ~(1u << D9_REC_SCHED_SWITCH | 1u << D9_REC_PAD),
     };
     cli_store_window_resolve(s, &a.win, a.pid, &f.from, &f.to);
     struct cli_scan_stats st;
-    int r = cli_store_scan(s, &f, on_record, x, &st, "d9 export");
+    memset(&st, 0, sizeof st);
+    if (r >= 0)
+        r = cli_store_scan(s, &f, on_record, x, &st, "d9 export");
     struct cli_export_stats es;
     int fr = cli_trace_finish(x, st.t_last, &es);
     if (to_file) {
@@ -132,8 +148,10 @@ CLI_DECLARE_CMD(export)
                     cli_window_text(&a.win, cli_store_live(s), w, sizeof w));
         } else {
             fprintf(stderr, "d9 export: %" PRIu64 " records -> %" PRIu64 " trace events (%" PRIu64
-                    " polls, %" PRIu64 " parked, %" PRIu64 " instants, %" PRIu64 " counters)%s%s\n",
+                    " polls, %" PRIu64 " parked, %" PRIu64 " instants, %" PRIu64 " counters, %" PRIu64
+                    " wake flows, %" PRIu64 " CPU samples)%s%s\n",
                     st.records, es.events, es.polls, es.parks, es.instants, es.counters,
+                    es.flows, es.samples,
                     to_file ? " in " : "", to_file ? a.output : "");
         }
         if (st.bad_blocks || st.missing_segments)

@@ -353,6 +353,8 @@ static int add_sample(struct flame *f, const struct cli_rec_src *src, const uint
     for (int i = (int)s.nframes - 1; i >= 0; i--) {
         uint64_t ip;
         memcpy(&ip, rec + sizeof s + (size_t)i * 8, 8);
+        if (ip == 0)
+            continue;           /* the end of a frame-pointer chain, not code */
         bool kernel = ip >= SYM_KERNEL_SPACE_MIN;
         if (kernel && f->o.no_kernel)
             continue;

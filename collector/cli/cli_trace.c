@@ -5,6 +5,16 @@
  * (paired per thread); everything else maps one record to one event. The
  * "already named" sets are open-addressing hash sets of 64-bit keys.
  * Never buffers events: each is printed as soon as it is complete.
+ *
+ * Wake flows: a wake emits a flow start ("s") on the waker's thread and
+ * remembers (process, wakee) -> flow id; the wakee's next poll_start ends
+ * the flow ("f", binding to the poll slice that starts there). Memory: one
+ * entry per woken task not yet polled again.
+ * CPU samples: one "i" event per sample on the sampled thread, named by its
+ * innermost frame, with the whole stack (outermost first, as d9 flame
+ * prints it) in args; frames are named by a sym.c resolver per process,
+ * fed by the "d9.map" records given to cli_trace_map, with flame's rule
+ * (return addresses looked up at ip - 1).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -15,6 +25,7 @@
 #include "collector/cli/cli_polls.h"
 #include "collector/cli/cli_decode.h"
 #include "collector/cli/cli_trace.h"
+#include "collector/store/sym.h"
 #include "shm/record.h"
 
 #define EXP_SET_INITIAL 64u
@@ -24,11 +35,32 @@ struct keyset {
     size_t cap, n;
 };
 
+/* (process, wakee task) -> id of the flow its wake started */
+struct flow_ent {
+    int64_t process_id;
+    uint64_t task;
+    uint64_t id;                    /* 0 = empty slot */
+};
+struct flow_tab {
+    struct flow_ent *e;
+    size_t cap, n;
+};
+
+struct proc_res {
+    int64_t process_id;
+    struct sym_resolver *r;
+    size_t maps;
+};
+
 struct cli_export {
     FILE *f;
     bool first;
     struct cli_polls *polls;
     struct keyset procs, threads;
+    struct flow_tab flows;
+    uint64_t next_flow;
+    struct proc_res *res;
+    size_t nres;
     struct cli_export_stats st;
 };
 
@@ -72,6 +104,85 @@ static int set_add(struct keyset *s, uint64_t key)
     s->k[j] = k;
     s->n++;
     return 1;
+}
+
+static size_t flow_slot(const struct flow_tab *t, int64_t pid, uint64_t task)
+{
+    return (size_t)mix(task ^ mix((uint64_t)pid + 1)) & (t->cap - 1);
+}
+
+/* Remember the flow of a wake of task; a newer wake of the same task
+ * replaces the older (the next poll answers the latest). 0 or -ENOMEM. */
+static int flow_put(struct flow_tab *t, int64_t pid, uint64_t task, uint64_t id)
+{
+    if ((t->n + 1) * 2 > t->cap) {
+        size_t nc = t->cap ? t->cap * 2 : EXP_SET_INITIAL;
+        struct flow_ent *ne = calloc(nc, sizeof *ne);
+        if (!ne)
+            return -ENOMEM;
+        struct flow_tab nt = { ne, nc, 0 };
+        for (size_t i = 0; i < t->cap; i++) {
+            if (!t->e[i].id)
+                continue;
+            size_t j = flow_slot(&nt, t->e[i].process_id, t->e[i].task);
+            while (ne[j].id)
+                j = (j + 1) & (nc - 1);
+            ne[j] = t->e[i];
+        }
+        free(t->e);
+        t->e = ne;
+        t->cap = nc;
+    }
+    size_t j = flow_slot(t, pid, task);
+    while (t->e[j].id && !(t->e[j].process_id == pid && t->e[j].task == task))
+        j = (j + 1) & (t->cap - 1);
+    if (!t->e[j].id)
+        t->n++;
+    t->e[j] = (struct flow_ent){ pid, task, id };
+    return 0;
+}
+
+/* Take the pending flow of task: its id, or 0. Deletion keeps the probe
+ * chains intact by re-inserting the entries after the hole. */
+static uint64_t flow_take(struct flow_tab *t, int64_t pid, uint64_t task)
+{
+    if (!t->cap)
+        return 0;
+    size_t j = flow_slot(t, pid, task);
+    while (t->e[j].id && !(t->e[j].process_id == pid && t->e[j].task == task))
+        j = (j + 1) & (t->cap - 1);
+    uint64_t id = t->e[j].id;
+    if (!id)
+        return 0;
+    t->e[j].id = 0;
+    t->n--;
+    for (size_t k = (j + 1) & (t->cap - 1); t->e[k].id; k = (k + 1) & (t->cap - 1)) {
+        struct flow_ent e = t->e[k];
+        t->e[k].id = 0;
+        size_t h = flow_slot(t, e.process_id, e.task);
+        while (t->e[h].id)
+            h = (h + 1) & (t->cap - 1);
+        t->e[h] = e;
+    }
+    return id;
+}
+
+static struct proc_res *res_of(struct cli_export *x, int64_t process_id, bool create)
+{
+    for (size_t i = 0; i < x->nres; i++)
+        if (x->res[i].process_id == process_id)
+            return &x->res[i];
+    if (!create)
+        return NULL;
+    struct proc_res *n = realloc(x->res, (x->nres + 1) * sizeof *n);
+    if (!n)
+        return NULL;
+    x->res = n;
+    struct sym_resolver *r;
+    if (sym_resolver_new(&r, "") < 0)
+        return NULL;
+    x->res[x->nres] = (struct proc_res){ process_id, r, 0 };
+    return &x->res[x->nres++];
 }
 
 static void us(FILE *f, uint64_t ns)
@@ -193,6 +304,77 @@ static void emit_interval(struct cli_export *x, const struct cli_rec_src *src,
     fprintf(f, ",\"worker\":%u%s}}", (unsigned)p->worker, unfinished ? ",\"unfinished\":true" : "");
 }
 
+int cli_trace_map(struct cli_export *x, const struct cli_rec_src *src,
+                   const struct d9_rec_hdr *rec, size_t len)
+{
+    struct sym_map_rec m;
+    if (src->ring != SYM_SEG_RING || sym_map_decode((const uint8_t *)rec, len, &m) != 0)
+        return 0;
+    struct proc_res *pr = res_of(x, src->process_id, true);
+    if (!pr || sym_resolver_add(pr->r, &m) < 0)
+        return -ENOMEM;
+    pr->maps++;
+    return 0;
+}
+
+/* One frame's name: as d9 flame names it, or the raw address when the
+ * process has no recorded maps. */
+static void frame_name(struct proc_res *pr, const uint8_t *ips, uint16_t i, char *buf, size_t cap)
+{
+    uint64_t ip, inner = 0;
+    memcpy(&ip, ips + (size_t)i * 8, 8);
+    if (!pr || pr->maps == 0) {
+        snprintf(buf, cap, "0x%" PRIx64, ip);
+        return;
+    }
+    bool kernel = ip >= SYM_KERNEL_SPACE_MIN;
+    if (i > 0)
+        memcpy(&inner, ips + (size_t)(i - 1) * 8, 8);
+    bool exact = i == 0 || (!kernel && inner >= SYM_KERNEL_SPACE_MIN);
+    sym_resolve(pr->r, exact ? ip : ip - 1, kernel, buf, cap);
+}
+
+static int cpu_sample(struct cli_export *x, const struct cli_rec_src *src,
+                      const struct d9_rec_hdr *rec, size_t len)
+{
+    if (shm_record_check(rec, len) <= 0) {
+        x->st.skipped++;
+        return 0;
+    }
+    struct d9_rec_stack k;
+    memcpy(&k, rec, sizeof k);
+    const uint8_t *ips = (const uint8_t *)rec + sizeof k;
+    struct proc_res *pr = res_of(x, src->process_id, false);
+    /* frames outermost first, 0 (the end of a frame-pointer chain) left out */
+    uint16_t idx[D9_STACK_MAX_FRAMES];
+    uint16_t n = 0;
+    for (int i = (int)k.nframes - 1; i >= 0; i--) {
+        uint64_t ip;
+        memcpy(&ip, ips + (size_t)i * 8, 8);
+        if (ip != 0)
+            idx[n++] = (uint16_t)i;
+    }
+    char leaf[300] = "[no frames]";
+    if (n)
+        frame_name(pr, ips, idx[n - 1], leaf, sizeof leaf);
+    /* the sample's own thread: a collector's perf block holds many */
+    int rc = set_add(&x->procs, src->pid);
+    if (rc < 0)
+        return rc;
+    ev_begin(x, leaf, strlen(leaf), "cpu", "i", rec->ts, src->pid, k.tid);
+    fprintf(x->f, ",\"s\":\"t\",\"args\":{\"weight_ns\":%" PRIu64 ",\"stack\":[", k.weight);
+    for (uint16_t j = 0; j < n; j++) {
+        char buf[300];
+        frame_name(pr, ips, idx[j], buf, sizeof buf);
+        if (j)
+            fputc(',', x->f);
+        cli_json_str(x->f, buf, strlen(buf));
+    }
+    fputs("]}}", x->f);
+    x->st.samples++;
+    return 0;
+}
+
 int cli_trace_record(struct cli_export *x, const struct cli_rec_src *src,
                       const struct d9_rec_hdr *rec, size_t len)
 {
@@ -201,18 +383,29 @@ int cli_trace_record(struct cli_export *x, const struct cli_rec_src *src,
         return 0;
     bool internal = d.type == D9_REC_CUSTOM && d.event &&
                     strncmp(d.event, CLI_EXPORT_INTERNAL, strlen(CLI_EXPORT_INTERNAL)) == 0;
-    if (internal || d.type == D9_REC_CPU_SAMPLE || d.type == D9_REC_SCHED_SWITCH ||
-        d.type >= D9_REC_TYPE_COUNT) {
-        x->st.skipped++;            /* collector bookkeeping / stacks: no trace-event form */
+    if (internal || d.type == D9_REC_SCHED_SWITCH || d.type >= D9_REC_TYPE_COUNT) {
+        x->st.skipped++;            /* collector bookkeeping, off-CPU stacks: not exported */
         return 0;
     }
+    if (d.type == D9_REC_CPU_SAMPLE)
+        return cpu_sample(x, src, rec, len);
     int rc = name_meta(x, src);
     if (rc < 0)
         return rc;
     FILE *f = x->f;
     struct cli_poll done;
     switch (d.type) {
-    case D9_REC_POLL_START:
+    case D9_REC_POLL_START: {
+        struct d9_rec_poll_start ps;
+        memcpy(&ps, rec, sizeof ps);
+        uint64_t id = flow_take(&x->flows, src->process_id, ps.task);
+        if (id) {
+            ev_begin(x, "wake", 4, "wake", "f", d.ts, src->pid, src->tid);
+            fprintf(f, ",\"bp\":\"e\",\"id\":%" PRIu64 "}", id);
+            x->st.flows++;
+        }
+    }
+        /* fall through */
     case D9_REC_POLL_END:
     case D9_REC_WORKER_PARK:
     case D9_REC_WORKER_UNPARK:
@@ -238,6 +431,15 @@ int cli_trace_record(struct cli_export *x, const struct cli_rec_src *src,
         }
         fputs("}}", f);
         x->st.instants++;
+        if (d.type == D9_REC_WAKE) {
+            struct d9_rec_wake w;
+            memcpy(&w, rec, sizeof w);
+            uint64_t id = ++x->next_flow;
+            ev_begin(x, "wake", 4, "wake", "s", d.ts, src->pid, src->tid);
+            fprintf(f, ",\"id\":%" PRIu64 "}", id);
+            if (flow_put(&x->flows, src->process_id, w.wakee, id) < 0)
+                return -ENOMEM;
+        }
         return 0;
     }
     case D9_REC_QUEUE_DEPTH: {
@@ -276,6 +478,10 @@ int cli_trace_finish(struct cli_export *x, uint64_t t_end, struct cli_export_sta
     if (st)
         *st = x->st;
     cli_polls_free(x->polls);
+    for (size_t i = 0; i < x->nres; i++)
+        sym_resolver_free(x->res[i].r);
+    free(x->res);
+    free(x->flows.e);
     free(x->procs.k);
     free(x->threads.k);
     free(x);

@@ -7,7 +7,13 @@
  *   polls           "X" complete events (name = polled function, or "poll"),
  *                   cat "poll", args task/runtime/worker/loc
  *   parked workers  "X" complete events named "parked", cat "park"
- *   wakes           "i" instants (thread scope), cat "wake", args waker/wakee
+ *   wakes           "i" instants (thread scope), cat "wake", args waker/wakee,
+ *                   and a flow "wake" from there ("s") to the wakee's next
+ *                   poll ("f", bp "e": bound to that poll's slice)
+ *   CPU samples     "i" instants cat "cpu" on the sampled thread, named by the
+ *                   innermost frame, args weight_ns and stack (outermost
+ *                   first; names from the "d9.map" records given to
+ *                   cli_trace_map, raw addresses without them)
  *   spawn/terminate "i" instants, cat "task"
  *   custom events   "i" instants named after the schema, args = its fields
  *                   (except the collector's own "d9.*" events, e.g. d9.map)
@@ -35,12 +41,20 @@ struct cli_export;
 struct cli_export_stats {
     uint64_t events;                /* trace events written (metadata included) */
     uint64_t polls, parks, instants, counters;
+    uint64_t flows;                 /* wake flows ended at the wakee's next poll */
+    uint64_t samples;               /* CPU samples */
     uint64_t unfinished;            /* polls/parks still open at the end, closed at t_end */
-    uint64_t skipped;               /* records with no trace-event form (stacks) */
+    uint64_t skipped;               /* records with no trace-event form (off-CPU stacks) */
 };
 
 /* Start the document on f. 0 or -ENOMEM. */
 int cli_trace_begin(struct cli_export **out, FILE *f);
+
+/* A "d9.map" record (collector pseudo ring SYM_SEG_RING; others are
+ * ignored): names the CPU samples of its process. Give every map of the
+ * exported processes, whatever its time, before the records. 0 or -ENOMEM. */
+int cli_trace_map(struct cli_export *x, const struct cli_rec_src *src,
+                   const struct d9_rec_hdr *rec, size_t len);
 
 /* One record, in scan order. 0 or -ENOMEM. */
 int cli_trace_record(struct cli_export *x, const struct cli_rec_src *src,

@@ -23,6 +23,34 @@ import json
 ev = json.load(open('$T/d9-demo-trace.json'))['traceEvents']
 assert any(e['ph'] == 'X' and e.get('cat') == 'poll' for e in ev)
 "
+# The demo is built with frame pointers: the CPU samples taken while a report
+# task (spawned at spawn_report_task) was polled hold the whole chain from
+# the worker thread down to slow_checksum and its loop.
+deep_report_stacks() {
+    S=$T/d9-demo-store
+    "$BIN/d9" --store "$S" top-polls --limit 1000 --format jsonl >"$T/polls.jsonl" || return 1
+    tasks=$(python3 -c "
+import json, sys
+for l in open(sys.argv[1]):
+    p = json.loads(l)
+    if p['location'].endswith(' spawn_report_task'):
+        print(p['task'])" "$T/polls.jsonl" | sort -u)
+    [ -n "$tasks" ] || { echo "no poll of a report task"; return 1; }
+    for t in $tasks; do "$BIN/d9" --store "$S" flame --task "$t" 2>/dev/null; done >"$T/report.folded"
+    grep -q 'worker_main;slow_checksum;work_iters [0-9]*$' "$T/report.folded" ||
+        { echo "no worker_main;slow_checksum;work_iters stack in:"; cat "$T/report.folded"; return 1; }
+}
+check "the trace carries CPU samples with stacks and wake flows to the wakee's poll" python3 -c "
+import json
+ev = json.load(open('$T/d9-demo-trace.json'))['traceEvents']
+cpu = [e for e in ev if e.get('cat') == 'cpu']
+assert cpu and all(e['ph'] == 'i' and e['args']['stack'] for e in cpu), 'no CPU samples'
+assert any('slow_checksum' in e['args']['stack'] for e in cpu), 'slow_checksum never sampled'
+starts = {e['id'] for e in ev if e['ph'] == 's' and e.get('cat') == 'wake'}
+ends = [e for e in ev if e['ph'] == 'f' and e.get('cat') == 'wake']
+assert ends and all(e['id'] in starts and e['bp'] == 'e' for e in ends), 'no wake flows'
+"
+check "flame shows the report task's deep stack: worker_main;slow_checksum;work_iters" deep_report_stacks
 check "the store is left for exploring" test -f "$T/d9-demo-store/index.sqlite"
 check "no temp dir is left behind by the script" \
     sh -c "! grep -o '/tmp/d9demo\.[A-Za-z0-9]*' '$T/demo.out' | head -n 1 | xargs -r test -e"

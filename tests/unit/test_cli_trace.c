@@ -1,7 +1,8 @@
 /*
  * test_cli_trace.c — cli_trace.c: the Chrome trace-event document is well-formed
  * JSON (checked with python3 -m json.tool) and has the documented shape:
- * "X" polls and parks, "i" instants, "C" counters, "M" names, µs times.
+ * "X" polls and parks, "i" instants, "C" counters, "M" names, µs times,
+ * CPU samples with their stacks, wake flows to the wakee's next poll.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -225,13 +226,13 @@ static void unfinished_poll_is_closed_at_the_end_and_flagged(void **state)
     doc_free(&d);
 }
 
-static void stacks_and_collector_events_are_left_out(void **state)
+static void off_cpu_stacks_and_collector_events_are_left_out(void **state)
 {
     (void)state;
     struct doc d;
     doc_begin(&d);
     struct d9_rec_stack k = { .tid = 43, .nframes = 0 };
-    k.h = HDR(D9_REC_CPU_SAMPLE, k, 10);
+    k.h = HDR(D9_REC_SCHED_SWITCH, k, 10);
     feed(&d, &k, sizeof k);
     struct {
         struct d9_rec_custom c;
@@ -244,6 +245,89 @@ static void stacks_and_collector_events_are_left_out(void **state)
     assert_valid_json(&d);
     assert_int_equal(st.events, 0);
     assert_int_equal(st.skipped, 2);
+    doc_free(&d);
+}
+
+static void cpu_sample_is_an_instant_on_its_thread_with_the_stack(void **state)
+{
+    (void)state;
+    struct doc d;
+    doc_begin(&d);
+    /* innermost first, as recorded; the 0 ends the frame-pointer chain */
+    struct {
+        struct d9_rec_stack k;
+        uint64_t ips[3];
+    } k = { .k = { .tid = 77, .nframes = 3, .weight = 10101010 },
+            .ips = { 0x401000, 0x402000, 0 } };
+    k.k.h = HDR(D9_REC_CPU_SAMPLE, k, 5000);
+    feed(&d, &k, sizeof k);
+    struct cli_export_stats st;
+    doc_end(&d, 0, &st);
+    assert_valid_json(&d);
+    /* no memory maps given: raw addresses; the thread is the sample's, not the block's */
+    assert_contains(d.text, "{\"name\":\"0x401000\",\"cat\":\"cpu\",\"ph\":\"i\",\"ts\":5.000,"
+                            "\"pid\":42,\"tid\":77,\"s\":\"t\",\"args\":{\"weight_ns\":10101010,"
+                            "\"stack\":[\"0x402000\",\"0x401000\"]}}");
+    assert_int_equal(st.samples, 1);
+    doc_free(&d);
+}
+
+static void a_wake_flow_ends_at_the_wakees_next_poll(void **state)
+{
+    (void)state;
+    struct doc d;
+    doc_begin(&d);
+    struct d9_rec_wake w = { .waker = 1, .wakee = 2, .runtime = 1, .target_worker = 0 };
+    w.h = HDR(D9_REC_WAKE, w, 10000);
+    feed(&d, &w, sizeof w);
+    struct d9_rec_poll_start other = { .task = 3, .runtime = 1 };
+    other.h = HDR(D9_REC_POLL_START, other, 20000);
+    feed(&d, &other, sizeof other);             /* not the wakee: no flow end */
+    struct d9_rec_poll_start s = { .task = 2, .runtime = 1 };
+    s.h = HDR(D9_REC_POLL_START, s, 50000);
+    feed(&d, &s, sizeof s);
+    s.h.ts = 90000;
+    feed(&d, &s, sizeof s);                     /* a later poll: the flow has ended */
+    struct cli_export_stats st;
+    doc_end(&d, 100000, &st);
+    assert_valid_json(&d);
+    assert_contains(d.text, "{\"name\":\"wake\",\"cat\":\"wake\",\"ph\":\"s\",\"ts\":10.000,"
+                            "\"pid\":42,\"tid\":43,\"id\":1}");
+    assert_contains(d.text, "{\"name\":\"wake\",\"cat\":\"wake\",\"ph\":\"f\",\"ts\":50.000,"
+                            "\"pid\":42,\"tid\":43,\"bp\":\"e\",\"id\":1}");
+    const char *fin = strstr(d.text, "\"ph\":\"f\"");
+    assert_null(strstr(fin + 1, "\"ph\":\"f\""));
+    assert_int_equal(st.flows, 1);
+    doc_free(&d);
+}
+
+static void many_pending_wakes_each_end_at_their_own_wakee(void **state)
+{
+    (void)state;
+    struct doc d;
+    doc_begin(&d);
+    enum { N = 500 };
+    for (uint64_t t = 1; t <= N; t++) {
+        struct d9_rec_wake w = { .waker = 0, .wakee = t * 977, .runtime = 1 };
+        w.h = HDR(D9_REC_WAKE, w, t);
+        feed(&d, &w, sizeof w);
+    }
+    for (uint64_t t = N; t >= 1; t--) {        /* polled in the other order */
+        struct d9_rec_poll_start s = { .task = t * 977, .runtime = 1 };
+        s.h = HDR(D9_REC_POLL_START, s, 1000 + t);
+        feed(&d, &s, sizeof s);
+        struct d9_rec_poll_end e = { .task = t * 977, .runtime = 1 };
+        e.h = HDR(D9_REC_POLL_END, e, 2000 + t);
+        feed(&d, &e, sizeof e);
+    }
+    struct cli_export_stats st;
+    doc_end(&d, 0, &st);
+    assert_valid_json(&d);
+    assert_int_equal(st.flows, N);
+    char want[96];
+    snprintf(want, sizeof want, "\"ph\":\"f\",\"ts\":%u.%03u,\"pid\":42,\"tid\":43,\"bp\":\"e\","
+             "\"id\":%u}", (1000 + 7) / 1000, (1000 + 7) % 1000, 7);
+    assert_contains(d.text, want);              /* task 7*977, woken 7th, flow id 7 */
     doc_free(&d);
 }
 
@@ -274,7 +358,10 @@ int main(void)
         cmocka_unit_test(queue_depth_is_a_counter_per_queue),
         cmocka_unit_test(park_unpark_becomes_a_parked_slice),
         cmocka_unit_test(unfinished_poll_is_closed_at_the_end_and_flagged),
-        cmocka_unit_test(stacks_and_collector_events_are_left_out),
+        cmocka_unit_test(off_cpu_stacks_and_collector_events_are_left_out),
+        cmocka_unit_test(cpu_sample_is_an_instant_on_its_thread_with_the_stack),
+        cmocka_unit_test(a_wake_flow_ends_at_the_wakees_next_poll),
+        cmocka_unit_test(many_pending_wakes_each_end_at_their_own_wakee),
         cmocka_unit_test(hostile_strings_keep_the_document_valid),
     };
     return cmocka_run_group_tests_name("export", tests, NULL, NULL);

@@ -1,0 +1,18 @@
+# deploy/deb.mk — Debian packages of d9 (make deb), built with dpkg-deb from
+# what `make install` stages, the way debhelper would lay them out:
+#   d9              d9collectd (sbin, its unit enabled by postinst), d9, man 1 and 8
+#   libd9agent0     the shared library (soname libd9agent.so.0, ldconfig trigger)
+#   libd9agent-dev  d9.h, libd9agent.so and .a, d9agent.pc, libd9agent(3)
+# into $(BUILD)/deb/. deploy/mkdeb.sh splits, strips, compresses and writes
+# the control files. DEB_MAINTAINER overrides the Maintainer field.
+
+DEB_DIR        := $(BUILD)/deb
+DEB_MAINTAINER ?= d9 maintainers <maintainers@users.noreply.a-seed-2d9169a7.example>
+
+.PHONY: deb
+deb: all
+	rm -rf $(DEB_DIR)
+	$(MAKE) --no-print-directory -s install DESTDIR=$(abspath $(DEB_DIR)/stage) PREFIX=/usr \
+	    MULTIARCH=1 UNITDIR=/lib/systemd/system
+	D9_VERSION='$(D9_VERSION)' DEB_MAINTAINER='$(DEB_MAINTAINER)' \
+	    sh deploy/mkdeb.sh $(DEB_DIR)

@@ -1,0 +1,74 @@
+#!/bin/sh
+# test_deb.sh — `make deb` as a Debian user meets it: lintian finds no error
+# in the three packages; dpkg -i installs them on this machine (as root,
+# without a running systemd: postinst only enables the unit); the installed
+# d9collectd, started by hand with the installed configuration, traces a
+# program built with pkg-config against the installed libd9agent-dev, and the
+# installed d9 reads it; dpkg --purge leaves no file behind.
+. tests/integration/lib.sh
+d9_setup
+trap 'd9_finish >/dev/null 2>&1; exit 1' INT TERM HUP
+PKGS="d9 libd9agent0 libd9agent-dev"
+
+if [ "$(id -u)" -ne 0 ]; then
+    echo "skipped: dpkg -i needs root (CI runs as root)"
+    d9_finish deb
+    exit $?
+fi
+installed=""
+for p in $PKGS; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" && installed="$installed $p"
+done
+check "no d9 package is installed before the test (it would be replaced)" test -z "$installed"
+[ -n "$installed" ] && { d9_finish deb; exit 1; }
+had_store=0
+[ -e /var/lib/dial9 ] && had_store=1
+
+check "make deb builds the three packages" make --no-print-directory -s BUILD="$BUILD" deb
+DEBS=$(echo "$BUILD"/deb/*.deb)
+check "lintian reports no error" sh -c "lintian --fail-on error --tag-display-limit 0 $DEBS >'$T/lintian' 2>&1"
+grep -E '^[EW]: ' "$T/lintian" | sed 's/^/    lintian /'
+
+at_exit dpkg --purge $PKGS
+check "dpkg -i installs them without a running systemd" dpkg -i $DEBS
+check "postinst enabled the unit" test -L /etc/systemd/system/multi-user.target.wants/d9collectd.service
+check "the unit is in place and starts the installed daemon" \
+    grep -qx 'ExecStart=/usr/sbin/d9collectd --config /etc/dial9/d9collectd.conf' \
+    /lib/systemd/system/d9collectd.service
+check "the library is in the linker cache (ldconfig trigger)" sh -c "ldconfig -p | grep -q 'libd9agent.so.0 '"
+check "man finds the installed pages" sh -c "man -w d9 && man -w 8 d9collectd && man -w 3 libd9agent"
+
+check "a program builds with pkg-config against libd9agent-dev" sh -c \
+    "cc -std=c11 -Wall -Werror \$(pkg-config --cflags d9agent) tests/integration/pkg_hello.c \
+        -o '$T/hello' \$(pkg-config --libs d9agent)"
+mkdir -p "$T/shm"
+EP=ipc://$T/c.sock
+/usr/sbin/d9collectd --config /etc/dial9/d9collectd.conf --store "$T/store" --shm-dir "$T/shm" \
+    --endpoint "$EP" --scan-ms 100 --perf-freq 0 >"$T/col.log" 2>&1 &
+COLPID=$!
+at_exit kill -9 "$COLPID"
+check "the installed collector runs with the installed configuration" \
+    wait_for 20 d9 --endpoint "$EP" status
+traced() {
+    DIAL9_SHM_DIR="$T/shm" DIAL9_COLLECTOR="$EP" "$T/hello" || return 1
+    wait_for 20 sh -c "d9 --endpoint '$EP' flush >/dev/null && d9 --store '$T/store' ps | grep -q 'hello .*exited'" ||
+        { d9 --store "$T/store" ps; cat "$T/col.log"; return 1; }
+    n=$(d9 --store "$T/store" events --type poll_start --format jsonl | grep -c .)
+    [ "$n" -ge 100 ] || { echo "poll_start events: $n"; return 1; }
+}
+check "a traced program is collected and queried with the installed d9" traced
+kill -TERM "$COLPID" 2>/dev/null; wait "$COLPID"
+
+check "dpkg --purge removes them" dpkg --purge $PKGS
+left() {
+    for f in /usr/sbin/d9collectd /usr/bin/d9 /usr/include/d9.h /etc/dial9 \
+             /lib/systemd/system/d9collectd.service \
+             /etc/systemd/system/multi-user.target.wants/d9collectd.service \
+             /var/lib/systemd/deb-systemd-helper-enabled/d9collectd.service.dsh-also; do
+        [ ! -e "$f" ] && [ ! -L "$f" ] || { echo "left behind: $f"; return 1; }
+    done
+    [ $had_store -eq 1 ] || [ ! -e /var/lib/dial9 ] || { echo "left behind: /var/lib/dial9"; return 1; }
+    ! ldconfig -p | grep -q libd9agent
+}
+check "nothing is left behind" left
+d9_finish deb

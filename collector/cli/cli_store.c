@@ -210,6 +210,8 @@ int cli_store_window_resolve(struct cli_store *s, const struct cli_window_spec *
 struct listing {
     cli_proc_fn proc_fn;
     cli_seg_fn seg_fn;
+    cli_thread_fn thread_fn;
+    cli_runtime_fn runtime_fn;
     void *arg;
 };
 
@@ -266,23 +268,23 @@ int cli_store_processes(struct cli_store *s, uint32_t pid, uint64_t from, uint64
     return idx_read_processes_window(s->x, pid, from, to, proc_row, &l);
 }
 
-struct thread_listing {
-    cli_thread_fn fn;
+struct proc_thread_listing {
+    cli_proc_thread_fn fn;
     void *arg;
 };
 
-static int thread_row(void *arg, const struct idx_read_thread *r)
+static int proc_thread_row(void *arg, const struct idx_read_proc_thread *r)
 {
-    const struct thread_listing *l = arg;
-    struct cli_thread_row c = { .tid = r->tid, .ring = r->ring, .generation = r->generation,
+    const struct proc_thread_listing *l = arg;
+    struct cli_proc_thread_row c = { .tid = r->tid, .ring = r->ring, .generation = r->generation,
                                 .name = r->name, .first_ns = r->first_ns, .last_ns = r->last_ns };
     return l->fn(l->arg, &c);
 }
 
-int cli_store_threads(struct cli_store *s, int64_t process_id, cli_thread_fn fn, void *arg)
+int cli_store_process_threads(struct cli_store *s, int64_t process_id, cli_proc_thread_fn fn, void *arg)
 {
-    struct thread_listing l = { .fn = fn, .arg = arg };
-    return idx_read_threads(s->x, process_id, thread_row, &l);
+    struct proc_thread_listing l = { .fn = fn, .arg = arg };
+    return idx_read_process_threads(s->x, process_id, proc_thread_row, &l);
 }
 
 struct bstat_listing {
@@ -305,10 +307,10 @@ int cli_store_block_stats(struct cli_store *s, int64_t process_id, uint64_t from
     return idx_read_block_stats(s->x, process_id, from, to, bstat_row, &l);
 }
 
-int cli_store_runtimes(struct cli_store *s, int64_t process_id,
+int cli_store_process_runtimes(struct cli_store *s, int64_t process_id,
                        int (*fn)(void *arg, uint32_t id, const char *name), void *arg)
 {
-    return idx_read_runtimes(s->x, process_id, fn, arg);
+    return idx_read_process_runtimes(s->x, process_id, fn, arg);
 }
 
 static int seg_row(void *arg, const struct idx_read_segment *r)
@@ -328,6 +330,39 @@ int cli_store_segments(struct cli_store *s, uint32_t pid, uint64_t from, uint64_
 {
     struct listing l = { .seg_fn = fn, .arg = arg };
     return idx_read_segments_window(s->x, pid, from, to, seg_row, &l);
+}
+
+static int thread_row(void *arg, const struct idx_read_thread *r)
+{
+    const struct listing *l = arg;
+    struct cli_thread_row c = {
+        .process_id = r->process_id, .pid = r->pid, .tid = r->tid, .ring = r->ring,
+        .generation = r->generation, .name = r->name, .first_ns = r->first_ns,
+        .last_ns = r->last_ns, .ended = r->ended != 0,
+    };
+    return l->thread_fn(l->arg, &c);
+}
+
+int cli_store_threads(struct cli_store *s, uint32_t pid, cli_thread_fn fn, void *arg)
+{
+    struct listing l = { .thread_fn = fn, .arg = arg };
+    return idx_read_threads(s->x, pid, thread_row, &l);
+}
+
+static int runtime_row(void *arg, const struct idx_read_runtime *r)
+{
+    const struct listing *l = arg;
+    struct cli_runtime_row c = {
+        .process_id = r->process_id, .pid = r->pid, .runtime_id = r->runtime_id,
+        .name = r->name,
+    };
+    return l->runtime_fn(l->arg, &c);
+}
+
+int cli_store_runtimes(struct cli_store *s, uint32_t pid, cli_runtime_fn fn, void *arg)
+{
+    struct listing l = { .runtime_fn = fn, .arg = arg };
+    return idx_read_runtimes(s->x, pid, runtime_row, &l);
 }
 
 /* ---- scan -------------------------------------------------------------------- */
@@ -362,8 +397,10 @@ struct cursor {                     /* one block being merged */
 
 struct scan {
     struct cli_store *s;
-    const struct cli_filter *f;
+    struct cli_filter fcopy;
+    const struct cli_filter *f;     /* == &fcopy */
     struct cli_scan_stats *st;
+    struct cli_scan_stats own_st;   /* when the caller passed none */
     const char *prog;
     struct rd_entry **rd;
     size_t nrd, caprd;
@@ -371,6 +408,11 @@ struct scan {
     struct cursor **heap;
     size_t nheap, capheap;
     uint64_t next_seq;
+    struct idx_read_cursor *q;      /* the window's DATA blocks by t_first */
+    struct idx_read_block row;      /* q's current row, not opened yet when have_row */
+    bool have_row;
+    int q_rc;
+    struct cursor *pending;         /* heap[0], delivered by the last next: advance it first */
 };
 
 static struct cli_codeloc *codeloc_of_process(struct cli_store *s, int64_t process_id);
@@ -520,10 +562,9 @@ static void heap_push(struct scan *sc, struct cursor *c)
     }
 }
 
-static struct cursor *heap_pop(struct scan *sc)
+/* Restore the heap order after heap[0]'s current record moved forward. */
+static void heap_sift_top(struct scan *sc)
 {
-    struct cursor *top = sc->heap[0];
-    sc->heap[0] = sc->heap[--sc->nheap];
     size_t i = 0;
     for (;;) {
         size_t l = 2 * i + 1, r = l + 1, m = i;
@@ -538,6 +579,13 @@ static struct cursor *heap_pop(struct scan *sc)
         sc->heap[i] = t;
         i = m;
     }
+}
+
+static struct cursor *heap_pop(struct scan *sc)
+{
+    struct cursor *top = sc->heap[0];
+    sc->heap[0] = sc->heap[--sc->nheap];
+    heap_sift_top(sc);
     return top;
 }
 
@@ -651,68 +699,107 @@ static int open_block(struct scan *sc, const struct idx_read_block *q)
     return 0;
 }
 
-int cli_store_scan(struct cli_store *s, const struct cli_filter *f, cli_rec_fn fn, void *arg,
-             struct cli_scan_stats *st, const char *prog)
+int cli_store_scan_open(struct cli_store *s, const struct cli_filter *f,
+                        struct cli_scan_stats *st, const char *prog, struct cli_scan_it **out)
 {
-    struct cli_scan_stats dummy;
-    if (!st)
-        st = &dummy;
-    memset(st, 0, sizeof *st);
-    struct scan sc = { .s = s, .f = f, .st = st, .prog = prog ? prog : "d9" };
-    struct idx_read_cursor *q;
+    *out = NULL;
+    struct scan *sc = calloc(1, sizeof *sc);
+    if (!sc)
+        return -ENOMEM;
+    sc->s = s;
+    sc->fcopy = *f;
+    sc->f = &sc->fcopy;
+    sc->st = st ? st : &sc->own_st;
+    memset(sc->st, 0, sizeof *sc->st);
+    sc->prog = prog ? prog : "d9";
     struct idx_read_window w = { .from = f->from, .to = f->to, .pid = f->pid, .tid = f->tid };
-    int rc = idx_read_blocks_window_open(s->x, &w, &q);
-    if (rc < 0)
+    int rc = idx_read_blocks_window_open(s->x, &w, &sc->q);
+    if (rc < 0) {
+        free(sc);
         return rc == -ENOMEM ? rc : -EIO;
-    struct idx_read_block row;
+    }
+    sc->have_row = (sc->q_rc = idx_read_blocks_window_next(sc->q, &sc->row)) == 1;
+    *out = (struct cli_scan_it *)sc;
+    return 0;
+}
 
-    int ret = 0;
-    bool have_row = (rc = idx_read_blocks_window_next(q, &row)) == 1;
-    for (;;) {
-        /* open every block that may hold a record not later than the heap's head */
-        while (have_row && (sc.nheap == 0 || row.t_first <= sc.heap[0]->cur->ts)) {
-            if ((ret = open_block(&sc, &row)) < 0)
-                goto out;
-            have_row = (rc = idx_read_blocks_window_next(q, &row)) == 1;
-        }
-        if (!have_row && rc != 0) {
-            ret = -EIO;
-            goto out;
-        }
-        if (sc.nheap == 0)
-            break;
-        struct cursor *c = heap_pop(&sc);
-        struct cli_rec_src src = {
-            .process_id = c->rd->process_id,
-            .pid = c->rd->pid,
-            .uid = seg_reader_header(c->rd->r)->uid,
-            .comm = c->rd->comm,
-            .tid = c->tid,
-            .ring = c->ring,
-            .generation = c->generation,
-            .thread = c->thread,
-            .segment_id = c->rd->segment_id,
-            .meta = &c->rd->meta,
-        };
-        st->records++;
-        if (c->cur->ts > st->t_last)
-            st->t_last = c->cur->ts;
-        ret = fn(arg, &src, c->cur, c->cur_len);
-        if (ret == 0 && cursor_advance(&sc, c))
-            heap_push(&sc, c);
+int cli_store_scan_next(struct cli_scan_it *it, struct cli_rec_src *src,
+                        const struct d9_rec_hdr **rec, size_t *len)
+{
+    struct scan *sc = (struct scan *)it;
+    if (sc->pending) {
+        /* the record delivered last is heap[0]'s: advance that cursor in
+         * place (one sift instead of a pop and a push) */
+        sc->pending = NULL;
+        if (cursor_advance(sc, sc->heap[0]))
+            heap_sift_top(sc);
         else
-            cursor_free(c);
+            cursor_free(heap_pop(sc));
+    }
+    /* open every block that may hold a record not later than the heap's head */
+    while (sc->have_row && (sc->nheap == 0 || sc->row.t_first <= sc->heap[0]->cur->ts)) {
+        int ret = open_block(sc, &sc->row);
+        if (ret < 0)
+            return ret;
+        sc->have_row = (sc->q_rc = idx_read_blocks_window_next(sc->q, &sc->row)) == 1;
+    }
+    if (!sc->have_row && sc->q_rc != 0)
+        return -EIO;
+    if (sc->nheap == 0)
+        return 0;
+    struct cursor *c = sc->heap[0];
+    *src = (struct cli_rec_src){
+        .process_id = c->rd->process_id,
+        .pid = c->rd->pid,
+        .uid = seg_reader_header(c->rd->r)->uid,
+        .comm = c->rd->comm,
+        .tid = c->tid,
+        .ring = c->ring,
+        .generation = c->generation,
+        .thread = c->thread,
+        .segment_id = c->rd->segment_id,
+        .meta = &c->rd->meta,
+    };
+    sc->st->records++;
+    if (c->cur->ts > sc->st->t_last)
+        sc->st->t_last = c->cur->ts;
+    *rec = c->cur;
+    *len = c->cur_len;
+    sc->pending = c;                /* stays at heap[0] until the next call */
+    return 1;
+}
+
+void cli_store_scan_close(struct cli_scan_it *it)
+{
+    struct scan *sc = (struct scan *)it;
+    if (!sc)
+        return;
+    while (sc->nheap > 0)
+        cursor_free(heap_pop(sc));
+    free(sc->heap);
+    for (size_t i = 0; i < sc->nrd; i++)
+        rd_free(sc->rd[i]);
+    free(sc->rd);
+    idx_read_blocks_window_close(sc->q);
+    free(sc);
+}
+
+int cli_store_scan(struct cli_store *s, const struct cli_filter *f, cli_rec_fn fn, void *arg,
+                   struct cli_scan_stats *st, const char *prog)
+{
+    struct cli_scan_it *it;
+    int ret = cli_store_scan_open(s, f, st, prog, &it);
+    if (ret < 0)
+        return ret;
+    struct cli_rec_src src;
+    const struct d9_rec_hdr *rec;
+    size_t len;
+    while ((ret = cli_store_scan_next(it, &src, &rec, &len)) == 1) {
+        ret = fn(arg, &src, rec, len);
         if (ret != 0)
             break;
     }
-out:
-    while (sc.nheap > 0)
-        cursor_free(heap_pop(&sc));
-    free(sc.heap);
-    for (size_t i = 0; i < sc.nrd; i++)
-        rd_free(sc.rd[i]);
-    free(sc.rd);
-    idx_read_blocks_window_close(q);
+    cli_store_scan_close(it);
     return ret;
 }
 
@@ -859,6 +946,19 @@ int cli_store_names_objects(struct cli_names *n, int64_t process_id,
                             int (*fn)(void *arg, const struct shm_meta_entry *e), void *arg)
 {
     return seg_reader_each_object(names_reader(n, process_id), fn, arg);
+}
+
+const struct shm_meta_entry *cli_store_names_meta(struct cli_names *n, int64_t process_id,
+                                                  uint16_t kind, uint32_t id)
+{
+    struct seg_reader *r = id ? names_reader(n, process_id) : NULL;
+    if (!r)
+        return NULL;
+    if (kind == D9_META_LOCATION)
+        return seg_reader_location(r, id);
+    if (kind == D9_META_SCHEMA)
+        return seg_reader_schema(r, id);
+    return NULL;
 }
 
 const char *cli_store_names_runtime(struct cli_names *n, int64_t process_id, uint16_t rt, char *buf,

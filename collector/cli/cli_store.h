@@ -101,18 +101,18 @@ typedef int (*cli_proc_fn)(void *arg, const struct cli_proc_row *r);
 int cli_store_processes(struct cli_store *s, uint32_t pid, uint64_t from, uint64_t to,
                         cli_proc_fn fn, void *arg);
 
-struct cli_thread_row {
+struct cli_proc_thread_row {
     uint32_t tid, ring, generation;
     const char *name;                   /* never NULL ("" when unknown) */
     uint64_t first_ns, last_ns;
 };
-typedef int (*cli_thread_fn)(void *arg, const struct cli_thread_row *r);
+typedef int (*cli_proc_thread_fn)(void *arg, const struct cli_proc_thread_row *r);
 /* Threads (ring generations) of a process (processes.id), by tid. Same
  * contract as cli_store_processes. */
-int cli_store_threads(struct cli_store *s, int64_t process_id, cli_thread_fn fn, void *arg);
+int cli_store_process_threads(struct cli_store *s, int64_t process_id, cli_proc_thread_fn fn, void *arg);
 
 /* Runtimes (id, name) of a process (processes.id), by id. Same contract. */
-int cli_store_runtimes(struct cli_store *s, int64_t process_id,
+int cli_store_process_runtimes(struct cli_store *s, int64_t process_id,
                        int (*fn)(void *arg, uint32_t id, const char *name), void *arg);
 
 /* DATA blocks of a process (processes.id) meeting [from, to], from the
@@ -137,6 +137,26 @@ struct cli_seg_row {
 typedef int (*cli_seg_fn)(void *arg, const struct cli_seg_row *r);
 int cli_store_segments(struct cli_store *s, uint32_t pid, uint64_t from, uint64_t to,
                        cli_seg_fn fn, void *arg);
+
+struct cli_thread_row {
+    int64_t process_id;
+    uint32_t pid, tid, ring, generation;
+    const char *name;                   /* never NULL */
+    uint64_t first_ns, last_ns;         /* 0 = unknown */
+    bool ended;
+};
+typedef int (*cli_thread_fn)(void *arg, const struct cli_thread_row *r);
+/* Threads of pid (0 = all), by process then first_ns. Same return rules. */
+int cli_store_threads(struct cli_store *s, uint32_t pid, cli_thread_fn fn, void *arg);
+
+struct cli_runtime_row {
+    int64_t process_id;
+    uint32_t pid, runtime_id;
+    const char *name;                   /* never NULL */
+};
+typedef int (*cli_runtime_fn)(void *arg, const struct cli_runtime_row *r);
+/* Runtimes of pid (0 = all), by process then id. Same return rules. */
+int cli_store_runtimes(struct cli_store *s, uint32_t pid, cli_runtime_fn fn, void *arg);
 
 /* ---- record scan ----------------------------------------------------------- */
 struct cli_filter {
@@ -178,6 +198,17 @@ struct cli_scan_stats {
 int cli_store_scan(struct cli_store *s, const struct cli_filter *f, cli_rec_fn fn, void *arg,
              struct cli_scan_stats *st, const char *prog);
 
+/* The same scan pulled one record at a time (what cli_store_scan loops
+ * over; the SQL virtual tables step it from xNext). cli_store_scan_next
+ * returns 1 with *src, *rec, *len valid until the next call, 0 at the end,
+ * or -errno. *st (may be NULL) is updated as records are delivered. */
+struct cli_scan_it;
+int cli_store_scan_open(struct cli_store *s, const struct cli_filter *f,
+                        struct cli_scan_stats *st, const char *prog, struct cli_scan_it **out);
+int cli_store_scan_next(struct cli_scan_it *it, struct cli_rec_src *src,
+                        const struct d9_rec_hdr **rec, size_t *len);
+void cli_store_scan_close(struct cli_scan_it *it);
+
 /* ---- names after a scan ---------------------------------------------------
  * Resolve ids of a process (runtime, location, thread, comm) when no scan
  * callback is running: opens the newest segment of the process once (its
@@ -198,6 +229,11 @@ const char *cli_store_names_runtime(struct cli_names *n, int64_t process_id, uin
 const char *cli_store_names_thread(struct cli_names *n, int64_t process_id, uint32_t ring,
                              uint32_t generation, char *buf, size_t cap);
 const char *cli_store_names_comm(struct cli_names *n, int64_t process_id, char *buf, size_t cap);
+/* A metadata entry (D9_META_LOCATION or D9_META_SCHEMA) of the process by
+ * id, from its newest segment; NULL when unknown. Valid until
+ * cli_store_names_close. */
+const struct shm_meta_entry *cli_store_names_meta(struct cli_names *n, int64_t process_id,
+                                                  uint16_t kind, uint32_t id);
 /* processes.last_ns of the process (its last record indexed), 0 if unknown. */
 uint64_t cli_store_names_last_ns(struct cli_names *n, int64_t process_id);
 

@@ -29,6 +29,7 @@
     X(export, "export", "trace file: Chrome JSON or Perfetto protobuf (--format)")    \
     X(flame, "flame", "CPU / off-CPU profile as folded stacks (flame graphs)")         \
     X(serve, "serve", "web UI and JSON API over the store (timeline, top polls, events)") \
+    X(sql, "sql", "SQL over the recorded events (virtual tables; --schema lists them)") \
     X(fsck, "fsck", "check that index and segment files agree; --repair fixes them")
 
 #define D9_DECLARE(fn, name, summary) CLI_DECLARE_CMD(fn);

@@ -399,8 +399,8 @@ int idx_read_block_stats(struct idx *x, int64_t process_id, uint64_t from, uint6
     return ret < 0 ? ret : n;
 }
 
-int idx_read_threads(struct idx *x, int64_t process_id,
-                     int (*fn)(void *arg, const struct idx_read_thread *r), void *arg)
+int idx_read_process_threads(struct idx *x, int64_t process_id,
+                     int (*fn)(void *arg, const struct idx_read_proc_thread *r), void *arg)
 {
     sqlite3_stmt *st;
     if (!x || !fn)
@@ -412,7 +412,7 @@ int idx_read_threads(struct idx *x, int64_t process_id,
     sqlite3_bind_int64(st, 1, process_id);
     int n = 0, ret = 0;
     while (ret == 0 && sqlite3_step(st) == SQLITE_ROW) {
-        struct idx_read_thread r = {
+        struct idx_read_proc_thread r = {
             .tid = (uint32_t)sqlite3_column_int64(st, 0),
             .ring = (uint32_t)sqlite3_column_int64(st, 1),
             .generation = (uint32_t)sqlite3_column_int64(st, 2),
@@ -427,7 +427,7 @@ int idx_read_threads(struct idx *x, int64_t process_id,
     return ret < 0 ? ret : n;
 }
 
-int idx_read_runtimes(struct idx *x, int64_t process_id,
+int idx_read_process_runtimes(struct idx *x, int64_t process_id,
                       int (*fn)(void *arg, uint32_t id, const char *name), void *arg)
 {
     sqlite3_stmt *st;
@@ -462,6 +462,74 @@ int idx_read_process_segments(struct idx *x, int64_t process_id,
         n++;
         ret = fn(arg, col_text(st, 0));
     }
+    sqlite3_finalize(st);
+    return ret < 0 ? ret : n;
+}
+
+int idx_read_threads(struct idx *x, uint32_t pid,
+                     int (*fn)(void *arg, const struct idx_read_thread *r), void *arg)
+{
+    sqlite3_stmt *st;
+    if (!x || !fn)
+        return -EINVAL;
+    int rc = prep(x,
+        "SELECT t.process_id, p.pid, t.tid, t.ring, t.generation, t.name, t.first_ns, "
+        "       t.last_ns, t.ended "
+        "FROM threads t JOIN processes p ON p.id = t.process_id "
+        "WHERE (?1 = 0 OR p.pid = ?1) ORDER BY t.process_id, t.first_ns, t.id", &st);
+    if (rc < 0)
+        return rc;
+    sqlite3_bind_int64(st, 1, pid);
+    int n = 0, ret = 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        struct idx_read_thread r = {
+            .process_id = sqlite3_column_int64(st, 0),
+            .pid = (uint32_t)sqlite3_column_int64(st, 1),
+            .tid = (uint32_t)sqlite3_column_int64(st, 2),
+            .ring = (uint32_t)sqlite3_column_int64(st, 3),
+            .generation = (uint32_t)sqlite3_column_int64(st, 4),
+            .name = col_text(st, 5),
+            .first_ns = col_u64(st, 6),
+            .last_ns = col_u64(st, 7),
+            .ended = sqlite3_column_int64(st, 8) != 0,
+        };
+        n++;
+        if ((ret = fn(arg, &r)) != 0)
+            break;
+    }
+    if (ret == 0 && rc != SQLITE_DONE)
+        ret = fail(x, "list threads");
+    sqlite3_finalize(st);
+    return ret < 0 ? ret : n;
+}
+
+int idx_read_runtimes(struct idx *x, uint32_t pid,
+                      int (*fn)(void *arg, const struct idx_read_runtime *r), void *arg)
+{
+    sqlite3_stmt *st;
+    if (!x || !fn)
+        return -EINVAL;
+    int rc = prep(x,
+        "SELECT r.process_id, p.pid, r.runtime_id, r.name "
+        "FROM runtimes r JOIN processes p ON p.id = r.process_id "
+        "WHERE (?1 = 0 OR p.pid = ?1) ORDER BY r.process_id, r.runtime_id", &st);
+    if (rc < 0)
+        return rc;
+    sqlite3_bind_int64(st, 1, pid);
+    int n = 0, ret = 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        struct idx_read_runtime r = {
+            .process_id = sqlite3_column_int64(st, 0),
+            .pid = (uint32_t)sqlite3_column_int64(st, 1),
+            .runtime_id = (uint32_t)sqlite3_column_int64(st, 2),
+            .name = col_text(st, 3),
+        };
+        n++;
+        if ((ret = fn(arg, &r)) != 0)
+            break;
+    }
+    if (ret == 0 && rc != SQLITE_DONE)
+        ret = fail(x, "list runtimes");
     sqlite3_finalize(st);
     return ret < 0 ? ret : n;
 }

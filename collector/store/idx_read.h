@@ -87,6 +87,29 @@ struct idx_read_segment {
 int idx_read_segments_window(struct idx *x, uint32_t pid, uint64_t from, uint64_t to,
                         int (*fn)(void *arg, const struct idx_read_segment *r), void *arg);
 
+/* A threads row with its process's pid. */
+struct idx_read_thread {
+    int64_t process_id;
+    uint32_t pid, tid, ring, generation;
+    const char *name;                   /* never NULL */
+    uint64_t first_ns, last_ns;         /* 0 = unknown */
+    int ended;
+};
+/* Threads of pid (0 = all), by process then first_ns. Same contract as
+ * idx_read_processes_window. */
+int idx_read_threads(struct idx *x, uint32_t pid,
+                     int (*fn)(void *arg, const struct idx_read_thread *r), void *arg);
+
+/* A runtimes row with its process's pid. */
+struct idx_read_runtime {
+    int64_t process_id;
+    uint32_t pid, runtime_id;
+    const char *name;                   /* never NULL */
+};
+/* Runtimes of pid (0 = all), by process then id. Same contract. */
+int idx_read_runtimes(struct idx *x, uint32_t pid,
+                      int (*fn)(void *arg, const struct idx_read_runtime *r), void *arg);
+
 /* The DATA blocks that meet a window, by t_first (then segment, offset):
  * the order d9's scan merges them in. */
 struct idx_read_window {
@@ -127,18 +150,18 @@ int idx_read_process_segments(struct idx *x, int64_t process_id,
                          int (*fn)(void *arg, const char *path), void *arg);
 
 /* A threads row: one ring generation of a process (a thread). */
-struct idx_read_thread {
+struct idx_read_proc_thread {
     uint32_t tid, ring, generation;
     const char *name;                   /* never NULL ("" when unknown) */
     uint64_t first_ns, last_ns;
 };
 /* Threads of process_id by tid, then first_ns; fn as in
  * idx_read_processes_window. Returns the number of rows delivered, or -errno. */
-int idx_read_threads(struct idx *x, int64_t process_id,
-                     int (*fn)(void *arg, const struct idx_read_thread *r), void *arg);
+int idx_read_process_threads(struct idx *x, int64_t process_id,
+                     int (*fn)(void *arg, const struct idx_read_proc_thread *r), void *arg);
 
 /* Runtimes of process_id by id: fn(arg, runtime_id, name); same contract. */
-int idx_read_runtimes(struct idx *x, int64_t process_id,
+int idx_read_process_runtimes(struct idx *x, int64_t process_id,
                       int (*fn)(void *arg, uint32_t id, const char *name), void *arg);
 
 /* threads.name of (process, ring, generation) / processes.comm into buf

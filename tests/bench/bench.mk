@@ -12,7 +12,8 @@ BENCH_DIR  := $(BUILD)/bench
 BENCH_UTIL := $(BENCH_DIR)/obj/bench_util.o
 BENCH_BINS := $(BENCH_DIR)/bench_hot $(BENCH_DIR)/bench_hot_off $(BENCH_DIR)/bench_lttng \
               $(BENCH_DIR)/bench_drain $(BENCH_DIR)/bench_colstat $(BENCH_DIR)/bench_irq \
-              $(BENCH_DIR)/bench_serve
+              $(BENCH_DIR)/bench_serve \
+              $(BENCH_DIR)/bench_sql
 BENCH_LIBS_LTTNG := -llttng-ust -ldl -pthread
 
 .PHONY: bench bench-bins
@@ -49,4 +50,6 @@ $(BENCH_DIR)/bench_colstat: $(BENCH_DIR)/obj/bench_colstat.o $(COL_A)
 $(BENCH_DIR)/bench_irq: $(BENCH_DIR)/obj/bench_irq.o $(BENCH_UTIL) $(COL_A)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_COL)
 $(BENCH_DIR)/bench_serve: $(BENCH_DIR)/obj/bench_serve.o $(COL_A)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_CLI)
+$(BENCH_DIR)/bench_sql: $(BENCH_DIR)/obj/bench_sql.o $(COL_A)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_CLI)

@@ -13,7 +13,8 @@
    a symbol names the file it lives in (idx_read_* is in idx_read.c, idx_* in
    idx.c). Objects whose source is gone (a renamed file) are not modules.
 4. One owner of index.sqlite: only the index module (SQL_OWNERS) includes
-   <sqlite3.h>.
+   <sqlite3.h>; besides it, `d9 sql` (SQL_ENGINE) hosts its virtual tables on
+   a private in-memory connection and may open nothing but ":memory:".
 
 Usage: check_layout.py BUILD_DIR. Prints one line per finding and a closing
 "layout: N passed, N failed" line; exits 1 on any finding.
@@ -42,6 +43,10 @@ INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 SQLITE = re.compile(r'^\s*#\s*include\s+<sqlite3\.h>', re.M)
 # The only files that may run SQL: the index module owns index.sqlite.
 SQL_OWNERS = ("collector/store/idx.c", "collector/store/idx_read.c", "collector/store/idx_int.h")
+# `d9 sql`: SQLite as a query engine over virtual tables whose rows come through
+# the index module and the segment reader; its connection is in memory only.
+SQL_ENGINE = ("collector/cli/sql_vtab.c", "collector/cli/cli_sql.c")
+SQL_OPEN = re.compile(r'sqlite3_open\w*\s*\(\s*([^,]*),')
 
 
 def folder_rule(path):
@@ -69,7 +74,12 @@ def check_includes():
                 allowed = [rule, own] + RULES[rule]
                 with open(os.path.join(ROOT, rel), encoding="utf-8", errors="replace") as fh:
                     text = fh.read()
-                if SQLITE.search(text) and rel not in SQL_OWNERS:
+                if SQLITE.search(text) and rel in SQL_ENGINE:
+                    for target in SQL_OPEN.findall(text):
+                        if target.strip() != '":memory:"':
+                            bad.append(f"{rel}: opens {target.strip()}: d9 sql's connection "
+                                       "is in memory only")
+                elif SQLITE.search(text) and rel not in SQL_OWNERS:
                     bad.append(f"{rel}: includes <sqlite3.h>: only {', '.join(SQL_OWNERS)} "
                                "run SQL on index.sqlite")
                 for inc in INCLUDE.findall(text):

@@ -295,6 +295,39 @@ enum d9_field_type {
 #define D9_SCHEMA_MAX_FIELDS 16u
 _Static_assert(sizeof(struct d9_meta_hdr) == 8, "meta hdr");
 
+/* ---- Doorbell -----------------------------------------------------------
+ * Two cache lines at a fixed offset inside the region header's page, after
+ * struct d9_region_hdr (which may grow up to D9_BELL_OFFSET). A producer
+ * whose commit takes its ring past half full, and again past each further
+ * quarter, rings: it adds 1 to word (seq_cst) and, if a collector listens,
+ * makes one FUTEX_WAKE system call on word (never a wait: a producer never
+ * blocks). The collector sleeps on the words of all its regions
+ * (futex_waitv) besides its timer. A region of an agent that never rings
+ * (all zero) is drained on the timer alone, so the line is additive: no
+ * ABI version change. Everything here is hostile to the collector: word
+ * only says "look now", and the collector rate-limits regions whose bell
+ * rings without a filling ring behind it. */
+#define D9_BELL_OFFSET       (D9_REGION_HDR_SIZE - 2u * D9_CACHELINE)
+#define D9_BELL_LISTENING    0x4e4c4239u    /* "9BLN": listener value of a collector */
+struct d9_bell {
+    /* line 0 — producers: every ringing thread of the process */
+    _Atomic uint32_t word;      /* futex word: + 1 per ring (seq_cst RMW) */
+    uint32_t _pad0;
+    uint8_t _pad1[D9_CACHELINE - 8];
+    /* line 1 — the collector */
+    _Atomic uint32_t listener;  /* D9_BELL_LISTENING: a collector sleeps on word, so a ring
+                                   makes the wake-up call; anything else: only the add.
+                                   Stored seq_cst by the collector, loaded seq_cst by the
+                                   producer after its add (Dekker: either the producer
+                                   sees the listener or the collector's futex_waitv sees
+                                   the new word) */
+    uint32_t _pad2;
+    uint8_t _pad3[D9_CACHELINE - 8];
+};
+_Static_assert(sizeof(struct d9_bell) == 2u * D9_CACHELINE, "bell");
+_Static_assert(sizeof(struct d9_region_hdr) <= D9_BELL_OFFSET, "region hdr leaves the bell alone");
+_Static_assert(D9_BELL_OFFSET % D9_CACHELINE == 0, "bell lines are cache lines");
+
 /* In-process sampler state (d9_region_hdr.sampler), see issue 7. */
 enum d9_sampler_mode {
     D9_SAMPLER_NONE = 0,

@@ -29,8 +29,9 @@ static void producer_limit(struct shm_producer *p)
 /* A record ending at end crosses bell_at: read the consumer's tail, ring
  * if the ring will be at least SHM_BELL_FIRST quarters full, and set the
  * next threshold at the first quarter mark past end (from that tail). So a
- * collector that keeps up is never rung, and one that sleeps through the
- * first ring is rung again a quarter later. */
+ * collector that keeps up is never rung, one that sleeps through the first
+ * ring is rung again a quarter later, and once more by the first record
+ * that does not fit; then not again until the tail moves. */
 static void producer_bell(struct shm_producer *p, uint64_t end)
 {
     /* acquire: as in make_room, the consumer is done with what is before tail */

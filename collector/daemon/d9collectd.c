@@ -17,7 +17,9 @@
  *          half full; that region is drained first)
  *
  * Calls every daemon module; none calls back into this file except through
- * the discover and perf_host callbacks it hands them.
+ * the discover and perf_host callbacks it hands them. Every module runs on
+ * this loop's thread, except bell.c's listener thread, which only sleeps on
+ * the doorbells and makes an eventfd readable.
  *
  * Signals arrive through a signalfd (no async handlers besides the SIGBUS
  * guard, guard.c). SIGTERM/SIGINT: drain everything, seal and index every

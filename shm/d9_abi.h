@@ -64,6 +64,9 @@ enum d9_clock_source {
     D9_CLOCK_TSC = 2,        /* ts is rdtsc; convert with the calibration pairs */
 };
 
+/* d9_region_hdr.flags */
+#define D9_REGION_F_BELL     1u     /* the agent's producers ring the doorbell (struct d9_bell) */
+
 /* Region lifecycle (d9_region_hdr.state). */
 enum d9_region_state {
     D9_REGION_INIT = 0,      /* being laid out by the agent; collector must wait */
@@ -100,7 +103,7 @@ struct d9_region_hdr {
     uint32_t uid;
     uint64_t start_time;        /* /proc/<pid>/stat field 22 (clock ticks since boot) */
     uint32_t clock_source;      /* enum d9_clock_source */
-    uint32_t flags;             /* reserved, 0 */
+    uint32_t flags;             /* D9_REGION_F_*; other bits reserved, 0 */
     uint64_t created_ns;        /* CLOCK_MONOTONIC when the region was created */
     char comm[D9_COMM_MAX];     /* NUL-padded, may be unterminated: validate */
     char exe[D9_EXE_MAX];       /* readlink(/proc/self/exe), NUL-padded */

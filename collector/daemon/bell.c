@@ -348,6 +348,15 @@ void bell_judge(struct bell *b, void *cookie, uint64_t records, uint64_t ring_si
     pthread_mutex_unlock(&b->mu);
 }
 
+int bell_covers(struct bell *b, const void *cookie)
+{
+    pthread_mutex_lock(&b->mu);
+    struct bell_entry *e = find(b, cookie);
+    int yes = e && !e->faulted && !e->muted_until && b->st.unwatched == 0;
+    pthread_mutex_unlock(&b->mu);
+    return yes;
+}
+
 void bell_pass(struct bell *b, uint64_t now_ns)
 {
     int changed = 0;

@@ -91,6 +91,10 @@ size_t bell_collect(struct bell *b, uint64_t now_ns, void **rung, size_t cap);
 void bell_judge(struct bell *b, void *cookie, uint64_t records, uint64_t ring_size,
                 uint64_t now_ns);
 
+/* 1 when cookie's doorbell would wake the loop now: watched, within
+ * BELL_WATCH_MAX, not muted, not faulted. */
+int bell_covers(struct bell *b, const void *cookie);
+
 /* Once per pass: unmute regions whose mute has run out. */
 void bell_pass(struct bell *b, uint64_t now_ns);
 

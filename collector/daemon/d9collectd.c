@@ -345,6 +345,21 @@ static void drain_all(struct col_ctx *x, uint64_t now, struct pass_pressure *pp)
     }
 }
 
+/* The idle backoff's ceiling: PACE_BELL_MAX_US while every live region
+ * says its producers ring (D9_REGION_F_BELL) and its doorbell is watched,
+ * else --poll-max-us. */
+static void pace_ceiling(struct col_ctx *x)
+{
+    int covered = x->bell != NULL;
+    for (struct proc *p = x->procs; p && covered; p = p->next)
+        if (!p->ended && !p->quarantined)
+            covered = (p->geo.flags & D9_REGION_F_BELL) && bell_covers(x->bell, p);
+    uint32_t max = x->cfg.poll_max_us;
+    if (covered && max < PACE_BELL_MAX_US)
+        max = PACE_BELL_MAX_US;
+    x->backoff.max_us = max;
+}
+
 static void rotate(struct col_ctx *x, uint64_t now)
 {
     uint64_t max_bytes = (uint64_t)x->cfg.segment_mb << 20;
@@ -700,6 +715,7 @@ static void run(struct col_ctx *x)
          * at the idle maximum (a 1 MiB ring fills in 4 ms at 8 M events/s) */
         if (pp.fresh)
             pace_next(&x->backoff, 1);
+        pace_ceiling(x);
         uint32_t us = pace_by_pressure(&x->backoff, pp.lag, pp.size, dt_us, pp.more);
         if (!x->procs)      /* nothing traced: wake for the next scan or a hello */
             us = x->cfg.scan_ms * 1000u;

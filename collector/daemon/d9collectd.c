@@ -347,13 +347,16 @@ static void drain_all(struct col_ctx *x, uint64_t now, struct pass_pressure *pp)
 
 /* The idle backoff's ceiling: PACE_BELL_MAX_US while every live region
  * says its producers ring (D9_REGION_F_BELL) and its doorbell is watched,
- * else --poll-max-us. */
+ * else --poll-max-us. Also stops watching quarantined regions. */
 static void pace_ceiling(struct col_ctx *x)
 {
     int covered = x->bell != NULL;
-    for (struct proc *p = x->procs; p && covered; p = p->next)
-        if (!p->ended && !p->quarantined)
+    for (struct proc *p = x->procs; p && x->bell; p = p->next) {
+        if (p->quarantined)     /* its shm is off limits: stop reading its doorbell */
+            bell_forget(x->bell, p, 0);
+        else if (!p->ended && covered)
             covered = (p->geo.flags & D9_REGION_F_BELL) && bell_covers(x->bell, p);
+    }
     uint32_t max = x->cfg.poll_max_us;
     if (covered && max < PACE_BELL_MAX_US)
         max = PACE_BELL_MAX_US;

@@ -361,6 +361,8 @@ static void pace_ceiling(struct col_ctx *x)
     if (covered && max < PACE_BELL_MAX_US)
         max = PACE_BELL_MAX_US;
     x->backoff.max_us = max;
+    if (x->backoff.cur_us > max)    /* a region stopped ringing: no sleep past the old ceiling */
+        x->backoff.cur_us = max;
 }
 
 static void rotate(struct col_ctx *x, uint64_t now)

@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include "agent/agent.h"
 #include "agent/ring_claim.h"
+#include "shm/bell.h"
 #include "shm/region.h"
 
 int ag_ring_claim_reserve(int fd, uint64_t off, uint64_t len)
@@ -65,5 +66,6 @@ int ag_ring_claim(struct ag_agent *a, uint32_t tid, const char *name, struct shm
                                                   memory_order_relaxed, memory_order_relaxed))
         ;
     shm_producer_attach(p, rh, (uint8_t *)rh + D9_RING_HDR_SIZE, h->ring_data_size);
+    shm_producer_bell(p, shm_bell_of(a->region.base));
     return idx;
 }

@@ -66,6 +66,9 @@ enum d9_clock_source {
     D9_CLOCK_TSC = 2,        /* ts is rdtsc; convert with the calibration pairs */
 };
 
+/* d9_region_hdr.flags */
+#define D9_REGION_F_BELL     1u     /* the agent's producers ring the doorbell (struct d9_bell) */
+
 /* Region lifecycle (d9_region_hdr.state). */
 enum d9_region_state {
     D9_REGION_INIT = 0,      /* being laid out by the agent; collector must wait */
@@ -102,7 +105,7 @@ struct d9_region_hdr {
     uint32_t uid;
     uint64_t start_time;        /* /proc/<pid>/stat field 22 (clock ticks since boot) */
     uint32_t clock_source;      /* enum d9_clock_source */
-    uint32_t flags;             /* reserved, 0 */
+    uint32_t flags;             /* D9_REGION_F_*; other bits reserved, 0 */
     uint64_t created_ns;        /* CLOCK_MONOTONIC when the region was created */
     char comm[D9_COMM_MAX];     /* NUL-padded, may be unterminated: validate */
     char exe[D9_EXE_MAX];       /* readlink(/proc/self/exe), NUL-padded */
@@ -339,6 +342,39 @@ enum d9_field_type {
 #define D9_SCHEMA_MAX_FIELDS 16u
 _Static_assert(sizeof(struct d9_meta_hdr) == 8, "meta hdr");
 _Static_assert(sizeof(struct d9_meta_object) == 32, "meta object");
+
+/* ---- Doorbell -----------------------------------------------------------
+ * Two cache lines at a fixed offset inside the region header's page, after
+ * struct d9_region_hdr (which may grow up to D9_BELL_OFFSET). A producer
+ * whose commit takes its ring past half full, and again past each further
+ * quarter, rings: it adds 1 to word (seq_cst) and, if a collector listens,
+ * makes one FUTEX_WAKE system call on word (never a wait: a producer never
+ * blocks). The collector sleeps on the words of all its regions
+ * (futex_waitv) besides its timer. A region of an agent that never rings
+ * (all zero) is drained on the timer alone, so the line is additive: no
+ * ABI version change. Everything here is hostile to the collector: word
+ * only says "look now", and the collector rate-limits regions whose bell
+ * rings without a filling ring behind it. */
+#define D9_BELL_OFFSET       (D9_REGION_HDR_SIZE - 2u * D9_CACHELINE)
+#define D9_BELL_LISTENING    0x4e4c4239u    /* "9BLN": listener value of a collector */
+struct d9_bell {
+    /* line 0 — producers: every ringing thread of the process */
+    _Atomic uint32_t word;      /* futex word: + 1 per ring (seq_cst RMW) */
+    uint32_t _pad0;
+    uint8_t _pad1[D9_CACHELINE - 8];
+    /* line 1 — the collector */
+    _Atomic uint32_t listener;  /* D9_BELL_LISTENING: a collector sleeps on word, so a ring
+                                   makes the wake-up call; anything else: only the add.
+                                   Stored seq_cst by the collector, loaded seq_cst by the
+                                   producer after its add (Dekker: either the producer
+                                   sees the listener or the collector's futex_waitv sees
+                                   the new word) */
+    uint32_t _pad2;
+    uint8_t _pad3[D9_CACHELINE - 8];
+};
+_Static_assert(sizeof(struct d9_bell) == 2u * D9_CACHELINE, "bell");
+_Static_assert(sizeof(struct d9_region_hdr) <= D9_BELL_OFFSET, "region hdr leaves the bell alone");
+_Static_assert(D9_BELL_OFFSET % D9_CACHELINE == 0, "bell lines are cache lines");
 
 /* In-process sampler state (d9_region_hdr.sampler): the agent's SIGPROF
  * fallback profiler (agent/sampler.h) when the collector cannot perf. */

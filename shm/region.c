@@ -178,6 +178,7 @@ int shm_region_create(const struct shm_region_params *params, struct shm_region 
     h->uid = uid;
     h->start_time = start;
     h->clock_source = p.clock_source;
+    h->flags = D9_REGION_F_BELL;    /* producers attach with shm_producer_bell */
     h->created_ns = shm_mono_ns();
     /* NUL-padded; a name that fills the field is unterminated (readers cope) */
     if (p.comm)
@@ -250,6 +251,7 @@ int shm_region_validate(const struct d9_region_hdr *hc, uint64_t file_size,
     g->uid = hc->uid;
     g->start_time = hc->start_time;
     g->clock_source = hc->clock_source;
+    g->flags = hc->flags;
     shm_copy_name(g->comm, sizeof g->comm, hc->comm, sizeof hc->comm);
     shm_copy_name(g->exe, sizeof g->exe, hc->exe, sizeof hc->exe);
     return 0;

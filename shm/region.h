@@ -54,6 +54,7 @@ struct shm_geometry {
     uint32_t uid;
     uint64_t start_time;
     uint32_t clock_source;
+    uint32_t flags;             /* D9_REGION_F_* as the agent claimed them (a hint only) */
     char comm[D9_COMM_MAX + 1]; /* NUL-terminated copies */
     char exe[D9_EXE_MAX + 1];
 };

@@ -11,15 +11,51 @@
 #include <stddef.h>
 #include <string.h>
 #include "shm/ring.h"
+#include "shm/bell.h"
 #include "shm/record.h"
 #include "shm/region.h"
 
-/* min(end of head's lap, cached_tail + size): see struct shm_producer. */
+/* min(end of head's lap, cached_tail + size, bell_at): see struct shm_producer. */
 static void producer_limit(struct shm_producer *p)
 {
     uint64_t lap_end = (p->head | p->mask) + 1;
     uint64_t full_at = p->cached_tail + p->size;
-    p->limit = lap_end < full_at ? lap_end : full_at;
+    uint64_t limit = lap_end < full_at ? lap_end : full_at;
+    if (p->bell && p->bell_at < limit)
+        limit = p->bell_at;
+    p->limit = limit;
+}
+
+/* A record ending at end crosses bell_at: read the consumer's tail, ring
+ * if the ring will be at least SHM_BELL_FIRST quarters full, and set the
+ * next threshold at the first quarter mark past end (from that tail). So a
+ * collector that keeps up is never rung, one that sleeps through the first
+ * ring is rung again a quarter later, and once more by the first record
+ * that does not fit; then not again until the tail moves. */
+static void producer_bell(struct shm_producer *p, uint64_t end)
+{
+    /* acquire: as in make_room, the consumer is done with what is before tail */
+    uint64_t tail = atomic_load_explicit(&p->hdr->tail, memory_order_acquire);
+    uint64_t q = p->size / SHM_BELL_DIV;
+    if (tail > p->head)
+        tail = p->head;                 /* a hostile tail: ring from our own view */
+    p->cached_tail = tail;
+    uint64_t used = end - tail;
+    if (used >= SHM_BELL_FIRST * q) {
+        shm_bell_ring(p->bell);
+        p->bells++;
+    }
+    uint64_t k = used / q + 1;
+    if (k < SHM_BELL_FIRST)
+        k = SHM_BELL_FIRST;
+    p->bell_at = tail + k * q;          /* > end; past full_at only when already 3/4+ full */
+}
+
+void shm_producer_bell(struct shm_producer *p, struct d9_bell *bell)
+{
+    p->bell = bell;
+    p->bell_at = p->cached_tail + SHM_BELL_FIRST * (uint64_t)(p->size / SHM_BELL_DIV);
+    producer_limit(p);
 }
 
 void shm_producer_attach(struct shm_producer *p, struct d9_ring_hdr *hdr,
@@ -30,6 +66,9 @@ void shm_producer_attach(struct shm_producer *p, struct d9_ring_hdr *hdr,
     p->size = size;
     p->mask = size - 1;
     p->seq = 0;
+    p->bell = NULL;
+    p->bell_at = 0;
+    p->bells = 0;
     p->head = atomic_load_explicit(&hdr->head, memory_order_relaxed);
     p->cached_tail = atomic_load_explicit(&hdr->tail, memory_order_acquire);
     producer_limit(p);
@@ -41,6 +80,8 @@ int shm_ring_make_room(struct shm_producer *p, uint32_t len)
     uint32_t pos = (uint32_t)head & p->mask;
     uint32_t contig = p->size - pos;
     uint32_t need = len <= contig ? len : len + contig;     /* a PAD first if it straddles */
+    if (p->bell && head + need > p->bell_at)
+        producer_bell(p, head + need);
     if (p->size - (head - p->cached_tail) < need) {
         /* acquire: the consumer finished copying everything before tail */
         p->cached_tail = atomic_load_explicit(&p->hdr->tail, memory_order_acquire);

@@ -33,8 +33,12 @@
 /* Producer-private state; lives in the agent's thread-local storage.
  * limit folds every reason to leave the fast path into one compare: a
  * record of len bytes can be written at head iff head + len <= limit, where
- * limit = min(end of the current lap of the data area, cached_tail + size).
- * It is 0 while detached, so a thread without a ring takes the slow path too. */
+ * limit = min(end of the current lap of the data area, cached_tail + size,
+ * bell_at). It is 0 while detached, so a thread without a ring takes the
+ * slow path too. bell_at is the next doorbell threshold (SHM_BELL_DIV):
+ * folding it into limit keeps the fast path one compare, and the slow
+ * path, reached about once per half ring, re-reads tail and rings the
+ * region's doorbell (shm/bell.h) when the ring is half full or more. */
 struct shm_producer {
     uint8_t *data;
     uint64_t head;              /* private copy of hdr->head */
@@ -44,7 +48,19 @@ struct shm_producer {
     struct d9_ring_hdr *hdr;    /* NULL = this thread has no ring */
     uint64_t cached_tail;       /* last tail seen; refreshed only on the slow path */
     uint32_t size;              /* ring_data_size, power of two */
+    struct d9_bell *bell;       /* the region's doorbell; NULL = never ring */
+    uint64_t bell_at;           /* ring when a record would end past this */
+    uint64_t bells;             /* times this producer rang (tests, bench) */
 };
+
+/* Doorbell thresholds, in quarters of the ring: a commit that takes the
+ * ring's fill (from the tail read on the slow path) to at least
+ * SHM_BELL_FIRST quarters rings, and so does each further quarter while
+ * the tail has not moved. Below the first one the slow path is entered
+ * once per SHM_BELL_FIRST quarters of data written, for one acquire load of
+ * tail. */
+#define SHM_BELL_DIV   4u
+#define SHM_BELL_FIRST 2u
 
 /* How far ahead of head shm_ring_commit prefetches for writing: about 32
  * records, far enough that the line is owned before the store reaches it
@@ -55,11 +71,16 @@ struct shm_producer {
 void shm_producer_attach(struct shm_producer *p, struct d9_ring_hdr *hdr,
                          uint8_t *data, uint32_t size);
 
+/* Give an attached producer its region's doorbell (NULL: none). */
+void shm_producer_bell(struct shm_producer *p, struct d9_bell *bell);
+
 /*
  * Slow path of the producer (out of line): make room for a len-byte record
  * at head (len a multiple of 8, 16..D9_REC_MAX). Re-reads the consumer's
  * tail, writes a PAD record if the record would straddle the end of the
- * ring, and recomputes limit. Returns 1 when the record now fits
+ * ring, rings the doorbell when the record crosses a threshold (the ring is
+ * then half full or more: see SHM_BELL_DIV) and recomputes limit. Returns
+ * 1 when the record now fits
  * (head + len <= limit), 0 when the ring is full: the drop has been counted
  * (lost + 1, seq + 1). Must not be called on a detached producer.
  */

@@ -31,6 +31,7 @@ struct opt {
 
 static const char *const scope_names[] = { "auto", "cpu", "thread", NULL };
 static const char *const clock_names[] = { "auto", "tick", "cpu-clock", NULL };
+static const char *const onoff_names[] = { "on", "off", NULL };
 
 #define OFF(f) offsetof(struct config, f)
 static const struct opt opts[] = {
@@ -52,6 +53,7 @@ static const struct opt opts[] = {
       "auto, cpu or thread" },
     { "perf-clock",      OPT_ENUM,  OFF(perf_clock),      0, 0, clock_names,
       "auto, tick or cpu-clock" },
+    { "doorbell",        OPT_ENUM,  OFF(doorbell),        0, 0, onoff_names, "on or off" },
 };
 #define NOPTS (sizeof opts / sizeof opts[0])
 
@@ -484,7 +486,10 @@ void config_usage(FILE *f, const char *prog)
 "        but a burst arriving while the collector sleeps must fit the rings\n"
 "        (1 MiB: 32768 poll records). A sleep may end anywhere in its second\n"
 "        half, at the first interrupt there (timer slack), so that on a busy\n"
-"        CPU it needs no timer interrupt of its own. Defaults: %9$u and %10$u.\n"
+"        CPU it needs no timer interrupt of its own. While every traced\n"
+"        process rings its doorbell (--doorbell) the idle sleep may grow to\n"
+"        50000 us if poll-max-us is smaller: a burst rings anyway.\n"
+"        Defaults: %9$u and %10$u.\n"
 "    --scan-ms N\n"
 "        How often DIR is rescanned for new regions and traced processes are\n"
 "        checked for exit (%11$u..%12$u). Default: %13$u.\n"
@@ -526,6 +531,14 @@ void config_usage(FILE *f, const char *prog)
 "        cpu-clock: a timer per CPU at exactly --perf-freq, one interrupt per\n"
 "        sample. auto: tick when the check passes, else cpu-clock; the log\n"
 "        says which and why. Default: auto.\n"
+"    --doorbell on|off\n"
+"        on: besides its timer the collector sleeps on every region's doorbell,\n"
+"        which a producer rings (one system call) when its ring passes half\n"
+"        full and each further quarter, so a burst is drained before the ring\n"
+"        overflows however long the timer sleeps. A region whose doorbell\n"
+"        rings without data is muted for a while and drained on the timer.\n"
+"        Needs futex_waitv (Linux 5.16); without it the timer alone, as off.\n"
+"        Default: on.\n"
 "    --pidfile FILE\n"
 "        Write the collector's pid to FILE at start-up, remove it at exit.\n"
 "        Default: none.\n"

@@ -75,6 +75,7 @@ struct config {
     uint32_t switch_period;         /* profiler: sample 1 in N context switches, 0 = off */
     int perf_scope;                 /* enum config_perf_scope */
     int perf_clock;                 /* enum config_perf_clock */
+    int doorbell;                   /* 0 on: sleep on the regions' doorbells too; 1 off: timer only */
     int log_level;                  /* enum col_log_level */
 };
 

@@ -12,11 +12,14 @@
  *          sleep: paced by pressure (pace.c): 0 while a ring is 1/8 full or
  *          data was left behind, else exponential backoff up to
  *          --poll-max-us capped so the fullest ring stays under a quarter
- *          full at the rate just seen; woken early by the control socket or
- *          a signal
+ *          full at the rate just seen; woken early by the control socket,
+ *          a signal or a region's doorbell (bell.c: a producer's ring passed
+ *          half full; that region is drained first)
  *
  * Calls every daemon module; none calls back into this file except through
- * the discover and perf_host callbacks it hands them.
+ * the discover and perf_host callbacks it hands them. Every module runs on
+ * this loop's thread, except bell.c's listener thread, which only sleeps on
+ * the doorbells and makes an eventfd readable.
  *
  * Signals arrive through a signalfd (no async handlers besides the SIGBUS
  * guard, guard.c). SIGTERM/SIGINT: drain everything, seal and index every
@@ -43,6 +46,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "collector/daemon/bell.h"
 #include "collector/daemon/config.h"
 #include "collector/ctl/ctl_server.h"
 #include "collector/daemon/discover.h"
@@ -71,6 +75,7 @@ struct col_ctx {
     int store_lock;             /* fsck_store_lock fd, held until exit */
     int perf_keeper;            /* perf_callchain_keeper fd, -1 when none */
     struct perf_host *perf_host;    /* per-CPU on-CPU sampling, NULL: per thread or off */
+    struct bell *bell;              /* doorbell listener, NULL: timer only */
     struct ctl_server ctl;
     struct pidfile pidfile;         /* --pidfile as created by us */
     struct discover disc;
@@ -129,6 +134,9 @@ static int adopt_cb(void *arg, const struct discover_candidate *c)
     x->procs = p;
     if (!c->alive)
         p->ended = 1;
+    else if (x->bell && !p->quarantined &&
+             (rc = bell_watch(x->bell, p, p->pid, p->region.base, p->region.size)))
+        col_debug("pid %u: doorbell not watched: %s", p->pid, strerror(-rc));
     struct perf_config pc;                  /* profiler: perf sampling + maps snapshots */
     perf_config_default(&pc);
     pc.freq_hz = x->cfg.perf_freq;
@@ -169,6 +177,8 @@ static void retire(struct col_ctx *x, struct proc *p)
     x->done_lost += p->lost;
     x->done_quarantined_rings += p->quarantined_rings;
     x->quarantined_regions += p->quarantined;
+    if (x->bell)
+        bell_forget(x->bell, p, !p->quarantined);
     proc_free(p);
 }
 
@@ -296,6 +306,24 @@ struct pass_pressure {
     int fresh;                  /* a thread's first records were read */
 };
 
+/* The regions whose doorbells rang, before the pass over all of them: a
+ * ring past half full goes first. Each ring is paid for by the records
+ * drained from its region (bell_judge: a region ringing without data is
+ * muted). */
+static void drain_rung(struct col_ctx *x, uint64_t now)
+{
+    void *rung[64];
+    size_t n = bell_collect(x->bell, now, rung, sizeof rung / sizeof rung[0]);
+    for (size_t i = 0; i < n; i++) {
+        struct proc *p = rung[i];      /* watched until retire(): still listed */
+        if (p->ended || p->quarantined)
+            continue;
+        struct drain_result res = { 0 };
+        drain_proc(p, &x->store, now, 0, &res);
+        bell_judge(x->bell, p, p->records, p->geo.ring_data_size, now);
+    }
+}
+
 /* One pass over every live process. */
 static void drain_all(struct col_ctx *x, uint64_t now, struct pass_pressure *pp)
 {
@@ -317,6 +345,26 @@ static void drain_all(struct col_ctx *x, uint64_t now, struct pass_pressure *pp)
             pp->size = res.full_size;
         }
     }
+}
+
+/* The idle backoff's ceiling: PACE_BELL_MAX_US while every live region
+ * says its producers ring (D9_REGION_F_BELL) and its doorbell is watched,
+ * else --poll-max-us. Also stops watching quarantined regions. */
+static void pace_ceiling(struct col_ctx *x)
+{
+    int covered = x->bell != NULL;
+    for (struct proc *p = x->procs; p && x->bell; p = p->next) {
+        if (p->quarantined)     /* its shm is off limits: stop reading its doorbell */
+            bell_forget(x->bell, p, 0);
+        else if (!p->ended && covered)
+            covered = (p->geo.flags & D9_REGION_F_BELL) && bell_covers(x->bell, p);
+    }
+    uint32_t max = x->cfg.poll_max_us;
+    if (covered && max < PACE_BELL_MAX_US)
+        max = PACE_BELL_MAX_US;
+    x->backoff.max_us = max;
+    if (x->backoff.cur_us > max)    /* a region stopped ringing: no sleep past the old ceiling */
+        x->backoff.cur_us = max;
 }
 
 static void rotate(struct col_ctx *x, uint64_t now)
@@ -595,13 +643,15 @@ static int shutdown_all(struct col_ctx *x)
     return failed;
 }
 
-/* Sleep up to us (not past the next scan) or until a control message or a
- * signal arrives; *ctl and *sig say whether those fds became readable. */
-static void sleep_us(struct col_ctx *x, uint32_t us, int *ctl, int *sig)
+/* Sleep up to us (not past the next scan) or until a control message, a
+ * signal or a doorbell arrives; *ctl, *sig and *bell say whether those fds
+ * became readable. */
+static void sleep_us(struct col_ctx *x, uint32_t us, int *ctl, int *sig, int *bell)
 {
-    struct pollfd fds[2] = {
+    struct pollfd fds[3] = {
         { .fd = x->ctl.fd, .events = POLLIN },
         { .fd = x->sigfd, .events = POLLIN },
+        { .fd = x->bell ? bell_fd(x->bell) : -1, .events = POLLIN },
     };
     /* do not sleep past the next scan */
     uint64_t now = shm_mono_ns();
@@ -615,12 +665,13 @@ static void sleep_us(struct col_ctx *x, uint32_t us, int *ctl, int *sig)
         x->timer_slack_ns = prctl(PR_SET_TIMERSLACK, (unsigned long)slack, 0, 0, 0) == 0 ? slack : 0;
     struct timespec ts = { .tv_sec = (time_t)(req / 1000000000u),
                            .tv_nsec = (long)(req % 1000000000u) };
-    if (ppoll(fds, 2, &ts, NULL) < 0) {
-        *ctl = *sig = 1;        /* EINTR or worse: look at both */
+    if (ppoll(fds, 3, &ts, NULL) < 0) {
+        *ctl = *sig = *bell = 1;    /* EINTR or worse: look at all */
         return;
     }
     *ctl = fds[0].revents != 0;
     *sig = fds[1].revents != 0;
+    *bell = fds[2].revents != 0;
 }
 
 static void run(struct col_ctx *x)
@@ -632,7 +683,7 @@ static void run(struct col_ctx *x)
      * (zmq's fd signals new activity once control() has drained the
      * socket to EAGAIN, which it always does.) A pass that follows
      * another without sleeping looks at both. */
-    int ctl_ready = 1, sig_ready = 1;
+    int ctl_ready = 1, sig_ready = 1, bell_ready = 0;
     while (!x->stop) {
         if (sig_ready)
             read_signals(x);
@@ -644,6 +695,11 @@ static void run(struct col_ctx *x)
         if (now >= x->next_scan_ns) {
             scan(x);
             x->next_scan_ns = now + scan_ns;
+        }
+        if (x->bell) {
+            bell_pass(x->bell, now);
+            if (bell_ready)
+                drain_rung(x, now);
         }
         struct pass_pressure pp;
         drain_all(x, now, &pp);
@@ -658,13 +714,14 @@ static void run(struct col_ctx *x)
          * at the idle maximum (a 1 MiB ring fills in 4 ms at 8 M events/s) */
         if (pp.fresh)
             pace_next(&x->backoff, 1);
+        pace_ceiling(x);
         uint32_t us = pace_by_pressure(&x->backoff, pp.lag, pp.size, dt_us, pp.more);
         if (!x->procs)      /* nothing traced: wake for the next scan or a hello */
             us = x->cfg.scan_ms * 1000u;
         if (us)
-            sleep_us(x, us, &ctl_ready, &sig_ready);
-        else
-            ctl_ready = sig_ready = 1;
+            sleep_us(x, us, &ctl_ready, &sig_ready, &bell_ready);
+        else    /* the doorbell's eventfd is looked at only after a sleep it ended */
+            ctl_ready = sig_ready = 1, bell_ready = 0;
     }
 }
 
@@ -733,6 +790,9 @@ static int start_up(struct col_ctx *x)
     if (shm_tsc_invariant() && shm_clock_calibrate(&x->host_cal, HOST_CAL_MS) != 0)
         memset(&x->host_cal, 0, sizeof x->host_cal);
     pace_init(&x->backoff, x->cfg.poll_min_us, x->cfg.poll_max_us);
+    if (x->cfg.doorbell == 0 && (rc = bell_open(&x->bell)))
+        col_info("doorbell: %s: the drain runs on its timer alone",
+                 rc == -ENOSYS ? "no futex_waitv in this kernel (Linux >= 5.16)" : strerror(-rc));
     discover_init(&x->disc, x->cfg.shm_dir);
     if (x->cfg.perf_freq || x->cfg.switch_period)
         x->perf_keeper = perf_callchain_keeper();   /* < 0: perf not permitted, nothing to keep */
@@ -753,6 +813,7 @@ static void tear_down(struct col_ctx *x)
     if (x->perf_keeper >= 0)
         close(x->perf_keeper);
     perf_host_close(x->perf_host);
+    bell_close(x->bell);
 }
 
 int main(int argc, char **argv)
@@ -790,6 +851,13 @@ int main(int argc, char **argv)
                  x->cfg.endpoint, x->cfg.shm_dir);
         run(x);
         int failed = shutdown_all(x);
+        if (x->bell) {
+            struct bell_stats bs;
+            bell_get_stats(x->bell, &bs);
+            col_info("doorbell: %" PRIu64 " wake-ups, %" PRIu64 " rings, %" PRIu64 " spurious, %"
+                     PRIu64 " mutes, %" PRIu64 " faults", bs.wakes, bs.rings, bs.spurious,
+                     bs.mutes, bs.faults);
+        }
         col_info("shutdown: %" PRIu64 " records, %" PRIu64 " segments sealed this run%s",
                  x->done_records, x->store.segments_sealed,
                  failed ? " (some segments could not be written)" : "");

@@ -46,6 +46,13 @@ uint32_t pace_next(struct pace *b, int had_work);
  * a busy pass: a stall of the collector's CPU (a virtual CPU halted by its
  * host) can last milliseconds, and must fit in the other three quarters. */
 #define PACE_STALL_US 2000u
+/* The idle backoff's ceiling while every live region's producers ring
+ * their doorbell and the collector listens (bell.h): a burst then wakes
+ * the collector at half a ring, so the timer only bounds how long a trickle
+ * waits (a ring's backlog is read once it is DRAIN_BATCH_NS old anyway) and
+ * need not wake the collector every --poll-max-us for data that is not
+ * there. --poll-max-us above this still wins. */
+#define PACE_BELL_MAX_US 50000u
 uint32_t pace_by_pressure(struct pace *b, uint64_t lag, uint64_t size, uint64_t dt_us,
                           int more);
 

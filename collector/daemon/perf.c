@@ -337,7 +337,14 @@ static int on_record(void *ctx, const struct perf_event_header *h, const uint8_t
         struct perf_sample s;
         uint64_t ips[D9_STACK_MAX_FRAMES];
         uint16_t flags, n;
-        if (perf_parse_sample(rec, len, &s) != 0) {
+        /* the two events share the ring with different layouts: the
+         * identifier comes first in both and says which one wrote it */
+        uint64_t id = 0;
+        if (len >= sizeof *h + sizeof id)
+            memcpy(&id, rec + sizeof *h, sizeof id);
+        uint64_t type = t->fd_sw >= 0 && id == t->id_sw ? PERF_TICK_SAMPLE_TYPE
+                                                        : PERF_D9_SAMPLE_TYPE;
+        if (perf_parse_sample_as(rec, len, type, &s) != 0) {
             p->st.bad++;
             break;
         }
@@ -412,6 +419,7 @@ static void perf_fill_attr(struct perf_event_attr *a, int kind, uint32_t freq_hz
         a->sample_freq = freq_hz;
     } else if (kind == PERF_EV_SWITCHES) {
         a->config = PERF_COUNT_SW_CONTEXT_SWITCHES;
+        a->sample_type = PERF_TICK_SAMPLE_TYPE;    /* 1 in period for real: see perf.h */
         a->sample_period = period;
         a->context_switch = 1;
     } else {

@@ -140,7 +140,8 @@ void perf_proc_stats(const struct perf_proc *p, struct perf_stats *out);
  * Open one of d9's sampling events on (pid, cpu): cpu_clock 1 =
  * PERF_COUNT_SW_CPU_CLOCK at freq_hz (frequency mode), 0 =
  * PERF_COUNT_SW_CONTEXT_SWITCHES, 1 in switch_period, with context_switch
- * records; both PERF_D9_SAMPLE_TYPE on CLOCK_MONOTONIC, kernel frames if
+ * records; PERF_D9_SAMPLE_TYPE (cpu-clock) or PERF_TICK_SAMPLE_TYPE
+ * (switches: a fixed period) on CLOCK_MONOTONIC, kernel frames if
  * *kernel, at most D9_STACK_MAX_FRAMES frames if *max_stack, the idle task
  * excluded if exclude_idle. When refused, gives up kernel frames
  * (EACCES/EPERM, only if may_drop_kernel) and then sample_max_stack
@@ -166,11 +167,14 @@ int perf_open_tracepoint(uint64_t tp_id, uint64_t period, const char *filter, pi
 /* The sample_type both events use; record layouts below follow from it. */
 #define PERF_D9_SAMPLE_TYPE  (PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | \
                               PERF_SAMPLE_PERIOD | PERF_SAMPLE_CALLCHAIN)
-/* The tracepoint events (perf_open_tracepoint) leave PERF_SAMPLE_PERIOD
+/* The events with a fixed period (the tracepoint events of
+ * perf_open_tracepoint, the context-switch events) leave PERF_SAMPLE_PERIOD
  * out: with it and a fixed sample_period the kernel takes a software event's
  * sample at (nearly) every hit and reports the hits as the period, so "1
  * tick in 3" sampled every tick (measured: 240 samples a second of a busy
- * CPU at HZ = 250, 80 without it). The caller knows the period anyway. */
+ * CPU at HZ = 250, 80 without it), and "1 switch in 16" nearly every
+ * switch. The caller knows the period anyway. A per-thread ring holds both
+ * layouts: the reader picks one by the sample's identifier. */
 #define PERF_TICK_SAMPLE_TYPE (PERF_D9_SAMPLE_TYPE & ~(uint64_t)PERF_SAMPLE_PERIOD)
 #define PERF_REC_SCRATCH     65536u  /* perf_event_header.size is 16 bits */
 

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "agent/d9.h"
+#include "shm/bell.h"
 #include "tests/bench/bench_own_ring.h"
 #include "tests/bench/bench_util.h"
 
@@ -43,18 +44,20 @@ static void usage(FILE *f)
 {
     fprintf(f,
         "usage: bench_drain [--threads N] [--rate EV_PER_S] [--seconds-ms MS] [--cpu C]\n"
-        "                   [--attach-timeout-ms MS]\n"
+        "                   [--attach-timeout-ms MS] [--burst N --pause-us U]\n"
         "  Offers RATE poll-start events/s in total (0 = as fast as possible, the\n"
         "  default) from N threads (default 1) pinned to CPU C (default 0) for MS\n"
         "  milliseconds (default 1000), then prints one 'load tracer=d9 ...' line.\n"
         "  First waits up to --attach-timeout-ms (default 5000) for a collector to\n"
         "  drain a first event, and reports how long that took (attach_ms).\n"
+        "  --burst N: N events at once, then a U us sleep, instead of a rate.\n"
+        "  bells= is the number of doorbell rings of the process (shm/bell.h).\n"
         "Environment: DIAL9_* as for any traced program.\n");
 }
 
 int main(int argc, char **argv)
 {
-    unsigned long threads = 1, rate = 0, ms = 1000, attach_timeout = 5000;
+    unsigned long threads = 1, rate = 0, ms = 1000, attach_timeout = 5000, burst = 0, pause_us = 0;
     int cpu = 0;
     for (int i = 1; i < argc; i += 2) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -65,6 +68,8 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--seconds-ms")) ms = bench_arg_ulong(a, v, 10, 600000);
         else if (!strcmp(a, "--cpu")) cpu = (int)bench_arg_ulong(a, v, 0, 4095);
         else if (!strcmp(a, "--attach-timeout-ms")) attach_timeout = bench_arg_ulong(a, v, 0, 600000);
+        else if (!strcmp(a, "--burst")) burst = bench_arg_ulong(a, v, 1, 1000000);
+        else if (!strcmp(a, "--pause-us")) pause_us = bench_arg_ulong(a, v, 0, 1000000);
         else { fprintf(stderr, "bench_drain: unknown option '%s' (try --help)\n", a); return 2; }
     }
     int rc = d9_init();
@@ -83,7 +88,9 @@ int main(int argc, char **argv)
     long attach_ms = -1;
     d9_poll_start(bench_rt, 0, 0, bench_loc);
     struct bench_own_ring own;
-    if (bench_own_ring_find(&own) == 0) {
+    int have_own = bench_own_ring_find(&own) == 0;
+    uint32_t bells0 = have_own ? atomic_load(&shm_bell_of(own.region.base)->word) : 0;
+    if (have_own) {
         attach_ms = bench_own_ring_wait_drained(&own, (unsigned)attach_timeout);
         if (attach_ms < 0) {
             fprintf(stderr, "bench_drain: no collector drained the ring within %lu ms\n",
@@ -95,13 +102,15 @@ int main(int argc, char **argv)
     uint64_t lost = 0;
     struct bench_load L = { .nthreads = (unsigned)threads, .rate = (double)rate,
                             .seconds = (double)ms / 1000.0, .cpu = cpu, .chunk = d9_chunk,
+                            .burst = (unsigned)burst, .pause_us = (unsigned)pause_us,
                             .at_end = read_lost, .at_end_arg = &lost };
     if (bench_load_run(&L) < 0) {
         fprintf(stderr, "bench_drain: bad load parameters\n");
         return 2;
     }
+    uint32_t bells = have_own ? atomic_load(&shm_bell_of(own.region.base)->word) - bells0 : 0;
     printf("load tracer=d9 threads=%lu rate=%lu offered=%llu elapsed=%.6f lost=%llu "
-           "attach_ms=%ld pid=%ld\n", threads, rate, (unsigned long long)L.offered, L.elapsed_s,
-           (unsigned long long)lost, attach_ms, (long)getpid());
+           "attach_ms=%ld pid=%ld bells=%u\n", threads, rate, (unsigned long long)L.offered,
+           L.elapsed_s, (unsigned long long)lost, attach_ms, (long)getpid(), bells);
     return 0;
 }

@@ -44,6 +44,7 @@ static void usage(FILE *f)
         "usage: bench_lttng hot [--name N] [--cpu C] [--batch N] [--batches N] [--warm N]\n"
         "                       [--singles N] [--gap-ns N]\n"
         "       bench_lttng load --threads N --rate EV_PER_S --seconds-ms MS [--cpu C]\n"
+        "                        [--burst N --pause-us U]\n"
         "                        [--settle-ms MS]\n"
         "  hot   times the d9bench:poll_start tracepoint (32-byte payload incl. timestamp)\n"
         "  load  offers RATE events/s (0 = flat out) from N threads for MS milliseconds\n");
@@ -59,6 +60,7 @@ int main(int argc, char **argv)
     const char *name = "lttng";
     int cpu = 0;
     unsigned long gap_ns = 0, threads = 1, rate = 0, seconds_ms = 1000, settle_ms = 0;
+    unsigned long burst = 0, pause_us = 0;
     struct bench_run r = { .batch = DEF_BATCH, .nbatches = DEF_BATCHES,
                            .warm_batches = DEF_WARM, .nsingle = DEF_SINGLES };
     for (int i = 2; i < argc; i += 2) {
@@ -75,6 +77,8 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--rate")) rate = bench_arg_ulong(a, v, 0, 4000000000ul);
         else if (!strcmp(a, "--seconds-ms")) seconds_ms = bench_arg_ulong(a, v, 10, 600000);
         else if (!strcmp(a, "--settle-ms")) settle_ms = bench_arg_ulong(a, v, 0, 60000);
+        else if (!strcmp(a, "--burst")) burst = bench_arg_ulong(a, v, 1, 1000000);
+        else if (!strcmp(a, "--pause-us")) pause_us = bench_arg_ulong(a, v, 0, 1000000);
         else { fprintf(stderr, "bench_lttng: unknown option '%s' (try --help)\n", a); return 2; }
     }
 
@@ -86,7 +90,8 @@ int main(int argc, char **argv)
         }
         struct bench_load L = { .nthreads = (unsigned)threads, .rate = (double)rate,
                                 .seconds = (double)seconds_ms / 1000.0, .cpu = cpu,
-                                .chunk = lt_chunk };
+                                .chunk = lt_chunk, .burst = (unsigned)burst,
+                                .pause_us = (unsigned)pause_us };
         if (bench_load_run(&L) < 0) { fprintf(stderr, "bench_lttng: bad load\n"); return 2; }
         printf("load tracer=lttng threads=%lu rate=%lu offered=%llu elapsed=%.6f lost=-1\n",
                threads, rate, (unsigned long long)L.offered, L.elapsed_s);

@@ -182,7 +182,14 @@ static void *load_main(void *arg)
     uint64_t backlog = (uint64_t)(per_thread * BENCH_LOAD_MAX_CATCHUP_S);
     if (backlog < BENCH_LOAD_CHUNK)
         backlog = BENCH_LOAD_CHUNK;
-    while (now < end) {
+    while (L->burst && now < end) {
+        L->chunk(n, L->burst);
+        n += L->burst;
+        struct timespec ts = { 0, (long)L->pause_us * 1000 };
+        nanosleep(&ts, NULL);
+        now = mono_ns();
+    }
+    while (!L->burst && now < end) {
         if (per_thread > 0) {
             /* due = events that should have been issued by now */
             uint64_t due = (uint64_t)((double)(now - t0) * 1e-9 * per_thread) - skipped;

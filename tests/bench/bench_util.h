@@ -144,7 +144,8 @@ void bench_hot_print(FILE *f, const struct bench_hot_result *res);
 /* ---- offered-load generator (drain and loss-onset runs) -------------------
  * nthreads producer threads, all pinned to cpu (or unpinned if cpu < 0),
  * each emitting rate/nthreads events/s (rate 0 = as fast as possible) for
- * `seconds`, in chunks of BENCH_LOAD_CHUNK events through chunk(); a thread
+ * `seconds`, in chunks of BENCH_LOAD_CHUNK events through chunk() (or, with
+ * burst, `burst` events in one chunk() call then a pause_us sleep); a thread
  * that was preempted catches up at most BENCH_LOAD_MAX_CATCHUP_S worth of
  * events and skips the rest (offered counts what was issued). After the
  * last chunk every thread waits at a barrier; at_end() runs in the main
@@ -159,6 +160,8 @@ struct bench_load {
     double rate;                /* events/s over all threads, 0 = flat out */
     double seconds;
     int cpu;
+    unsigned burst;             /* > 0: bursts of this many events (rate ignored), */
+    unsigned pause_us;          /*   each followed by a sleep of pause_us */
     void (*chunk)(uint64_t first, unsigned n);
     void (*at_end)(void *);
     void *at_end_arg;

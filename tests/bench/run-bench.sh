@@ -52,6 +52,8 @@ E2E_RUNS=${BENCH_E2E_PAIRS:-$E2E_RUNS}
 case $E2E_RUNS in ''|*[!0-9]*|0) echo "run-bench: BENCH_E2E_PAIRS must be a positive integer, not '$E2E_RUNS'" >&2; exit 2;; esac
 PACED_GAP_NS=500000        # 1000 events per 500 us = 2 M events/s offered
 STEP_RATES="1000000 2000000 4000000 8000000 16000000 32000000 64000000 0"
+BURST=1000; BURST_PAUSE_US=400   # the loss-onset section's burst row: 2.5 M events/s in bursts
+LOAD_ARGS=""
 LOSS_PPM=1000              # loss begins above 0.1 %
 LT_HOT_SUBBUF=4M; LT_HOT_NSUB=8       # hot-path session: big enough to never discard
 LT_LOAD_SUBBUF=256K; LT_LOAD_NSUB=4   # drain session: 1 MiB per CPU, like a d9 ring
@@ -303,7 +305,7 @@ d9_load() {
     colstat >"$T/cs0" || { warn "collector status failed: $(tail -n 1 "$T/colstat.err")"; return 1; }
     c0=$(col_ticks)
     if ! env $D9ENV "$B/bench_drain" --threads "$2" --rate "$3" --seconds-ms "$4" \
-            --cpu "$PCPU" >"$T/load.out" 2>"$T/load.err"; then
+            --cpu "$PCPU" $LOAD_ARGS >"$T/load.out" 2>"$T/load.err"; then
         warn "bench_drain $2 threads at $3/s failed: $(tail -n 2 "$T/load.err" | tr '\n' ' ')"
         return 1
     fi
@@ -321,6 +323,7 @@ d9_load() {
     put "$1.other_records" "$(calc "$allrec - $kept" 0)"
     put "$1.col_records" "$(( $(kv "$T/cs1" records) - $(kv "$T/cs0" records) ))"
     put "$1.attach_ms" "$(kv "$T/load.out" attach_ms)"
+    put "$1.bells" "$(kv "$T/load.out" bells)"   # doorbell rings = FUTEX_WAKE calls of the producer
     put "$1.col_lost" "$(( $(kv "$T/cs1" lost) - $(kv "$T/cs0" lost) ))"
     put "$1.cpu_s" "$(calc "($c1 - $c0) / $CLK_TCK" 3)"
     put "$1.bytes" "$(( $(kv "$T/cs1" bytes) - $(kv "$T/cs0" bytes) ))"
@@ -338,7 +341,7 @@ lt_load() {
     c0=$(lt_consumer_ticks)
     lt start $sess || return 1
     if ! AS_LT "$B/bench_lttng" load --threads "$2" --rate "$3" --seconds-ms "$4" \
-            --cpu "$PCPU" --settle-ms $LT_SETTLE_MS >"$T/load.out" 2>"$T/load.err"; then
+            --cpu "$PCPU" --settle-ms $LT_SETTLE_MS $LOAD_ARGS >"$T/load.out" 2>"$T/load.err"; then
         warn "bench_lttng load $2 threads at $3/s failed: $(tail -n 2 "$T/load.err" | tr '\n' ' ')"
         lt destroy $sess; return 1
     fi
@@ -394,6 +397,13 @@ for r in $STEP_RATES; do
     [ $HAVE_COL = 1 ] && d9_load "step.d9.$r" 1 "$r" $STEP_MS
     [ $HAVE_LTL = 1 ] && lt_load "step.lt.$r" 1 "$r" $STEP_MS
 done
+# bursts: BURST events at once, then a BURST_PAUSE_US sleep (what a
+# pacing timer misses: the doorbell's case)
+LOAD_ARGS="--burst $BURST --pause-us $BURST_PAUSE_US"
+say "  bursts of $BURST events every $BURST_PAUSE_US us"
+[ $HAVE_COL = 1 ] && d9_load step.d9.burst 1 0 $DRAIN_MS
+[ $HAVE_LTL = 1 ] && lt_load step.lt.burst 1 0 $DRAIN_MS
+LOAD_ARGS=""
 
 # ---- 3. end to end ------------------------------------------------------------
 # d9demo with tracing off (DIAL9_ENABLED=0) and on (traced, a fresh
@@ -600,7 +610,7 @@ report_drain() {
     [ "$(get lt.bit63)" = 1 ] && echo "  note: LTTng reported a discarded count with bit 63 set; the low 63 bits are shown."
     echo
     echo "LOSS ONSET — 1 producer, offered rate stepped up; loss begins where lost > 0.1 %"
-    printf '  %-12s %12s %10s %12s %10s\n' "target" "d9 offered" "d9 lost %" "LTTng offer" "LTTng %"
+    printf '  %-12s %12s %10s %12s %10s %10s\n' "target" "d9 offered" "d9 lost %" "LTTng offer" "LTTng %" "d9 rings/s"
     on_d9=""; on_lt=""; ok_d9=""; ok_lt=""
     for r in $STEP_RATES; do
         label=$(calc "$r / 1e6" 0)M; [ "$r" = 0 ] && label="flat-out"
@@ -608,7 +618,8 @@ report_drain() {
         lo=$(get "step.lt.$r.offered"); ll=$(get "step.lt.$r.lost"); le=$(get "step.lt.$r.elapsed")
         dp=$(calc "100 * $dl / $do_" 3); lp=$(calc "100 * $ll / $lo" 3)
         dr=$(calc "$do_ / $de / 1e6" 2); lr=$(calc "$lo / $le / 1e6" 2)
-        printf '  %-12s %10s M %10s %10s M %10s\n' "$label" "$dr" "$dp" "$lr" "$lp"
+        printf '  %-12s %10s M %10s %10s M %10s %10s\n' "$label" "$dr" "$dp" "$lr" "$lp" \
+            "$(calc "$(get "step.d9.$r.bells") / $de" 0)"
         if [ "$dp" != n/a ]; then
             if [ -z "$on_d9" ] && [ "$(calc "$dl * 1e6 > $LOSS_PPM * $do_" 0)" = 1 ]; then on_d9=$dr; fi
             [ -z "$on_d9" ] && ok_d9=$dr
@@ -618,6 +629,13 @@ report_drain() {
             [ -z "$on_lt" ] && ok_lt=$lr
         fi
     done
+    do_=$(get step.d9.burst.offered); dl=$(get step.d9.burst.lost); de=$(get step.d9.burst.elapsed)
+    lo=$(get step.lt.burst.offered); ll=$(get step.lt.burst.lost); le=$(get step.lt.burst.elapsed)
+    printf '  %-12s %10s M %10s %10s M %10s %10s\n' "bursts" "$(calc "$do_ / $de / 1e6" 2)" \
+        "$(calc "100 * $dl / $do_" 3)" "$(calc "$lo / $le / 1e6" 2)" "$(calc "100 * $ll / $lo" 3)" \
+        "$(calc "$(get step.d9.burst.bells) / $de" 0)"
+    echo "  (bursts: $BURST events at once, then a $BURST_PAUSE_US us sleep; d9 rings/s: the producer's"
+    echo "  doorbell rings, each one FUTEX_WAKE call, see shm/bell.h)"
     echo "  d9:    loss-free up to ${ok_d9:-n/a} Mev/s, loss > 0.1 % from ${on_d9:-never (up to flat out)} Mev/s"
     echo "  LTTng: loss-free up to ${ok_lt:-n/a} Mev/s, loss > 0.1 % from ${on_lt:-never (up to flat out)} Mev/s"
     [ -n "$ok_d9" ] && [ -n "$ok_lt" ] && echo "  loss-free rate d9 / LTTng = $(calc "$ok_d9 / $ok_lt" 1)x"

@@ -2,16 +2,20 @@
  * tool_badregion.c — a hostile "traced process" for the collector tests:
  * creates a region for itself in $DIAL9_SHM_DIR, writes valid records into
  * one ring and corrupt framing into another, then (mode "truncate") shrinks
- * its own region file under the collector, and hangs until killed.
+ * its own region file under the collector, or (mode "bell") rings its
+ * doorbell without pause and without data, scribbling the doorbell's
+ * word and listener now and then, and hangs until killed.
  *
- *   tool_badregion corrupt|truncate READY_FILE
+ *   tool_badregion corrupt|truncate|bell READY_FILE
  * READY_FILE is written once the region is set up (in truncate mode: after
- * the collector drained the good ring, and the file was truncated). Linked with libcol.a (it only needs shm/).
+ * the collector drained the good ring, and the file was truncated; in bell
+ * mode: after the collector drained the good ring, when the ringing starts). Linked with libcol.a (it only needs shm/).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "shm/bell.h"
 #include "shm/clock.h"
 #include "shm/region.h"
 #include "shm/ring.h"
@@ -38,8 +42,9 @@ static void records(struct shm_region *r, int idx, unsigned n)
 
 int main(int argc, char **argv)
 {
-    if (argc != 3 || (strcmp(argv[1], "corrupt") && strcmp(argv[1], "truncate"))) {
-        fprintf(stderr, "usage: tool_badregion corrupt|truncate READY_FILE\n");
+    if (argc != 3 || (strcmp(argv[1], "corrupt") && strcmp(argv[1], "truncate") &&
+                      strcmp(argv[1], "bell"))) {
+        fprintf(stderr, "usage: tool_badregion corrupt|truncate|bell READY_FILE\n");
         return 2;
     }
     struct shm_region_params prm = { .ring_count = 4, .ring_data_size = 64 * 1024,
@@ -60,6 +65,14 @@ int main(int argc, char **argv)
                     D9_RING_HDR_SIZE;
     uint16_t len = 12;
     memcpy(data, &len, sizeof len);
+    int ring = !strcmp(argv[1], "bell");
+    if (ring) {
+        /* the good ring drained: the collector listens (bell_watch) */
+        struct d9_ring_hdr *g = (struct d9_ring_hdr *)(r.base + r.hdr->rings_offset +
+                                                       (uint64_t)good * r.hdr->ring_stride);
+        while (atomic_load(&g->tail) != atomic_load(&g->head))
+            usleep(10000);
+    }
     if (!strcmp(argv[1], "truncate")) {
         /* wait until the collector has adopted it (it consumed the good
          * ring), then pull the pages away under it */
@@ -74,6 +87,20 @@ int main(int argc, char **argv)
     if (f) {
         fprintf(f, "%s\n", r.path);
         fclose(f);
+    }
+    struct d9_bell *b = shm_bell_of(r.base);
+    uint32_t listener = atomic_load(&b->listener);
+    for (uint64_t n = 1; ring; n++) {
+        shm_bell_ring(b);
+        if (n % 4096 == 0) {
+            /* scribble the word, and the listener (the collector's line:
+             * it must not care), then put the listener back so the rings
+             * keep making the wake-up call */
+            atomic_store(&b->word, (uint32_t)(n * 2654435761u));
+            atomic_store(&b->listener, (uint32_t)n);
+            shm_bell_ring(b);
+            atomic_store(&b->listener, listener);
+        }
     }
     for (;;)
         pause();

@@ -9,10 +9,12 @@
 #include <setjmp.h>
 #include <cmocka.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -527,6 +529,100 @@ static void test_switch_sample_weight_is_time_until_switch_in(void **state)
     pthread_join(th, NULL);
 }
 
+/* A thread that computes a little, then sleeps, n times once told to go:
+ * n voluntary context switches, and CPU time for the cpu-clock event. It
+ * counts its own switches (getrusage of the thread) between go and done. */
+struct switcher {
+    volatile int ready, go, done;
+    volatile uint32_t tid;
+    unsigned n;
+    uint64_t switches;
+};
+
+static uint64_t my_switches(void)
+{
+    struct rusage ru;
+    assert_int_equal(getrusage(RUSAGE_THREAD, &ru), 0);
+    return (uint64_t)ru.ru_nvcsw + (uint64_t)ru.ru_nivcsw;
+}
+
+static void *switch_main(void *arg)
+{
+    struct switcher *w = arg;
+    w->tid = (uint32_t)syscall(SYS_gettid);
+    w->ready = 1;
+    while (!w->go)
+        ;
+    uint64_t s0 = my_switches(), x = 1;
+    for (unsigned k = 0; k < w->n; k++) {
+        for (int i = 0; i < 200000; i++)
+            x = x * 6364136223846793005ull + 1;
+        __asm__ volatile("" : "+r"(x));
+        struct timespec ts = { 0, 100000 };
+        nanosleep(&ts, NULL);
+    }
+    w->switches = my_switches() - s0;
+    w->done = 1;
+    return NULL;
+}
+
+static void test_switch_period_samples_one_switch_in_n(void **state)
+{
+    (void)state;
+    enum { PERIOD = 16, SLEEPS = 1600 };
+    struct perf_config c;
+    perf_config_default(&c);
+    c.freq_hz = 999;            /* the cpu-clock event shares the thread's ring */
+    c.switch_period = PERIOD;
+    struct perf_proc *p;
+    struct switcher w = { .n = SLEEPS };
+    pthread_t th;
+    int rc = perf_proc_open(&p, (uint32_t)getpid(), &c);
+    if (perf_denied(rc))
+        return;
+    assert_int_equal(rc, 0);
+    assert_int_equal(pthread_create(&th, NULL, switch_main, &w), 0);
+    while (!w.ready)
+        ;
+    assert_true(perf_proc_poll(p, shm_mono_ns(), 1) >= 0);     /* opens the thread's events */
+    w.go = 1;
+    static uint8_t buf[1 << 20];
+    uint64_t switch_recs = 0, cpu_recs = 0;
+    int last = 0;
+    while (!last) {
+        last = w.done;
+        struct timespec ts = { 0, 10000000 };
+        nanosleep(&ts, NULL);
+        assert_true(perf_proc_poll(p, shm_mono_ns(), 0) >= 0);
+        size_t n = perf_proc_take(p, buf, sizeof buf, NULL);
+        for (size_t o = 0; o < n;) {
+            int len = shm_record_check(buf + o, n - o);
+            assert_true(len > 0);
+            struct d9_rec_stack r;
+            memcpy(&r, buf + o, sizeof r);
+            if (r.tid == w.tid && r.h.type == D9_REC_SCHED_SWITCH)
+                switch_recs++;
+            if (r.tid == w.tid && r.h.type == D9_REC_CPU_SAMPLE) {
+                cpu_recs++;
+                assert_true(r.weight > 0);      /* its period, parsed from its own layout */
+            }
+            o += (size_t)len;
+        }
+    }
+    pthread_join(th, NULL);
+    struct perf_stats st;
+    perf_proc_stats(p, &st);
+    perf_proc_close(p);
+    assert_int_equal(st.bad, 0);
+    /* 1 in PERIOD of the thread's switches is sampled (the kernel counts
+     * every one; the events were on before go), never nearly all of them;
+     * a sample lost with the perf ring's overflow only lowers the count */
+    assert_true(w.switches >= SLEEPS);
+    assert_true(switch_recs >= 1);
+    assert_true(switch_recs <= w.switches / PERIOD + 2);
+    assert_true(cpu_recs >= 1);
+}
+
 static void test_rescan_picks_up_new_thread(void **state)
 {
     (void)state;
@@ -640,6 +736,7 @@ int main(void)
         cmocka_unit_test(test_open_of_missing_process_is_esrch),
         cmocka_unit_test(test_samples_a_busy_thread_of_this_process),
         cmocka_unit_test(test_switch_sample_weight_is_time_until_switch_in),
+        cmocka_unit_test(test_switch_period_samples_one_switch_in_n),
         cmocka_unit_test(test_rescan_picks_up_new_thread),
         cmocka_unit_test(test_take_hands_out_whole_records_within_capacity),
     };

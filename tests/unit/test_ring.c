@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include "shm/bell.h"
 #include "shm/clock.h"
 #include "shm/ring.h"
 #include "shm/record.h"
@@ -402,6 +403,92 @@ static void test_type_names_round_trip(void **state)
 #define SPSC_N 2000000u
 struct spsc { struct fixture *f; atomic_int done; uint64_t committed; };
 
+/* ---- doorbell (shm/bell.h, SHM_BELL_DIV) ---- */
+
+static struct d9_bell test_bell __attribute__((aligned(64)));
+
+static void bell_setup(struct fixture *f)
+{
+    memset(&test_bell, 0, sizeof test_bell);
+    shm_producer_bell(&f->p, &test_bell);
+}
+
+/* 32-byte records until the ring holds `bytes` (from tail 0) */
+static void fill_to(struct fixture *f, uint64_t bytes, uint64_t *task)
+{
+    while (f->p.head + 32 <= bytes)
+        assert_int_equal(put_poll_start(f, (*task)++), 1);
+}
+
+static void test_bell_rings_at_half_then_each_quarter_and_at_overflow(void **state)
+{
+    struct fixture *f = *state;
+    bell_setup(f);
+    uint64_t task = 0, q = RING_SIZE / 4;
+    fill_to(f, 2 * q, &task);                   /* exactly half: not past it */
+    assert_int_equal(f->p.bells, 0);
+    assert_int_equal(atomic_load(&test_bell.word), 0);
+    fill_to(f, 2 * q + 32, &task);              /* the record that passes half */
+    assert_int_equal(f->p.bells, 1);
+    assert_int_equal(atomic_load(&test_bell.word), 1);
+    fill_to(f, 3 * q, &task);
+    assert_int_equal(f->p.bells, 1);
+    fill_to(f, 3 * q + 32, &task);              /* three quarters */
+    assert_int_equal(f->p.bells, 2);
+    fill_to(f, RING_SIZE, &task);               /* full: no ring for the last quarter */
+    assert_int_equal(f->p.bells, 2);
+    assert_int_equal(put_poll_start(f, task), 0);   /* the first drop rings once more */
+    assert_int_equal(f->p.bells, 3);
+    for (unsigned i = 0; i < 100; i++)              /* and further drops do not */
+        assert_int_equal(put_poll_start(f, task), 0);
+    assert_int_equal(f->p.bells, 3);
+    assert_int_equal(atomic_load(&test_bell.word), 3);
+    assert_int_equal(atomic_load(&f->hdr.lost), 101);
+}
+
+static void test_bell_silent_while_the_consumer_keeps_up(void **state)
+{
+    struct fixture *f = *state;
+    bell_setup(f);
+    uint64_t task = 0, nt = 0;
+    uint32_t ns = 0;
+    /* ten laps, drained every eighth of a ring: never half full */
+    for (unsigned i = 0; i < 80; i++) {
+        fill_to(f, f->p.head + RING_SIZE / 8, &task);
+        drain(f, &nt, &ns);
+    }
+    assert_int_equal(f->p.bells, 0);
+    assert_int_equal(atomic_load(&test_bell.word), 0);
+    assert_int_equal(atomic_load(&f->hdr.lost), 0);
+}
+
+static void test_bell_rings_again_after_the_tail_moved(void **state)
+{
+    struct fixture *f = *state;
+    bell_setup(f);
+    uint64_t task = 0, nt = 0;
+    uint32_t ns = 0;
+    fill_to(f, RING_SIZE / 2 + 32, &task);
+    assert_int_equal(f->p.bells, 1);
+    drain(f, &nt, &ns);                         /* the collector answered */
+    fill_to(f, f->p.head + RING_SIZE / 2, &task);
+    assert_int_equal(f->p.bells, 1);            /* exactly half: not yet */
+    fill_to(f, f->p.head + 32, &task);
+    assert_int_equal(f->p.bells, 2);            /* past half again: rung again */
+}
+
+static void test_bell_without_listener_makes_no_call(void **state)
+{
+    (void)state;
+    memset(&test_bell, 0, sizeof test_bell);
+    assert_int_equal(shm_bell_ring(&test_bell), 0);
+    atomic_store(&test_bell.listener, 12345u);      /* scribbled: not a listener */
+    assert_int_equal(shm_bell_ring(&test_bell), 0);
+    atomic_store(&test_bell.listener, D9_BELL_LISTENING);
+    assert_int_equal(shm_bell_ring(&test_bell), 1); /* FUTEX_WAKE with no waiter returns */
+    assert_int_equal(atomic_load(&test_bell.word), 3);
+}
+
 static void *producer(void *arg)
 {
     struct spsc *s = arg;
@@ -483,6 +570,10 @@ int main(void)
         cmocka_unit_test(test_record_check_never_reads_past_avail),
         cmocka_unit_test(test_type_names_round_trip),
         cmocka_unit_test_setup_teardown(test_concurrent_producer_consumer, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bell_rings_at_half_then_each_quarter_and_at_overflow, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bell_silent_while_the_consumer_keeps_up, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bell_rings_again_after_the_tail_moved, setup, teardown),
+        cmocka_unit_test(test_bell_without_listener_makes_no_call),
     };
     return cmocka_run_group_tests_name("ring", tests, NULL, NULL);
 }

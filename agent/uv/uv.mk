@@ -30,7 +30,7 @@ $(UV_PRELOAD): $(UV_LIB_OBJ) $(BUILD)/obj/agent/uv/preload.o $(AGENT_SO)
 # as libd9uv.so does in a real program; linked with the real libuv.
 $(BUILD)/tests/unit/test_uv: tests/unit/test_uv.c $(call san,$(UV_LIB_SRC)) $(SAN_LIB_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -rdynamic -o $@ $^ -lcmocka -luv -ldl $(LDLIBS_COL)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -rdynamic -o $@ $^ -lcmocka -luv -ldl $(LDLIBS_CLI)
 
 # Integration helper tests/integration/prog_uvmix.c: a plain libuv program
 # (built by the top Makefile's prog_% rule, which links nothing of the agent

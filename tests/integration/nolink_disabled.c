@@ -26,7 +26,8 @@ int main(void)
     d9_config cfg = D9_CONFIG_INIT;
     cfg.ring_kb = 64;
     EXPECT(d9_init_with(&cfg) == D9_OFF);
-    EXPECT(d9_loc_register_code((const void *)main) == 0);
+    static const char code_marker = 0;
+    EXPECT(d9_loc_register_code(&code_marker) == 0);
     EXPECT(d9_enabled() == 0);
     d9_runtime rt = { 7 };
     EXPECT(d9_runtime_register("rt", &rt) == D9_OFF && rt.id == 0);

@@ -26,7 +26,8 @@ ev = json.load(open('$T/t.json'))['traceEvents']
 c = collections.Counter()
 for e in ev:
     if e['ph'] == 'X': c['parks' if e['name'] == 'parked' else 'polls'] += 1
-    if e['ph'] == 'i': c['instants'] += 1
+    # CPU samples are instants (category cpu) in JSON, PerfSamples in Perfetto
+    if e['ph'] == 'i' and e.get('cat') != 'cpu': c['instants'] += 1
     if e['ph'] == 'C': c['counters'] += 1
     if e['ph'] == 'X' and e['name'] == 'spawn_report_task': c['named'] += 1
 for k in ('polls', 'parks', 'instants', 'counters', 'named'): print(k, c[k])

@@ -11,7 +11,8 @@
 #   BINDIR       $(PREFIX)/bin               d9
 #   SBINDIR      $(PREFIX)/sbin              d9collectd
 #   LIBDIR       $(PREFIX)/lib, or $(PREFIX)/lib/<triplet> with MULTIARCH=1
-#   INCLUDEDIR   $(PREFIX)/include           d9.h
+#                libd9agent, libd9uv; d9/libd9preload.so (LD_PRELOAD only)
+#   INCLUDEDIR   $(PREFIX)/include           d9.h, d9uv.h
 #   PKGCONFIGDIR $(LIBDIR)/pkgconfig         d9agent.pc
 #   MANDIR       $(PREFIX)/share/man
 #   SYSCONFDIR   /etc for PREFIX=/usr, else $(PREFIX)/etc   dial9/d9collectd.conf
@@ -49,6 +50,9 @@ MAN_PAGES     := $(MAN_DIR)/d9.1 $(MAN_DIR)/d9collectd.8 $(MAN_DIR)/libd9agent.3
 UNINST_PC     := $(BUILD)/lib/pkgconfig/d9agent-uninstalled.pc
 SO_NAME       := libd9agent.so.0
 SO_FILE       := libd9agent.so.$(D9_VERSION)
+UV_SO_NAME    := libd9uv.so.0
+UV_SO_FILE    := libd9uv.so.$(D9_VERSION)
+PRELOAD_DIR   := $(LIBDIR)/d9
 CONF_DIR      := $(SYSCONFDIR)/dial9
 
 # ${prefix}-relative when under PREFIX, so the .pc file reads as usual
@@ -93,14 +97,19 @@ install: all $(INSTALL_FILES)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SBINDIR) $(DESTDIR)$(LIBDIR) \
 	    $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(MANDIR)/man1 \
 	    $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(CONF_DIR) \
-	    $(DESTDIR)$(UNITDIR)
+	    $(DESTDIR)$(UNITDIR) $(DESTDIR)$(PRELOAD_DIR)
 	install -m 0755 $(BUILD)/bin/d9 $(DESTDIR)$(BINDIR)/d9
 	install -m 0755 $(BUILD)/bin/d9collectd $(DESTDIR)$(SBINDIR)/d9collectd
 	install -m 0644 $(AGENT_A) $(DESTDIR)$(LIBDIR)/libd9agent.a
 	install -m 0644 $(AGENT_SO) $(DESTDIR)$(LIBDIR)/$(SO_FILE)
 	ln -sf $(SO_FILE) $(DESTDIR)$(LIBDIR)/$(SO_NAME)
 	ln -sf $(SO_NAME) $(DESTDIR)$(LIBDIR)/libd9agent.so
+	install -m 0644 $(UV_SO) $(DESTDIR)$(LIBDIR)/$(UV_SO_FILE)
+	ln -sf $(UV_SO_FILE) $(DESTDIR)$(LIBDIR)/$(UV_SO_NAME)
+	ln -sf $(UV_SO_NAME) $(DESTDIR)$(LIBDIR)/libd9uv.so
+	install -m 0644 $(UV_PRELOAD) $(DESTDIR)$(PRELOAD_DIR)/libd9preload.so
 	install -m 0644 agent/d9.h $(DESTDIR)$(INCLUDEDIR)/d9.h
+	install -m 0644 agent/uv/d9uv.h $(DESTDIR)$(INCLUDEDIR)/d9uv.h
 	install -m 0644 $(INSTALL_GEN)/d9agent.pc $(DESTDIR)$(PKGCONFIGDIR)/d9agent.pc
 	install -m 0644 $(MAN_DIR)/d9.1 $(DESTDIR)$(MANDIR)/man1/d9.1
 	install -m 0644 $(MAN_DIR)/libd9agent.3 $(DESTDIR)$(MANDIR)/man3/libd9agent.3
@@ -122,7 +131,11 @@ uninstall:
 	    $(DESTDIR)$(LIBDIR)/$(SO_NAME) $(DESTDIR)$(LIBDIR)/libd9agent.so \
 	    $(DESTDIR)$(INCLUDEDIR)/d9.h $(DESTDIR)$(PKGCONFIGDIR)/d9agent.pc \
 	    $(DESTDIR)$(MANDIR)/man1/d9.1 $(DESTDIR)$(MANDIR)/man3/libd9agent.3 \
-	    $(DESTDIR)$(MANDIR)/man8/d9collectd.8 $(DESTDIR)$(UNITDIR)/d9collectd.service
+	    $(DESTDIR)$(MANDIR)/man8/d9collectd.8 $(DESTDIR)$(UNITDIR)/d9collectd.service \
+	    $(DESTDIR)$(LIBDIR)/$(UV_SO_FILE) $(DESTDIR)$(LIBDIR)/$(UV_SO_NAME) \
+	    $(DESTDIR)$(LIBDIR)/libd9uv.so $(DESTDIR)$(PRELOAD_DIR)/libd9preload.so \
+	    $(DESTDIR)$(INCLUDEDIR)/d9uv.h
+	rmdir $(DESTDIR)$(PRELOAD_DIR) 2>/dev/null || true
 	@# the configuration goes only when it is still the unmodified example
 	@if cmp -s deploy/d9collectd.conf $(DESTDIR)$(CONF_DIR)/d9collectd.conf; then \
 	    echo "rm -f $(DESTDIR)$(CONF_DIR)/d9collectd.conf"; \

@@ -1,7 +1,8 @@
 #!/bin/sh
 # mkdeb.sh DEB_DIR — split the tree `make install` staged in DEB_DIR/stage
-# (PREFIX=/usr, MULTIARCH=1) into the packages d9, libd9agent0 and
-# libd9agent-dev and build them with dpkg-deb into DEB_DIR. Called by
+# (PREFIX=/usr, MULTIARCH=1) into the packages d9, libd9agent0,
+# libd9agent-dev, libd9uv0 (libd9uv and the LD_PRELOAD shim) and libd9uv-dev
+# and build them with dpkg-deb into DEB_DIR. Called by
 # `make deb` (deploy/deb.mk) with D9_VERSION and DEB_MAINTAINER set.
 #
 # Does what debhelper would: strips binaries, compresses man pages and the
@@ -34,6 +35,8 @@ take d9 usr/bin/d9 usr/sbin/d9collectd lib/systemd/system/d9collectd.service \
 take libd9agent0 "$LIB/libd9agent.so.0" "$LIB/libd9agent.so.$VERSION"
 take libd9agent-dev usr/include/d9.h "$LIB/libd9agent.so" "$LIB/libd9agent.a" \
     "$LIB/pkgconfig/d9agent.pc" usr/share/man/man3/libd9agent.3
+take libd9uv0 "$LIB/libd9uv.so.0" "$LIB/libd9uv.so.$VERSION" "$LIB/d9/libd9preload.so"
+take libd9uv-dev usr/include/d9uv.h "$LIB/libd9uv.so"
 left=$(find "$STAGE" ! -type d)
 if [ -n "$left" ]; then
     echo "mkdeb.sh: staged files in no package:" "$left" >&2
@@ -42,7 +45,8 @@ fi
 
 # strip as dh_strip does; compress man pages as dh_compress does
 strip --remove-section=.comment --remove-section=.note --strip-unneeded \
-    "$DEB/d9/usr/bin/d9" "$DEB/d9/usr/sbin/d9collectd" "$DEB/libd9agent0/$LIB/libd9agent.so.$VERSION"
+    "$DEB/d9/usr/bin/d9" "$DEB/d9/usr/sbin/d9collectd" "$DEB/libd9agent0/$LIB/libd9agent.so.$VERSION" \
+    "$DEB/libd9uv0/$LIB/libd9uv.so.$VERSION" "$DEB/libd9uv0/$LIB/d9/libd9preload.so"
 strip --strip-debug --remove-section=.comment --remove-section=.note \
     "$DEB/libd9agent-dev/$LIB/libd9agent.a"
 find "$DEB/d9" "$DEB/libd9agent-dev" -path '*/share/man/*' -type f -exec gzip -9n {} +
@@ -55,6 +59,9 @@ depends() {
 }
 D9_DEPS=$(depends "$PWD/$DEB/d9/usr/bin/d9" "$PWD/$DEB/d9/usr/sbin/d9collectd")
 LIB_DEPS=$(depends "$PWD/$DEB/libd9agent0/$LIB/libd9agent.so.$VERSION")
+# libd9uv needs libd9agent0, which is not installed here: its shlibs say which
+echo "libd9agent 0 libd9agent0 (>= $VERSION)" >"$DEB/shlibdeps/debian/shlibs.local"
+UV_DEPS=$(depends -l"$PWD/$DEB/libd9agent0/$LIB" "$PWD/$DEB/libd9uv0/$LIB/libd9uv.so.$VERSION" "$PWD/$DEB/libd9uv0/$LIB/d9/libd9preload.so")
 rm -rf "$DEB/shlibdeps"
 
 # control PKG SECTION DEPENDS SUMMARY LONG [extra fields]
@@ -81,7 +88,7 @@ doc() {    # copyright and changelog in /usr/share/doc/PKG
     cp "$HERE/debian-copyright" "$_d/copyright"
     sed -e "s/@VERSION@/$VERSION/" -e "s/@MAINT@/$MAINT/" "$HERE/debian-changelog" | gzip -9n >"$_d/changelog.gz"
 }
-for p in d9 libd9agent0 libd9agent-dev; do doc "$p"; done
+for p in d9 libd9agent0 libd9agent-dev libd9uv0 libd9uv-dev; do doc "$p"; done
 
 control d9 utils "$D9_DEPS" \
     "runtime telemetry for C programs: collector and query tool" \
@@ -104,9 +111,24 @@ control libd9agent-dev libdevel "libd9agent0 (= $VERSION), libzmq3-dev, libproto
 libd9agent(3) manual, for building programs traced by d9." \
     "Multi-Arch: same"
 
+control libd9uv0 libs "$UV_DEPS" \
+    "runtime telemetry for C programs: libuv tracing" \
+"libd9uv traces the callbacks, loop waits, wake-ups and thread-pool work of
+a libuv program as d9 polls, parks, wakes and spawns. A program that owns
+its loop links it (d9_uv_trace); libd9preload.so, in the private directory
+d9/, traces an unmodified program: LD_PRELOAD=.../d9/libd9preload.so." \
+    "Multi-Arch: same"
+control libd9uv-dev libdevel "libd9uv0 (= $VERSION), libd9agent-dev (= $VERSION), libuv1-dev" \
+    "runtime telemetry for C programs: libuv tracing development files" \
+"The header d9uv.h and the link to libd9uv, for a libuv program that traces
+its own loops with d9_uv_trace." \
+    "Multi-Arch: same"
+
 # the library: shlibs for dependants, ldconfig through the trigger
 echo "libd9agent 0 libd9agent0 (>= $VERSION)" >"$DEB/libd9agent0/DEBIAN/shlibs"
 echo "activate-noawait ldconfig" >"$DEB/libd9agent0/DEBIAN/triggers"
+echo "libd9uv 0 libd9uv0 (>= $VERSION)" >"$DEB/libd9uv0/DEBIAN/shlibs"
+echo "activate-noawait ldconfig" >"$DEB/libd9uv0/DEBIAN/triggers"
 
 # d9: the configuration is the administrator's; the unit is enabled and
 # started on install, as debhelper's dh_installsystemd scripts do
@@ -115,7 +137,7 @@ for s in postinst prerm postrm; do
     install -m 0755 "$HERE/debian-d9.$s" "$DEB/d9/DEBIAN/$s"
 done
 
-for p in d9 libd9agent0 libd9agent-dev; do
+for p in d9 libd9agent0 libd9agent-dev libd9uv0 libd9uv-dev; do
     (cd "$DEB/$p" && find . -path ./DEBIAN -prune -o -type f -printf '%P\0' |
         LC_ALL=C sort -z | xargs -0r md5sum) >"$DEB/$p/DEBIAN/md5sums"
     chmod 0644 "$DEB/$p/DEBIAN/md5sums" "$DEB/$p/DEBIAN/control"

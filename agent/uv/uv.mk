@@ -3,27 +3,33 @@
 # variables (BUILD, CC, CFLAGS, SAN, obj, san, AGENT_SO, SAN_LIB_OBJ).
 #
 #   libd9uv.so       the wrappers; link a program with -ld9uv before -luv
+#                    (soname libd9uv.so.0, made next to it as for libd9agent)
 #   libd9preload.so  the wrappers + auto mode: LD_PRELOAD=.../libd9preload.so program
 # Neither links libuv: the wrappers find it with dlsym(RTLD_NEXT), so a program
-# without libuv is left exactly as it was. Both need libd9agent.so (found next
-# to them: RUNPATH $ORIGIN), so that a program with its own d9 calls and the
-# wrappers share one agent.
+# without libuv is left exactly as it was. Both need libd9agent.so.0, so that a
+# program with its own d9 calls and the wrappers share one agent: found next
+# to them (RUNPATH $ORIGIN: the build tree, LIBDIR once installed) or, for the
+# preload, which is installed in the private LIBDIR/d9, one level up.
 
 UV_LIB_SRC  := agent/uv/uvloop.c agent/uv/uvwrap.c agent/uv/uvreal.c
 UV_LIB_OBJ  := $(call obj,$(UV_LIB_SRC))
 UV_SO       := $(BUILD)/lib/libd9uv.so
 UV_PRELOAD  := $(BUILD)/lib/libd9preload.so
-UV_LDLIBS   := -L$(BUILD)/lib -l:libd9agent.so -ldl -pthread -Wl,-rpath,'$$ORIGIN' -Wl,-z,now
+UV_LDLIBS   := -L$(BUILD)/lib -l:libd9agent.so -ldl -pthread -Wl,-z,now
 
-all: $(UV_SO) $(UV_PRELOAD)
+all: $(UV_SO) $(UV_PRELOAD) $(BUILD)/lib/libd9uv.so.0
 
 # (the libd9agent.so rule also makes libd9agent.so.0, its soname, next to it)
 $(UV_SO): $(UV_LIB_OBJ) $(AGENT_SO)
 	@mkdir -p $(dir $@)
-	$(CC) -shared -Wl,-soname,libd9uv.so -o $@ $(UV_LIB_OBJ) $(UV_LDLIBS)
+	$(CC) -shared -Wl,-soname,libd9uv.so.0 -o $@ $(UV_LIB_OBJ) $(UV_LDLIBS) -Wl,-rpath,'$$ORIGIN'
+$(BUILD)/lib/libd9uv.so.0: $(UV_SO)
+	ln -sf libd9uv.so $@
 $(UV_PRELOAD): $(UV_LIB_OBJ) $(BUILD)/obj/agent/uv/preload.o $(AGENT_SO)
 	@mkdir -p $(dir $@)
-	$(CC) -shared -Wl,-soname,libd9preload.so -o $@ $(UV_LIB_OBJ) $(BUILD)/obj/agent/uv/preload.o $(UV_LDLIBS)
+	$(CC) -shared -Wl,-soname,libd9preload.so -o $@ $(UV_LIB_OBJ) $(BUILD)/obj/agent/uv/preload.o \
+	    $(UV_LDLIBS) -Wl,-rpath,'$$ORIGIN:$$ORIGIN/..'
+
 
 # Unit test: the wrappers compiled in (sanitized) and exported (-rdynamic), so
 # that they interpose libuv's entry points and libuv's own calls into itself,

@@ -1,14 +1,15 @@
 #!/bin/sh
 # test_deb.sh — `make deb` as a Debian user meets it: lintian finds no error
-# in the three packages; dpkg -i installs them on this machine (as root,
+# in the five packages; dpkg -i installs them on this machine (as root,
 # without a running systemd: postinst only enables the unit); the installed
 # d9collectd, started by hand with the installed configuration, traces a
 # program built with pkg-config against the installed libd9agent-dev, and the
-# installed d9 reads it; dpkg --purge leaves no file behind.
+# installed d9 reads it, and so is a plain libuv program under the installed
+# LD_PRELOAD shim; dpkg --purge leaves no file behind.
 . tests/integration/lib.sh
 d9_setup
 trap 'd9_finish >/dev/null 2>&1; exit 1' INT TERM HUP
-PKGS="d9 libd9agent0 libd9agent-dev"
+PKGS="d9 libd9agent0 libd9agent-dev libd9uv0 libd9uv-dev"
 
 if [ "$(id -u)" -ne 0 ]; then
     echo "skipped: dpkg -i needs root (CI runs as root)"
@@ -24,7 +25,7 @@ check "no d9 package is installed before the test (it would be replaced)" test -
 had_store=0
 [ -e /var/lib/dial9 ] && had_store=1
 
-check "make deb builds the three packages" make --no-print-directory -s BUILD="$BUILD" deb
+check "make deb builds the five packages" make --no-print-directory -s BUILD="$BUILD" deb
 DEBS=$(echo "$BUILD"/deb/*.deb)
 check "lintian reports no error" sh -c "lintian --fail-on error --tag-display-limit 0 $DEBS >'$T/lintian' 2>&1"
 grep -E '^[EW]: ' "$T/lintian" | sed 's/^/    lintian /'
@@ -35,7 +36,7 @@ check "postinst enabled the unit" test -L /etc/systemd/system/multi-user.target.
 check "the unit is in place and starts the installed daemon" \
     grep -qx 'ExecStart=/usr/sbin/d9collectd --config /etc/dial9/d9collectd.conf' \
     /lib/systemd/system/d9collectd.service
-check "the library is in the linker cache (ldconfig trigger)" sh -c "ldconfig -p | grep -q 'libd9agent.so.0 '"
+check "the libraries are in the linker cache (ldconfig trigger)" sh -c "ldconfig -p | grep -q 'libd9agent.so.0 ' && ldconfig -p | grep -q 'libd9uv.so.0 '"
 check "man finds the installed pages" sh -c "man -w d9 && man -w 8 d9collectd && man -w 3 libd9agent"
 
 check "a program builds with pkg-config against libd9agent-dev" sh -c \
@@ -57,18 +58,36 @@ traced() {
     [ "$n" -ge 100 ] || { echo "poll_start events: $n"; return 1; }
 }
 check "a traced program is collected and queried with the installed d9" traced
+TRIPLET=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || cc -print-multiarch)
+uv_traced() {
+    mkfifo "$T/hold"
+    DIAL9_SHM_DIR="$T/shm" DIAL9_COLLECTOR="$EP" LD_PRELOAD="/usr/lib/$TRIPLET/d9/libd9preload.so" \
+        "$TBIN/prog_uvmix" --hold <"$T/hold" >"$T/uvmix.out" 2>"$T/uvmix.err" &
+    _p=$!
+    exec 7>"$T/hold"
+    wait_for 20 sh -c "d9 --endpoint '$EP' status | grep -q '^ *$_p '" ||
+        { exec 7>&-; wait $_p; cat "$T/uvmix.err"; return 1; }
+    exec 7>&-
+    wait $_p || { cat "$T/uvmix.err"; return 1; }
+    wait_for 20 sh -c "d9 --endpoint '$EP' flush >/dev/null && d9 --store '$T/store' ps | grep -q 'prog_uvmix .*exited'" ||
+        return 1
+    n=$(d9 --store "$T/store" events --pid $_p --type poll_start --format jsonl | grep -c .)
+    [ "$n" -ge 10 ] || { echo "poll_start events of prog_uvmix: $n"; return 1; }
+}
+check "a libuv program is traced through the installed LD_PRELOAD shim" uv_traced
 kill -TERM "$COLPID" 2>/dev/null; wait "$COLPID"
 
 check "dpkg --purge removes them" dpkg --purge $PKGS
 left() {
-    for f in /usr/sbin/d9collectd /usr/bin/d9 /usr/include/d9.h /etc/dial9 \
+    for f in /usr/sbin/d9collectd /usr/bin/d9 /usr/include/d9.h /usr/include/d9uv.h /etc/dial9 \
+             /usr/lib/$TRIPLET/d9 \
              /lib/systemd/system/d9collectd.service \
              /etc/systemd/system/multi-user.target.wants/d9collectd.service \
              /var/lib/systemd/deb-systemd-helper-enabled/d9collectd.service.dsh-also; do
         [ ! -e "$f" ] && [ ! -L "$f" ] || { echo "left behind: $f"; return 1; }
     done
     [ $had_store -eq 1 ] || [ ! -e /var/lib/dial9 ] || { echo "left behind: /var/lib/dial9"; return 1; }
-    ! ldconfig -p | grep -q libd9agent
+    ! ldconfig -p | grep -q 'libd9agent\|libd9uv'
 }
 check "nothing is left behind" left
 d9_finish deb

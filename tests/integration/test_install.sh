@@ -3,7 +3,8 @@
 # DESTDIR with PREFIX=/usr after a plain `make`; a program compiled with
 # pkg-config against the installed tree (C and C++) and traced by the
 # installed collector; the installed unit through systemd-analyze verify; the
-# man pages render without warnings and hold every help text; other PREFIX /
+# man pages render without warnings and hold every help text; a plain libuv
+# program traced through the installed LD_PRELOAD shim; other PREFIX /
 # MULTIARCH choices regenerate the .pc; the build tree's -uninstalled.pc;
 # make uninstall leaves no file behind.
 . tests/integration/lib.sh
@@ -20,7 +21,8 @@ has_files() {
              usr/lib/libd9agent.a usr/include/d9.h usr/lib/pkgconfig/d9agent.pc \
              usr/share/man/man1/d9.1 usr/share/man/man8/d9collectd.8 \
              usr/share/man/man3/libd9agent.3 usr/lib/systemd/system/d9collectd.service \
-             etc/dial9/d9collectd.conf; do
+             etc/dial9/d9collectd.conf usr/lib/libd9uv.so.0 usr/lib/libd9uv.so \
+             usr/lib/d9/libd9preload.so usr/include/d9uv.h; do
         [ -e "$D/$f" ] || { echo "missing $f"; return 1; }
     done
     [ ! -e "$D/usr/bin/d9collectd" ] || { echo "the daemon belongs in sbin"; return 1; }
@@ -69,6 +71,26 @@ polls() {
     [ "$n" -ge 100 ] || { echo "poll_start events: $n"; return 1; }
 }
 check "its 100 polls are in the store" polls
+# the installed shim finds the installed libd9agent.so.0 one level up from
+# its private directory, with no LD_LIBRARY_PATH
+if [ -x "$TBIN/prog_uvmix" ]; then
+    run_uvmix() {
+        mkfifo "$T/hold"
+        DIAL9_SHM_DIR="$T/shm" DIAL9_COLLECTOR="$EP" LD_PRELOAD="$D/usr/lib/d9/libd9preload.so" \
+            "$TBIN/prog_uvmix" --hold <"$T/hold" >"$T/uvmix.out" 2>"$T/uvmix.err" &
+        _p=$!
+        exec 7>"$T/hold"
+        wait_for 20 sh -c "'$D/usr/bin/d9' --endpoint '$EP' status | grep -q '^ *$_p '" ||
+            { exec 7>&-; wait $_p; cat "$T/uvmix.err"; return 1; }
+        exec 7>&-
+        wait $_p || { cat "$T/uvmix.err"; return 1; }
+        wait_for 20 sh -c "'$D/usr/bin/d9' --endpoint '$EP' flush >/dev/null &&
+            '$D/usr/bin/d9' --store '$T/store' ps | grep -q 'prog_uvmix .*exited'" || return 1
+        n=$("$D/usr/bin/d9" --store "$T/store" events --pid $_p --type poll_start --format jsonl | grep -c .)
+        [ "$n" -ge 10 ] || { echo "poll_start events of prog_uvmix: $n"; return 1; }
+    }
+    check "a libuv program runs traced under the installed libd9preload.so" run_uvmix
+fi
 kill -TERM "$COLPID" 2>/dev/null; wait "$COLPID"
 
 # systemd-analyze verify, offline, on the staged unit. --root resolves ExecStart

@@ -400,7 +400,7 @@ static void test_map_decode_rejects_hostile_lengths(void **state)
     /* every truncation */
     for (long cut = 0; cut < n; cut++)
         assert_int_not_equal(sym_map_decode(buf, (size_t)cut, &r), 0);
-    /* a record length below the record header (found by fuzz_symbols:
+    /* a record length below the record header (found by fuzz_sym:
      * h.len - sizeof header wrapped around and the payload was read past
      * the buffer, which is exactly header-sized here for ASan to see it) */
     uint8_t *tiny = malloc(sizeof(struct d9_rec_custom));

@@ -1,5 +1,5 @@
 /*
- * fuzz_symbols.c — libFuzzer target for the symbolizer's parsers
+ * fuzz_sym.c — libFuzzer target for the symbolizer's parsers
  * (collector/store/sym.c): ELF64 files (headers, PT_LOAD/PT_NOTE, section
  * tables, .symtab/.dynsym, string tables, build-id notes), /proc/<pid>/maps
  * text, /proc/kallsyms text and "d9.map" records read back from segments.

@@ -1,5 +1,5 @@
 /*
- * fuzz_decode.c — libFuzzer target for the d9 CLI's record decoding
+ * fuzz_cli_decode.c — libFuzzer target for the d9 CLI's record decoding
  * (collector/cli/cli_decode.c) and Chrome trace export (collector/cli/cli_trace.c,
  * cli_polls.c) on hostile records: a schema is built from the first bytes
  * (field count and types), the rest is one record as a segment would hand

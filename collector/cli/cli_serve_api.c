@@ -115,7 +115,7 @@ struct plist {
     int err;
 };
 
-static int thread_row(void *arg, const struct cli_proc_thread_row *r)
+static int thread_row(void *arg, const struct cli_thread_row *r)
 {
     struct plist *l = arg;
     fprintf(l->out, "%s{\"tid\":%" PRIu32 ",\"name\":", l->first ? "" : ",", r->tid);
@@ -125,11 +125,11 @@ static int thread_row(void *arg, const struct cli_proc_thread_row *r)
     return 0;
 }
 
-static int runtime_row(void *arg, uint32_t id, const char *name)
+static int runtime_row(void *arg, const struct cli_runtime_row *r)
 {
     struct plist *l = arg;
-    fprintf(l->out, "%s{\"id\":%" PRIu32 ",\"name\":", l->first ? "" : ",", id);
-    cli_json_str(l->out, name, strlen(name));
+    fprintf(l->out, "%s{\"id\":%" PRIu32 ",\"name\":", l->first ? "" : ",", r->runtime_id);
+    cli_json_str(l->out, r->name, strlen(r->name));
     fputc('}', l->out);
     l->first = false;
     return 0;
@@ -151,10 +151,10 @@ static int proc_row(void *arg, const struct cli_proc_row *r)
             ",\"lost\":%" PRIu64 ",\"segments\":%" PRIu64 ",\"threads\":[",
             r->first_ns, r->last_ns, r->records, r->lost, r->segments);
     struct plist sub = { .s = l->s, .out = o, .first = true };
-    int rc = cli_store_process_threads(l->s, r->id, thread_row, &sub);
+    int rc = cli_store_threads(l->s, 0, r->id, thread_row, &sub);
     fputs("],\"runtimes\":[", o);
     sub.first = true;
-    int rc2 = cli_store_process_runtimes(l->s, r->id, runtime_row, &sub);
+    int rc2 = cli_store_runtimes(l->s, 0, r->id, runtime_row, &sub);
     fputs("]}", o);
     l->first = false;
     if (rc < 0 || rc2 < 0)
@@ -787,7 +787,7 @@ static int ov_block(void *arg, const struct cli_block_stat *b)
     return 0;
 }
 
-static int ov_name(void *arg, const struct cli_proc_thread_row *r)
+static int ov_name(void *arg, const struct cli_thread_row *r)
 {
     struct overview *o = arg;
     for (uint32_t i = 0; i < o->nlanes; i++)
@@ -851,7 +851,7 @@ static int overview(struct cli_store *s, int64_t process_id, uint32_t pid, uint6
     if (rc >= 0 && o->err)
         rc = o->err;
     if (rc >= 0 && o->total > CLI_SERVE_SCAN_MAX) {
-        cli_store_process_threads(s, process_id, ov_name, o);
+        cli_store_threads(s, 0, process_id, ov_name, o);
         ov_print(o, pid, to, out);
         rc = 1;
     } else if (rc >= 0) {

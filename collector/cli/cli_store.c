@@ -268,25 +268,6 @@ int cli_store_processes(struct cli_store *s, uint32_t pid, uint64_t from, uint64
     return idx_read_processes_window(s->x, pid, from, to, proc_row, &l);
 }
 
-struct proc_thread_listing {
-    cli_proc_thread_fn fn;
-    void *arg;
-};
-
-static int proc_thread_row(void *arg, const struct idx_read_proc_thread *r)
-{
-    const struct proc_thread_listing *l = arg;
-    struct cli_proc_thread_row c = { .tid = r->tid, .ring = r->ring, .generation = r->generation,
-                                .name = r->name, .first_ns = r->first_ns, .last_ns = r->last_ns };
-    return l->fn(l->arg, &c);
-}
-
-int cli_store_process_threads(struct cli_store *s, int64_t process_id, cli_proc_thread_fn fn, void *arg)
-{
-    struct proc_thread_listing l = { .fn = fn, .arg = arg };
-    return idx_read_process_threads(s->x, process_id, proc_thread_row, &l);
-}
-
 struct bstat_listing {
     int (*fn)(void *arg, const struct cli_block_stat *b);
     void *arg;
@@ -305,12 +286,6 @@ int cli_store_block_stats(struct cli_store *s, int64_t process_id, uint64_t from
 {
     struct bstat_listing l = { .fn = fn, .arg = arg };
     return idx_read_block_stats(s->x, process_id, from, to, bstat_row, &l);
-}
-
-int cli_store_process_runtimes(struct cli_store *s, int64_t process_id,
-                       int (*fn)(void *arg, uint32_t id, const char *name), void *arg)
-{
-    return idx_read_process_runtimes(s->x, process_id, fn, arg);
 }
 
 static int seg_row(void *arg, const struct idx_read_segment *r)
@@ -343,10 +318,11 @@ static int thread_row(void *arg, const struct idx_read_thread *r)
     return l->thread_fn(l->arg, &c);
 }
 
-int cli_store_threads(struct cli_store *s, uint32_t pid, cli_thread_fn fn, void *arg)
+int cli_store_threads(struct cli_store *s, uint32_t pid, int64_t process_id, cli_thread_fn fn,
+                      void *arg)
 {
     struct listing l = { .thread_fn = fn, .arg = arg };
-    return idx_read_threads(s->x, pid, thread_row, &l);
+    return idx_read_threads(s->x, pid, process_id, thread_row, &l);
 }
 
 static int runtime_row(void *arg, const struct idx_read_runtime *r)
@@ -359,10 +335,11 @@ static int runtime_row(void *arg, const struct idx_read_runtime *r)
     return l->runtime_fn(l->arg, &c);
 }
 
-int cli_store_runtimes(struct cli_store *s, uint32_t pid, cli_runtime_fn fn, void *arg)
+int cli_store_runtimes(struct cli_store *s, uint32_t pid, int64_t process_id, cli_runtime_fn fn,
+                       void *arg)
 {
     struct listing l = { .runtime_fn = fn, .arg = arg };
-    return idx_read_runtimes(s->x, pid, runtime_row, &l);
+    return idx_read_runtimes(s->x, pid, process_id, runtime_row, &l);
 }
 
 /* ---- scan -------------------------------------------------------------------- */

@@ -101,20 +101,6 @@ typedef int (*cli_proc_fn)(void *arg, const struct cli_proc_row *r);
 int cli_store_processes(struct cli_store *s, uint32_t pid, uint64_t from, uint64_t to,
                         cli_proc_fn fn, void *arg);
 
-struct cli_proc_thread_row {
-    uint32_t tid, ring, generation;
-    const char *name;                   /* never NULL ("" when unknown) */
-    uint64_t first_ns, last_ns;
-};
-typedef int (*cli_proc_thread_fn)(void *arg, const struct cli_proc_thread_row *r);
-/* Threads (ring generations) of a process (processes.id), by tid. Same
- * contract as cli_store_processes. */
-int cli_store_process_threads(struct cli_store *s, int64_t process_id, cli_proc_thread_fn fn, void *arg);
-
-/* Runtimes (id, name) of a process (processes.id), by id. Same contract. */
-int cli_store_process_runtimes(struct cli_store *s, int64_t process_id,
-                       int (*fn)(void *arg, uint32_t id, const char *name), void *arg);
-
 /* DATA blocks of a process (processes.id) meeting [from, to], from the
  * index only (idx_read_block_stats): for overviews of windows too large to
  * scan. Same contract as cli_store_processes. */
@@ -146,8 +132,10 @@ struct cli_thread_row {
     bool ended;
 };
 typedef int (*cli_thread_fn)(void *arg, const struct cli_thread_row *r);
-/* Threads of pid (0 = all), by process then first_ns. Same return rules. */
-int cli_store_threads(struct cli_store *s, uint32_t pid, cli_thread_fn fn, void *arg);
+/* Threads (ring generations) of pid and of process_id (processes.id; 0 =
+ * any, for either), by process, tid, then first_ns. Same return rules. */
+int cli_store_threads(struct cli_store *s, uint32_t pid, int64_t process_id, cli_thread_fn fn,
+                      void *arg);
 
 struct cli_runtime_row {
     int64_t process_id;
@@ -155,8 +143,10 @@ struct cli_runtime_row {
     const char *name;                   /* never NULL */
 };
 typedef int (*cli_runtime_fn)(void *arg, const struct cli_runtime_row *r);
-/* Runtimes of pid (0 = all), by process then id. Same return rules. */
-int cli_store_runtimes(struct cli_store *s, uint32_t pid, cli_runtime_fn fn, void *arg);
+/* Runtimes of pid and of process_id (0 = any), by process then id. Same
+ * return rules. */
+int cli_store_runtimes(struct cli_store *s, uint32_t pid, int64_t process_id, cli_runtime_fn fn,
+                       void *arg);
 
 /* ---- record scan ----------------------------------------------------------- */
 struct cli_filter {

@@ -1262,11 +1262,11 @@ static int fill_listing(struct cur *c, uint64_t stack_want, bool stack_set)
         break;
     case K_THREADS:
         c->ncols = 8 + 1;
-        rc = cli_store_threads(v->s, c->f.pid, on_thread, c);
+        rc = cli_store_threads(v->s, c->f.pid, 0, on_thread, c);
         break;
     case K_RUNTIMES:
         c->ncols = 3 + 1;
-        rc = cli_store_runtimes(v->s, c->f.pid, on_runtime, c);
+        rc = cli_store_runtimes(v->s, c->f.pid, 0, on_runtime, c);
         break;
     case K_SEGMENTS:
         c->ncols = 9 + 1;
@@ -1374,7 +1374,7 @@ static int x_filter(sqlite3_vtab_cursor *cur, int idx_num, const char *idx_str, 
         c->f.tid = tid;
     if (c->rt_set && d->types) {
         struct rt_pids rp = { .name = c->rt_name };
-        if (cli_store_runtimes(v->ctx->s, c->f.pid, on_rt_pid, &rp) >= 0) {
+        if (cli_store_runtimes(v->ctx->s, c->f.pid, 0, on_rt_pid, &rp) >= 0) {
             if (rp.n == 0) {
                 c->eof = true;
                 return SQLITE_OK;

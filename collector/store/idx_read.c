@@ -399,54 +399,6 @@ int idx_read_block_stats(struct idx *x, int64_t process_id, uint64_t from, uint6
     return ret < 0 ? ret : n;
 }
 
-int idx_read_process_threads(struct idx *x, int64_t process_id,
-                     int (*fn)(void *arg, const struct idx_read_proc_thread *r), void *arg)
-{
-    sqlite3_stmt *st;
-    if (!x || !fn)
-        return -EINVAL;
-    int e = prep(x, "SELECT tid, ring, generation, name, first_ns, last_ns FROM threads "
-                 "WHERE process_id = ?1 ORDER BY tid, first_ns", &st);
-    if (e < 0)
-        return e;
-    sqlite3_bind_int64(st, 1, process_id);
-    int n = 0, ret = 0;
-    while (ret == 0 && sqlite3_step(st) == SQLITE_ROW) {
-        struct idx_read_proc_thread r = {
-            .tid = (uint32_t)sqlite3_column_int64(st, 0),
-            .ring = (uint32_t)sqlite3_column_int64(st, 1),
-            .generation = (uint32_t)sqlite3_column_int64(st, 2),
-            .name = col_text(st, 3),
-            .first_ns = (uint64_t)sqlite3_column_int64(st, 4),
-            .last_ns = (uint64_t)sqlite3_column_int64(st, 5),
-        };
-        n++;
-        ret = fn(arg, &r);
-    }
-    sqlite3_finalize(st);
-    return ret < 0 ? ret : n;
-}
-
-int idx_read_process_runtimes(struct idx *x, int64_t process_id,
-                      int (*fn)(void *arg, uint32_t id, const char *name), void *arg)
-{
-    sqlite3_stmt *st;
-    if (!x || !fn)
-        return -EINVAL;
-    int e = prep(x, "SELECT runtime_id, name FROM runtimes WHERE process_id = ?1 "
-                 "ORDER BY runtime_id", &st);
-    if (e < 0)
-        return e;
-    sqlite3_bind_int64(st, 1, process_id);
-    int n = 0, ret = 0;
-    while (ret == 0 && sqlite3_step(st) == SQLITE_ROW) {
-        n++;
-        ret = fn(arg, (uint32_t)sqlite3_column_int64(st, 0), col_text(st, 1));
-    }
-    sqlite3_finalize(st);
-    return ret < 0 ? ret : n;
-}
-
 int idx_read_process_segments(struct idx *x, int64_t process_id,
                          int (*fn)(void *arg, const char *path), void *arg)
 {
@@ -466,7 +418,7 @@ int idx_read_process_segments(struct idx *x, int64_t process_id,
     return ret < 0 ? ret : n;
 }
 
-int idx_read_threads(struct idx *x, uint32_t pid,
+int idx_read_threads(struct idx *x, uint32_t pid, int64_t process_id,
                      int (*fn)(void *arg, const struct idx_read_thread *r), void *arg)
 {
     sqlite3_stmt *st;
@@ -476,10 +428,12 @@ int idx_read_threads(struct idx *x, uint32_t pid,
         "SELECT t.process_id, p.pid, t.tid, t.ring, t.generation, t.name, t.first_ns, "
         "       t.last_ns, t.ended "
         "FROM threads t JOIN processes p ON p.id = t.process_id "
-        "WHERE (?1 = 0 OR p.pid = ?1) ORDER BY t.process_id, t.first_ns, t.id", &st);
+        "WHERE (?1 = 0 OR p.pid = ?1) AND (?2 = 0 OR t.process_id = ?2) "
+        "ORDER BY t.process_id, t.tid, t.first_ns, t.id", &st);
     if (rc < 0)
         return rc;
     sqlite3_bind_int64(st, 1, pid);
+    sqlite3_bind_int64(st, 2, process_id);
     int n = 0, ret = 0;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         struct idx_read_thread r = {
@@ -503,7 +457,7 @@ int idx_read_threads(struct idx *x, uint32_t pid,
     return ret < 0 ? ret : n;
 }
 
-int idx_read_runtimes(struct idx *x, uint32_t pid,
+int idx_read_runtimes(struct idx *x, uint32_t pid, int64_t process_id,
                       int (*fn)(void *arg, const struct idx_read_runtime *r), void *arg)
 {
     sqlite3_stmt *st;
@@ -512,10 +466,12 @@ int idx_read_runtimes(struct idx *x, uint32_t pid,
     int rc = prep(x,
         "SELECT r.process_id, p.pid, r.runtime_id, r.name "
         "FROM runtimes r JOIN processes p ON p.id = r.process_id "
-        "WHERE (?1 = 0 OR p.pid = ?1) ORDER BY r.process_id, r.runtime_id", &st);
+        "WHERE (?1 = 0 OR p.pid = ?1) AND (?2 = 0 OR r.process_id = ?2) "
+        "ORDER BY r.process_id, r.runtime_id", &st);
     if (rc < 0)
         return rc;
     sqlite3_bind_int64(st, 1, pid);
+    sqlite3_bind_int64(st, 2, process_id);
     int n = 0, ret = 0;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         struct idx_read_runtime r = {

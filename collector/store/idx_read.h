@@ -95,9 +95,10 @@ struct idx_read_thread {
     uint64_t first_ns, last_ns;         /* 0 = unknown */
     int ended;
 };
-/* Threads of pid (0 = all), by process then first_ns. Same contract as
+/* Threads (ring generations) of pid and of process_id (processes.id;
+ * 0 = any, for either), by process, tid, then first_ns. Same contract as
  * idx_read_processes_window. */
-int idx_read_threads(struct idx *x, uint32_t pid,
+int idx_read_threads(struct idx *x, uint32_t pid, int64_t process_id,
                      int (*fn)(void *arg, const struct idx_read_thread *r), void *arg);
 
 /* A runtimes row with its process's pid. */
@@ -106,8 +107,9 @@ struct idx_read_runtime {
     uint32_t pid, runtime_id;
     const char *name;                   /* never NULL */
 };
-/* Runtimes of pid (0 = all), by process then id. Same contract. */
-int idx_read_runtimes(struct idx *x, uint32_t pid,
+/* Runtimes of pid and of process_id (0 = any), by process then id. Same
+ * contract. */
+int idx_read_runtimes(struct idx *x, uint32_t pid, int64_t process_id,
                       int (*fn)(void *arg, const struct idx_read_runtime *r), void *arg);
 
 /* The DATA blocks that meet a window, by t_first (then segment, offset):
@@ -148,21 +150,6 @@ int idx_read_block_offsets(struct idx *x, uint64_t segment_id, uint16_t kind,
 /* Paths of a process's segments, newest first; fn as in idx_read_processes_window. */
 int idx_read_process_segments(struct idx *x, int64_t process_id,
                          int (*fn)(void *arg, const char *path), void *arg);
-
-/* A threads row: one ring generation of a process (a thread). */
-struct idx_read_proc_thread {
-    uint32_t tid, ring, generation;
-    const char *name;                   /* never NULL ("" when unknown) */
-    uint64_t first_ns, last_ns;
-};
-/* Threads of process_id by tid, then first_ns; fn as in
- * idx_read_processes_window. Returns the number of rows delivered, or -errno. */
-int idx_read_process_threads(struct idx *x, int64_t process_id,
-                     int (*fn)(void *arg, const struct idx_read_proc_thread *r), void *arg);
-
-/* Runtimes of process_id by id: fn(arg, runtime_id, name); same contract. */
-int idx_read_process_runtimes(struct idx *x, int64_t process_id,
-                      int (*fn)(void *arg, uint32_t id, const char *name), void *arg);
 
 /* threads.name of (process, ring, generation) / processes.comm into buf
  * ("" when unknown); 0, -ENOENT (no row), -EIO. */

@@ -38,7 +38,9 @@ WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototy
 CSTD     := -std=c11 -D_GNU_SOURCE
 OPT      ?= -O2 -g
 CPPFLAGS += -I. -I$(BUILD)/gen -DD9_VERSION=\"$(D9_VERSION)\"
-CFLAGS   += $(CSTD) $(OPT) $(WARN) -fPIC -pthread -fno-strict-aliasing
+CFLAGS   += $(CSTD) $(OPT) $(WARN) -fPIC -pthread -fno-strict-aliasing $(CFLAGS_EXTRA)
+# CFLAGS_EXTRA (compiling) and LDFLAGS (linking what is installed) are for
+# packagers: `make deb` passes dpkg-buildflags' hardening through them.
 LDLIBS_AGENT := -lzmq -lprotobuf-c -pthread
 LDLIBS_COL   := -lzmq -lprotobuf-c -lsqlite3 -lm -pthread
 # traced programs (demo, integration workloads): complete stacks for d9 flame
@@ -115,7 +117,7 @@ $(BUILD)/obj/%.o: %.c $(PROTO_H)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
 $(BUILD)/obj/proto/%.pb-c.o: $(BUILD)/gen/proto/%.pb-c.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CSTD) $(OPT) -fPIC $(VIS_HIDDEN) -w -c $< -o $@
+	$(CC) $(CPPFLAGS) $(CSTD) $(OPT) -fPIC $(CFLAGS_EXTRA) $(VIS_HIDDEN) -w -c $< -o $@
 $(BUILD)/san/%.o: %.c $(PROTO_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -MMD -MP -c $< -o $@
@@ -126,7 +128,7 @@ $(BUILD)/san/proto/%.pb-c.o: $(BUILD)/gen/proto/%.pb-c.c
 # ---- libraries and binaries ----------------------------------------------
 $(AGENT_SO): $(AGENT_OBJ) $(SHM_OBJ) $(PROTO_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) -shared -Wl,-soname,libd9agent.so.0 -o $@ $^ $(LDLIBS_AGENT)
+	$(CC) -shared $(LDFLAGS) -Wl,-soname,libd9agent.so.0 -o $@ $^ $(LDLIBS_AGENT)
 	ln -sf libd9agent.so $(dir $@)libd9agent.so.0
 $(AGENT_A): $(AGENT_OBJ) $(SHM_OBJ) $(PROTO_OBJ)
 	@mkdir -p $(dir $@)
@@ -139,10 +141,10 @@ $(STORE_A): $(STORE_OBJ) $(SHM_OBJ) $(PROTO_OBJ)
 	rm -f $@ && ar rcs $@ $^
 $(BUILD)/bin/d9collectd: $(BUILD)/obj/collector/daemon/d9collectd.o $(DAEMON_OBJ) $(CTL_OBJ) $(STORE_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_COL)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS_COL)
 $(BUILD)/bin/d9: $(BUILD)/obj/collector/cli/main.o $(CLI_OBJ) $(CTL_OBJ) $(CLI_PROTO_OBJ) $(STORE_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_CLI)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS_CLI)
 $(call obj,$(DEMO_SRC)): CFLAGS += $(FRAME_POINTERS)
 $(BUILD)/bin/d9demo: $(call obj,$(DEMO_SRC)) $(AGENT_A)
 	@mkdir -p $(dir $@)

@@ -22,12 +22,12 @@ all: $(UV_SO) $(UV_PRELOAD) $(BUILD)/lib/libd9uv.so.0
 # (the libd9agent.so rule also makes libd9agent.so.0, its soname, next to it)
 $(UV_SO): $(UV_LIB_OBJ) $(AGENT_SO)
 	@mkdir -p $(dir $@)
-	$(CC) -shared -Wl,-soname,libd9uv.so.0 -o $@ $(UV_LIB_OBJ) $(UV_LDLIBS) -Wl,-rpath,'$$ORIGIN'
+	$(CC) -shared $(LDFLAGS) -Wl,-soname,libd9uv.so.0 -o $@ $(UV_LIB_OBJ) $(UV_LDLIBS) -Wl,-rpath,'$$ORIGIN'
 $(BUILD)/lib/libd9uv.so.0: $(UV_SO)
 	ln -sf libd9uv.so $@
 $(UV_PRELOAD): $(UV_LIB_OBJ) $(BUILD)/obj/agent/uv/preload.o $(AGENT_SO)
 	@mkdir -p $(dir $@)
-	$(CC) -shared -Wl,-soname,libd9preload.so -o $@ $(UV_LIB_OBJ) $(BUILD)/obj/agent/uv/preload.o \
+	$(CC) -shared $(LDFLAGS) -Wl,-soname,libd9preload.so -o $@ $(UV_LIB_OBJ) $(BUILD)/obj/agent/uv/preload.o \
 	    $(UV_LDLIBS) -Wl,-rpath,'$$ORIGIN:$$ORIGIN/..'
 
 

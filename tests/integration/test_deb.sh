@@ -1,7 +1,8 @@
 #!/bin/sh
 # test_deb.sh — `make deb` as a Debian user meets it: lintian finds no error
-# in the five packages; dpkg -i installs them on this machine (as root,
-# without a running systemd: postinst only enables the unit); the installed
+# in the five packages; their programs and libraries are hardened; dpkg -i
+# installs them on this machine (as root, without a running systemd:
+# postinst only enables the unit); the installed
 # d9collectd, started by hand with the installed configuration, traces a
 # program built with pkg-config against the installed libd9agent-dev, and the
 # installed d9 reads it, and so is a plain libuv program under the installed
@@ -36,6 +37,19 @@ check "postinst enabled the unit" test -L /etc/systemd/system/multi-user.target.
 check "the unit is in place and starts the installed daemon" \
     grep -qx 'ExecStart=/usr/sbin/d9collectd --config /etc/dial9/d9collectd.conf' \
     /lib/systemd/system/d9collectd.service
+TRIPLET=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || cc -print-multiarch)
+# hardened FILE: built with Debian's hardening flags (make deb's own build):
+# full RELRO with immediate binding, stack protector, fortified libc calls
+hardened() {
+    readelf -lW "$1" | grep -q GNU_RELRO || { echo "$1: no RELRO"; return 1; }
+    readelf -d "$1" | grep -q 'FLAGS.*NOW' || { echo "$1: not bound now"; return 1; }
+    nm -D "$1" | grep -q ' U __stack_chk_fail' || { echo "$1: no stack protector"; return 1; }
+    nm -D "$1" | grep -q ' U __.*_chk@' || { echo "$1: no fortified call"; return 1; }
+}
+for f in /usr/sbin/d9collectd /usr/bin/d9 /usr/lib/$TRIPLET/libd9agent.so.0 \
+         /usr/lib/$TRIPLET/libd9uv.so.0 /usr/lib/$TRIPLET/d9/libd9preload.so; do
+    check "$f is hardened (RELRO, BIND_NOW, stack protector, fortify)" hardened "$f"
+done
 check "the libraries are in the linker cache (ldconfig trigger)" sh -c "ldconfig -p | grep -q 'libd9agent.so.0 ' && ldconfig -p | grep -q 'libd9uv.so.0 '"
 check "man finds the installed pages" sh -c "man -w d9 && man -w 8 d9collectd && man -w 3 libd9agent"
 
@@ -58,7 +72,6 @@ traced() {
     [ "$n" -ge 100 ] || { echo "poll_start events: $n"; return 1; }
 }
 check "a traced program is collected and queried with the installed d9" traced
-TRIPLET=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || cc -print-multiarch)
 uv_traced() {
     mkfifo "$T/hold"
     DIAL9_SHM_DIR="$T/shm" DIAL9_COLLECTOR="$EP" LD_PRELOAD="/usr/lib/$TRIPLET/d9/libd9preload.so" \

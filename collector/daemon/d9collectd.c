@@ -34,6 +34,7 @@
  * traced process or a control peer, or exit with data it could have sealed.
  */
 #include <errno.h>
+#include <grp.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
@@ -763,9 +764,32 @@ static void run(struct col_ctx *x)
     }
 }
 
+/* --store-group: a group name, else a number; "" is our effective group. */
+static int store_gid(const char *name, gid_t *gid, char *err, size_t errcap)
+{
+    if (!*name) {
+        *gid = getegid();
+        return 0;
+    }
+    struct group *g = getgrnam(name);
+    if (g) {
+        *gid = g->gr_gid;
+        return 0;
+    }
+    char *end;
+    errno = 0;
+    unsigned long v = strtoul(name, &end, 10);
+    if (*name >= '0' && *name <= '9' && !*end && !errno && v < (gid_t)-1) {
+        *gid = (gid_t)v;
+        return 0;
+    }
+    snprintf(err, errcap, "--store-group %s: no such group", name);
+    return -ENOENT;
+}
+
 /* Everything before the loop, in this order: the SIGBUS guard, the shm
  * directory, the store, its lock (before recovery: another collector's temp
- * files are live, not debris), recovery, the control endpoint, signals, the
+ * files are live, not debris), its group and modes, recovery, the control endpoint, signals, the
  * pidfile, the host clock calibration, discovery and the perf keeper. Each
  * failure is one error line. 0 or EXIT_RUNTIME. */
 static int start_up(struct col_ctx *x)
@@ -800,6 +824,13 @@ static int start_up(struct col_ctx *x)
         else
             col_err("cannot take the store lock %s/%s: %s", x->store.dir, FSCK_STORE_LOCK_FILE,
                     strerror(-x->store_lock));
+        storedir_close(&x->store);
+        return EXIT_RUNTIME;
+    }
+    gid_t gid;
+    if (store_gid(x->cfg.store_group, &gid, err, sizeof err) ||
+        storedir_secure(&x->store, gid, err, sizeof err)) {
+        col_err("%s", err);
         storedir_close(&x->store);
         return EXIT_RUNTIME;
     }

@@ -184,17 +184,17 @@ int storedir_secure(struct storedir *s, gid_t gid, char *err, size_t errcap)
             fstatat(dfd, de->d_name, &fs, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(fs.st_mode) ||
             fs.st_uid != geteuid())
             continue;       /* not ours: left alone */
-        /* O_PATH-free and link-safe: open without following, then f* calls */
-        int fd = openat(dfd, de->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY |
-                        O_CLOEXEC);
-        if (fd < 0)
-            continue;
-        if (fstat(fd, &fs) == 0 && S_ISREG(fs.st_mode) &&
-            ((fs.st_gid != gid && fchown(fd, (uid_t)-1, gid) != 0) ||
-             ((fs.st_mode & 07777) != STOREDIR_FILE_MODE && fchmod(fd, STOREDIR_FILE_MODE) != 0)))
+        /* by name, never through a file descriptor: closing any descriptor
+         * of a file drops every fcntl lock this process holds on it, SQLite's
+         * on the index among them. The name cannot be swapped for a link
+         * between the check and the change: the directory is ours and 2750
+         * by now, nobody else may create or rename in it. */
+        if ((fs.st_gid != gid &&
+             fchownat(dfd, de->d_name, (uid_t)-1, gid, AT_SYMLINK_NOFOLLOW) != 0) ||
+            ((fs.st_mode & 07777) != STOREDIR_FILE_MODE &&
+             fchmodat(dfd, de->d_name, STOREDIR_FILE_MODE, 0) != 0))
             col_warn("store %s: cannot give %s to group %u (mode 0%o): %s", s->dir,
                      de->d_name, (unsigned)gid, STOREDIR_FILE_MODE, strerror(errno));
-        close(fd);
     }
     closedir(d);
     close(dfd);

@@ -74,7 +74,9 @@ int storedir_open(struct storedir *s, const char *dir, uint64_t cap_bytes,
  * -shm, .lock, segments and temp segments; regular files owned by our euid,
  * never followed through a link) gid and STOREDIR_FILE_MODE, so a store
  * created before this rule, or for another group, is private again.
- * A directory owned by another uid is left as it is (one warning).
+ * A directory owned by another uid is left as it is (one warning). Never
+ * opens those files: the index may be open (closing a descriptor of a file
+ * drops the process's fcntl locks on it, SQLite's too).
  * 0, or -errno with err holding one line (a non-root collector may only
  * use a group it is a member of: -EPERM). */
 int storedir_secure(struct storedir *s, gid_t gid, char *err, size_t errcap);

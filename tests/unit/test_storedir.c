@@ -466,6 +466,32 @@ static void securing_for_a_foreign_group_fails_with_one_line(void **state)
     }
 }
 
+/* Securing the store while its index is open must not drop SQLite's locks
+ * (closing any descriptor of a file drops the process's fcntl locks on
+ * it): another connection that closes must still see a live writer and
+ * leave the -wal and -shm in place. */
+static void securing_the_store_keeps_the_open_index_s_locks(void **state)
+{
+    struct fx *fx = *state;
+    char err[256], p[512];
+    process_row(fx);                            /* something in the WAL */
+    assert_int_equal(storedir_secure(&fx->st, getegid(), err, sizeof err), 0);
+    if (system("command -v sqlite3 >/dev/null 2>&1") != 0) {
+        skip();                                 /* the other connection is sqlite3's CLI */
+        return;
+    }
+    /* another program (not a fork: that would share this process's SQLite
+     * state): on close it checkpoints and deletes the WAL if it believes
+     * itself the last connection, and our later writes go to a deleted file */
+    snprintf(p, sizeof p, "sqlite3 '%s/index.sqlite' 'SELECT count(*) FROM processes' "
+             ">/dev/null", fx->dir);
+    assert_int_equal(system(p), 0);
+    snprintf(p, sizeof p, "%s/index.sqlite-wal", fx->dir);
+    assert_int_equal(access(p, F_OK), 0);
+    snprintf(p, sizeof p, "%s/index.sqlite-shm", fx->dir);
+    assert_int_equal(access(p, F_OK), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -483,6 +509,7 @@ int main(void)
         cmocka_unit_test(a_new_store_is_private_to_its_user_and_group),
         cmocka_unit_test_setup_teardown(securing_a_store_tightens_its_directory_and_files_for_the_group, setup, teardown),
         cmocka_unit_test_setup_teardown(securing_for_a_foreign_group_fails_with_one_line, setup, teardown),
+        cmocka_unit_test_setup_teardown(securing_the_store_keeps_the_open_index_s_locks, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

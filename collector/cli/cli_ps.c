@@ -5,9 +5,14 @@
  *
  * Called by main.c. Reads the index only (no segment file is opened).
  * Never writes the store; strings from the index are escaped on output.
+ * Stored times are claims (segments written before the drain clamped
+ * stamps, or a hostile writer): one the process cannot have recorded is
+ * shown as '?' (null in jsonl), and so is a SPAN that ends before it starts.
  */
 #include <getopt.h>
 #include <inttypes.h>
+#include <time.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +35,10 @@ static const char usage[] =
 "    wall-clock time when the store knows its boot time), SPAN between them,\n"
 "    RECORDS stored, LOST (records dropped, whatever the cause; d9 events\n"
 "    says which), segment files and their total size.\n"
+"    A time the process cannot have recorded (before it started, after now,\n"
+"    at or before boot) is shown as '?' (null in jsonl), and so is a SPAN\n"
+"    that would end before it starts: such times come from stores written\n"
+"    by older collectors or from damaged or forged files (d9 fsck).\n"
 "    With a window, only processes active during it are listed.\n"
 "\n"
 "OPTIONS\n"
@@ -44,6 +53,10 @@ CLI_HELP_WINDOW "\n" CLI_HELP_COMMON "\n"
 "\n"
 CLI_HELP_EXIT;
 
+/* How far after this reader's clock a stored stamp may lie (the
+ * collector's clock read and calibration error, with room to spare). */
+#define PS_TS_SLACK_NS 1000000000ull
+
 struct ps_ctx {
     struct cli_args *a;
     struct cli_store *s;
@@ -51,8 +64,47 @@ struct ps_ctx {
     size_t why_len, why_cap;
     int64_t boot;
     bool wall;
+    bool live;                          /* the store is of this boot */
+    uint64_t now_mono, now_wall;        /* when ps started */
+    uint64_t suspended;                 /* CLOCK_BOOTTIME - CLOCK_MONOTONIC now */
+    uint64_t tick;                      /* ns per clock tick (process start times) */
     unsigned rows;
 };
+
+static uint64_t clock_ns(clockid_t c)
+{
+    struct timespec ts;
+    if (clock_gettime(c, &ts) != 0)
+        return 0;
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* A stored time the process can have recorded: not 0 (unknown), a
+ * monotonic time after boot (below 2^63: no negative INT), and the drain's
+ * bounds (drain.h) as far as this reader can know them: on a store of this
+ * boot not before the process started (its start in clock ticks, less a
+ * tick, a millisecond and the time the host was suspended) nor after now;
+ * on any store whose boot wall time is known, not after the wall clock. */
+static bool ps_time_ok(const struct ps_ctx *c, const struct cli_proc_row *r, uint64_t t)
+{
+    if (t == 0 || t > (uint64_t)INT64_MAX)
+        return false;
+    if (c->live) {
+        if (t > c->now_mono + PS_TS_SLACK_NS)
+            return false;
+        if (c->tick && r->start_time && r->start_time <= UINT64_MAX / c->tick) {
+            uint64_t start = r->start_time * c->tick, margin = c->suspended + c->tick + 1000000u;
+            if (start > margin && t < start - margin)
+                return false;
+        }
+    }
+    if (c->wall && c->now_wall) {
+        int64_t w = c->boot + (int64_t)t;       /* both below 2^63 */
+        if (w > 0 && (uint64_t)w > c->now_wall + PS_TS_SLACK_NS)
+            return false;
+    }
+    return true;
+}
 
 /* exited(CODE); crashed(SIGNAL): a crash's exit_code is the signal number */
 static void state_text(const struct cli_proc_row *r, char *buf, size_t cap)
@@ -69,6 +121,15 @@ static void state_text(const struct cli_proc_row *r, char *buf, size_t cap)
         snprintf(buf, cap, "%s", *r->state ? r->state : "?");
 }
 
+/* v, or null when it is impossible */
+static void ps_json_u64(uint64_t v, bool impossible)
+{
+    if (impossible)
+        fputs("null", stdout);
+    else
+        printf("%" PRIu64, v);
+}
+
 static int ps_row(void *arg, const struct cli_proc_row *r)
 {
     struct ps_ctx *c = arg;
@@ -78,15 +139,19 @@ static int ps_row(void *arg, const struct cli_proc_row *r)
      * for a process that recorded nothing */
     uint64_t first = r->rec_first_ns ? r->rec_first_ns : r->first_ns;
     uint64_t last = r->rec_last_ns ? r->rec_last_ns : r->last_ns;
-    if (first)
+    bool first_ok = ps_time_ok(c, r, first), last_ok = ps_time_ok(c, r, last);
+    if (first_ok)
         cli_fmt_time(first, c->boot, c->wall, 3, true, t0, sizeof t0);
     else
-        snprintf(t0, sizeof t0, "-");       /* unknown */
-    if (last)
+        snprintf(t0, sizeof t0, "%s", first ? "?" : "-");   /* impossible; unknown */
+    if (last_ok)
         cli_fmt_time(last, c->boot, c->wall, 3, true, t1, sizeof t1);
     else
-        snprintf(t1, sizeof t1, "-");
-    uint64_t span = last > first ? last - first : 0;
+        snprintf(t1, sizeof t1, "%s", last ? "?" : "-");
+    /* a span needs both ends, in order (one record: 0) */
+    bool span_ok = first_ok && last_ok && last >= first;
+    bool span_bad = first && last && !span_ok;      /* else unknown (0) or fine */
+    uint64_t span = span_ok ? last - first : 0;
     struct cli_drops d = { 0 };
     char why[160] = "none";
     if ((r->lost || c->a->format == CLI_FMT_JSONL) && cli_store_drops(c->s, r->id, 0, 0,
@@ -102,10 +167,14 @@ static int ps_row(void *arg, const struct cli_proc_row *r)
         cli_json_str(stdout, r->state, strlen(r->state));
         if (r->has_exit_code)
             printf(",\"exit_code\":%" PRId64, r->exit_code);
-        printf(",\"first_ns\":%" PRIu64 ",\"last_ns\":%" PRIu64 ",\"span_ns\":%" PRIu64
-               ",\"records\":%" PRIu64 ",\"lost\":%" PRIu64 ",\"segments\":%" PRIu64
-               ",\"bytes\":%" PRIu64,
-               first, last, span, r->records, r->lost, r->segments, r->bytes);
+        fputs(",\"first_ns\":", stdout);
+        ps_json_u64(first, first && !first_ok);
+        fputs(",\"last_ns\":", stdout);
+        ps_json_u64(last, last && !last_ok);
+        fputs(",\"span_ns\":", stdout);
+        ps_json_u64(span, span_bad);
+        printf(",\"records\":%" PRIu64 ",\"lost\":%" PRIu64 ",\"segments\":%" PRIu64
+               ",\"bytes\":%" PRIu64, r->records, r->lost, r->segments, r->bytes);
         printf(",\"lost_full\":%" PRIu64 ",\"lost_mismatch\":%" PRIu64 ",\"lost_too_big\":%"
                PRIu64 ",\"lost_no_ring\":%" PRIu64 "}\n", d.full, d.mismatch, d.too_big,
                d.no_ring);
@@ -120,7 +189,7 @@ static int ps_row(void *arg, const struct cli_proc_row *r)
         cli_text_str(stdout, comm, strlen(comm), false);
         printf("%*s %-13s %-23s %-23s %9s %10" PRIu64 " %8" PRIu64 " %4" PRIu64 " %10s\n",
                16 - (int)strlen(comm), "", st, t0, t1,
-               cli_fmt_dur(span, dur, sizeof dur), r->records, r->lost, r->segments,
+               span_bad ? "?" : cli_fmt_dur(span, dur, sizeof dur), r->records, r->lost, r->segments,
                cli_fmt_bytes(r->bytes, b, sizeof b));
         if (r->lost || d.no_ring) {
             char line[256];
@@ -157,6 +226,13 @@ CLI_DECLARE_CMD(ps)
         return rc;
     struct ps_ctx c = { .a = &a, .s = s };
     c.wall = cli_store_wall(s, &c.boot);
+    c.live = cli_store_live(s);
+    c.now_mono = clock_ns(CLOCK_MONOTONIC);
+    c.now_wall = clock_ns(CLOCK_REALTIME);
+    uint64_t boottime = clock_ns(CLOCK_BOOTTIME);
+    c.suspended = boottime > c.now_mono ? boottime - c.now_mono : 0;
+    long hz = sysconf(_SC_CLK_TCK);
+    c.tick = hz > 0 ? 1000000000u / (uint64_t)hz : 0;
     uint64_t from, to;
     cli_store_window_resolve(s, &a.win, a.pid, &from, &to);
     int n = cli_store_processes(s, a.pid, from, to, ps_row, &c);

@@ -31,6 +31,9 @@ static const char usage[] =
 "    then one line per traced process: PID, COMM, STATE, RECORDS, BYTES\n"
 "    written, LAG (bytes in its rings not drained yet), LOST, rings in use,\n"
 "    threads without a ring (untraced) and the CPU sampler in use.\n"
+"    The collector knows who asks (the kernel's credentials of the ipc://\n"
+"    connection): root sees every traced process, any other user only its\n"
+"    own (a 'view' line says so); the totals are the collector's.\n"
 "    The collector must answer within 2 seconds.\n"
 "\n"
 "OPTIONS\n"
@@ -96,6 +99,8 @@ static void print_json(const D9__CollectorStatus *cs, bool rings)
            cs->store_bytes, cs->quarantined_rings, cs->rejected_regions, cs->write_errors,
            cs->dropped_records);
     printf(",\"writes_failing\":%s", cs->writes_failing ? "true" : "false");
+    printf(",\"own_only\":%s,\"caller_uid\":%" PRIu32 ",\"caller_unknown\":%s",
+           cs->own_only ? "true" : "false", cs->caller_uid, cs->caller_unknown ? "true" : "false");
     jstr("write_error", cs->writes_failing ? cs->write_error : "", true);
     fputs(",\"processes\":[", stdout);
     for (size_t i = 0; i < cs->n_processes; i++) {
@@ -149,8 +154,14 @@ static void print_text(const D9__CollectorStatus *cs, bool rings)
            " not persisted by the collector\n", cs->lost, cs->dropped_records);
     printf("problems   %" PRIu64 " quarantined rings, %" PRIu64 " rejected regions, %" PRIu64
            " write errors\n", cs->quarantined_rings, cs->rejected_regions, cs->write_errors);
+    if (cs->caller_unknown)
+        printf("view       no processes: the collector cannot tell who is asking (not an "
+               "ipc:// endpoint)\n");
+    else if (cs->own_only)
+        printf("view       only the processes of uid %" PRIu32 " (root sees all)\n",
+               cs->caller_uid);
     if (cs->n_processes == 0) {
-        printf("no traced processes\n");
+        printf("no traced processes%s\n", cs->own_only ? " of yours" : "");
         return;
     }
     printf("\n%-8s %-16s %-11s %10s %10s %10s %8s %5s %8s %s\n", "PID", "COMM", "STATE",

@@ -17,6 +17,7 @@
  * blocks that overlap in time, never by file size.
  */
 #include <errno.h>
+#include <grp.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
@@ -98,14 +99,27 @@ int cli_store_open(struct cli_store **out, const char *dir, char *why, size_t wh
         snprintf(why, whycap, "store %s: not a directory", dir);
         return -ENOTDIR;
     }
+    struct stat dsb = sb;
     if (snprintf(path, sizeof path, "%s/%s", dir, IDX_FILE_NAME) >= (int)sizeof path) {
         snprintf(why, whycap, "store %s: path too long", dir);
         return -ENAMETOOLONG;
     }
-    if (stat(path, &sb) < 0) {
+    if (stat(path, &sb) < 0 || access(path, R_OK) != 0) {
         int e = errno;
-        snprintf(why, whycap, "%s: %s (no index: is %s a d9 store? the collector creates it)",
-                 path, strerror(e), dir);
+        if (e == EACCES) {
+            struct group *g = getgrgid(dsb.st_gid);
+            char gname[64];
+            if (g && g->gr_name)
+                snprintf(gname, sizeof gname, "'%s'", g->gr_name);
+            else
+                snprintf(gname, sizeof gname, "%u", (unsigned)dsb.st_gid);
+            snprintf(why, whycap, "store %s: permission denied: a store is readable only by "
+                     "the collector's user and the members of its group %s (d9collectd "
+                     "--store-group)", dir, gname);
+        } else {
+            snprintf(why, whycap, "%s: %s (no index: is %s a d9 store? the collector "
+                     "creates it)", path, strerror(e), dir);
+        }
         return -e;
     }
     struct cli_store *s = calloc(1, sizeof *s);

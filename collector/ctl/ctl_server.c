@@ -108,7 +108,7 @@ int ctl_server_open(struct ctl_server *c, const char *endpoint, char *err, size_
         c->ipc_dev = (uint64_t)bst.st_dev;
         c->ipc_ino = (uint64_t)bst.st_ino;
     }
-    if (c->ipc_path[0] && chmod(c->ipc_path, 0777) != 0)
+    if (c->ipc_path[0] && chmod(c->ipc_path, CTL_SERVER_SOCK_MODE) != 0)
         col_warn("cannot make %s connectable by every user: %s", c->ipc_path, strerror(errno));
     size_t fl = sizeof c->fd;
     if (zmq_getsockopt(c->sock, ZMQ_FD, &c->fd, &fl) != 0) {
@@ -139,6 +139,66 @@ void ctl_server_unlink(struct ctl_server *c)
         (uint64_t)st.st_ino == c->ipc_ino)
         unlink(c->ipc_path);
     c->ipc_ino = 0;
+}
+
+/* One decimal field of at most 32 bits in [s, e): 0 or -EINVAL. */
+static int field_u32(const char *s, const char *e, uint32_t *out)
+{
+    uint64_t v = 0;
+    if (s == e)
+        return -EINVAL;
+    for (const char *p = s; p < e; p++) {
+        if (*p < '0' || *p > '9')
+            return -EINVAL;
+        v = v * 10 + (uint64_t)(*p - '0');
+        if (v > UINT32_MAX)
+            return -EINVAL;
+    }
+    *out = (uint32_t)v;
+    return 0;
+}
+
+int ctl_server_peer_cred(const char *peer_address, uint32_t *uid, uint32_t *pid)
+{
+    if (!peer_address)
+        return -EINVAL;
+    /* the last three ':'-separated fields, read from the right */
+    const char *end = peer_address + strlen(peer_address), *cut[4];
+    cut[0] = end;
+    for (int i = 1; i < 4; i++) {
+        const char *p = cut[i - 1];
+        while (p > peer_address && p[-1] != ':')
+            p--;
+        if (p == peer_address)
+            return -EINVAL;     /* fewer than three separators */
+        cut[i] = p - 1;         /* the ':' before field 3 - i */
+    }
+    uint32_t u, g, pd;
+    if (field_u32(cut[3] + 1, cut[2], &u) || field_u32(cut[2] + 1, cut[1], &g) ||
+        field_u32(cut[1] + 1, cut[0], &pd))
+        return -EINVAL;
+    *uid = u;
+    *pid = pd;
+    return 0;
+}
+
+int ctl_server_may_see(const struct ctl_server_msg *m, uint32_t owner_uid)
+{
+    return m->cred_known && (m->uid == 0 || m->uid == owner_uid);
+}
+
+/* The sender's credentials: the kernel's, through libzmq, on ipc:// only
+ * (a TCP peer's address is an IP address, IPv6 ones have colons too). */
+static void peer_cred(const struct ctl_server *c, zmq_msg_t *frame, struct ctl_server_msg *m)
+{
+    m->cred_known = 0;
+    m->uid = m->pid = 0;
+    if (!c->ipc_path[0])
+        return;
+    if (ctl_server_peer_cred(zmq_msg_gets(frame, "Peer-Address"), &m->uid, &m->pid) == 0)
+        m->cred_known = 1;
+    else
+        m->uid = m->pid = 0;
 }
 
 static void malformed(struct ctl_server *c, const char *why, size_t nframes)
@@ -197,6 +257,7 @@ int ctl_server_recv(struct ctl_server *c, struct ctl_server_msg *m)
             m->ident_len = zmq_msg_size(&frames[0]);
             memcpy(m->ident, zmq_msg_data(&frames[0]), m->ident_len);
             m->req = req;
+            peer_cred(c, &frames[2], m);
             c->requests++;
         } else if (req) {
             d9__request__free_unpacked(req, NULL);

@@ -39,6 +39,7 @@ static const struct opt opts[] = {
     { "endpoint",        OPT_STR,   OFF(endpoint),        0, 0, NULL, NULL },
     { "shm-dir",         OPT_STR,   OFF(shm_dir),         0, 0, NULL, NULL },
     { "pidfile",         OPT_STR,   OFF(pidfile),         0, 0, NULL, NULL },
+    { "store-group",     OPT_STR,   OFF(store_group),     0, 0, NULL, NULL },
     { "segment-mb",      OPT_U32,   OFF(segment_mb),      1, CONFIG_SEGMENT_MB_MAX, NULL, NULL },
     { "segment-seconds", OPT_U32,   OFF(segment_seconds), 1, CONFIG_SEGMENT_SECONDS_MAX, NULL, NULL },
     { "store-mb",        OPT_U32,   OFF(store_mb),        1, CONFIG_STORE_MB_MAX, NULL, NULL },
@@ -454,11 +455,22 @@ void config_usage(FILE *f, const char *prog)
 "        Store directory for segment files and index.sqlite; created if\n"
 "        missing. Default: " PATHS_STORE_ROOT " when run as root,\n"
 "        otherwise " PATHS_STORE_USER ".\n"
+"    --store-group GROUP\n"
+"        Group (name or number) whose members may read the store: the\n"
+"        directory is made mode 2750 with that group, its files 0640, so\n"
+"        only the collector's user and the group's members read traces\n"
+"        (process names, exe paths, thread names, events). Applied at\n"
+"        every start, to a store of ours created before too. Default: the\n"
+"        collector's own group (root's for the root collector: root only).\n"
 "    --endpoint ENDPOINT\n"
 "        ZeroMQ endpoint of the control socket (agents announce themselves,\n"
 "        d9 asks for status and flushes). For ipc:// endpoints the directory\n"
 "        is created (mode 0755) and the socket is made connectable by every\n"
-"        local user. Default: " PATHS_ENDPOINT_ROOT " as root,\n"
+"        local user (mode 0666): the collector asks the kernel who is on\n"
+"        the other end, and shows a user other than root only its own\n"
+"        processes in d9 status and lets it flush only those; a caller it\n"
+"        cannot identify (a tcp:// endpoint) sees and flushes none.\n"
+"        Default: " PATHS_ENDPOINT_ROOT " as root,\n"
 "        otherwise ipc://$XDG_RUNTIME_DIR" PATHS_ENDPOINT_SUBPATH "\n"
 "        (ipc:///tmp/dial9-UID/collector.sock without XDG_RUNTIME_DIR).\n"
 "    --shm-dir DIR\n"

@@ -65,6 +65,7 @@ struct config {
     char shm_dir[CONFIG_PATH_MAX];
     char pidfile[CONFIG_PATH_MAX];     /* "" = none */
     char config_file[CONFIG_PATH_MAX]; /* "" = none */
+    char store_group[CONFIG_PATH_MAX]; /* --store-group: name or gid, "" = our egid */
     uint32_t segment_mb;
     uint32_t segment_seconds;
     uint32_t store_mb;

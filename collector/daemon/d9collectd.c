@@ -34,6 +34,7 @@
  * traced process or a control peer, or exit with data it could have sealed.
  */
 #include <errno.h>
+#include <grp.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
@@ -415,9 +416,12 @@ static uint64_t count_segments(struct col_ctx *x)
     return n;
 }
 
-static void handle_status(struct col_ctx *x, const D9__StatusRequest *sr, D9__Reply *rep,
-                          D9__CollectorStatus *cs)
+/* The caller's view (ctl_server_may_see): root every process, a user its
+ * own, a caller without credentials none; the collector's totals for all. */
+static void handle_status(struct col_ctx *x, const struct ctl_server_msg *m,
+                          D9__Reply *rep, D9__CollectorStatus *cs, char *msg, size_t cap)
 {
+    const D9__StatusRequest *sr = m->req->status;
     d9__collector_status__init(cs);
     cs->pid = (uint32_t)getpid();
     cs->version = (char *)D9_VERSION;
@@ -444,14 +448,22 @@ static void handle_status(struct col_ctx *x, const D9__StatusRequest *sr, D9__Re
     cs->writes_failing = x->store.failing != 0;
     if (x->store.failing)
         cs->write_error = (char *)strerror(-x->store.last_error);
+    cs->caller_unknown = !m->cred_known;
+    cs->own_only = !m->cred_known || m->uid != 0;
+    cs->caller_uid = m->uid;
     cs->processes = n ? calloc(n, sizeof *cs->processes) : NULL;
     if (n && !cs->processes) {
         rep->error = -ENOMEM;
         return;
     }
+    int hidden = 0;
     for (struct proc *p = x->procs; p; p = p->next) {
         if (sr->pid && p->pid != sr->pid)
             continue;
+        if (!ctl_server_may_see(m, p->uid)) {
+            hidden++;
+            continue;
+        }
         D9__ProcessStatus *ps = calloc(1, sizeof *ps);
         if (!ps) {
             rep->error = -ENOMEM;
@@ -465,8 +477,16 @@ static void handle_status(struct col_ctx *x, const D9__StatusRequest *sr, D9__Re
         cs->lost += ps->lost - p->lost;     /* drops the rings counted since the last pass */
     }
     if (sr->pid && cs->n_processes == 0) {
-        rep->error = -ESRCH;
-        rep->message = (char *)"no such traced process";
+        rep->error = hidden ? -EPERM : -ESRCH;
+        if (hidden && !m->cred_known)
+            snprintf(msg, cap, "pid %u: the collector cannot tell who is asking (not an "
+                     "ipc:// endpoint), so it shows no process", sr->pid);
+        else if (hidden)
+            snprintf(msg, cap, "pid %u belongs to another user: uid %u sees only its own "
+                     "processes", sr->pid, m->uid);
+        else
+            snprintf(msg, cap, "no such traced process");
+        rep->message = msg;
     }
     rep->status = cs;
 }
@@ -480,15 +500,21 @@ static void free_status(D9__CollectorStatus *cs)
     free(cs->processes);
 }
 
-static void handle_flush(struct col_ctx *x, const D9__Flush *f, D9__Reply *rep, char *msg,
-                         size_t cap)
+/* Only the processes the caller may see (ctl_server_may_see) are flushed. */
+static void handle_flush(struct col_ctx *x, const struct ctl_server_msg *m, D9__Reply *rep,
+                         char *msg, size_t cap)
 {
+    const D9__Flush *f = m->req->flush;
     /* pick up regions and exits first, so "flush after the workload ran" sees them */
     scan(x);
-    int failed = 0, n = 0;
+    int failed = 0, n = 0, hidden = 0;
     for (struct proc *p = x->procs; p; p = p->next) {
         if (f->pid && p->pid != f->pid)
             continue;
+        if (!ctl_server_may_see(m, p->uid)) {
+            hidden++;
+            continue;
+        }
         n++;
         if (!p->ended && flush_proc(x, p))
             failed++;
@@ -496,7 +522,7 @@ static void handle_flush(struct col_ctx *x, const D9__Flush *f, D9__Reply *rep, 
     struct proc *p = x->procs;
     while (p) {
         struct proc *next = p->next;
-        if (p->ended && (!f->pid || p->pid == f->pid)) {
+        if (p->ended && (!f->pid || p->pid == f->pid) && ctl_server_may_see(m, p->uid)) {
             if (proc_finish(p, &x->store) == 0)
                 retire(x, p);
             else
@@ -504,7 +530,15 @@ static void handle_flush(struct col_ctx *x, const D9__Flush *f, D9__Reply *rep, 
         }
         p = next;
     }
-    if (f->pid && n == 0) {
+    if (!m->cred_known) {
+        rep->error = -EPERM;
+        snprintf(msg, cap, "the collector cannot tell who is asking (not an ipc:// endpoint): "
+                 "nothing flushed");
+    } else if (f->pid && n == 0 && hidden) {
+        rep->error = -EPERM;
+        snprintf(msg, cap, "pid %u belongs to another user: uid %u may flush only its own "
+                 "processes", f->pid, m->uid);
+    } else if (f->pid && n == 0) {
         rep->error = -ESRCH;
         snprintf(msg, cap, "pid %u is not traced by this collector", f->pid);
     } else if (failed) {
@@ -512,15 +546,20 @@ static void handle_flush(struct col_ctx *x, const D9__Flush *f, D9__Reply *rep, 
         snprintf(msg, cap, "%d of %d processes could not be flushed (store write errors; "
                  "see the collector log)", failed, n);
     } else {
-        snprintf(msg, cap, "flushed %d process%s", n, n == 1 ? "" : "es");
+        char only[64] = "";
+        if (m->uid != 0 && !f->pid)
+            snprintf(only, sizeof only, " of uid %u (a user flushes only its own)", m->uid);
+        snprintf(msg, cap, "flushed %d process%s%s", n, n == 1 ? "" : "es", only);
     }
     rep->message = msg;
 }
 
-static void handle_goodbye(struct col_ctx *x, const D9__Goodbye *g)
+static void handle_goodbye(struct col_ctx *x, const struct ctl_server_msg *m)
 {
+    const D9__Goodbye *g = m->req->goodbye;
     struct proc *p = find_proc(x, g->pid);
-    if (!p || p->start_time != g->start_time || p->ended)
+    /* only the owner (or root) says goodbye for a process */
+    if (!p || p->start_time != g->start_time || p->ended || !ctl_server_may_see(m, p->uid))
         return;
     /* a claim, not a fact: believe it only if the region says CLOSED or the
      * process is gone */
@@ -558,13 +597,13 @@ static void control(struct col_ctx *x)
             handle_hello(x, m.req->hello);
             break;
         case D9__REQUEST__BODY_GOODBYE:
-            handle_goodbye(x, m.req->goodbye);
+            handle_goodbye(x, &m);
             break;
         case D9__REQUEST__BODY_FLUSH:
-            handle_flush(x, m.req->flush, &rep, msg, sizeof msg);
+            handle_flush(x, &m, &rep, msg, sizeof msg);
             break;
         case D9__REQUEST__BODY_STATUS:
-            handle_status(x, m.req->status, &rep, &cs);
+            handle_status(x, &m, &rep, &cs, msg, sizeof msg);
             have_status = 1;
             break;
         default:
@@ -725,9 +764,32 @@ static void run(struct col_ctx *x)
     }
 }
 
+/* --store-group: a group name, else a number; "" is our effective group. */
+static int store_gid(const char *name, gid_t *gid, char *err, size_t errcap)
+{
+    if (!*name) {
+        *gid = getegid();
+        return 0;
+    }
+    struct group *g = getgrnam(name);
+    if (g) {
+        *gid = g->gr_gid;
+        return 0;
+    }
+    char *end;
+    errno = 0;
+    unsigned long v = strtoul(name, &end, 10);
+    if (*name >= '0' && *name <= '9' && !*end && !errno && v < (gid_t)-1) {
+        *gid = (gid_t)v;
+        return 0;
+    }
+    snprintf(err, errcap, "--store-group %s: no such group", name);
+    return -ENOENT;
+}
+
 /* Everything before the loop, in this order: the SIGBUS guard, the shm
  * directory, the store, its lock (before recovery: another collector's temp
- * files are live, not debris), recovery, the control endpoint, signals, the
+ * files are live, not debris), its group and modes, recovery, the control endpoint, signals, the
  * pidfile, the host clock calibration, discovery and the perf keeper. Each
  * failure is one error line. 0 or EXIT_RUNTIME. */
 static int start_up(struct col_ctx *x)
@@ -762,6 +824,13 @@ static int start_up(struct col_ctx *x)
         else
             col_err("cannot take the store lock %s/%s: %s", x->store.dir, FSCK_STORE_LOCK_FILE,
                     strerror(-x->store_lock));
+        storedir_close(&x->store);
+        return EXIT_RUNTIME;
+    }
+    gid_t gid;
+    if (store_gid(x->cfg.store_group, &gid, err, sizeof err) ||
+        storedir_secure(&x->store, gid, err, sizeof err)) {
+        col_err("%s", err);
         storedir_close(&x->store);
         return EXIT_RUNTIME;
     }

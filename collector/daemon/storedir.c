@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "collector/store/fsck.h"
 #include "collector/store/idx.h"
 #include "collector/store/idx_read.h"
 #include "collector/store/seg_reader.h"
@@ -19,20 +20,24 @@
 #include "collector/daemon/storedir.h"
 #include "shm/clock.h"
 
-static int mkdir_p(const char *path, mode_t mode)
+/* Create path's missing parents (parent_mode) and path itself (mode; the
+ * umask cannot take its bits: it is chmod-ed once created). */
+static int mkdir_p(const char *path, mode_t parent_mode, mode_t mode)
 {
     char tmp[CONFIG_PATH_MAX];
     if (snprintf(tmp, sizeof tmp, "%s", path) >= (int)sizeof tmp)
         return -ENAMETOOLONG;
     for (char *p = tmp + 1; *p; p++) {
-        if (*p != '/')
+        if (*p != '/' || !p[1])
             continue;
         *p = 0;
-        if (mkdir(tmp, mode) != 0 && errno != EEXIST)
+        if (mkdir(tmp, parent_mode) != 0 && errno != EEXIST)
             return -errno;
         *p = '/';
     }
-    if (mkdir(tmp, mode) != 0 && errno != EEXIST)
+    if (mkdir(tmp, mode & 0777) == 0)
+        chmod(tmp, mode);
+    else if (errno != EEXIST)
         return -errno;
     return 0;
 }
@@ -69,7 +74,7 @@ int storedir_open(struct storedir *s, const char *dir, uint64_t cap_bytes,
 {
     memset(s, 0, sizeof *s);
     s->cap_bytes = cap_bytes;
-    int rc = mkdir_p(dir, 0755);
+    int rc = mkdir_p(dir, STOREDIR_PARENT_MODE, STOREDIR_DIR_MODE);
     if (rc) {
         snprintf(err, errcap, "cannot create store directory %s: %s", dir, strerror(-rc));
         return rc;
@@ -115,6 +120,84 @@ int storedir_open(struct storedir *s, const char *dir, uint64_t cap_bytes,
     }
     if (s->next_segment_id == 0)
         s->next_segment_id = 1;
+    return 0;
+}
+
+/* A file the store holds: index.sqlite[-wal|-shm], .lock, *.d9seg, .tmp.* */
+static int is_store_file(const char *name)
+{
+    size_t n = strlen(name), il = strlen(IDX_FILE_NAME), sl = strlen(SEG_FILE_SUFFIX);
+    if (strncmp(name, IDX_FILE_NAME, il) == 0)
+        return !name[il] || !strcmp(name + il, "-wal") || !strcmp(name + il, "-shm");
+    if (!strcmp(name, FSCK_STORE_LOCK_FILE))
+        return 1;
+    if (!strncmp(name, SEG_TMP_PREFIX, strlen(SEG_TMP_PREFIX)))
+        return 1;
+    return name[0] != '.' && n > sl && !strcmp(name + n - sl, SEG_FILE_SUFFIX);
+}
+
+int storedir_secure(struct storedir *s, gid_t gid, char *err, size_t errcap)
+{
+    int dfd = open(s->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd < 0) {
+        int e = -errno;
+        snprintf(err, errcap, "cannot open store directory %s: %s", s->dir, strerror(-e));
+        return e;
+    }
+    struct stat st;
+    if (fstat(dfd, &st) != 0 || st.st_uid != geteuid()) {
+        col_warn("store %s is owned by uid %u, not by this collector (uid %u): its mode and "
+                 "group are left as they are (0%o, gid %u)", s->dir, (unsigned)st.st_uid,
+                 (unsigned)geteuid(), (unsigned)(st.st_mode & 07777), (unsigned)st.st_gid);
+        close(dfd);
+        return 0;
+    }
+    int rc = 0;
+    /* the group first: a chown by a non-root owner clears the setgid bit */
+    if ((st.st_gid != gid && fchown(dfd, (uid_t)-1, gid) != 0) ||
+        ((st.st_mode & 07777) != STOREDIR_DIR_MODE && fchmod(dfd, STOREDIR_DIR_MODE) != 0)) {
+        rc = -errno;
+        snprintf(err, errcap, "cannot give store directory %s to group %u (mode 0%o): %s%s",
+                 s->dir, (unsigned)gid, STOREDIR_DIR_MODE, strerror(-rc),
+                 rc == -EPERM ? " (a collector not run as root may only use a group it is a "
+                                "member of)" : "");
+        close(dfd);
+        return rc;
+    }
+    if ((st.st_mode & 07777) != STOREDIR_DIR_MODE || st.st_gid != gid)
+        col_info("store %s: mode 0%o gid %u (was 0%o gid %u)", s->dir, STOREDIR_DIR_MODE,
+                 (unsigned)gid, (unsigned)(st.st_mode & 07777), (unsigned)st.st_gid);
+    int lfd = dup(dfd);
+    DIR *d = lfd >= 0 ? fdopendir(lfd) : NULL;
+    if (!d) {
+        rc = -errno;
+        if (lfd >= 0)
+            close(lfd);
+        snprintf(err, errcap, "cannot list store %s: %s", s->dir, strerror(-rc));
+        close(dfd);
+        return rc;
+    }
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        struct stat fs;
+        if (!is_store_file(de->d_name) ||
+            fstatat(dfd, de->d_name, &fs, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(fs.st_mode) ||
+            fs.st_uid != geteuid())
+            continue;       /* not ours: left alone */
+        /* by name, never through a file descriptor: closing any descriptor
+         * of a file drops every fcntl lock this process holds on it, SQLite's
+         * on the index among them. The name cannot be swapped for a link
+         * between the check and the change: the directory is ours and 2750
+         * by now, nobody else may create or rename in it. */
+        if ((fs.st_gid != gid &&
+             fchownat(dfd, de->d_name, (uid_t)-1, gid, AT_SYMLINK_NOFOLLOW) != 0) ||
+            ((fs.st_mode & 07777) != STOREDIR_FILE_MODE &&
+             fchmodat(dfd, de->d_name, STOREDIR_FILE_MODE, 0) != 0))
+            col_warn("store %s: cannot give %s to group %u (mode 0%o): %s", s->dir,
+                     de->d_name, (unsigned)gid, STOREDIR_FILE_MODE, strerror(errno));
+    }
+    closedir(d);
+    close(dfd);
     return 0;
 }
 

@@ -23,6 +23,7 @@
 #define D9_DAEMON_STOREDIR_H
 
 #include <stdint.h>
+#include <sys/types.h>
 #include "collector/daemon/config.h"
 #include "collector/store/col_log.h"
 #include "collector/store/seg_writer.h"
@@ -52,10 +53,33 @@ struct storedir {
     struct col_ratelimit err_rl;
 };
 
-/* Create dir if needed (0755), check it is writable, open the index. On
+/* Who may read the store: the collector's euid (writes) and the members of
+ * the store's group (read), nobody else. The directory is
+ * STOREDIR_DIR_MODE: group members traverse and list it, others cannot
+ * even look up a name in it; its setgid bit gives every file created in
+ * it the directory's group. Files are created 0640 (segments by
+ * seg_writer, the index by idx_open, whose -wal and -shm SQLite creates
+ * with the index's mode and owner; the lock by fsck_store_lock). */
+#define STOREDIR_DIR_MODE   02750
+#define STOREDIR_FILE_MODE  0640
+#define STOREDIR_PARENT_MODE 0755   /* missing parents of the store */
+
+/* Create dir if needed (STOREDIR_DIR_MODE; missing parents
+ * STOREDIR_PARENT_MODE), check it is writable, open the index. On
  * failure err holds one line ("store DIR is not writable: ..."). */
 int storedir_open(struct storedir *s, const char *dir, uint64_t cap_bytes,
                   char *err, size_t errcap);
+/* Give the store to group gid: the directory gets gid and
+ * STOREDIR_DIR_MODE, and its files of ours (index.sqlite and its -wal and
+ * -shm, .lock, segments and temp segments; regular files owned by our euid,
+ * never followed through a link) gid and STOREDIR_FILE_MODE, so a store
+ * created before this rule, or for another group, is private again.
+ * A directory owned by another uid is left as it is (one warning). Never
+ * opens those files: the index may be open (closing a descriptor of a file
+ * drops the process's fcntl locks on it, SQLite's too).
+ * 0, or -errno with err holding one line (a non-root collector may only
+ * use a group it is a member of: -EPERM). */
+int storedir_secure(struct storedir *s, gid_t gid, char *err, size_t errcap);
 void storedir_close(struct storedir *s);
 
 /* Start-up recovery: delete block rows whose segment was never sealed

@@ -78,7 +78,7 @@ int fsck_store_lock(const char *store_dir)
     if (n < 0 || (size_t)n >= sizeof path)
         return -ENAMETOOLONG;
     /* never through a symlink, never blocking on a FIFO; only a regular file */
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0644);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0640);
     if (fd < 0)
         return -errno;
     struct stat st;

@@ -532,6 +532,19 @@ int idx_open_ex(struct idx **out, const char *store_dir, unsigned flags, char *w
         x_set(x, "%s",
                  e == -ENOENT ? "no index here (is this a d9 store?)" : strerror(-e));
     }
+    if (e == 0 && !readonly) {
+        /* create it ourselves, with our mode: never through a symlink, and
+         * an existing file (whatever it is) is left to SQLite to judge */
+        int fd = open(x->path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, IDX_FILE_MODE);
+        if (fd >= 0) {
+            if (fchmod(fd, IDX_FILE_MODE) != 0)      /* the umask may have taken bits */
+                e = -errno;
+            close(fd);
+        } else if (errno != EEXIST) {
+            e = -errno;
+            x_set(x, "cannot create %s: %s", x->path, strerror(-e));
+        }
+    }
     if (e == 0)
         e = do_open(x, readonly);
     if (e == 0 && !readonly) {

@@ -56,6 +56,10 @@
 
 #define IDX_SCHEMA_VERSION 1
 #define IDX_FILE_NAME      "index.sqlite"
+/* A writer creates the index with this mode (SQLite would make it 0644 less
+ * the umask); SQLite gives its -wal and -shm files the database's mode and
+ * owner. Readable by its group: the store's readers (see storedir.h). */
+#define IDX_FILE_MODE      0640
 
 struct idx;
 

@@ -131,6 +131,26 @@ kill -TERM "$COLPID"
 wait "$COLPID"
 check "collector stopped cleanly" test $? -eq 0
 cp -r "$STORE" "$T/copy"
+# ---- d9 ps on stored times no process can have (an older collector's
+# segments, a damaged or forged index): '?' (null in jsonl), never a date
+# near boot, in the year 2096 or a span of decades
+cp -r "$STORE" "$T/bad"
+sqlite3 "$T/bad/index.sqlite" \
+    "UPDATE threads SET first_ns = 1, last_ns = 4000000000000000000
+       WHERE process_id IN (SELECT id FROM processes WHERE pid = $OKPID);
+     UPDATE threads SET last_ns = first_ns - 1000000000
+       WHERE process_id IN (SELECT id FROM processes WHERE pid = $CRPID);"
+"$BIN/d9" --store "$T/bad" ps >"$T/bad.ps" 2>&1
+"$BIN/d9" --store "$T/bad" ps --format jsonl >"$T/bad.jsonl" 2>&1
+check "ps: a first record at boot and a last one in 2096 show as '?', span '?'" \
+    grep -Eq "^$OKPID .* \?  +\?  +\? " "$T/bad.ps"
+check "ps: a process whose last record precedes its first has span '?'" \
+    grep -Eq "^$CRPID .* \? " "$T/bad.ps"
+check "ps jsonl: impossible times and spans are null" sh -c \
+    "grep '\"pid\":$OKPID,' '$T/bad.jsonl' | grep -q '\"first_ns\":null,\"last_ns\":null,\"span_ns\":null' &&
+     grep '\"pid\":$CRPID,' '$T/bad.jsonl' | grep -q '\"span_ns\":null'"
+check "ps: the same processes' real times show as times" sh -c \
+    "'$BIN/d9' --store '$T/copy' ps | grep '^$OKPID ' | grep -vq '?'"
 check "status without a collector fails with exit 1" \
     sh -c "'$BIN/d9' status >/dev/null 2>'$T/st.err'; [ \$? -eq 1 ] && grep -q 'cannot reach the collector' '$T/st.err'"
 

@@ -107,10 +107,11 @@ static void print_status(const D9__CollectorStatus *c)
            "\nlost=%" PRIu64 "\nsegments=%" PRIu64 "\nstore_bytes=%" PRIu64
            "\nquarantined_rings=%" PRIu64 "\nrejected_regions=%" PRIu64 "\nwrite_errors=%" PRIu64
            "\ndropped_records=%" PRIu64 "\nmalformed_messages=%" PRIu64 "\nprocesses=%zu\n"
-           "writes_failing=%d\n",
+           "writes_failing=%d\nown_only=%d\ncaller_uid=%" PRIu32 "\ncaller_unknown=%d\n",
            c->pid, c->version, c->store, c->records, c->bytes_written, c->lost, c->segments,
            c->store_bytes, c->quarantined_rings, c->rejected_regions, c->write_errors,
-           c->dropped_records, c->malformed_messages, c->n_processes, (int)c->writes_failing);
+           c->dropped_records, c->malformed_messages, c->n_processes, (int)c->writes_failing,
+           (int)c->own_only, c->caller_uid, (int)c->caller_unknown);
     for (size_t i = 0; i < c->n_processes; i++) {
         const D9__ProcessStatus *p = c->processes[i];
         printf("proc.%u.state=%s\nproc.%u.records=%" PRIu64 "\nproc.%u.lost=%" PRIu64
@@ -162,6 +163,8 @@ int main(int argc, char **argv)
     if (rep->status)
         print_status(rep->status);
     int ok = rep->error == 0;
+    if (!ok && rep->message && *rep->message)
+        fprintf(stderr, "tool_ctl: %s\n", rep->message);
     ctl_client_reply_free(rep);
     return ok ? 0 : 1;
 }

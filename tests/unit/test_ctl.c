@@ -1,7 +1,9 @@
 /*
  * test_ctl.c — the control channel (collector/ctl/ctl_server.c) as a
  * specification: ctl_client_request() against a ROUTER served by ctl_server_*, the
- * framing rules, malformed-message accounting and client errors.
+ * framing rules, malformed-message accounting and client errors, and who
+ * the server says a request came from (the kernel's credentials of the
+ * connection, never a message field).
  */
 #include <errno.h>
 #include <ftw.h>
@@ -15,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <zmq.h>
 #include <cmocka.h>
@@ -32,6 +35,8 @@ struct fx {
     pthread_t th;
     volatile int stop;
     int served;                 /* requests answered by the server thread */
+    int cred_known;             /* the last request's sender, as ctl_server_recv said */
+    uint32_t uid, pid;
 };
 
 static int rm_cb(const char *p, const struct stat *st, int flag, struct FTW *f)
@@ -51,6 +56,9 @@ static void *serve(void *arg)
         while (ctl_server_recv(&fx->ctl, &m) == 1) {
             D9__Reply rep = D9__REPLY__INIT;
             D9__CollectorStatus cs = D9__COLLECTOR_STATUS__INIT;
+            fx->cred_known = m.cred_known;
+            fx->uid = m.uid;
+            fx->pid = m.pid;
             if (m.req->body_case == D9__REQUEST__BODY_STATUS) {
                 cs.store = (char *)"test";
                 rep.status = &cs;
@@ -130,6 +138,8 @@ static void the_reply_carries_the_server_s_error(void **state)
     ctl_client_reply_free(rep);
 }
 
+/* every user connects (agents announce themselves, users ask about their
+ * own processes); no execute bit: a socket is not run */
 static void the_socket_directory_and_socket_are_open_to_every_user(void **state)
 {
     struct fx *fx = *state;
@@ -140,7 +150,126 @@ static void the_socket_directory_and_socket_are_open_to_every_user(void **state)
     assert_int_equal(st.st_mode & 0777, 0755);
     snprintf(p, sizeof p, "%s/sub/dir/c.sock", fx->dir);
     assert_int_equal(stat(p, &st), 0);
-    assert_int_equal(st.st_mode & 0777, 0777);
+    assert_int_equal(st.st_mode & 0777, 0666);
+}
+
+static void a_request_carries_the_kernel_s_credentials_of_its_sender(void **state)
+{
+    struct fx *fx = *state;
+    int rc;
+    D9__Reply *rep = ask_status(fx->ep, &rc);
+    assert_int_equal(rc, 0);
+    ctl_client_reply_free(rep);
+    assert_int_equal(fx->cred_known, 1);
+    assert_int_equal(fx->uid, (uint32_t)getuid());
+    assert_int_equal(fx->pid, (uint32_t)getpid());
+}
+
+/* A child that became uid 65534 before connecting is seen as 65534: the
+ * uid is the connection's, not the server's or the message's. */
+static void a_request_from_another_user_carries_that_user_s_uid(void **state)
+{
+    struct fx *fx = *state;
+    if (geteuid() != 0) {
+        skip();
+        return;
+    }
+    chmod(fx->dir, 0755);       /* the child must reach the socket */
+    char p[256];
+    snprintf(p, sizeof p, "%s/sub", fx->dir);
+    chmod(p, 0755);
+    pid_t k = fork();
+    assert_true(k >= 0);
+    if (k == 0) {
+        if (setgid(65534) != 0 || setuid(65534) != 0)
+            _exit(3);
+        int rc;
+        D9__Reply *rep = ask_status(fx->ep, &rc);
+        ctl_client_reply_free(rep);
+        _exit(rc == 0 ? 0 : 4);
+    }
+    int st;
+    assert_int_equal(waitpid(k, &st, 0), k);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+    assert_int_equal(fx->cred_known, 1);
+    assert_int_equal(fx->uid, 65534);
+    assert_int_equal(fx->pid, (uint32_t)k);
+}
+
+static void a_tcp_peer_has_no_credentials(void **s)
+{
+    (void)s;
+    struct ctl_server c;
+    char err[256];
+    assert_int_equal(ctl_server_open(&c, "tcp://127.0.0.1:*", err, sizeof err), 0);
+    char ep[128];
+    size_t len = sizeof ep;
+    assert_int_equal(zmq_getsockopt(c.sock, ZMQ_LAST_ENDPOINT, ep, &len), 0);
+    void *ctx = zmq_ctx_new();
+    void *d = zmq_socket(ctx, ZMQ_DEALER);
+    assert_int_equal(zmq_connect(d, ep), 0);
+    D9__Request req = D9__REQUEST__INIT;
+    D9__StatusRequest sr = D9__STATUS_REQUEST__INIT;
+    req.body_case = D9__REQUEST__BODY_STATUS;
+    req.status = &sr;
+    uint8_t buf[64];
+    size_t n = d9__request__pack(&req, buf);
+    zmq_send(d, "", 0, ZMQ_SNDMORE);
+    zmq_send(d, buf, n, 0);
+    int got = 0;
+    struct ctl_server_msg m = { .cred_known = 1, .uid = 1 };
+    for (int i = 0; i < 500 && !got; i++) {
+        struct pollfd pfd = { .fd = c.fd, .events = POLLIN };
+        poll(&pfd, 1, 10);
+        if (ctl_server_recv(&c, &m) == 1) {
+            got = 1;
+            ctl_server_msg_done(&m);
+        }
+    }
+    assert_int_equal(got, 1);
+    assert_int_equal(m.cred_known, 0);
+    assert_false(ctl_server_may_see(&m, 0));
+    zmq_close(d);
+    zmq_ctx_term(ctx);
+    ctl_server_close(&c);
+}
+
+static void the_peer_address_yields_uid_and_pid_or_nothing(void **s)
+{
+    (void)s;
+    uint32_t uid = 7, pid = 7;
+    assert_int_equal(ctl_server_peer_cred("localhost:1000:100:4242", &uid, &pid), 0);
+    assert_int_equal(uid, 1000);
+    assert_int_equal(pid, 4242);
+    assert_int_equal(ctl_server_peer_cred(":0:0:1", &uid, &pid), 0);
+    assert_int_equal(uid, 0);
+    assert_int_equal(pid, 1);
+    static const char *const bad[] = {
+        NULL, "", "localhost", "127.0.0.1", "1:2:3", "localhost:1000:100:", "h:x:1:2",
+        "h:1:2:4294967296", "h:-1:2:3", "h: 1:2:3", "h:1:2:3 ",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        uid = pid = 7;
+        assert_int_equal(ctl_server_peer_cred(bad[i], &uid, &pid), -EINVAL);
+        assert_int_equal(uid, 7);
+        assert_int_equal(pid, 7);
+    }
+}
+
+static void root_sees_every_process_a_user_its_own_an_unknown_caller_none(void **s)
+{
+    (void)s;
+    struct ctl_server_msg root = { .cred_known = 1, .uid = 0 };
+    struct ctl_server_msg user = { .cred_known = 1, .uid = 1000 };
+    struct ctl_server_msg unknown = { .cred_known = 0, .uid = 0 };
+    assert_true(ctl_server_may_see(&root, 0));
+    assert_true(ctl_server_may_see(&root, 1000));
+    assert_true(ctl_server_may_see(&user, 1000));
+    assert_false(ctl_server_may_see(&user, 0));
+    assert_false(ctl_server_may_see(&user, 1001));
+    assert_false(ctl_server_may_see(&unknown, 0));
+    assert_false(ctl_server_may_see(&unknown, 1000));
 }
 
 static void malformed_messages_are_counted_and_dropped(void **state)
@@ -224,6 +353,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(a_request_gets_its_reply, setup, teardown),
         cmocka_unit_test_setup_teardown(the_reply_carries_the_server_s_error, setup, teardown),
         cmocka_unit_test_setup_teardown(the_socket_directory_and_socket_are_open_to_every_user, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_request_carries_the_kernel_s_credentials_of_its_sender, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_request_from_another_user_carries_that_user_s_uid, setup, teardown),
+        cmocka_unit_test(a_tcp_peer_has_no_credentials),
+        cmocka_unit_test(the_peer_address_yields_uid_and_pid_or_nothing),
+        cmocka_unit_test(root_sees_every_process_a_user_its_own_an_unknown_caller_none),
         cmocka_unit_test_setup_teardown(malformed_messages_are_counted_and_dropped, setup, teardown),
         cmocka_unit_test(asking_a_missing_collector_says_so),
         cmocka_unit_test(a_dead_socket_times_out),

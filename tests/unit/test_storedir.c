@@ -2,13 +2,15 @@
  * test_storedir.c — the collector's store (collector/daemon/storedir.c) as a
  * specification: opening, sealing + indexing, retention order, crash
  * recovery (salvage of temp segments, re-indexing of orphan files, block
- * rows of segments never sealed), block rows indexed while writing, and the
- * write-error back-off.
+ * rows of segments never sealed), block rows indexed while writing, the
+ * write-error back-off, and who may read the store (modes and group).
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <grp.h>
+#include <limits.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -362,6 +364,134 @@ static void a_failed_write_blocks_writes_until_the_retry_time(void **state)
     assert_true(storedir_writable(&fx->st, now + 1));
 }
 
+/* A new store: directory 2750, index (and its -wal, -shm) 0640, whatever the umask. */
+static void a_new_store_is_private_to_its_user_and_group(void **state)
+{
+    (void)state;
+    char dir[64] = "/tmp/d9storemode.XXXXXX", sub[128], err[256], p[192];
+    assert_non_null(mkdtemp(dir));
+    snprintf(sub, sizeof sub, "%s/a/store", dir);
+    mode_t um = umask(0);           /* the widest umask: modes must not depend on it */
+    struct storedir st;
+    int rc = storedir_open(&st, sub, BIG_CAP, err, sizeof err);
+    umask(um);
+    assert_int_equal(rc, 0);
+    struct stat sb;
+    assert_int_equal(stat(sub, &sb), 0);
+    assert_int_equal(sb.st_mode & 07777, STOREDIR_DIR_MODE);
+    snprintf(p, sizeof p, "%s/a", dir);
+    assert_int_equal(stat(p, &sb), 0);
+    assert_int_equal(sb.st_mode & 07777, STOREDIR_PARENT_MODE);
+    static const char *const files[] = { "index.sqlite", "index.sqlite-wal", "index.sqlite-shm" };
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(p, sizeof p, "%s/%s", sub, files[i]);
+        assert_int_equal(stat(p, &sb), 0);
+        assert_int_equal(sb.st_mode & 07777, STOREDIR_FILE_MODE);
+    }
+    storedir_close(&st);
+    nftw(dir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
+}
+
+static mode_t mode_of(const char *dir, const char *name, gid_t *gid)
+{
+    char p[512];
+    struct stat sb;
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    assert_int_equal(lstat(p, &sb), 0);
+    *gid = sb.st_gid;
+    return sb.st_mode & 07777;
+}
+
+/* A store made before the rule (0755, files 0644) is made private again,
+ * for the group asked; what is not a store file of ours is left alone. */
+static void securing_a_store_tightens_its_directory_and_files_for_the_group(void **state)
+{
+    struct fx *fx = *state;
+    gid_t want = geteuid() == 0 ? 65533 : getegid();
+    char p[512], err[256];
+    assert_int_equal(storedir_seal(&fx->st, writer_with(fx, 3, 1000), process_row(fx), 4242, 3), 0);
+    char seg[NAME_MAX + 1] = "";
+    DIR *d = opendir(fx->dir);
+    for (struct dirent *de; (de = readdir(d));)
+        if (strstr(de->d_name, SEG_FILE_SUFFIX) && de->d_name[0] != '.')
+            snprintf(seg, sizeof seg, "%s", de->d_name);
+    closedir(d);
+    assert_true(seg[0]);
+    chmod(fx->dir, 0755);
+    snprintf(p, sizeof p, "%s/index.sqlite", fx->dir);
+    chmod(p, 0644);
+    snprintf(p, sizeof p, "%s/%s", fx->dir, seg);
+    chmod(p, 0644);
+    snprintf(p, sizeof p, "%s/notes.txt", fx->dir);         /* not a store file */
+    int fd = open(p, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    assert_true(fd >= 0);
+    close(fd);
+    snprintf(p, sizeof p, "%s/777-1-777.d9seg", fx->dir);   /* a link: never followed */
+    char target[128];
+    snprintf(target, sizeof target, "%s/notes.txt", fx->dir);
+    assert_int_equal(symlink(target, p), 0);
+    assert_int_equal(storedir_secure(&fx->st, want, err, sizeof err), 0);
+    gid_t g;
+    assert_int_equal(mode_of(fx->dir, ".", &g), STOREDIR_DIR_MODE);
+    assert_int_equal(g, want);
+    assert_int_equal(mode_of(fx->dir, "index.sqlite", &g), STOREDIR_FILE_MODE);
+    assert_int_equal(g, want);
+    assert_int_equal(mode_of(fx->dir, seg, &g), STOREDIR_FILE_MODE);
+    assert_int_equal(g, want);
+    assert_int_equal(mode_of(fx->dir, "notes.txt", &g), 0644);
+}
+
+/* A user that is not root may not give its store to a group it is not in. */
+static void securing_for_a_foreign_group_fails_with_one_line(void **state)
+{
+    struct fx *fx = *state;
+    char err[256] = "";
+    if (geteuid() == 0) {
+        pid_t k = fork();
+        assert_true(k >= 0);
+        if (k == 0) {
+            if (chown(fx->dir, 65534, 65534) != 0 || setgroups(0, NULL) != 0 ||
+                setgid(65534) != 0 || setuid(65534) != 0)
+                _exit(3);
+            int rc = storedir_secure(&fx->st, 65533, err, sizeof err);
+            _exit(rc == -EPERM && strstr(err, "member") && strstr(err, fx->dir) ? 0 : 4);
+        }
+        int st;
+        assert_int_equal(waitpid(k, &st, 0), k);
+        assert_true(WIFEXITED(st));
+        assert_int_equal(WEXITSTATUS(st), 0);
+    } else {
+        assert_int_equal(storedir_secure(&fx->st, 0, err, sizeof err), -EPERM);
+        assert_non_null(strstr(err, fx->dir));
+    }
+}
+
+/* Securing the store while its index is open must not drop SQLite's locks
+ * (closing any descriptor of a file drops the process's fcntl locks on
+ * it): another connection that closes must still see a live writer and
+ * leave the -wal and -shm in place. */
+static void securing_the_store_keeps_the_open_index_s_locks(void **state)
+{
+    struct fx *fx = *state;
+    char err[256], p[512];
+    process_row(fx);                            /* something in the WAL */
+    assert_int_equal(storedir_secure(&fx->st, getegid(), err, sizeof err), 0);
+    if (system("command -v sqlite3 >/dev/null 2>&1") != 0) {
+        skip();                                 /* the other connection is sqlite3's CLI */
+        return;
+    }
+    /* another program (not a fork: that would share this process's SQLite
+     * state): on close it checkpoints and deletes the WAL if it believes
+     * itself the last connection, and our later writes go to a deleted file */
+    snprintf(p, sizeof p, "sqlite3 '%s/index.sqlite' 'SELECT count(*) FROM processes' "
+             ">/dev/null", fx->dir);
+    assert_int_equal(system(p), 0);
+    snprintf(p, sizeof p, "%s/index.sqlite-wal", fx->dir);
+    assert_int_equal(access(p, F_OK), 0);
+    snprintf(p, sizeof p, "%s/index.sqlite-shm", fx->dir);
+    assert_int_equal(access(p, F_OK), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -376,6 +506,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(recovery_drops_the_block_rows_of_a_segment_never_sealed, setup, teardown),
         cmocka_unit_test_setup_teardown(new_segment_ids_skip_every_id_found_on_disk, setup, teardown),
         cmocka_unit_test_setup_teardown(a_failed_write_blocks_writes_until_the_retry_time, setup, teardown),
+        cmocka_unit_test(a_new_store_is_private_to_its_user_and_group),
+        cmocka_unit_test_setup_teardown(securing_a_store_tightens_its_directory_and_files_for_the_group, setup, teardown),
+        cmocka_unit_test_setup_teardown(securing_for_a_foreign_group_fails_with_one_line, setup, teardown),
+        cmocka_unit_test_setup_teardown(securing_the_store_keeps_the_open_index_s_locks, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

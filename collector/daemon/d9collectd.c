@@ -301,7 +301,8 @@ static int host_open(struct col_ctx *x)
 
 /* What a pass saw, for pacing the next one (pace_by_pressure). */
 struct pass_pressure {
-    uint64_t lag, size;         /* the fullest ring's backlog and its size */
+    uint64_t fill, size;        /* the most bytes one ring received since the previous
+                                 * pass, and its ring's size */
     int more;                   /* some ring still had data when the pass stopped */
     int fresh;                  /* a thread's first records were read */
 };
@@ -320,6 +321,7 @@ static void drain_rung(struct col_ctx *x, uint64_t now)
             continue;
         struct drain_result res = { 0 };
         drain_proc(p, &x->store, now, 0, &res);
+        p->fill_rung = res.full_fill;
         bell_judge(x->bell, p, p->records, p->geo.ring_data_size, now);
     }
 }
@@ -339,9 +341,14 @@ static void drain_all(struct col_ctx *x, uint64_t now, struct pass_pressure *pp)
             pp->more = 1;
         if (res.fresh)
             pp->fresh = 1;
-        /* res.full_lag/size > pp->lag/size, without division */
-        if (res.full_lag && (pp->size == 0 || res.full_lag * pp->size > pp->lag * res.full_size)) {
-            pp->lag = res.full_lag;
+        /* what arrived since the previous pass: in this one, and in the
+         * doorbell's pass just before it (a bound: the two maxima may be
+         * of different rings) */
+        uint64_t fill = res.full_fill + p->fill_rung;
+        p->fill_rung = 0;
+        /* fill/size > pp->fill/size, without division */
+        if (fill && (pp->size == 0 || fill * pp->size > pp->fill * res.full_size)) {
+            pp->fill = fill;
             pp->size = res.full_size;
         }
     }
@@ -661,7 +668,13 @@ static void sleep_us(struct col_ctx *x, uint32_t us, int *ctl, int *sig, int *be
     /* wake by until, at the first interrupt near its end (pace_sleep_window) */
     uint64_t req, slack;
     pace_sleep_window(until - now, &req, &slack);
-    if (slack != x->timer_slack_ns)
+    /* A slack smaller than the window still wakes by until (request the
+     * rest of the window): keep it unless the window is 4x wider, so
+     * sleeps of varying length do not make a prctl each */
+    uint64_t cur = x->timer_slack_ns;
+    if (cur && slack > cur && slack < 4 * cur)
+        req = until - now - cur;
+    else if (slack != cur)
         x->timer_slack_ns = prctl(PR_SET_TIMERSLACK, (unsigned long)slack, 0, 0, 0) == 0 ? slack : 0;
     struct timespec ts = { .tv_sec = (time_t)(req / 1000000000u),
                            .tv_nsec = (long)(req % 1000000000u) };
@@ -715,7 +728,7 @@ static void run(struct col_ctx *x)
         if (pp.fresh)
             pace_next(&x->backoff, 1);
         pace_ceiling(x);
-        uint32_t us = pace_by_pressure(&x->backoff, pp.lag, pp.size, dt_us, pp.more);
+        uint32_t us = pace_by_pressure(&x->backoff, pp.fill, pp.size, dt_us, pp.more);
         if (!x->procs)      /* nothing traced: wake for the next scan or a hello */
             us = x->cfg.scan_ms * 1000u;
         if (us)

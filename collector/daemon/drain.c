@@ -96,8 +96,9 @@ static int g_snapshot(const struct proc *p, const struct d9_ring_hdr *rh,
 /* 1 if the page holding ring i's slot state is in memory: a ring whose header
  * page never was is a hole of the sparse file, all zeros, FREE. On error, 1
  * (then it is read). */
-static int ring_page_resident(const struct proc *p, uint32_t i)
+static int ring_page_resident(struct proc *p, uint32_t i)
 {
+    p->probes++;
     static long page;
     if (!page)
         page = sysconf(_SC_PAGESIZE);
@@ -106,31 +107,62 @@ static int ring_page_resident(const struct proc *p, uint32_t i)
     return mincore((void *)(a & ~((uintptr_t)page - 1)), 1, &v) != 0 || (v & 1);
 }
 
+/* The region's ring_hint (where the agent's next claim starts looking;
+ * every claim stores the index after the ring it took), under the guard. */
+static int g_hint(const struct proc *p, uint32_t *hint)
+{
+    sigjmp_buf jb;
+    if (sigsetjmp(jb, 0))
+        return -EFAULT;
+    guard_arm(&jb, p->region.base, p->region.size);
+    *hint = atomic_load_explicit(&p->region.hdr->ring_hint, memory_order_relaxed);
+    guard_disarm();
+    return 0;
+}
+
+/* 1 when unseen ring i is in the circular window that claims since the
+ * last pass can have taken: from the hint seen then up to DRAIN_PROBE_AHEAD
+ * rings past the hint now (concurrent claims can store their hints out of
+ * order, the later claim's first). */
+static int in_claim_window(uint32_t i, uint32_t old_hint, uint32_t new_hint, uint32_t count)
+{
+    uint32_t from = old_hint % count;
+    uint64_t span = ((uint64_t)new_hint % count + count - from) % count + DRAIN_PROBE_AHEAD;
+    return ((uint64_t)i + count - from) % count <= span;
+}
+
 /* Which rings to look at this pass (want[i] = 1): reading a never-touched
  * ring header would allocate its page (tmpfs has no shared zero page), so a
  * region of DIAL9_MAX_THREADS=4096 rings cost 16 MiB and a page fault per
  * ring. A ring is read once its header page was seen in memory (the agent
- * touched it); of the others only the DRAIN_PROBE_AHEAD rings after the
- * highest one seen are checked every pass (claims go up from the region's
- * hint), all of them every DRAIN_PROBE_NS, and every ring is read once the
- * process ended (a swapped-out header page must not hide a ring's data). */
+ * touched it). The others are checked (mincore, one system call each) only
+ * when the region's ring_hint moved since the last pass (a claim: the
+ * rings from the old hint to a few past the new one), every one of them
+ * every DRAIN_PROBE_NS (a hint that lies), and every ring is read once the
+ * process ended (a swapped-out header page must not hide a ring's data).
+ * A pass without a claim makes no system call here: the hint sits in the
+ * header page the pass reads anyway. The ring page becomes resident at the
+ * claim's CAS, before the claim stores the hint. */
 static void rings_to_read(struct proc *p, uint64_t now, uint8_t *want)
 {
     int all = now - p->probe_ns >= DRAIN_PROBE_NS;
     if (all)
         p->probe_ns = now;
+    uint32_t hint = p->hint_seen;
+    int claimed = p->ended || g_hint(p, &hint) != 0 || hint != p->hint_seen;
+    uint32_t old_hint = p->hint_seen;
     for (uint32_t i = 0; i < p->geo.ring_count; i++) {
         struct proc_ring *r = &p->rings[i];
         if (!r->hdr_seen && !p->ended &&
-            ((!all && i >= p->rings_seen + DRAIN_PROBE_AHEAD) || !ring_page_resident(p, i))) {
+            ((!all && !(claimed && in_claim_window(i, old_hint, hint, p->geo.ring_count))) ||
+             !ring_page_resident(p, i))) {
             want[i] = 0;
             continue;
         }
         r->hdr_seen = 1;
-        if (i >= p->rings_seen)
-            p->rings_seen = i + 1;
         want[i] = 1;
     }
+    p->hint_seen = hint;
 }
 
 /* The region's drop counters by cause, summed over its rings, under one
@@ -467,11 +499,19 @@ static int track_generation(struct proc *p, struct storedir *st, uint32_t i,
 
 /* Point s at our own cursor, never the shm tail (which the owner could
  * rewrite), and record the backlog this pass found: lag_bytes (what the
- * producer is ahead of us) and since when some of it waits (backlog_ns). */
+ * producer is ahead of us), since when some of it waits (backlog_ns) and
+ * how much of it arrived since the previous look (fill_bytes). */
 static void measure_backlog(struct proc_ring *r, struct shm_ring_snapshot *s, uint64_t now)
 {
     s->tail = r->read_tail;
     r->lag_bytes = s->head >= s->tail ? s->head - s->tail : 0;
+    /* the rate the pacing needs: what arrived since the last look, not the
+     * backlog (a batch left waiting is not new data) */
+    uint64_t delta = s->head - r->head_prev;
+    r->fill_bytes = r->head_known && s->head >= r->head_prev && delta <= r->lag_bytes
+                        ? delta : r->lag_bytes;
+    r->head_prev = s->head;
+    r->head_known = 1;
     if (s->head == s->tail)
         r->backlog_ns = 0;
     else if (!r->backlog_ns)
@@ -704,7 +744,8 @@ static int drain_ring(struct proc *p, struct storedir *st, uint32_t i, uint64_t 
         return -EFAULT;
     r->state = s.state;
     if (s.state != D9_RING_OWNED && s.state != D9_RING_RELEASED) {
-        r->lag_bytes = 0;
+        r->lag_bytes = r->fill_bytes = 0;
+        r->head_known = 0;
         return 0;           /* FREE or CLAIMING: nothing of ours in it */
     }
     resume_cursor(p, st, i, &s);
@@ -841,7 +882,8 @@ int drain_proc(struct proc *p, struct storedir *st, uint64_t now_ns, int force,
             /* FREE or CLAIMING: nothing of ours in it (drain_ring's own
              * snapshot decides for the others) */
             p->rings[i].state = states[i];
-            p->rings[i].lag_bytes = 0;
+            p->rings[i].lag_bytes = p->rings[i].fill_bytes = 0;
+            p->rings[i].head_known = 0;
             continue;
         }
         rc = drain_ring(p, st, i, now_ns, force, res);
@@ -852,8 +894,8 @@ int drain_proc(struct proc *p, struct storedir *st, uint64_t now_ns, int force,
             break;
         }
         lag += p->rings[i].lag_bytes;
-        if (p->rings[i].lag_bytes > res->full_lag)
-            res->full_lag = p->rings[i].lag_bytes;
+        if (p->rings[i].fill_bytes > res->full_fill)
+            res->full_fill = p->rings[i].fill_bytes;
         in_use += p->rings[i].state == D9_RING_OWNED;
         /* size rotation inside the pass: a segment overshoots by one buffer at most */
         if (p->writer && st->segment_max_bytes &&

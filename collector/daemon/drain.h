@@ -84,10 +84,11 @@ static inline uint64_t drain_batch(uint64_t ring_size)
     return cap < DRAIN_BATCH ? cap : DRAIN_BATCH;
 }
 /* Rings whose header page was never in memory (see rings_to_read in
- * drain.c): the next DRAIN_PROBE_AHEAD after the highest ring seen are
- * checked every pass, all of them every DRAIN_PROBE_NS. */
+ * drain.c): checked when the region's ring_hint moved (a claim), from the
+ * hint seen before to DRAIN_PROBE_AHEAD past the new one, and all of them
+ * every DRAIN_PROBE_NS. */
 #define DRAIN_PROBE_AHEAD 8u
-#define DRAIN_PROBE_NS    (1000u * 1000000ull)
+#define DRAIN_PROBE_NS    (10000u * 1000000ull)
 /* A stamp may lie this far after the drain's own clock read (calibration
  * error of a TSC stamp); later ones are clamped. */
 #define DRAIN_TS_SLACK_NS (1000000ull)
@@ -101,8 +102,9 @@ struct drain_result {
     int more;                   /* some ring still had data when we stopped */
     int fresh;                  /* a thread's first records were read this pass */
     int write_failed;           /* a segment write failed (data left in the ring) */
-    uint64_t full_lag;          /* backlog of the process's fullest ring at this pass; */
-    uint64_t full_size;         /*   its ring size (all rings of a region are one size) */
+    uint64_t full_fill;         /* the most bytes one ring received since the previous
+                                 * look (the pacing's rate: see pace_by_pressure); */
+    uint64_t full_size;         /*   the ring size (all rings of a region are one size) */
 };
 
 /* One pass over every ring of p: metadata first, then each ring's new

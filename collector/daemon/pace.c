@@ -26,22 +26,22 @@ uint32_t pace_next(struct pace *b, int had_work)
     return s;
 }
 
-uint32_t pace_by_pressure(struct pace *b, uint64_t lag, uint64_t size, uint64_t dt_us,
+uint32_t pace_by_pressure(struct pace *b, uint64_t fill, uint64_t size, uint64_t dt_us,
                           int more)
 {
     uint32_t s = pace_next(b, 0);
     uint64_t cap = UINT64_MAX;
-    if (lag != 0 && size != 0) {
+    if (fill != 0 && size != 0) {
         /* time for the fullest ring to go from empty to 1/PACE_TARGET_DIV
-         * full at lag per dt: the rest of the ring absorbs a stall of the
+         * full at fill per dt: the rest of the ring absorbs a stall of the
          * collector (a seal, a preemption) or a faster burst */
-        cap = dt_us * (size / PACE_TARGET_DIV) / lag;
+        cap = dt_us * (size / PACE_TARGET_DIV) / fill;
         if (cap < s) {
             s = cap < b->min_us ? b->min_us : (uint32_t)cap;
             b->cur_us = s;      /* grow again from here, not from a long sleep */
         }
     }
-    if (more || (size && lag * PACE_BUSY_DIV >= size)) {
+    if (more || (size && fill * PACE_BUSY_DIV >= size)) {
         /* Go again at once. The sleep after that pass keeps the pace just
          * computed: restarting it from min_us made a steady producer a
          * sawtooth of short sleeps doubling back up (835 wake-ups/s at

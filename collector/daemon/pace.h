@@ -24,15 +24,17 @@ void pace_init(struct pace *b, uint32_t min_us, uint32_t max_us);
  * work resets the sleep to min; each idle pass doubles it up to max. */
 uint32_t pace_next(struct pace *b, int had_work);
 
-/* Pace the next pass by pressure instead of by "found anything": lag is the
- * backlog the pass found in its fullest ring (relative to that ring's size,
- * size bytes), dt_us the time since the previous pass began, more whether a
- * ring still held data when the pass stopped.
+/* Pace the next pass by pressure instead of by "found anything": fill is
+ * what the fastest ring received since the previous pass (its head's
+ * advance, relative to that ring's size, size bytes; not its backlog: a
+ * batch left waiting for the next pass is not new data, and counting it
+ * made a trickle look fast), dt_us the time since the previous pass began,
+ * more whether a ring still held data when the pass stopped.
  *   - the sleep is the idle backoff (x2 per pass up to max), capped so that
- *     at the rate just seen (lag per dt) the fullest ring stays under
+ *     at the rate just seen (fill per dt) the fullest ring stays under
  *     1/PACE_TARGET_DIV full: the other three quarters absorb a
  *     stall of the collector or a burst;
- *   - more, or the fullest ring at least 1/PACE_BUSY_DIV full: 0 (go
+ *   - more, or the fastest ring filled 1/PACE_BUSY_DIV or more: 0 (go
  *     again), and the next sleep keeps that cap (not min: restarting from
  *     min made a steady producer a sawtooth of short sleeps), unless data
  *     was left behind or the cap is under PACE_STALL_US: then the
@@ -52,8 +54,8 @@ uint32_t pace_next(struct pace *b, int had_work);
  * waits (a ring's backlog is read once it is DRAIN_BATCH_NS old anyway) and
  * need not wake the collector every --poll-max-us for data that is not
  * there. --poll-max-us above this still wins. */
-#define PACE_BELL_MAX_US 50000u
-uint32_t pace_by_pressure(struct pace *b, uint64_t lag, uint64_t size, uint64_t dt_us,
+#define PACE_BELL_MAX_US 200000u
+uint32_t pace_by_pressure(struct pace *b, uint64_t fill, uint64_t size, uint64_t dt_us,
                           int more);
 
 /*

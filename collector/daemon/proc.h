@@ -44,6 +44,9 @@ struct proc_ring {
     uint64_t lost_seen;         /* ring 'lost' counter already reported */
     uint64_t lost;              /* drops reported for this ring (status) */
     uint64_t lag_bytes;         /* head - read_tail found by the last pass (backlog) */
+    uint64_t head_prev;         /* head at the previous look (valid if head_known) */
+    int head_known;
+    uint64_t fill_bytes;        /* what the producer wrote since that look (drain.c) */
     uint64_t backlog_ns;        /* when the unread backlog began (0: none at the last look) */
     int tail_known;             /* read_tail/consumed_tail initialised from shm */
     uint64_t read_tail;         /* collector-private cursor: copied into the writer up to here */
@@ -69,8 +72,11 @@ struct proc {
     uint64_t start_floor_ns;    /* the process's start in CLOCK_MONOTONIC, a tick early:
                                  * no stamp of it can be older (see drain.h) */
     uint64_t ts_clamped;        /* stamps outside [start, now] or backwards, clamped */
-    uint32_t rings_seen;        /* 1 + the highest ring whose header page was seen */
+    uint32_t hint_seen;         /* the region's ring_hint at the last pass (drain.c) */
     uint64_t probe_ns;          /* when every unseen ring was last checked (drain.c) */
+    uint64_t probes;            /* unseen ring header pages checked (mincore), all passes */
+    uint64_t fill_rung;         /* full_fill of this loop iteration's doorbell pass, for
+                                 * the pacing of the pass after it (d9collectd.c) */
 
     struct proc_ring *rings;     /* geo.ring_count entries */
     struct seg_writer *writer;  /* open segment, NULL if none */

@@ -34,6 +34,7 @@ struct prof {
     const struct seg_writer *seg;   /* segment the maps were last written to */
     uint64_t seg_opened_ns;
     uint64_t last_maps_ns, last_flush_ns;
+    uint64_t maps_every_ns;     /* PROF_MAPS_NS, doubled while the maps stay the same */
     int maps_gone;              /* /proc/<pid>/maps no longer readable */
     uint8_t *buf;               /* PROF_BUF_SIZE */
     uint8_t *mbuf;              /* MAPS_BUF_SIZE */
@@ -178,6 +179,12 @@ static void write_maps(struct proc *p, struct storedir *st, struct prof *pr, uin
     if (pr->maps_gone)
         return;
     long n = sym_maps_emit(p->pid, now, &pr->maps, pr->mbuf, MAPS_BUF_SIZE);
+    /* unchanged: look again later; changed (a dlopen, a new segment): soon */
+    if (n == 0)
+        pr->maps_every_ns = pr->maps_every_ns >= PROF_MAPS_MAX_NS / 2 ? PROF_MAPS_MAX_NS
+                                                                      : pr->maps_every_ns * 2;
+    else
+        pr->maps_every_ns = PROF_MAPS_NS;
     if (n == -ESRCH || n == -ENOENT) {
         pr->maps_gone = 1;      /* exited: the last snapshot stands */
         return;
@@ -196,7 +203,9 @@ void prof_pass(struct proc *p, struct storedir *st, uint64_t now, int final)
     struct prof *pr = p->prof;
     if (!pr)
         return;
-    int maps_due = final || now - pr->last_maps_ns >= PROF_MAPS_NS || pr->last_maps_ns == 0;
+    if (!pr->maps_every_ns)
+        pr->maps_every_ns = PROF_MAPS_NS;
+    int maps_due = final || now - pr->last_maps_ns >= pr->maps_every_ns || pr->last_maps_ns == 0;
     /* the perf rings are emptied on every pass (one load of data_head per
      * thread when idle), so a thread switching very often cannot overflow
      * its ring between two block writes; blocks are written at most every

@@ -10,7 +10,10 @@
  *                  drain pass, blocks written every PROF_FLUSH_NS (or
  *                  earlier when PROF_PENDING_MAX samples wait);
  *   SYM_SEG_RING   "d9.map" records: the executable mappings, at adoption,
- *                  when they change (checked every PROF_MAPS_NS), and
+ *                  when they change (checked every PROF_MAPS_NS, the
+ *                  interval doubling up to PROF_MAPS_MAX_NS while they
+ *                  stay the same: reading /proc/<pid>/maps is most of an
+ *                  idle process's fixed cost), and
  *                  again at the start of every new segment; each new segment
  *                  also gets the META schema entry describing "d9.map".
  * So every segment symbolizes on its own, and maps are recorded for
@@ -43,7 +46,8 @@
 #include "collector/daemon/perf.h"
 
 #define PROF_FLUSH_NS  100000000ull    /* perf samples -> segment every 100 ms */
-#define PROF_MAPS_NS   1000000000ull   /* /proc/<pid>/maps re-read every 1 s */
+#define PROF_MAPS_NS   1000000000ull   /* /proc/<pid>/maps re-read after 1 s, */
+#define PROF_MAPS_MAX_NS 8000000000ull /* ... up to 8 s while it did not change */
 #define PROF_BUF_SIZE  (256u * 1024u)  /* one DATA block of samples at most */
 #define PROF_PENDING_MAX 2048          /* write early when this many samples wait */
 

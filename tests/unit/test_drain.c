@@ -228,6 +228,30 @@ static void a_live_ring_is_read_once_it_holds_a_batch_or_its_backlog_is_old(void
     assert_int_equal(res.records, 3);
 }
 
+/* The pacing's rate is what arrived since the previous pass, not the
+ * backlog: a batch left waiting is counted once, when it arrives. */
+static void a_waiting_batch_is_new_data_only_at_the_pass_that_finds_it(void **state)
+{
+    struct fx *fx = *state;
+    int r0 = claim(fx, "w0");
+    adopt(fx);
+    struct drain_result res;
+    const uint64_t t0 = 1000000000ull;
+    produce(fx, r0, 2);
+    assert_int_equal(pass(fx, t0 - 1, &res), 0);       /* first records, at once */
+    assert_int_equal(res.full_fill, 2 * 32u);
+    produce(fx, r0, 10);
+    assert_int_equal(pass(fx, t0, &res), 0);
+    assert_int_equal(res.records, 0);                  /* waits for a batch */
+    assert_int_equal(res.full_fill, 10 * 32u);
+    assert_int_equal(pass(fx, t0 + 1, &res), 0);
+    assert_int_equal(fx->p->rings[r0].lag_bytes, 10 * 32u);
+    assert_int_equal(res.full_fill, 0);                /* nothing new */
+    produce(fx, r0, 4);
+    assert_int_equal(pass(fx, t0 + 2, &res), 0);
+    assert_int_equal(res.full_fill, 4 * 32u);
+}
+
 /* Whatever backlog makes the pacing go again at once (a ring 1/8 full) is
  * read by that pass: a batch larger than that made small rings a busy loop. */
 static void a_ring_full_enough_to_pace_the_collector_is_read(void **state)
@@ -617,6 +641,34 @@ static void draining_does_not_touch_rings_no_thread_claimed(void **state)
     assert_int_equal(resident_ring_pages(fx, 2, MANY_RINGS), 0);
 }
 
+/* Passes between claims check no unseen ring (no system call per pass and
+ * region); a claim moves the region's ring_hint and the next pass finds the
+ * ring, well before the periodic sweep of every unseen ring. */
+static void unseen_rings_are_checked_only_after_a_claim(void **state)
+{
+    struct fx *fx = *state;
+    int r0 = claim(fx, "w0");
+    produce(fx, r0, 10);
+    adopt(fx);
+    struct drain_result res;
+    uint64_t now = shm_mono_ns();
+    assert_int_equal(drain(fx, now, &res), 0);
+    assert_int_equal(res.records, 10);
+    uint64_t probes = fx->p->probes;
+    for (int k = 1; k <= 5; k++) {
+        produce(fx, r0, 1);
+        assert_int_equal(drain(fx, now + (uint64_t)k * 1000, &res), 0);
+        assert_int_equal(res.records, 1);
+    }
+    assert_int_equal(fx->p->probes, probes);
+    int r1 = claim(fx, "w1");
+    produce(fx, r1, 3);
+    assert_int_equal(drain(fx, now + 10000, &res), 0);
+    assert_int_equal(res.records, 3);
+    assert_true(fx->p->probes > probes);
+    assert_true(fx->p->probes - probes <= 2 + DRAIN_PROBE_AHEAD);
+}
+
 /* ---- pure pieces --------------------------------------------------------------- */
 
 static void idle_passes_double_the_sleep_up_to_the_maximum(void **s)
@@ -775,6 +827,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(drained_records_reach_the_segment_and_the_tail_follows, setup, teardown),
         cmocka_unit_test_setup_teardown(a_live_ring_is_read_once_it_holds_a_batch_or_its_backlog_is_old, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_waiting_batch_is_new_data_only_at_the_pass_that_finds_it, setup, teardown),
         cmocka_unit_test_setup_teardown(a_ring_full_enough_to_pace_the_collector_is_read, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(an_ended_thread_is_read_without_waiting_for_a_batch, setup, teardown),
@@ -789,6 +842,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(malformed_metadata_stops_the_metadata_walk_but_not_the_data, setup, teardown),
         cmocka_unit_test_setup_teardown(tsc_timestamps_are_converted_with_the_region_calibration, setup_tsc, teardown),
         cmocka_unit_test_setup_teardown(stamps_outside_the_process_life_are_clamped_and_counted, setup, teardown),
+        cmocka_unit_test_setup_teardown(unseen_rings_are_checked_only_after_a_claim, setup_many, teardown),
         cmocka_unit_test_setup_teardown(draining_does_not_touch_rings_no_thread_claimed, setup_many, teardown),
         cmocka_unit_test_setup_teardown(a_ring_s_time_never_goes_backwards_across_calibration_updates, setup_tsc, teardown),
         cmocka_unit_test(idle_passes_double_the_sleep_up_to_the_maximum),

@@ -251,6 +251,48 @@ static uint64_t id_of(const char *name)
     return seg_parse_file_name(name, &pid, &start, &id) == 0 ? id : 0;
 }
 
+/* Sealed segment files in the store without an index row (their seal's
+ * index commit failed: a full disk, a locked or damaged index) get one,
+ * from the file. Returns how many were indexed. */
+static uint64_t reindex_sealed(struct storedir *s)
+{
+    DIR *d = opendir(s->dir);
+    if (!d) {
+        col_warn("cannot list store %s to re-index sealed segments: %s", s->dir,
+                 strerror(errno));
+        return 0;
+    }
+    struct dirent *de;
+    uint64_t done = 0;
+    while ((de = readdir(d))) {
+        size_t n = strlen(de->d_name), sl = strlen(SEG_FILE_SUFFIX);
+        if (de->d_name[0] == '.' || n <= sl || strcmp(de->d_name + n - sl, SEG_FILE_SUFFIX))
+            continue;
+        if (!id_of(de->d_name) || is_indexed(s, de->d_name) != 0)
+            continue;
+        char path[CONFIG_PATH_MAX];
+        if (snprintf(path, sizeof path, "%s/%s", s->dir, de->d_name) >= (int)sizeof path)
+            continue;
+        struct seg_summary sum;
+        memset(&sum, 0, sizeof sum);
+        int rc = seg_salvage_summarize(path, &sum);
+        if (rc) {
+            col_warn("segment %s has no index row and cannot be read (%s); left for d9 fsck",
+                     path, strerror(-rc));
+            continue;
+        }
+        rc = index_summary(s, path, &sum);
+        if (rc)
+            col_warn("cannot re-index %s: %s", path, strerror(-rc));
+        else
+            done++;
+        seg_salvage_release(&sum);
+    }
+    closedir(d);
+    s->segments_reindexed += done;
+    return done;
+}
+
 int storedir_recover(struct storedir *s)
 {
     DIR *d = opendir(s->dir);
@@ -307,33 +349,9 @@ int storedir_recover(struct storedir *s)
         s->segments_salvaged++;
         seg_salvage_release(&sum);
     }
-    /* pass 2: sealed files without an index row */
-    rewinddir(d);
-    while ((de = readdir(d))) {
-        size_t n = strlen(de->d_name), sl = strlen(SEG_FILE_SUFFIX);
-        if (de->d_name[0] == '.' || n <= sl || strcmp(de->d_name + n - sl, SEG_FILE_SUFFIX))
-            continue;
-        if (!id_of(de->d_name) || is_indexed(s, de->d_name) != 0)
-            continue;
-        char path[CONFIG_PATH_MAX];
-        if (snprintf(path, sizeof path, "%s/%s", s->dir, de->d_name) >= (int)sizeof path)
-            continue;
-        struct seg_summary sum;
-        memset(&sum, 0, sizeof sum);
-        int rc = seg_salvage_summarize(path, &sum);
-        if (rc) {
-            col_warn("segment %s has no index row and cannot be read (%s); left for d9 fsck",
-                     path, strerror(-rc));
-            continue;
-        }
-        rc = index_summary(s, path, &sum);
-        if (rc)
-            col_warn("cannot re-index %s: %s", path, strerror(-rc));
-        else
-            s->segments_reindexed++;
-        seg_salvage_release(&sum);
-    }
     closedir(d);
+    /* pass 2: sealed files without an index row */
+    reindex_sealed(s);
     uint64_t next = 0;
     if (idx_next_segment_id(s->idx, &next) == 0 && next > s->next_segment_id)
         s->next_segment_id = next;
@@ -435,11 +453,22 @@ int storedir_seal(struct storedir *s, struct seg_writer *w, int64_t process_id, 
     rc = idx_segment_commit(s->idx, process_id, &sum, s->dir);
     uint64_t t_idx = shm_mono_ns();
     if (rc) {
-        /* the file is sealed and whole: the next start-up re-indexes it */
+        /* the file is sealed and whole: the first seal whose commit works
+         * again re-indexes it (or the next start-up) */
         storedir_write_failed(s, rc, "index commit", pid, now);
+        s->unindexed_seals = 1;
     } else {
         s->indexed_bytes += sum.bytes;
         storedir_write_ok(s);
+        if (s->unindexed_seals) {
+            s->unindexed_seals = 0;
+            uint64_t n = reindex_sealed(s);
+            if (n) {
+                refresh_totals(s);
+                col_info("store %s: indexed %" PRIu64 " segments sealed while the index "
+                         "could not be written", s->dir, n);
+            }
+        }
     }
     s->segments_sealed++;
     col_debug("sealed %s: %" PRIu64 " records, %" PRIu64 " bytes, %" PRIu32 " blocks; file %.2f ms, "

@@ -49,6 +49,7 @@ struct storedir {
     uint64_t dropped_records;       /* consumed records lost with a segment that failed to seal */
     uint64_t retry_after_ns;        /* no writes before this (0 = ok) */
     int failing;                    /* the last write failed */
+    int unindexed_seals;            /* a seal's index commit failed since the last re-index */
     int last_error;                 /* its -errno */
     struct col_ratelimit err_rl;
 };

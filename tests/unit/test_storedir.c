@@ -336,6 +336,39 @@ static void recovery_indexes_sealed_files_that_have_no_row(void **state)
     assert_true(rows(fx) > 0);
 }
 
+/* A seal whose index commit fails (the disk full under the index) leaves a
+ * whole sealed file without a row; the next seal whose commit works indexes
+ * it too, so its records are back in queries without a restart. */
+static void a_seal_whose_commit_failed_is_indexed_by_the_next_good_one(void **state)
+{
+    struct fx *fx = *state;
+    int64_t pid_row = process_row(fx);
+    sqlite3 *db = idx_db(fx->st.idx);
+    assert_int_equal(sqlite3_exec(db, "CREATE TEMP TRIGGER no_room BEFORE INSERT ON main.segments "
+                                  "BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END",
+                                  NULL, NULL, NULL), SQLITE_OK);
+    char log[1024];
+    struct capture c;
+    capture_begin(fx, &c);
+    int rc = storedir_seal(&fx->st, writer_with(fx, 5, 10), pid_row, 4242, 5);
+    capture_end(&c, log, sizeof log);
+    assert_true(rc < 0);
+    assert_non_null(strstr(log, "index commit for pid 4242 failed"));
+    assert_int_equal(count_files(fx->dir, "", SEG_FILE_SUFFIX), 1);
+    assert_int_equal(rows(fx), 0);
+    assert_int_equal(sqlite3_exec(db, "DROP TRIGGER temp.no_room", NULL, NULL, NULL), SQLITE_OK);
+    assert_int_equal(storedir_seal(&fx->st, writer_with(fx, 5, 20), pid_row, 4242, 5), 0);
+    assert_int_equal(count_files(fx->dir, "", SEG_FILE_SUFFIX), 2);
+    assert_int_equal(fx->st.segments_reindexed, 1);
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_prepare_v2(db, "SELECT count(*), sum(bytes) FROM segments", -1, &st,
+                                        NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    assert_int_equal(sqlite3_column_int64(st, 0), 2);
+    assert_int_equal((uint64_t)sqlite3_column_int64(st, 1), fx->st.indexed_bytes);
+    sqlite3_finalize(st);
+}
+
 static void new_segment_ids_skip_every_id_found_on_disk(void **state)
 {
     struct fx *fx = *state;
@@ -506,6 +539,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(recovery_drops_the_block_rows_of_a_segment_never_sealed, setup, teardown),
         cmocka_unit_test_setup_teardown(new_segment_ids_skip_every_id_found_on_disk, setup, teardown),
         cmocka_unit_test_setup_teardown(a_failed_write_blocks_writes_until_the_retry_time, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_seal_whose_commit_failed_is_indexed_by_the_next_good_one, setup, teardown),
         cmocka_unit_test(a_new_store_is_private_to_its_user_and_group),
         cmocka_unit_test_setup_teardown(securing_a_store_tightens_its_directory_and_files_for_the_group, setup, teardown),
         cmocka_unit_test_setup_teardown(securing_for_a_foreign_group_fails_with_one_line, setup, teardown),

@@ -201,10 +201,10 @@ static void *carve(struct sql_group *g, size_t sz)
     return p;
 }
 
-int sql_group_add(struct sql_group *g, int bi, const void *row)
+void *sql_group_slot(struct sql_group *g, int bi)
 {
     if (bi < 0 || (size_t)bi >= g->nb || g->sealed)
-        return -EINVAL;
+        return NULL;
     struct bucket *b = &g->b[bi];
     struct chunk *c = b->tail;
     if (!c || c->n == c->cap) {
@@ -213,7 +213,7 @@ int sql_group_add(struct sql_group *g, int bi, const void *row)
         size_t sz = sizeof *c + (size_t)cap * g->row_size;
         struct chunk *n = carve(g, sz);
         if (!n)
-            return -ENOMEM;
+            return NULL;
         n->next = NULL;
         n->n = 0;
         n->cap = cap;
@@ -223,7 +223,17 @@ int sql_group_add(struct sql_group *g, int bi, const void *row)
             b->head = n;
         b->tail = c = n;
     }
-    memcpy(chunk_rows(c) + (size_t)c->n++ * g->row_size, row, g->row_size);
+    return chunk_rows(c) + (size_t)c->n++ * g->row_size;
+}
+
+int sql_group_add(struct sql_group *g, int bi, const void *row)
+{
+    if (bi < 0 || (size_t)bi >= g->nb || g->sealed)
+        return -EINVAL;
+    void *p = sql_group_slot(g, bi);
+    if (!p)
+        return -ENOMEM;
+    memcpy(p, row, g->row_size);
     return 0;
 }
 

@@ -32,8 +32,13 @@ void sql_group_free(struct sql_group *g);
 int sql_group_bucket_text(struct sql_group *g, const char *key);
 int sql_group_bucket_int(struct sql_group *g, int64_t key);
 
-/* Append row_size bytes to bucket b. 0 or -ENOMEM. */
+/* Append row_size bytes to bucket b. 0, -EINVAL (no such bucket, or
+ * sealed) or -ENOMEM. */
 int sql_group_add(struct sql_group *g, int b, const void *row);
+/* The same, handing out the new row's row_size bytes (8-aligned) for the
+ * caller to fill: a fixed-size store instead of a copy. NULL when
+ * sql_group_add would fail. */
+void *sql_group_slot(struct sql_group *g, int b);
 
 /* Bytes held (rows, chunks, keys, tables). */
 size_t sql_group_bytes(const struct sql_group *g);

@@ -1071,13 +1071,14 @@ static int group_fill(struct cur *c, int by)
         int b = grp_bucket(c, p, by), t = b < 0 ? b : grp_thread(c, p);
         if (t < 0)
             return t;
-        struct grp_row r = {
+        struct grp_row *r = sql_group_slot(c->grp, b);
+        if (!r)
+            return -ENOMEM;
+        *r = (struct grp_row){
             .thr = (uint32_t)t | (c->poll_unfinished ? GRP_UNFINISHED : 0), .loc = p->loc,
             .task = p->task, .runtime = p->runtime, .worker = p->worker,
             .start_ns = p->start_ns, .end_ns = p->end_ns,
         };
-        if ((rc = sql_group_add(c->grp, b, &r)) < 0)
-            return rc;
         if (sql_group_bytes(c->grp) > SQL_GROUP_MEM_HARD)
             return -E2BIG;
     }

@@ -384,6 +384,13 @@ struct cursor {                     /* one block being merged */
     size_t cur_len;
     uint32_t tid, ring, generation;
     char thread[20];
+    struct cli_rec_src src;         /* what scan_next hands out with each record */
+};
+
+struct heap_ent {                   /* the merge keys beside the cursor: no pointer
+                                     * chase per comparison */
+    uint64_t key, seq;
+    struct cursor *c;
 };
 
 struct scan {
@@ -396,7 +403,7 @@ struct scan {
     struct rd_entry **rd;
     size_t nrd, caprd;
     uint64_t use_clock;
-    struct cursor **heap;
+    struct heap_ent *heap;
     size_t nheap, capheap;
     uint64_t next_seq;
     struct idx_read_cursor *q;      /* the window's DATA blocks by t_first */
@@ -531,50 +538,51 @@ static struct rd_entry *rd_get(struct scan *sc, uint64_t seg_id, const char *rel
  * each ring's time monotonic), because a ring's blocks are opened in order
  * and a block's key starts at the largest ts of the ring's block before it.
  * Pseudo rings (ring >= D9_RINGS_MAX) hold many threads' samples: by ts. */
-static bool cur_less(const struct cursor *a, const struct cursor *b)
+static inline bool cur_less(const struct heap_ent *a, const struct heap_ent *b)
 {
-    if (a->key != b->key)
-        return a->key < b->key;
-    return a->seq < b->seq;
+    /* bit operations, not a branch on the key first: which stream wins
+     * changes with nearly every record, so branches here mispredict */
+    return (a->key < b->key) | ((a->key == b->key) & (a->seq < b->seq));
 }
 
 static void heap_push(struct scan *sc, struct cursor *c)
 {
     size_t i = sc->nheap++;
-    sc->heap[i] = c;
+    sc->heap[i] = (struct heap_ent){ c->key, c->seq, c };
     while (i > 0) {
         size_t p = (i - 1) / 2;
-        if (!cur_less(sc->heap[i], sc->heap[p]))
+        if (!cur_less(&sc->heap[i], &sc->heap[p]))
             break;
-        struct cursor *t = sc->heap[p];
+        struct heap_ent t = sc->heap[p];
         sc->heap[p] = sc->heap[i];
         sc->heap[i] = t;
         i = p;
     }
 }
 
-/* Restore the heap order after heap[0]'s current record moved forward. */
+/* Restore the heap order after heap[0]'s current record moved forward
+ * (its key is refreshed from the cursor first). */
 static void heap_sift_top(struct scan *sc)
 {
-    size_t i = 0;
+    struct heap_ent *h = sc->heap, top = h[0];
+    size_t i = 0, n = sc->nheap;
+    top.key = top.c->key;
     for (;;) {
-        size_t l = 2 * i + 1, r = l + 1, m = i;
-        if (l < sc->nheap && cur_less(sc->heap[l], sc->heap[m]))
-            m = l;
-        if (r < sc->nheap && cur_less(sc->heap[r], sc->heap[m]))
-            m = r;
-        if (m == i)
+        size_t l = 2 * i + 1;
+        if (l >= n)
             break;
-        struct cursor *t = sc->heap[m];
-        sc->heap[m] = sc->heap[i];
-        sc->heap[i] = t;
+        size_t m = l + (size_t)(l + 1 < n && cur_less(&h[l + 1], &h[l]));
+        if (!cur_less(&h[m], &top))
+            break;
+        h[i] = h[m];                /* move the smaller child up into the hole */
         i = m;
     }
+    h[i] = top;
 }
 
 static struct cursor *heap_pop(struct scan *sc)
 {
-    struct cursor *top = sc->heap[0];
+    struct cursor *top = sc->heap[0].c;
     sc->heap[0] = sc->heap[--sc->nheap];
     heap_sift_top(sc);
     return top;
@@ -598,13 +606,15 @@ static bool cursor_advance(struct scan *sc, struct cursor *c)
             return false;
         size_t avail = c->len - c->off;
         const uint8_t *p = c->payload + c->off;
-        int n = shm_record_check(p, avail);
-        if (n < 0) {
-            /* cannot happen for a block that passed seg_reader_next; be safe */
+        /* seg_reader_next checked every record of the block (shm_record_check);
+         * only the bounds are checked again here, to be safe */
+        uint16_t n;
+        memcpy(&n, p, sizeof n);
+        if (avail < D9_REC_HDR_SIZE || n < D9_REC_HDR_SIZE || n > avail) {
             sc->st->bad_blocks++;
             return false;
         }
-        c->off += (size_t)n;
+        c->off += n;
         const struct d9_rec_hdr *h = (const struct d9_rec_hdr *)p;
         if (h->ts < sc->f->from || h->ts > sc->f->to)
             continue;
@@ -666,7 +676,7 @@ static int open_block(struct scan *sc, const struct idx_read_block *q)
     c->seq = sc->next_seq++;
     c->t_last = b.h.t_last;
     for (size_t i = 0; c->ring < D9_RINGS_MAX && i < sc->nheap; i++) {  /* the ring's earlier block */
-        const struct cursor *o = sc->heap[i];
+        const struct cursor *o = sc->heap[i].c;
         if (o->rd->process_id == rd->process_id && o->ring == c->ring &&
             o->generation == c->generation && o->t_last > c->key)
             c->key = o->t_last;
@@ -676,9 +686,21 @@ static int open_block(struct scan *sc, const struct idx_read_block *q)
         return 0;
     }
     thread_name(sc, c);
+    c->src = (struct cli_rec_src){
+        .process_id = rd->process_id,
+        .pid = rd->pid,
+        .uid = seg_reader_header(rd->r)->uid,
+        .comm = rd->comm,
+        .tid = c->tid,
+        .ring = c->ring,
+        .generation = c->generation,
+        .thread = c->thread,
+        .segment_id = rd->segment_id,
+        .meta = &rd->meta,
+    };
     if (sc->nheap == sc->capheap) {
         size_t nc = sc->capheap ? sc->capheap * 2 : 16;
-        struct cursor **n = realloc(sc->heap, nc * sizeof *n);
+        struct heap_ent *n = realloc(sc->heap, nc * sizeof *n);
         if (!n) {
             cursor_free(c);
             return -ENOMEM;
@@ -722,13 +744,13 @@ int cli_store_scan_next(struct cli_scan_it *it, struct cli_rec_src *src,
         /* the record delivered last is heap[0]'s: advance that cursor in
          * place (one sift instead of a pop and a push) */
         sc->pending = NULL;
-        if (cursor_advance(sc, sc->heap[0]))
+        if (cursor_advance(sc, sc->heap[0].c))
             heap_sift_top(sc);
         else
             cursor_free(heap_pop(sc));
     }
     /* open every block that may hold a record not later than the heap's head */
-    while (sc->have_row && (sc->nheap == 0 || sc->row.t_first <= sc->heap[0]->cur->ts)) {
+    while (sc->have_row && (sc->nheap == 0 || sc->row.t_first <= sc->heap[0].c->cur->ts)) {
         int ret = open_block(sc, &sc->row);
         if (ret < 0)
             return ret;
@@ -738,19 +760,8 @@ int cli_store_scan_next(struct cli_scan_it *it, struct cli_rec_src *src,
         return -EIO;
     if (sc->nheap == 0)
         return 0;
-    struct cursor *c = sc->heap[0];
-    *src = (struct cli_rec_src){
-        .process_id = c->rd->process_id,
-        .pid = c->rd->pid,
-        .uid = seg_reader_header(c->rd->r)->uid,
-        .comm = c->rd->comm,
-        .tid = c->tid,
-        .ring = c->ring,
-        .generation = c->generation,
-        .thread = c->thread,
-        .segment_id = c->rd->segment_id,
-        .meta = &c->rd->meta,
-    };
+    struct cursor *c = sc->heap[0].c;
+    *src = c->src;
     sc->st->records++;
     if (c->cur->ts > sc->st->t_last)
         sc->st->t_last = c->cur->ts;

@@ -34,6 +34,7 @@
 #include <string.h>
 #include "collector/cli/cli_polls.h"
 #include "collector/cli/cli_decode.h"
+#include "collector/cli/sql_group.h"
 #include "collector/cli/sql_vtab.h"
 #include "collector/store/seg.h"
 #include "collector/store/sym.h"
@@ -44,6 +45,15 @@
 #define SQL_MAX_CODES     32    /* pushed constraints per scan */
 #define SQL_FRAME_MAX     320   /* a symbolized frame name */
 #define SQL_LOC_CACHE     256   /* location texts kept per polls cursor */
+#define SQL_THR_CACHE     256   /* thread indices kept per grouped polls cursor */
+/* Polls served grouped (GROUP BY / ORDER BY loc or location) are held in
+ * memory until the scan ends: the planner takes that path only when the
+ * index's poll_start counts say they fit in SQL_GROUP_MEM; past
+ * SQL_GROUP_MEM_HARD at run time the query fails rather than grow on. */
+#define SQL_GROUP_MEM      (1ull << 30)
+#define SQL_GROUP_MEM_HARD (2ull << 30)
+/* idxNum of a polls scan that serves its rows grouped */
+enum { GRP_NONE, GRP_BY_LOC, GRP_BY_LOCATION };
 
 enum kind {
     K_PROCESSES, K_THREADS, K_RUNTIMES, K_LOCATIONS, K_SEGMENTS, K_STACKS,
@@ -263,6 +273,35 @@ struct cur {
         uint32_t loc;
         char *text;
     } locs[SQL_LOC_CACHE];
+    /* polls served grouped: the rows, their threads, caches of bucket and
+     * thread by key (direct-mapped, index + 1; 0 = empty) */
+    struct sql_group *grp;
+    bool grp_serving;               /* the scan is over: rows come from grp */
+    struct grp_thr *gthr;
+    size_t ngthr, capgthr;
+    struct grp_loc {
+        int64_t process_id;
+        uint32_t loc;
+        int bucket;                 /* + 1 */
+    } gloc[SQL_LOC_CACHE];
+    uint32_t gthr_cache[SQL_THR_CACHE];
+};
+
+/* a poll held for grouped serving: 40 bytes, the thread in a side table */
+struct grp_row {
+    uint32_t thr;                   /* index in cur.gthr, | GRP_UNFINISHED */
+    uint32_t loc;
+    uint64_t task;
+    uint16_t runtime, worker;
+    uint32_t pad;
+    uint64_t start_ns, end_ns;
+};
+#define GRP_UNFINISHED 0x80000000u
+_Static_assert(sizeof(struct grp_row) == 40, "grouped poll rows stay small");
+
+struct grp_thr {
+    int64_t process_id;
+    uint32_t pid, tid, ring, generation;
 };
 
 /* ---- helpers ---------------------------------------------------------------------- */
@@ -888,10 +927,14 @@ static bool rec_matches(struct cur *c)
     return true;
 }
 
+static int group_step(struct cur *c);
+
 /* Advance to the next row. 0 (c->eof set at the end) or -errno. */
 static int step(struct cur *c)
 {
     c->decoded = false;
+    if (c->grp_serving)
+        return group_step(c);
     const struct tab_def *d = c->vt->def;
     if (!d->types) {
         if (d->kind == K_STACKS) {
@@ -960,6 +1003,107 @@ static int step(struct cur *c)
         c->eof = true;
         return 0;
     }
+}
+
+/* ---- polls grouped by loc or location -------------------------------------------------
+ * SQLite has no hash aggregation: a GROUP BY it cannot get in order from the
+ * table sorts every row. Polls asked for grouped by loc or location are
+ * instead bucketed here as the pairing yields them (one bucket per loc, or
+ * per location text, since locations of several processes may share a
+ * text) and served bucket by bucket in key order, each bucket in scan
+ * order; SQLite then groups adjacent rows without a sorter. */
+
+/* The thread table index of a poll's thread. */
+static int grp_thread(struct cur *c, const struct cli_poll *p)
+{
+    uint64_t h = mix64((uint64_t)p->process_id ^ ((uint64_t)p->ring << 32 | p->generation));
+    uint32_t *slot = &c->gthr_cache[h % SQL_THR_CACHE];
+    const struct grp_thr *t = *slot ? &c->gthr[*slot - 1] : NULL;
+    if (t && t->process_id == p->process_id && t->ring == p->ring && t->generation == p->generation)
+        return (int)(*slot - 1);
+    size_t i = 0;
+    while (i < c->ngthr && !(c->gthr[i].process_id == p->process_id &&
+                             c->gthr[i].ring == p->ring && c->gthr[i].generation == p->generation))
+        i++;
+    if (i == c->ngthr) {
+        if (c->ngthr >= GRP_UNFINISHED - 1)
+            return -E2BIG;
+        if (c->ngthr == c->capgthr) {
+            size_t nc = c->capgthr ? c->capgthr * 2 : 16;
+            struct grp_thr *n = realloc(c->gthr, nc * sizeof *n);
+            if (!n)
+                return -ENOMEM;
+            c->gthr = n;
+            c->capgthr = nc;
+        }
+        c->gthr[c->ngthr++] = (struct grp_thr){ p->process_id, p->pid, p->tid, p->ring,
+                                                p->generation };
+    }
+    *slot = (uint32_t)i + 1;
+    return (int)i;
+}
+
+/* The bucket of a poll: by loc, or by its location text as col_poll names it. */
+static int grp_bucket(struct cur *c, const struct cli_poll *p, int by)
+{
+    if (by == GRP_BY_LOC)
+        return sql_group_bucket_int(c->grp, p->loc);
+    uint64_t h = mix64((uint64_t)p->process_id) ^ p->loc;
+    struct grp_loc *e = &c->gloc[h % SQL_LOC_CACHE];
+    if (e->bucket && e->process_id == p->process_id && e->loc == p->loc)
+        return e->bucket - 1;
+    int b = sql_group_bucket_text(c->grp, cli_store_names_location(c->vt->ctx->names, p->process_id,
+                                                                   p->loc, c->text, sizeof c->text));
+    if (b >= 0) {
+        e->process_id = p->process_id;
+        e->loc = p->loc;
+        e->bucket = b + 1;
+    }
+    return b;
+}
+
+/* Run the whole pairing into buckets, then serve the first row. */
+static int group_fill(struct cur *c, int by)
+{
+    int rc = sql_group_new(sizeof(struct grp_row), &c->grp);
+    for (rc = rc < 0 ? rc : step(c); rc == 0 && !c->eof; rc = step(c)) {
+        const struct cli_poll *p = &c->poll;
+        int b = grp_bucket(c, p, by), t = b < 0 ? b : grp_thread(c, p);
+        if (t < 0)
+            return t;
+        struct grp_row *r = sql_group_slot(c->grp, b);
+        if (!r)
+            return -ENOMEM;
+        *r = (struct grp_row){
+            .thr = (uint32_t)t | (c->poll_unfinished ? GRP_UNFINISHED : 0), .loc = p->loc,
+            .task = p->task, .runtime = p->runtime, .worker = p->worker,
+            .start_ns = p->start_ns, .end_ns = p->end_ns,
+        };
+        if (sql_group_bytes(c->grp) > SQL_GROUP_MEM_HARD)
+            return -E2BIG;
+    }
+    if (rc < 0 || (rc = sql_group_seal(c->grp)) < 0)
+        return rc;
+    c->grp_serving = true;
+    c->eof = false;
+    return group_step(c);
+}
+
+static int group_step(struct cur *c)
+{
+    const struct grp_row *r = sql_group_next(c->grp);
+    if (!r) {
+        c->eof = true;
+        return 0;
+    }
+    const struct grp_thr *t = &c->gthr[r->thr & ~GRP_UNFINISHED];
+    c->poll = (struct cli_poll){
+        .process_id = t->process_id, .pid = t->pid, .tid = t->tid, .ring = t->ring,
+        .generation = t->generation, .task = r->task, .loc = r->loc, .runtime = r->runtime,
+        .worker = r->worker, .start_ns = r->start_ns, .end_ns = r->end_ns,
+    };
+    c->poll_unfinished = (r->thr & GRP_UNFINISHED) != 0;
+    return 0;
 }
 
 /* ---- constraint decoding ------------------------------------------------------------ */
@@ -1148,6 +1292,49 @@ static int x_disconnect(sqlite3_vtab *tab)
     return SQLITE_OK;
 }
 
+static int on_seg_starts(void *arg, const struct cli_seg_row *r)
+{
+    *(uint64_t *)arg += r->counts[D9_REC_POLL_START];
+    return 0;
+}
+
+/* May the polls of this plan be held for grouped serving? Their number is
+ * at most the poll_starts of the segments the constant pid and start_ns
+ * constraints select (others are not known at planning: all segments). */
+static bool group_fits(struct vt *v, sqlite3_index_info *ii)
+{
+#if SQLITE_VERSION_NUMBER >= 3038000
+    uint32_t pid = 0;
+    uint64_t from = 0, to = UINT64_MAX, starts = 0;
+    for (int i = 0; i < ii->nConstraint; i++) {
+        const struct sqlite3_index_constraint *k = &ii->aConstraint[i];
+        sqlite3_value *val = NULL;
+        if (!k->usable || sqlite3_vtab_rhs_value(ii, i, &val) != SQLITE_OK || !val)
+            continue;
+        char op = k->op == SQLITE_INDEX_CONSTRAINT_EQ ? '=' : k->op == SQLITE_INDEX_CONSTRAINT_GT ? '>'
+                : k->op == SQLITE_INDEX_CONSTRAINT_GE ? 'g' : k->op == SQLITE_INDEX_CONSTRAINT_LT ? '<'
+                : k->op == SQLITE_INDEX_CONSTRAINT_LE ? 'l' : 0;
+        uint32_t id = 0;
+        if (k->iColumn == PL_PID && op == '=') {
+            if (!narrow_id(val, &id))
+                return true;                /* no process: no rows */
+            if (id)
+                pid = id;
+        } else if (k->iColumn == PL_START && op && !narrow_time(op, val, &from, &to))
+            return true;                    /* an empty window */
+    }
+    if (from > to)
+        return true;
+    if (cli_store_segments(v->ctx->s, pid, from, to, on_seg_starts, &starts) < 0)
+        return false;
+    return starts <= SQL_GROUP_MEM / sizeof(struct grp_row);
+#else
+    (void)v;
+    (void)ii;
+    return false;
+#endif
+}
+
 static int x_best_index(sqlite3_vtab *tab, sqlite3_index_info *ii)
 {
     const struct tab_def *d = ((struct vt *)tab)->def;
@@ -1206,6 +1393,12 @@ static int x_best_index(sqlite3_vtab *tab, sqlite3_index_info *ii)
     if (d->ordered && ii->nOrderBy == 1 && ii->aOrderBy[0].iColumn == d->ts_col &&
         !ii->aOrderBy[0].desc)
         ii->orderByConsumed = 1;
+    if (d->kind == K_POLLS && ii->nOrderBy == 1 && !ii->aOrderBy[0].desc &&
+        (ii->aOrderBy[0].iColumn == PL_LOC || ii->aOrderBy[0].iColumn == PL_LOCATION) &&
+        group_fits((struct vt *)tab, ii)) {
+        ii->orderByConsumed = 1;
+        ii->idxNum = ii->aOrderBy[0].iColumn == PL_LOC ? GRP_BY_LOC : GRP_BY_LOCATION;
+    }
     ii->estimatedCost = cost;
     ii->estimatedRows = (sqlite3_int64)cost;
     return SQLITE_OK;
@@ -1234,6 +1427,14 @@ static void cur_reset(struct cur *c)
     c->parks = NULL;
     c->nparks = c->capparks = c->parks_open = 0;
     c->last_meta = NULL;
+    sql_group_free(c->grp);
+    c->grp = NULL;
+    c->grp_serving = false;
+    free(c->gthr);
+    c->gthr = NULL;
+    c->ngthr = c->capgthr = 0;
+    memset(c->gloc, 0, sizeof c->gloc);
+    memset(c->gthr_cache, 0, sizeof c->gthr_cache);
     c->eof = false;
     c->rt_set = false;
     c->sample_tid = 0;
@@ -1310,7 +1511,6 @@ static int fill_listing(struct cur *c, uint64_t stack_want, bool stack_set)
 static int x_filter(sqlite3_vtab_cursor *cur, int idx_num, const char *idx_str, int argc,
                     sqlite3_value **argv)
 {
-    (void)idx_num;
     struct cur *c = (struct cur *)cur;
     struct vt *v = c->vt;
     const struct tab_def *d = v->def;
@@ -1413,9 +1613,13 @@ static int x_filter(sqlite3_vtab_cursor *cur, int idx_num, const char *idx_str, 
             c->tmax = 0;
     }
     rc = scan_begin(c, c->f.from, c->f.to);
-    if (rc == 0) {
+    if (rc == 0 && d->kind == K_POLLS && (idx_num == GRP_BY_LOC || idx_num == GRP_BY_LOCATION))
+        rc = group_fill(c, idx_num);
+    else if (rc == 0)
         rc = step(c);
-    }
+    if (rc == -E2BIG)
+        return vt_error(v, "d9: %s", "polls grouped by location need more memory than the "
+                        "limit: narrow the query by pid or start_ns");
     if (rc < 0)
         return vt_error(v, "d9: scan failed: %s", strerror(-rc));
     return SQLITE_OK;
@@ -1669,7 +1873,9 @@ static void col_poll(struct cur *c, sqlite3_context *cx, int col)
                 break;
             }
         }
-        sqlite3_result_text(cx, e->text, -1, SQLITE_STATIC);
+        /* copied: the cache slot may be refilled while SQLite still holds
+         * this value (a GROUP BY compares each row's key with the last) */
+        sqlite3_result_text(cx, e->text, -1, SQLITE_TRANSIENT);
         break;
     }
     case PL_START: result_u64(cx, p->start_ns); break;

@@ -16,7 +16,13 @@
  * the blocks of the index that can match are read; runtime = 'name' narrows
  * to the one process that has it when there is one, and so does a custom
  * event that only one process (pid) defines. ORDER BY the time
- * column (ascending) is served by the scan's order for record tables. No
+ * column (ascending) is served by the scan's order for record tables.
+ * Polls grouped or ordered by loc or location alone (ascending) are
+ * served in that order (sql_group.h: bucketed in memory as the pairing
+ * yields them), so SQLite groups them without sorting every row; the
+ * planner takes that path only when the index's poll_start counts for the
+ * constant pid / start_ns constraints say the rows fit in a fixed memory
+ * ceiling (sql_vtab.c), else SQLite sorts as for any other table. No
  * constraint is marked omitted: SQLite re-checks every row, so a filter here
  * only has to be a superset of the answer.
  *

@@ -559,6 +559,46 @@ static void pushed_constraints_answer_as_sqlite_does(void **state)
     }
 }
 
+/* Polls grouped or ordered by loc or location come from the table in that
+ * order (no sorter in the plan) and answer as SQLite does on a plain copy:
+ * the same groups, aggregates, unfinished polls and rowids. */
+static void polls_grouped_by_location_are_served_in_order(void **state)
+{
+    struct fixture *fx = *state;
+    static const char *const qs[] = {
+        "select location, count(*), max(dur_ns), min(start_ns), count(end_ns) from %s "
+        "group by location",
+        "select loc, count(*), sum(dur_ns) from %s group by loc",
+        "select location, task, start_ns, end_ns from %s order by location",
+        "select pid, location, count(*) from %s where pid = 200 group by location",
+        "select location, count(*) from %s where start_ns between 1000000 and 1001000 "
+        "group by location",
+        "select location, count(*) from %s where start_ns > 9000000 group by location",
+        "select rowid, location, task from %s order by location",
+    };
+    assert_int_equal(sqlite3_exec(fx->db, "create temp table copy_polls as "
+                                  "select rowid as rowid, * from polls", NULL, NULL, NULL),
+                     SQLITE_OK);
+    char q[512], qc[512], plan[600];
+    for (size_t i = 0; i < sizeof qs / sizeof qs[0]; i++) {
+        snprintf(q, sizeof q, qs[i], "polls");
+        snprintf(plan, sizeof plan, "explain query plan %s", q);
+        if (strstr(rows(fx, plan), "B-TREE"))
+            fail_msg("%s: sorts: %s", q, rows(fx, plan));
+        char got[8192], want[8192];
+        sorted_rows(fx, q, got, sizeof got);
+        snprintf(qc, sizeof qc, qs[i], "copy_polls");
+        sorted_rows(fx, qc, want, sizeof want);
+        if (strcmp(got, want) != 0)
+            fail_msg("%s:\n  vtab: %s\n  copy: %s", q, got, want);
+    }
+    /* descending or by two keys: SQLite sorts, as before */
+    assert_non_null(strstr(rows(fx, "explain query plan select * from polls "
+                                    "order by location desc"), "B-TREE"));
+    assert_non_null(strstr(rows(fx, "explain query plan select location, tid, count(*) "
+                                    "from polls group by location, tid"), "B-TREE"));
+}
+
 /* ---- bad input --------------------------------------------------------------------------- */
 
 static void corrupt_block_under_a_query_is_skipped_and_counted(void **state)
@@ -620,6 +660,7 @@ int main(void)
         T_(index_tables_list_processes_threads_runtimes_segments),
         T_(polls_pair_starts_and_ends_and_leave_the_unfinished_null),
         T_(polls_started_in_a_window_are_followed_to_their_end),
+        T_(polls_grouped_by_location_are_served_in_order),
         T_(parks_carry_cpu_and_sched_wait),
         T_(record_tables_decode_their_fields),
         T_(cpu_samples_and_stacks_share_stack_ids),

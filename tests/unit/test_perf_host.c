@@ -338,6 +338,9 @@ static void test_tick_samples_weigh_their_ticks_and_carry_no_interrupt_frames(vo
     struct perf_host_stats st;
     if (tick_burner(0, &t, &ks, &l, &st))
         return;
+    printf("user burner: %ld samples, %ld with kernel frames, %ld in the tick; host: %llu samples, "
+           "%llu unanchored\n", l.mine, l.kernel, l.in_tick, (unsigned long long)st.samples,
+           (unsigned long long)st.unanchored);
     assert_int_equal(st.clock, PERF_HOST_CLOCK_TICK);
     assert_int_equal(st.period_ticks, 1);
     assert_int_equal(st.sample_ns, t.tick_ns);

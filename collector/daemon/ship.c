@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -334,6 +335,10 @@ int ship_start(struct ship **out, const struct s3_cfg *cfg, const char *store_di
         if (idx_read_meta_get(s->jobs[0].idx, "boot_realtime_ns", v, sizeof v) == 0)
             s->boot_realtime_ns = strtoull(v, NULL, 10);
     }
+    /* the threads take no signals: the daemon's main thread reads them (signalfd) */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
     for (unsigned i = 0; i < jobs && rc == 0; i++) {
         rc = -pthread_create(&s->jobs[i].thread, NULL, ship_thread, &s->jobs[i]);
         if (rc)
@@ -341,6 +346,7 @@ int ship_start(struct ship **out, const struct s3_cfg *cfg, const char *store_di
         else
             s->jobs[i].started = 1;
     }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc) {
         ship_stop(s);
         return rc;

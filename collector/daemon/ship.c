@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -252,6 +253,9 @@ static void *ship_thread(void *arg)
     struct idx_upload *u = malloc(sizeof *u);
     if (!u)
         return NULL;
+    /* below the drain thread: on a busy CPU the drain wins, uploads wait */
+    if (setpriority(PRIO_PROCESS, (id_t)gettid(), SHIP_NICE) != 0)
+        col_debug("ship: cannot lower the upload thread's priority: %s", strerror(errno));
     ship_refresh(j);
     while (!ship_stopping(s)) {
         pthread_mutex_lock(&s->mu);

@@ -22,6 +22,8 @@
  *     'pending', refusals (403, 404 bucket, ...) become 'failed' and are
  *     still retried at the longest backoff (the user may fix the bucket).
  *   - A segment deleted by retention meanwhile is simply dropped.
+ *   - The upload threads run at nice SHIP_NICE and take no signals: on a CPU
+ *     they share with the drain thread, the drain gets the time first.
  *
  * Must never: block the drain thread on the network or on a lock held across
  * I/O, log credentials, or delete anything locally (retention is storedir's).
@@ -37,6 +39,7 @@
 #define SHIP_BACKOFF_MAX_NS 30000000000ULL   /* then doubling up to 30 s */
 #define SHIP_IDLE_NS 1000000000ULL           /* look for work at least this often */
 #define SHIP_ERR_MAX 512
+#define SHIP_NICE 10                         /* upload threads' nice value: the drain comes first */
 
 struct ship;
 

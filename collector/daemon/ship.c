@@ -137,8 +137,7 @@ static void ship_one(struct ship_job *j, const struct idx_upload *u)
         return;                         /* not a file of ours (storedir's rule too) */
     snprintf(path, sizeof path, "%s/%s", s->dir, u->path);
     if ((rc = ship_read_file(path, &buf, &len)) != 0) {
-        if (rc != -ENOENT)              /* ENOENT: retention deleted it meanwhile */
-            snprintf(err, sizeof err, "read %.400s: %s", path, strerror(-rc));
+        snprintf(err, sizeof err, "read %.400s: %s", path, strerror(-rc));
         goto done;
     }
     struct s3_key_manifest m = {
@@ -195,6 +194,7 @@ static void ship_one(struct ship_job *j, const struct idx_upload *u)
         pthread_mutex_lock(&s->mu);
         s->st.uploaded++;
         s->st.uploaded_bytes += seg_there ? 0 : len;
+        s->st.last_error[0] = '\0';    /* it works again: the next failure will say why */
         pthread_mutex_unlock(&s->mu);
         col_debug("ship: segment %" PRIu64 " -> %s (%zu bytes%s)", u->segment_id, seg_key, len,
                   seg_there ? ", already there" : "");
@@ -217,14 +217,16 @@ static void ship_one(struct ship_job *j, const struct idx_upload *u)
     pthread_mutex_unlock(&s->mu);
     goto out;
 done:
-    if (err[0]) {
+    /* a local failure backs off like a server's, so a segment row whose
+     * file is missing is no busy loop; a row retention deleted meanwhile
+     * (its file gone with it) is no failure */
+    if (err[0] && idx_upload_set(j->idx, u->segment_id, "pending", attempt, err,
+                                 shm_mono_ns() + ship_backoff(attempt)) != -ENOENT) {
         pthread_mutex_lock(&s->mu);
         s->st.failures++;
         snprintf(s->st.last_error, sizeof s->st.last_error, "%s", err);
         col_log_limited(&s->rl, COL_LOG_WARN, "ship: %s", err);
         pthread_mutex_unlock(&s->mu);
-        idx_upload_set(j->idx, u->segment_id, "pending", attempt, err,
-                       shm_mono_ns() + ship_backoff(attempt));
     }
 out:
     free(buf);

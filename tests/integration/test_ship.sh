@@ -147,6 +147,29 @@ check "no credentials: the log says so" grep -q 'shipping to s3://d9-test/fleet 
 check "no credentials: d9 status says so" sh -c "'$TBIN/tool_ctl' '$EP' status | grep -q '^ship.error=no AWS credentials'"
 check "SIGTERM exits 0" stop_collector
 
+# ---- the disk cap deletes shipped segments before older unshipped ones
+STORE=$T/store-order
+check "collector ships a first batch" start_collector --segment-seconds 1 --ship $URL \
+    --s3-endpoint "$S3_PROXY"
+run_workload h
+check "the first batch is shipped" wait_for 60 backlog_empty
+check "SIGTERM exits 0" stop_collector
+check "the first batch has two segments or more" ge "$(sql 'select count(*) from segments')" 2
+# the oldest segment waits (as after failed attempts); the newer ones are shipped
+old=$(sql "select min(id) from segments")
+sql "update uploads set state = 'pending', next_ns = 9000000000000000000 where segment_id = $old"
+check "collector restarts with a 1 MiB cap, the server unreachable" start_collector \
+    --segment-seconds 1 --segment-mb 1 --store-mb 1 --ship $URL --s3-endpoint http://127.0.0.1:1 \
+    --log-level debug
+run_workload i
+run_workload j
+check "the cap deleted segments" grep -q 'retention: evicted segment' "$T/col.log"
+check "the first deleted was a newer shipped one, not the older unshipped" sh -c \
+    "grep -m 1 'retention: evicted segment' '$T/col.log' | grep -qv 'evicted segment $old '"
+check "unshipped ones went only once no shipped one was left" sh -c \
+    "[ \$('$TBIN/tool_ctl' '$EP' status | sed -n 's/^ship.evicted_unshipped=//p') -eq 0 ] || [ \$(sqlite3 '$STORE/index.sqlite' \"select count(*) from uploads where state = 'shipped'\") -eq 0 ]"
+check "SIGTERM exits 0" stop_collector
+
 # ---- the disk cap with an unshipped backlog
 STORE=$T/store-cap
 check "collector starts with a 2 MiB cap, shipping to a dead endpoint" start_collector \

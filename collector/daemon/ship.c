@@ -60,41 +60,6 @@ struct ship {
 
 static int ship_stopping(struct ship *s) { return __atomic_load_n(&s->stop, __ATOMIC_ACQUIRE); }
 
-static int ship_read_file(const char *path, uint8_t **buf, size_t *len)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    struct stat st;
-    if (fd < 0)
-        return -errno;
-    if (fstat(fd, &st) < 0) {
-        int e = -errno;
-        close(fd);
-        return e;
-    }
-    uint8_t *b = malloc(st.st_size ? (size_t)st.st_size : 1);
-    size_t got = 0;
-    if (!b) {
-        close(fd);
-        return -ENOMEM;
-    }
-    while (got < (size_t)st.st_size) {
-        ssize_t n = read(fd, b + got, (size_t)st.st_size - got);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            int e = n < 0 ? -errno : -EIO;
-            free(b);
-            close(fd);
-            return e;
-        }
-        got += (size_t)n;
-    }
-    close(fd);
-    *buf = b;
-    *len = got;
-    return 0;
-}
-
 static uint64_t ship_backoff(uint32_t attempts)
 {
     uint64_t b = SHIP_BACKOFF_MIN_NS;
@@ -105,7 +70,7 @@ static uint64_t ship_backoff(uint32_t attempts)
 
 /* 1 when the object is in the bucket with this size and MD5 (ETag of a
  * single-part upload). */
-static int ship_already_there(struct s3_client *c, const char *key, size_t len,
+static int ship_already_there(struct s3_client *c, const char *key, uint64_t len,
                               const char *md5hex)
 {
     uint64_t size;
@@ -128,29 +93,32 @@ static void ship_one(struct ship_job *j, const struct idx_upload *u)
     struct ship *s = j->s;
     char path[CONFIG_PATH_MAX + 600], stem[1024], name[1100], seg_key[2048], man_key[2048];
     char manifest[S3_KEY_MANIFEST_MAX], md5hex[33], err[SHIP_ERR_MAX] = "";
-    uint8_t *buf = NULL, md5[16];
-    size_t len = 0;
-    uint32_t attempt = u->attempts + 1;
-    int rc;
+    uint8_t md5[16];
+    uint64_t len = 0;
+    uint32_t attempt = u->attempts + 1, crc = 0;
+    int rc, fd = -1;
 
     if (strchr(u->path, '/') || u->path[0] == '.')
         return;                         /* not a file of ours (storedir's rule too) */
     snprintf(path, sizeof path, "%s/%s", s->dir, u->path);
-    if ((rc = ship_read_file(path, &buf, &len)) != 0) {
-        snprintf(err, sizeof err, "read %.400s: %s", path, strerror(-rc));
-        goto done;
-    }
+    /* one pass for the sums, one for the upload: a segment is never held in
+     * memory whole; sealed files do not change, and the server checks both */
     struct s3_key_manifest m = {
         .format = S3_KEY_MANIFEST_FORMAT, .pid = u->pid, .start_time = u->start_time,
         .segment_id = u->segment_id, .t_min_ns = u->t_min, .t_max_ns = u->t_max,
         .boot_realtime_ns = s->boot_realtime_ns, .records = u->records, .lost = u->lost,
-        .bytes = len, .crc32c = crc32c_update(0, buf, len),
     };
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    rc = fd < 0 ? -errno : s3_sign_file_sums(fd, &len, m.sha256, md5, crc32c_update, &crc);
+    if (rc) {
+        snprintf(err, sizeof err, "read %.400s: %s", path, strerror(-rc));
+        goto done;
+    }
+    m.bytes = len;
+    m.crc32c = crc;
     snprintf(m.host, sizeof m.host, "%s", s->host);
     snprintf(m.boot_id, sizeof m.boot_id, "%s", s->boot_id);
     snprintf(m.comm, sizeof m.comm, "%s", u->comm);
-    s3_sign_sha256_hex(buf, len, m.sha256);
-    s3_sign_md5(buf, len, md5);
     ship_hex(md5, sizeof md5, md5hex);
     if (s3_key_stem(&m, stem, sizeof stem) || s3_key_manifest_write(&m, manifest, sizeof manifest)) {
         snprintf(err, sizeof err, "segment %" PRIu64 ": cannot name it (host '%s')",
@@ -184,7 +152,7 @@ static void ship_one(struct ship_job *j, const struct idx_upload *u)
         if (seg_there)
             man_there = s3_client_head(j->client, man_key, NULL, NULL, 0) == 0;
     }
-    rc = seg_there ? 0 : s3_client_put(j->client, seg_key, buf, len);
+    rc = seg_there ? 0 : s3_client_put_fd(j->client, seg_key, fd, len, m.sha256, md5);
     if (rc == 0 && !man_there)
         rc = s3_client_put(j->client, man_key, manifest, strlen(manifest));
     if (rc == 0) {
@@ -196,7 +164,7 @@ static void ship_one(struct ship_job *j, const struct idx_upload *u)
         s->st.uploaded_bytes += seg_there ? 0 : len;
         s->st.last_error[0] = '\0';    /* it works again: the next failure will say why */
         pthread_mutex_unlock(&s->mu);
-        col_debug("ship: segment %" PRIu64 " -> %s (%zu bytes%s)", u->segment_id, seg_key, len,
+        col_debug("ship: segment %" PRIu64 " -> %s (%" PRIu64 " bytes%s)", u->segment_id, seg_key, len,
                   seg_there ? ", already there" : "");
         goto out;
     }
@@ -229,7 +197,8 @@ done:
         pthread_mutex_unlock(&s->mu);
     }
 out:
-    free(buf);
+    if (fd >= 0)
+        close(fd);
 }
 
 static void ship_refresh(struct ship_job *j)

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <curl/curl.h>
 
@@ -46,9 +47,12 @@ struct s3_client_sink {
     char etag[S3_XML_ETAG_MAX + 1];
 };
 
+/* A request body: bytes in memory, or a file read with pread (fd >= 0). */
 struct s3_client_src {
     const char *p;
-    size_t left;
+    int fd;
+    uint64_t off, left;
+    int read_err;                     /* errno of a failed pread */
 };
 
 static pthread_once_t s3_client_once = PTHREAD_ONCE_INIT;
@@ -155,9 +159,22 @@ static size_t s3_client_read(char *out, size_t size, size_t n, void *arg)
 {
     struct s3_client_src *src = arg;
     size_t len = size * n;
-    len = len < src->left ? len : src->left;
-    memcpy(out, src->p, len);
-    src->p += len;
+    len = len < src->left ? len : (size_t)src->left;
+    if (src->fd >= 0) {
+        ssize_t got;
+        do
+            got = pread(src->fd, out, len, (off_t)src->off);
+        while (got < 0 && errno == EINTR);
+        if (got <= 0 && len) {        /* shorter than it was: the upload must fail */
+            src->read_err = got < 0 ? errno : EIO;
+            return CURL_READFUNC_ABORT;
+        }
+        len = (size_t)got;
+        src->off += len;
+    } else {
+        memcpy(out, src->p, len);
+        src->p += len;
+    }
     src->left -= len;
     return len;
 }
@@ -196,8 +213,8 @@ static int s3_client_http_rc(long status, const char *code)
 /* One request. key: full object key or NULL (the bucket); query: encoded
  * "k=v&..." or "". */
 static int s3_client_do(struct s3_client *c, const char *method, const char *key,
-                        const char *query, const void *body, size_t blen,
-                        struct s3_client_sink *sink)
+                        const char *query, struct s3_client_src *body, const char *body_sha,
+                        const char *body_md5, struct s3_client_sink *sink)
 {
     char path[3 * S3_XML_KEY_MAX + 128], enc[3 * S3_XML_KEY_MAX + 1];
     char url[sizeof c->cfg.base_url + sizeof enc + 4096];
@@ -222,14 +239,15 @@ static int s3_client_do(struct s3_client *c, const char *method, const char *key
         return snprintf(c->err, sizeof c->err, "%s: URL too long", method), -ENAMETOOLONG;
 
     s3_sign_amz_date(time(NULL), date);
-    s3_sign_sha256_hex(body ? body : "", blen, sha);
+    if (body_sha)
+        snprintf(sha, sizeof sha, "%s", body_sha);
+    else
+        s3_sign_sha256_hex("", 0, sha);
     hdrs[nh++] = (struct s3_sign_hdr){ "host", c->cfg.host };
     hdrs[nh++] = (struct s3_sign_hdr){ "x-amz-content-sha256", sha };
     hdrs[nh++] = (struct s3_sign_hdr){ "x-amz-date", date };
-    if (body) {
-        uint8_t md5[16];
-        s3_sign_md5(body, blen, md5);
-        s3_sign_base64(md5, sizeof md5, md5b64, sizeof md5b64);
+    if (body_md5) {
+        snprintf(md5b64, sizeof md5b64, "%s", body_md5);
         hdrs[nh++] = (struct s3_sign_hdr){ "content-md5", md5b64 };
     }
     if (c->cfg.session_token[0])
@@ -254,7 +272,6 @@ static int s3_client_do(struct s3_client *c, const char *method, const char *key
         return -ENOMEM;
 
     CURL *h = c->h;
-    struct s3_client_src src = { body, blen };
     curl_easy_reset(h);
     curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
@@ -277,8 +294,8 @@ static int s3_client_do(struct s3_client *c, const char *method, const char *key
     if (strcmp(method, "PUT") == 0) {
         curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
         curl_easy_setopt(h, CURLOPT_READFUNCTION, s3_client_read);
-        curl_easy_setopt(h, CURLOPT_READDATA, &src);
-        curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)blen);
+        curl_easy_setopt(h, CURLOPT_READDATA, body);
+        curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)body->left);
     } else if (strcmp(method, "HEAD") == 0) {
         curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
     } else if (strcmp(method, "GET") != 0) {
@@ -290,6 +307,11 @@ static int s3_client_do(struct s3_client *c, const char *method, const char *key
 
     const char *what = key ? key : "";
     if (cc != CURLE_OK) {
+        if (body && body->read_err) {
+            snprintf(c->err, sizeof c->err, "%s s3://%s/%s: reading the body: %s", method,
+                     c->cfg.bucket, what, strerror(body->read_err));
+            return -body->read_err;
+        }
         if (sink->too_big) {
             snprintf(c->err, sizeof c->err, "%s s3://%s/%s: larger than the bound", method,
                      c->cfg.bucket, what);
@@ -309,15 +331,35 @@ static int s3_client_do(struct s3_client *c, const char *method, const char *key
     return s3_client_http_rc(c->status, code);
 }
 
-int s3_client_put(struct s3_client *c, const char *key, const void *buf, size_t len)
+static int s3_client_put_src(struct s3_client *c, const char *key, struct s3_client_src *src,
+                             const char *sha_hex, const uint8_t md5[16])
 {
+    char md5b64[32];
     struct s3_client_sink *s = calloc(1, sizeof *s);
     if (!s)
         return -ENOMEM;
     s->c = c;
-    int rc = s3_client_do(c, "PUT", key, "", buf ? buf : "", len, s);
+    s3_sign_base64(md5, 16, md5b64, sizeof md5b64);
+    int rc = s3_client_do(c, "PUT", key, "", src, sha_hex, md5b64, s);
     free(s);
     return rc;
+}
+
+int s3_client_put(struct s3_client *c, const char *key, const void *buf, size_t len)
+{
+    char sha[S3_SIGN_HEX_LEN + 1];
+    uint8_t md5[16];
+    struct s3_client_src src = { buf ? buf : "", -1, 0, len, 0 };
+    s3_sign_sha256_hex(src.p, len, sha);
+    s3_sign_md5(src.p, len, md5);
+    return s3_client_put_src(c, key, &src, sha, md5);
+}
+
+int s3_client_put_fd(struct s3_client *c, const char *key, int fd, uint64_t len,
+                     const char *sha_hex, const uint8_t md5[16])
+{
+    struct s3_client_src src = { NULL, fd, 0, len, 0 };
+    return s3_client_put_src(c, key, &src, sha_hex, md5);
 }
 
 int s3_client_get(struct s3_client *c, const char *key, void *buf, size_t cap, size_t *len)
@@ -328,7 +370,7 @@ int s3_client_get(struct s3_client *c, const char *key, void *buf, size_t cap, s
     s->c = c;
     s->buf = buf;
     s->cap = cap;
-    int rc = s3_client_do(c, "GET", key, "", NULL, 0, s);
+    int rc = s3_client_do(c, "GET", key, "", NULL, NULL, NULL, s);
     *len = s->len;
     free(s);
     return rc;
@@ -343,7 +385,7 @@ int s3_client_get_file(struct s3_client *c, const char *key, FILE *f, uint64_t m
     s->c = c;
     s->f = f;
     s->max = max;
-    int rc = s3_client_do(c, "GET", key, "", NULL, 0, s);
+    int rc = s3_client_do(c, "GET", key, "", NULL, NULL, NULL, s);
     *len = s->flen;
     if (rc == 0 && fflush(f) != 0)
         rc = -errno;
@@ -358,7 +400,7 @@ int s3_client_head(struct s3_client *c, const char *key, uint64_t *size, char *e
     if (!s)
         return -ENOMEM;
     s->c = c;
-    int rc = s3_client_do(c, "HEAD", key, "", NULL, 0, s);
+    int rc = s3_client_do(c, "HEAD", key, "", NULL, NULL, NULL, s);
     if (rc == 0) {
         curl_off_t cl = -1;
         curl_easy_getinfo(c->h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl);
@@ -377,7 +419,7 @@ int s3_client_delete(struct s3_client *c, const char *key)
     if (!s)
         return -ENOMEM;
     s->c = c;
-    int rc = s3_client_do(c, "DELETE", key, "", NULL, 0, s);
+    int rc = s3_client_do(c, "DELETE", key, "", NULL, NULL, NULL, s);
     free(s);
     return rc == -ENOENT ? 0 : rc;
 }
@@ -409,7 +451,7 @@ int s3_client_list(struct s3_client *c, const char *prefix, s3_xml_obj_fn fn, vo
         s->c = c;
         s->buf = buf;
         s->cap = S3_CLIENT_LIST_PAGE_MAX;
-        rc = s3_client_do(c, "GET", NULL, query, NULL, 0, s);
+        rc = s3_client_do(c, "GET", NULL, query, NULL, NULL, NULL, s);
         if (rc)
             break;
         rc = s3_xml_list_parse(buf, s->len, fn, ctx, page);

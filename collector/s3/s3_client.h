@@ -60,6 +60,14 @@ int s3_client_key(const struct s3_client *c, const char *name, char *out, size_t
 /* PUT the bytes as object key (a full key, see s3_client_key). */
 int s3_client_put(struct s3_client *c, const char *key, const void *buf, size_t len);
 
+/* PUT len bytes of the open file fd (read with pread from offset 0, so
+ * never held in memory whole) as object key; sha_hex and md5 are the
+ * file's SHA-256 (hex) and MD5, computed by the caller beforehand
+ * (s3_sign_file_sums): a file that changed meanwhile is refused by the
+ * server (BadDigest), a shorter one fails here (-EIO). */
+int s3_client_put_fd(struct s3_client *c, const char *key, int fd, uint64_t len,
+                     const char *sha_hex, const uint8_t md5[16]);
+
 /* GET object key into buf (at most cap bytes; -EFBIG beyond); *len = size. */
 int s3_client_get(struct s3_client *c, const char *key, void *buf, size_t cap, size_t *len);
 /* GET object key into f (at most max bytes; -EFBIG beyond); *len = size. */

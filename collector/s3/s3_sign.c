@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -59,6 +60,50 @@ void s3_sign_sha256_hex(const void *buf, size_t len, char *out)
     uint8_t d[32];
     s3_sign_sha256(buf, len, d);
     s3_sign_hex(d, sizeof d, out);
+}
+
+int s3_sign_file_sums(int fd, uint64_t *len, char *sha_hex, uint8_t md5[16],
+                      s3_sign_crc_fn crc_fn, uint32_t *crc)
+{
+    enum { CHUNK = 1 << 20 };
+    EVP_MD_CTX *sha = EVP_MD_CTX_new(), *md = EVP_MD_CTX_new();
+    unsigned char *buf = malloc(CHUNK);
+    uint64_t off = 0;
+    int rc = 0;
+    if (!sha || !md || !buf || !EVP_DigestInit_ex(sha, EVP_sha256(), NULL) ||
+        !EVP_DigestInit_ex(md, EVP_md5(), NULL)) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    if (crc)
+        *crc = 0;
+    for (;;) {
+        ssize_t n = pread(fd, buf, CHUNK, (off_t)off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            rc = -errno;
+            goto out;
+        }
+        if (n == 0)
+            break;
+        EVP_DigestUpdate(sha, buf, (size_t)n);
+        EVP_DigestUpdate(md, buf, (size_t)n);
+        if (crc && crc_fn)
+            *crc = crc_fn(*crc, buf, (size_t)n);
+        off += (uint64_t)n;
+    }
+    uint8_t d[32];
+    unsigned int dn = 32, mn = 16;
+    EVP_DigestFinal_ex(sha, d, &dn);
+    EVP_DigestFinal_ex(md, md5, &mn);
+    s3_sign_hex(d, sizeof d, sha_hex);
+    *len = off;
+out:
+    free(buf);
+    EVP_MD_CTX_free(sha);
+    EVP_MD_CTX_free(md);
+    return rc;
 }
 
 int s3_sign_base64(const uint8_t *in, size_t n, char *out, size_t cap)

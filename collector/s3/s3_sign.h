@@ -19,7 +19,8 @@
  *   - Every output is NUL-terminated; a too-small buffer gives -ENAMETOOLONG
  *     and never a truncated signature.
  *
- * Must never: read the clock, the environment or any file; log secrets.
+ * Must never: read the clock, the environment or any file but the one
+ * s3_sign_file_sums is given; log secrets.
  */
 #ifndef D9_S3_SIGN_H
 #define D9_S3_SIGN_H
@@ -61,6 +62,14 @@ void s3_sign_sha256_hex(const void *buf, size_t len, char *out);
 /* Raw digests, for checksum headers. */
 void s3_sign_sha256(const void *buf, size_t len, uint8_t out[32]);
 void s3_sign_md5(const void *buf, size_t len, uint8_t out[16]);
+
+/* One pass over the open file fd from offset 0 (pread, 1 MiB at a time):
+ * *len, hex SHA-256 (S3_SIGN_HEX_LEN + 1 bytes) and MD5; when crc is not
+ * NULL, crc_fn(crc, chunk, n) is chained over the file too (CRC-32C from
+ * collector/store, passed in so this module needs no other). 0 or -errno. */
+typedef uint32_t (*s3_sign_crc_fn)(uint32_t crc, const void *buf, size_t len);
+int s3_sign_file_sums(int fd, uint64_t *len, char *sha_hex, uint8_t md5[16],
+                      s3_sign_crc_fn crc_fn, uint32_t *crc);
 
 /* Standard base64 of n bytes into out (cap bytes with the NUL). */
 int s3_sign_base64(const uint8_t *in, size_t n, char *out, size_t cap);

@@ -9,7 +9,9 @@
 #include <setjmp.h>
 #include <cmocka.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "collector/s3/s3_sign.h"
 
 #define EMPTY_SHA "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
@@ -168,6 +170,42 @@ static void digests_date_and_base64_are_the_standard_ones(void **state)
     assert_string_equal(date, "20150830T123600Z");
 }
 
+static uint32_t sum_bytes(uint32_t crc, const void *buf, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        crc += ((const uint8_t *)buf)[i];
+    return crc;
+}
+
+static void file_sums_in_chunks_equal_the_one_shot_digests(void **state)
+{
+    (void)state;
+    size_t n = 3u * 1024 * 1024 + 77;               /* more than one 1 MiB chunk */
+    uint8_t *data = malloc(n), md5a[16], md5b[16];
+    char path[] = "/tmp/test_s3_sign.XXXXXX", hexa[S3_SIGN_HEX_LEN + 1], hexb[S3_SIGN_HEX_LEN + 1];
+    uint32_t want = 0, crc = 1;
+    uint64_t len = 0;
+    assert_non_null(data);
+    for (size_t i = 0; i < n; i++) {
+        data[i] = (uint8_t)(i * 2654435761u >> 13);
+        want += data[i];
+    }
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, data, n), (ssize_t)n);
+    assert_int_equal(s3_sign_file_sums(fd, &len, hexb, md5b, sum_bytes, &crc), 0);
+    s3_sign_sha256_hex(data, n, hexa);
+    s3_sign_md5(data, n, md5a);
+    assert_int_equal(len, n);
+    assert_string_equal(hexa, hexb);
+    assert_memory_equal(md5a, md5b, 16);
+    assert_int_equal(crc, want);
+    close(fd);
+    unlink(path);
+    free(data);
+    assert_int_equal(s3_sign_file_sums(-1, &len, hexb, md5b, NULL, NULL), -EBADF);
+}
+
 static void a_small_buffer_fails_and_never_truncates(void **state)
 {
     (void)state;
@@ -190,6 +228,7 @@ int main(void)
         cmocka_unit_test(s3_list_objects_and_bare_query_key_examples),
         cmocka_unit_test(uri_encoding_keeps_unreserved_and_optionally_slashes),
         cmocka_unit_test(digests_date_and_base64_are_the_standard_ones),
+        cmocka_unit_test(file_sums_in_chunks_equal_the_one_shot_digests),
         cmocka_unit_test(a_small_buffer_fails_and_never_truncates),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

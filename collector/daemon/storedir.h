@@ -51,6 +51,10 @@ struct storedir {
     int failing;                    /* the last write failed */
     int unindexed_seals;            /* a seal's index commit failed since the last re-index */
     int last_error;                 /* its -errno */
+    int keep_unshipped;             /* shipping: retention deletes shipped segments first */
+    uint64_t evicted_unshipped;     /* segments the cap deleted before they were shipped */
+    void (*on_sealed)(void *arg);   /* called after a segment is indexed (NULL: none) */
+    void *on_sealed_arg;
     struct col_ratelimit err_rl;
 };
 

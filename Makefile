@@ -15,6 +15,7 @@
 #   agent/*.c                   -> libd9agent.{so,a} (the .so exports only the D9_API of d9.h)
 #   collector/store/*.c         -> libd9store.a: segment files, index, fsck, symbols (every program)
 #   collector/ctl/*.c           -> the control channel, both ends (daemon and CLI)
+#   collector/s3/*.c            -> the S3 client (shipping, d9 pull; libcurl, libcrypto)
 #   collector/daemon/*.c        -> build/bin/d9collectd (main: d9collectd.c)
 #   collector/cli/*.c           -> build/bin/d9 (main: main.c)
 #   (libcol.a holds every collector module, for test programs and benches)
@@ -40,7 +41,8 @@ OPT      ?= -O2 -g
 CPPFLAGS += -I. -I$(BUILD)/gen -DD9_VERSION=\"$(D9_VERSION)\"
 CFLAGS   += $(CSTD) $(OPT) $(WARN) -fPIC -pthread -fno-strict-aliasing
 LDLIBS_AGENT := -lzmq -lprotobuf-c -pthread
-LDLIBS_COL   := -lzmq -lprotobuf-c -lsqlite3 -lm -pthread
+# libcurl (OpenSSL flavour) and libcrypto: the S3 client of collector/s3/
+LDLIBS_COL   := -lzmq -lprotobuf-c -lsqlite3 -lcurl -lcrypto -lm -pthread
 # traced programs (demo, integration workloads): complete stacks for d9 flame
 FRAME_POINTERS := -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer
 LDLIBS_CLI   := $(LDLIBS_COL) -lmicrohttpd
@@ -50,9 +52,10 @@ SHM_SRC   := $(wildcard shm/*.c)
 AGENT_SRC := $(wildcard agent/*.c)
 STORE_SRC := $(wildcard collector/store/*.c)
 CTL_SRC   := $(wildcard collector/ctl/*.c)
+S3_SRC    := $(wildcard collector/s3/*.c)
 DAEMON_SRC := $(filter-out collector/daemon/d9collectd.c,$(wildcard collector/daemon/*.c))
 CLI_SRC   := $(filter-out collector/cli/main.c,$(wildcard collector/cli/*.c))
-COL_SRC   := $(STORE_SRC) $(CTL_SRC) $(DAEMON_SRC) $(CLI_SRC)
+COL_SRC   := $(STORE_SRC) $(CTL_SRC) $(S3_SRC) $(DAEMON_SRC) $(CLI_SRC)
 DEMO_SRC  := $(wildcard agent/demo/*.c)
 PROTO_C   := $(BUILD)/gen/proto/d9.pb-c.c
 PROTO_H   := $(BUILD)/gen/proto/d9.pb-c.h $(BUILD)/gen/proto/perfetto_trace.pb-c.h
@@ -70,6 +73,7 @@ AGENT_OBJ := $(call obj,$(AGENT_SRC))
 COL_OBJ   := $(call obj,$(COL_SRC))
 STORE_OBJ := $(call obj,$(STORE_SRC))
 CTL_OBJ   := $(call obj,$(CTL_SRC))
+S3_OBJ    := $(call obj,$(S3_SRC))
 DAEMON_OBJ := $(call obj,$(DAEMON_SRC))
 CLI_OBJ   := $(call obj,$(CLI_SRC))
 PROTO_OBJ := $(BUILD)/obj/proto/d9.pb-c.o
@@ -93,6 +97,7 @@ all: $(AGENT_SO) $(AGENT_A) $(BINS)
 # ---- dependencies (Debian packages, installed only when missing) ----------
 deps:
 	@sh .ci/install-deps
+	@BUILD=$(BUILD) sh tests/integration/s3rver_install.sh
 
 # ---- generated protobuf-c code ------------------------------------------
 $(BUILD)/gen/proto/%.pb-c.c $(BUILD)/gen/proto/%.pb-c.h: proto/%.proto
@@ -137,10 +142,10 @@ $(COL_A): $(COL_OBJ) $(SHM_OBJ) $(PROTO_OBJ) $(CLI_PROTO_OBJ)
 $(STORE_A): $(STORE_OBJ) $(SHM_OBJ) $(PROTO_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
-$(BUILD)/bin/d9collectd: $(BUILD)/obj/collector/daemon/d9collectd.o $(DAEMON_OBJ) $(CTL_OBJ) $(STORE_A)
+$(BUILD)/bin/d9collectd: $(BUILD)/obj/collector/daemon/d9collectd.o $(DAEMON_OBJ) $(CTL_OBJ) $(S3_OBJ) $(STORE_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_COL)
-$(BUILD)/bin/d9: $(BUILD)/obj/collector/cli/main.o $(CLI_OBJ) $(CTL_OBJ) $(CLI_PROTO_OBJ) $(STORE_A)
+$(BUILD)/bin/d9: $(BUILD)/obj/collector/cli/main.o $(CLI_OBJ) $(CTL_OBJ) $(S3_OBJ) $(CLI_PROTO_OBJ) $(STORE_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_CLI)
 $(call obj,$(DEMO_SRC)): CFLAGS += $(FRAME_POINTERS)

@@ -34,11 +34,12 @@ RULES = {
     "agent/demo": ["agent"],
     "collector/store": ["shm"],
     "collector/ctl": ["collector/store", "shm", "proto"],
-    "collector/daemon": ["collector/store", "collector/ctl", "shm", "proto"],
-    "collector/cli": ["collector/store", "collector/ctl", "shm", "proto"],
+    "collector/s3": ["collector/store", "shm"],
+    "collector/daemon": ["collector/store", "collector/ctl", "collector/s3", "shm", "proto"],
+    "collector/cli": ["collector/store", "collector/ctl", "collector/s3", "shm", "proto"],
 }
 SOURCE_DIRS = ["shm", "agent", "collector"]
-PREFIX_DIRS = ["collector/store", "collector/ctl", "collector/cli"]
+PREFIX_DIRS = ["collector/store", "collector/ctl", "collector/s3", "collector/cli"]
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 SQLITE = re.compile(r'^\s*#\s*include\s+<sqlite3\.h>', re.M)
 # The only files that may run SQL: the index module owns index.sqlite.

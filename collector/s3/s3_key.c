@@ -1,0 +1,281 @@
+/*
+ * s3_key.c — object keys and manifests of shipped segments (see s3_key.h).
+ * The JSON parser takes exactly what the writer makes: one object of
+ * "key": "string" | unsigned-integer pairs, strings with the escapes \" \\
+ * \/ \b \f \n \r \t and \u00XX; nothing nested.
+ */
+#include "s3_key.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+int s3_key_stem(const struct s3_key_manifest *m, char *out, size_t cap)
+{
+    char host[sizeof m->host], day[16];
+    size_t i = 0;
+    for (; m->host[i] && i + 1 < sizeof host; i++) {
+        char c = m->host[i];
+        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                 c == '.' || c == '_' || c == '-';
+        host[i] = ok ? c : '_';
+    }
+    host[i] = '\0';
+    if (!host[0] || strcmp(host, ".") == 0 || strcmp(host, "..") == 0)
+        return -EINVAL;
+    time_t t = (time_t)((m->boot_realtime_ns + m->t_min_ns) / 1000000000u);
+    struct tm tm;
+    if (!gmtime_r(&t, &tm) || strftime(day, sizeof day, "%Y-%m-%d", &tm) == 0)
+        return -EINVAL;
+    int n = snprintf(out, cap, "%s/%s/%" PRIu64 "-%" PRIu64 "/%" PRIu64, host, day, m->pid,
+                     m->start_time, m->segment_id);
+    return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
+}
+
+struct s3_key_out {
+    char *p;
+    size_t cap, len;
+    int over;
+};
+
+static void s3_key_put(struct s3_key_out *o, const char *s, size_t n)
+{
+    if (o->over || o->len + n >= o->cap) {
+        o->over = 1;
+        return;
+    }
+    memcpy(o->p + o->len, s, n);
+    o->len += n;
+    o->p[o->len] = '\0';
+}
+
+static void s3_key_str(struct s3_key_out *o, const char *k, const char *v)
+{
+    char e[8];
+    s3_key_put(o, o->len > 1 ? ",\n \"" : "\n \"", o->len > 1 ? 4 : 3);
+    s3_key_put(o, k, strlen(k));
+    s3_key_put(o, "\": \"", 4);
+    for (const unsigned char *p = (const unsigned char *)v; *p; p++) {
+        if (*p == '"' || *p == '\\') {
+            e[0] = '\\';
+            e[1] = (char)*p;
+            s3_key_put(o, e, 2);
+        } else if (*p < 0x20) {
+            snprintf(e, sizeof e, "\\u%04x", *p);
+            s3_key_put(o, e, 6);
+        } else {
+            s3_key_put(o, (const char *)p, 1);
+        }
+    }
+    s3_key_put(o, "\"", 1);
+}
+
+static void s3_key_num(struct s3_key_out *o, const char *k, uint64_t v)
+{
+    char num[32];
+    s3_key_put(o, o->len > 1 ? ",\n \"" : "\n \"", o->len > 1 ? 4 : 3);
+    s3_key_put(o, k, strlen(k));
+    s3_key_put(o, "\": ", 3);
+    snprintf(num, sizeof num, "%" PRIu64, v);
+    s3_key_put(o, num, strlen(num));
+}
+
+int s3_key_manifest_write(const struct s3_key_manifest *m, char *out, size_t cap)
+{
+    struct s3_key_out o = { out, cap, 0, cap == 0 };
+    s3_key_put(&o, "{", 1);
+    s3_key_num(&o, "format", S3_KEY_MANIFEST_FORMAT);
+    s3_key_str(&o, "host", m->host);
+    s3_key_str(&o, "boot_id", m->boot_id);
+    s3_key_num(&o, "pid", m->pid);
+    s3_key_num(&o, "start_time", m->start_time);
+    s3_key_str(&o, "comm", m->comm);
+    s3_key_num(&o, "segment_id", m->segment_id);
+    s3_key_num(&o, "t_min_ns", m->t_min_ns);
+    s3_key_num(&o, "t_max_ns", m->t_max_ns);
+    s3_key_num(&o, "boot_realtime_ns", m->boot_realtime_ns);
+    s3_key_num(&o, "records", m->records);
+    s3_key_num(&o, "lost", m->lost);
+    s3_key_num(&o, "bytes", m->bytes);
+    s3_key_num(&o, "crc32c", m->crc32c);
+    s3_key_str(&o, "sha256", m->sha256);
+    s3_key_put(&o, "\n}\n", 3);
+    return o.over ? -ENAMETOOLONG : 0;
+}
+
+/* ---- parser ---------------------------------------------------------------- */
+
+struct s3_key_in {
+    const char *p, *end;
+};
+
+static void s3_key_ws(struct s3_key_in *in)
+{
+    while (in->p < in->end && (*in->p == ' ' || *in->p == '\n' || *in->p == '\r' || *in->p == '\t'))
+        in->p++;
+}
+
+static int s3_key_hex(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* A JSON string into out (cap bytes with the NUL). */
+static int s3_key_string(struct s3_key_in *in, char *out, size_t cap)
+{
+    size_t o = 0;
+    if (in->p >= in->end || *in->p != '"')
+        return -EBADMSG;
+    in->p++;
+    while (in->p < in->end && *in->p != '"') {
+        char c = *in->p++;
+        if ((unsigned char)c < 0x20)
+            return -EBADMSG;
+        if (c == '\\') {
+            if (in->p >= in->end)
+                return -EBADMSG;
+            char e = *in->p++;
+            switch (e) {
+            case '"': case '\\': case '/': c = e; break;
+            case 'b': c = '\b'; break;
+            case 'f': c = '\f'; break;
+            case 'n': c = '\n'; break;
+            case 'r': c = '\r'; break;
+            case 't': c = '\t'; break;
+            case 'u': {
+                if (in->end - in->p < 4)
+                    return -EBADMSG;
+                int v = 0;
+                for (int i = 0; i < 4; i++) {
+                    int d = s3_key_hex(in->p[i]);
+                    if (d < 0)
+                        return -EBADMSG;
+                    v = v * 16 + d;
+                }
+                if (v == 0 || v > 0x7f)
+                    return -EBADMSG;  /* the writer escapes control bytes only */
+                c = (char)v;
+                in->p += 4;
+                break;
+            }
+            default:
+                return -EBADMSG;
+            }
+        }
+        if (o + 1 >= cap)
+            return -EBADMSG;
+        out[o++] = c;
+    }
+    if (in->p >= in->end)
+        return -EBADMSG;
+    in->p++;
+    memset(out + o, 0, cap - o);      /* a key given twice leaves no trace of the first */
+    return 0;
+}
+
+static int s3_key_u64(struct s3_key_in *in, uint64_t *v)
+{
+    uint64_t x = 0;
+    const char *start = in->p;
+    while (in->p < in->end && *in->p >= '0' && *in->p <= '9') {
+        uint64_t d = (uint64_t)(*in->p - '0');
+        if (x > (UINT64_MAX - d) / 10)
+            return -EBADMSG;
+        x = x * 10 + d;
+        in->p++;
+    }
+    if (in->p == start || (in->p - start > 1 && *start == '0'))
+        return -EBADMSG;
+    *v = x;
+    return 0;
+}
+
+int s3_key_manifest_parse(const char *buf, size_t len, struct s3_key_manifest *m)
+{
+    struct { const char *k; size_t off, cap; } strs[] = {
+        { "host", offsetof(struct s3_key_manifest, host), sizeof m->host },
+        { "boot_id", offsetof(struct s3_key_manifest, boot_id), sizeof m->boot_id },
+        { "comm", offsetof(struct s3_key_manifest, comm), sizeof m->comm },
+        { "sha256", offsetof(struct s3_key_manifest, sha256), sizeof m->sha256 },
+    };
+    struct { const char *k; size_t off; } nums[] = {
+        { "format", offsetof(struct s3_key_manifest, format) },
+        { "pid", offsetof(struct s3_key_manifest, pid) },
+        { "start_time", offsetof(struct s3_key_manifest, start_time) },
+        { "segment_id", offsetof(struct s3_key_manifest, segment_id) },
+        { "t_min_ns", offsetof(struct s3_key_manifest, t_min_ns) },
+        { "t_max_ns", offsetof(struct s3_key_manifest, t_max_ns) },
+        { "boot_realtime_ns", offsetof(struct s3_key_manifest, boot_realtime_ns) },
+        { "records", offsetof(struct s3_key_manifest, records) },
+        { "lost", offsetof(struct s3_key_manifest, lost) },
+        { "bytes", offsetof(struct s3_key_manifest, bytes) },
+        { "crc32c", offsetof(struct s3_key_manifest, crc32c) },
+    };
+    struct s3_key_in in = { buf, buf + len };
+    char key[64], skip[S3_KEY_MANIFEST_MAX];
+    uint64_t ignored;
+    memset(m, 0, sizeof *m);
+    if (len > S3_KEY_MANIFEST_MAX)
+        return -EBADMSG;
+    s3_key_ws(&in);
+    if (in.p >= in.end || *in.p++ != '{')
+        return -EBADMSG;
+    s3_key_ws(&in);
+    if (in.p < in.end && *in.p == '}') {
+        in.p++;
+    } else {
+        for (;;) {
+            s3_key_ws(&in);
+            if (s3_key_string(&in, key, sizeof key))
+                return -EBADMSG;
+            s3_key_ws(&in);
+            if (in.p >= in.end || *in.p++ != ':')
+                return -EBADMSG;
+            s3_key_ws(&in);
+            if (in.p >= in.end)
+                return -EBADMSG;
+            int rc = -EBADMSG, known = 0;
+            if (*in.p == '"') {
+                for (size_t i = 0; i < sizeof strs / sizeof strs[0] && !known; i++)
+                    if (strcmp(key, strs[i].k) == 0) {
+                        known = 1;
+                        rc = s3_key_string(&in, (char *)m + strs[i].off, strs[i].cap);
+                    }
+                if (!known)
+                    rc = s3_key_string(&in, skip, sizeof skip);
+            } else {
+                for (size_t i = 0; i < sizeof nums / sizeof nums[0] && !known; i++)
+                    if (strcmp(key, nums[i].k) == 0) {
+                        known = 1;
+                        rc = s3_key_u64(&in, (uint64_t *)((char *)m + nums[i].off));
+                    }
+                if (!known)
+                    rc = s3_key_u64(&in, &ignored);
+            }
+            if (rc)
+                return -EBADMSG;
+            s3_key_ws(&in);
+            if (in.p < in.end && *in.p == ',') {
+                in.p++;
+                continue;
+            }
+            if (in.p < in.end && *in.p == '}') {
+                in.p++;
+                break;
+            }
+            return -EBADMSG;
+        }
+    }
+    s3_key_ws(&in);
+    if (in.p != in.end || m->format != S3_KEY_MANIFEST_FORMAT || !m->host[0] || !m->segment_id)
+        return -EBADMSG;
+    return 0;
+}

@@ -1,0 +1,60 @@
+/*
+ * s3_key.h — the layout of a store in a bucket, and the manifest that
+ * describes each shipped segment.
+ *
+ * Layout (PREFIX may be empty, then keys start at HOST):
+ *   PREFIX/HOST/YYYY-MM-DD/PID-START/ID.d9seg           the segment file, byte for byte
+ *   PREFIX/HOST/YYYY-MM-DD/PID-START/ID.manifest.json   its manifest
+ * HOST: the store's host name with every byte outside [A-Za-z0-9._-]
+ * replaced by '_'; YYYY-MM-DD: UTC day of the segment's first record
+ * (boot_realtime_ns + t_min); PID-START: pid and start time (clock ticks
+ * after boot, /proc/PID/stat field 22) of the traced process; ID: the
+ * segment id, decimal. The manifest is uploaded after its segment, so a
+ * manifest present means its segment is whole in the bucket.
+ *
+ * Manifest: one flat JSON object, keys below (s3_key_manifest_write), string
+ * and unsigned integer values only; readers ignore keys they do not know.
+ * "format": 1 is its version; crc32c and sha256 are of the whole segment file.
+ *
+ * Called by: the collector's uploader (ship.c), d9 pull / --store s3://.
+ *
+ * Must never: trust a manifest read back: s3_key_manifest_parse bounds
+ * every string and number and rejects anything else (fuzzed).
+ */
+#ifndef D9_S3_KEY_H
+#define D9_S3_KEY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define S3_KEY_MANIFEST_FORMAT 1
+#define S3_KEY_MANIFEST_MAX 4096          /* bytes of a manifest */
+#define S3_KEY_SEG_SUFFIX ".d9seg"
+#define S3_KEY_MANIFEST_SUFFIX ".manifest.json"
+
+struct s3_key_manifest {
+    uint64_t format;                  /* S3_KEY_MANIFEST_FORMAT */
+    char host[256];
+    char boot_id[64];
+    uint64_t pid, start_time;
+    char comm[64];
+    uint64_t segment_id;
+    uint64_t t_min_ns, t_max_ns;      /* CLOCK_MONOTONIC of the host */
+    uint64_t boot_realtime_ns;        /* add to the above for wall-clock time */
+    uint64_t records, lost, bytes;
+    uint64_t crc32c;                  /* of the whole file */
+    char sha256[65];                  /* hex, of the whole file */
+};
+
+/* "HOST/YYYY-MM-DD/PID-START/ID" (no prefix, no suffix): the name both
+ * objects share; append S3_KEY_SEG_SUFFIX or S3_KEY_MANIFEST_SUFFIX. */
+int s3_key_stem(const struct s3_key_manifest *m, char *out, size_t cap);
+
+/* The manifest as JSON (NUL-terminated); -ENAMETOOLONG if cap is short. */
+int s3_key_manifest_write(const struct s3_key_manifest *m, char *out, size_t cap);
+
+/* Parse a manifest; -EBADMSG on anything malformed, too long, or of another
+ * format. Unknown keys are skipped. */
+int s3_key_manifest_parse(const char *buf, size_t len, struct s3_key_manifest *m);
+
+#endif /* D9_S3_KEY_H */

@@ -7,10 +7,12 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include "collector/cli/cli_pull.h"
 #include "collector/cli/cli_s3path.h"
 #include "collector/cli/cli_s3store.h"
+#include "collector/store/idx.h"
 
 #define S3STORE_SCHEME "s3://"
 
@@ -96,10 +98,13 @@ int cli_s3store_prepare(struct cli_env *env, int argc, char ***argvp)
     if (rc == CLI_EXIT_USAGE)
         return rc;
     if (rc != CLI_EXIT_OK) {
-        if (r.listed == 0 && r.present == 0)
+        char ipath[CLI_PATH_MAX + 32];
+        struct stat st;
+        snprintf(ipath, sizeof ipath, "%s/%s", cache, IDX_FILE_NAME);
+        if (r.listed == 0 && r.present == 0 && stat(ipath, &st) != 0)
             return rc;                  /* nothing to run the command on */
-        cli_warn(env, "the cache %s misses segments that failed to pull: the output below "
-                 "is without them", cache);
+        cli_warn(env, "the cache %s may miss segments that could not be pulled: the output "
+                 "below is without them", cache);
     }
     if (strlen(cache) >= sizeof env->store)
         return cli_fail(env, "cache path too long");

@@ -10,7 +10,9 @@
  * (--cache DIR, else cli_s3path_cache_dir under $XDG_CACHE_HOME or
  * ~/.cache) with the command's own --pid and --since as filters, and the
  * global --host, --s3-endpoint and --s3-region; then points env->store and
- * the command's --store argument at the cache.
+ * the command's --store argument at the cache. When the pull fails (the
+ * server unreachable, access denied) but the cache already holds a store,
+ * the command runs on it after a warning.
  *
  * Must never: run a pull for --help, or for a command that writes a store
  * (fsck); change any argument other than a --store value.

@@ -184,7 +184,13 @@ check "--store s3:// --pid: only that process is pulled into --cache" sh -c "
     [ -s '$T/c2.out' ] && [ \$(ls '$T/c2' | grep -c '\\.d9seg\$') -eq $NOK ]"
 check "--store s3:// with fsck is refused" sh -c "
     '$BIN/d9' --s3-endpoint '$S3_ENDPOINT' --store '$URL' fsck 2>/dev/null; [ \$? -eq 2 ]"
-cp "$STORE/index.sqlite" "$T/orig-index.sqlite"
+check "--store s3:// with the server unreachable: the cache, with a warning" sh -c "
+    '$BIN/d9' --s3-endpoint '$S3_ENDPOINT' --host '$HOSTKEY' --cache '$T/c3' --store '$URL' ps >/dev/null 2>&1 &&
+    '$BIN/d9' --s3-endpoint 'http://127.0.0.1:1' --host '$HOSTKEY' --cache '$T/c3' --store '$URL' ps >'$T/off.out' 2>'$T/off.err' &&
+    diff '$T/s3ps.out' '$T/off.out' && grep -q 'cannot list' '$T/off.err' && grep -q 'may miss segments' '$T/off.err'"
+check "... and an error without a cache" sh -c "
+    '$BIN/d9' --s3-endpoint 'http://127.0.0.1:1' --host '$HOSTKEY' --cache '$T/nocache' --store '$URL' ps >/dev/null 2>'$T/off2.err';
+    [ \$? -eq 1 ] && grep -q 'cannot list' '$T/off2.err'"
 "$BIN/d9" --store "$STORE" ps >"$T/ps.orig" 2>/dev/null
 "$BIN/d9" --store "$STORE" events >"$T/ev.orig" 2>/dev/null
 rm -rf "$STORE" "$XDG_CACHE_HOME"

@@ -369,6 +369,16 @@ static int fetch(struct pull *p, struct ent *e, size_t i, size_t n)
     return 0;
 }
 
+/* A host name as the key layout writes it (s3_key.h): bytes outside
+ * [A-Za-z0-9._-] become '_'. */
+static void key_host(char *h)
+{
+    for (char *c = h; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+              *c == '.' || *c == '_' || *c == '-'))
+            *c = '_';
+}
+
 /* Decide, per listed segment: already here, wanted, filtered out or
  * incomplete. Reads the manifest of each segment not already here. */
 static int select_ents(struct pull *p)
@@ -408,13 +418,20 @@ static int select_ents(struct pull *p)
                 fatal = rc;             /* every other request would fail the same way */
             continue;
         }
-        const char *why = "malformed";
-        if (s3_key_manifest_parse(buf, len, &e->m) < 0 ||
-            (why = e->m.pid != e->k.pid || e->m.start_time != e->k.start_time ||
-                           e->m.segment_id != e->k.segment_id
-                       ? "it names another segment than its key"
-                   : e->m.bytes != e->seg_size ? "its size differs from the object's"
-                                               : NULL)) {
+        const char *why = NULL;
+        char mhost[sizeof e->m.host];
+        if (s3_key_manifest_parse(buf, len, &e->m) < 0) {
+            why = "malformed";
+        } else {
+            snprintf(mhost, sizeof mhost, "%s", e->m.host);
+            key_host(mhost);
+            if (e->m.pid != e->k.pid || e->m.start_time != e->k.start_time ||
+                e->m.segment_id != e->k.segment_id || strcmp(mhost, e->k.host) != 0)
+                why = "it names another segment than its key";
+            else if (e->m.bytes != e->seg_size)
+                why = "its size differs from the object's";
+        }
+        if (why) {
             cli_warn(p->env, "%s: corrupt manifest: %s (segment skipped)", e->man_key, why);
             p->r->corrupt++;
             continue;
@@ -435,34 +452,25 @@ static int select_ents(struct pull *p)
     return fatal;
 }
 
-/* A store is one host's: refuse a selection that mixes hosts. */
+/* A store is one host's: refuse a selection that mixes hosts (the entries
+ * are sorted by host, so each host is one run). */
 static int one_host(struct pull *p)
 {
     const char *host = NULL;
-    char others[512] = "";
+    char names[512] = "";
     size_t o = 0, nhosts = 0;
     for (size_t i = 0; i < p->n; i++) {
         const struct ent *e = &p->ents[i];
-        if (!e->want && !e->present)
+        if ((!e->want && !e->present) || (host && strcmp(host, e->k.host) == 0))
             continue;
-        if (host && strcmp(host, e->k.host) == 0)
-            continue;
-        bool seen = host == NULL;
-        for (size_t j = 0; !seen && j < i; j++)
-            seen = (p->ents[j].want || p->ents[j].present) &&
-                   strcmp(p->ents[j].k.host, e->k.host) == 0;
-        if (host && seen)
-            continue;
-        if (!host)
-            host = e->k.host;
+        host = e->k.host;
         nhosts++;
-        if (o < sizeof others)
-            o += (size_t)snprintf(others + o, sizeof others - o, "%s%s", o ? ", " : "",
-                                  e->k.host);
+        if (o < sizeof names)
+            o += (size_t)snprintf(names + o, sizeof names - o, "%s%s", o ? ", " : "", host);
     }
     if (nhosts > 1) {
         cli_warn(p->env, "the selection holds segments of %zu hosts (%s): a store holds one "
-                 "host's; choose one with --host", nhosts, others);
+                 "host's; choose one with --host", nhosts, names);
         return -EINVAL;
     }
     if (host)
@@ -478,10 +486,7 @@ static int same_host(struct pull *p)
     if (!p->r->host[0] || idx_read_segment_count(p->x, &nseg) < 0 || nseg == 0 ||
         idx_read_meta_get(p->x, "host", h, sizeof h) < 0)
         return 0;
-    for (char *c = h; *c; c++)          /* as the key layout writes it (s3_key.h) */
-        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
-              *c == '.' || *c == '_' || *c == '-'))
-            *c = '_';
+    key_host(h);
     if (strcmp(h, p->r->host) == 0) {
         p->origin_set = true;           /* a store this pull (or the host itself) made */
         return 0;

@@ -145,6 +145,13 @@ check "once the object is repaired, a pull fetches just it" sh -c "
     '$BIN/d9' pull --s3-endpoint '$S3_ENDPOINT' '$BAD' '$T/pbad' 2>'$T/pfix.err' &&
     grep -q '1 segment fetched' '$T/pfix.err' && cmp '$STORE/$VNAME' '$T/pbad/$VNAME'"
 check "... and the store is whole again" same_output ev_of "$STORE" "$T/pbad"
+V2=$(grep '\.d9seg ' "$T/upbad.out" | sed -n 2p | cut -d' ' -f1)
+"$TBIN/tool_s3" "$BAD" get "${VICTIM%.d9seg}.manifest.json" "$T/m1.json" >/dev/null
+"$TBIN/tool_s3" "$BAD" put "${V2%.d9seg}.manifest.json" "$T/m1.json" >/dev/null
+check "a manifest naming another segment: reported, its segment skipped" sh -c "
+    '$BIN/d9' pull --s3-endpoint '$S3_ENDPOINT' '$BAD' '$T/pbad2' 2>'$T/pbad2.err';
+    [ \$? -eq 1 ] && grep -q 'corrupt manifest: it names another segment' '$T/pbad2.err' &&
+    [ \$(ls '$T/pbad2' | grep -c '\\.d9seg\$') -eq $((NSEG - 1)) ]"
 
 # ---- errors -------------------------------------------------------------------------
 check "a bad URL is a usage error" sh -c "

@@ -97,6 +97,17 @@ static void print_json(const D9__CollectorStatus *cs, bool rings)
            cs->dropped_records);
     printf(",\"writes_failing\":%s", cs->writes_failing ? "true" : "false");
     jstr("write_error", cs->writes_failing ? cs->write_error : "", true);
+    if (cs->ship_url && *cs->ship_url) {
+        fputs(",\"ship\":{", stdout);
+        jstr("url", cs->ship_url, false);
+        printf(",\"backlog\":%" PRIu64 ",\"backlog_bytes\":%" PRIu64 ",\"shipped\":%" PRIu64
+               ",\"shipped_bytes\":%" PRIu64 ",\"failed\":%" PRIu64 ",\"failures\":%" PRIu64
+               ",\"evicted_unshipped\":%" PRIu64, cs->ship_backlog, cs->ship_backlog_bytes,
+               cs->ship_shipped, cs->ship_shipped_bytes, cs->ship_failed, cs->ship_failures,
+               cs->ship_evicted_unshipped);
+        jstr("last_error", cs->ship_error, true);
+        fputc('}', stdout);
+    }
     fputs(",\"processes\":[", stdout);
     for (size_t i = 0; i < cs->n_processes; i++) {
         const D9__ProcessStatus *p = cs->processes[i];
@@ -144,6 +155,15 @@ static void print_text(const D9__CollectorStatus *cs, bool rings)
         printf("WRITES     FAILING: %s; %s wait in the rings (not persisted yet; full rings "
                "drop new records)\n", cs->write_error && *cs->write_error ? cs->write_error : "?",
                cli_fmt_bytes(waiting, d, sizeof d));
+    }
+    if (cs->ship_url && *cs->ship_url) {
+        printf("shipping   to %s: %" PRIu64 " shipped (%s), backlog %" PRIu64 " (%s), %" PRIu64
+               " refused, %" PRIu64 " failed attempts, %" PRIu64 " deleted unshipped\n",
+               cs->ship_url, cs->ship_shipped, cli_fmt_bytes(cs->ship_shipped_bytes, b1, sizeof b1),
+               cs->ship_backlog, cli_fmt_bytes(cs->ship_backlog_bytes, b2, sizeof b2),
+               cs->ship_failed, cs->ship_failures, cs->ship_evicted_unshipped);
+        if (cs->ship_error && *cs->ship_error)
+            printf("SHIP ERROR %s\n", cs->ship_error);
     }
     printf("lost       %" PRIu64 " records dropped by the agents (d9 ps: why), %" PRIu64
            " not persisted by the collector\n", cs->lost, cs->dropped_records);

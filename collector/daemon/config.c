@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "collector/daemon/config.h"
+#include "collector/s3/s3_cfg.h"
 #include "shm/paths.h"
 #include "collector/store/col_log.h"
 
@@ -54,6 +55,10 @@ static const struct opt opts[] = {
     { "perf-clock",      OPT_ENUM,  OFF(perf_clock),      0, 0, clock_names,
       "auto, tick or cpu-clock" },
     { "doorbell",        OPT_ENUM,  OFF(doorbell),        0, 0, onoff_names, "on or off" },
+    { "ship",            OPT_STR,   OFF(ship),            0, 0, NULL, NULL },
+    { "s3-endpoint",     OPT_STR,   OFF(s3_endpoint),     0, 0, NULL, NULL },
+    { "s3-region",       OPT_STR,   OFF(s3_region),       0, 0, NULL, NULL },
+    { "ship-jobs",       OPT_U32,   OFF(ship_jobs),       1, CONFIG_SHIP_JOBS_MAX, NULL, NULL },
 };
 #define NOPTS (sizeof opts / sizeof opts[0])
 
@@ -96,6 +101,7 @@ void config_defaults(struct config *c, uid_t euid, const char *xdg)
     c->poll_min_us = CONFIG_POLL_MIN_US_DEFAULT;
     c->poll_max_us = CONFIG_POLL_MAX_US_DEFAULT;
     c->scan_ms = CONFIG_SCAN_MS_DEFAULT;
+    c->ship_jobs = CONFIG_SHIP_JOBS_DEFAULT;
     c->perf_freq = CONFIG_PERF_FREQ_DEFAULT;
     c->switch_period = CONFIG_SWITCH_PERIOD_DEFAULT;
     c->log_level = COL_LOG_INFO;
@@ -141,7 +147,8 @@ int config_set(struct config *c, const char *key, const char *value,
     char *field = (char *)c + o->off;
     switch (o->kind) {
     case OPT_STR:
-        if (!*value && strcmp(key, "pidfile") != 0) {
+        if (!*value && strcmp(key, "pidfile") != 0 && strcmp(key, "ship") != 0 &&
+            strncmp(key, "s3-", 3) != 0) {
             snprintf(err, errcap, "option '%s' must not be empty", key);
             return -EINVAL;
         }
@@ -267,6 +274,17 @@ int config_check(const struct config *c, char *err, size_t errcap)
     if (c->segment_mb > c->store_mb) {
         snprintf(err, errcap, "segment-mb (%" PRIu32 ") is larger than store-mb (%" PRIu32
                  "): a single segment would not fit in the store", c->segment_mb, c->store_mb);
+        return -EINVAL;
+    }
+    if (c->ship[0]) {
+        struct s3_cfg s3;          /* the URL, endpoint and region; credentials at start-up */
+        char why[256];
+        if (s3_cfg_init(&s3, c->ship, c->s3_endpoint, c->s3_region, why, sizeof why)) {
+            snprintf(err, errcap, "ship: %s", why);
+            return -EINVAL;
+        }
+    } else if (c->s3_endpoint[0] || c->s3_region[0]) {
+        snprintf(err, errcap, "s3-endpoint and s3-region need ship s3://BUCKET/PREFIX");
         return -EINVAL;
     }
     return 0;
@@ -539,6 +557,28 @@ void config_usage(FILE *f, const char *prog)
 "        rings without data is muted for a while and drained on the timer.\n"
 "        Needs futex_waitv (Linux 5.16); without it the timer alone, as off.\n"
 "        Default: on.\n"
+"    --ship s3://BUCKET/PREFIX\n"
+"        Upload every sealed segment, and a small JSON manifest beside it, to\n"
+"        S3 or an S3-compatible store under\n"
+"        PREFIX/HOST/YYYY-MM-DD/PID-START/ID.d9seg (and ID.manifest.json).\n"
+"        Uploads run in their own threads, off the drain path, with retries\n"
+"        and backoff; each segment's state (pending, shipped, failed) is kept\n"
+"        in the index, so a restart resumes where it stopped. While shipping,\n"
+"        retention (--store-mb) deletes shipped segments first and an\n"
+"        unshipped one only when the cap leaves no choice (logged and counted\n"
+"        in d9 status). Credentials come from AWS_ACCESS_KEY_ID,\n"
+"        AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN, or from profile\n"
+"        AWS_PROFILE (default 'default') of AWS_SHARED_CREDENTIALS_FILE\n"
+"        (default ~/.aws/credentials); never from the command line.\n"
+"        Default: none (no shipping).\n"
+"    --s3-endpoint URL\n"
+"        http(s)://HOST[:PORT] of an S3-compatible server, addressed\n"
+"        path-style (URL/BUCKET/KEY). Default: AWS S3 of the region.\n"
+"    --s3-region REGION\n"
+"        Region in the signature. Default: AWS_REGION, AWS_DEFAULT_REGION,\n"
+"        else us-east-1.\n"
+"    --ship-jobs N\n"
+"        Uploads in flight at once (1..16). Default: 2.\n"
 "    --pidfile FILE\n"
 "        Write the collector's pid to FILE at start-up, remove it at exit.\n"
 "        Default: none.\n"

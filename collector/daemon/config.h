@@ -34,6 +34,8 @@
 #define CONFIG_PERF_FREQ_DEFAULT       PERF_FREQ_DEFAULT            /* profiler: --perf-freq */
 #define CONFIG_SWITCH_PERIOD_DEFAULT   PERF_SWITCH_PERIOD_DEFAULT   /* profiler: --switch-period */
 #define CONFIG_SWITCH_PERIOD_MAX       1000000u
+#define CONFIG_SHIP_JOBS_DEFAULT       2u      /* --ship-jobs: uploads at once */
+#define CONFIG_SHIP_JOBS_MAX           16u
 
 /* profiler: --perf-scope, where the on-CPU sampling events live */
 enum config_perf_scope {
@@ -77,6 +79,10 @@ struct config {
     int perf_clock;                 /* enum config_perf_clock */
     int doorbell;                   /* 0 on: sleep on the regions' doorbells too; 1 off: timer only */
     int log_level;                  /* enum col_log_level */
+    char ship[CONFIG_PATH_MAX];        /* "s3://BUCKET/PREFIX", "" = no shipping */
+    char s3_endpoint[CONFIG_PATH_MAX]; /* "" = AWS */
+    char s3_region[CONFIG_PATH_MAX];   /* "" = AWS_REGION, ..., us-east-1 */
+    uint32_t ship_jobs;             /* uploads in flight at most */
 };
 
 /* "auto", "cpu", "thread" for enum config_perf_scope. */

@@ -62,6 +62,8 @@
 #include "collector/daemon/proc.h"
 #include "collector/daemon/prof.h"
 #include "collector/daemon/storedir.h"
+#include "collector/daemon/ship.h"
+#include "collector/s3/s3_cfg.h"
 #include "shm/clock.h"
 
 #define PROG "d9collectd"
@@ -91,6 +93,9 @@ struct col_ctx {
     uint64_t done_records, done_bytes, done_lost, done_quarantined_rings;
     uint64_t quarantined_regions;
     struct col_ratelimit scan_rl, ctl_rl;
+    struct ship *ship;              /* --ship upload threads, NULL: off (or failed to start) */
+    char ship_error[512];           /* why shipping could not start */
+    struct ship_stats ship_st;      /* for the status reply */
 };
 
 /* ---- process list ---------------------------------------------------------------- */
@@ -444,6 +449,21 @@ static void handle_status(struct col_ctx *x, const D9__StatusRequest *sr, D9__Re
     cs->writes_failing = x->store.failing != 0;
     if (x->store.failing)
         cs->write_error = (char *)strerror(-x->store.last_error);
+    if (x->cfg.ship[0]) {
+        cs->ship_url = x->cfg.ship;
+        cs->ship_evicted_unshipped = x->store.evicted_unshipped;
+        cs->ship_error = x->ship_error;
+        if (x->ship) {
+            ship_stats(x->ship, &x->ship_st);
+            cs->ship_backlog = x->ship_st.backlog;
+            cs->ship_backlog_bytes = x->ship_st.backlog_bytes;
+            cs->ship_shipped = x->ship_st.shipped;
+            cs->ship_shipped_bytes = x->ship_st.shipped_bytes;
+            cs->ship_failed = x->ship_st.failed;
+            cs->ship_failures = x->ship_st.failures;
+            cs->ship_error = x->ship_st.last_error;
+        }
+    }
     cs->processes = n ? calloc(n, sizeof *cs->processes) : NULL;
     if (n && !cs->processes) {
         rep->error = -ENOMEM;
@@ -730,6 +750,29 @@ static void run(struct col_ctx *x)
  * files are live, not debris), recovery, the control endpoint, signals, the
  * pidfile, the host clock calibration, discovery and the perf keeper. Each
  * failure is one error line. 0 or EXIT_RUNTIME. */
+static void ship_sealed(void *arg) { ship_kick(arg); }
+
+/* --ship: credentials and upload threads. A failure is logged and shown by
+ * d9 status; the collector records locally all the same. */
+static void ship_begin(struct col_ctx *x)
+{
+    struct s3_cfg s3;
+    if (s3_cfg_init(&s3, x->cfg.ship, x->cfg.s3_endpoint, x->cfg.s3_region, x->ship_error,
+                    sizeof x->ship_error) ||
+        s3_cfg_credentials(&s3, x->ship_error, sizeof x->ship_error) ||
+        ship_start(&x->ship, &s3, x->store.dir, x->store.host, x->cfg.ship_jobs, x->ship_error,
+                   sizeof x->ship_error)) {
+        col_err("shipping to %s is off: %s", x->cfg.ship, x->ship_error);
+        x->ship = NULL;
+    } else {
+        x->store.on_sealed = ship_sealed;
+        x->store.on_sealed_arg = x->ship;
+        col_info("shipping sealed segments to %s (%s, %" PRIu32 " at once)", x->cfg.ship,
+                 x->cfg.s3_endpoint[0] ? x->cfg.s3_endpoint : "AWS", x->cfg.ship_jobs);
+    }
+    s3_cfg_wipe(&s3);
+}
+
 static int start_up(struct col_ctx *x)
 {
     char err[1024] = "";
@@ -766,7 +809,10 @@ static int start_up(struct col_ctx *x)
         return EXIT_RUNTIME;
     }
     x->store.segment_max_bytes = (uint64_t)x->cfg.segment_mb << 20;
+    x->store.keep_unshipped = x->cfg.ship[0] != 0;
     storedir_recover(&x->store);
+    if (x->cfg.ship[0])
+        ship_begin(x);
     if (ctl_server_open(&x->ctl, x->cfg.endpoint, err, sizeof err)) {
         col_err("%s", err);
         storedir_close(&x->store);
@@ -803,6 +849,9 @@ static int start_up(struct col_ctx *x)
  * store lock last, once the store is closed and consistent. */
 static void tear_down(struct col_ctx *x)
 {
+    ship_stop(x->ship);         /* first: its threads use the store's index */
+    x->ship = NULL;
+    x->store.on_sealed = NULL;
     discover_free(&x->disc);
     ctl_server_close(&x->ctl);
     ctl_server_unlink(&x->ctl);

@@ -279,7 +279,14 @@ int storedir_enforce_cap(struct storedir *s)
     while (s->indexed_bytes > s->cap_bytes) {
         uint64_t id;
         char rel[512];
-        int rc = idx_oldest_segment(s->idx, &id, rel, sizeof rel);
+        int unshipped = 0;
+        int rc = -ENOENT;
+        if (s->keep_unshipped)              /* shipped ones first: they are safe elsewhere */
+            rc = idx_oldest_shipped_segment(s->idx, &id, rel, sizeof rel);
+        if (rc == -ENOENT) {
+            rc = idx_oldest_segment(s->idx, &id, rel, sizeof rel);
+            unshipped = s->keep_unshipped;
+        }
         if (rc == -ENOENT)
             break;
         if (rc) {
@@ -303,6 +310,13 @@ int storedir_enforce_cap(struct storedir *s)
                 col_warn("retention: cannot remove %s: %s", path, strerror(errno));
         }
         s->segments_evicted++;
+        if (unshipped) {
+            s->evicted_unshipped++;
+            col_log_limited(&s->err_rl, COL_LOG_WARN, "retention: store over its cap (--store-mb) "
+                            "with nothing shipped left to delete: deleted segment %" PRIu64
+                            " (%s) before it was shipped (%" PRIu64 " so far)", id, rel,
+                            s->evicted_unshipped);
+        }
         if ((rc = refresh_totals(s)))
             return rc;
         col_debug("retention: evicted segment %" PRIu64 " (%s); store now %" PRIu64 " bytes",
@@ -357,6 +371,8 @@ int storedir_seal(struct storedir *s, struct seg_writer *w, int64_t process_id, 
     } else {
         s->indexed_bytes += sum.bytes;
         storedir_write_ok(s);
+        if (s->on_sealed)
+            s->on_sealed(s->on_sealed_arg);
     }
     s->segments_sealed++;
     col_debug("sealed %s: %" PRIu64 " records, %" PRIu64 " bytes, %" PRIu32 " blocks; file %.2f ms, "

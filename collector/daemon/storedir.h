@@ -49,6 +49,10 @@ struct storedir {
     uint64_t retry_after_ns;        /* no writes before this (0 = ok) */
     int failing;                    /* the last write failed */
     int last_error;                 /* its -errno */
+    int keep_unshipped;             /* shipping: retention deletes shipped segments first */
+    uint64_t evicted_unshipped;     /* segments the cap deleted before they were shipped */
+    void (*on_sealed)(void *arg);   /* called after a segment is indexed (NULL: none) */
+    void *on_sealed_arg;
     struct col_ratelimit err_rl;
 };
 

@@ -29,6 +29,7 @@ struct s3_client {
     CURL *h;
     struct s3_cfg cfg;
     long status;
+    const int *stop;
     char err[S3_CLIENT_ERR_MAX];
 };
 
@@ -76,6 +77,15 @@ void s3_client_close(struct s3_client *c)
     curl_easy_cleanup(c->h);
     s3_cfg_wipe(&c->cfg);
     free(c);
+}
+
+void s3_client_set_stop(struct s3_client *c, const int *stop) { c->stop = stop; }
+
+static int s3_client_progress(void *arg, curl_off_t a, curl_off_t b, curl_off_t d, curl_off_t e)
+{
+    (void)a, (void)b, (void)d, (void)e;
+    const int *stop = arg;
+    return __atomic_load_n(stop, __ATOMIC_RELAXED) != 0;
 }
 
 const char *s3_client_error(const struct s3_client *c) { return c->err; }
@@ -259,6 +269,11 @@ static int s3_client_do(struct s3_client *c, const char *method, const char *key
     curl_easy_setopt(h, CURLOPT_WRITEDATA, sink);
     curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, s3_client_header);
     curl_easy_setopt(h, CURLOPT_HEADERDATA, sink);
+    if (c->stop) {
+        curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+        curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, s3_client_progress);
+        curl_easy_setopt(h, CURLOPT_XFERINFODATA, (void *)c->stop);
+    }
     if (strcmp(method, "PUT") == 0) {
         curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
         curl_easy_setopt(h, CURLOPT_READFUNCTION, s3_client_read);
@@ -282,7 +297,7 @@ static int s3_client_do(struct s3_client *c, const char *method, const char *key
         }
         snprintf(c->err, sizeof c->err, "%s s3://%s/%s: %s (%s)", method, c->cfg.bucket, what,
                  curl_easy_strerror(cc), c->cfg.base_url);
-        return s3_client_curl_rc(cc);
+        return cc == CURLE_ABORTED_BY_CALLBACK ? -ECANCELED : s3_client_curl_rc(cc);
     }
     if (c->status >= 200 && c->status < 300)
         return 0;

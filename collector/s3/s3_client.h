@@ -43,6 +43,10 @@ struct s3_client;
 int s3_client_open(struct s3_client **out, const struct s3_cfg *cfg);
 void s3_client_close(struct s3_client *c);
 
+/* Abort a transfer in progress (-ECANCELED) once *stop becomes non-zero
+ * (read atomically; another thread sets it to shut down). NULL: never. */
+void s3_client_set_stop(struct s3_client *c, const int *stop);
+
 /* The last error line ("" after a success). */
 const char *s3_client_error(const struct s3_client *c);
 /* HTTP status of the last request (0 when none was received). */

@@ -74,6 +74,15 @@ static const char drops_sql[] =
     "CREATE TABLE IF NOT EXISTS drops(process_id INT PRIMARY KEY, mismatch INT,"
     " too_big INT, no_ring INT)";
 
+/* Added within schema 1, like drops: the upload state of each segment when
+ * the collector ships to S3 (collector/daemon/ship.c). No row = pending,
+ * never tried. state: 'pending' (retry at next_ns), 'shipped', 'failed' (a
+ * refusal that needs the user: wrong bucket, credentials; still retried at
+ * next_ns). Readers that do not know it ignore it. */
+static const char uploads_sql[] =
+    "CREATE TABLE IF NOT EXISTS uploads(segment_id INTEGER PRIMARY KEY, state TEXT NOT NULL,"
+    " attempts INT NOT NULL, last_error TEXT, next_ns INT NOT NULL, updated_ns INT)";
+
 /* Per-type counter columns, in enum d9_rec_type order (PAD has none). */
 _Static_assert(D9_REC_TYPE_COUNT == 12, "segments.n_* columns follow enum d9_rec_type");
 
@@ -93,6 +102,11 @@ enum {
     ST_OLDEST,
     ST_SEG_LIST,
     ST_PROC_DROPS,
+    ST_UP_NEXT,
+    ST_UP_SET,
+    ST_UP_DEL,
+    ST_UP_TOTALS,
+    ST_UP_OLDEST_SHIPPED,
     ST_COUNT
 };
 
@@ -153,6 +167,30 @@ static const char *const stmt_sql[ST_COUNT] = {
         "SELECT s.id, s.process_id, s.path, s.bytes, s.records, s.lost, s.t_min, s.t_max,"
         " (SELECT count(*) FROM blocks b WHERE b.segment_id = s.id) FROM segments s"
         " ORDER BY s.id",
+    [ST_UP_NEXT] =
+        "SELECT s.id, s.path, s.bytes, s.records, s.lost, s.t_min, s.t_max, p.pid,"
+        " p.start_time, p.comm, coalesce(u.attempts, 0) FROM segments s"
+        " LEFT JOIN processes p ON p.id = s.process_id"
+        " LEFT JOIN uploads u ON u.segment_id = s.id"
+        " WHERE coalesce(u.state, 'pending') != 'shipped' AND coalesce(u.next_ns, 0) <= ?1"
+        " ORDER BY s.id LIMIT 64",
+    [ST_UP_SET] =
+        "INSERT INTO uploads(segment_id, state, attempts, last_error, next_ns, updated_ns)"
+        " SELECT ?1, ?2, ?3, ?4, ?5, ?6 WHERE EXISTS(SELECT 1 FROM segments WHERE id = ?1)"
+        " ON CONFLICT(segment_id) DO UPDATE SET state = excluded.state,"
+        " attempts = excluded.attempts, last_error = excluded.last_error,"
+        " next_ns = excluded.next_ns, updated_ns = excluded.updated_ns",
+    [ST_UP_DEL] = "DELETE FROM uploads WHERE segment_id = ?1",
+    [ST_UP_TOTALS] =
+        "SELECT coalesce(sum(u.state IS NULL OR u.state != 'shipped'), 0),"
+        " coalesce(sum(CASE WHEN u.state IS NULL OR u.state != 'shipped' THEN s.bytes END), 0),"
+        " coalesce(sum(u.state = 'shipped'), 0),"
+        " coalesce(sum(CASE WHEN u.state = 'shipped' THEN s.bytes END), 0),"
+        " coalesce(sum(u.state = 'failed'), 0)"
+        " FROM segments s LEFT JOIN uploads u ON u.segment_id = s.id",
+    [ST_UP_OLDEST_SHIPPED] =
+        "SELECT s.id, s.path FROM segments s JOIN uploads u ON u.segment_id = s.id"
+        " WHERE u.state = 'shipped' ORDER BY s.t_max, s.id LIMIT 1",
 };
 
 _Static_assert(ST_COUNT == IDX_WRITE_STMTS, "idx_int.h sizes the statement cache");
@@ -544,7 +582,8 @@ int idx_open_ex(struct idx **out, const char *store_dir, unsigned flags, char *w
         if ((e = set_wal(x)) == 0 &&
             (e = exec(x, "PRAGMA synchronous=FULL", "set synchronous")) == 0 &&
             (e = exec(x, "PRAGMA foreign_keys=ON", "enable foreign keys")) == 0 &&
-            (e = exec(x, drops_sql, "create drops")) == 0) {
+            (e = exec(x, drops_sql, "create drops")) == 0 &&
+            (e = exec(x, uploads_sql, "create uploads")) == 0) {
             snprintf(v, sizeof v, "%" PRIu64, realtime_ns() - shm_mono_ns());
             e = set_meta(x, "boot_realtime_ns", v, 1);
         }
@@ -967,6 +1006,10 @@ int idx_segment_delete(struct idx *x, uint64_t segment_id)
     sqlite3_stmt *s;
     int found = 0;
     e = delete_blocks(x, segment_id);
+    if (e == 0 && (e = stmt(x, ST_UP_DEL, &s)) == 0) {
+        sqlite3_bind_int64(s, 1, (sqlite3_int64)segment_id);
+        e = run(x, s, "delete upload state");
+    }
     if (e == 0 && (e = stmt(x, ST_SEG_DEL, &s)) == 0) {
         sqlite3_bind_int64(s, 1, (sqlite3_int64)segment_id);
         if ((e = run(x, s, "delete segment")) == 0)
@@ -1010,12 +1053,12 @@ int idx_total_bytes(struct idx *x, uint64_t *bytes)
     return one_int(x, ST_TOTAL_BYTES, bytes, "total bytes");
 }
 
-int idx_oldest_segment(struct idx *x, uint64_t *id, char *path, size_t cap)
+static int oldest(struct idx *x, int which, uint64_t *id, char *path, size_t cap)
 {
     if (!x || !id || !path || !cap)
         return -EINVAL;
     sqlite3_stmt *s;
-    int e = stmt(x, ST_OLDEST, &s);
+    int e = stmt(x, which, &s);
     if (e < 0)
         return e;
     int rc = sqlite3_step(s);
@@ -1028,6 +1071,105 @@ int idx_oldest_segment(struct idx *x, uint64_t *id, char *path, size_t cap)
             strcpy(path, (const char *)p);
     } else {
         e = rc == SQLITE_DONE ? -ENOENT : x_fail(x, rc, "oldest segment");
+    }
+    sqlite3_reset(s);
+    return e;
+}
+
+int idx_oldest_segment(struct idx *x, uint64_t *id, char *path, size_t cap)
+{
+    return oldest(x, ST_OLDEST, id, path, cap);
+}
+
+int idx_oldest_shipped_segment(struct idx *x, uint64_t *id, char *path, size_t cap)
+{
+    return oldest(x, ST_UP_OLDEST_SHIPPED, id, path, cap);
+}
+
+/* ---- upload state (shipping) ---------------------------------------------------- */
+
+static void col_text(sqlite3_stmt *s, int i, char *out, size_t cap)
+{
+    const unsigned char *t = sqlite3_column_text(s, i);
+    snprintf(out, cap, "%s", t ? (const char *)t : "");
+}
+
+int idx_upload_next(struct idx *x, uint64_t now_ns, const uint64_t *skip, size_t nskip,
+                    struct idx_upload *out)
+{
+    if (!x || !out)
+        return -EINVAL;
+    sqlite3_stmt *s;
+    int e = stmt(x, ST_UP_NEXT, &s), rc = SQLITE_DONE, found = 0;
+    if (e < 0)
+        return e;
+    sqlite3_bind_int64(s, 1, (sqlite3_int64)now_ns);
+    while (!found && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        uint64_t id = (uint64_t)sqlite3_column_int64(s, 0);
+        int busy = 0;
+        for (size_t i = 0; i < nskip && !busy; i++)
+            busy = skip[i] == id;
+        if (busy)
+            continue;
+        memset(out, 0, sizeof *out);
+        out->segment_id = id;
+        col_text(s, 1, out->path, sizeof out->path);
+        out->bytes = (uint64_t)sqlite3_column_int64(s, 2);
+        out->records = (uint64_t)sqlite3_column_int64(s, 3);
+        out->lost = (uint64_t)sqlite3_column_int64(s, 4);
+        out->t_min = (uint64_t)sqlite3_column_int64(s, 5);
+        out->t_max = (uint64_t)sqlite3_column_int64(s, 6);
+        out->pid = (uint32_t)sqlite3_column_int64(s, 7);
+        out->start_time = (uint64_t)sqlite3_column_int64(s, 8);
+        col_text(s, 9, out->comm, sizeof out->comm);
+        out->attempts = (uint32_t)sqlite3_column_int64(s, 10);
+        found = 1;
+    }
+    if (!found && rc != SQLITE_DONE)
+        e = x_fail(x, rc, "next segment to upload");
+    sqlite3_reset(s);
+    return e < 0 ? e : found ? 0 : -ENOENT;
+}
+
+int idx_upload_set(struct idx *x, uint64_t segment_id, const char *state, uint32_t attempts,
+                   const char *last_error, uint64_t next_ns)
+{
+    int e = writable(x);
+    if (e < 0)
+        return e;
+    if (!state || (strcmp(state, "pending") && strcmp(state, "shipped") && strcmp(state, "failed")))
+        return -EINVAL;
+    sqlite3_stmt *s;
+    if ((e = stmt(x, ST_UP_SET, &s)) < 0)
+        return e;
+    sqlite3_bind_int64(s, 1, (sqlite3_int64)segment_id);
+    sqlite3_bind_text(s, 2, state, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 3, attempts);
+    bind_text_or_null(s, 4, last_error && *last_error ? last_error : NULL);
+    sqlite3_bind_int64(s, 5, (sqlite3_int64)next_ns);
+    sqlite3_bind_int64(s, 6, (sqlite3_int64)realtime_ns());
+    if ((e = run(x, s, "set upload state")) < 0)
+        return e;
+    return sqlite3_changes(x->db) > 0 ? 0 : -ENOENT;
+}
+
+int idx_upload_totals(struct idx *x, struct idx_upload_totals *t)
+{
+    if (!x || !t)
+        return -EINVAL;
+    sqlite3_stmt *s;
+    int e = stmt(x, ST_UP_TOTALS, &s);
+    if (e < 0)
+        return e;
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+        t->backlog = (uint64_t)sqlite3_column_int64(s, 0);
+        t->backlog_bytes = (uint64_t)sqlite3_column_int64(s, 1);
+        t->shipped = (uint64_t)sqlite3_column_int64(s, 2);
+        t->shipped_bytes = (uint64_t)sqlite3_column_int64(s, 3);
+        t->failed = (uint64_t)sqlite3_column_int64(s, 4);
+    } else {
+        e = x_fail(x, rc, "upload totals");
     }
     sqlite3_reset(s);
     return e;

@@ -40,6 +40,10 @@
  *   blocks(segment_id INT, offset INT, len INT, kind INT, tid INT, ring INT,
  *          generation INT, nrec INT, t_first INT, t_last INT, lost INT,
  *          PRIMARY KEY(segment_id, offset))
+ *   uploads(segment_id INTEGER PRIMARY KEY, state TEXT, -- 'pending' | 'shipped' | 'failed'
+ *           attempts INT, last_error TEXT, next_ns INT, updated_ns INT)
+ *                                -- added within version 1 (see idx_upload_set): shipping to
+ *                                   S3; no row = pending, never tried
  *   indexes: segments(t_min, t_max), segments(process_id, t_min), blocks(segment_id, t_first),
  *            processes(pid)
  *
@@ -112,6 +116,37 @@ int idx_next_segment_id(struct idx *x, uint64_t *id);
 int idx_total_bytes(struct idx *x, uint64_t *bytes);
 /* Oldest segment (smallest t_max): id and relative path; -ENOENT if none. */
 int idx_oldest_segment(struct idx *x, uint64_t *id, char *path, size_t cap);
+
+/* Oldest segment whose upload state is 'shipped'; -ENOENT if none
+ * (retention deletes those first while the collector ships). */
+int idx_oldest_shipped_segment(struct idx *x, uint64_t *id, char *path, size_t cap);
+
+/* ---- upload state (the collector's shipping to S3, collector/daemon/ship.c) ----
+ * One row per segment in uploads, deleted with the segment. A segment with
+ * no row is pending. next_ns (CLOCK_MONOTONIC) is when it may be tried next. */
+struct idx_upload {
+    uint64_t segment_id;
+    char path[512];             /* relative to the store */
+    uint64_t bytes, records, lost, t_min, t_max;
+    uint32_t pid;
+    uint64_t start_time;
+    char comm[64];
+    uint32_t attempts;          /* made so far (0: never tried) */
+};
+/* The oldest segment not shipped whose next_ns <= now_ns and whose id is not
+ * in skip[0..nskip) (uploads in flight); -ENOENT if none. */
+int idx_upload_next(struct idx *x, uint64_t now_ns, const uint64_t *skip, size_t nskip,
+                    struct idx_upload *out);
+/* Set a segment's state ("pending", "shipped", "failed"); -ENOENT when the
+ * segment row is gone (retention deleted it meanwhile). */
+int idx_upload_set(struct idx *x, uint64_t segment_id, const char *state, uint32_t attempts,
+                   const char *last_error, uint64_t next_ns);
+struct idx_upload_totals {
+    uint64_t backlog, backlog_bytes;    /* indexed segments not shipped */
+    uint64_t shipped, shipped_bytes;
+    uint64_t failed;                    /* of the backlog, refused (state 'failed') */
+};
+int idx_upload_totals(struct idx *x, struct idx_upload_totals *t);
 
 /* Wait up to ms for another connection's lock (the open sets 5 s). */
 int idx_busy_timeout(struct idx *x, int ms);

@@ -5,6 +5,7 @@
 #
 #   make bench                 install LTTng packages if missing, build, run, print the table
 #   make bench-bins            only build the bench programs
+#   make bench-ship            only the S3 shipping section (tests/bench/bench_ship.sh)
 #   BENCH_QUICK=1 make bench   shorter runs (smoke test of the harness)
 #   BENCH_E2E_PAIRS=N make bench   N off/on pairs in the end-to-end section (default 16)
 
@@ -16,12 +17,18 @@ BENCH_BINS := $(BENCH_DIR)/bench_hot $(BENCH_DIR)/bench_hot_off $(BENCH_DIR)/ben
               $(BENCH_DIR)/bench_sql
 BENCH_LIBS_LTTNG := -llttng-ust -ldl -pthread
 
-.PHONY: bench bench-bins
+.PHONY: bench bench-bins bench-ship
 bench:
 	@D9_EXTRA_PKGS="liblttng-ust-dev lttng-tools" sh .ci/install-deps
 	@echo "bench: building into $(BUILD)"
 	@$(MAKE) --no-print-directory BUILD=$(BUILD) all bench-bins
 	BUILD=$(BUILD) sh tests/bench/run-bench.sh
+	@$(MAKE) --no-print-directory BUILD=$(BUILD) bench-ship
+
+# shipping to S3 (d9collectd --ship) against a local s3rver: tests/bench/bench_ship.sh
+bench-ship: deps
+	@$(MAKE) --no-print-directory BUILD=$(BUILD) all $(BENCH_DIR)/bench_drain $(BUILD)/tests/integration/tool_ctl
+	BUILD=$(BUILD) sh tests/bench/bench_ship.sh
 
 bench-bins: $(BENCH_BINS)
 

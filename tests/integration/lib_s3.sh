@@ -42,3 +42,22 @@ s3_stop() {
     S3_PID=""
 }
 s3_requests() { grep -c -- "<-- $1 " "$S3_LOG" 2>/dev/null || true; }
+
+# s3_proxy_start: tests/integration/s3proxy.py in front of the server (checks
+# every signature, body hash and Content-MD5; injects faults). Exports
+# S3_PROXY (its endpoint URL) and PROXY_LOG ("METHOD PATH STATUS" per request).
+# s3_proxy_mode ok|500|503|"slow SECONDS" switches the fault of later requests.
+s3_proxy_start() {
+    PROXY_MODE=$T/proxy.mode
+    PROXY_LOG=$T/proxy.log
+    echo ok >"$PROXY_MODE"
+    rm -f "$T/proxy.port"
+    python3 tests/integration/s3proxy.py --upstream "$S3_ENDPOINT" --port-file "$T/proxy.port" \
+        --mode-file "$PROXY_MODE" --log "$PROXY_LOG" >>"$T/proxy.err" 2>&1 &
+    S3_PROXY_PID=$!
+    at_exit kill "$S3_PROXY_PID"
+    wait_for 10 test -s "$T/proxy.port" || { echo "lib_s3: the proxy did not start"; return 1; }
+    S3_PROXY=http://127.0.0.1:$(cat "$T/proxy.port")
+    export S3_PROXY PROXY_LOG PROXY_MODE
+}
+s3_proxy_mode() { echo "$*" >"$PROXY_MODE"; }

@@ -107,6 +107,31 @@ static void unknown_flag_is_one_clear_error(void **s)
     assert_non_null(strstr(errbuf, "unknown option '--frobnicate'"));
 }
 
+static void ship_takes_an_s3_url_and_its_endpoint_flags_need_it(void **s)
+{
+    (void)s;
+    struct config c;
+    char *ok[] = { "d9collectd", "--ship", "s3://d9-test/fleet", "--s3-endpoint",
+                   "http://127.0.0.1:9000", "--s3-region=eu-west-1", "--ship-jobs", "4", NULL };
+    assert_int_equal(parse(&c, 0, NULL, 8, ok), CONFIG_RUN);
+    assert_string_equal(c.ship, "s3://d9-test/fleet");
+    assert_string_equal(c.s3_endpoint, "http://127.0.0.1:9000");
+    assert_string_equal(c.s3_region, "eu-west-1");
+    assert_int_equal(c.ship_jobs, 4);
+    char *off[] = { "d9collectd", NULL };
+    assert_int_equal(parse(&c, 0, NULL, 1, off), CONFIG_RUN);
+    assert_string_equal(c.ship, "");
+    assert_int_equal(c.ship_jobs, CONFIG_SHIP_JOBS_DEFAULT);
+    char *bad_url[] = { "d9collectd", "--ship", "https://bucket/p", NULL };
+    assert_int_equal(parse(&c, 0, NULL, 3, bad_url), -EINVAL);
+    assert_non_null(strstr(errbuf, "ship: https://bucket/p: not an s3://BUCKET/PREFIX URL"));
+    char *lonely[] = { "d9collectd", "--s3-endpoint", "http://127.0.0.1:9000", NULL };
+    assert_int_equal(parse(&c, 0, NULL, 3, lonely), -EINVAL);
+    assert_non_null(strstr(errbuf, "need ship"));
+    char *jobs[] = { "d9collectd", "--ship", "s3://bucket", "--ship-jobs", "17", NULL };
+    assert_int_equal(parse(&c, 0, NULL, 5, jobs), -EINVAL);
+}
+
 static void flag_without_value_is_an_error(void **s)
 {
     (void)s;
@@ -353,6 +378,7 @@ int main(void)
         cmocka_unit_test(flags_accept_separate_and_equals_values),
         cmocka_unit_test(help_and_version_win_over_everything_else),
         cmocka_unit_test(unknown_flag_is_one_clear_error),
+        cmocka_unit_test(ship_takes_an_s3_url_and_its_endpoint_flags_need_it),
         cmocka_unit_test(flag_without_value_is_an_error),
         cmocka_unit_test(positional_argument_is_rejected),
         cmocka_unit_test(numbers_must_be_plain_decimal_in_range),

@@ -161,6 +161,7 @@ static void test_open_creates_the_documented_schema(void **state)
                                   "n_cpu_sample,n_sched_switch");
     expect_columns(d, "blocks", "segment_id,offset,len,kind,tid,ring,generation,nrec,t_first,"
                                 "t_last,lost");
+    expect_columns(d, "uploads", "segment_id,state,attempts,last_error,next_ns,updated_ns");
     char got[512];
     q_text(d, "SELECT m.tbl_name || '(' || group_concat(i.name) || ')' FROM sqlite_master m,"
               " pragma_index_info(m.name) i WHERE m.type = 'index' AND m.sql IS NOT NULL"
@@ -569,6 +570,57 @@ static void test_delete_next_id_total_and_oldest(void **state)
     seg_writer_free(wb);
 }
 
+static void test_upload_state_pending_until_shipped_and_gone_with_its_segment(void **state)
+{
+    struct fx *fx = *state;
+    int64_t pid = add_process(fx);
+    struct seg_summary a, b;
+    struct idx_upload u;
+    struct idx_upload_totals t;
+    uint64_t id;
+    char path[64];
+    struct seg_writer *wa = make_segment(fx, 7, 5000, &a);
+    struct seg_writer *wb = make_segment(fx, 3, 1000, &b);
+    assert_int_equal(idx_segment_commit(fx->x, pid, &a, fx->dir), 0);
+    assert_int_equal(idx_segment_commit(fx->x, pid, &b, fx->dir), 0);
+    /* no row: pending, never tried, oldest id first, with what a manifest needs */
+    assert_int_equal(idx_upload_next(fx->x, 0, NULL, 0, &u), 0);
+    assert_int_equal(u.segment_id, 3);
+    assert_int_equal(u.attempts, 0);
+    assert_int_equal(u.pid, 4242);
+    assert_int_equal(u.start_time, 777);
+    assert_int_equal(u.bytes, b.bytes);
+    assert_string_equal(u.path, "4242-777-3.d9seg");
+    uint64_t busy = 3;                  /* in flight elsewhere: the next one */
+    assert_int_equal(idx_upload_next(fx->x, 0, &busy, 1, &u), 0);
+    assert_int_equal(u.segment_id, 7);
+    /* a failed attempt waits for its time; a shipped one is never offered again */
+    assert_int_equal(idx_upload_set(fx->x, 3, "pending", 1, "HTTP 503", 1000), 0);
+    assert_int_equal(idx_upload_set(fx->x, 7, "shipped", 1, NULL, 0), 0);
+    assert_int_equal(idx_upload_next(fx->x, 999, NULL, 0, &u), -ENOENT);
+    assert_int_equal(idx_upload_next(fx->x, 1000, NULL, 0, &u), 0);
+    assert_int_equal(u.segment_id, 3);
+    assert_int_equal(u.attempts, 1);
+    assert_int_equal(idx_upload_set(fx->x, 3, "failed", 2, "NoSuchBucket", 5000), 0);
+    assert_int_equal(idx_upload_set(fx->x, 3, "lost", 2, NULL, 0), -EINVAL);
+    assert_int_equal(idx_upload_totals(fx->x, &t), 0);
+    assert_int_equal(t.backlog, 1);
+    assert_int_equal(t.backlog_bytes, b.bytes);
+    assert_int_equal(t.shipped, 1);
+    assert_int_equal(t.shipped_bytes, a.bytes);
+    assert_int_equal(t.failed, 1);
+    /* retention's choice: the shipped one, although it is the newer */
+    assert_int_equal(idx_oldest_shipped_segment(fx->x, &id, path, sizeof path), 0);
+    assert_int_equal(id, 7);
+    /* the state goes with its segment, and none can be set for a missing one */
+    assert_int_equal(idx_segment_delete(fx->x, 7), 0);
+    assert_int_equal(q_int(db(fx), "SELECT count(*) FROM uploads WHERE segment_id = 7"), 0);
+    assert_int_equal(idx_upload_set(fx->x, 7, "shipped", 1, NULL, 0), -ENOENT);
+    assert_int_equal(idx_oldest_shipped_segment(fx->x, &id, path, sizeof path), -ENOENT);
+    seg_writer_free(wa);
+    seg_writer_free(wb);
+}
+
 static int count_row(void *arg, const struct idx_segment_row *r)
 {
     int *n = arg;
@@ -713,6 +765,7 @@ int main(void)
         T(test_orphan_block_rows_are_dropped_and_sealed_ones_kept),
         T(test_delete_next_id_total_and_oldest),
         T(test_segment_foreach_lists_every_row),
+        T(test_upload_state_pending_until_shipped_and_gone_with_its_segment),
         T(test_readonly_open_needs_an_existing_index),
         T(test_readonly_reads_while_the_writer_writes_and_cannot_write),
         T(test_readonly_works_on_a_copied_store),

@@ -1,0 +1,73 @@
+/*
+ * ship.h — shipping sealed segments to S3 (--ship s3://BUCKET/PREFIX).
+ *
+ * Purpose: upload every indexed segment, then its manifest, under the keys
+ * of collector/s3/s3_key.h, and keep each segment's upload state in the
+ * index (idx_upload_*), so a restart resumes and nothing is skipped.
+ *
+ * Called by: d9collectd.c (start, kick after a seal, stats for d9 status,
+ * stop). The uploads run in --ship-jobs threads of their own, each with its
+ * own S3 client and its own index connection: the drain thread never waits
+ * for the network, and only shares the ship's mutex for ship_kick/ship_stats.
+ *
+ * Invariants:
+ *   - Before a PUT the segment's row records the attempt (attempts + 1), so
+ *     after a crash the next run knows an earlier attempt may have landed: it
+ *     first asks the server (HEAD) and does not upload again an object that is
+ *     there with the same size and MD5 ETag. The manifest goes up after its
+ *     segment: a manifest in the bucket means its segment is whole there.
+ *   - A segment is in flight in at most one thread (the in-flight set).
+ *   - Failures back off exponentially per segment (SHIP_BACKOFF_MIN_NS ..
+ *     SHIP_BACKOFF_MAX_NS); 5xx, 429, timeouts and refused connections stay
+ *     'pending', refusals (403, 404 bucket, ...) become 'failed' and are
+ *     still retried at the longest backoff (the user may fix the bucket).
+ *   - A segment deleted by retention meanwhile is simply dropped.
+ *   - The upload threads run at nice SHIP_NICE and take no signals: on a CPU
+ *     they share with the drain thread, the drain gets the time first.
+ *
+ * Must never: block the drain thread on the network or on a lock held across
+ * I/O, log credentials, or delete anything locally (retention is storedir's).
+ */
+#ifndef D9_DAEMON_SHIP_H
+#define D9_DAEMON_SHIP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "collector/s3/s3_cfg.h"
+
+#define SHIP_BACKOFF_MIN_NS 500000000ULL     /* first retry after 0.5 s */
+#define SHIP_BACKOFF_MAX_NS 30000000000ULL   /* then doubling up to 30 s */
+#define SHIP_IDLE_NS 1000000000ULL           /* look for work at least this often */
+#define SHIP_ERR_MAX 512
+#define SHIP_NICE 10                         /* upload threads' nice value: the drain comes first */
+
+struct ship;
+
+struct ship_stats {
+    uint64_t backlog, backlog_bytes;    /* from the index: segments not shipped yet */
+    uint64_t shipped, shipped_bytes;    /* from the index: all shipped segments */
+    uint64_t failed;                    /* backlog segments refused by the server */
+    uint64_t uploaded, uploaded_bytes;  /* by this run: segments (+manifests) PUT */
+    uint64_t failures;                  /* by this run: failed attempts */
+    char last_error[SHIP_ERR_MAX];      /* of the last failed attempt, "" if none */
+};
+
+/* Start jobs upload threads for the store (cfg holds bucket, endpoint,
+ * region and credentials; host names the store in keys). -errno with one
+ * line in err on failure. */
+int ship_start(struct ship **out, const struct s3_cfg *cfg, const char *store_dir,
+               const char *host, unsigned jobs, char *err, size_t err_cap);
+
+/* A segment was sealed: wake an idle upload thread. Never blocks on I/O. */
+void ship_kick(struct ship *s);
+
+/* Counters for d9 status (index totals are refreshed by the upload threads). */
+void ship_stats(struct ship *s, struct ship_stats *out);
+
+/* The URL shipped to, "s3://BUCKET/PREFIX". */
+const char *ship_url(const struct ship *s);
+
+/* Stop: abort transfers in progress, join the threads, free. NULL is a no-op. */
+void ship_stop(struct ship *s);
+
+#endif /* D9_DAEMON_SHIP_H */

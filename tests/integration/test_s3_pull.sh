@@ -1,8 +1,9 @@
 #!/bin/sh
 # test_s3_pull.sh — reading a host's traces back from a bucket: `d9 pull` and
 # `d9 --store s3://...` against a real S3-compatible server (s3rver, lib_s3.sh)
-# and a store a real d9collectd recorded from a real traced program
-# (prog_cli), uploaded in the shipping layout (tool_s3up, as --ship does).
+# behind the signature-checking proxy (s3proxy.py), and a store a real
+# d9collectd recorded from a real traced program (prog_cli) and shipped with
+# --ship (other prefixes are uploaded in the same layout by tool_s3up).
 # Byte-identical segments and the same ps/events/top-polls output as the
 # original store; a second pull fetches nothing; --host/--pid/--from/--until
 # filtering; several hosts; a corrupt object is reported and skipped; an
@@ -21,8 +22,8 @@ DIAL9_COLLECTOR=$EP
 export DIAL9_SHM_DIR DIAL9_COLLECTOR
 trap 'd9_finish >/dev/null 2>&1; exit 1' INT TERM HUP
 
-if ! s3_start d9-pull; then
-    check "s3rver starts (make deps installs it)" false
+if ! s3_start d9-pull || ! s3_proxy_start; then
+    check "s3rver and the proxy start (make deps installs s3rver)" false
     d9_finish s3-pull
     exit 1
 fi
@@ -45,7 +46,7 @@ same_output() {   # same_output CMD STORE_A STORE_B
 # ---- a store recorded by a real collector ---------------------------------------
 T0=$(date +%s)
 "$BIN/d9collectd" --store "$STORE" --shm-dir "$SHM" --endpoint "$EP" --scan-ms 100 \
-    >"$T/col.log" 2>&1 &
+    --ship "$URL" --s3-endpoint "$S3_PROXY" >"$T/col.log" 2>&1 &
 COLPID=$!
 at_exit kill -9 "$COLPID"
 check "collector answers d9 status" wait_for 20 "$BIN/d9" status
@@ -58,15 +59,20 @@ ended() { "$BIN/d9" --store "$STORE" flush >/dev/null 2>&1;
           grep -q "\"pid\":$OKPID,.*\"state\":\"exited\"" "$T/ps.jsonl" &&
           grep -q "\"pid\":$CRPID,.*\"state\":\"crashed\"" "$T/ps.jsonl"; }
 check "both processes reached their final state" wait_for 20 ended
+unshipped() { sqlite3 "$STORE/index.sqlite" "select count(*) from segments s left join uploads u
+                                              on u.segment_id = s.id where u.state is not 'shipped'"; }
+check "d9collectd --ship uploads every sealed segment" wait_for 60 test "$(unshipped)" = 0
 kill -TERM "$COLPID"
 wait "$COLPID"
+check "... and every segment of the stopped collector is shipped" test "$(unshipped)" = 0
 NSEG=$(ls "$STORE"/*.d9seg | wc -l)
 check "the store has sealed segments of both processes" sh -c "
     [ $NSEG -ge 2 ] && ls '$STORE' | grep -q '^$OKPID-' && ls '$STORE' | grep -q '^$CRPID-'"
-check "upload the store in the shipping layout" sh -c "'$TBIN/tool_s3up' '$STORE' '$URL' >'$T/up.out'"
-check "... as segment and manifest under HOST/DAY/PID-START/" sh -c "
+"$TBIN/tool_s3" "$URL" list >"$T/up.out"
+check "the bucket holds segment and manifest under HOST/DAY/PID-START/" sh -c "
     [ \$(grep -c '^$HOSTKEY/[0-9-]*/[0-9]*-[0-9]*/[0-9]*\\.d9seg ' '$T/up.out') -eq $NSEG ] &&
     [ \$(grep -c '\\.manifest\\.json ' '$T/up.out') -eq $NSEG ]"
+S3_ENDPOINT=$S3_PROXY                     # every request from here on is signature-checked
 
 # ---- d9 pull into an empty directory -----------------------------------------------
 P1=$T/p1
@@ -83,9 +89,11 @@ check "the pulled index keeps the origin's host and boot" sh -c "
       \"\$(sqlite3 '$STORE/index.sqlite' \"select value from meta where key in ('host','boot_id','boot_realtime_ns') order by key\")\" ]"
 
 ls -li --full-time "$P1" >"$T/p1.ls"
+G=$(grep -c '^GET .*\.d9seg ' "$PROXY_LOG")
 check "a second pull fetches nothing" sh -c "
     '$BIN/d9' pull --s3-endpoint '$S3_ENDPOINT' '$URL' '$P1' 2>'$T/p1b.err' &&
     grep -q '0 segments fetched.*$NSEG already present' '$T/p1b.err' && ! grep -q '\\[1/' '$T/p1b.err' &&
+    [ \$(grep -c '^GET .*\\.d9seg ' '$PROXY_LOG') -eq $G ] &&
     ls -li --full-time '$P1' | grep '\\.d9seg\$' >'$T/p1b.ls' && grep '\\.d9seg\$' '$T/p1.ls' | diff - '$T/p1b.ls'"
 check "... and leaves the store as it was" same_output ps_of "$STORE" "$P1"
 
@@ -162,6 +170,9 @@ check "no credentials: a clear error" sh -c "
     env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY HOME='$T/nohome' AWS_SHARED_CREDENTIALS_FILE='$T/none' \
         '$BIN/d9' pull --s3-endpoint '$S3_ENDPOINT' '$URL' '$T/e3' 2>'$T/e3.err';
     [ \$? -eq 1 ] && grep -q 'no credentials' '$T/e3.err'"
+check "a wrong secret: access denied (403, the proxy checks signatures)" sh -c "
+    AWS_SECRET_ACCESS_KEY=wrong '$BIN/d9' pull --s3-endpoint '$S3_ENDPOINT' '$URL' '$T/e4b' 2>'$T/e4b.err';
+    [ \$? -eq 1 ] && grep -q '403' '$T/e4b.err' && grep -q 'access denied' '$T/e4b.err'"
 check "an unknown access key: access denied (403)" sh -c "
     AWS_ACCESS_KEY_ID=nobody '$BIN/d9' pull --s3-endpoint '$S3_ENDPOINT' '$URL' '$T/e4' 2>'$T/e4.err';
     [ \$? -eq 1 ] && grep -q '403' '$T/e4.err' && grep -q 'access denied' '$T/e4.err'"
@@ -179,7 +190,7 @@ XDG_CACHE_HOME=$T/xdg
 export XDG_CACHE_HOME
 check "--store s3://: ps as on the original store" sh -c "
     '$BIN/d9' --s3-endpoint '$S3_ENDPOINT' --host '$HOSTKEY' --store '$URL' ps >'$T/s3ps.out' 2>'$T/s3ps.err' && '$BIN/d9' --store '$STORE' ps >'$T/ps.out' 2>/dev/null && diff '$T/ps.out' '$T/s3ps.out'"
-check "... pulled into the XDG cache" sh -c "ls '$XDG_CACHE_HOME'/d9/s3/127.0.0.1_$S3_PORT/$S3_BUCKET/fleet/@$HOSTKEY/*.d9seg >/dev/null"
+check "... pulled into the XDG cache" sh -c "ls '$XDG_CACHE_HOME'/d9/s3/$(echo "${S3_ENDPOINT#http://}" | tr : _)/$S3_BUCKET/fleet/@$HOSTKEY/*.d9seg >/dev/null"
 check "--store s3://: events (after the command too)" sh -c "
     '$BIN/d9' --s3-endpoint '$S3_ENDPOINT' --host '$HOSTKEY' events --store '$URL' >'$T/s3ev.out' 2>/dev/null &&
     '$BIN/d9' --store '$STORE' events >'$T/ev.out' 2>/dev/null && [ -s '$T/ev.out' ] && diff '$T/ev.out' '$T/s3ev.out'"

@@ -47,6 +47,9 @@ struct cli_env {
     const char *cmd;                /* subcommand name, for messages */
     char store[CLI_PATH_MAX];
     char endpoint[CLI_PATH_MAX];
+    /* d9 pull and --store s3://... (cli_s3store.h): the global --s3-endpoint,
+     * --s3-region, --host and --cache; NULL = default */
+    const char *s3_endpoint, *s3_region, *s3_host, *cache;
 };
 
 /* Signature of a subcommand: argv[0] is the subcommand name. Returns an

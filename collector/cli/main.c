@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "collector/cli/cli.h"
+#include "collector/cli/cli_s3store.h"
 
 #ifndef D9_VERSION
 #define D9_VERSION "dev"
@@ -30,13 +31,22 @@
     X(flame, "flame", "CPU / off-CPU profile as folded stacks (flame graphs)")         \
     X(serve, "serve", "web UI and JSON API over the store (timeline, top polls, events)") \
     X(sql, "sql", "SQL over the recorded events (virtual tables; --schema lists them)") \
-    X(fsck, "fsck", "check that index and segment files agree; --repair fixes them")
+    X(fsck, "fsck", "check that index and segment files agree; --repair fixes them")    \
+    X(pull, "pull", "fetch a host's shipped segments from S3 into a local store")
 
 #define D9_DECLARE(fn, name, summary) CLI_DECLARE_CMD(fn);
 D9_COMMANDS(D9_DECLARE)
 #define D9_ROW(fn, name, summary) { name, summary, cli_##fn##_cmd },
 static const struct cli_cmd commands[] = { D9_COMMANDS(D9_ROW) };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
+
+/* global options of main only (the common ones are cli.h's) */
+enum {
+    MAIN_OPT_S3_ENDPOINT = CLI_OPT_FIRST_PRIVATE + 50,
+    MAIN_OPT_S3_REGION,
+    MAIN_OPT_HOST,
+    MAIN_OPT_CACHE,
+};
 
 static void usage(FILE *f)
 {
@@ -46,6 +56,7 @@ static void usage(FILE *f)
 "\n"
 "SYNOPSIS\n"
 "    d9 [--store DIR] [--endpoint EP] <command> [options]\n"
+"    d9 --store s3://BUCKET[/PREFIX] [--host H] [--cache DIR] <command> ...\n"
 "    d9 <command> --help\n"
 "    d9 --version\n"
 "\n"
@@ -69,6 +80,20 @@ static void usage(FILE *f)
 "                    $DIAL9_COLLECTOR, else ipc:///run/dial9/collector.sock as\n"
 "                    root, else ipc://$XDG_RUNTIME_DIR/dial9/collector.sock\n"
 "                    (ipc:///tmp/dial9-UID/collector.sock without XDG_RUNTIME_DIR).\n"
+"    --store s3://BUCKET[/PREFIX]\n"
+"                    a bucket d9collectd --ship uploads to: the command runs on\n"
+"                    a local cache that is first brought up to date by a pull\n"
+"                    (see d9 pull), filtered by the command's own --pid and\n"
+"                    --since (--since then counts back from now); others pull\n"
+"                    the whole prefix. Works for ps, segments, events,\n"
+"                    top-polls, sched, export, flame, sql and serve.\n"
+"    --host H        with --store s3://: the host's segments (needed when\n"
+"                    the prefix holds several hosts).\n"
+"    --cache DIR     with --store s3://: the cache directory. Default:\n"
+"                    $XDG_CACHE_HOME/d9/s3/ENDPOINT/BUCKET/PREFIX[/@HOST],\n"
+"                    else ~/.cache/d9/s3/...\n"
+"    --s3-endpoint URL  S3-compatible server (default: AWS); --s3-region R\n"
+"                    region to sign for. Credentials: see d9 pull --help.\n"
 "    -h, --help      this help.  --version  print the version.\n"
 "\n"
 "EXAMPLES\n"
@@ -78,6 +103,7 @@ static void usage(FILE *f)
 "    d9 events --pid 1234 --type custom --format jsonl --limit 100\n"
 "    d9 export --pid 1234 -o trace.json   # open in https://ui.perfetto.dev\n"
 "    d9 --store /tmp/copied-store ps   # a store copied from another host\n"
+"    d9 --store s3://traces/fleet --host web-1 top-polls   # a host's shipped traces\n"
 "\n"
 CLI_HELP_EXIT);
 }
@@ -95,6 +121,10 @@ int main(int argc, char **argv)
         { "endpoint", 1, NULL, CLI_OPT_ENDPOINT },
         { "help", 0, NULL, 'h' },
         { "version", 0, NULL, 'V' },
+        { "s3-endpoint", 1, NULL, MAIN_OPT_S3_ENDPOINT },
+        { "s3-region", 1, NULL, MAIN_OPT_S3_REGION },
+        { "host", 1, NULL, MAIN_OPT_HOST },
+        { "cache", 1, NULL, MAIN_OPT_CACHE },
         { NULL, 0, NULL, 0 },
     };
     struct cli_args dummy;
@@ -110,6 +140,18 @@ int main(int argc, char **argv)
         case 'V':
             printf("d9 %s\n", D9_VERSION);
             return CLI_EXIT_OK;
+        case MAIN_OPT_S3_ENDPOINT:
+            env.s3_endpoint = optarg;
+            break;
+        case MAIN_OPT_S3_REGION:
+            env.s3_region = optarg;
+            break;
+        case MAIN_OPT_HOST:
+            env.s3_host = optarg;
+            break;
+        case MAIN_OPT_CACHE:
+            env.cache = optarg;
+            break;
         default:
             if (cli_common_opt(&env, &dummy, c, argv) != 0)
                 return CLI_EXIT_USAGE;
@@ -130,6 +172,9 @@ int main(int argc, char **argv)
         env.cmd = commands[i].name;
         int sub_argc = argc - optind;
         char **sub_argv = argv + optind;
+        int rc = cli_s3store_prepare(&env, sub_argc, &sub_argv);
+        if (rc != CLI_EXIT_OK)
+            return rc;
         optind = 0;                 /* glibc: full re-initialisation for the new argv */
         opterr = 0;
         return commands[i].run(&env, sub_argc, sub_argv);

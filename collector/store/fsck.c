@@ -33,6 +33,7 @@
 #include "collector/store/idx_read.h"
 #include "collector/store/seg_reader.h"
 #include "collector/store/seg_salvage.h"
+#include "collector/store/sym.h"
 #include "shm/meta.h"
 
 struct fsck {
@@ -248,6 +249,10 @@ static int index_extras(struct idx *x, int64_t pid_row, const char *path)
         } else if (b.h.kind == SEG_BLK_EXIT) {
             memcpy(&ex, b.payload, sizeof ex);
             have_exit = 1;
+        } else if (b.h.ring >= SYM_SEG_RING) {
+            /* the collector's pseudo rings (mappings, perf samples: SYM_SEG_RING and
+             * the one above it) are no thread of the process: the collector never
+             * indexes them as threads, so neither does a re-index */
         } else {
             size_t i = 0;
             while (i < nt && (t[i].ring != b.h.ring || t[i].generation != b.h.generation))

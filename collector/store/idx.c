@@ -585,7 +585,12 @@ int idx_open_ex(struct idx **out, const char *store_dir, unsigned flags, char *w
     }
     if (e == 0)
         e = do_open(x, readonly);
-    if (e == 0 && !readonly) {
+    if (e == 0 && !readonly && (flags & IDX_OPEN_FOREIGN)) {
+        if ((e = set_wal(x)) == 0 &&
+            (e = exec(x, "PRAGMA synchronous=FULL", "set synchronous")) == 0 &&
+            (e = exec(x, "PRAGMA foreign_keys=ON", "enable foreign keys")) == 0)
+            e = exec(x, drops_sql, "create drops");
+    } else if (e == 0 && !readonly) {
         char v[32];
         if ((e = set_wal(x)) == 0 &&
             (e = exec(x, "PRAGMA synchronous=FULL", "set synchronous")) == 0 &&
@@ -610,6 +615,26 @@ int idx_open_ex(struct idx **out, const char *store_dir, unsigned flags, char *w
     x->err[0] = 0;
     *out = x;
     return 0;
+}
+
+int idx_set_origin(struct idx *x, const char *host, const char *boot_id,
+                   int64_t boot_realtime_ns)
+{
+    if (!x || !host || x->readonly)
+        return -EINVAL;
+    char v[32];
+    snprintf(v, sizeof v, "%" PRId64, boot_realtime_ns);
+    int e = exec(x, "BEGIN IMMEDIATE", "begin");
+    if (e < 0)
+        return e;
+    if ((e = set_meta(x, "host", host, 1)) == 0 &&
+        (e = set_meta(x, "boot_realtime_ns", v, 1)) == 0 && boot_id && *boot_id)
+        e = set_meta(x, "boot_id", boot_id, 1);
+    if (e == 0)
+        e = exec(x, "COMMIT", "commit origin");
+    if (e < 0)
+        rollback(x);
+    return e;
 }
 
 static int open_logged(struct idx **out, const char *store_dir, unsigned flags)

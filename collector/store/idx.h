@@ -182,8 +182,18 @@ void idx_rollback(struct idx *x);
  * read-only media without its -shm file); in that mode commits still in the
  * -wal file are not seen (a collector that stopped cleanly leaves none). */
 #define IDX_OPEN_READONLY 1u
+/* A store rebuilt from another host's segments (d9 pull): writable, but
+ * boot_realtime_ns and boot_id are not refreshed from this machine (they
+ * are the origin's: idx_set_origin). */
+#define IDX_OPEN_FOREIGN  2u
 int idx_open_ex(struct idx **out, const char *store_dir, unsigned flags, char *why,
                 size_t why_cap);
+/* Record where the segments of a store opened with IDX_OPEN_FOREIGN come
+ * from: meta host, boot_id (skipped when NULL or "") and boot_realtime_ns,
+ * so d9 prints the origin's wall-clock times and knows the store is not
+ * from this boot. 0 or -errno. */
+int idx_set_origin(struct idx *x, const char *host, const char *boot_id,
+                   int64_t boot_realtime_ns);
 /* The last error of a call on x as one line (path, step, SQLite's message). */
 const char *idx_errmsg(const struct idx *x);
 /* path made relative to store_dir (textually or after realpath); -EINVAL if

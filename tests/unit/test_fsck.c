@@ -23,6 +23,7 @@
 #include "collector/store/idx_int.h"
 #include "collector/store/idx_read.h"
 #include "collector/store/seg_writer.h"
+#include "collector/store/sym.h"
 #include "shm/meta.h"
 
 struct fx {
@@ -268,6 +269,31 @@ static void test_sealed_file_without_row_is_indexed_from_its_contents(void **sta
     assert_clean(fx);
 }
 
+static void test_reindex_makes_no_thread_of_the_collectors_pseudo_rings(void **state)
+{
+    struct fx *fx = *state;
+    struct seg_writer *w;
+    assert_int_equal(seg_writer_open(&w, fx->dir, 5, &proc, NULL, 0), 0);
+    static const uint32_t rings[] = { 0, SYM_SEG_RING, SYM_SEG_RING + 1 };
+    for (size_t k = 0; k < 3; k++) {
+        /* the pseudo rings' records come first: they must not move the process's
+         * first record (d9 ps FIRST SEEN) before its threads' */
+        struct d9_rec_poll_end r = { .h = { .len = sizeof r, .type = D9_REC_POLL_END,
+                                            .ts = k == 0 ? 9000 : 8000 + k } };
+        assert_int_equal(seg_writer_add_data(w, k ? 0 : 77, rings[k], k ? 0 : 1, 0,
+                                             (const uint8_t *)&r, sizeof r), 0);
+    }
+    struct seg_summary sum;
+    assert_int_equal(seg_writer_seal(w, &sum), 0);
+    seg_writer_free(w);
+    struct fsck_report r = check(fx, 1);
+    assert_int_equal(r.reindexed, 1);
+    assert_int_equal(q_int(fx, "SELECT count(*) FROM blocks WHERE segment_id = 5"), 3);
+    assert_int_equal(q_int(fx, "SELECT count(*) FROM threads"), 1);
+    assert_int_equal(q_int(fx, "SELECT first_ns FROM threads WHERE tid = 77 AND ring = 0"), 9000);
+    assert_clean(fx);
+}
+
 static void test_store_without_index_is_rebuilt_by_repair(void **state)
 {
     struct fx *fx = *state;
@@ -490,6 +516,7 @@ int main(void)
         T(test_corrupt_indexed_file_is_quarantined),
         T(test_row_disagreeing_with_its_file_is_reindexed),
         T(test_sealed_file_without_row_is_indexed_from_its_contents),
+        T(test_reindex_makes_no_thread_of_the_collectors_pseudo_rings),
         T(test_store_without_index_is_rebuilt_by_repair),
         T(test_directory_that_is_not_a_store_is_refused_and_left_alone),
         T(test_segment_with_an_impossible_time_range_is_reported),

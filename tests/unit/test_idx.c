@@ -202,6 +202,38 @@ static void test_meta_holds_version_host_created_and_boot_identity(void **state)
     }
 }
 
+static void test_foreign_open_keeps_the_origins_boot_identity(void **state)
+{
+    struct fx *fx = *state;
+    assert_int_equal(idx_set_origin(fx->x, "web-1", "b00t-1d", 123456789), 0);
+    idx_close(fx->x);
+    /* a store rebuilt from another host's segments: reopening keeps the origin's */
+    assert_int_equal(idx_open_ex(&fx->x, fx->dir, IDX_OPEN_FOREIGN, NULL, 0), 0);
+    char got[256];
+    q_text(db(fx), "SELECT value FROM meta WHERE key IN ('boot_id', 'boot_realtime_ns', 'host')"
+                   " ORDER BY key", got, sizeof got);
+    assert_string_equal(got, "b00t-1d,123456789,web-1");
+    /* without a boot id the previous one stays */
+    assert_int_equal(idx_set_origin(fx->x, "web-1", NULL, 5), 0);
+    q_text(db(fx), "SELECT value FROM meta WHERE key IN ('boot_id', 'boot_realtime_ns')"
+                   " ORDER BY key", got, sizeof got);
+    assert_string_equal(got, "b00t-1d,5");
+    /* a normal open (the collector's) refreshes them again */
+    idx_close(fx->x);
+    assert_int_equal(idx_open(&fx->x, fx->dir), 0);
+    assert_true(q_int(db(fx), "SELECT value FROM meta WHERE key = 'boot_realtime_ns'") > 5);
+}
+
+static void test_set_origin_needs_a_writable_index(void **state)
+{
+    struct fx *fx = *state;
+    struct idx *ro;
+    assert_int_equal(idx_open_readonly(&ro, fx->dir), 0);
+    assert_int_equal(idx_set_origin(ro, "web-1", "b", 1), -EINVAL);
+    idx_close(ro);
+    assert_int_equal(idx_set_origin(fx->x, NULL, "b", 1), -EINVAL);
+}
+
 static void test_reopening_keeps_rows_and_restores_wal(void **state)
 {
     struct fx *fx = *state;
@@ -737,6 +769,8 @@ int main(void)
         T(test_readonly_open_needs_an_existing_index),
         T(test_readonly_reads_while_the_writer_writes_and_cannot_write),
         T(test_readonly_works_on_a_copied_store),
+        T(test_foreign_open_keeps_the_origins_boot_identity),
+        T(test_set_origin_needs_a_writable_index),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

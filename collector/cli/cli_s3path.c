@@ -280,7 +280,9 @@ int cli_s3path_parse_time(const char *s, bool end, int64_t *wall_ns)
         return -EINVAL;
     if (s[0] == '@') {
         uint64_t v;
-        if (!parse_num(s + 1, s + strlen(s), &v) || v > (uint64_t)(INT64_MAX / 1000000000ll))
+        /* the last ns of second v must fit too */
+        if (!parse_num(s + 1, s + strlen(s), &v) ||
+            v > (uint64_t)((INT64_MAX - 999999999ll) / 1000000000ll))
             return -EINVAL;
         *wall_ns = (int64_t)v * 1000000000ll + (end ? 999999999ll : 0);
         return 0;
@@ -317,6 +319,8 @@ int cli_s3path_parse_time(const char *s, bool end, int64_t *wall_ns)
     struct tm back;
     if (!gmtime_r(&t, &back) || back.tm_mday != d)
         return -EINVAL;                 /* 2026-02-30 */
+    if (t < 0 || (int64_t)t > (INT64_MAX - span) / 1000000000ll)
+        return -EINVAL;                 /* past 2262: not a time in ns */
     *wall_ns = (int64_t)t * 1000000000ll + (end ? span - 1 : 0);
     return 0;
 }

@@ -258,11 +258,18 @@ static void bad_times_are_refused(void **state)
     (void)state;
     static const char *bad[] = { "", "yesterday", "2026-13-01", "2026-02-30", "2026-12-04T25:00",
                                  "2026-12-04T10", "2026-12-04x", "@", "@12a", "1796378400",
-                                 "2026-12-04T10:00:00+01:00" };
+                                 "2026-12-04T10:00:00+01:00",
+                                 /* past the last ns an int64 holds (2262-04-11) */
+                                 "5999-01-01", "2262-04-12", "@9223372036", "@99999999999" };
     int64_t t;
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-        if (cli_s3path_parse_time(bad[i], false, &t) != -EINVAL)
-            fail_msg("accepted: %s", bad[i]);
+        for (int end = 0; end < 2; end++)
+            if (cli_s3path_parse_time(bad[i], end, &t) != -EINVAL)
+                fail_msg("accepted: %s (end %d)", bad[i], end);
+    /* the last whole day and second that fit */
+    assert_int_equal(cli_s3path_parse_time("2262-04-10", true, &t), 0);
+    assert_int_equal(cli_s3path_parse_time("@9223372035", true, &t), 0);
+    assert_true(t == 9223372035999999999ll);
 }
 
 int main(void)

@@ -169,6 +169,10 @@ static bool day_start(const char *day, int64_t *ns)
         return false;
     struct tm tm = { .tm_year = y - 1900, .tm_mon = m - 1, .tm_mday = d };
     time_t t = timegm(&tm);
+    /* a key's day is the bucket's word: before 1970 or past 2262 (the ns
+     * of two days after it would not fit an int64) is no time */
+    if (t < 0 || (int64_t)t > (INT64_MAX - 2 * CLI_S3PATH_NS_PER_DAY) / 1000000000ll)
+        return false;
     *ns = (int64_t)t * 1000000000ll;
     return true;
 }

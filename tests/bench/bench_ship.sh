@@ -8,6 +8,9 @@
 #      collector, which with --ship uploads each segment as it is sealed
 #      (--segment-mb 8) while it drains. Reported per run: records kept per
 #      second, the agent's losses, and the collector's CPU (all its threads).
+#      Then the same pairs at a fixed offered rate (SHIP_BENCH_RATE, default
+#      5 M events/s): whether shipping costs the drain any record at a rate
+#      the drain keeps up with, when drain and uploads share one CPU.
 #   2. upload throughput: a collector started with --ship on the store the
 #      runs without --ship left behind (a backlog of sealed segments) and no
 #      load: MiB shipped per second until the backlog is empty, and the
@@ -26,6 +29,7 @@ d9_setup
 B=$BUILD/bench
 MS=${SHIP_BENCH_MS:-3000}
 ROUNDS=${SHIP_BENCH_ROUNDS:-2}
+RATE=${SHIP_BENCH_RATE:-5000000}
 PCPU=${BENCH_PROD_CPU:-0}
 CCPU=${BENCH_CONS_CPU:-1}
 [ "$(getconf _NPROCESSORS_ONLN)" -lt 2 ] && CCPU=$PCPU
@@ -52,23 +56,27 @@ col_stop() { kill -TERM "$COL_PID"; wait "$COL_PID"; }
 
 echo "bench-ship: $(getconf _NPROCESSORS_ONLN) CPUs, producer on cpu $PCPU, collector on cpu $CCPU, ${MS} ms per run, s3rver $S3_ENDPOINT"
 echo "run        kept/s        lost      collector CPU s   shipped MiB (during the run)"
+for rate in 0 "$RATE"; do
+[ "$rate" = 0 ] && echo "-- flat out (the ring overflows: kept/s is the drain's capacity)" ||
+    echo "-- offered $rate events/s"
 i=1
 while [ $i -le "$ROUNDS" ]; do
     for mode in off on; do
         if [ $mode = on ]; then
-            col_start "$T/store-on-$i" --ship s3://d9-bench/drain-$i --s3-endpoint "$S3_ENDPOINT" || exit 1
+            col_start "$T/store-on-$i-$rate" --ship s3://d9-bench/drain-$i-$rate \
+                --s3-endpoint "$S3_ENDPOINT" || exit 1
         else
             col_start "$T/store-off" || exit 1
         fi
         r0=$(stat_of records); c0=$(col_ticks)
         DIAL9_SHM_DIR=$T/shm DIAL9_COLLECTOR=$EP DIAL9_SAMPLER=off "$B/bench_drain" --threads 1 \
-            --rate 0 --seconds-ms "$MS" --cpu "$PCPU" >"$T/load.out" 2>"$T/load.err" ||
+            --rate "$rate" --seconds-ms "$MS" --cpu "$PCPU" >"$T/load.out" 2>"$T/load.err" ||
             { echo "bench-ship: bench_drain failed: $(tail -n 2 "$T/load.err")"; exit 1; }
         c1=$(col_ticks)
         "$TBIN/tool_ctl" "$EP" flush >/dev/null 2>&1
         r1=$(stat_of records)
         shipped=$( [ $mode = on ] && stat_of ship.shipped || echo 0)
-        sb=$(sqlite3 "$T/store-$mode$( [ $mode = on ] && echo "-$i")/index.sqlite" \
+        sb=$(sqlite3 "$T/store-$mode$( [ $mode = on ] && echo "-$i-$rate")/index.sqlite" \
             "select coalesce(sum(s.bytes),0) from segments s join uploads u on u.segment_id = s.id where u.state = 'shipped'" 2>/dev/null || echo 0)
         el=$(sed -n 's/.* elapsed=\([^ ]*\).*/\1/p' "$T/load.out")
         lost=$(sed -n 's/.* lost=\([^ ]*\).*/\1/p' "$T/load.out")
@@ -79,6 +87,7 @@ while [ $i -le "$ROUNDS" ]; do
         col_stop
     done
     i=$((i + 1))
+done
 done
 
 # ---- 2. upload throughput of a backlog

@@ -4,7 +4,8 @@
  * segment manifests. The first byte picks the parser; the rest is the body.
  * Checks: no crash, no read past the input, every key handed to the callback
  * is NUL-terminated within its bound, and a manifest that parses writes back
- * and parses to the same fields.
+ * and parses to the same fields and threads (at most S3_KEY_THREADS_MAX,
+ * names non-empty and bounded).
  */
 #include <stdint.h>
 #include <stdlib.h>

@@ -92,7 +92,7 @@ static void s3_key_num(struct s3_key_out *o, const char *k, uint64_t v)
 /* ,\n "threads": [\n  {"tid": 1, "ring": 0, "generation": 1, "name": "main"},\n  ...\n ] */
 static void s3_key_threads_out(struct s3_key_out *o, const struct s3_key_threads *t)
 {
-    char num[96];
+    char num[128];                    /* the longest prefix below is 79 bytes */
     s3_key_put(o, ",\n \"threads\": [", 15);
     for (uint32_t i = 0; i < t->n; i++) {
         const struct s3_key_thread *x = &t->t[i];

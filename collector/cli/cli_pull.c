@@ -6,7 +6,7 @@
  * (cli_pull_run, for `d9 --store s3://...`).
  * Calls the S3 client (collector/s3/), the key layout (cli_s3path.c) and
  * the store (seg_reader to verify, fsck_index_file to index, idx for the
- * origin's meta): no SQL here.
+ * origin's meta and the manifest's thread names): no SQL here.
  * Must never: index a file before it is verified whole, or leave a partial
  * download under a segment's name.
  */
@@ -48,6 +48,8 @@ struct ent {
     bool has_seg, has_man;
     bool present, want;
     struct s3_key_manifest m;
+    struct s3_key_thread *threads;     /* the manifest's, for a wanted segment */
+    uint32_t nthreads;
 };
 
 struct pull {
@@ -299,6 +301,28 @@ static int index_one(struct pull *p, const char *path)
     return rc;
 }
 
+/* The manifest's thread names onto the threads rows the re-index made
+ * (segment files hold no names); a manifest without any leaves them empty. */
+static void name_threads(struct pull *p, const struct ent *e, const struct seg_file_hdr *hdr)
+{
+    if (!e->nthreads)
+        return;
+    struct idx_thread_name *t = calloc(e->nthreads, sizeof *t);
+    int rc = -ENOMEM;
+    if (t) {
+        for (uint32_t i = 0; i < e->nthreads; i++)
+            t[i] = (struct idx_thread_name){ e->threads[i].tid, e->threads[i].ring,
+                                             e->threads[i].generation, e->threads[i].name };
+        rc = idx_thread_names_set(p->x, hdr->pid, hdr->start_time, t, e->nthreads);
+        free(t);
+    }
+    if (rc < 0) {
+        const char *m = idx_errmsg(p->x);
+        cli_warn(p->env, "%s: thread names not recorded: %s", e->man_key,
+                 rc != -ENOMEM && m && *m ? m : strerror(-rc));
+    }
+}
+
 /* GET, verify, rename, index one segment. */
 static int fetch(struct pull *p, struct ent *e, size_t i, size_t n)
 {
@@ -364,6 +388,7 @@ static int fetch(struct pull *p, struct ent *e, size_t i, size_t n)
         p->r->failed++;
         return rc;
     }
+    name_threads(p, e, &hdr);
     p->r->fetched++;
     p->r->bytes += e->m.bytes;
     return 0;
@@ -384,8 +409,12 @@ static void key_host(char *h)
 static int select_ents(struct pull *p)
 {
     char *buf = malloc(PULL_MANIFEST_MAX);
-    if (!buf)
+    struct s3_key_threads *threads = malloc(sizeof *threads);
+    if (!buf || !threads) {
+        free(buf);
+        free(threads);
         return -ENOMEM;
+    }
     int fatal = 0;
     for (size_t i = 0; i < p->n && !fatal; i++) {
         struct ent *e = &p->ents[i];
@@ -420,7 +449,7 @@ static int select_ents(struct pull *p)
         }
         const char *why = NULL;
         char mhost[sizeof e->m.host];
-        if (s3_key_manifest_parse(buf, len, &e->m) < 0) {
+        if (s3_key_manifest_parse(buf, len, &e->m, threads) < 0) {
             why = "malformed";
         } else {
             snprintf(mhost, sizeof mhost, "%s", e->m.host);
@@ -445,10 +474,21 @@ static int select_ents(struct pull *p)
         }
         if (p->o->pid && p->o->pid != e->k.pid)
             continue;
+        if (threads->n) {
+            e->threads = malloc(threads->n * sizeof *e->threads);
+            if (!e->threads) {
+                cli_warn(p->env, "out of memory reading manifests");
+                fatal = -ENOMEM;
+                break;
+            }
+            memcpy(e->threads, threads->t, threads->n * sizeof *e->threads);
+            e->nthreads = threads->n;
+        }
         e->want = true;
         p->r->selected++;
     }
     free(buf);
+    free(threads);
     return fatal;
 }
 
@@ -580,6 +620,8 @@ out:
     if (lock >= 0)
         close(lock);
     s3_client_close(p.c);
+    for (size_t i = 0; i < p.n; i++)
+        free(p.ents[i].threads);
     free(p.ents);
     return ret;
 }

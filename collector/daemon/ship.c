@@ -87,12 +87,30 @@ static void ship_hex(const uint8_t *d, size_t n, char *out)
         sprintf(out + 2 * i, "%02x", d[i]);
 }
 
+/* A named thread of the segment into the manifest's list; past
+ * S3_KEY_THREADS_MAX the rest stay unnamed in a pulled store. */
+static int ship_thread_add(void *arg, const struct idx_read_thread *r)
+{
+    struct s3_key_threads *t = arg;
+    if (t->n == S3_KEY_THREADS_MAX)
+        return 1;
+    if (!r->name[0] || strlen(r->name) > S3_KEY_THREAD_NAME_MAX)
+        return 0;                       /* no name a manifest can carry */
+    struct s3_key_thread *x = &t->t[t->n++];
+    x->tid = r->tid;
+    x->ring = r->ring;
+    x->generation = r->generation;
+    snprintf(x->name, sizeof x->name, "%s", r->name);
+    return 0;
+}
+
 /* Upload one segment and its manifest; record the outcome in the index. */
 static void ship_one(struct ship_job *j, const struct idx_upload *u)
 {
     struct ship *s = j->s;
     char path[CONFIG_PATH_MAX + 600], stem[1024], name[1100], seg_key[2048], man_key[2048];
     char manifest[S3_KEY_MANIFEST_MAX], md5hex[33], err[SHIP_ERR_MAX] = "";
+    struct s3_key_threads threads;
     uint8_t md5[16];
     uint64_t len = 0;
     uint32_t attempt = u->attempts + 1, crc = 0;
@@ -120,7 +138,14 @@ static void ship_one(struct ship_job *j, const struct idx_upload *u)
     snprintf(m.boot_id, sizeof m.boot_id, "%s", s->boot_id);
     snprintf(m.comm, sizeof m.comm, "%s", u->comm);
     ship_hex(md5, sizeof md5, md5hex);
-    if (s3_key_stem(&m, stem, sizeof stem) || s3_key_manifest_write(&m, manifest, sizeof manifest)) {
+    threads.n = 0;
+    if ((rc = idx_read_segment_threads(j->idx, u->segment_id, ship_thread_add, &threads)) < 0) {
+        snprintf(err, sizeof err, "segment %" PRIu64 ": index: %s", u->segment_id,
+                 idx_errmsg(j->idx) ? idx_errmsg(j->idx) : strerror(-rc));
+        goto done;
+    }
+    if (s3_key_stem(&m, stem, sizeof stem) ||
+        s3_key_manifest_write(&m, &threads, manifest, sizeof manifest)) {
         snprintf(err, sizeof err, "segment %" PRIu64 ": cannot name it (host '%s')",
                  u->segment_id, s->host);
         goto done;

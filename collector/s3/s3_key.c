@@ -2,7 +2,8 @@
  * s3_key.c — object keys and manifests of shipped segments (see s3_key.h).
  * The JSON parser takes exactly what the writer makes: one object of
  * "key": "string" | unsigned-integer pairs, strings with the escapes \" \\
- * \/ \b \f \n \r \t and \u00XX; nothing nested.
+ * \/ \b \f \n \r \t and \u00XX, and the one array "threads" of such flat
+ * objects; nothing else nests.
  */
 #include "s3_key.h"
 
@@ -51,12 +52,10 @@ static void s3_key_put(struct s3_key_out *o, const char *s, size_t n)
     o->p[o->len] = '\0';
 }
 
-static void s3_key_str(struct s3_key_out *o, const char *k, const char *v)
+/* v as the body of a JSON string: quote and backslash escaped, control bytes as \u00XX */
+static void s3_key_esc(struct s3_key_out *o, const char *v)
 {
     char e[8];
-    s3_key_put(o, o->len > 1 ? ",\n \"" : "\n \"", o->len > 1 ? 4 : 3);
-    s3_key_put(o, k, strlen(k));
-    s3_key_put(o, "\": \"", 4);
     for (const unsigned char *p = (const unsigned char *)v; *p; p++) {
         if (*p == '"' || *p == '\\') {
             e[0] = '\\';
@@ -69,6 +68,14 @@ static void s3_key_str(struct s3_key_out *o, const char *k, const char *v)
             s3_key_put(o, (const char *)p, 1);
         }
     }
+}
+
+static void s3_key_str(struct s3_key_out *o, const char *k, const char *v)
+{
+    s3_key_put(o, o->len > 1 ? ",\n \"" : "\n \"", o->len > 1 ? 4 : 3);
+    s3_key_put(o, k, strlen(k));
+    s3_key_put(o, "\": \"", 4);
+    s3_key_esc(o, v);
     s3_key_put(o, "\"", 1);
 }
 
@@ -82,9 +89,35 @@ static void s3_key_num(struct s3_key_out *o, const char *k, uint64_t v)
     s3_key_put(o, num, strlen(num));
 }
 
-int s3_key_manifest_write(const struct s3_key_manifest *m, char *out, size_t cap)
+/* ,\n "threads": [\n  {"tid": 1, "ring": 0, "generation": 1, "name": "main"},\n  ...\n ] */
+static void s3_key_threads_out(struct s3_key_out *o, const struct s3_key_threads *t)
+{
+    char num[128];                    /* the longest prefix below is 79 bytes */
+    s3_key_put(o, ",\n \"threads\": [", 15);
+    for (uint32_t i = 0; i < t->n; i++) {
+        const struct s3_key_thread *x = &t->t[i];
+        int n = snprintf(num, sizeof num,
+                         "%s\n  {\"tid\": %" PRIu32 ", \"ring\": %" PRIu32
+                         ", \"generation\": %" PRIu32 ", \"name\": \"",
+                         i ? "," : "", x->tid, x->ring, x->generation);
+        s3_key_put(o, num, (size_t)n);
+        s3_key_esc(o, x->name);
+        s3_key_put(o, "\"}", 2);
+    }
+    s3_key_put(o, t->n ? "\n ]" : "]", t->n ? 3 : 1);
+}
+
+int s3_key_manifest_write(const struct s3_key_manifest *m, const struct s3_key_threads *t,
+                          char *out, size_t cap)
 {
     struct s3_key_out o = { out, cap, 0, cap == 0 };
+    if (t) {
+        if (t->n > S3_KEY_THREADS_MAX)
+            return -EINVAL;
+        for (uint32_t i = 0; i < t->n; i++)
+            if (!t->t[i].name[0] || !memchr(t->t[i].name, '\0', sizeof t->t[i].name))
+                return -EINVAL;
+    }
     s3_key_put(&o, "{", 1);
     s3_key_num(&o, "format", S3_KEY_MANIFEST_FORMAT);
     s3_key_str(&o, "host", m->host);
@@ -101,6 +134,8 @@ int s3_key_manifest_write(const struct s3_key_manifest *m, char *out, size_t cap
     s3_key_num(&o, "bytes", m->bytes);
     s3_key_num(&o, "crc32c", m->crc32c);
     s3_key_str(&o, "sha256", m->sha256);
+    if (t)
+        s3_key_threads_out(&o, t);
     s3_key_put(&o, "\n}\n", 3);
     return o.over ? -ENAMETOOLONG : 0;
 }
@@ -198,7 +233,102 @@ static int s3_key_u64(struct s3_key_in *in, uint64_t *v)
     return 0;
 }
 
-int s3_key_manifest_parse(const char *buf, size_t len, struct s3_key_manifest *m)
+/* A string or number value of a key nobody knows; skip holds the string. */
+static int s3_key_skip(struct s3_key_in *in, char *skip, size_t cap)
+{
+    uint64_t ignored;
+    if (in->p < in->end && *in->p == '"')
+        return s3_key_string(in, skip, cap);
+    return s3_key_u64(in, &ignored);
+}
+
+/* One {"tid": N, "ring": N, "generation": N, "name": "..."}: all four
+ * present, numbers within 32 bits, the name non-empty and bounded. */
+static int s3_key_thread_in(struct s3_key_in *in, struct s3_key_thread *t, char *skip,
+                            size_t skip_cap)
+{
+    static const char *const nums[] = { "tid", "ring", "generation" };
+    char key[64];
+    unsigned seen = 0;
+    memset(t, 0, sizeof *t);
+    if (in->p >= in->end || *in->p++ != '{')
+        return -EBADMSG;
+    for (;;) {
+        s3_key_ws(in);
+        if (s3_key_string(in, key, sizeof key))
+            return -EBADMSG;
+        s3_key_ws(in);
+        if (in->p >= in->end || *in->p++ != ':')
+            return -EBADMSG;
+        s3_key_ws(in);
+        int rc = -EBADMSG, known = 0;
+        if (strcmp(key, "name") == 0) {
+            known = 1;
+            seen |= 1u << 3;
+            rc = s3_key_string(in, t->name, sizeof t->name);
+        }
+        for (unsigned i = 0; i < 3 && !known; i++)
+            if (strcmp(key, nums[i]) == 0) {
+                uint64_t v;
+                known = 1;
+                seen |= 1u << i;
+                rc = s3_key_u64(in, &v);
+                if (rc == 0 && v > UINT32_MAX)
+                    rc = -EBADMSG;
+                if (rc == 0)
+                    *(i == 0 ? &t->tid : i == 1 ? &t->ring : &t->generation) = (uint32_t)v;
+            }
+        if (!known)
+            rc = s3_key_skip(in, skip, skip_cap);
+        if (rc)
+            return -EBADMSG;
+        s3_key_ws(in);
+        if (in->p < in->end && *in->p == ',') {
+            in->p++;
+            continue;
+        }
+        if (in->p < in->end && *in->p == '}') {
+            in->p++;
+            break;
+        }
+        return -EBADMSG;
+    }
+    return seen == 0xf && t->name[0] ? 0 : -EBADMSG;
+}
+
+/* [ thread, ... ] into t (n reset: a key given twice keeps the last). */
+static int s3_key_threads_in(struct s3_key_in *in, struct s3_key_threads *t, char *skip,
+                             size_t skip_cap)
+{
+    struct s3_key_thread one;
+    t->n = 0;
+    if (in->p >= in->end || *in->p++ != '[')
+        return -EBADMSG;
+    s3_key_ws(in);
+    if (in->p < in->end && *in->p == ']') {
+        in->p++;
+        return 0;
+    }
+    for (;;) {
+        s3_key_ws(in);
+        if (t->n == S3_KEY_THREADS_MAX || s3_key_thread_in(in, &one, skip, skip_cap))
+            return -EBADMSG;
+        t->t[t->n++] = one;
+        s3_key_ws(in);
+        if (in->p < in->end && *in->p == ',') {
+            in->p++;
+            continue;
+        }
+        if (in->p < in->end && *in->p == ']') {
+            in->p++;
+            return 0;
+        }
+        return -EBADMSG;
+    }
+}
+
+static int s3_key_manifest_in(const char *buf, size_t len, struct s3_key_manifest *m,
+                              struct s3_key_threads *t)
 {
     struct { const char *k; size_t off, cap; } strs[] = {
         { "host", offsetof(struct s3_key_manifest, host), sizeof m->host },
@@ -223,6 +353,7 @@ int s3_key_manifest_parse(const char *buf, size_t len, struct s3_key_manifest *m
     char key[64], skip[S3_KEY_MANIFEST_MAX];
     uint64_t ignored;
     memset(m, 0, sizeof *m);
+    t->n = 0;
     if (len > S3_KEY_MANIFEST_MAX)
         return -EBADMSG;
     s3_key_ws(&in);
@@ -243,7 +374,9 @@ int s3_key_manifest_parse(const char *buf, size_t len, struct s3_key_manifest *m
             if (in.p >= in.end)
                 return -EBADMSG;
             int rc = -EBADMSG, known = 0;
-            if (*in.p == '"') {
+            if (strcmp(key, "threads") == 0) {
+                rc = s3_key_threads_in(&in, t, skip, sizeof skip);
+            } else if (*in.p == '"') {
                 for (size_t i = 0; i < sizeof strs / sizeof strs[0] && !known; i++)
                     if (strcmp(key, strs[i].k) == 0) {
                         known = 1;
@@ -278,4 +411,15 @@ int s3_key_manifest_parse(const char *buf, size_t len, struct s3_key_manifest *m
     if (in.p != in.end || m->format != S3_KEY_MANIFEST_FORMAT || !m->host[0] || !m->segment_id)
         return -EBADMSG;
     return 0;
+}
+
+int s3_key_manifest_parse(const char *buf, size_t len, struct s3_key_manifest *m,
+                          struct s3_key_threads *t)
+{
+    struct s3_key_threads scratch;
+    struct s3_key_threads *into = t ? t : &scratch;
+    int rc = s3_key_manifest_in(buf, len, m, into);
+    if (rc < 0)
+        into->n = 0;                  /* nothing of a refused manifest is kept */
+    return rc;
 }

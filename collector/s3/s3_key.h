@@ -12,9 +12,13 @@
  * segment id, decimal. The manifest is uploaded after its segment, so a
  * manifest present means its segment is whole in the bucket.
  *
- * Manifest: one flat JSON object, keys below (s3_key_manifest_write), string
- * and unsigned integer values only; readers ignore keys they do not know.
- * "format": 1 is its version; crc32c and sha256 are of the whole segment file.
+ * Manifest: one JSON object, keys below (s3_key_manifest_write), string
+ * and unsigned integer values, and one array: "threads", the named threads
+ * that have blocks in the segment, each a flat object {"tid", "ring",
+ * "generation", "name"} (the names live only in the collector's index, so a
+ * pulled store gets them from here). Readers ignore keys they do not know
+ * whose values are strings or numbers. "format": 1 is its version; crc32c
+ * and sha256 are of the whole segment file.
  *
  * Called by: the collector's uploader (ship.c), d9 pull / --store s3://.
  *
@@ -28,7 +32,11 @@
 #include <stdint.h>
 
 #define S3_KEY_MANIFEST_FORMAT 1
-#define S3_KEY_MANIFEST_MAX 4096          /* bytes of a manifest */
+#define S3_KEY_MANIFEST_MAX 65536         /* bytes of a manifest */
+/* threads in a manifest: a writer names the first this many, a reader
+ * refuses more; each writes as at most ~180 bytes, so they fit the above */
+#define S3_KEY_THREADS_MAX 256
+#define S3_KEY_THREAD_NAME_MAX 16         /* bytes of a thread name (D9_COMM_MAX) */
 #define S3_KEY_SEG_SUFFIX ".d9seg"
 #define S3_KEY_MANIFEST_SUFFIX ".manifest.json"
 
@@ -46,15 +54,32 @@ struct s3_key_manifest {
     char sha256[65];                  /* hex, of the whole file */
 };
 
+/* One thread of a manifest: a ring generation of the segment's process. */
+struct s3_key_thread {
+    uint32_t tid, ring, generation;
+    char name[S3_KEY_THREAD_NAME_MAX + 1];  /* non-empty; may hold any byte but NUL */
+};
+struct s3_key_threads {
+    uint32_t n;                           /* <= S3_KEY_THREADS_MAX */
+    struct s3_key_thread t[S3_KEY_THREADS_MAX];
+};
+
 /* "HOST/YYYY-MM-DD/PID-START/ID" (no prefix, no suffix): the name both
  * objects share; append S3_KEY_SEG_SUFFIX or S3_KEY_MANIFEST_SUFFIX. */
 int s3_key_stem(const struct s3_key_manifest *m, char *out, size_t cap);
 
-/* The manifest as JSON (NUL-terminated); -ENAMETOOLONG if cap is short. */
-int s3_key_manifest_write(const struct s3_key_manifest *m, char *out, size_t cap);
+/* The manifest as JSON (NUL-terminated) with threads t (NULL = none, no
+ * "threads" key); -ENAMETOOLONG if cap is short, -EINVAL if t->n is over
+ * S3_KEY_THREADS_MAX or a name is empty. */
+int s3_key_manifest_write(const struct s3_key_manifest *m, const struct s3_key_threads *t,
+                          char *out, size_t cap);
 
-/* Parse a manifest; -EBADMSG on anything malformed, too long, or of another
- * format. Unknown keys are skipped. */
-int s3_key_manifest_parse(const char *buf, size_t len, struct s3_key_manifest *m);
+/* Parse a manifest into m and its threads into t (NULL: checked, not kept;
+ * none in the manifest: t->n = 0); -EBADMSG on anything malformed, too
+ * long, of another format, or with more than S3_KEY_THREADS_MAX threads, a
+ * thread name empty or longer than S3_KEY_THREAD_NAME_MAX. Unknown keys are
+ * skipped. */
+int s3_key_manifest_parse(const char *buf, size_t len, struct s3_key_manifest *m,
+                          struct s3_key_threads *t);
 
 #endif /* D9_S3_KEY_H */

@@ -807,6 +807,48 @@ int idx_thread_upsert(struct idx *x, int64_t process_id, uint32_t tid, uint32_t 
     return run(x, s, "upsert thread");
 }
 
+int idx_thread_names_set(struct idx *x, uint32_t pid, uint64_t start_time,
+                         const struct idx_thread_name *t, size_t n)
+{
+    int e = writable(x);
+    if (e < 0)
+        return e;
+    if (!t && n)
+        return -EINVAL;
+    /* once per pulled segment: not worth a slot in the statement cache */
+    sqlite3_stmt *s;
+    int rc = sqlite3_prepare_v2(x->db,
+        "UPDATE threads SET name = ?6 WHERE process_id = (SELECT id FROM processes"
+        " WHERE pid = ?1 AND start_time = ?2) AND tid = ?3 AND ring = ?4 AND generation = ?5"
+        " AND name IS NOT ?6", -1, &s, NULL);
+    if (rc != SQLITE_OK)
+        return x_fail(x, rc, "prepare thread name");
+    if ((e = exec(x, "BEGIN IMMEDIATE", "begin")) < 0) {
+        sqlite3_finalize(s);
+        return e;
+    }
+    int changed = 0;
+    for (size_t i = 0; i < n && e == 0; i++) {
+        if (!t[i].name || !t[i].name[0])
+            continue;
+        sqlite3_clear_bindings(s);
+        sqlite3_bind_int64(s, 1, pid);
+        sqlite3_bind_int64(s, 2, (sqlite3_int64)start_time);
+        sqlite3_bind_int64(s, 3, t[i].tid);
+        sqlite3_bind_int64(s, 4, t[i].ring);
+        sqlite3_bind_int64(s, 5, t[i].generation);
+        sqlite3_bind_text(s, 6, t[i].name, -1, SQLITE_TRANSIENT);
+        if ((e = run(x, s, "name thread")) == 0)
+            changed += sqlite3_changes(x->db);
+    }
+    sqlite3_finalize(s);
+    if (e == 0)
+        e = exec(x, "COMMIT", "commit thread names");
+    if (e < 0)
+        rollback(x);
+    return e < 0 ? e : changed;
+}
+
 int idx_runtime_upsert(struct idx *x, int64_t process_id, uint32_t runtime_id, const char *name)
 {
     int e = writable(x);

@@ -96,6 +96,17 @@ int idx_thread_upsert(struct idx *x, int64_t process_id, uint32_t tid, uint32_t 
                       uint32_t generation, const char *name, uint64_t first_ns, uint64_t last_ns,
                       int ended);
 int idx_runtime_upsert(struct idx *x, int64_t process_id, uint32_t runtime_id, const char *name);
+/* Names of threads rows of process (pid, start_time) that are already there
+ * (a re-index makes them from the blocks, without names): each row that
+ * matches tid, ring and generation gets its name, in one transaction; an
+ * entry that matches no row, or has no name, is skipped. Idempotent. The
+ * number of rows changed, or -errno. */
+struct idx_thread_name {
+    uint32_t tid, ring, generation;
+    const char *name;
+};
+int idx_thread_names_set(struct idx *x, uint32_t pid, uint64_t start_time,
+                         const struct idx_thread_name *t, size_t n);
 
 /* Segment row + its block rows + process counters, in one transaction.
  * The first s->nblocks_indexed block rows are already in (idx_blocks_add). */

@@ -457,6 +457,40 @@ int idx_read_threads(struct idx *x, uint32_t pid, int64_t process_id,
     return ret < 0 ? ret : n;
 }
 
+int idx_read_segment_threads(struct idx *x, uint64_t segment_id,
+                             int (*fn)(void *arg, const struct idx_read_thread *r), void *arg)
+{
+    sqlite3_stmt *st;
+    if (!x || !fn)
+        return -EINVAL;
+    int rc = prep(x,
+        "SELECT t.tid, t.ring, t.generation, t.name FROM threads t "
+        "JOIN segments s ON s.process_id = t.process_id "
+        "WHERE s.id = ?1 AND t.name IS NOT NULL AND t.name != '' AND EXISTS("
+        "  SELECT 1 FROM blocks b WHERE b.segment_id = s.id AND b.ring = t.ring"
+        "  AND b.generation = t.generation) "
+        "ORDER BY t.ring, t.generation", &st);
+    if (rc < 0)
+        return rc;
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)segment_id);
+    int n = 0, ret = 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        struct idx_read_thread r = {
+            .tid = (uint32_t)sqlite3_column_int64(st, 0),
+            .ring = (uint32_t)sqlite3_column_int64(st, 1),
+            .generation = (uint32_t)sqlite3_column_int64(st, 2),
+            .name = col_text(st, 3),
+        };
+        n++;
+        if ((ret = fn(arg, &r)) != 0)
+            break;
+    }
+    if (ret == 0 && rc != SQLITE_DONE)
+        ret = fail(x, "list a segment's threads");
+    sqlite3_finalize(st);
+    return ret < 0 ? ret : n;
+}
+
 int idx_read_runtimes(struct idx *x, uint32_t pid, int64_t process_id,
                       int (*fn)(void *arg, const struct idx_read_runtime *r), void *arg)
 {

@@ -101,6 +101,13 @@ struct idx_read_thread {
 int idx_read_threads(struct idx *x, uint32_t pid, int64_t process_id,
                      int (*fn)(void *arg, const struct idx_read_thread *r), void *arg);
 
+/* The named threads that have blocks in segment segment_id (their
+ * ring generations' rows of the segment's process), by ring then
+ * generation; only tid, ring, generation and name are set. Same contract
+ * as idx_read_processes_window. */
+int idx_read_segment_threads(struct idx *x, uint64_t segment_id,
+                             int (*fn)(void *arg, const struct idx_read_thread *r), void *arg);
+
 /* A runtimes row with its process's pid. */
 struct idx_read_runtime {
     int64_t process_id;

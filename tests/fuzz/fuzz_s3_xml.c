@@ -4,7 +4,8 @@
  * segment manifests. The first byte picks the parser; the rest is the body.
  * Checks: no crash, no read past the input, every key handed to the callback
  * is NUL-terminated within its bound, and a manifest that parses writes back
- * and parses to the same fields.
+ * and parses to the same fields and threads (at most S3_KEY_THREADS_MAX,
+ * names non-empty and bounded).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -47,13 +48,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         break;
     }
     default: {
+        static struct s3_key_threads t, t2;
+        static char out[S3_KEY_MANIFEST_MAX * 2];
         struct s3_key_manifest m, again;
-        char out[S3_KEY_MANIFEST_MAX * 2];
-        if (s3_key_manifest_parse(buf, size - 1, &m) == 0) {
-            if (s3_key_manifest_write(&m, out, sizeof out) != 0 ||
-                s3_key_manifest_parse(out, strlen(out), &again) != 0 ||
-                memcmp(&m, &again, sizeof m) != 0)
+        if (s3_key_manifest_parse(buf, size - 1, &m, &t) == 0) {
+            if (t.n > S3_KEY_THREADS_MAX ||
+                s3_key_manifest_write(&m, &t, out, sizeof out) != 0 ||
+                s3_key_manifest_parse(out, strlen(out), &again, &t2) != 0 ||
+                memcmp(&m, &again, sizeof m) != 0 || t.n != t2.n)
                 abort();
+            for (uint32_t i = 0; i < t.n; i++)
+                if (t.t[i].tid != t2.t[i].tid || t.t[i].ring != t2.t[i].ring ||
+                    t.t[i].generation != t2.t[i].generation || !t.t[i].name[0] ||
+                    strlen(t.t[i].name) > S3_KEY_THREAD_NAME_MAX ||
+                    strcmp(t.t[i].name, t2.t[i].name) != 0)
+                    abort();
         }
         break;
     }

@@ -5,7 +5,9 @@
 # d9collectd recorded from a real traced program (prog_cli) and shipped with
 # --ship (other prefixes are uploaded in the same layout by tool_s3up).
 # Byte-identical segments and the same ps/events/top-polls output as the
-# original store; a second pull fetches nothing; --host/--pid/--from/--until
+# original store; the threads keep their names (shipped in the manifests:
+# segment files hold none; older manifests without them still pull); a
+# second pull fetches nothing; --host/--pid/--from/--until
 # filtering; several hosts; a corrupt object is reported and skipped; an
 # interrupted pull's partial file is never indexed; errors (bad URL, no
 # credentials, wrong secret, no such bucket); the original store deleted
@@ -32,6 +34,14 @@ HOSTKEY=$(hostname | sed 's/[^A-Za-z0-9._-]/_/g')
 ps_of() { "$BIN/d9" --store "$1" ps 2>/dev/null; }
 ev_of() { "$BIN/d9" --store "$1" events 2>/dev/null; }
 tp_of() { "$BIN/d9" --store "$1" top-polls --limit 50 2>/dev/null; }
+threads_of() { "$BIN/d9" --store "$1" sql --format csv \
+    'select pid, tid, ring, generation, name from threads order by pid, ring, generation' 2>/dev/null; }
+# same_names A B: every thread of pulled store B has the name it has in A,
+# and B's workers (prog_cli names them cliwN) are among them
+same_names() {
+    threads_of "$1" >"$T/thr.a"; threads_of "$2" >"$T/thr.b"
+    [ "$(grep -c ',cliw[0-9]*' "$T/thr.b")" -ge 2 ] && [ -z "$(grep -vxFf "$T/thr.a" "$T/thr.b")" ]
+}
 # same_files A B: the same segment files, byte for byte
 same_files() {
     a=$(cd "$1" && ls *.d9seg | sort); b=$(cd "$2" && ls *.d9seg | sort)
@@ -83,6 +93,7 @@ check "pulled segment files are byte-identical" same_files "$STORE" "$P1"
 check "d9 ps: the same output as the original store" same_output ps_of "$STORE" "$P1"
 check "d9 events: the same output" same_output ev_of "$STORE" "$P1"
 check "d9 top-polls: the same output" same_output tp_of "$STORE" "$P1"
+check "the threads keep their names (d9 sql on threads)" same_names "$STORE" "$P1"
 check "d9 fsck finds the pulled store consistent" "$BIN/d9" --store "$P1" fsck
 check "the pulled index keeps the origin's host and boot" sh -c "
     [ \"\$(sqlite3 '$P1/index.sqlite' \"select value from meta where key in ('host','boot_id','boot_realtime_ns') order by key\")\" = \
@@ -96,6 +107,7 @@ check "a second pull fetches nothing" sh -c "
     [ \$(grep -c '^GET .*\\.d9seg ' '$PROXY_LOG') -eq $G ] &&
     ls -li --full-time '$P1' | grep '\\.d9seg\$' >'$T/p1b.ls' && grep '\\.d9seg\$' '$T/p1.ls' | diff - '$T/p1b.ls'"
 check "... and leaves the store as it was" same_output ps_of "$STORE" "$P1"
+check "... names included" same_names "$STORE" "$P1"
 
 # ---- filters ------------------------------------------------------------------------
 NOK=$(ls "$STORE" | grep -c "^$OKPID-.*\.d9seg$")
@@ -127,6 +139,9 @@ check "two hosts without --host: refused, naming both" sh -c "
 check "--host picks the other host" sh -c "
     '$BIN/d9' pull --s3-endpoint '$S3_ENDPOINT' --host otherhost '$URL' '$T/pother' 2>/dev/null"
 check "... its segments byte-identical" same_files "$STORE" "$T/pother"
+check "manifests without thread names (older uploads): pulled, the names empty" sh -c "
+    [ \$(sqlite3 '$T/pother/index.sqlite' 'select count(*) from threads') -gt 0 ] &&
+    [ \$(sqlite3 '$T/pother/index.sqlite' \"select count(*) from threads where coalesce(name, '') != ''\") -eq 0 ]"
 check "a store of one host refuses another host's segments" sh -c "
     '$BIN/d9' pull --s3-endpoint '$S3_ENDPOINT' --host otherhost '$URL' '$P1' 2>'$T/pmix.err';
     [ \$? -eq 1 ] && grep -q 'holds host' '$T/pmix.err'"
@@ -211,6 +226,7 @@ check "... and an error without a cache" sh -c "
     [ \$? -eq 1 ] && grep -q 'cannot list' '$T/off2.err'"
 "$BIN/d9" --store "$STORE" ps >"$T/ps.orig" 2>/dev/null
 "$BIN/d9" --store "$STORE" events >"$T/ev.orig" 2>/dev/null
+threads_of "$STORE" >"$T/thr.orig"
 rm -rf "$STORE" "$XDG_CACHE_HOME"
 check "host gone (its store deleted): --store s3:// still answers ps" sh -c "
     '$BIN/d9' --s3-endpoint '$S3_ENDPOINT' --host '$HOSTKEY' --store '$URL' ps >'$T/gone.out' 2>/dev/null &&
@@ -218,5 +234,10 @@ check "host gone (its store deleted): --store s3:// still answers ps" sh -c "
 check "... and events" sh -c "
     '$BIN/d9' --s3-endpoint '$S3_ENDPOINT' --host '$HOSTKEY' --store '$URL' events >'$T/gone.ev' 2>/dev/null &&
     diff '$T/ev.orig' '$T/gone.ev'"
+check "... and its threads' names" sh -c "
+    '$BIN/d9' --s3-endpoint '$S3_ENDPOINT' --host '$HOSTKEY' --store '$URL' sql --format csv \
+        'select pid, tid, ring, generation, name from threads order by pid, ring, generation' \
+        >'$T/gone.thr' 2>/dev/null &&
+    [ \$(grep -c ',cliw[0-9]*' '$T/gone.thr') -ge 2 ] && [ -z \"\$(grep -vxFf '$T/thr.orig' '$T/gone.thr')\" ]"
 
 d9_finish s3-pull

@@ -43,6 +43,11 @@ assert m["format"] == 1 and m["segment_id"] == int(sys.argv[3]), m
 assert m["bytes"] == len(data) == os.path.getsize(sys.argv[2]), m
 assert m["sha256"] == hashlib.sha256(data).hexdigest(), m
 assert m["host"] and m["pid"] and m["records"] > 0 and m["t_max_ns"] >= m["t_min_ns"], m
+# the segment's named threads (the index's names: segment files hold none)
+assert isinstance(m["threads"], list) and len(m["threads"]) <= 256, m
+for t in m["threads"]:
+    assert sorted(t) == ["generation", "name", "ring", "tid"], t
+    assert t["tid"] > 0 and 0 < len(t["name"].encode()) <= 16, t
 PY
         n=$((n + 1))
     done

@@ -123,7 +123,7 @@ int main(int argc, char **argv)
         s3_sign_sha256_hex(buf, len, m.sha256);
         char stem[1024], name[1100], json[S3_KEY_MANIFEST_MAX];
         if (s3_key_stem(&m, stem, sizeof stem) < 0 ||
-            s3_key_manifest_write(&m, json, sizeof json) < 0) {
+            s3_key_manifest_write(&m, NULL, json, sizeof json) < 0) {
             rc = 1;
         } else {
             snprintf(name, sizeof name, "%s%s", stem, S3_KEY_SEG_SUFFIX);

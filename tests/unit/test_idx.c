@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include "collector/store/idx_int.h"
+#include "collector/store/idx_read.h"
 #include "collector/store/seg_writer.h"
 
 struct fx {
@@ -343,6 +344,63 @@ static void test_thread_upsert_merges_and_needs_its_process(void **state)
                    " ORDER BY id", got, sizeof got);
     assert_string_equal(got, "10|0|1|worker-0|50|300|1,11|0|2|worker-1|400|NULL|0");
     assert_int_equal(idx_thread_upsert(fx->x, id + 100, 10, 0, 1, "x", 1, 2, 0), -ENOENT);
+}
+
+static void test_thread_names_set_names_only_matching_rows(void **state)
+{
+    struct fx *fx = *state;
+    int64_t id = add_process(fx);
+    assert_int_equal(idx_thread_upsert(fx->x, id, 100, 0, 1, NULL, 10, 20, 0), 0);
+    assert_int_equal(idx_thread_upsert(fx->x, id, 101, 1, 1, NULL, 10, 20, 0), 0);
+    const struct idx_thread_name t[] = {
+        { 100, 0, 1, "w0" },
+        { 101, 1, 1, "w1" },
+        { 999, 1, 1, "not-its-tid" },        /* same ring generation, another tid */
+        { 100, 0, 2, "no-row" },             /* a generation the store has not */
+        { 100, 0, 1, "" },                   /* no name: skipped, not blanked */
+        { 101, 1, 1, NULL },
+    };
+    size_t n = sizeof t / sizeof t[0];
+    assert_int_equal(idx_thread_names_set(fx->x, 4242, 777, t, n), 2);
+    char got[256];
+    q_text(db(fx), "SELECT tid, ring, generation, name FROM threads ORDER BY id", got, sizeof got);
+    assert_string_equal(got, "100|0|1|w0,101|1|1|w1");
+    assert_int_equal(idx_thread_names_set(fx->x, 4242, 777, t, n), 0);     /* idempotent */
+    assert_int_equal(idx_thread_names_set(fx->x, 4242, 778, t, n), 0);     /* another process */
+    const struct idx_thread_name later = { 100, 0, 1, "renamed" };
+    assert_int_equal(idx_thread_names_set(fx->x, 4242, 777, &later, 1), 1);
+    q_text(db(fx), "SELECT name FROM threads ORDER BY id", got, sizeof got);
+    assert_string_equal(got, "renamed,w1");
+    assert_int_equal(idx_thread_names_set(fx->x, 4242, 777, NULL, 1), -EINVAL);
+}
+
+static int collect_thread(void *arg, const struct idx_read_thread *r)
+{
+    char *out = arg;
+    size_t o = strlen(out);
+    snprintf(out + o, 256 - o, "%s%u|%u|%u|%s", o ? "," : "", r->tid, r->ring, r->generation,
+             r->name);
+    return 0;
+}
+
+static void test_segment_threads_are_the_named_ones_with_blocks(void **state)
+{
+    struct fx *fx = *state;
+    int64_t pid = add_process(fx);
+    struct seg_summary sum;
+    struct seg_writer *w = make_segment(fx, 5, 1000, &sum);   /* rings 0 and 1, generation 1 */
+    assert_int_equal(idx_segment_commit(fx->x, pid, &sum, fx->dir), 0);
+    assert_int_equal(idx_thread_upsert(fx->x, pid, 101, 1, 1, "w1", 1010, 1012, 0), 0);
+    assert_int_equal(idx_thread_upsert(fx->x, pid, 100, 0, 1, NULL, 1000, 1002, 0), 0);
+    assert_int_equal(idx_thread_upsert(fx->x, pid, 102, 2, 1, "no-blocks", 1, 2, 0), 0);
+    assert_int_equal(idx_thread_upsert(fx->x, pid, 103, 1, 2, "later-gen", 1, 2, 0), 0);
+    char got[256] = "";
+    assert_int_equal(idx_read_segment_threads(fx->x, 5, collect_thread, got), 1);
+    assert_string_equal(got, "101|1|1|w1");
+    got[0] = '\0';
+    assert_int_equal(idx_read_segment_threads(fx->x, 6, collect_thread, got), 0);
+    assert_string_equal(got, "");
+    seg_writer_free(w);
 }
 
 static void test_runtime_upsert_renames(void **state)
@@ -754,6 +812,8 @@ int main(void)
         T(test_process_end_records_state_and_code),
         T(test_thread_upsert_merges_and_needs_its_process),
         T(test_runtime_upsert_renames),
+        T(test_thread_names_set_names_only_matching_rows),
+        T(test_segment_threads_are_the_named_ones_with_blocks),
         T(test_segment_commit_inserts_segment_blocks_and_counters),
         T(test_segment_paths_are_stored_relative_to_the_store),
         T(test_segment_outside_the_store_is_refused),

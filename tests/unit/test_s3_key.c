@@ -1,14 +1,16 @@
 /*
  * test_s3_key.c — the bucket layout and the manifest (collector/s3/s3_key.c):
  * keys follow PREFIX/HOST/YYYY-MM-DD/PID-START/ID, host names are made safe,
- * a manifest written parses back to the same fields, and a damaged one is
- * refused.
+ * a manifest written parses back to the same fields and threads, and a
+ * damaged one (or one with a damaged or oversized thread list) is refused.
  */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
 #include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include "collector/s3/s3_key.h"
 
@@ -57,12 +59,153 @@ static void a_manifest_round_trips(void **state)
     (void)state;
     struct s3_key_manifest m = sample(), back;
     char json[S3_KEY_MANIFEST_MAX];
-    assert_int_equal(s3_key_manifest_write(&m, json, sizeof json), 0);
+    assert_int_equal(s3_key_manifest_write(&m, NULL, json, sizeof json), 0);
     assert_non_null(strstr(json, "\"segment_id\": 9"));
     assert_non_null(strstr(json, "\"comm\": \"srv \\\"q\\\"\\\\\\u0001\""));
-    assert_int_equal(s3_key_manifest_parse(json, strlen(json), &back), 0);
+    assert_null(strstr(json, "threads"));
+    assert_int_equal(s3_key_manifest_parse(json, strlen(json), &back, NULL), 0);
     assert_memory_equal(&m, &back, sizeof m);
-    assert_int_equal(s3_key_manifest_write(&m, json, 20), -ENAMETOOLONG);
+    assert_int_equal(s3_key_manifest_write(&m, NULL, json, 20), -ENAMETOOLONG);
+}
+
+static struct s3_key_threads threads, back_threads;
+
+static void threads_round_trip_with_their_names_escaped(void **state)
+{
+    (void)state;
+    struct s3_key_manifest m = sample(), back;
+    char json[S3_KEY_MANIFEST_MAX];
+    memset(&threads, 0, sizeof threads);
+    threads.n = 3;
+    threads.t[0] = (struct s3_key_thread){ .tid = 4242, .ring = 0, .generation = 1, .name = "main" };
+    threads.t[1] = (struct s3_key_thread){ .tid = 4243, .ring = 7, .generation = 4294967295u,
+                                           .name = "w\"\\\n\x7f/0123456789" };   /* 16 bytes */
+    threads.t[2] = (struct s3_key_thread){ .tid = 1, .ring = 4294967295u, .generation = 0,
+                                           .name = "\xc3\xa9t\xc3\xa9" };
+    assert_int_equal(strlen(threads.t[1].name), S3_KEY_THREAD_NAME_MAX);
+    assert_int_equal(s3_key_manifest_write(&m, &threads, json, sizeof json), 0);
+    assert_non_null(strstr(json, "{\"tid\": 4242, \"ring\": 0, \"generation\": 1, \"name\": \"main\"}"));
+    assert_non_null(strstr(json, "\"name\": \"w\\\"\\\\\\u000a\x7f/0123456789\""));
+    assert_int_equal(s3_key_manifest_parse(json, strlen(json), &back, &back_threads), 0);
+    assert_memory_equal(&m, &back, sizeof m);
+    assert_int_equal(back_threads.n, 3);
+    for (uint32_t i = 0; i < 3; i++) {
+        assert_int_equal(back_threads.t[i].tid, threads.t[i].tid);
+        assert_int_equal(back_threads.t[i].ring, threads.t[i].ring);
+        assert_int_equal(back_threads.t[i].generation, threads.t[i].generation);
+        assert_string_equal(back_threads.t[i].name, threads.t[i].name);
+    }
+    /* checked even when not kept */
+    assert_int_equal(s3_key_manifest_parse(json, strlen(json), &back, NULL), 0);
+    /* an empty list is a list */
+    threads.n = 0;
+    assert_int_equal(s3_key_manifest_write(&m, &threads, json, sizeof json), 0);
+    assert_non_null(strstr(json, "\"threads\": []"));
+    back_threads.n = 99;
+    assert_int_equal(s3_key_manifest_parse(json, strlen(json), &back, &back_threads), 0);
+    assert_int_equal(back_threads.n, 0);
+}
+
+static void a_manifest_without_threads_has_none(void **state)
+{
+    (void)state;
+    const char *j = "{\"format\": 1, \"host\": \"h\", \"segment_id\": 3}";
+    struct s3_key_manifest m;
+    back_threads.n = 5;
+    assert_int_equal(s3_key_manifest_parse(j, strlen(j), &m, &back_threads), 0);
+    assert_int_equal(back_threads.n, 0);
+}
+
+static void the_most_threads_fit_in_a_manifest(void **state)
+{
+    (void)state;
+    struct s3_key_manifest m = sample(), back;
+    static char json[S3_KEY_MANIFEST_MAX];
+    memset(&threads, 0, sizeof threads);
+    threads.n = S3_KEY_THREADS_MAX;
+    for (uint32_t i = 0; i < threads.n; i++) {
+        threads.t[i] = (struct s3_key_thread){ .tid = 4294967295u, .ring = 4294967295u,
+                                               .generation = 4294967295u };
+        memset(threads.t[i].name, 0x01, S3_KEY_THREAD_NAME_MAX);  /* 6 bytes each escaped */
+    }
+    memset(m.host, 'h', sizeof m.host - 1);
+    memset(m.comm, 0x01, sizeof m.comm - 1);
+    memset(m.boot_id, 0x01, sizeof m.boot_id - 1);
+    assert_int_equal(s3_key_manifest_write(&m, &threads, json, sizeof json), 0);
+    assert_int_equal(s3_key_manifest_parse(json, strlen(json), &back, &back_threads), 0);
+    assert_int_equal(back_threads.n, S3_KEY_THREADS_MAX);
+    threads.n = S3_KEY_THREADS_MAX + 1;                      /* the writer caps too */
+    assert_int_equal(s3_key_manifest_write(&m, &threads, json, sizeof json), -EINVAL);
+    threads.n = 1;
+    threads.t[0].name[0] = '\0';
+    assert_int_equal(s3_key_manifest_write(&m, &threads, json, sizeof json), -EINVAL);
+}
+
+static void oversized_thread_lists_are_refused(void **state)
+{
+    (void)state;
+    static char json[S3_KEY_MANIFEST_MAX];
+    struct s3_key_manifest m;
+    size_t o = (size_t)snprintf(json, sizeof json,
+                                "{\"format\": 1, \"host\": \"h\", \"segment_id\": 3, \"threads\": [");
+    for (int i = 0; i <= S3_KEY_THREADS_MAX; i++)
+        o += (size_t)snprintf(json + o, sizeof json - o, "%s{\"tid\":1,\"ring\":%d,"
+                              "\"generation\":1,\"name\":\"t\"}", i ? "," : "", i);
+    o += (size_t)snprintf(json + o, sizeof json - o, "]}");
+    assert_true(o < sizeof json);
+    back_threads.n = 7;
+    assert_int_equal(s3_key_manifest_parse(json, o, &m, &back_threads), -EBADMSG);
+    assert_int_equal(back_threads.n, 0);                     /* nothing of it kept */
+    /* one fewer is fine */
+    char *last = strrchr(json, '{');
+    strcpy(last - 1, "]}");
+    assert_int_equal(s3_key_manifest_parse(json, strlen(json), &m, &back_threads), 0);
+    assert_int_equal(back_threads.n, S3_KEY_THREADS_MAX);
+}
+
+static void damaged_thread_lists_are_refused(void **state)
+{
+    (void)state;
+#define HEAD "{\"format\": 1, \"host\": \"h\", \"segment_id\": 3, \"threads\": "
+#define T(body) HEAD "[{\"tid\": 1, \"ring\": 2, " body "}]}"
+    static const char *const bad[] = {
+        HEAD "[}",
+        HEAD "[{\"tid\": 1, \"ring\": 2, \"generation\": 3, \"name\": \"a\"}",     /* no ] */
+        HEAD "[{\"tid\": 1, \"ring\": 2, \"generation\": 3, \"name\": \"a\"},]}",  /* trailing , */
+        HEAD "{\"tid\": 1}}",                                 /* not an array */
+        HEAD "\"x\"}",
+        HEAD "[[]]}",
+        HEAD "[{}]}",
+        HEAD "[1]}",
+        T("\"generation\": 3"),                               /* no name */
+        T("\"name\": \"a\""),                                 /* no generation */
+        T("\"generation\": 3, \"name\": \"\""),               /* empty name */
+        T("\"generation\": 3, \"name\": \"0123456789abcdefg\""),   /* 17 bytes */
+        T("\"generation\": 3, \"name\": \"a\\u0000\""),
+        T("\"generation\": 3, \"name\": \"a\x01\""),          /* raw control byte */
+        T("\"generation\": 3, \"name\": \"a\\x\""),
+        T("\"generation\": 4294967296, \"name\": \"a\""),     /* over 32 bits */
+        T("\"generation\": -1, \"name\": \"a\""),
+        T("\"generation\": 3, \"name\": 5"),
+        T("\"generation\": 3, \"name\": \"a\", \"x\": {}"),
+        "{\"format\": 1, \"host\": \"h\", \"segment_id\": 3, \"other\": []}",  /* arrays: threads only */
+    };
+#undef T
+#undef HEAD
+    struct s3_key_manifest m;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        back_threads.n = 1;
+        assert_int_equal(s3_key_manifest_parse(bad[i], strlen(bad[i]), &m, &back_threads), -EBADMSG);
+        assert_int_equal(back_threads.n, 0);
+    }
+    /* unknown keys inside a thread are skipped; 16 escaped bytes fit */
+    const char *ok = "{\"format\": 1, \"host\": \"h\", \"segment_id\": 3, \"threads\": "
+                     "[{\"future\": \"x\", \"tid\": 1, \"ring\": 2, \"generation\": 3, \"n\": 9,"
+                     " \"name\": \"\\u0001\\u0001\\u0001\\u0001\\u0001\\u0001\\u0001\\u0001"
+                     "\\u0001\\u0001\\u0001\\u0001\\u0001\\u0001\\u0001\\u0001\"}]}";
+    assert_int_equal(s3_key_manifest_parse(ok, strlen(ok), &m, &back_threads), 0);
+    assert_int_equal(back_threads.n, 1);
+    assert_int_equal(strlen(back_threads.t[0].name), 16);
 }
 
 static void unknown_keys_are_skipped(void **state)
@@ -71,7 +214,7 @@ static void unknown_keys_are_skipped(void **state)
     const char *j = "{\"format\": 1, \"host\": \"h\", \"segment_id\": 3, \"future\": \"x\","
                     " \"count\": 7}";
     struct s3_key_manifest m;
-    assert_int_equal(s3_key_manifest_parse(j, strlen(j), &m), 0);
+    assert_int_equal(s3_key_manifest_parse(j, strlen(j), &m, NULL), 0);
     assert_string_equal(m.host, "h");
     assert_int_equal(m.segment_id, 3);
 }
@@ -94,10 +237,10 @@ static void damaged_manifests_are_refused(void **state)
     };
     struct s3_key_manifest m;
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-        assert_int_equal(s3_key_manifest_parse(bad[i], strlen(bad[i]), &m), -EBADMSG);
+        assert_int_equal(s3_key_manifest_parse(bad[i], strlen(bad[i]), &m, NULL), -EBADMSG);
     char big[S3_KEY_MANIFEST_MAX + 2];
     memset(big, ' ', sizeof big);
-    assert_int_equal(s3_key_manifest_parse(big, sizeof big, &m), -EBADMSG);
+    assert_int_equal(s3_key_manifest_parse(big, sizeof big, &m, NULL), -EBADMSG);
 }
 
 int main(void)
@@ -108,6 +251,11 @@ int main(void)
         cmocka_unit_test(a_manifest_round_trips),
         cmocka_unit_test(unknown_keys_are_skipped),
         cmocka_unit_test(damaged_manifests_are_refused),
+        cmocka_unit_test(threads_round_trip_with_their_names_escaped),
+        cmocka_unit_test(a_manifest_without_threads_has_none),
+        cmocka_unit_test(the_most_threads_fit_in_a_manifest),
+        cmocka_unit_test(oversized_thread_lists_are_refused),
+        cmocka_unit_test(damaged_thread_lists_are_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -8,9 +8,14 @@
 #      collector, which with --ship uploads each segment as it is sealed
 #      (--segment-mb 8) while it drains. Reported per run: records kept per
 #      second, the agent's losses, and the collector's CPU (all its threads).
-#      Then the same pairs at a fixed offered rate (SHIP_BENCH_RATE, default
+#      The flat-out pairs run twice: with the whole collector (drain and
+#      upload threads) on one CPU, then with only the drain thread pinned
+#      there. Then the same pairs at a fixed offered rate (SHIP_BENCH_RATE, default
 #      5 M events/s): whether shipping costs the drain any record at a rate
-#      the drain keeps up with, when drain and uploads share one CPU.
+#      the drain keeps up with, first with the whole collector (drain and
+#      upload threads) on one CPU, then with only the drain thread pinned
+#      there and the upload threads free to run where there is room, as on a
+#      host where nothing pins the collector.
 #   2. upload throughput: a collector started with --ship on the store the
 #      runs without --ship left behind (a backlog of sealed segments) and no
 #      load: MiB shipped per second until the backlog is empty, and the
@@ -43,27 +48,37 @@ mkdir -p "$T/shm"
 
 col_ticks() { awk '{ print $14 + $15 }' "/proc/$COL_PID/stat" 2>/dev/null || echo 0; }
 stat_of() { "$TBIN/tool_ctl" "$EP" status | sed -n "s/^$1=//p"; }
-col_start() {   # col_start STORE [flags]
+# col_start STORE [flags]: PIN=all puts the whole collector on $CCPU; PIN=drain
+# only its main thread (the drain), once the upload threads have started
+col_start() {
     _s=$1; shift
     rm -f "$T/c.sock"
-    taskset -c "$CCPU" "$BIN/d9collectd" --store "$_s" --shm-dir "$T/shm" --endpoint "$EP" \
-        --segment-mb 8 --store-mb 65536 "$@" >>"$T/col.log" 2>&1 &
+    if [ "$PIN" = all ]; then
+        taskset -c "$CCPU" "$BIN/d9collectd" --store "$_s" --shm-dir "$T/shm" --endpoint "$EP" \
+            --segment-mb 8 --store-mb 65536 "$@" >>"$T/col.log" 2>&1 &
+    else
+        "$BIN/d9collectd" --store "$_s" --shm-dir "$T/shm" --endpoint "$EP" \
+            --segment-mb 8 --store-mb 65536 "$@" >>"$T/col.log" 2>&1 &
+    fi
     COL_PID=$!
     at_exit kill -9 "$COL_PID"
-    wait_for 20 "$TBIN/tool_ctl" "$EP" status
+    wait_for 20 "$TBIN/tool_ctl" "$EP" status || return 1
+    [ "$PIN" = all ] || taskset -pc "$CCPU" "$COL_PID" >/dev/null
 }
 col_stop() { kill -TERM "$COL_PID"; wait "$COL_PID"; }
 
 echo "bench-ship: $(getconf _NPROCESSORS_ONLN) CPUs, producer on cpu $PCPU, collector on cpu $CCPU, ${MS} ms per run, s3rver $S3_ENDPOINT"
 echo "run        kept/s        lost      collector CPU s   shipped MiB (during the run)"
-for rate in 0 "$RATE"; do
-[ "$rate" = 0 ] && echo "-- flat out (the ring overflows: kept/s is the drain's capacity)" ||
-    echo "-- offered $rate events/s"
+for series in "0 all" "0 drain" "$RATE all" "$RATE drain"; do
+rate=${series% *}; PIN=${series#* }
+where="$( [ "$PIN" = all ] && echo "the whole collector" || echo "the drain thread only") on cpu $CCPU"
+[ "$rate" = 0 ] && echo "-- flat out (the ring overflows: kept/s is the drain's capacity), $where" ||
+    echo "-- offered $rate events/s, $where"
 i=1
 while [ $i -le "$ROUNDS" ]; do
     for mode in off on; do
         if [ $mode = on ]; then
-            col_start "$T/store-on-$i-$rate" --ship s3://d9-bench/drain-$i-$rate \
+            col_start "$T/store-on-$i-$rate-$PIN" --ship s3://d9-bench/drain-$i-$rate-$PIN \
                 --s3-endpoint "$S3_ENDPOINT" || exit 1
         else
             col_start "$T/store-off" || exit 1
@@ -76,7 +91,7 @@ while [ $i -le "$ROUNDS" ]; do
         "$TBIN/tool_ctl" "$EP" flush >/dev/null 2>&1
         r1=$(stat_of records)
         shipped=$( [ $mode = on ] && stat_of ship.shipped || echo 0)
-        sb=$(sqlite3 "$T/store-$mode$( [ $mode = on ] && echo "-$i-$rate")/index.sqlite" \
+        sb=$(sqlite3 "$T/store-$mode$( [ $mode = on ] && echo "-$i-$rate-$PIN")/index.sqlite" \
             "select coalesce(sum(s.bytes),0) from segments s join uploads u on u.segment_id = s.id where u.state = 'shipped'" 2>/dev/null || echo 0)
         el=$(sed -n 's/.* elapsed=\([^ ]*\).*/\1/p' "$T/load.out")
         lost=$(sed -n 's/.* lost=\([^ ]*\).*/\1/p' "$T/load.out")
@@ -91,6 +106,7 @@ done
 done
 
 # ---- 2. upload throughput of a backlog
+PIN=all
 backlog_mib=$(sqlite3 "$T/store-off/index.sqlite" "select sum(bytes) / 1048576.0 from segments")
 nseg=$(sqlite3 "$T/store-off/index.sqlite" "select count(*) from segments")
 t0=$(date +%s.%N)

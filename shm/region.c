@@ -73,7 +73,7 @@ int shm_region_parse_name(const char *name, uint32_t *uid, uint32_t *pid, uint64
     return 0;
 }
 
-int shm_proc_start_time(uint32_t pid, uint64_t *start_time)
+int shm_proc_stat(uint32_t pid, char *state, uint64_t *start_time)
 {
     char path[64], buf[1024];
     snprintf(path, sizeof path, "/proc/%" PRIu32 "/stat", pid);
@@ -88,10 +88,11 @@ int shm_proc_start_time(uint32_t pid, uint64_t *start_time)
     buf[n] = 0;
     /* comm may contain spaces and ')': fields restart after the last ')' */
     char *p = strrchr(buf, ')');
-    if (!p)
+    if (!p || p[1] != ' ' || !p[2])
         return -EBADMSG;
+    char st = p[2];
     p++;
-    /* after ')' comes field 3; starttime is field 22 */
+    /* after ')' comes field 3 (the state); starttime is field 22 */
     for (int field = 3; field < 22; field++) {
         p = strchr(p + 1, ' ');
         if (!p)
@@ -102,8 +103,15 @@ int shm_proc_start_time(uint32_t pid, uint64_t *start_time)
     unsigned long long v = strtoull(p + 1, &end, 10);
     if (errno || end == p + 1)
         return -EBADMSG;
+    if (state)
+        *state = st;
     *start_time = v;
     return 0;
+}
+
+int shm_proc_start_time(uint32_t pid, uint64_t *start_time)
+{
+    return shm_proc_stat(pid, NULL, start_time);
 }
 
 static int is_pow2(uint64_t v) { return v && !(v & (v - 1)); }

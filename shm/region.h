@@ -73,6 +73,11 @@ int shm_region_parse_name(const char *name, uint32_t *uid, uint32_t *pid, uint64
 /* Start time (field 22 of /proc/<pid>/stat) of a live process; -ESRCH if gone. */
 int shm_proc_start_time(uint32_t pid, uint64_t *start_time);
 
+/* The same read, also giving the state letter (field 3: 'R', 'S', 'Z', ...)
+ * into *state when state is not NULL. 0, -ESRCH (gone), -EBADMSG or -errno
+ * (then neither is set). */
+int shm_proc_stat(uint32_t pid, char *state, uint64_t *start_time);
+
 /* Agent: create and lay out the region for the calling process. */
 int shm_region_create(const struct shm_region_params *params, struct shm_region *out);
 

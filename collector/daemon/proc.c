@@ -193,50 +193,16 @@ int proc_adopt(const char *path, const char *file, uint32_t expected_uid,
     return 0;
 }
 
-/* 1 if /proc/<pid>/stat says zombie or dead: it will never write again,
- * even if nobody has reaped it yet. */
-/* One read of /proc/<pid>/stat: *state (field 3) and *start (field 22).
- * 0, -ESRCH (gone) or another -errno / -EBADMSG (then both unknown). */
-static int proc_stat_read(uint32_t pid, char *state, uint64_t *start)
-{
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%u/stat", pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return errno == ENOENT ? -ESRCH : -errno;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    int err = errno;
-    close(fd);
-    if (n <= 0)
-        return n < 0 ? -err : -ESRCH;
-    buf[n] = 0;
-    /* comm may contain ') ': the fields restart after the last ')' */
-    char *rp = strrchr(buf, ')');
-    if (!rp || rp[1] != ' ' || !rp[2])
-        return -EBADMSG;
-    *state = rp[2];
-    char *f = rp + 1;           /* the space before field 3 */
-    for (int field = 3; field < 22; field++)
-        if (!(f = strchr(f + 1, ' ')))
-            return -EBADMSG;
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(f + 1, &end, 10);
-    if (errno || end == f + 1)
-        return -EBADMSG;
-    *start = v;
-    return 0;
-}
-
 int proc_alive(const struct proc *p)
 {
     if (kill((pid_t)p->pid, 0) != 0 && errno == ESRCH)
         return 0;
     char state = 0;
     uint64_t st = 0;
-    int rc = proc_stat_read(p->pid, &state, &st);
+    int rc = shm_proc_stat(p->pid, &state, &st);
     if (rc == -ESRCH)
         return 0;
+    /* zombie or dead: it will never write again, even if nobody reaped it */
     if (rc == 0 && (state == 'Z' || state == 'X'))
         return 0;
     if (rc == 0 && st != p->start_time)

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include "shm/region.h"
 #include "shm/ring.h"
@@ -78,6 +79,33 @@ static void test_proc_start_time_of_self_and_missing_pid(void **state)
     assert_int_equal(shm_proc_start_time((uint32_t)getpid(), &st), 0);
     assert_true(st > 0);
     assert_int_equal(shm_proc_start_time(0x7ffffff0u, &st), -ESRCH);
+}
+
+/* shm_proc_stat: the same start time, and the state: running for us, a
+ * zombie for a child that exited and was not reaped yet. */
+static void test_proc_stat_gives_the_state_and_the_same_start_time(void **state)
+{
+    (void)state;
+    uint64_t st = 0, st2 = 0;
+    char c = 0;
+    assert_int_equal(shm_proc_stat((uint32_t)getpid(), &c, &st), 0);
+    assert_int_equal(c, 'R');
+    assert_int_equal(shm_proc_start_time((uint32_t)getpid(), &st2), 0);
+    assert_true(st == st2);
+    pid_t child = fork();
+    assert_true(child >= 0);
+    if (child == 0)
+        _exit(0);
+    for (int i = 0; i < 2000; i++) {        /* until it has exited (2 s at most) */
+        assert_int_equal(shm_proc_stat((uint32_t)child, &c, &st), 0);
+        if (c == 'Z')
+            break;
+        usleep(1000);
+    }
+    assert_int_equal(c, 'Z');
+    int ws;
+    assert_int_equal(waitpid(child, &ws, 0), child);
+    assert_int_equal(shm_proc_stat((uint32_t)child, &c, &st), -ESRCH);
 }
 
 static void test_create_lays_out_header_and_mode_0600(void **state)
@@ -274,6 +302,7 @@ int main(void)
         cmocka_unit_test(test_name_round_trip),
         cmocka_unit_test(test_parse_name_rejects_garbage),
         cmocka_unit_test(test_proc_start_time_of_self_and_missing_pid),
+        cmocka_unit_test(test_proc_stat_gives_the_state_and_the_same_start_time),
         cmocka_unit_test_setup_teardown(test_create_lays_out_header_and_mode_0600, setup, teardown),
         cmocka_unit_test_setup_teardown(test_create_rejects_bad_geometry, setup, teardown),
         cmocka_unit_test_setup_teardown(test_map_validates_and_copies_geometry, setup, teardown),

@@ -4,6 +4,7 @@
 #   at_exit cmd...            # run at d9_finish (e.g. kill the collector)
 #   check "name" cmd args...  # runs cmd; passes if it exits 0
 #   d9_finish                 # prints "NAME: N passed, N failed", cleans up, sets exit code
+#   uvmix_traced D9 PRELOAD STORE  # prog_uvmix under an LD_PRELOAD shim is traced
 # Binaries are in $BIN (build/bin), helper programs in $TBIN.
 BUILD=${BUILD:-build}
 BIN=$(cd "$BUILD/bin" 2>/dev/null && pwd)
@@ -31,6 +32,27 @@ wait_for() {
     _n=$(($1 * 10)); shift
     while [ $_n -gt 0 ]; do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; _n=$((_n - 1)); done
     return 1
+}
+# uvmix_traced D9 PRELOAD STORE: prog_uvmix (a plain libuv program) run with
+# LD_PRELOAD=PRELOAD against the collector at $EP (shm dir $T/shm), held
+# until the collector adopted it, is in STORE once it exits, with its polls;
+# D9 is the d9 binary to ask. For the installed copies (test_install.sh,
+# test_deb.sh).
+uvmix_traced() {
+    _d9=$1 _pre=$2 _st=$3
+    mkfifo "$T/hold"
+    DIAL9_SHM_DIR="$T/shm" DIAL9_COLLECTOR="$EP" LD_PRELOAD="$_pre" \
+        "$TBIN/prog_uvmix" --hold <"$T/hold" >"$T/uvmix.out" 2>"$T/uvmix.err" &
+    _p=$!
+    exec 7>"$T/hold"
+    wait_for 20 sh -c "'$_d9' --endpoint '$EP' status | grep -q '^ *$_p '" ||
+        { exec 7>&-; wait $_p; cat "$T/uvmix.err"; return 1; }
+    exec 7>&-
+    wait $_p || { cat "$T/uvmix.err"; return 1; }
+    wait_for 20 sh -c "'$_d9' --endpoint '$EP' flush >/dev/null &&
+        '$_d9' --store '$_st' ps | grep -q 'prog_uvmix .*exited'" || return 1
+    _n=$("$_d9" --store "$_st" events --pid $_p --type poll_start --format jsonl | grep -c .)
+    [ "$_n" -ge 10 ] || { echo "poll_start events of prog_uvmix: $_n"; return 1; }
 }
 d9_finish() {
     eval "$_cleanup_cmds" >/dev/null 2>&1

@@ -72,22 +72,8 @@ traced() {
     [ "$n" -ge 100 ] || { echo "poll_start events: $n"; return 1; }
 }
 check "a traced program is collected and queried with the installed d9" traced
-uv_traced() {
-    mkfifo "$T/hold"
-    DIAL9_SHM_DIR="$T/shm" DIAL9_COLLECTOR="$EP" LD_PRELOAD="/usr/lib/$TRIPLET/d9/libd9preload.so" \
-        "$TBIN/prog_uvmix" --hold <"$T/hold" >"$T/uvmix.out" 2>"$T/uvmix.err" &
-    _p=$!
-    exec 7>"$T/hold"
-    wait_for 20 sh -c "d9 --endpoint '$EP' status | grep -q '^ *$_p '" ||
-        { exec 7>&-; wait $_p; cat "$T/uvmix.err"; return 1; }
-    exec 7>&-
-    wait $_p || { cat "$T/uvmix.err"; return 1; }
-    wait_for 20 sh -c "d9 --endpoint '$EP' flush >/dev/null && d9 --store '$T/store' ps | grep -q 'prog_uvmix .*exited'" ||
-        return 1
-    n=$(d9 --store "$T/store" events --pid $_p --type poll_start --format jsonl | grep -c .)
-    [ "$n" -ge 10 ] || { echo "poll_start events of prog_uvmix: $n"; return 1; }
-}
-check "a libuv program is traced through the installed LD_PRELOAD shim" uv_traced
+check "a libuv program is traced through the installed LD_PRELOAD shim" \
+    uvmix_traced /usr/bin/d9 "/usr/lib/$TRIPLET/d9/libd9preload.so" "$T/store"
 kill -TERM "$COLPID" 2>/dev/null; wait "$COLPID"
 
 check "dpkg --purge removes them" dpkg --purge $PKGS

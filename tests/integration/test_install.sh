@@ -74,22 +74,8 @@ check "its 100 polls are in the store" polls
 # the installed shim finds the installed libd9agent.so.0 one level up from
 # its private directory, with no LD_LIBRARY_PATH
 if [ -x "$TBIN/prog_uvmix" ]; then
-    run_uvmix() {
-        mkfifo "$T/hold"
-        DIAL9_SHM_DIR="$T/shm" DIAL9_COLLECTOR="$EP" LD_PRELOAD="$D/usr/lib/d9/libd9preload.so" \
-            "$TBIN/prog_uvmix" --hold <"$T/hold" >"$T/uvmix.out" 2>"$T/uvmix.err" &
-        _p=$!
-        exec 7>"$T/hold"
-        wait_for 20 sh -c "'$D/usr/bin/d9' --endpoint '$EP' status | grep -q '^ *$_p '" ||
-            { exec 7>&-; wait $_p; cat "$T/uvmix.err"; return 1; }
-        exec 7>&-
-        wait $_p || { cat "$T/uvmix.err"; return 1; }
-        wait_for 20 sh -c "'$D/usr/bin/d9' --endpoint '$EP' flush >/dev/null &&
-            '$D/usr/bin/d9' --store '$T/store' ps | grep -q 'prog_uvmix .*exited'" || return 1
-        n=$("$D/usr/bin/d9" --store "$T/store" events --pid $_p --type poll_start --format jsonl | grep -c .)
-        [ "$n" -ge 10 ] || { echo "poll_start events of prog_uvmix: $n"; return 1; }
-    }
-    check "a libuv program runs traced under the installed libd9preload.so" run_uvmix
+    check "a libuv program runs traced under the installed libd9preload.so" \
+        uvmix_traced "$D/usr/bin/d9" "$D/usr/lib/d9/libd9preload.so" "$T/store"
 fi
 kill -TERM "$COLPID" 2>/dev/null; wait "$COLPID"
 

@@ -478,6 +478,7 @@ static void handle_status(struct col_ctx *x, const struct ctl_server_msg *m,
             cs->ship_shipped_bytes = x->ship_st.shipped_bytes;
             cs->ship_failed = x->ship_st.failed;
             cs->ship_failures = x->ship_st.failures;
+            cs->ship_catching_up = x->ship_st.catching_up != 0;
             cs->ship_error = x->ship_st.last_error;
         }
     }
@@ -861,8 +862,8 @@ static void ship_begin(struct col_ctx *x)
     if (s3_cfg_init(&s3, x->cfg.ship, x->cfg.s3_endpoint, x->cfg.s3_region, x->ship_error,
                     sizeof x->ship_error) ||
         s3_cfg_credentials(&s3, x->ship_error, sizeof x->ship_error) ||
-        ship_start(&x->ship, &s3, x->store.dir, x->store.host, x->cfg.ship_jobs, x->ship_error,
-                   sizeof x->ship_error)) {
+        ship_start(&x->ship, &s3, x->store.dir, x->store.host, x->cfg.ship_jobs,
+                   (uint64_t)x->cfg.store_mb << 20, x->ship_error, sizeof x->ship_error)) {
         col_err("shipping to %s is off: %s", x->cfg.ship, x->ship_error);
         x->ship = NULL;
     } else {

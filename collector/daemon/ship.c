@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +40,7 @@ struct ship_job {
     int started;
     struct s3_client *client;
     struct idx *idx;
+    int catching_up;                    /* this thread's policy: 1 SCHED_OTHER, 0 SCHED_IDLE, -1 unset */
 };
 
 struct ship {
@@ -52,6 +54,8 @@ struct ship {
     uint64_t boot_realtime_ns;
     char url[S3_CFG_PREFIX_MAX + 80];
     unsigned njobs;
+    uint64_t store_cap;                 /* bytes, 0 = no cap */
+    uint64_t oldest_sealed_ns;          /* under mu: of the backlog, from the index */
     struct ship_job jobs[CONFIG_SHIP_JOBS_MAX];
     uint64_t inflight[CONFIG_SHIP_JOBS_MAX]; /* under mu: segment id per job, 0 = idle */
     struct ship_stats st;               /* under mu */
@@ -226,6 +230,43 @@ out:
         close(fd);
 }
 
+int ship_catching_up(int was, uint64_t backlog_bytes, uint64_t oldest_age_ns, uint64_t store_cap)
+{
+    if (oldest_age_ns > SHIP_CATCHUP_AGE_NS)
+        return 1;
+    if (store_cap == 0)
+        return 0;
+    return backlog_bytes > store_cap / 2 || (was && backlog_bytes > store_cap / 4);
+}
+
+/* This thread's scheduling policy for the backlog as last refreshed: idle
+ * while it is short, competing (nice SHIP_NICE) while it catches up. */
+static void ship_policy(struct ship_job *j)
+{
+    struct ship *s = j->s;
+    uint64_t now = shm_mono_ns();
+    pthread_mutex_lock(&s->mu);
+    uint64_t o = s->oldest_sealed_ns, bytes = s->st.backlog_bytes;
+    int was = s->st.catching_up;
+    int want = ship_catching_up(was, bytes, o && now > o ? now - o : 0, s->store_cap);
+    s->st.catching_up = want;
+    pthread_mutex_unlock(&s->mu);
+    if (want && !was)
+        col_info("ship: backlog %" PRIu64 " MiB, oldest sealed %" PRIu64 " s ago: uploads now "
+                 "compete for CPU (nice %d) to catch up", bytes >> 20,
+                 o && now > o ? (uint64_t)((now - o) / 1000000000ULL) : 0, SHIP_NICE);
+    else if (was && !want)
+        col_info("ship: backlog %" PRIu64 " MiB: uploads back to idle CPU time only", bytes >> 20);
+    if (want == j->catching_up)
+        return;
+    struct sched_param sp = { 0 };
+    if (sched_setscheduler((pid_t)gettid(), want ? SCHED_OTHER : SCHED_IDLE, &sp) != 0) {
+        col_debug("ship: cannot set the upload thread's policy: %s", strerror(errno));
+        return;
+    }
+    j->catching_up = want;
+}
+
 static void ship_refresh(struct ship_job *j)
 {
     struct idx_upload_totals t;
@@ -237,7 +278,9 @@ static void ship_refresh(struct ship_job *j)
     j->s->st.shipped = t.shipped;
     j->s->st.shipped_bytes = t.shipped_bytes;
     j->s->st.failed = t.failed;
+    j->s->oldest_sealed_ns = t.oldest_sealed_ns;
     pthread_mutex_unlock(&j->s->mu);
+    ship_policy(j);
 }
 
 static void *ship_thread(void *arg)
@@ -249,9 +292,13 @@ static void *ship_thread(void *arg)
     struct idx_upload *u = malloc(sizeof *u);
     if (!u)
         return NULL;
-    /* below the drain thread: on a busy CPU the drain wins, uploads wait */
+    pthread_setname_np(pthread_self(), "d9-ship");  /* for ps/top; the test finds them by it */
+    /* below the drain thread: on a busy CPU the drain wins, uploads wait.
+     * The nice value holds while catching up; it also lets an unprivileged
+     * collector leave SCHED_IDLE again (RLIMIT_NICE 0 allows nice >= 0). */
     if (setpriority(PRIO_PROCESS, (id_t)gettid(), SHIP_NICE) != 0)
         col_debug("ship: cannot lower the upload thread's priority: %s", strerror(errno));
+    j->catching_up = -1;
     ship_refresh(j);
     while (!ship_stopping(s)) {
         pthread_mutex_lock(&s->mu);
@@ -295,7 +342,7 @@ static void *ship_thread(void *arg)
 }
 
 int ship_start(struct ship **out, const struct s3_cfg *cfg, const char *store_dir,
-               const char *host, unsigned jobs, char *err, size_t err_cap)
+               const char *host, unsigned jobs, uint64_t store_cap, char *err, size_t err_cap)
 {
     struct ship *s = calloc(1, sizeof *s);
     pthread_condattr_t ca;
@@ -314,6 +361,7 @@ int ship_start(struct ship **out, const struct s3_cfg *cfg, const char *store_di
     snprintf(s->url, sizeof s->url, "s3://%s%s%s", cfg->bucket, cfg->prefix[0] ? "/" : "",
              cfg->prefix);
     s->njobs = jobs;
+    s->store_cap = store_cap;
     for (unsigned i = 0; i < jobs && rc == 0; i++) {
         struct ship_job *j = &s->jobs[i];
         char why[256];

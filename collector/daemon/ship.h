@@ -22,8 +22,13 @@
  *     'pending', refusals (403, 404 bucket, ...) become 'failed' and are
  *     still retried at the longest backoff (the user may fix the bucket).
  *   - A segment deleted by retention meanwhile is simply dropped.
- *   - The upload threads run at nice SHIP_NICE and take no signals: on a CPU
- *     they share with the drain thread, the drain gets the time first.
+ *   - The upload threads take no signals and run below the drain thread:
+ *     SCHED_IDLE (only CPU time nothing else wants) while the backlog is
+ *     short, SCHED_OTHER at nice SHIP_NICE while it catches up. Catching up
+ *     starts when the unshipped bytes pass half the store cap (later the
+ *     disk cap would delete unshipped segments) or the oldest segment
+ *     waiting has records older than SHIP_CATCHUP_AGE_NS, and ends when the
+ *     backlog is back under a quarter of the cap and younger than that.
  *
  * Must never: block the drain thread on the network or on a lock held across
  * I/O, log credentials, or delete anything locally (retention is storedir's).
@@ -40,6 +45,7 @@
 #define SHIP_IDLE_NS 1000000000ULL           /* look for work at least this often */
 #define SHIP_ERR_MAX 512
 #define SHIP_NICE 10                         /* upload threads' nice value: the drain comes first */
+#define SHIP_CATCHUP_AGE_NS 300000000000ULL  /* a segment waiting 5 min makes uploads compete */
 
 struct ship;
 
@@ -49,14 +55,21 @@ struct ship_stats {
     uint64_t failed;                    /* backlog segments refused by the server */
     uint64_t uploaded, uploaded_bytes;  /* by this run: segments (+manifests) PUT */
     uint64_t failures;                  /* by this run: failed attempts */
+    int catching_up;                    /* uploads compete for CPU (see above), else idle */
     char last_error[SHIP_ERR_MAX];      /* of the last failed attempt, "" if none */
 };
 
 /* Start jobs upload threads for the store (cfg holds bucket, endpoint,
- * region and credentials; host names the store in keys). -errno with one
- * line in err on failure. */
+ * region and credentials; host names the store in keys; store_cap is the
+ * store's disk cap in bytes, 0 for none). -errno with one line in err on
+ * failure. */
 int ship_start(struct ship **out, const struct s3_cfg *cfg, const char *store_dir,
-               const char *host, unsigned jobs, char *err, size_t err_cap);
+               const char *host, unsigned jobs, uint64_t store_cap, char *err, size_t err_cap);
+
+/* Whether uploads should compete for CPU: the backlog's bytes and the age
+ * of its oldest records against the cap, with the hysteresis above
+ * (was: the current answer). */
+int ship_catching_up(int was, uint64_t backlog_bytes, uint64_t oldest_age_ns, uint64_t store_cap);
 
 /* A segment was sealed: wake an idle upload thread. Never blocks on I/O. */
 void ship_kick(struct ship *s);

@@ -186,7 +186,8 @@ static const char *const stmt_sql[ST_COUNT] = {
         " coalesce(sum(CASE WHEN u.state IS NULL OR u.state != 'shipped' THEN s.bytes END), 0),"
         " coalesce(sum(u.state = 'shipped'), 0),"
         " coalesce(sum(CASE WHEN u.state = 'shipped' THEN s.bytes END), 0),"
-        " coalesce(sum(u.state = 'failed'), 0)"
+        " coalesce(sum(u.state = 'failed'), 0),"
+        " coalesce(min(CASE WHEN u.state IS NULL OR u.state != 'shipped' THEN s.sealed_ns END), 0)"
         " FROM segments s LEFT JOIN uploads u ON u.segment_id = s.id",
     [ST_UP_OLDEST_SHIPPED] =
         "SELECT s.id, s.path FROM segments s JOIN uploads u ON u.segment_id = s.id"
@@ -1223,6 +1224,7 @@ int idx_upload_totals(struct idx *x, struct idx_upload_totals *t)
         t->shipped = (uint64_t)sqlite3_column_int64(s, 2);
         t->shipped_bytes = (uint64_t)sqlite3_column_int64(s, 3);
         t->failed = (uint64_t)sqlite3_column_int64(s, 4);
+        t->oldest_sealed_ns = (uint64_t)sqlite3_column_int64(s, 5);
     } else {
         e = x_fail(x, rc, "upload totals");
     }

@@ -160,6 +160,7 @@ struct idx_upload_totals {
     uint64_t backlog, backlog_bytes;    /* indexed segments not shipped */
     uint64_t shipped, shipped_bytes;
     uint64_t failed;                    /* of the backlog, refused (state 'failed') */
+    uint64_t oldest_sealed_ns;          /* CLOCK_MONOTONIC seal time of the backlog's oldest, 0 if none */
 };
 int idx_upload_totals(struct idx *x, struct idx_upload_totals *t);
 

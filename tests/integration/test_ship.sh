@@ -61,6 +61,17 @@ each_put_once() {
 stv() { "$TBIN/tool_ctl" "$EP" status | sed -n "s/^ship\.$1=//p"; }
 backlog_empty() { [ "$(stv backlog)" = 0 ] && [ "$(sql "select count(*) from uploads where state != 'shipped'")" = 0 ]; }
 nlocal() { ls "$STORE" | grep -c 'd9seg$'; }
+# the upload threads' scheduling policies and nice values ("5/10 5/10": SCHED_IDLE)
+ship_policies() {
+    for t in /proc/$COLPID/task/*; do
+        [ "$(cat "$t/comm" 2>/dev/null)" = d9-ship ] && awk '{ printf "%s/%s ", $41, $19 }' "$t/stat"
+    done
+}
+all_policies() {  # WANT: every upload thread's policy/nice is WANT, and there is one
+    p=$(ship_policies)
+    [ -n "$p" ] && [ -z "$(echo $p | tr ' ' '\n' | grep -v "^$1\$")" ] ||
+        { echo "upload threads (policy/nice): '$p', want all $1"; return 1; }
+}
 run_workload() {  # NAME: ~3 s of records, several 1 s segments
     workload "$1" --threads 2 --events 60000 --pace-us 2000 --batch 100
     wait_for 60 wl_done "$1"
@@ -71,6 +82,9 @@ run_workload() {  # NAME: ~3 s of records, several 1 s segments
 # ---- round trip
 check "collector starts with --ship" start_collector --segment-seconds 1 --ship $URL \
     --s3-endpoint "$S3_PROXY"
+check "the upload threads run on idle CPU time only (SCHED_IDLE) while the backlog is short" \
+    wait_for 10 all_policies 5/10
+check "d9 status: not catching up" eq "$(stv catching_up)" 0
 run_workload a
 check "the backlog drains" wait_for 60 backlog_empty
 check "several segments were sealed" ge "$(nlocal)" 2
@@ -185,5 +199,11 @@ flush
 check "the cap deleted unshipped segments and counts them" ge "$(stv evicted_unshipped)" 1
 check "the log says a segment went before it was shipped" grep -q 'retention: .*before it was shipped' "$T/col.log"
 check "the store keeps to its cap" sh -c "[ \$(sqlite3 '$STORE/index.sqlite' 'select sum(bytes) from segments') -le $((2 * 1048576)) ]"
+check "a backlog past half the cap: uploads catch up (d9 status)" wait_for 10 sh -c \
+    "[ \"\$('$TBIN/tool_ctl' '$EP' status | sed -n 's/^ship.catching_up=//p')\" = 1 ]"
+check "catching up: the upload threads compete for CPU at nice 10 (SCHED_OTHER)" \
+    wait_for 10 all_policies 0/10
+check "the log says why uploads compete" grep -q 'ship: backlog .* MiB, oldest sealed .*: uploads now compete for CPU (nice 10) to catch up' "$T/col.log"
+check "d9 status says catching up" sh -c "'$BIN/d9' --endpoint '$EP' status | grep -q '^shipping   to .*, catching up)'"
 check "SIGTERM exits 0" stop_collector
 d9_finish ship

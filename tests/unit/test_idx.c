@@ -667,6 +667,8 @@ static void test_upload_state_pending_until_shipped_and_gone_with_its_segment(vo
     assert_int_equal(t.shipped, 1);
     assert_int_equal(t.shipped_bytes, a.bytes);
     assert_int_equal(t.failed, 1);
+    assert_true(b.sealed_ns != 0);      /* the backlog's oldest seal: the unshipped one's */
+    assert_int_equal(t.oldest_sealed_ns, b.sealed_ns);
     /* retention's choice: the shipped one, although it is the newer */
     assert_int_equal(idx_oldest_shipped_segment(fx->x, &id, path, sizeof path), 0);
     assert_int_equal(id, 7);

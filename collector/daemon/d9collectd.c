@@ -45,6 +45,7 @@
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sched.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -832,16 +833,25 @@ static int store_gid(const char *name, gid_t *gid, char *err, size_t errcap)
  * often, which is what the short slice is for; its share of the CPU is
  * unchanged. Called before bell_open: the listener thread inherits it.
  * Older kernels refuse or ignore sched_runtime for SCHED_OTHER: nothing
- * changes then. */
+ * changes then. The operator's choices stand: the nice value is kept
+ * (systemd's Nice=, nice(1)), and a collector started under another policy
+ * (chrt, CPUSchedulingPolicy=) is left as it is. */
 static void request_short_slice(void)
 {
+    if (sched_getscheduler(0) != SCHED_OTHER)
+        return;
+    errno = 0;
+    int nice = getpriority(PRIO_PROCESS, 0);
+    if (errno)
+        nice = 0;
     struct {                    /* struct sched_attr, first version (48 bytes) */
         uint32_t size, sched_policy;
         uint64_t sched_flags;
         int32_t sched_nice;
         uint32_t sched_priority;
         uint64_t sched_runtime, sched_deadline, sched_period;
-    } a = { .size = sizeof a, .sched_policy = SCHED_OTHER, .sched_runtime = SLICE_NS };
+    } a = { .size = sizeof a, .sched_policy = SCHED_OTHER, .sched_nice = nice,
+            .sched_runtime = SLICE_NS };
     _Static_assert(sizeof a == 48, "SCHED_ATTR_SIZE_VER0");
     if (syscall(SYS_sched_setattr, 0, &a, 0) != 0)
         col_debug("scheduler: no short slice (%s); default wake-up latency", strerror(errno));

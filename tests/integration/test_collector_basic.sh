@@ -82,4 +82,19 @@ check "a collector with an endpoint in a missing directory starts" wait_for 20 \
 check "the endpoint directory is created 0755" sh -c "[ \"\$(stat -c %a '$T/run/dial9')\" = 755 ]"
 check "the socket is connectable by every user (0666: requests are filtered by caller)" sh -c "[ \"\$(stat -c %a '$T/run/dial9/c.sock')\" = 666 ]"
 check "SIGTERM exits 0" stop_collector
+
+# the operator's nice value and scheduling policy stand (nice(1), systemd Nice=, chrt)
+main_sched() { awk '{ print $41 "/" $19 }' "/proc/$COLPID/stat"; }  # policy/nice of the main thread
+nice -n 5 "$BIN/d9collectd" --store "$STORE" --shm-dir "$SHM" --endpoint "$EP" >>"$T/col.log" 2>&1 &
+COLPID=$!
+at_exit kill -9 $COLPID
+check "a collector started under nice 5 starts" wait_for 20 "$TBIN/tool_ctl" "$EP" status
+check "its main thread keeps nice 5 (SCHED_OTHER)" test "$(main_sched)" = 0/5
+check "SIGTERM exits 0" stop_collector
+chrt -b 0 "$BIN/d9collectd" --store "$STORE" --shm-dir "$SHM" --endpoint "$EP" >>"$T/col.log" 2>&1 &
+COLPID=$!
+at_exit kill -9 $COLPID
+check "a collector started under SCHED_BATCH starts" wait_for 20 "$TBIN/tool_ctl" "$EP" status
+check "its main thread stays SCHED_BATCH" test "$(main_sched)" = 3/0
+check "SIGTERM exits 0" stop_collector
 d9_finish collector-basic

@@ -51,7 +51,7 @@ IRQ_HZ_AMP=999              # bench_irq: the cost per sample, amplified 10x over
 E2E_RUNS=${BENCH_E2E_PAIRS:-$E2E_RUNS}
 case $E2E_RUNS in ''|*[!0-9]*|0) echo "run-bench: BENCH_E2E_PAIRS must be a positive integer, not '$E2E_RUNS'" >&2; exit 2;; esac
 PACED_GAP_NS=500000        # 1000 events per 500 us = 2 M events/s offered
-STEP_RATES="1000000 2000000 4000000 8000000 16000000 32000000 64000000 0"
+STEP_RATES="1000000 2000000 4000000 8000000 10000000 12000000 16000000 32000000 64000000 0"
 BURST=1000; BURST_PAUSE_US=400   # the loss-onset section's burst row: 2.5 M events/s in bursts
 LOAD_ARGS=""
 LOSS_PPM=1000              # loss begins above 0.1 %
@@ -390,6 +390,16 @@ for n in 1 2; do
     if [ $HAVE_COL = 1 ]; then say "  d9, $n thread(s)"; d9_load "drain.d9.$n" $n 0 $DRAIN_MS; fi
     if [ $HAVE_LTL = 1 ]; then say "  LTTng, $n thread(s)"; lt_load "drain.lt.$n" $n 0 $DRAIN_MS; fi
 done
+# the machine's floor under every drain deadline: how long the daemons' CPU
+# goes away from a thread that never yields (SCHED_FIFO: no guest task
+# preempts it; what is left is interrupts and the host taking the vCPU)
+GAPS_MS=5000; [ "$QUICK" = 1 ] && GAPS_MS=1000
+say "[2/3] cpu $CCPU's own stalls: a SCHED_FIFO spinner for $GAPS_MS ms"
+if "$B/bench_cpu_gaps" --cpu "$CCPU" --ms $GAPS_MS >"$T/gaps.out" 2>&1; then
+    for k in policy over_1ms over_limit limit_us max_us; do put "gaps.$k" "$(kv "$T/gaps.out" $k)"; done
+else
+    warn "bench_cpu_gaps failed: $(tail -n 1 "$T/gaps.out")"
+fi
 say "[2/3] loss onset: 1 thread, offered rate stepped up ($STEP_MS ms per step)"
 for r in $STEP_RATES; do
     label=$r; [ "$r" = 0 ] && label="flat-out"
@@ -639,6 +649,9 @@ report_drain() {
     echo "  d9:    loss-free up to ${ok_d9:-n/a} Mev/s, loss > 0.1 % from ${on_d9:-never (up to flat out)} Mev/s"
     echo "  LTTng: loss-free up to ${ok_lt:-n/a} Mev/s, loss > 0.1 % from ${on_lt:-never (up to flat out)} Mev/s"
     [ -n "$ok_d9" ] && [ -n "$ok_lt" ] && echo "  loss-free rate d9 / LTTng = $(calc "$ok_d9 / $ok_lt" 1)x"
+    echo "  the daemons' cpu $CCPU itself, spun on for $GAPS_MS ms before these steps ($(get gaps.policy)):"
+    echo "  away > 1 ms $(get gaps.over_1ms) times, > $(calc "$(get gaps.limit_us) / 1000" 1) ms (a 1 MiB ring at 10 M ev/s) $(get gaps.over_limit) times,"
+    echo "  longest $(calc "$(get gaps.max_us) / 1000" 1) ms: a stall that long overflows any ring that holds less, whatever the collector does"
 }
 
 report_e2e() {  # report_e2e PREFIX TITLE DEMO_ARGS

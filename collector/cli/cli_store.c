@@ -749,8 +749,11 @@ int cli_store_scan_next(struct cli_scan_it *it, struct cli_rec_src *src,
         else
             cursor_free(heap_pop(sc));
     }
-    /* open every block that may hold a record not later than the heap's head */
-    while (sc->have_row && (sc->nheap == 0 || sc->row.t_first <= sc->heap[0].c->cur->ts)) {
+    /* open every block that may hold a record not later than the heap's
+     * head; in ring order only, one block at a time (the heap holds at most
+     * one cursor, so it never merges) */
+    while (sc->have_row && (sc->nheap == 0 || (!sc->f->ring_order_only &&
+                                               sc->row.t_first <= sc->heap[0].c->cur->ts))) {
         int ret = open_block(sc, &sc->row);
         if (ret < 0)
             return ret;

@@ -154,6 +154,7 @@ struct cli_filter {
     uint32_t pid;                       /* 0 = all */
     uint32_t tid;                       /* 0 = all */
     uint32_t types;                     /* 1 << type; 0 = all */
+    bool ring_order_only;               /* see cli_store_scan */
 };
 
 /* Who a record belongs to; valid during the callback only. */
@@ -182,7 +183,12 @@ struct cli_scan_stats {
 
 /* Deliver the records matching f in timestamp order; equal timestamps
  * keep file order, so a thread's records come in ring order as long as its
- * clock does not step back across blocks. Returns 0 when done, 1 when fn stopped it, or -errno.
+ * clock does not step back across blocks. With f->ring_order_only, block by
+ * block in the index's order instead, with no merge across threads: each
+ * ring's records still come in the same order as in a merged scan (its
+ * blocks are opened in the same order), but the rings are interleaved by
+ * block, not by record; for a reader that pairs per thread and needs no
+ * order across threads (grouping), at less cost. Returns 0 when done, 1 when fn stopped it, or -errno.
  * Problems with individual files are reported once each on stderr with
  * prog as prefix and counted in *st (may be NULL). */
 int cli_store_scan(struct cli_store *s, const struct cli_filter *f, cli_rec_fn fn, void *arg,

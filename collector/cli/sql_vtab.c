@@ -1612,8 +1612,10 @@ static int x_filter(sqlite3_vtab_cursor *cur, int idx_num, const char *idx_str, 
         if (cli_store_time_range(v->ctx->s, c->f.pid, &tmin, &c->tmax) < 0)
             c->tmax = 0;
     }
+    bool grouped = d->kind == K_POLLS && (idx_num == GRP_BY_LOC || idx_num == GRP_BY_LOCATION);
+    c->f.ring_order_only = grouped;     /* the buckets reorder the rows anyway */
     rc = scan_begin(c, c->f.from, c->f.to);
-    if (rc == 0 && d->kind == K_POLLS && (idx_num == GRP_BY_LOC || idx_num == GRP_BY_LOCATION))
+    if (rc == 0 && grouped)
         rc = group_fill(c, idx_num);
     else if (rc == 0)
         rc = step(c);

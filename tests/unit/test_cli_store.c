@@ -319,6 +319,40 @@ static void scan_merges_threads_in_time_order(void **state)
     cli_store_close(s);
 }
 
+/* ring_order_only: the same records, block by block (no merge across
+ * threads), each ring's in ring order, and the same counts. */
+static void scan_in_ring_order_only_goes_block_by_block(void **state)
+{
+    struct fixture *fx = *state;
+    struct cli_store *s;
+    char why[256];
+    assert_int_equal(cli_store_open(&s, fx->dir, why, sizeof why), 0);
+    struct got g = { 0 };
+    struct cli_filter f = { .from = 0, .to = UINT64_MAX, .pid = 100, .ring_order_only = true };
+    struct cli_scan_stats st;
+    assert_int_equal(cli_store_scan(s, &f, collect, &g, &st, "test"), 0);
+    assert_int_equal(g.n, 6);
+    const uint64_t ts[6] = { 1100, 1300, 1500, 1200, 1400, 1600 };
+    const uint32_t tid[6] = { 101, 101, 101, 102, 102, 102 };
+    for (int i = 0; i < 6; i++) {
+        assert_int_equal(g.ts[i], ts[i]);
+        assert_int_equal(g.tid[i], tid[i]);
+    }
+    assert_string_equal(g.thread[0], "worker-a");
+    assert_int_equal(st.blocks, 2);
+    assert_int_equal(st.lost, 3);
+    assert_int_equal(st.records, 6);
+    /* a window keeps its filter in this order too */
+    g = (struct got){ 0 };
+    f = (struct cli_filter){ .from = 1250, .to = 1550, .pid = 100, .ring_order_only = true };
+    assert_int_equal(cli_store_scan(s, &f, collect, &g, NULL, "test"), 0);
+    assert_int_equal(g.n, 3);
+    assert_int_equal(g.ts[0], 1300);
+    assert_int_equal(g.ts[1], 1500);
+    assert_int_equal(g.ts[2], 1400);
+    cli_store_close(s);
+}
+
 /* Two consecutive blocks of one ring whose stamps overlap by 15 ns (a
  * calibration update between drain passes, in a segment written before
  * the drain kept a ring's time monotonic): the ring's order wins. */
@@ -359,6 +393,12 @@ static void scan_keeps_ring_order_where_a_ring_s_stamps_go_backwards(void **stat
     assert_int_equal(cli_store_scan(s, &f, collect, &g, NULL, "test"), 0);
     assert_int_equal(g.n, 5);
     const uint64_t ring_order[5] = { 9100, 9200, 9300, 9285, 9400 };
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(g.ts[i], ring_order[i]);
+    g = (struct got){ 0 };              /* the same in ring order only */
+    f.ring_order_only = true;
+    assert_int_equal(cli_store_scan(s, &f, collect, &g, NULL, "test"), 0);
+    assert_int_equal(g.n, 5);
     for (int i = 0; i < 5; i++)
         assert_int_equal(g.ts[i], ring_order[i]);
     cli_store_close(s);
@@ -468,6 +508,8 @@ int main(void)
                                         teardown_store),
         cmocka_unit_test_setup_teardown(scan_keeps_ring_order_where_a_ring_s_stamps_go_backwards,
                                         setup_store, teardown_store),
+        cmocka_unit_test_setup_teardown(scan_in_ring_order_only_goes_block_by_block, setup_store,
+                                        teardown_store),
         cmocka_unit_test_setup_teardown(scan_merges_threads_in_time_order, setup_store,
                                         teardown_store),
         cmocka_unit_test_setup_teardown(scan_filters_by_window_type_and_tid, setup_store,

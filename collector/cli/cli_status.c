@@ -107,9 +107,10 @@ static void print_json(const D9__CollectorStatus *cs, bool rings)
         jstr("url", cs->ship_url, false);
         printf(",\"backlog\":%" PRIu64 ",\"backlog_bytes\":%" PRIu64 ",\"shipped\":%" PRIu64
                ",\"shipped_bytes\":%" PRIu64 ",\"failed\":%" PRIu64 ",\"failures\":%" PRIu64
-               ",\"evicted_unshipped\":%" PRIu64 ",\"catching_up\":%s", cs->ship_backlog,
+               ",\"evicted_unshipped\":%" PRIu64 ",\"catching_up\":%s,\"waiting_for_drain\":%s", cs->ship_backlog,
                cs->ship_backlog_bytes, cs->ship_shipped, cs->ship_shipped_bytes, cs->ship_failed,
-               cs->ship_failures, cs->ship_evicted_unshipped, cs->ship_catching_up ? "true" : "false");
+               cs->ship_failures, cs->ship_evicted_unshipped, cs->ship_catching_up ? "true" : "false",
+               cs->ship_waiting_for_drain ? "true" : "false");
         jstr("last_error", cs->ship_error, true);
         fputc('}', stdout);
     }
@@ -167,7 +168,9 @@ static void print_text(const D9__CollectorStatus *cs, bool rings)
                cs->ship_url, cs->ship_shipped, cli_fmt_bytes(cs->ship_shipped_bytes, b1, sizeof b1),
                cs->ship_backlog, cli_fmt_bytes(cs->ship_backlog_bytes, b2, sizeof b2),
                !cs->ship_backlog ? ""
-               : cs->ship_catching_up ? ", catching up" : ", uploading in idle CPU time",
+               : cs->ship_catching_up ? ", catching up"
+               : cs->ship_waiting_for_drain ? ", waiting: the drain is saturated"
+               : ", uploading in idle CPU time",
                cs->ship_failed, cs->ship_failures, cs->ship_evicted_unshipped);
         if (cs->ship_error && *cs->ship_error)
             printf("SHIP ERROR %s\n", cs->ship_error);

@@ -99,6 +99,7 @@ struct col_ctx {
     uint64_t quarantined_regions;
     struct col_ratelimit scan_rl, ctl_rl;
     struct ship *ship;              /* --ship upload threads, NULL: off (or failed to start) */
+    struct ship_drain_load drain_load;  /* the loop's load, for the upload threads */
     char ship_error[512];           /* why shipping could not start */
     struct ship_stats ship_st;      /* for the status reply */
 };
@@ -480,6 +481,7 @@ static void handle_status(struct col_ctx *x, const struct ctl_server_msg *m,
             cs->ship_failed = x->ship_st.failed;
             cs->ship_failures = x->ship_st.failures;
             cs->ship_catching_up = x->ship_st.catching_up != 0;
+            cs->ship_waiting_for_drain = x->ship_st.waiting_for_drain != 0;
             cs->ship_error = x->ship_st.last_error;
         }
     }
@@ -795,10 +797,20 @@ static void run(struct col_ctx *x)
         uint32_t us = pace_by_pressure(&x->backoff, pp.fill, pp.size, dt_us, pp.more);
         if (!x->procs)      /* nothing traced: wake for the next scan or a hello */
             us = x->cfg.scan_ms * 1000u;
-        if (us)
+        uint64_t slept = 0;
+        if (us) {
+            uint64_t t0 = shm_mono_ns();
             sleep_us(x, us, &ctl_ready, &sig_ready, &bell_ready);
-        else    /* the doorbell's eventfd is looked at only after a sleep it ended */
+            slept = shm_mono_ns() - t0;
+        } else {    /* the doorbell's eventfd is looked at only after a sleep it ended */
             ctl_ready = sig_ready = 1, bell_ready = 0;
+        }
+        if (x->ship) {      /* a saturated drain holds new uploads back (ship.h) */
+            int was = x->drain_load.saturated;
+            ship_drain_load_note(&x->drain_load, shm_mono_ns(), slept);
+            if (x->drain_load.saturated != was)
+                ship_drain_saturated(x->ship, x->drain_load.saturated);
+        }
     }
 }
 

@@ -47,6 +47,7 @@ struct ship {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int stop;                           /* atomic: set once by ship_stop */
+    int drain_saturated;                /* atomic: set by the drain thread */
     int kicked;                         /* under mu */
     char dir[CONFIG_PATH_MAX];
     char host[256];
@@ -63,6 +64,37 @@ struct ship {
 };
 
 static int ship_stopping(struct ship *s) { return __atomic_load_n(&s->stop, __ATOMIC_ACQUIRE); }
+
+void ship_drain_load_note(struct ship_drain_load *l, uint64_t now_ns, uint64_t slept_ns)
+{
+    if (l->window_start == 0 || now_ns < l->window_start) {
+        *l = (struct ship_drain_load){ .window_start = now_ns, .saturated = l->saturated };
+        return;
+    }
+    l->slept += slept_ns;
+    uint64_t len = now_ns - l->window_start;
+    if (len < SHIP_DRAIN_WINDOW_NS)
+        return;
+    l->saturated = l->slept < len / SHIP_DRAIN_IDLE_DIV;
+    l->window_start = now_ns;
+    l->slept = 0;
+}
+
+void ship_drain_saturated(struct ship *s, int saturated)
+{
+    if (s)
+        __atomic_store_n(&s->drain_saturated, saturated != 0, __ATOMIC_RELEASE);
+}
+
+/* Whether a new upload must wait for the drain (see ship.h). */
+static int ship_defer(struct ship *s)
+{
+    int sat = __atomic_load_n(&s->drain_saturated, __ATOMIC_ACQUIRE);
+    pthread_mutex_lock(&s->mu);
+    int wait = sat && !s->st.catching_up;
+    pthread_mutex_unlock(&s->mu);
+    return wait;
+}
 
 static uint64_t ship_backoff(uint32_t attempts)
 {
@@ -301,6 +333,12 @@ static void *ship_thread(void *arg)
     j->catching_up = -1;
     ship_refresh(j);
     while (!ship_stopping(s)) {
+        if (ship_defer(s)) {
+            struct timespec ts = { 0, (long)SHIP_DEFER_NS };
+            nanosleep(&ts, NULL);
+            ship_refresh(j);            /* the backlog may be growing: catch up? */
+            continue;
+        }
         pthread_mutex_lock(&s->mu);
         memcpy(skip, s->inflight, sizeof skip);
         pthread_mutex_unlock(&s->mu);
@@ -418,6 +456,10 @@ void ship_stats(struct ship *s, struct ship_stats *out)
     pthread_mutex_lock(&s->mu);
     *out = s->st;
     pthread_mutex_unlock(&s->mu);
+    /* what the upload threads do when they next look (they may not get a
+     * CPU to look while the drain is saturated) */
+    out->waiting_for_drain = __atomic_load_n(&s->drain_saturated, __ATOMIC_ACQUIRE) &&
+                             !out->catching_up;
 }
 
 const char *ship_url(const struct ship *s) { return s->url; }

@@ -22,6 +22,10 @@
  *     'pending', refusals (403, 404 bucket, ...) become 'failed' and are
  *     still retried at the longest backoff (the user may fix the bucket).
  *   - A segment deleted by retention meanwhile is simply dropped.
+ *   - While the drain thread is saturated (it slept under a tenth of the
+ *     last SHIP_DRAIN_WINDOW_NS) and uploads are not catching up, no new
+ *     upload starts: reading, hashing and sending a segment would take the
+ *     CPU time and cache the drain needs; an upload in flight finishes.
  *   - The upload threads take no signals and run below the drain thread:
  *     SCHED_IDLE (only CPU time nothing else wants) while the backlog is
  *     short, SCHED_OTHER at nice SHIP_NICE while it catches up. Catching up
@@ -46,6 +50,9 @@
 #define SHIP_ERR_MAX 512
 #define SHIP_NICE 10                         /* upload threads' nice value: the drain comes first */
 #define SHIP_CATCHUP_AGE_NS 300000000000ULL  /* a segment waiting 5 min makes uploads compete */
+#define SHIP_DRAIN_WINDOW_NS 100000000ULL    /* the drain's load is judged over 100 ms */
+#define SHIP_DRAIN_IDLE_DIV 10u              /* saturated: asleep under a tenth of that */
+#define SHIP_DEFER_NS 20000000ULL            /* a deferred upload looks again after 20 ms */
 
 struct ship;
 
@@ -56,6 +63,7 @@ struct ship_stats {
     uint64_t uploaded, uploaded_bytes;  /* by this run: segments (+manifests) PUT */
     uint64_t failures;                  /* by this run: failed attempts */
     int catching_up;                    /* uploads compete for CPU (see above), else idle */
+    int waiting_for_drain;              /* no new upload starts: the drain is saturated */
     char last_error[SHIP_ERR_MAX];      /* of the last failed attempt, "" if none */
 };
 
@@ -70,6 +78,19 @@ int ship_start(struct ship **out, const struct s3_cfg *cfg, const char *store_di
  * of its oldest records against the cap, with the hysteresis above
  * (was: the current answer). */
 int ship_catching_up(int was, uint64_t backlog_bytes, uint64_t oldest_age_ns, uint64_t store_cap);
+
+/* The drain loop's load, judged per SHIP_DRAIN_WINDOW_NS: the loop notes
+ * each pass (slept_ns: how long it slept before it, 0 for none); after
+ * each full window, saturated says whether it slept under
+ * 1/SHIP_DRAIN_IDLE_DIV of it. Pure arithmetic. */
+struct ship_drain_load {
+    uint64_t window_start, slept;
+    int saturated;
+};
+void ship_drain_load_note(struct ship_drain_load *l, uint64_t now_ns, uint64_t slept_ns);
+
+/* The drain thread says whether it is saturated (no lock, no wait). */
+void ship_drain_saturated(struct ship *s, int saturated);
 
 /* A segment was sealed: wake an idle upload thread. Never blocks on I/O. */
 void ship_kick(struct ship *s);

@@ -115,9 +115,10 @@ static void print_status(const D9__CollectorStatus *c)
     if (c->ship_url && *c->ship_url)
         printf("ship.url=%s\nship.backlog=%" PRIu64 "\nship.shipped=%" PRIu64 "\nship.failed=%"
                PRIu64 "\nship.failures=%" PRIu64 "\nship.evicted_unshipped=%" PRIu64
-               "\nship.catching_up=%d\nship.error=%s\n", c->ship_url, c->ship_backlog,
-               c->ship_shipped, c->ship_failed, c->ship_failures, c->ship_evicted_unshipped,
-               (int)c->ship_catching_up, c->ship_error ? c->ship_error : "");
+               "\nship.catching_up=%d\nship.waiting_for_drain=%d\nship.error=%s\n", c->ship_url,
+               c->ship_backlog, c->ship_shipped, c->ship_failed, c->ship_failures,
+               c->ship_evicted_unshipped, (int)c->ship_catching_up, (int)c->ship_waiting_for_drain,
+               c->ship_error ? c->ship_error : "");
     for (size_t i = 0; i < c->n_processes; i++) {
         const D9__ProcessStatus *p = c->processes[i];
         printf("proc.%u.state=%s\nproc.%u.records=%" PRIu64 "\nproc.%u.lost=%" PRIu64

@@ -4,7 +4,9 @@
  * is short and young; competing past half the store cap or once the oldest
  * waiting segment is older than SHIP_CATCHUP_AGE_NS; back to idle only
  * under a quarter of the cap. The threads' policy on a live collector is
- * checked by tests/integration/test_ship.sh.
+ * checked by tests/integration/test_ship.sh. Also the drain's load
+ * (ship_drain_load_note): saturated when the loop slept under a tenth of a
+ * SHIP_DRAIN_WINDOW_NS window, judged once per window.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -48,6 +50,50 @@ static void test_no_cap_means_only_age_counts(void **state)
     assert_int_equal(ship_catching_up(1, UINT64_MAX, 0, 0), 0);
 }
 
+#define MS 1000000ULL
+
+static void test_a_drain_that_barely_sleeps_is_saturated(void **state)
+{
+    (void)state;
+    struct ship_drain_load l = { 0 };
+    ship_drain_load_note(&l, 1000 * MS, 0);             /* starts the window */
+    assert_int_equal(l.saturated, 0);
+    for (uint64_t t = 1001; t < 1100; t++)
+        ship_drain_load_note(&l, t * MS, MS / 20);      /* 5 % asleep */
+    assert_int_equal(l.saturated, 0);                   /* judged only at the window's end */
+    ship_drain_load_note(&l, 1100 * MS, MS / 20);
+    assert_int_equal(l.saturated, 1);
+    for (uint64_t t = 1101; t <= 1200; t++)             /* stays until the next window says */
+        ship_drain_load_note(&l, t * MS, 0);
+    assert_int_equal(l.saturated, 1);
+}
+
+static void test_a_drain_that_sleeps_a_tenth_or_more_is_not(void **state)
+{
+    (void)state;
+    struct ship_drain_load l = { 0 };
+    ship_drain_load_note(&l, 1000 * MS, 0);
+    for (uint64_t t = 1001; t <= 1100; t++)
+        ship_drain_load_note(&l, t * MS, 0);
+    assert_int_equal(l.saturated, 1);
+    for (uint64_t t = 1101; t <= 1200; t++)
+        ship_drain_load_note(&l, t * MS, MS / 10);      /* exactly a tenth: not saturated */
+    assert_int_equal(l.saturated, 0);
+    ship_drain_load_note(&l, 1300 * MS, 100 * MS);      /* one long sleep: idle */
+    assert_int_equal(l.saturated, 0);
+}
+
+static void test_a_clock_going_back_restarts_the_window(void **state)
+{
+    (void)state;
+    struct ship_drain_load l = { 0 };
+    ship_drain_load_note(&l, 1000 * MS, 0);
+    ship_drain_load_note(&l, 500 * MS, 0);
+    assert_int_equal(l.window_start, 500 * MS);
+    assert_int_equal(l.slept, 0);
+    assert_int_equal(l.saturated, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -55,6 +101,9 @@ int main(void)
         cmocka_unit_test(test_past_half_the_cap_competes_until_under_a_quarter),
         cmocka_unit_test(test_an_old_segment_competes_whatever_the_bytes),
         cmocka_unit_test(test_no_cap_means_only_age_counts),
+        cmocka_unit_test(test_a_drain_that_barely_sleeps_is_saturated),
+        cmocka_unit_test(test_a_drain_that_sleeps_a_tenth_or_more_is_not),
+        cmocka_unit_test(test_a_clock_going_back_restarts_the_window),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

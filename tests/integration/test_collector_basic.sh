@@ -85,16 +85,16 @@ check "SIGTERM exits 0" stop_collector
 
 # the operator's nice value and scheduling policy stand (nice(1), systemd Nice=, chrt)
 main_sched() { awk '{ print $41 "/" $19 }' "/proc/$COLPID/stat"; }  # policy/nice of the main thread
-nice -n 5 "$BIN/d9collectd" --store "$STORE" --shm-dir "$SHM" --endpoint "$EP" >>"$T/col.log" 2>&1 &
-COLPID=$!
-at_exit kill -9 $COLPID
-check "a collector started under nice 5 starts" wait_for 20 "$TBIN/tool_ctl" "$EP" status
+start_under() {  # WRAPPER...: the collector started through nice(1) or chrt(1)
+    "$@" "$BIN/d9collectd" --store "$STORE" --shm-dir "$SHM" --endpoint "$EP" >>"$T/col.log" 2>&1 &
+    COLPID=$!
+    at_exit kill -9 $COLPID
+    wait_for 20 "$TBIN/tool_ctl" "$EP" status
+}
+check "a collector started under nice 5 starts" start_under nice -n 5
 check "its main thread keeps nice 5 (SCHED_OTHER)" test "$(main_sched)" = 0/5
 check "SIGTERM exits 0" stop_collector
-chrt -b 0 "$BIN/d9collectd" --store "$STORE" --shm-dir "$SHM" --endpoint "$EP" >>"$T/col.log" 2>&1 &
-COLPID=$!
-at_exit kill -9 $COLPID
-check "a collector started under SCHED_BATCH starts" wait_for 20 "$TBIN/tool_ctl" "$EP" status
+check "a collector started under SCHED_BATCH starts" start_under chrt -b 0
 check "its main thread stays SCHED_BATCH" test "$(main_sched)" = 3/0
 check "SIGTERM exits 0" stop_collector
 d9_finish collector-basic

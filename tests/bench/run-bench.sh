@@ -327,7 +327,9 @@ d9_load() {
     put "$1.col_lost" "$(( $(kv "$T/cs1" lost) - $(kv "$T/cs0" lost) ))"
     put "$1.cpu_s" "$(calc "($c1 - $c0) / $CLK_TCK" 3)"
     put "$1.bytes" "$(( $(kv "$T/cs1" bytes) - $(kv "$T/cs0" bytes) ))"
-    # +1: the adoption probe event recorded before the timed load
+    # +1: the adoption probe event recorded before the timed load (a mix of
+    # record types is not all poll starts: not checked)
+    case "$LOAD_ARGS" in *--mix*) kept=n/a ;; esac
     if [ "$kept" != n/a ] && [ "$kept" -ne $((off - lost + 1)) ]; then
         warn "$1: the index holds $kept poll-start records, the agent recorded $((off - lost + 1))"
     fi
@@ -390,6 +392,12 @@ for n in 1 2; do
     if [ $HAVE_COL = 1 ]; then say "  d9, $n thread(s)"; d9_load "drain.d9.$n" $n 0 $DRAIN_MS; fi
     if [ $HAVE_LTL = 1 ]; then say "  LTTng, $n thread(s)"; lt_load "drain.lt.$n" $n 0 $DRAIN_MS; fi
 done
+# the same drain for d9demo's mix of record types (the end-to-end records):
+# the flat-out cost the collector's cost at the demo's rate compares with
+if [ $HAVE_COL = 1 ]; then
+    say "  d9, 1 thread, d9demo's mix of records"
+    LOAD_ARGS="--mix demo"; d9_load drain.d9mix 1 0 $DRAIN_MS; LOAD_ARGS=""
+fi
 # the machine's floor under every drain deadline: how long the daemons' CPU
 # goes away from a thread that never yields (SCHED_FIFO: no guest task
 # preempts it; what is left is interrupts and the host taking the vCPU)
@@ -543,9 +551,32 @@ for mode, rs in (("off", off), ("on", on)):
     put(f"{mode}.tasks", tasks)
 PY
 }
+# The collector's cost per record at the demo's rate in steady state: one
+# traced d9demo (a worker per CPU) for STEADY_S seconds; the collector's CPU
+# (all its threads) and records counted from 2 s in to 1 s before the end,
+# so the process's start and end (adoption, first maps reads, the final
+# drain and seal), which the per-task figures of the short runs carry, are
+# out.
+col_all_ns() { cat /proc/"$COL_PID"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { print s + 0 }'; }
+e2e_steady() {
+    STEADY_S=$((3 * E2E_SECONDS + 3))
+    say "[3/3] the collector at the demo's rate, steady state: one ${STEADY_S}s traced run, counted from 2 s to $((STEADY_S - 1)) s"
+    env $D9ENV_E2E "$BIN/d9demo" --seconds $STEADY_S $E2E_ARGS >"$T/steady.out" 2>&1 &
+    dp=$!
+    sleep 2
+    colstat >"$T/st0" 2>/dev/null; a0=$(col_all_ns); w0=$(date +%s.%N)
+    sleep $((STEADY_S - 3))
+    colstat >"$T/st1" 2>/dev/null; a1=$(col_all_ns); w1=$(date +%s.%N)
+    wait $dp
+    n=$(( $(kv "$T/st1" records) - $(kv "$T/st0" records) ))
+    put steady.records "$n"
+    put steady.seconds "$(calc "$w1 - $w0" 3)"
+    put steady.col_ns "$((a1 - a0))"
+}
 if [ -x "$BIN/d9demo" ] && [ $HAVE_COL = 1 ]; then
     e2e_series e2e "a worker per CPU"
     [ "$E2E_SPARE_WORKERS" -ge 1 ] && e2e_series e2e_spare "a CPU to spare" --workers $E2E_SPARE_WORKERS
+    e2e_steady
 else
     warn "no d9demo or no collector: end-to-end rows will read n/a"
 fi
@@ -593,6 +624,15 @@ drain_row() {   # drain_row KEY LABEL
         "$(calc "$off / $el / 1e6" 2)" "$(calc "$kept / $el / 1e6" 2)" "$(calc "$by / $el / 1e6" 1)" \
         "$(calc "100 * $lost / $off" 3)" "$(calc "100 * $cpu / $el" 0)" "$(calc "$kept / $cpu / 1e6" 1)"
 }
+report_steady() {
+    flat=$(calc "$(get drain.d9mix.cpu_s) * 1e9 / $(get drain.d9mix.col_records)" 1)
+    at=$(calc "$(get steady.col_ns) / $(get steady.records)" 1)
+    echo
+    echo "THE COLLECTOR AT THE DEMO'S RATE, steady state — one traced d9demo run (a worker per CPU),"
+    echo "counted from 2 s in to 1 s before its end (its start and end, which the per-task figures above carry, left out):"
+    echo "  $(calc "$(get steady.records) / $(get steady.seconds) / 1e3" 0) k records/s; the collector (all threads) $at ns a record;"
+    echo "  flat out, the same mix: $flat ns a record (DRAIN above): $(calc "$at / $flat" 2)x (target <= 2x)"
+}
 report_drain() {
     echo
     echo "DRAIN — producers flat out on cpu $PCPU for $DRAIN_MS ms; d9collectd / lttng-consumerd on cpu $CCPU."
@@ -609,6 +649,8 @@ report_drain() {
         drain_row "drain.d9.$n" "d9collectd, $n producer(s)"
         drain_row "drain.lt.$n" "lttng-consumerd, $n producer(s)"
     done
+    echo "  d9, 1 producer of d9demo's mix of records (bench_drain --mix demo): $(calc "$(get drain.d9mix.col_records) / $(get drain.d9mix.cpu_s) / 1e6" 1) M records"
+    echo "  per collector CPU-second, $(calc "$(get drain.d9mix.cpu_s) * 1e9 / $(get drain.d9mix.col_records)" 1) ns a record (all record types, perf samples included)"
     for n in 1 2; do
         echo "  $n producer(s): d9 kept / LTTng kept = $(calc "$(get drain.d9.$n.kept) / $(get drain.lt.$n.kept)" 2)x;" \
              "d9 per collector core $(calc "$(get drain.d9.$n.kept) / $(get drain.d9.$n.cpu_s) / 1e6" 1) Mev/s (target >= 50);" \
@@ -746,6 +788,7 @@ report_sql() {
     report_e2e e2e "a worker per CPU (the target)" "$E2E_ARGS"
     [ -n "$(awk '$1 == "e2e_spare.pairs"' "$R")" ] &&
         report_e2e e2e_spare "one CPU to spare" "$E2E_ARGS --workers $E2E_SPARE_WORKERS"
+    report_steady
     report_irq
     report_sql
     echo "================================================================================"

@@ -332,11 +332,15 @@ static void *ship_thread(void *arg)
         col_debug("ship: cannot lower the upload thread's priority: %s", strerror(errno));
     j->catching_up = -1;
     ship_refresh(j);
+    uint64_t refreshed = shm_mono_ns();
     while (!ship_stopping(s)) {
         if (ship_defer(s)) {
             struct timespec ts = { 0, (long)SHIP_DEFER_NS };
             nanosleep(&ts, NULL);
-            ship_refresh(j);            /* the backlog may be growing: catch up? */
+            if (shm_mono_ns() - refreshed >= SHIP_IDLE_NS) {
+                ship_refresh(j);        /* the backlog grows meanwhile: time to catch up? */
+                refreshed = shm_mono_ns();
+            }
             continue;
         }
         pthread_mutex_lock(&s->mu);

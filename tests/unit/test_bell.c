@@ -222,17 +222,31 @@ static void test_scribbled_then_truncated_region_faults_once(void **state)
     assert_true(readable(b, EXPECT_MS));
     void *rung[4];
     assert_int_equal(bell_collect(b, 1, rung, 4), 1);
-    /* then truncates the file: the next look faults, under the guard */
+    /* then truncates the file. Truncation wakes no futex waiter: if the
+     * thread already sleeps on the word it sleeps on. The next time it
+     * builds its list (here: another region is watched) the kernel's read
+     * of the word fails, and the loop is woken to look. */
     assert_int_equal(ftruncate(r.fd, 0), 0);
-    assert_true(readable(b, EXPECT_MS));           /* the kernel's read of the word fails */
-    assert_int_equal(bell_collect(b, 2, rung, 4), 0);
+    struct region healthy;
+    region_new(&healthy);
+    assert_int_equal(bell_watch(b, &healthy, 2, healthy.base, REGION_SIZE), 0);
+    assert_true(readable(b, EXPECT_MS));
+    assert_int_equal(bell_collect(b, 2, rung, 4), 0);   /* the look faults, under the guard */
     struct bell_stats st;
     bell_get_stats(b, &st);
     assert_int_equal(st.faults, 1);
-    assert_int_equal(st.watched, 0);
-    assert_false(readable(b, QUIET_MS));           /* and it is not looked at again */
+    assert_int_equal(st.watched, 1);                /* the healthy one only */
+    assert_false(readable(b, QUIET_MS));           /* the faulted one is not looked at again */
+    shm_bell_ring(shm_bell_of(healthy.base));      /* and the healthy one still works */
+    assert_true(readable(b, EXPECT_MS));
+    assert_int_equal(bell_collect(b, 3, rung, 4), 1);
+    assert_ptr_equal(rung[0], &healthy);
+    bell_get_stats(b, &st);
+    assert_int_equal(st.faults, 1);
     bell_forget(b, &r, 1);                          /* faulted: its shm is left alone */
+    bell_forget(b, &healthy, 1);
     bell_close(b);
+    region_free(&healthy);
     region_free(&r);
 }
 

@@ -86,14 +86,20 @@ void ship_drain_saturated(struct ship *s, int saturated)
         __atomic_store_n(&s->drain_saturated, saturated != 0, __ATOMIC_RELEASE);
 }
 
-/* Whether a new upload must wait for the drain (see ship.h). */
+/* The rule of ship.h: while the drain is saturated no new upload starts,
+ * unless the uploads are catching up. */
+static int ship_held_for_drain(struct ship *s, int catching_up)
+{
+    return __atomic_load_n(&s->drain_saturated, __ATOMIC_ACQUIRE) && !catching_up;
+}
+
+/* Whether a new upload must wait for the drain now. */
 static int ship_defer(struct ship *s)
 {
-    int sat = __atomic_load_n(&s->drain_saturated, __ATOMIC_ACQUIRE);
     pthread_mutex_lock(&s->mu);
-    int wait = sat && !s->st.catching_up;
+    int catching_up = s->st.catching_up;
     pthread_mutex_unlock(&s->mu);
-    return wait;
+    return ship_held_for_drain(s, catching_up);
 }
 
 static uint64_t ship_backoff(uint32_t attempts)
@@ -462,8 +468,7 @@ void ship_stats(struct ship *s, struct ship_stats *out)
     pthread_mutex_unlock(&s->mu);
     /* what the upload threads do when they next look (they may not get a
      * CPU to look while the drain is saturated) */
-    out->waiting_for_drain = __atomic_load_n(&s->drain_saturated, __ATOMIC_ACQUIRE) &&
-                             !out->catching_up;
+    out->waiting_for_drain = ship_held_for_drain(s, out->catching_up);
 }
 
 const char *ship_url(const struct ship *s) { return s->url; }

@@ -763,6 +763,7 @@ static void run(struct col_ctx *x)
      * socket to EAGAIN, which it always does.) A pass that follows
      * another without sleeping looks at both. */
     int ctl_ready = 1, sig_ready = 1, bell_ready = 0;
+    uint64_t slept_ns = 0;              /* the sleep before this pass */
     while (!x->stop) {
         if (sig_ready)
             read_signals(x);
@@ -771,6 +772,12 @@ static void run(struct col_ctx *x)
         if (ctl_ready)
             control(x);
         uint64_t now = shm_mono_ns();
+        if (x->ship) {      /* a saturated drain holds new uploads back (ship.h) */
+            int was = x->drain_load.saturated;
+            ship_drain_load_note(&x->drain_load, now, slept_ns);
+            if (x->drain_load.saturated != was)
+                ship_drain_saturated(x->ship, x->drain_load.saturated);
+        }
         if (now >= x->next_scan_ns) {
             scan(x);
             x->next_scan_ns = now + scan_ns;
@@ -797,19 +804,13 @@ static void run(struct col_ctx *x)
         uint32_t us = pace_by_pressure(&x->backoff, pp.fill, pp.size, dt_us, pp.more);
         if (!x->procs)      /* nothing traced: wake for the next scan or a hello */
             us = x->cfg.scan_ms * 1000u;
-        uint64_t slept = 0;
+        slept_ns = 0;
         if (us) {
             uint64_t t0 = shm_mono_ns();
             sleep_us(x, us, &ctl_ready, &sig_ready, &bell_ready);
-            slept = shm_mono_ns() - t0;
+            slept_ns = shm_mono_ns() - t0;
         } else {    /* the doorbell's eventfd is looked at only after a sleep it ended */
             ctl_ready = sig_ready = 1, bell_ready = 0;
-        }
-        if (x->ship) {      /* a saturated drain holds new uploads back (ship.h) */
-            int was = x->drain_load.saturated;
-            ship_drain_load_note(&x->drain_load, shm_mono_ns(), slept);
-            if (x->drain_load.saturated != was)
-                ship_drain_saturated(x->ship, x->drain_load.saturated);
         }
     }
 }

@@ -237,12 +237,19 @@ static int count_row(void *arg, const void *row)
 static int proc_row(void *arg, const struct cli_proc_row *r) { return count_row(arg, r); }
 static int seg_row(void *arg, const struct cli_seg_row *r) { return count_row(arg, r); }
 
-static void store_opens_read_only_and_lists_processes_and_segments(void **state)
+/* The fixture's store, opened (it must open). */
+static struct cli_store *open_store(const struct fixture *fx)
 {
-    struct fixture *fx = *state;
     struct cli_store *s;
     char why[256];
     assert_int_equal(cli_store_open(&s, fx->dir, why, sizeof why), 0);
+    return s;
+}
+
+static void store_opens_read_only_and_lists_processes_and_segments(void **state)
+{
+    struct fixture *fx = *state;
+    struct cli_store *s = open_store(fx);
     int n = 0;
     assert_int_equal(cli_store_processes(s, 0, 0, UINT64_MAX, proc_row, &n), 2);
     n = 0;
@@ -296,26 +303,32 @@ static int collect(void *arg, const struct cli_rec_src *src, const struct d9_rec
     return g->stop_after && g->n >= g->stop_after ? 1 : 0;
 }
 
+/* Scans process 100's records, the whole fixture's (2 blocks, 6 records,
+ * 3 lost), into g. */
+static void scan_pid_100(struct cli_store *s, bool ring_order_only, struct got *g)
+{
+    struct cli_filter f = { .from = 0, .to = UINT64_MAX, .pid = 100,
+                            .ring_order_only = ring_order_only };
+    struct cli_scan_stats st;
+    assert_int_equal(cli_store_scan(s, &f, collect, g, &st, "test"), 0);
+    assert_int_equal(g->n, 6);
+    assert_int_equal(st.blocks, 2);
+    assert_int_equal(st.lost, 3);
+    assert_int_equal(st.records, 6);
+}
+
 static void scan_merges_threads_in_time_order(void **state)
 {
     struct fixture *fx = *state;
-    struct cli_store *s;
-    char why[256];
-    assert_int_equal(cli_store_open(&s, fx->dir, why, sizeof why), 0);
+    struct cli_store *s = open_store(fx);
     struct got g = { 0 };
-    struct cli_filter f = { .from = 0, .to = UINT64_MAX, .pid = 100 };
-    struct cli_scan_stats st;
-    assert_int_equal(cli_store_scan(s, &f, collect, &g, &st, "test"), 0);
-    assert_int_equal(g.n, 6);
+    scan_pid_100(s, false, &g);
     for (int i = 0; i < 6; i++)
         assert_int_equal(g.ts[i], 1100 + 100 * (uint64_t)i);
     assert_int_equal(g.tid[0], 101);
     assert_int_equal(g.tid[1], 102);
     assert_string_equal(g.thread[0], "worker-a");
     assert_string_equal(g.thread[1], "");
-    assert_int_equal(st.blocks, 2);
-    assert_int_equal(st.lost, 3);
-    assert_int_equal(st.records, 6);
     cli_store_close(s);
 }
 
@@ -324,14 +337,9 @@ static void scan_merges_threads_in_time_order(void **state)
 static void scan_in_ring_order_only_goes_block_by_block(void **state)
 {
     struct fixture *fx = *state;
-    struct cli_store *s;
-    char why[256];
-    assert_int_equal(cli_store_open(&s, fx->dir, why, sizeof why), 0);
+    struct cli_store *s = open_store(fx);
     struct got g = { 0 };
-    struct cli_filter f = { .from = 0, .to = UINT64_MAX, .pid = 100, .ring_order_only = true };
-    struct cli_scan_stats st;
-    assert_int_equal(cli_store_scan(s, &f, collect, &g, &st, "test"), 0);
-    assert_int_equal(g.n, 6);
+    scan_pid_100(s, true, &g);
     const uint64_t ts[6] = { 1100, 1300, 1500, 1200, 1400, 1600 };
     const uint32_t tid[6] = { 101, 101, 101, 102, 102, 102 };
     for (int i = 0; i < 6; i++) {
@@ -339,12 +347,9 @@ static void scan_in_ring_order_only_goes_block_by_block(void **state)
         assert_int_equal(g.tid[i], tid[i]);
     }
     assert_string_equal(g.thread[0], "worker-a");
-    assert_int_equal(st.blocks, 2);
-    assert_int_equal(st.lost, 3);
-    assert_int_equal(st.records, 6);
     /* a window keeps its filter in this order too */
     g = (struct got){ 0 };
-    f = (struct cli_filter){ .from = 1250, .to = 1550, .pid = 100, .ring_order_only = true };
+    struct cli_filter f = { .from = 1250, .to = 1550, .pid = 100, .ring_order_only = true };
     assert_int_equal(cli_store_scan(s, &f, collect, &g, NULL, "test"), 0);
     assert_int_equal(g.n, 3);
     assert_int_equal(g.ts[0], 1300);
@@ -385,9 +390,7 @@ static void scan_keeps_ring_order_where_a_ring_s_stamps_go_backwards(void **stat
     seg_writer_free(w);
     idx_close(x);
 
-    struct cli_store *s;
-    char why[256];
-    assert_int_equal(cli_store_open(&s, fx->dir, why, sizeof why), 0);
+    struct cli_store *s = open_store(fx);
     struct got g = { 0 };
     struct cli_filter f = { .from = 0, .to = UINT64_MAX, .pid = 300 };
     assert_int_equal(cli_store_scan(s, &f, collect, &g, NULL, "test"), 0);
@@ -407,9 +410,7 @@ static void scan_keeps_ring_order_where_a_ring_s_stamps_go_backwards(void **stat
 static void scan_filters_by_window_type_and_tid(void **state)
 {
     struct fixture *fx = *state;
-    struct cli_store *s;
-    char why[256];
-    assert_int_equal(cli_store_open(&s, fx->dir, why, sizeof why), 0);
+    struct cli_store *s = open_store(fx);
     struct got g = { 0 };
     struct cli_filter f = { .from = 1250, .to = 1550 };
     assert_int_equal(cli_store_scan(s, &f, collect, &g, NULL, "test"), 0);
@@ -429,9 +430,7 @@ static void scan_filters_by_window_type_and_tid(void **state)
 static void scan_stops_when_the_callback_says_so(void **state)
 {
     struct fixture *fx = *state;
-    struct cli_store *s;
-    char why[256];
-    assert_int_equal(cli_store_open(&s, fx->dir, why, sizeof why), 0);
+    struct cli_store *s = open_store(fx);
     struct got g = { .stop_after = 4 };
     struct cli_filter f = { .from = 0, .to = UINT64_MAX };
     assert_int_equal(cli_store_scan(s, &f, collect, &g, NULL, "test"), 1);
@@ -459,9 +458,7 @@ static void corrupt_block_is_skipped_and_counted(void **state)
     fseek(f, (long)(off + sizeof(struct seg_block_hdr) + 24), SEEK_SET);
     fputc(0x5a, f);
     fclose(f);
-    struct cli_store *s;
-    char why[256];
-    assert_int_equal(cli_store_open(&s, fx->dir, why, sizeof why), 0);
+    struct cli_store *s = open_store(fx);
     struct got g = { 0 };
     struct cli_filter flt = { .from = 0, .to = UINT64_MAX };
     struct cli_scan_stats st;
@@ -477,9 +474,7 @@ static void vanished_segment_file_is_skipped_and_counted(void **state)
 {
     struct fixture *fx = *state;
     assert_int_equal(unlink(fx->seg_a), 0);
-    struct cli_store *s;
-    char why[256];
-    assert_int_equal(cli_store_open(&s, fx->dir, why, sizeof why), 0);
+    struct cli_store *s = open_store(fx);
     struct got g = { 0 };
     struct cli_filter flt = { .from = 0, .to = UINT64_MAX };
     struct cli_scan_stats st;

@@ -624,8 +624,10 @@ drain_row() {   # drain_row KEY LABEL
         "$(calc "$off / $el / 1e6" 2)" "$(calc "$kept / $el / 1e6" 2)" "$(calc "$by / $el / 1e6" 1)" \
         "$(calc "100 * $lost / $off" 3)" "$(calc "100 * $cpu / $el" 0)" "$(calc "$kept / $cpu / 1e6" 1)"
 }
+# the collector's ns a record draining d9demo's mix flat out (DRAIN)
+mix_flat_ns() { calc "$(get drain.d9mix.cpu_s) * 1e9 / $(get drain.d9mix.col_records)" 1; }
 report_steady() {
-    flat=$(calc "$(get drain.d9mix.cpu_s) * 1e9 / $(get drain.d9mix.col_records)" 1)
+    flat=$(mix_flat_ns)
     at=$(calc "$(get steady.col_ns) / $(get steady.records)" 1)
     echo
     echo "THE COLLECTOR AT THE DEMO'S RATE, steady state — one traced d9demo run (a worker per CPU),"
@@ -650,7 +652,7 @@ report_drain() {
         drain_row "drain.lt.$n" "lttng-consumerd, $n producer(s)"
     done
     echo "  d9, 1 producer of d9demo's mix of records (bench_drain --mix demo): $(calc "$(get drain.d9mix.col_records) / $(get drain.d9mix.cpu_s) / 1e6" 1) M records"
-    echo "  per collector CPU-second, $(calc "$(get drain.d9mix.cpu_s) * 1e9 / $(get drain.d9mix.col_records)" 1) ns a record (all record types, perf samples included)"
+    echo "  per collector CPU-second, $(mix_flat_ns) ns a record (all record types, perf samples included)"
     for n in 1 2; do
         echo "  $n producer(s): d9 kept / LTTng kept = $(calc "$(get drain.d9.$n.kept) / $(get drain.lt.$n.kept)" 2)x;" \
              "d9 per collector core $(calc "$(get drain.d9.$n.kept) / $(get drain.d9.$n.cpu_s) / 1e6" 1) Mev/s (target >= 50);" \

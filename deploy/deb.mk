@@ -1,8 +1,11 @@
 # deploy/deb.mk — Debian packages of d9 (make deb), built with dpkg-deb from
 # what `make install` stages, the way debhelper would lay them out:
-#   d9              d9collectd (sbin, its unit enabled by postinst), d9, man 1 and 8
+#   d9              d9collectd (sbin, its unit enabled by postinst), d9, man 1 and 8,
+#                   the manual (README.md, docs/) in /usr/share/doc/d9
 #   libd9agent0     the shared library (soname libd9agent.so.0, ldconfig trigger)
 #   libd9agent-dev  d9.h, libd9agent.so and .a, d9agent.pc, libd9agent(3)
+#   libd9uv0        libd9uv.so.0 and the LD_PRELOAD shim d9/libd9preload.so
+#   libd9uv-dev     d9uv.h, libd9uv.so
 # into $(BUILD)/deb/. The packaged programs and libraries are built apart,
 # in $(BUILD)/deb-build, with Debian's hardening flags (dpkg-buildflags with
 # hardening=+all: stack protector, _FORTIFY_SOURCE, format-security, full

@@ -15,6 +15,7 @@
 #   INCLUDEDIR   $(PREFIX)/include           d9.h, d9uv.h
 #   PKGCONFIGDIR $(LIBDIR)/pkgconfig         d9agent.pc
 #   MANDIR       $(PREFIX)/share/man
+#   DOCDIR       $(PREFIX)/share/doc/d9       README.md, docs/ (the manual)
 #   SYSCONFDIR   /etc for PREFIX=/usr, else $(PREFIX)/etc   dial9/d9collectd.conf
 #   UNITDIR      $(PREFIX)/lib/systemd/system               d9collectd.service
 #   DESTDIR      staging root prepended to every path (packaging); the
@@ -27,6 +28,8 @@
 # deploy/help2roff.py (d9(1): `d9 --help` and every `d9 CMD --help`;
 # d9collectd(8): `d9collectd --help`) and from deploy/libd9agent.3.txt (the
 # agent's API and DIAL9_* environment), so they cannot drift from the help.
+# Each page's SEE ALSO names the pages of the manual (README.md, docs/*.md,
+# installed in DOCDIR) that cover it: MAN_DOCS_* below.
 
 BINDIR       ?= $(PREFIX)/bin
 SBINDIR      ?= $(PREFIX)/sbin
@@ -38,15 +41,23 @@ endif
 INCLUDEDIR   ?= $(PREFIX)/include
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
 MANDIR       ?= $(PREFIX)/share/man
+DOCDIR       ?= $(PREFIX)/share/doc/d9
 SYSCONFDIR   ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
 UNITDIR      ?= $(PREFIX)/lib/systemd/system
 
 INSTALL_PATHS := $(PREFIX) $(BINDIR) $(SBINDIR) $(LIBDIR) $(INCLUDEDIR) $(PKGCONFIGDIR) \
-                 $(MANDIR) $(SYSCONFDIR) $(UNITDIR) $(D9_VERSION)
+                 $(MANDIR) $(DOCDIR) $(SYSCONFDIR) $(UNITDIR) $(D9_VERSION)
 INSTALL_GEN   := $(BUILD)/install
 INSTALL_STAMP := $(INSTALL_GEN)/paths
 MAN_DIR       := $(BUILD)/man
 MAN_PAGES     := $(MAN_DIR)/d9.1 $(MAN_DIR)/d9collectd.8 $(MAN_DIR)/libd9agent.3
+# the manual: README.md into DOCDIR, docs/ (pages and their images) into DOCDIR/docs
+DOC_FILES     := $(wildcard docs/*.md docs/*.png)
+# the manual's pages each man page points to
+MAN_DOCS_d9         := README.md docs/cli.md docs/serve.md docs/sql.md docs/s3.md docs/concepts.md
+MAN_DOCS_d9collectd := README.md docs/collector.md docs/s3.md docs/limits.md docs/install.md
+MAN_DOCS_libd9agent := README.md docs/agent.md docs/libuv.md docs/limits.md
+man_docs = --docdir $(DOCDIR) $(addprefix --doc ,$(MAN_DOCS_$(1)))
 UNINST_PC     := $(BUILD)/lib/pkgconfig/d9agent-uninstalled.pc
 SO_NAME       := libd9agent.so.0
 SO_FILE       := libd9agent.so.$(D9_VERSION)
@@ -81,15 +92,18 @@ $(UNINST_PC): deploy/d9agent-uninstalled.pc.in Makefile
 $(BUILD)/lib/$(SO_NAME): $(AGENT_SO)
 	ln -sf libd9agent.so $@
 
-$(MAN_DIR)/d9.1: $(BUILD)/bin/d9 deploy/help2roff.py
+$(MAN_DIR)/d9.1: $(BUILD)/bin/d9 deploy/help2roff.py $(MAN_DOCS_d9) $(INSTALL_STAMP)
 	@mkdir -p $(dir $@)
-	python3 deploy/help2roff.py --section 1 --version $(D9_VERSION) --subcommands $< >$@.tmp && mv $@.tmp $@
-$(MAN_DIR)/d9collectd.8: $(BUILD)/bin/d9collectd deploy/help2roff.py
+	python3 deploy/help2roff.py --section 1 --version $(D9_VERSION) --subcommands \
+	    $(call man_docs,d9) $< >$@.tmp && mv $@.tmp $@
+$(MAN_DIR)/d9collectd.8: $(BUILD)/bin/d9collectd deploy/help2roff.py $(MAN_DOCS_d9collectd) $(INSTALL_STAMP)
 	@mkdir -p $(dir $@)
-	python3 deploy/help2roff.py --section 8 --version $(D9_VERSION) $< >$@.tmp && mv $@.tmp $@
-$(MAN_DIR)/libd9agent.3: deploy/libd9agent.3.txt deploy/help2roff.py
+	python3 deploy/help2roff.py --section 8 --version $(D9_VERSION) \
+	    $(call man_docs,d9collectd) $< >$@.tmp && mv $@.tmp $@
+$(MAN_DIR)/libd9agent.3: deploy/libd9agent.3.txt deploy/help2roff.py $(MAN_DOCS_libd9agent) $(INSTALL_STAMP)
 	@mkdir -p $(dir $@)
-	python3 deploy/help2roff.py --section 3 --version $(D9_VERSION) --text $< >$@.tmp && mv $@.tmp $@
+	python3 deploy/help2roff.py --section 3 --version $(D9_VERSION) --text \
+	    $(call man_docs,libd9agent) $< >$@.tmp && mv $@.tmp $@
 
 INSTALL_FILES := $(INSTALL_GEN)/d9agent.pc $(INSTALL_GEN)/d9collectd.service
 
@@ -97,7 +111,7 @@ install: all $(INSTALL_FILES)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SBINDIR) $(DESTDIR)$(LIBDIR) \
 	    $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(MANDIR)/man1 \
 	    $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(CONF_DIR) \
-	    $(DESTDIR)$(UNITDIR) $(DESTDIR)$(PRELOAD_DIR)
+	    $(DESTDIR)$(UNITDIR) $(DESTDIR)$(PRELOAD_DIR) $(DESTDIR)$(DOCDIR)/docs
 	install -m 0755 $(BUILD)/bin/d9 $(DESTDIR)$(BINDIR)/d9
 	install -m 0755 $(BUILD)/bin/d9collectd $(DESTDIR)$(SBINDIR)/d9collectd
 	install -m 0644 $(AGENT_A) $(DESTDIR)$(LIBDIR)/libd9agent.a
@@ -114,6 +128,8 @@ install: all $(INSTALL_FILES)
 	install -m 0644 $(MAN_DIR)/d9.1 $(DESTDIR)$(MANDIR)/man1/d9.1
 	install -m 0644 $(MAN_DIR)/libd9agent.3 $(DESTDIR)$(MANDIR)/man3/libd9agent.3
 	install -m 0644 $(MAN_DIR)/d9collectd.8 $(DESTDIR)$(MANDIR)/man8/d9collectd.8
+	install -m 0644 README.md $(DESTDIR)$(DOCDIR)/README.md
+	install -m 0644 $(DOC_FILES) $(DESTDIR)$(DOCDIR)/docs/
 	install -m 0644 $(INSTALL_GEN)/d9collectd.service $(DESTDIR)$(UNITDIR)/d9collectd.service
 	@# a configuration the administrator already has is kept
 	@if [ -e $(DESTDIR)$(CONF_DIR)/d9collectd.conf ]; then \
@@ -134,8 +150,10 @@ uninstall:
 	    $(DESTDIR)$(MANDIR)/man8/d9collectd.8 $(DESTDIR)$(UNITDIR)/d9collectd.service \
 	    $(DESTDIR)$(LIBDIR)/$(UV_SO_FILE) $(DESTDIR)$(LIBDIR)/$(UV_SO_NAME) \
 	    $(DESTDIR)$(LIBDIR)/libd9uv.so $(DESTDIR)$(PRELOAD_DIR)/libd9preload.so \
-	    $(DESTDIR)$(INCLUDEDIR)/d9uv.h
+	    $(DESTDIR)$(INCLUDEDIR)/d9uv.h $(DESTDIR)$(DOCDIR)/README.md \
+	    $(addprefix $(DESTDIR)$(DOCDIR)/docs/,$(notdir $(DOC_FILES)))
 	rmdir $(DESTDIR)$(PRELOAD_DIR) 2>/dev/null || true
+	rmdir $(DESTDIR)$(DOCDIR)/docs $(DESTDIR)$(DOCDIR) 2>/dev/null || true
 	@# the configuration goes only when it is still the unmodified example
 	@if cmp -s deploy/d9collectd.conf $(DESTDIR)$(CONF_DIR)/d9collectd.conf; then \
 	    echo "rm -f $(DESTDIR)$(CONF_DIR)/d9collectd.conf"; \

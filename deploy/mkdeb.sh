@@ -11,6 +11,9 @@
 # systemd maintainer scripts of the d9 package (enable on install, stop on
 # remove, purge the enablement state), which tolerate a machine without a
 # running systemd as deb-systemd-helper / deb-systemd-invoke do.
+# The manual (README.md and docs/ in /usr/share/doc/d9, package d9) stays
+# uncompressed, as dh_compress -X.md would leave it: the man pages name its
+# files, and its pages link to each other.
 # Fails when a staged file is left in no package.
 set -eu
 DEB=$1
@@ -31,7 +34,8 @@ take() {
     done
 }
 take d9 usr/bin/d9 usr/sbin/d9collectd lib/systemd/system/d9collectd.service \
-    etc/dial9/d9collectd.conf usr/share/man/man1/d9.1 usr/share/man/man8/d9collectd.8
+    etc/dial9/d9collectd.conf usr/share/man/man1/d9.1 usr/share/man/man8/d9collectd.8 \
+    usr/share/doc/d9
 take libd9agent0 "$LIB/libd9agent.so.0" "$LIB/libd9agent.so.$VERSION"
 take libd9agent-dev usr/include/d9.h "$LIB/libd9agent.so" "$LIB/libd9agent.a" \
     "$LIB/pkgconfig/d9agent.pc" usr/share/man/man3/libd9agent.3

@@ -52,6 +52,21 @@ for f in /usr/sbin/d9collectd /usr/bin/d9 /usr/lib/$TRIPLET/libd9agent.so.0 \
 done
 check "the libraries are in the linker cache (ldconfig trigger)" sh -c "ldconfig -p | grep -q 'libd9agent.so.0 ' && ldconfig -p | grep -q 'libd9uv.so.0 '"
 check "man finds the installed pages" sh -c "man -w d9 && man -w 8 d9collectd && man -w 3 libd9agent"
+# the manual is in package d9, uncompressed, at the paths the man pages name
+deb_manual() {
+    for f in README.md docs/*.md docs/*.png; do
+        cmp -s "$f" "/usr/share/doc/d9/$f" || { echo "/usr/share/doc/d9/$f: missing or not $f"; return 1; }
+    done
+    n=0
+    for f in $(zcat /usr/share/man/man1/d9.1.gz /usr/share/man/man8/d9collectd.8.gz \
+               /usr/share/man/man3/libd9agent.3.gz | grep -o '/usr/share/doc/d9/[^ ]*'); do
+        [ -f "$f" ] || { echo "a man page names $f, which is not installed"; return 1; }
+        n=$((n + 1))
+    done
+    [ "$n" -ge 6 ] || { echo "the man pages name $n files of the manual"; return 1; }
+    dpkg -S /usr/share/doc/d9/docs/cli.md | grep -q '^d9:'
+}
+check "the manual is installed with d9, where the man pages say" deb_manual
 
 check "a program builds with pkg-config against libd9agent-dev" sh -c \
     "cc -std=c11 -Wall -Werror \$(pkg-config --cflags d9agent) tests/integration/pkg_hello.c \
@@ -79,6 +94,7 @@ kill -TERM "$COLPID" 2>/dev/null; wait "$COLPID"
 check "dpkg --purge removes them" dpkg --purge $PKGS
 left() {
     for f in /usr/sbin/d9collectd /usr/bin/d9 /usr/include/d9.h /usr/include/d9uv.h /etc/dial9 \
+             /usr/share/doc/d9 \
              /usr/lib/$TRIPLET/d9 \
              /lib/systemd/system/d9collectd.service \
              /etc/systemd/system/multi-user.target.wants/d9collectd.service \

@@ -4,7 +4,8 @@
 # pkg-config against the installed tree (C and C++) and traced by the
 # installed collector; the installed unit through systemd-analyze verify; the
 # man pages render without warnings and hold every help text; a plain libuv
-# program traced through the installed LD_PRELOAD shim; other PREFIX /
+# program traced through the installed LD_PRELOAD shim; the manual (README.md,
+# docs/) is installed where the man pages' SEE ALSO says; other PREFIX /
 # MULTIARCH choices regenerate the .pc; the build tree's -uninstalled.pc;
 # make uninstall leaves no file behind.
 . tests/integration/lib.sh
@@ -28,6 +29,24 @@ has_files() {
     [ ! -e "$D/usr/bin/d9collectd" ] || { echo "the daemon belongs in sbin"; return 1; }
 }
 check "binaries, library, header, .pc, man pages, unit and config are installed" has_files
+manual_installed() {
+    for f in README.md docs/*.md docs/*.png; do
+        cmp -s "$f" "$D/usr/share/doc/d9/$f" || { echo "usr/share/doc/d9/$f: missing or not $f"; return 1; }
+    done
+}
+check "the manual (README.md, docs/) is installed in PREFIX/share/doc/d9" manual_installed
+# man_names_manual PAGE: its SEE ALSO names files of the manual, and each one is installed
+man_names_manual() {
+    n=0
+    for f in $(sed -n '/^\.SH "SEE ALSO"/,$p' "$1" | grep -o '/usr/share/doc/d9/[^ ]*'); do
+        [ -f "$D$f" ] || { echo "$1 names $f, which is not installed"; return 1; }
+        n=$((n + 1))
+    done
+    [ "$n" -ge 2 ] || { echo "$1 names $n files of the manual"; return 1; }
+}
+for p in man1/d9.1 man8/d9collectd.8 man3/libd9agent.3; do
+    check "$p: SEE ALSO names the installed manual" man_names_manual "$D/usr/share/man/$p"
+done
 check "the .pc file names the chosen prefix" grep -qx 'prefix=/usr' "$D/usr/lib/pkgconfig/d9agent.pc"
 check "the unit starts the installed daemon with the installed config" grep -qx \
     'ExecStart=/usr/sbin/d9collectd --config /etc/dial9/d9collectd.conf' \
@@ -132,9 +151,11 @@ check "the drift check fails on a page that lacks a help text" sh -c \
     "! python3 tests/integration/check_man.py '$D/usr/share/man/man8/d9collectd.8' '$T/help.d9.flame'"
 
 # other path choices regenerate the generated files
-check "PREFIX=/opt/d9 regenerates the .pc and unit" sh -c \
+check "PREFIX=/opt/d9 regenerates the .pc, unit and man pages" sh -c \
     "$MK install DESTDIR='$T/opt' PREFIX=/opt/d9 >/dev/null &&
      grep -qx 'prefix=/opt/d9' '$T/opt/opt/d9/lib/pkgconfig/d9agent.pc' &&
+     grep -q '^ */opt/d9/share/doc/d9/docs/cli.md ' '$T/opt/opt/d9/share/man/man1/d9.1' &&
+     test -f '$T/opt/opt/d9/share/doc/d9/docs/cli.md' &&
      grep -q '^ExecStart=/opt/d9/sbin/d9collectd --config /opt/d9/etc/dial9/' \
         '$T/opt/opt/d9/lib/systemd/system/d9collectd.service'"
 triplet=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || cc -print-multiarch)

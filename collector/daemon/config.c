@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "collector/daemon/config.h"
+#include "collector/daemon/pace.h"
 #include "collector/s3/s3_cfg.h"
 #include "shm/paths.h"
 #include "collector/store/col_log.h"
@@ -518,7 +519,7 @@ void config_usage(FILE *f, const char *prog)
 "        half, at the first interrupt there (timer slack), so that on a busy\n"
 "        CPU it needs no timer interrupt of its own. While every traced\n"
 "        process rings its doorbell (--doorbell) the idle sleep may grow to\n"
-"        50000 us if poll-max-us is smaller: a burst rings anyway.\n"
+"        %18$u us if poll-max-us is smaller: a burst rings anyway.\n"
 "        Defaults: %9$u and %10$u.\n"
 "    --scan-ms N\n"
 "        How often DIR is rescanned for new regions and traced processes are\n"
@@ -609,7 +610,8 @@ void config_usage(FILE *f, const char *prog)
 "                              after a crash\n"
 "    SHM_DIR/d9.UID.PID.START  region files of traced processes\n"
 "    /etc/dial9/d9collectd.conf\n"
-"                              conventional --config file (see deploy/)\n"
+"                              conventional --config file (make install\n"
+"                              and the package put a commented one there)\n"
 "\n"
 "ENVIRONMENT\n"
 "    XDG_RUNTIME_DIR  where the default endpoint lives when not run as root.\n"
@@ -634,10 +636,10 @@ void config_usage(FILE *f, const char *prog)
 "    2  usage error (unknown option, bad value, unreadable config file)\n"
 "\n"
 "SEE ALSO\n"
-"    d9(1) status, d9 flush; deploy/d9collectd.service\n",
+"    d9(1) status, d9 flush; the systemd unit d9collectd.service\n",
         prog, CONFIG_SEGMENT_MB_MAX, CONFIG_SEGMENT_MB_DEFAULT, CONFIG_SEGMENT_SECONDS_MAX,
         CONFIG_SEGMENT_SECONDS_DEFAULT, CONFIG_STORE_MB_MAX, CONFIG_STORE_MB_DEFAULT, CONFIG_POLL_US_MAX,
         CONFIG_POLL_MIN_US_DEFAULT, CONFIG_POLL_MAX_US_DEFAULT, CONFIG_SCAN_MS_MIN, CONFIG_SCAN_MS_MAX,
         CONFIG_SCAN_MS_DEFAULT, PERF_FREQ_MAX, CONFIG_PERF_FREQ_DEFAULT, CONFIG_SWITCH_PERIOD_MAX,
-        CONFIG_SWITCH_PERIOD_DEFAULT);
+        CONFIG_SWITCH_PERIOD_DEFAULT, PACE_BELL_MAX_US);
 }

@@ -33,7 +33,7 @@ struct opt {
 
 static const char *const scope_names[] = { "auto", "cpu", "thread", NULL };
 static const char *const clock_names[] = { "auto", "tick", "cpu-clock", NULL };
-static const char *const onoff_names[] = { "on", "off", NULL };
+static const char *const doorbell_names[] = { "off", "on", NULL };   /* by enum config_doorbell */
 
 #define OFF(f) offsetof(struct config, f)
 static const struct opt opts[] = {
@@ -56,7 +56,7 @@ static const struct opt opts[] = {
       "auto, cpu or thread" },
     { "perf-clock",      OPT_ENUM,  OFF(perf_clock),      0, 0, clock_names,
       "auto, tick or cpu-clock" },
-    { "doorbell",        OPT_ENUM,  OFF(doorbell),        0, 0, onoff_names, "on or off" },
+    { "doorbell",        OPT_ENUM,  OFF(doorbell),        0, 0, doorbell_names, "on or off" },
     { "ship",            OPT_STR,   OFF(ship),            0, 0, NULL, NULL },
     { "s3-endpoint",     OPT_STR,   OFF(s3_endpoint),     0, 0, NULL, NULL },
     { "s3-region",       OPT_STR,   OFF(s3_region),       0, 0, NULL, NULL },
@@ -106,6 +106,7 @@ void config_defaults(struct config *c, uid_t euid, const char *xdg)
     c->ship_jobs = CONFIG_SHIP_JOBS_DEFAULT;
     c->perf_freq = CONFIG_PERF_FREQ_DEFAULT;
     c->switch_period = CONFIG_SWITCH_PERIOD_DEFAULT;
+    c->doorbell = CONFIG_DOORBELL_ON;
     c->log_level = COL_LOG_INFO;
 }
 

@@ -51,6 +51,12 @@ enum config_perf_clock {
     CONFIG_PERF_CLOCK_CPU,             /* a cpu-clock timer per CPU */
 };
 
+/* --doorbell */
+enum config_doorbell {
+    CONFIG_DOORBELL_OFF,               /* the drain runs on its timer alone */
+    CONFIG_DOORBELL_ON,                /* it also sleeps on the regions' doorbells (default) */
+};
+
 /* ---- accepted ranges -------------------------------------------------------- */
 #define CONFIG_SEGMENT_MB_MAX          4096u
 #define CONFIG_SEGMENT_SECONDS_MAX     86400u
@@ -78,7 +84,7 @@ struct config {
     uint32_t switch_period;         /* profiler: sample 1 in N context switches, 0 = off */
     int perf_scope;                 /* enum config_perf_scope */
     int perf_clock;                 /* enum config_perf_clock */
-    int doorbell;                   /* 0 on: sleep on the regions' doorbells too; 1 off: timer only */
+    int doorbell;                   /* enum config_doorbell */
     int log_level;                  /* enum col_log_level */
     char ship[CONFIG_PATH_MAX];        /* "s3://BUCKET/PREFIX", "" = no shipping */
     char s3_endpoint[CONFIG_PATH_MAX]; /* "" = AWS */

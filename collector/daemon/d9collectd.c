@@ -969,7 +969,7 @@ static int start_up(struct col_ctx *x)
         memset(&x->host_cal, 0, sizeof x->host_cal);
     pace_init(&x->backoff, x->cfg.poll_min_us, x->cfg.poll_max_us);
     request_short_slice();
-    if (x->cfg.doorbell == 0 && (rc = bell_open(&x->bell)))
+    if (x->cfg.doorbell == CONFIG_DOORBELL_ON && (rc = bell_open(&x->bell)))
         col_info("doorbell: %s: the drain runs on its timer alone",
                  rc == -ENOSYS ? "no futex_waitv in this kernel (Linux >= 5.16)" : strerror(-rc));
     discover_init(&x->disc, x->cfg.shm_dir);

@@ -191,6 +191,24 @@ static void perf_scope_defaults_to_auto_and_takes_cpu_or_thread(void **s)
     assert_non_null(strstr(errbuf, "expected auto, cpu or thread"));
 }
 
+static void doorbell_defaults_to_on_and_off_turns_it_off(void **s)
+{
+    (void)s;
+    struct config c;
+    char *a0[] = { "d9collectd", NULL };
+    assert_int_equal(parse(&c, 0, NULL, 1, a0), CONFIG_RUN);
+    assert_int_equal(c.doorbell, CONFIG_DOORBELL_ON);
+    char *a1[] = { "d9collectd", "--doorbell", "off", NULL };
+    assert_int_equal(parse(&c, 0, NULL, 3, a1), CONFIG_RUN);
+    assert_int_equal(c.doorbell, CONFIG_DOORBELL_OFF);
+    char *a2[] = { "d9collectd", "--doorbell=on", NULL };
+    assert_int_equal(parse(&c, 0, NULL, 2, a2), CONFIG_RUN);
+    assert_int_equal(c.doorbell, CONFIG_DOORBELL_ON);
+    char *a3[] = { "d9collectd", "--doorbell", "1", NULL };
+    assert_int_equal(parse(&c, 0, NULL, 3, a3), -EINVAL);
+    assert_non_null(strstr(errbuf, "expected on or off"));
+}
+
 static void perf_clock_defaults_to_auto_and_tick_needs_per_cpu_events(void **s)
 {
     (void)s;
@@ -384,6 +402,7 @@ int main(void)
         cmocka_unit_test(numbers_must_be_plain_decimal_in_range),
         cmocka_unit_test(perf_scope_defaults_to_auto_and_takes_cpu_or_thread),
         cmocka_unit_test(perf_clock_defaults_to_auto_and_tick_needs_per_cpu_events),
+        cmocka_unit_test(doorbell_defaults_to_on_and_off_turns_it_off),
         cmocka_unit_test(log_level_must_be_a_known_name),
         cmocka_unit_test(endpoint_must_look_like_a_zmq_endpoint),
         cmocka_unit_test(config_file_sets_options_and_ignores_comments),

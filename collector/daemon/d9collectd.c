@@ -16,6 +16,18 @@
  *          a signal or a region's doorbell (bell.c: a producer's ring passed
  *          half full; that region is drained first)
  *
+ * What a pass costs when little arrives, so that the collector's work
+ * follows the data: the pacing's rate is what the fastest ring received
+ * since the previous pass (its head's advance), not its backlog; rings whose
+ * header page was never in memory are checked (mincore) only when the
+ * region's ring_hint moved and every DRAIN_PROBE_NS (drain.h); the maps of
+ * a process are re-read after PROF_MAPS_NS, doubling while they stay the
+ * same (prof.h); a process's liveness is one read of /proc/PID/stat. The
+ * loop thread and the doorbell listener ask for a short scheduler slice
+ * (SLICE_NS, SCHED_OTHER, no privilege, Linux 6.12 or later): on a busy CPU
+ * a waking collector then preempts the running task instead of waiting out
+ * its slice, with the same share of the CPU.
+ *
  * Calls every daemon module; none calls back into this file except through
  * the discover and perf_host callbacks it hands them. Every module runs on
  * this loop's thread, except bell.c's listener thread, which only sleeps on

@@ -747,7 +747,7 @@ CLI_DECLARE_CMD(pull)
         fputs(pull_usage, stdout);
         return CLI_EXIT_OK;
     }
-    if (a.win.kind == CLI_WIN_SINCE) {
+    if (a.win.kind == Q_WIN_SINCE) {
         if (from_set)
             return cli_usage_error(env, "--since cannot be combined with --from");
         struct timespec now;

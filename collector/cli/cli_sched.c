@@ -28,7 +28,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "collector/cli/cli.h"
-#include "collector/cli/cli_store.h"
+#include "collector/query/q_names.h"
+#include "collector/query/q_scan.h"
 
 static const char usage[] =
 "NAME\n"
@@ -144,7 +145,7 @@ static uint64_t percentile(const struct worker *w, double q)
     return w->wait_max;
 }
 
-static struct worker *find(struct sched_ctx *c, const struct cli_rec_src *src, uint16_t rt,
+static struct worker *find(struct sched_ctx *c, const struct q_rec_src *src, uint16_t rt,
                            uint16_t wk)
 {
     if (c->last < c->n) {
@@ -183,7 +184,7 @@ static struct worker *find(struct sched_ctx *c, const struct cli_rec_src *src, u
     return w;
 }
 
-static void seen_at(struct worker *w, const struct cli_rec_src *src, uint64_t ts)
+static void seen_at(struct worker *w, const struct q_rec_src *src, uint64_t ts)
 {
     if (w->t_first == 0 || ts < w->t_first)
         w->t_first = ts;
@@ -192,7 +193,7 @@ static void seen_at(struct worker *w, const struct cli_rec_src *src, uint64_t ts
     w->tid = src->tid;
 }
 
-static int on_cpu_sample(struct sched_ctx *c, const struct cli_rec_src *src,
+static int on_cpu_sample(struct sched_ctx *c, const struct q_rec_src *src,
                          const struct d9_rec_hdr *rec, size_t len)
 {
     struct d9_rec_stack st;
@@ -218,7 +219,7 @@ static int on_cpu_sample(struct sched_ctx *c, const struct cli_rec_src *src,
 }
 
 /* A poll is activity of its worker: the worker exists and was busy. */
-static int on_poll(struct sched_ctx *c, const struct cli_rec_src *src,
+static int on_poll(struct sched_ctx *c, const struct q_rec_src *src,
                    const struct d9_rec_hdr *rec, size_t len)
 {
     uint16_t rt, wk;
@@ -243,7 +244,7 @@ static int on_poll(struct sched_ctx *c, const struct cli_rec_src *src,
     return 0;
 }
 
-static int on_record(void *arg, const struct cli_rec_src *src, const struct d9_rec_hdr *rec,
+static int on_record(void *arg, const struct q_rec_src *src, const struct d9_rec_hdr *rec,
                      size_t len)
 {
     struct sched_ctx *c = arg;
@@ -306,10 +307,10 @@ static uint64_t profile_cpu(const struct sched_ctx *c, const struct worker *w)
     return 0;
 }
 
-static void print(struct cli_store *s, const struct cli_args *a, struct sched_ctx *c)
+static void print(struct q_store *s, const struct cli_args *a, struct sched_ctx *c)
 {
-    struct cli_names *names = NULL;
-    cli_store_names_open(s, &names);
+    struct q_names *names = NULL;
+    q_names_open(s, &names);
     qsort(c->w, c->n, sizeof *c->w, by_key);
     if (a->format == CLI_FMT_TEXT)
         printf("%-8s %-10s %6s %-8s %7s %7s %7s %10s %9s %9s %9s %10s %10s %5s\n", "PID",
@@ -319,7 +320,7 @@ static void print(struct cli_store *s, const struct cli_args *a, struct sched_ct
         const struct worker *w = &c->w[i];
         char rt[80];
         if (names)
-            cli_store_names_runtime(names, w->process_id, w->runtime, rt, sizeof rt);
+            q_names_runtime(names, w->process_id, w->runtime, rt, sizeof rt);
         else
             snprintf(rt, sizeof rt, "#%u", (unsigned)w->runtime);
         uint64_t cpu = w->cpu_last > w->cpu_first ? w->cpu_last - w->cpu_first : 0;
@@ -333,7 +334,7 @@ static void print(struct cli_store *s, const struct cli_args *a, struct sched_ct
         uint64_t p50 = percentile(w, 0.50), p99 = percentile(w, 0.99);
         if (a->format == CLI_FMT_JSONL) {
             printf("{\"pid\":%" PRIu32 ",\"runtime\":", w->pid);
-            cli_json_str(stdout, rt, strlen(rt));
+            q_text_json(stdout, rt, strlen(rt));
             printf(",\"worker\":%u,\"tid\":%" PRIu32 ",\"parks\":%" PRIu64 ",\"unparks\":%" PRIu64
                    ",\"polls\":%" PRIu64 ",\"waits\":%" PRIu64 ",\"sched_wait_sum_ns\":%" PRIu64
                    ",\"sched_wait_p50_ns\":%" PRIu64 ",\"sched_wait_p99_ns\":%" PRIu64
@@ -346,7 +347,7 @@ static void print(struct cli_store *s, const struct cli_args *a, struct sched_ct
         }
         char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32];
         printf("%-8" PRIu32 " ", w->pid);
-        cli_text_str(stdout, rt, strlen(rt), false);
+        q_text_escaped(stdout, rt, strlen(rt), false);
         int pad = 10 - (int)strlen(rt);
         printf("%*s %6u %-8" PRIu32 " %7" PRIu64 " %7" PRIu64 " %7" PRIu64
                " %10s %9s %9s %9s %10s %10s %4.0f%%\n",
@@ -355,7 +356,7 @@ static void print(struct cli_store *s, const struct cli_args *a, struct sched_ct
                cli_fmt_dur(p99, b3, sizeof b3), cli_fmt_dur(w->wait_max, b4, sizeof b4),
                cli_fmt_dur(cpu, b5, sizeof b5), cli_fmt_dur(w->parked_ns, b6, sizeof b6), busy);
     }
-    cli_store_names_close(names);
+    q_names_close(names);
 }
 
 CLI_DECLARE_CMD(sched)
@@ -365,25 +366,25 @@ CLI_DECLARE_CMD(sched)
         CLI_OPTE_END,
     };
     struct cli_args a;
-    struct cli_store *s;
+    struct q_store *s;
     int rc = cli_begin(env, &a, argc, argv, opts, usage, &s);
     if (!s)
         return rc;
     struct sched_ctx c = { 0 };
-    struct cli_filter f = {
+    struct q_filter f = {
         .pid = a.pid,
         .types = 1u << D9_REC_WORKER_PARK | 1u << D9_REC_WORKER_UNPARK |
                  1u << D9_REC_POLL_START | 1u << D9_REC_POLL_END | 1u << D9_REC_CPU_SAMPLE,
     };
-    cli_store_window_resolve(s, &a.win, a.pid, &f.from, &f.to);
-    struct cli_scan_stats st;
-    int r = cli_store_scan(s, &f, on_record, &c, &st, "d9 sched");
+    q_store_window_resolve(s, &a.win, a.pid, &f.from, &f.to);
+    struct q_scan_stats st;
+    int r = q_scan(s, &f, on_record, &c, &st, "d9 sched");
     if (r < 0) {
         rc = cli_fail(env, "%s: scan failed (error %d)", env->store, r);
     } else if (c.n == 0) {
         char w[160];
         fprintf(stderr, "d9 sched: no worker park/unpark or poll records in %s\n",
-                cli_window_text(&a.win, cli_store_live(s), w, sizeof w));
+                cli_window_text(&a.win, q_store_live(s), w, sizeof w));
     } else {
         print(s, &a, &c);
     }
@@ -391,6 +392,6 @@ CLI_DECLARE_CMD(sched)
         free(c.w[i].hist);
     free(c.w);
     free(c.t);
-    cli_store_close(s);
+    q_store_close(s);
     return rc;
 }

@@ -3,7 +3,7 @@
  * subcommand from the table below. Each subcommand lives in its own file
  * collector/cli/cli_<name>.c and is declared here by one D9_COMMANDS line.
  *
- * d9 reads the store (index + segments, via cli_store.h) and talks to the
+ * d9 reads the store (index + segments, via q_store.h) and talks to the
  * collector's control endpoint (status, flush). Only `fsck --repair`
  * (cli_fsck.c) ever writes to a store.
  */

@@ -2,7 +2,7 @@
  * idx_read.c — the reader-side queries of the index (API: idx_read.h;
  * schema: idx.h; the connection and its open: idx.c).
  *
- * Called by: d9's query layer (collector/cli/cli_store.c), the collector's
+ * Called by: d9's query layer (collector/query/q_store.c), the collector's
  * start-up recovery, ring counters and status, d9 fsck.
  *
  * Each query is one statement: prepared per call and finalized before

@@ -4,7 +4,7 @@
  * names of threads and processes; the collector's and fsck's lookups
  * (is a segment indexed, how many, how many drops a ring already wrote).
  *
- * Called by: collector/cli/cli_store.c (d9), collector/daemon (start-up
+ * Called by: collector/query/q_store.c (d9), collector/daemon (start-up
  * recovery, resuming ring counters, status), collector/store/fsck.c.
  *
  * Invariants: every function works on a read-only handle and leaves no

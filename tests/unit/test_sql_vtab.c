@@ -17,8 +17,8 @@
 #include <sqlite3.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include "collector/cli/cli_store.h"
-#include "collector/cli/sql_vtab.h"
+#include "collector/query/q_store.h"
+#include "collector/sql/sql_vtab.h"
 #include "collector/store/idx.h"
 #include "collector/store/seg.h"
 #include "collector/store/seg_reader.h"
@@ -31,7 +31,7 @@
 struct fixture {
     char dir[64];
     char seg[2][600];           /* segment files of pid 100, 200 */
-    struct cli_store *s;
+    struct q_store *s;
     sqlite3 *db;
     struct sql_vtab *v;
 };
@@ -236,7 +236,7 @@ static void add_process(struct fixture *fx, struct idx *x, int k)
 static void connect_sql(struct fixture *fx)
 {
     char why[512];
-    assert_int_equal(cli_store_open(&fx->s, fx->dir, why, sizeof why), 0);
+    assert_int_equal(q_store_open(&fx->s, fx->dir, why, sizeof why), 0);
     assert_int_equal(sqlite3_open(":memory:", &fx->db), SQLITE_OK);
     if (sql_vtab_attach(fx->db, fx->s, "test_sql_vtab", &fx->v, why, sizeof why) != 0)
         fail_msg("attach: %s", why);
@@ -261,7 +261,7 @@ static void disconnect_sql(struct fixture *fx)
 {
     sqlite3_close(fx->db);
     sql_vtab_free(fx->v);
-    cli_store_close(fx->s);
+    q_store_close(fx->s);
     fx->db = NULL;
     fx->v = NULL;
     fx->s = NULL;

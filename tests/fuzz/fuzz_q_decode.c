@@ -1,7 +1,7 @@
 /*
- * fuzz_cli_decode.c — libFuzzer target for the d9 CLI's record decoding
- * (collector/cli/cli_decode.c) and Chrome trace export (collector/cli/cli_trace.c,
- * cli_polls.c) on hostile records: a schema is built from the first bytes
+ * fuzz_q_decode.c — libFuzzer target for the d9 CLI's record decoding
+ * (collector/query/q_decode.c) and Chrome trace export (collector/export/exp_json.c,
+ * q_pair.c) on hostile records: a schema is built from the first bytes
  * (field count and types), the rest is one record as a segment would hand
  * it out. Nothing may crash, read out of bounds or leak.
  *
@@ -11,8 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "collector/cli/cli_decode.h"
-#include "collector/cli/cli_trace.h"
+#include "collector/query/q_decode.h"
+#include "collector/export/exp_json.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *in, size_t n);
 
@@ -59,24 +59,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t n)
     uint8_t *rec = malloc(len ? len : 1);   /* exact size: ASan sees over-reads */
     memcpy(rec, in + 1 + nf, len);
 
-    struct cli_meta_src m = { rt, loc, schema, NULL };
-    struct cli_decoded d;
-    struct cli_line_ctx lc = { .pid = 1, .tid = 2, .comm = "c", .thread = "t", .have_wall = true };
-    if (cli_decode(rec, len, &m, &d) == 0) {
-        if (d.nfields > CLI_DEC_MAX_FIELDS || d.first_custom > d.nfields)
+    struct q_meta_src m = { rt, loc, schema, NULL };
+    struct q_decoded d;
+    struct q_line_ctx lc = { .pid = 1, .tid = 2, .comm = "c", .thread = "t", .have_wall = true };
+    if (q_decode(rec, len, &m, &d) == 0) {
+        if (d.nfields > Q_DEC_MAX_FIELDS || d.first_custom > d.nfields)
             abort();
-        cli_decode_print_text(sink, &lc, &d);
-        cli_decode_print_json(sink, &lc, &d);
+        q_decode_print_text(sink, &lc, &d);
+        q_decode_print_json(sink, &lc, &d);
     }
-    struct cli_export *x;
-    if (cli_trace_begin(&x, sink) == 0) {
-        struct cli_rec_src src = { .process_id = 1, .pid = 1, .comm = "c", .tid = 2,
+    struct exp_json *x;
+    if (exp_json_begin(&x, sink) == 0) {
+        struct q_rec_src src = { .process_id = 1, .pid = 1, .comm = "c", .tid = 2,
                                    .thread = "t", .meta = &m };
         if (len >= sizeof(struct d9_rec_hdr)) {
-            cli_trace_record(x, &src, (const struct d9_rec_hdr *)(const void *)rec, len);
-            cli_trace_record(x, &src, (const struct d9_rec_hdr *)(const void *)rec, len);
+            exp_json_record(x, &src, (const struct d9_rec_hdr *)(const void *)rec, len);
+            exp_json_record(x, &src, (const struct d9_rec_hdr *)(const void *)rec, len);
         }
-        cli_trace_finish(x, UINT64_MAX / 2, NULL);
+        exp_json_finish(x, UINT64_MAX / 2, NULL);
     }
     free(rec);
     return 0;

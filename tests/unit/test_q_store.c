@@ -1,6 +1,6 @@
 /*
- * test_cli_store.c — the CLI's parsing helpers (numbers, durations, type lists),
- * time-window arithmetic, and cli_store.c against a real store built with the
+ * test_q_store.c — the CLI's parsing helpers (numbers, durations, type lists),
+ * time-window arithmetic, and q_store.c against a real store built with the
  * segment writer and the index: listings, time-ordered scans with filters,
  * corrupt and missing segment files.
  */
@@ -17,7 +17,7 @@
 #include <cmocka.h>
 #include "collector/cli/cli.h"
 #include "collector/store/idx.h"
-#include "collector/cli/cli_store.h"
+#include "collector/query/q_scan.h"
 #include "collector/store/seg_writer.h"
 #include "collector/store/seg_reader.h"
 #include "shm/meta.h"
@@ -64,12 +64,12 @@ static void u64_parsing_is_strict(void **state)
 {
     (void)state;
     uint64_t v;
-    assert_int_equal(cli_parse_u64("18446744073709551615", &v), 0);
+    assert_int_equal(q_text_parse_u64("18446744073709551615", &v), 0);
     assert_true(v == UINT64_MAX);
-    assert_int_equal(cli_parse_u64("18446744073709551616", &v), -ERANGE);
-    assert_int_equal(cli_parse_u64("12a", &v), -EINVAL);
-    assert_int_equal(cli_parse_u64("-1", &v), -EINVAL);
-    assert_int_equal(cli_parse_u64("", &v), -EINVAL);
+    assert_int_equal(q_text_parse_u64("18446744073709551616", &v), -ERANGE);
+    assert_int_equal(q_text_parse_u64("12a", &v), -EINVAL);
+    assert_int_equal(q_text_parse_u64("-1", &v), -EINVAL);
+    assert_int_equal(q_text_parse_u64("", &v), -EINVAL);
 }
 
 static void type_lists_become_masks_and_name_the_bad_one(void **state)
@@ -89,45 +89,45 @@ static void type_lists_become_masks_and_name_the_bad_one(void **state)
 static void default_window_is_everything(void **state)
 {
     (void)state;
-    struct cli_window_spec w = { .kind = CLI_WIN_ALL };
+    struct q_window w = { .kind = Q_WIN_ALL };
     uint64_t from, to;
-    cli_store_window_compute(&w, true, 100 * NS, true, 50 * NS, &from, &to);
+    q_store_window_compute(&w, true, 100 * NS, true, 50 * NS, &from, &to);
     assert_true(from == 0 && to == UINT64_MAX);
 }
 
 static void since_counts_back_from_now_on_a_live_store(void **state)
 {
     (void)state;
-    struct cli_window_spec w = { .kind = CLI_WIN_SINCE, .since_ns = 30 * NS };
+    struct q_window w = { .kind = Q_WIN_SINCE, .since_ns = 30 * NS };
     uint64_t from, to;
-    cli_store_window_compute(&w, true, 100 * NS, true, 50 * NS, &from, &to);
+    q_store_window_compute(&w, true, 100 * NS, true, 50 * NS, &from, &to);
     assert_true(from == 70 * NS && to == UINT64_MAX);
 }
 
 static void since_counts_back_from_newest_record_on_a_store_from_another_boot(void **state)
 {
     (void)state;
-    struct cli_window_spec w = { .kind = CLI_WIN_SINCE, .since_ns = 30 * NS };
+    struct q_window w = { .kind = Q_WIN_SINCE, .since_ns = 30 * NS };
     uint64_t from, to;
-    cli_store_window_compute(&w, false, 100 * NS, true, 5000 * NS, &from, &to);
+    q_store_window_compute(&w, false, 100 * NS, true, 5000 * NS, &from, &to);
     assert_true(from == 4970 * NS && to == UINT64_MAX);
 }
 
 static void since_longer_than_the_clock_starts_at_zero(void **state)
 {
     (void)state;
-    struct cli_window_spec w = { .kind = CLI_WIN_SINCE, .since_ns = 3600 * NS };
+    struct q_window w = { .kind = Q_WIN_SINCE, .since_ns = 3600 * NS };
     uint64_t from, to;
-    cli_store_window_compute(&w, true, 100 * NS, false, 0, &from, &to);
+    q_store_window_compute(&w, true, 100 * NS, false, 0, &from, &to);
     assert_true(from == 0);
 }
 
 static void from_to_are_taken_as_given(void **state)
 {
     (void)state;
-    struct cli_window_spec w = { .kind = CLI_WIN_RANGE, .from_ns = 7, .to_ns = 9 };
+    struct q_window w = { .kind = Q_WIN_RANGE, .from_ns = 7, .to_ns = 9 };
     uint64_t from, to;
-    cli_store_window_compute(&w, false, 100, true, 5000, &from, &to);
+    q_store_window_compute(&w, false, 100, true, 5000, &from, &to);
     assert_true(from == 7 && to == 9);
 }
 
@@ -234,50 +234,50 @@ static int count_row(void *arg, const void *row)
     (*(int *)arg)++;
     return 0;
 }
-static int proc_row(void *arg, const struct cli_proc_row *r) { return count_row(arg, r); }
-static int seg_row(void *arg, const struct cli_seg_row *r) { return count_row(arg, r); }
+static int proc_row(void *arg, const struct idx_read_process *r) { return count_row(arg, r); }
+static int seg_row(void *arg, const struct idx_read_segment *r) { return count_row(arg, r); }
 
 /* The fixture's store, opened (it must open). */
-static struct cli_store *open_store(const struct fixture *fx)
+static struct q_store *open_store(const struct fixture *fx)
 {
-    struct cli_store *s;
+    struct q_store *s;
     char why[256];
-    assert_int_equal(cli_store_open(&s, fx->dir, why, sizeof why), 0);
+    assert_int_equal(q_store_open(&s, fx->dir, why, sizeof why), 0);
     return s;
 }
 
 static void store_opens_read_only_and_lists_processes_and_segments(void **state)
 {
     struct fixture *fx = *state;
-    struct cli_store *s = open_store(fx);
+    struct q_store *s = open_store(fx);
     int n = 0;
-    assert_int_equal(cli_store_processes(s, 0, 0, UINT64_MAX, proc_row, &n), 2);
+    assert_int_equal(q_store_processes(s, 0, 0, UINT64_MAX, proc_row, &n), 2);
     n = 0;
-    assert_int_equal(cli_store_processes(s, 200, 0, UINT64_MAX, proc_row, &n), 1);
+    assert_int_equal(q_store_processes(s, 200, 0, UINT64_MAX, proc_row, &n), 1);
     n = 0;
-    assert_int_equal(cli_store_segments(s, 0, 0, UINT64_MAX, seg_row, &n), 2);
+    assert_int_equal(q_store_segments(s, 0, 0, UINT64_MAX, seg_row, &n), 2);
     n = 0;
-    assert_int_equal(cli_store_segments(s, 0, 4000, 4500, seg_row, &n), 0);     /* between */
+    assert_int_equal(q_store_segments(s, 0, 4000, 4500, seg_row, &n), 0);     /* between */
     n = 0;
-    assert_int_equal(cli_store_segments(s, 0, 5550, 5560, seg_row, &n), 1);
+    assert_int_equal(q_store_segments(s, 0, 5550, 5560, seg_row, &n), 1);
     uint64_t lo, hi;
-    assert_int_equal(cli_store_time_range(s, 100, &lo, &hi), 0);
+    assert_int_equal(q_store_time_range(s, 100, &lo, &hi), 0);
     assert_true(lo == 1100 && hi == 1600);
-    assert_int_equal(cli_store_time_range(s, 999, &lo, &hi), -ENOENT);
-    cli_store_close(s);
+    assert_int_equal(q_store_time_range(s, 999, &lo, &hi), -ENOENT);
+    q_store_close(s);
 }
 
 static void missing_store_and_missing_index_say_where(void **state)
 {
     struct fixture *fx = *state;
-    struct cli_store *s;
+    struct q_store *s;
     char why[512];
-    assert_int_equal(cli_store_open(&s, "/nonexistent/d9", why, sizeof why), -ENOENT);
+    assert_int_equal(q_store_open(&s, "/nonexistent/d9", why, sizeof why), -ENOENT);
     assert_non_null(strstr(why, "/nonexistent/d9"));
     char sub[128];
     snprintf(sub, sizeof sub, "%s/empty", fx->dir);
     assert_int_equal(mkdir(sub, 0700), 0);
-    assert_int_equal(cli_store_open(&s, sub, why, sizeof why), -ENOENT);
+    assert_int_equal(q_store_open(&s, sub, why, sizeof why), -ENOENT);
     assert_non_null(strstr(why, "index.sqlite"));
 }
 
@@ -288,7 +288,7 @@ struct got {
     int n, stop_after;
 };
 
-static int collect(void *arg, const struct cli_rec_src *src, const struct d9_rec_hdr *rec,
+static int collect(void *arg, const struct q_rec_src *src, const struct d9_rec_hdr *rec,
                    size_t len)
 {
     struct got *g = arg;
@@ -305,12 +305,12 @@ static int collect(void *arg, const struct cli_rec_src *src, const struct d9_rec
 
 /* Scans process 100's records, the whole fixture's (2 blocks, 6 records,
  * 3 lost), into g. */
-static void scan_pid_100(struct cli_store *s, bool ring_order_only, struct got *g)
+static void scan_pid_100(struct q_store *s, bool ring_order_only, struct got *g)
 {
-    struct cli_filter f = { .from = 0, .to = UINT64_MAX, .pid = 100,
+    struct q_filter f = { .from = 0, .to = UINT64_MAX, .pid = 100,
                             .ring_order_only = ring_order_only };
-    struct cli_scan_stats st;
-    assert_int_equal(cli_store_scan(s, &f, collect, g, &st, "test"), 0);
+    struct q_scan_stats st;
+    assert_int_equal(q_scan(s, &f, collect, g, &st, "test"), 0);
     assert_int_equal(g->n, 6);
     assert_int_equal(st.blocks, 2);
     assert_int_equal(st.lost, 3);
@@ -320,7 +320,7 @@ static void scan_pid_100(struct cli_store *s, bool ring_order_only, struct got *
 static void scan_merges_threads_in_time_order(void **state)
 {
     struct fixture *fx = *state;
-    struct cli_store *s = open_store(fx);
+    struct q_store *s = open_store(fx);
     struct got g = { 0 };
     scan_pid_100(s, false, &g);
     for (int i = 0; i < 6; i++)
@@ -329,7 +329,7 @@ static void scan_merges_threads_in_time_order(void **state)
     assert_int_equal(g.tid[1], 102);
     assert_string_equal(g.thread[0], "worker-a");
     assert_string_equal(g.thread[1], "");
-    cli_store_close(s);
+    q_store_close(s);
 }
 
 /* ring_order_only: the same records, block by block (no merge across
@@ -337,7 +337,7 @@ static void scan_merges_threads_in_time_order(void **state)
 static void scan_in_ring_order_only_goes_block_by_block(void **state)
 {
     struct fixture *fx = *state;
-    struct cli_store *s = open_store(fx);
+    struct q_store *s = open_store(fx);
     struct got g = { 0 };
     scan_pid_100(s, true, &g);
     const uint64_t ts[6] = { 1100, 1300, 1500, 1200, 1400, 1600 };
@@ -349,13 +349,13 @@ static void scan_in_ring_order_only_goes_block_by_block(void **state)
     assert_string_equal(g.thread[0], "worker-a");
     /* a window keeps its filter in this order too */
     g = (struct got){ 0 };
-    struct cli_filter f = { .from = 1250, .to = 1550, .pid = 100, .ring_order_only = true };
-    assert_int_equal(cli_store_scan(s, &f, collect, &g, NULL, "test"), 0);
+    struct q_filter f = { .from = 1250, .to = 1550, .pid = 100, .ring_order_only = true };
+    assert_int_equal(q_scan(s, &f, collect, &g, NULL, "test"), 0);
     assert_int_equal(g.n, 3);
     assert_int_equal(g.ts[0], 1300);
     assert_int_equal(g.ts[1], 1500);
     assert_int_equal(g.ts[2], 1400);
-    cli_store_close(s);
+    q_store_close(s);
 }
 
 /* Two consecutive blocks of one ring whose stamps overlap by 15 ns (a
@@ -390,52 +390,52 @@ static void scan_keeps_ring_order_where_a_ring_s_stamps_go_backwards(void **stat
     seg_writer_free(w);
     idx_close(x);
 
-    struct cli_store *s = open_store(fx);
+    struct q_store *s = open_store(fx);
     struct got g = { 0 };
-    struct cli_filter f = { .from = 0, .to = UINT64_MAX, .pid = 300 };
-    assert_int_equal(cli_store_scan(s, &f, collect, &g, NULL, "test"), 0);
+    struct q_filter f = { .from = 0, .to = UINT64_MAX, .pid = 300 };
+    assert_int_equal(q_scan(s, &f, collect, &g, NULL, "test"), 0);
     assert_int_equal(g.n, 5);
     const uint64_t ring_order[5] = { 9100, 9200, 9300, 9285, 9400 };
     for (int i = 0; i < 5; i++)
         assert_int_equal(g.ts[i], ring_order[i]);
     g = (struct got){ 0 };              /* the same in ring order only */
     f.ring_order_only = true;
-    assert_int_equal(cli_store_scan(s, &f, collect, &g, NULL, "test"), 0);
+    assert_int_equal(q_scan(s, &f, collect, &g, NULL, "test"), 0);
     assert_int_equal(g.n, 5);
     for (int i = 0; i < 5; i++)
         assert_int_equal(g.ts[i], ring_order[i]);
-    cli_store_close(s);
+    q_store_close(s);
 }
 
 static void scan_filters_by_window_type_and_tid(void **state)
 {
     struct fixture *fx = *state;
-    struct cli_store *s = open_store(fx);
+    struct q_store *s = open_store(fx);
     struct got g = { 0 };
-    struct cli_filter f = { .from = 1250, .to = 1550 };
-    assert_int_equal(cli_store_scan(s, &f, collect, &g, NULL, "test"), 0);
+    struct q_filter f = { .from = 1250, .to = 1550 };
+    assert_int_equal(q_scan(s, &f, collect, &g, NULL, "test"), 0);
     assert_int_equal(g.n, 3);                                   /* 1300 1400 1500 */
     memset(&g, 0, sizeof g);
-    f = (struct cli_filter){ .from = 0, .to = UINT64_MAX, .types = 1u << D9_REC_POLL_END };
-    assert_int_equal(cli_store_scan(s, &f, collect, &g, NULL, "test"), 0);
+    f = (struct q_filter){ .from = 0, .to = UINT64_MAX, .types = 1u << D9_REC_POLL_END };
+    assert_int_equal(q_scan(s, &f, collect, &g, NULL, "test"), 0);
     assert_int_equal(g.n, 6);                                   /* 3 per process */
     memset(&g, 0, sizeof g);
-    f = (struct cli_filter){ .from = 0, .to = UINT64_MAX, .tid = 202 };
-    assert_int_equal(cli_store_scan(s, &f, collect, &g, NULL, "test"), 0);
+    f = (struct q_filter){ .from = 0, .to = UINT64_MAX, .tid = 202 };
+    assert_int_equal(q_scan(s, &f, collect, &g, NULL, "test"), 0);
     assert_int_equal(g.n, 3);
     assert_int_equal(g.ts[0], 5200);
-    cli_store_close(s);
+    q_store_close(s);
 }
 
 static void scan_stops_when_the_callback_says_so(void **state)
 {
     struct fixture *fx = *state;
-    struct cli_store *s = open_store(fx);
+    struct q_store *s = open_store(fx);
     struct got g = { .stop_after = 4 };
-    struct cli_filter f = { .from = 0, .to = UINT64_MAX };
-    assert_int_equal(cli_store_scan(s, &f, collect, &g, NULL, "test"), 1);
+    struct q_filter f = { .from = 0, .to = UINT64_MAX };
+    assert_int_equal(q_scan(s, &f, collect, &g, NULL, "test"), 1);
     assert_int_equal(g.n, 4);
-    cli_store_close(s);
+    q_store_close(s);
 }
 
 static void corrupt_block_is_skipped_and_counted(void **state)
@@ -458,31 +458,31 @@ static void corrupt_block_is_skipped_and_counted(void **state)
     fseek(f, (long)(off + sizeof(struct seg_block_hdr) + 24), SEEK_SET);
     fputc(0x5a, f);
     fclose(f);
-    struct cli_store *s = open_store(fx);
+    struct q_store *s = open_store(fx);
     struct got g = { 0 };
-    struct cli_filter flt = { .from = 0, .to = UINT64_MAX };
-    struct cli_scan_stats st;
-    assert_int_equal(cli_store_scan(s, &flt, collect, &g, &st, "test"), 0);
+    struct q_filter flt = { .from = 0, .to = UINT64_MAX };
+    struct q_scan_stats st;
+    assert_int_equal(q_scan(s, &flt, collect, &g, &st, "test"), 0);
     /* only that block is lost: its neighbour and the other segment are read */
     assert_int_equal(st.bad_blocks, 1);
     assert_int_equal(st.missing_segments, 0);
     assert_int_equal(g.n, 9);
-    cli_store_close(s);
+    q_store_close(s);
 }
 
 static void vanished_segment_file_is_skipped_and_counted(void **state)
 {
     struct fixture *fx = *state;
     assert_int_equal(unlink(fx->seg_a), 0);
-    struct cli_store *s = open_store(fx);
+    struct q_store *s = open_store(fx);
     struct got g = { 0 };
-    struct cli_filter flt = { .from = 0, .to = UINT64_MAX };
-    struct cli_scan_stats st;
-    assert_int_equal(cli_store_scan(s, &flt, collect, &g, &st, "test"), 0);
+    struct q_filter flt = { .from = 0, .to = UINT64_MAX };
+    struct q_scan_stats st;
+    assert_int_equal(q_scan(s, &flt, collect, &g, &st, "test"), 0);
     assert_int_equal(st.missing_segments, 1);
     assert_int_equal(g.n, 6);
     assert_int_equal(g.ts[0], 5100);
-    cli_store_close(s);
+    q_store_close(s);
 }
 
 int main(void)

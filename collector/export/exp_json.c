@@ -1,7 +1,7 @@
 /*
- * cli_trace.c — Chrome trace-event JSON writer (see cli_trace.h).
+ * exp_json.c — Chrome trace-event JSON writer (see exp_json.h).
  *
- * Called by `d9 export`. Polls and parked intervals come from cli_polls
+ * Called by `d9 export`. Polls and parked intervals come from q_pair
  * (paired per thread); everything else maps one record to one event. The
  * "already named" sets are open-addressing hash sets of 64-bit keys.
  * Never buffers events: each is printed as soon as it is complete.
@@ -13,7 +13,7 @@
  * CPU samples: one "i" event per sample on the sampled thread, named by its
  * innermost frame, with the whole stack (outermost first, as d9 flame
  * prints it) in args; frames are named by a sym.c resolver per process,
- * fed by the "d9.map" records given to cli_trace_map, with flame's rule
+ * fed by the "d9.map" records given to exp_json_map, with flame's rule
  * (return addresses looked up at ip - 1).
  */
 #include <errno.h>
@@ -21,11 +21,11 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include "collector/cli/cli.h"
-#include "collector/cli/cli_codeloc.h"
-#include "collector/cli/cli_polls.h"
-#include "collector/cli/cli_decode.h"
-#include "collector/cli/cli_trace.h"
+#include "collector/query/q_text.h"
+#include "collector/query/q_loc.h"
+#include "collector/query/q_pair.h"
+#include "collector/query/q_decode.h"
+#include "collector/export/exp_json.h"
 #include "collector/store/sym.h"
 #include "shm/record.h"
 
@@ -53,16 +53,16 @@ struct proc_res {
     size_t maps;
 };
 
-struct cli_export {
+struct exp_json {
     FILE *f;
     bool first;
-    struct cli_polls *polls;
+    struct q_pair *polls;
     struct keyset procs, threads;
     struct flow_tab flows;
     uint64_t next_flow;
     struct proc_res *res;
     size_t nres;
-    struct cli_export_stats st;
+    struct exp_json_stats st;
 };
 
 static uint64_t mix(uint64_t x)
@@ -168,7 +168,7 @@ static uint64_t flow_take(struct flow_tab *t, int64_t pid, uint64_t task)
     return id;
 }
 
-static struct proc_res *res_of(struct cli_export *x, int64_t process_id, bool create)
+static struct proc_res *res_of(struct exp_json *x, int64_t process_id, bool create)
 {
     for (size_t i = 0; i < x->nres; i++)
         if (x->res[i].process_id == process_id)
@@ -192,14 +192,14 @@ static void us(FILE *f, uint64_t ns)
 }
 
 /* Start an event object: {"name":..,"cat":..,"ph":..,"ts":..,"pid":..,"tid":.. */
-static void ev_begin(struct cli_export *x, const char *name, size_t nlen, const char *cat,
+static void ev_begin(struct exp_json *x, const char *name, size_t nlen, const char *cat,
                      const char *ph, uint64_t ts, uint32_t pid, uint32_t tid)
 {
     FILE *f = x->f;
     fputs(x->first ? "\n" : ",\n", f);
     x->first = false;
     fputs("{\"name\":", f);
-    cli_json_str(f, name, nlen);
+    q_text_json(f, name, nlen);
     if (cat)
         fprintf(f, ",\"cat\":\"%s\"", cat);
     fprintf(f, ",\"ph\":\"%s\",\"ts\":", ph);
@@ -208,7 +208,7 @@ static void ev_begin(struct cli_export *x, const char *name, size_t nlen, const 
     x->st.events++;
 }
 
-static int name_meta(struct cli_export *x, const struct cli_rec_src *src)
+static int name_meta(struct exp_json *x, const struct q_rec_src *src)
 {
     int rc = set_add(&x->procs, src->pid);
     if (rc < 0)
@@ -217,7 +217,7 @@ static int name_meta(struct cli_export *x, const struct cli_rec_src *src)
         ev_begin(x, "process_name", 12, NULL, "M", 0, src->pid, src->pid);
         fputs(",\"args\":{\"name\":", x->f);
         const char *c = src->comm && *src->comm ? src->comm : "?";
-        cli_json_str(x->f, c, strlen(c));
+        q_text_json(x->f, c, strlen(c));
         fputs("}}", x->f);
     }
     rc = set_add(&x->threads, (uint64_t)src->pid << 32 | src->tid);
@@ -231,22 +231,22 @@ static int name_meta(struct cli_export *x, const struct cli_rec_src *src)
             snprintf(buf, sizeof buf, "%s (%" PRIu32 ")", src->thread, src->tid);
         else
             snprintf(buf, sizeof buf, "%" PRIu32, src->tid);
-        cli_json_str(x->f, buf, strlen(buf));
+        q_text_json(x->f, buf, strlen(buf));
         fputs("}}", x->f);
     }
     return 0;
 }
 
-int cli_trace_begin(struct cli_export **out, FILE *f)
+int exp_json_begin(struct exp_json **out, FILE *f)
 {
-    struct cli_export *x = calloc(1, sizeof *x);
+    struct exp_json *x = calloc(1, sizeof *x);
     if (!x)
         return -ENOMEM;
-    if (cli_polls_new(&x->polls) < 0) {
+    if (q_pair_new(&x->polls) < 0) {
         free(x);
         return -ENOMEM;
     }
-    cli_polls_track_parks(x->polls);
+    q_pair_track_parks(x->polls);
     x->f = f;
     x->first = true;
     fputs("{\"traceEvents\":[", f);
@@ -254,7 +254,7 @@ int cli_trace_begin(struct cli_export **out, FILE *f)
     return 0;
 }
 
-static const char *runtime_name(const struct cli_rec_src *src, uint16_t id, char *buf, size_t cap)
+static const char *runtime_name(const struct q_rec_src *src, uint16_t id, char *buf, size_t cap)
 {
     const char *n = src->meta && src->meta->runtime ? src->meta->runtime(src->meta->ctx, id) : NULL;
     if (n)
@@ -263,8 +263,8 @@ static const char *runtime_name(const struct cli_rec_src *src, uint16_t id, char
     return buf;
 }
 
-static void emit_interval(struct cli_export *x, const struct cli_rec_src *src,
-                          const struct cli_poll *p, bool unfinished)
+static void emit_interval(struct exp_json *x, const struct q_rec_src *src,
+                          const struct q_poll *p, bool unfinished)
 {
     FILE *f = x->f;
     char rtb[24];
@@ -273,7 +273,7 @@ static void emit_interval(struct cli_export *x, const struct cli_rec_src *src,
         snprintf(rtb, sizeof rtb, "#%u", (unsigned)p->runtime);
         rt = rtb;
     }
-    if (p->task == CLI_POLL_PARKED) {
+    if (p->task == Q_POLL_PARKED) {
         ev_begin(x, "parked", 6, "park", "X", p->start_ns, p->pid, p->tid);
         x->st.parks++;
     } else {
@@ -285,16 +285,16 @@ static void emit_interval(struct cli_export *x, const struct cli_rec_src *src,
         fputs(",\"dur\":", f);
         us(f, p->end_ns - p->start_ns);
         fprintf(f, ",\"args\":{\"task\":%" PRIu64 ",\"runtime\":", p->task);
-        cli_json_str(f, rt, strlen(rt));
+        q_text_json(f, rt, strlen(rt));
         fprintf(f, ",\"worker\":%u", (unsigned)p->worker);
         if (loc) {
-            char lb[CLI_LOC_TEXT_MAX];
-            if (cli_codeloc_is(loc))
+            char lb[Q_LOC_TEXT_MAX];
+            if (q_loc_is_code(loc))
                 snprintf(lb, sizeof lb, "%s", loc->func);
             else
                 snprintf(lb, sizeof lb, "%s:%u", loc->name, loc->line);
             fputs(",\"loc\":", f);
-            cli_json_str(f, lb, strlen(lb));
+            q_text_json(f, lb, strlen(lb));
         }
         if (unfinished)
             fputs(",\"unfinished\":true", f);
@@ -304,11 +304,11 @@ static void emit_interval(struct cli_export *x, const struct cli_rec_src *src,
     fputs(",\"dur\":", f);
     us(f, p->end_ns - p->start_ns);
     fputs(",\"args\":{\"runtime\":", f);
-    cli_json_str(f, rt, strlen(rt));
+    q_text_json(f, rt, strlen(rt));
     fprintf(f, ",\"worker\":%u%s}}", (unsigned)p->worker, unfinished ? ",\"unfinished\":true" : "");
 }
 
-int cli_trace_map(struct cli_export *x, const struct cli_rec_src *src,
+int exp_json_map(struct exp_json *x, const struct q_rec_src *src,
                    const struct d9_rec_hdr *rec, size_t len)
 {
     struct sym_map_rec m;
@@ -338,7 +338,7 @@ static void frame_name(struct proc_res *pr, const uint8_t *ips, uint16_t i, char
     sym_resolve(pr->r, exact ? ip : ip - 1, kernel, buf, cap);
 }
 
-static int cpu_sample(struct cli_export *x, const struct cli_rec_src *src,
+static int cpu_sample(struct exp_json *x, const struct q_rec_src *src,
                       const struct d9_rec_hdr *rec, size_t len)
 {
     if (shm_record_check(rec, len) <= 0) {
@@ -372,21 +372,21 @@ static int cpu_sample(struct cli_export *x, const struct cli_rec_src *src,
         frame_name(pr, ips, idx[j], buf, sizeof buf);
         if (j)
             fputc(',', x->f);
-        cli_json_str(x->f, buf, strlen(buf));
+        q_text_json(x->f, buf, strlen(buf));
     }
     fputs("]}}", x->f);
     x->st.samples++;
     return 0;
 }
 
-int cli_trace_record(struct cli_export *x, const struct cli_rec_src *src,
+int exp_json_record(struct exp_json *x, const struct q_rec_src *src,
                       const struct d9_rec_hdr *rec, size_t len)
 {
-    struct cli_decoded d;
-    if (cli_decode(rec, len, src->meta, &d) < 0)
+    struct q_decoded d;
+    if (q_decode(rec, len, src->meta, &d) < 0)
         return 0;
     bool internal = d.type == D9_REC_CUSTOM && d.event &&
-                    strncmp(d.event, CLI_EXPORT_INTERNAL, strlen(CLI_EXPORT_INTERNAL)) == 0;
+                    strncmp(d.event, Q_DECODE_INTERNAL, strlen(Q_DECODE_INTERNAL)) == 0;
     if (internal || d.type == D9_REC_SCHED_SWITCH || d.type >= D9_REC_TYPE_COUNT) {
         x->st.skipped++;            /* collector bookkeeping, off-CPU stacks: not exported */
         return 0;
@@ -397,7 +397,7 @@ int cli_trace_record(struct cli_export *x, const struct cli_rec_src *src,
     if (rc < 0)
         return rc;
     FILE *f = x->f;
-    struct cli_poll done;
+    struct q_poll done;
     switch (d.type) {
     case D9_REC_POLL_START: {
         struct d9_rec_poll_start ps;
@@ -413,7 +413,7 @@ int cli_trace_record(struct cli_export *x, const struct cli_rec_src *src,
     case D9_REC_POLL_END:
     case D9_REC_WORKER_PARK:
     case D9_REC_WORKER_UNPARK:
-        rc = cli_polls_feed(x->polls, src, rec, len, &done);
+        rc = q_pair_feed(x->polls, src, rec, len, &done);
         if (rc < 0)
             return rc;
         if (rc > 0)
@@ -428,10 +428,10 @@ int cli_trace_record(struct cli_export *x, const struct cli_rec_src *src,
         const char *name = d.type == D9_REC_CUSTOM ? (d.event ? d.event : "custom") : d.type_name;
         ev_begin(x, name, strlen(name), cat, "i", d.ts, src->pid, src->tid);
         fputs(",\"s\":\"t\",\"args\":{", f);
-        unsigned n = cli_decode_print_json_members(f, &d, 0, d.nfields, false);
+        unsigned n = q_decode_print_json_members(f, &d, 0, d.nfields, false);
         if (d.error) {
             fputs(n ? ",\"error\":" : "\"error\":", f);
-            cli_json_str(f, d.error, strlen(d.error));
+            q_text_json(f, d.error, strlen(d.error));
         }
         fputs("}}", f);
         x->st.instants++;
@@ -467,11 +467,11 @@ int cli_trace_record(struct cli_export *x, const struct cli_rec_src *src,
     }
 }
 
-int cli_trace_finish(struct cli_export *x, uint64_t t_end, struct cli_export_stats *st)
+int exp_json_finish(struct exp_json *x, uint64_t t_end, struct exp_json_stats *st)
 {
     size_t it = 0;
-    struct cli_poll p;
-    while (cli_polls_next_open(x->polls, &it, &p)) {
+    struct q_poll p;
+    while (q_pair_next_open(x->polls, &it, &p)) {
         p.end_ns = t_end > p.start_ns ? t_end : p.start_ns;
         emit_interval(x, NULL, &p, true);
         x->st.unfinished++;
@@ -481,7 +481,7 @@ int cli_trace_finish(struct cli_export *x, uint64_t t_end, struct cli_export_sta
     int rc = fflush(x->f) != 0 || ferror(x->f) ? -EIO : 0;
     if (st)
         *st = x->st;
-    cli_polls_free(x->polls);
+    q_pair_free(x->polls);
     for (size_t i = 0; i < x->nres; i++)
         sym_resolver_free(x->res[i].r);
     free(x->res);

@@ -1,5 +1,5 @@
 /*
- * cli_decode.c — records to named fields and to text / JSON lines (cli_decode.h).
+ * q_decode.c — records to named fields and to text / JSON lines (q_decode.h).
  *
  * Called by query-driven subcommands (events, export) and the unit tests.
  * Every read from a record is bounded by the length shm_record_check proved
@@ -12,44 +12,44 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "collector/cli/cli.h"
-#include "collector/cli/cli_codeloc.h"
-#include "collector/cli/cli_decode.h"
+#include "collector/query/q_decode.h"
+#include "collector/query/q_loc.h"
+#include "collector/query/q_text.h"
 #include "shm/record.h"
 
-static struct cli_field *add(struct cli_decoded *d, const char *name, enum cli_val_type t)
+static struct q_field *add(struct q_decoded *d, const char *name, enum q_val_type t)
 {
-    if (d->nfields >= CLI_DEC_MAX_FIELDS)
+    if (d->nfields >= Q_DEC_MAX_FIELDS)
         return NULL;
-    struct cli_field *f = &d->f[d->nfields++];
+    struct q_field *f = &d->f[d->nfields++];
     memset(f, 0, sizeof *f);
     f->name = name;
     f->type = t;
     return f;
 }
 
-static void add_u64(struct cli_decoded *d, const char *name, uint64_t v)
+static void add_u64(struct q_decoded *d, const char *name, uint64_t v)
 {
-    struct cli_field *f = add(d, name, CLI_V_U64);
+    struct q_field *f = add(d, name, Q_V_U64);
     if (f)
         f->u = v;
 }
 
-static void add_str(struct cli_decoded *d, const char *name, const char *s, size_t n)
+static void add_str(struct q_decoded *d, const char *name, const char *s, size_t n)
 {
-    struct cli_field *f = add(d, name, CLI_V_STR);
+    struct q_field *f = add(d, name, Q_V_STR);
     if (f) {
         f->s = s;
         f->slen = n;
     }
 }
 
-static void add_cstr(struct cli_decoded *d, const char *name, const char *s)
+static void add_cstr(struct q_decoded *d, const char *name, const char *s)
 {
     add_str(d, name, s, strlen(s));
 }
 
-static void add_runtime(struct cli_decoded *d, const struct cli_meta_src *m, uint16_t id)
+static void add_runtime(struct q_decoded *d, const struct q_meta_src *m, uint16_t id)
 {
     const char *name = m && m->runtime ? m->runtime(m->ctx, id) : NULL;
     if (name) {
@@ -60,7 +60,7 @@ static void add_runtime(struct cli_decoded *d, const struct cli_meta_src *m, uin
     }
 }
 
-static void add_worker(struct cli_decoded *d, const char *name, uint16_t w, const char *none)
+static void add_worker(struct q_decoded *d, const char *name, uint16_t w, const char *none)
 {
     if (w == D9_WORKER_NONE)
         add_cstr(d, name, none);
@@ -68,14 +68,14 @@ static void add_worker(struct cli_decoded *d, const char *name, uint16_t w, cons
         add_u64(d, name, w);
 }
 
-static void add_loc(struct cli_decoded *d, const struct cli_meta_src *m, uint32_t id)
+static void add_loc(struct q_decoded *d, const struct q_meta_src *m, uint32_t id)
 {
     if (id == 0) {
         add_cstr(d, "loc", "?");
         return;
     }
     const struct shm_meta_entry *e = m && m->location ? m->location(m->ctx, id) : NULL;
-    if (cli_codeloc_is(e)) {
+    if (q_loc_is_code(e)) {
         snprintf(d->loc_text, sizeof d->loc_text, "%s", e->func);   /* named by query.c */
     } else if (e && e->name) {
         if (e->func && *e->func)
@@ -88,8 +88,8 @@ static void add_loc(struct cli_decoded *d, const struct cli_meta_src *m, uint32_
     add_cstr(d, "loc", d->loc_text);
 }
 
-static void decode_custom(const uint8_t *p, size_t len, const struct cli_meta_src *m,
-                          struct cli_decoded *d)
+static void decode_custom(const uint8_t *p, size_t len, const struct q_meta_src *m,
+                          struct q_decoded *d)
 {
     struct d9_rec_custom c;
     memcpy(&c, p, sizeof c);
@@ -137,21 +137,21 @@ static void decode_custom(const uint8_t *p, size_t len, const struct cli_meta_sr
         }
         memcpy(&raw, q + off, sizeof raw);
         off += sizeof raw;
-        struct cli_field *f;
+        struct q_field *f;
         switch (t) {
         case D9_FT_U64:
             add_u64(d, name, raw);
             break;
         case D9_FT_I64:
-            if ((f = add(d, name, CLI_V_I64)))
+            if ((f = add(d, name, Q_V_I64)))
                 memcpy(&f->i, &raw, sizeof raw);
             break;
         case D9_FT_F64:
-            if ((f = add(d, name, CLI_V_F64)))
+            if ((f = add(d, name, Q_V_F64)))
                 memcpy(&f->f, &raw, sizeof raw);
             break;
         case D9_FT_BOOL:
-            if ((f = add(d, name, CLI_V_BOOL)))
+            if ((f = add(d, name, Q_V_BOOL)))
                 f->u = raw != 0;
             break;
         default:
@@ -163,7 +163,7 @@ static void decode_custom(const uint8_t *p, size_t len, const struct cli_meta_sr
         d->error = "payload longer than its schema";
 }
 
-int cli_decode(const void *rec, size_t len, const struct cli_meta_src *m, struct cli_decoded *d)
+int q_decode(const void *rec, size_t len, const struct q_meta_src *m, struct q_decoded *d)
 {
     memset(d, 0, sizeof *d);
     int n = shm_record_check(rec, len);
@@ -249,7 +249,7 @@ int cli_decode(const void *rec, size_t len, const struct cli_meta_src *m, struct
             add_cstr(d, "kernel", "yes");
         if (r.flags & D9_STACK_TRUNCATED)
             add_cstr(d, "truncated", "yes");
-        struct cli_field *f = add(d, "ips", CLI_V_IPS);
+        struct q_field *f = add(d, "ips", Q_V_IPS);
         if (f) {
             /* shm_record_check proved len == sizeof r + 8 * nframes */
             f->ips = p + sizeof r;
@@ -265,7 +265,7 @@ int cli_decode(const void *rec, size_t len, const struct cli_meta_src *m, struct
     return 0;
 }
 
-const struct cli_field *cli_decode_field(const struct cli_decoded *d, const char *name)
+const struct q_field *q_decode_field(const struct q_decoded *d, const char *name)
 {
     for (unsigned i = 0; i < d->nfields; i++)
         if (strcmp(d->f[i].name, name) == 0)
@@ -273,7 +273,7 @@ const struct cli_field *cli_decode_field(const struct cli_decoded *d, const char
     return NULL;
 }
 
-static uint64_t ip_at(const struct cli_field *f, unsigned i)
+static uint64_t ip_at(const struct q_field *f, unsigned i)
 {
     uint64_t v;
     memcpy(&v, f->ips + (size_t)i * sizeof v, sizeof v);
@@ -294,28 +294,28 @@ static bool needs_quotes(const char *s, size_t n)
     return false;
 }
 
-static void print_value_text(FILE *out, const struct cli_field *f)
+static void print_value_text(FILE *out, const struct q_field *f)
 {
     switch (f->type) {
-    case CLI_V_U64:
+    case Q_V_U64:
         fprintf(out, "%" PRIu64, f->u);
         break;
-    case CLI_V_I64:
+    case Q_V_I64:
         fprintf(out, "%" PRId64, f->i);
         break;
-    case CLI_V_F64:
+    case Q_V_F64:
         fprintf(out, "%.6g", f->f);
         break;
-    case CLI_V_BOOL:
+    case Q_V_BOOL:
         fputs(f->u ? "true" : "false", out);
         break;
-    case CLI_V_STR:
-        cli_text_str(out, f->s, f->slen, needs_quotes(f->s, f->slen));
+    case Q_V_STR:
+        q_text_escaped(out, f->s, f->slen, needs_quotes(f->s, f->slen));
         break;
-    case CLI_V_HEX:
+    case Q_V_HEX:
         fprintf(out, "0x%" PRIx64, f->u);
         break;
-    case CLI_V_IPS:
+    case Q_V_IPS:
         for (unsigned i = 0; i < f->nips; i++)
             fprintf(out, "%s0x%" PRIx64, i ? "," : "", ip_at(f, i));
         if (f->nips == 0)
@@ -324,16 +324,16 @@ static void print_value_text(FILE *out, const struct cli_field *f)
     }
 }
 
-static void print_value_json(FILE *out, const struct cli_field *f)
+static void print_value_json(FILE *out, const struct q_field *f)
 {
     switch (f->type) {
-    case CLI_V_U64:
+    case Q_V_U64:
         fprintf(out, "%" PRIu64, f->u);
         break;
-    case CLI_V_I64:
+    case Q_V_I64:
         fprintf(out, "%" PRId64, f->i);
         break;
-    case CLI_V_F64:
+    case Q_V_F64:
         if (isfinite(f->f)) {
             /* shortest of %.15g / %.17g that reads back as the same double */
             char b[40];
@@ -344,16 +344,16 @@ static void print_value_json(FILE *out, const struct cli_field *f)
         } else
             fputs("null", out);     /* JSON has no NaN/Inf */
         break;
-    case CLI_V_BOOL:
+    case Q_V_BOOL:
         fputs(f->u ? "true" : "false", out);
         break;
-    case CLI_V_STR:
-        cli_json_str(out, f->s, f->slen);
+    case Q_V_STR:
+        q_text_json(out, f->s, f->slen);
         break;
-    case CLI_V_HEX:
+    case Q_V_HEX:
         fprintf(out, "\"0x%" PRIx64 "\"", f->u);
         break;
-    case CLI_V_IPS:
+    case Q_V_IPS:
         fputc('[', out);
         for (unsigned i = 0; i < f->nips; i++)
             fprintf(out, "%s\"0x%" PRIx64 "\"", i ? "," : "", ip_at(f, i));
@@ -362,10 +362,10 @@ static void print_value_json(FILE *out, const struct cli_field *f)
     }
 }
 
-void cli_decode_print_text(FILE *out, const struct cli_line_ctx *c, const struct cli_decoded *d)
+void q_decode_print_text(FILE *out, const struct q_line_ctx *c, const struct q_decoded *d)
 {
     char tbuf[64];
-    cli_fmt_time(d->ts, c->boot_realtime_ns, c->have_wall, 9, false, tbuf, sizeof tbuf);
+    q_text_time(d->ts, c->boot_realtime_ns, c->have_wall, 9, false, tbuf, sizeof tbuf);
     fprintf(out, "%s %" PRIu32 "/%" PRIu32, tbuf, c->pid, c->tid);
     if (c->show_uid)
         fprintf(out, " uid=%" PRIu32, c->uid);
@@ -373,13 +373,13 @@ void cli_decode_print_text(FILE *out, const struct cli_line_ctx *c, const struct
     if (d->type == D9_REC_CUSTOM) {
         fputc(' ', out);
         if (d->event)
-            cli_text_str(out, d->event, strlen(d->event), false);
+            q_text_escaped(out, d->event, strlen(d->event), false);
         else
             fputs("?", out);
     }
     for (unsigned i = 0; i < d->nfields; i++) {
         fputc(' ', out);
-        cli_text_str(out, d->f[i].name, strlen(d->f[i].name), false);
+        q_text_escaped(out, d->f[i].name, strlen(d->f[i].name), false);
         fputc('=', out);
         print_value_text(out, &d->f[i]);
     }
@@ -388,7 +388,7 @@ void cli_decode_print_text(FILE *out, const struct cli_line_ctx *c, const struct
     fputc('\n', out);
 }
 
-unsigned cli_decode_print_json_members(FILE *out, const struct cli_decoded *d, unsigned from,
+unsigned q_decode_print_json_members(FILE *out, const struct q_decoded *d, unsigned from,
                                        unsigned to, bool leading_comma)
 {
     unsigned n = 0;
@@ -397,48 +397,48 @@ unsigned cli_decode_print_json_members(FILE *out, const struct cli_decoded *d, u
     for (unsigned i = from; i < to; i++, n++) {
         if (leading_comma || n > 0)
             fputc(',', out);
-        cli_json_str(out, d->f[i].name, strlen(d->f[i].name));
+        q_text_json(out, d->f[i].name, strlen(d->f[i].name));
         fputc(':', out);
         print_value_json(out, &d->f[i]);
     }
     return n;
 }
 
-void cli_decode_print_json(FILE *out, const struct cli_line_ctx *c, const struct cli_decoded *d)
+void q_decode_print_json(FILE *out, const struct q_line_ctx *c, const struct q_decoded *d)
 {
     fprintf(out, "{\"ts_ns\":%" PRIu64, d->ts);
     if (c->have_wall) {
         char tbuf[64];
-        cli_fmt_time(d->ts, c->boot_realtime_ns, true, 9, true, tbuf, sizeof tbuf);
+        q_text_time(d->ts, c->boot_realtime_ns, true, 9, true, tbuf, sizeof tbuf);
         fputs(",\"time\":", out);
-        cli_json_str(out, tbuf, strlen(tbuf));
+        q_text_json(out, tbuf, strlen(tbuf));
     }
     fprintf(out, ",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32, c->pid, c->tid);
     if (c->show_uid)
         fprintf(out, ",\"uid\":%" PRIu32, c->uid);
     if (c->comm) {
         fputs(",\"comm\":", out);
-        cli_json_str(out, c->comm, strlen(c->comm));
+        q_text_json(out, c->comm, strlen(c->comm));
     }
     if (c->thread) {
         fputs(",\"thread\":", out);
-        cli_json_str(out, c->thread, strlen(c->thread));
+        q_text_json(out, c->thread, strlen(c->thread));
     }
     fputs(",\"type\":", out);
-    cli_json_str(out, d->type_name, strlen(d->type_name));
-    cli_decode_print_json_members(out, d, 0, d->first_custom, true);
+    q_text_json(out, d->type_name, strlen(d->type_name));
+    q_decode_print_json_members(out, d, 0, d->first_custom, true);
     if (d->type == D9_REC_CUSTOM) {
         if (d->event) {
             fputs(",\"event\":", out);
-            cli_json_str(out, d->event, strlen(d->event));
+            q_text_json(out, d->event, strlen(d->event));
         }
         fputs(",\"fields\":{", out);
-        cli_decode_print_json_members(out, d, d->first_custom, d->nfields, false);
+        q_decode_print_json_members(out, d, d->first_custom, d->nfields, false);
         fputc('}', out);
     }
     if (d->error) {
         fputs(",\"error\":", out);
-        cli_json_str(out, d->error, strlen(d->error));
+        q_text_json(out, d->error, strlen(d->error));
     }
     fputs("}\n", out);
 }

@@ -1,5 +1,5 @@
 /*
- * cli_perfetto.c — Perfetto protobuf trace writer (see cli_perfetto.h).
+ * exp_perfetto.c — Perfetto protobuf trace writer (see exp_perfetto.h).
  *
  * Called by `d9 export --format perfetto`. Each record becomes at most one
  * TracePacket, built on the stack with protobuf-c (generated from
@@ -14,17 +14,17 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include "collector/cli/cli.h"
-#include "collector/cli/cli_decode.h"
-#include "collector/cli/cli_perfetto.h"
-#include "collector/cli/cli_polls.h"
-#include "collector/cli/cli_trace.h"
+#include "collector/query/q_text.h"
+#include "collector/query/q_decode.h"
+#include "collector/export/exp_perfetto.h"
+#include "collector/query/q_pair.h"
+#include "collector/export/exp_json.h"
 #include "collector/store/sym.h"
 #include "proto/perfetto_trace.pb-c.h"
 #include "shm/record.h"
 
 #define PF_MAP_INITIAL   64u
-#define PF_MAX_ANN       (CLI_DEC_MAX_FIELDS + 2u)
+#define PF_MAX_ANN       (Q_DEC_MAX_FIELDS + 2u)
 #define PF_MAX_FRAMES    (D9_STACK_MAX_FRAMES + 1u)
 #define PF_STR_MAX       1024u       /* a string annotation is cut here */
 
@@ -226,14 +226,14 @@ struct resolver_slot {
     struct sym_resolver *r;
 };
 
-struct cli_perfetto {
+struct exp_perfetto {
     FILE *f;
     uint8_t *buf;
     size_t bufcap;
     bool started;                   /* clock snapshot + defaults written */
     uint64_t last_ts;               /* value of the incremental clock */
     uint64_t next_uuid, next_flow, next_frame;
-    struct cli_polls *polls;
+    struct q_pair *polls;
     struct u64map procs;            /* process_id -> track uuid */
     struct u64map threads;          /* mix(process_id, tid) -> track uuid */
     struct u64map counters;         /* mix(process_id, runtime, worker) -> track uuid */
@@ -252,7 +252,7 @@ struct cli_perfetto {
     Perfetto__Protos__Frame fr[PF_MAX_FRAMES], *fr_ptrs[PF_MAX_FRAMES];
     Perfetto__Protos__Callstack cs, *cs_ptrs[1];
     char strs[PF_MAX_ANN][PF_STR_MAX];
-    struct cli_perfetto_stats st;
+    struct exp_perfetto_stats st;
     int err;
 };
 
@@ -261,17 +261,17 @@ static uint64_t key2(int64_t a, uint64_t b)
     return mix((uint64_t)a * 0x9e3779b97f4a7c15ull ^ mix(b + 0x632be59bd9b4e019ull));
 }
 
-static void idata_reset(struct cli_perfetto *x)
+static void idata_reset(struct exp_perfetto *x)
 {
     perfetto__protos__interned_data__init(&x->idata);
     x->has_idata = false;
 }
 
 /* Pack and write p as Trace.packet. */
-static int emit(struct cli_perfetto *x, Packet *p)
+static int emit(struct exp_perfetto *x, Packet *p)
 {
     p->has_trusted_packet_sequence_id = 1;
-    p->trusted_packet_sequence_id = CLI_PERFETTO_SEQ;
+    p->trusted_packet_sequence_id = EXP_PERFETTO_SEQ;
     if (x->has_idata)
         p->interned_data = &x->idata;
     size_t n = perfetto__protos__trace_packet__get_packed_size(p);
@@ -304,7 +304,7 @@ static int emit(struct cli_perfetto *x, Packet *p)
 
 /* Stamp p with ts: a delta on the incremental clock, or an absolute
  * MONOTONIC time when ts is before the clock's value. */
-static void stamp(struct cli_perfetto *x, Packet *p, uint64_t ts)
+static void stamp(struct exp_perfetto *x, Packet *p, uint64_t ts)
 {
     p->has_timestamp = 1;
     if (ts >= x->last_ts) {
@@ -313,19 +313,19 @@ static void stamp(struct cli_perfetto *x, Packet *p, uint64_t ts)
     } else {
         p->timestamp = ts;
         p->has_timestamp_clock_id = 1;
-        p->timestamp_clock_id = CLI_PERFETTO_CLOCK_MONO;
+        p->timestamp_clock_id = EXP_PERFETTO_CLOCK_MONO;
     }
 }
 
 /* The first packet: incremental state cleared, the clocks, the defaults. */
-static int start(struct cli_perfetto *x, uint64_t t0)
+static int start(struct exp_perfetto *x, uint64_t t0)
 {
     Perfetto__Protos__ClockSnapshot__Clock mono = PERFETTO__PROTOS__CLOCK_SNAPSHOT__CLOCK__INIT;
     Perfetto__Protos__ClockSnapshot__Clock inc = PERFETTO__PROTOS__CLOCK_SNAPSHOT__CLOCK__INIT;
     Perfetto__Protos__ClockSnapshot__Clock *clocks[2] = { &mono, &inc };
     mono.has_clock_id = inc.has_clock_id = 1;
-    mono.clock_id = CLI_PERFETTO_CLOCK_MONO;
-    inc.clock_id = CLI_PERFETTO_CLOCK_INC;
+    mono.clock_id = EXP_PERFETTO_CLOCK_MONO;
+    inc.clock_id = EXP_PERFETTO_CLOCK_INC;
     mono.has_timestamp = inc.has_timestamp = 1;
     mono.timestamp = inc.timestamp = t0;
     inc.has_is_incremental = 1;
@@ -334,10 +334,10 @@ static int start(struct cli_perfetto *x, uint64_t t0)
     cs.n_clocks = 2;
     cs.clocks = clocks;
     cs.has_primary_trace_clock = 1;
-    cs.primary_trace_clock = CLI_PERFETTO_CLOCK_MONO;
+    cs.primary_trace_clock = EXP_PERFETTO_CLOCK_MONO;
     Perfetto__Protos__TracePacketDefaults d = PERFETTO__PROTOS__TRACE_PACKET_DEFAULTS__INIT;
     d.has_timestamp_clock_id = 1;
-    d.timestamp_clock_id = CLI_PERFETTO_CLOCK_INC;
+    d.timestamp_clock_id = EXP_PERFETTO_CLOCK_INC;
     Packet p = PERFETTO__PROTOS__TRACE_PACKET__INIT;
     p.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_CLOCK_SNAPSHOT;
     p.clock_snapshot = &cs;
@@ -347,13 +347,13 @@ static int start(struct cli_perfetto *x, uint64_t t0)
     p.has_timestamp = 1;
     p.timestamp = t0;
     p.has_timestamp_clock_id = 1;
-    p.timestamp_clock_id = CLI_PERFETTO_CLOCK_MONO;
+    p.timestamp_clock_id = EXP_PERFETTO_CLOCK_MONO;
     x->last_ts = t0;
     x->started = true;
     return emit(x, &p);
 }
 
-static int emit_descriptor(struct cli_perfetto *x, Perfetto__Protos__TrackDescriptor *td)
+static int emit_descriptor(struct exp_perfetto *x, Perfetto__Protos__TrackDescriptor *td)
 {
     Packet p = PERFETTO__PROTOS__TRACE_PACKET__INIT;
     p.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_DESCRIPTOR;
@@ -361,7 +361,7 @@ static int emit_descriptor(struct cli_perfetto *x, Perfetto__Protos__TrackDescri
     return emit(x, &p);
 }
 
-static int process_track(struct cli_perfetto *x, const struct cli_rec_src *src, uint64_t *uuid)
+static int process_track(struct exp_perfetto *x, const struct q_rec_src *src, uint64_t *uuid)
 {
     if (map_get(&x->procs, (uint64_t)src->process_id, uuid))
         return 0;
@@ -381,7 +381,7 @@ static int process_track(struct cli_perfetto *x, const struct cli_rec_src *src, 
     return emit_descriptor(x, &td);
 }
 
-static int thread_track(struct cli_perfetto *x, const struct cli_rec_src *src, uint32_t tid,
+static int thread_track(struct exp_perfetto *x, const struct q_rec_src *src, uint32_t tid,
                         uint64_t *uuid)
 {
     uint64_t k = key2(src->process_id, tid);
@@ -413,7 +413,7 @@ static int thread_track(struct cli_perfetto *x, const struct cli_rec_src *src, u
 }
 
 /* iid of an event name, added to the packet's interned data when new. */
-static uint64_t name_iid(struct cli_perfetto *x, const char *name)
+static uint64_t name_iid(struct exp_perfetto *x, const char *name)
 {
     bool added;
     const struct strent *e = str_iid(&x->names, name, 1, &added);
@@ -433,7 +433,7 @@ static uint64_t name_iid(struct cli_perfetto *x, const char *name)
 }
 
 /* Annotation i of te named name (interned). Returns the annotation or NULL. */
-static Ann *ann_add(struct cli_perfetto *x, Ann *anns, Ann **ptrs, TrackEvent *te, const char *name)
+static Ann *ann_add(struct exp_perfetto *x, Ann *anns, Ann **ptrs, TrackEvent *te, const char *name)
 {
     if (te->n_debug_annotations >= PF_MAX_ANN)
         return NULL;
@@ -465,7 +465,7 @@ static Ann *ann_add(struct cli_perfetto *x, Ann *anns, Ann **ptrs, TrackEvent *t
     return a;
 }
 
-static void ann_uint(struct cli_perfetto *x, Ann *anns, Ann **ptrs, TrackEvent *te,
+static void ann_uint(struct exp_perfetto *x, Ann *anns, Ann **ptrs, TrackEvent *te,
                      const char *name, uint64_t v)
 {
     Ann *a = ann_add(x, anns, ptrs, te, name);
@@ -476,35 +476,35 @@ static void ann_uint(struct cli_perfetto *x, Ann *anns, Ann **ptrs, TrackEvent *
 }
 
 /* Fields of a decoded record as annotations. */
-static void ann_fields(struct cli_perfetto *x, Ann *anns, Ann **ptrs, TrackEvent *te,
-                       const struct cli_decoded *d)
+static void ann_fields(struct exp_perfetto *x, Ann *anns, Ann **ptrs, TrackEvent *te,
+                       const struct q_decoded *d)
 {
     for (unsigned i = 0; i < d->nfields; i++) {
-        const struct cli_field *fl = &d->f[i];
-        if (fl->type == CLI_V_IPS)
+        const struct q_field *fl = &d->f[i];
+        if (fl->type == Q_V_IPS)
             continue;
         Ann *a = ann_add(x, anns, ptrs, te, fl->name);
         if (!a)
             return;
         switch (fl->type) {
-        case CLI_V_U64:
-        case CLI_V_HEX:
+        case Q_V_U64:
+        case Q_V_HEX:
             a->value_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_UINT_VALUE;
             a->uint_value = fl->u;
             break;
-        case CLI_V_I64:
+        case Q_V_I64:
             a->value_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_INT_VALUE;
             a->int_value = fl->i;
             break;
-        case CLI_V_F64:
+        case Q_V_F64:
             a->value_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_DOUBLE_VALUE;
             a->double_value = fl->f;
             break;
-        case CLI_V_BOOL:
+        case Q_V_BOOL:
             a->value_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_BOOL_VALUE;
             a->bool_value = fl->u != 0;
             break;
-        case CLI_V_STR: {
+        case Q_V_STR: {
             char *s = x->strs[te->n_debug_annotations - 1];
             size_t n = fl->slen < PF_STR_MAX - 1 ? fl->slen : PF_STR_MAX - 1;
             memcpy(s, fl->s, n);
@@ -522,7 +522,7 @@ static void ann_fields(struct cli_perfetto *x, Ann *anns, Ann **ptrs, TrackEvent
     }
 }
 
-static const char *runtime_name(const struct cli_rec_src *src, uint16_t id, char *buf, size_t cap)
+static const char *runtime_name(const struct q_rec_src *src, uint16_t id, char *buf, size_t cap)
 {
     const char *n = src->meta && src->meta->runtime ? src->meta->runtime(src->meta->ctx, id) : NULL;
     if (n)
@@ -531,7 +531,7 @@ static const char *runtime_name(const struct cli_rec_src *src, uint16_t id, char
     return buf;
 }
 
-static int counter_track(struct cli_perfetto *x, const struct cli_rec_src *src,
+static int counter_track(struct exp_perfetto *x, const struct q_rec_src *src,
                          const struct d9_rec_queue_depth *q, uint64_t *uuid)
 {
     uint64_t k = key2(src->process_id, (uint64_t)q->runtime << 16 | q->worker);
@@ -561,7 +561,7 @@ static int counter_track(struct cli_perfetto *x, const struct cli_rec_src *src,
     return emit_descriptor(x, &td);
 }
 
-static struct sym_resolver *resolver_of(struct cli_perfetto *x, int64_t process_id)
+static struct sym_resolver *resolver_of(struct exp_perfetto *x, int64_t process_id)
 {
     for (size_t i = 0; i < x->nres; i++)
         if (x->res[i].process_id == process_id)
@@ -578,7 +578,7 @@ static struct sym_resolver *resolver_of(struct cli_perfetto *x, int64_t process_
 }
 
 /* A CPU sample: intern its frames and callstack, write a PerfSample. */
-static int sample(struct cli_perfetto *x, const struct cli_rec_src *src, const uint8_t *rec,
+static int sample(struct exp_perfetto *x, const struct q_rec_src *src, const uint8_t *rec,
                   size_t len, uint64_t ts)
 {
     struct d9_rec_stack s;
@@ -662,7 +662,7 @@ static int sample(struct cli_perfetto *x, const struct cli_rec_src *src, const u
 }
 
 /* A track event on track at ts; te is filled by the caller. */
-static int emit_event(struct cli_perfetto *x, TrackEvent *te, uint64_t track, uint64_t ts)
+static int emit_event(struct exp_perfetto *x, TrackEvent *te, uint64_t track, uint64_t ts)
 {
     te->has_track_uuid = 1;
     te->track_uuid = track;
@@ -673,23 +673,23 @@ static int emit_event(struct cli_perfetto *x, TrackEvent *te, uint64_t track, ui
     return emit(x, &p);
 }
 
-int cli_perfetto_begin(struct cli_perfetto **out, FILE *f)
+int exp_perfetto_begin(struct exp_perfetto **out, FILE *f)
 {
-    struct cli_perfetto *x = calloc(1, sizeof *x);
+    struct exp_perfetto *x = calloc(1, sizeof *x);
     if (!x)
         return -ENOMEM;
-    if (cli_polls_new(&x->polls) < 0) {
+    if (q_pair_new(&x->polls) < 0) {
         free(x);
         return -ENOMEM;
     }
-    cli_polls_track_parks(x->polls);
+    q_pair_track_parks(x->polls);
     x->f = f;
     idata_reset(x);
     *out = x;
     return 0;
 }
 
-static int record(struct cli_perfetto *x, const struct cli_rec_src *src,
+static int record(struct exp_perfetto *x, const struct q_rec_src *src,
                   const struct d9_rec_hdr *rec, size_t len)
 {
     if (rec->type == D9_REC_CUSTOM && src->ring == SYM_SEG_RING) {
@@ -701,11 +701,11 @@ static int record(struct cli_perfetto *x, const struct cli_rec_src *src,
         }
         return 0;
     }
-    struct cli_decoded d;
-    if (cli_decode(rec, len, src->meta, &d) < 0)
+    struct q_decoded d;
+    if (q_decode(rec, len, src->meta, &d) < 0)
         return 0;
     bool internal = d.type == D9_REC_CUSTOM && d.event &&
-                    strncmp(d.event, CLI_EXPORT_INTERNAL, strlen(CLI_EXPORT_INTERNAL)) == 0;
+                    strncmp(d.event, Q_DECODE_INTERNAL, strlen(Q_DECODE_INTERNAL)) == 0;
     if (internal || d.type == D9_REC_PAD || d.type >= D9_REC_TYPE_COUNT) {
         x->st.skipped++;
         return 0;
@@ -730,10 +730,10 @@ static int record(struct cli_perfetto *x, const struct cli_rec_src *src,
     TrackEvent te = PERFETTO__PROTOS__TRACK_EVENT__INIT;
     Ann anns[PF_MAX_ANN], *ptrs[PF_MAX_ANN];
     uint64_t flow;
-    struct cli_poll done;
+    struct q_poll done;
     switch (d.type) {
     case D9_REC_POLL_START: {
-        rc = cli_polls_feed(x->polls, src, rec, len, &done);
+        rc = q_pair_feed(x->polls, src, rec, len, &done);
         if (rc < 0)
             return rc;
         struct d9_rec_poll_start ps;
@@ -756,7 +756,7 @@ static int record(struct cli_perfetto *x, const struct cli_rec_src *src,
         break;
     }
     case D9_REC_WORKER_PARK:
-        rc = cli_polls_feed(x->polls, src, rec, len, &done);
+        rc = q_pair_feed(x->polls, src, rec, len, &done);
         if (rc < 0)
             return rc;
         te.name_field_case = PERFETTO__PROTOS__TRACK_EVENT__NAME_FIELD_NAME_IID;
@@ -767,7 +767,7 @@ static int record(struct cli_perfetto *x, const struct cli_rec_src *src,
         break;
     case D9_REC_POLL_END:
     case D9_REC_WORKER_UNPARK:
-        rc = cli_polls_feed(x->polls, src, rec, len, &done);
+        rc = q_pair_feed(x->polls, src, rec, len, &done);
         if (rc < 0)
             return rc;
         if (rc == 0)
@@ -829,8 +829,8 @@ static int record(struct cli_perfetto *x, const struct cli_rec_src *src,
         if (d.type == D9_REC_CUSTOM)
             ann_fields(x, anns, ptrs, &te, &d);
         else
-            ann_uint(x, anns, ptrs, &te, "task", cli_decode_field(&d, "task")
-                     ? cli_decode_field(&d, "task")->u : 0);
+            ann_uint(x, anns, ptrs, &te, "task", q_decode_field(&d, "task")
+                     ? q_decode_field(&d, "task")->u : 0);
         x->st.instants++;
         break;
     }
@@ -843,7 +843,7 @@ static int record(struct cli_perfetto *x, const struct cli_rec_src *src,
     return emit_event(x, &te, track, d.ts);
 }
 
-int cli_perfetto_record(struct cli_perfetto *x, const struct cli_rec_src *src,
+int exp_perfetto_record(struct exp_perfetto *x, const struct q_rec_src *src,
                         const struct d9_rec_hdr *rec, size_t len)
 {
     int rc = record(x, src, rec, len);
@@ -852,12 +852,12 @@ int cli_perfetto_record(struct cli_perfetto *x, const struct cli_rec_src *src,
     return rc;
 }
 
-int cli_perfetto_finish(struct cli_perfetto *x, uint64_t t_end, struct cli_perfetto_stats *st)
+int exp_perfetto_finish(struct exp_perfetto *x, uint64_t t_end, struct exp_perfetto_stats *st)
 {
     int rc = 0;
     size_t it = 0;
-    struct cli_poll p;
-    while (rc == 0 && cli_polls_next_open(x->polls, &it, &p)) {
+    struct q_poll p;
+    while (rc == 0 && q_pair_next_open(x->polls, &it, &p)) {
         uint64_t track;
         if (!map_get(&x->threads, key2(p.process_id, p.tid), &track))
             continue;
@@ -871,7 +871,7 @@ int cli_perfetto_finish(struct cli_perfetto *x, uint64_t t_end, struct cli_perfe
         rc = x->err ? x->err : -EIO;
     if (st)
         *st = x->st;
-    cli_polls_free(x->polls);
+    q_pair_free(x->polls);
     map_free(&x->procs);
     map_free(&x->threads);
     map_free(&x->counters);

@@ -1,5 +1,5 @@
 /*
- * cli_perfetto.h — records to Perfetto's native protobuf trace
+ * exp_perfetto.h — records to Perfetto's native protobuf trace
  * (proto/perfetto_trace.proto, the upstream field numbers), the format
  * ui.perfetto.dev and trace_processor read natively:
  *
@@ -33,20 +33,20 @@
  * written as one `Trace.packet` field; memory is the interning tables, the
  * tracks and the polls open at the same time, never per record.
  */
-#ifndef D9_COL_CLI_PERFETTO_H
-#define D9_COL_CLI_PERFETTO_H
+#ifndef D9_COL_EXP_PERFETTO_H
+#define D9_COL_EXP_PERFETTO_H
 
 #include <stdint.h>
 #include <stdio.h>
-#include "collector/cli/cli_store.h"
+#include "collector/query/q_scan.h"
 
-#define CLI_PERFETTO_SEQ        1u      /* trusted_packet_sequence_id of every packet */
-#define CLI_PERFETTO_CLOCK_INC  64u     /* the incremental clock (sequence-scoped) */
-#define CLI_PERFETTO_CLOCK_MONO 3u      /* BuiltinClock MONOTONIC */
+#define EXP_PERFETTO_SEQ        1u      /* trusted_packet_sequence_id of every packet */
+#define EXP_PERFETTO_CLOCK_INC  64u     /* the incremental clock (sequence-scoped) */
+#define EXP_PERFETTO_CLOCK_MONO 3u      /* BuiltinClock MONOTONIC */
 
-struct cli_perfetto;
+struct exp_perfetto;
 
-struct cli_perfetto_stats {
+struct exp_perfetto_stats {
     uint64_t packets;
     uint64_t polls, parks, instants, counters, samples, flows;
     uint64_t unfinished;            /* slices still open at the end, ended at t_end */
@@ -55,14 +55,14 @@ struct cli_perfetto_stats {
 };
 
 /* Start the trace on f. 0 or -ENOMEM. */
-int cli_perfetto_begin(struct cli_perfetto **out, FILE *f);
+int exp_perfetto_begin(struct exp_perfetto **out, FILE *f);
 
 /* One record, in scan order. 0 or -ENOMEM. */
-int cli_perfetto_record(struct cli_perfetto *x, const struct cli_rec_src *src,
+int exp_perfetto_record(struct exp_perfetto *x, const struct q_rec_src *src,
                         const struct d9_rec_hdr *rec, size_t len);
 
 /* End the slices still open at t_end, flush and free x. Fills *st when not
  * NULL. 0, or -EIO on a write error, -ENOMEM. */
-int cli_perfetto_finish(struct cli_perfetto *x, uint64_t t_end, struct cli_perfetto_stats *st);
+int exp_perfetto_finish(struct exp_perfetto *x, uint64_t t_end, struct exp_perfetto_stats *st);
 
-#endif /* D9_COL_CLI_PERFETTO_H */
+#endif /* D9_COL_EXP_PERFETTO_H */

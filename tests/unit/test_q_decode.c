@@ -1,5 +1,5 @@
 /*
- * test_cli_decode.c — cli_decode.c: every record type to fields, text and JSON
+ * test_q_decode.c — q_decode.c: every record type to fields, text and JSON
  * lines; custom events by schema; hostile payloads; escaping.
  */
 #include <errno.h>
@@ -12,7 +12,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include "collector/cli/cli.h"
-#include "collector/cli/cli_decode.h"
+#include "collector/query/q_decode.h"
 
 /* ---- a fake metadata source ---------------------------------------------- */
 static struct shm_meta_entry loc7 = { .kind = D9_META_LOCATION, .id = 7, .name = "src/http.c",
@@ -37,8 +37,8 @@ static const struct shm_meta_entry *fake_schema(const void *ctx, uint32_t id)
     (void)ctx;
     return id == 3 ? &schema3 : NULL;
 }
-static const struct cli_meta_src META = { fake_rt, fake_loc, fake_schema, NULL };
-static const struct cli_line_ctx LINE = { .pid = 100, .tid = 101, .comm = "app", .thread = "w0" };
+static const struct q_meta_src META = { fake_rt, fake_loc, fake_schema, NULL };
+static const struct q_line_ctx LINE = { .pid = 100, .tid = 101, .comm = "app", .thread = "w0" };
 
 static struct d9_rec_hdr hdr(uint16_t type, size_t len, uint64_t ts)
 {
@@ -48,16 +48,16 @@ static struct d9_rec_hdr hdr(uint16_t type, size_t len, uint64_t ts)
 /* Decode and render a record; returns a malloc'ed line (text or JSON). */
 static char *render(const void *rec, size_t len, bool json)
 {
-    struct cli_decoded d;
-    assert_int_equal(cli_decode(rec, len, &META, &d), 0);
+    struct q_decoded d;
+    assert_int_equal(q_decode(rec, len, &META, &d), 0);
     char *buf = NULL;
     size_t n = 0;
     FILE *f = open_memstream(&buf, &n);
     assert_non_null(f);
     if (json)
-        cli_decode_print_json(f, &LINE, &d);
+        q_decode_print_json(f, &LINE, &d);
     else
-        cli_decode_print_text(f, &LINE, &d);
+        q_decode_print_text(f, &LINE, &d);
     fclose(f);
     return buf;
 }
@@ -195,12 +195,12 @@ static void bad_framing_is_rejected(void **state)
 {
     (void)state;
     struct d9_rec_poll_end r = { .h = hdr(D9_REC_POLL_END, sizeof r + 8, 1) };
-    struct cli_decoded d;
-    assert_int_equal(cli_decode(&r, sizeof r, &META, &d), -EBADMSG);     /* len > avail */
+    struct q_decoded d;
+    assert_int_equal(q_decode(&r, sizeof r, &META, &d), -EBADMSG);     /* len > avail */
     r.h.len = sizeof r;
     r.h.type = 77;
-    assert_int_equal(cli_decode(&r, sizeof r, &META, &d), -EBADMSG);     /* unknown type */
-    assert_int_equal(cli_decode(&r, 8, &META, &d), -EBADMSG);            /* short */
+    assert_int_equal(q_decode(&r, sizeof r, &META, &d), -EBADMSG);     /* unknown type */
+    assert_int_equal(q_decode(&r, 8, &META, &d), -EBADMSG);            /* short */
 }
 
 /* ---- custom events --------------------------------------------------------- */
@@ -280,8 +280,8 @@ static void custom_string_longer_than_payload_is_an_error_not_an_overread(void *
     (void)state;
     uint8_t rec[256];
     size_t len = build_order(rec, sizeof rec, "widget", 4000, 0);
-    struct cli_decoded d;
-    assert_int_equal(cli_decode(rec, len, &META, &d), 0);
+    struct q_decoded d;
+    assert_int_equal(q_decode(rec, len, &META, &d), 0);
     assert_non_null(d.error);
     assert_int_equal(d.nfields, 0);
     char *t = render(rec, len, false);
@@ -294,12 +294,12 @@ static void custom_payload_shorter_than_schema_keeps_decoded_fields(void **state
     (void)state;
     uint8_t rec[256];
     size_t len = build_order(rec, sizeof rec, "widget", 6, 8);     /* drop "ok" */
-    struct cli_decoded d;
-    assert_int_equal(cli_decode(rec, len, &META, &d), 0);
+    struct q_decoded d;
+    assert_int_equal(q_decode(rec, len, &META, &d), 0);
     assert_string_equal(d.error, "payload shorter than its schema");
     assert_int_equal(d.nfields, 4);
-    assert_non_null(cli_decode_field(&d, "delta"));
-    assert_null(cli_decode_field(&d, "ok"));
+    assert_non_null(q_decode_field(&d, "delta"));
+    assert_null(q_decode_field(&d, "ok"));
 }
 
 static void custom_with_unknown_schema_reports_it(void **state)
@@ -338,16 +338,16 @@ static void wall_clock_time_when_the_boot_offset_is_known(void **state)
 {
     (void)state;
     struct d9_rec_poll_end r = { .h = hdr(D9_REC_POLL_END, sizeof r, 1500000000ull) };
-    struct cli_decoded d;
-    assert_int_equal(cli_decode(&r, sizeof r, &META, &d), 0);
-    struct cli_line_ctx lc = LINE;
+    struct q_decoded d;
+    assert_int_equal(q_decode(&r, sizeof r, &META, &d), 0);
+    struct q_line_ctx lc = LINE;
     lc.have_wall = true;
     lc.boot_realtime_ns = 0;
     char *buf = NULL;
     size_t n = 0;
     FILE *f = open_memstream(&buf, &n);
     setenv("TZ", "UTC", 1);
-    cli_decode_print_json(f, &lc, &d);
+    q_decode_print_json(f, &lc, &d);
     fclose(f);
     assert_contains(buf, "\"time\":\"1970-01-01 00:00:01.500000000\"");
     free(buf);

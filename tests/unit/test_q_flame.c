@@ -1,5 +1,5 @@
 /*
- * test_cli_flame.c — the folded stacks of d9 flame (cli_flame_folded) over
+ * test_q_flame.c — the folded stacks of d9 flame (q_flame_folded) over
  * a store built here with the segment writer and the index: a zero address
  * (the end of a frame-pointer chain) is no frame at all, never "[kernel]";
  * a kernel address is a kernel frame; equal stacks add up; off-CPU reads
@@ -14,8 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include "collector/cli/cli_flame.h"
-#include "collector/cli/cli_store.h"
+#include "collector/query/q_flame.h"
+#include "collector/query/q_store.h"
 #include "collector/store/idx.h"
 #include "collector/store/seg.h"
 #include "collector/store/seg_writer.h"
@@ -90,13 +90,13 @@ static char *folded(const char *dir, bool off_cpu, uint64_t *samples)
 {
     static char out[4096];
     char why[256];
-    struct cli_store *s;
-    assert_int_equal(cli_store_open(&s, dir, why, sizeof why), 0);
+    struct q_store *s;
+    assert_int_equal(q_store_open(&s, dir, why, sizeof why), 0);
     FILE *f = fmemopen(out, sizeof out, "w");
     assert_non_null(f);
-    assert_int_equal(cli_flame_folded(s, PID, 0, UINT64_MAX, off_cpu, f, samples), 0);
+    assert_int_equal(q_flame_folded(s, PID, 0, UINT64_MAX, off_cpu, f, samples), 0);
     fclose(f);
-    cli_store_close(s);
+    q_store_close(s);
     return out;
 }
 

@@ -1,5 +1,5 @@
 /*
- * test_cli_trace.c — cli_trace.c: the Chrome trace-event document is well-formed
+ * test_exp_json.c — exp_json.c: the Chrome trace-event document is well-formed
  * JSON (checked with python3 -m json.tool) and has the documented shape:
  * "X" polls and parks, "i" instants, "C" counters, "M" names, µs times,
  * CPU samples with their stacks, wake flows to the wakee's next poll.
@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include "collector/cli/cli_trace.h"
+#include "collector/export/exp_json.h"
 
 static struct shm_meta_entry loc5 = { .kind = D9_META_LOCATION, .id = 5, .name = "a.c",
                                       .func = "serve", .line = 10 };
@@ -32,15 +32,15 @@ static const struct shm_meta_entry *sch(const void *c, uint32_t id)
     (void)c;
     return id == 2 ? &sch2 : id == 9 ? &sch9 : NULL;
 }
-static const struct cli_meta_src META = { rt, loc, sch, NULL };
-static const struct cli_rec_src SRC = { .process_id = 1, .pid = 42, .comm = "srv\"x", .tid = 43,
+static const struct q_meta_src META = { rt, loc, sch, NULL };
+static const struct q_rec_src SRC = { .process_id = 1, .pid = 42, .comm = "srv\"x", .tid = 43,
                                         .ring = 0, .generation = 1, .thread = "w0",
                                         .meta = &META };
 
 struct doc {
     char path[64];
     FILE *f;
-    struct cli_export *x;
+    struct exp_json *x;
     char *text;
 };
 
@@ -50,17 +50,17 @@ static void doc_begin(struct doc *d)
     int fd = mkstemp(d->path);
     assert_true(fd >= 0);
     d->f = fdopen(fd, "w+");
-    assert_int_equal(cli_trace_begin(&d->x, d->f), 0);
+    assert_int_equal(exp_json_begin(&d->x, d->f), 0);
 }
 
 static void feed(struct doc *d, const void *rec, size_t len)
 {
-    assert_int_equal(cli_trace_record(d->x, &SRC, rec, len), 0);
+    assert_int_equal(exp_json_record(d->x, &SRC, rec, len), 0);
 }
 
-static void doc_end(struct doc *d, uint64_t t_end, struct cli_export_stats *st)
+static void doc_end(struct doc *d, uint64_t t_end, struct exp_json_stats *st)
 {
-    assert_int_equal(cli_trace_finish(d->x, t_end, st), 0);
+    assert_int_equal(exp_json_finish(d->x, t_end, st), 0);
     fseek(d->f, 0, SEEK_END);
     long n = ftell(d->f);
     rewind(d->f);
@@ -96,7 +96,7 @@ static void empty_export_is_a_valid_document(void **state)
     (void)state;
     struct doc d;
     doc_begin(&d);
-    struct cli_export_stats st;
+    struct exp_json_stats st;
     doc_end(&d, 0, &st);
     assert_valid_json(&d);
     assert_contains(d.text, "{\"traceEvents\":[");
@@ -115,7 +115,7 @@ static void poll_pair_becomes_a_complete_event_in_microseconds(void **state)
     e.h = HDR(D9_REC_POLL_END, e, 1000004750ull);
     feed(&d, &s, sizeof s);
     feed(&d, &e, sizeof e);
-    struct cli_export_stats st;
+    struct exp_json_stats st;
     doc_end(&d, 0, &st);
     assert_valid_json(&d);
     assert_contains(d.text, "{\"name\":\"serve\",\"cat\":\"poll\",\"ph\":\"X\",\"ts\":1000001.500,"
@@ -159,7 +159,7 @@ static void wakes_and_custom_events_are_instants_with_args(void **state)
     } c = { .c = { .schema = 2, .payload_len = 8 }, .code = 404 };
     c.c.h = HDR(D9_REC_CUSTOM, c, 20);
     feed(&d, &c, sizeof c);
-    struct cli_export_stats st;
+    struct exp_json_stats st;
     doc_end(&d, 0, &st);
     assert_valid_json(&d);
     assert_contains(d.text, "{\"name\":\"wake\",\"cat\":\"wake\",\"ph\":\"i\",\"ts\":0.010,"
@@ -200,7 +200,7 @@ static void park_unpark_becomes_a_parked_slice(void **state)
     p.h.type = D9_REC_WORKER_UNPARK;
     p.h.ts = 9000;
     feed(&d, &p, sizeof p);
-    struct cli_export_stats st;
+    struct exp_json_stats st;
     doc_end(&d, 0, &st);
     assert_valid_json(&d);
     assert_contains(d.text, "{\"name\":\"parked\",\"cat\":\"park\",\"ph\":\"X\",\"ts\":2.000,"
@@ -217,7 +217,7 @@ static void unfinished_poll_is_closed_at_the_end_and_flagged(void **state)
     struct d9_rec_poll_start s = { .task = 9, .loc = 5, .runtime = 1 };
     s.h = HDR(D9_REC_POLL_START, s, 1000);
     feed(&d, &s, sizeof s);
-    struct cli_export_stats st;
+    struct exp_json_stats st;
     doc_end(&d, 6000, &st);
     assert_valid_json(&d);
     assert_contains(d.text, "\"dur\":5.000");
@@ -240,7 +240,7 @@ static void off_cpu_stacks_and_collector_events_are_left_out(void **state)
     } m = { .c = { .schema = 9, .payload_len = 8 }, .start = 1 };
     m.c.h = HDR(D9_REC_CUSTOM, m, 20);
     feed(&d, &m, sizeof m);
-    struct cli_export_stats st;
+    struct exp_json_stats st;
     doc_end(&d, 0, &st);
     assert_valid_json(&d);
     assert_int_equal(st.events, 0);
@@ -261,7 +261,7 @@ static void cpu_sample_is_an_instant_on_its_thread_with_the_stack(void **state)
             .ips = { 0x401000, 0x402000, 0 } };
     k.k.h = HDR(D9_REC_CPU_SAMPLE, k, 5000);
     feed(&d, &k, sizeof k);
-    struct cli_export_stats st;
+    struct exp_json_stats st;
     doc_end(&d, 0, &st);
     assert_valid_json(&d);
     /* no memory maps given: raw addresses; the thread is the sample's, not the block's */
@@ -288,7 +288,7 @@ static void a_wake_flow_ends_at_the_wakees_next_poll(void **state)
     feed(&d, &s, sizeof s);
     s.h.ts = 90000;
     feed(&d, &s, sizeof s);                     /* a later poll: the flow has ended */
-    struct cli_export_stats st;
+    struct exp_json_stats st;
     doc_end(&d, 100000, &st);
     assert_valid_json(&d);
     assert_contains(d.text, "{\"name\":\"wake\",\"cat\":\"wake\",\"ph\":\"s\",\"ts\":10.000,"
@@ -320,7 +320,7 @@ static void many_pending_wakes_each_end_at_their_own_wakee(void **state)
         e.h = HDR(D9_REC_POLL_END, e, 2000 + t);
         feed(&d, &e, sizeof e);
     }
-    struct cli_export_stats st;
+    struct exp_json_stats st;
     doc_end(&d, 0, &st);
     assert_valid_json(&d);
     assert_int_equal(st.flows, N);

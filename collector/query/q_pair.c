@@ -1,5 +1,5 @@
 /*
- * cli_polls.c — poll pairing for the CLI (see cli_polls.h).
+ * q_pair.c — poll and park pairing (see q_pair.h).
  *
  * Threads live in an open-addressing hash table keyed by (process_id, ring,
  * generation), grown at 50% load; each holds a small array of open polls.
@@ -8,21 +8,21 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "collector/cli/cli_polls.h"
+#include "collector/query/q_pair.h"
 #include "shm/record.h"
 
 struct thr {
     bool used;
     int64_t process_id;
     uint32_t ring, generation;
-    struct cli_poll *open;
+    struct q_poll *open;
     size_t nopen, capopen;
 };
 
-struct cli_polls {
+struct q_pair {
     struct thr *t;
     size_t cap, n;                  /* cap is a power of two */
-    struct cli_polls_stats st;
+    struct q_pair_stats st;
     bool parks;
 };
 
@@ -36,9 +36,9 @@ static uint64_t hash_key(int64_t pid, uint32_t ring, uint32_t gen)
     return h * 0xbf58476d1ce4e5b9ull;
 }
 
-int cli_polls_new(struct cli_polls **out)
+int q_pair_new(struct q_pair **out)
 {
-    struct cli_polls *p = calloc(1, sizeof *p);
+    struct q_pair *p = calloc(1, sizeof *p);
     if (!p)
         return -ENOMEM;
     p->cap = POLLS_INITIAL_CAP;
@@ -51,7 +51,7 @@ int cli_polls_new(struct cli_polls **out)
     return 0;
 }
 
-void cli_polls_free(struct cli_polls *p)
+void q_pair_free(struct q_pair *p)
 {
     if (!p)
         return;
@@ -70,7 +70,7 @@ static struct thr *slot(struct thr *t, size_t cap, int64_t pid, uint32_t ring, u
     return &t[i];
 }
 
-static int grow(struct cli_polls *p)
+static int grow(struct q_pair *p)
 {
     size_t nc = p->cap * 2;
     struct thr *n = calloc(nc, sizeof *n);
@@ -85,7 +85,7 @@ static int grow(struct cli_polls *p)
     return 0;
 }
 
-static struct thr *thread_of(struct cli_polls *p, const struct cli_rec_src *src)
+static struct thr *thread_of(struct q_pair *p, const struct q_rec_src *src)
 {
     struct thr *t = slot(p->t, p->cap, src->process_id, src->ring, src->generation);
     if (t->used)
@@ -104,19 +104,19 @@ static struct thr *thread_of(struct cli_polls *p, const struct cli_rec_src *src)
     return t;
 }
 
-void cli_polls_track_parks(struct cli_polls *p) { p->parks = true; }
+void q_pair_track_parks(struct q_pair *p) { p->parks = true; }
 
-static int open_poll(struct cli_polls *p, const struct cli_rec_src *src,
+static int open_poll(struct q_pair *p, const struct q_rec_src *src,
                      const struct d9_rec_poll_start *r)
 {
     struct thr *t = thread_of(p, src);
     if (!t)
         return -ENOMEM;
-    struct cli_poll *slotp = NULL;
+    struct q_poll *slotp = NULL;
     for (size_t i = 0; i < t->nopen; i++) {
         if (t->open[i].task == r->task) {
             slotp = &t->open[i];
-            if (r->task != CLI_POLL_PARKED)
+            if (r->task != Q_POLL_PARKED)
                 p->st.replaced_starts++;
             break;
         }
@@ -124,7 +124,7 @@ static int open_poll(struct cli_polls *p, const struct cli_rec_src *src,
     if (!slotp) {
         if (t->nopen == t->capopen) {
             size_t nc = t->capopen ? t->capopen * 2 : 2;
-            struct cli_poll *n = realloc(t->open, nc * sizeof *n);
+            struct q_poll *n = realloc(t->open, nc * sizeof *n);
             if (!n)
                 return -ENOMEM;
             t->open = n;
@@ -132,7 +132,7 @@ static int open_poll(struct cli_polls *p, const struct cli_rec_src *src,
         }
         slotp = &t->open[t->nopen++];
     }
-    *slotp = (struct cli_poll){
+    *slotp = (struct q_poll){
         .process_id = src->process_id, .pid = src->pid, .tid = src->tid,
         .ring = src->ring, .generation = src->generation, .task = r->task, .loc = r->loc,
         .runtime = r->runtime, .worker = r->worker, .start_ns = r->h.ts,
@@ -140,8 +140,8 @@ static int open_poll(struct cli_polls *p, const struct cli_rec_src *src,
     return 0;
 }
 
-static int close_poll(struct cli_polls *p, const struct cli_rec_src *src, uint64_t task,
-                      uint64_t ts, struct cli_poll *done)
+static int close_poll(struct q_pair *p, const struct q_rec_src *src, uint64_t task,
+                      uint64_t ts, struct q_poll *done)
 {
     struct thr *t = slot(p->t, p->cap, src->process_id, src->ring, src->generation);
     if (t->used) {
@@ -157,8 +157,8 @@ static int close_poll(struct cli_polls *p, const struct cli_rec_src *src, uint64
     return 0;
 }
 
-int cli_polls_feed(struct cli_polls *p, const struct cli_rec_src *src, const struct d9_rec_hdr *rec,
-                   size_t len, struct cli_poll *done)
+int q_pair_feed(struct q_pair *p, const struct q_rec_src *src, const struct d9_rec_hdr *rec,
+                   size_t len, struct q_poll *done)
 {
     if (shm_record_check(rec, len) < 0)
         return 0;
@@ -185,8 +185,8 @@ int cli_polls_feed(struct cli_polls *p, const struct cli_rec_src *src, const str
         struct d9_rec_worker w;
         memcpy(&w, rec, sizeof w);
         if (rec->type == D9_REC_WORKER_UNPARK)
-            return close_poll(p, src, CLI_POLL_PARKED, w.h.ts, done) ? 2 : 0;
-        struct d9_rec_poll_start r = { .h = w.h, .task = CLI_POLL_PARKED,
+            return close_poll(p, src, Q_POLL_PARKED, w.h.ts, done) ? 2 : 0;
+        struct d9_rec_poll_start r = { .h = w.h, .task = Q_POLL_PARKED,
                                        .runtime = w.runtime, .worker = w.worker };
         return open_poll(p, src, &r);
     }
@@ -195,7 +195,7 @@ int cli_polls_feed(struct cli_polls *p, const struct cli_rec_src *src, const str
     }
 }
 
-int cli_polls_next_open(const struct cli_polls *p, size_t *it, struct cli_poll *out)
+int q_pair_next_open(const struct q_pair *p, size_t *it, struct q_poll *out)
 {
     /* *it encodes (thread slot, index in its open list) */
     size_t ti = *it >> 16, oi = *it & 0xffff;
@@ -211,4 +211,4 @@ int cli_polls_next_open(const struct cli_polls *p, size_t *it, struct cli_poll *
     return 0;
 }
 
-const struct cli_polls_stats *cli_polls_stats(const struct cli_polls *p) { return &p->st; }
+const struct q_pair_stats *q_pair_stats(const struct q_pair *p) { return &p->st; }

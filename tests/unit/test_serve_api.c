@@ -1,5 +1,5 @@
 /*
- * test_serve.c — the JSON API of d9 serve (cli_serve_api.h) on a store made
+ * test_serve.c — the JSON API of d9 serve (serve_api.h) on a store made
  * here with the segment writer and the index: exact answers for processes,
  * a detailed timeline, a bucketed one, events; the LOD contract on a store
  * with many polls (items bounded for every window and width, bucket counts
@@ -16,15 +16,15 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include "collector/cli/cli.h"
-#include "collector/cli/cli_serve_api.h"
-#include "collector/cli/cli_store.h"
+#include "collector/serve/serve_api.h"
+#include "collector/query/q_store.h"
 #include "collector/store/idx.h"
 #include "collector/store/seg_writer.h"
 #include "shm/meta.h"
 
 struct fixture {
     char dir[64];
-    struct cli_store *s;
+    struct q_store *s;
 };
 
 static size_t meta_runtime(uint8_t *out, uint32_t id, const char *name)
@@ -135,7 +135,7 @@ static void make_store(struct fixture *fx, unsigned many)
     seg_writer_free(w);
     idx_close(x);
     char why[256];
-    assert_int_equal(cli_store_open(&fx->s, fx->dir, why, sizeof why), 0);
+    assert_int_equal(q_store_open(&fx->s, fx->dir, why, sizeof why), 0);
 }
 
 static int setup_small(void **state)
@@ -157,7 +157,7 @@ static int setup_many(void **state)
 static int teardown(void **state)
 {
     struct fixture *fx = *state;
-    cli_store_close(fx->s);
+    q_store_close(fx->s);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", fx->dir);
     assert_int_equal(system(cmd), 0);
@@ -168,8 +168,8 @@ static int teardown(void **state)
 /* Run path with "k=v&k=v" arguments; returns the status, body in *out (free). */
 static int run(struct fixture *fx, const char *path, const char *args, char **out)
 {
-    struct cli_serve_params p;
-    cli_serve_api_params_init(&p);
+    struct serve_params p;
+    serve_api_params_init(&p);
     char why[96], buf[512];
     snprintf(buf, sizeof buf, "%s", args);
     for (char *save = NULL, *kv = strtok_r(buf, "&", &save); kv; kv = strtok_r(NULL, "&", &save)) {
@@ -177,13 +177,13 @@ static int run(struct fixture *fx, const char *path, const char *args, char **ou
         if (!eq)
             return 400;
         *eq = 0;
-        if (cli_serve_api_param(&p, kv, eq + 1, why, sizeof why) < 0)
+        if (serve_api_param(&p, kv, eq + 1, why, sizeof why) < 0)
             return 400;
     }
     size_t len;
     FILE *f = open_memstream(out, &len);
     assert_non_null(f);
-    int st = cli_serve_api(fx->s, path, &p, f);
+    int st = serve_api(fx->s, path, &p, f);
     fclose(f);
     return st;
 }
@@ -345,7 +345,7 @@ static void lod_answers_stay_bounded_and_count_every_poll(void **state)
             scan_answer(b, &bucket_polls, &items);
             if (polls != want)
                 fail_msg("%s: polls %ld, want %ld", args, polls, want);
-            if (items > (long)CLI_SERVE_MAX_ITEMS)
+            if (items > (long)SERVE_API_MAX_ITEMS)
                 fail_msg("%s: %ld items", args, items);
             if (strstr(b, "\"mode\":\"buckets\"") && bucket_polls != want)
                 fail_msg("%s: buckets count %ld polls, want %ld", args, bucket_polls, want);

@@ -1,21 +1,22 @@
 /*
- * cli_codeloc.c — "function (library+0xoffset)" for code locations (see cli_codeloc.h).
+ * q_loc.c — names of code locations (see q_loc.h).
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "collector/cli/cli_codeloc.h"
+#include "collector/query/q_loc.h"
+#include "collector/store/idx_read.h"
 #include "collector/store/seg_reader.h"
 #include "collector/store/sym.h"
 
-struct cli_codeloc {
+struct q_loc {
     struct sym_resolver *res;
     struct sym_map_rec *maps;
     size_t n, cap;
 };
 
-static int add_map(struct cli_codeloc *c, const struct sym_map_rec *m)
+static int add_map(struct q_loc *c, const struct sym_map_rec *m)
 {
     if (c->n == c->cap) {
         size_t nc = c->cap ? c->cap * 2 : 32;
@@ -29,9 +30,9 @@ static int add_map(struct cli_codeloc *c, const struct sym_map_rec *m)
     return sym_resolver_add(c->res, m) < 0 ? -1 : 0;
 }
 
-struct cli_codeloc *cli_codeloc_open(const char *path)
+struct q_loc *q_loc_open(const char *path)
 {
-    struct cli_codeloc *c = calloc(1, sizeof *c);
+    struct q_loc *c = calloc(1, sizeof *c);
     struct seg_reader *r = NULL;
     if (!c || sym_resolver_new(&c->res, "") < 0 || seg_reader_open(&r, path, SEG_OPEN_PARTIAL) < 0)
         goto fail;
@@ -56,11 +57,37 @@ fail:
     if (r)
         seg_reader_close(r);
 fail_closed:
-    cli_codeloc_free(c);
+    q_loc_free(c);
     return NULL;
 }
 
-void cli_codeloc_free(struct cli_codeloc *c)
+/* The map records of a process, for naming code locations: from its newest
+ * segment that has any (every segment opened while the process lived has a
+ * snapshot; one opened after it exited has none). NULL when none has. */
+struct codeloc_open {
+    struct q_store *s;
+    struct q_loc *c;
+};
+
+static int codeloc_try(void *arg, const char *rel)
+{
+    struct codeloc_open *co = arg;
+    char path[2 * Q_PATH_MAX];
+    if (rel[0] == '/' || strstr(rel, ".."))
+        return 0;                   /* the index is untrusted too: stay inside the store */
+    snprintf(path, sizeof path, "%s/%s", q_store_dir(co->s), rel);
+    co->c = q_loc_open(path);
+    return co->c != NULL;
+}
+
+struct q_loc *q_loc_of_process(struct q_store *s, int64_t process_id)
+{
+    struct codeloc_open co = { s, NULL };
+    idx_read_process_segments(q_store_idx(s), process_id, codeloc_try, &co);
+    return co.c;
+}
+
+void q_loc_free(struct q_loc *c)
 {
     if (!c)
         return;
@@ -70,7 +97,7 @@ void cli_codeloc_free(struct cli_codeloc *c)
     free(c);
 }
 
-const char *cli_codeloc_name(struct cli_codeloc *c, const struct shm_meta_entry *e, char *buf,
+const char *q_loc_name(struct q_loc *c, const struct shm_meta_entry *e, char *buf,
                              size_t cap)
 {
     uint64_t addr;
@@ -98,13 +125,13 @@ const char *cli_codeloc_name(struct cli_codeloc *c, const struct shm_meta_entry 
     return buf;
 }
 
-struct cli_codeloc_named {
+struct q_loc_named {
     uint32_t id;
     struct shm_meta_entry e;
     char name[320];
 };
 
-const struct shm_meta_entry *cli_codeloc_cached(struct cli_codeloc_cache *k,
+const struct shm_meta_entry *q_loc_cached(struct q_loc_cache *k,
                                                 const struct shm_meta_entry *m)
 {
     uint64_t addr;
@@ -115,33 +142,33 @@ const struct shm_meta_entry *cli_codeloc_cached(struct cli_codeloc_cache *k,
             return &k->v[i]->e;
     if (k->n == k->cap) {
         size_t nc = k->cap ? k->cap * 2 : 16;
-        struct cli_codeloc_named **nv = realloc(k->v, nc * sizeof *nv);
+        struct q_loc_named **nv = realloc(k->v, nc * sizeof *nv);
         if (!nv)
             return m;
         k->v = nv;
         k->cap = nc;
     }
-    struct cli_codeloc_named *x = calloc(1, sizeof *x);
+    struct q_loc_named *x = calloc(1, sizeof *x);
     if (!x)
         return m;
     x->id = m->id;
     x->e = *m;
-    cli_codeloc_name(k->c, m, x->name, sizeof x->name);
+    q_loc_name(k->c, m, x->name, sizeof x->name);
     x->e.func = x->name;
     k->v[k->n++] = x;
     return &x->e;
 }
 
-void cli_codeloc_cache_release(struct cli_codeloc_cache *k)
+void q_loc_cache_release(struct q_loc_cache *k)
 {
     for (size_t i = 0; i < k->n; i++)
         free(k->v[i]);
     free(k->v);
-    cli_codeloc_free(k->c);
+    q_loc_free(k->c);
     memset(k, 0, sizeof *k);
 }
 
-int cli_codeloc_is(const struct shm_meta_entry *e)
+int q_loc_is_code(const struct shm_meta_entry *e)
 {
     return e && e->kind == D9_META_LOCATION && e->line == 0 && e->name && e->func &&
            strcmp(e->name, D9_LOC_CODE_FILE) == 0;

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include "collector/cli/sql_group.h"
+#include "collector/sql/sql_group.h"
 
 #define GROUP_CHUNK_MIN   8u
 #define GROUP_CHUNK_MAX   4096u

@@ -1,5 +1,5 @@
 /*
- * cli_trace.h — records to the Chrome trace-event JSON format, the format
+ * exp_json.h — records to the Chrome trace-event JSON format, the format
  * chrome://tracing and the Perfetto UI (ui.perfetto.dev) load:
  *
  *   {"traceEvents":[ ... ],"displayTimeUnit":"ms","otherData":{...}}
@@ -13,7 +13,7 @@
  *   CPU samples     "i" instants cat "cpu" on the sampled thread, named by the
  *                   innermost frame, args weight_ns and stack (outermost
  *                   first; names from the "d9.map" records given to
- *                   cli_trace_map, raw addresses without them)
+ *                   exp_json_map, raw addresses without them)
  *   spawn/terminate "i" instants, cat "task"
  *   custom events   "i" instants named after the schema, args = its fields
  *                   (except the collector's own "d9.*" events, e.g. d9.map)
@@ -25,20 +25,18 @@
  *
  * Called by cli_export.c (`d9 export`) from a scan callback; unit-tested on
  * memory streams. Output is always valid JSON (strings go through
- * cli_json_str); a write error is reported by cli_trace_finish.
+ * q_text_json); a write error is reported by exp_json_finish.
  */
-#ifndef D9_COL_CLI_TRACE_H
-#define D9_COL_CLI_TRACE_H
+#ifndef D9_COL_EXP_JSON_H
+#define D9_COL_EXP_JSON_H
 
 #include <stdint.h>
 #include <stdio.h>
-#include "collector/cli/cli_store.h"
+#include "collector/query/q_scan.h"
 
-struct cli_export;
+struct exp_json;
 
-#define CLI_EXPORT_INTERNAL "d9."   /* custom events of the collector itself: skipped */
-
-struct cli_export_stats {
+struct exp_json_stats {
     uint64_t events;                /* trace events written (metadata included) */
     uint64_t polls, parks, instants, counters;
     uint64_t flows;                 /* wake flows ended at the wakee's next poll */
@@ -48,21 +46,21 @@ struct cli_export_stats {
 };
 
 /* Start the document on f. 0 or -ENOMEM. */
-int cli_trace_begin(struct cli_export **out, FILE *f);
+int exp_json_begin(struct exp_json **out, FILE *f);
 
 /* A "d9.map" record (collector pseudo ring SYM_SEG_RING; others are
  * ignored): names the CPU samples of its process. Give every map of the
  * exported processes, whatever its time, before the records. 0 or -ENOMEM. */
-int cli_trace_map(struct cli_export *x, const struct cli_rec_src *src,
+int exp_json_map(struct exp_json *x, const struct q_rec_src *src,
                    const struct d9_rec_hdr *rec, size_t len);
 
 /* One record, in scan order. 0 or -ENOMEM. */
-int cli_trace_record(struct cli_export *x, const struct cli_rec_src *src,
+int exp_json_record(struct exp_json *x, const struct q_rec_src *src,
                       const struct d9_rec_hdr *rec, size_t len);
 
 /* Close polls/parks still open at t_end (args.unfinished = true), end the
  * document and free x. Fills *st when not NULL. 0, or -EIO if f reported a
  * write error. */
-int cli_trace_finish(struct cli_export *x, uint64_t t_end, struct cli_export_stats *st);
+int exp_json_finish(struct exp_json *x, uint64_t t_end, struct exp_json_stats *st);
 
-#endif /* D9_COL_CLI_TRACE_H */
+#endif /* D9_COL_EXP_JSON_H */

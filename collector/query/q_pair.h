@@ -1,5 +1,5 @@
 /*
- * cli_polls.h — pairs poll_start / poll_end records into polls (task, thread,
+ * q_pair.h — pairs poll_start / poll_end records into polls (task, thread,
  * start, duration) for `d9 top-polls` and `d9 export`.
  *
  * A poll is identified by the ring generation that recorded it (one thread)
@@ -9,22 +9,22 @@
  * dropped) is counted as unpaired; a second poll_start of the same task on
  * the same thread replaces the first (its end was dropped) and is counted.
  *
- * With cli_polls_track_parks(), worker_park / worker_unpark pairs on a thread
- * are paired the same way into "parked" intervals (task = CLI_POLL_PARKED,
+ * With q_pair_track_parks(), worker_park / worker_unpark pairs on a thread
+ * are paired the same way into "parked" intervals (task = Q_POLL_PARKED,
  * feed returns 2), for export.
  *
- * Called from scan callbacks (cli_store.h) in time order. Memory: one entry per
+ * Called from scan callbacks (q_scan.h) in time order. Memory: one entry per
  * thread seen plus the polls open at the same time, never per poll.
  */
-#ifndef D9_COL_CLI_POLLS_H
-#define D9_COL_CLI_POLLS_H
+#ifndef D9_COL_Q_PAIR_H
+#define D9_COL_Q_PAIR_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "collector/cli/cli_store.h"
+#include "collector/query/q_scan.h"
 
-struct cli_poll {
+struct q_poll {
     int64_t process_id;
     uint32_t pid, tid, ring, generation;
     uint64_t task;
@@ -33,30 +33,30 @@ struct cli_poll {
     uint64_t start_ns, end_ns;      /* end_ns = 0 while unfinished */
 };
 
-struct cli_polls_stats {
+struct q_pair_stats {
     uint64_t paired;
     uint64_t unpaired_ends;         /* poll_end without a poll_start */
     uint64_t replaced_starts;       /* poll_start of a task already open on that thread */
 };
 
-struct cli_polls;
+struct q_pair;
 
-#define CLI_POLL_PARKED UINT64_MAX  /* task id of a parked interval */
+#define Q_POLL_PARKED UINT64_MAX  /* task id of a parked interval */
 
-int cli_polls_new(struct cli_polls **out);
-void cli_polls_free(struct cli_polls *p);
+int q_pair_new(struct q_pair **out);
+void q_pair_free(struct q_pair *p);
 
 /* Also pair worker_park -> worker_unpark into parked intervals. */
-void cli_polls_track_parks(struct cli_polls *p);
+void q_pair_track_parks(struct q_pair *p);
 
 /* Feed one record (other types are ignored). Returns 1 and fills *done when
  * rec closes a poll, 2 when it closes a parked interval, 0 otherwise, -ENOMEM. */
-int cli_polls_feed(struct cli_polls *p, const struct cli_rec_src *src, const struct d9_rec_hdr *rec,
-                   size_t len, struct cli_poll *done);
+int q_pair_feed(struct q_pair *p, const struct q_rec_src *src, const struct d9_rec_hdr *rec,
+                   size_t len, struct q_poll *done);
 
 /* Polls still open after the last record: call with *it = 0 until it returns 0. */
-int cli_polls_next_open(const struct cli_polls *p, size_t *it, struct cli_poll *out);
+int q_pair_next_open(const struct q_pair *p, size_t *it, struct q_poll *out);
 
-const struct cli_polls_stats *cli_polls_stats(const struct cli_polls *p);
+const struct q_pair_stats *q_pair_stats(const struct q_pair *p);
 
-#endif /* D9_COL_CLI_POLLS_H */
+#endif /* D9_COL_Q_PAIR_H */

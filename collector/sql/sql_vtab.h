@@ -7,7 +7,7 @@
  * segments, the metadata's locations, the records (polls, parks, wakes,
  * spawns, terminates, queue_depths, cpu_samples, stacks, events) and one
  * table per custom-event name found in the store's metadata. Every row is
- * read through the query layer (cli_store.h): index rows by its listings,
+ * read through the query layer (q_store.h): index rows by its listings,
  * records by its time-ordered block scan, so the tables see exactly what
  * the other subcommands see, on a live store as on a copy.
  *
@@ -35,7 +35,7 @@
  * with a built-in table gets the prefix "event_".
  *
  * Called by cli_sql.c and the unit tests. Must never: write to the store,
- * run SQL on index.sqlite (that goes through cli_store.h), or trust a record
+ * run SQL on index.sqlite (that goes through q_store.h), or trust a record
  * (every record is re-checked by the query layer and the decoder).
  */
 #ifndef D9_COL_SQL_VTAB_H
@@ -44,7 +44,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
-#include "collector/cli/cli_store.h"
+#include "collector/query/q_scan.h"
 
 struct sqlite3;
 struct sql_vtab;
@@ -52,7 +52,7 @@ struct sql_vtab;
 /* Register the module on db and create every table of the store s (which
  * must outlive db's use of the tables). prog prefixes warnings about bad
  * files. 0 or -errno with a one-line reason in why. */
-int sql_vtab_attach(struct sqlite3 *db, struct cli_store *s, const char *prog,
+int sql_vtab_attach(struct sqlite3 *db, struct q_store *s, const char *prog,
                     struct sql_vtab **out, char *why, size_t whycap);
 /* Free the context; call after sqlite3_close(db). */
 void sql_vtab_free(struct sql_vtab *v);
@@ -60,7 +60,7 @@ void sql_vtab_free(struct sql_vtab *v);
 /* What the record scans of the connection read so far (blocks, records,
  * bad blocks, missing segments), summed over every scan since the last
  * reset: how a test sees that a constraint reached the block index. */
-const struct cli_scan_stats *sql_vtab_stats(const struct sql_vtab *v);
+const struct q_scan_stats *sql_vtab_stats(const struct sql_vtab *v);
 void sql_vtab_stats_reset(struct sql_vtab *v);
 
 /* One line per table: "name: what a row is". */

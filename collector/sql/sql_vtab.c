@@ -21,7 +21,7 @@
  * ("d9.map"), and its frames are named lazily, as d9 flame names them.
  *
  * Invariants: a cursor's record pointers are valid until its next
- * cli_store_scan_next; every integer from a record reaches SQLite as int64 (u64
+ * q_scan_next; every integer from a record reaches SQLite as int64 (u64
  * values above INT64_MAX as REAL); rows are never cached across statements.
  */
 #include <errno.h>
@@ -32,10 +32,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "collector/cli/cli_polls.h"
-#include "collector/cli/cli_decode.h"
-#include "collector/cli/sql_group.h"
-#include "collector/cli/sql_vtab.h"
+#include "collector/query/q_decode.h"
+#include "collector/query/q_names.h"
+#include "collector/query/q_pair.h"
+#include "collector/query/q_text.h"
+#include "collector/query/q_names.h"
+#include "collector/sql/sql_group.h"
+#include "collector/sql/sql_vtab.h"
 #include "collector/store/seg.h"
 #include "collector/store/sym.h"
 #include "shm/record.h"
@@ -177,10 +180,10 @@ struct proc_res {
 };
 
 struct sql_vtab {
-    struct cli_store *s;
+    struct q_store *s;
     const char *prog;
-    struct cli_names *names;
-    struct cli_scan_stats st;
+    struct q_names *names;
+    struct q_scan_stats st;
     struct event_def *ev;
     size_t nev;
     bool stacks_built;
@@ -230,7 +233,7 @@ struct cur {
     struct vt *vt;
     bool eof;
     /* filter */
-    struct cli_filter f;
+    struct q_filter f;
     bool rt_set;
     char rt_name[D9_NAME_MAX + 1];
     uint32_t sample_tid;            /* cpu_samples: the sampled thread, 0 = any */
@@ -242,20 +245,20 @@ struct cur {
     size_t nsidx, isidx;
     uint16_t depth;
     /* scan */
-    struct cli_scan_it *it;
-    struct cli_scan_stats st;
-    struct cli_rec_src src;
+    struct q_scan_it *it;
+    struct q_scan_stats st;
+    struct q_rec_src src;
     const struct d9_rec_hdr *rec;
     size_t len;
-    struct cli_decoded *dec;
+    struct q_decoded *dec;
     bool decoded;
     char *json;
     size_t jsonlen;
     /* pairing */
     int phase;                      /* 1 window, 2 extension (ends only), 3 unfinished, 4 done */
     uint64_t win_to, ext_from, ext_len, tmax;
-    struct cli_polls *polls;
-    struct cli_poll poll;
+    struct q_pair *polls;
+    struct q_poll poll;
     bool poll_unfinished;
     size_t open_it;
     struct park_slot *parks;
@@ -265,7 +268,7 @@ struct cur {
     const void *last_meta;
     uint32_t last_schema;
     bool last_match;
-    char text[CLI_LOC_TEXT_MAX + 64];
+    char text[Q_LOC_TEXT_MAX + 64];
     /* polls: location texts by loc id (direct-mapped), so a GROUP BY
      * location does not format the same name for every poll */
     struct loc_cache {
@@ -398,9 +401,9 @@ static bool rec_runtime(const struct d9_rec_hdr *rec, size_t len, uint16_t *rt)
     }
 }
 
-static const char *src_runtime(const struct cli_rec_src *src, uint16_t rt, char *buf, size_t cap)
+static const char *src_runtime(const struct q_rec_src *src, uint16_t rt, char *buf, size_t cap)
 {
-    const struct cli_meta_src *m = src->meta;
+    const struct q_meta_src *m = src->meta;
     const char *n = m && m->runtime ? m->runtime(m->ctx, rt) : NULL;
     if (n)
         return n;
@@ -453,7 +456,7 @@ static struct stk *stack_find(struct sql_vtab *v, uint64_t id)
     return NULL;
 }
 
-static int stack_insert(struct sql_vtab *v, uint64_t id, const struct cli_rec_src *src,
+static int stack_insert(struct sql_vtab *v, uint64_t id, const struct q_rec_src *src,
                         const struct d9_rec_hdr *rec, uint16_t n)
 {
     if ((v->nstk + 1) * 2 > v->capslot) {
@@ -517,18 +520,18 @@ static int stacks_build(struct sql_vtab *v)
 {
     if (v->stacks_built)
         return 0;
-    struct cli_filter f = { .from = 0, .to = UINT64_MAX,
+    struct q_filter f = { .from = 0, .to = UINT64_MAX,
                             .types = T(D9_REC_CPU_SAMPLE) | T(D9_REC_SCHED_SWITCH) |
                                      T(D9_REC_CUSTOM) };
-    struct cli_scan_it *it;
-    struct cli_scan_stats st;
-    int rc = cli_store_scan_open(v->s, &f, &st, v->prog, &it);
+    struct q_scan_it *it;
+    struct q_scan_stats st;
+    int rc = q_scan_open(v->s, &f, &st, v->prog, &it);
     if (rc < 0)
         return rc;
-    struct cli_rec_src src;
+    struct q_rec_src src;
     const struct d9_rec_hdr *rec;
     size_t len;
-    while ((rc = cli_store_scan_next(it, &src, &rec, &len)) == 1) {
+    while ((rc = q_scan_next(it, &src, &rec, &len)) == 1) {
         if (rec->type == D9_REC_CUSTOM) {
             struct sym_map_rec m;
             if (src.ring != SYM_SEG_RING || sym_map_decode((const uint8_t *)rec, len, &m) != 0)
@@ -545,7 +548,7 @@ static int stacks_build(struct sql_vtab *v)
         if (!stack_find(v, id) && (rc = stack_insert(v, id, &src, rec, n)) < 0)
             break;
     }
-    cli_store_scan_close(it);
+    q_scan_close(it);
     v->st.blocks += st.blocks;
     v->st.records += st.records;
     v->st.bad_blocks += st.bad_blocks;
@@ -629,7 +632,7 @@ static void rows_free(struct cur *c)
     c->nrows = c->irow = 0;
 }
 
-static int on_proc(void *arg, const struct cli_proc_row *p)
+static int on_proc(void *arg, const struct idx_read_process *p)
 {
     struct cur *c = arg;
     struct mval *r = row_add(c);
@@ -651,7 +654,7 @@ static int on_proc(void *arg, const struct cli_proc_row *p)
     return e ? -ENOMEM : 0;
 }
 
-static int on_thread(void *arg, const struct cli_thread_row *t)
+static int on_thread(void *arg, const struct idx_read_thread *t)
 {
     struct cur *c = arg;
     if (c->f.tid && t->tid != c->f.tid)
@@ -671,7 +674,7 @@ static int on_thread(void *arg, const struct cli_thread_row *t)
     return e;
 }
 
-static int on_runtime(void *arg, const struct cli_runtime_row *t)
+static int on_runtime(void *arg, const struct idx_read_runtime *t)
 {
     struct cur *c = arg;
     struct mval *r = row_add(c);
@@ -683,7 +686,7 @@ static int on_runtime(void *arg, const struct cli_runtime_row *t)
     return mv_str(&r[2], t->name);
 }
 
-static int on_segment(void *arg, const struct cli_seg_row *s)
+static int on_segment(void *arg, const struct idx_read_segment *s)
 {
     struct cur *c = arg;
     struct mval *r = row_add(c);
@@ -707,7 +710,7 @@ struct proc_list {
     size_t n;
 };
 
-static int on_proc_id(void *arg, const struct cli_proc_row *p)
+static int on_proc_id(void *arg, const struct idx_read_process *p)
 {
     struct proc_list *l = arg;
     if (l->n % 32 == 0) {
@@ -729,10 +732,10 @@ static int locations_fill(struct cur *c)
 {
     struct sql_vtab *v = c->vt->ctx;
     struct proc_list l = { 0 };
-    int rc = cli_store_processes(v->s, c->f.pid, 0, UINT64_MAX, on_proc_id, &l);
+    int rc = q_store_processes(v->s, c->f.pid, 0, UINT64_MAX, on_proc_id, &l);
     for (size_t i = 0; rc >= 0 && i < l.n; i++) {
         for (uint32_t id = 1; id <= SEG_META_IDS_MAX; id++) {
-            const struct shm_meta_entry *e = cli_store_names_meta(v->names, l.id[i], D9_META_LOCATION,
+            const struct shm_meta_entry *e = q_names_meta(v->names, l.id[i], D9_META_LOCATION,
                                                             id);
             if (!e)
                 continue;
@@ -762,11 +765,11 @@ static int locations_fill(struct cur *c)
 static bool polls_open(struct cur *c)
 {
     size_t it = 0;
-    struct cli_poll p;
-    return cli_polls_next_open(c->polls, &it, &p) != 0;
+    struct q_poll p;
+    return q_pair_next_open(c->polls, &it, &p) != 0;
 }
 
-static struct park_slot *park_slot_of(struct cur *c, const struct cli_rec_src *src, bool create)
+static struct park_slot *park_slot_of(struct cur *c, const struct q_rec_src *src, bool create)
 {
     for (size_t i = 0; i < c->nparks; i++) {
         struct park_slot *p = &c->parks[i];
@@ -796,7 +799,7 @@ static int pair_feed(struct cur *c, bool may_open)
     if (c->vt->def->kind == K_POLLS) {
         if (c->rec->type == D9_REC_POLL_START && !may_open)
             return 0;
-        int r = cli_polls_feed(c->polls, &c->src, c->rec, c->len, &c->poll);
+        int r = q_pair_feed(c->polls, &c->src, c->rec, c->len, &c->poll);
         c->poll_unfinished = false;
         return r;
     }
@@ -847,7 +850,7 @@ static bool pair_any_open(struct cur *c)
 static int pair_unfinished(struct cur *c)
 {
     if (c->vt->def->kind == K_POLLS) {
-        if (!cli_polls_next_open(c->polls, &c->open_it, &c->poll))
+        if (!q_pair_next_open(c->polls, &c->open_it, &c->poll))
             return 0;
         c->poll.end_ns = 0;
         c->poll_unfinished = true;
@@ -874,9 +877,9 @@ static void scan_end(struct cur *c)
 {
     if (!c->it)
         return;
-    cli_store_scan_close(c->it);
+    q_scan_close(c->it);
     c->it = NULL;
-    struct cli_scan_stats *t = &c->vt->ctx->st;
+    struct q_scan_stats *t = &c->vt->ctx->st;
     t->blocks += c->st.blocks;
     t->records += c->st.records;
     t->lost += c->st.lost;
@@ -886,10 +889,10 @@ static void scan_end(struct cur *c)
 
 static int scan_begin(struct cur *c, uint64_t from, uint64_t to)
 {
-    struct cli_filter f = c->f;
+    struct q_filter f = c->f;
     f.from = from;
     f.to = to;
-    return cli_store_scan_open(c->vt->ctx->s, &f, &c->st, c->vt->ctx->prog, &c->it);
+    return q_scan_open(c->vt->ctx->s, &f, &c->st, c->vt->ctx->prog, &c->it);
 }
 
 /* Does the current record belong to this table (beyond the scan's filter)? */
@@ -915,7 +918,7 @@ static bool rec_matches(struct cur *c)
         if (c->len < sizeof r)
             return false;
         memcpy(&r, c->rec, sizeof r);
-        const struct cli_meta_src *m = c->src.meta;
+        const struct q_meta_src *m = c->src.meta;
         if (m->ctx != c->last_meta || r.schema != c->last_schema) {
             const struct shm_meta_entry *e = m->schema ? m->schema(m->ctx, r.schema) : NULL;
             c->last_meta = m->ctx;
@@ -954,7 +957,7 @@ static int step(struct cur *c)
     bool paired = d->kind == K_POLLS || d->kind == K_PARKS;
     for (;;) {
         if (c->it) {
-            int r = cli_store_scan_next(c->it, &c->src, &c->rec, &c->len);
+            int r = q_scan_next(c->it, &c->src, &c->rec, &c->len);
             if (r < 0)
                 return r;
             if (r == 1) {
@@ -1014,7 +1017,7 @@ static int step(struct cur *c)
  * order; SQLite then groups adjacent rows without a sorter. */
 
 /* The thread table index of a poll's thread. */
-static int grp_thread(struct cur *c, const struct cli_poll *p)
+static int grp_thread(struct cur *c, const struct q_poll *p)
 {
     uint64_t h = mix64((uint64_t)p->process_id ^ ((uint64_t)p->ring << 32 | p->generation));
     uint32_t *slot = &c->gthr_cache[h % SQL_THR_CACHE];
@@ -1044,7 +1047,7 @@ static int grp_thread(struct cur *c, const struct cli_poll *p)
 }
 
 /* The bucket of a poll: by loc, or by its location text as col_poll names it. */
-static int grp_bucket(struct cur *c, const struct cli_poll *p, int by)
+static int grp_bucket(struct cur *c, const struct q_poll *p, int by)
 {
     if (by == GRP_BY_LOC)
         return sql_group_bucket_int(c->grp, p->loc);
@@ -1052,7 +1055,7 @@ static int grp_bucket(struct cur *c, const struct cli_poll *p, int by)
     struct grp_loc *e = &c->gloc[h % SQL_LOC_CACHE];
     if (e->bucket && e->process_id == p->process_id && e->loc == p->loc)
         return e->bucket - 1;
-    int b = sql_group_bucket_text(c->grp, cli_store_names_location(c->vt->ctx->names, p->process_id,
+    int b = sql_group_bucket_text(c->grp, q_names_location(c->vt->ctx->names, p->process_id,
                                                                    p->loc, c->text, sizeof c->text));
     if (b >= 0) {
         e->process_id = p->process_id;
@@ -1067,7 +1070,7 @@ static int group_fill(struct cur *c, int by)
 {
     int rc = sql_group_new(sizeof(struct grp_row), &c->grp);
     for (rc = rc < 0 ? rc : step(c); rc == 0 && !c->eof; rc = step(c)) {
-        const struct cli_poll *p = &c->poll;
+        const struct q_poll *p = &c->poll;
         int b = grp_bucket(c, p, by), t = b < 0 ? b : grp_thread(c, p);
         if (t < 0)
             return t;
@@ -1097,7 +1100,7 @@ static int group_step(struct cur *c)
         return 0;
     }
     const struct grp_thr *t = &c->gthr[r->thr & ~GRP_UNFINISHED];
-    c->poll = (struct cli_poll){
+    c->poll = (struct q_poll){
         .process_id = t->process_id, .pid = t->pid, .tid = t->tid, .ring = t->ring,
         .generation = t->generation, .task = r->task, .loc = r->loc, .runtime = r->runtime,
         .worker = r->worker, .start_ns = r->start_ns, .end_ns = r->end_ns,
@@ -1213,7 +1216,7 @@ struct rt_pids {
     size_t n, distinct;
 };
 
-static int on_rt_pid(void *arg, const struct cli_runtime_row *r)
+static int on_rt_pid(void *arg, const struct idx_read_runtime *r)
 {
     struct rt_pids *p = arg;
     if (strcmp(r->name, p->name) != 0)
@@ -1292,7 +1295,7 @@ static int x_disconnect(sqlite3_vtab *tab)
     return SQLITE_OK;
 }
 
-static int on_seg_starts(void *arg, const struct cli_seg_row *r)
+static int on_seg_starts(void *arg, const struct idx_read_segment *r)
 {
     *(uint64_t *)arg += r->counts[D9_REC_POLL_START];
     return 0;
@@ -1325,7 +1328,7 @@ static bool group_fits(struct vt *v, sqlite3_index_info *ii)
     }
     if (from > to)
         return true;
-    if (cli_store_segments(v->ctx->s, pid, from, to, on_seg_starts, &starts) < 0)
+    if (q_store_segments(v->ctx->s, pid, from, to, on_seg_starts, &starts) < 0)
         return false;
     return starts <= SQL_GROUP_MEM / sizeof(struct grp_row);
 #else
@@ -1421,7 +1424,7 @@ static void cur_reset(struct cur *c)
     free(c->sidx);
     c->sidx = NULL;
     c->nsidx = c->isidx = 0;
-    cli_polls_free(c->polls);
+    q_pair_free(c->polls);
     c->polls = NULL;
     free(c->parks);
     c->parks = NULL;
@@ -1459,19 +1462,19 @@ static int fill_listing(struct cur *c, uint64_t stack_want, bool stack_set)
     switch (c->vt->def->kind) {
     case K_PROCESSES:
         c->ncols = 13 + 1;
-        rc = cli_store_processes(v->s, c->f.pid, 0, UINT64_MAX, on_proc, c);
+        rc = q_store_processes(v->s, c->f.pid, 0, UINT64_MAX, on_proc, c);
         break;
     case K_THREADS:
         c->ncols = 8 + 1;
-        rc = cli_store_threads(v->s, c->f.pid, 0, on_thread, c);
+        rc = q_store_threads(v->s, c->f.pid, 0, on_thread, c);
         break;
     case K_RUNTIMES:
         c->ncols = 3 + 1;
-        rc = cli_store_runtimes(v->s, c->f.pid, 0, on_runtime, c);
+        rc = q_store_runtimes(v->s, c->f.pid, 0, on_runtime, c);
         break;
     case K_SEGMENTS:
         c->ncols = 9 + 1;
-        rc = cli_store_segments(v->s, c->f.pid, 0, UINT64_MAX, on_segment, c);
+        rc = q_store_segments(v->s, c->f.pid, 0, UINT64_MAX, on_segment, c);
         break;
     case K_LOCATIONS:
         c->ncols = 6 + 1;
@@ -1515,7 +1518,7 @@ static int x_filter(sqlite3_vtab_cursor *cur, int idx_num, const char *idx_str, 
     struct vt *v = c->vt;
     const struct tab_def *d = v->def;
     cur_reset(c);
-    c->f = (struct cli_filter){ .from = 0, .to = UINT64_MAX, .types = d->types };
+    c->f = (struct q_filter){ .from = 0, .to = UINT64_MAX, .types = d->types };
     bool ok = true, stack_set = false;
     uint64_t stack_want = 0;
     uint32_t tid = 0;
@@ -1574,7 +1577,7 @@ static int x_filter(sqlite3_vtab_cursor *cur, int idx_num, const char *idx_str, 
         c->f.tid = tid;
     if (c->rt_set && d->types) {
         struct rt_pids rp = { .name = c->rt_name };
-        if (cli_store_runtimes(v->ctx->s, c->f.pid, 0, on_rt_pid, &rp) >= 0) {
+        if (q_store_runtimes(v->ctx->s, c->f.pid, 0, on_rt_pid, &rp) >= 0) {
             if (rp.n == 0) {
                 c->eof = true;
                 return SQLITE_OK;
@@ -1600,7 +1603,7 @@ static int x_filter(sqlite3_vtab_cursor *cur, int idx_num, const char *idx_str, 
             return vt_error(v, "d9: reading the store failed: %s", strerror(-rc));
         return SQLITE_OK;
     }
-    if (d->kind == K_POLLS && (rc = cli_polls_new(&c->polls)) < 0)
+    if (d->kind == K_POLLS && (rc = q_pair_new(&c->polls)) < 0)
         return SQLITE_NOMEM;
     if (d->kind == K_POLLS || d->kind == K_PARKS) {
         uint64_t tmin;
@@ -1609,7 +1612,7 @@ static int x_filter(sqlite3_vtab_cursor *cur, int idx_num, const char *idx_str, 
         c->ext_len = c->f.to - c->f.from < UINT64_MAX ? c->f.to - c->f.from + 1 : UINT64_MAX;
         if (c->ext_len < 1000000)
             c->ext_len = 1000000;
-        if (cli_store_time_range(v->ctx->s, c->f.pid, &tmin, &c->tmax) < 0)
+        if (q_store_time_range(v->ctx->s, c->f.pid, &tmin, &c->tmax) < 0)
             c->tmax = 0;
     }
     bool grouped = d->kind == K_POLLS && (idx_num == GRP_BY_LOC || idx_num == GRP_BY_LOCATION);
@@ -1678,35 +1681,35 @@ static int x_rowid(sqlite3_vtab_cursor *cur, sqlite3_int64 *rowid)
     return SQLITE_OK;
 }
 
-static const struct cli_decoded *decoded(struct cur *c)
+static const struct q_decoded *decoded(struct cur *c)
 {
     if (c->decoded)
         return c->dec;
     if (!c->dec && !(c->dec = malloc(sizeof *c->dec)))
         return NULL;
-    if (cli_decode(c->rec, c->len, c->src.meta, c->dec) < 0)
+    if (q_decode(c->rec, c->len, c->src.meta, c->dec) < 0)
         return NULL;
     c->decoded = true;
     return c->dec;
 }
 
-static void result_field(sqlite3_context *cx, const struct cli_field *f)
+static void result_field(sqlite3_context *cx, const struct q_field *f)
 {
     switch (f->type) {
-    case CLI_V_U64:
-    case CLI_V_HEX:
+    case Q_V_U64:
+    case Q_V_HEX:
         result_u64(cx, f->u);
         break;
-    case CLI_V_I64:
+    case Q_V_I64:
         sqlite3_result_int64(cx, f->i);
         break;
-    case CLI_V_F64:
+    case Q_V_F64:
         sqlite3_result_double(cx, f->f);
         break;
-    case CLI_V_BOOL:
+    case Q_V_BOOL:
         sqlite3_result_int(cx, f->u != 0);
         break;
-    case CLI_V_STR:
+    case Q_V_STR:
         sqlite3_result_text(cx, f->s, (int)f->slen, SQLITE_TRANSIENT);
         break;
     default:
@@ -1717,7 +1720,7 @@ static void result_field(sqlite3_context *cx, const struct cli_field *f)
 
 static void col_fields_json(struct cur *c, sqlite3_context *cx)
 {
-    const struct cli_decoded *d = decoded(c);
+    const struct q_decoded *d = decoded(c);
     if (!d) {
         sqlite3_result_null(cx);
         return;
@@ -1730,10 +1733,10 @@ static void col_fields_json(struct cur *c, sqlite3_context *cx)
         return;
     }
     fputc('{', f);
-    cli_decode_print_json_members(f, d, 0, d->nfields, false);
+    q_decode_print_json_members(f, d, 0, d->nfields, false);
     if (d->error) {
         fputs(d->nfields ? ",\"error\":" : "\"error\":", f);
-        cli_json_str(f, d->error, strlen(d->error));
+        q_text_json(f, d->error, strlen(d->error));
     }
     fputc('}', f);
     if (fclose(f) != 0) {
@@ -1785,7 +1788,7 @@ static void col_record(struct cur *c, sqlite3_context *cx, int col)
         } else if (col == 5) {
             sqlite3_result_int64(cx, r.loc);
         } else if (col == 6) {
-            const struct cli_meta_src *m = c->src.meta;
+            const struct q_meta_src *m = c->src.meta;
             const struct shm_meta_entry *e = m->location ? m->location(m->ctx, r.loc) : NULL;
             result_str(cx, loc_format(e, r.loc, c->text, sizeof c->text));
         }
@@ -1822,7 +1825,7 @@ static void col_record(struct cur *c, sqlite3_context *cx, int col)
         if (col == 3) {
             result_str(cx, shm_record_type_name(c->rec->type));
         } else if (col == 4) {
-            const struct cli_decoded *dd = c->rec->type == D9_REC_CUSTOM ? decoded(c) : NULL;
+            const struct q_decoded *dd = c->rec->type == D9_REC_CUSTOM ? decoded(c) : NULL;
             if (dd && dd->event)
                 result_str(cx, dd->event);
         } else if (col == 5) {
@@ -1832,7 +1835,7 @@ static void col_record(struct cur *c, sqlite3_context *cx, int col)
         }
         return;
     case K_CUSTOM: {
-        const struct cli_decoded *dd = decoded(c);
+        const struct q_decoded *dd = decoded(c);
         unsigned fi = (unsigned)col - 3;
         if (!dd || fi >= c->vt->ev->nfields)
             return;
@@ -1851,13 +1854,13 @@ static void col_record(struct cur *c, sqlite3_context *cx, int col)
 
 static void col_poll(struct cur *c, sqlite3_context *cx, int col)
 {
-    const struct cli_poll *p = &c->poll;
-    struct cli_names *nm = c->vt->ctx->names;
+    const struct q_poll *p = &c->poll;
+    struct q_names *nm = c->vt->ctx->names;
     switch (col) {
     case PL_PID: sqlite3_result_int64(cx, p->pid); break;
     case PL_TID: sqlite3_result_int64(cx, p->tid); break;
     case PL_RUNTIME:
-        result_str(cx, cli_store_names_runtime(nm, p->process_id, p->runtime, c->text, sizeof c->text));
+        result_str(cx, q_names_runtime(nm, p->process_id, p->runtime, c->text, sizeof c->text));
         break;
     case PL_WORKER: sqlite3_result_int(cx, p->worker); break;
     case PL_TASK: result_u64(cx, p->task); break;
@@ -1868,7 +1871,7 @@ static void col_poll(struct cur *c, sqlite3_context *cx, int col)
             free(e->text);
             e->process_id = p->process_id;
             e->loc = p->loc;
-            e->text = strdup(cli_store_names_location(nm, p->process_id, p->loc, c->text,
+            e->text = strdup(q_names_location(nm, p->process_id, p->loc, c->text,
                                                 sizeof c->text));
             if (!e->text) {
                 sqlite3_result_error_nomem(cx);
@@ -1899,7 +1902,7 @@ static void col_park(struct cur *c, sqlite3_context *cx, int col)
     case PK_PID: sqlite3_result_int64(cx, p->pid); break;
     case PK_TID: sqlite3_result_int64(cx, p->tid); break;
     case PK_RUNTIME:
-        result_str(cx, cli_store_names_runtime(c->vt->ctx->names, p->process_id, p->runtime, c->text,
+        result_str(cx, q_names_runtime(c->vt->ctx->names, p->process_id, p->runtime, c->text,
                                          sizeof c->text));
         break;
     case PK_WORKER: sqlite3_result_int(cx, p->worker); break;
@@ -2050,10 +2053,10 @@ static int event_add_schema(struct sql_vtab *v, const struct shm_meta_entry *e, 
 static int events_discover(struct sql_vtab *v)
 {
     struct proc_list l = { 0 };
-    int rc = cli_store_processes(v->s, 0, 0, UINT64_MAX, on_proc_id, &l);
+    int rc = q_store_processes(v->s, 0, 0, UINT64_MAX, on_proc_id, &l);
     for (size_t i = 0; rc >= 0 && i < l.n; i++)
         for (uint32_t id = 1; rc >= 0 && id <= SEG_META_IDS_MAX; id++) {
-            const struct shm_meta_entry *e = cli_store_names_meta(v->names, l.id[i], D9_META_SCHEMA, id);
+            const struct shm_meta_entry *e = q_names_meta(v->names, l.id[i], D9_META_SCHEMA, id);
             if (e && e->name && *e->name)
                 rc = event_add_schema(v, e, l.pid[i]);
         }
@@ -2064,12 +2067,12 @@ static int events_discover(struct sql_vtab *v)
 
 /* ---- public ---------------------------------------------------------------------------- */
 
-int sql_vtab_attach(struct sqlite3 *db, struct cli_store *s, const char *prog,
+int sql_vtab_attach(struct sqlite3 *db, struct q_store *s, const char *prog,
                     struct sql_vtab **out, char *why, size_t whycap)
 {
     *out = NULL;
     struct sql_vtab *v = calloc(1, sizeof *v);
-    if (!v || cli_store_names_open(s, &v->names) < 0) {
+    if (!v || q_names_open(s, &v->names) < 0) {
         free(v);
         snprintf(why, whycap, "out of memory");
         return -ENOMEM;
@@ -2113,7 +2116,7 @@ void sql_vtab_free(struct sql_vtab *v)
 {
     if (!v)
         return;
-    cli_store_names_close(v->names);
+    q_names_close(v->names);
     for (size_t i = 0; i < v->nev; i++) {
         free(v->ev[i].table);
         free(v->ev[i].event);
@@ -2137,7 +2140,7 @@ void sql_vtab_free(struct sql_vtab *v)
     free(v);
 }
 
-const struct cli_scan_stats *sql_vtab_stats(const struct sql_vtab *v) { return &v->st; }
+const struct q_scan_stats *sql_vtab_stats(const struct sql_vtab *v) { return &v->st; }
 void sql_vtab_stats_reset(struct sql_vtab *v) { memset(&v->st, 0, sizeof v->st); }
 
 void sql_vtab_describe(FILE *f, const char *table)

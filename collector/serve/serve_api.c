@@ -1,48 +1,47 @@
 /*
- * cli_serve_api.c — the JSON answers of `d9 serve` (see cli_serve_api.h).
+ * serve_api.c — the JSON answers of `d9 serve` (see serve_api.h).
  *
- * A timeline is one scan of the window (cli_store_scan, blocks chosen by
+ * A timeline is one scan of the window (q_scan, blocks chosen by
  * the index) into per-lane pixel arrays plus a bounded list of single
  * polls/parks; the answer then prints the list when it did not overflow and
  * the arrays otherwise, merged by powers of two until they fit. Memory: the
- * lanes' arrays (CLI_SERVE_MAX_LANES x width), the bounded lists and the
+ * lanes' arrays (SERVE_API_MAX_LANES x width), the bounded lists and the
  * polls open at the same time; never per record.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include "collector/cli/cli.h"
-#include "collector/cli/cli_decode.h"
-#include "collector/cli/cli_flame.h"
-#include "collector/cli/cli_polls.h"
-#include "collector/cli/cli_serve_api.h"
-#include "collector/cli/cli_trace.h"
+#include "collector/query/q_decode.h"
+#include "collector/query/q_flame.h"
+#include "collector/query/q_pair.h"
+#include "collector/query/q_text.h"
+#include "collector/serve/serve_api.h"
 #include "collector/store/sym.h"
 
 #define WAKE_SLOTS 4096u            /* pending wakes, direct-mapped by wakee task */
 #define MAX_LOCS   1024u            /* distinct locations named; more share "other" */
 
-void cli_serve_api_params_init(struct cli_serve_params *p)
+void serve_api_params_init(struct serve_params *p)
 {
     memset(p, 0, sizeof *p);
 }
 
 static int parse_u64(const char *v, uint64_t *out)
 {
-    return cli_parse_u64(v, out);
+    return q_text_parse_u64(v, out);
 }
 
 static int copy_str(char *dst, const char *v)
 {
     size_t n = strlen(v);
-    if (n >= CLI_SERVE_STR_MAX)
+    if (n >= SERVE_API_STR_MAX)
         return -EINVAL;
     memcpy(dst, v, n + 1);
     return 0;
 }
 
-int cli_serve_api_param(struct cli_serve_params *p, const char *key, const char *val, char *why,
+int serve_api_param(struct serve_params *p, const char *key, const char *val, char *why,
                     size_t whycap)
 {
     uint64_t u;
@@ -64,11 +63,11 @@ int cli_serve_api_param(struct cli_serve_params *p, const char *key, const char 
             goto bad;
         p->has_to = true;
     } else if (strcmp(key, "width") == 0) {
-        if (parse_u64(val, &u) < 0 || u == 0 || u > CLI_SERVE_MAX_WIDTH)
+        if (parse_u64(val, &u) < 0 || u == 0 || u > SERVE_API_MAX_WIDTH)
             goto bad;
         p->width = (uint32_t)u;
     } else if (strcmp(key, "limit") == 0) {
-        if (parse_u64(val, &u) < 0 || u == 0 || u > CLI_SERVE_MAX_EVENTS)
+        if (parse_u64(val, &u) < 0 || u == 0 || u > SERVE_API_MAX_EVENTS)
             goto bad;
         p->limit = (uint32_t)u;
     } else if (strcmp(key, "event") == 0) {
@@ -102,59 +101,59 @@ bad:
 static int error(FILE *out, int status, const char *msg)
 {
     fputs("{\"error\":", out);
-    cli_json_str(out, msg, strlen(msg));
+    q_text_json(out, msg, strlen(msg));
     fputs("}\n", out);
     return status;
 }
 
 /* ---- /api/processes ----------------------------------------------------------- */
 struct plist {
-    struct cli_store *s;
+    struct q_store *s;
     FILE *out;
     bool first;
     int err;
 };
 
-static int thread_row(void *arg, const struct cli_thread_row *r)
+static int thread_row(void *arg, const struct idx_read_thread *r)
 {
     struct plist *l = arg;
     fprintf(l->out, "%s{\"tid\":%" PRIu32 ",\"name\":", l->first ? "" : ",", r->tid);
-    cli_json_str(l->out, r->name, strlen(r->name));
+    q_text_json(l->out, r->name, strlen(r->name));
     fprintf(l->out, ",\"first_ns\":%" PRIu64 ",\"last_ns\":%" PRIu64 "}", r->first_ns, r->last_ns);
     l->first = false;
     return 0;
 }
 
-static int runtime_row(void *arg, const struct cli_runtime_row *r)
+static int runtime_row(void *arg, const struct idx_read_runtime *r)
 {
     struct plist *l = arg;
     fprintf(l->out, "%s{\"id\":%" PRIu32 ",\"name\":", l->first ? "" : ",", r->runtime_id);
-    cli_json_str(l->out, r->name, strlen(r->name));
+    q_text_json(l->out, r->name, strlen(r->name));
     fputc('}', l->out);
     l->first = false;
     return 0;
 }
 
-static int proc_row(void *arg, const struct cli_proc_row *r)
+static int proc_row(void *arg, const struct idx_read_process *r)
 {
     struct plist *l = arg;
     FILE *o = l->out;
     fprintf(o, "%s\n{\"pid\":%" PRIu32 ",\"comm\":", l->first ? "" : ",", r->pid);
-    cli_json_str(o, r->comm, strlen(r->comm));
+    q_text_json(o, r->comm, strlen(r->comm));
     fputs(",\"exe\":", o);
-    cli_json_str(o, r->exe, strlen(r->exe));
+    q_text_json(o, r->exe, strlen(r->exe));
     fputs(",\"state\":", o);
-    cli_json_str(o, r->state, strlen(r->state));
+    q_text_json(o, r->state, strlen(r->state));
     if (r->has_exit_code)
         fprintf(o, ",\"exit_code\":%" PRId64, r->exit_code);
     fprintf(o, ",\"first_ns\":%" PRIu64 ",\"last_ns\":%" PRIu64 ",\"records\":%" PRIu64
             ",\"lost\":%" PRIu64 ",\"segments\":%" PRIu64 ",\"threads\":[",
             r->first_ns, r->last_ns, r->records, r->lost, r->segments);
     struct plist sub = { .s = l->s, .out = o, .first = true };
-    int rc = cli_store_threads(l->s, 0, r->id, thread_row, &sub);
+    int rc = q_store_threads(l->s, 0, r->id, thread_row, &sub);
     fputs("],\"runtimes\":[", o);
     sub.first = true;
-    int rc2 = cli_store_runtimes(l->s, 0, r->id, runtime_row, &sub);
+    int rc2 = q_store_runtimes(l->s, 0, r->id, runtime_row, &sub);
     fputs("]}", o);
     l->first = false;
     if (rc < 0 || rc2 < 0)
@@ -162,11 +161,11 @@ static int proc_row(void *arg, const struct cli_proc_row *r)
     return 0;
 }
 
-static int api_processes(struct cli_store *s, FILE *out)
+static int api_processes(struct q_store *s, FILE *out)
 {
-    fprintf(out, "{\"live\":%s,\"processes\":[", cli_store_live(s) ? "true" : "false");
+    fprintf(out, "{\"live\":%s,\"processes\":[", q_store_live(s) ? "true" : "false");
     struct plist l = { .s = s, .out = out, .first = true };
-    int n = cli_store_processes(s, 0, 0, UINT64_MAX, proc_row, &l);
+    int n = q_store_processes(s, 0, 0, UINT64_MAX, proc_row, &l);
     fputs("\n]}\n", out);
     return n < 0 || l.err ? 500 : 200;
 }
@@ -181,7 +180,7 @@ struct lane {
     uint32_t tid;
     char name[32];
     struct cell *c;                 /* width cells */
-    uint64_t hist[CLI_SERVE_HIST];  /* sched delay, log2 ns */
+    uint64_t hist[SERVE_API_HIST];  /* sched delay, log2 ns */
     uint64_t polls;
 };
 
@@ -208,22 +207,22 @@ struct wake_slot {
 };
 
 struct tl {
-    const struct cli_serve_params *p;
+    const struct serve_params *p;
     int64_t process_id;
     uint64_t from, to, span;
     uint32_t width;
     bool events_only;
-    struct lane lanes[CLI_SERVE_MAX_LANES];
+    struct lane lanes[SERVE_API_MAX_LANES];
     uint32_t nlanes;
     uint64_t lanes_dropped;         /* records of threads past the lane limit */
-    struct cli_polls *polls;
+    struct q_pair *polls;
     struct item *items;
     size_t nitems;
     bool overflow;                  /* too many polls/parks: buckets */
     uint64_t npolls, nparks;
-    struct top top[CLI_SERVE_TOP];
+    struct top top[SERVE_API_TOP];
     size_t ntop;
-    struct counter counters[CLI_SERVE_MAX_COUNTERS];
+    struct counter counters[SERVE_API_MAX_COUNTERS];
     uint32_t ncounters;
     struct wake_slot *pending;
     uint64_t (*wakes)[4];           /* wake ts, waker lane, poll ts, wakee lane */
@@ -257,7 +256,7 @@ static struct lane *lane_of(struct tl *t, uint32_t tid, const char *name)
                 snprintf(t->lanes[i].name, sizeof t->lanes[i].name, "%s", name);
             return &t->lanes[i];
         }
-    if (t->nlanes == CLI_SERVE_MAX_LANES) {
+    if (t->nlanes == SERVE_API_MAX_LANES) {
         t->lanes_dropped++;
         return NULL;
     }
@@ -279,7 +278,7 @@ static uint32_t lane_index(const struct tl *t, const struct lane *l)
 }
 
 /* Index of location id loc in the answer's "locs" (named from meta). */
-static uint32_t loc_index(struct tl *t, const struct cli_rec_src *src, uint32_t loc)
+static uint32_t loc_index(struct tl *t, const struct q_rec_src *src, uint32_t loc)
 {
     for (uint32_t i = 0; i < t->nlocs; i++)
         if (t->loc_id[i] == loc)
@@ -288,7 +287,7 @@ static uint32_t loc_index(struct tl *t, const struct cli_rec_src *src, uint32_t 
         return 0;                   /* index 0 is always "poll" (no location) */
     const struct shm_meta_entry *e = loc && src && src->meta && src->meta->location
         ? src->meta->location(src->meta->ctx, loc) : NULL;
-    char buf[CLI_LOC_TEXT_MAX];
+    char buf[Q_LOC_TEXT_MAX];
     if (e)
         snprintf(buf, sizeof buf, "%s %s:%u", e->func && *e->func ? e->func : "?",
                  e->name ? e->name : "?", e->line);
@@ -309,10 +308,10 @@ static uint32_t loc_index(struct tl *t, const struct cli_rec_src *src, uint32_t 
 static void top_offer(struct tl *t, const struct top *e)
 {
     size_t i;
-    if (t->ntop < CLI_SERVE_TOP)
+    if (t->ntop < SERVE_API_TOP)
         i = t->ntop++;
-    else if (e->dur > t->top[CLI_SERVE_TOP - 1].dur)
-        i = CLI_SERVE_TOP - 1;
+    else if (e->dur > t->top[SERVE_API_TOP - 1].dur)
+        i = SERVE_API_TOP - 1;
     else
         return;
     t->top[i] = *e;
@@ -324,10 +323,10 @@ static void top_offer(struct tl *t, const struct top *e)
 }
 
 /* A finished poll or parked span [start, end] on lane l. */
-static void interval(struct tl *t, struct lane *l, const struct cli_poll *p, uint32_t loc,
+static void interval(struct tl *t, struct lane *l, const struct q_poll *p, uint32_t loc,
                      bool unfinished)
 {
-    bool parked = p->task == CLI_POLL_PARKED;
+    bool parked = p->task == Q_POLL_PARKED;
     uint64_t s = p->start_ns < t->from ? t->from : p->start_ns;
     uint64_t e = p->end_ns > t->to ? t->to : p->end_ns;
     if (e < s)
@@ -364,7 +363,7 @@ static void interval(struct tl *t, struct lane *l, const struct cli_poll *p, uin
     }
     if (t->overflow)
         return;
-    if (t->nitems == CLI_SERVE_MAX_ITEMS) {
+    if (t->nitems == SERVE_API_MAX_ITEMS) {
         t->overflow = true;
         return;
     }
@@ -373,7 +372,7 @@ static void interval(struct tl *t, struct lane *l, const struct cli_poll *p, uin
                                            .loc = loc };
 }
 
-static int counter_point(struct tl *t, const struct cli_rec_src *src,
+static int counter_point(struct tl *t, const struct q_rec_src *src,
                          const struct d9_rec_queue_depth *q)
 {
     struct counter *c = NULL;
@@ -381,7 +380,7 @@ static int counter_point(struct tl *t, const struct cli_rec_src *src,
         if (t->counters[i].runtime == q->runtime && t->counters[i].worker == q->worker)
             c = &t->counters[i];
     if (!c) {
-        if (t->ncounters == CLI_SERVE_MAX_COUNTERS)
+        if (t->ncounters == SERVE_API_MAX_COUNTERS)
             return 0;
         c = &t->counters[t->ncounters];
         c->max1 = calloc(t->width, sizeof *c->max1);
@@ -410,32 +409,32 @@ static int counter_point(struct tl *t, const struct cli_rec_src *src,
 }
 
 /* Does the custom event match the name / field filters? */
-static bool event_matches(const struct tl *t, const struct cli_decoded *d)
+static bool event_matches(const struct tl *t, const struct q_decoded *d)
 {
-    const struct cli_serve_params *p = t->p;
+    const struct serve_params *p = t->p;
     if (p->event[0] && (!d->event || strcmp(d->event, p->event) != 0))
         return false;
     if (!p->field[0])
         return true;
-    const struct cli_field *f = cli_decode_field(d, p->field);
+    const struct q_field *f = q_decode_field(d, p->field);
     if (!f)
         return false;
-    char b[CLI_SERVE_STR_MAX + 8];
+    char b[SERVE_API_STR_MAX + 8];
     switch (f->type) {
-    case CLI_V_U64: snprintf(b, sizeof b, "%" PRIu64, f->u); break;
-    case CLI_V_HEX: snprintf(b, sizeof b, "0x%" PRIx64, f->u); break;
-    case CLI_V_I64: snprintf(b, sizeof b, "%" PRId64, f->i); break;
-    case CLI_V_F64: snprintf(b, sizeof b, "%g", f->f); break;
-    case CLI_V_BOOL: snprintf(b, sizeof b, "%s", f->u ? "true" : "false"); break;
-    case CLI_V_STR:
+    case Q_V_U64: snprintf(b, sizeof b, "%" PRIu64, f->u); break;
+    case Q_V_HEX: snprintf(b, sizeof b, "0x%" PRIx64, f->u); break;
+    case Q_V_I64: snprintf(b, sizeof b, "%" PRId64, f->i); break;
+    case Q_V_F64: snprintf(b, sizeof b, "%g", f->f); break;
+    case Q_V_BOOL: snprintf(b, sizeof b, "%s", f->u ? "true" : "false"); break;
+    case Q_V_STR:
         return f->slen == strlen(p->value) && memcmp(f->s, p->value, f->slen) == 0;
     default: return false;
     }
     return strcmp(b, p->value) == 0;
 }
 
-static void event_out(struct tl *t, const struct cli_rec_src *src, struct lane *l,
-                      const struct cli_decoded *d)
+static void event_out(struct tl *t, const struct q_rec_src *src, struct lane *l,
+                      const struct q_decoded *d)
 {
     t->events_total++;
     if (t->nevents >= t->ev_limit)
@@ -445,14 +444,14 @@ static void event_out(struct tl *t, const struct cli_rec_src *src, struct lane *
             t->nevents ? "," : "", d->ts - t->from, src->tid,
             l ? (int)lane_index(t, l) : -1);
     const char *n = d->event ? d->event : "custom";
-    cli_json_str(f, n, strlen(n));
+    q_text_json(f, n, strlen(n));
     fputs(",\"fields\":{", f);
-    cli_decode_print_json_members(f, d, d->first_custom, d->nfields, false);
+    q_decode_print_json_members(f, d, d->first_custom, d->nfields, false);
     fputs("}}", f);
     t->nevents++;
 }
 
-static int on_record(void *arg, const struct cli_rec_src *src, const struct d9_rec_hdr *rec,
+static int on_record(void *arg, const struct q_rec_src *src, const struct d9_rec_hdr *rec,
                      size_t len)
 {
     struct tl *t = arg;
@@ -465,8 +464,8 @@ static int on_record(void *arg, const struct cli_rec_src *src, const struct d9_r
     if (t->events_only) {
         if (rec->type != D9_REC_CUSTOM)
             return 0;
-        struct cli_decoded d;
-        if (cli_decode(rec, len, src->meta, &d) < 0 || !event_matches(t, &d))
+        struct q_decoded d;
+        if (q_decode(rec, len, src->meta, &d) < 0 || !event_matches(t, &d))
             return 0;
         event_out(t, src, NULL, &d);
         return 0;
@@ -490,7 +489,7 @@ static int on_record(void *arg, const struct cli_rec_src *src, const struct d9_r
     struct lane *l = lane_of(t, tid, src->thread);
     if (!l)
         return t->err;
-    struct cli_poll done;
+    struct q_poll done;
     int rc;
     switch (rec->type) {
     case D9_REC_POLL_START: {
@@ -501,7 +500,7 @@ static int on_record(void *arg, const struct cli_rec_src *src, const struct d9_r
         struct wake_slot *w = &t->pending[ps.task % WAKE_SLOTS];
         if (w->ts && w->task == ps.task) {
             t->wakes_total++;
-            if (t->nwakes < CLI_SERVE_MAX_WAKES) {
+            if (t->nwakes < SERVE_API_MAX_WAKES) {
                 uint64_t *a = t->wakes[t->nwakes++];
                 a[0] = w->ts - t->from;
                 a[1] = w->lane;
@@ -521,7 +520,7 @@ static int on_record(void *arg, const struct cli_rec_src *src, const struct d9_r
                 memcpy(&wk, rec, sizeof wk);
                 if (!(wk.flags & D9_WORKER_UNSAMPLED) && rec->type == D9_REC_WORKER_UNPARK) {
                     unsigned b = 0;
-                    for (uint64_t v = wk.sched_wait_ns; v > 1 && b < CLI_SERVE_HIST - 1; v >>= 1)
+                    for (uint64_t v = wk.sched_wait_ns; v > 1 && b < SERVE_API_HIST - 1; v >>= 1)
                         b++;
                     l->hist[b]++;
                     struct cell *c = &l->c[px_of(t, rec->ts)];
@@ -530,11 +529,11 @@ static int on_record(void *arg, const struct cli_rec_src *src, const struct d9_r
                 }
             }
         }
-        rc = cli_polls_feed(t->polls, src, rec, len, &done);
+        rc = q_pair_feed(t->polls, src, rec, len, &done);
         if (rc < 0)
             return rc;
         if (rc > 0)
-            interval(t, l, &done, done.task == CLI_POLL_PARKED ? 0 : loc_index(t, src, done.loc),
+            interval(t, l, &done, done.task == Q_POLL_PARKED ? 0 : loc_index(t, src, done.loc),
                      false);
         return t->err;
     case D9_REC_WAKE: {
@@ -555,10 +554,10 @@ static int on_record(void *arg, const struct cli_rec_src *src, const struct d9_r
         return counter_point(t, src, &q);
     }
     case D9_REC_CUSTOM: {
-        struct cli_decoded d;
-        if (cli_decode(rec, len, src->meta, &d) < 0)
+        struct q_decoded d;
+        if (q_decode(rec, len, src->meta, &d) < 0)
             return 0;
-        if (d.event && strncmp(d.event, CLI_EXPORT_INTERNAL, strlen(CLI_EXPORT_INTERNAL)) == 0)
+        if (d.event && strncmp(d.event, Q_DECODE_INTERNAL, strlen(Q_DECODE_INTERNAL)) == 0)
             return 0;
         if (event_matches(t, &d))
             event_out(t, src, l, &d);
@@ -601,7 +600,7 @@ static size_t count_cells(const struct tl *t, uint32_t k)
 static void print_lane(const struct tl *t, const struct lane *l, uint32_t k, FILE *o)
 {
     fprintf(o, "{\"tid\":%" PRIu32 ",\"name\":", l->tid);
-    cli_json_str(o, l->name, strlen(l->name));
+    q_text_json(o, l->name, strlen(l->name));
     fprintf(o, ",\"polls\":%" PRIu64, l->polls);
     const char *keys[5] = { "buckets", "parked", "samples", "offcpu", "sched" };
     for (int kind = 0; kind < 5; kind++) {
@@ -659,7 +658,7 @@ static void print_lane(const struct tl *t, const struct lane *l, uint32_t k, FIL
         fputc(']', o);
     }
     fputs(",\"sched_hist\":[", o);
-    for (unsigned b = 0; b < CLI_SERVE_HIST; b++)
+    for (unsigned b = 0; b < SERVE_API_HIST; b++)
         fprintf(o, "%s%" PRIu64, b ? "," : "", l->hist[b]);
     fputs("]}", o);
 }
@@ -667,7 +666,7 @@ static void print_lane(const struct tl *t, const struct lane *l, uint32_t k, FIL
 static void print_timeline(struct tl *t, FILE *o)
 {
     uint32_t k = 1;
-    while (k < t->width && count_cells(t, k) > CLI_SERVE_MAX_ITEMS)
+    while (k < t->width && count_cells(t, k) > SERVE_API_MAX_ITEMS)
         k *= 2;
     fprintf(o, "{\"pid\":%" PRIu32 ",\"from\":%" PRIu64 ",\"to\":%" PRIu64 ",\"width\":%u"
             ",\"mode\":\"%s\",\"bucket_px\":%u,\"polls\":%" PRIu64 ",\"parks\":%" PRIu64
@@ -677,7 +676,7 @@ static void print_timeline(struct tl *t, FILE *o)
     for (uint32_t i = 0; i < t->nlocs; i++) {
         if (i)
             fputc(',', o);
-        cli_json_str(o, t->loc_name[i], strlen(t->loc_name[i]));
+        q_text_json(o, t->loc_name[i], strlen(t->loc_name[i]));
     }
     fputs("],\n\"lanes\":[", o);
     for (uint32_t i = 0; i < t->nlanes; i++) {
@@ -688,7 +687,7 @@ static void print_timeline(struct tl *t, FILE *o)
     if (!t->overflow) {
         for (size_t i = 0; i < t->nitems; i++) {
             const struct item *it = &t->items[i];
-            if (it->task == CLI_POLL_PARKED)
+            if (it->task == Q_POLL_PARKED)
                 fprintf(o, "%s[%u,%" PRIu64 ",%" PRIu64 ",-1,0]", i ? "," : "", it->lane,
                         it->start - t->from, it->dur);
             else
@@ -700,7 +699,7 @@ static void print_timeline(struct tl *t, FILE *o)
     for (uint32_t i = 0; i < t->ncounters; i++) {
         const struct counter *c = &t->counters[i];
         fprintf(o, "%s{\"name\":", i ? "," : "");
-        cli_json_str(o, c->name, strlen(c->name));
+        q_text_json(o, c->name, strlen(c->name));
         fputs(",\"points\":[", o);
         bool first = true;
         for (uint32_t a = 0; a < t->width; a += k) {
@@ -741,13 +740,13 @@ struct ov_lane {
 struct overview {
     uint64_t from, span;
     uint32_t width;
-    struct ov_lane lanes[CLI_SERVE_MAX_LANES];
+    struct ov_lane lanes[SERVE_API_MAX_LANES];
     uint32_t nlanes;
     uint64_t total;
     int err;
 };
 
-static int ov_block(void *arg, const struct cli_block_stat *b)
+static int ov_block(void *arg, const struct idx_read_block_stat *b)
 {
     struct overview *o = arg;
     if (b->ring >= SYM_SEG_RING)
@@ -758,7 +757,7 @@ static int ov_block(void *arg, const struct cli_block_stat *b)
         if (o->lanes[i].tid == b->tid)
             l = &o->lanes[i];
     if (!l) {
-        if (o->nlanes == CLI_SERVE_MAX_LANES)
+        if (o->nlanes == SERVE_API_MAX_LANES)
             return 0;
         l = &o->lanes[o->nlanes];
         l->n = calloc(o->width, sizeof *l->n);
@@ -787,7 +786,7 @@ static int ov_block(void *arg, const struct cli_block_stat *b)
     return 0;
 }
 
-static int ov_name(void *arg, const struct cli_thread_row *r)
+static int ov_name(void *arg, const struct idx_read_thread *r)
 {
     struct overview *o = arg;
     for (uint32_t i = 0; i < o->nlanes; i++)
@@ -808,7 +807,7 @@ static void ov_print(const struct overview *o, uint32_t pid, uint64_t to, FILE *
                     v += o->lanes[i].n[px];
                 n += v > 0;
             }
-        if (n <= CLI_SERVE_MAX_ITEMS || k >= o->width)
+        if (n <= SERVE_API_MAX_ITEMS || k >= o->width)
             break;
     }
     fprintf(out, "{\"pid\":%" PRIu32 ",\"from\":%" PRIu64 ",\"to\":%" PRIu64 ",\"width\":%u"
@@ -818,7 +817,7 @@ static void ov_print(const struct overview *o, uint32_t pid, uint64_t to, FILE *
     for (uint32_t i = 0; i < o->nlanes; i++) {
         const struct ov_lane *l = &o->lanes[i];
         fprintf(out, "%s{\"tid\":%" PRIu32 ",\"name\":", i ? ",\n" : "\n", l->tid);
-        cli_json_str(out, l->name, strlen(l->name));
+        q_text_json(out, l->name, strlen(l->name));
         fputs(",\"polls\":0,\"density\":[", out);
         bool first = true;
         for (uint32_t a = 0; a < o->width; a += k) {
@@ -836,9 +835,9 @@ static void ov_print(const struct overview *o, uint32_t pid, uint64_t to, FILE *
           "\"events_total\":0,\"events\":[]}\n", out);
 }
 
-/* 1 when the window holds more than CLI_SERVE_SCAN_MAX records and the
+/* 1 when the window holds more than SERVE_API_SCAN_MAX records and the
  * answer (from the index) was printed, 0 to scan, <0 on error. */
-static int overview(struct cli_store *s, int64_t process_id, uint32_t pid, uint64_t from,
+static int overview(struct q_store *s, int64_t process_id, uint32_t pid, uint64_t from,
                     uint64_t to, uint32_t width, FILE *out)
 {
     struct overview *o = calloc(1, sizeof *o);
@@ -847,11 +846,11 @@ static int overview(struct cli_store *s, int64_t process_id, uint32_t pid, uint6
     o->from = from;
     o->span = to - from;
     o->width = width;
-    int rc = cli_store_block_stats(s, process_id, from, to, ov_block, o);
+    int rc = q_store_block_stats(s, process_id, from, to, ov_block, o);
     if (rc >= 0 && o->err)
         rc = o->err;
-    if (rc >= 0 && o->total > CLI_SERVE_SCAN_MAX) {
-        cli_store_threads(s, 0, process_id, ov_name, o);
+    if (rc >= 0 && o->total > SERVE_API_SCAN_MAX) {
+        q_store_threads(s, 0, process_id, ov_name, o);
         ov_print(o, pid, to, out);
         rc = 1;
     } else if (rc >= 0) {
@@ -869,7 +868,7 @@ struct pick {
     bool found;
 };
 
-static int pick_row(void *arg, const struct cli_proc_row *r)
+static int pick_row(void *arg, const struct idx_read_process *r)
 {
     struct pick *k = arg;
     /* the newest process with that pid (by first_ns: rows come in that order) */
@@ -888,7 +887,7 @@ static void tl_free(struct tl *t)
         free(t->counters[i].max1);
     for (uint32_t i = 0; i < t->nlocs; i++)
         free(t->loc_name[i]);
-    cli_polls_free(t->polls);
+    q_pair_free(t->polls);
     free(t->items);
     free(t->pending);
     free(t->wakes);
@@ -897,7 +896,7 @@ static void tl_free(struct tl *t)
     free(t->evbuf);
 }
 
-static int api_timeline(struct cli_store *s, const struct cli_serve_params *p, FILE *out,
+static int api_timeline(struct q_store *s, const struct serve_params *p, FILE *out,
                         bool events_only)
 {
     if (!p->has_pid)
@@ -905,7 +904,7 @@ static int api_timeline(struct cli_store *s, const struct cli_serve_params *p, F
     if (!events_only && !p->width)
         return error(out, 400, "width is required (1..4096)");
     struct pick k = { 0 };
-    int n = cli_store_processes(s, p->pid, 0, UINT64_MAX, pick_row, &k);
+    int n = q_store_processes(s, p->pid, 0, UINT64_MAX, pick_row, &k);
     if (n < 0)
         return error(out, 500, "cannot read the index");
     if (!k.found)
@@ -931,17 +930,17 @@ static int api_timeline(struct cli_store *s, const struct cli_serve_params *p, F
     t->span = to - from;
     t->width = events_only ? 1 : p->width;
     t->events_only = events_only;
-    t->ev_limit = p->limit ? p->limit : CLI_SERVE_MAX_EVENTS;
-    t->items = malloc(CLI_SERVE_MAX_ITEMS * sizeof *t->items);
+    t->ev_limit = p->limit ? p->limit : SERVE_API_MAX_EVENTS;
+    t->items = malloc(SERVE_API_MAX_ITEMS * sizeof *t->items);
     t->pending = calloc(WAKE_SLOTS, sizeof *t->pending);
-    t->wakes = malloc(CLI_SERVE_MAX_WAKES * sizeof *t->wakes);
+    t->wakes = malloc(SERVE_API_MAX_WAKES * sizeof *t->wakes);
     t->ev = open_memstream(&t->evbuf, &t->evlen);
     int status = 200;
-    if (!t->items || !t->pending || !t->wakes || !t->ev || cli_polls_new(&t->polls) < 0) {
+    if (!t->items || !t->pending || !t->wakes || !t->ev || q_pair_new(&t->polls) < 0) {
         status = error(out, 500, "out of memory");
         goto done;
     }
-    cli_polls_track_parks(t->polls);
+    q_pair_track_parks(t->polls);
     /* "poll" (no location) is always locs[0] */
     t->loc_name[0] = strdup("poll");
     if (!t->loc_name[0]) {
@@ -949,22 +948,22 @@ static int api_timeline(struct cli_store *s, const struct cli_serve_params *p, F
         goto done;
     }
     t->nlocs = 1;
-    struct cli_filter f = { .from = from, .to = to, .pid = p->pid,
+    struct q_filter f = { .from = from, .to = to, .pid = p->pid,
                             .types = events_only ? 1u << D9_REC_CUSTOM : ~(1u << D9_REC_PAD) };
-    struct cli_scan_stats st;
-    int r = cli_store_scan(s, &f, on_record, t, &st, "d9 serve");
+    struct q_scan_stats st;
+    int r = q_scan(s, &f, on_record, t, &st, "d9 serve");
     if (r >= 0 && !t->err && !events_only) {
         /* polls and parks still open: they last to the end of the window */
         size_t it = 0;
-        struct cli_poll q;
-        while (cli_polls_next_open(t->polls, &it, &q) && !t->err) {
+        struct q_poll q;
+        while (q_pair_next_open(t->polls, &it, &q) && !t->err) {
             if (q.process_id != t->process_id)
                 continue;
             struct lane *l = lane_of(t, q.tid, NULL);
             uint64_t end = st.t_last < to ? st.t_last : to;
             q.end_ns = end > q.start_ns ? end : q.start_ns;
             if (l)
-                interval(t, l, &q, q.task == CLI_POLL_PARKED ? 0 : loc_index(t, NULL, q.loc),
+                interval(t, l, &q, q.task == Q_POLL_PARKED ? 0 : loc_index(t, NULL, q.loc),
                          true);
         }
     }
@@ -998,12 +997,12 @@ static int by_count_desc(const void *a, const void *b)
     return x->count < y->count ? 1 : x->count > y->count ? -1 : 0;
 }
 
-static int api_flame(struct cli_store *s, const struct cli_serve_params *p, FILE *out)
+static int api_flame(struct q_store *s, const struct serve_params *p, FILE *out)
 {
     if (!p->has_pid)
         return error(out, 400, "pid is required");
     struct pick k = { 0 };
-    if (cli_store_processes(s, p->pid, 0, UINT64_MAX, pick_row, &k) < 0)
+    if (q_store_processes(s, p->pid, 0, UINT64_MAX, pick_row, &k) < 0)
         return error(out, 500, "cannot read the index");
     if (!k.found)
         return error(out, 404, "no such pid in the store");
@@ -1017,7 +1016,7 @@ static int api_flame(struct cli_store *s, const struct cli_serve_params *p, FILE
     if (!f)
         return error(out, 500, "out of memory");
     uint64_t samples = 0;
-    int r = cli_flame_folded(s, p->pid, from, to, p->off_cpu, f, &samples);
+    int r = q_flame_folded(s, p->pid, from, to, p->off_cpu, f, &samples);
     fclose(f);
     if (r < 0) {
         free(buf);
@@ -1050,9 +1049,9 @@ static int api_flame(struct cli_store *s, const struct cli_serve_params *p, FILE
     fprintf(out, "{\"pid\":%" PRIu32 ",\"from\":%" PRIu64 ",\"to\":%" PRIu64 ",\"kind\":\"%s\""
             ",\"samples\":%" PRIu64 ",\"stacks_total\":%zu,\"stacks\":[", p->pid, from, to,
             p->off_cpu ? "off" : "cpu", samples, n);
-    for (size_t i = 0; i < n && i < CLI_SERVE_MAX_ITEMS; i++) {
+    for (size_t i = 0; i < n && i < SERVE_API_MAX_ITEMS; i++) {
         fputs(i ? ",\n[" : "\n[", out);
-        cli_json_str(out, v[i].line, v[i].stack_len);
+        q_text_json(out, v[i].line, v[i].stack_len);
         fprintf(out, ",%" PRIu64 "]", v[i].count);
     }
     fputs("]}\n", out);
@@ -1061,7 +1060,7 @@ static int api_flame(struct cli_store *s, const struct cli_serve_params *p, FILE
     return 200;
 }
 
-int cli_serve_api(struct cli_store *s, const char *path, const struct cli_serve_params *p,
+int serve_api(struct q_store *s, const char *path, const struct serve_params *p,
                   FILE *out)
 {
     if (strcmp(path, "/api/flame") == 0)

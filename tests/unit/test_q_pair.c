@@ -1,5 +1,5 @@
 /*
- * test_cli_polls.c — cli_polls.c: poll_start/poll_end pairing per thread
+ * test_q_pair.c — q_pair.c: poll_start/poll_end pairing per thread
  * and task, nesting, window edges, dropped ends, parked intervals.
  */
 #include <setjmp.h>
@@ -8,35 +8,35 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <cmocka.h>
-#include "collector/cli/cli_polls.h"
+#include "collector/query/q_pair.h"
 
-static const struct cli_rec_src T1 = { .process_id = 1, .pid = 10, .tid = 11, .ring = 0,
+static const struct q_rec_src T1 = { .process_id = 1, .pid = 10, .tid = 11, .ring = 0,
                                        .generation = 1 };
-static const struct cli_rec_src T2 = { .process_id = 1, .pid = 10, .tid = 12, .ring = 1,
+static const struct q_rec_src T2 = { .process_id = 1, .pid = 10, .tid = 12, .ring = 1,
                                        .generation = 1 };
 
-static int start(struct cli_polls *p, const struct cli_rec_src *s, uint64_t ts, uint64_t task)
+static int start(struct q_pair *p, const struct q_rec_src *s, uint64_t ts, uint64_t task)
 {
     struct d9_rec_poll_start r = { .h = { sizeof r, D9_REC_POLL_START, 0, ts }, .task = task,
                                    .loc = 3, .runtime = 1, .worker = 2 };
-    struct cli_poll done;
-    return cli_polls_feed(p, s, &r.h, sizeof r, &done);
+    struct q_poll done;
+    return q_pair_feed(p, s, &r.h, sizeof r, &done);
 }
 
-static int end(struct cli_polls *p, const struct cli_rec_src *s, uint64_t ts, uint64_t task,
-               struct cli_poll *done)
+static int end(struct q_pair *p, const struct q_rec_src *s, uint64_t ts, uint64_t task,
+               struct q_poll *done)
 {
     struct d9_rec_poll_end r = { .h = { sizeof r, D9_REC_POLL_END, 0, ts }, .task = task,
                                  .runtime = 1, .worker = 2 };
-    return cli_polls_feed(p, s, &r.h, sizeof r, done);
+    return q_pair_feed(p, s, &r.h, sizeof r, done);
 }
 
 static void start_then_end_is_one_poll(void **state)
 {
     (void)state;
-    struct cli_polls *p;
-    assert_int_equal(cli_polls_new(&p), 0);
-    struct cli_poll d;
+    struct q_pair *p;
+    assert_int_equal(q_pair_new(&p), 0);
+    struct q_poll d;
     assert_int_equal(start(p, &T1, 100, 7), 0);
     assert_int_equal(end(p, &T1, 350, 7, &d), 1);
     assert_int_equal(d.task, 7);
@@ -44,128 +44,128 @@ static void start_then_end_is_one_poll(void **state)
     assert_int_equal(d.end_ns, 350);
     assert_int_equal(d.loc, 3);
     assert_int_equal(d.tid, 11);
-    assert_int_equal(cli_polls_stats(p)->paired, 1);
-    cli_polls_free(p);
+    assert_int_equal(q_pair_stats(p)->paired, 1);
+    q_pair_free(p);
 }
 
 static void threads_are_paired_separately(void **state)
 {
     (void)state;
-    struct cli_polls *p;
-    assert_int_equal(cli_polls_new(&p), 0);
-    struct cli_poll d;
+    struct q_pair *p;
+    assert_int_equal(q_pair_new(&p), 0);
+    struct q_poll d;
     assert_int_equal(start(p, &T1, 100, 7), 0);
     assert_int_equal(end(p, &T2, 200, 7, &d), 0);      /* same task, other thread */
-    assert_int_equal(cli_polls_stats(p)->unpaired_ends, 1);
+    assert_int_equal(q_pair_stats(p)->unpaired_ends, 1);
     assert_int_equal(end(p, &T1, 300, 7, &d), 1);
     assert_int_equal(d.end_ns, 300);
-    cli_polls_free(p);
+    q_pair_free(p);
 }
 
 static void nested_polls_pair_by_task(void **state)
 {
     (void)state;
-    struct cli_polls *p;
-    assert_int_equal(cli_polls_new(&p), 0);
-    struct cli_poll d;
+    struct q_pair *p;
+    assert_int_equal(q_pair_new(&p), 0);
+    struct q_poll d;
     assert_int_equal(start(p, &T1, 100, 1), 0);
     assert_int_equal(start(p, &T1, 150, 2), 0);        /* block_on inside a poll */
     assert_int_equal(end(p, &T1, 180, 2, &d), 1);
     assert_int_equal(d.start_ns, 150);
     assert_int_equal(end(p, &T1, 400, 1, &d), 1);
     assert_int_equal(d.start_ns, 100);
-    cli_polls_free(p);
+    q_pair_free(p);
 }
 
 static void restart_of_an_open_task_replaces_it_and_is_counted(void **state)
 {
     (void)state;
-    struct cli_polls *p;
-    assert_int_equal(cli_polls_new(&p), 0);
-    struct cli_poll d;
+    struct q_pair *p;
+    assert_int_equal(q_pair_new(&p), 0);
+    struct q_poll d;
     assert_int_equal(start(p, &T1, 100, 1), 0);
     assert_int_equal(start(p, &T1, 500, 1), 0);        /* the end at ~300 was dropped */
-    assert_int_equal(cli_polls_stats(p)->replaced_starts, 1);
+    assert_int_equal(q_pair_stats(p)->replaced_starts, 1);
     assert_int_equal(end(p, &T1, 600, 1, &d), 1);
     assert_int_equal(d.start_ns, 500);
-    cli_polls_free(p);
+    q_pair_free(p);
 }
 
 static void open_polls_are_listed_at_the_end(void **state)
 {
     (void)state;
-    struct cli_polls *p;
-    assert_int_equal(cli_polls_new(&p), 0);
+    struct q_pair *p;
+    assert_int_equal(q_pair_new(&p), 0);
     assert_int_equal(start(p, &T1, 100, 1), 0);
     assert_int_equal(start(p, &T2, 200, 2), 0);
     size_t it = 0;
-    struct cli_poll o;
+    struct q_poll o;
     int n = 0;
     uint64_t tasks = 0;
-    while (cli_polls_next_open(p, &it, &o)) {
+    while (q_pair_next_open(p, &it, &o)) {
         n++;
         tasks += o.task;
         assert_int_equal(o.end_ns, 0);
     }
     assert_int_equal(n, 2);
     assert_int_equal(tasks, 3);
-    cli_polls_free(p);
+    q_pair_free(p);
 }
 
 static void many_threads_grow_the_table(void **state)
 {
     (void)state;
-    struct cli_polls *p;
-    assert_int_equal(cli_polls_new(&p), 0);
-    struct cli_poll d;
+    struct q_pair *p;
+    assert_int_equal(q_pair_new(&p), 0);
+    struct q_poll d;
     for (uint32_t r = 0; r < 1000; r++) {
-        struct cli_rec_src s = T1;
+        struct q_rec_src s = T1;
         s.ring = r;
         assert_int_equal(start(p, &s, 10 + r, r), 0);
     }
     for (uint32_t r = 0; r < 1000; r++) {
-        struct cli_rec_src s = T1;
+        struct q_rec_src s = T1;
         s.ring = r;
         assert_int_equal(end(p, &s, 5000, r, &d), 1);
         assert_int_equal(d.start_ns, 10 + r);
     }
-    cli_polls_free(p);
+    q_pair_free(p);
 }
 
 static void parks_pair_only_when_asked(void **state)
 {
     (void)state;
-    struct cli_polls *p;
-    assert_int_equal(cli_polls_new(&p), 0);
+    struct q_pair *p;
+    assert_int_equal(q_pair_new(&p), 0);
     struct d9_rec_worker w = { .h = { sizeof w, D9_REC_WORKER_PARK, 0, 100 }, .runtime = 1 };
-    struct cli_poll d;
-    assert_int_equal(cli_polls_feed(p, &T1, &w.h, sizeof w, &d), 0);
+    struct q_poll d;
+    assert_int_equal(q_pair_feed(p, &T1, &w.h, sizeof w, &d), 0);
     w.h.type = D9_REC_WORKER_UNPARK;
     w.h.ts = 900;
-    assert_int_equal(cli_polls_feed(p, &T1, &w.h, sizeof w, &d), 0);   /* not tracked */
-    cli_polls_track_parks(p);
+    assert_int_equal(q_pair_feed(p, &T1, &w.h, sizeof w, &d), 0);   /* not tracked */
+    q_pair_track_parks(p);
     w.h.type = D9_REC_WORKER_PARK;
     w.h.ts = 1000;
-    assert_int_equal(cli_polls_feed(p, &T1, &w.h, sizeof w, &d), 0);
+    assert_int_equal(q_pair_feed(p, &T1, &w.h, sizeof w, &d), 0);
     w.h.type = D9_REC_WORKER_UNPARK;
     w.h.ts = 1700;
-    assert_int_equal(cli_polls_feed(p, &T1, &w.h, sizeof w, &d), 2);
-    assert_true(d.task == CLI_POLL_PARKED);
+    assert_int_equal(q_pair_feed(p, &T1, &w.h, sizeof w, &d), 2);
+    assert_true(d.task == Q_POLL_PARKED);
     assert_int_equal(d.end_ns - d.start_ns, 700);
-    cli_polls_free(p);
+    q_pair_free(p);
 }
 
 static void malformed_records_are_ignored(void **state)
 {
     (void)state;
-    struct cli_polls *p;
-    assert_int_equal(cli_polls_new(&p), 0);
+    struct q_pair *p;
+    assert_int_equal(q_pair_new(&p), 0);
     struct d9_rec_poll_start r = { .h = { sizeof r - 8, D9_REC_POLL_START, 0, 1 }, .task = 1 };
-    struct cli_poll d;
-    assert_int_equal(cli_polls_feed(p, &T1, &r.h, sizeof r, &d), 0);
+    struct q_poll d;
+    assert_int_equal(q_pair_feed(p, &T1, &r.h, sizeof r, &d), 0);
     size_t it = 0;
-    assert_int_equal(cli_polls_next_open(p, &it, &d), 0);
-    cli_polls_free(p);
+    assert_int_equal(q_pair_next_open(p, &it, &d), 0);
+    q_pair_free(p);
 }
 
 int main(void)
@@ -180,5 +180,5 @@ int main(void)
         cmocka_unit_test(parks_pair_only_when_asked),
         cmocka_unit_test(malformed_records_are_ignored),
     };
-    return cmocka_run_group_tests_name("cli_polls", tests, NULL, NULL);
+    return cmocka_run_group_tests_name("q_pair", tests, NULL, NULL);
 }

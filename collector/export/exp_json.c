@@ -25,6 +25,7 @@
 #include "collector/query/q_loc.h"
 #include "collector/query/q_pair.h"
 #include "collector/query/q_decode.h"
+#include "collector/query/q_hash.h"
 #include "collector/export/exp_json.h"
 #include "collector/store/sym.h"
 #include "shm/record.h"
@@ -65,14 +66,6 @@ struct exp_json {
     struct exp_json_stats st;
 };
 
-static uint64_t mix(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    return x;
-}
-
 /* 1 if key was added, 0 if present, -ENOMEM. */
 static int set_add(struct keyset *s, uint64_t key)
 {
@@ -87,7 +80,7 @@ static int set_add(struct keyset *s, uint64_t key)
         for (size_t i = 0; i < s->cap; i++) {
             if (!s->k[i])
                 continue;
-            size_t j = (size_t)mix(s->k[i]) & (nc - 1);
+            size_t j = (size_t)q_hash64(s->k[i]) & (nc - 1);
             while (n[j])
                 j = (j + 1) & (nc - 1);
             n[j] = s->k[i];
@@ -96,7 +89,7 @@ static int set_add(struct keyset *s, uint64_t key)
         s->k = n;
         s->cap = nc;
     }
-    size_t j = (size_t)mix(k) & (s->cap - 1);
+    size_t j = (size_t)q_hash64(k) & (s->cap - 1);
     while (s->k[j]) {
         if (s->k[j] == k)
             return 0;
@@ -109,7 +102,7 @@ static int set_add(struct keyset *s, uint64_t key)
 
 static size_t flow_slot(const struct flow_tab *t, int64_t pid, uint64_t task)
 {
-    return (size_t)mix(task ^ mix((uint64_t)pid + 1)) & (t->cap - 1);
+    return (size_t)q_hash2(task, (uint64_t)pid) & (t->cap - 1);
 }
 
 /* Remember the flow of a wake of task; a newer wake of the same task

@@ -16,6 +16,7 @@
 #include <string.h>
 #include "collector/query/q_text.h"
 #include "collector/query/q_decode.h"
+#include "collector/query/q_hash.h"
 #include "collector/export/exp_perfetto.h"
 #include "collector/query/q_pair.h"
 #include "collector/export/exp_json.h"
@@ -38,22 +39,12 @@ struct u64map {
     size_t cap, n;
 };
 
-static uint64_t mix(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ull;
-    x ^= x >> 33;
-    return x;
-}
-
 static bool map_get(const struct u64map *m, uint64_t key, uint64_t *v)
 {
     if (!m->cap)
         return false;
     uint64_t k = key + 1 ? key + 1 : 1;
-    for (size_t j = (size_t)mix(k) & (m->cap - 1); m->k[j]; j = (j + 1) & (m->cap - 1)) {
+    for (size_t j = (size_t)q_hash64(k) & (m->cap - 1); m->k[j]; j = (j + 1) & (m->cap - 1)) {
         if (m->k[j] == k) {
             *v = m->v[j];
             return true;
@@ -75,7 +66,7 @@ static int map_put(struct u64map *m, uint64_t key, uint64_t v)
         for (size_t i = 0; i < m->cap; i++) {
             if (!m->k[i])
                 continue;
-            size_t j = (size_t)mix(m->k[i]) & (nc - 1);
+            size_t j = (size_t)q_hash64(m->k[i]) & (nc - 1);
             while (nk[j])
                 j = (j + 1) & (nc - 1);
             nk[j] = m->k[i];
@@ -88,7 +79,7 @@ static int map_put(struct u64map *m, uint64_t key, uint64_t v)
         m->cap = nc;
     }
     uint64_t k = key + 1 ? key + 1 : 1;
-    size_t j = (size_t)mix(k) & (m->cap - 1);
+    size_t j = (size_t)q_hash64(k) & (m->cap - 1);
     while (m->k[j] && m->k[j] != k)
         j = (j + 1) & (m->cap - 1);
     if (!m->k[j])
@@ -115,17 +106,9 @@ struct strmap {
     uint64_t next;                  /* last iid handed out */
 };
 
-static uint64_t hash_str(const char *s, uint64_t seed)
-{
-    uint64_t h = 0xcbf29ce484222325ull ^ seed;
-    for (; *s; s++)
-        h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
-    return mix(h);
-}
-
 /* The entry of s (its iid and a copy that lives as long as m); *added =
  * true when it is new (the caller sends it). NULL = -ENOMEM. */
-static const struct strent *str_iid(struct strmap *m, const char *s, uint64_t seed, bool *added)
+static const struct strent *str_iid(struct strmap *m, const char *s, bool *added)
 {
     *added = false;
     if ((m->n + 1) * 2 > m->cap) {
@@ -136,7 +119,7 @@ static const struct strent *str_iid(struct strmap *m, const char *s, uint64_t se
         for (size_t i = 0; i < m->cap; i++) {
             if (!m->e[i].s)
                 continue;
-            size_t j = (size_t)hash_str(m->e[i].s, seed) & (nc - 1);
+            size_t j = (size_t)q_hash_str(m->e[i].s, strlen(m->e[i].s)) & (nc - 1);
             while (ne[j].s)
                 j = (j + 1) & (nc - 1);
             ne[j] = m->e[i];
@@ -145,7 +128,7 @@ static const struct strent *str_iid(struct strmap *m, const char *s, uint64_t se
         m->e = ne;
         m->cap = nc;
     }
-    size_t j = (size_t)hash_str(s, seed) & (m->cap - 1);
+    size_t j = (size_t)q_hash_str(s, strlen(s)) & (m->cap - 1);
     for (; m->e[j].s; j = (j + 1) & (m->cap - 1))
         if (strcmp(m->e[j].s, s) == 0)
             return &m->e[j];
@@ -182,7 +165,7 @@ static uint64_t stack_iid(struct stackmap *m, const uint64_t *fr, size_t n, bool
     *added = false;
     uint64_t h = 0x84222325cbf29ce4ull ^ n;
     for (size_t i = 0; i < n; i++)
-        h = mix(h ^ fr[i]);
+        h = q_hash64(h ^ fr[i]);
     if ((m->n + 1) * 2 > m->cap) {
         size_t nc = m->cap ? m->cap * 2 : PF_MAP_INITIAL;
         struct stackent *ne = calloc(nc, sizeof *ne);
@@ -235,10 +218,10 @@ struct exp_perfetto {
     uint64_t next_uuid, next_flow, next_frame;
     struct q_pair *polls;
     struct u64map procs;            /* process_id -> track uuid */
-    struct u64map threads;          /* mix(process_id, tid) -> track uuid */
-    struct u64map counters;         /* mix(process_id, runtime, worker) -> track uuid */
-    struct u64map flows;            /* mix(process_id, wakee task) -> flow id (0 = none) */
-    struct u64map frames;           /* mix(process_id, ip) -> frame iid */
+    struct u64map threads;          /* hash of (process_id, tid) -> track uuid */
+    struct u64map counters;         /* hash of (process_id, runtime, worker) -> track uuid */
+    struct u64map flows;            /* hash of (process_id, wakee task) -> flow id (0 = none) */
+    struct u64map frames;           /* hash of (process_id, ip) -> frame iid */
     struct strmap names, ann_names, funcs;
     struct stackmap stacks;
     struct resolver_slot *res;
@@ -255,11 +238,6 @@ struct exp_perfetto {
     struct exp_perfetto_stats st;
     int err;
 };
-
-static uint64_t key2(int64_t a, uint64_t b)
-{
-    return mix((uint64_t)a * 0x9e3779b97f4a7c15ull ^ mix(b + 0x632be59bd9b4e019ull));
-}
 
 static void idata_reset(struct exp_perfetto *x)
 {
@@ -384,7 +362,7 @@ static int process_track(struct exp_perfetto *x, const struct q_rec_src *src, ui
 static int thread_track(struct exp_perfetto *x, const struct q_rec_src *src, uint32_t tid,
                         uint64_t *uuid)
 {
-    uint64_t k = key2(src->process_id, tid);
+    uint64_t k = q_hash2(tid, (uint64_t)src->process_id);
     if (map_get(&x->threads, k, uuid))
         return 0;
     uint64_t parent;
@@ -416,7 +394,7 @@ static int thread_track(struct exp_perfetto *x, const struct q_rec_src *src, uin
 static uint64_t name_iid(struct exp_perfetto *x, const char *name)
 {
     bool added;
-    const struct strent *e = str_iid(&x->names, name, 1, &added);
+    const struct strent *e = str_iid(&x->names, name, &added);
     if (!e)
         return 0;
     if (added) {
@@ -438,7 +416,7 @@ static Ann *ann_add(struct exp_perfetto *x, Ann *anns, Ann **ptrs, TrackEvent *t
     if (te->n_debug_annotations >= PF_MAX_ANN)
         return NULL;
     bool added;
-    const struct strent *e = str_iid(&x->ann_names, name, 2, &added);
+    const struct strent *e = str_iid(&x->ann_names, name, &added);
     if (!e) {
         x->err = -ENOMEM;
         return NULL;
@@ -534,7 +512,7 @@ static const char *runtime_name(const struct q_rec_src *src, uint16_t id, char *
 static int counter_track(struct exp_perfetto *x, const struct q_rec_src *src,
                          const struct d9_rec_queue_depth *q, uint64_t *uuid)
 {
-    uint64_t k = key2(src->process_id, (uint64_t)q->runtime << 16 | q->worker);
+    uint64_t k = q_hash2((uint64_t)q->runtime << 16 | q->worker, (uint64_t)src->process_id);
     if (map_get(&x->counters, k, uuid))
         return 0;
     uint64_t parent;
@@ -595,12 +573,12 @@ static int sample(struct exp_perfetto *x, const struct q_rec_src *src, const uin
         uint64_t ip;
         memcpy(&ip, rec + sizeof s + (size_t)i * 8, 8);
         uint64_t look = i == 0 ? ip : ip - 1;           /* return addresses: inside the call */
-        uint64_t k = key2(src->process_id, look), fid;
+        uint64_t k = q_hash2(look, (uint64_t)src->process_id), fid;
         if (!map_get(&x->frames, k, &fid)) {
             char name[300];
             sym_resolve(r, look, look >= SYM_KERNEL_SPACE_MIN, name, sizeof name);
             bool added;
-            const struct strent *e = str_iid(&x->funcs, name, 3, &added);
+            const struct strent *e = str_iid(&x->funcs, name, &added);
             if (!e)
                 return -ENOMEM;
             uint64_t fn = e->iid;
@@ -746,7 +724,7 @@ static int record(struct exp_perfetto *x, const struct q_rec_src *src,
         te.has_type = 1;
         te.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN;
         ann_uint(x, anns, ptrs, &te, "task", ps.task);
-        uint64_t fk = key2(src->process_id, ps.task);
+        uint64_t fk = q_hash2(ps.task, (uint64_t)src->process_id);
         if (map_get(&x->flows, fk, &flow) && flow) {
             te.n_terminating_flow_ids = 1;
             te.terminating_flow_ids = &flow;
@@ -799,7 +777,7 @@ static int record(struct exp_perfetto *x, const struct q_rec_src *src,
         ann_uint(x, anns, ptrs, &te, "waker", w.waker);
         ann_uint(x, anns, ptrs, &te, "wakee", w.wakee);
         flow = ++x->next_flow;
-        if (map_put(&x->flows, key2(src->process_id, w.wakee), flow) < 0)
+        if (map_put(&x->flows, q_hash2(w.wakee, (uint64_t)src->process_id), flow) < 0)
             return -ENOMEM;
         te.n_flow_ids = 1;
         te.flow_ids = &flow;
@@ -859,7 +837,7 @@ int exp_perfetto_finish(struct exp_perfetto *x, uint64_t t_end, struct exp_perfe
     struct q_poll p;
     while (rc == 0 && q_pair_next_open(x->polls, &it, &p)) {
         uint64_t track;
-        if (!map_get(&x->threads, key2(p.process_id, p.tid), &track))
+        if (!map_get(&x->threads, q_hash2(p.tid, (uint64_t)p.process_id), &track))
             continue;
         TrackEvent te = PERFETTO__PROTOS__TRACK_EVENT__INIT;
         te.has_type = 1;

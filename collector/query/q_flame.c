@@ -26,32 +26,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include "collector/query/q_flame.h"
+#include "collector/query/q_hash.h"
 #include "collector/query/q_names.h"
 #include "collector/query/q_scan.h"
 #include "collector/store/sym.h"
 #include "shm/record.h"
 
 /* ---- hash tables ----------------------------------------------------------- */
-
-static uint64_t mix(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ull;
-    x ^= x >> 33;
-    return x;
-}
-
-static uint64_t str_hash(const char *s, size_t n)
-{
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++) {
-        h ^= (uint8_t)s[i];
-        h *= 0x100000001b3ull;
-    }
-    return h;
-}
 
 /* folded stack -> total */
 struct stack_ent {
@@ -73,7 +54,7 @@ static int stack_add(struct stack_tab *t, const char *key, size_t klen, uint64_t
         for (size_t i = 0; i < t->cap; i++) {
             if (!t->e[i].key)
                 continue;
-            size_t j = str_hash(t->e[i].key, strlen(t->e[i].key)) & (nc - 1);
+            size_t j = q_hash_str(t->e[i].key, strlen(t->e[i].key)) & (nc - 1);
             while (ne[j].key)
                 j = (j + 1) & (nc - 1);
             ne[j] = t->e[i];
@@ -82,7 +63,7 @@ static int stack_add(struct stack_tab *t, const char *key, size_t klen, uint64_t
         t->e = ne;
         t->cap = nc;
     }
-    size_t j = str_hash(key, klen) & (t->cap - 1);
+    size_t j = q_hash_str(key, klen) & (t->cap - 1);
     while (t->e[j].key) {
         if (strlen(t->e[j].key) == klen && memcmp(t->e[j].key, key, klen) == 0) {
             t->e[j].total += w;
@@ -111,7 +92,7 @@ struct name_tab {
 
 static size_t name_slot(const struct name_tab *t, int64_t pid, uint64_t ip)
 {
-    return mix(ip ^ mix((uint64_t)pid)) & (t->cap - 1);
+    return q_hash2(ip, (uint64_t)pid) & (t->cap - 1);
 }
 
 static const char *name_get(struct name_tab *t, int64_t pid, uint64_t ip)

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "collector/query/q_hash.h"
 #include "collector/query/q_pair.h"
 #include "shm/record.h"
 
@@ -27,14 +28,6 @@ struct q_pair {
 };
 
 #define POLLS_INITIAL_CAP 64u
-
-static uint64_t hash_key(int64_t pid, uint32_t ring, uint32_t gen)
-{
-    uint64_t h = (uint64_t)pid * 0x9e3779b97f4a7c15ull;
-    h ^= ((uint64_t)ring << 32 | gen) + 0x632be59bd9b4e019ull + (h << 6) + (h >> 2);
-    h ^= h >> 31;
-    return h * 0xbf58476d1ce4e5b9ull;
-}
 
 int q_pair_new(struct q_pair **out)
 {
@@ -63,7 +56,7 @@ void q_pair_free(struct q_pair *p)
 
 static struct thr *slot(struct thr *t, size_t cap, int64_t pid, uint32_t ring, uint32_t gen)
 {
-    size_t i = (size_t)hash_key(pid, ring, gen) & (cap - 1);
+    size_t i = (size_t)q_hash2((uint64_t)ring << 32 | gen, (uint64_t)pid) & (cap - 1);
     while (t[i].used &&
            !(t[i].process_id == pid && t[i].ring == ring && t[i].generation == gen))
         i = (i + 1) & (cap - 1);

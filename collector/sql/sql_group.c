@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include "collector/query/q_hash.h"
 #include "collector/sql/sql_group.h"
 
 #define GROUP_CHUNK_MIN   8u
@@ -56,23 +57,6 @@ struct sql_group {
     struct chunk *ic;               /* ... the chunk, and the row in it */
     uint32_t ir;
 };
-
-static uint64_t hash_text(const char *s)
-{
-    uint64_t h = 0xcbf29ce484222325ull;       /* FNV-1a */
-    for (; *s; s++)
-        h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
-    return h;
-}
-
-static uint64_t hash_int(int64_t k)
-{
-    uint64_t x = (uint64_t)k;
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    return x;
-}
 
 int sql_group_new(size_t row_size, struct sql_group **out)
 {
@@ -142,7 +126,7 @@ static int grow_table(struct sql_group *g)
 
 static int bucket_of(struct sql_group *g, const char *text, int64_t ikey)
 {
-    uint64_t h = text ? hash_text(text) : hash_int(ikey);
+    uint64_t h = text ? q_hash_str(text, strlen(text)) : q_hash64((uint64_t)ikey);
     size_t i = slot_of(g, g->table, g->tcap, h, text, ikey);
     if (g->table[i])
         return g->table[i] - 1;

@@ -22,7 +22,7 @@ uint64_t sql_stack_id(int64_t process_id, const struct d9_rec_hdr *rec, size_t l
     memcpy(&s, rec, sizeof s);
     size_t max = (len - sizeof s) / 8;
     uint16_t n = s.nframes <= max ? s.nframes : (uint16_t)max;
-    uint64_t h = q_hash64((uint64_t)process_id ^ 0x9e3779b97f4a7c15ull) ^ n;
+    uint64_t h = q_hash64((uint64_t)process_id ^ Q_HASH_GOLDEN) ^ n;
     const uint8_t *ips = (const uint8_t *)rec + sizeof s;
     for (uint16_t i = 0; i < n; i++) {
         uint64_t ip;

@@ -195,7 +195,7 @@ CLI_DECLARE_CMD(export)
         } else if (perfetto) {
             fprintf(stderr, "d9 export: %" PRIu64 " records -> %" PRIu64 " packets, %" PRIu64
                     " bytes (%" PRIu64 " polls, %" PRIu64 " parked, %" PRIu64 " instants, %"
-                    PRIu64 " counters, %" PRIu64 " samples, %" PRIu64 " flows)%s%s\n",
+                    PRIu64 " counters, %" PRIu64 " samples, %" PRIu64 " wake flows)%s%s\n",
                     st.records, ps.packets, ps.bytes, ps.polls, ps.parks, ps.instants,
                     ps.counters, ps.samples, ps.flows, to_file ? " in " : "",
                     to_file ? a.output : "");

@@ -6,10 +6,9 @@
  * "already named" sets are open-addressing hash sets of 64-bit keys.
  * Never buffers events: each is printed as soon as it is complete.
  *
- * Wake flows: a wake emits a flow start ("s") on the waker's thread and
- * remembers (process, wakee) -> flow id; the wakee's next poll_start ends
- * the flow ("f", binding to the poll slice that starts there). Memory: one
- * entry per woken task not yet polled again.
+ * Wake flows: a wake emits a flow start ("s") on the waker's thread; the
+ * poll that answers it (q_wake.h: the wakee's next poll_start) ends the
+ * flow ("f", binding to the poll slice that starts there).
  * CPU samples: one "i" event per sample on the sampled thread, named by its
  * innermost frame, with the whole stack (outermost first, as d9 flame
  * prints it) in args; frames are named by a sym.c resolver per process,
@@ -24,6 +23,7 @@
 #include "collector/query/q_text.h"
 #include "collector/query/q_loc.h"
 #include "collector/query/q_pair.h"
+#include "collector/query/q_wake.h"
 #include "collector/query/q_decode.h"
 #include "collector/query/q_hash.h"
 #include "collector/export/exp_json.h"
@@ -34,17 +34,6 @@
 
 struct keyset {
     uint64_t *k;                    /* 0 = empty slot; keys are stored + 1 */
-    size_t cap, n;
-};
-
-/* (process, wakee task) -> id of the flow its wake started */
-struct flow_ent {
-    int64_t process_id;
-    uint64_t task;
-    uint64_t id;                    /* 0 = empty slot */
-};
-struct flow_tab {
-    struct flow_ent *e;
     size_t cap, n;
 };
 
@@ -59,7 +48,7 @@ struct exp_json {
     bool first;
     struct q_pair *polls;
     struct keyset procs, threads;
-    struct flow_tab flows;
+    struct q_wake *flows;           /* pending wakes: their flow ids */
     uint64_t next_flow;
     struct proc_res *res;
     size_t nres;
@@ -98,67 +87,6 @@ static int set_add(struct keyset *s, uint64_t key)
     s->k[j] = k;
     s->n++;
     return 1;
-}
-
-static size_t flow_slot(const struct flow_tab *t, int64_t pid, uint64_t task)
-{
-    return (size_t)q_hash2(task, (uint64_t)pid) & (t->cap - 1);
-}
-
-/* Remember the flow of a wake of task; a newer wake of the same task
- * replaces the older (the next poll answers the latest). 0 or -ENOMEM. */
-static int flow_put(struct flow_tab *t, int64_t pid, uint64_t task, uint64_t id)
-{
-    if ((t->n + 1) * 2 > t->cap) {
-        size_t nc = t->cap ? t->cap * 2 : EXP_SET_INITIAL;
-        struct flow_ent *ne = calloc(nc, sizeof *ne);
-        if (!ne)
-            return -ENOMEM;
-        struct flow_tab nt = { ne, nc, 0 };
-        for (size_t i = 0; i < t->cap; i++) {
-            if (!t->e[i].id)
-                continue;
-            size_t j = flow_slot(&nt, t->e[i].process_id, t->e[i].task);
-            while (ne[j].id)
-                j = (j + 1) & (nc - 1);
-            ne[j] = t->e[i];
-        }
-        free(t->e);
-        t->e = ne;
-        t->cap = nc;
-    }
-    size_t j = flow_slot(t, pid, task);
-    while (t->e[j].id && !(t->e[j].process_id == pid && t->e[j].task == task))
-        j = (j + 1) & (t->cap - 1);
-    if (!t->e[j].id)
-        t->n++;
-    t->e[j] = (struct flow_ent){ pid, task, id };
-    return 0;
-}
-
-/* Take the pending flow of task: its id, or 0. Deletion keeps the probe
- * chains intact by re-inserting the entries after the hole. */
-static uint64_t flow_take(struct flow_tab *t, int64_t pid, uint64_t task)
-{
-    if (!t->cap)
-        return 0;
-    size_t j = flow_slot(t, pid, task);
-    while (t->e[j].id && !(t->e[j].process_id == pid && t->e[j].task == task))
-        j = (j + 1) & (t->cap - 1);
-    uint64_t id = t->e[j].id;
-    if (!id)
-        return 0;
-    t->e[j].id = 0;
-    t->n--;
-    for (size_t k = (j + 1) & (t->cap - 1); t->e[k].id; k = (k + 1) & (t->cap - 1)) {
-        struct flow_ent e = t->e[k];
-        t->e[k].id = 0;
-        size_t h = flow_slot(t, e.process_id, e.task);
-        while (t->e[h].id)
-            h = (h + 1) & (t->cap - 1);
-        t->e[h] = e;
-    }
-    return id;
 }
 
 static struct proc_res *res_of(struct exp_json *x, int64_t process_id, bool create)
@@ -235,7 +163,8 @@ int exp_json_begin(struct exp_json **out, FILE *f)
     struct exp_json *x = calloc(1, sizeof *x);
     if (!x)
         return -ENOMEM;
-    if (q_pair_new(&x->polls) < 0) {
+    if (q_pair_new(&x->polls) < 0 || q_wake_new(&x->flows) < 0) {
+        q_pair_free(x->polls);
         free(x);
         return -ENOMEM;
     }
@@ -395,10 +324,10 @@ int exp_json_record(struct exp_json *x, const struct q_rec_src *src,
     case D9_REC_POLL_START: {
         struct d9_rec_poll_start ps;
         memcpy(&ps, rec, sizeof ps);
-        uint64_t id = flow_take(&x->flows, src->process_id, ps.task);
-        if (id) {
+        struct q_wake_pending w;
+        if (q_wake_take(x->flows, src->process_id, ps.task, &w)) {
             ev_begin(x, "wake", 4, "wake", "f", d.ts, src->pid, src->tid);
-            fprintf(f, ",\"bp\":\"e\",\"id\":%" PRIu64 "}", id);
+            fprintf(f, ",\"bp\":\"e\",\"id\":%" PRIu64 "}", w.data);
             x->st.flows++;
         }
     }
@@ -434,7 +363,8 @@ int exp_json_record(struct exp_json *x, const struct q_rec_src *src,
             uint64_t id = ++x->next_flow;
             ev_begin(x, "wake", 4, "wake", "s", d.ts, src->pid, src->tid);
             fprintf(f, ",\"id\":%" PRIu64 "}", id);
-            if (flow_put(&x->flows, src->process_id, w.wakee, id) < 0)
+            struct q_wake_pending pw = { .ts = d.ts, .data = id };
+            if (q_wake_put(x->flows, src->process_id, w.wakee, &pw) < 0)
                 return -ENOMEM;
         }
         return 0;
@@ -478,7 +408,7 @@ int exp_json_finish(struct exp_json *x, uint64_t t_end, struct exp_json_stats *s
     for (size_t i = 0; i < x->nres; i++)
         sym_resolver_free(x->res[i].r);
     free(x->res);
-    free(x->flows.e);
+    q_wake_free(x->flows);
     free(x->procs.k);
     free(x->threads.k);
     free(x);

@@ -19,6 +19,7 @@
 #include "collector/query/q_hash.h"
 #include "collector/export/exp_perfetto.h"
 #include "collector/query/q_pair.h"
+#include "collector/query/q_wake.h"
 #include "collector/export/exp_json.h"
 #include "collector/store/sym.h"
 #include "proto/perfetto_trace.pb-c.h"
@@ -220,7 +221,7 @@ struct exp_perfetto {
     struct u64map procs;            /* process_id -> track uuid */
     struct u64map threads;          /* hash of (process_id, tid) -> track uuid */
     struct u64map counters;         /* hash of (process_id, runtime, worker) -> track uuid */
-    struct u64map flows;            /* hash of (process_id, wakee task) -> flow id (0 = none) */
+    struct q_wake *flows;           /* pending wakes: their flow ids */
     struct u64map frames;           /* hash of (process_id, ip) -> frame iid */
     struct strmap names, ann_names, funcs;
     struct stackmap stacks;
@@ -656,7 +657,8 @@ int exp_perfetto_begin(struct exp_perfetto **out, FILE *f)
     struct exp_perfetto *x = calloc(1, sizeof *x);
     if (!x)
         return -ENOMEM;
-    if (q_pair_new(&x->polls) < 0) {
+    if (q_pair_new(&x->polls) < 0 || q_wake_new(&x->flows) < 0) {
+        q_pair_free(x->polls);
         free(x);
         return -ENOMEM;
     }
@@ -724,11 +726,12 @@ static int record(struct exp_perfetto *x, const struct q_rec_src *src,
         te.has_type = 1;
         te.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN;
         ann_uint(x, anns, ptrs, &te, "task", ps.task);
-        uint64_t fk = q_hash2(ps.task, (uint64_t)src->process_id);
-        if (map_get(&x->flows, fk, &flow) && flow) {
+        struct q_wake_pending pw;
+        if (q_wake_take(x->flows, src->process_id, ps.task, &pw)) {
+            flow = pw.data;
             te.n_terminating_flow_ids = 1;
             te.terminating_flow_ids = &flow;
-            map_put(&x->flows, fk, 0);
+            x->st.flows++;
         }
         x->st.polls++;
         break;
@@ -777,11 +780,11 @@ static int record(struct exp_perfetto *x, const struct q_rec_src *src,
         ann_uint(x, anns, ptrs, &te, "waker", w.waker);
         ann_uint(x, anns, ptrs, &te, "wakee", w.wakee);
         flow = ++x->next_flow;
-        if (map_put(&x->flows, q_hash2(w.wakee, (uint64_t)src->process_id), flow) < 0)
+        struct q_wake_pending pw = { .ts = d.ts, .data = flow };
+        if (q_wake_put(x->flows, src->process_id, w.wakee, &pw) < 0)
             return -ENOMEM;
         te.n_flow_ids = 1;
         te.flow_ids = &flow;
-        x->st.flows++;
         x->st.instants++;
         break;
     }
@@ -853,7 +856,7 @@ int exp_perfetto_finish(struct exp_perfetto *x, uint64_t t_end, struct exp_perfe
     map_free(&x->procs);
     map_free(&x->threads);
     map_free(&x->counters);
-    map_free(&x->flows);
+    q_wake_free(x->flows);
     map_free(&x->frames);
     strmap_free(&x->names);
     strmap_free(&x->ann_names);

@@ -11,8 +11,9 @@
  *                   paired poll_end, on the thread's track
  *   parked workers  slices named "parked"
  *   wakes           an instant "wake" on the waker's thread that starts a
- *                   flow; the wakee's next poll_start terminates it, so the
- *                   UI draws an arrow waker -> wakee's next poll
+ *                   flow; the poll that answers the wake (q_wake.h: the
+ *                   wakee's next poll_start) terminates it, so the UI draws
+ *                   an arrow waker -> that poll
  *   spawn/terminate instants with the task id
  *   custom events   instants named after the schema, fields as debug
  *                   annotations (the collector's own "d9.*" events are not
@@ -48,7 +49,8 @@ struct exp_perfetto;
 
 struct exp_perfetto_stats {
     uint64_t packets;
-    uint64_t polls, parks, instants, counters, samples, flows;
+    uint64_t polls, parks, instants, counters, samples;
+    uint64_t flows;                 /* wake flows ended at the wakee's next poll */
     uint64_t unfinished;            /* slices still open at the end, ended at t_end */
     uint64_t skipped;               /* records with no trace form */
     uint64_t bytes;                 /* written */

@@ -16,10 +16,10 @@
 #include "collector/query/q_flame.h"
 #include "collector/query/q_pair.h"
 #include "collector/query/q_text.h"
+#include "collector/query/q_wake.h"
 #include "collector/serve/serve_api.h"
 #include "collector/store/sym.h"
 
-#define WAKE_SLOTS 4096u            /* pending wakes, direct-mapped by wakee task */
 #define MAX_LOCS   1024u            /* distinct locations named; more share "other" */
 
 void serve_api_params_init(struct serve_params *p)
@@ -201,11 +201,6 @@ struct counter {
     uint64_t *max1;                 /* width entries, depth + 1 (0 = no point) */
 };
 
-struct wake_slot {
-    uint64_t task, ts;              /* ts 0 = empty */
-    uint32_t lane;
-};
-
 struct tl {
     const struct serve_params *p;
     int64_t process_id;
@@ -224,7 +219,7 @@ struct tl {
     size_t ntop;
     struct counter counters[SERVE_API_MAX_COUNTERS];
     uint32_t ncounters;
-    struct wake_slot *pending;
+    struct q_wake *pending;         /* wakes not answered by a poll yet: waker lane */
     uint64_t (*wakes)[4];           /* wake ts, waker lane, poll ts, wakee lane */
     size_t nwakes;
     uint64_t wakes_total;
@@ -497,17 +492,16 @@ static int on_record(void *arg, const struct q_rec_src *src, const struct d9_rec
         if (len < sizeof ps)
             return 0;
         memcpy(&ps, rec, sizeof ps);
-        struct wake_slot *w = &t->pending[ps.task % WAKE_SLOTS];
-        if (w->ts && w->task == ps.task) {
+        struct q_wake_pending w;
+        if (q_wake_take(t->pending, src->process_id, ps.task, &w)) {
             t->wakes_total++;
             if (t->nwakes < SERVE_API_MAX_WAKES) {
                 uint64_t *a = t->wakes[t->nwakes++];
-                a[0] = w->ts - t->from;
-                a[1] = w->lane;
+                a[0] = w.ts - t->from;
+                a[1] = w.data;
                 a[2] = rec->ts - t->from;
                 a[3] = lane_index(t, l);
             }
-            w->ts = 0;
         }
     }
         /* fall through */
@@ -541,9 +535,9 @@ static int on_record(void *arg, const struct q_rec_src *src, const struct d9_rec
         if (len < sizeof w)
             return 0;
         memcpy(&w, rec, sizeof w);
-        struct wake_slot *s = &t->pending[w.wakee % WAKE_SLOTS];
-        *s = (struct wake_slot){ .task = w.wakee, .ts = rec->ts ? rec->ts : 1,
-                                 .lane = lane_index(t, l) };
+        struct q_wake_pending pw = { .ts = rec->ts, .data = lane_index(t, l) };
+        if (q_wake_put(t->pending, src->process_id, w.wakee, &pw) < 0)
+            return -ENOMEM;
         return 0;
     }
     case D9_REC_QUEUE_DEPTH: {
@@ -889,7 +883,7 @@ static void tl_free(struct tl *t)
         free(t->loc_name[i]);
     q_pair_free(t->polls);
     free(t->items);
-    free(t->pending);
+    q_wake_free(t->pending);
     free(t->wakes);
     if (t->ev)
         fclose(t->ev);
@@ -932,11 +926,11 @@ static int api_timeline(struct q_store *s, const struct serve_params *p, FILE *o
     t->events_only = events_only;
     t->ev_limit = p->limit ? p->limit : SERVE_API_MAX_EVENTS;
     t->items = malloc(SERVE_API_MAX_ITEMS * sizeof *t->items);
-    t->pending = calloc(WAKE_SLOTS, sizeof *t->pending);
     t->wakes = malloc(SERVE_API_MAX_WAKES * sizeof *t->wakes);
     t->ev = open_memstream(&t->evbuf, &t->evlen);
     int status = 200;
-    if (!t->items || !t->pending || !t->wakes || !t->ev || q_pair_new(&t->polls) < 0) {
+    if (!t->items || !t->wakes || !t->ev || q_pair_new(&t->polls) < 0 ||
+        q_wake_new(&t->pending) < 0) {
         status = error(out, 500, "out of memory");
         goto done;
     }

@@ -1,5 +1,5 @@
 /*
- * test_serve.c — the JSON API of d9 serve (serve_api.h) on a store made
+ * test_serve_api.c — the JSON API of d9 serve (serve_api.h) on a store made
  * here with the segment writer and the index: exact answers for processes,
  * a detailed timeline, a bucketed one, events; the LOD contract on a store
  * with many polls (items bounded for every window and width, bucket counts
@@ -21,6 +21,7 @@
 #include "collector/store/idx.h"
 #include "collector/store/seg_writer.h"
 #include "shm/meta.h"
+#include "tests/unit/wake_pair.h"
 
 struct fixture {
     char dir[64];
@@ -354,6 +355,56 @@ static void lod_answers_stay_bounded_and_count_every_poll(void **state)
     }
 }
 
+/* pid 100 (the store's first process, processes.id 1): thread 101 wakes
+ * tasks a and b at 1010 and 1020, two tasks that share a hash slot (and a
+ * slot of task % 4096); thread 102 polls a [1100,1200], then b [1300,1400]. */
+static int setup_wakes(void **state)
+{
+    struct fixture *fx = calloc(1, sizeof *fx);
+    snprintf(fx->dir, sizeof fx->dir, "/tmp/d9tsv.XXXXXX");
+    assert_non_null(mkdtemp(fx->dir));
+    struct idx *x;
+    assert_int_equal(idx_open(&x, fx->dir), 0);
+    struct idx_process p = { .pid = 100, .start_time = 1000, .comm = "prog", .exe = "/bin/prog",
+                             .first_ns = 1000 };
+    int64_t row;
+    assert_int_equal(idx_process_upsert(x, &p, &row), 0);
+    uint64_t a, b;
+    wake_pair(row, &a, &b);
+    struct seg_proc_info pi = { .pid = 100, .start_time = 1000, .clock_source = D9_CLOCK_MONOTONIC,
+                                .host = "h", .comm = "prog", .exe = "/bin/prog" };
+    uint8_t meta[128], r[256];
+    size_t ml = meta_runtime(meta, 1, "rt1"), n = 0;
+    struct seg_writer *w;
+    assert_int_equal(seg_writer_open(&w, fx->dir, 1, &pi, meta, ml), 0);
+    n += put_wake(r + n, 1010, 5, a);
+    n += put_wake(r + n, 1020, 5, b);
+    assert_int_equal(seg_writer_add_data(w, 101, 0, 1, 0, r, n), 0);
+    n = 0;
+    n += put_poll(r + n, D9_REC_POLL_START, 1100, a);
+    n += put_poll(r + n, D9_REC_POLL_END, 1200, a);
+    n += put_poll(r + n, D9_REC_POLL_START, 1300, b);
+    n += put_poll(r + n, D9_REC_POLL_END, 1400, b);
+    assert_int_equal(seg_writer_add_data(w, 102, 1, 1, 0, r, n), 0);
+    struct seg_summary sum;
+    assert_int_equal(seg_writer_seal(w, &sum), 0);
+    assert_int_equal(idx_segment_commit(x, row, &sum, fx->dir), 0);
+    seg_writer_free(w);
+    idx_close(x);
+    char why[256];
+    assert_int_equal(q_store_open(&fx->s, fx->dir, why, sizeof why), 0);
+    *state = fx;
+    return 0;
+}
+
+static void wakes_of_tasks_sharing_a_slot_each_reach_their_poll(void **state)
+{
+    char *b;
+    assert_int_equal(run(*state, "/api/timeline", "pid=100&from=1000&to=2000&width=10", &b), 200);
+    assert_non_null(strstr(b, "\"wakes_total\":2,\"wakes\":[[10,0,100,1],[20,0,300,1]]"));
+    free(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest small[] = {
@@ -366,7 +417,11 @@ int main(void)
     const struct CMUnitTest many[] = {
         cmocka_unit_test(lod_answers_stay_bounded_and_count_every_poll),
     };
+    const struct CMUnitTest wakes[] = {
+        cmocka_unit_test(wakes_of_tasks_sharing_a_slot_each_reach_their_poll),
+    };
     int f = cmocka_run_group_tests_name("serve_small", small, setup_small, teardown);
+    f += cmocka_run_group_tests_name("serve_wakes", wakes, setup_wakes, teardown);
     f += cmocka_run_group_tests_name("serve_lod", many, setup_many, teardown);
     return f;
 }

@@ -23,6 +23,7 @@
 #include "collector/query/q_text.h"
 #include "collector/query/q_loc.h"
 #include "collector/query/q_pair.h"
+#include "collector/query/q_sched.h"
 #include "collector/query/q_wake.h"
 #include "collector/query/q_decode.h"
 #include "collector/query/q_hash.h"
@@ -334,7 +335,20 @@ int exp_json_record(struct exp_json *x, const struct q_rec_src *src,
         /* fall through */
     case D9_REC_POLL_END:
     case D9_REC_WORKER_PARK:
-    case D9_REC_WORKER_UNPARK:
+    case D9_REC_WORKER_UNPARK: {
+        uint64_t wait;
+        if (q_sched_wait(rec, len, &wait)) {
+            /* a wait sample (q_sched.h): a point of the worker's counter */
+            struct d9_rec_worker w;
+            memcpy(&w, rec, sizeof w);
+            char rtb[24], name[128];
+            snprintf(name, sizeof name, "sched_wait %s w%u",
+                     runtime_name(src, w.runtime, rtb, sizeof rtb), (unsigned)w.worker);
+            ev_begin(x, name, strlen(name), "sched", "C", d.ts, src->pid, src->tid);
+            fprintf(f, ",\"args\":{\"wait_ns\":%" PRIu64 "}}", wait);
+            x->st.waits++;
+        }
+    }
         rc = q_pair_feed(x->polls, src, rec, len, &done);
         if (rc < 0)
             return rc;

@@ -17,6 +17,9 @@
  *   spawn/terminate "i" instants, cat "task"
  *   custom events   "i" instants named after the schema, args = its fields
  *                   (except the collector's own "d9.*" events, e.g. d9.map)
+ *   sched waits     "C" counters "sched_wait <runtime> w<N>", cat "sched", one
+ *                   point per wait sample (q_sched.h: a sampled park or
+ *                   unpark), args wait_ns
  *   queue depth     "C" counters "queue <runtime> w<N>" / "queue <runtime> global"
  *   names           "M" process_name (comm) and thread_name, once each
  * ts and dur are microseconds (with ns precision as 3 decimals); pid/tid are
@@ -40,6 +43,7 @@ struct exp_json_stats {
     uint64_t events;                /* trace events written (metadata included) */
     uint64_t polls, parks, instants, counters;
     uint64_t flows;                 /* wake flows ended at the wakee's next poll */
+    uint64_t waits;                 /* scheduling-wait samples ("sched_wait" counters) */
     uint64_t samples;               /* CPU samples */
     uint64_t unfinished;            /* polls/parks still open at the end, closed at t_end */
     uint64_t skipped;               /* records with no trace-event form (off-CPU stacks) */

@@ -19,6 +19,7 @@
 #include "collector/query/q_hash.h"
 #include "collector/export/exp_perfetto.h"
 #include "collector/query/q_pair.h"
+#include "collector/query/q_sched.h"
 #include "collector/query/q_wake.h"
 #include "collector/export/exp_json.h"
 #include "collector/store/sym.h"
@@ -510,10 +511,13 @@ static const char *runtime_name(const struct q_rec_src *src, uint16_t id, char *
     return buf;
 }
 
-static int counter_track(struct exp_perfetto *x, const struct q_rec_src *src,
-                         const struct d9_rec_queue_depth *q, uint64_t *uuid)
+/* The counter track "queue <rt> w<N>" (queue depth; "... global") or
+ * "sched_wait <rt> w<N>" (wait samples) of a runtime's worker. */
+static int counter_track(struct exp_perfetto *x, const struct q_rec_src *src, bool waits,
+                         uint16_t runtime, uint16_t worker, uint64_t *uuid)
 {
-    uint64_t k = q_hash2((uint64_t)q->runtime << 16 | q->worker, (uint64_t)src->process_id);
+    uint64_t k = q_hash2((uint64_t)waits << 32 | (uint64_t)runtime << 16 | worker,
+                         (uint64_t)src->process_id);
     if (map_get(&x->counters, k, uuid))
         return 0;
     uint64_t parent;
@@ -524,11 +528,12 @@ static int counter_track(struct exp_perfetto *x, const struct q_rec_src *src,
     if (map_put(&x->counters, k, *uuid) < 0)
         return -ENOMEM;
     char rtb[24], name[128];
-    const char *rt = runtime_name(src, q->runtime, rtb, sizeof rtb);
-    if (q->worker == D9_WORKER_NONE)
-        snprintf(name, sizeof name, "queue %s global", rt);
+    const char *rt = runtime_name(src, runtime, rtb, sizeof rtb);
+    if (worker == D9_WORKER_NONE)
+        snprintf(name, sizeof name, "%s %s global", waits ? "sched_wait" : "queue", rt);
     else
-        snprintf(name, sizeof name, "queue %s w%u", rt, (unsigned)q->worker);
+        snprintf(name, sizeof name, "%s %s w%u", waits ? "sched_wait" : "queue", rt,
+                 (unsigned)worker);
     Perfetto__Protos__CounterDescriptor cd = PERFETTO__PROTOS__COUNTER_DESCRIPTOR__INIT;
     Perfetto__Protos__TrackDescriptor td = PERFETTO__PROTOS__TRACK_DESCRIPTOR__INIT;
     td.has_uuid = 1;
@@ -669,6 +674,27 @@ int exp_perfetto_begin(struct exp_perfetto **out, FILE *f)
     return 0;
 }
 
+/* A wait sample (q_sched.h) as a point of its worker's "sched_wait" counter. */
+static int sched_wait(struct exp_perfetto *x, const struct q_rec_src *src,
+                      const struct d9_rec_hdr *rec, size_t len)
+{
+    uint64_t ns, track;
+    if (!q_sched_wait(rec, len, &ns))
+        return 0;
+    struct d9_rec_worker w;
+    memcpy(&w, rec, sizeof w);
+    int rc = counter_track(x, src, true, w.runtime, w.worker, &track);
+    if (rc < 0)
+        return rc;
+    TrackEvent te = PERFETTO__PROTOS__TRACK_EVENT__INIT;
+    te.has_type = 1;
+    te.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_COUNTER;
+    te.counter_value_field_case = PERFETTO__PROTOS__TRACK_EVENT__COUNTER_VALUE_FIELD_COUNTER_VALUE;
+    te.counter_value = ns > INT64_MAX ? INT64_MAX : (int64_t)ns;
+    x->st.waits++;
+    return emit_event(x, &te, track, rec->ts);
+}
+
 static int record(struct exp_perfetto *x, const struct q_rec_src *src,
                   const struct d9_rec_hdr *rec, size_t len)
 {
@@ -737,6 +763,8 @@ static int record(struct exp_perfetto *x, const struct q_rec_src *src,
         break;
     }
     case D9_REC_WORKER_PARK:
+        if ((rc = sched_wait(x, src, rec, len)) < 0)
+            return rc;
         rc = q_pair_feed(x->polls, src, rec, len, &done);
         if (rc < 0)
             return rc;
@@ -748,6 +776,8 @@ static int record(struct exp_perfetto *x, const struct q_rec_src *src,
         break;
     case D9_REC_POLL_END:
     case D9_REC_WORKER_UNPARK:
+        if ((rc = sched_wait(x, src, rec, len)) < 0)
+            return rc;
         rc = q_pair_feed(x->polls, src, rec, len, &done);
         if (rc < 0)
             return rc;
@@ -759,7 +789,7 @@ static int record(struct exp_perfetto *x, const struct q_rec_src *src,
     case D9_REC_QUEUE_DEPTH: {
         struct d9_rec_queue_depth q;
         memcpy(&q, rec, sizeof q);
-        rc = counter_track(x, src, &q, &track);
+        rc = counter_track(x, src, false, q.runtime, q.worker, &track);
         if (rc < 0)
             return rc;
         te.has_type = 1;

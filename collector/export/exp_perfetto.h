@@ -18,6 +18,9 @@
  *   custom events   instants named after the schema, fields as debug
  *                   annotations (the collector's own "d9.*" events are not
  *                   exported; "d9.map" feeds the symbolizer)
+ *   sched waits     every wait sample (q_sched.h: a sampled worker_park or
+ *                   worker_unpark) as a COUNTER event on the worker's
+ *                   track "sched_wait <runtime> w<N>", value in ns
  *   queue depth     COUNTER events on the counter track
  *   CPU samples     PerfSample packets with interned callstacks and frames
  *                   (function names symbolized as d9 flame does)
@@ -51,6 +54,7 @@ struct exp_perfetto_stats {
     uint64_t packets;
     uint64_t polls, parks, instants, counters, samples;
     uint64_t flows;                 /* wake flows ended at the wakee's next poll */
+    uint64_t waits;                 /* scheduling-wait samples (sched_wait counters) */
     uint64_t unfinished;            /* slices still open at the end, ended at t_end */
     uint64_t skipped;               /* records with no trace form */
     uint64_t bytes;                 /* written */

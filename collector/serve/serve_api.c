@@ -14,7 +14,9 @@
 #include <string.h>
 #include "collector/query/q_decode.h"
 #include "collector/query/q_flame.h"
+#include "collector/query/q_names.h"
 #include "collector/query/q_pair.h"
+#include "collector/query/q_sched.h"
 #include "collector/query/q_text.h"
 #include "collector/query/q_wake.h"
 #include "collector/serve/serve_api.h"
@@ -182,6 +184,7 @@ struct lane {
     struct cell *c;                 /* width cells */
     uint64_t hist[SERVE_API_HIST];  /* sched delay, log2 ns */
     uint64_t polls;
+    uint64_t waits, wait_sum_ns, wait_max_ns;   /* its wait samples (q_sched.h) */
 };
 
 struct item {                       /* one poll (task != PARKED) or parked span */
@@ -508,20 +511,20 @@ static int on_record(void *arg, const struct q_rec_src *src, const struct d9_rec
     case D9_REC_POLL_END:
     case D9_REC_WORKER_PARK:
     case D9_REC_WORKER_UNPARK:
-        if (rec->type == D9_REC_WORKER_PARK || rec->type == D9_REC_WORKER_UNPARK) {
-            struct d9_rec_worker wk;
-            if (len >= sizeof wk) {
-                memcpy(&wk, rec, sizeof wk);
-                if (!(wk.flags & D9_WORKER_UNSAMPLED) && rec->type == D9_REC_WORKER_UNPARK) {
-                    unsigned b = 0;
-                    for (uint64_t v = wk.sched_wait_ns; v > 1 && b < SERVE_API_HIST - 1; v >>= 1)
-                        b++;
-                    l->hist[b]++;
-                    struct cell *c = &l->c[px_of(t, rec->ts)];
-                    if (wk.sched_wait_ns > c->sched_max_ns)
-                        c->sched_max_ns = wk.sched_wait_ns;
-                }
-            }
+        uint64_t wait;
+        if (q_sched_wait(rec, len, &wait)) {
+            /* a wait sample: park and unpark records alike (q_sched.h) */
+            unsigned b = 0;
+            for (uint64_t v = wait; v > 1 && b < SERVE_API_HIST - 1; v >>= 1)
+                b++;
+            l->hist[b]++;
+            l->waits++;
+            l->wait_sum_ns += wait;
+            if (wait > l->wait_max_ns)
+                l->wait_max_ns = wait;
+            struct cell *c = &l->c[px_of(t, rec->ts)];
+            if (wait > c->sched_max_ns)
+                c->sched_max_ns = wait;
         }
         rc = q_pair_feed(t->polls, src, rec, len, &done);
         if (rc < 0)
@@ -595,7 +598,8 @@ static void print_lane(const struct tl *t, const struct lane *l, uint32_t k, FIL
 {
     fprintf(o, "{\"tid\":%" PRIu32 ",\"name\":", l->tid);
     q_text_json(o, l->name, strlen(l->name));
-    fprintf(o, ",\"polls\":%" PRIu64, l->polls);
+    fprintf(o, ",\"polls\":%" PRIu64 ",\"waits\":%" PRIu64 ",\"wait_sum_ns\":%" PRIu64
+            ",\"wait_max_ns\":%" PRIu64, l->polls, l->waits, l->wait_sum_ns, l->wait_max_ns);
     const char *keys[5] = { "buckets", "parked", "samples", "offcpu", "sched" };
     for (int kind = 0; kind < 5; kind++) {
         if (kind < 2 && !t->overflow)
@@ -978,6 +982,65 @@ done:
     return status;
 }
 
+/* ---- /api/workers ----------------------------------------------------------------- */
+
+static int on_sched(void *arg, const struct q_rec_src *src, const struct d9_rec_hdr *rec,
+                    size_t len)
+{
+    return q_sched_feed(arg, src, rec, len);
+}
+
+/* Every worker of pid in the window (default: every record of the process),
+ * with the facts and names of d9 sched --format jsonl. */
+static int api_workers(struct q_store *s, const struct serve_params *p, FILE *out)
+{
+    if (!p->has_pid)
+        return error(out, 400, "pid is required");
+    struct pick k = { 0 };
+    if (q_store_processes(s, p->pid, 0, UINT64_MAX, pick_row, &k) < 0)
+        return error(out, 500, "cannot read the index");
+    if (!k.found)
+        return error(out, 404, "no such pid in the store");
+    uint64_t from = p->has_from ? p->from : 0, to = p->has_to ? p->to : UINT64_MAX;
+    if (from >= to)
+        return error(out, 400, "empty or reversed window (from >= to)");
+    struct q_sched *sc;
+    struct q_names *names = NULL;
+    if (q_sched_new(&sc) < 0)
+        return error(out, 500, "out of memory");
+    struct q_filter f = { .from = from, .to = to, .pid = p->pid, .types = Q_SCHED_TYPES };
+    struct q_scan_stats st;
+    int r = q_scan(s, &f, on_sched, sc, &st, "d9 serve");
+    size_t n = 0;
+    const struct q_sched_worker *w = r < 0 ? NULL : q_sched_workers(sc, &n);
+    int status = 200;
+    if (!w || q_names_open(s, &names) < 0) {
+        status = error(out, 500, r < 0 ? "cannot read the store" : "out of memory");
+        goto done;
+    }
+    fprintf(out, "{\"pid\":%" PRIu32 ",\"from\":%" PRIu64 ",\"to\":%" PRIu64 ",\"workers\":[",
+            p->pid, from, to);
+    for (size_t i = 0; i < n; i++, w++) {
+        char rt[80];
+        q_names_runtime(names, w->process_id, w->runtime, rt, sizeof rt);
+        fprintf(out, "%s\n{\"runtime\":", i ? "," : "");
+        q_text_json(out, rt, strlen(rt));
+        fprintf(out, ",\"worker\":%u,\"tid\":%" PRIu32 ",\"polls\":%" PRIu64 ",\"parks\":%" PRIu64
+                ",\"unparks\":%" PRIu64 ",\"waits\":%" PRIu64 ",\"sched_wait_sum_ns\":%" PRIu64
+                ",\"sched_wait_p50_ns\":%" PRIu64 ",\"sched_wait_p99_ns\":%" PRIu64
+                ",\"sched_wait_max_ns\":%" PRIu64 ",\"cpu_ns\":%" PRIu64 ",\"parked_ns\":%" PRIu64
+                ",\"span_ns\":%" PRIu64 ",\"busy_ns\":%" PRIu64 ",\"busy_pct\":%.1f}",
+                (unsigned)w->worker, w->tid, w->polls, w->parks, w->unparks, w->waits,
+                w->wait_sum_ns, w->wait_p50_ns, w->wait_p99_ns, w->wait_max_ns, w->cpu_ns,
+                w->parked_ns, w->span_ns, w->busy_ns, w->busy_pct);
+    }
+    fputs("\n]}\n", out);
+done:
+    q_names_close(names);
+    q_sched_free(sc);
+    return status;
+}
+
 /* ---- /api/flame ------------------------------------------------------------------ */
 struct folded {
     char *line;                     /* "stack count" */
@@ -1065,5 +1128,7 @@ int serve_api(struct q_store *s, const char *path, const struct serve_params *p,
         return api_timeline(s, p, out, false);
     if (strcmp(path, "/api/events") == 0)
         return api_timeline(s, p, out, true);
+    if (strcmp(path, "/api/workers") == 0)
+        return api_workers(s, p, out);
     return error(out, 404, "no such API");
 }

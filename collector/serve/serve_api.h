@@ -7,7 +7,9 @@
  *   /api/timeline    one process, a window [from, to] and a pixel width:
  *                    per thread lane the polls (coloured by location on the
  *                    page), parked spans, CPU / off-CPU sample ticks and
- *                    scheduling delay; queue-depth counters; wakes as
+ *                    scheduling delay (the wait samples of q_sched.h: park
+ *                    and unpark records; per lane their count, sum, max and
+ *                    histogram); queue-depth counters; wakes as
  *                    arrows waker -> wakee's next poll; custom events as
  *                    markers with their fields; the longest polls; a
  *                    sched-delay histogram per lane
@@ -15,6 +17,9 @@
  *                    one field's value (the page's event table)
  *   /api/flame       the CPU (kind=cpu) or off-CPU (kind=off) samples of a
  *                    window as folded stacks, the heaviest SERVE_API_MAX_ITEMS
+ *   /api/workers     one process's workers in a window (default: all of its
+ *                    records) with q_sched.h's facts, the fields of
+ *                    `d9 sched --format jsonl`
  *
  * Level of detail: a timeline answer holds at most SERVE_API_MAX_ITEMS
  * items whatever the window. While the polls and parks of the window fit,

@@ -39,7 +39,7 @@ enum { GRP_NONE, GRP_BY_LOC, GRP_BY_LOCATION };
 enum kind {
     K_PROCESSES, K_THREADS, K_RUNTIMES, K_LOCATIONS, K_SEGMENTS, K_STACKS,
     K_POLLS, K_PARKS, K_WAKES, K_SPAWNS, K_TERMINATES, K_QUEUE_DEPTHS, K_CPU_SAMPLES,
-    K_EVENTS, K_CUSTOM,
+    K_EVENTS, K_CUSTOM, K_SCHED_WAITS, K_WORKERS,
 };
 
 #define T(x) (1u << (x))
@@ -58,7 +58,9 @@ struct tab_def {
 enum { C_PID, C_TID, C_TS };
 enum { PL_PID, PL_TID, PL_RUNTIME, PL_WORKER, PL_TASK, PL_LOC, PL_LOCATION, PL_START, PL_END,
        PL_DUR };
-enum { PK_PID, PK_TID, PK_RUNTIME, PK_WORKER, PK_START, PK_END, PK_DUR, PK_CPU, PK_WAIT };
+enum { PK_PID, PK_TID, PK_RUNTIME, PK_WORKER, PK_START, PK_END, PK_DUR, PK_CPU, PK_WAIT,
+       PK_PARK_WAIT };
+enum { SW_PID, SW_TID, SW_TS, SW_RUNTIME, SW_WORKER, SW_KIND, SW_WAIT, SW_CPU };
 enum { ST_ID, ST_DEPTH, ST_FRAME, ST_ADDRESS, ST_PID };
 
 struct event_def {                  /* one custom-event table */
@@ -122,15 +124,15 @@ struct park_slot {
     bool open;
     uint32_t pid, tid;
     uint16_t runtime, worker;
-    uint64_t start_ns, cpu_ns;
-    bool cpu_sampled;
+    uint64_t start_ns, cpu_ns, park_wait_ns;
+    bool cpu_sampled;               /* cpu_ns and park_wait_ns were read at the park */
 };
 
 struct park_row {
     int64_t process_id;
     uint32_t pid, tid;
     uint16_t runtime, worker;
-    uint64_t start_ns, end_ns, cpu_ns, wait_ns;
+    uint64_t start_ns, end_ns, cpu_ns, park_wait_ns, wait_ns;
     bool finished, cpu_sampled, wait_sampled;
 };
 

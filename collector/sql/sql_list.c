@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "collector/query/q_sched.h"
 #include "collector/sql/sql_list.h"
 #include "collector/sql/sql_val.h"
 #include "collector/store/seg.h"
@@ -185,6 +186,54 @@ static int locations_fill(struct cur *c)
     return rc < 0 ? rc : 0;
 }
 
+static int on_sched(void *arg, const struct q_rec_src *src, const struct d9_rec_hdr *rec,
+                    size_t len)
+{
+    return q_sched_feed(arg, src, rec, len);
+}
+
+/* The workers of the store (of c->f.pid), as d9 sched computes them. */
+static int workers_fill(struct cur *c)
+{
+    struct sql_vtab *v = c->vt->ctx;
+    struct q_sched *s;
+    if (q_sched_new(&s) < 0)
+        return -ENOMEM;
+    struct q_filter f = { .from = 0, .to = UINT64_MAX, .pid = c->f.pid, .types = Q_SCHED_TYPES };
+    struct q_scan_stats st;
+    int rc = q_scan(v->s, &f, on_sched, s, &st, v->prog);
+    v->st.blocks += st.blocks;
+    v->st.records += st.records;
+    v->st.bad_blocks += st.bad_blocks;
+    v->st.missing_segments += st.missing_segments;
+    size_t n = 0;
+    const struct q_sched_worker *w = rc < 0 ? NULL : q_sched_workers(s, &n);
+    if (rc >= 0 && !w)
+        rc = -ENOMEM;
+    for (size_t i = 0; rc >= 0 && i < n; i++, w++) {
+        struct mval *r = row_add(c);
+        if (!r) {
+            rc = -ENOMEM;
+            break;
+        }
+        mv_int(&r[0], w->pid);
+        rc = mv_str(&r[1], q_names_runtime(v->names, w->process_id, w->runtime, c->text,
+                                           sizeof c->text));
+        mv_int(&r[2], w->worker);
+        mv_int(&r[3], w->tid);
+        const uint64_t u[] = { w->polls, w->parks, w->unparks, w->waits, w->wait_sum_ns,
+                               w->wait_p50_ns, w->wait_p99_ns, w->wait_max_ns, w->cpu_ns,
+                               w->parked_ns, w->span_ns, w->busy_ns };
+        for (size_t k = 0; k < sizeof u / sizeof u[0]; k++)
+            mv_u64(&r[4 + k], u[k]);
+        r[16].t = SQLITE_FLOAT;
+        r[16].d = w->busy_pct;
+        mv_key(c, r, (uint64_t)w->process_id, (uint64_t)w->runtime << 16 | w->worker, 11);
+    }
+    q_sched_free(s);
+    return rc < 0 ? rc : 0;
+}
+
 int sql_list_fill(struct cur *c)
 {
     struct sql_vtab *v = c->vt->ctx;
@@ -209,6 +258,10 @@ int sql_list_fill(struct cur *c)
     case K_LOCATIONS:
         c->ncols = 6 + 1;
         rc = locations_fill(c);
+        break;
+    case K_WORKERS:
+        c->ncols = 17 + 1;
+        rc = workers_fill(c);
         break;
     default:
         break;

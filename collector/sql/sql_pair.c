@@ -71,6 +71,7 @@ static int pair_feed(struct cur *c, bool may_open)
         p->worker = w.worker;
         p->start_ns = w.h.ts;
         p->cpu_ns = w.cpu_ns;
+        p->park_wait_ns = w.sched_wait_ns;
         p->cpu_sampled = sampled;
         return 0;
     }
@@ -83,7 +84,7 @@ static int pair_feed(struct cur *c, bool may_open)
         .process_id = p->process_id, .pid = p->pid, .tid = p->tid, .runtime = p->runtime,
         .worker = p->worker, .start_ns = p->start_ns,
         .end_ns = w.h.ts < p->start_ns ? p->start_ns : w.h.ts, .cpu_ns = p->cpu_ns,
-        .wait_ns = w.sched_wait_ns, .finished = true, .cpu_sampled = p->cpu_sampled,
+        .park_wait_ns = p->park_wait_ns, .wait_ns = w.sched_wait_ns, .finished = true, .cpu_sampled = p->cpu_sampled,
         .wait_sampled = sampled,
     };
     return 1;
@@ -111,7 +112,7 @@ static int pair_unfinished(struct cur *c)
         c->park = (struct park_row){
             .process_id = p->process_id, .pid = p->pid, .tid = p->tid, .runtime = p->runtime,
             .worker = p->worker, .start_ns = p->start_ns, .cpu_ns = p->cpu_ns,
-            .cpu_sampled = p->cpu_sampled,
+            .park_wait_ns = p->park_wait_ns, .cpu_sampled = p->cpu_sampled,
         };
         c->open_it++;
         return 1;
@@ -328,6 +329,10 @@ static void col_park(struct cur *c, sqlite3_context *cx, int col)
     case PK_WAIT:
         if (p->finished && p->wait_sampled)
             sql_val_u64(cx, p->wait_ns);
+        break;
+    case PK_PARK_WAIT:
+        if (p->cpu_sampled)
+            sql_val_u64(cx, p->park_wait_ns);
         break;
     }
 }

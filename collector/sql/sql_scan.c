@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "collector/query/q_sched.h"
 #include "collector/query/q_text.h"
 #include "collector/sql/sql_scan.h"
 #include "collector/sql/sql_stack.h"
@@ -113,6 +114,10 @@ static bool rec_matches(struct cur *c)
         if (!rec_runtime(c->rec, c->len, &rt) ||
             strcmp(src_runtime(&c->src, rt, buf, sizeof buf), c->rt_name) != 0)
             return false;
+    }
+    if (d->kind == K_SCHED_WAITS) {
+        uint64_t ns;
+        return q_sched_wait(c->rec, c->len, &ns);
     }
     if (d->kind == K_CPU_SAMPLES && c->sample_tid) {
         struct d9_rec_stack s;
@@ -249,6 +254,19 @@ void sql_scan_column(struct cur *c, sqlite3_context *cx, int col)
             const struct shm_meta_entry *e = m->location ? m->location(m->ctx, r.loc) : NULL;
             sql_val_str(cx, sql_val_loc(e, r.loc, c->text, sizeof c->text));
         }
+        return;
+    }
+    case K_SCHED_WAITS: {
+        struct d9_rec_worker r;
+        memcpy(&r, c->rec, sizeof r);
+        if (col == SW_WORKER)
+            sqlite3_result_int(cx, r.worker);
+        else if (col == SW_KIND)
+            sql_val_str(cx, r.h.type == D9_REC_WORKER_PARK ? "park" : "unpark");
+        else if (col == SW_WAIT)
+            sql_val_u64(cx, r.sched_wait_ns);
+        else if (col == SW_CPU)
+            sql_val_u64(cx, r.cpu_ns);
         return;
     }
     case K_QUEUE_DEPTHS: {

@@ -63,10 +63,28 @@ static const struct tab_def defs[] = {
       "end_ns NULL" },
     { "parks", K_PARKS,
       "pid INTEGER, tid INTEGER, runtime TEXT, worker INTEGER, start_ns INTEGER, "
-      "end_ns INTEGER, dur_ns INTEGER, cpu_ns INTEGER, sched_wait_ns INTEGER",
+      "end_ns INTEGER, dur_ns INTEGER, cpu_ns INTEGER, sched_wait_ns INTEGER, "
+      "park_wait_ns INTEGER",
       PK_PID, PK_TID, PK_START, PK_RUNTIME, T(D9_REC_WORKER_PARK) | T(D9_REC_WORKER_UNPARK),
       true, false, "worker_park .. worker_unpark intervals; cpu_ns = thread CPU time read at "
-      "the park, sched_wait_ns = run-queue wait read at the unpark (NULL when not sampled)" },
+      "the park; the two wait samples (NULL when not sampled): sched_wait_ns read at the unpark "
+      "(run-queue wait of the parked interval: the wake-up), park_wait_ns read at the park "
+      "(of the busy interval before it); a worker's waits are both kinds: sched_waits, workers" },
+    { "sched_waits", K_SCHED_WAITS,
+      "pid INTEGER, tid INTEGER, ts_ns INTEGER, runtime TEXT, worker INTEGER, kind TEXT, "
+      "wait_ns INTEGER, cpu_ns INTEGER",
+      SW_PID, SW_TID, SW_TS, SW_RUNTIME, T(D9_REC_WORKER_PARK) | T(D9_REC_WORKER_UNPARK), true,
+      true, "scheduling-wait samples (as d9 sched counts them): every sampled worker_park and "
+      "worker_unpark, its run-queue wait since the thread's previous sample; kind 'park' "
+      "(the busy interval before it) or 'unpark' (the parked interval)" },
+    { "workers", K_WORKERS,
+      "pid INTEGER, runtime TEXT, worker INTEGER, tid INTEGER, polls INTEGER, parks INTEGER, "
+      "unparks INTEGER, waits INTEGER, wait_sum_ns INTEGER, wait_p50_ns INTEGER, "
+      "wait_p99_ns INTEGER, wait_max_ns INTEGER, cpu_ns INTEGER, parked_ns INTEGER, "
+      "span_ns INTEGER, busy_ns INTEGER, busy_pct REAL",
+      0, -1, -1, -1, 0, false, false,
+      "one row per worker over the whole store, as d9 sched computes it (waits: park and "
+      "unpark samples; busy_ns = span_ns - parked_ns)" },
     { "wakes", K_WAKES,
       "pid INTEGER, tid INTEGER, ts_ns INTEGER, runtime TEXT, waker INTEGER, wakee INTEGER, "
       "target_worker INTEGER",

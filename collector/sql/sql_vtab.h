@@ -4,8 +4,9 @@
  * sql_vtab_attach() registers the read-only module "d9" on a connection
  * the caller owns (an in-memory database, never index.sqlite) and creates
  * one table per kind of row: the index's processes, threads, runtimes and
- * segments, the metadata's locations, the records (polls, parks, wakes,
- * spawns, terminates, queue_depths, cpu_samples, stacks, events) and one
+ * segments, the metadata's locations, the records (polls, parks,
+ * sched_waits, wakes, spawns, terminates, queue_depths, cpu_samples, stacks,
+ * events), the workers (q_sched.h's facts, as d9 sched shows them) and one
  * table per custom-event name found in the store's metadata. Every row is
  * read through the query layer (q_store.h): index rows by its listings,
  * records by its time-ordered block scan, so the tables see exactly what

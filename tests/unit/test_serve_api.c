@@ -216,9 +216,11 @@ static void timeline_lists_single_polls_parks_wakes_and_counters(void **state)
         "\"polls\":2,\"parks\":1,\"lanes_dropped\":0,\n"
         "\"locs\":[\"poll\"],\n"
         "\"lanes\":[\n"
-        "{\"tid\":102,\"name\":\"w1\",\"polls\":1,\"samples\":[],\"offcpu\":[],\"sched\":[[4,5000]],"
-        "\"sched_hist\":[0,0,0,0,0,0,0,0,0,0,0,0,1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]},\n"
-        "{\"tid\":101,\"name\":\"w0\",\"polls\":1,\"samples\":[],\"offcpu\":[],\"sched\":[],"
+        "{\"tid\":102,\"name\":\"w1\",\"polls\":1,\"waits\":2,\"wait_sum_ns\":5000,"
+        "\"wait_max_ns\":5000,\"samples\":[],\"offcpu\":[],\"sched\":[[4,5000]],"
+        "\"sched_hist\":[1,0,0,0,0,0,0,0,0,0,0,0,1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]},\n"
+        "{\"tid\":101,\"name\":\"w0\",\"polls\":1,\"waits\":0,\"wait_sum_ns\":0,"
+        "\"wait_max_ns\":0,\"samples\":[],\"offcpu\":[],\"sched\":[],"
         "\"sched_hist\":[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]}],\n"
         "\"items\":[[1,100,200,0,1],[0,0,400,-1,0],[0,450,200,0,2]],\n"
         "\"counters\":[{\"name\":\"queue rt1 global\",\"points\":[[2,3]]}],\n"
@@ -227,6 +229,25 @@ static void timeline_lists_single_polls_parks_wakes_and_counters(void **state)
         "{\"t\":450,\"dur\":200,\"lane\":0,\"loc\":0,\"task\":2}],\n"
         "\"events_total\":0,\"events\":[]}\n";
     assert_string_equal(b, want);
+    free(b);
+}
+
+/* The park (wait 0) and the unpark (wait 5000) are both wait samples, as in
+ * d9 sched (q_sched.h); busy time is the span (the park at 1000 to the
+ * poll_start at 1450: this fixture's poll_ends carry runtime 0) less the
+ * parked time. */
+static void workers_answer_the_facts_of_d9_sched(void **state)
+{
+    char *b;
+    assert_int_equal(run(*state, "/api/workers", "pid=100", &b), 200);
+    assert_non_null(strstr(b, "{\"runtime\":\"rt1\",\"worker\":0,\"tid\":102,\"polls\":2,"
+                              "\"parks\":1,\"unparks\":1,\"waits\":2,\"sched_wait_sum_ns\":5000,"));
+    assert_non_null(strstr(b, "\"sched_wait_max_ns\":5000,"));
+    assert_non_null(strstr(b, "\"parked_ns\":400,\"span_ns\":450,\"busy_ns\":50,"));
+    free(b);
+    assert_int_equal(run(*state, "/api/workers", "", &b), 400);
+    free(b);
+    assert_int_equal(run(*state, "/api/workers", "pid=7", &b), 404);
     free(b);
 }
 
@@ -410,6 +431,7 @@ int main(void)
     const struct CMUnitTest small[] = {
         cmocka_unit_test(processes_list_threads_and_runtimes),
         cmocka_unit_test(timeline_lists_single_polls_parks_wakes_and_counters),
+        cmocka_unit_test(workers_answer_the_facts_of_d9_sched),
         cmocka_unit_test(a_poll_started_before_the_window_is_not_counted),
         cmocka_unit_test(events_answer_is_empty_without_custom_events),
         cmocka_unit_test(bad_requests_are_4xx),

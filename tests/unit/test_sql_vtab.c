@@ -182,7 +182,7 @@ static void add_process(struct fixture *fx, struct idx *x, int k)
     struct d9_rec_queue_depth qd = { hdr(sizeof qd, D9_REC_QUEUE_DEPTH, B + 400), 5, 1,
                                      D9_WORKER_NONE, 0 };
     put(&a, &qd, sizeof qd);
-    worker_rec(&a, D9_REC_WORKER_PARK, B + 500, 1000, 0);
+    worker_rec(&a, D9_REC_WORKER_PARK, B + 500, 1000, 5);
     worker_rec(&a, D9_REC_WORKER_UNPARK, B + 600, 1010, 77);
     size_t o = 0;
     if (k == 0) {
@@ -365,9 +365,22 @@ static void parks_carry_cpu_and_sched_wait(void **state)
 {
     struct fixture *fx = *state;
     assert_string_equal(rows(fx, "select pid, tid, runtime, worker, start_ns, end_ns, dur_ns, "
-                                 "cpu_ns, sched_wait_ns from parks order by pid"),
-                        "100|101|rt1|0|1000500|1000600|100|1000|77;"
-                        "200|201|rt2|0|5000500|5000600|100|1000|77;");
+                                 "cpu_ns, sched_wait_ns, park_wait_ns from parks order by pid"),
+                        "100|101|rt1|0|1000500|1000600|100|1000|77|5;"
+                        "200|201|rt2|0|5000500|5000600|100|1000|77|5;");
+}
+
+/* One definition of a scheduling wait (q_sched.h): the park's sample and the
+ * unpark's, in sched_waits row by row and in workers summed. */
+static void sched_waits_and_workers_count_park_and_unpark_samples(void **state)
+{
+    struct fixture *fx = *state;
+    assert_string_equal(rows(fx, "select ts_ns, runtime, worker, kind, wait_ns, cpu_ns "
+                                 "from sched_waits where pid = 100"),
+                        "1000500|rt1|0|park|5|1000;1000600|rt1|0|unpark|77|1010;");
+    assert_string_equal(rows(fx, "select pid, runtime, worker, parks, unparks, waits, wait_sum_ns, "
+                                 "wait_max_ns, parked_ns from workers where pid = 100"),
+                        "100|rt1|0|1|1|2|82|77|100;");
 }
 
 static void record_tables_decode_their_fields(void **state)
@@ -662,6 +675,7 @@ int main(void)
         T_(polls_started_in_a_window_are_followed_to_their_end),
         T_(polls_grouped_by_location_are_served_in_order),
         T_(parks_carry_cpu_and_sched_wait),
+        T_(sched_waits_and_workers_count_park_and_unpark_samples),
         T_(record_tables_decode_their_fields),
         T_(cpu_samples_and_stacks_share_stack_ids),
         T_(events_hold_every_record_with_json_fields),

@@ -30,6 +30,8 @@ int cli_env_defaults(struct cli_env *env)
     } else if (paths_default_store((uint32_t)geteuid(), env->store, sizeof env->store) < 0) {
         return -ENAMETOOLONG;
     }
+    const char *dbg = getenv(CLI_DEBUG_DIR_ENV);
+    env->debug_dir = dbg && *dbg ? dbg : NULL;
     const char *e = getenv(CLI_ENDPOINT_ENV);
     if (e && *e) {
         if (strlen(e) >= sizeof env->endpoint)
@@ -261,6 +263,7 @@ int cli_open_store(const struct cli_env *env, struct q_store **out)
     char why[CLI_PATH_MAX + 256];
     if (q_store_open(out, env->store, why, sizeof why) < 0)
         return cli_fail(env, "%s", why);
+    q_store_set_debug_dir(*out, env->debug_dir);
     return CLI_EXIT_OK;
 }
 

@@ -40,6 +40,7 @@ enum cli_exit {
 #define CLI_PATH_MAX        4096
 #define CLI_STORE_ENV       "D9_STORE"          /* overrides the default store */
 #define CLI_ENDPOINT_ENV    "DIAL9_COLLECTOR"   /* overrides the default endpoint */
+#define CLI_DEBUG_DIR_ENV   "D9_DEBUG_DIR"      /* where debug files are (--debug-dir) */
 #define CLI_TIMEOUT_MS      2000                /* collector requests (status, flush) */
 #define CLI_LIMIT_DEFAULT   20                  /* top-polls */
 
@@ -52,6 +53,9 @@ struct cli_env {
     /* d9 pull and --store s3://... (cli_s3store.h): the global --s3-endpoint,
      * --s3-region, --host and --cache; NULL = default */
     const char *s3_endpoint, *s3_region, *s3_host, *cache;
+    /* --debug-dir or $D9_DEBUG_DIR: the build-id tree of debug files; NULL =
+     * /usr/lib/debug/.build-id */
+    const char *debug_dir;
 };
 
 /* Signature of a subcommand: argv[0] is the subcommand name. Returns an

@@ -19,6 +19,7 @@
 #include "collector/cli/cli.h"
 #include "collector/export/exp_perfetto.h"
 #include "collector/export/exp_json.h"
+#include "collector/query/q_sym.h"
 #include "collector/query/q_scan.h"
 
 static const char usage[] =
@@ -72,12 +73,6 @@ CLI_HELP_WINDOW "\n" CLI_HELP_COMMON "\n"
 "    d9 export --format perfetto --since 1m -o trace.pftrace\n"
 "\n"
 CLI_HELP_EXIT;
-
-static int on_map(void *arg, const struct q_rec_src *src, const struct d9_rec_hdr *rec,
-                  size_t len)
-{
-    return exp_json_map(arg, src, rec, len);
-}
 
 static int on_record(void *arg, const struct q_rec_src *src, const struct d9_rec_hdr *rec,
                      size_t len)
@@ -149,18 +144,19 @@ CLI_DECLARE_CMD(export)
     }
     struct exp_json *x = NULL;
     struct exp_perfetto *px = NULL;
-    if (perfetto ? exp_perfetto_begin(&px, out) < 0 : exp_json_begin(&x, out) < 0) {
+    struct q_sym *sym = NULL;
+    if (q_sym_new(&sym, s) < 0 ||
+        (perfetto ? exp_perfetto_begin(&px, out, sym) < 0 : exp_json_begin(&x, out, sym) < 0)) {
         if (to_file) {
             fclose(out);
             unlink(tmp);
         }
+        q_sym_free(sym);
         q_store_close(s);
         return cli_fail(env, "out of memory");
     }
     /* pass 1: the memory maps that name the CPU samples' frames, whatever their time */
-    struct q_filter mf = { .from = 0, .to = UINT64_MAX, .pid = a.pid,
-                             .types = 1u << D9_REC_CUSTOM };
-    int r = perfetto ? 0 : q_scan(s, &mf, on_map, x, NULL, "d9 export");
+    int r = q_sym_load(sym, a.pid, "d9 export");
     struct q_filter f = {
         .pid = a.pid,
         /* off-CPU stacks are for d9 flame --off-cpu */
@@ -214,6 +210,7 @@ CLI_DECLARE_CMD(export)
             cli_warn(env, "%" PRIu64 " corrupt blocks and %" PRIu64 " unreadable segments skipped",
                      st.bad_blocks, st.missing_segments);
     }
+    q_sym_free(sym);
     q_store_close(s);
     return rc;
 }

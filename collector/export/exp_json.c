@@ -11,9 +11,8 @@
  * flow ("f", binding to the poll slice that starts there).
  * CPU samples: one "i" event per sample on the sampled thread, named by its
  * innermost frame, with the whole stack (outermost first, as d9 flame
- * prints it) in args; frames are named by a sym.c resolver per process,
- * fed by the "d9.map" records given to exp_json_map, with flame's rule
- * (return addresses looked up at ip - 1).
+ * prints it) in args; frames are q_sym_frames', as every reader names
+ * them.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -24,6 +23,7 @@
 #include "collector/query/q_loc.h"
 #include "collector/query/q_pair.h"
 #include "collector/query/q_sched.h"
+#include "collector/query/q_sym.h"
 #include "collector/query/q_wake.h"
 #include "collector/query/q_decode.h"
 #include "collector/query/q_hash.h"
@@ -38,12 +38,6 @@ struct keyset {
     size_t cap, n;
 };
 
-struct proc_res {
-    int64_t process_id;
-    struct sym_resolver *r;
-    size_t maps;
-};
-
 struct exp_json {
     FILE *f;
     bool first;
@@ -51,8 +45,7 @@ struct exp_json {
     struct keyset procs, threads;
     struct q_wake *flows;           /* pending wakes: their flow ids */
     uint64_t next_flow;
-    struct proc_res *res;
-    size_t nres;
+    struct q_sym *sym;              /* frame names (the caller's) */
     struct exp_json_stats st;
 };
 
@@ -88,24 +81,6 @@ static int set_add(struct keyset *s, uint64_t key)
     s->k[j] = k;
     s->n++;
     return 1;
-}
-
-static struct proc_res *res_of(struct exp_json *x, int64_t process_id, bool create)
-{
-    for (size_t i = 0; i < x->nres; i++)
-        if (x->res[i].process_id == process_id)
-            return &x->res[i];
-    if (!create)
-        return NULL;
-    struct proc_res *n = realloc(x->res, (x->nres + 1) * sizeof *n);
-    if (!n)
-        return NULL;
-    x->res = n;
-    struct sym_resolver *r;
-    if (sym_resolver_new(&r, "") < 0)
-        return NULL;
-    x->res[x->nres] = (struct proc_res){ process_id, r, 0 };
-    return &x->res[x->nres++];
 }
 
 static void us(FILE *f, uint64_t ns)
@@ -159,7 +134,7 @@ static int name_meta(struct exp_json *x, const struct q_rec_src *src)
     return 0;
 }
 
-int exp_json_begin(struct exp_json **out, FILE *f)
+int exp_json_begin(struct exp_json **out, FILE *f, struct q_sym *sym)
 {
     struct exp_json *x = calloc(1, sizeof *x);
     if (!x)
@@ -170,6 +145,7 @@ int exp_json_begin(struct exp_json **out, FILE *f)
         return -ENOMEM;
     }
     q_pair_track_parks(x->polls);
+    x->sym = sym;
     x->f = f;
     x->first = true;
     fputs("{\"traceEvents\":[", f);
@@ -212,10 +188,7 @@ static void emit_interval(struct exp_json *x, const struct q_rec_src *src,
         fprintf(f, ",\"worker\":%u", (unsigned)p->worker);
         if (loc) {
             char lb[Q_LOC_TEXT_MAX];
-            if (q_loc_is_code(loc))
-                snprintf(lb, sizeof lb, "%s", loc->func);
-            else
-                snprintf(lb, sizeof lb, "%s:%u", loc->name, loc->line);
+            q_loc_text(loc, p->loc, lb, sizeof lb);
             fputs(",\"loc\":", f);
             q_text_json(f, lb, strlen(lb));
         }
@@ -231,36 +204,6 @@ static void emit_interval(struct exp_json *x, const struct q_rec_src *src,
     fprintf(f, ",\"worker\":%u%s}}", (unsigned)p->worker, unfinished ? ",\"unfinished\":true" : "");
 }
 
-int exp_json_map(struct exp_json *x, const struct q_rec_src *src,
-                   const struct d9_rec_hdr *rec, size_t len)
-{
-    struct sym_map_rec m;
-    if (src->ring != SYM_SEG_RING || sym_map_decode((const uint8_t *)rec, len, &m) != 0)
-        return 0;
-    struct proc_res *pr = res_of(x, src->process_id, true);
-    if (!pr || sym_resolver_add(pr->r, &m) < 0)
-        return -ENOMEM;
-    pr->maps++;
-    return 0;
-}
-
-/* One frame's name: as d9 flame names it, or the raw address when the
- * process has no recorded maps. */
-static void frame_name(struct proc_res *pr, const uint8_t *ips, uint16_t i, char *buf, size_t cap)
-{
-    uint64_t ip, inner = 0;
-    memcpy(&ip, ips + (size_t)i * 8, 8);
-    if (!pr || pr->maps == 0) {
-        snprintf(buf, cap, "0x%" PRIx64, ip);
-        return;
-    }
-    bool kernel = ip >= SYM_KERNEL_SPACE_MIN;
-    if (i > 0)
-        memcpy(&inner, ips + (size_t)(i - 1) * 8, 8);
-    bool exact = i == 0 || (!kernel && inner >= SYM_KERNEL_SPACE_MIN);
-    sym_resolve(pr->r, exact ? ip : ip - 1, kernel, buf, cap);
-}
-
 static int cpu_sample(struct exp_json *x, const struct q_rec_src *src,
                       const struct d9_rec_hdr *rec, size_t len)
 {
@@ -270,32 +213,21 @@ static int cpu_sample(struct exp_json *x, const struct q_rec_src *src,
     }
     struct d9_rec_stack k;
     memcpy(&k, rec, sizeof k);
-    const uint8_t *ips = (const uint8_t *)rec + sizeof k;
-    struct proc_res *pr = res_of(x, src->process_id, false);
-    /* frames outermost first, 0 (the end of a frame-pointer chain) left out */
-    uint16_t idx[D9_STACK_MAX_FRAMES];
-    uint16_t n = 0;
-    for (int i = (int)k.nframes - 1; i >= 0; i--) {
-        uint64_t ip;
-        memcpy(&ip, ips + (size_t)i * 8, 8);
-        if (ip != 0)
-            idx[n++] = (uint16_t)i;
-    }
-    char leaf[300] = "[no frames]";
-    if (n)
-        frame_name(pr, ips, idx[n - 1], leaf, sizeof leaf);
+    struct q_frame fr[D9_STACK_MAX_FRAMES];
+    int n = q_sym_frames(x->sym, src->process_id, rec, len, fr);
+    if (n < 0)
+        return n;
+    const char *leaf = n ? fr[0].name : "[no frames]";
     /* the sample's own thread: a collector's perf block holds many */
     int rc = set_add(&x->procs, src->pid);
     if (rc < 0)
         return rc;
     ev_begin(x, leaf, strlen(leaf), "cpu", "i", rec->ts, src->pid, k.tid);
     fprintf(x->f, ",\"s\":\"t\",\"args\":{\"weight_ns\":%" PRIu64 ",\"stack\":[", k.weight);
-    for (uint16_t j = 0; j < n; j++) {
-        char buf[300];
-        frame_name(pr, ips, idx[j], buf, sizeof buf);
-        if (j)
+    for (int j = n - 1; j >= 0; j--) {          /* outermost first, as d9 flame prints them */
+        if (j != n - 1)
             fputc(',', x->f);
-        q_text_json(x->f, buf, strlen(buf));
+        q_text_json(x->f, fr[j].name, strlen(fr[j].name));
     }
     fputs("]}}", x->f);
     x->st.samples++;
@@ -419,9 +351,6 @@ int exp_json_finish(struct exp_json *x, uint64_t t_end, struct exp_json_stats *s
     if (st)
         *st = x->st;
     q_pair_free(x->polls);
-    for (size_t i = 0; i < x->nres; i++)
-        sym_resolver_free(x->res[i].r);
-    free(x->res);
     q_wake_free(x->flows);
     free(x->procs.k);
     free(x->threads.k);

@@ -12,8 +12,7 @@
  *                   poll ("f", bp "e": bound to that poll's slice)
  *   CPU samples     "i" instants cat "cpu" on the sampled thread, named by the
  *                   innermost frame, args weight_ns and stack (outermost
- *                   first; names from the "d9.map" records given to
- *                   exp_json_map, raw addresses without them)
+ *                   first; frames named by q_sym.h, as d9 flame names them)
  *   spawn/terminate "i" instants, cat "task"
  *   custom events   "i" instants named after the schema, args = its fields
  *                   (except the collector's own "d9.*" events, e.g. d9.map)
@@ -49,14 +48,11 @@ struct exp_json_stats {
     uint64_t skipped;               /* records with no trace-event form (off-CPU stacks) */
 };
 
-/* Start the document on f. 0 or -ENOMEM. */
-int exp_json_begin(struct exp_json **out, FILE *f);
+struct q_sym;
 
-/* A "d9.map" record (collector pseudo ring SYM_SEG_RING; others are
- * ignored): names the CPU samples of its process. Give every map of the
- * exported processes, whatever its time, before the records. 0 or -ENOMEM. */
-int exp_json_map(struct exp_json *x, const struct q_rec_src *src,
-                   const struct d9_rec_hdr *rec, size_t len);
+/* Start the document on f; sym (the caller's, loaded with the exported
+ * processes' maps: q_sym_load) names the samples' frames. 0 or -ENOMEM. */
+int exp_json_begin(struct exp_json **out, FILE *f, struct q_sym *sym);
 
 /* One record, in scan order. 0 or -ENOMEM. */
 int exp_json_record(struct exp_json *x, const struct q_rec_src *src,

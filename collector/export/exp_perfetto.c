@@ -17,9 +17,11 @@
 #include "collector/query/q_text.h"
 #include "collector/query/q_decode.h"
 #include "collector/query/q_hash.h"
+#include "collector/query/q_loc.h"
 #include "collector/export/exp_perfetto.h"
 #include "collector/query/q_pair.h"
 #include "collector/query/q_sched.h"
+#include "collector/query/q_sym.h"
 #include "collector/query/q_wake.h"
 #include "collector/export/exp_json.h"
 #include "collector/store/sym.h"
@@ -206,11 +208,6 @@ static void stackmap_free(struct stackmap *m)
 }
 
 /* ---- the writer ----------------------------------------------------------------- */
-struct resolver_slot {
-    int64_t process_id;
-    struct sym_resolver *r;
-};
-
 struct exp_perfetto {
     FILE *f;
     uint8_t *buf;
@@ -224,10 +221,9 @@ struct exp_perfetto {
     struct u64map counters;         /* hash of (process_id, runtime, worker) -> track uuid */
     struct q_wake *flows;           /* pending wakes: their flow ids */
     struct u64map frames;           /* hash of (process_id, ip) -> frame iid */
-    struct strmap names, ann_names, funcs;
+    struct strmap names, ann_names, funcs, ann_values;
     struct stackmap stacks;
-    struct resolver_slot *res;
-    size_t nres;
+    struct q_sym *sym;              /* frame names (the caller's) */
     /* interned data of the packet being built */
     Perfetto__Protos__InternedData idata;
     bool has_idata;
@@ -236,6 +232,7 @@ struct exp_perfetto {
     Perfetto__Protos__InternedString fn_names[PF_MAX_FRAMES], *fn_ptrs[PF_MAX_FRAMES];
     Perfetto__Protos__Frame fr[PF_MAX_FRAMES], *fr_ptrs[PF_MAX_FRAMES];
     Perfetto__Protos__Callstack cs, *cs_ptrs[1];
+    Perfetto__Protos__InternedString av_str, *av_ptrs[1];
     char strs[PF_MAX_ANN][PF_STR_MAX];
     struct exp_perfetto_stats st;
     int err;
@@ -445,6 +442,35 @@ static Ann *ann_add(struct exp_perfetto *x, Ann *anns, Ann **ptrs, TrackEvent *t
     return a;
 }
 
+/* A string annotation whose value is interned (a location: few values, each
+ * sent once). */
+static void ann_interned(struct exp_perfetto *x, Ann *anns, Ann **ptrs, TrackEvent *te,
+                         const char *name, const char *value)
+{
+    bool added;
+    const struct strent *v = str_iid(&x->ann_values, value, &added);
+    if (!v) {
+        x->err = -ENOMEM;
+        return;
+    }
+    Ann *a = ann_add(x, anns, ptrs, te, name);
+    if (!a)
+        return;
+    if (added) {
+        perfetto__protos__interned_string__init(&x->av_str);
+        x->av_str.has_iid = x->av_str.has_str = 1;
+        x->av_str.iid = v->iid;
+        x->av_str.str.data = (uint8_t *)v->s;
+        x->av_str.str.len = strlen(v->s);
+        x->av_ptrs[0] = &x->av_str;
+        x->idata.n_debug_annotation_string_values = 1;
+        x->idata.debug_annotation_string_values = x->av_ptrs;
+        x->has_idata = true;
+    }
+    a->value_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_STRING_VALUE_IID;
+    a->string_value_iid = v->iid;
+}
+
 static void ann_uint(struct exp_perfetto *x, Ann *anns, Ann **ptrs, TrackEvent *te,
                      const char *name, uint64_t v)
 {
@@ -545,22 +571,6 @@ static int counter_track(struct exp_perfetto *x, const struct q_rec_src *src, bo
     return emit_descriptor(x, &td);
 }
 
-static struct sym_resolver *resolver_of(struct exp_perfetto *x, int64_t process_id)
-{
-    for (size_t i = 0; i < x->nres; i++)
-        if (x->res[i].process_id == process_id)
-            return x->res[i].r;
-    struct resolver_slot *n = realloc(x->res, (x->nres + 1) * sizeof *n);
-    if (!n)
-        return NULL;
-    x->res = n;
-    struct sym_resolver *r;
-    if (sym_resolver_new(&r, "") < 0)
-        return NULL;
-    x->res[x->nres++] = (struct resolver_slot){ .process_id = process_id, .r = r };
-    return r;
-}
-
 /* A CPU sample: intern its frames and callstack, write a PerfSample. */
 static int sample(struct exp_perfetto *x, const struct q_rec_src *src, const uint8_t *rec,
                   size_t len, uint64_t ts)
@@ -569,22 +579,19 @@ static int sample(struct exp_perfetto *x, const struct q_rec_src *src, const uin
     memcpy(&s, rec, sizeof s);
     if (sizeof s + (size_t)s.nframes * 8 > len || s.nframes > D9_STACK_MAX_FRAMES)
         return 0;
-    struct sym_resolver *r = resolver_of(x, src->process_id);
-    if (!r)
-        return -ENOMEM;
+    struct q_frame qf[D9_STACK_MAX_FRAMES];
+    int n = q_sym_frames(x->sym, src->process_id, (const struct d9_rec_hdr *)rec, len, qf);
+    if (n < 0)
+        return n;
     uint64_t fids[PF_MAX_FRAMES];
     size_t nf = 0;
     /* Callstack.frame_ids go from the outermost frame to the innermost */
-    for (int i = (int)s.nframes - 1; i >= 0; i--) {
-        uint64_t ip;
-        memcpy(&ip, rec + sizeof s + (size_t)i * 8, 8);
-        uint64_t look = i == 0 ? ip : ip - 1;           /* return addresses: inside the call */
+    for (int i = n - 1; i >= 0; i--) {
+        uint64_t look = qf[i].look;
         uint64_t k = q_hash2(look, (uint64_t)src->process_id), fid;
         if (!map_get(&x->frames, k, &fid)) {
-            char name[300];
-            sym_resolve(r, look, look >= SYM_KERNEL_SPACE_MIN, name, sizeof name);
             bool added;
-            const struct strent *e = str_iid(&x->funcs, name, &added);
+            const struct strent *e = str_iid(&x->funcs, qf[i].name, &added);
             if (!e)
                 return -ENOMEM;
             uint64_t fn = e->iid;
@@ -657,7 +664,7 @@ static int emit_event(struct exp_perfetto *x, TrackEvent *te, uint64_t track, ui
     return emit(x, &p);
 }
 
-int exp_perfetto_begin(struct exp_perfetto **out, FILE *f)
+int exp_perfetto_begin(struct exp_perfetto **out, FILE *f, struct q_sym *sym)
 {
     struct exp_perfetto *x = calloc(1, sizeof *x);
     if (!x)
@@ -668,6 +675,7 @@ int exp_perfetto_begin(struct exp_perfetto **out, FILE *f)
         return -ENOMEM;
     }
     q_pair_track_parks(x->polls);
+    x->sym = sym;
     x->f = f;
     idata_reset(x);
     *out = x;
@@ -698,15 +706,6 @@ static int sched_wait(struct exp_perfetto *x, const struct q_rec_src *src,
 static int record(struct exp_perfetto *x, const struct q_rec_src *src,
                   const struct d9_rec_hdr *rec, size_t len)
 {
-    if (rec->type == D9_REC_CUSTOM && src->ring == SYM_SEG_RING) {
-        struct sym_map_rec m;
-        if (sym_map_decode((const uint8_t *)rec, len, &m) == 0) {
-            struct sym_resolver *r = resolver_of(x, src->process_id);
-            if (!r || sym_resolver_add(r, &m) < 0)
-                return -ENOMEM;
-        }
-        return 0;
-    }
     struct q_decoded d;
     if (q_decode(rec, len, src->meta, &d) < 0)
         return 0;
@@ -752,6 +751,10 @@ static int record(struct exp_perfetto *x, const struct q_rec_src *src,
         te.has_type = 1;
         te.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN;
         ann_uint(x, anns, ptrs, &te, "task", ps.task);
+        if (loc) {
+            char lb[Q_LOC_TEXT_MAX];
+            ann_interned(x, anns, ptrs, &te, "loc", q_loc_text(loc, ps.loc, lb, sizeof lb));
+        }
         struct q_wake_pending pw;
         if (q_wake_take(x->flows, src->process_id, ps.task, &pw)) {
             flow = pw.data;
@@ -891,10 +894,8 @@ int exp_perfetto_finish(struct exp_perfetto *x, uint64_t t_end, struct exp_perfe
     strmap_free(&x->names);
     strmap_free(&x->ann_names);
     strmap_free(&x->funcs);
+    strmap_free(&x->ann_values);
     stackmap_free(&x->stacks);
-    for (size_t i = 0; i < x->nres; i++)
-        sym_resolver_free(x->res[i].r);
-    free(x->res);
     free(x->buf);
     free(x);
     return rc;

@@ -7,7 +7,8 @@
  *                   (pid, tid, name) and per queue-depth counter
  *                   ("queue <runtime> w<N>" / "... global", child of the process)
  *   polls           TrackEvent SLICE_BEGIN at poll_start (named after the
- *                   polled function, annotation task) and SLICE_END at the
+ *                   polled function, annotations task and loc: the location
+ *                   as q_loc.h prints it, an interned string) and SLICE_END at the
  *                   paired poll_end, on the thread's track
  *   parked workers  slices named "parked"
  *   wakes           an instant "wake" on the waker's thread that starts a
@@ -17,13 +18,14 @@
  *   spawn/terminate instants with the task id
  *   custom events   instants named after the schema, fields as debug
  *                   annotations (the collector's own "d9.*" events are not
- *                   exported; "d9.map" feeds the symbolizer)
+ *                   exported; "d9.map" names the frames, q_sym.h)
  *   sched waits     every wait sample (q_sched.h: a sampled worker_park or
  *                   worker_unpark) as a COUNTER event on the worker's
  *                   track "sched_wait <runtime> w<N>", value in ns
  *   queue depth     COUNTER events on the counter track
  *   CPU samples     PerfSample packets with interned callstacks and frames
- *                   (function names symbolized as d9 flame does)
+ *                   (frames as q_sym_frames gives them, named as d9 flame
+ *                   names them)
  *   off-CPU samples instants "off_cpu" with the time off CPU (off_cpu_ns)
  *
  * Size: one packet sequence with interned event names, annotation names,
@@ -60,8 +62,11 @@ struct exp_perfetto_stats {
     uint64_t bytes;                 /* written */
 };
 
-/* Start the trace on f. 0 or -ENOMEM. */
-int exp_perfetto_begin(struct exp_perfetto **out, FILE *f);
+struct q_sym;
+
+/* Start the trace on f; sym (the caller's, loaded with the exported
+ * processes' maps: q_sym_load) names the samples' frames. 0 or -ENOMEM. */
+int exp_perfetto_begin(struct exp_perfetto **out, FILE *f, struct q_sym *sym);
 
 /* One record, in scan order. 0 or -ENOMEM. */
 int exp_perfetto_record(struct exp_perfetto *x, const struct q_rec_src *src,

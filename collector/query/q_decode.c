@@ -75,17 +75,7 @@ static void add_loc(struct q_decoded *d, const struct q_meta_src *m, uint32_t id
         return;
     }
     const struct shm_meta_entry *e = m && m->location ? m->location(m->ctx, id) : NULL;
-    if (q_loc_is_code(e)) {
-        snprintf(d->loc_text, sizeof d->loc_text, "%s", e->func);   /* named by query.c */
-    } else if (e && e->name) {
-        if (e->func && *e->func)
-            snprintf(d->loc_text, sizeof d->loc_text, "%s:%u %s", e->name, e->line, e->func);
-        else
-            snprintf(d->loc_text, sizeof d->loc_text, "%s:%u", e->name, e->line);
-    } else {
-        snprintf(d->loc_text, sizeof d->loc_text, "#%u", id);
-    }
-    add_cstr(d, "loc", d->loc_text);
+    add_cstr(d, "loc", q_loc_text(e, id, d->loc_text, sizeof d->loc_text));
 }
 
 static void decode_custom(const uint8_t *p, size_t len, const struct q_meta_src *m,

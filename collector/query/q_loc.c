@@ -30,12 +30,13 @@ static int add_map(struct q_loc *c, const struct sym_map_rec *m)
     return sym_resolver_add(c->res, m) < 0 ? -1 : 0;
 }
 
-struct q_loc *q_loc_open(const char *path)
+struct q_loc *q_loc_open(const char *path, const char *debug_dir)
 {
     struct q_loc *c = calloc(1, sizeof *c);
     struct seg_reader *r = NULL;
     if (!c || sym_resolver_new(&c->res, "") < 0 || seg_reader_open(&r, path, SEG_OPEN_PARTIAL) < 0)
         goto fail;
+    sym_resolver_debug_dir(c->res, debug_dir);
     struct seg_block b;
     while (seg_reader_next(r, &b) == 1) {
         if (b.h.kind != SEG_BLK_DATA || b.h.ring != SYM_SEG_RING)
@@ -76,7 +77,7 @@ static int codeloc_try(void *arg, const char *rel)
     if (rel[0] == '/' || strstr(rel, ".."))
         return 0;                   /* the index is untrusted too: stay inside the store */
     snprintf(path, sizeof path, "%s/%s", q_store_dir(co->s), rel);
-    co->c = q_loc_open(path);
+    co->c = q_loc_open(path, q_store_debug_dir(co->s));
     return co->c != NULL;
 }
 
@@ -97,38 +98,54 @@ void q_loc_free(struct q_loc *c)
     free(c);
 }
 
-const char *q_loc_name(struct q_loc *c, const struct shm_meta_entry *e, char *buf,
-                             size_t cap)
+int q_loc_code(struct q_loc *c, const struct shm_meta_entry *e, char *where, size_t wcap,
+               char *what, size_t fcap)
 {
     uint64_t addr;
-    if (!shm_meta_code_addr(e, &addr))
-        return NULL;
+    if (!e || !shm_meta_code_addr(e, &addr))
+        return 0;
     /* the newest snapshot covering addr: a library mapped again replaces the old one */
     const struct sym_map_rec *m = NULL;
     for (size_t i = 0; c && i < c->n; i++)
         if (addr >= c->maps[i].start && addr < c->maps[i].end)
             m = &c->maps[i];
+    what[0] = 0;
     if (!m) {
-        snprintf(buf, cap, "%s 0x%" PRIx64, D9_LOC_CODE_FILE, addr);
-        return buf;
+        snprintf(where, wcap, "%s 0x%" PRIx64, D9_LOC_CODE_FILE, addr);
+        return 1;
     }
     const char *lib = strrchr(m->path, '/');
     lib = lib ? lib + 1 : m->path;
-    uint64_t off = addr - m->start + m->pgoff;
-    char fn[256];
+    snprintf(where, wcap, "%s+0x%" PRIx64, lib, addr - m->start + m->pgoff);
+    char fn[Q_LOC_NAME_MAX];
     sym_resolve(c->res, addr, 0, fn, sizeof fn);
     /* sym_resolve gives "file+0x..." or "[unknown]" when there is no symbol */
-    if (fn[0] == 0 || fn[0] == '[' || strchr(fn, '+'))
-        snprintf(buf, cap, "%s+0x%" PRIx64, lib, off);
+    if (fn[0] && fn[0] != '[' && !strchr(fn, '+'))
+        snprintf(what, fcap, "%s", fn);
+    return 1;
+}
+
+const char *q_loc_text(const struct shm_meta_entry *e, uint32_t id, char *buf, size_t cap)
+{
+    if (!id)
+        snprintf(buf, cap, "?");
+    else if (!e || !e->name)
+        snprintf(buf, cap, "#%u", id);
+    else if (e->line == 0)
+        snprintf(buf, cap, "%s%s%s", e->name, e->func && *e->func ? " " : "",
+                 e->func ? e->func : "");
+    else if (e->func && *e->func)
+        snprintf(buf, cap, "%s:%u %s", e->name, e->line, e->func);
     else
-        snprintf(buf, cap, "%s (%s+0x%" PRIx64 ")", fn, lib, off);
+        snprintf(buf, cap, "%s:%u", e->name, e->line);
     return buf;
 }
 
 struct q_loc_named {
     uint32_t id;
     struct shm_meta_entry e;
-    char name[320];
+    char where[Q_LOC_NAME_MAX];     /* "library+0xoffset" */
+    char what[Q_LOC_NAME_MAX];      /* the function, "" when unknown */
 };
 
 const struct shm_meta_entry *q_loc_cached(struct q_loc_cache *k,
@@ -153,8 +170,10 @@ const struct shm_meta_entry *q_loc_cached(struct q_loc_cache *k,
         return m;
     x->id = m->id;
     x->e = *m;
-    q_loc_name(k->c, m, x->name, sizeof x->name);
-    x->e.func = x->name;
+    q_loc_code(k->c, m, x->where, sizeof x->where, x->what, sizeof x->what);
+    x->e.name = x->where;
+    x->e.line = 0;
+    x->e.func = x->what;
     k->v[k->n++] = x;
     return &x->e;
 }

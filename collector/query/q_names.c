@@ -113,17 +113,14 @@ const char *q_names_location(struct q_names *n, int64_t process_id, uint32_t loc
             p->code_tried = 1;
             p->code = q_loc_of_process(n->s, process_id);
         }
-        return q_loc_name(p ? p->code : NULL, e, buf, cap);
+        char where[Q_LOC_NAME_MAX], what[Q_LOC_NAME_MAX];
+        q_loc_code(p ? p->code : NULL, e, where, sizeof where, what, sizeof what);
+        struct shm_meta_entry named = *e;
+        named.name = where;
+        named.func = what;
+        return q_loc_text(&named, loc, buf, cap);
     }
-    if (!loc)
-        snprintf(buf, cap, "?");
-    else if (!e || !e->name)
-        snprintf(buf, cap, "#%u", loc);
-    else if (e->func && *e->func)
-        snprintf(buf, cap, "%s:%u %s", e->name, e->line, e->func);
-    else
-        snprintf(buf, cap, "%s:%u", e->name, e->line);
-    return buf;
+    return q_loc_text(e, loc, buf, cap);
 }
 
 int q_names_objects(struct q_names *n, int64_t process_id,

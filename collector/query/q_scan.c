@@ -386,7 +386,8 @@ int q_scan_open(struct q_store *s, const struct q_filter *f,
     sc->st = st ? st : &sc->own_st;
     memset(sc->st, 0, sizeof *sc->st);
     sc->prog = prog ? prog : "d9";
-    struct idx_read_window w = { .from = f->from, .to = f->to, .pid = f->pid, .tid = f->tid };
+    struct idx_read_window w = { .from = f->from, .to = f->to, .pid = f->pid, .tid = f->tid,
+                                 .by_ring = f->by_ring, .ring = f->ring };
     int rc = idx_read_blocks_window_open(q_store_idx(s), &w, &sc->q);
     if (rc < 0) {
         free(sc);

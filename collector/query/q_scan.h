@@ -29,6 +29,8 @@ struct q_filter {
     uint32_t tid;                       /* 0 = all */
     uint32_t types;                     /* 1 << type; 0 = all */
     bool ring_order_only;               /* see q_scan */
+    bool by_ring;                       /* only blocks of ring (the collector's pseudo */
+    uint32_t ring;                      /* rings: SYM_SEG_RING's maps), by the index */
 };
 
 /* Who a record belongs to; valid during the callback only. */

@@ -22,6 +22,7 @@
 struct q_store {
     struct idx *x;
     char dir[Q_PATH_MAX];
+    char debug_dir[Q_PATH_MAX];     /* "" = the default */
     bool have_wall;
     int64_t boot_realtime_ns;
     bool live;
@@ -139,6 +140,13 @@ void q_store_close(struct q_store *s)
 const char *q_store_dir(const struct q_store *s) { return s->dir; }
 
 struct idx *q_store_idx(struct q_store *s) { return s->x; }
+
+void q_store_set_debug_dir(struct q_store *s, const char *dir)
+{
+    snprintf(s->debug_dir, sizeof s->debug_dir, "%s", dir ? dir : "");
+}
+
+const char *q_store_debug_dir(const struct q_store *s) { return s->debug_dir; }
 
 bool q_store_wall(const struct q_store *s, int64_t *boot_realtime_ns)
 {

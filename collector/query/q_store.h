@@ -51,6 +51,10 @@ const char *q_store_dir(const struct q_store *s);
 /* The index handle, for the other readers of query/ (q_scan, q_names,
  * q_loc): read-only, owned by s. */
 struct idx *q_store_idx(struct q_store *s);
+/* Where the readers of this store look for debug files by build-id
+ * (DIR/xx/yyyy.debug; "" = sym.h's SYM_DEBUG_DIR). */
+void q_store_set_debug_dir(struct q_store *s, const char *dir);
+const char *q_store_debug_dir(const struct q_store *s);
 
 /* Wall clock: *boot_realtime_ns such that wall = mono + it. false if unknown. */
 bool q_store_wall(const struct q_store *s, int64_t *boot_realtime_ns);

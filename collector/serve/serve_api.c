@@ -14,6 +14,7 @@
 #include <string.h>
 #include "collector/query/q_decode.h"
 #include "collector/query/q_flame.h"
+#include "collector/query/q_loc.h"
 #include "collector/query/q_names.h"
 #include "collector/query/q_pair.h"
 #include "collector/query/q_sched.h"
@@ -286,11 +287,8 @@ static uint32_t loc_index(struct tl *t, const struct q_rec_src *src, uint32_t lo
     const struct shm_meta_entry *e = loc && src && src->meta && src->meta->location
         ? src->meta->location(src->meta->ctx, loc) : NULL;
     char buf[Q_LOC_TEXT_MAX];
-    if (e)
-        snprintf(buf, sizeof buf, "%s %s:%u", e->func && *e->func ? e->func : "?",
-                 e->name ? e->name : "?", e->line);
-    else if (loc)
-        snprintf(buf, sizeof buf, "#%u", loc);
+    if (loc)
+        q_loc_text(e, loc, buf, sizeof buf);
     else
         snprintf(buf, sizeof buf, "poll");
     char *c = strdup(buf);

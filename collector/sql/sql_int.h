@@ -15,16 +15,17 @@
 #include <stdint.h>
 #include "collector/query/q_decode.h"
 #include "collector/query/q_hash.h"
+#include "collector/query/q_loc.h"
 #include "collector/query/q_names.h"
 #include "collector/query/q_pair.h"
 #include "collector/query/q_scan.h"
+#include "collector/query/q_sym.h"
 #include "collector/store/sym.h"
 #include "collector/sql/sql_group.h"
 
 #define SQL_COST_RECORDS  1e7   /* planner cost of a full record scan */
 #define SQL_COST_LISTING  1e3   /* of a listing table */
 #define SQL_MAX_CODES     32    /* pushed constraints per scan */
-#define SQL_FRAME_MAX     320   /* a symbolized frame name */
 #define SQL_LOC_CACHE     256   /* location texts kept per polls cursor */
 #define SQL_THR_CACHE     256   /* thread indices kept per grouped polls cursor */
 /* Polls served grouped (GROUP BY / ORDER BY loc or location) are held in
@@ -77,14 +78,9 @@ struct stk {
     uint64_t id;
     int64_t process_id;
     uint32_t pid;
-    uint16_t nframes;
+    uint16_t nframes;               /* its frames as q_sym_frames gives them */
     uint64_t *ips;                  /* innermost first */
-    char **names;                   /* lazily symbolized */
-};
-
-struct proc_res {
-    int64_t process_id;
-    struct sym_resolver *r;
+    const char **names;             /* q_sym's names */
 };
 
 struct sql_vtab {
@@ -99,8 +95,7 @@ struct sql_vtab {
     size_t nstk, capstk;
     size_t *slot;                   /* hash of stk index + 1, 0 = empty */
     size_t capslot;
-    struct proc_res *res;
-    size_t nres;
+    struct q_sym *sym;              /* frame names, for the stacks table */
 };
 
 struct vt {

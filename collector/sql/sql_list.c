@@ -176,7 +176,7 @@ static int locations_fill(struct cur *c)
             mv_key(c, r, (uint64_t)l.id[i], id, 7);
             mv_int(&r[3], e->line);
             if (mv_str(&r[2], e->name) | mv_str(&r[4], e->func) |
-                mv_str(&r[5], sql_val_loc(e, id, c->text, sizeof c->text))) {
+                mv_str(&r[5], q_names_location(v->names, l.id[i], id, c->text, sizeof c->text))) {
                 rc = -ENOMEM;
                 break;
             }

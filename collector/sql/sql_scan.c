@@ -252,7 +252,7 @@ void sql_scan_column(struct cur *c, sqlite3_context *cx, int col)
         } else if (col == 6) {
             const struct q_meta_src *m = c->src.meta;
             const struct shm_meta_entry *e = m->location ? m->location(m->ctx, r.loc) : NULL;
-            sql_val_str(cx, sql_val_loc(e, r.loc, c->text, sizeof c->text));
+            sql_val_str(cx, q_loc_text(e, r.loc, c->text, sizeof c->text));
         }
         return;
     }

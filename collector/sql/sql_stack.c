@@ -44,7 +44,7 @@ static struct stk *stack_find(struct sql_vtab *v, uint64_t id)
 }
 
 static int stack_insert(struct sql_vtab *v, uint64_t id, const struct q_rec_src *src,
-                        const struct d9_rec_hdr *rec, uint16_t n)
+                        const struct d9_rec_hdr *rec, size_t len)
 {
     if ((v->nstk + 1) * 2 > v->capslot) {
         size_t nc = v->capslot ? v->capslot * 2 : 1024;
@@ -69,16 +69,24 @@ static int stack_insert(struct sql_vtab *v, uint64_t id, const struct q_rec_src 
         v->stk = s;
         v->capstk = nc;
     }
+    struct q_frame fr[D9_STACK_MAX_FRAMES];
+    int n = q_sym_frames(v->sym, src->process_id, rec, len, fr);
+    if (n < 0)
+        return n;
     struct stk *e = &v->stk[v->nstk];
-    *e = (struct stk){ .id = id, .process_id = src->process_id, .pid = src->pid, .nframes = n };
-    e->ips = malloc((n ? n : 1) * sizeof *e->ips);
-    e->names = calloc(n ? n : 1, sizeof *e->names);
+    *e = (struct stk){ .id = id, .process_id = src->process_id, .pid = src->pid,
+                       .nframes = (uint16_t)n };
+    e->ips = malloc((n ? (size_t)n : 1) * sizeof *e->ips);
+    e->names = malloc((n ? (size_t)n : 1) * sizeof *e->names);
     if (!e->ips || !e->names) {
         free(e->ips);
         free(e->names);
         return -ENOMEM;
     }
-    memcpy(e->ips, (const uint8_t *)rec + sizeof(struct d9_rec_stack), (size_t)n * 8);
+    for (int i = 0; i < n; i++) {
+        e->ips[i] = fr[i].ip;
+        e->names[i] = fr[i].name;
+    }
     size_t j = q_hash64(id) & (v->capslot - 1);
     while (v->slot[j])
         j = (j + 1) & (v->capslot - 1);
@@ -86,53 +94,31 @@ static int stack_insert(struct sql_vtab *v, uint64_t id, const struct q_rec_src 
     return 0;
 }
 
-static struct sym_resolver *resolver_of(struct sql_vtab *v, int64_t process_id)
-{
-    for (size_t i = 0; i < v->nres; i++)
-        if (v->res[i].process_id == process_id)
-            return v->res[i].r;
-    struct proc_res *n = realloc(v->res, (v->nres + 1) * sizeof *n);
-    if (!n)
-        return NULL;
-    v->res = n;
-    struct sym_resolver *r;
-    if (sym_resolver_new(&r, "") < 0)
-        return NULL;
-    v->res[v->nres++] = (struct proc_res){ process_id, r };
-    return r;
-}
-
-/* One scan of the whole store: distinct stacks and the processes' memory maps. */
+/* The processes' memory maps (q_sym_load), then one scan of the samples:
+ * the distinct stacks, their frames named by q_sym as d9 flame names them. */
 static int stacks_build(struct sql_vtab *v)
 {
     if (v->stacks_built)
         return 0;
+    int rc = v->sym ? 0 : q_sym_new(&v->sym, v->s);
+    if (rc == 0)
+        rc = q_sym_load(v->sym, 0, v->prog);
+    if (rc < 0)
+        return rc;
     struct q_filter f = { .from = 0, .to = UINT64_MAX,
-                            .types = T(D9_REC_CPU_SAMPLE) | T(D9_REC_SCHED_SWITCH) |
-                                     T(D9_REC_CUSTOM) };
+                          .types = T(D9_REC_CPU_SAMPLE) | T(D9_REC_SCHED_SWITCH) };
     struct q_scan_it *it;
     struct q_scan_stats st;
-    int rc = q_scan_open(v->s, &f, &st, v->prog, &it);
+    rc = q_scan_open(v->s, &f, &st, v->prog, &it);
     if (rc < 0)
         return rc;
     struct q_rec_src src;
     const struct d9_rec_hdr *rec;
     size_t len;
     while ((rc = q_scan_next(it, &src, &rec, &len)) == 1) {
-        if (rec->type == D9_REC_CUSTOM) {
-            struct sym_map_rec m;
-            if (src.ring != SYM_SEG_RING || sym_map_decode((const uint8_t *)rec, len, &m) != 0)
-                continue;
-            struct sym_resolver *r = resolver_of(v, src.process_id);
-            if (!r || sym_resolver_add(r, &m) < 0) {
-                rc = -ENOMEM;
-                break;
-            }
-            continue;
-        }
         uint16_t n;
         uint64_t id = sql_stack_id(src.process_id, rec, len, &n);
-        if (!stack_find(v, id) && (rc = stack_insert(v, id, &src, rec, n)) < 0)
+        if (!stack_find(v, id) && (rc = stack_insert(v, id, &src, rec, len)) < 0)
             break;
     }
     q_scan_close(it);
@@ -144,26 +130,6 @@ static int stacks_build(struct sql_vtab *v)
         return rc;
     v->stacks_built = true;
     return 0;
-}
-
-/* Frame depth of stack e, named as d9 flame names it: return addresses are
- * looked up at ip - 1 except the innermost frame and the first user frame
- * under kernel frames (where the thread was interrupted or entered the kernel). */
-static const char *stack_frame(struct sql_vtab *v, struct stk *e, uint16_t depth)
-{
-    if (e->names[depth])
-        return e->names[depth];
-    uint64_t ip = e->ips[depth];
-    bool kernel = ip >= SYM_KERNEL_SPACE_MIN;
-    bool exact = depth == 0 || (!kernel && e->ips[depth - 1] >= SYM_KERNEL_SPACE_MIN);
-    char buf[SQL_FRAME_MAX];
-    struct sym_resolver *r = resolver_of(v, e->process_id);
-    if (r)
-        sym_resolve(r, exact ? ip : ip - 1, kernel, buf, sizeof buf);
-    else
-        snprintf(buf, sizeof buf, "0x%" PRIx64, ip);
-    e->names[depth] = strdup(buf);
-    return e->names[depth] ? e->names[depth] : "?";
 }
 
 int sql_stack_fill(struct cur *c, uint64_t want, bool set)
@@ -213,7 +179,7 @@ void sql_stack_column(struct cur *c, sqlite3_context *cx, int col)
     else if (col == ST_DEPTH)
         sqlite3_result_int(cx, c->depth);
     else if (col == ST_FRAME)
-        sql_val_str(cx, stack_frame(v, e, c->depth));
+        sql_val_str(cx, e->names[c->depth]);
     else if (col == ST_ADDRESS)
         sql_val_u64(cx, e->ips[c->depth]);
     else
@@ -235,14 +201,10 @@ void sql_stack_reset(struct cur *c)
 void sql_stack_free(struct sql_vtab *v)
 {
     for (size_t i = 0; i < v->nstk; i++) {
-        for (uint16_t j = 0; j < v->stk[i].nframes; j++)
-            free(v->stk[i].names[j]);
         free(v->stk[i].names);
         free(v->stk[i].ips);
     }
     free(v->stk);
     free(v->slot);
-    for (size_t i = 0; i < v->nres; i++)
-        sym_resolver_free(v->res[i].r);
-    free(v->res);
+    q_sym_free(v->sym);
 }

@@ -3,7 +3,8 @@
  * stack, depth 0 = innermost, named as d9 flame names them, and the
  * stack_id of a sample (cpu_samples.stack_id): a 63-bit hash of (process,
  * frames). The table is built once per connection by one scan of the
- * samples and of the memory maps ("d9.map"); its frames are named lazily.
+ * samples, after the memory maps ("d9.map", q_sym_load); its frames are
+ * q_sym_frames' (those of d9 flame and the exports).
  *
  * Called by sql_vtab.c and sql_scan.c. Memory: one entry per distinct
  * stack, never per sample.

@@ -25,19 +25,6 @@ int sql_val_error(struct vt *v, const char *fmt, const char *what)
     return SQLITE_ERROR;
 }
 
-const char *sql_val_loc(const struct shm_meta_entry *e, uint32_t loc, char *buf, size_t cap)
-{
-    if (!loc)
-        snprintf(buf, cap, "?");
-    else if (!e || !e->name)
-        snprintf(buf, cap, "#%u", loc);
-    else if (e->func && *e->func)
-        snprintf(buf, cap, "%s:%u %s", e->name, e->line, e->func);
-    else
-        snprintf(buf, cap, "%s:%u", e->name, e->line);
-    return buf;
-}
-
 /* A constraint value as a number: false when it is not numeric (then it is
  * left to SQLite). */
 bool sql_val_num(sqlite3_value *v, bool *is_int, int64_t *i, double *d)

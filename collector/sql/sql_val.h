@@ -16,8 +16,6 @@ void sql_val_u64(sqlite3_context *cx, uint64_t v);
 void sql_val_str(sqlite3_context *cx, const char *s);
 /* Set the table's error message (fmt with one %s); returns SQLITE_ERROR. */
 int sql_val_error(struct vt *v, const char *fmt, const char *what);
-/* A location as "file:line func" ("?" for 0, "#id" when unknown); returns buf. */
-const char *sql_val_loc(const struct shm_meta_entry *e, uint32_t loc, char *buf, size_t cap);
 /* A constraint value as a number: false when it is not numeric. */
 bool sql_val_num(sqlite3_value *v, bool *is_int, int64_t *i, double *d);
 /* Narrow [from, to] by "col op v" (op: = > g < l); false when nothing can match. */

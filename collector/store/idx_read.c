@@ -302,6 +302,7 @@ int idx_read_blocks_window_open(struct idx *x, const struct idx_read_window *w,
         "  AND (" IDX_BAD_RANGE("b.t_first", "b.t_last") " OR (b.t_last >= ?2 AND b.t_first <= ?3)) "
         "  AND (" IDX_BAD_RANGE("s.t_min", "s.t_max") " OR (s.t_max >= ?2 AND s.t_min <= ?3)) "
         "  AND (?4 = 0 OR p.pid = ?4) AND (?5 = 0 OR b.tid = ?5) "
+        "  AND (?6 = 0 OR b.ring = ?7) "
         "ORDER BY tf, b.segment_id, b.offset", &c->q);
     if (e < 0) {
         free(c);
@@ -312,6 +313,8 @@ int idx_read_blocks_window_open(struct idx *x, const struct idx_read_window *w,
     sqlite3_bind_int64(c->q, 3, clamp_i64(w->to));
     sqlite3_bind_int64(c->q, 4, w->pid);
     sqlite3_bind_int64(c->q, 5, w->tid);
+    sqlite3_bind_int64(c->q, 6, w->by_ring != 0);
+    sqlite3_bind_int64(c->q, 7, w->ring);
     *out = c;
     return 0;
 }

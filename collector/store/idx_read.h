@@ -124,6 +124,8 @@ int idx_read_runtimes(struct idx *x, uint32_t pid, int64_t process_id,
 struct idx_read_window {
     uint64_t from, to;                  /* inclusive */
     uint32_t pid, tid;                  /* 0 = all */
+    int by_ring;                        /* only the blocks of ring (a pseudo ring's maps) */
+    uint32_t ring;
 };
 struct idx_read_block {
     uint64_t segment_id, offset, t_first;

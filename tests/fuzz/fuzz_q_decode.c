@@ -13,6 +13,7 @@
 #include <string.h>
 #include "collector/query/q_decode.h"
 #include "collector/export/exp_json.h"
+#include "collector/query/q_sym.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *in, size_t n);
 
@@ -69,7 +70,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t n)
         q_decode_print_json(sink, &lc, &d);
     }
     struct exp_json *x;
-    if (exp_json_begin(&x, sink) == 0) {
+    struct q_sym *sym = NULL;
+    if (q_sym_new(&sym, NULL) == 0 && exp_json_begin(&x, sink, sym) == 0) {
         struct q_rec_src src = { .process_id = 1, .pid = 1, .comm = "c", .tid = 2,
                                    .thread = "t", .meta = &m };
         if (len >= sizeof(struct d9_rec_hdr)) {
@@ -78,6 +80,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t n)
         }
         exp_json_finish(x, UINT64_MAX / 2, NULL);
     }
+    q_sym_free(sym);
     free(rec);
     return 0;
 }

@@ -12,13 +12,15 @@
 #   - every wake's flow ends at the known poll in both exports and in
 #     d9 serve's arrows;
 #   - every stack's frames are named the same in d9 flame, sql's stacks and
-#     both exports; the library's static function is named from its
+#     both exports, also for a process known only by the objects its agent
+#     published (no map records); the library's static function is named from its
 #     build-id debug file (--debug-dir / D9_DEBUG_DIR) and not without it;
 #     no frame is a trampoline (ELF section d9_tramp).
 . tests/integration/lib.sh
 d9_setup
 D9=$BIN/d9
 PID=5151
+PID2=5252   # known only by the objects its agent published: no map records
 
 # a library with only .dynsym, its symbols in a debug file found by build-id
 cat >"$T/fix.c" <<'EOF'
@@ -73,8 +75,9 @@ $D9 $S sql --format jsonl "select worker, polls, parks, waits, wait_sum_ns, wait
 $D9 $S sql --format jsonl "select worker, count(*) as polls from polls group by worker" >"$T/sql_polls.jsonl"
 $D9 $S sql --format jsonl "select worker, count(*) as parks from parks group by worker" >"$T/sql_parks.jsonl"
 $D9 $S sql --format jsonl "select worker, count(*) as waits, sum(wait_ns) as wait_sum, max(wait_ns) as wait_max from sched_waits group by worker" >"$T/sql_waits.jsonl"
-$D9 $S sql --format jsonl "select stack_id, depth, frame from stacks order by stack_id, depth" >"$T/sql_stacks.jsonl"
-$D9 $S flame --since 1d >"$T/flame.txt" 2>/dev/null
+$D9 $S sql --format jsonl "select pid, stack_id, depth, frame from stacks order by stack_id, depth" >"$T/sql_stacks.jsonl"
+$D9 $S flame --pid $PID --since 1d >"$T/flame.txt" 2>/dev/null
+$D9 $S flame --pid $PID2 --since 1d >"$T/flame2.txt" 2>/dev/null
 $D9 $S export -o "$T/trace.json" 2>/dev/null
 $D9 $S export --format perfetto -o "$T/trace.pftrace" 2>/dev/null
 "$TBIN/tool_perfetto_check" "$T/trace.pftrace" --dump >"$T/perfetto.txt"
@@ -178,7 +181,7 @@ def perfetto():
         elif f[0] == 'flow' and f[2] == 'end':
             flows[f[1]] = (int(f[3]), int(f[4]))
         elif f[0] == 'stack':
-            stacks.append(l.split(None, 2)[2].strip())
+            stacks.append((int(f[1]), l.split(None, 2)[2].strip()))
     for k in w:
         w[k]['busy'] = span[k][1] - span[k][0] - parked.get(k, 0)
     return w, starts, flows, stacks
@@ -236,24 +239,28 @@ elif what == 'wakes':
     arrows = sorted((tl['from'] + a[2], lanes[a[3]]) for a in tl['wakes'])
     if tl['wakes_total'] != 3 or arrows != want:
         sys.exit('serve arrows end at %s (of %d), want %s' % (arrows, tl['wakes_total'], want))
-elif what in ('frames', 'debugname', 'notramp'):
-    flame = sorted(l.rsplit(' ', 1)[0] for l in open(T + '/flame.txt') if l.strip())
-    rows = jsonl('sql_stacks.jsonl')
+elif what in ('frames', 'objects', 'debugname', 'notramp'):
+    # pid 5151 (tid 501) has map records; pid 5252 (tid 601) only its agent's objects
+    pid, tid, ff = (5151, 501, 'flame.txt') if what != 'objects' else (5252, 601, 'flame2.txt')
+    flame = sorted(l.rsplit(' ', 1)[0] for l in open(T + '/' + ff) if l.strip())
     by = {}
-    for r in rows:
-        by.setdefault(r['stack_id'], []).append((r['depth'], r['frame']))
+    for r in jsonl('sql_stacks.jsonl'):
+        if r['pid'] == pid:
+            by.setdefault(r['stack_id'], []).append((r['depth'], r['frame']))
     sql = sorted(';'.join(f for _, f in sorted(v, reverse=True)) for v in by.values())
     _, ev = trace_json()
-    js = sorted(';'.join(e['args']['stack']) for e in ev if e.get('cat') == 'cpu')
-    pf = sorted(perfetto()[3])
-    if what == 'frames':
-        if len(flame) != 3:
-            sys.exit('flame: %d stacks, want 3: %s' % (len(flame), flame))
+    js = sorted(';'.join(e['args']['stack']) for e in ev if e.get('cat') == 'cpu' and e['pid'] == pid)
+    pf = sorted(s for t_, s in perfetto()[3] if t_ == tid)
+    if what in ('frames', 'objects'):
+        if len(flame) != (3 if what == 'frames' else 2):
+            sys.exit('flame: %d stacks: %s' % (len(flame), flame))
         for label, v in (('sql stacks', sql), ('JSON export', js), ('Perfetto export', pf)):
             if v != flame:
                 sys.exit('%s names the stacks %s, flame %s' % (label, v, flame))
-        if not any('qsort' in s or 'libc.so' in s for s in flame):
-            sys.exit('no libc frame: %s' % flame)
+        if not any(s.endswith('qsort') for s in flame):
+            sys.exit('no libc frame named: %s' % flame)
+        if not any(s == 'main;tsk_outer;tsk_leaf' for s in flame):
+            sys.exit('the program\'s own frames are not named: %s' % flame)
     elif what == 'debugname':
         for label, v in (('flame', flame), ('sql stacks', sql), ('JSON export', js), ('Perfetto export', pf)):
             if not any(s.endswith(';fix_hidden_helper') for s in v):
@@ -280,6 +287,7 @@ check "the JSON export: poll and parked slices, sched_wait counters, busy" $C js
 check "the Perfetto export: poll and parked slices, sched_wait counters, busy" $C perfetto
 check "every wake's flow ends at the same poll in both exports and d9 serve (tasks 4096 apart included)" $C wakes
 check "every frame is named the same in flame, sql stacks and both exports (libc included)" $C frames
+check "... also for a process with only the objects its agent published (no map records)" $C objects
 check "a library with only .dynsym is named from its build-id debug file (D9_DEBUG_DIR), not without it" $C debugname
 check "no frame is a shim trampoline (section d9_tramp)" $C notramp
 d9_finish consistency

@@ -19,7 +19,9 @@
  * mix this program's functions, libc's, and, when given, a frame of LIB at
  * file offset OFF (innermost) and a frame of TLIB at file offset TOFF (a
  * trampoline, in the middle). Their mappings are added to the process's
- * own in the "d9.map" records.
+ * own in the "d9.map" records. A second process (pid TSK_PID2, thread
+ * TSK_TID2) has CPU samples of this program's and libc's frames but no map
+ * records: only the objects its agent published (D9_META_OBJECT).
  *
  * Usage: tool_store_known DIR [LIB OFF [TLIB TOFF]]   (DIR must not exist)
  * Prints the expected facts: "worker W polls P parks K waits N wait_sum S
@@ -40,6 +42,8 @@
 #include "shm/meta.h"
 
 #define TSK_PID        5151u
+#define TSK_PID2       5252u       /* a process known only by its agent's objects */
+#define TSK_TID2       601u        /* its sampled thread */
 #define TSK_WORKERS    3u
 #define TSK_TID0       501u
 #define TSK_T0         1000000000ull
@@ -149,11 +153,13 @@ static void wake(unsigned w, uint64_t t, uint64_t waker, uint64_t wakee, unsigne
     put(&rings[w], &k, sizeof k);
 }
 
+static uint32_t sample_tid = TSK_TID0;
+
 static void sample(uint64_t t, const uint64_t *ips, uint16_t n)
 {
     uint8_t rec[sizeof(struct d9_rec_stack) + 16 * 8];
     struct d9_rec_stack s = { .h = { (uint16_t)(sizeof s + n * 8u), D9_REC_CPU_SAMPLE, 0, t },
-                              .tid = TSK_TID0, .nframes = n, .weight = 1000000 };
+                              .tid = sample_tid, .nframes = n, .weight = 1000000 };
     memcpy(rec, &s, sizeof s);
     memcpy(rec + sizeof s, ips, n * 8u);
     put(&perf, rec, s.h.len);
@@ -179,20 +185,48 @@ static void commit(struct seg_writer *sw, uint8_t *dst, uint32_t tid, uint32_t r
         die("seg_writer_data_commit", rc);
 }
 
-static uint8_t meta[4096];
-static size_t meta_len;
+struct meta {
+    uint8_t b[4096];
+    size_t len;
+};
+static struct meta meta, meta2;
 
-static void meta_add(uint16_t kind, uint32_t id, const uint8_t *p, int n)
+static void meta_to(struct meta *m, uint16_t kind, uint32_t id, const uint8_t *p, int n)
 {
     if (n <= 0)
         die("metadata", -EINVAL);
     struct d9_meta_hdr h = { (uint16_t)((sizeof h + (size_t)n + 7) & ~7u), kind, id };
-    if (meta_len + h.len > sizeof meta)
+    if (m->len + h.len > sizeof m->b)
         die("metadata", -ENOBUFS);
-    memset(meta + meta_len, 0, h.len);
-    memcpy(meta + meta_len, &h, sizeof h);
-    memcpy(meta + meta_len + sizeof h, p, (size_t)n);
-    meta_len += h.len;
+    memset(m->b + m->len, 0, h.len);
+    memcpy(m->b + m->len, &h, sizeof h);
+    memcpy(m->b + m->len + sizeof h, p, (size_t)n);
+    m->len += h.len;
+}
+
+static void meta_add(uint16_t kind, uint32_t id, const uint8_t *p, int n)
+{
+    meta_to(&meta, kind, id, p, n);
+}
+
+/* The second process's metadata: the executable mappings of this program
+ * and of libc as the agent publishes them (D9_META_OBJECT), no map records. */
+static void objects(void)
+{
+    struct sym_map *m;
+    size_t n;
+    int rc = sym_maps_read((uint32_t)getpid(), &m, &n);
+    if (rc)
+        die("sym_maps_read", rc);
+    uint32_t id = 1;
+    for (size_t i = 0; i < n; i++) {
+        if (!m[i].exec || m[i].path[0] != '/')
+            continue;
+        struct d9_meta_object o = { .start = m[i].start, .end = m[i].end, .pgoff = m[i].pgoff };
+        uint8_t p[512];
+        meta_to(&meta2, D9_META_OBJECT, id++, p, shm_meta_encode_object(p, sizeof p, &o, NULL, m[i].path));
+    }
+    sym_maps_free(m, n);
 }
 
 /* The maps of this process, plus LIB and TLIB (when given) at TSK_LIB_BASE. */
@@ -334,7 +368,7 @@ int main(int argc, char **argv)
     struct seg_proc_info pi = { .pid = TSK_PID, .start_time = 77, .clock_source = D9_CLOCK_MONOTONIC,
                                 .host = "known", .comm = "known", .exe = exe };
     struct seg_writer *sw;
-    if ((rc = seg_writer_open(&sw, dir, 1, &pi, meta, meta_len)))
+    if ((rc = seg_writer_open(&sw, dir, 1, &pi, meta.b, meta.len)))
         die("seg_writer_open", rc);
     static uint8_t mapbuf[1 << 16];
     long mn = maps_records(argv, argc, mapbuf, sizeof mapbuf);
@@ -348,6 +382,29 @@ int main(int argc, char **argv)
     commit(sw, dst, TSK_PID, TSK_PERF_RING, &perf);
     struct seg_summary sum;
     if ((rc = seg_writer_seal(sw, &sum)) || (rc = idx_segment_commit(x, process_id, &sum, dir)))
+        die("seal/index", rc);
+    seg_writer_free(sw);
+
+    /* a process the collector never saw alive: no map records, only the
+     * objects its agent published; its samples must be named all the same */
+    objects();
+    memset(&perf, 0, sizeof perf);
+    sample_tid = TSK_TID2;
+    uint64_t st4[] = { own_leaf, own_outer, own_main };
+    uint64_t st5[] = { libc_ip, own_leaf + 4, own_outer, own_main };
+    sample(TSK_T0 + 80 * TSK_US, st4, 3);
+    sample(TSK_T0 + 90 * TSK_US, st5, 4);
+    int64_t process_id2;
+    struct idx_process ip2 = { .pid = TSK_PID2, .start_time = 78, .comm = "objects",
+                               .exe = "/objects", .first_ns = TSK_T0 };
+    if ((rc = idx_process_upsert(x, &ip2, &process_id2)))
+        die("idx_process_upsert", rc);
+    struct seg_proc_info pi2 = { .pid = TSK_PID2, .start_time = 78, .clock_source = D9_CLOCK_MONOTONIC,
+                                 .host = "known", .comm = "objects", .exe = exe };
+    if ((rc = seg_writer_open(&sw, dir, 2, &pi2, meta2.b, meta2.len)))
+        die("seg_writer_open", rc);
+    commit(sw, dst, TSK_PID2, TSK_PERF_RING, &perf);
+    if ((rc = seg_writer_seal(sw, &sum)) || (rc = idx_segment_commit(x, process_id2, &sum, dir)))
         die("seal/index", rc);
     seg_writer_free(sw);
     idx_close(x);

@@ -244,7 +244,11 @@ int sym_maps_read(uint32_t pid, struct sym_map **out, size_t *n)
 struct sym_ent {
     uint64_t addr, size;
     uint32_t name;              /* offset into pool */
+    uint8_t rank;               /* enum sym_rank: of aliases at one address, the lowest is named */
 };
+/* A function's aliases (libc's debug file: qsort and __GI_qsort) are named
+ * by the global one, else the weak one, else a local one. */
+enum sym_rank { SYM_RANK_GLOBAL = 0, SYM_RANK_WEAK = 1, SYM_RANK_LOCAL = 2 };
 struct sym_load {
     uint64_t off, vaddr, filesz;
 };
@@ -315,7 +319,8 @@ static void parse_notes(struct sym_elf *e, const uint8_t *p, uint64_t sz)
     }
 }
 
-static int add_sym(struct sym_elf *e, uint64_t addr, uint64_t size, const char *name, size_t nlen)
+static int add_sym(struct sym_elf *e, uint64_t addr, uint64_t size, const char *name, size_t nlen,
+                   uint8_t rank)
 {
     if (e->nsyms == e->cap) {
         size_t nc = e->cap ? e->cap * 2 : 256;
@@ -342,6 +347,7 @@ static int add_sym(struct sym_elf *e, uint64_t addr, uint64_t size, const char *
     e->syms[e->nsyms].addr = addr;
     e->syms[e->nsyms].size = size;
     e->syms[e->nsyms].name = (uint32_t)e->pool_len;
+    e->syms[e->nsyms].rank = rank;
     e->nsyms++;
     e->pool_len += nlen + 1;
     return 0;
@@ -372,7 +378,10 @@ static int load_symtab(struct sym_elf *e, const uint8_t *buf, size_t len, const 
         const char *z = memchr(nm, 0, nstr - sym.st_name);
         if (!z || z == nm)
             continue;
-        int rc = add_sym(e, sym.st_value, sym.st_size, nm, (size_t)(z - nm));
+        unsigned b = ELF64_ST_BIND(sym.st_info);
+        uint8_t rank = b == STB_GLOBAL ? SYM_RANK_GLOBAL : b == STB_WEAK ? SYM_RANK_WEAK
+                                                                         : SYM_RANK_LOCAL;
+        int rc = add_sym(e, sym.st_value, sym.st_size, nm, (size_t)(z - nm), rank);
         if (rc < 0)
             return rc;
     }
@@ -386,6 +395,8 @@ static int cmp_ent(const void *a, const void *b)
         return x->addr < y->addr ? -1 : 1;
     if (x->size != y->size)
         return x->size > y->size ? -1 : 1;      /* sized first */
+    if (x->rank != y->rank)
+        return x->rank < y->rank ? -1 : 1;
     return x->name < y->name ? -1 : x->name > y->name;
 }
 
@@ -662,7 +673,8 @@ int sym_kernel_parse(const char *text, size_t len, struct sym_kernel **out)
             k->text = addr;
         if (type != 't' && type != 'T' && type != 'w' && type != 'W')
             continue;
-        if (add_sym(&k->t, addr, 0, s, (size_t)(ne - s)) < 0) {
+        uint8_t rank = type == 'T' ? SYM_RANK_GLOBAL : type == 't' ? SYM_RANK_LOCAL : SYM_RANK_WEAK;
+        if (add_sym(&k->t, addr, 0, s, (size_t)(ne - s), rank) < 0) {
             sym_kernel_free(k);
             return -ENOMEM;
         }

@@ -23,10 +23,13 @@ PID=5151
 PID2=5252   # known only by the objects its agent published: no map records
 
 # a library with only .dynsym, its symbols in a debug file found by build-id
+# (and a function with a local and a global name: named by the global one)
 cat >"$T/fix.c" <<'EOF'
 __attribute__((noinline, used)) static int fix_hidden_helper(int x) { return x * 3 + 1; }
 int fix_exported(int x);
 int fix_exported(int x) { return fix_hidden_helper(x) + 1; }
+__attribute__((noinline, used)) static int fix_internal_impl(int x) { return fix_hidden_helper(x) * 2; }
+extern int fix_public(int x) __attribute__((alias("fix_internal_impl")));
 EOF
 cc -shared -fPIC -g -O0 -Wl,--build-id -o "$T/libfix.so" "$T/fix.c"
 # file offset of a symbol of an ELF file (through its PT_LOAD)
@@ -51,6 +54,7 @@ sys.exit('no PT_LOAD holds ' + name)
 PY
 }
 OFF=$(offset_of "$T/libfix.so" fix_hidden_helper)
+AOFF=$(($(offset_of "$T/libfix.so" fix_public) + 4))
 BID=$(readelf -n "$T/libfix.so" | sed -n 's/.*Build ID: *\([0-9a-f]*\).*/\1/p')
 DBG=$T/debug
 mkdir -p "$DBG/$(echo "$BID" | cut -c1-2)"
@@ -64,7 +68,7 @@ TOFF=$(offset_of "$TLIB" uvwrap_t_timer_66)
 check "the shim's trampolines are in the section d9_tramp" sh -c \
     "readelf -SW '$TLIB' | grep -q ' d9_tramp '"
 
-"$TBIN/tool_store_known" "$T/store" "$T/libfix.so" "$OFF" "$TLIB" "$((TOFF + 4))" >"$T/expect.txt"
+"$TBIN/tool_store_known" "$T/store" "$T/libfix.so" "$OFF" "$TLIB" "$((TOFF + 4))" "$AOFF" >"$T/expect.txt"
 check "the known store is made" test -f "$T/store/index.sqlite"
 export D9_DEBUG_DIR="$DBG"
 S="--store $T/store"
@@ -76,6 +80,9 @@ $D9 $S sql --format jsonl "select worker, count(*) as polls from polls group by 
 $D9 $S sql --format jsonl "select worker, count(*) as parks from parks group by worker" >"$T/sql_parks.jsonl"
 $D9 $S sql --format jsonl "select worker, count(*) as waits, sum(wait_ns) as wait_sum, max(wait_ns) as wait_max from sched_waits group by worker" >"$T/sql_waits.jsonl"
 $D9 $S sql --format jsonl "select pid, stack_id, depth, frame from stacks order by stack_id, depth" >"$T/sql_stacks.jsonl"
+$D9 $S top-polls --since 1d --limit 100 --format jsonl >"$T/top.jsonl"
+$D9 $S events --since 1d --type poll_start --format jsonl >"$T/events.jsonl"
+$D9 $S sql --format jsonl "select task, location from polls" >"$T/sql_locs.jsonl"
 $D9 $S flame --pid $PID --since 1d >"$T/flame.txt" 2>/dev/null
 $D9 $S flame --pid $PID2 --since 1d >"$T/flame2.txt" 2>/dev/null
 $D9 $S export -o "$T/trace.json" 2>/dev/null
@@ -273,8 +280,26 @@ elif what in ('frames', 'objects', 'debugname', 'notramp'):
             bad = [s for s in v if 'uvwrap_t_' in s or 'd9_tramp' in s or 'libd9uv' in s]
             if bad:
                 sys.exit('%s shows a trampoline frame: %s' % (label, bad))
-        if not any(s == 'main;tsk_outer;fix_hidden_helper' for s in flame):
-            sys.exit('the stack through the trampoline lost a frame: %s' % flame)
+        if not any(s == 'main;tsk_outer;fix_public;fix_hidden_helper' for s in flame):
+            sys.exit('the stack through the trampoline lost a frame, or an alias is not named by its global name: %s' % flame)
+elif what == 'locs':
+    # task -> location, as each reader prints it: one text, "file:line function"
+    want = {t: 'src/long.c:22 long_poll' if t == 20005 + 4096 else 'src/short.c:11 short_poll'
+            for t in [r['task'] for r in jsonl('sql_locs.jsonl')]}
+    got = {
+        'sql polls': {r['task']: r['location'] for r in jsonl('sql_locs.jsonl')},
+        'top-polls': {r['task']: r['location'] for r in jsonl('top.jsonl')},
+        'events': {r['task']: r['loc'] for r in jsonl('events.jsonl')},
+        'JSON export': {e['args']['task']: e['args']['loc'] for e in trace_json()[1]
+                        if e.get('cat') == 'poll' and e.get('ph') == 'X'},
+    }
+    tl = json.load(open(T + '/api_timeline.json'))
+    got['serve'] = {i[4]: tl['locs'][i[3]] for i in tl['items'] if len(i) == 5 and i[3] > 0}
+    if len(want) != 60:
+        sys.exit('sql: %d polls' % len(want))
+    for label, g in got.items():
+        if g != want:
+            sys.exit('%s prints the locations %s' % (label, sorted(set(g.values()))))
 else:
     sys.exit('what? ' + what)
 PY
@@ -286,8 +311,9 @@ check "d9 serve: /api/workers and /api/timeline's lanes" $C serve
 check "the JSON export: poll and parked slices, sched_wait counters, busy" $C json
 check "the Perfetto export: poll and parked slices, sched_wait counters, busy" $C perfetto
 check "every wake's flow ends at the same poll in both exports and d9 serve (tasks 4096 apart included)" $C wakes
+check "every location is printed the same (file:line function) in sql, top-polls, events, the JSON export and serve" $C locs
 check "every frame is named the same in flame, sql stacks and both exports (libc included)" $C frames
 check "... also for a process with only the objects its agent published (no map records)" $C objects
 check "a library with only .dynsym is named from its build-id debug file (D9_DEBUG_DIR), not without it" $C debugname
-check "no frame is a shim trampoline (section d9_tramp)" $C notramp
+check "no frame is a shim trampoline (section d9_tramp); aliases are named by their global name" $C notramp
 d9_finish consistency

@@ -18,12 +18,13 @@
  * The collector's perf ring holds CPU samples of w0's thread whose stacks
  * mix this program's functions, libc's, and, when given, a frame of LIB at
  * file offset OFF (innermost) and a frame of TLIB at file offset TOFF (a
- * trampoline, in the middle). Their mappings are added to the process's
- * own in the "d9.map" records. A second process (pid TSK_PID2, thread
- * TSK_TID2) has CPU samples of this program's and libc's frames but no map
- * records: only the objects its agent published (D9_META_OBJECT).
+ * trampoline, in the middle), and under it a frame of LIB at AOFF (a
+ * return address: looked up at AOFF). Their mappings are added to the
+ * process's own in the "d9.map" records. A second process (pid TSK_PID2,
+ * thread TSK_TID2) has CPU samples of this program's and libc's frames but
+ * no map records: only the objects its agent published (D9_META_OBJECT).
  *
- * Usage: tool_store_known DIR [LIB OFF [TLIB TOFF]]   (DIR must not exist)
+ * Usage: tool_store_known DIR [LIB OFF [TLIB TOFF [AOFF]]]   (DIR must not exist)
  * Prints the expected facts: "worker W polls P parks K waits N wait_sum S
  * wait_max M busy B", and "wake TASK poll TS tid TID" per wake (the poll its flow ends at).
  */
@@ -257,9 +258,9 @@ static long maps_records(char **argv, int argc, uint8_t *out, size_t cap)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2 || argc == 3 || argc == 5 || argc > 6 ||
+    if (argc < 2 || argc == 3 || argc == 5 || argc > 7 ||
         (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")))) {
-        fprintf(stderr, "usage: tool_store_known DIR [LIB OFF [TLIB TOFF]]\n");
+        fprintf(stderr, "usage: tool_store_known DIR [LIB OFF [TLIB TOFF [AOFF]]]\n");
         return 2;
     }
     const char *dir = argv[1];
@@ -344,6 +345,13 @@ int main(int argc, char **argv)
             uint64_t with[5] = { lib_ip, tramp_ip, own_outer, own_main, 0 };
             memcpy(st3, with, sizeof with);
             n3 = 4;
+        }
+        if (argc >= 7) {
+            /* and a frame of LIB at AOFF (looked up at ip - 1) under the trampoline */
+            uint64_t alias_ip = TSK_LIB_BASE + strtoull(argv[6], NULL, 0) + 1;
+            uint64_t with[5] = { st3[0], st3[1], alias_ip, own_outer, own_main };
+            memcpy(st3, with, sizeof with);
+            n3 = 5;
         }
         sample(TSK_T0 + 70 * TSK_US, st3, n3);
     }

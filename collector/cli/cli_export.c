@@ -155,14 +155,14 @@ CLI_DECLARE_CMD(export)
         q_store_close(s);
         return cli_fail(env, "out of memory");
     }
-    /* pass 1: the memory maps that name the CPU samples' frames, whatever their time */
-    int r = q_sym_load(sym, a.pid, "d9 export");
     struct q_filter f = {
         .pid = a.pid,
         /* off-CPU stacks are for d9 flame --off-cpu */
         .types = ~(1u << D9_REC_SCHED_SWITCH | 1u << D9_REC_PAD),
     };
     q_store_window_resolve(s, &a.win, a.pid, &f.from, &f.to);
+    /* pass 1: the memory maps that name the window's CPU samples */
+    int r = q_sym_load(sym, a.pid, f.from, f.to, "d9 export");
     struct q_scan_stats st;
     memset(&st, 0, sizeof st);
     if (r >= 0)

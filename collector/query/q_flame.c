@@ -2,7 +2,7 @@
  * q_flame.c — folded stacks of CPU (or off-CPU) samples (see q_flame.h).
  *
  * Two scans of the store (q_scan.h): first the "d9.map" records of the
- * selected processes, any time (q_sym_load); then the samples (CPU_SAMPLE,
+ * selected processes in the segments that meet the window (q_sym_load); then the samples (CPU_SAMPLE,
  * or SCHED_SWITCH with off_cpu) of the window, plus the poll_start/poll_end
  * records when a task is given. Scan order is time order, so with a task it
  * keeps, per thread, how many polls of that task are open and keeps a
@@ -241,7 +241,7 @@ int q_flame_run(struct q_flame *f, struct q_store *s, uint32_t pid, uint64_t fro
         st = &own;
     int r = 0;
     if (!f->o.addresses && !f->sym && (r = q_sym_new(&f->sym, s)) == 0)
-        r = q_sym_load(f->sym, pid, prog);      /* pass 1: the memory maps, any time */
+        r = q_sym_load(f->sym, pid, from, to, prog);    /* pass 1: the memory maps */
     struct q_filter sf = { .from = from, .to = to, .pid = pid, .types = 1u << f->want_type };
     if (f->o.have_task)
         sf.types |= 1u << D9_REC_POLL_START | 1u << D9_REC_POLL_END;

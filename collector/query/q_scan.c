@@ -277,7 +277,7 @@ static bool cursor_advance(struct scan *sc, struct cursor *c)
         }
         c->off += n;
         const struct d9_rec_hdr *h = (const struct d9_rec_hdr *)p;
-        if (h->ts < sc->f->from || h->ts > sc->f->to)
+        if (!sc->f->by_ring && (h->ts < sc->f->from || h->ts > sc->f->to))
             continue;
         if (sc->f->types && (h->type >= 32 || !(sc->f->types & (1u << h->type))))
             continue;

@@ -29,8 +29,11 @@ struct q_filter {
     uint32_t tid;                       /* 0 = all */
     uint32_t types;                     /* 1 << type; 0 = all */
     bool ring_order_only;               /* see q_scan */
-    bool by_ring;                       /* only blocks of ring (the collector's pseudo */
-    uint32_t ring;                      /* rings: SYM_SEG_RING's maps), by the index */
+    /* only the blocks of ring (a collector's pseudo ring: SYM_SEG_RING's
+     * map snapshots) of the segments that meet [from, to], and every record
+     * of them whatever its time: the snapshots that hold in the window */
+    bool by_ring;
+    uint32_t ring;
 };
 
 /* Who a record belongs to; valid during the callback only. */

@@ -48,7 +48,7 @@ struct q_sym {
     size_t cap, n;
     struct pool_block *pool;
     uint64_t maps;
-    bool loaded_all;
+    bool loaded;                    /* q_sym_load ran */
 };
 
 int q_sym_new(struct q_sym **out, struct q_store *s)
@@ -124,17 +124,17 @@ static int on_map(void *arg, const struct q_rec_src *src, const struct d9_rec_hd
     return q_sym_map(arg, src, rec, len);
 }
 
-int q_sym_load(struct q_sym *y, uint32_t pid, const char *prog)
+int q_sym_load(struct q_sym *y, uint32_t pid, uint64_t from, uint64_t to, const char *prog)
 {
-    if (y->loaded_all || !y->s)
+    if (y->loaded || !y->s)
         return 0;
     /* only the collector's map ring: its blocks, chosen by the index */
-    struct q_filter f = { .from = 0, .to = UINT64_MAX, .pid = pid, .types = 1u << D9_REC_CUSTOM,
+    struct q_filter f = { .from = from, .to = to, .pid = pid, .types = 1u << D9_REC_CUSTOM,
                           .by_ring = true, .ring = SYM_SEG_RING };
     int rc = q_scan(y->s, &f, on_map, y, NULL, prog);
     if (rc < 0)
         return rc;
-    y->loaded_all = pid == 0;
+    y->loaded = true;
     return 0;
 }
 

@@ -4,9 +4,9 @@
  * sample stacks and the Perfetto export's callstacks.
  *
  * Per process one sym.c resolver, fed by the collector's "d9.map" records
- * (q_sym_load: every map record of the processes, whatever its time: a
- * process's maps are written at adoption, when they change and at the start
- * of every segment). A process the collector never saw alive has none: it
+ * (q_sym_load: every map record of the segments that meet the window,
+ * whatever its time: a process's maps are written at adoption, when they
+ * change and at the start of every segment). A process the collector never saw alive has none: it
  * is named from the loaded objects its agent published (D9_META_OBJECT in
  * its metadata, q_names_objects) instead. Debug files are looked for under
  * the store's debug directory (q_store_debug_dir).
@@ -45,10 +45,12 @@ struct q_frame {
 int q_sym_new(struct q_sym **out, struct q_store *s);
 void q_sym_free(struct q_sym *y);
 
-/* Read the map records of the processes of pid (0 = all), any time, with
- * one scan (prog prefixes its warnings). Once per q_sym for pid 0; 0 or
- * -errno. */
-int q_sym_load(struct q_sym *y, uint32_t pid, const char *prog);
+/* Read the map records of the processes of pid (0 = all) that name the
+ * samples of [from, to]: those of every segment that meets the window (each
+ * segment starts with a snapshot of its process's maps), with one scan of
+ * the collector's map ring (prog prefixes its warnings). Once per q_sym;
+ * 0 or -errno. */
+int q_sym_load(struct q_sym *y, uint32_t pid, uint64_t from, uint64_t to, const char *prog);
 
 /* A record of a caller's own scan: a "d9.map" record feeds its process's
  * resolver (others are ignored). 0 or -ENOMEM. */

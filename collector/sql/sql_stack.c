@@ -102,7 +102,7 @@ static int stacks_build(struct sql_vtab *v)
         return 0;
     int rc = v->sym ? 0 : q_sym_new(&v->sym, v->s);
     if (rc == 0)
-        rc = q_sym_load(v->sym, 0, v->prog);
+        rc = q_sym_load(v->sym, 0, 0, UINT64_MAX, v->prog);
     if (rc < 0)
         return rc;
     struct q_filter f = { .from = 0, .to = UINT64_MAX,

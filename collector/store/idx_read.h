@@ -124,7 +124,10 @@ int idx_read_runtimes(struct idx *x, uint32_t pid, int64_t process_id,
 struct idx_read_window {
     uint64_t from, to;                  /* inclusive */
     uint32_t pid, tid;                  /* 0 = all */
-    int by_ring;                        /* only the blocks of ring (a pseudo ring's maps) */
+    /* only the blocks of ring (a pseudo ring's: the collector's map
+     * snapshots), from every segment that meets the window, whatever the
+     * blocks' own times (a segment's snapshot is written when it opens) */
+    int by_ring;
     uint32_t ring;
 };
 struct idx_read_block {

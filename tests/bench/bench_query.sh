@@ -5,6 +5,7 @@
 # medians with min..max, and the ratio new / base of the median CPU time.
 #
 # Usage: sh tests/bench/bench_query.sh BASE_D9 NEW_D9 STORE [PAIRS]
+#   BQ_ONLY=sched,sql   only the commands whose names start so
 #   STORE: a bench store (build/bench/bench_store DIR, 50 M records by default)
 # Outputs are compared too: a command whose output differs between the two
 # builds is marked "output differs" (expected only where the output format
@@ -49,7 +50,10 @@ def run(d9, args):
 
 print('%-24s %22s %22s %8s %s' % ('command', 'base CPU s (min..max)', 'new CPU s (min..max)',
                                    'new/base', 'wall base / new (median s)'))
+only = [s for s in os.environ.get('BQ_ONLY', '').split(',') if s]
 for name, args in cmds:
+    if only and not any(name.startswith(s) for s in only):
+        continue
     res = {base: [], new: []}
     outs = {}
     for i in range(pairs):

@@ -17,6 +17,10 @@
 #   collector/ctl/*.c           -> the control channel, both ends (daemon and CLI)
 #   collector/s3/*.c            -> the S3 client (shipping, d9 pull; libcurl, libcrypto)
 #   collector/daemon/*.c        -> build/bin/d9collectd (main: d9collectd.c)
+#   collector/query/*.c         -> the analysis layer: scan, decode, pairing, waits, symbols (d9)
+#   collector/export/*.c        -> d9 export's writers (Chrome JSON, Perfetto)
+#   collector/serve/*.c         -> d9 serve's JSON API (and its page, serve_page.html)
+#   collector/sql/*.c           -> d9 sql's SQLite virtual tables
 #   collector/cli/*.c           -> build/bin/d9 (main: main.c)
 #   (libcol.a holds every collector module, for test programs and benches)
 #   agent/demo/*.c              -> build/bin/d9demo
@@ -56,7 +60,12 @@ STORE_SRC := $(wildcard collector/store/*.c)
 CTL_SRC   := $(wildcard collector/ctl/*.c)
 S3_SRC    := $(wildcard collector/s3/*.c)
 DAEMON_SRC := $(filter-out collector/daemon/d9collectd.c,$(wildcard collector/daemon/*.c))
-CLI_SRC   := $(filter-out collector/cli/main.c,$(wildcard collector/cli/*.c))
+QUERY_SRC := $(wildcard collector/query/*.c)
+EXPORT_SRC := $(wildcard collector/export/*.c)
+SERVE_SRC := $(wildcard collector/serve/*.c)
+SQL_SRC   := $(wildcard collector/sql/*.c)
+CLI_SRC   := $(filter-out collector/cli/main.c,$(wildcard collector/cli/*.c)) \
+             $(QUERY_SRC) $(EXPORT_SRC) $(SERVE_SRC) $(SQL_SRC)
 COL_SRC   := $(STORE_SRC) $(CTL_SRC) $(S3_SRC) $(DAEMON_SRC) $(CLI_SRC)
 DEMO_SRC  := $(wildcard agent/demo/*.c)
 PROTO_C   := $(BUILD)/gen/proto/d9.pb-c.c
@@ -82,7 +91,7 @@ PROTO_OBJ := $(BUILD)/obj/proto/d9.pb-c.o
 # proto/*.proto other than d9.proto: used by the CLI only (d9 export formats)
 CLI_PROTO_OBJ := $(patsubst proto/%.proto,$(BUILD)/obj/proto/%.pb-c.o,$(filter-out proto/d9.proto,$(wildcard proto/*.proto)))
 # the page d9 serve sends, as a C string literal
-SERVE_PAGE_H := $(BUILD)/gen/collector/cli/cli_serve_page.h
+SERVE_PAGE_H := $(BUILD)/gen/collector/serve/serve_page.h
 
 AGENT_SO  := $(BUILD)/lib/libd9agent.so
 AGENT_A   := $(BUILD)/lib/libd9agent.a
@@ -105,7 +114,7 @@ deps:
 $(BUILD)/gen/proto/%.pb-c.c $(BUILD)/gen/proto/%.pb-c.h: proto/%.proto
 	@mkdir -p $(BUILD)/gen
 	protoc-c --c_out=$(BUILD)/gen $<
-$(SERVE_PAGE_H): collector/cli/cli_serve_page.html
+$(SERVE_PAGE_H): collector/serve/serve_page.html
 	@mkdir -p $(dir $@)
 	sed 's/\\/\\\\/g; s/"/\\"/g; s/^/"/; s/$$/\\n"/' $< > $@.tmp && mv $@.tmp $@
 $(BUILD)/obj/collector/cli/cli_serve.o $(BUILD)/san/collector/cli/cli_serve.o: $(SERVE_PAGE_H)

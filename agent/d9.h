@@ -209,8 +209,8 @@ D9_API d9_loc d9_loc_register(const char *file, int line, const char *func);
 /* Register a location whose identity is a code address (a callback's entry
  * point, for instrumentation that knows functions by address only). Nothing
  * is resolved in the process: the address is published as a code location
- * (D9_LOC_CODE_FILE in shm/d9_abi.h) and d9 names it "function
- * (library+offset)" out of process from the collector's map snapshots.
+ * (D9_LOC_CODE_FILE in shm/d9_abi.h) and d9 names it "library+offset
+ * function" out of process from the collector's map snapshots.
  * Idempotent per address; takes a lock: call it once per address and cache
  * the id. 0 when tracing is off or addr is NULL. */
 D9_API d9_loc d9_loc_register_code(const void *addr);

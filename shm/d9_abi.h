@@ -332,6 +332,11 @@ struct d9_meta_object {
  * convention on the LOCATION kind, so old readers still decode the entry. */
 #define D9_LOC_CODE_FILE     "[code]"
 #define D9_LOC_CODE_FUNC_MAX 19u            /* "0x" + 16 hex digits + NUL */
+/* The ELF section that holds an agent's trampolines (the LD_PRELOAD shim's
+ * uvwrap_t_*): code that only forwards to the program's callback. Readers
+ * that name stack frames leave a frame in a section of this name out.
+ * Named like a C identifier, so the linker defines __start_ and __stop_. */
+#define D9_TRAMP_SECTION     "d9_tramp"
 enum d9_field_type {
     D9_FT_U64 = 1,
     D9_FT_I64 = 2,

@@ -18,9 +18,9 @@
 #define UVWRAP_UNPAREN(...) __VA_ARGS__
 #define UVWRAP_FIRST(x, ...) x
 
-/* Section bounds, defined by the linker for a section named like a C identifier. */
-extern const char __start_d9uv_tramp[] __attribute__((visibility("hidden")));
-extern const char __stop_d9uv_tramp[] __attribute__((visibility("hidden")));
+/* Section bounds, defined by the linker: the names spell D9_TRAMP_SECTION. */
+extern const char __start_d9_tramp[] __attribute__((visibility("hidden")));
+extern const char __stop_d9_tramp[] __attribute__((visibility("hidden")));
 
 enum uvwrap_state {
     UVWRAP_CLAIMING = 0,        /* fn set, being classified by the claiming thread */
@@ -42,7 +42,7 @@ static _Atomic uint64_t g_callbacks, g_internal, g_untraced;
 
 static int is_trampoline(uintptr_t fn)
 {
-    return fn >= (uintptr_t)__start_d9uv_tramp && fn < (uintptr_t)__stop_d9uv_tramp;
+    return fn >= (uintptr_t)__start_d9_tramp && fn < (uintptr_t)__stop_d9_tramp;
 }
 
 /* Claimed slot s for fn: decide whether to wrap it (slow path, once per function). */

@@ -37,7 +37,10 @@
 #ifndef D9_UV_UVWRAP_H
 #define D9_UV_UVWRAP_H
 
+#include "shm/d9_abi.h"
+
 #define UVWRAP_SLOTS       64u          /* distinct functions per callback kind (power of 2) */
-#define UVWRAP_SECTION     "d9uv_tramp" /* the trampolines' text: how a trampoline is recognised */
+#define UVWRAP_SECTION     D9_TRAMP_SECTION /* the trampolines' text (shm/d9_abi.h): how a
+                                            * trampoline is recognised, here and by readers */
 
 #endif /* D9_UV_UVWRAP_H */

@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "collector/cli/cli.h"
-#include "collector/cli/cli_store.h"
+#include "collector/query/q_store.h"
 #include "shm/paths.h"
 #include "shm/record.h"
 
@@ -30,6 +30,8 @@ int cli_env_defaults(struct cli_env *env)
     } else if (paths_default_store((uint32_t)geteuid(), env->store, sizeof env->store) < 0) {
         return -ENAMETOOLONG;
     }
+    const char *dbg = getenv(CLI_DEBUG_DIR_ENV);
+    env->debug_dir = dbg && *dbg ? dbg : NULL;
     const char *e = getenv(CLI_ENDPOINT_ENV);
     if (e && *e) {
         if (strlen(e) >= sizeof env->endpoint)
@@ -45,7 +47,7 @@ int cli_env_defaults(struct cli_env *env)
 void cli_args_init(struct cli_args *a)
 {
     memset(a, 0, sizeof *a);
-    a->win.kind = CLI_WIN_ALL;
+    a->win.kind = Q_WIN_ALL;
     a->win.from_ns = 0;
     a->win.to_ns = UINT64_MAX;
     a->format = CLI_FMT_TEXT;
@@ -110,7 +112,7 @@ static int set_str(const struct cli_env *env, char *dst, size_t cap, const char 
 static int parse_id(const struct cli_env *env, const char *opt, const char *v, uint32_t *out)
 {
     uint64_t n;
-    if (cli_parse_u64(v, &n) < 0 || n == 0 || n > UINT32_MAX) {
+    if (q_text_parse_u64(v, &n) < 0 || n == 0 || n > UINT32_MAX) {
         cli_usage_error(env, "%s: expected a positive integer, got '%s'", opt, v);
         return -1;
     }
@@ -140,26 +142,26 @@ int cli_common_opt(struct cli_env *env, struct cli_args *a, int opt, char **argv
                             optarg);
             return -1;
         }
-        if (a->win.kind != CLI_WIN_ALL) {
+        if (a->win.kind != Q_WIN_ALL) {
             cli_usage_error(env, "--since cannot be combined with --from/--to");
             return -1;
         }
-        a->win.kind = CLI_WIN_SINCE;
+        a->win.kind = Q_WIN_SINCE;
         a->win.since_ns = n;
         return 0;
     case CLI_OPT_FROM:
     case CLI_OPT_TO: {
         const char *name = opt == CLI_OPT_FROM ? "--from" : "--to";
-        if (cli_parse_u64(optarg, &n) < 0) {
+        if (q_text_parse_u64(optarg, &n) < 0) {
             cli_usage_error(env, "%s: expected monotonic nanoseconds (an integer), got '%s'",
                             name, optarg);
             return -1;
         }
-        if (a->win.kind == CLI_WIN_SINCE) {
+        if (a->win.kind == Q_WIN_SINCE) {
             cli_usage_error(env, "%s cannot be combined with --since", name);
             return -1;
         }
-        a->win.kind = CLI_WIN_RANGE;
+        a->win.kind = Q_WIN_RANGE;
         if (opt == CLI_OPT_FROM)
             a->win.from_ns = n;
         else
@@ -168,13 +170,13 @@ int cli_common_opt(struct cli_env *env, struct cli_args *a, int opt, char **argv
     }
     case CLI_OPT_LAST:
         /* whole store; wins over anything else given */
-        a->win.kind = CLI_WIN_ALL;
+        a->win.kind = Q_WIN_ALL;
         a->win.from_ns = 0;
         a->win.to_ns = UINT64_MAX;
         a->win.since_ns = 0;
         return 0;
     case CLI_OPT_LIMIT:
-        if (cli_parse_u64(optarg, &n) < 0 || n == 0) {
+        if (q_text_parse_u64(optarg, &n) < 0 || n == 0) {
             cli_usage_error(env, "--limit: expected a positive integer, got '%s'", optarg);
             return -1;
         }
@@ -256,16 +258,17 @@ int cli_getopt(struct cli_env *env, struct cli_args *a, int argc, char **argv,
     return cli_args_finish(env, a, argc, argv, optind);
 }
 
-int cli_open_store(const struct cli_env *env, struct cli_store **out)
+int cli_open_store(const struct cli_env *env, struct q_store **out)
 {
     char why[CLI_PATH_MAX + 256];
-    if (cli_store_open(out, env->store, why, sizeof why) < 0)
+    if (q_store_open(out, env->store, why, sizeof why) < 0)
         return cli_fail(env, "%s", why);
+    q_store_set_debug_dir(*out, env->debug_dir);
     return CLI_EXIT_OK;
 }
 
 int cli_begin(struct cli_env *env, struct cli_args *a, int argc, char **argv,
-              const struct option *opts, const char *usage, struct cli_store **s)
+              const struct option *opts, const char *usage, struct q_store **s)
 {
     *s = NULL;
     cli_args_init(a);
@@ -275,18 +278,18 @@ int cli_begin(struct cli_env *env, struct cli_args *a, int argc, char **argv,
     return cli_open_store(env, s);
 }
 
-const char *cli_window_text(const struct cli_window_spec *w, bool live, char *buf, size_t cap)
+const char *cli_window_text(const struct q_window *w, bool live, char *buf, size_t cap)
 {
     char d[32];
     switch (w->kind) {
-    case CLI_WIN_ALL:
+    case Q_WIN_ALL:
         snprintf(buf, cap, "the whole store");
         break;
-    case CLI_WIN_SINCE:
+    case Q_WIN_SINCE:
         snprintf(buf, cap, "the last %s (%s)", cli_fmt_dur(w->since_ns, d, sizeof d),
                  live ? "before now" : "before the newest record: store from another boot");
         break;
-    case CLI_WIN_RANGE:
+    case Q_WIN_RANGE:
         if (w->to_ns == UINT64_MAX)
             snprintf(buf, cap, "from %" PRIu64 " ns on", w->from_ns);
         else
@@ -302,7 +305,7 @@ int cli_args_finish(struct cli_env *env, struct cli_args *a, int argc, char **ar
         cli_usage_error(env, "unexpected argument '%s'", argv[first]);
         return -1;
     }
-    if (a->win.kind == CLI_WIN_RANGE && a->win.from_ns > a->win.to_ns) {
+    if (a->win.kind == Q_WIN_RANGE && a->win.from_ns > a->win.to_ns) {
         cli_usage_error(env, "--from %" PRIu64 " is after --to %" PRIu64, a->win.from_ns,
                         a->win.to_ns);
         return -1;
@@ -311,23 +314,6 @@ int cli_args_finish(struct cli_env *env, struct cli_args *a, int argc, char **ar
 }
 
 /* ---- parsing ---------------------------------------------------------------- */
-
-int cli_parse_u64(const char *s, uint64_t *out)
-{
-    if (!s || *s < '0' || *s > '9')
-        return -EINVAL;
-    uint64_t v = 0;
-    for (; *s; s++) {
-        if (*s < '0' || *s > '9')
-            return -EINVAL;
-        unsigned d = (unsigned)(*s - '0');
-        if (v > (UINT64_MAX - d) / 10)
-            return -ERANGE;
-        v = v * 10 + d;
-    }
-    *out = v;
-    return 0;
-}
 
 int cli_parse_duration(const char *s, uint64_t *ns)
 {
@@ -432,131 +418,14 @@ const char *cli_fmt_bytes(uint64_t bytes, char *buf, size_t cap)
     return buf;
 }
 
-const char *cli_fmt_time(uint64_t mono_ns, int64_t boot_realtime_ns, bool have_wall,
-                         int ns_digits, bool with_date, char *buf, size_t cap)
-{
-    if (ns_digits != 3 && ns_digits != 6 && ns_digits != 9)
-        ns_digits = 9;
-    uint64_t div = ns_digits == 3 ? 1000000u : ns_digits == 6 ? 1000u : 1u;
-    if (!have_wall) {
-        snprintf(buf, cap, "mono %" PRIu64 ".%0*" PRIu64 "s", mono_ns / 1000000000u,
-                 ns_digits, (mono_ns % 1000000000u) / div);
-        return buf;
-    }
-    int64_t wall = boot_realtime_ns + (int64_t)mono_ns;
-    if (wall < 0)
-        wall = 0;
-    time_t secs = (time_t)(wall / 1000000000);
-    uint64_t frac = (uint64_t)(wall % 1000000000) / div;
-    struct tm tm;
-    char base[32];
-    localtime_r(&secs, &tm);
-    strftime(base, sizeof base, with_date ? "%Y-%m-%d %H:%M:%S" : "%H:%M:%S", &tm);
-    snprintf(buf, cap, "%s.%0*" PRIu64, base, ns_digits, frac);
-    return buf;
-}
-
-/* Length of the valid UTF-8 sequence at s[0, n), or 0 if invalid. */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-    unsigned char c = s[0];
-    size_t len;
-    uint32_t cp;
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xc2 && c <= 0xdf) {
-        len = 2;
-        cp = c & 0x1f;
-    } else if (c >= 0xe0 && c <= 0xef) {
-        len = 3;
-        cp = c & 0x0f;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        len = 4;
-        cp = c & 0x07;
-    } else {
-        return 0;
-    }
-    if (n < len)
-        return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (s[i] & 0x3f);
-    }
-    if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
-        (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
-        return 0;
-    return len;
-}
-
-void cli_json_str(FILE *f, const char *str, size_t n)
-{
-    const unsigned char *s = (const unsigned char *)str;
-    fputc('"', f);
-    for (size_t i = 0; i < n;) {
-        unsigned char c = s[i];
-        if (c == '"' || c == '\\') {
-            fputc('\\', f);
-            fputc(c, f);
-            i++;
-        } else if (c == '\n') {
-            fputs("\\n", f);
-            i++;
-        } else if (c == '\t') {
-            fputs("\\t", f);
-            i++;
-        } else if (c < 0x20 || c == 0x7f) {
-            fprintf(f, "\\u%04x", c);
-            i++;
-        } else if (c < 0x80) {
-            fputc(c, f);
-            i++;
-        } else {
-            size_t k = utf8_len(s + i, n - i);
-            if (k == 0) {
-                fputs("\\ufffd", f);
-                i++;
-            } else {
-                fwrite(s + i, 1, k, f);
-                i += k;
-            }
-        }
-    }
-    fputc('"', f);
-}
-
-void cli_text_str(FILE *f, const char *str, size_t n, bool quote)
-{
-    const unsigned char *s = (const unsigned char *)str;
-    size_t k;
-    if (quote)
-        fputc('"', f);
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = s[i];
-        if (c == '"' && quote)
-            fputs("\\\"", f);
-        else if (c == '\\')
-            fputs("\\\\", f);
-        else if (c >= 0x20 && c < 0x7f)
-            fputc(c, f);
-        else if (c >= 0x80 && (k = utf8_len(s + i, n - i)) > 0) {
-            fwrite(s + i, 1, k, f);
-            i += k - 1;
-        } else
-            fprintf(f, "\\x%02x", c);
-    }
-    if (quote)
-        fputc('"', f);
-}
-
-void cli_warn_lost(struct cli_store *s, const struct cli_env *env, uint32_t pid, uint64_t from,
+void cli_warn_lost(struct q_store *s, const struct cli_env *env, uint32_t pid, uint64_t from,
                    uint64_t to, uint64_t lost)
 {
-    struct cli_drops d;
+    struct idx_read_drops d;
     char why[160];
-    if (cli_store_drops(s, 0, pid, from, to, &d) == 0 && d.lost)
+    if (q_store_drops(s, 0, pid, from, to, &d) == 0 && d.lost)
         cli_warn(env, "%" PRIu64 " records were dropped in the blocks read (the process%s "
-                 "dropped: %s)", lost, pid ? "" : "es", cli_store_drops_text(&d, why, sizeof why));
+                 "dropped: %s)", lost, pid ? "" : "es", q_store_drops_text(&d, why, sizeof why));
     else
         cli_warn(env, "%" PRIu64 " records were dropped in the blocks read", lost);
 }

@@ -28,6 +28,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include "collector/query/q_store.h"
+#include "collector/query/q_text.h"
 
 enum cli_exit {
     CLI_EXIT_OK = 0,
@@ -38,6 +40,7 @@ enum cli_exit {
 #define CLI_PATH_MAX        4096
 #define CLI_STORE_ENV       "D9_STORE"          /* overrides the default store */
 #define CLI_ENDPOINT_ENV    "DIAL9_COLLECTOR"   /* overrides the default endpoint */
+#define CLI_DEBUG_DIR_ENV   "D9_DEBUG_DIR"      /* where debug files are (--debug-dir) */
 #define CLI_TIMEOUT_MS      2000                /* collector requests (status, flush) */
 #define CLI_LIMIT_DEFAULT   20                  /* top-polls */
 
@@ -50,6 +53,9 @@ struct cli_env {
     /* d9 pull and --store s3://... (cli_s3store.h): the global --s3-endpoint,
      * --s3-region, --host and --cache; NULL = default */
     const char *s3_endpoint, *s3_region, *s3_host, *cache;
+    /* --debug-dir or $D9_DEBUG_DIR: the build-id tree of debug files; NULL =
+     * /usr/lib/debug/.build-id */
+    const char *debug_dir;
 };
 
 /* Signature of a subcommand: argv[0] is the subcommand name. Returns an
@@ -107,27 +113,13 @@ enum cli_opt_id {
 #define CLI_OPTE_OUTPUT   { "output", 1, NULL, 'o' }
 #define CLI_OPTE_END      { NULL, 0, NULL, 0 }
 
-/* A time window as typed; resolved against a store by cli_store_window_resolve
- * (cli_store.h) because "--since" depends on whether the store is live. */
-enum cli_window_kind {
-    CLI_WIN_ALL = 0,                /* default and --last: everything */
-    CLI_WIN_SINCE = 1,              /* --since DUR */
-    CLI_WIN_RANGE = 2,              /* --from and/or --to */
-};
-struct cli_window_spec {
-    enum cli_window_kind kind;
-    uint64_t since_ns;
-    uint64_t from_ns;               /* 0 = open */
-    uint64_t to_ns;                 /* UINT64_MAX = open */
-};
-
 enum cli_format { CLI_FMT_TEXT = 0, CLI_FMT_JSONL = 1 };
 
 /* Parsed common options (defaults set by cli_args_init). */
 struct cli_args {
     uint32_t pid;                   /* 0 = every process */
     uint32_t tid;                   /* 0 = every thread */
-    struct cli_window_spec win;
+    struct q_window win;
     uint64_t limit;                 /* 0 = no limit */
     bool limit_set;
     enum cli_format format;
@@ -175,29 +167,27 @@ int cli_fail(const struct cli_env *env, const char *fmt, ...)
 void cli_warn(const struct cli_env *env, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-struct cli_store;
+struct q_store;
 /* The warning after a scan whose blocks reported lost records: how many,
  * and why (the drop causes of the processes of pid in [from, to]). */
-void cli_warn_lost(struct cli_store *s, const struct cli_env *env, uint32_t pid, uint64_t from,
+void cli_warn_lost(struct q_store *s, const struct cli_env *env, uint32_t pid, uint64_t from,
                    uint64_t to, uint64_t lost);
 
 /* Open the store for reading, printing one line on failure (returns
  * CLI_EXIT_FAIL then) and CLI_EXIT_OK on success. */
-int cli_open_store(const struct cli_env *env, struct cli_store **out);
+int cli_open_store(const struct cli_env *env, struct q_store **out);
 
 /* The common start of a subcommand that only takes common options and reads
  * the store: cli_args_init, cli_getopt (no private options), cli_open_store.
  * On return *s is the open store (rc CLI_EXIT_OK: go on), or NULL and rc is
  * what the subcommand returns (--help printed, usage error, no store). */
 int cli_begin(struct cli_env *env, struct cli_args *a, int argc, char **argv,
-              const struct option *opts, const char *usage, struct cli_store **s);
+              const struct option *opts, const char *usage, struct q_store **s);
 
 /* "window: everything" / "window: last 5m (live, counted back from now)". */
-const char *cli_window_text(const struct cli_window_spec *w, bool live, char *buf, size_t cap);
+const char *cli_window_text(const struct q_window *w, bool live, char *buf, size_t cap);
 
 /* ---- parsing (pure) --------------------------------------------------------- */
-/* Decimal unsigned integer, whole string, no sign, no overflow. 0 or -EINVAL/-ERANGE. */
-int cli_parse_u64(const char *s, uint64_t *out);
 /* Duration: "<n>[ns|us|ms|s|m|h|d]" (no unit = seconds), e.g. 30s, 5m, 2h,
  * 1d, 250ms, 1.5s. Must be > 0. 0 or -EINVAL/-ERANGE. */
 int cli_parse_duration(const char *s, uint64_t *ns);
@@ -210,18 +200,6 @@ int cli_parse_types(const char *s, uint32_t *mask, char *badbuf, size_t badcap);
 const char *cli_fmt_dur(uint64_t ns, char *buf, size_t cap);
 /* "1.5 MiB"; cap >= 16. */
 const char *cli_fmt_bytes(uint64_t bytes, char *buf, size_t cap);
-/* A CLOCK_MONOTONIC time: local wall clock "2026-12-02 12:59:28.123" when
- * the boot offset is known (have_wall), else "mono 1234.567s". cap >= 40.
- * ns_digits = fraction digits (3, 6 or 9). */
-const char *cli_fmt_time(uint64_t mono_ns, int64_t boot_realtime_ns, bool have_wall,
-                         int ns_digits, bool with_date, char *buf, size_t cap);
-/* Write s[0, n) as a JSON string literal (quotes included). Control bytes and
- * quotes are escaped; invalid UTF-8 bytes become U+FFFD so the output always
- * parses. */
-void cli_json_str(FILE *f, const char *s, size_t n);
-/* Write s[0, n) for a text line: printable ASCII and valid UTF-8 as is, the rest as
- * \xNN, inside double quotes when quote is set. */
-void cli_text_str(FILE *f, const char *s, size_t n, bool quote);
 
 /* Shared help text fragments. */
 #define CLI_HELP_WINDOW \

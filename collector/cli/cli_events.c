@@ -2,8 +2,8 @@
  * cli_events.c — `d9 events`: decoded records of a window, in time order,
  * filtered by pid, tid and record type, as text lines or JSON lines.
  *
- * Called by main.c. Streams through cli_store.c's scan (bounded memory) and
- * cli_decode.c; stops reading as soon as --limit records were printed.
+ * Called by main.c. Streams through q_store.c's scan (bounded memory) and
+ * q_decode.c; stops reading as soon as --limit records were printed.
  * Never buffers records: memory does not grow with the window.
  */
 #include <errno.h>
@@ -13,8 +13,8 @@
 #include <stdio.h>
 #include <string.h>
 #include "collector/cli/cli.h"
-#include "collector/cli/cli_decode.h"
-#include "collector/cli/cli_store.h"
+#include "collector/query/q_decode.h"
+#include "collector/query/q_scan.h"
 
 static const char usage[] =
 "NAME\n"
@@ -106,26 +106,26 @@ static int ev_priv(struct cli_env *env, void *arg, int opt, const char *val)
     return 0;
 }
 
-static int ev_record(void *arg, const struct cli_rec_src *src, const struct d9_rec_hdr *rec,
+static int ev_record(void *arg, const struct q_rec_src *src, const struct d9_rec_hdr *rec,
                      size_t len)
 {
     struct ev_ctx *c = arg;
-    struct cli_decoded d;
-    if (cli_decode(rec, len, src->meta, &d) < 0) {
+    struct q_decoded d;
+    if (q_decode(rec, len, src->meta, &d) < 0) {
         c->undecodable++;
         return 0;
     }
     if (d.type == D9_REC_CUSTOM && !event_wanted(c->events, d.event))
         return 0;
-    struct cli_line_ctx lc = {
+    struct q_line_ctx lc = {
         .pid = src->pid, .tid = src->tid, .uid = src->uid, .show_uid = true,
         .comm = src->comm, .thread = src->thread,
         .boot_realtime_ns = c->boot, .have_wall = c->wall,
     };
     if (c->a->format == CLI_FMT_JSONL)
-        cli_decode_print_json(stdout, &lc, &d);
+        q_decode_print_json(stdout, &lc, &d);
     else
-        cli_decode_print_text(stdout, &lc, &d);
+        q_decode_print_text(stdout, &lc, &d);
     if (ferror(stdout))
         return -EIO;
     c->printed++;
@@ -147,14 +147,14 @@ CLI_DECLARE_CMD(events)
         return rc > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
     if (c.events && a.types == 0)
         a.types = 1u << D9_REC_CUSTOM;
-    struct cli_store *s;
+    struct q_store *s;
     if ((rc = cli_open_store(env, &s)) != CLI_EXIT_OK)
         return rc;
-    c.wall = cli_store_wall(s, &c.boot);
-    struct cli_filter f = { .pid = a.pid, .tid = a.tid, .types = a.types };
-    cli_store_window_resolve(s, &a.win, a.pid, &f.from, &f.to);
-    struct cli_scan_stats st;
-    int r = cli_store_scan(s, &f, ev_record, &c, &st, "d9 events");
+    c.wall = q_store_wall(s, &c.boot);
+    struct q_filter f = { .pid = a.pid, .tid = a.tid, .types = a.types };
+    q_store_window_resolve(s, &a.win, a.pid, &f.from, &f.to);
+    struct q_scan_stats st;
+    int r = q_scan(s, &f, ev_record, &c, &st, "d9 events");
     fflush(stdout);
     if (r < 0) {
         rc = r == -EIO && ferror(stdout) ? cli_fail(env, "write error on standard output")
@@ -163,14 +163,14 @@ CLI_DECLARE_CMD(events)
     } else if (c.printed == 0) {
         char w[160];
         fprintf(stderr, "d9 events: no records match in %s%s\n",
-                cli_window_text(&a.win, cli_store_live(s), w, sizeof w),
-                cli_store_unsealed_hint(s, a.pid));
+                cli_window_text(&a.win, q_store_live(s), w, sizeof w),
+                q_store_unsealed_hint(s, a.pid));
     }
     if (st.lost && r >= 0)
         cli_warn_lost(s, env, a.pid, f.from, f.to, st.lost);
     if (st.bad_blocks || st.missing_segments)
         cli_warn(env, "%" PRIu64 " corrupt blocks and %" PRIu64 " unreadable segments skipped",
                  st.bad_blocks, st.missing_segments);
-    cli_store_close(s);
+    q_store_close(s);
     return rc;
 }

@@ -1,10 +1,10 @@
 /*
  * cli_export.c — `d9 export`: a window of records as Chrome trace-event
- * JSON (cli_trace.h) for chrome://tracing and the Perfetto UI, or as
- * Perfetto's native protobuf trace (cli_perfetto.h, --format perfetto).
+ * JSON (exp_json.h) for chrome://tracing and the Perfetto UI, or as
+ * Perfetto's native protobuf trace (exp_perfetto.h, --format perfetto).
  *
- * Called by main.c. Streams: scan (cli_store.c) -> cli_trace_record or
- * cli_perfetto_record -> FILE.
+ * Called by main.c. Streams: scan (q_store.c) -> exp_json_record or
+ * exp_perfetto_record -> FILE.
  * Writes to -o FILE through a temporary file renamed at the end, so a
  * failed export never leaves a truncated FILE behind; "-" or no -o = stdout.
  */
@@ -17,9 +17,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "collector/cli/cli.h"
-#include "collector/cli/cli_perfetto.h"
-#include "collector/cli/cli_trace.h"
-#include "collector/cli/cli_store.h"
+#include "collector/export/exp_perfetto.h"
+#include "collector/export/exp_json.h"
+#include "collector/query/q_sym.h"
+#include "collector/query/q_scan.h"
 
 static const char usage[] =
 "NAME\n"
@@ -34,7 +35,9 @@ static const char usage[] =
 "    https://ui.perfetto.dev: polls as complete (\"X\") slices named after\n"
 "    the polled function, parked workers as \"parked\" slices, wakes,\n"
 "    spawns, terminations and custom events as instants (\"i\") with their\n"
-"    fields as args, queue depths as counters (\"C\"), and process/thread\n"
+"    fields as args, queue depths as counters (\"C\"), each scheduling-wait\n"
+"    sample (a sampled park or unpark, as d9 sched counts them) as a point\n"
+"    of the counter \"sched_wait <runtime> w<N>\" (ns), and process/thread\n"
 "    names (\"M\"). Each wake also starts a flow arrow (\"s\") that ends at\n"
 "    the wakee's next poll (\"f\"). CPU samples are instants of category\n"
 "    \"cpu\" on the sampled thread, named after the innermost frame, with\n"
@@ -48,7 +51,8 @@ static const char usage[] =
 "    --format perfetto writes Perfetto's native protobuf trace instead\n"
 "    (open it at https://ui.perfetto.dev or with trace_processor): a track\n"
 "    per process, thread and queue counter; polls and parked spans as\n"
-"    slices; wakes as flows from the waker to the wakee's next poll; custom\n"
+"    slices; wakes as flows from the waker to the wakee's next poll; wait\n"
+"    samples as \"sched_wait\" counter tracks; custom\n"
 "    events as instants with their fields; CPU samples as PerfSample\n"
 "    packets with symbolized, interned callstacks; off-CPU samples as\n"
 "    \"off_cpu\" instants. Names are interned and times delta-encoded, so\n"
@@ -70,22 +74,16 @@ CLI_HELP_WINDOW "\n" CLI_HELP_COMMON "\n"
 "\n"
 CLI_HELP_EXIT;
 
-static int on_map(void *arg, const struct cli_rec_src *src, const struct d9_rec_hdr *rec,
-                  size_t len)
-{
-    return cli_trace_map(arg, src, rec, len);
-}
-
-static int on_record(void *arg, const struct cli_rec_src *src, const struct d9_rec_hdr *rec,
+static int on_record(void *arg, const struct q_rec_src *src, const struct d9_rec_hdr *rec,
                      size_t len)
 {
-    return cli_trace_record(arg, src, rec, len);
+    return exp_json_record(arg, src, rec, len);
 }
 
-static int on_record_perfetto(void *arg, const struct cli_rec_src *src,
+static int on_record_perfetto(void *arg, const struct q_rec_src *src,
                               const struct d9_rec_hdr *rec, size_t len)
 {
-    return cli_perfetto_record(arg, src, rec, len);
+    return exp_perfetto_record(arg, src, rec, len);
 }
 
 enum { OPT_FORMAT = CLI_OPT_FIRST_PRIVATE };
@@ -111,7 +109,7 @@ CLI_DECLARE_CMD(export)
         { "format", 1, NULL, OPT_FORMAT }, CLI_OPTE_END,
     };
     struct cli_args a;
-    struct cli_store *s = NULL;
+    struct q_store *s = NULL;
     bool perfetto = false;
     cli_args_init(&a);
     int rc = cli_getopt(env, &a, argc, argv, opts, usage, export_opt, &perfetto);
@@ -126,7 +124,7 @@ CLI_DECLARE_CMD(export)
     bool to_file = a.output && strcmp(a.output, "-") != 0;
     if (to_file) {
         if (snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", a.output) >= (int)sizeof tmp) {
-            cli_store_close(s);
+            q_store_close(s);
             return cli_fail(env, "-o %s: path too long", a.output);
         }
         int fd = mkstemp(tmp);
@@ -140,38 +138,39 @@ CLI_DECLARE_CMD(export)
             int e = errno;
             if (fd >= 0)
                 close(fd);
-            cli_store_close(s);
+            q_store_close(s);
             return cli_fail(env, "-o %s: cannot create: %s", a.output, strerror(e));
         }
     }
-    struct cli_export *x = NULL;
-    struct cli_perfetto *px = NULL;
-    if (perfetto ? cli_perfetto_begin(&px, out) < 0 : cli_trace_begin(&x, out) < 0) {
+    struct exp_json *x = NULL;
+    struct exp_perfetto *px = NULL;
+    struct q_sym *sym = NULL;
+    if (q_sym_new(&sym, s) < 0 ||
+        (perfetto ? exp_perfetto_begin(&px, out, sym) < 0 : exp_json_begin(&x, out, sym) < 0)) {
         if (to_file) {
             fclose(out);
             unlink(tmp);
         }
-        cli_store_close(s);
+        q_sym_free(sym);
+        q_store_close(s);
         return cli_fail(env, "out of memory");
     }
-    /* pass 1: the memory maps that name the CPU samples' frames, whatever their time */
-    struct cli_filter mf = { .from = 0, .to = UINT64_MAX, .pid = a.pid,
-                             .types = 1u << D9_REC_CUSTOM };
-    int r = perfetto ? 0 : cli_store_scan(s, &mf, on_map, x, NULL, "d9 export");
-    struct cli_filter f = {
+    struct q_filter f = {
         .pid = a.pid,
         /* off-CPU stacks are for d9 flame --off-cpu */
         .types = ~(1u << D9_REC_SCHED_SWITCH | 1u << D9_REC_PAD),
     };
-    cli_store_window_resolve(s, &a.win, a.pid, &f.from, &f.to);
-    struct cli_scan_stats st;
+    q_store_window_resolve(s, &a.win, a.pid, &f.from, &f.to);
+    /* pass 1: the memory maps that name the window's CPU samples */
+    int r = q_sym_load(sym, a.pid, f.from, f.to, "d9 export");
+    struct q_scan_stats st;
     memset(&st, 0, sizeof st);
     if (r >= 0)
-        r = perfetto ? cli_store_scan(s, &f, on_record_perfetto, px, &st, "d9 export")
-                     : cli_store_scan(s, &f, on_record, x, &st, "d9 export");
-    struct cli_export_stats es = { 0 };
-    struct cli_perfetto_stats ps = { 0 };
-    int fr = perfetto ? cli_perfetto_finish(px, st.t_last, &ps) : cli_trace_finish(x, st.t_last, &es);
+        r = perfetto ? q_scan(s, &f, on_record_perfetto, px, &st, "d9 export")
+                     : q_scan(s, &f, on_record, x, &st, "d9 export");
+    struct exp_json_stats es = { 0 };
+    struct exp_perfetto_stats ps = { 0 };
+    int fr = perfetto ? exp_perfetto_finish(px, st.t_last, &ps) : exp_json_finish(x, st.t_last, &es);
     if (to_file) {
         if (fclose(out) != 0 && fr == 0)
             fr = -EIO;
@@ -191,11 +190,11 @@ CLI_DECLARE_CMD(export)
         if (st.records == 0) {
             char w[160];
             fprintf(stderr, "d9 export: no records in %s; wrote an empty trace\n",
-                    cli_window_text(&a.win, cli_store_live(s), w, sizeof w));
+                    cli_window_text(&a.win, q_store_live(s), w, sizeof w));
         } else if (perfetto) {
             fprintf(stderr, "d9 export: %" PRIu64 " records -> %" PRIu64 " packets, %" PRIu64
                     " bytes (%" PRIu64 " polls, %" PRIu64 " parked, %" PRIu64 " instants, %"
-                    PRIu64 " counters, %" PRIu64 " samples, %" PRIu64 " flows)%s%s\n",
+                    PRIu64 " counters, %" PRIu64 " samples, %" PRIu64 " wake flows)%s%s\n",
                     st.records, ps.packets, ps.bytes, ps.polls, ps.parks, ps.instants,
                     ps.counters, ps.samples, ps.flows, to_file ? " in " : "",
                     to_file ? a.output : "");
@@ -211,6 +210,7 @@ CLI_DECLARE_CMD(export)
             cli_warn(env, "%" PRIu64 " corrupt blocks and %" PRIu64 " unreadable segments skipped",
                      st.bad_blocks, st.missing_segments);
     }
-    cli_store_close(s);
+    q_sym_free(sym);
+    q_store_close(s);
     return rc;
 }

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "collector/cli/cli.h"
-#include "collector/cli/cli_store.h"
+#include "collector/query/q_store.h"
 
 static const char usage[] =
 "NAME\n"
@@ -59,7 +59,7 @@ CLI_HELP_EXIT;
 
 struct ps_ctx {
     struct cli_args *a;
-    struct cli_store *s;
+    struct q_store *s;
     char *why;                          /* text: one "why lost" line per process */
     size_t why_len, why_cap;
     int64_t boot;
@@ -85,7 +85,7 @@ static uint64_t clock_ns(clockid_t c)
  * boot not before the process started (its start in clock ticks, less a
  * tick, a millisecond and the time the host was suspended) nor after now;
  * on any store whose boot wall time is known, not after the wall clock. */
-static bool ps_time_ok(const struct ps_ctx *c, const struct cli_proc_row *r, uint64_t t)
+static bool ps_time_ok(const struct ps_ctx *c, const struct idx_read_process *r, uint64_t t)
 {
     if (t == 0 || t > (uint64_t)INT64_MAX)
         return false;
@@ -107,7 +107,7 @@ static bool ps_time_ok(const struct ps_ctx *c, const struct cli_proc_row *r, uin
 }
 
 /* exited(CODE); crashed(SIGNAL): a crash's exit_code is the signal number */
-static void state_text(const struct cli_proc_row *r, char *buf, size_t cap)
+static void state_text(const struct idx_read_process *r, char *buf, size_t cap)
 {
     const char *sig = NULL;
     if (r->has_exit_code && strcmp(r->state, "crashed") == 0 && r->exit_code > 0 &&
@@ -130,7 +130,7 @@ static void ps_json_u64(uint64_t v, bool impossible)
         printf("%" PRIu64, v);
 }
 
-static int ps_row(void *arg, const struct cli_proc_row *r)
+static int ps_row(void *arg, const struct idx_read_process *r)
 {
     struct ps_ctx *c = arg;
     char st[48], t0[48], t1[48], dur[32], b[32];
@@ -141,30 +141,30 @@ static int ps_row(void *arg, const struct cli_proc_row *r)
     uint64_t last = r->rec_last_ns ? r->rec_last_ns : r->last_ns;
     bool first_ok = ps_time_ok(c, r, first), last_ok = ps_time_ok(c, r, last);
     if (first_ok)
-        cli_fmt_time(first, c->boot, c->wall, 3, true, t0, sizeof t0);
+        q_text_time(first, c->boot, c->wall, 3, true, t0, sizeof t0);
     else
         snprintf(t0, sizeof t0, "%s", first ? "?" : "-");   /* impossible; unknown */
     if (last_ok)
-        cli_fmt_time(last, c->boot, c->wall, 3, true, t1, sizeof t1);
+        q_text_time(last, c->boot, c->wall, 3, true, t1, sizeof t1);
     else
         snprintf(t1, sizeof t1, "%s", last ? "?" : "-");
     /* a span needs both ends, in order (one record: 0) */
     bool span_ok = first_ok && last_ok && last >= first;
     bool span_bad = first && last && !span_ok;      /* else unknown (0) or fine */
     uint64_t span = span_ok ? last - first : 0;
-    struct cli_drops d = { 0 };
+    struct idx_read_drops d = { 0 };
     char why[160] = "none";
-    if ((r->lost || c->a->format == CLI_FMT_JSONL) && cli_store_drops(c->s, r->id, 0, 0,
+    if ((r->lost || c->a->format == CLI_FMT_JSONL) && q_store_drops(c->s, r->id, 0, 0,
                                                                       UINT64_MAX, &d) == 0)
-        cli_store_drops_text(&d, why, sizeof why);
+        q_store_drops_text(&d, why, sizeof why);
     if (c->a->format == CLI_FMT_JSONL) {
         printf("{\"pid\":%" PRIu32 ",\"start_time\":%" PRIu64 ",\"uid\":%" PRIu32 ",\"comm\":",
                r->pid, r->start_time, r->uid);
-        cli_json_str(stdout, r->comm, strlen(r->comm));
+        q_text_json(stdout, r->comm, strlen(r->comm));
         fputs(",\"exe\":", stdout);
-        cli_json_str(stdout, r->exe, strlen(r->exe));
+        q_text_json(stdout, r->exe, strlen(r->exe));
         fputs(",\"state\":", stdout);
-        cli_json_str(stdout, r->state, strlen(r->state));
+        q_text_json(stdout, r->state, strlen(r->state));
         if (r->has_exit_code)
             printf(",\"exit_code\":%" PRId64, r->exit_code);
         fputs(",\"first_ns\":", stdout);
@@ -186,7 +186,7 @@ static int ps_row(void *arg, const struct cli_proc_row *r)
         printf("%-8" PRIu32 " %-6" PRIu32 " ", r->pid, r->uid);
         char comm[17];
         snprintf(comm, sizeof comm, "%s", r->comm);
-        cli_text_str(stdout, comm, strlen(comm), false);
+        q_text_escaped(stdout, comm, strlen(comm), false);
         printf("%*s %-13s %-23s %-23s %9s %10" PRIu64 " %8" PRIu64 " %4" PRIu64 " %10s\n",
                16 - (int)strlen(comm), "", st, t0, t1,
                span_bad ? "?" : cli_fmt_dur(span, dur, sizeof dur), r->records, r->lost, r->segments,
@@ -220,13 +220,13 @@ CLI_DECLARE_CMD(ps)
         CLI_OPTE_END,
     };
     struct cli_args a;
-    struct cli_store *s;
+    struct q_store *s;
     int rc = cli_begin(env, &a, argc, argv, opts, usage, &s);
     if (!s)
         return rc;
     struct ps_ctx c = { .a = &a, .s = s };
-    c.wall = cli_store_wall(s, &c.boot);
-    c.live = cli_store_live(s);
+    c.wall = q_store_wall(s, &c.boot);
+    c.live = q_store_live(s);
     c.now_mono = clock_ns(CLOCK_MONOTONIC);
     c.now_wall = clock_ns(CLOCK_REALTIME);
     uint64_t boottime = clock_ns(CLOCK_BOOTTIME);
@@ -234,18 +234,18 @@ CLI_DECLARE_CMD(ps)
     long hz = sysconf(_SC_CLK_TCK);
     c.tick = hz > 0 ? 1000000000u / (uint64_t)hz : 0;
     uint64_t from, to;
-    cli_store_window_resolve(s, &a.win, a.pid, &from, &to);
-    int n = cli_store_processes(s, a.pid, from, to, ps_row, &c);
+    q_store_window_resolve(s, &a.win, a.pid, &from, &to);
+    int n = q_store_processes(s, a.pid, from, to, ps_row, &c);
     if (n < 0) {
         rc = cli_fail(env, "%s: cannot query the index (error %d)", env->store, n);
     } else if (n == 0) {
         char w[128];
         fprintf(stderr, "d9 ps: no processes%s in %s\n", a.pid ? " with that pid" : "",
-                cli_window_text(&a.win, cli_store_live(s), w, sizeof w));
+                cli_window_text(&a.win, q_store_live(s), w, sizeof w));
     }
     if (c.why_len)
         printf("why records were lost:\n%s", c.why);
     free(c.why);
-    cli_store_close(s);
+    q_store_close(s);
     return rc;
 }

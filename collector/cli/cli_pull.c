@@ -5,7 +5,7 @@
  * Called by main.c's command table (cli_pull_cmd) and cli_s3store.c
  * (cli_pull_run, for `d9 --store s3://...`).
  * Calls the S3 client (collector/s3/), the key layout (cli_s3path.c) and
- * the store (seg_reader to verify, fsck_index_file to index, idx for the
+ * the store (seg_reader to verify, reindex_file to index, idx for the
  * origin's meta and the manifest's thread names): no SQL here.
  * Must never: index a file before it is verified whole, or leave a partial
  * download under a segment's name.
@@ -26,7 +26,8 @@
 #include "collector/s3/s3_cfg.h"
 #include "collector/s3/s3_key.h"
 #include "collector/store/crc32c.h"
-#include "collector/store/fsck.h"
+#include "collector/store/reindex.h"
+#include "collector/store/store_lock.h"
 #include "collector/store/idx.h"
 #include "collector/store/idx_read.h"
 #include "collector/store/seg.h"
@@ -291,7 +292,7 @@ static int set_origin(struct pull *p, const struct ent *e, const struct seg_file
 
 static int index_one(struct pull *p, const char *path)
 {
-    int rc = fsck_index_file(p->x, p->o->dir, path);
+    int rc = reindex_file(p->x, p->o->dir, path);
     if (rc < 0) {
         const char *m = idx_errmsg(p->x);
         cli_warn(p->env, "%s: cannot index: %s", path,
@@ -566,7 +567,7 @@ int cli_pull_run(const struct cli_env *env, const struct cli_pull_opts *o,
         cli_warn(env, "%s: %s", o->dir, strerror(-rc));
         goto out;
     }
-    if ((lock = fsck_store_lock(o->dir)) < 0) {
+    if ((lock = store_lock(o->dir)) < 0) {
         cli_warn(env, "%s: %s", o->dir,
                  lock == -EBUSY ? "in use (a collector or another pull holds its lock)"
                                 : strerror(-lock));
@@ -747,7 +748,7 @@ CLI_DECLARE_CMD(pull)
         fputs(pull_usage, stdout);
         return CLI_EXIT_OK;
     }
-    if (a.win.kind == CLI_WIN_SINCE) {
+    if (a.win.kind == Q_WIN_SINCE) {
         if (from_set)
             return cli_usage_error(env, "--since cannot be combined with --from");
         struct timespec now;

@@ -14,10 +14,10 @@
  *   4. per segment: GET it into DIR/.pull.<name>.part, check its size and
  *      CRC-32C against the manifest and verify it whole (seg_reader), then
  *      rename it to DIR/<pid>-<start>-<id>.d9seg, and index it from its
- *      contents (fsck_index_file); a corrupt object is counted and skipped.
+ *      contents (reindex_file); a corrupt object is counted and skipped.
  *
  * Invariants: a partial download never has a segment's name, so neither
- * the index nor `d9 fsck` ever sees it; the store lock (fsck_store_lock) is
+ * the index nor `d9 fsck` ever sees it; the store lock (store_lock) is
  * held for the whole pull, so two pulls (or a collector) never write the
  * same store; a second pull of the same selection fetches nothing.
  * Must never: write outside DIR, trust a key, a manifest or an object

@@ -53,7 +53,7 @@ int cli_s3store_prepare(struct cli_env *env, int argc, char ***argvp)
             store_at = i;
         } else if ((v = opt_value(argc, argv, &i, "--pid"))) {
             uint64_t n;
-            if (cli_parse_u64(v, &n) == 0 && n > 0 && n <= UINT32_MAX)
+            if (q_text_parse_u64(v, &n) == 0 && n > 0 && n <= UINT32_MAX)
                 pid = (uint32_t)n;
         } else if ((v = opt_value(argc, argv, &i, "--since"))) {
             if (cli_parse_duration(v, &since_ns) < 0)

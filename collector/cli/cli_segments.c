@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "collector/cli/cli.h"
-#include "collector/cli/cli_store.h"
+#include "collector/query/q_store.h"
 #include "shm/record.h"
 
 static const char usage[] =
@@ -47,17 +47,17 @@ struct seg_ctx {
     uint64_t bytes, records, lost;
 };
 
-static int seg_row(void *arg, const struct cli_seg_row *r)
+static int seg_row(void *arg, const struct idx_read_segment *r)
 {
     struct seg_ctx *c = arg;
     char t0[48], t1[48], dur[32], b[32];
-    cli_fmt_time(r->t_min, c->boot, c->wall, 3, true, t0, sizeof t0);
-    cli_fmt_time(r->t_max, c->boot, c->wall, 3, true, t1, sizeof t1);
+    q_text_time(r->t_min, c->boot, c->wall, 3, true, t0, sizeof t0);
+    q_text_time(r->t_max, c->boot, c->wall, 3, true, t1, sizeof t1);
     if (c->a->format == CLI_FMT_JSONL) {
         printf("{\"id\":%" PRIu64 ",\"pid\":%" PRIu32 ",\"comm\":", r->id, r->pid);
-        cli_json_str(stdout, r->comm, strlen(r->comm));
+        q_text_json(stdout, r->comm, strlen(r->comm));
         fputs(",\"path\":", stdout);
-        cli_json_str(stdout, r->path, strlen(r->path));
+        q_text_json(stdout, r->path, strlen(r->path));
         printf(",\"t_min\":%" PRIu64 ",\"t_max\":%" PRIu64 ",\"bytes\":%" PRIu64
                ",\"records\":%" PRIu64 ",\"lost\":%" PRIu64 ",\"counts\":{",
                r->t_min, r->t_max, r->bytes, r->records, r->lost);
@@ -73,7 +73,7 @@ static int seg_row(void *arg, const struct cli_seg_row *r)
                r->id, r->pid, t0, t1,
                cli_fmt_dur(r->t_max > r->t_min ? r->t_max - r->t_min : 0, dur, sizeof dur),
                cli_fmt_bytes(r->bytes, b, sizeof b), r->records, r->lost);
-        cli_text_str(stdout, r->path, strlen(r->path), false);
+        q_text_escaped(stdout, r->path, strlen(r->path), false);
         fputc('\n', stdout);
     }
     c->rows++;
@@ -90,26 +90,26 @@ CLI_DECLARE_CMD(segments)
         CLI_OPTE_END,
     };
     struct cli_args a;
-    struct cli_store *s;
+    struct q_store *s;
     int rc = cli_begin(env, &a, argc, argv, opts, usage, &s);
     if (!s)
         return rc;
     struct seg_ctx c = { .a = &a };
-    c.wall = cli_store_wall(s, &c.boot);
+    c.wall = q_store_wall(s, &c.boot);
     uint64_t from, to;
-    cli_store_window_resolve(s, &a.win, a.pid, &from, &to);
-    int n = cli_store_segments(s, a.pid, from, to, seg_row, &c);
+    q_store_window_resolve(s, &a.win, a.pid, &from, &to);
+    int n = q_store_segments(s, a.pid, from, to, seg_row, &c);
     char w[128], b[32];
     if (n < 0) {
         rc = cli_fail(env, "%s: cannot query the index (error %d)", env->store, n);
     } else if (n == 0) {
         fprintf(stderr, "d9 segments: no segments%s in %s (unsealed data: run 'd9 flush')\n",
                 a.pid ? " for that pid" : "",
-                cli_window_text(&a.win, cli_store_live(s), w, sizeof w));
+                cli_window_text(&a.win, q_store_live(s), w, sizeof w));
     } else if (a.format == CLI_FMT_TEXT) {
         printf("%u segments, %s, %" PRIu64 " records, %" PRIu64 " lost\n", c.rows,
                cli_fmt_bytes(c.bytes, b, sizeof b), c.records, c.lost);
     }
-    cli_store_close(s);
+    q_store_close(s);
     return rc;
 }

@@ -1,13 +1,13 @@
 /*
  * cli_serve.c — `d9 serve`: a small HTTP server in the CLI that sends one
- * self-contained page (cli_serve_page.html, compiled in; no internet at run
- * time) and answers its JSON API (cli_serve_api.h) from the store.
+ * self-contained page (serve_page.html, compiled in; no internet at run
+ * time) and answers its JSON API (serve_api.h) from the store.
  *
  * HTTP is Debian's libmicrohttpd: one internal polling thread answers the
  * requests one at a time, so the store handle is only ever used by that
  * thread; the main thread waits for SIGINT/SIGTERM. Requests are untrusted:
  * only GET and HEAD, no body, at most SERVE_MAX_ARGS query arguments (each
- * validated by cli_serve_api_param), bounded connection memory, a connection
+ * validated by serve_api_param), bounded connection memory, a connection
  * limit and a timeout; anything else is a 4xx. Binds to loopback unless
  * told otherwise.
  *
@@ -25,8 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "collector/cli/cli.h"
-#include "collector/cli/cli_serve_api.h"
-#include "collector/cli/cli_store.h"
+#include "collector/serve/serve_api.h"
+#include "collector/query/q_store.h"
 
 #define SERVE_LISTEN_DEFAULT  "127.0.0.1:8009"
 #define SERVE_MAX_ARGS        16u
@@ -35,7 +35,7 @@
 #define SERVE_CONN_MEMORY     (64u * 1024u)     /* per connection: request line + headers */
 
 static const char page[] =
-#include "collector/cli/cli_serve_page.h"
+#include "collector/serve/serve_page.h"
     ;
 
 static const char usage[] =
@@ -62,7 +62,8 @@ static const char usage[] =
 "\n"
 "    API (GET, JSON): /api/processes; /api/timeline?pid=&width=[&from=&to=];\n"
 "    /api/events?pid=[&from=&to=&event=&field=&value=&limit=];\n"
-"    /api/flame?pid=[&from=&to=&kind=cpu|off]. Times are\n"
+"    /api/flame?pid=[&from=&to=&kind=cpu|off];\n"
+"    /api/workers?pid=[&from=&to=] (the facts of d9 sched per worker). Times are\n"
 "    CLOCK_MONOTONIC ns. Bad arguments are 400, an unknown pid 404.\n"
 "\n"
 "OPTIONS\n"
@@ -82,12 +83,12 @@ CLI_HELP_COMMON "\n"
 CLI_HELP_EXIT;
 
 struct serve {
-    struct cli_store *s;
+    struct q_store *s;
     const struct cli_env *env;
 };
 
 struct arg_ctx {
-    struct cli_serve_params p;
+    struct serve_params p;
     unsigned n;
     bool bad;
     char why[96];
@@ -103,7 +104,7 @@ static enum MHD_Result on_arg(void *cls, enum MHD_ValueKind kind, const char *ke
         a->bad = true;
         return MHD_NO;
     }
-    if (cli_serve_api_param(&a->p, key, value, a->why, sizeof a->why) < 0) {
+    if (serve_api_param(&a->p, key, value, a->why, sizeof a->why) < 0) {
         a->bad = true;
         return MHD_NO;
     }
@@ -139,7 +140,7 @@ static enum MHD_Result error_reply(struct MHD_Connection *c, unsigned status, co
     if (!f)
         return MHD_NO;
     fputs("{\"error\":", f);
-    cli_json_str(f, msg, strlen(msg));
+    q_text_json(f, msg, strlen(msg));
     fputs("}\n", f);
     fclose(f);
     return reply(c, status, buf, len, "application/json", true);
@@ -171,7 +172,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return error_reply(c, MHD_HTTP_NOT_FOUND, "not found");
     struct arg_ctx a;
     memset(&a, 0, sizeof a);
-    cli_serve_api_params_init(&a.p);
+    serve_api_params_init(&a.p);
     MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, on_arg, &a);
     if (a.bad)
         return error_reply(c, MHD_HTTP_BAD_REQUEST, a.why);
@@ -180,7 +181,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     FILE *f = open_memstream(&buf, &len);
     if (!f)
         return error_reply(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
-    int status = cli_serve_api(sv->s, url, &a.p, f);
+    int status = serve_api(sv->s, url, &a.p, f);
     if (fclose(f) != 0) {
         free(buf);
         return error_reply(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
@@ -225,7 +226,7 @@ static int parse_listen(const char *s, struct sockaddr_in *sin)
     memcpy(host, s, hl);
     host[hl] = 0;
     uint64_t port;
-    if (cli_parse_u64(colon + 1, &port) < 0 || port > 65535)
+    if (q_text_parse_u64(colon + 1, &port) < 0 || port > 65535)
         return -EINVAL;
     memset(sin, 0, sizeof *sin);
     sin->sin_family = AF_INET;
@@ -249,7 +250,7 @@ CLI_DECLARE_CMD(serve)
     struct sockaddr_in sin;
     if (parse_listen(o.listen, &sin) < 0)
         return cli_usage_error(env, "--listen %s: expected IPv4ADDR:PORT", o.listen);
-    struct cli_store *s;
+    struct q_store *s;
     rc = cli_open_store(env, &s);
     if (!s)
         return rc;
@@ -271,7 +272,7 @@ CLI_DECLARE_CMD(serve)
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SERVE_CONN_MEMORY,
         MHD_OPTION_END);
     if (!d) {
-        cli_store_close(s);
+        q_store_close(s);
         return cli_fail(env, "cannot listen on %s (in use, or not an address of this host?)",
                         o.listen);
     }
@@ -284,6 +285,6 @@ CLI_DECLARE_CMD(serve)
     int sig = 0;
     sigwait(&set, &sig);
     MHD_stop_daemon(d);
-    cli_store_close(s);
+    q_store_close(s);
     return CLI_EXIT_OK;
 }

@@ -18,8 +18,8 @@
 #include <string.h>
 #include <time.h>
 #include "collector/cli/cli.h"
-#include "collector/cli/cli_store.h"
-#include "collector/cli/sql_vtab.h"
+#include "collector/query/q_scan.h"
+#include "collector/sql/sql_vtab.h"
 
 #define TABLE_BUFFER_ROWS 1000      /* rows read before column widths are fixed */
 #define TABLE_WIDTH_MAX   60        /* a wider value is printed whole, unpadded */
@@ -48,7 +48,12 @@ static const char usage[] =
 "                 end_ns, dur_ns: poll_start .. poll_end of a task on a thread\n"
 "                 (paired as top-polls pairs them; unfinished: end_ns NULL)\n"
 "    parks        pid, tid, runtime, worker, start_ns, end_ns, dur_ns, cpu_ns,\n"
-"                 sched_wait_ns: worker_park .. worker_unpark\n"
+"                 sched_wait_ns, park_wait_ns: worker_park .. worker_unpark\n"
+"    sched_waits  pid, tid, ts_ns, runtime, worker, kind ('park'|'unpark'),\n"
+"                 wait_ns, cpu_ns: every scheduling-wait sample\n"
+"    workers      one row per worker as d9 sched computes it: polls, parks,\n"
+"                 waits, wait_sum_ns .. wait_max_ns, cpu_ns, parked_ns, span_ns,\n"
+"                 busy_ns (the whole store)\n"
 "    wakes, spawns, terminates, queue_depths      one row per record\n"
 "    cpu_samples  pid, tid, ts_ns, kind ('cpu'|'off_cpu'), stack_id, ...\n"
 "    stacks       stack_id, depth (0 = innermost), frame, address, pid:\n"
@@ -160,7 +165,7 @@ static void table_print_cell(const struct table_out *t, int i, const struct cell
     size_t pad = w > n ? w - n : 0;
     if (t->right[i])
         printf("%*s", (int)pad, "");
-    cli_text_str(stdout, s, n, false);
+    q_text_escaped(stdout, s, n, false);
     if (!last)
         printf("%*s  ", t->right[i] ? 0 : (int)pad, "");
 }
@@ -222,7 +227,7 @@ static void jsonl_row(sqlite3_stmt *st, int ncols)
         const char *name = sqlite3_column_name(st, i);
         if (i)
             putchar(',');
-        cli_json_str(stdout, name ? name : "", name ? strlen(name) : 0);
+        q_text_json(stdout, name ? name : "", name ? strlen(name) : 0);
         putchar(':');
         switch (sqlite3_column_type(st, i)) {
         case SQLITE_NULL:
@@ -250,7 +255,7 @@ static void jsonl_row(sqlite3_stmt *st, int ncols)
         }
         default: {
             const unsigned char *t = sqlite3_column_text(st, i);
-            cli_json_str(stdout, t ? (const char *)t : "", (size_t)sqlite3_column_bytes(st, i));
+            q_text_json(stdout, t ? (const char *)t : "", (size_t)sqlite3_column_bytes(st, i));
             break;
         }
         }
@@ -475,7 +480,7 @@ CLI_DECLARE_CMD(sql)
             return cli_fail(env, "cannot read the query (out of memory, or above %u bytes)",
                             QUERY_MAX);
     }
-    struct cli_store *s;
+    struct q_store *s;
     int rc = cli_open_store(env, &s);
     if (rc != CLI_EXIT_OK) {
         free(q);
@@ -500,8 +505,8 @@ CLI_DECLARE_CMD(sql)
         if (fflush(stdout) != 0 && rc == CLI_EXIT_OK)
             rc = cli_fail(env, "standard output: write error");
         if (rc == CLI_EXIT_OK && had_columns && rows == 0)
-            fprintf(stderr, "d9 sql: no rows%s\n", cli_store_unsealed_hint(s, 0));
-        const struct cli_scan_stats *st = sql_vtab_stats(v);
+            fprintf(stderr, "d9 sql: no rows%s\n", q_store_unsealed_hint(s, 0));
+        const struct q_scan_stats *st = sql_vtab_stats(v);
         if (st->bad_blocks || st->missing_segments)
             cli_warn(env, "%" PRIu64 " blocks failed validation and %" PRIu64 " segment files "
                      "could not be read: their records are missing from the result",
@@ -512,7 +517,7 @@ CLI_DECLARE_CMD(sql)
     }
     sqlite3_close(db);
     sql_vtab_free(v);
-    cli_store_close(s);
+    q_store_close(s);
     free(q);
     return rc;
 }

@@ -83,7 +83,7 @@ static int priv(struct cli_env *env, void *arg, int opt, const char *val)
 static void jstr(const char *k, const char *v, bool comma)
 {
     printf("%s\"%s\":", comma ? "," : "", k);
-    cli_json_str(stdout, v ? v : "", v ? strlen(v) : 0);
+    q_text_json(stdout, v ? v : "", v ? strlen(v) : 0);
 }
 
 static void print_json(const D9__CollectorStatus *cs, bool rings)
@@ -196,7 +196,7 @@ static void print_text(const D9__CollectorStatus *cs, bool rings)
         char comm[17];
         snprintf(comm, sizeof comm, "%s", p->comm ? p->comm : "");
         printf("%-8" PRIu32 " ", p->pid);
-        cli_text_str(stdout, comm, strlen(comm), false);
+        q_text_escaped(stdout, comm, strlen(comm), false);
         printf("%*s %-11s %10" PRIu64 " %10s %10s %8" PRIu64 " %5" PRIu32 " %8" PRIu32 " %s\n",
                16 - (int)strlen(comm), "", p->state ? p->state : "?", p->records,
                cli_fmt_bytes(p->bytes_written, b1, sizeof b1),

@@ -1,7 +1,7 @@
 /*
  * cli_top_polls.c — `d9 top-polls`: the longest task polls of a window.
  *
- * Pairs poll_start/poll_end per thread by task id (cli_polls.c) while
+ * Pairs poll_start/poll_end per thread by task id (q_pair.c) while
  * scanning only those two record types, keeps the N longest in a min-heap
  * (memory: N polls, whatever the window), and resolves names (location,
  * runtime, thread) only for the N printed. A poll still open at the end of
@@ -18,8 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "collector/cli/cli.h"
-#include "collector/cli/cli_polls.h"
-#include "collector/cli/cli_store.h"
+#include "collector/query/q_pair.h"
+#include "collector/query/q_names.h"
+#include "collector/query/q_scan.h"
 
 static const char usage[] =
 "NAME\n"
@@ -52,7 +53,7 @@ CLI_HELP_WINDOW "\n" CLI_HELP_COMMON "\n"
 CLI_HELP_EXIT;
 
 struct top_entry {
-    struct cli_poll p;
+    struct q_poll p;
     uint64_t dur;
     bool unfinished;
 };
@@ -87,7 +88,7 @@ static void sift_down(struct top_ctx *c, size_t i)
     }
 }
 
-static int offer(struct top_ctx *c, const struct cli_poll *p, bool unfinished)
+static int offer(struct top_ctx *c, const struct q_poll *p, bool unfinished)
 {
     struct top_entry e = { .p = *p, .dur = p->end_ns - p->start_ns, .unfinished = unfinished };
     c->polls++;
@@ -121,15 +122,15 @@ static int offer(struct top_ctx *c, const struct cli_poll *p, bool unfinished)
 
 struct scan_arg {
     struct top_ctx *top;
-    struct cli_polls *polls;
+    struct q_pair *polls;
 };
 
-static int on_record(void *arg, const struct cli_rec_src *src, const struct d9_rec_hdr *rec,
+static int on_record(void *arg, const struct q_rec_src *src, const struct d9_rec_hdr *rec,
                      size_t len)
 {
     struct scan_arg *a = arg;
-    struct cli_poll done;
-    int rc = cli_polls_feed(a->polls, src, rec, len, &done);
+    struct q_poll done;
+    int rc = q_pair_feed(a->polls, src, rec, len, &done);
     if (rc == 1)
         return offer(a->top, &done, false);
     return rc < 0 ? rc : 0;
@@ -141,23 +142,23 @@ static int by_dur_desc(const void *x, const void *y)
     return less(a, b) ? 1 : less(b, a) ? -1 : 0;
 }
 
-static void print(struct cli_store *s, const struct cli_args *a, struct top_ctx *c)
+static void print(struct q_store *s, const struct cli_args *a, struct top_ctx *c)
 {
-    struct cli_names *names = NULL;
-    cli_store_names_open(s, &names);
+    struct q_names *names = NULL;
+    q_names_open(s, &names);
     int64_t boot;
-    bool wall = cli_store_wall(s, &boot);
+    bool wall = q_store_wall(s, &boot);
     qsort(c->h, c->n, sizeof *c->h, by_dur_desc);
     if (a->format == CLI_FMT_TEXT)
         printf("%-4s %11s  %-18s %-15s %-10s %6s %10s  %s\n", "#", "DURATION", "START",
                "PID/TID", "RUNTIME", "WORKER", "TASK", "LOCATION");
     for (size_t i = 0; i < c->n; i++) {
         const struct top_entry *e = &c->h[i];
-        char loc[CLI_LOC_TEXT_MAX], rt[80], t[48], d[32], th[32], pt[32];
+        char loc[Q_LOC_TEXT_MAX], rt[80], t[48], d[32], th[32], pt[32];
         if (names) {
-            cli_store_names_location(names, e->p.process_id, e->p.loc, loc, sizeof loc);
-            cli_store_names_runtime(names, e->p.process_id, e->p.runtime, rt, sizeof rt);
-            cli_store_names_thread(names, e->p.process_id, e->p.ring, e->p.generation, th,
+            q_names_location(names, e->p.process_id, e->p.loc, loc, sizeof loc);
+            q_names_runtime(names, e->p.process_id, e->p.runtime, rt, sizeof rt);
+            q_names_thread(names, e->p.process_id, e->p.ring, e->p.generation, th,
                                    sizeof th);
         } else {
             snprintf(loc, sizeof loc, "#%u", e->p.loc);
@@ -169,26 +170,26 @@ static void print(struct cli_store *s, const struct cli_args *a, struct top_ctx 
                    ",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32 ",\"task\":%" PRIu64
                    ",\"worker\":%u,\"runtime\":", i + 1, e->dur, e->p.start_ns, e->p.pid,
                    e->p.tid, e->p.task, (unsigned)e->p.worker);
-            cli_json_str(stdout, rt, strlen(rt));
+            q_text_json(stdout, rt, strlen(rt));
             fputs(",\"location\":", stdout);
-            cli_json_str(stdout, loc, strlen(loc));
+            q_text_json(stdout, loc, strlen(loc));
             fputs(",\"thread\":", stdout);
-            cli_json_str(stdout, th, strlen(th));
+            q_text_json(stdout, th, strlen(th));
             printf(",\"unfinished\":%s}\n", e->unfinished ? "true" : "false");
             continue;
         }
         char dd[40];
         snprintf(dd, sizeof dd, "%s%s", e->unfinished ? ">" : "", cli_fmt_dur(e->dur, d, sizeof d));
         snprintf(pt, sizeof pt, "%" PRIu32 "/%" PRIu32, e->p.pid, e->p.tid);
-        cli_fmt_time(e->p.start_ns, boot, wall, 6, false, t, sizeof t);
+        q_text_time(e->p.start_ns, boot, wall, 6, false, t, sizeof t);
         printf("%-4zu %11s  %-18s %-15s ", i + 1, dd, t, pt);
-        cli_text_str(stdout, rt, strlen(rt), false);
+        q_text_escaped(stdout, rt, strlen(rt), false);
         int pad = 10 - (int)strlen(rt);
         printf("%*s %6u %10" PRIu64 "  ", pad > 0 ? pad : 0, "", (unsigned)e->p.worker, e->p.task);
-        cli_text_str(stdout, loc, strlen(loc), false);
+        q_text_escaped(stdout, loc, strlen(loc), false);
         fputs(e->unfinished ? "  (unfinished)\n" : "\n", stdout);
     }
-    cli_store_names_close(names);
+    q_names_close(names);
 }
 
 CLI_DECLARE_CMD(top_polls)
@@ -198,61 +199,61 @@ CLI_DECLARE_CMD(top_polls)
         CLI_OPTE_FORMAT, CLI_OPTE_END,
     };
     struct cli_args a;
-    struct cli_store *s;
+    struct q_store *s;
     int rc = cli_begin(env, &a, argc, argv, opts, usage, &s);
     if (!s)
         return rc;
     struct top_ctx top = { .limit = a.limit_set ? a.limit : CLI_LIMIT_DEFAULT };
     struct scan_arg sa = { .top = &top };
-    if (cli_polls_new(&sa.polls) < 0) {
-        cli_store_close(s);
+    if (q_pair_new(&sa.polls) < 0) {
+        q_store_close(s);
         return cli_fail(env, "out of memory");
     }
-    struct cli_filter f = {
+    struct q_filter f = {
         .pid = a.pid,
         .types = 1u << D9_REC_POLL_START | 1u << D9_REC_POLL_END,
     };
-    cli_store_window_resolve(s, &a.win, a.pid, &f.from, &f.to);
-    struct cli_scan_stats st;
-    int r = cli_store_scan(s, &f, on_record, &sa, &st, "d9 top-polls");
-    struct cli_names *names = NULL;
-    if (r >= 0 && cli_store_names_open(s, &names) == 0) {
+    q_store_window_resolve(s, &a.win, a.pid, &f.from, &f.to);
+    struct q_scan_stats st;
+    int r = q_scan(s, &f, on_record, &sa, &st, "d9 top-polls");
+    struct q_names *names = NULL;
+    if (r >= 0 && q_names_open(s, &names) == 0) {
         /* polls never ended: they lasted at least until the process's last record */
         size_t it = 0;
-        struct cli_poll p;
-        while (r >= 0 && cli_polls_next_open(sa.polls, &it, &p)) {
-            if (p.task == CLI_POLL_PARKED)
+        struct q_poll p;
+        while (r >= 0 && q_pair_next_open(sa.polls, &it, &p)) {
+            if (p.task == Q_POLL_PARKED)
                 continue;
-            uint64_t last = cli_store_names_last_ns(names, p.process_id);
+            uint64_t last = q_names_last_ns(names, p.process_id);
             if (last > f.to)
                 last = f.to;
             p.end_ns = last > p.start_ns ? last : p.start_ns;
             r = offer(&top, &p, true);
         }
     }
-    cli_store_names_close(names);
+    q_names_close(names);
     if (r < 0) {
         rc = cli_fail(env, "%s: scan failed (error %d)", env->store, r);
     } else if (top.n == 0) {
         char w[160];
         fprintf(stderr, "d9 top-polls: no polls in %s%s\n",
-                cli_window_text(&a.win, cli_store_live(s), w, sizeof w),
-                cli_store_unsealed_hint(s, a.pid));
+                cli_window_text(&a.win, q_store_live(s), w, sizeof w),
+                q_store_unsealed_hint(s, a.pid));
     } else {
         print(s, &a, &top);
         if (a.format == CLI_FMT_TEXT)
             printf("%" PRIu64 " polls in the window, %zu longest shown\n", top.polls, top.n);
     }
-    const struct cli_polls_stats *ps = cli_polls_stats(sa.polls);
+    const struct q_pair_stats *ps = q_pair_stats(sa.polls);
     /* at the edges of a window, halves of polls are expected: warn only
      * when the whole store was read */
-    if (r >= 0 && a.win.kind == CLI_WIN_ALL && (ps->unpaired_ends || ps->replaced_starts))
+    if (r >= 0 && a.win.kind == Q_WIN_ALL && (ps->unpaired_ends || ps->replaced_starts))
         cli_warn(env, "%" PRIu64 " poll ends without a start and %" PRIu64 " starts without an "
                  "end (records dropped?)", ps->unpaired_ends, ps->replaced_starts);
     if (st.lost && r >= 0)
         cli_warn_lost(s, env, a.pid, f.from, f.to, st.lost);
-    cli_polls_free(sa.polls);
+    q_pair_free(sa.polls);
     free(top.h);
-    cli_store_close(s);
+    q_store_close(s);
     return rc;
 }

@@ -3,7 +3,7 @@
  * subcommand from the table below. Each subcommand lives in its own file
  * collector/cli/cli_<name>.c and is declared here by one D9_COMMANDS line.
  *
- * d9 reads the store (index + segments, via cli_store.h) and talks to the
+ * d9 reads the store (index + segments, via q_store.h) and talks to the
  * collector's control endpoint (status, flush). Only `fsck --repair`
  * (cli_fsck.c) ever writes to a store.
  */
@@ -46,6 +46,7 @@ enum {
     MAIN_OPT_S3_REGION,
     MAIN_OPT_HOST,
     MAIN_OPT_CACHE,
+    MAIN_OPT_DEBUG_DIR,
 };
 
 static void usage(FILE *f)
@@ -92,6 +93,10 @@ static void usage(FILE *f)
 "    --cache DIR     with --store s3://: the cache directory. Default:\n"
 "                    $XDG_CACHE_HOME/d9/s3/ENDPOINT/BUCKET/PREFIX[/@HOST],\n"
 "                    else ~/.cache/d9/s3/...\n"
+"    --debug-dir DIR where frames' debug files are looked for by build-id\n"
+"                    (DIR/xx/yyyy.debug; default /usr/lib/debug/.build-id,\n"
+"                    or $D9_DEBUG_DIR): a library with only .dynsym (libc)\n"
+"                    is named from its debug file (Debian: libc6-dbg).\n"
 "    --s3-endpoint URL  S3-compatible server (default: AWS); --s3-region R\n"
 "                    region to sign for. Credentials: see d9 pull --help.\n"
 "    -h, --help      this help.  --version  print the version.\n"
@@ -125,6 +130,7 @@ int main(int argc, char **argv)
         { "s3-region", 1, NULL, MAIN_OPT_S3_REGION },
         { "host", 1, NULL, MAIN_OPT_HOST },
         { "cache", 1, NULL, MAIN_OPT_CACHE },
+        { "debug-dir", 1, NULL, MAIN_OPT_DEBUG_DIR },
         { NULL, 0, NULL, 0 },
     };
     struct cli_args dummy;
@@ -151,6 +157,9 @@ int main(int argc, char **argv)
             break;
         case MAIN_OPT_CACHE:
             env.cache = optarg;
+            break;
+        case MAIN_OPT_DEBUG_DIR:
+            env.debug_dir = optarg;
             break;
         default:
             if (cli_common_opt(&env, &dummy, c, argv) != 0)

@@ -37,7 +37,7 @@
  * guard, guard.c). SIGTERM/SIGINT: drain everything, seal and index every
  * open segment, exit 0.
  *
- * The store lock (fsck_store_lock, <store>/.lock) is held for the whole run,
+ * The store lock (store_lock, <store>/.lock) is held for the whole run,
  * from before start-up recovery to exit: a second collector on the same
  * store exits 1 with one error line instead of salvaging or writing the
  * first one's files.
@@ -70,7 +70,7 @@
 #include "collector/daemon/guard.h"
 #include "collector/daemon/pace.h"
 #include "collector/daemon/pidfile.h"
-#include "collector/store/fsck.h"
+#include "collector/store/store_lock.h"
 #include "collector/store/idx.h"
 #include "collector/store/idx_read.h"
 #include "collector/store/col_log.h"
@@ -91,7 +91,7 @@
 struct col_ctx {
     struct config cfg;
     struct storedir store;
-    int store_lock;             /* fsck_store_lock fd, held until exit */
+    int store_lock;             /* store_lock fd, held until exit */
     int perf_keeper;            /* perf_callchain_keeper fd, -1 when none */
     struct perf_host *perf_host;    /* per-CPU on-CPU sampling, NULL: per thread or off */
     struct bell *bell;              /* doorbell listener, NULL: timer only */
@@ -934,13 +934,13 @@ static int start_up(struct col_ctx *x)
         return EXIT_RUNTIME;
     }
     /* before recovery: another collector's temp files are live, not debris */
-    if ((x->store_lock = fsck_store_lock(x->store.dir)) < 0) {
+    if ((x->store_lock = store_lock(x->store.dir)) < 0) {
         if (x->store_lock == -EBUSY)
             col_err("store %s is in use by another collector (it holds %s/%s); stop it "
                     "first or use another --store", x->store.dir, x->store.dir,
-                    FSCK_STORE_LOCK_FILE);
+                    STORE_LOCK_FILE);
         else
-            col_err("cannot take the store lock %s/%s: %s", x->store.dir, FSCK_STORE_LOCK_FILE,
+            col_err("cannot take the store lock %s/%s: %s", x->store.dir, STORE_LOCK_FILE,
                     strerror(-x->store_lock));
         storedir_close(&x->store);
         return EXIT_RUNTIME;

@@ -12,7 +12,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "collector/store/fsck.h"
+#include "collector/store/reindex.h"
+#include "collector/store/store_lock.h"
 #include "collector/store/idx.h"
 #include "collector/store/idx_read.h"
 #include "collector/store/seg_reader.h"
@@ -129,7 +130,7 @@ static int is_store_file(const char *name)
     size_t n = strlen(name), il = strlen(IDX_FILE_NAME), sl = strlen(SEG_FILE_SUFFIX);
     if (strncmp(name, IDX_FILE_NAME, il) == 0)
         return !name[il] || !strcmp(name + il, "-wal") || !strcmp(name + il, "-shm");
-    if (!strcmp(name, FSCK_STORE_LOCK_FILE))
+    if (!strcmp(name, STORE_LOCK_FILE))
         return 1;
     if (!strncmp(name, SEG_TMP_PREFIX, strlen(SEG_TMP_PREFIX)))
         return 1;
@@ -214,34 +215,6 @@ static int is_indexed(struct storedir *s, const char *relpath)
     return rc < 0 ? -EIO : rc;
 }
 
-/* Index a sealed segment summarised in sum (from salvage or summarize). */
-static int index_summary(struct storedir *s, const char *path, struct seg_summary *sum)
-{
-    struct seg_reader *r = NULL;
-    char comm[17] = "", exe[257] = "";
-    if (seg_reader_open(&r, path, SEG_OPEN_PARTIAL) == 0) {
-        const struct seg_file_hdr *h = seg_reader_header(r);
-        if (h) {
-            memcpy(comm, h->comm, sizeof h->comm);
-            memcpy(exe, h->exe, sizeof h->exe);
-        }
-        seg_reader_close(r);
-    }
-    for (char *c = comm; *c; c++)
-        if ((unsigned char)*c < 0x20 || *c == 0x7f)
-            *c = '?';
-    for (char *c = exe; *c; c++)
-        if ((unsigned char)*c < 0x20 || *c == 0x7f)
-            *c = '?';
-    struct idx_process ip = { .pid = sum->pid, .uid = sum->uid, .start_time = sum->start_time,
-                              .comm = comm, .exe = exe, .first_ns = sum->t_min };
-    int64_t pid_row = 0;
-    int rc = idx_process_upsert(s->idx, &ip, &pid_row);
-    if (rc == 0)
-        rc = idx_segment_commit(s->idx, pid_row, sum, s->dir);
-    return rc;
-}
-
 static uint64_t id_of(const char *name)
 {
     uint32_t pid;
@@ -281,7 +254,7 @@ static uint64_t reindex_sealed(struct storedir *s)
                      path, strerror(-rc));
             continue;
         }
-        rc = index_summary(s, path, &sum);
+        rc = reindex_summary(s->idx, s->dir, path, &sum);
         if (rc)
             col_warn("cannot re-index %s: %s", path, strerror(-rc));
         else
@@ -340,7 +313,7 @@ int storedir_recover(struct storedir *s)
                      strerror(-rc));
             continue;
         }
-        rc = index_summary(s, sum.path, &sum);
+        rc = reindex_summary(s->idx, s->dir, sum.path, &sum);
         if (rc)
             col_warn("salvaged %s but cannot index it: %s", sum.path, strerror(-rc));
         else

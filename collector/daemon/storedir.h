@@ -64,7 +64,7 @@ struct storedir {
  * even look up a name in it; its setgid bit gives every file created in
  * it the directory's group. Files are created 0640 (segments by
  * seg_writer, the index by idx_open, whose -wal and -shm SQLite creates
- * with the index's mode and owner; the lock by fsck_store_lock). */
+ * with the index's mode and owner; the lock by store_lock). */
 #define STOREDIR_DIR_MODE   02750
 #define STOREDIR_FILE_MODE  0640
 #define STOREDIR_PARENT_MODE 0755   /* missing parents of the store */

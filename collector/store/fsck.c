@@ -1,7 +1,7 @@
 /*
  * fsck.c — consistency check and repair of a store (see fsck.h).
  *
- * Called by `d9 fsck` (collector/d9.c) on a store, with the collector
+ * Called by `d9 fsck` (collector/cli/cli_fsck.c) on a store, with the collector
  * normally stopped. Reads everything it judges through the validating
  * segment reader; writes only through idx_* (one index connection) and
  * seg_salvage, plus unlink of temp files with nothing recoverable and
@@ -25,16 +25,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "collector/store/fsck.h"
+#include "collector/store/reindex.h"
+#include "collector/store/store_lock.h"
 #include "collector/store/idx.h"
 #include "collector/store/idx_read.h"
 #include "collector/store/seg_reader.h"
 #include "collector/store/seg_salvage.h"
-#include "collector/store/sym.h"
-#include "shm/meta.h"
 
 struct fsck {
     const char *store;
@@ -68,31 +67,6 @@ static void say(struct fsck *f, const char *path, const char *fmt, ...)
 uint64_t fsck_problems(const struct fsck_report *r)
 {
     return r->missing + r->mismatched + r->corrupt + r->orphans + r->temps + r->bad_times;
-}
-
-int fsck_store_lock(const char *store_dir)
-{
-    if (!store_dir)
-        return -EINVAL;
-    char path[PATH_MAX];
-    int n = snprintf(path, sizeof path, "%s/%s", store_dir, FSCK_STORE_LOCK_FILE);
-    if (n < 0 || (size_t)n >= sizeof path)
-        return -ENAMETOOLONG;
-    /* never through a symlink, never blocking on a FIFO; only a regular file */
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0640);
-    if (fd < 0)
-        return -errno;
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        return -EEXIST;
-    }
-    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        int e = errno == EWOULDBLOCK ? -EBUSY : -errno;
-        close(fd);
-        return e;
-    }
-    return fd;
 }
 
 /* ---- who has what open ------------------------------------------------------ */
@@ -207,128 +181,6 @@ static void compare(const struct idx_segment_row *row, const struct verdict *v, 
                  v->footer.nblocks);
 }
 
-/* ---- indexing a file from its contents ---------------------------------------- */
-
-static void clean_str(char *dst, const char *src, size_t n)
-{
-    memcpy(dst, src, n);
-    dst[n] = 0;
-    for (char *c = dst; *c; c++)
-        if ((unsigned char)*c < 0x20 || *c == 0x7f)
-            *c = '?';
-}
-
-struct thr {
-    uint32_t tid, ring, generation;
-    uint64_t first, last;
-    int ended;
-};
-
-static int index_extras(struct idx *x, int64_t pid_row, const char *path)
-{
-    struct seg_reader *r;
-    int e = seg_reader_open(&r, path, 0);
-    if (e < 0)
-        return e;
-    struct thr *t = NULL;
-    size_t nt = 0, capt = 0;
-    struct seg_exit ex = { 0 };
-    int have_exit = 0;
-    if (idx_begin(x) < 0) {
-        seg_reader_close(r);
-        return -EBUSY;
-    }
-    struct seg_block b;
-    while (e >= 0 && (e = seg_reader_next(r, &b)) == 1) {
-        if (b.h.kind == SEG_BLK_META) {
-            size_t off = 0;
-            struct shm_meta_entry me;
-            while (e >= 0 && shm_meta_next(b.payload, b.h.len, &off, &me) == 1)
-                if (me.kind == D9_META_RUNTIME)
-                    e = idx_runtime_upsert(x, pid_row, me.id, me.name);
-        } else if (b.h.kind == SEG_BLK_EXIT) {
-            memcpy(&ex, b.payload, sizeof ex);
-            have_exit = 1;
-        } else if (b.h.ring >= SYM_SEG_RING) {
-            /* the collector's pseudo rings (mappings, perf samples: SYM_SEG_RING and
-             * the one above it) are no thread of the process: the collector never
-             * indexes them as threads, so neither does a re-index */
-        } else {
-            size_t i = 0;
-            while (i < nt && (t[i].ring != b.h.ring || t[i].generation != b.h.generation))
-                i++;
-            if (i == nt) {
-                if (nt == capt) {
-                    size_t cap = capt ? capt * 2 : 32;
-                    struct thr *n = realloc(t, cap * sizeof *t);
-                    if (!n) {
-                        e = -ENOMEM;
-                        break;
-                    }
-                    t = n;
-                    capt = cap;
-                }
-                t[nt++] = (struct thr){ b.h.tid, b.h.ring, b.h.generation, 0, 0, 0 };
-            }
-            if (b.h.kind == SEG_BLK_THREAD_END)
-                t[i].ended = 1;
-            if (b.h.kind == SEG_BLK_THREAD_END || b.h.nrec > 0) {
-                if (!t[i].first || b.h.t_first < t[i].first)
-                    t[i].first = b.h.t_first;
-                if (b.h.t_last > t[i].last)
-                    t[i].last = b.h.t_last;
-            }
-        }
-    }
-    for (size_t i = 0; e >= 0 && i < nt; i++)
-        e = idx_thread_upsert(x, pid_row, t[i].tid, t[i].ring, t[i].generation, NULL,
-                              t[i].first, t[i].last, t[i].ended);
-    if (e >= 0 && have_exit && ex.reason != SEG_EXIT_UNKNOWN)
-        e = idx_process_end(x, pid_row, ex.t_ns,
-                            ex.reason == SEG_EXIT_CRASHED ? "crashed" : "exited", ex.code);
-    if (e >= 0 && idx_commit(x) < 0)
-        e = -EIO;
-    if (e < 0)
-        idx_rollback(x);
-    free(t);
-    seg_reader_close(r);
-    return e < 0 ? e : 0;
-}
-
-static int index_summary(struct idx *x, const char *store_dir, const char *path,
-                         const struct seg_summary *sum)
-{
-    struct seg_reader *r;
-    int e = seg_reader_open(&r, path, 0);
-    if (e < 0)
-        return e;
-    const struct seg_file_hdr *h = seg_reader_header(r);
-    char comm[sizeof h->comm + 1], exe[sizeof h->exe + 1];
-    clean_str(comm, h->comm, sizeof h->comm);
-    clean_str(exe, h->exe, sizeof h->exe);
-    seg_reader_close(r);
-    struct idx_process ip = { .pid = sum->pid, .uid = sum->uid, .start_time = sum->start_time,
-                              .comm = comm, .exe = exe, .first_ns = sum->t_min };
-    int64_t pid_row;
-    if ((e = idx_process_upsert(x, &ip, &pid_row)) < 0 ||
-        (e = idx_segment_commit(x, pid_row, sum, store_dir)) < 0)
-        return e;
-    return index_extras(x, pid_row, path);
-}
-
-int fsck_index_file(struct idx *x, const char *store_dir, const char *path)
-{
-    if (!x || !store_dir || !path)
-        return -EINVAL;
-    struct seg_summary sum;
-    int e = seg_salvage_summarize(path, &sum);
-    if (e < 0)
-        return e;
-    e = index_summary(x, store_dir, path, &sum);
-    seg_salvage_release(&sum);
-    return e;
-}
-
 /* ---- the passes ------------------------------------------------------------------ */
 
 static int collect_row(void *arg, const struct idx_segment_row *r)
@@ -396,7 +248,7 @@ static void delete_row(struct fsck *f, const struct idx_segment_row *row)
 
 static void reindex(struct fsck *f, const char *path)
 {
-    int e = fsck_index_file(f->x, f->store, path);
+    int e = reindex_file(f->x, f->store, path);
     if (e < 0) {
         f->rep->errors++;
         const char *m = idx_errmsg(f->x);
@@ -503,7 +355,7 @@ static void check_temp(struct fsck *f, const char *name, const char *path)
     f->rep->salvaged++;
     say(f, name, "salvaged %" PRIu64 " records in %" PRIu32 " blocks into %s", sum.nrecords,
         sum.nblocks, sum.path);
-    e = index_summary(f->x, f->store, sum.path, &sum);
+    e = reindex_summary(f->x, f->store, sum.path, &sum);
     if (e < 0) {
         f->rep->errors++;
         const char *m = idx_errmsg(f->x);
@@ -604,7 +456,7 @@ int fsck_run_ex(const char *store_dir, int repair, struct fsck_report *out, fsck
         e = -EBUSY;
     }
     int lock = -1;
-    if (e == 0 && repair && (lock = fsck_store_lock(store_dir)) < 0) {
+    if (e == 0 && repair && (lock = store_lock(store_dir)) < 0) {
         e = lock;
         say(&f, store_dir, e == -EBUSY ? "locked by a running collector: stop it before --repair"
                                        : "cannot take the store lock: %s", strerror(-e));

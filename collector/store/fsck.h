@@ -8,14 +8,14 @@
  * temp files (.tmp.*) left by a crashed collector.
  * Repairs (repair != 0): delete rows whose file is missing or corrupt;
  * re-index rows that disagree with a good file; index sealed files without
- * a row (process, threads, runtimes, exit and segment rows, from the file
- * alone); salvage temp files (seg_salvage) and index them; remove temp
+ * a row (reindex.h: process, threads, runtimes, exit and segment rows,
+ * from the file alone); salvage temp files (seg_salvage) and index them; remove temp
  * files with nothing recoverable; rename corrupt segment files to
  * <name>.corrupt (never deleted: the user decides).
  *
  * Temp files that a running process holds open (a live collector) are never
  * touched, and --repair refuses to run (-EBUSY) while another process holds
- * the store lock (fsck_store_lock) or has the index open (seen through
+ * the store lock (store_lock.h) or has the index open (seen through
  * /proc/<pid>/fd, so only for processes this user may inspect).
  */
 #ifndef D9_COL_FSCK_H
@@ -62,18 +62,5 @@ int fsck_run_ex(const char *store_dir, int repair, struct fsck_report *out, fsck
 
 /* Problems found (missing + mismatched + corrupt + orphans + temps + bad_times). */
 uint64_t fsck_problems(const struct fsck_report *r);
-
-/* The store's writer lock: flock(LOCK_EX | LOCK_NB) on <store>/.lock,
- * created 0644 if missing. A writer of the store (d9collectd for its whole
- * run, d9 fsck --repair) keeps the returned fd open; -EBUSY if another
- * process holds the lock, -EEXIST if .lock is not a regular file (left
- * alone), -errno otherwise. fsck_run takes it for a repair. */
-#define FSCK_STORE_LOCK_FILE ".lock"
-int fsck_store_lock(const char *store_dir);
-
-/* Index one sealed, valid segment file of the store from its contents
- * (process, threads, runtimes, exit, segment + blocks). -EEXIST if its
- * segment id or path is already indexed. */
-int fsck_index_file(struct idx *x, const char *store_dir, const char *path);
 
 #endif /* D9_COL_FSCK_H */

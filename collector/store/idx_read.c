@@ -2,7 +2,7 @@
  * idx_read.c — the reader-side queries of the index (API: idx_read.h;
  * schema: idx.h; the connection and its open: idx.c).
  *
- * Called by: d9's query layer (collector/cli/cli_store.c), the collector's
+ * Called by: d9's query layer (collector/query/q_store.c), the collector's
  * start-up recovery, ring counters and status, d9 fsck.
  *
  * Each query is one statement: prepared per call and finalized before
@@ -299,9 +299,11 @@ int idx_read_blocks_window_open(struct idx *x, const struct idx_read_window *w,
         "FROM blocks b JOIN segments s ON s.id = b.segment_id "
         "JOIN processes p ON p.id = s.process_id "
         "WHERE b.kind = ?1 "
-        "  AND (" IDX_BAD_RANGE("b.t_first", "b.t_last") " OR (b.t_last >= ?2 AND b.t_first <= ?3)) "
+        "  AND (?6 = 1 OR " IDX_BAD_RANGE("b.t_first", "b.t_last") " "
+        "       OR (b.t_last >= ?2 AND b.t_first <= ?3)) "
         "  AND (" IDX_BAD_RANGE("s.t_min", "s.t_max") " OR (s.t_max >= ?2 AND s.t_min <= ?3)) "
         "  AND (?4 = 0 OR p.pid = ?4) AND (?5 = 0 OR b.tid = ?5) "
+        "  AND (?6 = 0 OR b.ring = ?7) "
         "ORDER BY tf, b.segment_id, b.offset", &c->q);
     if (e < 0) {
         free(c);
@@ -312,6 +314,8 @@ int idx_read_blocks_window_open(struct idx *x, const struct idx_read_window *w,
     sqlite3_bind_int64(c->q, 3, clamp_i64(w->to));
     sqlite3_bind_int64(c->q, 4, w->pid);
     sqlite3_bind_int64(c->q, 5, w->tid);
+    sqlite3_bind_int64(c->q, 6, w->by_ring != 0);
+    sqlite3_bind_int64(c->q, 7, w->ring);
     *out = c;
     return 0;
 }

@@ -4,7 +4,7 @@
  * names of threads and processes; the collector's and fsck's lookups
  * (is a segment indexed, how many, how many drops a ring already wrote).
  *
- * Called by: collector/cli/cli_store.c (d9), collector/daemon (start-up
+ * Called by: collector/query/q_store.c (d9), collector/daemon (start-up
  * recovery, resuming ring counters, status), collector/store/fsck.c.
  *
  * Invariants: every function works on a read-only handle and leaves no
@@ -124,6 +124,11 @@ int idx_read_runtimes(struct idx *x, uint32_t pid, int64_t process_id,
 struct idx_read_window {
     uint64_t from, to;                  /* inclusive */
     uint32_t pid, tid;                  /* 0 = all */
+    /* only the blocks of ring (a pseudo ring's: the collector's map
+     * snapshots), from every segment that meets the window, whatever the
+     * blocks' own times (a segment's snapshot is written when it opens) */
+    int by_ring;
+    uint32_t ring;
 };
 struct idx_read_block {
     uint64_t segment_id, offset, t_first;

@@ -244,9 +244,16 @@ int sym_maps_read(uint32_t pid, struct sym_map **out, size_t *n)
 struct sym_ent {
     uint64_t addr, size;
     uint32_t name;              /* offset into pool */
+    uint8_t rank;               /* enum sym_rank: of aliases at one address, the lowest is named */
 };
+/* A function's aliases (libc's debug file: qsort and __GI_qsort) are named
+ * by the global one, else the weak one, else a local one. */
+enum sym_rank { SYM_RANK_GLOBAL = 0, SYM_RANK_WEAK = 1, SYM_RANK_LOCAL = 2 };
 struct sym_load {
     uint64_t off, vaddr, filesz;
+};
+struct sym_range {
+    uint64_t lo, hi;            /* [lo, hi) link-time addresses */
 };
 struct sym_elf {
     struct sym_ent *syms;
@@ -257,7 +264,35 @@ struct sym_elf {
     size_t build_id_len;
     struct sym_load *loads;
     size_t nloads;
+    int has_symtab;             /* a .symtab (not only .dynsym) */
+    struct sym_range *tramp;    /* sections named SYM_TRAMP_SECTION */
+    size_t ntramp;
 };
+
+/* Sections named SYM_TRAMP_SECTION: their address ranges. The section name
+ * table is checked like any other: in the file, NUL inside it. */
+static int load_tramp(struct sym_elf *e, const uint8_t *buf, size_t len, const Elf64_Shdr *sh,
+                      uint16_t shnum, uint16_t shstrndx)
+{
+    if (shstrndx == SHN_UNDEF || shstrndx >= shnum)
+        return 0;
+    const Elf64_Shdr *ss = &sh[shstrndx];
+    if (ss->sh_type != SHT_STRTAB || !range_ok(ss->sh_offset, ss->sh_size, len))
+        return 0;
+    const char *strs = (const char *)buf + ss->sh_offset;
+    size_t want = sizeof SYM_TRAMP_SECTION;         /* with its NUL */
+    for (uint16_t i = 0; i < shnum; i++) {
+        if (sh[i].sh_name >= ss->sh_size || ss->sh_size - sh[i].sh_name < want ||
+            memcmp(strs + sh[i].sh_name, SYM_TRAMP_SECTION, want) != 0 || !sh[i].sh_size)
+            continue;
+        struct sym_range *n = realloc(e->tramp, (e->ntramp + 1) * sizeof *n);
+        if (!n)
+            return -ENOMEM;
+        e->tramp = n;
+        e->tramp[e->ntramp++] = (struct sym_range){ sh[i].sh_addr, sh[i].sh_addr + sh[i].sh_size };
+    }
+    return 0;
+}
 
 static void parse_notes(struct sym_elf *e, const uint8_t *p, uint64_t sz)
 {
@@ -284,7 +319,8 @@ static void parse_notes(struct sym_elf *e, const uint8_t *p, uint64_t sz)
     }
 }
 
-static int add_sym(struct sym_elf *e, uint64_t addr, uint64_t size, const char *name, size_t nlen)
+static int add_sym(struct sym_elf *e, uint64_t addr, uint64_t size, const char *name, size_t nlen,
+                   uint8_t rank)
 {
     if (e->nsyms == e->cap) {
         size_t nc = e->cap ? e->cap * 2 : 256;
@@ -311,6 +347,7 @@ static int add_sym(struct sym_elf *e, uint64_t addr, uint64_t size, const char *
     e->syms[e->nsyms].addr = addr;
     e->syms[e->nsyms].size = size;
     e->syms[e->nsyms].name = (uint32_t)e->pool_len;
+    e->syms[e->nsyms].rank = rank;
     e->nsyms++;
     e->pool_len += nlen + 1;
     return 0;
@@ -341,7 +378,10 @@ static int load_symtab(struct sym_elf *e, const uint8_t *buf, size_t len, const 
         const char *z = memchr(nm, 0, nstr - sym.st_name);
         if (!z || z == nm)
             continue;
-        int rc = add_sym(e, sym.st_value, sym.st_size, nm, (size_t)(z - nm));
+        unsigned b = ELF64_ST_BIND(sym.st_info);
+        uint8_t rank = b == STB_GLOBAL ? SYM_RANK_GLOBAL : b == STB_WEAK ? SYM_RANK_WEAK
+                                                                         : SYM_RANK_LOCAL;
+        int rc = add_sym(e, sym.st_value, sym.st_size, nm, (size_t)(z - nm), rank);
         if (rc < 0)
             return rc;
     }
@@ -355,6 +395,8 @@ static int cmp_ent(const void *a, const void *b)
         return x->addr < y->addr ? -1 : 1;
     if (x->size != y->size)
         return x->size > y->size ? -1 : 1;      /* sized first */
+    if (x->rank != y->rank)
+        return x->rank < y->rank ? -1 : 1;
     return x->name < y->name ? -1 : x->name > y->name;
 }
 
@@ -422,7 +464,13 @@ static int elf_parse(const uint8_t *buf, size_t len, int notes_only, struct sym_
             goto fail;
         }
         memcpy(sh, buf + eh.e_shoff, (size_t)eh.e_shnum * sizeof *sh);
+        if (!notes_only && load_tramp(e, buf, len, sh, eh.e_shnum, eh.e_shstrndx) < 0) {
+            free(sh);
+            rc = -ENOMEM;
+            goto fail;
+        }
         for (uint16_t i = 0; i < eh.e_shnum; i++) {
+            e->has_symtab |= sh[i].sh_type == SHT_SYMTAB;
             if (sh[i].sh_type == SHT_NOTE && !e->build_id_len &&
                 range_ok(sh[i].sh_offset, sh[i].sh_size, len))
                 parse_notes(e, buf + sh[i].sh_offset, sh[i].sh_size);
@@ -499,12 +547,26 @@ void sym_elf_close(struct sym_elf *e)
     free(e->syms);
     free(e->pool);
     free(e->loads);
+    free(e->tramp);
     free(e);
 }
 
 size_t sym_elf_nsyms(const struct sym_elf *e)
 {
     return e->nsyms;
+}
+
+int sym_elf_has_symtab(const struct sym_elf *e)
+{
+    return e->has_symtab;
+}
+
+int sym_elf_in_tramp(const struct sym_elf *e, uint64_t vaddr)
+{
+    for (size_t i = 0; i < e->ntramp; i++)
+        if (vaddr >= e->tramp[i].lo && vaddr < e->tramp[i].hi)
+            return 1;
+    return 0;
 }
 
 const uint8_t *sym_elf_build_id(const struct sym_elf *e, size_t *len)
@@ -611,7 +673,8 @@ int sym_kernel_parse(const char *text, size_t len, struct sym_kernel **out)
             k->text = addr;
         if (type != 't' && type != 'T' && type != 'w' && type != 'W')
             continue;
-        if (add_sym(&k->t, addr, 0, s, (size_t)(ne - s)) < 0) {
+        uint8_t rank = type == 'T' ? SYM_RANK_GLOBAL : type == 't' ? SYM_RANK_LOCAL : SYM_RANK_WEAK;
+        if (add_sym(&k->t, addr, 0, s, (size_t)(ne - s), rank) < 0) {
             sym_kernel_free(k);
             return -ENOMEM;
         }
@@ -903,6 +966,7 @@ struct rmap {
 
 struct sym_resolver {
     char root[SYM_PATH_MAX];
+    char debug_dir[SYM_PATH_MAX];
     struct rmap *maps;
     size_t n, cap;
     uint64_t ktext;             /* recorded _text (0 = none recorded) */
@@ -916,6 +980,7 @@ int sym_resolver_new(struct sym_resolver **out, const char *root)
     if (!r)
         return -ENOMEM;
     snprintf(r->root, sizeof r->root, "%s", root ? root : "");
+    snprintf(r->debug_dir, sizeof r->debug_dir, "%s", SYM_DEBUG_DIR);
     *out = r;
     return 0;
 }
@@ -932,6 +997,11 @@ void sym_resolver_free(struct sym_resolver *r)
     free(r->maps);
     sym_kernel_free(r->k);
     free(r);
+}
+
+void sym_resolver_debug_dir(struct sym_resolver *r, const char *dir)
+{
+    snprintf(r->debug_dir, sizeof r->debug_dir, "%s", dir && *dir ? dir : SYM_DEBUG_DIR);
 }
 
 int sym_resolver_add(struct sym_resolver *r, const struct sym_map_rec *m)
@@ -985,12 +1055,14 @@ static void rmap_load(struct sym_resolver *r, struct rmap *rm)
             }
         }
     }
-    if ((!rm->elf || sym_elf_nsyms(rm->elf) == 0) && strlen(rm->m.build_id) > 2) {
-        snprintf(path, sizeof path, "%s/%.2s/%s.debug", SYM_DEBUG_DIR, rm->m.build_id,
+    /* the debug file names what .dynsym alone cannot (static functions):
+     * taken whenever the mapped file has no .symtab and the ids match */
+    if ((!rm->elf || !sym_elf_has_symtab(rm->elf)) && strlen(rm->m.build_id) > 2) {
+        snprintf(path, sizeof path, "%s/%.2s/%s.debug", r->debug_dir, rm->m.build_id,
                  rm->m.build_id + 2);
         struct sym_elf *d;
         if (sym_elf_open(path, &d) == 0) {
-            if (build_id_matches(d, rm->m.build_id)) {
+            if (build_id_matches(d, rm->m.build_id) && sym_elf_nsyms(d) > 0) {
                 /* the mapped file (if any) keeps providing PT_LOADs */
                 if (!rm->loads)
                     rm->loads = d;
@@ -1010,7 +1082,7 @@ static void put_name(char *buf, size_t cap, const char *name, const char *suffix
             *c = '_';
 }
 
-void sym_resolve(struct sym_resolver *r, uint64_t ip, int kernel_hint, char *buf, size_t cap)
+int sym_resolve(struct sym_resolver *r, uint64_t ip, int kernel_hint, char *buf, size_t cap)
 {
     if (kernel_hint || ip >= SYM_KERNEL_SPACE_MIN) {
         if (!r->k_tried) {
@@ -1026,7 +1098,7 @@ void sym_resolve(struct sym_resolver *r, uint64_t ip, int kernel_hint, char *buf
             put_name(buf, cap, n, "_[k]");
         else
             snprintf(buf, cap, "[kernel]");
-        return;
+        return 0;
     }
     for (size_t i = r->n; i-- > 0;) {
         struct rmap *rm = &r->maps[i];
@@ -1035,19 +1107,25 @@ void sym_resolve(struct sym_resolver *r, uint64_t ip, int kernel_hint, char *buf
         uint64_t fo = ip - rm->m.start + rm->m.pgoff, va;
         if (!rm->tried)
             rmap_load(r, rm);
-        if (rm->elf && rm->loads && sym_elf_offset_to_vaddr(rm->loads, fo, &va) == 0) {
-            const char *n = sym_elf_lookup(rm->elf, va, NULL);
-            if (n) {
+        if (rm->loads && sym_elf_offset_to_vaddr(rm->loads, fo, &va) == 0) {
+            const char *n = rm->elf ? sym_elf_lookup(rm->elf, va, NULL) : NULL;
+            if (n)
                 put_name(buf, cap, n, "");
-                return;
+            if (sym_elf_in_tramp(rm->loads, va) || (rm->elf && sym_elf_in_tramp(rm->elf, va))) {
+                if (!n)
+                    put_name(buf, cap, SYM_TRAMP_SECTION, "");
+                return 1;
             }
+            if (n)
+                return 0;
         }
         const char *base = strrchr(rm->m.path, '/');
         base = base ? base + 1 : rm->m.path;
         char tmp[300];
         snprintf(tmp, sizeof tmp, "%s+0x%llx", base, (unsigned long long)fo);
         put_name(buf, cap, tmp, "");
-        return;
+        return 0;
     }
     snprintf(buf, cap, "[unknown]");
+    return 0;
 }

@@ -34,6 +34,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "shm/d9_abi.h"
 
 /* Pseudo ring of the collector's map snapshot records. */
 #define SYM_SEG_RING            0xfffffffeu
@@ -44,6 +45,11 @@
 #define SYM_KERNEL_PATH         "[kernel.kallsyms]"
 #define SYM_BUILD_ID_MAX        64u             /* bytes */
 #define SYM_DEBUG_DIR           "/usr/lib/debug/.build-id"
+/* The ELF section every agent trampoline is placed in (D9_TRAMP_SECTION,
+ * shm/d9_abi.h): a frame whose address falls in a section of this name in
+ * its mapped file is the shim's, not the program's, and readers leave it
+ * out of stacks. */
+#define SYM_TRAMP_SECTION       D9_TRAMP_SECTION
 #define SYM_KALLSYMS            "/proc/kallsyms"
 #define SYM_PATH_MAX            4096u
 #define SYM_ELF_MAX_BYTES       (2ull << 30)    /* refuse ELF files above 2 GiB */
@@ -78,6 +84,10 @@ int sym_elf_parse(const uint8_t *buf, size_t len, struct sym_elf **out);
 void sym_elf_close(struct sym_elf *e);
 
 size_t sym_elf_nsyms(const struct sym_elf *e);
+/* 1 when the file has a .symtab (not only .dynsym). */
+int sym_elf_has_symtab(const struct sym_elf *e);
+/* 1 when vaddr (link-time) is inside a SYM_TRAMP_SECTION section. */
+int sym_elf_in_tramp(const struct sym_elf *e, uint64_t vaddr);
 /* Build-id bytes (NULL, *len = 0 when the file has none). */
 const uint8_t *sym_elf_build_id(const struct sym_elf *e, size_t *len);
 /* Hex form into buf (2*len+1 bytes); returns buf. */
@@ -149,12 +159,19 @@ struct sym_resolver;
 /* root: prefix for opening mapped files ("" = as recorded). */
 int sym_resolver_new(struct sym_resolver **out, const char *root);
 void sym_resolver_free(struct sym_resolver *r);
+/* Where debug files are looked for (dir/xx/yyyy.debug by build-id): dir,
+ * or SYM_DEBUG_DIR for NULL or "". */
+void sym_resolver_debug_dir(struct sym_resolver *r, const char *dir);
 int sym_resolver_add(struct sym_resolver *r, const struct sym_map_rec *m);
 /*
  * Name of the frame at ip into buf: "func", "file+0xoff" (mapping known, no
  * symbol), "func_[k]" / "[kernel]" (kernel), "[unknown]" otherwise.
  * kernel_hint: the frame came from the kernel part of the callchain.
+ * Returns 1 when ip is in a SYM_TRAMP_SECTION section of its file (a shim
+ * trampoline: readers drop the frame; buf still gets its name), else 0.
+ * Names come from the mapped file's .symtab, else from its debug file
+ * (matching build-id under the debug directory), else its .dynsym.
  */
-void sym_resolve(struct sym_resolver *r, uint64_t ip, int kernel_hint, char *buf, size_t cap);
+int sym_resolve(struct sym_resolver *r, uint64_t ip, int kernel_hint, char *buf, size_t cap);
 
 #endif /* D9_COL_SYM_H */

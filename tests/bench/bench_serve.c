@@ -18,8 +18,8 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
-#include "collector/cli/cli_serve_api.h"
-#include "collector/cli/cli_store.h"
+#include "collector/serve/serve_api.h"
+#include "collector/query/q_store.h"
 #include "collector/store/idx.h"
 #include "collector/store/seg_writer.h"
 #include "shm/meta.h"
@@ -122,14 +122,14 @@ static uint64_t build(const char *dir, uint64_t records)
     return done;
 }
 
-static double timed(struct cli_store *s, const char *path, struct cli_serve_params *p,
+static double timed(struct q_store *s, const char *path, struct serve_params *p,
                     size_t *bytes, char *mode, size_t modecap)
 {
     char *body = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&body, &len);
     double t = now_ms();
-    int st = cli_serve_api(s, path, p, f);
+    int st = serve_api(s, path, p, f);
     fclose(f);
     t = now_ms() - t;
     if (st != 200)
@@ -153,13 +153,13 @@ int main(int argc, char **argv)
     uint64_t n = build(argv[1], want);
     printf("serve.records %" PRIu64 "\nserve.build_s %.1f\n", n, (now_ms() - t) / 1e3);
     long rss0 = rss_kb();
-    struct cli_store *s;
+    struct q_store *s;
     char why[256];
     double t_open = now_ms();
-    if (cli_store_open(&s, argv[1], why, sizeof why) < 0)
+    if (q_store_open(&s, argv[1], why, sizeof why) < 0)
         die(why, -1);
-    struct cli_serve_params p;
-    cli_serve_api_params_init(&p);
+    struct serve_params p;
+    serve_api_params_init(&p);
     size_t bytes, b2;
     char mode[16];
     double tp = timed(s, "/api/processes", &p, &bytes, NULL, 0);
@@ -189,13 +189,13 @@ int main(int argc, char **argv)
     }
     /* the worst zoom: a window just small enough to be scanned */
     {
-        uint64_t w = (uint64_t)((double)span * ((double)CLI_SERVE_SCAN_MAX * 0.98 / (double)n));
+        uint64_t w = (uint64_t)((double)span * ((double)SERVE_API_SCAN_MAX * 0.98 / (double)n));
         p.from = T0 + span / 3;
         p.to = p.from + w;
         double z = timed(s, "/api/timeline", &p, &b2, mode, sizeof mode);
         printf("serve.zoom_scan_max_ms %.1f\nserve.zoom_scan_max_mode %s\n", z, mode);
     }
     printf("serve.rss_before_queries_kb %ld\nserve.rss_peak_kb %ld\n", rss0, rss_kb());
-    cli_store_close(s);
+    q_store_close(s);
     return 0;
 }

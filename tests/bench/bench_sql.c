@@ -7,7 +7,7 @@
  * records are poll_start/poll_end pairs of tasks spawned at 64 locations.
  * Then answers two questions both ways, best of R runs each:
  *   Q1 "select location, count(*), max(dur_ns) from polls group by location"
- *      against the top-polls path (cli_store.h scan + cli_polls pairing +
+ *      against the top-polls path (q_store.h scan + q_pair pairing +
  *      an array per location): records scanned per second per CPU second;
  *   Q2 the same over a 1 % window of start_ns (the middle of the store):
  *      latency of the query.
@@ -32,9 +32,9 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "collector/cli/cli_polls.h"
-#include "collector/cli/cli_store.h"
-#include "collector/cli/sql_vtab.h"
+#include "collector/query/q_pair.h"
+#include "collector/query/q_scan.h"
+#include "collector/sql/sql_vtab.h"
 #include "collector/store/idx.h"
 #include "collector/store/pack.h"
 #include "collector/store/crc32c.h"
@@ -226,23 +226,23 @@ struct answer {
 };
 
 /* The hand-written path: what top-polls does (scan, pair), aggregated per location. */
-static int hand_written(struct cli_store *s, uint64_t from, uint64_t to, struct answer *a)
+static int hand_written(struct q_store *s, uint64_t from, uint64_t to, struct answer *a)
 {
     memset(a, 0, sizeof *a);
-    struct cli_polls *p;
-    if (cli_polls_new(&p) < 0)
+    struct q_pair *p;
+    if (q_pair_new(&p) < 0)
         return -ENOMEM;
-    struct cli_filter f = { .from = from, .to = to,
+    struct q_filter f = { .from = from, .to = to,
                             .types = 1u << D9_REC_POLL_START | 1u << D9_REC_POLL_END };
-    struct cli_scan_it *it;
-    struct cli_scan_stats st;
-    int rc = cli_store_scan_open(s, &f, &st, "bench_sql", &it);
-    struct cli_rec_src src;
+    struct q_scan_it *it;
+    struct q_scan_stats st;
+    int rc = q_scan_open(s, &f, &st, "bench_sql", &it);
+    struct q_rec_src src;
     const struct d9_rec_hdr *rec;
     size_t len;
-    while (rc == 0 && (rc = cli_store_scan_next(it, &src, &rec, &len)) == 1) {
-        struct cli_poll done;
-        rc = cli_polls_feed(p, &src, rec, len, &done);
+    while (rc == 0 && (rc = q_scan_next(it, &src, &rec, &len)) == 1) {
+        struct q_poll done;
+        rc = q_pair_feed(p, &src, rec, len, &done);
         if (rc == 1 && done.loc <= BS_LOCS) {
             uint64_t d = done.end_ns - done.start_ns;
             a->count[done.loc]++;
@@ -253,9 +253,9 @@ static int hand_written(struct cli_store *s, uint64_t from, uint64_t to, struct 
         rc = rc < 0 ? rc : 0;
     }
     if (it)
-        cli_store_scan_close(it);
+        q_scan_close(it);
     a->records = st.records;
-    cli_polls_free(p);
+    q_pair_free(p);
     return rc < 0 ? rc : 0;
 }
 
@@ -463,11 +463,11 @@ int main(int argc, char **argv)
     build_store(dir, records, &t_min, &t_max);
     printf("sql.records=%" PRIu64 " sql.build_s=%.1f\n", records, now_s(CLOCK_MONOTONIC) - t0);
 
-    struct cli_store *s;
+    struct q_store *s;
     char why[512];
     sqlite3 *db;
     struct sql_vtab *v;
-    if (cli_store_open(&s, dir, why, sizeof why) < 0 || sqlite3_open(":memory:", &db) != SQLITE_OK ||
+    if (q_store_open(&s, dir, why, sizeof why) < 0 || sqlite3_open(":memory:", &db) != SQLITE_OK ||
         sql_vtab_attach(db, s, "bench_sql", &v, why, sizeof why) < 0) {
         fprintf(stderr, "bench_sql: %s\n", why);
         return 1;
@@ -531,7 +531,7 @@ int main(int argc, char **argv)
            floor_s * 1e3, floor_s * 1e9 / (double)(records / 2), (double)records / floor_s / 1e6);
     sqlite3_close(db);
     sql_vtab_free(v);
-    cli_store_close(s);
+    q_store_close(s);
     if (!keep) {
         char cmd[600];
         snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

@@ -9,7 +9,7 @@
  * scratch dir under $TMPDIR gets:
  *   mode & 16: a genuine segment written with seg_writer whose records are
  *              built from the payload (8 bytes -> one queue_depth record);
- *              sealed (and with mode & 4 indexed through fsck_index_file),
+ *              sealed (and with mode & 4 indexed through reindex_file),
  *              or with mode & 32 left as the temp file of a crashed writer;
  *   otherwise: the payload itself as a sealed file (mode & 1) and/or as a
  *              temp file (mode & 2);
@@ -28,6 +28,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "collector/store/fsck.h"
+#include "collector/store/reindex.h"
 #include "collector/store/idx.h"
 #include "collector/store/seg_writer.h"
 
@@ -133,7 +134,7 @@ static int genuine(uint8_t mode, const uint8_t *pl, size_t n, char *path, size_t
     if (mode & 4) {
         struct idx *x = NULL;
         if (idx_open(&x, g_dir) == 0) {
-            fsck_index_file(x, g_dir, path);
+            reindex_file(x, g_dir, path);
             idx_close(x);
         }
     }

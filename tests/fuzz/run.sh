@@ -41,10 +41,10 @@ for proto in proto/*.proto; do
     fi
     PROTO_C="$PROTO_C $c"
 done
-PAGE_H=$BUILD/gen/collector/cli/cli_serve_page.h
-if [ ! -f "$PAGE_H" ] || [ collector/cli/cli_serve_page.html -nt "$PAGE_H" ]; then
+PAGE_H=$BUILD/gen/collector/serve/serve_page.h
+if [ ! -f "$PAGE_H" ] || [ collector/serve/serve_page.html -nt "$PAGE_H" ]; then
     mkdir -p "$(dirname "$PAGE_H")"
-    sed 's/\\/\\\\/g; s/"/\\"/g; s/^/"/; s/$/\\n"/' collector/cli/cli_serve_page.html >"$PAGE_H"
+    sed 's/\\/\\\\/g; s/"/\\"/g; s/^/"/; s/$/\\n"/' collector/serve/serve_page.html >"$PAGE_H"
 fi
 
 # Library objects, compiled once (instrumented, no libFuzzer main).

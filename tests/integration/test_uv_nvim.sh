@@ -7,7 +7,7 @@
 # top-polls, once per tick at least, nvim's main loop as a worker in d9
 # sched, and no lost record.
 # Neovim's and luv's callbacks are static functions of stripped binaries:
-# they are named "library+0xoffset", or "function (library+0xoffset)" when
+# they are named "library+0xoffset", or "library+0xoffset function" when
 # the debug symbols (/usr/lib/debug/.build-id) are installed.
 . tests/integration/lib.sh
 . tests/integration/collector_env.sh

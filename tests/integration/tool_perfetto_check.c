@@ -8,6 +8,12 @@
  *
  * Usage: tool_perfetto_check FILE [NAME]   (NAME: also print "named <n>",
  * the slices begun with that name, and their longest duration in ns).
+ *        tool_perfetto_check FILE --dump    the facts, one per line, after
+ * the counts (for test_consistency.sh):
+ *   slice TID NAME START END     a slice of a thread track (ns; outermost)
+ *   counter NAME VALUE           a counter point ("sched_wait rt w0" ...)
+ *   flow ID start TS TID | flow ID end TS TID
+ *   stack TID F1;F2;...          a PerfSample's frames, outermost first
  * Exit 0 when the file is consistent, 1 with the first problem on stderr.
  */
 #include <inttypes.h>
@@ -23,6 +29,13 @@ static char **names;                /* iid -> name */
 static uint64_t *depth_of;          /* track uuid -> open slices */
 static uint64_t *open_ts;           /* track uuid -> start of the named slice open, +1 */
 static unsigned char *is_thread;    /* track uuid -> 1 thread, 2 counter, 3 process */
+static int32_t *tid_of;             /* track uuid -> tid of a thread track */
+static char **track_name;           /* track uuid -> name */
+static char **func_name;            /* function name iid -> name */
+static uint64_t *frame_func;        /* frame iid -> function name iid */
+static uint64_t **stack_frames;     /* callstack iid -> frame iids, [0] = count */
+static uint64_t *slice_start;       /* track uuid -> start of the outermost open slice, +1 */
+static const char **slice_name;
 
 static int fail(const char *what, uint64_t v)
 {
@@ -54,7 +67,23 @@ int main(int argc, char **argv)
     unsigned char *flow_open = calloc(MAXN, 1);
     if (!names || !depth_of || !open_ts || !is_thread || !flow_open)
         return fail("out of memory", 0);
-    const char *want = argc > 2 ? argv[2] : NULL;
+    int dump = argc > 2 && strcmp(argv[2], "--dump") == 0;
+    const char *want = argc > 2 && !dump ? argv[2] : NULL;
+    tid_of = calloc(MAXN, sizeof *tid_of);
+    track_name = calloc(MAXN, sizeof *track_name);
+    func_name = calloc(MAXN, sizeof *func_name);
+    frame_func = calloc(MAXN, sizeof *frame_func);
+    stack_frames = calloc(MAXN, sizeof *stack_frames);
+    slice_start = calloc(MAXN, sizeof *slice_start);
+    slice_name = calloc(MAXN, sizeof *slice_name);
+    if (!tid_of || !track_name || !func_name || !frame_func || !stack_frames || !slice_start ||
+        !slice_name)
+        return fail("out of memory", 0);
+    FILE *dout = NULL;
+    char *dbuf = NULL;
+    size_t dlen = 0;
+    if (dump && !(dout = open_memstream(&dbuf, &dlen)))
+        return fail("out of memory", 0);
     uint64_t polls = 0, parks = 0, instants = 0, off_cpu = 0, counters = 0, samples = 0;
     uint64_t flows = 0, terminated = 0, ends = 0, named = 0, named_max = 0, tracks = 0;
     uint64_t clock = 0, threads = 0;
@@ -88,10 +117,20 @@ int main(int argc, char **argv)
                 if (iid > names_max)
                     names_max = iid;
             }
+            for (size_t k = 0; k < id->n_function_names; k++) {
+                Perfetto__Protos__InternedString *s = id->function_names[k];
+                if (s->iid == 0 || s->iid >= MAXN || func_name[s->iid])
+                    return fail("function name iid reused or out of range", s->iid);
+                func_name[s->iid] = strndup((const char *)s->str.data, s->str.len);
+            }
             for (size_t k = 0; k < id->n_frames; k++) {
                 uint64_t iid = id->frames[k]->iid;
-                if (iid != frames_max + 1)
+                if (iid != frames_max + 1 || iid >= MAXN)
                     return fail("frame iids not consecutive", iid);
+                uint64_t fn = id->frames[k]->function_name_id;
+                if (fn >= MAXN || !func_name[fn])
+                    return fail("frame names an undefined function", iid);
+                frame_func[iid] = fn;
                 frames_max = iid;
             }
             for (size_t k = 0; k < id->n_callstacks; k++) {
@@ -101,6 +140,13 @@ int main(int argc, char **argv)
                 for (size_t q = 0; q < c->n_frame_ids; q++)
                     if (c->frame_ids[q] == 0 || c->frame_ids[q] > frames_max)
                         return fail("callstack uses an undefined frame", c->frame_ids[q]);
+                if (c->iid >= MAXN)
+                    return fail("callstack iid out of range", c->iid);
+                stack_frames[c->iid] = malloc((c->n_frame_ids + 1) * sizeof(uint64_t));
+                if (!stack_frames[c->iid])
+                    return fail("out of memory", 0);
+                stack_frames[c->iid][0] = c->n_frame_ids;
+                memcpy(stack_frames[c->iid] + 1, c->frame_ids, c->n_frame_ids * sizeof(uint64_t));
                 stacks_max = c->iid;
             }
         }
@@ -124,6 +170,9 @@ int main(int argc, char **argv)
             if (!is_thread[td->uuid])
                 return fail("track of no kind", td->uuid);
             threads += td->thread != NULL;
+            if (td->thread)
+                tid_of[td->uuid] = td->thread->tid;
+            track_name[td->uuid] = td->name;
             tracks++;
             break;
         }
@@ -131,6 +180,13 @@ int main(int argc, char **argv)
             if (p->perf_sample->callstack_iid == 0 || p->perf_sample->callstack_iid > stacks_max)
                 return fail("sample with an undefined callstack", i);
             samples++;
+            if (dout) {
+                const uint64_t *fr = stack_frames[p->perf_sample->callstack_iid];
+                fprintf(dout, "stack %" PRId32 " ", p->perf_sample->tid);
+                for (uint64_t q = 0; q < fr[0]; q++)
+                    fprintf(dout, "%s%s", q ? ";" : "", func_name[frame_func[fr[q + 1]]]);
+                fputc('\n', dout);
+            }
             break;
         case PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_EVENT: {
             Perfetto__Protos__TrackEvent *te = p->track_event;
@@ -148,6 +204,9 @@ int main(int argc, char **argv)
                     return fail("flow id out of range", te->flow_ids[k]);
                 flow_open[te->flow_ids[k]] = 1;
                 flows++;
+                if (dout)
+                    fprintf(dout, "flow %" PRIu64 " start %" PRIu64 " %" PRId32 "\n",
+                            te->flow_ids[k], ts, tid_of[tr]);
             }
             for (size_t k = 0; k < te->n_terminating_flow_ids; k++) {
                 uint64_t fl = te->terminating_flow_ids[k];
@@ -155,6 +214,9 @@ int main(int argc, char **argv)
                     return fail("flow ends where none started", fl);
                 flow_open[fl] = 0;
                 terminated++;
+                if (dout)
+                    fprintf(dout, "flow %" PRIu64 " end %" PRIu64 " %" PRId32 "\n", fl, ts,
+                            tid_of[tr]);
             }
             switch (te->type) {
             case PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN:
@@ -169,11 +231,18 @@ int main(int argc, char **argv)
                     open_ts[tr] = ts + 1;
                 }
                 depth_of[tr]++;
+                if (depth_of[tr] == 1) {
+                    slice_start[tr] = ts + 1;
+                    slice_name[tr] = name;
+                }
                 break;
             case PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END:
                 if (depth_of[tr] == 0)
                     return fail("slice end without a begin", i);
                 depth_of[tr]--;
+                if (depth_of[tr] == 0 && dout && slice_start[tr])
+                    fprintf(dout, "slice %" PRId32 " %s %" PRIu64 " %" PRIu64 "\n", tid_of[tr],
+                            slice_name[tr], slice_start[tr] - 1, ts);
                 if (open_ts[tr] && ts + 1 - open_ts[tr] > named_max)
                     named_max = ts + 1 - open_ts[tr];
                 open_ts[tr] = 0;
@@ -193,6 +262,9 @@ int main(int argc, char **argv)
                         PERFETTO__PROTOS__TRACK_EVENT__COUNTER_VALUE_FIELD_COUNTER_VALUE)
                     return fail("counter value off a counter track", i);
                 counters++;
+                if (dout)
+                    fprintf(dout, "counter %s %" PRId64 "\n",
+                            track_name[tr] ? track_name[tr] : "?", te->counter_value);
                 break;
             default:
                 return fail("event of no type", i);
@@ -213,6 +285,11 @@ int main(int argc, char **argv)
            samples, flows, terminated);
     if (want)
         printf("named %" PRIu64 "\nnamed_max_ns %" PRIu64 "\n", named, named_max);
+    if (dout) {
+        fclose(dout);
+        fwrite(dbuf, 1, dlen, stdout);
+        free(dbuf);
+    }
     perfetto__protos__trace__free_unpacked(t, NULL);
     free(buf);
     return 0;

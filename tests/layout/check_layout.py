@@ -36,17 +36,24 @@ RULES = {
     "collector/ctl": ["collector/store", "shm", "proto"],
     "collector/s3": ["collector/store", "shm"],
     "collector/daemon": ["collector/store", "collector/ctl", "collector/s3", "shm", "proto"],
-    "collector/cli": ["collector/store", "collector/ctl", "collector/s3", "shm", "proto"],
+    "collector/query": ["collector/store", "shm"],
+    "collector/export": ["collector/query", "collector/store", "shm", "proto"],
+    "collector/serve": ["collector/query", "collector/store", "shm"],
+    "collector/sql": ["collector/query", "collector/store", "shm"],
+    "collector/cli": ["collector/query", "collector/export", "collector/serve", "collector/sql",
+                      "collector/store", "collector/ctl", "collector/s3", "shm", "proto"],
 }
 SOURCE_DIRS = ["shm", "agent", "collector"]
-PREFIX_DIRS = ["collector/store", "collector/ctl", "collector/s3", "collector/cli"]
+PREFIX_DIRS = ["collector/store", "collector/ctl", "collector/s3", "collector/query",
+               "collector/export", "collector/serve", "collector/sql", "collector/cli"]
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 SQLITE = re.compile(r'^\s*#\s*include\s+<sqlite3\.h>', re.M)
 # The only files that may run SQL: the index module owns index.sqlite.
 SQL_OWNERS = ("collector/store/idx.c", "collector/store/idx_read.c", "collector/store/idx_int.h")
 # `d9 sql`: SQLite as a query engine over virtual tables whose rows come through
 # the index module and the segment reader; its connection is in memory only.
-SQL_ENGINE = ("collector/cli/sql_vtab.c", "collector/cli/cli_sql.c")
+SQL_ENGINE = tuple(sorted("collector/sql/" + f for f in os.listdir(os.path.join(ROOT, "collector/sql"))
+                          if f.endswith((".c", ".h")))) + ("collector/cli/cli_sql.c",)
 SQL_OPEN = re.compile(r'sqlite3_open\w*\s*\(\s*([^,]*),')
 
 

@@ -20,6 +20,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include "collector/store/fsck.h"
+#include "collector/store/store_lock.h"
 #include "collector/store/idx_int.h"
 #include "collector/store/idx_read.h"
 #include "collector/store/seg_writer.h"
@@ -323,7 +324,7 @@ static void test_directory_that_is_not_a_store_is_refused_and_left_alone(void **
     assert_int_equal(fsck_run(fx->dir, 1, &r), -ENOENT);
     assert_int_equal(fsck_run(fx->dir, 0, &r), -ENOENT);
     fmt(ip, sizeof ip, "%s/%s", fx->dir, IDX_FILE_NAME);
-    fmt(lk, sizeof lk, "%s/%s", fx->dir, FSCK_STORE_LOCK_FILE);
+    fmt(lk, sizeof lk, "%s/%s", fx->dir, STORE_LOCK_FILE);
     assert_int_equal(access(ip, F_OK), -1);
     assert_int_equal(access(lk, F_OK), -1);
 }
@@ -457,7 +458,7 @@ static void test_repair_refuses_while_the_store_lock_is_held(void **state)
     pid_t child = fork();
     assert_true(child >= 0);
     if (child == 0) {
-        char c = fsck_store_lock(fx->dir) >= 0 ? 'y' : 'n';
+        char c = store_lock(fx->dir) >= 0 ? 'y' : 'n';
         if (write(p[1], &c, 1) != 1)
             _exit(1);
         for (;;)
@@ -468,7 +469,7 @@ static void test_repair_refuses_while_the_store_lock_is_held(void **state)
     close(p[0]);
     close(p[1]);
     struct fsck_report r;
-    int locked = fsck_store_lock(fx->dir);
+    int locked = store_lock(fx->dir);
     int busy = fsck_run(fx->dir, 1, &r);
     int chk = fsck_run(fx->dir, 0, &r);
     stop(child);
@@ -476,7 +477,7 @@ static void test_repair_refuses_while_the_store_lock_is_held(void **state)
     assert_int_equal(locked, -EBUSY);
     assert_int_equal(busy, -EBUSY);
     assert_int_equal(chk, 0);
-    int fd = fsck_store_lock(fx->dir);       /* free again once the holder is gone */
+    int fd = store_lock(fx->dir);       /* free again once the holder is gone */
     assert_true(fd >= 0);
     close(fd);
 }

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
-#include "collector/cli/sql_group.h"
+#include "collector/sql/sql_group.h"
 
 struct row {
     uint64_t v;

@@ -17,8 +17,8 @@
 #include <sqlite3.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include "collector/cli/cli_store.h"
-#include "collector/cli/sql_vtab.h"
+#include "collector/query/q_store.h"
+#include "collector/sql/sql_vtab.h"
 #include "collector/store/idx.h"
 #include "collector/store/seg.h"
 #include "collector/store/seg_reader.h"
@@ -31,7 +31,7 @@
 struct fixture {
     char dir[64];
     char seg[2][600];           /* segment files of pid 100, 200 */
-    struct cli_store *s;
+    struct q_store *s;
     sqlite3 *db;
     struct sql_vtab *v;
 };
@@ -182,7 +182,7 @@ static void add_process(struct fixture *fx, struct idx *x, int k)
     struct d9_rec_queue_depth qd = { hdr(sizeof qd, D9_REC_QUEUE_DEPTH, B + 400), 5, 1,
                                      D9_WORKER_NONE, 0 };
     put(&a, &qd, sizeof qd);
-    worker_rec(&a, D9_REC_WORKER_PARK, B + 500, 1000, 0);
+    worker_rec(&a, D9_REC_WORKER_PARK, B + 500, 1000, 5);
     worker_rec(&a, D9_REC_WORKER_UNPARK, B + 600, 1010, 77);
     size_t o = 0;
     if (k == 0) {
@@ -236,7 +236,7 @@ static void add_process(struct fixture *fx, struct idx *x, int k)
 static void connect_sql(struct fixture *fx)
 {
     char why[512];
-    assert_int_equal(cli_store_open(&fx->s, fx->dir, why, sizeof why), 0);
+    assert_int_equal(q_store_open(&fx->s, fx->dir, why, sizeof why), 0);
     assert_int_equal(sqlite3_open(":memory:", &fx->db), SQLITE_OK);
     if (sql_vtab_attach(fx->db, fx->s, "test_sql_vtab", &fx->v, why, sizeof why) != 0)
         fail_msg("attach: %s", why);
@@ -261,7 +261,7 @@ static void disconnect_sql(struct fixture *fx)
 {
     sqlite3_close(fx->db);
     sql_vtab_free(fx->v);
-    cli_store_close(fx->s);
+    q_store_close(fx->s);
     fx->db = NULL;
     fx->v = NULL;
     fx->s = NULL;
@@ -365,9 +365,22 @@ static void parks_carry_cpu_and_sched_wait(void **state)
 {
     struct fixture *fx = *state;
     assert_string_equal(rows(fx, "select pid, tid, runtime, worker, start_ns, end_ns, dur_ns, "
-                                 "cpu_ns, sched_wait_ns from parks order by pid"),
-                        "100|101|rt1|0|1000500|1000600|100|1000|77;"
-                        "200|201|rt2|0|5000500|5000600|100|1000|77;");
+                                 "cpu_ns, sched_wait_ns, park_wait_ns from parks order by pid"),
+                        "100|101|rt1|0|1000500|1000600|100|1000|77|5;"
+                        "200|201|rt2|0|5000500|5000600|100|1000|77|5;");
+}
+
+/* One definition of a scheduling wait (q_sched.h): the park's sample and the
+ * unpark's, in sched_waits row by row and in workers summed. */
+static void sched_waits_and_workers_count_park_and_unpark_samples(void **state)
+{
+    struct fixture *fx = *state;
+    assert_string_equal(rows(fx, "select ts_ns, runtime, worker, kind, wait_ns, cpu_ns "
+                                 "from sched_waits where pid = 100"),
+                        "1000500|rt1|0|park|5|1000;1000600|rt1|0|unpark|77|1010;");
+    assert_string_equal(rows(fx, "select pid, runtime, worker, parks, unparks, waits, wait_sum_ns, "
+                                 "wait_max_ns, parked_ns from workers where pid = 100"),
+                        "100|rt1|0|1|1|2|82|77|100;");
 }
 
 static void record_tables_decode_their_fields(void **state)
@@ -662,6 +675,7 @@ int main(void)
         T_(polls_started_in_a_window_are_followed_to_their_end),
         T_(polls_grouped_by_location_are_served_in_order),
         T_(parks_carry_cpu_and_sched_wait),
+        T_(sched_waits_and_workers_count_park_and_unpark_samples),
         T_(record_tables_decode_their_fields),
         T_(cpu_samples_and_stacks_share_stack_ids),
         T_(events_hold_every_record_with_json_fields),

@@ -26,10 +26,12 @@
 #include <cmocka.h>
 #include <sqlite3.h>
 #include "collector/store/idx_int.h"
+#include "collector/store/idx_read.h"
 #include "collector/store/col_log.h"
 #include "collector/store/seg_writer.h"
 #include "collector/daemon/storedir.h"
 #include "shm/d9_abi.h"
+#include "shm/meta.h"
 
 #define BIG_CAP (1ULL << 30)
 
@@ -336,6 +338,72 @@ static void recovery_indexes_sealed_files_that_have_no_row(void **state)
     assert_true(rows(fx) > 0);
 }
 
+struct seen {
+    int runtimes, threads, ended;
+    char runtime[32], state[16];
+};
+
+static int seen_runtime(void *arg, const struct idx_read_runtime *r)
+{
+    struct seen *s = arg;
+    s->runtimes++;
+    snprintf(s->runtime, sizeof s->runtime, "%s", r->name);
+    return 0;
+}
+
+static int seen_thread(void *arg, const struct idx_read_thread *r)
+{
+    struct seen *s = arg;
+    s->threads++;
+    s->ended += r->ended != 0;
+    return 0;
+}
+
+static int seen_process(void *arg, const struct idx_read_process *r)
+{
+    snprintf(((struct seen *)arg)->state, sizeof ((struct seen *)arg)->state, "%s", r->state);
+    return 0;
+}
+
+/* The file alone says which runtimes, threads and end the process had:
+ * recovery indexes them as fsck --repair and d9 pull do (reindex.h). */
+static void recovery_indexes_a_file_s_runtimes_threads_and_process_end(void **state)
+{
+    struct fx *fx = *state;
+    uint8_t meta[64] = { 0 }, p[32];
+    int n = shm_meta_encode_runtime(p, sizeof p, "tokio");
+    struct d9_meta_hdr mh = { .len = (uint16_t)((sizeof mh + (size_t)n + 7) & ~7u),
+                              .kind = D9_META_RUNTIME, .id = 3 };
+    memcpy(meta, &mh, sizeof mh);
+    memcpy(meta + sizeof mh, p, (size_t)n);
+    uint64_t id = fx->st.next_segment_id;
+    struct seg_writer *w = NULL;
+    assert_int_equal(storedir_writer_open(&fx->st, &proc, meta, mh.len, &w), 0);
+    struct d9_rec_poll_start r = { .h = { sizeof r, D9_REC_POLL_START, 0, 100 }, .task = 1 };
+    assert_int_equal(seg_writer_add_data(w, 11, 0, 1, 0, (const uint8_t *)&r, sizeof r), 0);
+    r.h.ts = 150;
+    assert_int_equal(seg_writer_add_data(w, 12, 1, 1, 0, (const uint8_t *)&r, sizeof r), 0);
+    assert_int_equal(seg_writer_add_thread_end(w, 11, 0, 1, 160), 0);
+    struct seg_exit ex = { .t_ns = 200, .reason = SEG_EXIT_CRASHED, .code = 11 };
+    assert_int_equal(seg_writer_add_exit(w, &ex), 0);
+    int64_t pid_row = process_row(fx);
+    assert_int_equal(storedir_seal(&fx->st, w, pid_row, proc.pid, 2), 0);
+    /* a crash between the seal and its commit, on a fresh index */
+    assert_int_equal(idx_segment_delete(fx->st.idx, id), 0);
+    assert_int_equal(storedir_recover(&fx->st), 0);
+    assert_int_equal(fx->st.segments_reindexed, 1);
+    struct seen s = { 0 };
+    assert_true(idx_read_runtimes(fx->st.idx, proc.pid, 0, seen_runtime, &s) >= 0);
+    assert_true(idx_read_threads(fx->st.idx, proc.pid, 0, seen_thread, &s) >= 0);
+    assert_true(idx_read_processes_window(fx->st.idx, proc.pid, 0, UINT64_MAX, seen_process,
+                                          &s) >= 0);
+    assert_int_equal(s.runtimes, 1);
+    assert_string_equal(s.runtime, "tokio");
+    assert_int_equal(s.threads, 2);
+    assert_int_equal(s.ended, 1);
+    assert_string_equal(s.state, "crashed");
+}
+
 /* A seal whose index commit fails (the disk full under the index) leaves a
  * whole sealed file without a row; the next seal whose commit works indexes
  * it too, so its records are back in queries without a restart. */
@@ -535,6 +603,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(retention_evicts_the_oldest_segments_first, setup, teardown),
         cmocka_unit_test_setup_teardown(recovery_salvages_a_temp_segment_left_by_a_crashed_collector, setup, teardown),
         cmocka_unit_test_setup_teardown(recovery_indexes_sealed_files_that_have_no_row, setup, teardown),
+        cmocka_unit_test_setup_teardown(recovery_indexes_a_file_s_runtimes_threads_and_process_end,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(blocks_indexed_while_writing_are_committed_once_by_the_seal, setup, teardown),
         cmocka_unit_test_setup_teardown(recovery_drops_the_block_rows_of_a_segment_never_sealed, setup, teardown),
         cmocka_unit_test_setup_teardown(new_segment_ids_skip_every_id_found_on_disk, setup, teardown),

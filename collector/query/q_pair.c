@@ -1,0 +1,207 @@
+/*
+ * q_pair.c — poll and park pairing (see q_pair.h).
+ *
+ * Threads live in an open-addressing hash table keyed by (process_id, ring,
+ * generation), grown at 50% load; each holds a small array of open polls.
+ * Never reads a record beyond the length shm_record_check accepted.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "collector/query/q_hash.h"
+#include "collector/query/q_pair.h"
+#include "shm/record.h"
+
+struct thr {
+    bool used;
+    int64_t process_id;
+    uint32_t ring, generation;
+    struct q_poll *open;
+    size_t nopen, capopen;
+};
+
+struct q_pair {
+    struct thr *t;
+    size_t cap, n;                  /* cap is a power of two */
+    struct q_pair_stats st;
+    bool parks;
+};
+
+#define POLLS_INITIAL_CAP 64u
+
+int q_pair_new(struct q_pair **out)
+{
+    struct q_pair *p = calloc(1, sizeof *p);
+    if (!p)
+        return -ENOMEM;
+    p->cap = POLLS_INITIAL_CAP;
+    p->t = calloc(p->cap, sizeof *p->t);
+    if (!p->t) {
+        free(p);
+        return -ENOMEM;
+    }
+    *out = p;
+    return 0;
+}
+
+void q_pair_free(struct q_pair *p)
+{
+    if (!p)
+        return;
+    for (size_t i = 0; i < p->cap; i++)
+        free(p->t[i].open);
+    free(p->t);
+    free(p);
+}
+
+static struct thr *slot(struct thr *t, size_t cap, int64_t pid, uint32_t ring, uint32_t gen)
+{
+    size_t i = (size_t)q_hash2((uint64_t)ring << 32 | gen, (uint64_t)pid) & (cap - 1);
+    while (t[i].used &&
+           !(t[i].process_id == pid && t[i].ring == ring && t[i].generation == gen))
+        i = (i + 1) & (cap - 1);
+    return &t[i];
+}
+
+static int grow(struct q_pair *p)
+{
+    size_t nc = p->cap * 2;
+    struct thr *n = calloc(nc, sizeof *n);
+    if (!n)
+        return -ENOMEM;
+    for (size_t i = 0; i < p->cap; i++)
+        if (p->t[i].used)
+            *slot(n, nc, p->t[i].process_id, p->t[i].ring, p->t[i].generation) = p->t[i];
+    free(p->t);
+    p->t = n;
+    p->cap = nc;
+    return 0;
+}
+
+static struct thr *thread_of(struct q_pair *p, const struct q_rec_src *src)
+{
+    struct thr *t = slot(p->t, p->cap, src->process_id, src->ring, src->generation);
+    if (t->used)
+        return t;
+    if ((p->n + 1) * 2 > p->cap) {
+        if (grow(p) < 0)
+            return NULL;
+        t = slot(p->t, p->cap, src->process_id, src->ring, src->generation);
+    }
+    memset(t, 0, sizeof *t);
+    t->used = true;
+    t->process_id = src->process_id;
+    t->ring = src->ring;
+    t->generation = src->generation;
+    p->n++;
+    return t;
+}
+
+void q_pair_track_parks(struct q_pair *p) { p->parks = true; }
+
+static int open_poll(struct q_pair *p, const struct q_rec_src *src,
+                     const struct d9_rec_poll_start *r)
+{
+    struct thr *t = thread_of(p, src);
+    if (!t)
+        return -ENOMEM;
+    struct q_poll *slotp = NULL;
+    for (size_t i = 0; i < t->nopen; i++) {
+        if (t->open[i].task == r->task) {
+            slotp = &t->open[i];
+            if (r->task != Q_POLL_PARKED)
+                p->st.replaced_starts++;
+            break;
+        }
+    }
+    if (!slotp) {
+        if (t->nopen == t->capopen) {
+            size_t nc = t->capopen ? t->capopen * 2 : 2;
+            struct q_poll *n = realloc(t->open, nc * sizeof *n);
+            if (!n)
+                return -ENOMEM;
+            t->open = n;
+            t->capopen = nc;
+        }
+        slotp = &t->open[t->nopen++];
+    }
+    *slotp = (struct q_poll){
+        .process_id = src->process_id, .pid = src->pid, .tid = src->tid,
+        .ring = src->ring, .generation = src->generation, .task = r->task, .loc = r->loc,
+        .runtime = r->runtime, .worker = r->worker, .start_ns = r->h.ts,
+    };
+    return 0;
+}
+
+static int close_poll(struct q_pair *p, const struct q_rec_src *src, uint64_t task,
+                      uint64_t ts, struct q_poll *done)
+{
+    struct thr *t = slot(p->t, p->cap, src->process_id, src->ring, src->generation);
+    if (t->used) {
+        for (size_t i = t->nopen; i-- > 0;) {
+            if (t->open[i].task != task)
+                continue;
+            *done = t->open[i];
+            done->end_ns = ts < done->start_ns ? done->start_ns : ts;
+            t->open[i] = t->open[--t->nopen];
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int q_pair_feed(struct q_pair *p, const struct q_rec_src *src, const struct d9_rec_hdr *rec,
+                   size_t len, struct q_poll *done)
+{
+    if (shm_record_check(rec, len) < 0)
+        return 0;
+    switch (rec->type) {
+    case D9_REC_POLL_START: {
+        struct d9_rec_poll_start r;
+        memcpy(&r, rec, sizeof r);
+        return open_poll(p, src, &r);
+    }
+    case D9_REC_POLL_END: {
+        struct d9_rec_poll_end r;
+        memcpy(&r, rec, sizeof r);
+        if (close_poll(p, src, r.task, r.h.ts, done)) {
+            p->st.paired++;
+            return 1;
+        }
+        p->st.unpaired_ends++;
+        return 0;
+    }
+    case D9_REC_WORKER_PARK:
+    case D9_REC_WORKER_UNPARK: {
+        if (!p->parks)
+            return 0;
+        struct d9_rec_worker w;
+        memcpy(&w, rec, sizeof w);
+        if (rec->type == D9_REC_WORKER_UNPARK)
+            return close_poll(p, src, Q_POLL_PARKED, w.h.ts, done) ? 2 : 0;
+        struct d9_rec_poll_start r = { .h = w.h, .task = Q_POLL_PARKED,
+                                       .runtime = w.runtime, .worker = w.worker };
+        return open_poll(p, src, &r);
+    }
+    default:
+        return 0;
+    }
+}
+
+int q_pair_next_open(const struct q_pair *p, size_t *it, struct q_poll *out)
+{
+    /* *it encodes (thread slot, index in its open list) */
+    size_t ti = *it >> 16, oi = *it & 0xffff;
+    for (; ti < p->cap; ti++, oi = 0) {
+        const struct thr *t = &p->t[ti];
+        if (!t->used || oi >= t->nopen || oi >= 0xffff)
+            continue;
+        *out = t->open[oi];
+        *it = (ti << 16) | (oi + 1);
+        return 1;
+    }
+    *it = ti << 16;
+    return 0;
+}
+
+const struct q_pair_stats *q_pair_stats(const struct q_pair *p) { return &p->st; }

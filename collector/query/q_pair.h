@@ -1,0 +1,62 @@
+/*
+ * q_pair.h — pairs poll_start / poll_end records into polls (task, thread,
+ * start, duration) for `d9 top-polls` and `d9 export`.
+ *
+ * A poll is identified by the ring generation that recorded it (one thread)
+ * and the task id: a worker polls one task at a time, possibly nested
+ * (block_on inside a poll), so per thread a short list of open polls is
+ * kept. A poll_end with no open start (its start was before the window or
+ * dropped) is counted as unpaired; a second poll_start of the same task on
+ * the same thread replaces the first (its end was dropped) and is counted.
+ *
+ * With q_pair_track_parks(), worker_park / worker_unpark pairs on a thread
+ * are paired the same way into "parked" intervals (task = Q_POLL_PARKED,
+ * feed returns 2), for export.
+ *
+ * Called from scan callbacks (q_scan.h) in time order. Memory: one entry per
+ * thread seen plus the polls open at the same time, never per poll.
+ */
+#ifndef D9_COL_Q_PAIR_H
+#define D9_COL_Q_PAIR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "collector/query/q_scan.h"
+
+struct q_poll {
+    int64_t process_id;
+    uint32_t pid, tid, ring, generation;
+    uint64_t task;
+    uint32_t loc;
+    uint16_t runtime, worker;
+    uint64_t start_ns, end_ns;      /* end_ns = 0 while unfinished */
+};
+
+struct q_pair_stats {
+    uint64_t paired;
+    uint64_t unpaired_ends;         /* poll_end without a poll_start */
+    uint64_t replaced_starts;       /* poll_start of a task already open on that thread */
+};
+
+struct q_pair;
+
+#define Q_POLL_PARKED UINT64_MAX  /* task id of a parked interval */
+
+int q_pair_new(struct q_pair **out);
+void q_pair_free(struct q_pair *p);
+
+/* Also pair worker_park -> worker_unpark into parked intervals. */
+void q_pair_track_parks(struct q_pair *p);
+
+/* Feed one record (other types are ignored). Returns 1 and fills *done when
+ * rec closes a poll, 2 when it closes a parked interval, 0 otherwise, -ENOMEM. */
+int q_pair_feed(struct q_pair *p, const struct q_rec_src *src, const struct d9_rec_hdr *rec,
+                   size_t len, struct q_poll *done);
+
+/* Polls still open after the last record: call with *it = 0 until it returns 0. */
+int q_pair_next_open(const struct q_pair *p, size_t *it, struct q_poll *out);
+
+const struct q_pair_stats *q_pair_stats(const struct q_pair *p);
+
+#endif /* D9_COL_Q_PAIR_H */

@@ -1,0 +1,280 @@
+/*
+ * q_sym.c — stack frames named one way (see q_sym.h).
+ *
+ * Processes: a vector (few per store) with a one-entry cache of the last
+ * hit. Names: an open-addressing table keyed by (process, address looked
+ * up), grown at 50% load, the names in one growing pool of blocks so their
+ * pointers stay valid.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "collector/query/q_hash.h"
+#include "collector/query/q_names.h"
+#include "collector/query/q_sym.h"
+#include "collector/store/sym.h"
+
+#define Q_SYM_NAME_MAX   320u       /* a frame name, sym.c's "file+0xoff" included */
+#define Q_SYM_TABLE_MIN  4096u
+#define Q_SYM_POOL_BLOCK (256u * 1024u)
+
+struct proc {
+    int64_t process_id;
+    struct sym_resolver *r;
+    uint64_t maps;                  /* d9.map records fed */
+    bool objects_tried;             /* the agent's objects were looked for */
+};
+
+struct name_ent {
+    int64_t process_id;
+    uint64_t addr;
+    const char *name;               /* NULL = empty slot */
+    bool hidden;
+};
+
+struct pool_block {
+    struct pool_block *next;
+    size_t used;
+    char data[];
+};
+
+struct q_sym {
+    struct q_store *s;
+    struct q_names *names;          /* for the agent's objects */
+    struct proc *p;
+    size_t np, capp, last;
+    struct name_ent *e;
+    size_t cap, n;
+    struct pool_block *pool;
+    uint64_t maps;
+    bool loaded;                    /* q_sym_load ran */
+};
+
+int q_sym_new(struct q_sym **out, struct q_store *s)
+{
+    struct q_sym *y = calloc(1, sizeof *y);
+    if (!y)
+        return -ENOMEM;
+    y->s = s;
+    *out = y;
+    return 0;
+}
+
+void q_sym_free(struct q_sym *y)
+{
+    if (!y)
+        return;
+    for (size_t i = 0; i < y->np; i++)
+        sym_resolver_free(y->p[i].r);
+    free(y->p);
+    free(y->e);
+    for (struct pool_block *b = y->pool, *n; b; b = n) {
+        n = b->next;
+        free(b);
+    }
+    q_names_close(y->names);
+    free(y);
+}
+
+static struct proc *proc_of(struct q_sym *y, int64_t process_id)
+{
+    if (y->last < y->np && y->p[y->last].process_id == process_id)
+        return &y->p[y->last];
+    for (size_t i = 0; i < y->np; i++)
+        if (y->p[i].process_id == process_id) {
+            y->last = i;
+            return &y->p[i];
+        }
+    if (y->np == y->capp) {
+        size_t nc = y->capp ? y->capp * 2 : 8;
+        struct proc *n = realloc(y->p, nc * sizeof *n);
+        if (!n)
+            return NULL;
+        y->p = n;
+        y->capp = nc;
+    }
+    struct proc *p = &y->p[y->np];
+    memset(p, 0, sizeof *p);
+    if (sym_resolver_new(&p->r, "") < 0)
+        return NULL;
+    sym_resolver_debug_dir(p->r, y->s ? q_store_debug_dir(y->s) : NULL);
+    p->process_id = process_id;
+    y->last = y->np++;
+    return p;
+}
+
+int q_sym_map(struct q_sym *y, const struct q_rec_src *src, const struct d9_rec_hdr *rec,
+              size_t len)
+{
+    struct sym_map_rec m;
+    if (rec->type != D9_REC_CUSTOM || src->ring != SYM_SEG_RING ||
+        sym_map_decode((const uint8_t *)rec, len, &m) != 0)
+        return 0;
+    struct proc *p = proc_of(y, src->process_id);
+    if (!p || sym_resolver_add(p->r, &m) < 0)
+        return -ENOMEM;
+    p->maps++;
+    y->maps++;
+    return 0;
+}
+
+static int on_map(void *arg, const struct q_rec_src *src, const struct d9_rec_hdr *rec, size_t len)
+{
+    return q_sym_map(arg, src, rec, len);
+}
+
+int q_sym_load(struct q_sym *y, uint32_t pid, uint64_t from, uint64_t to, const char *prog)
+{
+    if (y->loaded || !y->s)
+        return 0;
+    /* only the collector's map ring: its blocks, chosen by the index */
+    struct q_filter f = { .from = from, .to = to, .pid = pid, .types = 1u << D9_REC_CUSTOM,
+                          .by_ring = true, .ring = SYM_SEG_RING };
+    int rc = q_scan(y->s, &f, on_map, y, NULL, prog);
+    if (rc < 0)
+        return rc;
+    y->loaded = true;
+    return 0;
+}
+
+struct obj_add {
+    struct q_sym *y;
+    struct proc *p;
+};
+
+static int add_object(void *arg, const struct shm_meta_entry *e)
+{
+    struct obj_add *oa = arg;
+    struct sym_map_rec m = { .start = e->start, .end = e->end, .pgoff = e->pgoff };
+    for (unsigned i = 0; i < e->build_id_len && 2 * i + 2 < sizeof m.build_id; i++)
+        snprintf(m.build_id + 2 * i, 3, "%02x", e->build_id[i]);
+    snprintf(m.path, sizeof m.path, "%s", e->name ? e->name : "");
+    if (sym_resolver_add(oa->p->r, &m) == 0)
+        oa->y->maps++;
+    return 0;
+}
+
+/* The resolver of a process, with the agent's objects when it has no maps. */
+static struct proc *resolver_of(struct q_sym *y, int64_t process_id)
+{
+    struct proc *p = proc_of(y, process_id);
+    if (!p || p->maps || p->objects_tried || !y->s)
+        return p;
+    p->objects_tried = true;
+    if (!y->names && q_names_open(y->s, &y->names) < 0)
+        return p;
+    struct obj_add oa = { y, p };
+    q_names_objects(y->names, process_id, add_object, &oa);
+    return p;
+}
+
+static const char *pool_copy(struct q_sym *y, const char *s)
+{
+    size_t n = strlen(s) + 1;
+    if (!y->pool || Q_SYM_POOL_BLOCK - y->pool->used < n) {
+        struct pool_block *b = malloc(sizeof *b + Q_SYM_POOL_BLOCK);
+        if (!b)
+            return NULL;
+        b->next = y->pool;
+        b->used = 0;
+        y->pool = b;
+    }
+    char *d = y->pool->data + y->pool->used;
+    memcpy(d, s, n);
+    y->pool->used += n;
+    return d;
+}
+
+static size_t slot(size_t cap, int64_t process_id, uint64_t addr)
+{
+    return (size_t)q_hash2(addr, (uint64_t)process_id) & (cap - 1);
+}
+
+static int grow(struct q_sym *y)
+{
+    size_t nc = y->cap ? y->cap * 2 : Q_SYM_TABLE_MIN;
+    struct name_ent *ne = calloc(nc, sizeof *ne);
+    if (!ne)
+        return -ENOMEM;
+    for (size_t i = 0; i < y->cap; i++) {
+        if (!y->e[i].name)
+            continue;
+        size_t j = slot(nc, y->e[i].process_id, y->e[i].addr);
+        while (ne[j].name)
+            j = (j + 1) & (nc - 1);
+        ne[j] = y->e[i];
+    }
+    free(y->e);
+    y->e = ne;
+    y->cap = nc;
+    return 0;
+}
+
+/* The name of addr (looked up as is) in process_id, cached. */
+static const struct name_ent *named(struct q_sym *y, int64_t process_id, uint64_t addr,
+                                    bool kernel)
+{
+    if ((y->n + 1) * 2 > y->cap && grow(y) < 0)
+        return NULL;
+    size_t j = slot(y->cap, process_id, addr);
+    for (; y->e[j].name; j = (j + 1) & (y->cap - 1))
+        if (y->e[j].addr == addr && y->e[j].process_id == process_id)
+            return &y->e[j];
+    struct proc *p = resolver_of(y, process_id);
+    if (!p)
+        return NULL;
+    char buf[Q_SYM_NAME_MAX];
+    int hidden = sym_resolve(p->r, addr, kernel, buf, sizeof buf);
+    const char *name = pool_copy(y, buf);
+    if (!name)
+        return NULL;
+    y->e[j] = (struct name_ent){ process_id, addr, name, hidden == 1 };
+    y->n++;
+    return &y->e[j];
+}
+
+const char *q_sym_name(struct q_sym *y, int64_t process_id, uint64_t addr, bool kernel,
+                       bool *hidden)
+{
+    const struct name_ent *e = named(y, process_id, addr, kernel);
+    if (hidden)
+        *hidden = e && e->hidden;
+    return e ? e->name : NULL;
+}
+
+int q_sym_frames(struct q_sym *y, int64_t process_id, const struct d9_rec_hdr *rec, size_t len,
+                 struct q_frame *out)
+{
+    struct d9_rec_stack s;
+    if (len < sizeof s)
+        return 0;
+    memcpy(&s, rec, sizeof s);
+    size_t max = (len - sizeof s) / 8;
+    uint16_t n = s.nframes <= max ? s.nframes : (uint16_t)max;
+    if (n > D9_STACK_MAX_FRAMES)
+        n = D9_STACK_MAX_FRAMES;
+    const uint8_t *ips = (const uint8_t *)rec + sizeof s;
+    int k = 0;
+    for (uint16_t i = 0; i < n; i++) {
+        uint64_t ip, inner = 0;
+        memcpy(&ip, ips + (size_t)i * 8, 8);
+        if (ip == 0)
+            continue;           /* the end of a frame-pointer chain, not code */
+        if (i > 0)
+            memcpy(&inner, ips + (size_t)(i - 1) * 8, 8);
+        bool kernel = ip >= SYM_KERNEL_SPACE_MIN;
+        bool exact = i == 0 || (!kernel && inner >= SYM_KERNEL_SPACE_MIN);
+        uint64_t look = exact ? ip : ip - 1;
+        const struct name_ent *e = named(y, process_id, look, kernel);
+        if (!e)
+            return -ENOMEM;
+        if (e->hidden)
+            continue;           /* a shim trampoline */
+        out[k++] = (struct q_frame){ ip, look, e->name, kernel };
+    }
+    return k;
+}
+
+uint64_t q_sym_maps(const struct q_sym *y) { return y->maps; }
+size_t q_sym_processes(const struct q_sym *y) { return y->np; }

@@ -1,0 +1,1132 @@
+/*
+ * serve_api.c — the JSON answers of `d9 serve` (see serve_api.h).
+ *
+ * A timeline is one scan of the window (q_scan, blocks chosen by
+ * the index) into per-lane pixel arrays plus a bounded list of single
+ * polls/parks; the answer then prints the list when it did not overflow and
+ * the arrays otherwise, merged by powers of two until they fit. Memory: the
+ * lanes' arrays (SERVE_API_MAX_LANES x width), the bounded lists and the
+ * polls open at the same time; never per record.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include "collector/query/q_decode.h"
+#include "collector/query/q_flame.h"
+#include "collector/query/q_loc.h"
+#include "collector/query/q_names.h"
+#include "collector/query/q_pair.h"
+#include "collector/query/q_sched.h"
+#include "collector/query/q_text.h"
+#include "collector/query/q_wake.h"
+#include "collector/serve/serve_api.h"
+#include "collector/store/sym.h"
+
+#define MAX_LOCS   1024u            /* distinct locations named; more share "other" */
+
+void serve_api_params_init(struct serve_params *p)
+{
+    memset(p, 0, sizeof *p);
+}
+
+static int parse_u64(const char *v, uint64_t *out)
+{
+    return q_text_parse_u64(v, out);
+}
+
+static int copy_str(char *dst, const char *v)
+{
+    size_t n = strlen(v);
+    if (n >= SERVE_API_STR_MAX)
+        return -EINVAL;
+    memcpy(dst, v, n + 1);
+    return 0;
+}
+
+int serve_api_param(struct serve_params *p, const char *key, const char *val, char *why,
+                    size_t whycap)
+{
+    uint64_t u;
+    if (!key || !val) {
+        snprintf(why, whycap, "argument without a value");
+        return -EINVAL;
+    }
+    if (strcmp(key, "pid") == 0) {
+        if (parse_u64(val, &u) < 0 || u == 0 || u > UINT32_MAX)
+            goto bad;
+        p->pid = (uint32_t)u;
+        p->has_pid = true;
+    } else if (strcmp(key, "from") == 0) {
+        if (parse_u64(val, &p->from) < 0)
+            goto bad;
+        p->has_from = true;
+    } else if (strcmp(key, "to") == 0) {
+        if (parse_u64(val, &p->to) < 0)
+            goto bad;
+        p->has_to = true;
+    } else if (strcmp(key, "width") == 0) {
+        if (parse_u64(val, &u) < 0 || u == 0 || u > SERVE_API_MAX_WIDTH)
+            goto bad;
+        p->width = (uint32_t)u;
+    } else if (strcmp(key, "limit") == 0) {
+        if (parse_u64(val, &u) < 0 || u == 0 || u > SERVE_API_MAX_EVENTS)
+            goto bad;
+        p->limit = (uint32_t)u;
+    } else if (strcmp(key, "event") == 0) {
+        if (copy_str(p->event, val) < 0)
+            goto bad;
+    } else if (strcmp(key, "field") == 0) {
+        if (copy_str(p->field, val) < 0)
+            goto bad;
+    } else if (strcmp(key, "value") == 0) {
+        if (copy_str(p->value, val) < 0)
+            goto bad;
+    } else if (strcmp(key, "kind") == 0) {
+        if (strcmp(val, "cpu") == 0)
+            p->off_cpu = false;
+        else if (strcmp(val, "off") == 0)
+            p->off_cpu = true;
+        else
+            goto bad;
+    } else if (strcmp(key, "_") == 0) {
+        /* cache buster of the page: ignored */
+    } else {
+        snprintf(why, whycap, "unknown argument");
+        return -EINVAL;
+    }
+    return 0;
+bad:
+    snprintf(why, whycap, "bad value for %.32s", key);
+    return -EINVAL;
+}
+
+static int error(FILE *out, int status, const char *msg)
+{
+    fputs("{\"error\":", out);
+    q_text_json(out, msg, strlen(msg));
+    fputs("}\n", out);
+    return status;
+}
+
+/* ---- /api/processes ----------------------------------------------------------- */
+struct plist {
+    struct q_store *s;
+    FILE *out;
+    bool first;
+    int err;
+};
+
+static int thread_row(void *arg, const struct idx_read_thread *r)
+{
+    struct plist *l = arg;
+    fprintf(l->out, "%s{\"tid\":%" PRIu32 ",\"name\":", l->first ? "" : ",", r->tid);
+    q_text_json(l->out, r->name, strlen(r->name));
+    fprintf(l->out, ",\"first_ns\":%" PRIu64 ",\"last_ns\":%" PRIu64 "}", r->first_ns, r->last_ns);
+    l->first = false;
+    return 0;
+}
+
+static int runtime_row(void *arg, const struct idx_read_runtime *r)
+{
+    struct plist *l = arg;
+    fprintf(l->out, "%s{\"id\":%" PRIu32 ",\"name\":", l->first ? "" : ",", r->runtime_id);
+    q_text_json(l->out, r->name, strlen(r->name));
+    fputc('}', l->out);
+    l->first = false;
+    return 0;
+}
+
+static int proc_row(void *arg, const struct idx_read_process *r)
+{
+    struct plist *l = arg;
+    FILE *o = l->out;
+    fprintf(o, "%s\n{\"pid\":%" PRIu32 ",\"comm\":", l->first ? "" : ",", r->pid);
+    q_text_json(o, r->comm, strlen(r->comm));
+    fputs(",\"exe\":", o);
+    q_text_json(o, r->exe, strlen(r->exe));
+    fputs(",\"state\":", o);
+    q_text_json(o, r->state, strlen(r->state));
+    if (r->has_exit_code)
+        fprintf(o, ",\"exit_code\":%" PRId64, r->exit_code);
+    fprintf(o, ",\"first_ns\":%" PRIu64 ",\"last_ns\":%" PRIu64 ",\"records\":%" PRIu64
+            ",\"lost\":%" PRIu64 ",\"segments\":%" PRIu64 ",\"threads\":[",
+            r->first_ns, r->last_ns, r->records, r->lost, r->segments);
+    struct plist sub = { .s = l->s, .out = o, .first = true };
+    int rc = q_store_threads(l->s, 0, r->id, thread_row, &sub);
+    fputs("],\"runtimes\":[", o);
+    sub.first = true;
+    int rc2 = q_store_runtimes(l->s, 0, r->id, runtime_row, &sub);
+    fputs("]}", o);
+    l->first = false;
+    if (rc < 0 || rc2 < 0)
+        l->err = rc < 0 ? rc : rc2;
+    return 0;
+}
+
+static int api_processes(struct q_store *s, FILE *out)
+{
+    fprintf(out, "{\"live\":%s,\"processes\":[", q_store_live(s) ? "true" : "false");
+    struct plist l = { .s = s, .out = out, .first = true };
+    int n = q_store_processes(s, 0, 0, UINT64_MAX, proc_row, &l);
+    fputs("\n]}\n", out);
+    return n < 0 || l.err ? 500 : 200;
+}
+
+/* ---- timeline ------------------------------------------------------------------- */
+struct cell {                       /* one pixel column of a lane */
+    uint64_t busy_ns, max_ns, parked_ns, sched_max_ns;
+    uint32_t count, max_loc, samples, offcpu;
+};
+
+struct lane {
+    uint32_t tid;
+    char name[32];
+    struct cell *c;                 /* width cells */
+    uint64_t hist[SERVE_API_HIST];  /* sched delay, log2 ns */
+    uint64_t polls;
+    uint64_t waits, wait_sum_ns, wait_max_ns;   /* its wait samples (q_sched.h) */
+};
+
+struct item {                       /* one poll (task != PARKED) or parked span */
+    uint64_t start, dur, task;
+    uint32_t lane, loc;
+};
+
+struct top {
+    uint64_t start, dur, task;
+    uint32_t lane, loc;
+    bool unfinished;
+};
+
+struct counter {
+    uint16_t runtime, worker;
+    char name[96];
+    uint64_t *max1;                 /* width entries, depth + 1 (0 = no point) */
+};
+
+struct tl {
+    const struct serve_params *p;
+    int64_t process_id;
+    uint64_t from, to, span;
+    uint32_t width;
+    bool events_only;
+    struct lane lanes[SERVE_API_MAX_LANES];
+    uint32_t nlanes;
+    uint64_t lanes_dropped;         /* records of threads past the lane limit */
+    struct q_pair *polls;
+    struct item *items;
+    size_t nitems;
+    bool overflow;                  /* too many polls/parks: buckets */
+    uint64_t npolls, nparks;
+    struct top top[SERVE_API_TOP];
+    size_t ntop;
+    struct counter counters[SERVE_API_MAX_COUNTERS];
+    uint32_t ncounters;
+    struct q_wake *pending;         /* wakes not answered by a poll yet: waker lane */
+    uint64_t (*wakes)[4];           /* wake ts, waker lane, poll ts, wakee lane */
+    size_t nwakes;
+    uint64_t wakes_total;
+    uint32_t loc_id[MAX_LOCS];      /* location ids named, index = loc index */
+    char *loc_name[MAX_LOCS];
+    uint32_t nlocs;
+    FILE *ev;                       /* events JSON, streamed into a buffer */
+    char *evbuf;
+    size_t evlen;
+    uint64_t nevents, events_total;
+    uint32_t ev_limit;
+    int err;
+};
+
+static uint32_t px_of(const struct tl *t, uint64_t ts)
+{
+    if (ts <= t->from)
+        return 0;
+    uint64_t d = ts - t->from;
+    uint64_t px = (uint64_t)((unsigned __int128)d * t->width / t->span);
+    return px >= t->width ? t->width - 1 : (uint32_t)px;
+}
+
+static struct lane *lane_of(struct tl *t, uint32_t tid, const char *name)
+{
+    for (uint32_t i = 0; i < t->nlanes; i++)
+        if (t->lanes[i].tid == tid) {
+            if (name && *name && !t->lanes[i].name[0])
+                snprintf(t->lanes[i].name, sizeof t->lanes[i].name, "%s", name);
+            return &t->lanes[i];
+        }
+    if (t->nlanes == SERVE_API_MAX_LANES) {
+        t->lanes_dropped++;
+        return NULL;
+    }
+    struct lane *l = &t->lanes[t->nlanes];
+    l->c = t->events_only ? NULL : calloc(t->width, sizeof *l->c);
+    if (!t->events_only && !l->c) {
+        t->err = -ENOMEM;
+        return NULL;
+    }
+    l->tid = tid;
+    snprintf(l->name, sizeof l->name, "%s", name ? name : "");
+    t->nlanes++;
+    return l;
+}
+
+static uint32_t lane_index(const struct tl *t, const struct lane *l)
+{
+    return (uint32_t)(l - t->lanes);
+}
+
+/* Index of location id loc in the answer's "locs" (named from meta). */
+static uint32_t loc_index(struct tl *t, const struct q_rec_src *src, uint32_t loc)
+{
+    for (uint32_t i = 0; i < t->nlocs; i++)
+        if (t->loc_id[i] == loc)
+            return i;
+    if (t->nlocs == MAX_LOCS)
+        return 0;                   /* index 0 is always "poll" (no location) */
+    const struct shm_meta_entry *e = loc && src && src->meta && src->meta->location
+        ? src->meta->location(src->meta->ctx, loc) : NULL;
+    char buf[Q_LOC_TEXT_MAX];
+    if (loc)
+        q_loc_text(e, loc, buf, sizeof buf);
+    else
+        snprintf(buf, sizeof buf, "poll");
+    char *c = strdup(buf);
+    if (!c) {
+        t->err = -ENOMEM;
+        return 0;
+    }
+    t->loc_id[t->nlocs] = loc;
+    t->loc_name[t->nlocs] = c;
+    return t->nlocs++;
+}
+
+static void top_offer(struct tl *t, const struct top *e)
+{
+    size_t i;
+    if (t->ntop < SERVE_API_TOP)
+        i = t->ntop++;
+    else if (e->dur > t->top[SERVE_API_TOP - 1].dur)
+        i = SERVE_API_TOP - 1;
+    else
+        return;
+    t->top[i] = *e;
+    for (; i > 0 && t->top[i - 1].dur < t->top[i].dur; i--) {
+        struct top x = t->top[i - 1];
+        t->top[i - 1] = t->top[i];
+        t->top[i] = x;
+    }
+}
+
+/* A finished poll or parked span [start, end] on lane l. */
+static void interval(struct tl *t, struct lane *l, const struct q_poll *p, uint32_t loc,
+                     bool unfinished)
+{
+    bool parked = p->task == Q_POLL_PARKED;
+    uint64_t s = p->start_ns < t->from ? t->from : p->start_ns;
+    uint64_t e = p->end_ns > t->to ? t->to : p->end_ns;
+    if (e < s)
+        e = s;
+    uint64_t dur = p->end_ns - p->start_ns;
+    if (parked)
+        t->nparks++;
+    else {
+        t->npolls++;
+        l->polls++;
+        struct top tp = { .start = p->start_ns, .dur = dur, .task = p->task,
+                          .lane = lane_index(t, l), .loc = loc, .unfinished = unfinished };
+        top_offer(t, &tp);
+    }
+    /* buckets: busy/parked time split over the columns the interval covers */
+    uint32_t a = px_of(t, s), b = px_of(t, e);
+    for (uint32_t px = a; px <= b; px++) {
+        uint64_t c0 = t->from + (uint64_t)((unsigned __int128)t->span * px / t->width);
+        uint64_t c1 = t->from + (uint64_t)((unsigned __int128)t->span * (px + 1) / t->width);
+        uint64_t lo = s > c0 ? s : c0, hi = e < c1 ? e : c1;
+        uint64_t in = hi > lo ? hi - lo : 0;
+        if (parked)
+            l->c[px].parked_ns += in;
+        else
+            l->c[px].busy_ns += in;
+    }
+    if (!parked) {
+        struct cell *c = &l->c[a];
+        c->count++;
+        if (dur >= c->max_ns) {
+            c->max_ns = dur;
+            c->max_loc = loc;
+        }
+    }
+    if (t->overflow)
+        return;
+    if (t->nitems == SERVE_API_MAX_ITEMS) {
+        t->overflow = true;
+        return;
+    }
+    t->items[t->nitems++] = (struct item){ .start = p->start_ns, .dur = dur,
+                                           .task = p->task, .lane = lane_index(t, l),
+                                           .loc = loc };
+}
+
+static int counter_point(struct tl *t, const struct q_rec_src *src,
+                         const struct d9_rec_queue_depth *q)
+{
+    struct counter *c = NULL;
+    for (uint32_t i = 0; i < t->ncounters; i++)
+        if (t->counters[i].runtime == q->runtime && t->counters[i].worker == q->worker)
+            c = &t->counters[i];
+    if (!c) {
+        if (t->ncounters == SERVE_API_MAX_COUNTERS)
+            return 0;
+        c = &t->counters[t->ncounters];
+        c->max1 = calloc(t->width, sizeof *c->max1);
+        if (!c->max1)
+            return -ENOMEM;
+        t->ncounters++;
+        c->runtime = q->runtime;
+        c->worker = q->worker;
+        const char *rt = src->meta && src->meta->runtime
+            ? src->meta->runtime(src->meta->ctx, q->runtime) : NULL;
+        char rb[16];
+        if (!rt) {
+            snprintf(rb, sizeof rb, "#%u", (unsigned)q->runtime);
+            rt = rb;
+        }
+        if (q->worker == D9_WORKER_NONE)
+            snprintf(c->name, sizeof c->name, "queue %s global", rt);
+        else
+            snprintf(c->name, sizeof c->name, "queue %s w%u", rt, (unsigned)q->worker);
+    }
+    uint32_t px = px_of(t, q->h.ts);
+    uint64_t v = q->depth == UINT64_MAX ? UINT64_MAX : q->depth + 1;
+    if (v > c->max1[px])
+        c->max1[px] = v;
+    return 0;
+}
+
+/* Does the custom event match the name / field filters? */
+static bool event_matches(const struct tl *t, const struct q_decoded *d)
+{
+    const struct serve_params *p = t->p;
+    if (p->event[0] && (!d->event || strcmp(d->event, p->event) != 0))
+        return false;
+    if (!p->field[0])
+        return true;
+    const struct q_field *f = q_decode_field(d, p->field);
+    if (!f)
+        return false;
+    char b[SERVE_API_STR_MAX + 8];
+    switch (f->type) {
+    case Q_V_U64: snprintf(b, sizeof b, "%" PRIu64, f->u); break;
+    case Q_V_HEX: snprintf(b, sizeof b, "0x%" PRIx64, f->u); break;
+    case Q_V_I64: snprintf(b, sizeof b, "%" PRId64, f->i); break;
+    case Q_V_F64: snprintf(b, sizeof b, "%g", f->f); break;
+    case Q_V_BOOL: snprintf(b, sizeof b, "%s", f->u ? "true" : "false"); break;
+    case Q_V_STR:
+        return f->slen == strlen(p->value) && memcmp(f->s, p->value, f->slen) == 0;
+    default: return false;
+    }
+    return strcmp(b, p->value) == 0;
+}
+
+static void event_out(struct tl *t, const struct q_rec_src *src, struct lane *l,
+                      const struct q_decoded *d)
+{
+    t->events_total++;
+    if (t->nevents >= t->ev_limit)
+        return;
+    FILE *f = t->ev;
+    fprintf(f, "%s\n{\"t\":%" PRIu64 ",\"tid\":%" PRIu32 ",\"lane\":%d,\"name\":",
+            t->nevents ? "," : "", d->ts - t->from, src->tid,
+            l ? (int)lane_index(t, l) : -1);
+    const char *n = d->event ? d->event : "custom";
+    q_text_json(f, n, strlen(n));
+    fputs(",\"fields\":{", f);
+    q_decode_print_json_members(f, d, d->first_custom, d->nfields, false);
+    fputs("}}", f);
+    t->nevents++;
+}
+
+static int on_record(void *arg, const struct q_rec_src *src, const struct d9_rec_hdr *rec,
+                     size_t len)
+{
+    struct tl *t = arg;
+    if (src->process_id != t->process_id)
+        return 0;
+    if (t->err)
+        return t->err;
+    if (src->ring == SYM_SEG_RING)
+        return 0;                   /* symbol maps: no timeline form */
+    if (t->events_only) {
+        if (rec->type != D9_REC_CUSTOM)
+            return 0;
+        struct q_decoded d;
+        if (q_decode(rec, len, src->meta, &d) < 0 || !event_matches(t, &d))
+            return 0;
+        event_out(t, src, NULL, &d);
+        return 0;
+    }
+    uint32_t tid = src->tid;
+    if (rec->type == D9_REC_CPU_SAMPLE || rec->type == D9_REC_SCHED_SWITCH) {
+        struct d9_rec_stack s;
+        if (len < sizeof s)
+            return 0;
+        memcpy(&s, rec, sizeof s);
+        struct lane *l = lane_of(t, s.tid, NULL);
+        if (l) {
+            struct cell *c = &l->c[px_of(t, rec->ts)];
+            if (rec->type == D9_REC_CPU_SAMPLE)
+                c->samples++;
+            else
+                c->offcpu++;
+        }
+        return t->err;
+    }
+    struct lane *l = lane_of(t, tid, src->thread);
+    if (!l)
+        return t->err;
+    struct q_poll done;
+    int rc;
+    switch (rec->type) {
+    case D9_REC_POLL_START: {
+        struct d9_rec_poll_start ps;
+        if (len < sizeof ps)
+            return 0;
+        memcpy(&ps, rec, sizeof ps);
+        struct q_wake_pending w;
+        if (q_wake_take(t->pending, src->process_id, ps.task, &w)) {
+            t->wakes_total++;
+            if (t->nwakes < SERVE_API_MAX_WAKES) {
+                uint64_t *a = t->wakes[t->nwakes++];
+                a[0] = w.ts - t->from;
+                a[1] = w.data;
+                a[2] = rec->ts - t->from;
+                a[3] = lane_index(t, l);
+            }
+        }
+    }
+        /* fall through */
+    case D9_REC_POLL_END:
+    case D9_REC_WORKER_PARK:
+    case D9_REC_WORKER_UNPARK:
+        uint64_t wait;
+        if (q_sched_wait(rec, len, &wait)) {
+            /* a wait sample: park and unpark records alike (q_sched.h) */
+            unsigned b = 0;
+            for (uint64_t v = wait; v > 1 && b < SERVE_API_HIST - 1; v >>= 1)
+                b++;
+            l->hist[b]++;
+            l->waits++;
+            l->wait_sum_ns += wait;
+            if (wait > l->wait_max_ns)
+                l->wait_max_ns = wait;
+            struct cell *c = &l->c[px_of(t, rec->ts)];
+            if (wait > c->sched_max_ns)
+                c->sched_max_ns = wait;
+        }
+        rc = q_pair_feed(t->polls, src, rec, len, &done);
+        if (rc < 0)
+            return rc;
+        if (rc > 0)
+            interval(t, l, &done, done.task == Q_POLL_PARKED ? 0 : loc_index(t, src, done.loc),
+                     false);
+        return t->err;
+    case D9_REC_WAKE: {
+        struct d9_rec_wake w;
+        if (len < sizeof w)
+            return 0;
+        memcpy(&w, rec, sizeof w);
+        struct q_wake_pending pw = { .ts = rec->ts, .data = lane_index(t, l) };
+        if (q_wake_put(t->pending, src->process_id, w.wakee, &pw) < 0)
+            return -ENOMEM;
+        return 0;
+    }
+    case D9_REC_QUEUE_DEPTH: {
+        struct d9_rec_queue_depth q;
+        if (len < sizeof q)
+            return 0;
+        memcpy(&q, rec, sizeof q);
+        return counter_point(t, src, &q);
+    }
+    case D9_REC_CUSTOM: {
+        struct q_decoded d;
+        if (q_decode(rec, len, src->meta, &d) < 0)
+            return 0;
+        if (d.event && strncmp(d.event, Q_DECODE_INTERNAL, strlen(Q_DECODE_INTERNAL)) == 0)
+            return 0;
+        if (event_matches(t, &d))
+            event_out(t, src, l, &d);
+        return 0;
+    }
+    default:
+        return 0;
+    }
+}
+
+/* Nonempty cells of every lane and counter when columns merge by k. */
+static size_t count_cells(const struct tl *t, uint32_t k)
+{
+    size_t n = 0;
+    for (uint32_t i = 0; i < t->nlanes; i++) {
+        const struct cell *c = t->lanes[i].c;
+        for (uint32_t a = 0; a < t->width; a += k) {
+            bool poll = false, park = false, smp = false, off = false, sch = false;
+            for (uint32_t px = a; px < a + k && px < t->width; px++) {
+                poll |= c[px].count || c[px].busy_ns;
+                park |= c[px].parked_ns != 0;
+                smp |= c[px].samples != 0;
+                off |= c[px].offcpu != 0;
+                sch |= c[px].sched_max_ns != 0;
+            }
+            n += (size_t)poll * (t->overflow ? 1 : 0) + (size_t)park * (t->overflow ? 1 : 0) +
+                 (size_t)smp + (size_t)off + (size_t)sch;
+        }
+    }
+    for (uint32_t i = 0; i < t->ncounters; i++)
+        for (uint32_t a = 0; a < t->width; a += k) {
+            bool any = false;
+            for (uint32_t px = a; px < a + k && px < t->width; px++)
+                any |= t->counters[i].max1[px] != 0;
+            n += any;
+        }
+    return n;
+}
+
+static void print_lane(const struct tl *t, const struct lane *l, uint32_t k, FILE *o)
+{
+    fprintf(o, "{\"tid\":%" PRIu32 ",\"name\":", l->tid);
+    q_text_json(o, l->name, strlen(l->name));
+    fprintf(o, ",\"polls\":%" PRIu64 ",\"waits\":%" PRIu64 ",\"wait_sum_ns\":%" PRIu64
+            ",\"wait_max_ns\":%" PRIu64, l->polls, l->waits, l->wait_sum_ns, l->wait_max_ns);
+    const char *keys[5] = { "buckets", "parked", "samples", "offcpu", "sched" };
+    for (int kind = 0; kind < 5; kind++) {
+        if (kind < 2 && !t->overflow)
+            continue;
+        fprintf(o, ",\"%s\":[", keys[kind]);
+        bool first = true;
+        for (uint32_t a = 0; a < t->width; a += k) {
+            struct cell m = { 0 };
+            for (uint32_t px = a; px < a + k && px < t->width; px++) {
+                const struct cell *c = &l->c[px];
+                m.busy_ns += c->busy_ns;
+                m.parked_ns += c->parked_ns;
+                m.count += c->count;
+                m.samples += c->samples;
+                m.offcpu += c->offcpu;
+                if (c->count && c->max_ns >= m.max_ns) {
+                    m.max_ns = c->max_ns;
+                    m.max_loc = c->max_loc;
+                }
+                if (c->sched_max_ns > m.sched_max_ns)
+                    m.sched_max_ns = c->sched_max_ns;
+            }
+            const char *sep = first ? "" : ",";
+            switch (kind) {
+            case 0:
+                if (!m.count && !m.busy_ns)
+                    continue;
+                fprintf(o, "%s[%u,%" PRIu64 ",%u,%" PRIu64 ",%u]", sep, a, m.busy_ns, m.count,
+                        m.max_ns, m.max_loc);
+                break;
+            case 1:
+                if (!m.parked_ns)
+                    continue;
+                fprintf(o, "%s[%u,%" PRIu64 "]", sep, a, m.parked_ns);
+                break;
+            case 2:
+                if (!m.samples)
+                    continue;
+                fprintf(o, "%s[%u,%u]", sep, a, m.samples);
+                break;
+            case 3:
+                if (!m.offcpu)
+                    continue;
+                fprintf(o, "%s[%u,%u]", sep, a, m.offcpu);
+                break;
+            default:
+                if (!m.sched_max_ns)
+                    continue;
+                fprintf(o, "%s[%u,%" PRIu64 "]", sep, a, m.sched_max_ns);
+                break;
+            }
+            first = false;
+        }
+        fputc(']', o);
+    }
+    fputs(",\"sched_hist\":[", o);
+    for (unsigned b = 0; b < SERVE_API_HIST; b++)
+        fprintf(o, "%s%" PRIu64, b ? "," : "", l->hist[b]);
+    fputs("]}", o);
+}
+
+static void print_timeline(struct tl *t, FILE *o)
+{
+    uint32_t k = 1;
+    while (k < t->width && count_cells(t, k) > SERVE_API_MAX_ITEMS)
+        k *= 2;
+    fprintf(o, "{\"pid\":%" PRIu32 ",\"from\":%" PRIu64 ",\"to\":%" PRIu64 ",\"width\":%u"
+            ",\"mode\":\"%s\",\"bucket_px\":%u,\"polls\":%" PRIu64 ",\"parks\":%" PRIu64
+            ",\"lanes_dropped\":%" PRIu64 ",\n\"locs\":[",
+            t->p->pid, t->from, t->to, t->width, t->overflow ? "buckets" : "detail", k,
+            t->npolls, t->nparks, t->lanes_dropped);
+    for (uint32_t i = 0; i < t->nlocs; i++) {
+        if (i)
+            fputc(',', o);
+        q_text_json(o, t->loc_name[i], strlen(t->loc_name[i]));
+    }
+    fputs("],\n\"lanes\":[", o);
+    for (uint32_t i = 0; i < t->nlanes; i++) {
+        fputs(i ? ",\n" : "\n", o);
+        print_lane(t, &t->lanes[i], k, o);
+    }
+    fputs("],\n\"items\":[", o);
+    if (!t->overflow) {
+        for (size_t i = 0; i < t->nitems; i++) {
+            const struct item *it = &t->items[i];
+            if (it->task == Q_POLL_PARKED)
+                fprintf(o, "%s[%u,%" PRIu64 ",%" PRIu64 ",-1,0]", i ? "," : "", it->lane,
+                        it->start - t->from, it->dur);
+            else
+                fprintf(o, "%s[%u,%" PRIu64 ",%" PRIu64 ",%u,%" PRIu64 "]", i ? "," : "",
+                        it->lane, it->start - t->from, it->dur, it->loc, it->task);
+        }
+    }
+    fputs("],\n\"counters\":[", o);
+    for (uint32_t i = 0; i < t->ncounters; i++) {
+        const struct counter *c = &t->counters[i];
+        fprintf(o, "%s{\"name\":", i ? "," : "");
+        q_text_json(o, c->name, strlen(c->name));
+        fputs(",\"points\":[", o);
+        bool first = true;
+        for (uint32_t a = 0; a < t->width; a += k) {
+            uint64_t m = 0;
+            for (uint32_t px = a; px < a + k && px < t->width; px++)
+                if (c->max1[px] > m)
+                    m = c->max1[px];
+            if (!m)
+                continue;
+            fprintf(o, "%s[%u,%" PRIu64 "]", first ? "" : ",", a, m - 1);
+            first = false;
+        }
+        fputs("]}", o);
+    }
+    fprintf(o, "],\n\"wakes_total\":%" PRIu64 ",\"wakes\":[", t->wakes_total);
+    for (size_t i = 0; i < t->nwakes; i++)
+        fprintf(o, "%s[%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "]", i ? "," : "",
+                t->wakes[i][0], t->wakes[i][1], t->wakes[i][2], t->wakes[i][3]);
+    fputs("],\n\"top\":[", o);
+    for (size_t i = 0; i < t->ntop; i++) {
+        const struct top *e = &t->top[i];
+        fprintf(o, "%s{\"t\":%" PRIu64 ",\"dur\":%" PRIu64 ",\"lane\":%u,\"loc\":%u,\"task\":%"
+                PRIu64 "%s}", i ? "," : "", e->start - t->from, e->dur, e->lane, e->loc,
+                e->task, e->unfinished ? ",\"unfinished\":true" : "");
+    }
+    fprintf(o, "],\n\"events_total\":%" PRIu64 ",\"events\":[", t->events_total);
+    fwrite(t->evbuf, 1, t->evlen, o);
+    fputs("]}\n", o);
+}
+
+/* ---- overview from the index alone ------------------------------------------ */
+struct ov_lane {
+    uint32_t tid;
+    char name[32];
+    double *n;                      /* records per column */
+};
+
+struct overview {
+    uint64_t from, span;
+    uint32_t width;
+    struct ov_lane lanes[SERVE_API_MAX_LANES];
+    uint32_t nlanes;
+    uint64_t total;
+    int err;
+};
+
+static int ov_block(void *arg, const struct idx_read_block_stat *b)
+{
+    struct overview *o = arg;
+    if (b->ring >= SYM_SEG_RING)
+        return 0;                   /* the collector's pseudo rings (samples, maps) */
+    o->total += b->nrec;
+    struct ov_lane *l = NULL;
+    for (uint32_t i = 0; i < o->nlanes; i++)
+        if (o->lanes[i].tid == b->tid)
+            l = &o->lanes[i];
+    if (!l) {
+        if (o->nlanes == SERVE_API_MAX_LANES)
+            return 0;
+        l = &o->lanes[o->nlanes];
+        l->n = calloc(o->width, sizeof *l->n);
+        if (!l->n) {
+            o->err = -ENOMEM;
+            return -ENOMEM;
+        }
+        l->tid = b->tid;
+        o->nlanes++;
+    }
+    /* spread the block's records evenly over the columns it covers */
+    uint64_t t0 = b->t_first < o->from ? o->from : b->t_first;
+    uint64_t t1 = b->t_last > o->from + o->span ? o->from + o->span : b->t_last;
+    if (t1 < t0)
+        t1 = t0;
+    uint64_t c0 = (uint64_t)((unsigned __int128)(t0 - o->from) * o->width / o->span);
+    uint64_t c1 = (uint64_t)((unsigned __int128)(t1 - o->from) * o->width / o->span);
+    if (c0 >= o->width)
+        c0 = o->width - 1;
+    if (c1 >= o->width)
+        c1 = o->width - 1;
+    double share = (double)b->nrec * (b->t_last > b->t_first
+        ? (double)(t1 - t0 + 1) / (double)(b->t_last - b->t_first + 1) : 1.0);
+    for (uint64_t c = c0; c <= c1; c++)
+        l->n[c] += share / (double)(c1 - c0 + 1);
+    return 0;
+}
+
+static int ov_name(void *arg, const struct idx_read_thread *r)
+{
+    struct overview *o = arg;
+    for (uint32_t i = 0; i < o->nlanes; i++)
+        if (o->lanes[i].tid == r->tid && !o->lanes[i].name[0])
+            snprintf(o->lanes[i].name, sizeof o->lanes[i].name, "%s", r->name);
+    return 0;
+}
+
+static void ov_print(const struct overview *o, uint32_t pid, uint64_t to, FILE *out)
+{
+    uint32_t k = 1;
+    for (;; k *= 2) {
+        size_t n = 0;
+        for (uint32_t i = 0; i < o->nlanes; i++)
+            for (uint32_t a = 0; a < o->width; a += k) {
+                double v = 0;
+                for (uint32_t px = a; px < a + k && px < o->width; px++)
+                    v += o->lanes[i].n[px];
+                n += v > 0;
+            }
+        if (n <= SERVE_API_MAX_ITEMS || k >= o->width)
+            break;
+    }
+    fprintf(out, "{\"pid\":%" PRIu32 ",\"from\":%" PRIu64 ",\"to\":%" PRIu64 ",\"width\":%u"
+            ",\"mode\":\"index\",\"bucket_px\":%u,\"records\":%" PRIu64 ",\"polls\":0,\"parks\":0"
+            ",\"lanes_dropped\":0,\n\"locs\":[\"poll\"],\n\"lanes\":[", pid, o->from, to, o->width,
+            k, o->total);
+    for (uint32_t i = 0; i < o->nlanes; i++) {
+        const struct ov_lane *l = &o->lanes[i];
+        fprintf(out, "%s{\"tid\":%" PRIu32 ",\"name\":", i ? ",\n" : "\n", l->tid);
+        q_text_json(out, l->name, strlen(l->name));
+        fputs(",\"polls\":0,\"density\":[", out);
+        bool first = true;
+        for (uint32_t a = 0; a < o->width; a += k) {
+            double v = 0;
+            for (uint32_t px = a; px < a + k && px < o->width; px++)
+                v += l->n[px];
+            if (v <= 0)
+                continue;
+            fprintf(out, "%s[%u,%.0f]", first ? "" : ",", a, v < 1 ? 1 : v);
+            first = false;
+        }
+        fputs("],\"samples\":[],\"offcpu\":[],\"sched\":[],\"sched_hist\":[]}", out);
+    }
+    fputs("],\n\"items\":[],\n\"counters\":[],\n\"wakes_total\":0,\"wakes\":[],\n\"top\":[],\n"
+          "\"events_total\":0,\"events\":[]}\n", out);
+}
+
+/* 1 when the window holds more than SERVE_API_SCAN_MAX records and the
+ * answer (from the index) was printed, 0 to scan, <0 on error. */
+static int overview(struct q_store *s, int64_t process_id, uint32_t pid, uint64_t from,
+                    uint64_t to, uint32_t width, FILE *out)
+{
+    struct overview *o = calloc(1, sizeof *o);
+    if (!o)
+        return -ENOMEM;
+    o->from = from;
+    o->span = to - from;
+    o->width = width;
+    int rc = q_store_block_stats(s, process_id, from, to, ov_block, o);
+    if (rc >= 0 && o->err)
+        rc = o->err;
+    if (rc >= 0 && o->total > SERVE_API_SCAN_MAX) {
+        q_store_threads(s, 0, process_id, ov_name, o);
+        ov_print(o, pid, to, out);
+        rc = 1;
+    } else if (rc >= 0) {
+        rc = 0;
+    }
+    for (uint32_t i = 0; i < o->nlanes; i++)
+        free(o->lanes[i].n);
+    free(o);
+    return rc;
+}
+
+struct pick {
+    int64_t id;
+    uint64_t first, last;
+    bool found;
+};
+
+static int pick_row(void *arg, const struct idx_read_process *r)
+{
+    struct pick *k = arg;
+    /* the newest process with that pid (by first_ns: rows come in that order) */
+    k->id = r->id;
+    k->first = r->first_ns;
+    k->last = r->last_ns;
+    k->found = true;
+    return 0;
+}
+
+static void tl_free(struct tl *t)
+{
+    for (uint32_t i = 0; i < t->nlanes; i++)
+        free(t->lanes[i].c);
+    for (uint32_t i = 0; i < t->ncounters; i++)
+        free(t->counters[i].max1);
+    for (uint32_t i = 0; i < t->nlocs; i++)
+        free(t->loc_name[i]);
+    q_pair_free(t->polls);
+    free(t->items);
+    q_wake_free(t->pending);
+    free(t->wakes);
+    if (t->ev)
+        fclose(t->ev);
+    free(t->evbuf);
+}
+
+static int api_timeline(struct q_store *s, const struct serve_params *p, FILE *out,
+                        bool events_only)
+{
+    if (!p->has_pid)
+        return error(out, 400, "pid is required");
+    if (!events_only && !p->width)
+        return error(out, 400, "width is required (1..4096)");
+    struct pick k = { 0 };
+    int n = q_store_processes(s, p->pid, 0, UINT64_MAX, pick_row, &k);
+    if (n < 0)
+        return error(out, 500, "cannot read the index");
+    if (!k.found)
+        return error(out, 404, "no such pid in the store");
+    uint64_t from = p->has_from ? p->from : k.first;
+    uint64_t to = p->has_to ? p->to : (k.last > k.first ? k.last : k.first + 1);
+    if (from >= to)
+        return error(out, 400, "empty or reversed window (from >= to)");
+    if (!events_only) {
+        int ov = overview(s, k.id, p->pid, from, to, p->width, out);
+        if (ov < 0)
+            return error(out, 500, "cannot read the index");
+        if (ov == 1)
+            return 200;
+    }
+    struct tl *t = calloc(1, sizeof *t);
+    if (!t)
+        return error(out, 500, "out of memory");
+    t->p = p;
+    t->process_id = k.id;
+    t->from = from;
+    t->to = to;
+    t->span = to - from;
+    t->width = events_only ? 1 : p->width;
+    t->events_only = events_only;
+    t->ev_limit = p->limit ? p->limit : SERVE_API_MAX_EVENTS;
+    t->items = malloc(SERVE_API_MAX_ITEMS * sizeof *t->items);
+    t->wakes = malloc(SERVE_API_MAX_WAKES * sizeof *t->wakes);
+    t->ev = open_memstream(&t->evbuf, &t->evlen);
+    int status = 200;
+    if (!t->items || !t->wakes || !t->ev || q_pair_new(&t->polls) < 0 ||
+        q_wake_new(&t->pending) < 0) {
+        status = error(out, 500, "out of memory");
+        goto done;
+    }
+    q_pair_track_parks(t->polls);
+    /* "poll" (no location) is always locs[0] */
+    t->loc_name[0] = strdup("poll");
+    if (!t->loc_name[0]) {
+        status = error(out, 500, "out of memory");
+        goto done;
+    }
+    t->nlocs = 1;
+    struct q_filter f = { .from = from, .to = to, .pid = p->pid,
+                            .types = events_only ? 1u << D9_REC_CUSTOM : ~(1u << D9_REC_PAD) };
+    struct q_scan_stats st;
+    int r = q_scan(s, &f, on_record, t, &st, "d9 serve");
+    if (r >= 0 && !t->err && !events_only) {
+        /* polls and parks still open: they last to the end of the window */
+        size_t it = 0;
+        struct q_poll q;
+        while (q_pair_next_open(t->polls, &it, &q) && !t->err) {
+            if (q.process_id != t->process_id)
+                continue;
+            struct lane *l = lane_of(t, q.tid, NULL);
+            uint64_t end = st.t_last < to ? st.t_last : to;
+            q.end_ns = end > q.start_ns ? end : q.start_ns;
+            if (l)
+                interval(t, l, &q, q.task == Q_POLL_PARKED ? 0 : loc_index(t, NULL, q.loc),
+                         true);
+        }
+    }
+    fflush(t->ev);
+    if (r < 0 || t->err) {
+        status = error(out, 500, t->err == -ENOMEM ? "out of memory" : "cannot read the store");
+    } else if (events_only) {
+        fprintf(out, "{\"pid\":%" PRIu32 ",\"from\":%" PRIu64 ",\"to\":%" PRIu64
+                ",\"events_total\":%" PRIu64 ",\"events\":[", p->pid, from, to, t->events_total);
+        fwrite(t->evbuf, 1, t->evlen, out);
+        fputs("]}\n", out);
+    } else {
+        print_timeline(t, out);
+    }
+done:
+    tl_free(t);
+    free(t);
+    return status;
+}
+
+/* ---- /api/workers ----------------------------------------------------------------- */
+
+static int on_sched(void *arg, const struct q_rec_src *src, const struct d9_rec_hdr *rec,
+                    size_t len)
+{
+    return q_sched_feed(arg, src, rec, len);
+}
+
+/* Every worker of pid in the window (default: every record of the process),
+ * with the facts and names of d9 sched --format jsonl. */
+static int api_workers(struct q_store *s, const struct serve_params *p, FILE *out)
+{
+    if (!p->has_pid)
+        return error(out, 400, "pid is required");
+    struct pick k = { 0 };
+    if (q_store_processes(s, p->pid, 0, UINT64_MAX, pick_row, &k) < 0)
+        return error(out, 500, "cannot read the index");
+    if (!k.found)
+        return error(out, 404, "no such pid in the store");
+    uint64_t from = p->has_from ? p->from : 0, to = p->has_to ? p->to : UINT64_MAX;
+    if (from >= to)
+        return error(out, 400, "empty or reversed window (from >= to)");
+    struct q_sched *sc;
+    struct q_names *names = NULL;
+    if (q_sched_new(&sc) < 0)
+        return error(out, 500, "out of memory");
+    struct q_filter f = { .from = from, .to = to, .pid = p->pid, .types = Q_SCHED_TYPES };
+    struct q_scan_stats st;
+    int r = q_scan(s, &f, on_sched, sc, &st, "d9 serve");
+    size_t n = 0;
+    const struct q_sched_worker *w = r < 0 ? NULL : q_sched_workers(sc, &n);
+    int status = 200;
+    if (!w || q_names_open(s, &names) < 0) {
+        status = error(out, 500, r < 0 ? "cannot read the store" : "out of memory");
+        goto done;
+    }
+    fprintf(out, "{\"pid\":%" PRIu32 ",\"from\":%" PRIu64 ",\"to\":%" PRIu64 ",\"workers\":[",
+            p->pid, from, to);
+    for (size_t i = 0; i < n; i++, w++) {
+        char rt[80];
+        q_names_runtime(names, w->process_id, w->runtime, rt, sizeof rt);
+        fprintf(out, "%s\n{\"runtime\":", i ? "," : "");
+        q_text_json(out, rt, strlen(rt));
+        fprintf(out, ",\"worker\":%u,\"tid\":%" PRIu32 ",\"polls\":%" PRIu64 ",\"parks\":%" PRIu64
+                ",\"unparks\":%" PRIu64 ",\"waits\":%" PRIu64 ",\"sched_wait_sum_ns\":%" PRIu64
+                ",\"sched_wait_p50_ns\":%" PRIu64 ",\"sched_wait_p99_ns\":%" PRIu64
+                ",\"sched_wait_max_ns\":%" PRIu64 ",\"cpu_ns\":%" PRIu64 ",\"parked_ns\":%" PRIu64
+                ",\"span_ns\":%" PRIu64 ",\"busy_ns\":%" PRIu64 ",\"busy_pct\":%.1f}",
+                (unsigned)w->worker, w->tid, w->polls, w->parks, w->unparks, w->waits,
+                w->wait_sum_ns, w->wait_p50_ns, w->wait_p99_ns, w->wait_max_ns, w->cpu_ns,
+                w->parked_ns, w->span_ns, w->busy_ns, w->busy_pct);
+    }
+    fputs("\n]}\n", out);
+done:
+    q_names_close(names);
+    q_sched_free(sc);
+    return status;
+}
+
+/* ---- /api/flame ------------------------------------------------------------------ */
+struct folded {
+    char *line;                     /* "stack count" */
+    size_t stack_len;
+    uint64_t count;
+};
+
+static int by_count_desc(const void *a, const void *b)
+{
+    const struct folded *x = a, *y = b;
+    return x->count < y->count ? 1 : x->count > y->count ? -1 : 0;
+}
+
+static int api_flame(struct q_store *s, const struct serve_params *p, FILE *out)
+{
+    if (!p->has_pid)
+        return error(out, 400, "pid is required");
+    struct pick k = { 0 };
+    if (q_store_processes(s, p->pid, 0, UINT64_MAX, pick_row, &k) < 0)
+        return error(out, 500, "cannot read the index");
+    if (!k.found)
+        return error(out, 404, "no such pid in the store");
+    uint64_t from = p->has_from ? p->from : k.first;
+    uint64_t to = p->has_to ? p->to : (k.last > k.first ? k.last : k.first + 1);
+    if (from >= to)
+        return error(out, 400, "empty or reversed window (from >= to)");
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return error(out, 500, "out of memory");
+    uint64_t samples = 0;
+    int r = q_flame_folded(s, p->pid, from, to, p->off_cpu, f, &samples);
+    fclose(f);
+    if (r < 0) {
+        free(buf);
+        return error(out, 500, "cannot read the store");
+    }
+    size_t n = 0, cap = 0;
+    struct folded *v = NULL;
+    for (char *line = buf, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+        nl = strchr(line, '\n');
+        if (nl)
+            *nl = 0;
+        char *sp = strrchr(line, ' ');
+        if (!sp)
+            continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 256;
+            struct folded *nv = realloc(v, cap * sizeof *nv);
+            if (!nv) {
+                free(v);
+                free(buf);
+                return error(out, 500, "out of memory");
+            }
+            v = nv;
+        }
+        v[n++] = (struct folded){ .line = line, .stack_len = (size_t)(sp - line),
+                                  .count = strtoull(sp + 1, NULL, 10) };
+    }
+    if (n)
+        qsort(v, n, sizeof *v, by_count_desc);
+    fprintf(out, "{\"pid\":%" PRIu32 ",\"from\":%" PRIu64 ",\"to\":%" PRIu64 ",\"kind\":\"%s\""
+            ",\"samples\":%" PRIu64 ",\"stacks_total\":%zu,\"stacks\":[", p->pid, from, to,
+            p->off_cpu ? "off" : "cpu", samples, n);
+    for (size_t i = 0; i < n && i < SERVE_API_MAX_ITEMS; i++) {
+        fputs(i ? ",\n[" : "\n[", out);
+        q_text_json(out, v[i].line, v[i].stack_len);
+        fprintf(out, ",%" PRIu64 "]", v[i].count);
+    }
+    fputs("]}\n", out);
+    free(v);
+    free(buf);
+    return 200;
+}
+
+int serve_api(struct q_store *s, const char *path, const struct serve_params *p,
+                  FILE *out)
+{
+    if (strcmp(path, "/api/flame") == 0)
+        return api_flame(s, p, out);
+    if (strcmp(path, "/api/processes") == 0)
+        return api_processes(s, out);
+    if (strcmp(path, "/api/timeline") == 0)
+        return api_timeline(s, p, out, false);
+    if (strcmp(path, "/api/events") == 0)
+        return api_timeline(s, p, out, true);
+    if (strcmp(path, "/api/workers") == 0)
+        return api_workers(s, p, out);
+    return error(out, 404, "no such API");
+}

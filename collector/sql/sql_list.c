@@ -1,0 +1,316 @@
+/*
+ * sql_list.c — the listing tables (see sql_list.h).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "collector/query/q_sched.h"
+#include "collector/sql/sql_list.h"
+#include "collector/sql/sql_val.h"
+#include "collector/store/seg.h"
+
+static struct mval *row_add(struct cur *c)
+{
+    if (c->nrows % 64 == 0) {
+        struct mval *n = realloc(c->rows, (c->nrows + 64) * c->ncols * sizeof *n);
+        if (!n)
+            return NULL;
+        c->rows = n;
+    }
+    struct mval *r = &c->rows[c->nrows++ * c->ncols];
+    memset(r, 0, c->ncols * sizeof *r);
+    return r;
+}
+
+static void mv_int(struct mval *m, int64_t v) { m->t = SQLITE_INTEGER; m->i = v; }
+
+static void mv_u64(struct mval *m, uint64_t v)
+{
+    if (v > (uint64_t)INT64_MAX) {
+        m->t = SQLITE_FLOAT;
+        m->d = (double)v;
+    } else {
+        mv_int(m, (int64_t)v);
+    }
+}
+
+static int mv_str(struct mval *m, const char *s)
+{
+    m->t = SQLITE_TEXT;
+    m->s = strdup(s ? s : "");
+    return m->s ? 0 : -ENOMEM;
+}
+
+/* 0 = unknown in the index: NULL */
+static void mv_ns(struct mval *m, uint64_t v)
+{
+    if (v)
+        mv_u64(m, v);
+}
+
+/* The row's key for its rowid, in the slot after its columns. */
+static void mv_key(struct cur *c, struct mval *r, uint64_t a, uint64_t b, uint64_t k)
+{
+    mv_int(&r[c->ncols - 1], (int64_t)(q_hash64(q_hash64(a) ^ b) ^ k));
+}
+
+static void rows_free(struct cur *c)
+{
+    for (size_t i = 0; i < c->nrows * c->ncols; i++)
+        free(c->rows[i].s);
+    free(c->rows);
+    c->rows = NULL;
+    c->nrows = c->irow = 0;
+}
+
+static int on_proc(void *arg, const struct idx_read_process *p)
+{
+    struct cur *c = arg;
+    struct mval *r = row_add(c);
+    if (!r)
+        return -ENOMEM;
+    mv_int(&r[0], p->pid);
+    mv_u64(&r[1], p->start_time);
+    mv_int(&r[2], p->uid);
+    int e = mv_str(&r[3], p->comm) | mv_str(&r[4], p->exe) | mv_str(&r[5], p->state);
+    if (p->has_exit_code)
+        mv_int(&r[6], p->exit_code);
+    mv_ns(&r[7], p->first_ns);
+    mv_ns(&r[8], p->last_ns);
+    mv_u64(&r[9], p->records);
+    mv_u64(&r[10], p->lost);
+    mv_u64(&r[11], p->segments);
+    mv_u64(&r[12], p->bytes);
+    mv_key(c, r, (uint64_t)p->id, 0, 0);
+    return e ? -ENOMEM : 0;
+}
+
+static int on_thread(void *arg, const struct idx_read_thread *t)
+{
+    struct cur *c = arg;
+    if (c->f.tid && t->tid != c->f.tid)
+        return 0;
+    struct mval *r = row_add(c);
+    if (!r)
+        return -ENOMEM;
+    mv_int(&r[0], t->pid);
+    mv_int(&r[1], t->tid);
+    mv_int(&r[2], t->ring);
+    mv_int(&r[3], t->generation);
+    int e = mv_str(&r[4], t->name);
+    mv_ns(&r[5], t->first_ns);
+    mv_ns(&r[6], t->last_ns);
+    mv_int(&r[7], t->ended);
+    mv_key(c, r, (uint64_t)t->process_id, t->ring, (uint64_t)t->generation << 1);
+    return e;
+}
+
+static int on_runtime(void *arg, const struct idx_read_runtime *t)
+{
+    struct cur *c = arg;
+    struct mval *r = row_add(c);
+    if (!r)
+        return -ENOMEM;
+    mv_int(&r[0], t->pid);
+    mv_int(&r[1], t->runtime_id);
+    mv_key(c, r, (uint64_t)t->process_id, t->runtime_id, 3);
+    return mv_str(&r[2], t->name);
+}
+
+static int on_segment(void *arg, const struct idx_read_segment *s)
+{
+    struct cur *c = arg;
+    struct mval *r = row_add(c);
+    if (!r)
+        return -ENOMEM;
+    mv_int(&r[0], s->pid);
+    mv_u64(&r[1], s->id);
+    int e = mv_str(&r[2], s->comm) | mv_str(&r[3], s->path);
+    mv_u64(&r[4], s->t_min);
+    mv_u64(&r[5], s->t_max);
+    mv_u64(&r[6], s->bytes);
+    mv_u64(&r[7], s->records);
+    mv_u64(&r[8], s->lost);
+    mv_key(c, r, s->id, 0, 5);
+    return e ? -ENOMEM : 0;
+}
+
+static int on_proc_id(void *arg, const struct idx_read_process *p)
+{
+    struct sql_list_procs *l = arg;
+    if (l->n % 32 == 0) {
+        int64_t *ni = realloc(l->id, (l->n + 32) * sizeof *ni);
+        if (!ni)
+            return -ENOMEM;
+        l->id = ni;
+        uint32_t *np = realloc(l->pid, (l->n + 32) * sizeof *np);
+        if (!np)
+            return -ENOMEM;
+        l->pid = np;
+    }
+    l->id[l->n] = p->id;
+    l->pid[l->n++] = p->pid;
+    return 0;
+}
+
+static int locations_fill(struct cur *c)
+{
+    struct sql_vtab *v = c->vt->ctx;
+    struct sql_list_procs l;
+    int rc = sql_list_procs(v->s, c->f.pid, &l);
+    for (size_t i = 0; rc >= 0 && i < l.n; i++) {
+        for (uint32_t id = 1; id <= SEG_META_IDS_MAX; id++) {
+            const struct shm_meta_entry *e = q_names_meta(v->names, l.id[i], D9_META_LOCATION,
+                                                            id);
+            if (!e)
+                continue;
+            struct mval *r = row_add(c);
+            if (!r) {
+                rc = -ENOMEM;
+                break;
+            }
+            mv_int(&r[0], l.pid[i]);
+            mv_int(&r[1], id);
+            mv_key(c, r, (uint64_t)l.id[i], id, 7);
+            mv_int(&r[3], e->line);
+            if (mv_str(&r[2], e->name) | mv_str(&r[4], e->func) |
+                mv_str(&r[5], q_names_location(v->names, l.id[i], id, c->text, sizeof c->text))) {
+                rc = -ENOMEM;
+                break;
+            }
+        }
+    }
+    sql_list_procs_free(&l);
+    return rc < 0 ? rc : 0;
+}
+
+static int on_sched(void *arg, const struct q_rec_src *src, const struct d9_rec_hdr *rec,
+                    size_t len)
+{
+    return q_sched_feed(arg, src, rec, len);
+}
+
+/* The workers of the store (of c->f.pid), as d9 sched computes them. */
+static int workers_fill(struct cur *c)
+{
+    struct sql_vtab *v = c->vt->ctx;
+    struct q_sched *s;
+    if (q_sched_new(&s) < 0)
+        return -ENOMEM;
+    struct q_filter f = { .from = 0, .to = UINT64_MAX, .pid = c->f.pid, .types = Q_SCHED_TYPES };
+    struct q_scan_stats st;
+    int rc = q_scan(v->s, &f, on_sched, s, &st, v->prog);
+    v->st.blocks += st.blocks;
+    v->st.records += st.records;
+    v->st.bad_blocks += st.bad_blocks;
+    v->st.missing_segments += st.missing_segments;
+    size_t n = 0;
+    const struct q_sched_worker *w = rc < 0 ? NULL : q_sched_workers(s, &n);
+    if (rc >= 0 && !w)
+        rc = -ENOMEM;
+    for (size_t i = 0; rc >= 0 && i < n; i++, w++) {
+        struct mval *r = row_add(c);
+        if (!r) {
+            rc = -ENOMEM;
+            break;
+        }
+        mv_int(&r[0], w->pid);
+        rc = mv_str(&r[1], q_names_runtime(v->names, w->process_id, w->runtime, c->text,
+                                           sizeof c->text));
+        mv_int(&r[2], w->worker);
+        mv_int(&r[3], w->tid);
+        const uint64_t u[] = { w->polls, w->parks, w->unparks, w->waits, w->wait_sum_ns,
+                               w->wait_p50_ns, w->wait_p99_ns, w->wait_max_ns, w->cpu_ns,
+                               w->parked_ns, w->span_ns, w->busy_ns };
+        for (size_t k = 0; k < sizeof u / sizeof u[0]; k++)
+            mv_u64(&r[4 + k], u[k]);
+        r[16].t = SQLITE_FLOAT;
+        r[16].d = w->busy_pct;
+        mv_key(c, r, (uint64_t)w->process_id, (uint64_t)w->runtime << 16 | w->worker, 11);
+    }
+    q_sched_free(s);
+    return rc < 0 ? rc : 0;
+}
+
+int sql_list_fill(struct cur *c)
+{
+    struct sql_vtab *v = c->vt->ctx;
+    int rc = 0;
+    switch (c->vt->def->kind) {
+    case K_PROCESSES:
+        c->ncols = 13 + 1;
+        rc = q_store_processes(v->s, c->f.pid, 0, UINT64_MAX, on_proc, c);
+        break;
+    case K_THREADS:
+        c->ncols = 8 + 1;
+        rc = q_store_threads(v->s, c->f.pid, 0, on_thread, c);
+        break;
+    case K_RUNTIMES:
+        c->ncols = 3 + 1;
+        rc = q_store_runtimes(v->s, c->f.pid, 0, on_runtime, c);
+        break;
+    case K_SEGMENTS:
+        c->ncols = 9 + 1;
+        rc = q_store_segments(v->s, c->f.pid, 0, UINT64_MAX, on_segment, c);
+        break;
+    case K_LOCATIONS:
+        c->ncols = 6 + 1;
+        rc = locations_fill(c);
+        break;
+    case K_WORKERS:
+        c->ncols = 17 + 1;
+        rc = workers_fill(c);
+        break;
+    default:
+        break;
+    }
+    if (rc < 0)
+        return rc;
+    c->irow = 0;
+    c->eof = c->nrows == 0;
+    return 0;
+}
+
+int sql_list_step(struct cur *c)
+{
+    if (++c->irow >= c->nrows)
+        c->eof = true;
+    return 0;
+}
+
+void sql_list_column(struct cur *c, sqlite3_context *cx, int col)
+{
+    const struct mval *m = &c->rows[c->irow * c->ncols + (size_t)col];
+    if (m->t == SQLITE_INTEGER)
+        sqlite3_result_int64(cx, m->i);
+    else if (m->t == SQLITE_FLOAT)
+        sqlite3_result_double(cx, m->d);
+    else if (m->t == SQLITE_TEXT)
+        sql_val_str(cx, m->s);
+}
+
+int64_t sql_list_key(const struct cur *c)
+{
+    return c->rows[c->irow * c->ncols + c->ncols - 1].i;
+}
+
+int sql_list_procs(struct q_store *s, uint32_t pid, struct sql_list_procs *l)
+{
+    memset(l, 0, sizeof *l);
+    int rc = q_store_processes(s, pid, 0, UINT64_MAX, on_proc_id, l);
+    return rc < 0 ? rc : 0;
+}
+
+void sql_list_procs_free(struct sql_list_procs *l)
+{
+    free(l->id);
+    free(l->pid);
+    memset(l, 0, sizeof *l);
+}
+
+void sql_list_reset(struct cur *c)
+{
+    rows_free(c);
+}

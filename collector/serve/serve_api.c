@@ -508,7 +508,7 @@ static int on_record(void *arg, const struct q_rec_src *src, const struct d9_rec
         /* fall through */
     case D9_REC_POLL_END:
     case D9_REC_WORKER_PARK:
-    case D9_REC_WORKER_UNPARK:
+    case D9_REC_WORKER_UNPARK: {
         uint64_t wait;
         if (q_sched_wait(rec, len, &wait)) {
             /* a wait sample: park and unpark records alike (q_sched.h) */
@@ -531,6 +531,7 @@ static int on_record(void *arg, const struct q_rec_src *src, const struct d9_rec
             interval(t, l, &done, done.task == Q_POLL_PARKED ? 0 : loc_index(t, src, done.loc),
                      false);
         return t->err;
+    }
     case D9_REC_WAKE: {
         struct d9_rec_wake w;
         if (len < sizeof w)

@@ -110,7 +110,8 @@ static const struct tab_def defs[] = {
     { "events", K_EVENTS,
       "pid INTEGER, tid INTEGER, ts_ns INTEGER, type TEXT, event TEXT, thread TEXT, fields TEXT",
       C_PID, C_TID, C_TS, -1, 0xffffffffu & ~T(D9_REC_PAD), true, true,
-      "every record decoded: type name, custom event name, fields as a JSON object" },
+      "every record of the programs decoded: type name, custom event name, fields as a JSON "
+      "object" },
 };
 #define NDEFS (sizeof defs / sizeof defs[0])
 

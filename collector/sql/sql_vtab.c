@@ -84,7 +84,8 @@ static const struct tab_def defs[] = {
       "span_ns INTEGER, busy_ns INTEGER, busy_pct REAL",
       0, -1, -1, -1, 0, false, false,
       "one row per worker over the whole store, as d9 sched computes it (waits: park and "
-      "unpark samples; busy_ns = span_ns - parked_ns)" },
+      "unpark samples; busy_ns = time in polls; span_ns = the worker's first record to its "
+      "process's last)" },
     { "wakes", K_WAKES,
       "pid INTEGER, tid INTEGER, ts_ns INTEGER, runtime TEXT, waker INTEGER, wakee INTEGER, "
       "target_worker INTEGER",

@@ -267,7 +267,8 @@ struct d9_rec_stack {
     uint32_t tid;
     uint16_t nframes;
     uint16_t flags;             /* D9_STACK_* */
-    uint64_t weight;            /* ns represented (sample period or off-CPU time) */
+    uint64_t weight;            /* ns represented: CPU_SAMPLE its period; SCHED_SWITCH the
+                                   time off CPU x the switch sampling period */
     /* uint64_t ips[nframes] */
 };
 #define D9_STACK_MAX_FRAMES  127u

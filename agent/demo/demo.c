@@ -104,6 +104,7 @@ struct io_reactor {
     struct task **heap;             /* min-heap by due_ns */
     size_t n;
     uint64_t driver_task;           /* the reactor's own task id */
+    uint64_t polls;                 /* the reactor's polls (read after the join) */
 };
 
 struct demo {
@@ -455,6 +456,7 @@ static void *io_main(void *arg)
             push_local(d, due[i]->home, due[i]);
         }
         d9_poll_end(d->io_rt, 0, d->io.driver_task);
+        d->io.polls++;
         pthread_mutex_lock(&d->io.mu);
     }
     pthread_mutex_unlock(&d->io.mu);
@@ -837,9 +839,11 @@ int main(int argc, char **argv)
     double cpu = getrusage(RUSAGE_SELF, &ru) == 0
         ? (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
           ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) / 1e6 : 0;
-    printf("d9demo: %" PRIu64 " tasks in %.2f s (%.0f tasks/s), %" PRIu64 " polls, %d workers, "
+    /* the polls of both runtimes, as `d9 top-polls` counts them */
+    printf("d9demo: %" PRIu64 " tasks in %.2f s (%.0f tasks/s), %" PRIu64 " polls (demo %" PRIu64
+           ", io %" PRIu64 "), %d workers, "
            "tracing %s, %" PRIu64 " events lost, work calibration %.1f, cpu %.3f s\n",
-           done, secs, (double)done / secs, polls, d.nworkers,
+           done, secs, (double)done / secs, polls + d.io.polls, polls, d.io.polls, d.nworkers,
            trc == 0 ? "on" : trc == 1 ? "off" : "failed", st.lost, g_iters_per_us, cpu);
 
     /* everything still queued, waiting on I/O or on children */

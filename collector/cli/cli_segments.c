@@ -25,7 +25,10 @@ static const char usage[] =
 "    One line per sealed, indexed segment overlapping the window, oldest\n"
 "    first: ID, PID, first and last record time, SPAN, BYTES (file size),\n"
 "    RECORDS, LOST (records dropped before reaching it, any cause) and PATH\n"
-"    (relative to the store). jsonl adds the per-type record counts.\n"
+"    (relative to the store). jsonl adds the per-type counts of the\n"
+"    program's records (\"counts\"; custom: its own custom events) and\n"
+"    \"maps\", the collector's memory-map records (d9.map, used to name\n"
+"    stack frames): RECORDS = the sum of the counts + maps.\n"
 "    Data the collector has not sealed yet is not listed: run 'd9 flush'.\n"
 "\n"
 "OPTIONS\n"
@@ -64,7 +67,7 @@ static int seg_row(void *arg, const struct idx_read_segment *r)
         for (int t = 1; t < D9_REC_TYPE_COUNT; t++)
             printf("%s\"%s\":%" PRIu64, t > 1 ? "," : "", shm_record_type_name((uint16_t)t),
                    r->counts[t]);
-        fputs("}}\n", stdout);
+        printf("},\"maps\":%" PRIu64 "}\n", r->maps);
     } else {
         if (c->rows == 0)
             printf("%-6s %-8s %-23s %-23s %9s %10s %10s %8s  %s\n", "ID", "PID", "FIRST",

@@ -39,6 +39,9 @@ static const char usage[] =
 "    task's spawn site by convention). A poll whose end is not in the store\n"
 "    (the process crashed or hung inside it) counts up to the last record\n"
 "    of its process and is shown as \">DURATION\" with \"unfinished\".\n"
+"    text ends with the number of polls in the window by runtime (every\n"
+"    runtime of the selected processes: a program's own count of one\n"
+"    runtime's polls is one of them) and how many of them are unfinished.\n"
 "\n"
 "OPTIONS\n"
 "    --pid PID       only polls of this process.\n"
@@ -58,11 +61,67 @@ struct top_entry {
     bool unfinished;
 };
 
+struct rt_count {                   /* polls of one runtime of one process */
+    int64_t process_id;
+    uint16_t runtime;
+    uint64_t polls;
+};
+
 struct top_ctx {
     struct top_entry *h;            /* min-heap by dur */
     size_t n, cap, limit;
-    uint64_t polls;
+    uint64_t polls, unfinished;
+    struct rt_count *rt;            /* polls by runtime: few (runtimes x processes) */
+    size_t nrt, caprt;
 };
+
+static int count_runtime(struct top_ctx *c, const struct q_poll *p)
+{
+    for (size_t i = 0; i < c->nrt; i++)
+        if (c->rt[i].process_id == p->process_id && c->rt[i].runtime == p->runtime) {
+            c->rt[i].polls++;
+            return 0;
+        }
+    if (c->nrt == c->caprt) {
+        size_t nc = c->caprt ? c->caprt * 2 : 8;
+        struct rt_count *n = realloc(c->rt, nc * sizeof *n);
+        if (!n)
+            return -ENOMEM;
+        c->rt = n;
+        c->caprt = nc;
+    }
+    c->rt[c->nrt++] = (struct rt_count){ p->process_id, p->runtime, 1 };
+    return 0;
+}
+
+/* "114580 polls in the window (demo 111129, io 3451; 0 unfinished)": the
+ * counts of runtimes of the same name in several processes are added. */
+static void print_counts(struct q_names *names, const struct top_ctx *c)
+{
+    struct named { char name[80]; uint64_t polls; } *m = calloc(c->nrt ? c->nrt : 1, sizeof *m);
+    size_t nm = 0;
+    for (size_t i = 0; m && i < c->nrt; i++) {
+        char rt[sizeof m->name];
+        if (names)
+            q_names_runtime(names, c->rt[i].process_id, c->rt[i].runtime, rt, sizeof rt);
+        else
+            snprintf(rt, sizeof rt, "#%u", (unsigned)c->rt[i].runtime);
+        size_t j = 0;
+        while (j < nm && strcmp(m[j].name, rt) != 0)
+            j++;
+        if (j == nm)
+            snprintf(m[nm++].name, sizeof m->name, "%s", rt);
+        m[j].polls += c->rt[i].polls;
+    }
+    printf("%" PRIu64 " polls in the window (", c->polls);
+    for (size_t j = 0; j < nm; j++) {
+        fputs(j ? ", " : "", stdout);
+        q_text_escaped(stdout, m[j].name, strlen(m[j].name), false);
+        printf(" %" PRIu64, m[j].polls);
+    }
+    printf("%s%" PRIu64 " unfinished), %zu longest shown\n", nm ? "; " : "", c->unfinished, c->n);
+    free(m);
+}
 
 static bool less(const struct top_entry *a, const struct top_entry *b)
 {
@@ -92,6 +151,9 @@ static int offer(struct top_ctx *c, const struct q_poll *p, bool unfinished)
 {
     struct top_entry e = { .p = *p, .dur = p->end_ns - p->start_ns, .unfinished = unfinished };
     c->polls++;
+    c->unfinished += unfinished;
+    if (count_runtime(c, p) < 0)
+        return -ENOMEM;
     if (c->n < c->limit) {
         if (c->n == c->cap) {
             size_t nc = c->cap ? c->cap * 2 : 32;
@@ -241,8 +303,12 @@ CLI_DECLARE_CMD(top_polls)
                 q_store_unsealed_hint(s, a.pid));
     } else {
         print(s, &a, &top);
-        if (a.format == CLI_FMT_TEXT)
-            printf("%" PRIu64 " polls in the window, %zu longest shown\n", top.polls, top.n);
+        if (a.format == CLI_FMT_TEXT) {
+            names = NULL;
+            q_names_open(s, &names);
+            print_counts(names, &top);
+            q_names_close(names);
+        }
     }
     const struct q_pair_stats *ps = q_pair_stats(sa.polls);
     /* at the edges of a window, halves of polls are expected: warn only
@@ -254,6 +320,7 @@ CLI_DECLARE_CMD(top_polls)
         cli_warn_lost(s, env, a.pid, f.from, f.to, st.lost);
     q_pair_free(sa.polls);
     free(top.h);
+    free(top.rt);
     q_store_close(s);
     return rc;
 }

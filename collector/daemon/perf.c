@@ -315,6 +315,14 @@ static int pend_add(struct perf_proc *p, uint16_t type, uint64_t ts, uint32_t ti
     return 0;
 }
 
+uint64_t perf_switch_weight(uint64_t off_ns, uint32_t switch_period)
+{
+    uint64_t w;
+    if (__builtin_mul_overflow(off_ns, switch_period ? switch_period : 1u, &w))
+        return UINT64_MAX;
+    return w;
+}
+
 /* Emit the pending switch-out of t with the given weight (0 = unknown). */
 static int pend_flush_switch(struct perf_proc *p, struct perf_thread *t, uint64_t weight)
 {
@@ -370,7 +378,8 @@ static int on_record(void *ctx, const struct perf_event_header *h, const uint8_t
             break;
         }
         if (!(h->misc & PERF_RECORD_MISC_SWITCH_OUT) && t->pend_valid && sid.time >= t->pend_ts)
-            rc = pend_flush_switch(p, t, sid.time - t->pend_ts);
+            rc = pend_flush_switch(p, t, perf_switch_weight(sid.time - t->pend_ts,
+                                                            p->cfg.switch_period));
         break;
     }
     case PERF_RECORD_LOST: {

@@ -13,9 +13,11 @@
  *   - PERF_COUNT_SW_CONTEXT_SWITCHES with sample_period = cfg.switch_period
  *     (1 in N switches sampled, with the callchain of the thread as it goes
  *     off CPU) plus context_switch records, so the collector sees when the
- *     thread comes back on CPU: weight = switch-in time - switch-out time in
- *     ns (0 when the switch-in was never seen: thread exited or records were
- *     lost). Written as D9_REC_SCHED_SWITCH.
+ *     thread comes back on CPU: weight = (switch-in time - switch-out time)
+ *     x N in ns, the off-CPU time the sample stands for, as a CPU sample's
+ *     weight is its period (perf_switch_weight; 0 when the switch-in was
+ *     never seen: thread exited or records were lost). Written as
+ *     D9_REC_SCHED_SWITCH.
  * The second event writes into the first one's mmap ring
  * (PERF_EVENT_IOC_SET_OUTPUT), so one ring per thread carries both in time
  * order. Timestamps use clockid CLOCK_MONOTONIC, the time base of segments,
@@ -161,6 +163,11 @@ int perf_open_event(int cpu_clock, uint32_t freq_hz, uint32_t switch_period, int
  */
 int perf_open_tracepoint(uint64_t tp_id, uint64_t period, const char *filter, pid_t pid,
                          int cpu, int may_drop_kernel, int *kernel, int *max_stack);
+
+/* The weight of a sampled context switch: the thread's time off CPU times
+ * the sampling period (1 in switch_period switches is sampled, so each
+ * stands for switch_period of them; 0 is taken as 1), saturating. */
+uint64_t perf_switch_weight(uint64_t off_ns, uint32_t switch_period);
 
 /* ---- pure parsers (exposed for unit tests and fuzzing) ------------------- */
 

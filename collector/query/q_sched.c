@@ -22,6 +22,8 @@ struct acc {                        /* a worker while records come in */
     uint64_t cpu_first, cpu_last;
     bool have_cpu;
     uint64_t park_ts;               /* 0 = not parked */
+    uint64_t poll_ts, poll_task;    /* the outermost open poll: its start and task */
+    uint32_t poll_depth;            /* polls open (nested: block_on inside a poll) */
     uint32_t *hist;
 };
 
@@ -164,21 +166,33 @@ static int on_cpu_sample(struct q_sched *s, const struct q_rec_src *src,
     return 0;
 }
 
-/* A poll is activity of its worker: the worker exists and was busy. */
+/* The outermost open poll of a worker ends at ts: its time is busy time. */
+static void poll_close(struct acc *a, uint64_t ts)
+{
+    if (ts >= a->poll_ts)
+        a->w.busy_ns += ts - a->poll_ts;
+    a->poll_depth = 0;
+}
+
+/* A poll is activity of its worker: the worker exists, and the time from
+ * its outermost poll_start to the matching poll_end is busy time. */
 static int on_poll(struct q_sched *s, const struct q_rec_src *src, const struct d9_rec_hdr *rec,
                    size_t len)
 {
     uint16_t rt, wk;
+    uint64_t task;
     if (rec->type == D9_REC_POLL_START && len == sizeof(struct d9_rec_poll_start)) {
         struct d9_rec_poll_start r;
         memcpy(&r, rec, sizeof r);
         rt = r.runtime;
         wk = r.worker;
+        task = r.task;
     } else if (rec->type == D9_REC_POLL_END && len == sizeof(struct d9_rec_poll_end)) {
         struct d9_rec_poll_end r;
         memcpy(&r, rec, sizeof r);
         rt = r.runtime;
         wk = r.worker;
+        task = r.task;
     } else {
         return 0;
     }
@@ -186,7 +200,19 @@ static int on_poll(struct q_sched *s, const struct q_rec_src *src, const struct 
     if (!a)
         return -ENOMEM;
     seen_at(a, src, rec->ts);
-    a->w.polls += rec->type == D9_REC_POLL_START;
+    if (rec->type == D9_REC_POLL_START) {
+        a->w.polls++;
+        if (a->poll_depth > 0 && task == a->poll_task)
+            a->poll_depth = 0;  /* its end was dropped: how long it ran is unknown */
+        if (a->poll_depth++ == 0) {
+            a->poll_ts = rec->ts;
+            a->poll_task = task;
+        }
+    } else if (a->poll_depth > 0) {
+        /* the outermost poll's end also closes nested polls whose ends were dropped */
+        if (--a->poll_depth == 0 || task == a->poll_task)
+            poll_close(a, rec->ts);
+    }
     return 0;
 }
 
@@ -257,6 +283,16 @@ static int by_key(const void *x, const void *y)
     return a->worker < b->worker ? -1 : a->worker > b->worker;
 }
 
+/* The last record of w's process: the end of every one of its workers' spans. */
+static uint64_t process_last(const struct q_sched *s, int64_t process_id)
+{
+    uint64_t last = 0;
+    for (size_t i = 0; i < s->n; i++)
+        if (s->a[i].w.process_id == process_id && s->a[i].w.t_last > last)
+            last = s->a[i].w.t_last;
+    return last;
+}
+
 /* CPU profile weight of the worker's thread */
 static uint64_t profile_cpu(const struct q_sched *s, const struct q_sched_worker *w)
 {
@@ -282,8 +318,9 @@ const struct q_sched_worker *q_sched_workers(struct q_sched *s, size_t *n)
         uint64_t prof = profile_cpu(s, w);
         if (prof > w->cpu_ns)
             w->cpu_ns = prof;
-        w->span_ns = w->t_last - w->t_first;
-        w->busy_ns = w->span_ns > w->parked_ns ? w->span_ns - w->parked_ns : 0;
+        w->span_ns = process_last(s, w->process_id) - w->t_first;
+        if (w->busy_ns > w->span_ns)
+            w->busy_ns = w->span_ns;    /* a hostile store's clock only */
         w->busy_pct = w->span_ns ? 100.0 * (double)w->busy_ns / (double)w->span_ns : 0.0;
     }
     qsort(s->out, s->n, sizeof *s->out, by_key);

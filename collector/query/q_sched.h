@@ -29,10 +29,16 @@
  *   parks     worker_park records (unparks: worker_unpark records);
  *   parked_ns sum of unpark.ts - park.ts over the park intervals that close
  *             in the window (a park still open at the end adds nothing);
- *   span_ns   the worker's first to last poll_start, poll_end, park or
- *             unpark record in the window;
- *   busy_ns   span_ns - parked_ns: the time the worker was not parked
- *             (polling, or between polls);
+ *   span_ns   from the worker's first poll_start, poll_end, park or unpark
+ *             record in the window to the last such record of any worker
+ *             of its process: the time the worker existed, so a pool thread
+ *             that ran one job and then waited for more (a uv-threadpool
+ *             thread) is not busy for the whole of it;
+ *   busy_ns   the time in polls: from each outermost poll_start (polls nest:
+ *             block_on inside a poll) to its poll_end, over the polls that
+ *             start and end in the window (a poll still open at the end
+ *             adds nothing; a poll whose end was dropped adds nothing);
+ *             busy_pct = 100 * busy_ns / span_ns;
  *   cpu_ns    thread CPU time: last - first cpu_ns of the sampled
  *             park/unpark records, or, when the CPU profile's samples of
  *             the worker's thread weigh more (a worker that stops

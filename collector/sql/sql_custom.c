@@ -82,7 +82,9 @@ int sql_custom_discover(struct sql_vtab *v, const char *const *builtin, size_t n
     for (size_t i = 0; rc >= 0 && i < l.n; i++)
         for (uint32_t id = 1; rc >= 0 && id <= SEG_META_IDS_MAX; id++) {
             const struct shm_meta_entry *e = q_names_meta(v->names, l.id[i], D9_META_SCHEMA, id);
-            if (e && e->name && *e->name)
+            /* the collector's own events (d9.map) are no table of the program's */
+            if (e && e->name && *e->name &&
+                strncmp(e->name, Q_DECODE_INTERNAL, strlen(Q_DECODE_INTERNAL)) != 0)
                 rc = event_add_schema(v, e, l.pid[i], builtin, nbuiltin);
         }
     sql_list_procs_free(&l);

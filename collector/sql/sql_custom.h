@@ -2,7 +2,8 @@
  * sql_custom.h — the custom-event tables of d9 sql: one per event name found
  * in the store's metadata (schemas with the same name in several processes
  * share it; its columns are pid, tid, ts_ns, then the union of their field
- * names, typed when every schema agrees). A name that collides with a
+ * names, typed when every schema agrees), except the collector's own events
+ * (named "d9.*": the memory maps, which name the stacks table's frames). A name that collides with a
  * built-in table gets the prefix "event_". The rows are sql_scan.c's.
  *
  * Called by sql_vtab.c. Must never trust a schema: names are copied and

@@ -126,6 +126,8 @@ static bool rec_matches(struct cur *c)
         memcpy(&s, c->rec, sizeof s);
         return s.tid == c->sample_tid;
     }
+    if (d->kind == K_EVENTS && c->src.ring == SYM_SEG_RING)
+        return false;           /* the collector's d9.map records are not the program's */
     if (d->kind == K_CUSTOM) {
         struct d9_rec_custom r;
         if (c->len < sizeof r)

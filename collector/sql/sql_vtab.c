@@ -84,7 +84,8 @@ static const struct tab_def defs[] = {
       "span_ns INTEGER, busy_ns INTEGER, busy_pct REAL",
       0, -1, -1, -1, 0, false, false,
       "one row per worker over the whole store, as d9 sched computes it (waits: park and "
-      "unpark samples; busy_ns = span_ns - parked_ns)" },
+      "unpark samples; busy_ns = time in polls; span_ns = the worker's first record to its "
+      "process's last)" },
     { "wakes", K_WAKES,
       "pid INTEGER, tid INTEGER, ts_ns INTEGER, runtime TEXT, waker INTEGER, wakee INTEGER, "
       "target_worker INTEGER",
@@ -110,7 +111,8 @@ static const struct tab_def defs[] = {
     { "events", K_EVENTS,
       "pid INTEGER, tid INTEGER, ts_ns INTEGER, type TEXT, event TEXT, thread TEXT, fields TEXT",
       C_PID, C_TID, C_TS, -1, 0xffffffffu & ~T(D9_REC_PAD), true, true,
-      "every record decoded: type name, custom event name, fields as a JSON object" },
+      "every record of the programs decoded: type name, custom event name, fields as a JSON "
+      "object" },
 };
 #define NDEFS (sizeof defs / sizeof defs[0])
 

@@ -28,7 +28,8 @@
  * only has to be a superset of the answer.
  *
  * Custom-event tables: one per event name, named after it (quote names that
- * are not plain identifiers: "d9.map"). Schemas with the same name in
+ * are not plain identifiers: "http.request"); the collector's own events
+ * ("d9.*": the memory maps) get none and are not rows of `events`. Schemas with the same name in
  * several processes share the table; its columns are pid, tid, ts_ns, then
  * the union of their field names in first-seen order (processes by first
  * record), declared with the field's type when every schema agrees and with

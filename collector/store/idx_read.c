@@ -23,6 +23,7 @@
 #include "collector/store/idx_int.h"
 #include "collector/store/idx_read.h"
 #include "collector/store/seg.h"
+#include "collector/store/sym.h"
 
 enum { RD_THREAD_NAME, RD_COUNT };
 _Static_assert(RD_COUNT <= IDX_READ_STMTS, "idx_int.h sizes the read statement cache");
@@ -240,7 +241,9 @@ int idx_read_segments_window(struct idx *x, uint32_t pid, uint64_t from, uint64_
         "SELECT s.id, s.path, s.process_id, p.pid, p.comm, s.t_min, s.t_max, s.bytes, "
         "       s.records, s.lost, s.n_poll_start, s.n_poll_end, s.n_wake, s.n_worker_park, "
         "       s.n_worker_unpark, s.n_task_spawn, s.n_task_terminate, s.n_queue_depth, "
-        "       s.n_custom, s.n_cpu_sample, s.n_sched_switch "
+        "       s.n_custom, s.n_cpu_sample, s.n_sched_switch, "
+        "       (SELECT coalesce(sum(b.nrec), 0) FROM blocks b "
+        "        WHERE b.segment_id = s.id AND b.kind = ?4 AND b.ring = ?5) "
         "FROM segments s JOIN processes p ON p.id = s.process_id "
         "WHERE (?1 = 0 OR p.pid = ?1) "
         "  AND (" IDX_BAD_RANGE("s.t_min", "s.t_max") " OR (s.t_max >= ?2 AND s.t_min <= ?3)) "
@@ -250,6 +253,8 @@ int idx_read_segments_window(struct idx *x, uint32_t pid, uint64_t from, uint64_
     sqlite3_bind_int64(st, 1, pid);
     sqlite3_bind_int64(st, 2, clamp_i64(from));
     sqlite3_bind_int64(st, 3, clamp_i64(to));
+    sqlite3_bind_int64(st, 4, SEG_BLK_DATA);
+    sqlite3_bind_int64(st, 5, SYM_SEG_RING);
     int n = 0, ret = 0;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         struct idx_read_segment r = {
@@ -266,6 +271,10 @@ int idx_read_segments_window(struct idx *x, uint32_t pid, uint64_t from, uint64_
         };
         for (int t = 1; t < D9_REC_TYPE_COUNT; t++)
             r.counts[t] = col_u64(st, 9 + t);
+        /* the collector's maps ride in the custom count of the footer */
+        r.maps = col_u64(st, 9 + D9_REC_TYPE_COUNT);
+        r.counts[D9_REC_CUSTOM] -= r.maps < r.counts[D9_REC_CUSTOM] ? r.maps
+                                                                    : r.counts[D9_REC_CUSTOM];
         n++;
         ret = fn(arg, &r);
         if (ret != 0)

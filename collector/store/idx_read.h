@@ -80,7 +80,9 @@ struct idx_read_segment {
     uint32_t pid;
     const char *comm;
     uint64_t t_min, t_max, bytes, records, lost;
-    uint64_t counts[D9_REC_TYPE_COUNT];
+    uint64_t counts[D9_REC_TYPE_COUNT]; /* the program's records per type */
+    uint64_t maps;                      /* the collector's "d9.map" records (sym.h): in
+                                           records, not in counts[D9_REC_CUSTOM] */
 };
 /* Segments of pid (0 = all) that meet [from, to], by t_min. Same contract
  * as idx_read_processes_window. */

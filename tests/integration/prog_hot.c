@@ -3,6 +3,7 @@
  * off-CPU spot, for the profiling tests.
  *
  *   prog_hot [--seconds S] [--threads N] [--sleep-every K] [--kernel-busy] [--no-d9]
+ *   prog_hot --sleeps N [--threads T]
  *
  * Each worker thread loops: d9_poll_start(task) -> d9test_hot_spin() ->
  * d9_poll_end(task). Task ids: worker w polls task HOT_TASK_BASE + w for hot
@@ -19,8 +20,15 @@
  * main thread reads /dev/zero until the end instead of sleeping, so that CPU
  * samples land in the kernel (a sampler only sees kernel frames where the
  * thread really runs kernel code).
+ *
+ * --sleeps N: a known off-CPU time. The workers start only at SIGUSR1 (so
+ * the test can wait until the collector samples them); then each sleeps N
+ * times in d9test_sleepy (one poll of SLEEPY_TASK each) and nothing else,
+ * and the program exits printing "prog_hot: slept NS ns in K sleeps", NS
+ * the time spent in d9test_sleepy (CLOCK_MONOTONIC) summed over workers.
  */
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +47,7 @@
 
 static double g_seconds = 2.0;
 static unsigned g_sleep_every = 0;
+static unsigned g_sleeps = 0;
 static int g_use_d9 = 1;
 static volatile int g_stop;
 
@@ -46,6 +55,7 @@ struct worker {
     pthread_t th;
     unsigned idx;
     uint64_t iterations;
+    uint64_t slept_ns;
 };
 
 __attribute__((noinline)) uint64_t d9test_hot_spin(uint64_t seed);
@@ -99,9 +109,36 @@ static double clock_s(clockid_t c)
 }
 static double now_s(void) { return clock_s(CLOCK_MONOTONIC); }
 
+static pthread_mutex_t g_go_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_go_cv = PTHREAD_COND_INITIALIZER;
+static int g_go;
+
+/* --sleeps: wait for the start, then only sleep, timing each sleep */
+static void *sleeper_main(struct worker *w)
+{
+    pthread_mutex_lock(&g_go_mu);
+    while (!g_go)
+        pthread_cond_wait(&g_go_cv, &g_go_mu);
+    pthread_mutex_unlock(&g_go_mu);
+    d9_runtime rt = g_use_d9 ? d9_runtime_default() : (d9_runtime){ 0 };
+    for (unsigned i = 0; i < g_sleeps; i++) {
+        double t0 = now_s();
+        if (g_use_d9)
+            d9_poll_start(rt, (uint16_t)w->idx, SLEEPY_TASK, D9_LOC());
+        d9test_sleepy();
+        if (g_use_d9)
+            d9_poll_end(rt, (uint16_t)w->idx, SLEEPY_TASK);
+        w->slept_ns += (uint64_t)((now_s() - t0) * 1e9);
+        w->iterations++;
+    }
+    return NULL;
+}
+
 static void *worker_main(void *arg)
 {
     struct worker *w = arg;
+    if (g_sleeps)
+        return sleeper_main(w);
     d9_runtime rt = g_use_d9 ? d9_runtime_default() : (d9_runtime){ 0 };
     uint64_t acc = 0, task = HOT_TASK_BASE + w->idx;
     while (!g_stop) {
@@ -125,7 +162,7 @@ static void *worker_main(void *arg)
 static void usage(FILE *f)
 {
     fprintf(f, "usage: prog_hot [--seconds S] [--threads N] [--sleep-every K] [--kernel-busy] "
-            "[--no-d9]\n");
+            "[--no-d9]\n       prog_hot --sleeps N [--threads T]\n");
 }
 
 int main(int argc, char **argv)
@@ -139,6 +176,8 @@ int main(int argc, char **argv)
             nthreads = (unsigned)atoi(argv[++i]);
         else if (!strcmp(argv[i], "--sleep-every") && i + 1 < argc)
             g_sleep_every = (unsigned)atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--sleeps") && i + 1 < argc)
+            g_sleeps = (unsigned)atoi(argv[++i]);
         else if (!strcmp(argv[i], "--kernel-busy"))
             kernel_busy = 1;
         else if (!strcmp(argv[i], "--no-d9"))
@@ -155,8 +194,15 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    if (g_use_d9)
+    /* --sleeps: the workers exist before the collector can see the process,
+     * so its per-thread events are open from the start */
+    if (g_use_d9 && !g_sleeps)
         d9_init();
+    sigset_t usr1;
+    sigemptyset(&usr1);
+    sigaddset(&usr1, SIGUSR1);
+    if (g_sleeps)
+        pthread_sigmask(SIG_BLOCK, &usr1, NULL);    /* the workers inherit it */
     struct worker w[MAX_THREADS];
     memset(w, 0, sizeof w);
     double t0 = now_s();
@@ -166,6 +212,28 @@ int main(int argc, char **argv)
             perror("prog_hot: pthread_create");
             return 1;
         }
+    }
+    if (g_sleeps) {
+        if (g_use_d9)
+            d9_init();
+        int sig;
+        sigwait(&usr1, &sig);
+        pthread_mutex_lock(&g_go_mu);
+        g_go = 1;
+        pthread_cond_broadcast(&g_go_cv);
+        pthread_mutex_unlock(&g_go_mu);
+        uint64_t slept = 0, n = 0;
+        for (unsigned i = 0; i < nthreads; i++) {
+            pthread_join(w[i].th, NULL);
+            slept += w[i].slept_ns;
+            n += w[i].iterations;
+        }
+        printf("prog_hot: slept %llu ns in %llu sleeps\n", (unsigned long long)slept,
+               (unsigned long long)n);
+        fflush(stdout);
+        if (g_use_d9)
+            d9_shutdown();
+        return 0;
     }
     int zfd = kernel_busy ? open("/dev/zero", O_RDONLY | O_CLOEXEC) : -1;
     if (zfd >= 0) {

@@ -125,6 +125,25 @@ check "export to stdout is the same document" \
 d9 segments --pid "$OKPID" >"$T/segs.txt"
 check "segments lists the process's segment files" has "$OKPID" "$T/segs.txt"
 check "status lists the collector's totals" sh -c "'$BIN/d9' status | grep -q '^written'"
+# prog_cli emits 10 "order" custom events; the collector adds its own d9.map
+# records (the memory maps) to every segment: they are not the program's events
+d9 segments --pid "$OKPID" --format jsonl >"$T/segs.jsonl"
+check "segments jsonl counts the program's 10 custom events, the maps apart" python3 -c "
+import json
+rows = [json.loads(l) for l in open('$T/segs.jsonl')]
+assert rows, 'no segments'
+assert sum(r['counts']['custom'] for r in rows) == 10, [r['counts'] for r in rows]
+assert all(r['maps'] > 0 for r in rows), [r['maps'] for r in rows]
+assert all(r['records'] == sum(r['counts'].values()) + r['maps'] for r in rows), rows
+"
+"$BIN/d9" --store "$STORE" sql --schema >"$T/schema.txt" 2>&1
+check "sql --schema has the program's custom-event table and none for d9.map" \
+    sh -c "grep -q '^order -- ' '$T/schema.txt' && ! grep -q 'd9[.]map' '$T/schema.txt'"
+"$BIN/d9" --store "$STORE" sql --format csv \
+    "select event, count(*) from events where pid = $OKPID and type = 'custom' group by event" \
+    >"$T/sqlev.csv" 2>&1
+check "sql events holds the program's 10 custom events, not the collector's maps" \
+    sh -c "[ \"\$(tail -n +2 '$T/sqlev.csv' | tr -d '\\r')\" = 'order,10' ] || { cat '$T/sqlev.csv'; false; }"
 
 # ---- stop the collector; query a copy of the store elsewhere ----------------------
 kill -TERM "$COLPID"

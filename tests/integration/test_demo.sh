@@ -17,6 +17,23 @@ check "the demo prints its throughput" has 'd9demo: [0-9]* tasks in .* tasks/s'
 check "ps lists the demo as exited" has 'd9demo  *exited'
 check "top-polls shows the long report polls" has 'demo.c:[0-9]* spawn_report_task'
 check "the custom event is decoded with its fields" has 'custom request_done path=/.* status=[0-9]* latency_ms='
+# the demo's own count of its polls, per runtime, is top-polls' count of the
+# whole store (its last line), poll for poll: nothing is lost at this load,
+# and when something is, top-polls misses at most that many
+check "the demo's poll counts (demo, io) are top-polls' counts" python3 -c "
+import re
+out = open('$T/demo.out').read()
+d = re.search(r'd9demo: .* (\d+) polls \(demo (\d+), io (\d+)\), .* (\d+) events lost', out)
+t = re.search(r'^(\d+) polls in the window \(demo (\d+), io (\d+); (\d+) unfinished\)', out, re.M)
+assert d and t, (d, t)
+dn, tn, lost = [int(x) for x in d.groups()[:3]], [int(x) for x in t.groups()[:3]], int(d.group(4))
+assert dn[0] == dn[1] + dn[2] and tn[0] == tn[1] + tn[2], (dn, tn)
+assert int(t.group(4)) == 0, t.group(0)
+if lost == 0:
+    assert dn == tn, (d.group(0), t.group(0))
+else:
+    assert all(0 <= a - b <= lost for a, b in zip(dn, tn)), (d.group(0), t.group(0))
+"
 check "sched shows both runtimes" sh -c "grep -q ' demo  ' '$T/demo.out' && grep -q ' io  ' '$T/demo.out'"
 check "the trace is valid JSON with poll slices" python3 -c "
 import json

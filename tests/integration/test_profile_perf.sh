@@ -111,6 +111,25 @@ weight_of() { grep -- "$1" "$2" | awk '{s+=$NF} END {printf "%.0f\n", s}'; }
 check "--task with --off-cpu: the sleepy task's off-CPU time is mostly its sleep" \
     sh -c "[ $(weight_of d9test_sleepy "$T/task99.folded") -gt $(weight_of d9test_hot_spin "$T/task99.folded") ]"
 
+# off-CPU weights stand for the switches not sampled (1 in 16 here): two
+# threads that only sleep (250 x 2 ms each, timed by the program) weigh
+# their time asleep, within 25 % (a sample more or less per thread is 6 %;
+# without the scaling it would be 1/16)
+DIAL9_SAMPLER=perf "$TBIN/prog_hot" --sleeps 250 --threads 2 >"$T/sleep.out" 2>&1 &
+SLP=$!
+at_exit kill -9 "$SLP"
+sleeper_sampled() { d9 status --format jsonl 2>/dev/null | grep "\"pid\":$SLP," | grep -q '"sampler":"perf"'; }
+check "the sleeping program is sampled by perf" wait_for 20 sleeper_sampled
+kill -USR1 "$SLP"
+wait "$SLP"
+slp_exited() { d9 flush >/dev/null 2>&1; d9 ps --format jsonl 2>/dev/null | grep -q "\"pid\":$SLP,.*\"state\":\"exited\""; }
+check "the sleeping program is sealed as exited" wait_for 20 slp_exited
+d9 flame --pid "$SLP" --off-cpu >"$T/sleep.folded" 2>/dev/null
+SLEPT_S=$(sed -n 's/^prog_hot: slept \([0-9]*\) ns.*/\1/p' "$T/sleep.out" | awk '{printf "%.3f\n", $1 / 1e9}')
+OFF_S=$(grep d9test_sleepy "$T/sleep.folded" | awk '{s+=$NF} END {printf "%.3f\n", s / 1e9}')
+check "off-CPU weights add up to the time asleep ($OFF_S s of samples, $SLEPT_S s asleep)" \
+    awk -v w="$OFF_S" -v s="$SLEPT_S" 'BEGIN { exit !(s > 0.5 && w >= 0.75 * s && w <= 1.25 * s) }'
+
 d9 flame --pid "$HOT" --addresses >"$T/addr.folded" 2>/dev/null
 check "--addresses prints raw frames" has '^0x[0-9a-f]*;0x' "$T/addr.folded"
 d9 flame --pid "$HOT" --tid 1 >"$T/none.folded" 2>"$T/none.err"

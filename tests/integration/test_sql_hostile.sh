@@ -160,7 +160,7 @@ check "attach 'file:STORE/index.sqlite?mode=rw'; update; delete: refused, index 
 check "attach 'file:PATH?mode=rwc': refused, the file is not created" \
     refused "attach 'file:$T/a2.db?mode=rwc' as x" "$ATT" "$T/a2.db"
 check "attach a file named like a URI: refused, nothing created" \
-    refused "attach 'file:a3.db?mode=rwc' as x" "$ATT" "file:a3.db?mode=rwc"
+    refused "attach 'file:a3.db?mode=rwc' as x" "$ATT" a3.db
 check "attach ':memory:': refused" refused "attach ':memory:' as m" "$ATT"
 check "vacuum into PATH: refused, the file is not created" \
     refused "vacuum into '$T/v1.db'" "$ATT" "$T/v1.db"

@@ -5,9 +5,13 @@
  * input) on it, printing each result as an aligned table, CSV or JSON lines.
  *
  * Called by main.c. The connection never touches index.sqlite: every row
- * comes through the virtual tables and the query layer. Table output keeps
- * the first TABLE_BUFFER_ROWS rows to size its columns and streams the rest
- * at those widths, so memory stays bounded whatever the result.
+ * comes through the virtual tables and the query layer; the connection is
+ * sql_guard.h's, so the SQL can read and do temp work but never write or
+ * open a file, and runs under its memory limit and timeout. Table output
+ * keeps the first TABLE_BUFFER_ROWS rows to size its columns and streams
+ * the rest at those widths, so memory stays bounded whatever the result.
+ * Names and values from the store are hostile: every one reaches the
+ * terminal through q_text.h's escaping (control characters never raw).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -19,18 +23,21 @@
 #include <time.h>
 #include "collector/cli/cli.h"
 #include "collector/query/q_scan.h"
+#include "collector/sql/sql_guard.h"
 #include "collector/sql/sql_vtab.h"
 
 #define TABLE_BUFFER_ROWS 1000      /* rows read before column widths are fixed */
 #define TABLE_WIDTH_MAX   60        /* a wider value is printed whole, unpadded */
 #define QUERY_MAX         (1u << 20)
+#define SCHEMA_NAME_WIDTH 16        /* --schema: column names padded to this */
 
 static const char usage[] =
 "NAME\n"
 "    d9 sql - SQL over the recorded events\n"
 "\n"
 "SYNOPSIS\n"
-"    d9 [--store DIR] sql [--format table|csv|jsonl] [--stats] \"QUERY\"\n"
+"    d9 [--store DIR] sql [--format table|csv|jsonl] [--stats] [--timeout DURATION]\n"
+"                         [--memory-mb N] \"QUERY\"\n"
 "    d9 [--store DIR] sql [options] < query.sql\n"
 "    d9 [--store DIR] sql --schema\n"
 "\n"
@@ -40,6 +47,13 @@ static const char usage[] =
 "    Works on a live store while the collector writes (what it has not\n"
 "    sealed yet is not visible: 'd9 flush') and on a copied directory.\n"
 "    Times are CLOCK_MONOTONIC nanoseconds, as in the index.\n"
+"\n"
+"    Read-only: a query reads the tables below and may create and fill TEMP\n"
+"    tables, views, indexes and triggers; it cannot write or create anything\n"
+"    else, ATTACH a database (in any form, file name or URI), VACUUM INTO a\n"
+"    file, load an extension, call fts3_tokenizer(), or run a pragma other\n"
+"    than those that describe tables (table_info, table_list, ...). Such a\n"
+"    statement is refused before it runs: one line, exit status 2.\n"
 "\n"
 "TABLES (d9 sql --schema lists every column)\n"
 "    processes, threads, runtimes, segments      rows of the index\n"
@@ -80,26 +94,47 @@ static const char usage[] =
 "    --schema        list the tables of this store and their columns.\n"
 "    --stats         print blocks and records read, and the time taken, on\n"
 "                    standard error.\n"
+"    --timeout DURATION\n"
+"                    stop the query (all its statements together) after\n"
+"                    DURATION (500ms, 30s, 5m, ...) with exit status 2.\n"
+"                    Default: no limit (stop it with Ctrl-C).\n"
+"    --memory-mb N   the most memory SQLite may use, in MiB (default 1024;\n"
+"                    0: no limit). A query that needs more (a huge\n"
+"                    group_concat, a sort of every row kept in memory) stops\n"
+"                    with exit status 2.\n"
 "\n"
 CLI_HELP_COMMON "\n"
 "EXAMPLES\n"
 "    d9 sql \"select location, count(*), max(dur_ns) from polls group by location\"\n"
 "    d9 sql --format csv \"select * from request_done where status >= 500\"\n"
 "    echo \"select tid, count(*) from cpu_samples where pid = 1234 group by 1\" | d9 sql\n"
-"    (more in README.md, \"Questions in SQL\")\n"
+"    (more: docs/sql.md, also in the installed manual, share/doc/d9/docs)\n"
 "\n"
 "EXIT STATUS\n"
 "    0   success (an empty result is a success: it is reported on stderr)\n"
 "    1   runtime error: no store or index, the store could not be read\n"
-"    2   bad usage, or an SQL error (the message is SQLite's)\n";
+"    2   bad usage, an SQL error (the message is SQLite's), a statement the\n"
+"        read-only rules refuse, or a query stopped by --timeout or --memory-mb\n"
+"        (the line says which limit and how to raise it)\n"
+"\n"
+"OUTPUT\n"
+"    Names and values from the store are untrusted: control characters (C0,\n"
+"    DEL, C1 such as U+009B) and bytes that are not UTF-8 never reach the\n"
+"    terminal raw. table and --schema print them as \\xNN (C1 as \\u00NN) and a\n"
+"    backslash as \\\\; csv does the same except that tab, newline and\n"
+"    backslash stay as they are; jsonl escapes them as JSON does (\\u00NN),\n"
+"    which keeps every valid UTF-8 value exact.\n";
 
 enum out_fmt { OUT_TABLE, OUT_CSV, OUT_JSONL };
 
-enum { OPT_FORMAT = CLI_OPT_FIRST_PRIVATE, OPT_SCHEMA, OPT_STATS };
+enum { OPT_FORMAT = CLI_OPT_FIRST_PRIVATE, OPT_SCHEMA, OPT_STATS, OPT_TIMEOUT, OPT_MEMORY };
+
+#define BYTES_PER_MB (1024ull * 1024ull)
 
 struct sql_opts {
     enum out_fmt fmt;
     bool schema, stats;
+    struct sql_guard_cfg guard;
 };
 
 static int priv(struct cli_env *env, void *arg, int opt, const char *val)
@@ -122,6 +157,21 @@ static int priv(struct cli_env *env, void *arg, int opt, const char *val)
     case OPT_STATS:
         o->stats = true;
         return 0;
+    case OPT_TIMEOUT:
+        if (strcmp(val, "0") == 0)
+            o->guard.timeout_ns = 0;
+        else if (cli_parse_duration(val, &o->guard.timeout_ns) < 0)
+            return cli_usage_error(env, "--timeout: expected a duration like 500ms, 30s, 5m "
+                                   "(0: no limit), got '%s'", val), -1;
+        return 0;
+    case OPT_MEMORY: {
+        uint64_t mb;
+        if (q_text_parse_u64(val, &mb) < 0 || mb > SQL_GUARD_MEMORY_MB_MAX)
+            return cli_usage_error(env, "--memory-mb: expected MiB from 0 (no limit) to %u, "
+                                   "got '%s'", SQL_GUARD_MEMORY_MB_MAX, val), -1;
+        o->guard.memory_bytes = mb * BYTES_PER_MB;
+        return 0;
+    }
     default:
         cli_usage_error(env, "unexpected option");
         return -1;
@@ -206,21 +256,6 @@ static void table_flush(struct table_out *t)
     t->nbuf = 0;
 }
 
-static void csv_field(const char *s, size_t n)
-{
-    if (strcspn(s, ",\"\r\n") == n) {
-        fwrite(s, 1, n, stdout);
-        return;
-    }
-    putchar('"');
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] == '"')
-            putchar('"');
-        putchar(s[i]);
-    }
-    putchar('"');
-}
-
 static void jsonl_row(sqlite3_stmt *st, int ncols)
 {
     putchar('{');
@@ -295,7 +330,7 @@ static int run_stmt(sqlite3_stmt *st, enum out_fmt fmt, uint64_t *rows)
                 const char *n = sqlite3_column_name(st, i);
                 if (i)
                     putchar(',');
-                csv_field(n ? n : "", n ? strlen(n) : 0);
+                q_text_csv(stdout, n ? n : "", n ? strlen(n) : 0);
             }
             fputs("\r\n", stdout);
         }
@@ -311,7 +346,8 @@ static int run_stmt(sqlite3_stmt *st, enum out_fmt fmt, uint64_t *rows)
                 if (sqlite3_column_type(st, i) == SQLITE_NULL)
                     continue;
                 const unsigned char *v = sqlite3_column_text(st, i);
-                csv_field(v ? (const char *)v : "", (size_t)sqlite3_column_bytes(st, i));
+                q_text_csv(stdout, v ? (const char *)v : "",
+                           (size_t)sqlite3_column_bytes(st, i));
             }
             fputs("\r\n", stdout);
             continue;
@@ -347,7 +383,10 @@ static int print_schema(struct cli_env *env, sqlite3 *db)
         return cli_fail(env, "%s", sqlite3_errmsg(db));
     while (sqlite3_step(st) == SQLITE_ROW) {
         const char *name = (const char *)sqlite3_column_text(st, 0);
-        printf("%s -- ", name);
+        if (!name)
+            continue;
+        q_text_escaped(stdout, name, strlen(name), false);   /* a custom event's name */
+        fputs(" -- ", stdout);
         sql_vtab_describe(stdout, name);
         putchar('\n');
         sqlite3_stmt *ti;
@@ -358,7 +397,15 @@ static int print_schema(struct cli_env *env, sqlite3 *db)
         while (sqlite3_step(ti) == SQLITE_ROW) {
             const char *cn = (const char *)sqlite3_column_text(ti, 0);
             const char *ct = (const char *)sqlite3_column_text(ti, 1);
-            printf("    %-16s %s\n", cn ? cn : "", ct && *ct ? ct : "(any)");
+            size_t n = cn ? strlen(cn) : 0;
+            fputs("    ", stdout);
+            q_text_escaped(stdout, cn ? cn : "", n, false);   /* a custom field's name */
+            printf("%*s ", n < SCHEMA_NAME_WIDTH ? (int)(SCHEMA_NAME_WIDTH - n) : 0, "");
+            if (ct && *ct)
+                q_text_escaped(stdout, ct, strlen(ct), false);
+            else
+                fputs("(any)", stdout);
+            putchar('\n');
         }
         sqlite3_finalize(ti);
     }
@@ -403,19 +450,35 @@ static double mono_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+/* One line on stderr for a statement that failed with rc: a refusal, a
+ * limit (which, and how to raise it) or SQLite's message, escaped (it can
+ * quote names from the store). Returns the exit code: 1 for a store failure
+ * (the virtual tables prefix those with "d9:"), else 2. */
+static int report_error(struct sql_guard *g, int rc)
+{
+    char line[SQL_GUARD_WHY_MAX];
+    enum sql_guard_why why = sql_guard_explain(g, rc, line, sizeof line);
+    fflush(stdout);
+    fputs("d9 sql: ", stderr);
+    q_text_escaped(stderr, line, strlen(line), false);
+    fputc('\n', stderr);
+    return why == SQL_GUARD_SQL_ERROR && strncmp(line, "d9:", 3) == 0 ? CLI_EXIT_FAIL
+                                                                      : CLI_EXIT_USAGE;
+}
+
 /* Run every statement of q. Returns an exit code. */
-static int run_all(sqlite3 *db, const char *q, enum out_fmt fmt,
+static int run_all(struct sql_guard *g, const char *q, enum out_fmt fmt,
                    uint64_t *total_rows, bool *had_columns)
 {
     const char *tail = q;
     unsigned nstmt = 0;
+    sql_guard_start(g);
     while (tail && *tail) {
         sqlite3_stmt *st = NULL;
         const char *next = NULL;
-        if (sqlite3_prepare_v2(db, tail, -1, &st, &next) != SQLITE_OK) {
-            fprintf(stderr, "d9 sql: %s\n", sqlite3_errmsg(db));
-            return CLI_EXIT_USAGE;
-        }
+        int rc = sqlite3_prepare_v2(g->db, tail, -1, &st, &next);
+        if (rc != SQLITE_OK)
+            return report_error(g, rc);
         tail = next;
         if (!st)
             continue;               /* whitespace or a comment */
@@ -423,15 +486,12 @@ static int run_all(sqlite3 *db, const char *q, enum out_fmt fmt,
         if (sqlite3_column_count(st) > 0)
             *had_columns = true;
         uint64_t rows = 0;
-        int rc = run_stmt(st, fmt, &rows);
+        rc = run_stmt(st, fmt, &rows);
         *total_rows += rows;
         if (rc != SQLITE_DONE) {
-            const char *msg = sqlite3_errmsg(db);
-            fflush(stdout);
-            fprintf(stderr, "d9 sql: %s\n", msg);
+            rc = report_error(g, rc);
             sqlite3_finalize(st);
-            /* the virtual tables prefix store failures with "d9:" */
-            return strncmp(msg, "d9:", 3) == 0 ? CLI_EXIT_FAIL : CLI_EXIT_USAGE;
+            return rc;
         }
         sqlite3_finalize(st);
     }
@@ -449,9 +509,14 @@ CLI_DECLARE_CMD(sql)
         { "format", 1, NULL, OPT_FORMAT },
         { "schema", 0, NULL, OPT_SCHEMA },
         { "stats", 0, NULL, OPT_STATS },
+        { "timeout", 1, NULL, OPT_TIMEOUT },
+        { "memory-mb", 1, NULL, OPT_MEMORY },
         CLI_OPTE_END,
     };
-    struct sql_opts o = { .fmt = OUT_TABLE };
+    struct sql_opts o = {
+        .fmt = OUT_TABLE,
+        .guard = { .memory_bytes = SQL_GUARD_MEMORY_MB_DEFAULT * BYTES_PER_MB },
+    };
     struct cli_args a;
     cli_args_init(&a);
     int c;
@@ -487,22 +552,25 @@ CLI_DECLARE_CMD(sql)
         free(q);
         return rc;
     }
-    sqlite3 *db = NULL;
+    struct sql_guard g = { 0 };
     struct sql_vtab *v = NULL;
-    char why[512];
+    char why[SQL_GUARD_WHY_MAX];
     double t0 = mono_ms();
-    if (sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_MEMORY |
-                                           SQLITE_OPEN_NOMUTEX, NULL) !=
-        SQLITE_OK) {
-        rc = cli_fail(env, "cannot open an in-memory database: %s", sqlite3_errmsg(db));
-    } else if (sql_vtab_attach(db, s, "d9 sql", &v, why, sizeof why) < 0) {
-        rc = cli_fail(env, "%s: %s", env->store, why);
+    if (sql_guard_open(&g, &o.guard, why, sizeof why) < 0) {
+        rc = cli_fail(env, "%s", why);
+    } else if (sql_vtab_attach(g.db, s, "d9 sql", &v, why, sizeof why) < 0) {
+        fprintf(stderr, "d9 sql: %s: ", env->store);
+        q_text_escaped(stderr, why, strlen(why), false);    /* may name a custom event */
+        fputc('\n', stderr);
+        rc = CLI_EXIT_FAIL;
+    } else if (sql_guard_lock(&g) < 0) {
+        rc = cli_fail(env, "cannot install the read-only rules on the SQL connection");
     } else if (o.schema) {
-        rc = print_schema(env, db);
+        rc = print_schema(env, g.db);
     } else {
         uint64_t rows = 0;
         bool had_columns = false;
-        rc = run_all(db, q, o.fmt, &rows, &had_columns);
+        rc = run_all(&g, q, o.fmt, &rows, &had_columns);
         if (fflush(stdout) != 0 && rc == CLI_EXIT_OK)
             rc = cli_fail(env, "standard output: write error");
         if (rc == CLI_EXIT_OK && had_columns && rows == 0)
@@ -516,7 +584,7 @@ CLI_DECLARE_CMD(sql)
             fprintf(stderr, "d9 sql: %" PRIu64 " rows, %" PRIu64 " blocks and %" PRIu64
                     " records read in %.1f ms\n", rows, st->blocks, st->records, mono_ms() - t0);
     }
-    sqlite3_close(db);
+    sql_guard_close(&g);
     sql_vtab_free(v);
     q_store_close(s);
     free(q);

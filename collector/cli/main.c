@@ -13,6 +13,7 @@
 #include <string.h>
 #include "collector/cli/cli.h"
 #include "collector/cli/cli_s3store.h"
+#include "collector/sql/sql_guard.h"
 
 #ifndef D9_VERSION
 #define D9_VERSION "dev"
@@ -118,6 +119,11 @@ int main(int argc, char **argv)
     struct cli_env env;
     memset(&env, 0, sizeof env);
     env.prog = "d9";
+    /* No file name from a store, a flag or `d9 sql` is taken for a URI
+     * ("file:...?mode=rwc"): code that means one passes SQLITE_OPEN_URI.
+     * Fails only once SQLite has started, and nothing starts it before. */
+    if (sql_guard_uri_off() < 0)
+        return cli_fail(&env, "SQLite started before d9 could turn URI file names off");
     if (cli_env_defaults(&env) < 0)
         return cli_fail(&env, "$%s or $%s is too long", CLI_STORE_ENV, CLI_ENDPOINT_ENV);
 

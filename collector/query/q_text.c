@@ -50,6 +50,13 @@ const char *q_text_time(uint64_t mono_ns, int64_t boot_realtime_ns, bool have_wa
     return buf;
 }
 
+/* A C1 control (U+0080..U+009F: CSI is U+009B) as UTF-8: a terminal obeys
+ * it like ESC [, so it is escaped like the C0 controls. */
+static bool utf8_c1(const unsigned char *s, size_t k)
+{
+    return k == 2 && s[0] == 0xc2 && s[1] <= 0x9f;
+}
+
 /* Length of the valid UTF-8 sequence at s[0, n), or 0 if invalid. */
 static size_t utf8_len(const unsigned char *s, size_t n)
 {
@@ -110,6 +117,9 @@ void q_text_json(FILE *f, const char *str, size_t n)
             if (k == 0) {
                 fputs("\\ufffd", f);
                 i++;
+            } else if (utf8_c1(s + i, k)) {
+                fprintf(f, "\\u%04x", s[i + 1]);
+                i += k;
             } else {
                 fwrite(s + i, 1, k, f);
                 i += k;
@@ -134,7 +144,38 @@ void q_text_escaped(FILE *f, const char *str, size_t n, bool quote)
         else if (c >= 0x20 && c < 0x7f)
             fputc(c, f);
         else if (c >= 0x80 && (k = utf8_len(s + i, n - i)) > 0) {
-            fwrite(s + i, 1, k, f);
+            if (utf8_c1(s + i, k))
+                fprintf(f, "\\u%04x", s[i + 1]);
+            else
+                fwrite(s + i, 1, k, f);
+            i += k - 1;
+        } else
+            fprintf(f, "\\x%02x", c);
+    }
+    if (quote)
+        fputc('"', f);
+}
+
+void q_text_csv(FILE *f, const char *str, size_t n)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    bool quote = false;
+    for (size_t i = 0; i < n && !quote; i++)
+        quote = s[i] == ',' || s[i] == '"' || s[i] == '\n';
+    if (quote)
+        fputc('"', f);
+    size_t k;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = s[i];
+        if (c == '"')
+            fputs("\"\"", f);
+        else if ((c >= 0x20 && c < 0x7f) || c == '\t' || c == '\n')
+            fputc(c, f);
+        else if (c >= 0x80 && (k = utf8_len(s + i, n - i)) > 0) {
+            if (utf8_c1(s + i, k))
+                fprintf(f, "\\u%04x", s[i + 1]);
+            else
+                fwrite(s + i, 1, k, f);
             i += k - 1;
         } else
             fprintf(f, "\\x%02x", c);

@@ -5,7 +5,8 @@
  *
  * Called by the decoder, the exports, d9 serve, d9 sql and the d9
  * subcommands. Output is always valid: JSON strings parse whatever the bytes
- * (invalid UTF-8 becomes U+FFFD), text never carries a raw control byte.
+ * (invalid UTF-8 becomes U+FFFD), text never carries a raw control
+ * character: C0, DEL or C1 (U+0080..U+009F, which terminals obey like ESC).
  * Must never: allocate or keep state.
  */
 #ifndef D9_COL_Q_TEXT_H
@@ -25,13 +26,20 @@ int q_text_parse_u64(const char *s, uint64_t *out);
 const char *q_text_time(uint64_t mono_ns, int64_t boot_realtime_ns, bool have_wall,
                         int ns_digits, bool with_date, char *buf, size_t cap);
 
-/* Write s[0, n) as a JSON string literal (quotes included). Control bytes and
- * quotes are escaped; invalid UTF-8 bytes become U+FFFD so the output always
- * parses. */
+/* Write s[0, n) as a JSON string literal (quotes included). Control
+ * characters (C0, DEL, C1) as \u00NN, quotes and backslashes escaped; invalid
+ * UTF-8 bytes become U+FFFD so the output always parses. */
 void q_text_json(FILE *f, const char *s, size_t n);
 
-/* Write s[0, n) for a text line: printable ASCII and valid UTF-8 as is, the rest as
- * \xNN, inside double quotes when quote is set. */
+/* Write s[0, n) for a text line: printable ASCII and valid UTF-8 as is, C1
+ * controls as \u00NN, a backslash as \\, the rest as \xNN, inside double
+ * quotes when quote is set. */
 void q_text_escaped(FILE *f, const char *s, size_t n, bool quote);
+
+/* Write s[0, n) as one CSV field (RFC 4180: quoted when it holds a comma,
+ * a quote or a newline; quotes doubled). Safe on a terminal: tab and
+ * newline stay, other control characters and bytes that are not UTF-8 are
+ * written as q_text_escaped writes them; a backslash stays as it is. */
+void q_text_csv(FILE *f, const char *s, size_t n);
 
 #endif /* D9_COL_Q_TEXT_H */

@@ -3,13 +3,17 @@
  * self-contained page (serve_page.html, compiled in; no internet at run
  * time) and answers its JSON API (serve_api.h) from the store.
  *
- * HTTP is Debian's libmicrohttpd: one internal polling thread answers the
- * requests one at a time, so the store handle is only ever used by that
- * thread; the main thread waits for SIGINT/SIGTERM. Requests are untrusted:
- * only GET and HEAD, no body, at most SERVE_MAX_ARGS query arguments (each
- * validated by serve_api_param), bounded connection memory, a connection
- * limit and a timeout; anything else is a 4xx. Binds to loopback unless
- * told otherwise.
+ * HTTP is Debian's libmicrohttpd with one internal epoll thread for all
+ * socket I/O (an idle or slow client costs a descriptor, never a thread);
+ * API requests are suspended and answered by serve_pool.h's workers, each
+ * with its own store handle, so a cheap request never waits behind an
+ * expensive one and this thread never reads the store. Requests are
+ * untrusted: the Host and Origin headers must name this server
+ * (serve_guard.h: no DNS rebinding), only GET and HEAD, no body, at most
+ * SERVE_MAX_ARGS query arguments (each validated by serve_api_param),
+ * bounded connection memory, a connection limit and a timeout; anything
+ * else is a 4xx. Binds to loopback unless told otherwise, and warns when
+ * told otherwise. The main thread waits for SIGINT/SIGTERM.
  *
  * Called by main.c. Must never write to the store.
  */
@@ -57,7 +61,7 @@ static const char usage[] =
 "    d9 serve - browse the store in a web browser: timeline, top polls, events\n"
 "\n"
 "SYNOPSIS\n"
-"    d9 [--store DIR] serve [--listen ADDR:PORT]\n"
+"    d9 [--store DIR] serve [--listen ADDR:PORT] [--allow-host NAME]... [--threads N]\n"
 "\n"
 "DESCRIPTION\n"
 "    Serves one self-contained page (no internet needed) and a JSON API over\n"
@@ -78,7 +82,9 @@ static const char usage[] =
 "    /api/events?pid=[&from=&to=&event=&field=&value=&limit=];\n"
 "    /api/flame?pid=[&from=&to=&kind=cpu|off];\n"
 "    /api/workers?pid=[&from=&to=] (the facts of d9 sched per worker). Times are\n"
-"    CLOCK_MONOTONIC ns. Bad arguments are 400, an unknown pid 404.\n"
+"    CLOCK_MONOTONIC ns. Bad arguments (more than 16 of them too) are 400,\n"
+"    an unknown pid 404, a foreign Host or Origin 403. Details:\n"
+"    docs/serve.md.\n"
 "\n"
 "OPTIONS\n"
 "    --listen ADDR:PORT  IPv4 address and port to listen on (default\n"
@@ -87,12 +93,27 @@ static const char usage[] =
 "                        address) lets everyone who can reach it read the whole\n"
 "                        store without authentication or encryption: process\n"
 "                        names and command paths, thread names, function names\n"
-"                        and every custom-event field your programs recorded.\n"
+"                        and every custom-event field your programs recorded;\n"
+"                        a warning on stderr says so at start.\n"
+"    --allow-host NAME   also answer requests whose Host header is NAME\n"
+"                        (repeatable, up to 16). By default only an IP address,\n"
+"                        \"localhost\" and our port are answered: a request\n"
+"                        naming another host (DNS rebinding: a web page that\n"
+"                        resolves its own name to this address) or coming\n"
+"                        from another site (Origin header) gets 403 with the\n"
+"                        reason. Give the host's name when listening on a LAN\n"
+"                        address and browsing to it by name.\n"
+"    --threads N         worker threads answering API requests (default 4,\n"
+"                        1..64), each with its own store handle. Flame graphs\n"
+"                        never take the last one, so a timeline is not held\n"
+"                        behind them. Connections are served by one more\n"
+"                        thread; idle and slow clients cost no worker.\n"
 "\n"
 CLI_HELP_COMMON "\n"
 "EXAMPLES\n"
 "    d9 serve                          # then open http://127.0.0.1:8009/\n"
 "    d9 --store ./d9-demo-store serve --listen 127.0.0.1:0\n"
+"    d9 serve --listen 192.168.1.20:8009 --allow-host myhost.lan\n"
 "\n"
 CLI_HELP_EXIT;
 

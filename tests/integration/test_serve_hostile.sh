@@ -48,7 +48,7 @@ open(os.environ['T'] + '/body', 'wb').write(r.read())
 print(r.status)
 PY
 }
-is() { _want=$1; shift; c=$(req "$@"); [ "$c" = "$_want" ] || { echo "$*: HTTP $c, want $_want"; head -c 300 "$T/body"; return 1; }; }
+is() { _want=$1; shift; c=$(req "$@"); [ "$c" = "$_want" ] || { echo "$*: HTTP $c, want $_want"; head -c 300 "$T/body"; echo; return 1; }; }
 one_line_reason() { python3 -c "
 import json, sys
 b = open('$T/body').read()

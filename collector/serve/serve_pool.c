@@ -1,0 +1,208 @@
+/*
+ * serve_pool.c — worker threads for d9 serve's API (see serve_pool.h).
+ *
+ * One mutex guards the queue and the counters; a condition variable wakes
+ * workers. A worker takes the first job it may run (the first light job,
+ * or the first job when fewer than heavy_max heavy ones are running),
+ * drops the lock, checks the client, runs serve_api() on its own store and
+ * calls done() without holding the lock.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include "collector/query/q_store.h"
+#include "collector/serve/serve_pool.h"
+
+#define POOL_FLAME_PATH  "/api/flame"
+
+struct pool_worker {
+    struct serve_pool *pl;
+    struct q_store *s;
+    pthread_t th;
+    bool started;
+};
+
+struct serve_pool {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct serve_job *head, *tail;
+    unsigned heavy_running, heavy_max;
+    bool stopping;
+    unsigned n;
+    struct pool_worker w[SERVE_POOL_WORKERS_MAX];
+};
+
+bool serve_pool_is_heavy(const char *path)
+{
+    return strcmp(path, POOL_FLAME_PATH) == 0;
+}
+
+/* The first job a worker may take now, unlinked; NULL if none. Lock held. */
+static struct serve_job *take(struct serve_pool *pl)
+{
+    struct serve_job *prev = NULL;
+    for (struct serve_job *j = pl->head; j; prev = j, j = j->next) {
+        if (j->heavy && pl->heavy_running >= pl->heavy_max)
+            continue;
+        if (prev)
+            prev->next = j->next;
+        else
+            pl->head = j->next;
+        if (pl->tail == j)
+            pl->tail = prev;
+        j->next = NULL;
+        return j;
+    }
+    return NULL;
+}
+
+/* true when the client closed or reset its connection: peeked, never read. */
+static bool client_gone(int fd)
+{
+    if (fd < 0)
+        return false;
+    char c;
+    ssize_t r = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (r == 0)
+        return true;
+    return r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
+}
+
+static void run(struct pool_worker *w, struct serve_job *j)
+{
+    j->status = 0;
+    j->body = NULL;
+    j->len = 0;
+    if (client_gone(j->fd))
+        return;
+    FILE *f = open_memstream(&j->body, &j->len);
+    if (!f)
+        return;
+    int status = serve_api(w->s, j->path, &j->p, f);
+    if (fclose(f) != 0) {
+        free(j->body);
+        j->body = NULL;
+        j->len = 0;
+        return;
+    }
+    j->status = status;
+}
+
+static void *worker_main(void *arg)
+{
+    struct pool_worker *w = arg;
+    struct serve_pool *pl = w->pl;
+    pthread_mutex_lock(&pl->mu);
+    for (;;) {
+        struct serve_job *j = NULL;
+        while (!pl->stopping && !(j = take(pl)))
+            pthread_cond_wait(&pl->cv, &pl->mu);
+        if (!j)
+            break;
+        bool heavy = j->heavy;
+        if (heavy)
+            pl->heavy_running++;
+        pthread_mutex_unlock(&pl->mu);
+        run(w, j);
+        j->done(j);
+        pthread_mutex_lock(&pl->mu);
+        if (heavy) {
+            pl->heavy_running--;
+            pthread_cond_broadcast(&pl->cv);    /* a waiting heavy job may go now */
+        }
+    }
+    pthread_mutex_unlock(&pl->mu);
+    return NULL;
+}
+
+int serve_pool_start(struct serve_pool **out, const char *dir, unsigned workers, char *why,
+                     size_t whycap)
+{
+    *out = NULL;
+    if (workers == 0 || workers > SERVE_POOL_WORKERS_MAX) {
+        snprintf(why, whycap, "workers: %u is not in 1..%u", workers, SERVE_POOL_WORKERS_MAX);
+        return -EINVAL;
+    }
+    struct serve_pool *pl = calloc(1, sizeof *pl);
+    if (!pl) {
+        snprintf(why, whycap, "out of memory");
+        return -ENOMEM;
+    }
+    pthread_mutex_init(&pl->mu, NULL);
+    pthread_cond_init(&pl->cv, NULL);
+    pl->heavy_max = workers > 1 ? workers - 1 : 1;
+    int rc = 0;
+    for (unsigned i = 0; i < workers && rc == 0; i++) {
+        pl->w[i].pl = pl;
+        rc = q_store_open(&pl->w[i].s, dir, why, whycap);
+        if (rc < 0)
+            break;
+        pl->n = i + 1;
+        int e = pthread_create(&pl->w[i].th, NULL, worker_main, &pl->w[i]);
+        if (e != 0) {
+            snprintf(why, whycap, "cannot start a worker thread: %s", strerror(e));
+            rc = -e;
+            break;
+        }
+        pl->w[i].started = true;
+    }
+    if (rc < 0) {
+        serve_pool_stop(pl);
+        return rc;
+    }
+    *out = pl;
+    return 0;
+}
+
+void serve_pool_submit(struct serve_pool *pl, struct serve_job *j)
+{
+    j->next = NULL;
+    pthread_mutex_lock(&pl->mu);
+    if (pl->stopping) {
+        pthread_mutex_unlock(&pl->mu);
+        j->status = 0;
+        j->body = NULL;
+        j->len = 0;
+        j->done(j);
+        return;
+    }
+    if (pl->tail)
+        pl->tail->next = j;
+    else
+        pl->head = j;
+    pl->tail = j;
+    /* every worker looks: the first one may only take light jobs */
+    pthread_cond_broadcast(&pl->cv);
+    pthread_mutex_unlock(&pl->mu);
+}
+
+void serve_pool_stop(struct serve_pool *pl)
+{
+    if (!pl)
+        return;
+    pthread_mutex_lock(&pl->mu);
+    pl->stopping = true;
+    struct serve_job *q = pl->head;
+    pl->head = pl->tail = NULL;
+    pthread_cond_broadcast(&pl->cv);
+    pthread_mutex_unlock(&pl->mu);
+    while (q) {
+        struct serve_job *next = q->next;
+        q->status = 0;
+        q->body = NULL;
+        q->len = 0;
+        q->done(q);
+        q = next;
+    }
+    for (unsigned i = 0; i < pl->n; i++) {
+        if (pl->w[i].started)
+            pthread_join(pl->w[i].th, NULL);
+        q_store_close(pl->w[i].s);
+    }
+    pthread_cond_destroy(&pl->cv);
+    pthread_mutex_destroy(&pl->mu);
+    free(pl);
+}

@@ -37,15 +37,16 @@ RULES = {
     "collector/s3": ["collector/store", "shm"],
     "collector/daemon": ["collector/store", "collector/ctl", "collector/s3", "shm", "proto"],
     "collector/query": ["collector/store", "shm"],
+    "collector/parquet": [],
     "collector/export": ["collector/query", "collector/store", "shm", "proto"],
     "collector/serve": ["collector/query", "collector/store", "shm"],
     "collector/sql": ["collector/query", "collector/store", "shm"],
-    "collector/cli": ["collector/query", "collector/export", "collector/serve", "collector/sql",
+    "collector/cli": ["collector/query", "collector/export", "collector/parquet", "collector/serve", "collector/sql",
                       "collector/store", "collector/ctl", "collector/s3", "shm", "proto"],
 }
 SOURCE_DIRS = ["shm", "agent", "collector"]
 PREFIX_DIRS = ["collector/store", "collector/ctl", "collector/s3", "collector/query",
-               "collector/export", "collector/serve", "collector/sql", "collector/cli"]
+               "collector/parquet", "collector/export", "collector/serve", "collector/sql", "collector/cli"]
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 SQLITE = re.compile(r'^\s*#\s*include\s+<sqlite3\.h>', re.M)
 # The only files that may run SQL: the index module owns index.sqlite.

@@ -112,6 +112,7 @@ all: $(AGENT_SO) $(AGENT_A) $(BINS)
 deps:
 	@sh .ci/install-deps
 	@BUILD=$(BUILD) sh tests/integration/s3rver_install.sh
+	@BUILD=$(BUILD) sh tests/integration/parquet_readers_install.sh >/dev/null
 
 # ---- generated protobuf-c code ------------------------------------------
 $(BUILD)/gen/proto/%.pb-c.c $(BUILD)/gen/proto/%.pb-c.h: proto/%.proto

@@ -26,7 +26,7 @@
 
 static const char usage[] =
 "NAME\n"
-"    d9 export - write a trace file (Chrome JSON or Perfetto protobuf) or Parquet tables\n"
+"    d9 export - write a trace file (Chrome JSON, Perfetto) or Parquet tables\n"
 "\n"
 "SYNOPSIS\n"
 "    d9 [--store DIR] export [--pid PID] [--since DUR | --from NS --to NS | --last]\n"
@@ -92,7 +92,7 @@ CLI_HELP_WINDOW "\n" CLI_HELP_COMMON "\n"
 "    d9 export --last > all.json\n"
 "    d9 export --format perfetto --since 1m -o trace.pftrace\n"
 "    d9 export --format parquet --since 1h -o tables/\n"
-"    duckdb -c \"SELECT location, count(*), max(dur_ns) FROM 'tables/polls.parquet' GROUP BY 1\"\n"
+"    duckdb -c \"SELECT max(dur_ns) FROM 'tables/polls.parquet'\"\n"
 "\n"
 CLI_HELP_EXIT;
 

@@ -19,6 +19,7 @@
 #   collector/daemon/*.c        -> build/bin/d9collectd (main: d9collectd.c)
 #   collector/query/*.c         -> the analysis layer: scan, decode, pairing, waits, symbols (d9)
 #   collector/export/*.c        -> d9 export's writers (Chrome JSON, Perfetto)
+#   collector/parquet/*.c       -> the Parquet file writer and its checker (d9)
 #   collector/serve/*.c         -> d9 serve's JSON API (and its page, serve_page.html)
 #   collector/sql/*.c           -> d9 sql's SQLite virtual tables
 #   collector/cli/*.c           -> build/bin/d9 (main: main.c)
@@ -51,7 +52,8 @@ LDLIBS_AGENT := -lzmq -lprotobuf-c -pthread
 LDLIBS_COL   := -lzmq -lprotobuf-c -lsqlite3 -lcurl -lcrypto -lm -pthread
 # traced programs (demo, integration workloads): complete stacks for d9 flame
 FRAME_POINTERS := -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer
-LDLIBS_CLI   := $(LDLIBS_COL) -lmicrohttpd
+# libzstd: the Parquet writer's page compression (collector/parquet/)
+LDLIBS_CLI   := $(LDLIBS_COL) -lmicrohttpd -lzstd
 SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 SHM_SRC   := $(wildcard shm/*.c)
@@ -62,10 +64,11 @@ S3_SRC    := $(wildcard collector/s3/*.c)
 DAEMON_SRC := $(filter-out collector/daemon/d9collectd.c,$(wildcard collector/daemon/*.c))
 QUERY_SRC := $(wildcard collector/query/*.c)
 EXPORT_SRC := $(wildcard collector/export/*.c)
+PARQUET_SRC := $(wildcard collector/parquet/*.c)
 SERVE_SRC := $(wildcard collector/serve/*.c)
 SQL_SRC   := $(wildcard collector/sql/*.c)
 CLI_SRC   := $(filter-out collector/cli/main.c,$(wildcard collector/cli/*.c)) \
-             $(QUERY_SRC) $(EXPORT_SRC) $(SERVE_SRC) $(SQL_SRC)
+             $(QUERY_SRC) $(EXPORT_SRC) $(PARQUET_SRC) $(SERVE_SRC) $(SQL_SRC)
 COL_SRC   := $(STORE_SRC) $(CTL_SRC) $(S3_SRC) $(DAEMON_SRC) $(CLI_SRC)
 DEMO_SRC  := $(wildcard agent/demo/*.c)
 PROTO_C   := $(BUILD)/gen/proto/d9.pb-c.c
@@ -109,6 +112,7 @@ all: $(AGENT_SO) $(AGENT_A) $(BINS)
 deps:
 	@sh .ci/install-deps
 	@BUILD=$(BUILD) sh tests/integration/s3rver_install.sh
+	@BUILD=$(BUILD) sh tests/integration/parquet_readers_install.sh >/dev/null
 
 # ---- generated protobuf-c code ------------------------------------------
 $(BUILD)/gen/proto/%.pb-c.c $(BUILD)/gen/proto/%.pb-c.h: proto/%.proto

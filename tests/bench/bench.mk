@@ -6,6 +6,7 @@
 #   make bench                 install LTTng packages if missing, build, run, print the table
 #   make bench-bins            only build the bench programs
 #   make bench-ship            only the S3 shipping section (tests/bench/bench_ship.sh)
+#   make bench-parquet         only the Parquet export section (tests/bench/bench_parquet.sh)
 #   BENCH_QUICK=1 make bench   shorter runs (smoke test of the harness)
 #   BENCH_E2E_PAIRS=N make bench   N off/on pairs in the end-to-end section (default 16)
 
@@ -17,13 +18,19 @@ BENCH_BINS := $(BENCH_DIR)/bench_hot $(BENCH_DIR)/bench_hot_off $(BENCH_DIR)/ben
               $(BENCH_DIR)/bench_sql $(BENCH_DIR)/bench_cpu_gaps $(BENCH_DIR)/bench_store
 BENCH_LIBS_LTTNG := -llttng-ust -ldl -pthread
 
-.PHONY: bench bench-bins bench-ship
+.PHONY: bench bench-bins bench-ship bench-parquet
 bench:
 	@D9_EXTRA_PKGS="liblttng-ust-dev lttng-tools" sh .ci/install-deps
 	@echo "bench: building into $(BUILD)"
 	@$(MAKE) --no-print-directory BUILD=$(BUILD) all bench-bins
 	BUILD=$(BUILD) sh tests/bench/run-bench.sh
 	@$(MAKE) --no-print-directory BUILD=$(BUILD) bench-ship
+	@$(MAKE) --no-print-directory BUILD=$(BUILD) bench-parquet
+
+# d9 export --format parquet: bytes and CPU a record (tests/bench/bench_parquet.sh)
+bench-parquet:
+	@$(MAKE) --no-print-directory BUILD=$(BUILD) all $(BENCH_DIR)/bench_store
+	BUILD=$(BUILD) sh tests/bench/bench_parquet.sh
 
 # shipping to S3 (d9collectd --ship) against a local s3rver: tests/bench/bench_ship.sh
 bench-ship: deps

@@ -18,7 +18,7 @@ CC_FUZZ=${CC_FUZZ:-clang}
 OUT=$BUILD/fuzz
 SAN="-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined"
 CFLAGS_FUZZ="-std=c11 -D_GNU_SOURCE -g -O1 -I. -I$BUILD/gen -pthread -fno-strict-aliasing"
-LIBS="-lsqlite3 -lzmq -lprotobuf-c -lmicrohttpd -lcurl -lcrypto -lm -pthread"
+LIBS="-lsqlite3 -lzmq -lprotobuf-c -lmicrohttpd -lcurl -lcrypto -lzstd -lm -pthread"
 passed=0
 failed=0
 

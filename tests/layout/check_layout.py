@@ -14,7 +14,8 @@
    idx.c). Objects whose source is gone (a renamed file) are not modules.
 4. One owner of index.sqlite: only the index module (SQL_OWNERS) includes
    <sqlite3.h>; besides it, `d9 sql` (SQL_ENGINE) hosts its virtual tables on
-   a private in-memory connection and may open nothing but ":memory:".
+   a private in-memory connection and may open nothing but ":memory:"; the
+   Parquet export (cli_parquet.c) reads the same tables the same way.
 
 Usage: check_layout.py BUILD_DIR. Prints one line per finding and a closing
 "layout: N passed, N failed" line; exits 1 on any finding.
@@ -37,15 +38,16 @@ RULES = {
     "collector/s3": ["collector/store", "shm"],
     "collector/daemon": ["collector/store", "collector/ctl", "collector/s3", "shm", "proto"],
     "collector/query": ["collector/store", "shm"],
+    "collector/parquet": [],
     "collector/export": ["collector/query", "collector/store", "shm", "proto"],
     "collector/serve": ["collector/query", "collector/store", "shm"],
     "collector/sql": ["collector/query", "collector/store", "shm"],
-    "collector/cli": ["collector/query", "collector/export", "collector/serve", "collector/sql",
+    "collector/cli": ["collector/query", "collector/export", "collector/parquet", "collector/serve", "collector/sql",
                       "collector/store", "collector/ctl", "collector/s3", "shm", "proto"],
 }
 SOURCE_DIRS = ["shm", "agent", "collector"]
 PREFIX_DIRS = ["collector/store", "collector/ctl", "collector/s3", "collector/query",
-               "collector/export", "collector/serve", "collector/sql", "collector/cli"]
+               "collector/parquet", "collector/export", "collector/serve", "collector/sql", "collector/cli"]
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 SQLITE = re.compile(r'^\s*#\s*include\s+<sqlite3\.h>', re.M)
 # The only files that may run SQL: the index module owns index.sqlite.
@@ -53,7 +55,8 @@ SQL_OWNERS = ("collector/store/idx.c", "collector/store/idx_read.c", "collector/
 # `d9 sql`: SQLite as a query engine over virtual tables whose rows come through
 # the index module and the segment reader; its connection is in memory only.
 SQL_ENGINE = tuple(sorted("collector/sql/" + f for f in os.listdir(os.path.join(ROOT, "collector/sql"))
-                          if f.endswith((".c", ".h")))) + ("collector/cli/cli_sql.c",)
+                          if f.endswith((".c", ".h")))) + ("collector/cli/cli_sql.c",
+                                                               "collector/cli/cli_parquet.c")
 SQL_OPEN = re.compile(r'sqlite3_open\w*\s*\(\s*([^,]*),')
 
 

@@ -11,7 +11,8 @@
 # the S3 server (kill -9, restarted on the same port and data after a pause,
 # so uploads fail mid-request and are retried) and the collector (kill -9
 # after a random 0.3..1.5 s, often while an upload or a seal is in flight,
-# restarted on the same store). Then the workload stops, the collector
+# restarted on the same store; every second server kill the collector is
+# killed too before the server comes back). Then the workload stops, the collector
 # finishes it and ships the rest, and tool_rel_seqcheck reads, record by
 # record, the local store and a store made by `d9 pull` from the bucket:
 # no duplicate, no gap not counted lost, no time going backwards in a
@@ -46,6 +47,14 @@ rel_bg "$TBIN/prog_rel_workload" --threads 2 --progress "$T/progress" ${REL_PACE
 wpid=$BGPID
 check "workload starts" wait_for 10 test -s "$T/progress"
 
+# kill_collector: kill -9 the collector, restart it on the same store
+kill_collector() {
+    kill -9 "$CPID"
+    wait "$CPID" 2>/dev/null
+    colk=$((colk + 1))
+    check "collector kill $colk: workload still running" kill -0 "$wpid"
+    check "collector kill $colk: collector restarts on the same store" ship
+}
 s3k=0
 colk=0
 while [ $s3k -lt "$S3_KILLS" ] || [ $colk -lt "$COL_KILLS" ]; do
@@ -55,16 +64,17 @@ while [ $s3k -lt "$S3_KILLS" ] || [ $colk -lt "$COL_KILLS" ]; do
         wait "$S3_PID" 2>/dev/null
         S3_PID=""
         s3k=$((s3k + 1))
+        if [ $((s3k % 2)) -eq 0 ] && [ $colk -lt "$COL_KILLS" ]; then
+            # the collector dies too while the server is down (uploads failing)
+            pause 200 1200
+            kill_collector
+        fi
         pause 200 1200
         check "s3 kill $s3k: s3rver restarts on the same data" s3_start d9-rel
     fi
     if [ $colk -lt "$COL_KILLS" ]; then
         pause 300 1500
-        kill -9 "$CPID"
-        wait "$CPID" 2>/dev/null
-        colk=$((colk + 1))
-        check "collector kill $colk: workload still running" kill -0 "$wpid"
-        check "collector kill $colk: collector restarts on the same store" ship
+        kill_collector
     fi
 done
 

@@ -3,6 +3,7 @@
 #   make            build everything into build/ (gcc; CC=clang works too)
 #   make test       install missing packages, build, run unit (ASan/UBSan),
 #                   integration and short fuzz tests; prints "tests: N passed, N failed"
+#                   (T=PATTERN: only the suites whose name matches, see tests/run.sh)
 #   make demo       collector + instrumented demo workload + queries, store in ./d9-demo-store
 #   make bench      benchmarks against LTTng-UST (not part of make test)
 #   make stress     long reliability loops (not part of make test)
@@ -115,6 +116,11 @@ deps:
 	@BUILD=$(BUILD) sh tests/integration/parquet_readers_install.sh >/dev/null
 
 # ---- generated protobuf-c code ------------------------------------------
+# Made by a pattern rule and named by no other rule as a target, the
+# generated files would be intermediate, deleted after the build and so
+# remade (with everything that includes the headers) by the next make: they
+# are kept.
+.SECONDARY: $(PROTO_H) $(PROTO_H:.h=.c)
 $(BUILD)/gen/proto/%.pb-c.c $(BUILD)/gen/proto/%.pb-c.h: proto/%.proto
 	@mkdir -p $(BUILD)/gen
 	protoc-c --c_out=$(BUILD)/gen $<
@@ -197,7 +203,7 @@ integration: all $(PROG_BINS)
 test: deps
 	$(MAKE) --no-print-directory all $(UNIT_BINS) $(PROG_BINS)
 	$(MAKE) --no-print-directory clang-check
-	BUILD=$(BUILD) sh tests/run.sh
+	BUILD=$(BUILD) sh tests/run.sh $(if $(T),'$(T)')
 
 # Compile everything with clang as well: both compilers must be -Werror clean.
 clang-check:

@@ -413,27 +413,6 @@ static int check_files(struct fsck *f)
     return 0;
 }
 
-/* 1 if dir is a store: it holds the index or, when the index was lost, at
- * least one segment file (sealed or temp). Anything else is some other
- * directory, where a repair must not create the index and the lock. */
-static int is_store(const char *dir, const char *ipath)
-{
-    struct stat st;
-    if (lstat(ipath, &st) == 0)
-        return 1;
-    DIR *d = opendir(dir);
-    if (!d)
-        return 0;
-    int found = 0;
-    size_t sl = strlen(SEG_FILE_SUFFIX);
-    for (struct dirent *de; !found && (de = readdir(d));) {
-        size_t n = strlen(de->d_name);
-        found = n > sl && strcmp(de->d_name + n - sl, SEG_FILE_SUFFIX) == 0;
-    }
-    closedir(d);
-    return found;
-}
-
 int fsck_run_ex(const char *store_dir, int repair, struct fsck_report *out, fsck_fn fn,
                 void *arg)
 {
@@ -448,7 +427,9 @@ int fsck_run_ex(const char *store_dir, int repair, struct fsck_report *out, fsck
         return -ENOTDIR;
     char ipath[PATH_MAX];
     int e = join(ipath, sizeof ipath, store_dir, IDX_FILE_NAME);
-    if (e == 0 && !is_store(store_dir, ipath))
+    /* a store is a directory with a d9 index; anywhere else nothing is
+     * created or changed (a lost index is rebuilt by a collector's start-up) */
+    if (e == 0 && idx_probe(store_dir, NULL, 0) < 0)
         return -ENOENT;
     pid_t user = e == 0 && repair ? opened_by(&f, ipath) : 0;
     if (e == 0 && repair && user) {
@@ -464,12 +445,8 @@ int fsck_run_ex(const char *store_dir, int repair, struct fsck_report *out, fsck
     char why[512] = "";
     if (e == 0) {
         e = idx_open_ex(&f.x, store_dir, repair ? 0 : IDX_OPEN_READONLY, why, sizeof why);
-        if (e == -ENOENT && !repair) {
-            say(&f, ipath, "no index: every segment counts as unindexed");
-            e = 0;
-        } else if (e < 0) {
+        if (e < 0)
             say(&f, ipath, "%s", why);
-        }
     }
     /* block rows a collector wrote for a segment it never sealed (see
      * idx_blocks_add): the temp file's salvage below indexes it again, whole */

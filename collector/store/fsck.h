@@ -54,8 +54,10 @@ typedef void (*fsck_fn)(void *arg, const char *path, const char *what);
 
 /* Check (repair = 0) or repair a store. 0 when the check ran, whatever it
  * found (see fsck_problems); -errno when it could not run: not a store
- * (-ENOENT: neither index.sqlite nor any segment file; nothing is created
- * there), index unreadable, or -EBUSY for a repair of a store in use. */
+ * (-ENOENT: no d9 index in it, idx_probe; nothing there is created or
+ * changed, segment files or not: a lost index is rebuilt by a collector
+ * started on the store), index unreadable, or -EBUSY for a repair of a
+ * store in use. */
 int fsck_run(const char *store_dir, int repair, struct fsck_report *out);
 int fsck_run_ex(const char *store_dir, int repair, struct fsck_report *out, fsck_fn fn,
                 void *arg);

@@ -545,6 +545,59 @@ static int read_boot_id(char *out, size_t cap)
     return e == 0 && out[0] ? 0 : -EIO;
 }
 
+/* The schema version of the index at uri (immutable) into *ver: 0, -ENOENT
+ * (no meta table or row: not d9's, or its schema is still in the -wal),
+ * or -errno. */
+static int probe_version(const char *path, const char *uri, long long *ver, char *why,
+                         size_t why_cap)
+{
+    struct idx x = { 0 };
+    snprintf(x.path, sizeof x.path, "%s", path);
+    int rc = sqlite3_open_v2(uri, &x.db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
+    int e = rc == SQLITE_OK ? read_version(&x, ver) : x_fail(&x, rc, "open");
+    if (e < 0 && e != -ENOENT && why && why_cap)
+        snprintf(why, why_cap, "%s", x.err[0] ? x.err : strerror(-e));
+    sqlite3_close_v2(x.db);
+    return e;
+}
+
+int idx_probe(const char *store_dir, char *why, size_t why_cap)
+{
+    char path[PATH_MAX], wal[PATH_MAX + 8], uri[3 * PATH_MAX + 64];
+    if (why && why_cap)
+        why[0] = 0;
+    if (!store_dir)
+        return -EINVAL;
+    if (snprintf(path, sizeof path, "%s/%s", store_dir, IDX_FILE_NAME) >= (int)sizeof path)
+        return -ENAMETOOLONG;
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return -errno;
+    if (!S_ISREG(st.st_mode)) {
+        if (why && why_cap)
+            snprintf(why, why_cap, "%s is not a regular file", path);
+        return -EBADMSG;
+    }
+    long long ver = 0;
+    int e = uri_of(path, uri, sizeof uri);
+    if (e == 0)
+        e = probe_version(path, uri, &ver, why, why_cap);
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    if (e == -ENOENT && lstat(wal, &st) == 0 && S_ISREG(st.st_mode)) {
+        /* the schema may be in commits not yet checkpointed: read them */
+        struct idx *x = NULL;
+        e = idx_open_ex(&x, store_dir, IDX_OPEN_READONLY, why, why_cap);
+        idx_close(x);
+        return e == -EBADMSG || e == -ENOENT ? -EBADMSG : 0;
+    }
+    if (e == -ENOENT) {
+        if (why && why_cap)
+            snprintf(why, why_cap, "%s is not a d9 index (no schema version)", path);
+        return -EBADMSG;
+    }
+    return e < 0 ? -EBADMSG : 0;
+}
+
 int idx_open_ex(struct idx **out, const char *store_dir, unsigned flags, char *why,
                 size_t why_cap)
 {

@@ -200,6 +200,16 @@ void idx_rollback(struct idx *x);
 #define IDX_OPEN_FOREIGN  2u
 int idx_open_ex(struct idx **out, const char *store_dir, unsigned flags, char *why,
                 size_t why_cap);
+/* Whether store_dir holds a d9 index, decided without creating or changing
+ * any file there (fsck refuses other directories before it writes): 0 when
+ * store_dir/index.sqlite is a regular file with d9's schema version (any
+ * version: the open reports a wrong one); -ENOENT when there is no such
+ * file; -EBADMSG (why says what it is instead) when it is a link, not a
+ * regular file, or a file that is not a d9 index. The file is read in
+ * SQLite's immutable mode (no lock, no -wal or -shm created); only when that
+ * finds no schema and a -wal file lies beside it (a crashed writer's
+ * commits) is it opened read-only, as idx_open_ex does. */
+int idx_probe(const char *store_dir, char *why, size_t why_cap);
 /* Record where the segments of a store opened with IDX_OPEN_FOREIGN come
  * from: meta host, boot_id (skipped when NULL or "") and boot_realtime_ns,
  * so d9 prints the origin's wall-clock times and knows the store is not

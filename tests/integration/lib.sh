@@ -3,6 +3,7 @@
 #   d9_setup                  # makes and exports $T, a fresh temp dir for this script
 #   at_exit cmd...            # run at d9_finish (e.g. kill the collector)
 #   check "name" cmd args...  # runs cmd; passes if it exits 0
+#   lacks ERE cmd args...     # cmd exits 0 and prints no line matching ERE
 #   d9_finish                 # prints "NAME: N passed, N failed", cleans up, sets exit code
 #   uvmix_traced D9 PRELOAD STORE  # prog_uvmix under an LD_PRELOAD shim is traced
 # Binaries are in $BIN (build/bin), helper programs in $TBIN.
@@ -26,6 +27,15 @@ check() {
     else
         _fail=$((_fail + 1)); echo "FAIL - $_name"; sed 's/^/    | /' "$T/.check.out" | tail -n 30
     fi
+}
+# lacks ERE cmd args...: cmd succeeds and no line of its output matches ERE.
+# The negative of a grep: `! cmd | grep -q X` also passes when cmd fails and
+# prints nothing, which says nothing about X.
+lacks() {
+    _re=$1; shift
+    _out=$("$@") || { echo "lacks: '$*' failed"; return 1; }
+    if printf '%s\n' "$_out" | grep -E -- "$_re"; then return 1; fi
+    return 0
 }
 # wait_for SECONDS cmd args...: polls cmd every 0.1 s until it succeeds.
 wait_for() {

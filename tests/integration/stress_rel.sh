@@ -38,6 +38,7 @@ suite() {   # suite NAME ENV... -- script
 
 suite kill-traced REL_TRIALS="$TRIALS" sh tests/integration/test_rel_kill_traced.sh
 suite kill-collector REL_TRIALS="$TRIALS" sh tests/integration/test_rel_kill_collector.sh
+suite ship-crash REL_S3_KILLS=12 REL_COL_KILLS=8 sh tests/integration/test_rel_ship_crash.sh
 suite hostile-region REL_HOSTILE="$HOSTILE" sh tests/integration/test_rel_hostile_region.sh
 i=1
 while [ $i -le "$DISKFULL" ]; do

@@ -47,7 +47,7 @@ check "events --type custom --event order prints only those events" \
 check "events --event alone selects only those custom events" \
     sh -c "[ \$('$BIN/d9' --store '$STORE' events --pid $OKPID --event order | wc -l) -eq 10 ]"
 check "events hides the collector's own d9.* events unless asked" \
-    sh -c "! '$BIN/d9' --store '$STORE' events --pid $OKPID --type custom | grep -q ' custom d9[.]'"
+    sh -c "'$BIN/d9' --store '$STORE' events --pid $OKPID --type custom >'$T/.neg50' && ! grep -q ' custom d9[.]' '$T/.neg50'"
 check "events --limit stops after N records" \
     sh -c "[ \$('$BIN/d9' --store '$STORE' events --pid $OKPID --limit 7 | wc -l) -eq 7 ]"
 
@@ -211,6 +211,14 @@ mkdir -p "$T/notastore" && echo data >"$T/notastore/keep"
 check "fsck --repair refuses a directory that is not a store and creates nothing there" \
     sh -c "! '$BIN/d9' --store '$T/notastore' fsck --repair 2>'$T/ns.err' &&
            grep -q 'not a store' '$T/ns.err' && [ \"\$(ls -A '$T/notastore')\" = keep ]"
+# segment files without a d9 index: still not a store, nothing created (no
+# index.sqlite, no .lock) and the segment files untouched
+mkdir -p "$T/segsonly" && cp "$(ls "$T/copy"/*.d9seg | head -n 1)" "$T/segsonly/"
+(cd "$T/segsonly" && ls -A && md5sum -- *) >"$T/segsonly.before"
+check "fsck --repair refuses segment files without an index and leaves them as they were" \
+    sh -c "! '$BIN/d9' --store '$T/segsonly' fsck --repair 2>'$T/so.err' &&
+           grep -q 'not a store' '$T/so.err' &&
+           (cd '$T/segsonly' && ls -A && md5sum -- *) | cmp -s - '$T/segsonly.before'"
 for c in status flush ps segments events top-polls sched export flame fsck; do
     check "d9 $c --help is a manual page" \
         sh -c "'$BIN/d9' $c --help | grep -q SYNOPSIS && '$BIN/d9' $c --help | grep -q 'EXIT STATUS'"

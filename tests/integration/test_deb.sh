@@ -102,7 +102,7 @@ left() {
         [ ! -e "$f" ] && [ ! -L "$f" ] || { echo "left behind: $f"; return 1; }
     done
     [ $had_store -eq 1 ] || [ ! -e /var/lib/dial9 ] || { echo "left behind: /var/lib/dial9"; return 1; }
-    ! ldconfig -p | grep -q 'libd9agent\|libd9uv'
+    ldconfig -p >"$T/ldconfig.out" && ! grep -q 'libd9agent\|libd9uv' "$T/ldconfig.out"
 }
 check "nothing is left behind" left
 d9_finish deb

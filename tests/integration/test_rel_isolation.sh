@@ -49,9 +49,9 @@ plant "d9.65534.999999.12345"      # a dead pid of uid 65534, header of the root
 check "planted regions are rejected and counted in status" wait_for 10 \
     rejected_at_least $(( ${base:-0} + 2 ))
 check "a region named for a root pid but owned by uid 65534 is never adopted" sh -c \
-    "! '$TBIN/tool_ctl' '$EP' status | grep -q '^proc.$victim.'"
+    "'$TBIN/tool_ctl' '$EP' status >'$T/.neg52' && ! grep -q '^proc.$victim.' '$T/.neg52'"
 check "a region whose name and header disagree is never adopted" sh -c \
-    "! '$TBIN/tool_ctl' '$EP' status | grep -q '^proc.999999.'"
+    "'$TBIN/tool_ctl' '$EP' status >'$T/.neg54' && ! grep -q '^proc.999999.' '$T/.neg54'"
 check "rejections are logged with the reason" grep -q 'rejected region' "$T/col.log"
 check "the root workload is still traced" sh -c \
     "'$TBIN/tool_ctl' '$EP' status | grep -q '^proc.$rootw.state=alive'"
@@ -83,7 +83,7 @@ check "root process announced itself to the uid-65534 collector (its region exis
     wait_for 10 sh -c "ls '$SHM'/d9.0.$rootw2.* >/dev/null 2>&1"
 sleep 0.5
 check "the uid-65534 collector does not adopt the root region" sh -c \
-    "! '$TBIN/tool_ctl' '$NEP' status | grep -q '^proc.$rootw2.'"
+    "'$TBIN/tool_ctl' '$NEP' status >'$T/.neg86' && ! grep -q '^proc.$rootw2.' '$T/.neg86'"
 check "... and has written nothing of it" sh -c \
     "! ls '$T/nobody/store'/$rootw2-*.d9seg >/dev/null 2>&1"
 check "... while the root collector does adopt it" wait_for 10 sh -c \

@@ -29,7 +29,7 @@ while [ $i -lt 1100 ]; do echo "many/k$i"; i=$((i + 1)); done >"$T/names"
 check "1100 small PUTs" sh -c "while read -r k; do '$TOOL' $URL put \"\$k\" '$T/tiny' || exit 1; done <'$T/names'"
 "$TOOL" $URL list many/ >"$T/list" 2>"$T/list.err"
 check "LIST follows continuation tokens (1100 keys, each once)" sh -c "[ \$(sort -u '$T/list' | wc -l) -eq 1100 ] && [ \$(wc -l <'$T/list') -eq 1100 ] && grep -qx 'many/k1099 1' '$T/list'"
-check "DELETE removes the object" sh -c "'$TOOL' $URL delete many/k5 && ! '$TOOL' $URL list many/k5 | grep -qx 'many/k5 1' && '$TOOL' $URL list many/k5 | grep -qx 'many/k50 1'"
+check "DELETE removes the object" sh -c "'$TOOL' $URL delete many/k5 && '$TOOL' $URL list many/k5 >'$T/.neg32' && ! grep -qx 'many/k5 1' '$T/.neg32' && '$TOOL' $URL list many/k5 | grep -qx 'many/k50 1'"
 
 AWS_ACCESS_KEY_ID=AKIDWRONG "$TOOL" $URL put bad "$T/tiny" 2>"$T/err.key"
 check "a wrong access key is a readable InvalidAccessKeyId" grep -q 'HTTP 403 InvalidAccessKeyId: The AWS Access Key Id' "$T/err.key"

@@ -71,7 +71,9 @@ ended() { "$BIN/d9" --store "$STORE" flush >/dev/null 2>&1;
 check "both processes reached their final state" wait_for 20 ended
 unshipped() { sqlite3 "$STORE/index.sqlite" "select count(*) from segments s left join uploads u
                                               on u.segment_id = s.id where u.state is not 'shipped'"; }
-check "d9collectd --ship uploads every sealed segment" wait_for 60 test "$(unshipped)" = 0
+# read again at every try of the wait (a "$(unshipped)" argument would be read once)
+all_shipped() { [ "$(unshipped)" = 0 ]; }
+check "d9collectd --ship uploads every sealed segment" wait_for 60 all_shipped
 kill -TERM "$COLPID"
 wait "$COLPID"
 check "... and every segment of the stopped collector is shipped" test "$(unshipped)" = 0
@@ -116,10 +118,10 @@ check "--pid: only that process's segments" sh -c "
     [ \$(ls '$T/ppid' | grep -c '\\.d9seg\$') -eq $NOK ] && [ \$(ls '$T/ppid' | grep -c '^$OKPID-') -eq $NOK ]"
 check "--until before the recording: nothing matches (success, said on stderr)" sh -c "
     '$BIN/d9' pull --s3-endpoint '$S3_ENDPOINT' --host '$HOSTKEY' --until @$((T0 - 60)) '$URL' '$T/pold' 2>'$T/pold.err' &&
-    ! ls '$T/pold' | grep -q '\\.d9seg\$' && grep -q 'no segment matches' '$T/pold.err'"
+    ls '$T/pold' >'$T/.neg121' && ! grep -q '\\.d9seg\$' '$T/.neg121' && grep -q 'no segment matches' '$T/pold.err'"
 check "--from after the recording: nothing" sh -c "
     '$BIN/d9' pull --s3-endpoint '$S3_ENDPOINT' --from @$(($(date +%s) + 60)) '$URL' '$T/pnew' 2>/dev/null &&
-    ! ls '$T/pnew' | grep -q '\\.d9seg\$'"
+    ls '$T/pnew' >'$T/.neg124' && ! grep -q '\\.d9seg\$' '$T/.neg124'"
 check "--host with --since 1h: everything, listing only the host's days" sh -c "
     n0=\$(grep -c 'Fetched bucket' '$S3_LOG');
     '$BIN/d9' pull --s3-endpoint '$S3_ENDPOINT' --host '$HOSTKEY' --since 1h '$URL' '$T/psince' 2>/dev/null &&
@@ -129,7 +131,7 @@ check "--host with --since 1h: everything, listing only the host's days" sh -c "
     ! grep -q 'prefix\":\"fleet/$HOSTKEY/\"' '$T/lists'"
 check "--host of an unknown host: nothing" sh -c "
     '$BIN/d9' pull --s3-endpoint '$S3_ENDPOINT' --host nosuchhost '$URL' '$T/pnone' 2>/dev/null &&
-    ! ls '$T/pnone' | grep -q '\\.d9seg\$'"
+    ls '$T/pnone' >'$T/.neg134' && ! grep -q '\\.d9seg\$' '$T/.neg134'"
 
 # ---- a second host in the same prefix ------------------------------------------------
 "$TBIN/tool_s3up" "$STORE" "$URL" otherhost >/dev/null
@@ -161,7 +163,7 @@ check "a corrupt object: reported, skipped, exit 1, the others fetched" sh -c "
     [ \$? -eq 1 ] && grep -q 'corrupt: CRC-32C' '$T/pbad.err' && grep -q '1 corrupt segment skipped' '$T/pbad.err' &&
     [ ! -e '$T/pbad/$VNAME' ] && [ \$(ls '$T/pbad' | grep -c '\\.d9seg\$') -eq $((NSEG - 1)) ]"
 check "no partial download is left or indexed" sh -c "
-    ! ls -a '$T/pbad' | grep -q '\\.part\$' && '$BIN/d9' --store '$T/pbad' fsck >/dev/null &&
+    ls -a '$T/pbad' >'$T/.neg166' && ! grep -q '\\.part\$' '$T/.neg166' && '$BIN/d9' --store '$T/pbad' fsck >/dev/null &&
     [ \$(sqlite3 '$T/pbad/index.sqlite' 'select count(*) from segments') -eq $((NSEG - 1)) ]"
 "$TBIN/tool_s3" "$BAD" put "$VICTIM" "$STORE/$VNAME" >/dev/null
 check "once the object is repaired, a pull fetches just it" sh -c "

@@ -6,12 +6,14 @@
  *   tool_rel_seqcheck --progress FILE        print total=N (sum of counts)
  *
  * Reads every sealed segment of STORE (of pid P only, if given) with
- * seg_reader and groups the records by thread (pid, ring, generation). Per
+ * seg_reader and groups the records by thread (pid, ring, generation; the
+ * collector's pseudo rings of perf samples and maps are skipped). Per
  * thread:
  *   - ring sequence numbers (struct d9_rec_hdr.seq, which counts dropped
  *     records too) are sorted; a repeat is a duplicate (an error unless
  *     --allow-dups); every gap must be covered by the lost counts of the
  *     thread's DATA blocks: gaps <= lost;
+ *   - in sequence order a thread's timestamps never go back;
  *   - the prog_rel_workload events "rel_seq" {thread, seq} must sit at
  *     ring seq = app seq + a constant, and name one workload thread only;
  *   - with --progress (the workload's counts of completed emits, which
@@ -39,6 +41,7 @@
 struct rec {
     uint32_t pid, ring, gen;
     uint32_t seq;               /* ring seq */
+    uint64_t ts;                /* CLOCK_MONOTONIC ns */
     int32_t app_thread;         /* -1: not a rel_seq event */
     uint64_t app_seq;
 };
@@ -144,7 +147,9 @@ static int read_segment(const char *path, uint32_t only_pid, struct vec *recs, s
     struct seg_block b;
     int rc;
     while ((rc = seg_reader_next(r, &b)) == 1) {
-        if (b.h.kind != SEG_BLK_DATA)
+        /* the collector's own pseudo rings (perf samples, maps) are no
+         * ring of the process: their seq is not the ring protocol's */
+        if (b.h.kind != SEG_BLK_DATA || b.h.ring >= D9_RINGS_MAX)
             continue;
         if (b.h.lost) {
             struct lost *l = vec_push(losts);
@@ -154,7 +159,7 @@ static int read_segment(const char *path, uint32_t only_pid, struct vec *recs, s
         const struct d9_rec_hdr *h;
         while (seg_reader_next_record(&b, &off, &h) == 1) {
             struct rec *x = vec_push(recs);
-            *x = (struct rec){ pid, b.h.ring, b.h.generation, h->seq, -1, 0 };
+            *x = (struct rec){ pid, b.h.ring, b.h.generation, h->seq, h->ts, -1, 0 };
             if (h->type != D9_REC_CUSTOM)
                 continue;
             const struct d9_rec_custom *c = (const void *)h;
@@ -179,6 +184,7 @@ static int read_segment(const char *path, uint32_t only_pid, struct vec *recs, s
 
 struct totals {
     uint64_t threads, records, rel, lost, gaps, dups, offered, failures;
+    uint64_t backsteps, max_back_ns;    /* time going backwards in seq order */
 };
 
 static void fail(struct totals *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -203,11 +209,21 @@ static void check_thread(const struct rec *rs, size_t a, size_t b, uint64_t lost
     int64_t offset = 0;
     int have_off = 0, bad_map = 0;
     uint64_t max_app = 0;
+    uint64_t backsteps = 0, max_back = 0, prev_ts = 0;
     for (size_t i = a; i < b; i++) {
-        if (i > a && rs[i].seq == rs[i - 1].seq)
+        if (i > a && rs[i].seq == rs[i - 1].seq) {
             dups++;
-        else
+        } else {
             uniq++;
+            /* a thread's records in sequence order never go back in time */
+            if (i > a && rs[i].ts < prev_ts) {
+                backsteps++;
+                if (prev_ts - rs[i].ts > max_back)
+                    max_back = prev_ts - rs[i].ts;
+            }
+            if (rs[i].ts > prev_ts)
+                prev_ts = rs[i].ts;
+        }
         if (rs[i].app_thread == -1)
             continue;
         if (rs[i].app_thread < 0 || (app >= 0 && rs[i].app_thread != app)) {
@@ -231,11 +247,17 @@ static void check_thread(const struct rec *rs, size_t a, size_t b, uint64_t lost
     t->lost += lost;
     t->gaps += gaps;
     t->dups += dups;
+    t->backsteps += backsteps;
+    if (max_back > t->max_back_ns)
+        t->max_back_ns = max_back;
     char id[96];
     snprintf(id, sizeof id, "pid %u ring %u gen %u (workload thread %d)", f->pid, f->ring,
              f->gen, app);
     if (dups && !allow_dups)
         fail(t, "%s: %" PRIu64 " duplicate records", id, dups);
+    if (backsteps)
+        fail(t, "%s: time goes backwards %" PRIu64 " times in sequence order (by up to "
+             "%.3f s)", id, backsteps, (double)max_back / 1e9);
     if (bad_map)
         fail(t, "%s: rel_seq events do not follow the ring sequence (app seq - ring seq "
              "not constant, or two workload threads in one ring)", id);
@@ -361,8 +383,8 @@ int main(int argc, char **argv)
         fail(&t, "%" PRIu64 " segment files unreadable", bad);
     printf("segments=%" PRIu64 " threads=%" PRIu64 " records=%" PRIu64 " rel_records=%" PRIu64
            " lost=%" PRIu64 " gaps=%" PRIu64 " dups=%" PRIu64 " offered=%" PRIu64
-           " failures=%" PRIu64 "\n", nsegs, t.threads, t.records, t.rel, t.lost, t.gaps, t.dups,
-           t.offered, t.failures);
+           " backsteps=%" PRIu64 " failures=%" PRIu64 "\n", nsegs, t.threads, t.records, t.rel,
+           t.lost, t.gaps, t.dups, t.offered, t.backsteps, t.failures);
     free(recs.v);
     free(losts.v);
     free(pr.seen);

@@ -17,6 +17,7 @@
 #include <sqlite3.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 #include "collector/store/fsck.h"
@@ -42,8 +43,22 @@ static int setup(void **state)
     struct fx *fx = calloc(1, sizeof *fx);
     strcpy(fx->dir, "/tmp/d9fscktest.XXXXXX");
     assert_non_null(mkdtemp(fx->dir));
+    struct idx *x;                  /* a store: a directory with a d9 index */
+    assert_int_equal(idx_open(&x, fx->dir), 0);
+    idx_close(x);
     *state = fx;
     return 0;
+}
+
+/* The fixture's directory without its index: no longer a store. */
+static void remove_index(struct fx *fx)
+{
+    static const char *const sfx[] = { "", "-wal", "-shm" };
+    for (int i = 0; i < 3; i++) {
+        char p[128];
+        snprintf(p, sizeof p, "%s/%s%s", fx->dir, IDX_FILE_NAME, sfx[i]);
+        unlink(p);
+    }
 }
 
 static int teardown(void **state)
@@ -295,19 +310,134 @@ static void test_reindex_makes_no_thread_of_the_collectors_pseudo_rings(void **s
     assert_clean(fx);
 }
 
-static void test_store_without_index_is_rebuilt_by_repair(void **state)
+/* What a directory looks like, down to the byte and the nanosecond: every
+ * entry's name, type and mode, size, inode, mtime and ctime, a hash of its
+ * contents, and the directory's own mtime. Two snapshots that are equal
+ * mean nothing was created, removed, written or renamed in it. */
+static void snapshot(const char *dir, char *out, size_t cap)
+{
+    char cmd[512];
+    fmt(cmd, sizeof cmd,
+        "cd '%s' && stat -c '%%n %%F %%a %%s %%i %%.9Y %%.9Z' . && "
+        "find . -mindepth 1 -printf '%%p %%y %%m %%s %%i %%T@ %%C@\n' | sort && "
+        "find . -mindepth 1 -type f -exec md5sum {} + | sort", dir);
+    FILE *f = popen(cmd, "r");
+    assert_non_null(f);
+    size_t n = fread(out, 1, cap - 1, f);
+    out[n] = 0;
+    assert_int_equal(pclose(f), 0);
+    assert_true(n > 0 && n < cap - 1);
+}
+
+/* fsck (check and repair) refuses dir with -ENOENT and leaves it exactly as it was. */
+static void assert_refused_untouched(const char *dir)
+{
+    static char before[16384], after[16384];
+    snapshot(dir, before, sizeof before);
+    struct timespec pause_ts = { 0, 20 * 1000 * 1000 };   /* a later write gets a later mtime */
+    nanosleep(&pause_ts, NULL);
+    struct fsck_report r;
+    assert_int_equal(fsck_run(dir, 0, &r), -ENOENT);
+    assert_int_equal(fsck_run(dir, 1, &r), -ENOENT);
+    snapshot(dir, after, sizeof after);
+    assert_string_equal(before, after);
+}
+
+/* Segment files (sealed and temp) without a d9 index: not a store, so not
+ * touched; a collector started on it rebuilds the index (storedir's test). */
+static void test_segments_without_an_index_are_refused_and_left_byte_for_byte(void **state)
+{
+    struct fx *fx = *state;
+    char p[128], tmp[160];
+    remove_index(fx);
+    write_segment(fx, 1, 0);
+    write_segment(fx, 2, 0);
+    seg_path(fx, 2, p, sizeof p);
+    fmt(tmp, sizeof tmp, "%s/.tmp.4242-777-2.d9seg", fx->dir);
+    assert_int_equal(rename(p, tmp), 0);
+    assert_refused_untouched(fx->dir);
+}
+
+/* An index.sqlite that is some other program's database (journal or WAL
+ * mode): refused before anything is created, the lock file included. */
+static void test_foreign_database_named_index_sqlite_is_refused_and_left_byte_for_byte(void **state)
 {
     struct fx *fx = *state;
     write_segment(fx, 1, 0);
-    write_segment(fx, 2, 0);
-    char ip[128];
+    for (int wal = 0; wal < 2; wal++) {
+        char ip[128];
+        fmt(ip, sizeof ip, "%s/%s", fx->dir, IDX_FILE_NAME);
+        remove_index(fx);
+        sqlite3 *db;
+        assert_int_equal(sqlite3_open(ip, &db), SQLITE_OK);
+        assert_int_equal(sqlite3_exec(db, wal ? "PRAGMA journal_mode=WAL; CREATE TABLE notes(x);"
+                                              : "CREATE TABLE notes(x); INSERT INTO notes VALUES(1);",
+                                      NULL, NULL, NULL), SQLITE_OK);
+        assert_int_equal(sqlite3_close(db), SQLITE_OK);
+        assert_refused_untouched(fx->dir);
+    }
+}
+
+/* index.sqlite as a link (to a real d9 index elsewhere) or a directory:
+ * refused, and neither the directory nor the link's target changes. */
+static void test_index_that_is_not_a_regular_file_is_refused_and_left_byte_for_byte(void **state)
+{
+    struct fx *fx = *state;
+    char other[96], ip[128], link_to[128];
+    remove_index(fx);
+    fmt(other, sizeof other, "%s/elsewhere", fx->dir);
+    fmt(ip, sizeof ip, "%s/%s", other, IDX_FILE_NAME);
+    assert_int_equal(mkdir(other, 0700), 0);
+    struct idx *x;
+    assert_int_equal(idx_open(&x, other), 0);
+    idx_close(x);
+    char store[96];
+    fmt(store, sizeof store, "%s/store", fx->dir);
+    assert_int_equal(mkdir(store, 0700), 0);
+    fmt(link_to, sizeof link_to, "%s/%s", store, IDX_FILE_NAME);
+    assert_int_equal(symlink(ip, link_to), 0);
+    assert_refused_untouched(fx->dir);         /* both: the link's directory and its target's */
+    assert_int_equal(unlink(link_to), 0);
+    assert_int_equal(mkdir(link_to, 0700), 0);
+    assert_refused_untouched(store);
+}
+
+/* A collector killed right after it created its index leaves the schema in
+ * index.sqlite-wal only (never checkpointed): still a store. */
+static void test_store_whose_schema_is_only_in_the_wal_is_a_store(void **state)
+{
+    struct fx *fx = *state;
+    remove_index(fx);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct idx *x;
+        _exit(idx_open(&x, fx->dir) == 0 ? 0 : 1);  /* killed: no close, no checkpoint */
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_int_equal(status, 0);
+    char ip[128], wal[136];
     fmt(ip, sizeof ip, "%s/%s", fx->dir, IDX_FILE_NAME);
+    fmt(wal, sizeof wal, "%s-wal", ip);
+    char uri[192];                          /* the main file alone, -wal ignored */
+    fmt(uri, sizeof uri, "file:%s?immutable=1", ip);
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL),
+                     SQLITE_OK);
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master", -1, &st, NULL),
+                     SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    assert_int_equal(sqlite3_column_int(st, 0), 0);  /* the schema is in the -wal only */
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    assert_int_equal(access(wal, F_OK), 0);
+    write_segment(fx, 1, 0);
     struct fsck_report r = check(fx, 0);
-    assert_int_equal(r.orphans, 2);
-    assert_int_equal(access(ip, F_OK), -1);     /* a check creates nothing */
+    assert_int_equal(r.orphans, 1);
     r = check(fx, 1);
-    assert_int_equal(r.reindexed, 2);
-    assert_int_equal(q_int(fx, "SELECT records FROM processes"), 20);
+    assert_int_equal(r.reindexed, 1);
     assert_clean(fx);
 }
 
@@ -315,6 +445,7 @@ static void test_directory_that_is_not_a_store_is_refused_and_left_alone(void **
 {
     struct fx *fx = *state;
     char other[160], ip[192], lk[192];
+    remove_index(fx);
     fmt(other, sizeof other, "%s/notes", fx->dir);
     FILE *f = fopen(other, "w");
     assert_non_null(f);
@@ -518,7 +649,10 @@ int main(void)
         T(test_row_disagreeing_with_its_file_is_reindexed),
         T(test_sealed_file_without_row_is_indexed_from_its_contents),
         T(test_reindex_makes_no_thread_of_the_collectors_pseudo_rings),
-        T(test_store_without_index_is_rebuilt_by_repair),
+        T(test_segments_without_an_index_are_refused_and_left_byte_for_byte),
+        T(test_foreign_database_named_index_sqlite_is_refused_and_left_byte_for_byte),
+        T(test_index_that_is_not_a_regular_file_is_refused_and_left_byte_for_byte),
+        T(test_store_whose_schema_is_only_in_the_wal_is_a_store),
         T(test_directory_that_is_not_a_store_is_refused_and_left_alone),
         T(test_segment_with_an_impossible_time_range_is_reported),
         T(test_crashed_temp_file_is_salvaged_and_indexed),

@@ -20,6 +20,7 @@
 #include <string.h>
 #include "collector/cli/cli.h"
 #include "collector/store/fsck.h"
+#include "collector/store/idx.h"
 
 enum { FSCK_OPT_REPAIR = CLI_OPT_FIRST_PRIVATE, FSCK_OPT_QUIET };
 
@@ -134,9 +135,13 @@ CLI_DECLARE_CMD(fsck)
     struct fsck_report r;
     memset(&r, 0, sizeof r);
     rc = fsck_run_ex(env->store, o.repair, &r, finding, &o);
-    if (rc == -ENOENT)
-        return cli_fail(env, "%s: not a store (no %s and no segment files; see --store)", env->store,
-                        "index.sqlite");
+    if (rc == -ENOENT) {
+        char why[256] = "";
+        if (idx_probe(env->store, why, sizeof why) == -ENOENT || !why[0])
+            snprintf(why, sizeof why, "no %s", IDX_FILE_NAME);
+        return cli_fail(env, "%s: not a d9 store (%s); nothing was checked or changed (see --store)",
+                        env->store, why);
+    }
     if (rc == -EBUSY)
         return cli_fail(env, "%s: a running collector holds the store; stop it before "
                         "--repair (it recovers crashed segments itself at start-up)",

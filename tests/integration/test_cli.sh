@@ -210,14 +210,14 @@ check "ps and events show the owner uid of each process" \
 mkdir -p "$T/notastore" && echo data >"$T/notastore/keep"
 check "fsck --repair refuses a directory that is not a store and creates nothing there" \
     sh -c "! '$BIN/d9' --store '$T/notastore' fsck --repair 2>'$T/ns.err' &&
-           grep -q 'not a store' '$T/ns.err' && [ \"\$(ls -A '$T/notastore')\" = keep ]"
+           grep -q 'not a d9 store' '$T/ns.err' && [ \"\$(ls -A '$T/notastore')\" = keep ]"
 # segment files without a d9 index: still not a store, nothing created (no
 # index.sqlite, no .lock) and the segment files untouched
 mkdir -p "$T/segsonly" && cp "$(ls "$T/copy"/*.d9seg | head -n 1)" "$T/segsonly/"
 (cd "$T/segsonly" && ls -A && md5sum -- *) >"$T/segsonly.before"
 check "fsck --repair refuses segment files without an index and leaves them as they were" \
     sh -c "! '$BIN/d9' --store '$T/segsonly' fsck --repair 2>'$T/so.err' &&
-           grep -q 'not a store' '$T/so.err' &&
+           grep -q 'not a d9 store' '$T/so.err' &&
            (cd '$T/segsonly' && ls -A && md5sum -- *) | cmp -s - '$T/segsonly.before'"
 for c in status flush ps segments events top-polls sched export flame fsck; do
     check "d9 $c --help is a manual page" \

@@ -38,6 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "collector/store/idx_int.h"
+#include "collector/store/store_file.h"
 #include "shm/clock.h"
 
 #define IDX_BUSY_TIMEOUT_MS 5000
@@ -474,9 +475,36 @@ static int set_wal(struct idx *x)
     return 0;
 }
 
+/* SQLite opens the index and its -wal and -shm by name: each of them that
+ * exists must be a regular file, not a symlink (SQLITE_OPEN_NOFOLLOW
+ * refuses those too) nor a FIFO, which would block the open forever. */
+static int check_files(struct idx *x)
+{
+    static const char *const suffix[] = { "", "-wal", "-shm" };
+    for (size_t i = 0; i < sizeof suffix / sizeof suffix[0]; i++) {
+        char p[PATH_MAX], why[128];
+        int n = snprintf(p, sizeof p, "%s%s", x->path, suffix[i]);
+        if (n < 0 || (size_t)n >= sizeof p) {
+            x_set(x, "store path too long");
+            return -ENAMETOOLONG;
+        }
+        int e = store_file_check(p, NULL, why, sizeof why);
+        if (e < 0) {
+            x_set(x, "%s is %s", p, why);
+            return e;
+        }
+    }
+    return 0;
+}
+
+#ifndef SQLITE_OPEN_NOFOLLOW        /* SQLite before 3.31: check_files alone */
+#define SQLITE_OPEN_NOFOLLOW 0
+#endif
+
 static int do_open(struct idx *x, int readonly)
 {
     int flags = readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+    flags |= SQLITE_OPEN_NOFOLLOW;
     int rc = sqlite3_open_v2(x->path, &x->db, flags | SQLITE_OPEN_FULLMUTEX, NULL);
     if (rc != SQLITE_OK)
         return x_fail(x, rc, "open");
@@ -493,7 +521,8 @@ static int do_open(struct idx *x, int readonly)
         if (uri_of(x->path, uri, sizeof uri) == 0) {
             sqlite3_close_v2(x->db);
             x->db = NULL;
-            rc = sqlite3_open_v2(uri, &x->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
+            rc = sqlite3_open_v2(uri, &x->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI |
+                                 SQLITE_OPEN_NOFOLLOW, NULL);
             if (rc != SQLITE_OK)
                 return x_fail(x, rc, "open");
             sqlite3_extended_result_codes(x->db, 1);
@@ -584,6 +613,8 @@ int idx_open_ex(struct idx **out, const char *store_dir, unsigned flags, char *w
             x_set(x, "cannot create %s: %s", x->path, strerror(-e));
         }
     }
+    if (e == 0)
+        e = check_files(x);
     if (e == 0)
         e = do_open(x, readonly);
     if (e == 0 && !readonly && (flags & IDX_OPEN_FOREIGN)) {

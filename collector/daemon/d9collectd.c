@@ -96,6 +96,7 @@ struct col_ctx {
     uint64_t start_ns, next_scan_ns;
     /* totals of processes that already ended */
     uint64_t done_records, done_bytes, done_lost, done_quarantined_rings;
+    uint64_t done_bad_stamps, done_bad_counters;
     uint64_t quarantined_regions;
     struct col_ratelimit scan_rl, ctl_rl;
     struct ship *ship;              /* --ship upload threads, NULL: off (or failed to start) */
@@ -187,6 +188,8 @@ static void retire(struct col_ctx *x, struct proc *p)
     x->done_bytes += p->bytes_written;
     x->done_lost += p->lost;
     x->done_quarantined_rings += p->quarantined_rings;
+    x->done_bad_stamps += p->ts_bad;
+    x->done_bad_counters += p->counters_bad;
     x->quarantined_regions += p->quarantined;
     if (x->bell)
         bell_forget(x->bell, p, !p->quarantined);
@@ -448,8 +451,12 @@ static void handle_status(struct col_ctx *x, const struct ctl_server_msg *m,
     cs->bytes_written = x->done_bytes;
     cs->lost = x->done_lost;
     cs->store_bytes = x->store.indexed_bytes;
+    cs->bad_stamps = x->done_bad_stamps;
+    cs->bad_counters = x->done_bad_counters;
     size_t n = 0;
     for (struct proc *p = x->procs; p; p = p->next) {
+        cs->bad_stamps += p->ts_bad;
+        cs->bad_counters += p->counters_bad;
         cs->records += p->records;
         cs->bytes_written += p->bytes_written;
         cs->lost += p->lost;

@@ -339,6 +339,8 @@ int proc_status(const struct proc *p, D9__ProcessStatus *ps)
     ps->lag_bytes = p->lag_bytes;
     ps->rings_in_use = p->rings_in_use;
     ps->threads_untraced = p->threads_untraced;
+    ps->bad_stamps = p->ts_bad;
+    ps->bad_counters = p->counters_bad;
     if (!ps->comm || !ps->exe || !ps->state || !ps->sampler)
         return -ENOMEM;
     size_t n = 0;

@@ -73,7 +73,10 @@ static const char schema_sql[] =
  * without it as "no causes known". */
 static const char drops_sql[] =
     "CREATE TABLE IF NOT EXISTS drops(process_id INT PRIMARY KEY, mismatch INT,"
-    " too_big INT, no_ring INT)";
+    " too_big INT, no_ring INT, bad_stamps INT DEFAULT 0)";
+/* drops.bad_stamps, added later within schema 1: a drops table from before
+ * gets the column at the next writable open; readers of such a store see 0. */
+static const char drops_bad_stamps_sql[] = "ALTER TABLE drops ADD COLUMN bad_stamps INT DEFAULT 0";
 
 /* Added within schema 1, like drops: the upload state of each segment when
  * the collector ships to S3 (collector/daemon/ship.c). No row = pending,
@@ -123,9 +126,11 @@ static const char *const stmt_sql[ST_COUNT] = {
         "   THEN coalesce(excluded.last_ns, last_ns) ELSE last_ns END",
     [ST_PROC_ID] = "SELECT id FROM processes WHERE pid = ?1 AND start_time = ?2",
     [ST_PROC_DROPS] =
-        "INSERT INTO drops(process_id, mismatch, too_big, no_ring) VALUES(?1, ?2, ?3, ?4)"
+        "INSERT INTO drops(process_id, mismatch, too_big, no_ring, bad_stamps)"
+        " VALUES(?1, ?2, ?3, ?4, ?5)"
         " ON CONFLICT(process_id) DO UPDATE SET mismatch = max(mismatch, excluded.mismatch),"
-        " too_big = max(too_big, excluded.too_big), no_ring = max(no_ring, excluded.no_ring)",
+        " too_big = max(too_big, excluded.too_big), no_ring = max(no_ring, excluded.no_ring),"
+        " bad_stamps = max(coalesce(bad_stamps, 0), excluded.bad_stamps)",
     [ST_PROC_END] =
         "UPDATE processes SET state = ?2, exit_code = ?3,"
         " last_ns = max(coalesce(last_ns, 0), ?4) WHERE id = ?1",
@@ -314,6 +319,33 @@ static int exec(struct idx *x, const char *sql, const char *what)
     int rc = sqlite3_exec(x->db, sql, NULL, NULL, &msg);
     sqlite3_free(msg);
     return rc == SQLITE_OK ? 0 : x_fail(x, rc, what);
+}
+
+/* A counter for an INT column: values past INT64_MAX (hostile) saturate. */
+static sqlite3_int64 sat_i64(uint64_t v)
+{
+    return v > (uint64_t)INT64_MAX ? INT64_MAX : (sqlite3_int64)v;
+}
+
+/* The drops table, with every column of this version (drops_sql and the
+ * columns added to it since). */
+static int make_drops(struct idx *x)
+{
+    int e = exec(x, drops_sql, "create drops");
+    if (e < 0)
+        return e;
+    sqlite3_stmt *s;
+    int rc = sqlite3_prepare_v2(x->db, "SELECT 1 FROM pragma_table_info('drops')"
+                                " WHERE name = 'bad_stamps'", -1, &s, NULL);
+    if (rc != SQLITE_OK)
+        return x_fail(x, rc, "inspect drops");
+    rc = sqlite3_step(s);
+    sqlite3_finalize(s);
+    if (rc == SQLITE_ROW)
+        return 0;
+    if (rc != SQLITE_DONE)
+        return x_fail(x, rc, "inspect drops");
+    return exec(x, drops_bad_stamps_sql, "add drops.bad_stamps");
 }
 
 static void rollback(struct idx *x)
@@ -621,13 +653,13 @@ int idx_open_ex(struct idx **out, const char *store_dir, unsigned flags, char *w
         if ((e = set_wal(x)) == 0 &&
             (e = exec(x, "PRAGMA synchronous=FULL", "set synchronous")) == 0 &&
             (e = exec(x, "PRAGMA foreign_keys=ON", "enable foreign keys")) == 0)
-            e = exec(x, drops_sql, "create drops");
+            e = make_drops(x);
     } else if (e == 0 && !readonly) {
         char v[32];
         if ((e = set_wal(x)) == 0 &&
             (e = exec(x, "PRAGMA synchronous=FULL", "set synchronous")) == 0 &&
             (e = exec(x, "PRAGMA foreign_keys=ON", "enable foreign keys")) == 0 &&
-            (e = exec(x, drops_sql, "create drops")) == 0 &&
+            (e = make_drops(x)) == 0 &&
             (e = exec(x, uploads_sql, "create uploads")) == 0) {
             snprintf(v, sizeof v, "%" PRIu64, realtime_ns() - shm_mono_ns());
             e = set_meta(x, "boot_realtime_ns", v, 1);
@@ -812,9 +844,10 @@ int idx_process_drops(struct idx *x, int64_t process_id, const struct idx_drops 
     if ((e = stmt(x, ST_PROC_DROPS, &s)) < 0)
         return e;
     sqlite3_bind_int64(s, 1, process_id);
-    sqlite3_bind_int64(s, 2, (sqlite3_int64)(d->mismatch & INT64_MAX));
-    sqlite3_bind_int64(s, 3, (sqlite3_int64)(d->too_big & INT64_MAX));
-    sqlite3_bind_int64(s, 4, (sqlite3_int64)(d->no_ring & INT64_MAX));
+    sqlite3_bind_int64(s, 2, sat_i64(d->mismatch));
+    sqlite3_bind_int64(s, 3, sat_i64(d->too_big));
+    sqlite3_bind_int64(s, 4, sat_i64(d->no_ring));
+    sqlite3_bind_int64(s, 5, sat_i64(d->bad_stamps));
     return run(x, s, "process drops");
 }
 

@@ -6,7 +6,13 @@
  * doorbell without pause and without data, scribbling the doorbell's
  * word and listener now and then, and hangs until killed.
  *
- *   tool_badregion corrupt|truncate|bell READY_FILE
+ * Mode "stamps" writes STAMPS_GOOD records with stamps T0 + i * STAMPS_STEP
+ * (task = i) into one ring, with STAMPS_BAD impossible stamps among them (0,
+ * 1, UINT64_MAX, an hour from now; task = STAMPS_BAD_TASK + k), and claims
+ * drop counters no ring can have (lost_mismatch far above lost); it writes
+ * "T0 STEP GOOD" to READY_FILE once the collector drained the ring.
+ *
+ *   tool_badregion corrupt|truncate|bell|stamps READY_FILE
  * READY_FILE is written once the region is set up (in truncate mode: after
  * the collector drained the good ring, and the file was truncated; in bell
  * mode: after the collector drained the good ring, when the ringing starts). Linked with libcol.a (it only needs shm/).
@@ -21,6 +27,11 @@
 #include "shm/ring.h"
 
 #define GOOD_RECORDS 50
+#define STAMPS_GOOD 500u
+#define STAMPS_STEP 1000u           /* ns between good stamps */
+#define STAMPS_BAD_TASK 1000000u
+#define STAMPS_LOST 246983u         /* the ring's lost count ... */
+#define STAMPS_MISMATCH 6537443251081707520ull  /* ... and a cause no ring can have */
 
 static void records(struct shm_region *r, int idx, unsigned n)
 {
@@ -40,11 +51,55 @@ static void records(struct shm_region *r, int idx, unsigned n)
     }
 }
 
+static struct d9_ring_hdr *ring_of(struct shm_region *r, int idx)
+{
+    return (struct d9_ring_hdr *)(r->base + r->hdr->rings_offset +
+                                  (uint64_t)idx * r->hdr->ring_stride);
+}
+
+static void wait_drained(struct shm_region *r, int idx)
+{
+    struct d9_ring_hdr *g = ring_of(r, idx);
+    while (atomic_load(&g->tail) != atomic_load(&g->head))
+        usleep(10000);
+}
+
+/* Good stamps T0 + i * STAMPS_STEP with impossible ones among them. */
+static uint64_t stamps(struct shm_region *r, int idx)
+{
+    struct shm_producer p;
+    shm_producer_attach(&p, ring_of(r, idx), (uint8_t *)ring_of(r, idx) + D9_RING_HDR_SIZE,
+                        r->hdr->ring_data_size);
+    uint64_t t0 = shm_mono_ns() - STAMPS_GOOD * STAMPS_STEP;
+    const uint64_t bad[] = { 0, UINT64_MAX, t0 + 3600ull * 1000000000ull, 1 };
+    unsigned nb = 0;
+    for (unsigned i = 0; i < STAMPS_GOOD; i++) {
+        if (i % (STAMPS_GOOD / 5) == STAMPS_GOOD / 10 && nb < sizeof bad / sizeof bad[0]) {
+            struct d9_rec_poll_end *e = shm_ring_reserve(&p, sizeof *e);
+            if (!e)
+                break;
+            memset((char *)e + sizeof e->h, 0, sizeof *e - sizeof e->h);
+            e->task = STAMPS_BAD_TASK + nb;
+            shm_ring_commit(&p, e, sizeof *e, D9_REC_POLL_END, bad[nb++]);
+        }
+        struct d9_rec_poll_end *e = shm_ring_reserve(&p, sizeof *e);
+        if (!e)
+            break;
+        memset((char *)e + sizeof e->h, 0, sizeof *e - sizeof e->h);
+        e->task = i;
+        shm_ring_commit(&p, e, sizeof *e, D9_REC_POLL_END, t0 + (uint64_t)i * STAMPS_STEP);
+    }
+    struct d9_ring_hdr *h = ring_of(r, idx);
+    atomic_store(&h->lost, STAMPS_LOST);
+    atomic_store(&h->lost_mismatch, STAMPS_MISMATCH);
+    return t0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 3 || (strcmp(argv[1], "corrupt") && strcmp(argv[1], "truncate") &&
-                      strcmp(argv[1], "bell"))) {
-        fprintf(stderr, "usage: tool_badregion corrupt|truncate|bell READY_FILE\n");
+                      strcmp(argv[1], "bell") && strcmp(argv[1], "stamps"))) {
+        fprintf(stderr, "usage: tool_badregion corrupt|truncate|bell|stamps READY_FILE\n");
         return 2;
     }
     struct shm_region_params prm = { .ring_count = 4, .ring_data_size = 64 * 1024,
@@ -55,6 +110,18 @@ int main(int argc, char **argv)
     if (rc) {
         fprintf(stderr, "tool_badregion: cannot create region: %d\n", rc);
         return 1;
+    }
+    if (!strcmp(argv[1], "stamps")) {
+        int ring = shm_slot_claim(&r, (uint32_t)getpid(), "stamps");
+        uint64_t t0 = stamps(&r, ring);
+        wait_drained(&r, ring);
+        FILE *f = fopen(argv[2], "w");
+        if (f) {
+            fprintf(f, "%llu %u %u\n", (unsigned long long)t0, STAMPS_STEP, STAMPS_GOOD);
+            fclose(f);
+        }
+        for (;;)
+            pause();
     }
     int bad = shm_slot_claim(&r, (uint32_t)getpid(), "bad");
     int good = shm_slot_claim(&r, (uint32_t)getpid() + 1, "good");

@@ -182,9 +182,12 @@ int proc_adopt(const char *path, const char *file, uint32_t expected_uid,
         .pid = p->pid, .uid = p->uid, .start_time = p->start_time,
         .comm = p->geo.comm, .exe = p->geo.exe, .first_ns = p->first_ns,
     };
-    rc = idx_process_upsert(st->idx, &ip, &p->process_id);
+    rc = idx_process_adopt(st->idx, &ip, &p->process_id);
     if (rc) {
-        col_err("pid %u: cannot index process: %s", p->pid, strerror(-rc));
+        /* -EEXIST (another uid's row) and -EALREADY (an ended one) are the
+         * ownership rule's, logged where the file is rejected (discover.c) */
+        if (rc != -EEXIST && rc != -EALREADY)
+            col_err("pid %u: cannot index process: %s", p->pid, strerror(-rc));
         proc_free(p);
         return rc;
     }

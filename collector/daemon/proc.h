@@ -111,7 +111,9 @@ struct proc {
 /* Map and adopt the region file path (basename file) of (uid, pid, start)
  * owned by expected_uid; upsert the process in the index. Errors from
  * shm_region_map (-EPERM owner mismatch, -EBADMSG bad header, -EAGAIN not
- * ready), -ENOMEM, or the index's error. */
+ * ready), -ENOMEM, idx_process_adopt's -EEXIST (the index has this process
+ * as another uid's) and -EALREADY (the index has it ended: a late region
+ * never rewrites it), or the index's error. */
 int proc_adopt(const char *path, const char *file, uint32_t expected_uid,
                struct storedir *st, const struct shm_clock_cal *host_cal,
                struct proc **out);

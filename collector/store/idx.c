@@ -118,13 +118,14 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_PROC_UPSERT] =
         "INSERT INTO processes(pid, start_time, uid, comm, exe, first_ns, last_ns, state,"
         " exit_code, records, lost) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?6, 'alive', NULL, 0, 0)"
-        " ON CONFLICT(pid, start_time) DO UPDATE SET uid = excluded.uid,"
+        " ON CONFLICT(pid, start_time) DO UPDATE SET"
         " comm = coalesce(excluded.comm, comm), exe = coalesce(excluded.exe, exe),"
         " first_ns = CASE WHEN first_ns IS NULL OR excluded.first_ns < first_ns"
         "   THEN coalesce(excluded.first_ns, first_ns) ELSE first_ns END,"
         " last_ns = CASE WHEN last_ns IS NULL OR excluded.last_ns > last_ns"
-        "   THEN coalesce(excluded.last_ns, last_ns) ELSE last_ns END",
-    [ST_PROC_ID] = "SELECT id FROM processes WHERE pid = ?1 AND start_time = ?2",
+        "   THEN coalesce(excluded.last_ns, last_ns) ELSE last_ns END"
+        " WHERE processes.uid = excluded.uid",
+    [ST_PROC_ID] = "SELECT id, uid, state FROM processes WHERE pid = ?1 AND start_time = ?2",
     [ST_PROC_DROPS] =
         "INSERT INTO drops(process_id, mismatch, too_big, no_ring, bad_stamps)"
         " VALUES(?1, ?2, ?3, ?4, ?5)"
@@ -780,13 +781,53 @@ static int writable(struct idx *x)
     return 0;
 }
 
-int idx_process_upsert(struct idx *x, const struct idx_process *p, int64_t *process_id)
+/* The row of (pid, start_time): 1 and its id, uid and whether it ended, 0
+ * when there is none, or -errno. */
+static int proc_row(struct idx *x, uint32_t pid, uint64_t start_time, int64_t *id,
+                    uint32_t *uid, int *ended)
+{
+    sqlite3_stmt *s;
+    int e = stmt(x, ST_PROC_ID, &s);
+    if (e < 0)
+        return e;
+    sqlite3_bind_int64(s, 1, pid);
+    sqlite3_bind_int64(s, 2, (sqlite3_int64)start_time);
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+        *id = sqlite3_column_int64(s, 0);
+        *uid = (uint32_t)sqlite3_column_int64(s, 1);
+        const unsigned char *st = sqlite3_column_text(s, 2);
+        *ended = !st || strcmp((const char *)st, "alive") != 0;
+        e = 1;
+    } else {
+        e = rc == SQLITE_DONE ? 0 : x_fail(x, rc, "find process");
+    }
+    sqlite3_reset(s);
+    return e;
+}
+
+static int process_write(struct idx *x, const struct idx_process *p, int64_t *process_id,
+                         int adopt)
 {
     int e = writable(x);
     if (e < 0)
         return e;
     if (!p || !process_id)
         return -EINVAL;
+    int64_t id;
+    uint32_t uid;
+    int ended;
+    if ((e = proc_row(x, p->pid, p->start_time, &id, &uid, &ended)) < 0)
+        return e;
+    if (e == 1 && uid != p->uid) {
+        x_set(x, "pid %u (start %" PRIu64 ") is indexed as uid %u's, not uid %u's", p->pid,
+              p->start_time, uid, p->uid);
+        return -EEXIST;
+    }
+    if (e == 1 && adopt && ended) {
+        x_set(x, "pid %u (start %" PRIu64 ") has already ended", p->pid, p->start_time);
+        return -EALREADY;
+    }
     sqlite3_stmt *s;
     if ((e = stmt(x, ST_PROC_UPSERT, &s)) < 0)
         return e;
@@ -798,17 +839,24 @@ int idx_process_upsert(struct idx *x, const struct idx_process *p, int64_t *proc
     bind_u64_or_null(s, 6, p->first_ns);
     if ((e = run(x, s, "upsert process")) < 0)
         return e;
-    if ((e = stmt(x, ST_PROC_ID, &s)) < 0)
+    if ((e = proc_row(x, p->pid, p->start_time, &id, &uid, &ended)) < 0)
         return e;
-    sqlite3_bind_int64(s, 1, p->pid);
-    sqlite3_bind_int64(s, 2, (sqlite3_int64)p->start_time);
-    int rc = sqlite3_step(s);
-    if (rc == SQLITE_ROW)
-        *process_id = sqlite3_column_int64(s, 0);
-    else
-        e = rc == SQLITE_DONE ? -ENOENT : x_fail(x, rc, "find process");
-    sqlite3_reset(s);
-    return e;
+    if (e == 0)
+        return -ENOENT;
+    if (uid != p->uid)      /* the WHERE of the upsert kept another uid's row */
+        return -EEXIST;
+    *process_id = id;
+    return 0;
+}
+
+int idx_process_upsert(struct idx *x, const struct idx_process *p, int64_t *process_id)
+{
+    return process_write(x, p, process_id, 0);
+}
+
+int idx_process_adopt(struct idx *x, const struct idx_process *p, int64_t *process_id)
+{
+    return process_write(x, p, process_id, 1);
 }
 
 int idx_process_end(struct idx *x, int64_t process_id, uint64_t end_ns, const char *state,

@@ -81,8 +81,16 @@ int idx_open(struct idx **out, const char *store_dir);
 int idx_open_readonly(struct idx **out, const char *store_dir);
 void idx_close(struct idx *x);
 
-/* Insert or refresh a process; *process_id gets its row id. */
+/* Insert or refresh a process; *process_id gets its row id. A (pid,
+ * start_time) row never changes its uid: -EEXIST (nothing written) when the
+ * row is another uid's. Re-indexing a segment (fsck, start-up) uses this. */
 int idx_process_upsert(struct idx *x, const struct idx_process *p, int64_t *process_id);
+/* The collector adopting a region of (pid, start_time): as
+ * idx_process_upsert, and -EALREADY (nothing written) when the row has
+ * already ended (state other than 'alive'): a region found after its
+ * process was finished (a forgery in the shm directory, or one a crashed
+ * collector did not get to remove) never rewrites the finished process. */
+int idx_process_adopt(struct idx *x, const struct idx_process *p, int64_t *process_id);
 /* Record the end of a process: state 'exited' or 'crashed', code or -1. */
 int idx_process_end(struct idx *x, int64_t process_id, uint64_t end_ns, const char *state, int code);
 /* Why a process's records were dropped, from its region's counters (which

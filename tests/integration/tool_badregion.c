@@ -12,7 +12,14 @@
  * drop counters no ring can have (lost_mismatch far above lost); it writes
  * "T0 STEP GOOD" to READY_FILE once the collector drained the ring.
  *
+ * Mode "forge PID START DIR" forges the region of another process: it lays
+ * a region out in the private directory DIR, fills a ring with
+ * FORGE_RECORDS records, marks it closed with exit status exited(0), puts
+ * PID and START in its header and renames it to d9.<own uid>.PID.START in
+ * $DIAL9_SHM_DIR (so no collector sees it half made), then exits.
+ *
  *   tool_badregion corrupt|truncate|bell|stamps READY_FILE
+ *   tool_badregion forge READY_FILE PID START DIR
  * READY_FILE is written once the region is set up (in truncate mode: after
  * the collector drained the good ring, and the file was truncated; in bell
  * mode: after the collector drained the good ring, when the ringing starts). Linked with libcol.a (it only needs shm/).
@@ -27,6 +34,7 @@
 #include "shm/ring.h"
 
 #define GOOD_RECORDS 50
+#define FORGE_RECORDS 2000u
 #define STAMPS_GOOD 500u
 #define STAMPS_STEP 1000u           /* ns between good stamps */
 #define STAMPS_BAD_TASK 1000000u
@@ -95,11 +103,50 @@ static uint64_t stamps(struct shm_region *r, int idx)
     return t0;
 }
 
+/* forge READY_FILE PID START DIR (see the top of the file) */
+static int forge(char **argv)
+{
+    char *end;
+    unsigned long pid = strtoul(argv[3], &end, 10);
+    unsigned long long start = strtoull(argv[4], &end, 10);
+    struct shm_region_params prm = { .ring_count = 2, .ring_data_size = 128 * 1024,
+                                     .clock_source = D9_CLOCK_MONOTONIC, .dir = argv[5],
+                                     .comm = "forged", .exe = "/forged" };
+    struct shm_region r;
+    int rc = shm_region_create(&prm, &r);
+    if (rc) {
+        fprintf(stderr, "tool_badregion: cannot create region: %d\n", rc);
+        return 1;
+    }
+    int ring = shm_slot_claim(&r, (uint32_t)getpid(), "forged");
+    records(&r, ring, FORGE_RECORDS);
+    r.hdr->pid = (uint32_t)pid;
+    r.hdr->start_time = start;
+    atomic_store(&r.hdr->exit_status, D9_EXIT_CODE | 0u);
+    atomic_store(&r.hdr->state, D9_REGION_CLOSED);
+    char name[96], to[512];
+    shm_region_name(name, sizeof name, (uint32_t)getuid(), (uint32_t)pid, start);
+    snprintf(to, sizeof to, "%s/%s", getenv("DIAL9_SHM_DIR"), name);
+    if (rename(r.path, to) != 0) {
+        perror("tool_badregion: rename");
+        return 1;
+    }
+    FILE *f = fopen(argv[2], "w");
+    if (f) {
+        fprintf(f, "%s\n", to);
+        fclose(f);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 6 && !strcmp(argv[1], "forge"))
+        return forge(argv);
     if (argc != 3 || (strcmp(argv[1], "corrupt") && strcmp(argv[1], "truncate") &&
                       strcmp(argv[1], "bell") && strcmp(argv[1], "stamps"))) {
-        fprintf(stderr, "usage: tool_badregion corrupt|truncate|bell|stamps READY_FILE\n");
+        fprintf(stderr, "usage: tool_badregion corrupt|truncate|bell|stamps READY_FILE\n"
+                        "       tool_badregion forge READY_FILE PID START DIR\n");
         return 2;
     }
     struct shm_region_params prm = { .ring_count = 4, .ring_data_size = 64 * 1024,

@@ -317,6 +317,36 @@ static void test_process_upsert_is_idempotent_and_refreshes(void **state)
     assert_true(id2 != id);
 }
 
+/* A (pid, start) row never changes owner, and the collector adopting a
+ * region never reopens a finished process: a region planted after root's
+ * process died, under its pid and start time, cannot rewrite its row. */
+static void test_a_process_row_keeps_its_uid_and_an_ended_one_is_not_adopted(void **state)
+{
+    struct fx *fx = *state;
+    int64_t id = add_process(fx), id2 = 0;
+    struct idx_process forged = { .pid = 4242, .uid = 65534, .start_time = 777, .comm = "forged",
+                                  .first_ns = 1 };
+    assert_int_equal(idx_process_upsert(fx->x, &forged, &id2), -EEXIST);
+    assert_int_equal(idx_process_adopt(fx->x, &forged, &id2), -EEXIST);
+    assert_int_equal(id2, 0);
+    char got[256];
+    q_text(db(fx), "SELECT uid, comm, first_ns, state FROM processes", got, sizeof got);
+    assert_string_equal(got, "1000|worker|500|alive");
+    /* alive: the collector may adopt it again (a restart) */
+    struct idx_process same = { .pid = 4242, .uid = 1000, .start_time = 777 };
+    assert_int_equal(idx_process_adopt(fx->x, &same, &id2), 0);
+    assert_int_equal(id2, id);
+    assert_int_equal(idx_process_end(fx->x, id, 9000, "crashed", 11), 0);
+    id2 = 0;
+    assert_int_equal(idx_process_adopt(fx->x, &same, &id2), -EALREADY);
+    assert_int_equal(id2, 0);
+    /* re-indexing one of its segments still finds the row */
+    assert_int_equal(idx_process_upsert(fx->x, &same, &id2), 0);
+    assert_int_equal(id2, id);
+    q_text(db(fx), "SELECT uid, state, exit_code FROM processes", got, sizeof got);
+    assert_string_equal(got, "1000|crashed|11");
+}
+
 static void test_process_end_records_state_and_code(void **state)
 {
     struct fx *fx = *state;
@@ -895,6 +925,7 @@ int main(void)
         T(test_foreign_database_is_refused),
         T(test_process_upsert_is_idempotent_and_refreshes),
         T(test_process_end_records_state_and_code),
+        T(test_a_process_row_keeps_its_uid_and_an_ended_one_is_not_adopted),
         T(test_an_old_drops_table_gets_bad_stamps_and_old_ones_still_read),
         T(test_drop_causes_are_read_clamped_into_the_process_s_lost),
         T(test_an_index_or_wal_that_is_a_fifo_or_a_link_is_refused),

@@ -469,6 +469,9 @@ static void handle_status(struct col_ctx *x, const struct ctl_server_msg *m,
     cs->write_errors = x->store.write_errors;
     cs->dropped_records = x->store.dropped_records;
     cs->malformed_messages = x->ctl.malformed;
+    cs->ctl_connections = ctl_server_connections(&x->ctl);
+    cs->ctl_refused = x->ctl.refused;
+    cs->ctl_closed = x->ctl.closed;
     cs->writes_failing = x->store.failing != 0;
     if (x->store.failing)
         cs->write_error = (char *)strerror(-x->store.last_error);
@@ -766,9 +769,9 @@ static void run(struct col_ctx *x)
     /* After a sleep, the signalfd and the control socket are read only if
      * ppoll saw them readable: most passes of a traced host are timer
      * wake-ups, and those two reads were two of a pass's five syscalls.
-     * (zmq's fd signals new activity once control() has drained the
-     * socket to EAGAIN, which it always does.) A pass that follows
-     * another without sleeping looks at both. */
+     * (The control server's epoll set stays readable while it has work,
+     * its own buffers included.) A pass that follows another without
+     * sleeping looks at both. */
     int ctl_ready = 1, sig_ready = 1, bell_ready = 0;
     uint64_t slept_ns = 0;              /* the sleep before this pass */
     while (!x->stop) {
@@ -776,6 +779,7 @@ static void run(struct col_ctx *x)
             read_signals(x);
         if (x->stop)
             break;
+        ctl_server_tick(&x->ctl, shm_mono_ns());    /* deadlines, request budget */
         if (ctl_ready)
             control(x);
         uint64_t now = shm_mono_ns();

@@ -3,7 +3,7 @@
 # (0666): one holding more connections than the collector has descriptors
 # must not kill it (libzmq's listener aborted at EMFILE). The collector runs
 # under `ulimit -n 256`; four processes of nobody hold 300 connections each
-# (bare ones and handshaken idle ones) for a few seconds. The collector
+# (bare ones and handshaken idle ones) for 15 seconds. The collector
 # survives, keeps draining a traced program (no record lost to the flood),
 # answers root's and nobody's own `d9 status` during the flood, shows the
 # refusals there, and holds no more connections than its table.
@@ -14,7 +14,7 @@ NOBODY=65534
 NOFILE=256
 FLOODERS=4
 PER=300
-HOLD=5
+HOLD=15
 
 if [ "$(id -u)" -ne 0 ] || ! command -v setpriv >/dev/null; then
     echo "skipped: needs root and setpriv"
@@ -50,8 +50,20 @@ check "the collector survives the flood" kill -0 "$COLPID"
 check "root's d9 status answers during the flood and shows refusals" sh -c \
     "timeout 10 '$BIN/d9' --endpoint '$EP' status >'$T/status.root' &&
      grep -Eq '^control +[0-9]+ connections, [1-9][0-9]* refused' '$T/status.root'"
-check "nobody's own d9 status answers during the flood" \
-    timeout 10 setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups "$BIN/d9" --endpoint "$EP" status
+# a user's own connections may fill its share until the handshake deadline
+# closes the bare ones: its d9 status gets in within that (retried)
+# nobody_status: up to 6 tries of at most 3 s each
+nobody_status() {
+    _i=0
+    while [ $_i -lt 6 ]; do
+        timeout 3 setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups "$BIN/d9" \
+            --endpoint "$EP" status >/dev/null 2>&1 && return 0
+        _i=$((_i + 1))
+    done
+    echo "no answer in 6 tries"
+    return 1
+}
+check "nobody's own d9 status answers during the flood" nobody_status
 check "the collector holds no more connections than its table ($((NOFILE / 4)))" \
     sh -c "[ \$('$TBIN/tool_ctl' '$EP' status | sed -n 's/^ctl_connections=//p') -le $((NOFILE / 4)) ]"
 # at_least VALUE MIN: VALUE is a number >= MIN (an empty answer is a
@@ -65,7 +77,7 @@ check "the traced program keeps being drained during the flood (from $before rec
     wait_for 10 drained
 check "refusals are counted in the status" at_least "$(st ctl_refused)" 1
 check "the workload finishes" wait_for 30 wl_done w
-check "the flood's connections are gone once the flooders are" wait_for 20 sh -c \
+check "the flood's connections are gone once the flooders are" wait_for 30 sh -c \
     "[ \$('$TBIN/tool_ctl' '$EP' status | sed -n 's/^ctl_connections=//p') -le 2 ]"
 check "flush succeeds" flush
 stored_all() {

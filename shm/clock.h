@@ -46,12 +46,31 @@ int shm_clock_cal_from_pairs(struct shm_clock_cal *c, uint64_t tsc0, uint64_t ns
 /* Measure a calibration on this host over about ms milliseconds. */
 int shm_clock_calibrate(struct shm_clock_cal *c, unsigned ms);
 
+/* Beyond this distance from the calibration point (ns, about 146 years)
+ * a converted stamp saturates instead of being computed. */
+#define SHM_CLOCK_SPAN_MAX 0x1p62
+
+/* t in CLOCK_MONOTONIC ns. Defined for every t (a stamp is the producer's
+ * word: 0, UINT64_MAX, anything): the distance from the calibration point
+ * is taken on the right side of it, the ns offset rounded to nearest and
+ * added with saturation, so the result is monotonic in t, 0 for stamps far
+ * before the calibration and UINT64_MAX far after it; never a signed
+ * overflow or an out-of-range float conversion. */
 static inline uint64_t shm_clock_to_ns(const struct shm_clock_cal *c, uint64_t t)
 {
     if (c->ns_per_tick == 0.0)
         return t;
-    double d = ((double)(int64_t)(t - c->tsc0)) * c->ns_per_tick;
-    return (uint64_t)((int64_t)c->ns0 + (int64_t)d);
+    double dt = t >= c->tsc0 ? (double)(t - c->tsc0) : -(double)(c->tsc0 - t);
+    double d = dt * c->ns_per_tick;
+    if (d >= SHM_CLOCK_SPAN_MAX)
+        return UINT64_MAX;
+    if (!(d > -SHM_CLOCK_SPAN_MAX))     /* NaN too (never from shm_clock_cal_from_pairs) */
+        return 0;
+    int64_t di = (int64_t)(d < 0 ? d - 0.5 : d + 0.5);     /* |d| < 2^62: in range */
+    if (di >= 0)
+        return (uint64_t)di > UINT64_MAX - c->ns0 ? UINT64_MAX : c->ns0 + (uint64_t)di;
+    uint64_t back = (uint64_t)-di;                          /* di > -2^62: no overflow */
+    return back > c->ns0 ? 0 : c->ns0 - back;
 }
 
 #endif /* D9_SHM_CLOCK_H */

@@ -137,7 +137,8 @@ long shm_ring_read(const uint8_t *data, uint32_t size,
     uint64_t t_min = x && nrec ? x->t_min : UINT64_MAX, t_max = x && nrec ? x->t_max : 0;
     const uint64_t t_hi = x ? x->t_hi : 0;
     uint64_t floor = x ? (nrec && x->t_last > x->t_lo ? x->t_last : x->t_lo) : 0;
-    uint64_t clamped = x ? x->clamped : 0;
+    uint64_t clamped = x ? x->clamped : 0, bad = x ? x->bad : 0;
+    const uint64_t t_start = x ? x->t_start : 0;
     uint64_t counts[D9_REC_TYPE_COUNT];
     if (x)
         memcpy(counts, x->counts, sizeof counts);
@@ -196,9 +197,15 @@ long shm_ring_read(const uint8_t *data, uint32_t size,
                 if (conv)
                     ts = shm_clock_to_ns(&cal, ts);
                 if (t_hi) {
-                    uint64_t b = ts < floor ? floor : ts > t_hi ? (t_hi > floor ? t_hi : floor) : ts;
-                    clamped += b != ts;
-                    ts = floor = b;
+                    if (ts < t_start || ts > t_hi) {
+                        bad++;              /* impossible: the floor's time, floor kept */
+                        ts = floor;
+                    } else if (ts < floor) {
+                        clamped++;          /* backwards: raised to the floor */
+                        ts = floor;
+                    } else {
+                        floor = ts;
+                    }
                 }
                 if (conv || t_hi)
                     memcpy(dst + p + offsetof(struct d9_rec_hdr, ts), &ts, sizeof ts);
@@ -231,6 +238,7 @@ long shm_ring_read(const uint8_t *data, uint32_t size,
         x->t_min = nrec ? t_min : 0;
         x->t_max = t_max;
         x->clamped = clamped;
+        x->bad = bad;
         memcpy(x->counts, counts, sizeof counts);
     }
     return (long)copied;

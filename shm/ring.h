@@ -155,16 +155,24 @@ void shm_ring_snapshot(const struct d9_ring_hdr *hdr, struct shm_ring_snapshot *
  * statistics of a DATA block. The statistics accumulate over calls (zero
  * the struct first); they describe the converted timestamps.
  *
- * Bounds (t_hi != 0): a stamp is the producer's word, so a converted stamp
- * below t_lo (the process's start, or the ring's previous record) or above
- * t_hi (now) is clamped into [t_lo, t_hi] and counted in clamped; within a
- * walk each stamp is at least the one before, so a ring's time never goes
- * backwards (calibration updates between passes included: the caller passes
- * the ring's last stamp as t_lo). */
+ * Bounds (t_hi != 0): a stamp is the producer's word. A converted stamp
+ * that cannot be true, before t_start (the process's start) or after t_hi
+ * (now), is bad: it gets the time of the record before it (the floor) and
+ * is counted in bad, and the floor stays where it was, so one bad stamp
+ * never moves its neighbours (a stamp far in the future used to become the
+ * floor of every record after it). A stamp before the floor (t_lo, the
+ * ring's previous record, at first; then each record's) goes backwards: it
+ * is raised to the floor and counted in clamped. So a ring's time never
+ * goes backwards (calibration updates between passes included: the caller
+ * passes the ring's last stamp as t_lo) and good stamps keep their own
+ * times. */
 struct shm_read_xform {
     const struct shm_clock_cal *cal;    /* non-NULL: ts of the copy converted to ns */
-    uint64_t t_lo, t_hi;                /* bounds (see above); t_hi == 0: none */
-    uint64_t clamped;                   /* stamps moved into the bounds */
+    uint64_t t_start;                   /* no stamp is earlier (0: none) */
+    uint64_t t_lo, t_hi;                /* the floor and the latest stamp (see above);
+                                         * t_hi == 0: no bounds */
+    uint64_t bad;                       /* impossible stamps, given the floor's time */
+    uint64_t clamped;                   /* stamps going backwards, raised to the floor */
     uint32_t nrec;
     uint64_t t_first, t_last;           /* first / last record (valid when nrec > 0) */
     uint64_t t_min, t_max;

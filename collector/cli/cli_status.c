@@ -27,7 +27,9 @@ static const char usage[] =
 "DESCRIPTION\n"
 "    Sends a StatusRequest to d9collectd and prints its reply: version,\n"
 "    store, uptime, records and bytes written, records lost by rings, store\n"
-"    size and segments, quarantined rings, rejected regions, write errors;\n"
+"    size and segments, quarantined rings, rejected regions, write errors,\n"
+"    timestamps and drop counters of traced processes that could not be\n"
+"    true, control connections (open, refused, closed by the collector);\n"
 "    then one line per traced process: PID, COMM, STATE, RECORDS, BYTES\n"
 "    written, LAG (bytes in its rings not drained yet), LOST, rings in use,\n"
 "    threads without a ring (untraced) and the CPU sampler in use.\n"
@@ -98,6 +100,10 @@ static void print_json(const D9__CollectorStatus *cs, bool rings)
            cs->uptime_ns, cs->records, cs->bytes_written, cs->lost, cs->segments,
            cs->store_bytes, cs->quarantined_rings, cs->rejected_regions, cs->write_errors,
            cs->dropped_records);
+    printf(",\"bad_stamps\":%" PRIu64 ",\"bad_counters\":%" PRIu64 ",\"malformed_messages\":%"
+           PRIu64 ",\"ctl_connections\":%" PRIu64 ",\"ctl_refused\":%" PRIu64 ",\"ctl_closed\":%"
+           PRIu64, cs->bad_stamps, cs->bad_counters, cs->malformed_messages, cs->ctl_connections,
+           cs->ctl_refused, cs->ctl_closed);
     printf(",\"writes_failing\":%s", cs->writes_failing ? "true" : "false");
     printf(",\"own_only\":%s,\"caller_uid\":%" PRIu32 ",\"caller_unknown\":%s",
            cs->own_only ? "true" : "false", cs->caller_uid, cs->caller_unknown ? "true" : "false");
@@ -126,6 +132,8 @@ static void print_json(const D9__CollectorStatus *cs, bool rings)
                ",\"lag_bytes\":%" PRIu64 ",\"rings_in_use\":%" PRIu32
                ",\"threads_untraced\":%" PRIu32, p->records, p->bytes_written, p->lost,
                p->lag_bytes, p->rings_in_use, p->threads_untraced);
+        printf(",\"bad_stamps\":%" PRIu64 ",\"bad_counters\":%" PRIu64, p->bad_stamps,
+               p->bad_counters);
         if (rings) {
             fputs(",\"rings\":[", stdout);
             for (size_t j = 0; j < p->n_rings; j++) {
@@ -178,7 +186,12 @@ static void print_text(const D9__CollectorStatus *cs, bool rings)
     printf("lost       %" PRIu64 " records dropped by the agents (d9 ps: why), %" PRIu64
            " not persisted by the collector\n", cs->lost, cs->dropped_records);
     printf("problems   %" PRIu64 " quarantined rings, %" PRIu64 " rejected regions, %" PRIu64
-           " write errors\n", cs->quarantined_rings, cs->rejected_regions, cs->write_errors);
+           " write errors, %" PRIu64 " bad timestamps, %" PRIu64 " rings with impossible drop "
+           "counters\n", cs->quarantined_rings, cs->rejected_regions, cs->write_errors,
+           cs->bad_stamps, cs->bad_counters);
+    printf("control    %" PRIu64 " connections, %" PRIu64 " refused, %" PRIu64 " closed by the "
+           "collector (idle, slow or broken), %" PRIu64 " malformed messages\n",
+           cs->ctl_connections, cs->ctl_refused, cs->ctl_closed, cs->malformed_messages);
     if (cs->caller_unknown)
         printf("view       no processes: the collector cannot tell who is asking (not an "
                "ipc:// endpoint)\n");

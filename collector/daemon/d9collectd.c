@@ -108,6 +108,7 @@ struct col_ctx {
     uint64_t start_ns, next_scan_ns;
     /* totals of processes that already ended */
     uint64_t done_records, done_bytes, done_lost, done_quarantined_rings;
+    uint64_t done_bad_stamps, done_bad_counters;
     uint64_t quarantined_regions;
     struct col_ratelimit scan_rl, ctl_rl;
     struct ship *ship;              /* --ship upload threads, NULL: off (or failed to start) */
@@ -199,6 +200,8 @@ static void retire(struct col_ctx *x, struct proc *p)
     x->done_bytes += p->bytes_written;
     x->done_lost += p->lost;
     x->done_quarantined_rings += p->quarantined_rings;
+    x->done_bad_stamps += p->ts_bad;
+    x->done_bad_counters += p->counters_bad;
     x->quarantined_regions += p->quarantined;
     if (x->bell)
         bell_forget(x->bell, p, !p->quarantined);
@@ -460,8 +463,12 @@ static void handle_status(struct col_ctx *x, const struct ctl_server_msg *m,
     cs->bytes_written = x->done_bytes;
     cs->lost = x->done_lost;
     cs->store_bytes = x->store.indexed_bytes;
+    cs->bad_stamps = x->done_bad_stamps;
+    cs->bad_counters = x->done_bad_counters;
     size_t n = 0;
     for (struct proc *p = x->procs; p; p = p->next) {
+        cs->bad_stamps += p->ts_bad;
+        cs->bad_counters += p->counters_bad;
         cs->records += p->records;
         cs->bytes_written += p->bytes_written;
         cs->lost += p->lost;
@@ -474,6 +481,9 @@ static void handle_status(struct col_ctx *x, const struct ctl_server_msg *m,
     cs->write_errors = x->store.write_errors;
     cs->dropped_records = x->store.dropped_records;
     cs->malformed_messages = x->ctl.malformed;
+    cs->ctl_connections = ctl_server_connections(&x->ctl);
+    cs->ctl_refused = x->ctl.refused;
+    cs->ctl_closed = x->ctl.closed;
     cs->writes_failing = x->store.failing != 0;
     if (x->store.failing)
         cs->write_error = (char *)strerror(-x->store.last_error);
@@ -771,9 +781,9 @@ static void run(struct col_ctx *x)
     /* After a sleep, the signalfd and the control socket are read only if
      * ppoll saw them readable: most passes of a traced host are timer
      * wake-ups, and those two reads were two of a pass's five syscalls.
-     * (zmq's fd signals new activity once control() has drained the
-     * socket to EAGAIN, which it always does.) A pass that follows
-     * another without sleeping looks at both. */
+     * (The control server's epoll set stays readable while it has work,
+     * its own buffers included.) A pass that follows another without
+     * sleeping looks at both. */
     int ctl_ready = 1, sig_ready = 1, bell_ready = 0;
     uint64_t slept_ns = 0;              /* the sleep before this pass */
     while (!x->stop) {
@@ -781,6 +791,7 @@ static void run(struct col_ctx *x)
             read_signals(x);
         if (x->stop)
             break;
+        ctl_server_tick(&x->ctl, shm_mono_ns());    /* deadlines, request budget */
         if (ctl_ready)
             control(x);
         uint64_t now = shm_mono_ns();

@@ -91,6 +91,11 @@ static void reject(struct discover *d, const struct discover_candidate *c, int e
                     : err == -EBADMSG ? "invalid region header"
                     : err == -ELOOP ? "symbolic link"
                     : err == -ENODEV ? "not a regular file"
+                    : err == -EEXIST ? "the index holds this process as another user's (a "
+                                       "late region never changes its owner; the file is "
+                                       "left in place)"
+                    : err == -EALREADY ? "the index holds this process as ended (a late "
+                                         "region never rewrites a finished process)"
                     : strerror(-err);
     col_warn("rejected region %s (pid %u, uid in name %u, expected owner %u): %s; "
              "it will not be opened again", c->path, c->pid, c->uid, c->expected_uid, why);
@@ -99,6 +104,7 @@ static void reject(struct discover *d, const struct discover_candidate *c, int e
     snprintf(r->name, sizeof r->name, "%s", c->name);
     r->ino = c->ino;
     r->seen = 1;
+    r->keep = err == -EEXIST;
     r->next = d->rejected;
     d->rejected = r;
 }
@@ -106,7 +112,7 @@ static void reject(struct discover *d, const struct discover_candidate *c, int e
 static int is_reject_error(int rc)
 {
     return rc == -EPERM || rc == -EBADMSG || rc == -ELOOP || rc == -EINVAL || rc == -ENODEV ||
-           rc == -EACCES;
+           rc == -EACCES || rc == -EEXIST || rc == -EALREADY;
 }
 
 /* One directory entry: 1 offered, 0 skipped. */
@@ -133,7 +139,7 @@ static int consider(struct discover *d, const char *name, discover_known_fn know
     if (r) {
         r->seen = 1;
         /* nobody will drain it: once its process is gone it is debris */
-        if (!c.alive && S_ISREG(st.st_mode) && discover_remove(&c) == 0) {
+        if (!c.alive && !r->keep && S_ISREG(st.st_mode) && discover_remove(&c) == 0) {
             d->rejected_removed++;
             col_info("removed rejected region %s: pid %u is gone", c.path, c.pid);
         }

@@ -12,14 +12,22 @@
  * forgery that would mix its records into the live process's. shm_region_map()
  * enforces the owner check against the uid computed here.
  *
- * A rejected file (wrong owner, bad header, not a regular file) is counted,
- * logged once and remembered by name and inode, and never opened again
- * while it exists. Once the process its name claims is gone, a rejected
- * regular file (same inode) is removed: nobody drains it, and a sparse
- * region can claim a lot of the shm directory; symlinks and other
- * non-regular files are never removed. Must never: follow symlinks, open a
- * rejected file again, or trust anything a hello message claims beyond a
- * file name to look at.
+ * The index has the last word on a (pid, start) it already holds: a region
+ * of a process indexed as another user's, or of one that has ended, is
+ * rejected (proc_adopt's -EEXIST, -EALREADY), so a file planted after a
+ * process died, under the same pid and start time, can neither change the
+ * owner of its row nor rewrite its end, records or exit status.
+ *
+ * A rejected file (wrong owner, bad header, not a regular file, refused by
+ * the index) is counted, logged once and remembered by name and inode, and
+ * never opened again while it exists. Once the process its name claims is
+ * gone, a rejected regular file (same inode) is removed: nobody drains it,
+ * and a sparse region can claim a lot of the shm directory; except one the
+ * index refused as another user's process (-EEXIST): once the process is
+ * gone nothing tells which of two claimants is genuine, so neither file is
+ * deleted. Symlinks and other non-regular files are never removed. Must
+ * never: follow symlinks, open a rejected file again, or trust anything a
+ * hello message claims beyond a file name to look at.
  */
 #ifndef D9_DAEMON_DISCOVER_H
 #define D9_DAEMON_DISCOVER_H
@@ -33,6 +41,7 @@ struct discover_rejected {
     char name[128];
     ino_t ino;
     int seen;                   /* still present at the last scan */
+    int keep;                   /* never removed (refused as another user's process) */
 };
 
 struct discover {
@@ -57,7 +66,8 @@ struct discover_candidate {
 
 /* Called for each candidate that is neither rejected nor filtered out;
  * returns 0, or a negative errno from the adoption attempt. -EPERM,
- * -EBADMSG, -ELOOP, -EINVAL, -ENODEV and -EACCES mark the file rejected; others
+ * -EBADMSG, -ELOOP, -EINVAL, -ENODEV, -EACCES, -EEXIST and -EALREADY mark
+ * the file rejected; others
  * (-EAGAIN: not ready yet, -ENOENT: vanished) are retried at the next scan. */
 typedef int (*discover_fn)(void *arg, const struct discover_candidate *c);
 /* Returns 1 if (pid, start_time) is already adopted (skip it). */

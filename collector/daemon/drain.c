@@ -165,9 +165,26 @@ static void rings_to_read(struct proc *p, uint64_t now, uint8_t *want)
     p->hint_seen = hint;
 }
 
+/* A ring's drop counters as they can be true: each cause is part of lost,
+ * so mismatch + too_big <= lost. The producer counts a cause just before
+ * lost, so a reader may see the cause one ahead (DRAIN_CAUSE_SLACK); more
+ * than that is a hostile or broken producer. Causes are clamped into lost
+ * either way; 1 when the values were impossible. */
+static int causes_clamp(uint64_t lost, uint64_t *mismatch, uint64_t *too_big)
+{
+    uint64_t mm = *mismatch, tb = *too_big;
+    uint64_t room = lost > UINT64_MAX - DRAIN_CAUSE_SLACK ? UINT64_MAX : lost + DRAIN_CAUSE_SLACK;
+    int bad = mm > room || tb > room - mm;
+    *mismatch = mm < lost ? mm : lost;
+    *too_big = tb < lost - *mismatch ? tb : lost - *mismatch;
+    return bad;
+}
+
 /* The region's drop counters by cause, summed over its rings, under one
- * guard. Hostile values are only numbers: the index keeps the largest seen. */
-static int g_drops(const struct proc *p, struct idx_drops *d)
+ * guard, each ring's causes clamped into its lost (causes_clamp); bad[i]
+ * is set for a ring whose counters could not be true. Hostile values are
+ * only numbers: the index keeps the largest seen. */
+static int g_drops(const struct proc *p, struct idx_drops *d, uint8_t *bad)
 {
     sigjmp_buf jb;
     if (sigsetjmp(jb, 0))
@@ -175,24 +192,48 @@ static int g_drops(const struct proc *p, struct idx_drops *d)
     guard_arm(&jb, p->region.base, p->region.size);
     memset(d, 0, sizeof *d);
     for (uint32_t i = 0; i < p->geo.ring_count; i++) {
+        bad[i] = 0;
         if (!p->rings[i].hdr_seen)
             continue;           /* never claimed: reading it would allocate its page */
         struct d9_ring_hdr *rh = (struct d9_ring_hdr *)shm_ring_hdr(&p->region, &p->geo, i);
-        d->mismatch += atomic_load_explicit(&rh->lost_mismatch, memory_order_relaxed);
-        d->too_big += atomic_load_explicit(&rh->lost_too_big, memory_order_relaxed);
+        /* the causes first: the producer counts them before lost */
+        uint64_t mm = atomic_load_explicit(&rh->lost_mismatch, memory_order_relaxed);
+        uint64_t tb = atomic_load_explicit(&rh->lost_too_big, memory_order_relaxed);
+        uint64_t lost = atomic_load_explicit(&rh->lost, memory_order_relaxed);
+        bad[i] = (uint8_t)causes_clamp(lost, &mm, &tb);
+        /* sums of clamped causes: each at most its ring's lost, a u64 each */
+        d->mismatch = mm > UINT64_MAX - d->mismatch ? UINT64_MAX : d->mismatch + mm;
+        d->too_big = tb > UINT64_MAX - d->too_big ? UINT64_MAX : d->too_big + tb;
     }
     d->no_ring = atomic_load_explicit(&p->region.hdr->lost_no_ring, memory_order_relaxed);
     guard_disarm();
     return 0;
 }
 
-/* After a seal: why the process's records were dropped, into the index. */
+/* After a seal: why the process's records were dropped, into the index,
+ * with its bad stamps. A ring whose drop counters could not be true is
+ * counted once (proc.counters_bad) and logged. */
 static void index_drops(struct proc *p, struct storedir *st)
 {
     struct idx_drops d;
-    if (p->quarantined || p->process_id <= 0 || g_drops(p, &d) != 0)
+    uint8_t *bad = p->quarantined || p->process_id <= 0 ? NULL : calloc(p->geo.ring_count, 1);
+    if (!bad)
         return;
-    if (d.mismatch || d.too_big || d.no_ring)
+    int rc = g_drops(p, &d, bad);
+    for (uint32_t i = 0; rc == 0 && i < p->geo.ring_count; i++) {
+        if (!bad[i] || p->rings[i].counters_bad)
+            continue;
+        p->rings[i].counters_bad = 1;
+        p->counters_bad++;
+        col_log_limited(&p->rl, COL_LOG_WARN, "pid %u (%s): ring %u: drop counters by cause "
+                        "exceed its lost count: clamped (%" PRIu64 " rings so far)", p->pid,
+                        p->file, i, p->counters_bad);
+    }
+    free(bad);
+    if (rc != 0)
+        return;
+    d.bad_stamps = p->ts_bad;
+    if (d.mismatch || d.too_big || d.no_ring || d.bad_stamps)
         (void)idx_process_drops(st->idx, p->process_id, &d);   /* best effort */
 }
 
@@ -572,6 +613,7 @@ static int read_block(struct proc *p, struct storedir *st, uint32_t i,
     struct proc_ring *r = &p->rings[i];
     b->x = (struct shm_read_xform){
         .cal = &p->cal,
+        .t_start = p->start_floor_ns,
         .t_lo = r->last_ns > p->start_floor_ns ? r->last_ns : p->start_floor_ns,
         .t_hi = shm_mono_ns() + DRAIN_TS_SLACK_NS,
     };
@@ -627,9 +669,15 @@ static int commit_block(struct proc *p, struct storedir *st, uint32_t i,
     if (b->x.clamped) {
         p->ts_clamped += b->x.clamped;
         col_log_limited(&p->rl, COL_LOG_WARN, "pid %u (%s): ring %u: %" PRIu64 " timestamps "
-                        "before the process started, after now or going backwards were "
-                        "clamped (%" PRIu64 " so far)", p->pid, p->file, i, b->x.clamped,
-                        p->ts_clamped);
+                        "going backwards were raised to the one before (%" PRIu64 " so far)",
+                        p->pid, p->file, i, b->x.clamped, p->ts_clamped);
+    }
+    if (b->x.bad) {
+        p->ts_bad += b->x.bad;
+        col_log_limited(&p->rl, COL_LOG_WARN, "pid %u (%s): ring %u: %" PRIu64 " timestamps "
+                        "before the process started or after now were given the time of the "
+                        "record before them (%" PRIu64 " bad stamps so far)", p->pid, p->file,
+                        i, b->x.bad, p->ts_bad);
     }
     r->lost_seen = s->lost;
     r->lost += delta;

@@ -33,11 +33,18 @@
  *   - New metadata entries reach the segment before any data block written
  *     after they were seen.
  *   - Stamps are the producer's word: a converted stamp before the process
- *     started (proc.start_floor_ns), after now (+ DRAIN_TS_SLACK_NS) or
- *     before the ring's previous stamp is clamped into those bounds and
- *     counted (proc.ts_clamped, one rate-limited warning). So a ring's
- *     stamps never go backwards, across passes and calibration updates too,
- *     and no block or segment gets a time range outside the process's life.
+ *     started (proc.start_floor_ns) or after now (+ DRAIN_TS_SLACK_NS) is
+ *     bad: it gets the time of the ring's record before it and is counted
+ *     (proc.ts_bad), and the records after it keep their own times; one
+ *     before the ring's previous stamp is raised to it and counted
+ *     (proc.ts_clamped); one rate-limited warning each (shm_read_xform).
+ *     So a ring's stamps never go backwards, across passes and calibration
+ *     updates too, and no block or segment gets a time range outside the
+ *     process's life.
+ *   - Drop counters are the producer's word too: each ring's causes are
+ *     clamped into its lost count when they are read for the index, and a
+ *     ring whose counters could not be true is counted once
+ *     (proc.counters_bad).
  * Must never: block on the traced process, trust a length it did not
  * validate, or keep draining a quarantined ring or region.
  */
@@ -92,6 +99,9 @@ static inline uint64_t drain_batch(uint64_t ring_size)
 /* A stamp may lie this far after the drain's own clock read (calibration
  * error of a TSC stamp); later ones are clamped. */
 #define DRAIN_TS_SLACK_NS (1000000ull)
+/* A ring's drop causes may be read this far ahead of its lost count (the
+ * producer counts a cause, then lost); more is a producer lying. */
+#define DRAIN_CAUSE_SLACK 1u
 /* Copy-and-validate granule: small enough that packing finds it in L1/L2. */
 #define DRAIN_CHUNK    (32u * 1024u)
 

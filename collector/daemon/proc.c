@@ -182,9 +182,12 @@ int proc_adopt(const char *path, const char *file, uint32_t expected_uid,
         .pid = p->pid, .uid = p->uid, .start_time = p->start_time,
         .comm = p->geo.comm, .exe = p->geo.exe, .first_ns = p->first_ns,
     };
-    rc = idx_process_upsert(st->idx, &ip, &p->process_id);
+    rc = idx_process_adopt(st->idx, &ip, &p->process_id);
     if (rc) {
-        col_err("pid %u: cannot index process: %s", p->pid, strerror(-rc));
+        /* -EEXIST (another uid's row) and -EALREADY (an ended one) are the
+         * ownership rule's, logged where the file is rejected (discover.c) */
+        if (rc != -EEXIST && rc != -EALREADY)
+            col_err("pid %u: cannot index process: %s", p->pid, strerror(-rc));
         proc_free(p);
         return rc;
     }
@@ -339,6 +342,8 @@ int proc_status(const struct proc *p, D9__ProcessStatus *ps)
     ps->lag_bytes = p->lag_bytes;
     ps->rings_in_use = p->rings_in_use;
     ps->threads_untraced = p->threads_untraced;
+    ps->bad_stamps = p->ts_bad;
+    ps->bad_counters = p->counters_bad;
     if (!ps->comm || !ps->exe || !ps->state || !ps->sampler)
         return -ENOMEM;
     size_t n = 0;

@@ -58,6 +58,7 @@ struct proc_ring {
     uint64_t last_ns_pub;       /* last_ns as of consumed_tail (a failed seal rewinds to it) */
     int thread_dirty;           /* index row needs a refresh */
     int hdr_seen;               /* its header page was in memory once: read every pass */
+    int counters_bad;           /* its drop counters were impossible once (counted) */
 };
 
 struct proc {
@@ -71,7 +72,9 @@ struct proc {
     uint64_t first_ns;
     uint64_t start_floor_ns;    /* the process's start in CLOCK_MONOTONIC, a tick early:
                                  * no stamp of it can be older (see drain.h) */
-    uint64_t ts_clamped;        /* stamps outside [start, now] or backwards, clamped */
+    uint64_t ts_clamped;        /* stamps going backwards, raised to the one before */
+    uint64_t ts_bad;            /* stamps before the start or after now (drain.h) */
+    uint64_t counters_bad;      /* rings whose drop counters could not be true */
     uint32_t hint_seen;         /* the region's ring_hint at the last pass (drain.c) */
     uint64_t probe_ns;          /* when every unseen ring was last checked (drain.c) */
     uint64_t probes;            /* unseen ring header pages checked (mincore), all passes */
@@ -108,7 +111,9 @@ struct proc {
 /* Map and adopt the region file path (basename file) of (uid, pid, start)
  * owned by expected_uid; upsert the process in the index. Errors from
  * shm_region_map (-EPERM owner mismatch, -EBADMSG bad header, -EAGAIN not
- * ready), -ENOMEM, or the index's error. */
+ * ready), -ENOMEM, idx_process_adopt's -EEXIST (the index has this process
+ * as another uid's) and -EALREADY (the index has it ended: a late region
+ * never rewrites it), or the index's error. */
 int proc_adopt(const char *path, const char *file, uint32_t expected_uid,
                struct storedir *st, const struct shm_clock_cal *host_cal,
                struct proc **out);

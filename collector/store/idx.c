@@ -38,6 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "collector/store/idx_int.h"
+#include "collector/store/store_file.h"
 #include "shm/clock.h"
 
 #define IDX_BUSY_TIMEOUT_MS 5000
@@ -72,7 +73,10 @@ static const char schema_sql[] =
  * without it as "no causes known". */
 static const char drops_sql[] =
     "CREATE TABLE IF NOT EXISTS drops(process_id INT PRIMARY KEY, mismatch INT,"
-    " too_big INT, no_ring INT)";
+    " too_big INT, no_ring INT, bad_stamps INT DEFAULT 0)";
+/* drops.bad_stamps, added later within schema 1: a drops table from before
+ * gets the column at the next writable open; readers of such a store see 0. */
+static const char drops_bad_stamps_sql[] = "ALTER TABLE drops ADD COLUMN bad_stamps INT DEFAULT 0";
 
 /* Added within schema 1, like drops: the upload state of each segment when
  * the collector ships to S3 (collector/daemon/ship.c). No row = pending,
@@ -114,17 +118,20 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_PROC_UPSERT] =
         "INSERT INTO processes(pid, start_time, uid, comm, exe, first_ns, last_ns, state,"
         " exit_code, records, lost) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?6, 'alive', NULL, 0, 0)"
-        " ON CONFLICT(pid, start_time) DO UPDATE SET uid = excluded.uid,"
+        " ON CONFLICT(pid, start_time) DO UPDATE SET"
         " comm = coalesce(excluded.comm, comm), exe = coalesce(excluded.exe, exe),"
         " first_ns = CASE WHEN first_ns IS NULL OR excluded.first_ns < first_ns"
         "   THEN coalesce(excluded.first_ns, first_ns) ELSE first_ns END,"
         " last_ns = CASE WHEN last_ns IS NULL OR excluded.last_ns > last_ns"
-        "   THEN coalesce(excluded.last_ns, last_ns) ELSE last_ns END",
-    [ST_PROC_ID] = "SELECT id FROM processes WHERE pid = ?1 AND start_time = ?2",
+        "   THEN coalesce(excluded.last_ns, last_ns) ELSE last_ns END"
+        " WHERE processes.uid = excluded.uid",
+    [ST_PROC_ID] = "SELECT id, uid, state FROM processes WHERE pid = ?1 AND start_time = ?2",
     [ST_PROC_DROPS] =
-        "INSERT INTO drops(process_id, mismatch, too_big, no_ring) VALUES(?1, ?2, ?3, ?4)"
+        "INSERT INTO drops(process_id, mismatch, too_big, no_ring, bad_stamps)"
+        " VALUES(?1, ?2, ?3, ?4, ?5)"
         " ON CONFLICT(process_id) DO UPDATE SET mismatch = max(mismatch, excluded.mismatch),"
-        " too_big = max(too_big, excluded.too_big), no_ring = max(no_ring, excluded.no_ring)",
+        " too_big = max(too_big, excluded.too_big), no_ring = max(no_ring, excluded.no_ring),"
+        " bad_stamps = max(coalesce(bad_stamps, 0), excluded.bad_stamps)",
     [ST_PROC_END] =
         "UPDATE processes SET state = ?2, exit_code = ?3,"
         " last_ns = max(coalesce(last_ns, 0), ?4) WHERE id = ?1",
@@ -315,6 +322,33 @@ static int exec(struct idx *x, const char *sql, const char *what)
     return rc == SQLITE_OK ? 0 : x_fail(x, rc, what);
 }
 
+/* A counter for an INT column: values past INT64_MAX (hostile) saturate. */
+static sqlite3_int64 sat_i64(uint64_t v)
+{
+    return v > (uint64_t)INT64_MAX ? INT64_MAX : (sqlite3_int64)v;
+}
+
+/* The drops table, with every column of this version (drops_sql and the
+ * columns added to it since). */
+static int make_drops(struct idx *x)
+{
+    int e = exec(x, drops_sql, "create drops");
+    if (e < 0)
+        return e;
+    sqlite3_stmt *s;
+    int rc = sqlite3_prepare_v2(x->db, "SELECT 1 FROM pragma_table_info('drops')"
+                                " WHERE name = 'bad_stamps'", -1, &s, NULL);
+    if (rc != SQLITE_OK)
+        return x_fail(x, rc, "inspect drops");
+    rc = sqlite3_step(s);
+    sqlite3_finalize(s);
+    if (rc == SQLITE_ROW)
+        return 0;
+    if (rc != SQLITE_DONE)
+        return x_fail(x, rc, "inspect drops");
+    return exec(x, drops_bad_stamps_sql, "add drops.bad_stamps");
+}
+
 static void rollback(struct idx *x)
 {
     if (!sqlite3_get_autocommit(x->db))
@@ -474,9 +508,36 @@ static int set_wal(struct idx *x)
     return 0;
 }
 
+/* SQLite opens the index and its -wal and -shm by name: each of them that
+ * exists must be a regular file, not a symlink (SQLITE_OPEN_NOFOLLOW
+ * refuses those too) nor a FIFO, which would block the open forever. */
+static int check_files(struct idx *x)
+{
+    static const char *const suffix[] = { "", "-wal", "-shm" };
+    for (size_t i = 0; i < sizeof suffix / sizeof suffix[0]; i++) {
+        char p[PATH_MAX], why[128];
+        int n = snprintf(p, sizeof p, "%s%s", x->path, suffix[i]);
+        if (n < 0 || (size_t)n >= sizeof p) {
+            x_set(x, "store path too long");
+            return -ENAMETOOLONG;
+        }
+        int e = store_file_check(p, NULL, why, sizeof why);
+        if (e < 0) {
+            x_set(x, "%s is %s", p, why);
+            return e;
+        }
+    }
+    return 0;
+}
+
+#ifndef SQLITE_OPEN_NOFOLLOW        /* SQLite before 3.31: check_files alone */
+#define SQLITE_OPEN_NOFOLLOW 0
+#endif
+
 static int do_open(struct idx *x, int readonly)
 {
     int flags = readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+    flags |= SQLITE_OPEN_NOFOLLOW;
     int rc = sqlite3_open_v2(x->path, &x->db, flags | SQLITE_OPEN_FULLMUTEX, NULL);
     if (rc != SQLITE_OK)
         return x_fail(x, rc, "open");
@@ -493,7 +554,8 @@ static int do_open(struct idx *x, int readonly)
         if (uri_of(x->path, uri, sizeof uri) == 0) {
             sqlite3_close_v2(x->db);
             x->db = NULL;
-            rc = sqlite3_open_v2(uri, &x->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
+            rc = sqlite3_open_v2(uri, &x->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI |
+                                 SQLITE_OPEN_NOFOLLOW, NULL);
             if (rc != SQLITE_OK)
                 return x_fail(x, rc, "open");
             sqlite3_extended_result_codes(x->db, 1);
@@ -638,18 +700,20 @@ int idx_open_ex(struct idx **out, const char *store_dir, unsigned flags, char *w
         }
     }
     if (e == 0)
+        e = check_files(x);
+    if (e == 0)
         e = do_open(x, readonly);
     if (e == 0 && !readonly && (flags & IDX_OPEN_FOREIGN)) {
         if ((e = set_wal(x)) == 0 &&
             (e = exec(x, "PRAGMA synchronous=FULL", "set synchronous")) == 0 &&
             (e = exec(x, "PRAGMA foreign_keys=ON", "enable foreign keys")) == 0)
-            e = exec(x, drops_sql, "create drops");
+            e = make_drops(x);
     } else if (e == 0 && !readonly) {
         char v[32];
         if ((e = set_wal(x)) == 0 &&
             (e = exec(x, "PRAGMA synchronous=FULL", "set synchronous")) == 0 &&
             (e = exec(x, "PRAGMA foreign_keys=ON", "enable foreign keys")) == 0 &&
-            (e = exec(x, drops_sql, "create drops")) == 0 &&
+            (e = make_drops(x)) == 0 &&
             (e = exec(x, uploads_sql, "create uploads")) == 0) {
             snprintf(v, sizeof v, "%" PRIu64, realtime_ns() - shm_mono_ns());
             e = set_meta(x, "boot_realtime_ns", v, 1);
@@ -770,13 +834,53 @@ static int writable(struct idx *x)
     return 0;
 }
 
-int idx_process_upsert(struct idx *x, const struct idx_process *p, int64_t *process_id)
+/* The row of (pid, start_time): 1 and its id, uid and whether it ended, 0
+ * when there is none, or -errno. */
+static int proc_row(struct idx *x, uint32_t pid, uint64_t start_time, int64_t *id,
+                    uint32_t *uid, int *ended)
+{
+    sqlite3_stmt *s;
+    int e = stmt(x, ST_PROC_ID, &s);
+    if (e < 0)
+        return e;
+    sqlite3_bind_int64(s, 1, pid);
+    sqlite3_bind_int64(s, 2, (sqlite3_int64)start_time);
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+        *id = sqlite3_column_int64(s, 0);
+        *uid = (uint32_t)sqlite3_column_int64(s, 1);
+        const unsigned char *st = sqlite3_column_text(s, 2);
+        *ended = !st || strcmp((const char *)st, "alive") != 0;
+        e = 1;
+    } else {
+        e = rc == SQLITE_DONE ? 0 : x_fail(x, rc, "find process");
+    }
+    sqlite3_reset(s);
+    return e;
+}
+
+static int process_write(struct idx *x, const struct idx_process *p, int64_t *process_id,
+                         int adopt)
 {
     int e = writable(x);
     if (e < 0)
         return e;
     if (!p || !process_id)
         return -EINVAL;
+    int64_t id;
+    uint32_t uid;
+    int ended;
+    if ((e = proc_row(x, p->pid, p->start_time, &id, &uid, &ended)) < 0)
+        return e;
+    if (e == 1 && uid != p->uid) {
+        x_set(x, "pid %u (start %" PRIu64 ") is indexed as uid %u's, not uid %u's", p->pid,
+              p->start_time, uid, p->uid);
+        return -EEXIST;
+    }
+    if (e == 1 && adopt && ended) {
+        x_set(x, "pid %u (start %" PRIu64 ") has already ended", p->pid, p->start_time);
+        return -EALREADY;
+    }
     sqlite3_stmt *s;
     if ((e = stmt(x, ST_PROC_UPSERT, &s)) < 0)
         return e;
@@ -788,17 +892,24 @@ int idx_process_upsert(struct idx *x, const struct idx_process *p, int64_t *proc
     bind_u64_or_null(s, 6, p->first_ns);
     if ((e = run(x, s, "upsert process")) < 0)
         return e;
-    if ((e = stmt(x, ST_PROC_ID, &s)) < 0)
+    if ((e = proc_row(x, p->pid, p->start_time, &id, &uid, &ended)) < 0)
         return e;
-    sqlite3_bind_int64(s, 1, p->pid);
-    sqlite3_bind_int64(s, 2, (sqlite3_int64)p->start_time);
-    int rc = sqlite3_step(s);
-    if (rc == SQLITE_ROW)
-        *process_id = sqlite3_column_int64(s, 0);
-    else
-        e = rc == SQLITE_DONE ? -ENOENT : x_fail(x, rc, "find process");
-    sqlite3_reset(s);
-    return e;
+    if (e == 0)
+        return -ENOENT;
+    if (uid != p->uid)      /* the WHERE of the upsert kept another uid's row */
+        return -EEXIST;
+    *process_id = id;
+    return 0;
+}
+
+int idx_process_upsert(struct idx *x, const struct idx_process *p, int64_t *process_id)
+{
+    return process_write(x, p, process_id, 0);
+}
+
+int idx_process_adopt(struct idx *x, const struct idx_process *p, int64_t *process_id)
+{
+    return process_write(x, p, process_id, 1);
 }
 
 int idx_process_end(struct idx *x, int64_t process_id, uint64_t end_ns, const char *state,
@@ -834,9 +945,10 @@ int idx_process_drops(struct idx *x, int64_t process_id, const struct idx_drops 
     if ((e = stmt(x, ST_PROC_DROPS, &s)) < 0)
         return e;
     sqlite3_bind_int64(s, 1, process_id);
-    sqlite3_bind_int64(s, 2, (sqlite3_int64)(d->mismatch & INT64_MAX));
-    sqlite3_bind_int64(s, 3, (sqlite3_int64)(d->too_big & INT64_MAX));
-    sqlite3_bind_int64(s, 4, (sqlite3_int64)(d->no_ring & INT64_MAX));
+    sqlite3_bind_int64(s, 2, sat_i64(d->mismatch));
+    sqlite3_bind_int64(s, 3, sat_i64(d->too_big));
+    sqlite3_bind_int64(s, 4, sat_i64(d->no_ring));
+    sqlite3_bind_int64(s, 5, sat_i64(d->bad_stamps));
     return run(x, s, "process drops");
 }
 

@@ -28,8 +28,9 @@
  *           tid INT, ring INT, generation INT, name TEXT, first_ns INT, last_ns INT,
  *           ended INT, UNIQUE(process_id, ring, generation))
  *   runtimes(process_id INT, runtime_id INT, name TEXT, PRIMARY KEY(process_id, runtime_id))
- *   drops(process_id INT PRIMARY KEY, mismatch INT, too_big INT, no_ring INT)
- *                                -- added within version 1 (see idx_process_drops);
+ *   drops(process_id INT PRIMARY KEY, mismatch INT, too_big INT, no_ring INT,
+ *         bad_stamps INT)        -- added within version 1 (see idx_process_drops;
+ *                                   bad_stamps later still: 0 when absent);
  *                                   exit_code is the signal number when state = 'crashed'
  *   segments(id INTEGER PRIMARY KEY,   -- == seg_file_hdr.segment_id
  *            process_id INT, path TEXT UNIQUE, -- relative to the store dir
@@ -80,16 +81,27 @@ int idx_open(struct idx **out, const char *store_dir);
 int idx_open_readonly(struct idx **out, const char *store_dir);
 void idx_close(struct idx *x);
 
-/* Insert or refresh a process; *process_id gets its row id. */
+/* Insert or refresh a process; *process_id gets its row id. A (pid,
+ * start_time) row never changes its uid: -EEXIST (nothing written) when the
+ * row is another uid's. Re-indexing a segment (fsck, start-up) uses this. */
 int idx_process_upsert(struct idx *x, const struct idx_process *p, int64_t *process_id);
+/* The collector adopting a region of (pid, start_time): as
+ * idx_process_upsert, and -EALREADY (nothing written) when the row has
+ * already ended (state other than 'alive'): a region found after its
+ * process was finished (a forgery in the shm directory, or one a crashed
+ * collector did not get to remove) never rewrites the finished process. */
+int idx_process_adopt(struct idx *x, const struct idx_process *p, int64_t *process_id);
 /* Record the end of a process: state 'exited' or 'crashed', code or -1. */
 int idx_process_end(struct idx *x, int64_t process_id, uint64_t end_ns, const char *state, int code);
 /* Why a process's records were dropped, from its region's counters (which
  * only grow: the stored values never go down). processes.lost is the total;
- * lost - mismatch - too_big were dropped by full rings. no_ring counts events
- * of threads that had no ring (not in lost). */
+ * lost - mismatch - too_big were dropped by full rings (the collector clamps
+ * each ring's causes into its lost, readers clamp them into processes.lost).
+ * no_ring counts events of threads that had no ring (not in lost).
+ * bad_stamps counts records kept with the time of the record before them,
+ * their own being impossible (see collector/daemon/drain.h); not in lost. */
 struct idx_drops {
-    uint64_t mismatch, too_big, no_ring;
+    uint64_t mismatch, too_big, no_ring, bad_stamps;
 };
 int idx_process_drops(struct idx *x, int64_t process_id, const struct idx_drops *d);
 int idx_thread_upsert(struct idx *x, int64_t process_id, uint32_t tid, uint32_t ring,

@@ -192,23 +192,36 @@ int idx_read_processes_window(struct idx *x, uint32_t pid, uint64_t from, uint64
 int idx_read_drops(struct idx *x, int64_t process_id, uint32_t pid, uint64_t from, uint64_t to,
                    struct idx_read_drops *out)
 {
-    static const char with_causes[] =
-        "SELECT coalesce(sum(p.lost), 0), coalesce(sum(d.mismatch), 0),"
-        "       coalesce(sum(d.too_big), 0), coalesce(sum(d.no_ring), 0) "
-        "FROM processes p LEFT JOIN drops d ON d.process_id = p.id "
-        "WHERE (?1 = 0 OR p.id = ?1) AND (?2 = 0 OR p.pid = ?2) "
-        "  AND coalesce(p.last_ns, p.first_ns) >= ?3 AND p.first_ns <= ?4";
-    static const char without[] =
-        "SELECT coalesce(sum(p.lost), 0), 0, 0, 0 FROM processes p "
-        "WHERE (?1 = 0 OR p.id = ?1) AND (?2 = 0 OR p.pid = ?2) "
-        "  AND coalesce(p.last_ns, p.first_ns) >= ?3 AND p.first_ns <= ?4";
-    sqlite3_stmt *st;
+    /* each process's causes clamped into its lost (a hostile producer's
+     * counters, or an index written before the collector clamped them):
+     * a cause never exceeds the total */
+#define DROPS_WHERE "WHERE (?1 = 0 OR p.id = ?1) AND (?2 = 0 OR p.pid = ?2) " \
+                    "  AND coalesce(p.last_ns, p.first_ns) >= ?3 AND p.first_ns <= ?4"
+#define DROPS_CAUSES "SELECT coalesce(sum(p.lost), 0)," \
+        "       coalesce(sum(min(max(coalesce(d.mismatch, 0), 0), p.lost)), 0)," \
+        "       coalesce(sum(min(max(coalesce(d.too_big, 0), 0)," \
+        "                        p.lost - min(max(coalesce(d.mismatch, 0), 0), p.lost))), 0)," \
+        "       coalesce(sum(d.no_ring), 0), "
+    static const char *const variants[] = {
+        DROPS_CAUSES "coalesce(sum(d.bad_stamps), 0) "
+        "FROM processes p LEFT JOIN drops d ON d.process_id = p.id " DROPS_WHERE,
+        /* an index from before drops.bad_stamps */
+        DROPS_CAUSES "0 FROM processes p LEFT JOIN drops d ON d.process_id = p.id " DROPS_WHERE,
+        /* an index from before the drops table: no causes known */
+        "SELECT coalesce(sum(p.lost), 0), 0, 0, 0, 0 FROM processes p " DROPS_WHERE,
+    };
+#undef DROPS_CAUSES
+#undef DROPS_WHERE
+    sqlite3_stmt *st = NULL;
     if (!x || !out)
         return -EINVAL;
     memset(out, 0, sizeof *out);
-    /* an index from before the drops table: no causes known */
-    if (sqlite3_prepare_v2(x->db, with_causes, -1, &st, NULL) != SQLITE_OK) {
-        int e = prep(x, without, &st);
+    size_t v = 0;
+    while (v + 1 < sizeof variants / sizeof variants[0] &&
+           sqlite3_prepare_v2(x->db, variants[v], -1, &st, NULL) != SQLITE_OK)
+        v++;
+    if (v + 1 == sizeof variants / sizeof variants[0]) {
+        int e = prep(x, variants[v], &st);
         if (e < 0)
             return e;
     }
@@ -222,6 +235,7 @@ int idx_read_drops(struct idx *x, int64_t process_id, uint32_t pid, uint64_t fro
         out->mismatch = col_u64(st, 1);
         out->too_big = col_u64(st, 2);
         out->no_ring = col_u64(st, 3);
+        out->bad_stamps = col_u64(st, 4);
         uint64_t other = out->mismatch + out->too_big;
         out->full = out->lost > other ? out->lost - other : 0;
     } else {

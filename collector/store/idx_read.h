@@ -64,10 +64,13 @@ int idx_read_processes_window(struct idx *x, uint32_t pid, uint64_t from, uint64
 
 /* Drops by cause, summed over the processes of pid (0 = all) whose
  * [first_ns, last_ns] meets [from, to] (process_id > 0: that process only).
- * full = lost - mismatch - too_big. 0, or -errno; a store whose index
- * predates the drops table reports every drop as full. */
+ * Each process's causes are clamped into its lost (mismatch <= lost,
+ * too_big <= lost - mismatch), so full = lost - mismatch - too_big >= 0.
+ * bad_stamps: records kept with their neighbour's time (not drops). 0, or
+ * -errno; a store whose index predates the drops table reports every drop
+ * as full. */
 struct idx_read_drops {
-    uint64_t lost, full, mismatch, too_big, no_ring;
+    uint64_t lost, full, mismatch, too_big, no_ring, bad_stamps;
 };
 int idx_read_drops(struct idx *x, int64_t process_id, uint32_t pid, uint64_t from, uint64_t to,
                    struct idx_read_drops *out);

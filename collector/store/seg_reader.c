@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "collector/store/crc32c.h"
+#include "collector/store/store_file.h"
 #include "collector/store/pack.h"
 #include "collector/store/seg_reader.h"
 #include "shm/record.h"
@@ -232,20 +233,21 @@ int seg_reader_open_ex(struct seg_reader **out, const char *path, unsigned flags
     int e = reader_new(&r);
     if (e < 0)
         return e;
-    r->fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* never blocks on a FIFO, never follows a symlink, regular files only */
+    r->fd = store_file_open(path, why, why_cap);
     struct stat st;
-    if (r->fd < 0 || fstat(r->fd, &st) < 0) {
+    if (r->fd < 0) {
+        e = r->fd;
+        r->fd = -1;
+        seg_reader_close(r);
+        return e;
+    }
+    if (fstat(r->fd, &st) < 0) {
         e = -errno;
         if (why && why_cap)
             snprintf(why, why_cap, "%s", strerror(-e));
         seg_reader_close(r);
         return e;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        if (why && why_cap)
-            snprintf(why, why_cap, "not a regular file");
-        seg_reader_close(r);
-        return -EINVAL;
     }
     r->size = (uint64_t)st.st_size;
     if ((e = reader_init(r, flags, why, why_cap)) < 0) {

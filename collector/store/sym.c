@@ -502,7 +502,8 @@ int sym_elf_parse(const uint8_t *buf, size_t len, struct sym_elf **out)
 static int elf_open(const char *path, int notes_only, struct sym_elf **out)
 {
     *out = NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* the path comes from a segment (hostile): a FIFO must not block the open */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0)
         return -errno;
     struct stat st;

@@ -107,11 +107,14 @@ static void print_status(const D9__CollectorStatus *c)
            "\nlost=%" PRIu64 "\nsegments=%" PRIu64 "\nstore_bytes=%" PRIu64
            "\nquarantined_rings=%" PRIu64 "\nrejected_regions=%" PRIu64 "\nwrite_errors=%" PRIu64
            "\ndropped_records=%" PRIu64 "\nmalformed_messages=%" PRIu64 "\nprocesses=%zu\n"
-           "writes_failing=%d\nown_only=%d\ncaller_uid=%" PRIu32 "\ncaller_unknown=%d\n",
+           "writes_failing=%d\nown_only=%d\ncaller_uid=%" PRIu32 "\ncaller_unknown=%d\n"
+           "ctl_connections=%" PRIu64 "\nctl_refused=%" PRIu64 "\nctl_closed=%" PRIu64
+           "\nbad_stamps=%" PRIu64 "\nbad_counters=%" PRIu64 "\n",
            c->pid, c->version, c->store, c->records, c->bytes_written, c->lost, c->segments,
            c->store_bytes, c->quarantined_rings, c->rejected_regions, c->write_errors,
            c->dropped_records, c->malformed_messages, c->n_processes, (int)c->writes_failing,
-           (int)c->own_only, c->caller_uid, (int)c->caller_unknown);
+           (int)c->own_only, c->caller_uid, (int)c->caller_unknown, c->ctl_connections,
+           c->ctl_refused, c->ctl_closed, c->bad_stamps, c->bad_counters);
     if (c->ship_url && *c->ship_url)
         printf("ship.url=%s\nship.backlog=%" PRIu64 "\nship.shipped=%" PRIu64 "\nship.failed=%"
                PRIu64 "\nship.failures=%" PRIu64 "\nship.evicted_unshipped=%" PRIu64
@@ -122,9 +125,11 @@ static void print_status(const D9__CollectorStatus *c)
     for (size_t i = 0; i < c->n_processes; i++) {
         const D9__ProcessStatus *p = c->processes[i];
         printf("proc.%u.state=%s\nproc.%u.records=%" PRIu64 "\nproc.%u.lost=%" PRIu64
-               "\nproc.%u.lag_bytes=%" PRIu64 "\nproc.%u.rings_in_use=%u\nproc.%u.comm=%s\n",
+               "\nproc.%u.lag_bytes=%" PRIu64 "\nproc.%u.rings_in_use=%u\nproc.%u.comm=%s\n"
+               "proc.%u.bad_stamps=%" PRIu64 "\nproc.%u.bad_counters=%" PRIu64 "\n",
                p->pid, p->state, p->pid, p->records, p->pid, p->lost, p->pid, p->lag_bytes,
-               p->pid, p->rings_in_use, p->pid, p->comm);
+               p->pid, p->rings_in_use, p->pid, p->comm, p->pid, p->bad_stamps, p->pid,
+               p->bad_counters);
         for (size_t k = 0; k < p->n_rings; k++) {
             const D9__RingStatus *r = p->rings[k];
             printf("ring.%u.%u.tid=%u\nring.%u.%u.name=%s\nring.%u.%u.lag_bytes=%" PRIu64

@@ -16,14 +16,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <zmq.h>
 #include <cmocka.h>
 #include "collector/ctl/ctl_client.h"
 #include "collector/ctl/ctl_server.h"
+#include "collector/ctl/ctl_zmtp.h"
 #include "collector/store/col_log.h"
+#include "shm/clock.h"
 
 #define TIMEOUT_MS 5000
 #define SHORT_TIMEOUT_MS 200
@@ -203,9 +208,9 @@ static void a_tcp_peer_has_no_credentials(void **s)
     struct ctl_server c;
     char err[256];
     assert_int_equal(ctl_server_open(&c, "tcp://127.0.0.1:*", err, sizeof err), 0);
-    char ep[128];
-    size_t len = sizeof ep;
-    assert_int_equal(zmq_getsockopt(c.sock, ZMQ_LAST_ENDPOINT, ep, &len), 0);
+    const char *ep = ctl_server_endpoint(&c);
+    assert_int_equal(strncmp(ep, "tcp://127.0.0.1:", 16), 0);
+    assert_true(atoi(ep + 16) > 0);
     void *ctx = zmq_ctx_new();
     void *d = zmq_socket(ctx, ZMQ_DEALER);
     assert_int_equal(zmq_connect(d, ep), 0);
@@ -233,28 +238,6 @@ static void a_tcp_peer_has_no_credentials(void **s)
     zmq_close(d);
     zmq_ctx_term(ctx);
     ctl_server_close(&c);
-}
-
-static void the_peer_address_yields_uid_and_pid_or_nothing(void **s)
-{
-    (void)s;
-    uint32_t uid = 7, pid = 7;
-    assert_int_equal(ctl_server_peer_cred("localhost:1000:100:4242", &uid, &pid), 0);
-    assert_int_equal(uid, 1000);
-    assert_int_equal(pid, 4242);
-    assert_int_equal(ctl_server_peer_cred(":0:0:1", &uid, &pid), 0);
-    assert_int_equal(uid, 0);
-    assert_int_equal(pid, 1);
-    static const char *const bad[] = {
-        NULL, "", "localhost", "127.0.0.1", "1:2:3", "localhost:1000:100:", "h:x:1:2",
-        "h:1:2:4294967296", "h:-1:2:3", "h: 1:2:3", "h:1:2:3 ",
-    };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        uid = pid = 7;
-        assert_int_equal(ctl_server_peer_cred(bad[i], &uid, &pid), -EINVAL);
-        assert_int_equal(uid, 7);
-        assert_int_equal(pid, 7);
-    }
 }
 
 static void root_sees_every_process_a_user_its_own_an_unknown_caller_none(void **s)
@@ -347,6 +330,327 @@ static void a_second_server_on_a_live_endpoint_refuses_to_bind(void **state)
     assert_non_null(strstr(err, "already running"));
 }
 
+/* ---- connections as a bounded resource ------------------------------------------ */
+
+#define SMALL_NOFILE 128        /* conn_max 32, uid_max 8 */
+#define FLOOD 40
+
+static uint64_t load64(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+static uint32_t load32(const uint32_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+
+/* A server whose table is sized by a descriptor limit of SMALL_NOFILE. */
+static int setup_small(void **state)
+{
+    struct rlimit rl, small;
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
+    small = rl;
+    small.rlim_cur = SMALL_NOFILE;
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &small), 0);
+    int rc = setup(state);
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &rl), 0);
+    struct fx *fx = *state;
+    assert_int_equal(fx->ctl.conn_max, SMALL_NOFILE / CTL_SERVER_CONN_FD_DIV);
+    assert_int_equal(fx->ctl.uid_max, fx->ctl.conn_max / CTL_SERVER_UID_DIV);
+    return rc;
+}
+
+static int raw_connect(const char *ep)
+{
+    struct sockaddr_un a = { .sun_family = AF_UNIX };
+    const char *path = ep + strlen("ipc://");
+    assert_true(strlen(path) < sizeof a.sun_path);
+    memcpy(a.sun_path, path, strlen(path) + 1);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+        int e = -errno;
+        close(fd);
+        return e;
+    }
+    return fd;
+}
+
+/* A connection that did what a libzmq DEALER does: greeting and READY. */
+static int dealer_connect(const char *ep)
+{
+    int fd = raw_connect(ep);
+    if (fd < 0)
+        return fd;
+    static const uint8_t hello[] = {
+        0xff, 0, 0, 0, 0, 0, 0, 0, 1, 0x7f, 3, 1, 'N', 'U', 'L', 'L',
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        0x04, 28, 5, 'R', 'E', 'A', 'D', 'Y', 11, 'S', 'o', 'c', 'k', 'e', 't', '-', 'T', 'y', 'p',
+        'e', 0, 0, 0, 6, 'D', 'E', 'A', 'L', 'E', 'R',
+    };
+    if (write(fd, hello, sizeof hello) != (ssize_t)sizeof hello) {
+        close(fd);
+        return -EIO;
+    }
+    return fd;
+}
+
+/* 1 when the server closed fd (EOF or reset), after reading what it sent. */
+static int closed_by_server(int fd, int wait_ms)
+{
+    uint8_t b[256];
+    for (int i = 0; i < wait_ms / 10 + 1; i++) {
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+        if (poll(&p, 1, 10) <= 0)
+            continue;
+        ssize_t n = recv(fd, b, sizeof b, MSG_DONTWAIT);
+        if (n == 0 || (n < 0 && errno != EAGAIN))
+            return 1;
+    }
+    return 0;
+}
+
+/* Serve from this thread for ms: answer every request with a status. */
+static void pump(struct ctl_server *c, int ms)
+{
+    for (int i = 0; i < ms / 5 + 1; i++) {
+        struct pollfd p = { .fd = c->fd, .events = POLLIN };
+        poll(&p, 1, 5);
+        ctl_server_tick(c, shm_mono_ns());
+        struct ctl_server_msg m;
+        while (ctl_server_recv(c, &m) == 1) {
+            D9__Reply rep = D9__REPLY__INIT;
+            D9__CollectorStatus cs = D9__COLLECTOR_STATUS__INIT;
+            cs.store = (char *)"test";
+            rep.status = &cs;
+            ctl_server_reply(c, &m, &rep);
+            ctl_server_msg_done(&m);
+        }
+    }
+}
+
+static int wait_u64(const uint64_t *v, uint64_t want, int ms)
+{
+    for (int i = 0; i < ms / 10 + 1 && load64(v) < want; i++)
+        usleep(10000);
+    return load64(v) >= want;
+}
+
+/* A child of uid 65534 runs fn (connections it holds until told to go). */
+static pid_t as_nobody(struct fx *fx, int (*fn)(struct fx *, int), int *go)
+{
+    chmod(fx->dir, 0755);
+    char p[256];
+    snprintf(p, sizeof p, "%s/sub", fx->dir);
+    chmod(p, 0755);
+    int pp[2];
+    assert_int_equal(pipe(pp), 0);
+    pid_t k = fork();
+    assert_true(k >= 0);
+    if (k == 0) {
+        close(pp[1]);
+        if (setgid(65534) != 0 || setuid(65534) != 0)
+            _exit(3);
+        _exit(fn(fx, pp[0]));
+    }
+    close(pp[0]);
+    *go = pp[1];
+    return k;
+}
+
+static int child_exit(pid_t k, int go)
+{
+    close(go);
+    int st;
+    assert_int_equal(waitpid(k, &st, 0), k);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* FLOOD bare connections, held until the parent closes the pipe. */
+static int flood_raw(struct fx *fx, int go)
+{
+    int fds[FLOOD], n = 0;
+    for (int i = 0; i < FLOOD; i++)
+        if ((fds[i] = raw_connect(fx->ep)) >= 0)
+            n++;
+    char b;
+    (void)!read(go, &b, 1);
+    for (int i = 0; i < FLOOD; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    return n == FLOOD ? 0 : 4;
+}
+
+/* Another user holding connections it never uses: past its cap they are
+ * refused and counted, the collector keeps its table and root still gets an
+ * answer. (libzmq's listener would have aborted the process at EMFILE.) */
+static void a_user_s_connections_over_its_cap_are_refused_and_others_still_served(void **state)
+{
+    struct fx *fx = *state;
+    if (geteuid() != 0) {
+        skip();
+        return;
+    }
+    int go;
+    pid_t k = as_nobody(fx, flood_raw, &go);
+    uint32_t cap = fx->ctl.uid_max;
+    assert_true(wait_u64(&fx->ctl.refused, FLOOD - cap, 5000));
+    assert_int_equal(load32(&fx->ctl.nconns), cap);
+    int rc;
+    D9__Reply *rep = ask_status(fx->ep, &rc);          /* root: not that user's cap */
+    assert_int_equal(rc, 0);
+    ctl_client_reply_free(rep);
+    assert_int_equal(child_exit(k, go), 0);
+    assert_int_equal(load64(&fx->ctl.refused), FLOOD - cap);
+}
+
+/* uid_max idle handshaken connections, then a status request of its own. */
+static int fill_then_ask(struct fx *fx, int go)
+{
+    int fds[64], n = 0;
+    for (uint32_t i = 0; i < fx->ctl.uid_max && i < 64; i++)
+        if ((fds[n] = dealer_connect(fx->ep)) >= 0)
+            n++;
+    usleep((useconds_t)(CTL_SERVER_EVICT_IDLE_NS / 1000 + 300000));
+    int rc;
+    D9__Reply *rep = ask_status(fx->ep, &rc);
+    ctl_client_reply_free(rep);
+    char b;
+    (void)!read(go, &b, 1);
+    for (int i = 0; i < n; i++)
+        close(fds[i]);
+    return rc == 0 ? 0 : 5;
+}
+
+/* A user whose idle agents hold its whole share still gets its d9 status:
+ * the new connection takes the place of the longest idle one. */
+static void a_new_connection_over_the_cap_replaces_the_user_s_longest_idle_one(void **state)
+{
+    struct fx *fx = *state;
+    if (geteuid() != 0) {
+        skip();
+        return;
+    }
+    int go;
+    pid_t k = as_nobody(fx, fill_then_ask, &go);
+    assert_true(wait_u64(&fx->ctl.closed, 1, 5000));
+    assert_int_equal(child_exit(k, go), 0);
+    assert_int_equal(load64(&fx->ctl.refused), 0);
+}
+
+/* Deadlines: no handshake, a message never finished, idleness. */
+static void slow_half_finished_and_idle_connections_are_closed(void **s)
+{
+    (void)s;
+    char dir[] = "/tmp/d9ctldl.XXXXXX", ep[128], err[256];
+    assert_non_null(mkdtemp(dir));
+    snprintf(ep, sizeof ep, "ipc://%s/c.sock", dir);
+    struct ctl_server c;
+    assert_int_equal(ctl_server_open(&c, ep, err, sizeof err), 0);
+    int silent = raw_connect(ep), idle = dealer_connect(ep), half = dealer_connect(ep);
+    assert_true(silent >= 0 && idle >= 0 && half >= 0);
+    assert_int_equal(write(half, "\x01\x00\x00\x0a", 4), 4);   /* delimiter, then 0 of 10 */
+    pump(&c, 100);
+    assert_int_equal(c.nconns, 3);
+    uint64_t now = shm_mono_ns();
+    ctl_server_tick(&c, now + CTL_SERVER_HANDSHAKE_NS + 1);
+    assert_true(closed_by_server(silent, 1000));
+    assert_int_equal(c.closed, 2);          /* the silent one and the half message */
+    assert_true(closed_by_server(half, 1000));
+    assert_false(closed_by_server(idle, 50));
+    ctl_server_tick(&c, now + CTL_SERVER_IDLE_NS + CTL_SERVER_SWEEP_NS * 4);
+    assert_true(closed_by_server(idle, 1000));
+    assert_int_equal(c.closed, 3);
+    assert_int_equal(c.nconns, 0);
+    close(silent), close(idle), close(half);
+    ctl_server_close(&c);
+    nftw(dir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Out of descriptors: accept gives up the spare descriptor to take the
+ * pending connection and close it, stops accepting for a while, and the
+ * process lives on. */
+static void no_descriptor_left_pauses_accepting_instead_of_aborting(void **s)
+{
+    (void)s;
+    char dir[] = "/tmp/d9ctlmf.XXXXXX", ep[128], err[256];
+    assert_non_null(mkdtemp(dir));
+    snprintf(ep, sizeof ep, "ipc://%s/c.sock", dir);
+    struct ctl_server c;
+    assert_int_equal(ctl_server_open(&c, ep, err, sizeof err), 0);
+    struct rlimit rl, low;
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
+    int probe = dup(0);
+    assert_true(probe >= 0);
+    close(probe);
+    low = rl;
+    low.rlim_cur = (rlim_t)probe + 40;      /* room for a few clients, not their accepts */
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+    int fds[64], n = 0;
+    while (n < 64 && (fds[n] = raw_connect(ep)) >= 0)
+        n++;
+    pump(&c, 50);                           /* every accept fails: EMFILE */
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &rl), 0);
+    assert_true(c.refused >= 1);
+    assert_int_equal(c.listening, 0);
+    assert_true(c.spare_fd >= 0);
+    for (int i = 0; i < n; i++)
+        close(fds[i]);
+    pump(&c, 20);
+    ctl_server_tick(&c, shm_mono_ns() + CTL_SERVER_PAUSE_NS);
+    assert_int_equal(c.listening, 1);
+    uint32_t before = c.nconns;
+    int again = dealer_connect(ep);
+    assert_true(again >= 0);
+    pump(&c, 50);
+    assert_int_equal(c.nconns, before + 1);
+    close(again);
+    ctl_server_close(&c);
+    nftw(dir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
+}
+
+/* A flood of requests is handed out CTL_SERVER_BATCH per tick, and the set
+ * stays readable while requests wait in the server's buffers. */
+static void requests_are_handed_out_a_batch_per_tick(void **s)
+{
+    (void)s;
+    char dir[] = "/tmp/d9ctlbt.XXXXXX", ep[128], err[256];
+    assert_non_null(mkdtemp(dir));
+    snprintf(ep, sizeof ep, "ipc://%s/c.sock", dir);
+    struct ctl_server c;
+    assert_int_equal(ctl_server_open(&c, ep, err, sizeof err), 0);
+    int fd = dealer_connect(ep);
+    assert_true(fd >= 0);
+    pump(&c, 50);
+    D9__Request req = D9__REQUEST__INIT;
+    D9__Hello h = D9__HELLO__INIT;
+    req.body_case = D9__REQUEST__BODY_HELLO;
+    req.hello = &h;
+    uint8_t one[64];
+    size_t n = d9__request__pack(&req, one + 4);
+    one[0] = 0x01, one[1] = 0, one[2] = 0, one[3] = (uint8_t)n;   /* [empty][hello] */
+    const int total = CTL_SERVER_BATCH + 36;
+    for (int i = 0; i < total; i++)
+        assert_int_equal(write(fd, one, n + 4), (ssize_t)(n + 4));
+    usleep(20000);
+    ctl_server_tick(&c, shm_mono_ns());
+    int got = 0;
+    struct ctl_server_msg m;
+    while (ctl_server_recv(&c, &m) == 1) {
+        got++;
+        ctl_server_msg_done(&m);
+    }
+    assert_int_equal(got, CTL_SERVER_BATCH);
+    struct pollfd p = { .fd = c.fd, .events = POLLIN };
+    assert_int_equal(poll(&p, 1, 0), 1);    /* the rest is waiting: come back */
+    ctl_server_tick(&c, shm_mono_ns());
+    while (ctl_server_recv(&c, &m) == 1) {
+        got++;
+        ctl_server_msg_done(&m);
+    }
+    assert_int_equal(got, total);
+    assert_int_equal(c.requests, (uint64_t)total);
+    close(fd);
+    ctl_server_close(&c);
+    nftw(dir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -356,12 +660,18 @@ int main(void)
         cmocka_unit_test_setup_teardown(a_request_carries_the_kernel_s_credentials_of_its_sender, setup, teardown),
         cmocka_unit_test_setup_teardown(a_request_from_another_user_carries_that_user_s_uid, setup, teardown),
         cmocka_unit_test(a_tcp_peer_has_no_credentials),
-        cmocka_unit_test(the_peer_address_yields_uid_and_pid_or_nothing),
         cmocka_unit_test(root_sees_every_process_a_user_its_own_an_unknown_caller_none),
         cmocka_unit_test_setup_teardown(malformed_messages_are_counted_and_dropped, setup, teardown),
         cmocka_unit_test(asking_a_missing_collector_says_so),
         cmocka_unit_test(a_dead_socket_times_out),
         cmocka_unit_test_setup_teardown(a_second_server_on_a_live_endpoint_refuses_to_bind, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_user_s_connections_over_its_cap_are_refused_and_others_still_served,
+                                        setup_small, teardown),
+        cmocka_unit_test_setup_teardown(a_new_connection_over_the_cap_replaces_the_user_s_longest_idle_one,
+                                        setup_small, teardown),
+        cmocka_unit_test(slow_half_finished_and_idle_connections_are_closed),
+        cmocka_unit_test(no_descriptor_left_pauses_accepting_instead_of_aborting),
+        cmocka_unit_test(requests_are_handed_out_a_batch_per_tick),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

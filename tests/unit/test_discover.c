@@ -282,6 +282,42 @@ static void a_rejected_region_of_a_live_process_stays(void **state)
     assert_int_equal(fx->d.rejected_removed, 0);
 }
 
+/* The index refused the file as a late region of a finished process of the
+ * same user (-EALREADY): rejected, and removed once the process is gone,
+ * like any rejected region. */
+static void a_region_of_an_ended_process_is_rejected_and_removed(void **state)
+{
+    struct fx *fx = *state;
+    const char *n = region_file(fx, getuid(), dead_pid(), 1, getuid());
+    char name[128];
+    snprintf(name, sizeof name, "%s", n);
+    fx->adopt_rc = -EALREADY;
+    discover_scan(&fx->d, never_known, fake_adopt, fx);
+    assert_int_equal(fx->d.rejected_count, 1);
+    discover_scan(&fx->d, never_known, fake_adopt, fx);
+    assert_false(exists(fx, name));
+    assert_int_equal(fx->offered, 1);
+}
+
+/* The index holds the (pid, start) as another user's (-EEXIST): rejected
+ * and never opened again, but not removed: once the process is gone nothing
+ * tells which claimant is genuine. */
+static void a_region_of_another_user_s_indexed_process_is_rejected_and_kept(void **state)
+{
+    struct fx *fx = *state;
+    const char *n = region_file(fx, getuid(), dead_pid(), 1, getuid());
+    char name[128];
+    snprintf(name, sizeof name, "%s", n);
+    fx->adopt_rc = -EEXIST;
+    discover_scan(&fx->d, never_known, fake_adopt, fx);
+    assert_int_equal(fx->d.rejected_count, 1);
+    discover_scan(&fx->d, never_known, fake_adopt, fx);
+    discover_scan(&fx->d, never_known, fake_adopt, fx);
+    assert_true(exists(fx, name));
+    assert_int_equal(fx->d.rejected_removed, 0);
+    assert_int_equal(fx->offered, 1);
+}
+
 static void a_rejected_symlink_is_never_removed(void **state)
 {
     struct fx *fx = *state;
@@ -313,6 +349,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(a_rejected_region_is_removed_once_its_process_is_gone, setup, teardown),
         cmocka_unit_test_setup_teardown(a_rejected_region_of_a_live_process_stays, setup, teardown),
         cmocka_unit_test_setup_teardown(a_rejected_symlink_is_never_removed, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_region_of_an_ended_process_is_rejected_and_removed, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_region_of_another_user_s_indexed_process_is_rejected_and_kept, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

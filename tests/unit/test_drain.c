@@ -25,6 +25,8 @@
 #include "collector/daemon/drain.h"
 #include "collector/daemon/guard.h"
 #include "collector/store/idx.h"
+#include "collector/store/idx_read.h"
+#include "collector/store/idx_int.h"
 #include "collector/store/col_log.h"
 #include "collector/daemon/proc.h"
 #include "collector/store/seg_writer.h"
@@ -548,30 +550,114 @@ static unsigned data_ranges(struct fx *fx, uint64_t (*out)[2], unsigned cap)
     return n;
 }
 
-static void stamps_outside_the_process_life_are_clamped_and_counted(void **state)
+/* The stamps of every record of the store's segments, in file order. */
+static unsigned record_stamps(struct fx *fx, uint64_t *out, unsigned cap)
+{
+    char cmd[256], path[512];
+    unsigned n = 0;
+    snprintf(cmd, sizeof cmd, "ls %s/*.d9seg 2>/dev/null", fx->store);
+    FILE *ls = popen(cmd, "r");
+    while (fgets(path, sizeof path, ls)) {
+        path[strcspn(path, "\n")] = 0;
+        struct seg_reader *r;
+        assert_int_equal(seg_reader_open(&r, path, 0), 0);
+        struct seg_block b;
+        while (seg_reader_next(r, &b) == 1) {
+            if (b.h.kind != SEG_BLK_DATA)
+                continue;
+            size_t off = 0;
+            const struct d9_rec_hdr *rec;
+            while (seg_reader_next_record(&b, &off, &rec) == 1 && n < cap)
+                out[n++] = rec->ts;
+        }
+        seg_reader_close(r);
+    }
+    pclose(ls);
+    return n;
+}
+
+/* A stamp that cannot be true (before the process started, or in the
+ * future) gets the time of the record before it and is counted as bad; it
+ * must not become the floor of the records after it (a far-future stamp
+ * used to flatten the rest of the ring to "now"). A stamp going backwards
+ * is raised to the one before it and counted apart. */
+static void impossible_stamps_take_their_neighbour_s_time_and_leave_the_others_theirs(void **state)
 {
     struct fx *fx = *state;
     int r0 = claim(fx, "w0");
     uint64_t before = shm_mono_ns();
     fx->ts = before - 1000;
-    produce(fx, r0, 2);                 /* fine */
+    produce(fx, r0, 2);                 /* fine: before - 1000, before - 999 */
     fx->ts = 5;
     produce(fx, r0, 1);                 /* before the process started */
     fx->ts = (uint64_t)-1000;
     produce(fx, r0, 1);                 /* a negative time: decades from now */
     fx->ts = before;
-    produce(fx, r0, 1);                 /* fine, but before the clamped one: not backwards */
+    produce(fx, r0, 1);                 /* fine: its own time */
+    fx->ts = before - 500;
+    produce(fx, r0, 1);                 /* backwards: raised to before */
     adopt(fx);
     struct drain_result res;
     assert_int_equal(drain(fx, shm_mono_ns(), &res), 0);
-    assert_int_equal(res.records, 5);
-    assert_int_equal(fx->p->ts_clamped, 3);
+    assert_int_equal(res.records, 6);
+    assert_int_equal(fx->p->ts_bad, 2);
+    assert_int_equal(fx->p->ts_clamped, 1);
     assert_int_equal(drain_seal(fx->p, &fx->st), 0);
-    uint64_t after = shm_mono_ns();
+    uint64_t ts[8];
+    assert_int_equal(record_stamps(fx, ts, 8), 6);
+    const uint64_t want[6] = { before - 1000, before - 999, before - 999, before - 999, before,
+                               before };
+    for (int i = 0; i < 6; i++)
+        assert_int_equal(ts[i], want[i]);
     uint64_t rg[4][2];
     assert_int_equal(data_ranges(fx, rg, 4), 1);
-    assert_true(rg[0][0] >= before - 1000);
-    assert_true(rg[0][1] <= after + DRAIN_TS_SLACK_NS);
+    assert_int_equal(rg[0][0], before - 1000);
+    assert_int_equal(rg[0][1], before);
+}
+
+/* A ring's drop causes are part of its lost count: a producer that claims
+ * more (a hostile one: "6537443251081707520 type mismatch" against 10 lost)
+ * has them clamped into lost before they reach the index, and the ring is
+ * counted once as having impossible counters. A cause one ahead of lost is
+ * the producer's own race (cause first, then lost): clamped, not counted. */
+static void impossible_drop_counters_are_clamped_into_lost_and_counted(void **state)
+{
+    struct fx *fx = *state;
+    int r0 = claim(fx, "w0");
+    int r1 = claim(fx, "w1");
+    fx->ts = shm_mono_ns() - 1000;
+    produce(fx, r0, 3);
+    produce(fx, r1, 3);
+    struct d9_ring_hdr *h0 = fx->prod[r0].hdr, *h1 = fx->prod[r1].hdr;
+    atomic_store(&h0->lost, 10);
+    atomic_store(&h0->lost_mismatch, 6537443251081707520ull);
+    atomic_store(&h0->lost_too_big, 7);
+    atomic_store(&h1->lost, 4);
+    atomic_store(&h1->lost_too_big, 5);            /* one ahead: the producer's race */
+    adopt(fx);
+    struct drain_result res;
+    assert_int_equal(drain(fx, shm_mono_ns(), &res), 0);
+    assert_int_equal(drain_seal(fx->p, &fx->st), 0);
+    assert_int_equal(fx->p->counters_bad, 1);
+    struct idx_read_drops d;
+    assert_int_equal(idx_read_drops(fx->st.idx, fx->p->process_id, 0, 0, INT64_MAX, &d), 0);
+    assert_int_equal(d.lost, 14);
+    assert_int_equal(d.mismatch, 10);              /* ring 0: all of its lost, no more */
+    assert_int_equal(d.too_big, 4);                /* ring 0: none left; ring 1: its 4 */
+    assert_int_equal(d.full, 0);
+    /* the writer stored them clamped (readers clamp too, for older stores) */
+    sqlite3_stmt *q;
+    assert_int_equal(sqlite3_prepare_v2(idx_db(fx->st.idx), "SELECT mismatch, too_big FROM drops",
+                                        -1, &q, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+    assert_int_equal(sqlite3_column_int64(q, 0), 10);
+    assert_int_equal(sqlite3_column_int64(q, 1), 4);
+    sqlite3_finalize(q);
+    /* the next seal reads the same counters: still one ring counted */
+    produce(fx, r0, 1);
+    assert_int_equal(drain(fx, shm_mono_ns(), &res), 0);
+    assert_int_equal(drain_seal(fx->p, &fx->st), 0);
+    assert_int_equal(fx->p->counters_bad, 1);
 }
 
 /* A calibration update between two passes that moves one ring's stamps back
@@ -841,7 +927,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(metadata_published_before_an_event_reaches_the_segment_first, setup, teardown),
         cmocka_unit_test_setup_teardown(malformed_metadata_stops_the_metadata_walk_but_not_the_data, setup, teardown),
         cmocka_unit_test_setup_teardown(tsc_timestamps_are_converted_with_the_region_calibration, setup_tsc, teardown),
-        cmocka_unit_test_setup_teardown(stamps_outside_the_process_life_are_clamped_and_counted, setup, teardown),
+        cmocka_unit_test_setup_teardown(impossible_stamps_take_their_neighbour_s_time_and_leave_the_others_theirs, setup, teardown),
+        cmocka_unit_test_setup_teardown(impossible_drop_counters_are_clamped_into_lost_and_counted, setup, teardown),
         cmocka_unit_test_setup_teardown(unseen_rings_are_checked_only_after_a_claim, setup_many, teardown),
         cmocka_unit_test_setup_teardown(draining_does_not_touch_rings_no_thread_claimed, setup_many, teardown),
         cmocka_unit_test_setup_teardown(a_ring_s_time_never_goes_backwards_across_calibration_updates, setup_tsc, teardown),

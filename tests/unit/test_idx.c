@@ -163,6 +163,7 @@ static void test_open_creates_the_documented_schema(void **state)
     expect_columns(d, "blocks", "segment_id,offset,len,kind,tid,ring,generation,nrec,t_first,"
                                 "t_last,lost");
     expect_columns(d, "uploads", "segment_id,state,attempts,last_error,next_ns,updated_ns");
+    expect_columns(d, "drops", "process_id,mismatch,too_big,no_ring,bad_stamps");
     char got[512];
     q_text(d, "SELECT m.tbl_name || '(' || group_concat(i.name) || ')' FROM sqlite_master m,"
               " pragma_index_info(m.name) i WHERE m.type = 'index' AND m.sql IS NOT NULL"
@@ -316,6 +317,36 @@ static void test_process_upsert_is_idempotent_and_refreshes(void **state)
     assert_true(id2 != id);
 }
 
+/* A (pid, start) row never changes owner, and the collector adopting a
+ * region never reopens a finished process: a region planted after root's
+ * process died, under its pid and start time, cannot rewrite its row. */
+static void test_a_process_row_keeps_its_uid_and_an_ended_one_is_not_adopted(void **state)
+{
+    struct fx *fx = *state;
+    int64_t id = add_process(fx), id2 = 0;
+    struct idx_process forged = { .pid = 4242, .uid = 65534, .start_time = 777, .comm = "forged",
+                                  .first_ns = 1 };
+    assert_int_equal(idx_process_upsert(fx->x, &forged, &id2), -EEXIST);
+    assert_int_equal(idx_process_adopt(fx->x, &forged, &id2), -EEXIST);
+    assert_int_equal(id2, 0);
+    char got[256];
+    q_text(db(fx), "SELECT uid, comm, first_ns, state FROM processes", got, sizeof got);
+    assert_string_equal(got, "1000|worker|500|alive");
+    /* alive: the collector may adopt it again (a restart) */
+    struct idx_process same = { .pid = 4242, .uid = 1000, .start_time = 777 };
+    assert_int_equal(idx_process_adopt(fx->x, &same, &id2), 0);
+    assert_int_equal(id2, id);
+    assert_int_equal(idx_process_end(fx->x, id, 9000, "crashed", 11), 0);
+    id2 = 0;
+    assert_int_equal(idx_process_adopt(fx->x, &same, &id2), -EALREADY);
+    assert_int_equal(id2, 0);
+    /* re-indexing one of its segments still finds the row */
+    assert_int_equal(idx_process_upsert(fx->x, &same, &id2), 0);
+    assert_int_equal(id2, id);
+    q_text(db(fx), "SELECT uid, state, exit_code FROM processes", got, sizeof got);
+    assert_string_equal(got, "1000|crashed|11");
+}
+
 static void test_process_end_records_state_and_code(void **state)
 {
     struct fx *fx = *state;
@@ -329,6 +360,88 @@ static void test_process_end_records_state_and_code(void **state)
     assert_string_equal(got, "exited|NULL|9500");
     assert_int_equal(idx_process_end(fx->x, id + 100, 1, "exited", 0), -ENOENT);
     assert_int_equal(idx_process_end(fx->x, id, 1, "zombie", 0), -EINVAL);
+}
+
+/* A drops table from before bad_stamps gets the column at the next
+ * writable open; a reader of the old table still reads the causes. */
+static void test_an_old_drops_table_gets_bad_stamps_and_old_ones_still_read(void **state)
+{
+    struct fx *fx = *state;
+    int64_t id = add_process(fx);
+    assert_int_equal(sqlite3_exec(db(fx), "DROP TABLE drops; CREATE TABLE drops(process_id INT"
+                                  " PRIMARY KEY, mismatch INT, too_big INT, no_ring INT);"
+                                  " UPDATE processes SET lost = 9;"
+                                  " INSERT INTO drops VALUES(1, 2, 3, 4)", NULL, NULL, NULL),
+                     SQLITE_OK);
+    struct idx *ro;
+    assert_int_equal(idx_open_readonly(&ro, fx->dir), 0);
+    struct idx_read_drops d;
+    assert_int_equal(idx_read_drops(ro, id, 0, 0, INT64_MAX, &d), 0);
+    assert_int_equal(d.mismatch, 2);
+    assert_int_equal(d.too_big, 3);
+    assert_int_equal(d.full, 4);
+    assert_int_equal(d.bad_stamps, 0);
+    idx_close(ro);
+    idx_close(fx->x);
+    assert_int_equal(idx_open(&fx->x, fx->dir), 0);
+    expect_columns(db(fx), "drops", "process_id,mismatch,too_big,no_ring,bad_stamps");
+    struct idx_drops w = { .mismatch = 2, .too_big = 3, .no_ring = 4, .bad_stamps = 5 };
+    assert_int_equal(idx_process_drops(fx->x, id, &w), 0);
+    assert_int_equal(idx_read_drops(fx->x, id, 0, 0, INT64_MAX, &d), 0);
+    assert_int_equal(d.bad_stamps, 5);
+}
+
+/* A cause never exceeds the total, whatever the table holds (a store
+ * written before the collector clamped a hostile producer's counters). */
+static void test_drop_causes_are_read_clamped_into_the_process_s_lost(void **state)
+{
+    struct fx *fx = *state;
+    int64_t id = add_process(fx);
+    assert_int_equal(sqlite3_exec(db(fx), "UPDATE processes SET lost = 246983", NULL, NULL, NULL),
+                     SQLITE_OK);
+    struct idx_drops w = { .mismatch = 6537443251081707520ull, .too_big = UINT64_MAX };
+    assert_int_equal(idx_process_drops(fx->x, id, &w), 0);
+    assert_int_equal(q_int(db(fx), "SELECT too_big FROM drops"), INT64_MAX);    /* saturated */
+    struct idx_read_drops d;
+    assert_int_equal(idx_read_drops(fx->x, id, 0, 0, INT64_MAX, &d), 0);
+    assert_int_equal(d.lost, 246983);
+    assert_int_equal(d.mismatch, 246983);
+    assert_int_equal(d.too_big, 0);
+    assert_int_equal(d.full, 0);
+    /* a negative value written by anyone reads as none */
+    assert_int_equal(sqlite3_exec(db(fx), "UPDATE drops SET mismatch = -5, too_big = 7", NULL,
+                                  NULL, NULL), SQLITE_OK);
+    assert_int_equal(idx_read_drops(fx->x, id, 0, 0, INT64_MAX, &d), 0);
+    assert_int_equal(d.mismatch, 0);
+    assert_int_equal(d.too_big, 7);
+    assert_int_equal(d.full, 246983 - 7);
+}
+
+/* The index and its WAL files are opened by SQLite by name: a FIFO there
+ * must be refused before SQLite blocks on it, a symlink never followed. */
+static void test_an_index_or_wal_that_is_a_fifo_or_a_link_is_refused(void **state)
+{
+    struct fx *fx = *state;
+    idx_close(fx->x);
+    fx->x = NULL;
+    char p[128], t[128], why[512];
+    fmt(p, sizeof p, "%s/index.sqlite-wal", fx->dir);
+    unlink(p);
+    assert_int_equal(mkfifo(p, 0600), 0);
+    struct idx *x = NULL;
+    alarm(10);          /* a regression blocks in open(2): end it as a failure */
+    assert_int_equal(idx_open_ex(&x, fx->dir, IDX_OPEN_READONLY, why, sizeof why), -EINVAL);
+    assert_non_null(strstr(why, "index.sqlite-wal is a FIFO"));
+    assert_int_equal(idx_open_ex(&x, fx->dir, 0, why, sizeof why), -EINVAL);
+    alarm(0);
+    unlink(p);
+    fmt(p, sizeof p, "%s/index.sqlite", fx->dir);
+    fmt(t, sizeof t, "%s/real.sqlite", fx->dir);
+    assert_int_equal(rename(p, t), 0);
+    assert_int_equal(symlink(t, p), 0);
+    assert_int_equal(idx_open_ex(&x, fx->dir, IDX_OPEN_READONLY, why, sizeof why), -ELOOP);
+    assert_non_null(strstr(why, "symbolic link"));
+    assert_null(x);
 }
 
 static void test_thread_upsert_merges_and_needs_its_process(void **state)
@@ -812,6 +925,10 @@ int main(void)
         T(test_foreign_database_is_refused),
         T(test_process_upsert_is_idempotent_and_refreshes),
         T(test_process_end_records_state_and_code),
+        T(test_a_process_row_keeps_its_uid_and_an_ended_one_is_not_adopted),
+        T(test_an_old_drops_table_gets_bad_stamps_and_old_ones_still_read),
+        T(test_drop_causes_are_read_clamped_into_the_process_s_lost),
+        T(test_an_index_or_wal_that_is_a_fifo_or_a_link_is_refused),
         T(test_thread_upsert_merges_and_needs_its_process),
         T(test_runtime_upsert_renames),
         T(test_thread_names_set_names_only_matching_rows),

@@ -202,6 +202,23 @@ static void test_elf_rejects_non_elf_input(void **state)
     assert_int_equal(sym_elf_open("/nonexistent/file", &e), -ENOENT);
 }
 
+/* A segment names the ELF files d9 flame reads: a FIFO there is refused at
+ * once (an open without O_NONBLOCK would wait for a writer forever). */
+static void test_elf_open_refuses_a_fifo_without_blocking(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/d9symfifo.XXXXXX", path[64];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/lib.so", dir);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    struct sym_elf *e = (void *)1;
+    alarm(10);          /* a regression hangs: end it as a failure */
+    assert_int_equal(sym_elf_open(path, &e), -ENOEXEC);
+    alarm(0);
+    unlink(path);
+    rmdir(dir);
+}
+
 static void test_elf_rejects_program_headers_past_end_of_file(void **state)
 {
     (void)state;
@@ -538,6 +555,7 @@ int main(void)
         cmocka_unit_test(test_elf_translates_runtime_address_through_pt_load),
         cmocka_unit_test(test_elf_finds_known_libc_symbol_in_dynsym),
         cmocka_unit_test(test_elf_rejects_non_elf_input),
+        cmocka_unit_test(test_elf_open_refuses_a_fifo_without_blocking),
         cmocka_unit_test(test_elf_rejects_program_headers_past_end_of_file),
         cmocka_unit_test(test_elf_survives_hostile_section_table),
         cmocka_unit_test(test_elf_survives_every_truncation),

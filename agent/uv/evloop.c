@@ -1,8 +1,10 @@
 /*
  * evloop.c — traced event bases, the event_base_loop / event_base_free /
- * event_active wrappers and the backend wait's park/unpark (see evloop.h).
+ * event_active wrappers and the backend wait's park/unpark, for the epoll
+ * backend (epollwrap.c) and the poll backend (poll, here) (see evloop.h).
  */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -181,4 +183,23 @@ void evloop_backend_end(struct evloop_wait *w, int n)
         w->e->last_depth = depth;
         d9_queue_depth(w->rt, w->worker, depth);
     }
+}
+
+/* libevent's poll backend (EVENT_NOEPOLL: tmux sets it; or a kernel
+ * without epoll): the same park/unpark as the epoll wrappers record. Any
+ * other poll() (outside a traced base's loop, or inside a callback) is
+ * forwarded untouched. */
+EVLOOP_EXPORT LOOPCFG_TRAMP int poll(struct pollfd *fds, nfds_t nfds, int timeout)
+{
+    UVREAL(poll);
+    if (!real) {
+        errno = ENOSYS;
+        return -1;
+    }
+    struct evloop_wait w;
+    if (!evloop_backend_begin(&w, timeout))
+        return real(fds, nfds, timeout);
+    int n = real(fds, nfds, timeout);
+    evloop_backend_end(&w, n);
+    return n;
 }

@@ -13,14 +13,15 @@
  * without a lookup. libevent runs every callback of a base inside
  * event_base_loop on the thread that called it.
  *
- * Park/unpark: libevent's epoll backend waits in epoll_wait; the epoll
- * wrappers (epollwrap.c) ask evloop_backend_begin/end, which record a
- * park and an unpark (and the number of ready events as the worker's queue
- * depth, when it changed) for a wait made by a thread inside a traced
- * event_base_loop and outside any of its callbacks (depth 0): that is the
- * backend's wait. A wait with a zero timeout is a peek: no park. Other
- * backends (poll, select: EVENT_NOEPOLL) are not seen: the callbacks are
- * still polls, the loop's sleep is not a park.
+ * Park/unpark: libevent's epoll backend waits in epoll_wait, its poll
+ * backend (EVENT_NOEPOLL, which tmux sets) in poll; the epoll wrappers
+ * (epollwrap.c) and the poll wrapper (evloop.c) ask evloop_backend_begin/
+ * end, which record a park and an unpark (and the number of ready events
+ * as the worker's queue depth, when it changed) for a wait made by a
+ * thread inside a traced event_base_loop and outside any of its callbacks
+ * (depth 0): that is the backend's wait. A wait with a zero timeout is a
+ * peek: no park. The select backend (EVENT_NOEPOLL and EVENT_NOPOLL) is
+ * not seen: the callbacks are still polls, the loop's sleep is not a park.
  *
  * event_active(ev) from any thread is a wake of the task that ev's callback
  * will run as (see evwrap.h), aimed at the worker of ev's base.

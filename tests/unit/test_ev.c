@@ -3,7 +3,8 @@
  * callback is called exactly once per dispatch with the program's
  * arguments and recorded as one poll (task = the argument, the
  * bufferevent, the listener or the request; location = the callback's code
- * address); park/unpark around the base's backend wait; event_active from
+ * address); park/unpark around the base's backend wait (epoll and poll
+ * backends); event_active from
  * another thread as a wake; events freed in their own callbacks; bases on
  * threads and nested loops as distinct workers; libevent's own callbacks
  * left unwrapped; the getters returning the program's functions; with
@@ -102,6 +103,38 @@ static void test_timer_callbacks_are_polls_at_their_code_address(void **state)
     assert_non_null(find(D9_REC_QUEUE_DEPTH, 0));
     event_free(tick);
     event_free(g_rearm_ev);
+    event_base_free(base);
+}
+
+/* ---- the poll backend (EVENT_NOEPOLL, as tmux sets it) ------------------------- */
+
+static void test_poll_backend_wait_is_a_park(void **state)
+{
+    (void)state;
+    struct event_config *cfg = event_config_new();
+    assert_non_null(cfg);
+    assert_int_equal(event_config_avoid_method(cfg, "epoll"), 0);
+    struct event_base *base = event_base_new_with_config(cfg);
+    event_config_free(cfg);
+    assert_non_null(base);
+    assert_string_equal(event_base_get_method(base), "poll");
+    struct event *tick;
+    struct timeval tv = { 0, 1000 };
+    tick = event_new(base, -1, EV_PERSIST, tick_cb, &tick);
+    drain(0);
+    g_fired = 0;
+    event_add(tick, &tv);
+    assert_int_equal(event_base_dispatch(base), 1);
+    assert_int_equal(g_fired, 5);
+    drain(1);
+    const struct rec *r = find(D9_REC_POLL_START, ID(&tick));
+    assert_non_null(r);
+    assert_int_equal(count(D9_REC_POLL_START, ID(&tick)), 5);
+    /* the timer slept in poll(): park and unpark of the base's worker */
+    assert_true(count(D9_REC_WORKER_PARK, 0) >= 1);
+    assert_int_equal(count(D9_REC_WORKER_PARK, 0), count(D9_REC_WORKER_UNPARK, 0));
+    assert_int_equal(find(D9_REC_WORKER_PARK, 0)->worker, r->worker);
+    event_free(tick);
     event_base_free(base);
 }
 
@@ -549,6 +582,7 @@ int main(void)
     g_recs = calloc(SELFRING_MAXREC, sizeof *g_recs);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_timer_callbacks_are_polls_at_their_code_address),
+        cmocka_unit_test(test_poll_backend_wait_is_a_park),
         cmocka_unit_test(test_event_freed_in_its_own_callback_and_null_arguments),
         cmocka_unit_test(test_bufferevent_callbacks_are_polls_of_the_bufferevent),
         cmocka_unit_test(test_listener_accept_is_a_poll_of_the_listener),

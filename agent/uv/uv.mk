@@ -17,6 +17,8 @@ UV_LIB_SRC  := agent/uv/uvloop.c agent/uv/uvwrap.c agent/uv/uvreal.c agent/uv/lo
                agent/uv/cbslot.c agent/uv/evloop.c agent/uv/evwrap.c agent/uv/eploop.c \
                agent/uv/epollwrap.c
 UV_LIB_OBJ  := $(call obj,$(UV_LIB_SRC))
+# d9uv.h includes "d9.h", its sibling once installed: here it is in agent/
+$(UV_LIB_OBJ) $(call san,$(UV_LIB_SRC)) $(BUILD)/tests/unit/test_uv: CPPFLAGS += -Iagent
 UV_SO       := $(BUILD)/lib/libd9uv.so
 UV_PRELOAD  := $(BUILD)/lib/libd9preload.so
 UV_LDLIBS   := -L$(BUILD)/lib -l:libd9agent.so -ldl -pthread -Wl,-z,now

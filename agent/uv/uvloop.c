@@ -111,9 +111,21 @@ static int trace(uv_loop_t *loop, const char *name, struct uvloop_ent **out)
 
 UVLOOP_EXPORT int d9_uv_trace(uv_loop_t *loop, const char *name)
 {
+    if (!loop)
+        return -EINVAL;
     uvloop_ensure_init();
     int err = errno;
-    int rc = trace(loop, name, NULL);
+    int rc = 0;
+    if (!d9_enabled()) {
+        /* not started yet: start it from the environment, as d9_init would
+         * (a program that wants its own settings calls d9_init_with first) */
+        rc = d9_init();
+        if (rc < 0 && rc != -ESHUTDOWN) {
+            errno = err;
+            return rc;          /* could not start: d9_init said why on stderr */
+        }
+    }
+    rc = d9_enabled() ? trace(loop, name, NULL) : D9_OFF;
     errno = err;
     return rc;
 }

@@ -5,10 +5,11 @@
 .PHONY: bench-uv
 bench: bench-uv
 bench-uv:
-	@D9_EXTRA_PKGS="bind9 dnsperf libuv1-dev" sh .ci/install-deps
+	@D9_EXTRA_PKGS="bind9 dnsperf libuv1-dev libevent-dev memcached libmemcached-tools redis-server redis-tools nginx-light apache2-utils curl" sh .ci/install-deps
 	@$(MAKE) --no-print-directory BUILD=$(BUILD) all $(BUILD)/bench/bench_uv_idle \
 	    $(BUILD)/bench/bench_loop_cb
 	BUILD=$(BUILD) sh tests/bench/bench_uv_named.sh
+	BUILD=$(BUILD) sh tests/bench/bench_loops.sh
 
 # a plain libuv program: no d9 in it (the preload brings it)
 $(BUILD)/bench/bench_uv_idle: tests/bench/bench_uv_idle.c

@@ -14,7 +14,8 @@
  *     could be), unique in the process, so `d9 flame --task ID` is the CPU
  *     profile of exactly that iteration; its location is the place that
  *     called epoll_wait (the return address, a code location named out of
- *     process: "aeProcessEvents (redis-server+0x...)");
+ *     process: "function (binary+0x...)", or "binary+0x..." where the
+ *     binary exports no symbol there);
  *   - the wait itself is a park/unpark (with CPU time and run-queue wait,
  *     as d9_worker_park); a wait with a zero timeout is a peek: no park;
  *   - the number of ready events a wait returned is the worker's queue

@@ -3,6 +3,10 @@
  * event_active wrappers and the backend wait's park/unpark, for the epoll
  * backend (epollwrap.c) and the poll backend (poll, here) (see evloop.h).
  */
+/* This file defines poll() itself: glibc's fortified inline poll (with
+ * _FORTIFY_SOURCE, as the Debian build sets it) would collide with that
+ * definition. Nothing here calls a fortified function. */
+#undef _FORTIFY_SOURCE
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>

@@ -97,12 +97,23 @@ static __attribute__((noinline, cold)) int thread_slow(struct ag_thread *t)
         return;                                                                \
     }
 
+/* errno as it was when the function began, put back when it returns. */
+static inline void errno_restore(const int *saved)
+{
+    errno = *saved;
+}
+
 /* The general entry (cold halves, park/unpark, custom events): declares
- * src_ and p_; returns when tracing is off or the thread gets no ring. */
+ * src_ and p_; returns when tracing is off or the thread gets no ring.
+ * This half may make system calls (a thread's first event claims a ring,
+ * park/unpark read schedstat, a half-full ring rings the doorbell), so it
+ * keeps errno: record functions never change it (d9.h), and wrappers that
+ * call them around a library call need not save it. */
 #define AG_GENERAL(src_, p_)                                                   \
     uint32_t src_ = atomic_load_explicit(&g_agent.live, memory_order_relaxed); \
     if (__builtin_expect(src_ == 0, 0))                                        \
         return;                                                                \
+    int errno_ __attribute__((cleanup(errno_restore), unused)) = errno;        \
     struct shm_producer *p_ = &g_tls.p;                                        \
     if (__builtin_expect(p_->hdr == NULL, 0) && !thread_slow(&g_tls))          \
         return;

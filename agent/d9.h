@@ -18,7 +18,9 @@
  *   - Record functions (d9_poll_*, d9_wake, d9_task_*, d9_queue_depth,
  *     d9_emit) take no locks, make no syscalls and allocate nothing, except on
  *     a thread's first event, which claims a ring. They never block: when the
- *     ring is full the event is dropped and counted.
+ *     ring is full the event is dropped and counted. They never change
+ *     errno (the first event's ring claim and park/unpark's schedstat read
+ *     put it back), so a wrapper may call them around a library call.
  *   - d9_worker_park/unpark additionally record the thread's CPU time and
  *     its run-queue wait from the kernel's schedstat, read with one pread on
  *     a cached fd at most once per DIAL9_SCHED_SAMPLE_US per thread; the

@@ -13,7 +13,7 @@
 #   LIBDIR       $(PREFIX)/lib, or $(PREFIX)/lib/<triplet> with MULTIARCH=1
 #                libd9agent, libd9uv; d9/libd9preload.so (LD_PRELOAD only)
 #   INCLUDEDIR   $(PREFIX)/include           d9.h, d9uv.h
-#   PKGCONFIGDIR $(LIBDIR)/pkgconfig         d9agent.pc
+#   PKGCONFIGDIR $(LIBDIR)/pkgconfig         d9agent.pc, d9uv.pc
 #   MANDIR       $(PREFIX)/share/man
 #   DOCDIR       $(PREFIX)/share/doc/d9       README.md, docs/ (the manual)
 #   SYSCONFDIR   /etc for PREFIX=/usr, else $(PREFIX)/etc   dial9/d9collectd.conf
@@ -81,6 +81,9 @@ $(INSTALL_STAMP): install-stamp-check
 $(INSTALL_GEN)/d9agent.pc: deploy/d9agent.pc.in $(INSTALL_STAMP)
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(call pc_rel,$(LIBDIR))|' \
 	    -e 's|@INCLUDEDIR@|$(call pc_rel,$(INCLUDEDIR))|' -e 's|@VERSION@|$(D9_VERSION)|' $< >$@
+$(INSTALL_GEN)/d9uv.pc: deploy/d9uv.pc.in $(INSTALL_STAMP)
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(call pc_rel,$(LIBDIR))|' \
+	    -e 's|@INCLUDEDIR@|$(call pc_rel,$(INCLUDEDIR))|' -e 's|@VERSION@|$(D9_VERSION)|' $< >$@
 $(INSTALL_GEN)/d9collectd.service: deploy/d9collectd.service.in $(INSTALL_STAMP)
 	sed -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' $< >$@
 
@@ -105,7 +108,7 @@ $(MAN_DIR)/libd9agent.3: deploy/libd9agent.3.txt deploy/help2roff.py $(MAN_DOCS_
 	python3 deploy/help2roff.py --section 3 --version $(D9_VERSION) --text \
 	    $(call man_docs,libd9agent) $< >$@.tmp && mv $@.tmp $@
 
-INSTALL_FILES := $(INSTALL_GEN)/d9agent.pc $(INSTALL_GEN)/d9collectd.service
+INSTALL_FILES := $(INSTALL_GEN)/d9agent.pc $(INSTALL_GEN)/d9uv.pc $(INSTALL_GEN)/d9collectd.service
 
 install: all $(INSTALL_FILES)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SBINDIR) $(DESTDIR)$(LIBDIR) \
@@ -125,6 +128,7 @@ install: all $(INSTALL_FILES)
 	install -m 0644 agent/d9.h $(DESTDIR)$(INCLUDEDIR)/d9.h
 	install -m 0644 agent/uv/d9uv.h $(DESTDIR)$(INCLUDEDIR)/d9uv.h
 	install -m 0644 $(INSTALL_GEN)/d9agent.pc $(DESTDIR)$(PKGCONFIGDIR)/d9agent.pc
+	install -m 0644 $(INSTALL_GEN)/d9uv.pc $(DESTDIR)$(PKGCONFIGDIR)/d9uv.pc
 	install -m 0644 $(MAN_DIR)/d9.1 $(DESTDIR)$(MANDIR)/man1/d9.1
 	install -m 0644 $(MAN_DIR)/libd9agent.3 $(DESTDIR)$(MANDIR)/man3/libd9agent.3
 	install -m 0644 $(MAN_DIR)/d9collectd.8 $(DESTDIR)$(MANDIR)/man8/d9collectd.8
@@ -150,7 +154,8 @@ uninstall:
 	    $(DESTDIR)$(MANDIR)/man8/d9collectd.8 $(DESTDIR)$(UNITDIR)/d9collectd.service \
 	    $(DESTDIR)$(LIBDIR)/$(UV_SO_FILE) $(DESTDIR)$(LIBDIR)/$(UV_SO_NAME) \
 	    $(DESTDIR)$(LIBDIR)/libd9uv.so $(DESTDIR)$(PRELOAD_DIR)/libd9preload.so \
-	    $(DESTDIR)$(INCLUDEDIR)/d9uv.h $(DESTDIR)$(DOCDIR)/README.md \
+	    $(DESTDIR)$(INCLUDEDIR)/d9uv.h $(DESTDIR)$(PKGCONFIGDIR)/d9uv.pc \
+	    $(DESTDIR)$(DOCDIR)/README.md \
 	    $(addprefix $(DESTDIR)$(DOCDIR)/docs/,$(notdir $(DOC_FILES)))
 	rmdir $(DESTDIR)$(PRELOAD_DIR) 2>/dev/null || true
 	rmdir $(DESTDIR)$(DOCDIR)/docs $(DESTDIR)$(DOCDIR) 2>/dev/null || true

@@ -40,7 +40,7 @@ take libd9agent0 "$LIB/libd9agent.so.0" "$LIB/libd9agent.so.$VERSION"
 take libd9agent-dev usr/include/d9.h "$LIB/libd9agent.so" "$LIB/libd9agent.a" \
     "$LIB/pkgconfig/d9agent.pc" usr/share/man/man3/libd9agent.3
 take libd9uv0 "$LIB/libd9uv.so.0" "$LIB/libd9uv.so.$VERSION" "$LIB/d9/libd9preload.so"
-take libd9uv-dev usr/include/d9uv.h "$LIB/libd9uv.so"
+take libd9uv-dev usr/include/d9uv.h "$LIB/libd9uv.so" "$LIB/pkgconfig/d9uv.pc"
 left=$(find "$STAGE" ! -type d)
 if [ -n "$left" ]; then
     echo "mkdeb.sh: staged files in no package:" "$left" >&2
@@ -124,8 +124,8 @@ d9/, traces an unmodified program: LD_PRELOAD=.../d9/libd9preload.so." \
     "Multi-Arch: same"
 control libd9uv-dev libdevel "libd9uv0 (= $VERSION), libd9agent-dev (= $VERSION), libuv1-dev" \
     "runtime telemetry for C programs: libuv tracing development files" \
-"The header d9uv.h and the link to libd9uv, for a libuv program that traces
-its own loops with d9_uv_trace." \
+"The header d9uv.h, the link to libd9uv and the pkg-config file d9uv.pc, for
+a libuv program that traces its own loops with d9_uv_trace." \
     "Multi-Arch: same"
 
 # the library: shlibs for dependants, ldconfig through the trigger

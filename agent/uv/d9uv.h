@@ -2,14 +2,15 @@
  * d9uv.h — libd9uv: trace libuv event loops with d9, without changing the
  * program's callbacks.
  *
- *   #include <uv.h>
- *   #include "d9uv.h"
- *   d9_init();
+ *   #include "d9uv.h"                 // includes d9.h and uv.h
  *   uv_loop_t *loop = uv_default_loop();
  *   d9_uv_trace(loop, "http");        // every callback of this loop is a poll
  *   uv_run(loop, UV_RUN_DEFAULT);
  *
- * Link with -ld9uv before -luv (cc ... -ld9uv -ld9agent -luv): libd9uv
+ * d9_uv_trace starts d9 (d9_init, from the DIAL9_* environment) when the
+ * program has not; a program with its own settings calls d9_init_with
+ * first. Build with pkg-config: cc prog.c $(pkg-config --cflags --libs d9uv),
+ * which links -ld9uv before -ld9agent and -luv: libd9uv
  * defines the libuv entry points that register callbacks and forwards them
  * to libuv (dlsym(RTLD_NEXT)), so it must come first in the lookup order.
  * libd9preload.so is the same library for programs that cannot be rebuilt:
@@ -47,16 +48,20 @@
 
 #include <stdint.h>
 #include <uv.h>
+#include "d9.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 /* Trace loop as a worker of the runtime name (NULL: the default runtime).
- * Call it on the loop's thread, before or between uv_run calls. Tracing an
- * already traced loop renames nothing and returns 0. 0, -EINVAL (NULL loop
- * or bad name), -ENOTCONN (tracing is off), -ENOSPC (D9_UV_LOOPS_MAX loops
- * traced at once). */
+ * Call it on the loop's thread, before or between uv_run calls. When d9 is
+ * not started yet it calls d9_init first (the DIAL9_* environment). Tracing
+ * an already traced loop renames nothing and returns 0. 0; D9_OFF when
+ * tracing is off (by configuration, or after d9_shutdown: the loop runs
+ * untraced); d9_init's negative errno when d9 could not start (d9_init
+ * said why on stderr); -EINVAL (NULL loop or bad name); -ENOSPC
+ * (D9_UV_LOOPS_MAX loops traced at once). */
 int d9_uv_trace(uv_loop_t *loop, const char *name);
 
 /* Stop tracing loop (its callbacks keep running, unrecorded). A loop that

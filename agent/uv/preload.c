@@ -1,17 +1,25 @@
 /*
  * preload.c — libd9preload.so: LD_PRELOAD=libd9preload.so program traces
- * every libuv loop of an unmodified program.
+ * the event loops of an unmodified program: libuv loops and libevent
+ * bases (callbacks as polls) and, with DIAL9_LOOP=epoll, any epoll loop
+ * (iterations as polls). One library serves programs with any of them, or
+ * several.
  *
- * The library is libd9uv's wrappers (uvwrap.c, uvloop.c) plus this file,
- * which turns on auto mode at load: every loop is traced at its first
- * uv_run as a worker of the default runtime (DIAL9_RUNTIME_NAME, else the
- * program's name). The agent starts only in a program that uses libuv:
- *   - libuv linked by the program (already loaded when this constructor
- *     runs): d9_init here, before main, while the process has one thread;
- *   - libuv dlopen'ed later: d9_init at the first libuv call the wrappers see;
- *   - no libuv: nothing starts; no region, no thread, nothing changes.
+ * The library is the wrappers (uvwrap.c, uvloop.c, evwrap.c, evloop.c,
+ * eploop.c, epollwrap.c) plus this file, which reads DIAL9_LOOP (the loop
+ * kinds to trace, loopcfg.h) and turns on auto mode at load: every loop of
+ * a traced kind is traced at its first run as a worker of the default
+ * runtime (DIAL9_RUNTIME_NAME, else the program's name). The agent starts
+ * only in a program that has such a loop:
+ *   - libuv / libevent linked by the program (already loaded when this
+ *     constructor runs): d9_init here, before main, while the process has
+ *     one thread;
+ *   - loaded later (dlopen), or an epoll loop: d9_init at the first
+ *     wrapped call that needs it (an epoll loop's first wait);
+ *   - none: nothing starts; no region, no thread, nothing changes.
  * With no collector the agent still records into its region; with a bad
- * DIAL9_* value d9_init logs one line and the wrappers forward unchanged.
+ * DIAL9_* value (DIAL9_LOOP included) one line on stderr says so and the
+ * wrappers forward unchanged.
  *
  * The in-process profiler fallback (SIGPROF timers, agent/sampler.h) would
  * deliver signals the program never asked for: unless DIAL9_SAMPLER is set,
@@ -19,25 +27,49 @@
  * sampling is unaffected). The program's environment is not touched.
  *
  * Called by: the dynamic loader (constructor). Must never: fail, print
- * (except d9_init's one line on a bad setting) or change errno.
+ * (except one line on a bad setting) or change errno.
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
-#include "uvloop.h"
+#include "loopcfg.h"
 
-#define PRELOAD_LIBUV        "libuv.so.1"
 #define PRELOAD_SAMPLER_VAR  "DIAL9_SAMPLER"
+
+/* The shared objects whose presence at start means "this program runs such loops". */
+static const struct {
+    unsigned kind;
+    const char *soname;
+} g_libs[] = {
+    { LOOPCFG_UV, "libuv.so.1" },
+    { LOOPCFG_EVENT, "libevent_core-2.1.so.7" },
+    { LOOPCFG_EVENT, "libevent-2.1.so.7" },
+};
+
+static int loaded(const char *soname)
+{
+    void *h = dlopen(soname, RTLD_LAZY | RTLD_NOLOAD);
+    if (h)
+        dlclose(h);
+    return h != NULL;
+}
 
 __attribute__((constructor)) static void preload_start(void)
 {
     int err = errno;
-    const char *v = getenv(PRELOAD_SAMPLER_VAR);
-    uvloop_set_auto(1, v && *v ? NULL : "off");
-    void *uv = dlopen(PRELOAD_LIBUV, RTLD_LAZY | RTLD_NOLOAD);
-    if (uv) {
-        dlclose(uv);
-        uvloop_ensure_init();
+    unsigned kinds = 0;
+    char msg[LOOPCFG_ERR_MAX];
+    if (loopcfg_parse(secure_getenv(LOOPCFG_VAR), &kinds, msg, sizeof msg) != 0) {
+        fprintf(stderr, "%s\n", msg);
+        kinds = 0;
     }
+    const char *v = secure_getenv(PRELOAD_SAMPLER_VAR);
+    loopcfg_set_auto(kinds, v && *v ? NULL : "off");
+    for (size_t i = 0; i < sizeof g_libs / sizeof g_libs[0]; i++)
+        if ((kinds & g_libs[i].kind) && loaded(g_libs[i].soname)) {
+            loopcfg_ensure_init();
+            break;
+        }
     errno = err;
 }

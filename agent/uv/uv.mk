@@ -1,18 +1,24 @@
-# agent/uv/uv.mk — libd9uv.so and libd9preload.so (trace libuv programs),
-# their unit test and helper programs. Included by the top Makefile; uses its
-# variables (BUILD, CC, CFLAGS, SAN, obj, san, AGENT_SO, SAN_LIB_OBJ).
+# agent/uv/uv.mk — libd9uv.so and libd9preload.so (trace libuv, libevent and
+# epoll loops), their unit tests and helper programs. Included by the top
+# Makefile; uses its variables (BUILD, CC, CFLAGS, SAN, obj, san, AGENT_SO,
+# SAN_LIB_OBJ).
 #
 #   libd9uv.so       the wrappers; link a program with -ld9uv before -luv
 #                    (soname libd9uv.so.0, made next to it as for libd9agent)
 #   libd9preload.so  the wrappers + auto mode: LD_PRELOAD=.../libd9preload.so program
-# Neither links libuv: the wrappers find it with dlsym(RTLD_NEXT), so a program
-# without libuv is left exactly as it was. Both need libd9agent.so.0, so that a
+# Neither links libuv nor libevent: the wrappers find them with
+# dlsym(RTLD_NEXT), so a program without them is left exactly as it was
+# (compiling needs their headers: libuv1-dev, libevent-dev). Both need libd9agent.so.0, so that a
 # program with its own d9 calls and the wrappers share one agent: found next
 # to them (RUNPATH $ORIGIN: the build tree, LIBDIR once installed) or, for the
 # preload, which is installed in the private LIBDIR/d9, one level up.
 
-UV_LIB_SRC  := agent/uv/uvloop.c agent/uv/uvwrap.c agent/uv/uvreal.c
+UV_LIB_SRC  := agent/uv/uvloop.c agent/uv/uvwrap.c agent/uv/uvreal.c agent/uv/loopcfg.c \
+               agent/uv/cbslot.c agent/uv/evloop.c agent/uv/evwrap.c agent/uv/eploop.c \
+               agent/uv/epollwrap.c
 UV_LIB_OBJ  := $(call obj,$(UV_LIB_SRC))
+# d9uv.h includes "d9.h", its sibling once installed: here it is in agent/
+$(UV_LIB_OBJ) $(call san,$(UV_LIB_SRC)) $(BUILD)/tests/unit/test_uv: CPPFLAGS += -Iagent
 UV_SO       := $(BUILD)/lib/libd9uv.so
 UV_PRELOAD  := $(BUILD)/lib/libd9preload.so
 UV_LDLIBS   := -L$(BUILD)/lib -l:libd9agent.so -ldl -pthread -Wl,-z,now
@@ -42,3 +48,20 @@ $(BUILD)/tests/unit/test_uv: tests/unit/test_uv.c $(call san,$(UV_LIB_SRC)) $(SA
 # (built by the top Makefile's prog_% rule, which links nothing of the agent
 # it does not call), run under the preload.
 $(BUILD)/tests/integration/prog_uvmix: LDLIBS_AGENT += -luv
+
+# The libevent and epoll loop shims: the same wrappers linked into the test
+# and exported, against the real libevent (and its pthreads locking, for
+# event_active from another thread).
+$(BUILD)/tests/unit/test_ev: tests/unit/test_ev.c tests/unit/selfring.h $(call san,$(UV_LIB_SRC)) $(SAN_LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -rdynamic -o $@ $(filter %.c %.o,$^) -lcmocka -levent -levent_pthreads -ldl $(LDLIBS_CLI)
+$(BUILD)/tests/unit/test_eploop: tests/unit/test_eploop.c tests/unit/selfring.h $(call san,$(UV_LIB_SRC)) $(SAN_LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -rdynamic -o $@ $(filter %.c %.o,$^) -lcmocka -levent -ldl $(LDLIBS_CLI)
+# Pure modules: only themselves (and the agent, for the worker ids' limit).
+$(BUILD)/tests/unit/test_loopcfg: tests/unit/test_loopcfg.c $(call san,agent/uv/loopcfg.c) $(SAN_LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -o $@ $^ -lcmocka $(LDLIBS_CLI)
+$(BUILD)/tests/unit/test_cbslot: tests/unit/test_cbslot.c $(call san,agent/uv/cbslot.c) $(SAN_LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -o $@ $^ -lcmocka $(LDLIBS_CLI)

@@ -1,16 +1,16 @@
 /*
- * uvloop.c — traced loops, the uv_run / uv_loop_close / backend-poll
- * wrappers, d9_uv_trace and the uv-threadpool runtime (see uvloop.h).
+ * uvloop.c — traced loops, the uv_run / uv_loop_close wrappers, the
+ * backend poll's park/unpark, d9_uv_trace and the uv-threadpool runtime
+ * (see uvloop.h).
  */
 #include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include "agent/d9.h"
 #include "d9uv.h"
+#include "loopcfg.h"
 #include "uvloop.h"
 #include "uvreal.h"
 
@@ -22,39 +22,21 @@ __thread struct uvloop_tls uvloop_tls __attribute__((tls_model("initial-exec")))
 static struct uvloop_ent g_loops[D9_UV_LOOPS_MAX];
 static _Atomic uint32_t g_nloops;           /* entries ever used: scans stop here */
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;  /* claims and frees */
-static uint32_t g_next_worker;              /* under g_lock */
 static _Atomic uint64_t g_loops_traced;
-static _Atomic int g_auto;
-static const char *g_auto_sampler;          /* written before g_auto (release) */
-static _Atomic int g_init_done;
-static pthread_once_t g_init_once = PTHREAD_ONCE_INIT;
 static _Atomic uint16_t g_pool_rt;
 static _Atomic uint32_t g_pool_workers;
 
 /* ---- lifecycle --------------------------------------------------------------- */
 
-void uvloop_set_auto(int on, const char *sampler)
+static int auto_uv(void)
 {
-    g_auto_sampler = sampler;   /* before g_auto: read by init_once after it */
-    atomic_store_explicit(&g_auto, on, memory_order_release);
-}
-
-static void init_once(void)
-{
-    int err = errno;
-    d9_config cfg = D9_CONFIG_INIT;
-    cfg.sampler = g_auto_sampler;
-    d9_init_with(&cfg);         /* logs its own errors; the program runs untraced */
-    errno = err;
-    atomic_store_explicit(&g_init_done, 1, memory_order_release);
+    return (loopcfg_auto() & LOOPCFG_UV) != 0;
 }
 
 void uvloop_ensure_init(void)
 {
-    if (__builtin_expect(atomic_load_explicit(&g_init_done, memory_order_acquire), 1))
-        return;
-    if (atomic_load_explicit(&g_auto, memory_order_acquire))
-        pthread_once(&g_init_once, init_once);
+    if (auto_uv())
+        loopcfg_ensure_init();
 }
 
 /* ---- the table ------------------------------------------------------------------ */
@@ -79,10 +61,13 @@ static struct uvloop_ent *claim_locked(uv_loop_t *loop, uint16_t rt, uint32_t st
             e = &g_loops[i];
     if (!e && n < D9_UV_LOOPS_MAX)
         e = &g_loops[n];
-    if (!e || g_next_worker >= D9_WORKER_NONE_ID)
+    if (!e)
+        return NULL;
+    uint16_t worker = loopcfg_worker_next();
+    if (worker == D9_WORKER_NONE_ID)
         return NULL;
     atomic_store_explicit(&e->rt, rt, memory_order_relaxed);
-    atomic_store_explicit(&e->worker, (uint16_t)g_next_worker++, memory_order_relaxed);
+    atomic_store_explicit(&e->worker, worker, memory_order_relaxed);
     atomic_store_explicit(&e->state, state, memory_order_relaxed);
     e->last_depth = UVLOOP_DEPTH_NONE;
     /* release: the fields above happen-before any reader that finds loop */
@@ -126,9 +111,21 @@ static int trace(uv_loop_t *loop, const char *name, struct uvloop_ent **out)
 
 UVLOOP_EXPORT int d9_uv_trace(uv_loop_t *loop, const char *name)
 {
+    if (!loop)
+        return -EINVAL;
     uvloop_ensure_init();
     int err = errno;
-    int rc = trace(loop, name, NULL);
+    int rc = 0;
+    if (!d9_enabled()) {
+        /* not started yet: start it from the environment, as d9_init would
+         * (a program that wants its own settings calls d9_init_with first) */
+        rc = d9_init();
+        if (rc < 0 && rc != -ESHUTDOWN) {
+            errno = err;
+            return rc;          /* could not start: d9_init said why on stderr */
+        }
+    }
+    rc = d9_enabled() ? trace(loop, name, NULL) : D9_OFF;
     errno = err;
     return rc;
 }
@@ -140,8 +137,7 @@ UVLOOP_EXPORT int d9_uv_untrace(uv_loop_t *loop)
     struct uvloop_ent *e = loop ? uvloop_find(loop) : NULL;
     if (e)
         atomic_store_explicit(&e->state, UVLOOP_UNTRACED, memory_order_relaxed);
-    else if (loop && atomic_load_explicit(&g_auto, memory_order_relaxed) &&
-             claim_locked(loop, 0, UVLOOP_UNTRACED))
+    else if (loop && auto_uv() && claim_locked(loop, 0, UVLOOP_UNTRACED))
         ;   /* remembered as untraced so that the first uv_run does not trace it */
     else
         rc = -ENOENT;
@@ -195,7 +191,7 @@ UVLOOP_EXPORT int uv_run(uv_loop_t *loop, uv_run_mode mode)
         return UV_ENOSYS;
     uvloop_ensure_init();
     struct uvloop_ent *e = loop ? uvloop_find(loop) : NULL;
-    if (!e && loop && atomic_load_explicit(&g_auto, memory_order_relaxed) && d9_enabled()) {
+    if (!e && loop && auto_uv() && d9_enabled()) {
         int err = errno;
         trace(loop, NULL, &e);
         errno = err;
@@ -246,16 +242,7 @@ static uint64_t pending_len(uv_loop_t *loop)
     return n;
 }
 
-/* Around the current loop's backend poll: park, the poll, unpark, depth.
- * errno is the poll's when this returns. */
-struct backend_poll {
-    struct uvloop_ent *e;
-    d9_runtime rt;
-    uint16_t worker;
-    int parked;
-};
-
-static inline int backend_begin(struct backend_poll *b, int epfd, int timeout)
+int uvloop_backend_begin(struct uvloop_wait *b, int epfd, int timeout)
 {
     struct uvloop_tls *t = &uvloop_tls;
     b->e = t->cur;
@@ -265,17 +252,13 @@ static inline int backend_begin(struct backend_poll *b, int epfd, int timeout)
     b->rt.id = atomic_load_explicit(&b->e->rt, memory_order_relaxed);
     b->worker = atomic_load_explicit(&b->e->worker, memory_order_relaxed);
     b->parked = timeout != 0;       /* a zero timeout peeks: no sleep, no park */
-    if (b->parked) {
-        int err = errno;
+    if (b->parked)
         d9_worker_park(b->rt, b->worker);
-        errno = err;
-    }
     return 1;
 }
 
-static inline void backend_end(struct backend_poll *b, int n)
+void uvloop_backend_end(struct uvloop_wait *b, int n)
 {
-    int err = errno;
     if (b->parked)
         d9_worker_unpark(b->rt, b->worker);
     uv_loop_t *loop = atomic_load_explicit(&b->e->loop, memory_order_relaxed);
@@ -284,36 +267,4 @@ static inline void backend_end(struct backend_poll *b, int n)
         b->e->last_depth = depth;
         d9_queue_depth(b->rt, b->worker, depth);
     }
-    errno = err;
-}
-
-UVLOOP_EXPORT int epoll_wait(int epfd, struct epoll_event *events, int maxevents, int timeout)
-{
-    UVREAL(epoll_wait);
-    if (!real) {
-        errno = ENOSYS;
-        return -1;
-    }
-    struct backend_poll b;
-    if (!backend_begin(&b, epfd, timeout))
-        return real(epfd, events, maxevents, timeout);
-    int n = real(epfd, events, maxevents, timeout);
-    backend_end(&b, n);
-    return n;
-}
-
-UVLOOP_EXPORT int epoll_pwait(int epfd, struct epoll_event *events, int maxevents, int timeout,
-                              const sigset_t *sigmask)
-{
-    UVREAL(epoll_pwait);
-    if (!real) {
-        errno = ENOSYS;
-        return -1;
-    }
-    struct backend_poll b;
-    if (!backend_begin(&b, epfd, timeout))
-        return real(epfd, events, maxevents, timeout, sigmask);
-    int n = real(epfd, events, maxevents, timeout, sigmask);
-    backend_end(&b, n);
-    return n;
 }

@@ -4,15 +4,16 @@
  * backend poll and the uv-threadpool runtime.
  *
  * A loop is traced by d9_uv_trace, or by libd9preload at its first uv_run
- * (uvloop_set_auto). The uv_run wrapper makes the loop the thread's current
+ * (loopcfg_set_auto with LOOPCFG_UV). The uv_run wrapper makes the loop the thread's current
  * one for the duration of the call (restoring the previous one, so a
  * uv_run nested in a callback of another loop is attributed right). libuv
  * runs every callback of a loop inside uv_run on the loop's thread, so a
  * trampoline (uvwrap.c) finds its runtime and worker in uvloop_tls without
  * a lookup and without reading the handle.
  *
- * Park/unpark: the epoll_wait/epoll_pwait wrappers record a park and an
- * unpark around the call when it is the current loop's backend poll
+ * Park/unpark: the epoll wrappers (epollwrap.c) record a park and an
+ * unpark around the call (uvloop_backend_begin/end) when it is the current
+ * loop's backend poll
  * (uv_backend_fd, read at every uv_run: uv_loop_fork replaces it) with a
  * non-zero timeout. No handle is added to the loop for this, so the
  * program's view of its loop (uv_walk, uv_loop_alive, uv_run's and
@@ -26,7 +27,7 @@
  * another loop at once; a concurrent reader then attributes one wake to
  * the new loop's worker at worst, and never reads freed memory.
  *
- * Called by: the uv_run / uv_loop_close / epoll wrappers (here), uvwrap.c.
+ * Called by: the uv_run / uv_loop_close wrappers (here), epollwrap.c, uvwrap.c.
  * Must never: allocate, lock or make a syscall on the per-callback path
  * (uvloop_tls reads only), touch a handle, or add one to a loop.
  */
@@ -63,11 +64,7 @@ struct uvloop_tls {
 
 extern __thread struct uvloop_tls uvloop_tls __attribute__((tls_model("initial-exec")));
 
-/* libd9preload: trace every loop at its first uv_run and start d9 at the
- * first wrapped call (or at uvloop_ensure_init), with the in-process
- * sampler mode sampler (d9_config.sampler; NULL: DIAL9_SAMPLER decides). */
-void uvloop_set_auto(int on, const char *sampler);
-/* The first call of any wrapper: in auto mode, d9_init once. Cheap after. */
+/* The first call of any wrapper: in auto mode, d9_init once (loopcfg.h). */
 void uvloop_ensure_init(void);
 
 /* The traced entry of loop, or NULL (lock-free scan, any thread). */
@@ -79,6 +76,20 @@ d9_runtime uvloop_pool_runtime(void);
 uint16_t uvloop_pool_worker(void);
 /* Loops ever traced (d9_uv_get_stats). */
 uint64_t uvloop_loops_traced(void);
+
+/* Around an epoll wait: begin returns 1 when it is the backend poll of the
+ * loop this thread is running (traced), and then records the park (unless
+ * timeout is 0: a peek); end records the unpark and the ready queue's depth
+ * (n events plus the loop's pending queue) when it changed. Neither
+ * changes errno. */
+struct uvloop_wait {
+    struct uvloop_ent *e;
+    d9_runtime rt;
+    uint16_t worker;
+    int parked;
+};
+int uvloop_backend_begin(struct uvloop_wait *b, int epfd, int timeout);
+void uvloop_backend_end(struct uvloop_wait *b, int n);
 
 #pragma GCC visibility pop
 

@@ -123,9 +123,8 @@ frame_enter(struct uvwrap_frame *f, const struct uvwrap_slot *s, const void *obj
         f->worker = atomic_load_explicit(&e->worker, memory_order_relaxed);
     }
     f->on = 1;
-    int err = errno;
+    /* record functions keep errno (d9.h): the callback sees libuv's */
     d9_poll_start(f->rt, f->worker, f->task, atomic_load_explicit(&s->loc, memory_order_relaxed));
-    errno = err;
     f->prev_task = t->task;
     t->task = f->task;
 }
@@ -134,12 +133,10 @@ static __attribute__((noinline)) void frame_leave(const struct uvwrap_frame *f)
 {
     if (!f->on)
         return;
-    int err = errno;
     uvloop_tls.task = f->prev_task;
     d9_poll_end(f->rt, f->worker, f->task);
     if (f->mode == UVWRAP_POOL)
         d9_task_terminate(f->rt, f->task);  /* the work is done; after_work is the loop's */
-    errno = err;
 }
 
 /* The kinds: name, parameters, arguments, mode. One kind per C signature. */

@@ -496,6 +496,8 @@ void config_usage(FILE *f, const char *prog)
 "    --shm-dir DIR\n"
 "        Directory scanned for region files named d9.UID.PID.START.\n"
 "        Default: /dev/shm. Agents use DIAL9_SHM_DIR for the same purpose.\n"
+"        Created when missing (its parent must exist): mode 1777 when the\n"
+"        collector runs as root (like /dev/shm), else 0700.\n"
 "    --segment-mb N\n"
 "        Seal a process's segment once it holds N MiB (1..%2$u). Default: %3$u.\n"
 "    --segment-seconds N\n"

@@ -85,6 +85,8 @@
 #define PROG "d9collectd"
 #define EXIT_RUNTIME 1
 #define EXIT_USAGE 2
+#define SHM_DIR_MODE_ROOT 01777     /* a --shm-dir created by root: like /dev/shm */
+#define SHM_DIR_MODE_USER 0700      /* created by another user: theirs alone */
 #define HOST_CAL_MS 20              /* collector's own TSC calibration at start-up */
 #define SLICE_NS 100000u            /* the scheduler slice asked for (EEVDF's minimum) */
 
@@ -921,6 +923,32 @@ static void ship_begin(struct col_ctx *x)
     s3_cfg_wipe(&s3);
 }
 
+/* --shm-dir: created when missing, as --store is. Root's collector serves
+ * every user's agents: the directory is like /dev/shm (1777: anyone
+ * creates a region, nobody removes another's; the ownership rule still
+ * decides what is adopted). Another user's serves that user's agents
+ * only: 0700. The parent must exist. 0, or -1 after one error line. */
+static int shm_dir_ready(const char *dir)
+{
+    struct stat st;
+    if (stat(dir, &st) != 0 && errno == ENOENT) {
+        mode_t mode = geteuid() == 0 ? SHM_DIR_MODE_ROOT : SHM_DIR_MODE_USER;
+        if (mkdir(dir, mode) != 0 && errno != EEXIST) {
+            col_err("cannot create shm directory %s: %s", dir, strerror(errno));
+            return -1;
+        }
+        if (chmod(dir, mode) == 0)     /* the umask does not take its bits */
+            col_info("created shm directory %s (mode %04o)", dir, (unsigned)mode);
+    }
+    errno = 0;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        col_err("shm directory %s is not a directory: %s", dir,
+                errno ? strerror(errno) : "wrong type");
+        return -1;
+    }
+    return 0;
+}
+
 static int start_up(struct col_ctx *x)
 {
     char err[1024] = "";
@@ -933,12 +961,8 @@ static int start_up(struct col_ctx *x)
         col_err("cannot install the SIGBUS handler: %s", strerror(-rc));
         return EXIT_RUNTIME;
     }
-    struct stat st;
-    if (stat(x->cfg.shm_dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        col_err("shm directory %s is not a directory: %s", x->cfg.shm_dir,
-                errno ? strerror(errno) : "wrong type");
+    if (shm_dir_ready(x->cfg.shm_dir) != 0)
         return EXIT_RUNTIME;
-    }
     if (storedir_open(&x->store, x->cfg.store, (uint64_t)x->cfg.store_mb << 20, err,
                       sizeof err)) {
         col_err("%s", err);

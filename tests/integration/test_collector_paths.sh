@@ -84,4 +84,16 @@ check "collector starts on a store with a symlinked temp name" start_collector
 check "SIGTERM exits 0" stop_collector
 check "  the symlink is left alone" test -L "$T/store-tmp/.tmp.1-1-7.d9seg"
 check "  and its target untouched" intact file
+
+# a missing --shm-dir is created, as --store is (root: like /dev/shm; others: theirs)
+SHM=$T/new-shm
+STORE=$T/store-newshm
+check "collector starts with a --shm-dir that does not exist yet" start_collector
+want=700; [ "$(id -u)" -eq 0 ] && want=1777
+check "  the directory exists with mode $want" sh -c "[ -d '$SHM' ] && [ \$(stat -c %a '$SHM') = $want ]"
+check "  and says so in its log" grep -q "created shm directory $SHM" "$T/col.log"
+check "SIGTERM exits 0" stop_collector
+SHM=$T/no/such/parent
+check "a --shm-dir whose parent is missing: refused" refused --endpoint "ipc://$T/s-np.sock"
+check "  with one line naming it" grep -q "cannot create shm directory $SHM" "$T/r.err"
 d9_finish collector-paths

@@ -23,7 +23,7 @@ has_files() {
              usr/share/man/man1/d9.1 usr/share/man/man8/d9collectd.8 \
              usr/share/man/man3/libd9agent.3 usr/lib/systemd/system/d9collectd.service \
              etc/dial9/d9collectd.conf usr/lib/libd9uv.so.0 usr/lib/libd9uv.so \
-             usr/lib/d9/libd9preload.so usr/include/d9uv.h; do
+             usr/lib/d9/libd9preload.so usr/include/d9uv.h usr/lib/pkgconfig/d9uv.pc; do
         [ -e "$D/$f" ] || { echo "missing $f"; return 1; }
     done
     [ ! -e "$D/usr/bin/d9collectd" ] || { echo "the daemon belongs in sbin"; return 1; }
@@ -90,6 +90,20 @@ polls() {
     [ "$n" -ge 100 ] || { echo "poll_start events: $n"; return 1; }
 }
 check "its 100 polls are in the store" polls
+# a libuv program that traces its own loop, built with pkg-config d9uv
+# (d9uv.h alone: it brings d9.h), calling d9_uv_trace before any d9_init
+check "a libuv program compiles against the install with pkg-config d9uv" sh -c \
+    "cc -std=gnu11 -Wall -Wextra -Werror \$(PKG_CONFIG_LIBDIR='$D/usr/lib/pkgconfig:/usr/lib/pkgconfig:/usr/lib/$(gcc -print-multiarch)/pkgconfig:/usr/share/pkgconfig' PKG_CONFIG_SYSROOT_DIR='$D' pkg-config --cflags d9uv) \
+        tests/integration/pkg_uvhello.c -o '$T/uvhello' \
+        \$(PKG_CONFIG_LIBDIR='$D/usr/lib/pkgconfig:/usr/lib/pkgconfig:/usr/lib/$(gcc -print-multiarch)/pkgconfig:/usr/share/pkgconfig' PKG_CONFIG_SYSROOT_DIR='$D' pkg-config --libs d9uv)"
+check "  it links libd9uv before libuv" sh -c \
+    "objdump -p '$T/uvhello' | grep NEEDED | tr -s ' ' | cut -d' ' -f3 | tr '\n' ' ' | grep -q 'libd9uv.so.0 .*libuv.so.1'"
+check "  d9_uv_trace before d9_init starts d9 and traces the loop" sh -c \
+    "LD_LIBRARY_PATH='$D/usr/lib' DIAL9_SHM_DIR='$T/shm' DIAL9_COLLECTOR='$EP' '$T/uvhello' >'$T/uvhello.out' &&
+     grep -qx 'trace=0 enabled=1' '$T/uvhello.out'"
+check "  its timer's polls are in the store" sh -c \
+    "'$D/usr/bin/d9' --endpoint '$EP' flush >/dev/null && sleep 0.5 && '$D/usr/bin/d9' --endpoint '$EP' flush >/dev/null &&
+     [ \$('$D/usr/bin/d9' --store '$T/store' events --type poll_start --format jsonl | grep -c '\"comm\":\"uvhello\"') -ge 3 ]"
 # the installed shim finds the installed libd9agent.so.0 one level up from
 # its private directory, with no LD_LIBRARY_PATH
 if [ -x "$TBIN/prog_uvmix" ]; then

@@ -332,6 +332,82 @@ static void child_records(struct fx *f, void *arg)
     fprintf(stderr, "loc=%u rt=%u\n", (unsigned)loc, (unsigned)rt.id);
 }
 
+/* ---- errno: record functions never change it ---------------------------------------- */
+
+D9_SCHEMA(errno_ev, "errno_ev", D9_FIELD_U64("n"));
+
+/* Close every fd of this process open on a schedstat file. */
+static void close_schedstat_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+    int fds[64], n = 0;
+    while (d && (e = readdir(d)) && n < 64) {
+        char path[300], target[256];
+        snprintf(path, sizeof path, "/proc/self/fd/%s", e->d_name);
+        ssize_t len = readlink(path, target, sizeof target - 1);
+        if (len > 0) {
+            target[len] = 0;
+            if (strstr(target, "schedstat"))
+                fds[n++] = atoi(e->d_name);
+        }
+    }
+    if (d)
+        closedir(d);
+    for (int i = 0; i < n; i++)
+        close(fds[i]);
+}
+
+/* Every record function, each with errno set to a value no syscall sets;
+ * the first of them claims the thread's ring (syscalls), park/unpark read
+ * schedstat (DIAL9_SCHED_SAMPLE_US=0: every time). */
+static void *errno_thread(void *arg)
+{
+    int *bad = arg;
+    d9_runtime rt = d9_runtime_default();
+#define KEEPS(call) do { errno = EDOM; call; if (errno != EDOM) (*bad)++; } while (0)
+    KEEPS(d9_poll_start(rt, 1, 100, 0));
+    KEEPS(d9_poll_end(rt, 1, 100));
+    KEEPS(d9_wake(rt, 100, 101, 2));
+    KEEPS(d9_worker_park(rt, 1));
+    KEEPS(d9_worker_unpark(rt, 1));
+    KEEPS(d9_task_spawn(rt, 102, 0));
+    KEEPS(d9_task_terminate(rt, 102));
+    KEEPS(d9_queue_depth(rt, D9_WORKER_NONE_ID, 7));
+    KEEPS(d9_emit(&errno_ev, D9_U64(1)));
+    /* a program that closes file descriptors it does not know (as daemons
+     * do) closes the agent's schedstat fd: the next read fails (EBADF) */
+    close_schedstat_fds();
+    KEEPS(d9_worker_park(rt, 1));
+    KEEPS(d9_worker_unpark(rt, 1));
+#undef KEEPS
+    return NULL;
+}
+
+static void child_errno(struct fx *f, void *arg)
+{
+    (void)f;
+    (void)arg;
+    CHECK(d9_init() == 0);
+    int bad = 0;
+    errno_thread(&bad);                         /* the main thread: claims ring 0 */
+    CHECK(bad == 0);
+    pthread_t th;                               /* a second thread: no ring left */
+    CHECK(pthread_create(&th, NULL, errno_thread, &bad) == 0);
+    pthread_join(th, NULL);
+    CHECK(bad == 0);
+    d9_stats st;
+    d9_get_stats(&st);
+    CHECK(st.threads_untraced == 1);
+}
+
+static void test_record_functions_never_change_errno(void **state)
+{
+    struct fx *f = *state;
+    const char *env[] = { "DIAL9_SCHED_SAMPLE_US=0", "DIAL9_MAX_THREADS=1", NULL };
+    run_child(f, env, child_errno, NULL);
+}
+
 static void test_events_are_recorded_in_the_threads_ring(void **state)
 {
     struct fx *f = *state;
@@ -1158,6 +1234,7 @@ int main(int argc, char **argv)
         T(test_disabled_by_config_records_nothing),
         T(test_region_creation_failure_is_one_line_and_untraced),
         T(test_events_are_recorded_in_the_threads_ring),
+        T(test_record_functions_never_change_errno),
         T(test_default_runtime_is_named_by_env),
         T(test_registering_the_programs_name_is_the_default_runtime),
         T(test_loaded_objects_are_published_at_start),

@@ -1,0 +1,66 @@
+/*
+ * cbslot.h — a fixed, lock-free table that gives a code address (a
+ * program's callback, a call site) a slot, once: the slot holds its code
+ * location id and whether to trace it. The libevent wrappers (evwrap.c)
+ * keep one table per callback kind and pass libevent trampoline k for the
+ * function in slot k; the epoll loop mode (eploop.c) keeps one for the
+ * places that call epoll_wait.
+ *
+ * A slot is written once: key by CAS (0 = free), then loc, then state
+ * (release). A reader that finds its key acquires state; while another
+ * thread is still classifying the key (CBSLOT_CLAIMING) the reader treats
+ * it as untraced this once. Slots never change or go away afterwards, so
+ * a trampoline reads its slot without a lock and a slot read by one
+ * thread was complete before any other thread could be handed its
+ * trampoline. A program has tens of callbacks, not millions: a full table
+ * hands out no slot (the caller passes the code unwrapped, counted), it
+ * never grows.
+ *
+ * Called by: evwrap.c, eploop.c. Must never: lock, allocate or make a
+ * syscall, except classify (once per key, caller-supplied); change errno.
+ */
+#ifndef D9_UV_CBSLOT_H
+#define D9_UV_CBSLOT_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#pragma GCC visibility push(hidden)
+
+#define CBSLOT_N 64u                    /* slots per table (power of 2) */
+
+enum cbslot_state {
+    CBSLOT_CLAIMING = 0,                /* key set, being classified */
+    CBSLOT_TRACE = 1,                   /* wrap / trace it */
+    CBSLOT_PASS = 2,                    /* leave it alone (the library's own code, ...) */
+};
+
+struct cbslot {
+    _Atomic uintptr_t key;              /* the code address; 0 = free; set once by CAS */
+    _Atomic uint32_t loc;               /* its code location id (0: none) */
+    _Atomic uint32_t state;             /* enum cbslot_state, release-stored after loc */
+};
+
+/* Decides key's slot on its first use: returns CBSLOT_TRACE or CBSLOT_PASS
+ * and the location id (*loc) to record for it. May lock and make syscalls. */
+typedef uint32_t (*cbslot_classify_fn)(uintptr_t key, uint32_t *loc);
+
+#define CBSLOT_NONE  (-1)              /* key is 0, classified PASS, or the table is full */
+#define CBSLOT_BUSY  (-2)               /* another thread is classifying key: ask again later */
+
+/* The slot index of key in table (CBSLOT_N slots), claiming and
+ * classifying one on first use; CBSLOT_NONE (*full set to 1 when the table
+ * is full) or CBSLOT_BUSY. */
+int cbslot_find(struct cbslot *table, uintptr_t key, cbslot_classify_fn classify, int *full);
+
+/* The key of slot k (0 when k is out of range or the slot is free). */
+static inline uintptr_t cbslot_key(const struct cbslot *table, int k)
+{
+    if (k < 0 || (unsigned)k >= CBSLOT_N)
+        return 0;
+    return atomic_load_explicit(&table[k].key, memory_order_relaxed);
+}
+
+#pragma GCC visibility pop
+
+#endif /* D9_UV_CBSLOT_H */

@@ -47,7 +47,7 @@
  *     region header, refreshed about once a second), CLOCK_MONOTONIC otherwise.
  *
  * Environment (read by d9_init, and by d9_init_with for the fields it leaves
- * unset; the one list of every setting: README.md's table repeats it and
+ * unset; the one list of every setting: docs/agent.md's table repeats it and
  * tests/integration/test_docs.sh checks both against the variables the agent
  * reads. An unset or empty variable means its default; any other bad value
  * keeps tracing off with one line on stderr, except the DIAL9_SAMPLER* ones,

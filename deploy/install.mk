@@ -15,7 +15,8 @@
 #   INCLUDEDIR   $(PREFIX)/include           d9.h, d9uv.h
 #   PKGCONFIGDIR $(LIBDIR)/pkgconfig         d9agent.pc, d9uv.pc
 #   MANDIR       $(PREFIX)/share/man
-#   DOCDIR       $(PREFIX)/share/doc/d9       README.md, docs/ (the manual)
+#   DOCDIR       $(PREFIX)/share/doc/d9       README.md, ARCHITECTURE.md, docs/ (the manual),
+#                                            tests/bench/RESULTS.md (the manual links to both)
 #   SYSCONFDIR   /etc for PREFIX=/usr, else $(PREFIX)/etc   dial9/d9collectd.conf
 #   UNITDIR      $(PREFIX)/lib/systemd/system               d9collectd.service
 #   DESTDIR      staging root prepended to every path (packaging); the
@@ -114,7 +115,8 @@ install: all $(INSTALL_FILES)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SBINDIR) $(DESTDIR)$(LIBDIR) \
 	    $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(MANDIR)/man1 \
 	    $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(CONF_DIR) \
-	    $(DESTDIR)$(UNITDIR) $(DESTDIR)$(PRELOAD_DIR) $(DESTDIR)$(DOCDIR)/docs
+	    $(DESTDIR)$(UNITDIR) $(DESTDIR)$(PRELOAD_DIR) $(DESTDIR)$(DOCDIR)/docs \
+	    $(DESTDIR)$(DOCDIR)/tests/bench
 	install -m 0755 $(BUILD)/bin/d9 $(DESTDIR)$(BINDIR)/d9
 	install -m 0755 $(BUILD)/bin/d9collectd $(DESTDIR)$(SBINDIR)/d9collectd
 	install -m 0644 $(AGENT_A) $(DESTDIR)$(LIBDIR)/libd9agent.a
@@ -132,7 +134,8 @@ install: all $(INSTALL_FILES)
 	install -m 0644 $(MAN_DIR)/d9.1 $(DESTDIR)$(MANDIR)/man1/d9.1
 	install -m 0644 $(MAN_DIR)/libd9agent.3 $(DESTDIR)$(MANDIR)/man3/libd9agent.3
 	install -m 0644 $(MAN_DIR)/d9collectd.8 $(DESTDIR)$(MANDIR)/man8/d9collectd.8
-	install -m 0644 README.md $(DESTDIR)$(DOCDIR)/README.md
+	install -m 0644 README.md ARCHITECTURE.md $(DESTDIR)$(DOCDIR)/
+	install -m 0644 tests/bench/RESULTS.md $(DESTDIR)$(DOCDIR)/tests/bench/
 	install -m 0644 $(DOC_FILES) $(DESTDIR)$(DOCDIR)/docs/
 	install -m 0644 $(INSTALL_GEN)/d9collectd.service $(DESTDIR)$(UNITDIR)/d9collectd.service
 	@# a configuration the administrator already has is kept
@@ -155,10 +158,12 @@ uninstall:
 	    $(DESTDIR)$(LIBDIR)/$(UV_SO_FILE) $(DESTDIR)$(LIBDIR)/$(UV_SO_NAME) \
 	    $(DESTDIR)$(LIBDIR)/libd9uv.so $(DESTDIR)$(PRELOAD_DIR)/libd9preload.so \
 	    $(DESTDIR)$(INCLUDEDIR)/d9uv.h $(DESTDIR)$(PKGCONFIGDIR)/d9uv.pc \
-	    $(DESTDIR)$(DOCDIR)/README.md \
+	    $(DESTDIR)$(DOCDIR)/README.md $(DESTDIR)$(DOCDIR)/ARCHITECTURE.md \
+	    $(DESTDIR)$(DOCDIR)/tests/bench/RESULTS.md \
 	    $(addprefix $(DESTDIR)$(DOCDIR)/docs/,$(notdir $(DOC_FILES)))
 	rmdir $(DESTDIR)$(PRELOAD_DIR) 2>/dev/null || true
-	rmdir $(DESTDIR)$(DOCDIR)/docs $(DESTDIR)$(DOCDIR) 2>/dev/null || true
+	rmdir $(DESTDIR)$(DOCDIR)/docs $(DESTDIR)$(DOCDIR)/tests/bench $(DESTDIR)$(DOCDIR)/tests \
+	    $(DESTDIR)$(DOCDIR) 2>/dev/null || true
 	@# the configuration goes only when it is still the unmodified example
 	@if cmp -s deploy/d9collectd.conf $(DESTDIR)$(CONF_DIR)/d9collectd.conf; then \
 	    echo "rm -f $(DESTDIR)$(CONF_DIR)/d9collectd.conf"; \

@@ -35,6 +35,9 @@ manual_installed() {
     done
 }
 check "the manual (README.md, docs/) is installed in PREFIX/share/doc/d9" manual_installed
+# the installed manual's relative links (ARCHITECTURE.md, the bench results) resolve there too
+check "every relative link of the installed manual resolves in PREFIX/share/doc/d9" \
+    sh -c "cd '$D/usr/share/doc/d9' && python3 '$PWD/tests/integration/check_links.py' README.md docs/*.md"
 # man_names_manual PAGE: its SEE ALSO names files of the manual, and each one is installed
 man_names_manual() {
     n=0

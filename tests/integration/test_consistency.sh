@@ -139,6 +139,18 @@ if what == 'expect':
     assert len(wakes) == 3 and (20005 - (20005 + 4096)) % 4096 == 0, wakes
     sys.exit(0)
 
+def busy_of(spans):
+    # the time in polls: the length of the union of a worker's poll slices
+    total, end = 0, None
+    for a, b in sorted(spans):
+        if end is None or a >= end:
+            total += b - a
+            end = b
+        elif b > end:
+            total += b - end
+            end = b
+    return total
+
 def trace_json():
     ev = json.load(open(T + '/trace.json'))['traceEvents']
     w = {k: {'polls': 0, 'parks': 0, 'waits': 0, 'wait_sum': 0, 'wait_max': 0} for k in exp}
@@ -148,8 +160,7 @@ def trace_json():
         if e.get('ph') == 'X' and e.get('cat') == 'poll':
             w[tid]['polls'] += 1
             a, b = round(e['ts'] * 1000), round((e['ts'] + e['dur']) * 1000)
-            lo, hi = span.get(tid, (a, b))
-            span[tid] = (min(lo, a), max(hi, b))
+            span.setdefault(tid, []).append((a, b))
         elif e.get('ph') == 'X' and e.get('cat') == 'park':
             w[tid]['parks'] += 1
             parked[tid] = parked.get(tid, 0) + round(e['dur'] * 1000)
@@ -160,7 +171,7 @@ def trace_json():
             w[k]['wait_sum'] += v
             w[k]['wait_max'] = max(w[k]['wait_max'], v)
     for k in w:
-        w[k]['busy'] = span[k][1] - span[k][0] - parked.get(k, 0)
+        w[k]['busy'] = busy_of(span[k])
     return w, ev
 
 def perfetto():
@@ -176,8 +187,7 @@ def perfetto():
                 parked[tid] = parked.get(tid, 0) + b - a
             else:
                 w[tid]['polls'] += 1
-                lo, hi = span.get(tid, (a, b))
-                span[tid] = (min(lo, a), max(hi, b))
+                span.setdefault(tid, []).append((a, b))
         elif f[0] == 'counter' and f[1] == 'sched_wait':
             k, v = int(f[3][1:]), int(f[4])
             w[k]['waits'] += 1
@@ -190,7 +200,7 @@ def perfetto():
         elif f[0] == 'stack':
             stacks.append((int(f[1]), l.split(None, 2)[2].strip()))
     for k in w:
-        w[k]['busy'] = span[k][1] - span[k][0] - parked.get(k, 0)
+        w[k]['busy'] = busy_of(span[k])
     return w, starts, flows, stacks
 
 SCHED = {'polls': 'polls', 'parks': 'parks', 'waits': 'waits', 'wait_sum': 'sched_wait_sum_ns',

@@ -37,11 +37,16 @@ lacks() {
     if printf '%s\n' "$_out" | grep -E -- "$_re"; then return 1; fi
     return 0
 }
-# wait_for SECONDS cmd args...: polls cmd every 0.1 s until it succeeds.
+# wait_for SECONDS cmd args...: runs cmd every 0.1 s until it succeeds, for
+# at most SECONDS of wall-clock time (a slow cmd does not stretch the bound:
+# the deadline is a time, not a count of tries); cmd runs at least once.
 wait_for() {
-    _n=$(($1 * 10)); shift
-    while [ $_n -gt 0 ]; do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; _n=$((_n - 1)); done
-    return 1
+    _wf_end=$(( $(date +%s) + $1 )); shift
+    while :; do
+        "$@" >/dev/null 2>&1 && return 0
+        [ "$(date +%s)" -lt "$_wf_end" ] || return 1
+        sleep 0.1
+    done
 }
 # uvmix_traced D9 PRELOAD STORE: prog_uvmix (a plain libuv program) run with
 # LD_PRELOAD=PRELOAD against the collector at $EP (shm dir $T/shm), held

@@ -10,7 +10,9 @@
  *     --exit clean    returns from main (d9_shutdown via atexit: region CLOSED)
  *     --exit hang     sleeps until killed (the test kill -9s it)
  *     --exit abort    calls abort() (crash without shutdown)
- * --wait-file F makes the threads wait until F exists before emitting.
+ * --wait-file F makes the threads wait until F exists before emitting;
+ * --stop-file F makes them stop early once F exists (checked every --batch
+ * events), so a test can keep a program alive as long as it needs.
  * --pace-us U sleeps U microseconds every --batch events (default: no pause),
  * so a test can keep the rings from overflowing or let them fill.
  *
@@ -32,7 +34,7 @@ D9_SCHEMA(wl_seq, "wl_seq", D9_FIELD_U64("thread"), D9_FIELD_U64("seq"));
 struct opts {
     unsigned threads, events, batch, pace_us;
     int polls;
-    const char *exit_mode, *wait_file, *done_file;
+    const char *exit_mode, *wait_file, *done_file, *stop_file;
 };
 
 struct worker {
@@ -40,13 +42,15 @@ struct worker {
     unsigned idx;
     const struct opts *o;
     d9_runtime rt;
+    unsigned long long done;        /* events emitted (fewer than --events after --stop-file) */
 };
 
 static void usage(FILE *f)
 {
     fprintf(f,
 "usage: prog_workload [--threads N] [--events M] [--polls] [--exit clean|hang|abort]\n"
-"                     [--wait-file F] [--done-file F] [--pace-us U] [--batch B]\n"
+"                     [--wait-file F] [--stop-file F] [--done-file F] [--pace-us U]\n"
+"                     [--batch B]\n"
 "  N threads (default 4) each emit M (default 10000) custom events wl_seq{thread,seq}.\n");
 }
 
@@ -85,8 +89,13 @@ static void *run(void *arg)
         d9_emit(&wl_seq, D9_U64(w->idx), D9_U64(i));
         if (o->polls)
             d9_poll_end(w->rt, (uint16_t)w->idx, i);
-        if (o->pace_us && o->batch && (i + 1) % o->batch == 0)
-            sleep_us(o->pace_us);
+        w->done = i + 1ull;
+        if (o->batch && (i + 1) % o->batch == 0) {
+            if (o->stop_file && access(o->stop_file, F_OK) == 0)
+                break;
+            if (o->pace_us)
+                sleep_us(o->pace_us);
+        }
     }
     return NULL;
 }
@@ -114,6 +123,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--pace-us")) o.pace_us = arg_u(v, a);
         else if (!strcmp(a, "--exit")) o.exit_mode = v;
         else if (!strcmp(a, "--wait-file")) o.wait_file = v;
+        else if (!strcmp(a, "--stop-file")) o.stop_file = v;
         else if (!strcmp(a, "--done-file")) o.done_file = v;
         else {
             usage(stderr);
@@ -148,11 +158,13 @@ int main(int argc, char **argv)
             return 1;
         }
     }
-    for (unsigned t = 0; t < o.threads; t++)
+    unsigned long long emitted = 0;
+    for (unsigned t = 0; t < o.threads; t++) {
         pthread_join(ws[t].th, NULL);
+        emitted += ws[t].done * (o.polls ? 3u : 1u);
+    }
     d9_stats st;
     d9_get_stats(&st);
-    unsigned long long emitted = (unsigned long long)o.threads * o.events * (o.polls ? 3u : 1u);
     char line[256];
     snprintf(line, sizeof line, "done pid=%ld threads=%u events=%u emitted=%llu lost=%llu\n",
              (long)getpid(), o.threads, o.events, emitted, (unsigned long long)st.lost);

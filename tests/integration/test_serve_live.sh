@@ -7,8 +7,10 @@
 . tests/integration/lib.sh
 . tests/integration/collector_env.sh
 start_collector
-# about 6 s of polls: 60 000 events, a 1 ms pause every 10
-workload live --threads 1 --events 60000 --polls --batch 10 --pace-us 1000 --exit clean
+# polls with a 1 ms pause every 10 events until $T/stop exists (at most
+# 600 s), so the program is alive for the checks however slow the machine
+workload live --threads 1 --events 6000000 --polls --batch 10 --pace-us 1000 --exit clean \
+    --stop-file "$T/stop"
 WPID=$(wl_pid live)
 
 "$BIN/d9" --store "$STORE" serve --listen 127.0.0.1:0 >"$T/serve.out" 2>"$T/serve.err" &
@@ -50,6 +52,7 @@ assert d['polls'] > 0, d['polls']
 PY
 }
 check "the newest second of the timeline (follow's window) holds polls" newest
+touch "$T/stop"
 exited() { flush; [ "$(proc state)" = exited ]; }
 check "the program's exit is seen by the same server" wait_for 30 exited
 check "the server is still running" kill -0 "$SPID"

@@ -67,19 +67,24 @@ int store_file_open(const char *path, char *why, size_t why_cap)
 
 int store_file_check(const char *path, int *exists, char *why, size_t why_cap)
 {
-    int fd = store_file_open(path, why, why_cap);
-    if (exists)
-        *exists = fd != -ENOENT;
-    if (fd == -ENOENT) {
-        if (why && why_cap)
-            why[0] = 0;
-        return 0;
-    }
-    if (fd == -ELOOP || fd == -EINVAL)
-        return fd;
+    /* lstat, never open: closing any descriptor of a file drops every POSIX
+     * lock this process holds on it, and SQLite's locks on the index, its
+     * -wal and -shm are such locks (another connection of the same process,
+     * e.g. the collector's main thread while an upload thread opens the
+     * index, would lose them, and the last reader to close would delete the
+     * WAL under it). What SQLite then opens by name can still be swapped by
+     * the store's owner; SQLITE_OPEN_NOFOLLOW refuses a link in its place. */
+    struct stat st;
     if (why && why_cap)
         why[0] = 0;
-    if (fd >= 0)
-        close(fd);
-    return 0;       /* any other error is the opener's to report, in its words */
+    if (lstat(path, &st) != 0) {
+        if (exists)
+            *exists = 0;
+        return 0;       /* absent, or an error the opener reports in its words */
+    }
+    if (exists)
+        *exists = 1;
+    if (!S_ISREG(st.st_mode))
+        return say(why, why_cap, S_ISLNK(st.st_mode) ? -ELOOP : -EINVAL, &st);
+    return 0;
 }

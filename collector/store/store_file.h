@@ -28,10 +28,12 @@
  * file", strerror. */
 int store_file_open(const char *path, char *why, size_t why_cap);
 
-/* The same check for a file another library opens by name (SQLite):
- * -ELOOP or -EINVAL (and why) when path is a symbolic link or not a regular
- * file; else 0, *exists (may be NULL) saying whether it is there (another
- * error, EACCES say, is left to the opener to report). */
+/* The same check for a file another library opens by name (SQLite), by
+ * lstat alone: it must not open the file, since closing a descriptor drops
+ * every POSIX lock the process holds on it (SQLite's). -ELOOP or -EINVAL
+ * (and why) when path is a symbolic link or not a regular file; else 0,
+ * *exists (may be NULL) saying whether it is there (an error, EACCES say,
+ * is left to the opener to report). */
 int store_file_check(const char *path, int *exists, char *why, size_t why_cap);
 
 #endif /* D9_COL_STORE_FILE_H */

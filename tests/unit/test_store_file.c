@@ -2,7 +2,8 @@
  * test_store_file.c — collector/store/store_file.c as a specification: a
  * store file is opened only when it is a regular file; a FIFO, a socket, a
  * directory or a symbolic link is refused at once (never blocking), with a
- * line that says what is there.
+ * line that says what is there. Checking a file by name (for SQLite) keeps
+ * the POSIX locks this process holds on it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -16,6 +17,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 #include "collector/store/store_file.h"
@@ -121,6 +123,42 @@ static void a_missing_file_is_an_error_to_open_and_absent_to_check(void **state)
     assert_int_equal(store_file_open(NULL, NULL, 0), -EINVAL);
 }
 
+/* Whether another process can take a write lock on the whole of path. */
+static int other_process_can_lock(const char *path)
+{
+    pid_t c = fork();
+    assert_true(c >= 0);
+    if (c == 0) {
+        int fd = open(path, O_RDWR);
+        struct flock l = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+        _exit(fd >= 0 && fcntl(fd, F_SETLK, &l) == 0 ? 0 : 1);
+    }
+    int st = 0;
+    assert_int_equal(waitpid(c, &st, 0), c);
+    assert_true(WIFEXITED(st));
+    return WEXITSTATUS(st) == 0;
+}
+
+/* SQLite's locks on the index, -wal and -shm are POSIX locks, which a
+ * close of any descriptor of the file drops: a check that opened the file
+ * let another process think the collector's WAL unused and delete it. */
+static void checking_a_file_keeps_this_process_locks_on_it(void **state)
+{
+    struct fx *fx = *state;
+    int fd = open(fx->path, O_RDWR | O_CREAT, 0600);
+    assert_true(fd >= 0);
+    struct flock l = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+    assert_int_equal(fcntl(fd, F_SETLK, &l), 0);
+    assert_false(other_process_can_lock(fx->path));
+    int exists = 0;
+    char why[128];
+    assert_int_equal(store_file_check(fx->path, &exists, why, sizeof why), 0);
+    assert_int_equal(exists, 1);
+    assert_false(other_process_can_lock(fx->path));     /* still ours */
+    close(fd);
+    assert_true(other_process_can_lock(fx->path));      /* the probe can fail */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -131,6 +169,8 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(a_missing_file_is_an_error_to_open_and_absent_to_check,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(checking_a_file_keeps_this_process_locks_on_it, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -37,7 +37,7 @@
 #include "collector/serve/serve_pool.h"
 #include "collector/query/q_store.h"
 
-#define SERVE_LISTEN_DEFAULT  "127.0.0.1:8009"
+#define SERVE_LISTEN_DEFAULT  CLI_SERVE_LISTEN
 #define SERVE_MAX_ARGS        16u
 /* Connections: one internal epoll thread does all socket I/O, so an idle or
  * slow client costs a descriptor and its (lazily touched) memory pool, not a

@@ -142,6 +142,31 @@ usage_err() {
 check "--long-poll abc: a usage error" usage_err --long-poll abc
 check "--busy-pct 101: a usage error" usage_err --busy-pct 101
 check "--idle-pct not below --busy-pct: a usage error" usage_err --idle-pct 95
+# d9 serve's /api/findings: the same findings of the pid, in the same order
+"$D9" --store "$T/bad" serve --listen 127.0.0.1:0 >"$T/serve.out" 2>"$T/serve.err" &
+SPID=$!
+at_exit kill "$SPID"
+served() { grep -q '^d9 serve: http://127.0.0.1:' "$T/serve.out"; }
+check "d9 serve starts" wait_for 10 served
+U=$(sed -n 's|^d9 serve: \(http://[^ ]*/\).*|\1|p' "$T/serve.out")
+api_same() {
+    python3 - "$U" "$T/all.jsonl" <<'PY'
+import json, sys, urllib.request
+base, cli = sys.argv[1].rstrip('/'), [json.loads(l) for l in open(sys.argv[2]) if l.strip()]
+j = json.load(urllib.request.urlopen(base + '/api/findings?pid=7001', timeout=20))
+want = [dict((k, v) for k, v in r.items() if k not in ('url', 'rank')) for r in cli if r['pid'] == 7001]
+got = [dict((k, v) for k, v in r.items() if k != 'rank') for r in j['findings']]
+if got != want or j['total'] != len(want):
+    sys.exit('api %s\ncli %s' % (got, want))
+try:
+    urllib.request.urlopen(base + '/api/findings', timeout=20)
+    sys.exit('no pid: not refused')
+except urllib.error.HTTPError as e:
+    if e.code != 400:
+        sys.exit('no pid: HTTP %d, want 400' % e.code)
+PY
+}
+check "/api/findings?pid= answers what d9 findings prints for the pid; no pid is a 400" api_same
 helps() { "$D9" findings --help | grep -q "^RANKING"; }
 check "--help states the ranking rule" helps
 d9_finish findings

@@ -213,6 +213,9 @@ struct q_find {
     struct q_wake *wake;
     struct q_sched *sched;
     struct tab locs, wrks, queues, thrs, spawns, procs;
+    struct proc_ent *lastp;     /* the procs entry of the last record (valid until the
+                                   next insertion into procs: q_find_process clears it) */
+    int64_t lastp_id;
     struct q_finding *v;
     size_t n, cap;
 };
@@ -365,10 +368,9 @@ static int feed_poll(struct q_find *f, const struct q_rec_src *src, const struct
         }
         return 0;
     }
-    if (r == 1 && (r = on_poll_done(f, &done)) < 0)
+    if (r == 1 && (r = on_poll_done(f, &done)) < 0)   /* inserts into locs only: t holds */
         return r;
-    if ((t = tab_get(&f->thrs, (uint64_t)src->process_id, src->tid)) && t->depth > 0 &&
-        --t->depth == 0)
+    if (t->depth > 0 && --t->depth == 0)
         t->nbuf = 0, t->dropped = 0;
     return 0;
 }
@@ -479,10 +481,14 @@ int q_find_feed(struct q_find *f, const struct q_rec_src *src, const struct d9_r
 {
     if (len < sizeof *rec || len < rec_min_len(rec->type))
         return 0;
-    struct proc_ent *p = tab_put(&f->procs, (uint64_t)src->process_id, 0);
-    if (!p)
-        return -ENOMEM;
-    p->pid = src->pid;
+    struct proc_ent *p = f->lastp;
+    if (!p || f->lastp_id != src->process_id) {
+        if (!(p = tab_put(&f->procs, (uint64_t)src->process_id, 0)))
+            return -ENOMEM;
+        p->pid = src->pid;
+        f->lastp = p;
+        f->lastp_id = src->process_id;
+    }
     if (p->first_ts == 0 || rec->ts < p->first_ts)
         p->first_ts = rec->ts;
     if (rec->ts > p->last_ts)
@@ -517,6 +523,7 @@ int q_find_feed(struct q_find *f, const struct q_rec_src *src, const struct d9_r
 
 int q_find_process(struct q_find *f, const struct q_find_proc *info)
 {
+    f->lastp = NULL;
     struct proc_ent *p = tab_put(&f->procs, (uint64_t)info->process_id, 0);
     if (!p)
         return -ENOMEM;

@@ -11,9 +11,11 @@
  *                the process's records, the process's end in the window.
  *                One finding per open poll. Time lost: from the poll's start
  *                to the process's last record.
- *   lost-records a process whose rings dropped >= lost_min records (the
- *                index's drops, by cause). No time: every other finding of
- *                that process may be short of records.
+ *   lost-records a process of the window whose rings dropped >= lost_min
+ *                records (the index's drops, by cause; the index keeps them
+ *                per process, not per time, so they are the whole process's).
+ *                No time: every other finding of that process may be short
+ *                of records. Its range: the process's records in the window.
  *   long-poll    polls of one location (process, location) lasting >=
  *                long_poll_ns; the CPU samples of the poll's thread inside
  *                those polls, by innermost frame (the top Q_FIND_FRAMES

@@ -1,6 +1,7 @@
 /*
  * test_q_find.c — q_find.c: the rules of each kind of finding on synthetic
  * records (over the threshold and not; what counts as evidence), the
+ * samples a poll gets (those of its thread inside it, nested polls too), the
  * ranking (crashes, lost records, then time lost), and the spawned-task
  * table under many spawns and terminations.
  */
@@ -138,6 +139,27 @@ static void long_polls_per_location_with_samples_inside(void **state)
     assert_int_equal(x->frames[1].samples, 1);
     assert_non_null(strstr(x->evidence, "hot 3, cold 1"));
     assert_string_equal(x->where, "#5");            /* no location namer */
+    q_find_free(f);
+}
+
+static void a_nested_poll_gets_only_the_samples_inside_it(void **state)
+{
+    (void)state;
+    struct q_find *f = fresh();
+    poll_start(f, 7, 0, 1, 5, 0);                   /* outer, 30 ms */
+    sample(f, 7, 5 * MS, 0x300);                    /* before the inner poll */
+    poll_start(f, 7, 0, 2, 6, 10 * MS);             /* inner (block_on), 15 ms */
+    sample(f, 7, 12 * MS, 0x100);
+    poll_end(f, 7, 0, 2, 25 * MS);
+    poll_end(f, 7, 0, 1, 30 * MS);
+    size_t n;
+    const struct q_finding *x = finish(f, &n);
+    assert_int_equal(n, 2);
+    assert_int_equal(x[0].loc, 5);                  /* 30 ms lost ranks first */
+    assert_int_equal(x[0].samples, 2);
+    assert_int_equal(x[1].loc, 6);
+    assert_int_equal(x[1].samples, 1);
+    assert_string_equal(x[1].frames[0].name, "hot");
     q_find_free(f);
 }
 
@@ -370,6 +392,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(long_polls_per_location_with_samples_inside),
+        cmocka_unit_test(a_nested_poll_gets_only_the_samples_inside_it),
         cmocka_unit_test(sched_delay_counts_sampled_waits_over_the_threshold),
         cmocka_unit_test(wake_delay_is_wake_to_the_wakees_next_poll),
         cmocka_unit_test(imbalance_needs_a_busy_worker_and_an_idle_one_that_parks),

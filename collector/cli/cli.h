@@ -42,7 +42,8 @@ enum cli_exit {
 #define CLI_ENDPOINT_ENV    "DIAL9_COLLECTOR"   /* overrides the default endpoint */
 #define CLI_DEBUG_DIR_ENV   "D9_DEBUG_DIR"      /* where debug files are (--debug-dir) */
 #define CLI_TIMEOUT_MS      2000                /* collector requests (status, flush) */
-#define CLI_LIMIT_DEFAULT   20                  /* top-polls */
+#define CLI_LIMIT_DEFAULT   20                  /* top-polls, findings */
+#define CLI_SERVE_LISTEN    "127.0.0.1:8009"    /* d9 serve's default address (findings' links) */
 
 /* Settings resolved by main() from global flags, environment and defaults. */
 struct cli_env {

@@ -37,7 +37,7 @@
 #include "collector/serve/serve_pool.h"
 #include "collector/query/q_store.h"
 
-#define SERVE_LISTEN_DEFAULT  "127.0.0.1:8009"
+#define SERVE_LISTEN_DEFAULT  CLI_SERVE_LISTEN
 #define SERVE_MAX_ARGS        16u
 /* Connections: one internal epoll thread does all socket I/O, so an idle or
  * slow client costs a descriptor and its (lazily touched) memory pool, not a
@@ -81,7 +81,8 @@ static const char usage[] =
 "    API (GET, JSON): /api/processes; /api/timeline?pid=&width=[&from=&to=];\n"
 "    /api/events?pid=[&from=&to=&event=&field=&value=&limit=];\n"
 "    /api/flame?pid=[&from=&to=&kind=cpu|off];\n"
-"    /api/workers?pid=[&from=&to=] (the facts of d9 sched per worker). Times are\n"
+"    /api/workers?pid=[&from=&to=] (the facts of d9 sched per worker);\n"
+"    /api/findings?pid=[&from=&to=&limit=] (d9 findings, ranked). Times are\n"
 "    CLOCK_MONOTONIC ns. Bad arguments (more than 16 of them too) are 400,\n"
 "    an unknown pid 404, a foreign Host or Origin 403. Details:\n"
 "    docs/serve.md.\n"

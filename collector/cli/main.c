@@ -28,6 +28,7 @@
     X(events, "events", "decoded records, filtered by pid/tid/type/time")                \
     X(top_polls, "top-polls", "longest task polls, with the location of each poll")     \
     X(sched, "sched", "scheduling delay and CPU time per worker")                        \
+    X(findings, "findings", "what is wrong in a window, ranked, with evidence and links") \
     X(export, "export", "trace file: Chrome JSON or Perfetto protobuf (--format)")    \
     X(flame, "flame", "CPU / off-CPU profile as folded stacks (flame graphs)")         \
     X(serve, "serve", "web UI and JSON API over the store (timeline, top polls, events)") \

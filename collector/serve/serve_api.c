@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "collector/query/q_decode.h"
+#include "collector/query/q_find.h"
 #include "collector/query/q_flame.h"
 #include "collector/query/q_loc.h"
 #include "collector/query/q_names.h"
@@ -1116,6 +1117,42 @@ static int api_flame(struct q_store *s, const struct serve_params *p, FILE *out)
     return 200;
 }
 
+/* The findings of pid in the window (default: every record of the process),
+ * ranked, with q_find's default thresholds: d9 findings --format jsonl's
+ * objects (no url) in a list, at most limit (default SERVE_API_MAX_ITEMS). */
+static int api_findings(struct q_store *s, const struct serve_params *p, FILE *out)
+{
+    if (!p->has_pid)
+        return error(out, 400, "pid is required");
+    struct pick k = { 0 };
+    if (q_store_processes(s, p->pid, 0, UINT64_MAX, pick_row, &k) < 0)
+        return error(out, 500, "cannot read the index");
+    if (!k.found)
+        return error(out, 404, "no such pid in the store");
+    uint64_t from = p->has_from ? p->from : 0, to = p->has_to ? p->to : UINT64_MAX;
+    if (from >= to)
+        return error(out, 400, "empty or reversed window (from >= to)");
+    struct q_find *f;
+    if (q_find_new(&f, NULL) < 0)
+        return error(out, 500, "out of memory");
+    int r = q_find_run(f, s, p->pid, from, to, NULL, "d9 serve");
+    if (r < 0) {
+        q_find_free(f);
+        return error(out, 500, r == -ENOMEM ? "out of memory" : "cannot read the store");
+    }
+    size_t n, limit = p->limit ? p->limit : SERVE_API_MAX_ITEMS;
+    const struct q_finding *v = q_find_list(f, &n);
+    fprintf(out, "{\"pid\":%" PRIu32 ",\"from\":%" PRIu64 ",\"to\":%" PRIu64
+            ",\"total\":%zu,\"findings\":[", p->pid, from, to, n);
+    for (size_t i = 0; i < n && i < limit; i++) {
+        fputs(i ? ",\n" : "\n", out);
+        q_find_json(out, &v[i], (unsigned)(i + 1), NULL);
+    }
+    fputs("\n]}\n", out);
+    q_find_free(f);
+    return 200;
+}
+
 int serve_api(struct q_store *s, const char *path, const struct serve_params *p,
                   FILE *out)
 {
@@ -1129,5 +1166,7 @@ int serve_api(struct q_store *s, const char *path, const struct serve_params *p,
         return api_timeline(s, p, out, true);
     if (strcmp(path, "/api/workers") == 0)
         return api_workers(s, p, out);
+    if (strcmp(path, "/api/findings") == 0)
+        return api_findings(s, p, out);
     return error(out, 404, "no such API");
 }

@@ -17,6 +17,7 @@
 #include "collector/serve/serve_pool.h"
 
 #define POOL_FLAME_PATH  "/api/flame"
+#define POOL_FINDINGS_PATH "/api/findings"
 
 struct pool_worker {
     struct serve_pool *pl;
@@ -37,7 +38,7 @@ struct serve_pool {
 
 bool serve_pool_is_heavy(const char *path)
 {
-    return strcmp(path, POOL_FLAME_PATH) == 0;
+    return strcmp(path, POOL_FLAME_PATH) == 0 || strcmp(path, POOL_FINDINGS_PATH) == 0;
 }
 
 /* The first job a worker may take now, unlinked; NULL if none. Lock held. */

@@ -10,7 +10,7 @@
  * threads.
  *
  * Scheduling: first in, first out, with two rules.
- *   - Heavy jobs (flame graphs: seconds on a big store) never hold every
+ *   - Heavy jobs (flame graphs, findings: seconds on a big store) never hold every
  *     worker: with W workers at most max(1, W - 1) run at once, and a light
  *     job queued behind waiting heavy ones is taken first. So while one
  *     worker is free of heavy work, a timeline is answered in its own time.
@@ -63,7 +63,7 @@ int serve_pool_start(struct serve_pool **out, const char *dir, unsigned workers,
  * with status 0. */
 void serve_pool_submit(struct serve_pool *pl, struct serve_job *j);
 
-/* true when the job should be heavy (its path is the flame graph's). */
+/* true when the job should be heavy (its path is the flame graph's or the findings'). */
 bool serve_pool_is_heavy(const char *path);
 
 /* Finish: running jobs complete, queued ones get done() with status 0, the

@@ -82,6 +82,9 @@ check "top-polls --limit 3 lists three" \
 d9 top-polls --pid "$CRPID" --format jsonl >"$T/top-crash.jsonl"
 check "top-polls reports the poll left open by the crash as unfinished" \
     grep -q '"task":4242,.*"unfinished":true' "$T/top-crash.jsonl"
+d9 findings --pid "$CRPID" --format jsonl >"$T/find-crash.jsonl"
+check "findings ranks the crash first: the poll the crash left open" \
+    sh -c "head -n 1 '$T/find-crash.jsonl' | grep -q '^{\"rank\":1,\"kind\":\"crash\",.*\"task\":4242,'"
 
 d9 sched --pid "$OKPID" --format jsonl >"$T/sched.jsonl"
 check "sched has one row per worker with parks counted" python3 -c "
@@ -219,7 +222,7 @@ check "fsck --repair refuses segment files without an index and leaves them as t
     sh -c "! '$BIN/d9' --store '$T/segsonly' fsck --repair 2>'$T/so.err' &&
            grep -q 'not a d9 store' '$T/so.err' &&
            (cd '$T/segsonly' && ls -A && md5sum -- *) | cmp -s - '$T/segsonly.before'"
-for c in status flush ps segments events top-polls sched export flame fsck; do
+for c in status flush ps segments events top-polls sched findings export flame fsck; do
     check "d9 $c --help is a manual page" \
         sh -c "'$BIN/d9' $c --help | grep -q SYNOPSIS && '$BIN/d9' $c --help | grep -q 'EXIT STATUS'"
 done

@@ -6,7 +6,8 @@
  * (memory: N polls, whatever the window), and resolves names (location,
  * runtime, thread) only for the N printed. A poll still open at the end of
  * the data (process crashed or hung inside it) competes with its duration
- * up to the last record of its process and is marked unfinished (">").
+ * up to the last record of its process (q_pair_end_open) and is marked
+ * unfinished (">", with the reason).
  *
  * Called by main.c. Never keeps more than --limit polls, plus the polls
  * open at the same time.
@@ -37,8 +38,12 @@ static const char usage[] =
 "    Listed longest first: DURATION, START time, PID/TID, RUNTIME, WORKER,\n"
 "    TASK id and LOCATION (file:line function given to d9_poll_start, the\n"
 "    task's spawn site by convention). A poll whose end is not in the store\n"
-"    (the process crashed or hung inside it) counts up to the last record\n"
-"    of its process and is shown as \">DURATION\" with \"unfinished\".\n"
+"    (the process crashed or exited inside it, or is still in it) counts up\n"
+"    to the last record of its process (not to when the collector saw the\n"
+"    end) and is shown as \">DURATION\" with \"unfinished\" and why:\n"
+"    \"process crashed\", \"process exited\", \"process ended\", \"still open\"\n"
+"    or \"open at the window's end\" (cut at the window's end). d9 sql's\n"
+"    polls table, d9 serve and d9 export end them the same way.\n"
 "    text ends with the number of polls in the window by runtime (every\n"
 "    runtime of the selected processes: a program's own count of one\n"
 "    runtime's polls is one of them) and how many of them are unfinished.\n"
@@ -59,6 +64,7 @@ struct top_entry {
     struct q_poll p;
     uint64_t dur;
     bool unfinished;
+    enum q_open_why why;            /* when unfinished */
 };
 
 struct rt_count {                   /* polls of one runtime of one process */
@@ -147,9 +153,11 @@ static void sift_down(struct top_ctx *c, size_t i)
     }
 }
 
-static int offer(struct top_ctx *c, const struct q_poll *p, bool unfinished)
+static int offer(struct top_ctx *c, const struct q_poll *p, bool unfinished,
+                 enum q_open_why why)
 {
-    struct top_entry e = { .p = *p, .dur = p->end_ns - p->start_ns, .unfinished = unfinished };
+    struct top_entry e = { .p = *p, .dur = p->end_ns - p->start_ns, .unfinished = unfinished,
+                           .why = why };
     c->polls++;
     c->unfinished += unfinished;
     if (count_runtime(c, p) < 0)
@@ -194,7 +202,7 @@ static int on_record(void *arg, const struct q_rec_src *src, const struct d9_rec
     struct q_poll done;
     int rc = q_pair_feed(a->polls, src, rec, len, &done);
     if (rc == 1)
-        return offer(a->top, &done, false);
+        return offer(a->top, &done, false, Q_OPEN_ALIVE);
     return rc < 0 ? rc : 0;
 }
 
@@ -237,7 +245,10 @@ static void print(struct q_store *s, const struct cli_args *a, struct top_ctx *c
             q_text_json(stdout, loc, strlen(loc));
             fputs(",\"thread\":", stdout);
             q_text_json(stdout, th, strlen(th));
-            printf(",\"unfinished\":%s}\n", e->unfinished ? "true" : "false");
+            printf(",\"unfinished\":%s", e->unfinished ? "true" : "false");
+            if (e->unfinished)
+                printf(",\"unfinished_why\":\"%s\"", q_pair_open_text(e->why));
+            fputs("}\n", stdout);
             continue;
         }
         char dd[40];
@@ -249,7 +260,9 @@ static void print(struct q_store *s, const struct cli_args *a, struct top_ctx *c
         int pad = 10 - (int)strlen(rt);
         printf("%*s %6u %10" PRIu64 "  ", pad > 0 ? pad : 0, "", (unsigned)e->p.worker, e->p.task);
         q_text_escaped(stdout, loc, strlen(loc), false);
-        fputs(e->unfinished ? "  (unfinished)\n" : "\n", stdout);
+        if (e->unfinished)
+            printf("  (unfinished, %s)", q_pair_open_text(e->why));
+        fputs("\n", stdout);
     }
     q_names_close(names);
 }
@@ -278,22 +291,16 @@ CLI_DECLARE_CMD(top_polls)
     q_store_window_resolve(s, &a.win, a.pid, &f.from, &f.to);
     struct q_scan_stats st;
     int r = q_scan(s, &f, on_record, &sa, &st, "d9 top-polls");
-    struct q_names *names = NULL;
-    if (r >= 0 && q_names_open(s, &names) == 0) {
-        /* polls never ended: they lasted at least until the process's last record */
-        size_t it = 0;
-        struct q_poll p;
-        while (r >= 0 && q_pair_next_open(sa.polls, &it, &p)) {
-            if (p.task == Q_POLL_PARKED)
-                continue;
-            uint64_t last = q_names_last_ns(names, p.process_id);
-            if (last > f.to)
-                last = f.to;
-            p.end_ns = last > p.start_ns ? last : p.start_ns;
-            r = offer(&top, &p, true);
-        }
+    /* polls never ended: at least until their process's last record */
+    size_t it = 0;
+    struct q_poll p;
+    while (r >= 0 && q_pair_next_open(sa.polls, &it, &p)) {
+        if (p.task == Q_POLL_PARKED)
+            continue;
+        enum q_open_why why = q_pair_end_open(s, f.to, &p);
+        r = offer(&top, &p, true, why);
     }
-    q_names_close(names);
+    struct q_names *names = NULL;
     if (r < 0) {
         rc = cli_fail(env, "%s: scan failed (error %d)", env->store, r);
     } else if (top.n == 0) {

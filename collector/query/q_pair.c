@@ -10,6 +10,7 @@
 #include <string.h>
 #include "collector/query/q_hash.h"
 #include "collector/query/q_pair.h"
+#include "collector/query/q_store.h"
 #include "shm/record.h"
 
 struct thr {
@@ -205,3 +206,37 @@ int q_pair_next_open(const struct q_pair *p, size_t *it, struct q_poll *out)
 }
 
 const struct q_pair_stats *q_pair_stats(const struct q_pair *p) { return &p->st; }
+
+enum q_open_why q_pair_end_open(struct q_store *s, uint64_t to, struct q_poll *p)
+{
+    struct idx_read_process_end pe;
+    enum q_open_why why = Q_OPEN_WINDOW;
+    uint64_t end = to;
+    if (s && idx_read_process_end(q_store_idx(s), p->process_id, &pe) < 0) {
+        why = Q_OPEN_ENDED;             /* nothing known: no more than its start */
+        end = p->start_ns;
+    } else if (s) {
+        uint64_t last = pe.rec_last_ns ? pe.rec_last_ns : pe.last_ns;
+        if (last <= to) {
+            end = last;
+            why = strcmp(pe.state, "crashed") == 0  ? Q_OPEN_CRASHED
+                : strcmp(pe.state, "exited") == 0   ? Q_OPEN_EXITED
+                : strcmp(pe.state, "alive") == 0    ? Q_OPEN_ALIVE
+                                                    : Q_OPEN_ENDED;
+        }
+    }
+    p->end_ns = end > p->start_ns ? end : p->start_ns;
+    return why;
+}
+
+const char *q_pair_open_text(enum q_open_why why)
+{
+    switch (why) {
+    case Q_OPEN_CRASHED: return "process crashed";
+    case Q_OPEN_EXITED:  return "process exited";
+    case Q_OPEN_ENDED:   return "process ended";
+    case Q_OPEN_WINDOW:  return "open at the window's end";
+    case Q_OPEN_ALIVE:   break;
+    }
+    return "still open";
+}

@@ -28,7 +28,8 @@ static const char usage[] =
 "    d9 top-polls - the longest task polls\n"
 "\n"
 "SYNOPSIS\n"
-"    d9 [--store DIR] top-polls [--pid PID] [--limit N]\n"
+"    d9 [--store DIR] top-polls [--pid PID] [--tid TID] [--runtime NAME]\n"
+"                               [--location TEXT] [--limit N]\n"
 "                               [--since DUR | --from NS --to NS | --last]\n"
 "                               [--format text|jsonl]\n"
 "\n"
@@ -50,6 +51,14 @@ static const char usage[] =
 "\n"
 "OPTIONS\n"
 "    --pid PID       only polls of this process.\n"
+"    --tid TID       only polls on this thread (as d9 events --tid).\n"
+"    --runtime NAME  only polls of the runtime of this name (exact, as the\n"
+"                    RUNTIME column shows it: \"libuv\", \"libevent\", ...).\n"
+"    --location TEXT only polls whose LOCATION contains TEXT (a case-\n"
+"                    sensitive substring of \"file:line function\" as shown:\n"
+"                    a file name, a function, \"file.c:42\").\n"
+"                    The options combine (every one must match); the count\n"
+"                    line then counts only the matching polls.\n"
 "    --limit N       how many to list (default 20).\n"
 "    --format FMT    text (default) or jsonl.\n"
 "\n"
@@ -57,6 +66,7 @@ CLI_HELP_WINDOW "\n" CLI_HELP_COMMON "\n"
 "EXAMPLES\n"
 "    d9 top-polls\n"
 "    d9 top-polls --pid 1234 --since 30s --limit 5\n"
+"    d9 top-polls --runtime libevent --location conn_read\n"
 "\n"
 CLI_HELP_EXIT;
 
@@ -267,15 +277,51 @@ static void print(struct q_store *s, const struct cli_args *a, struct top_ctx *c
     q_names_close(names);
 }
 
+enum { TOP_OPT_RUNTIME = CLI_OPT_FIRST_PRIVATE, TOP_OPT_LOCATION };
+
+struct top_opts {
+    const char *runtime, *location;     /* NULL = any */
+};
+
+static int priv(struct cli_env *env, void *arg, int opt, const char *val)
+{
+    struct top_opts *o = arg;
+    switch (opt) {
+    case TOP_OPT_RUNTIME:
+        o->runtime = val;
+        break;
+    case TOP_OPT_LOCATION:
+        o->location = val;
+        break;
+    default:
+        cli_usage_error(env, "unexpected option");
+        return -1;
+    }
+    if (!val || !*val) {
+        cli_usage_error(env, "--%s needs a non-empty value",
+                        opt == TOP_OPT_RUNTIME ? "runtime" : "location");
+        return -1;
+    }
+    return 0;
+}
+
 CLI_DECLARE_CMD(top_polls)
 {
     static const struct option opts[] = {
-        CLI_OPTE_HELP, CLI_OPTE_STORE, CLI_OPTE_PID, CLI_OPTE_WINDOW, CLI_OPTE_LIMIT,
-        CLI_OPTE_FORMAT, CLI_OPTE_END,
+        CLI_OPTE_HELP, CLI_OPTE_STORE, CLI_OPTE_PID, CLI_OPTE_TID, CLI_OPTE_WINDOW,
+        CLI_OPTE_LIMIT, CLI_OPTE_FORMAT,
+        { "runtime", 1, NULL, TOP_OPT_RUNTIME },
+        { "location", 1, NULL, TOP_OPT_LOCATION },
+        CLI_OPTE_END,
     };
     struct cli_args a;
-    struct q_store *s;
-    int rc = cli_begin(env, &a, argc, argv, opts, usage, &s);
+    struct top_opts o = { NULL, NULL };
+    struct q_store *s = NULL;
+    cli_args_init(&a);
+    int rc = cli_getopt(env, &a, argc, argv, opts, usage, priv, &o);
+    if (rc != 0)
+        return rc > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+    rc = cli_open_store(env, &s);
     if (!s)
         return rc;
     struct top_ctx top = { .limit = a.limit_set ? a.limit : CLI_LIMIT_DEFAULT };
@@ -284,8 +330,10 @@ CLI_DECLARE_CMD(top_polls)
         q_store_close(s);
         return cli_fail(env, "out of memory");
     }
+    q_pair_only(sa.polls, o.runtime, o.location);
     struct q_filter f = {
         .pid = a.pid,
+        .tid = a.tid,
         .types = 1u << D9_REC_POLL_START | 1u << D9_REC_POLL_END,
     };
     q_store_window_resolve(s, &a.win, a.pid, &f.from, &f.to);
@@ -305,7 +353,8 @@ CLI_DECLARE_CMD(top_polls)
         rc = cli_fail(env, "%s: scan failed (error %d)", env->store, r);
     } else if (top.n == 0) {
         char w[160];
-        fprintf(stderr, "d9 top-polls: no polls in %s%s\n",
+        fprintf(stderr, "d9 top-polls: no polls%s in %s%s\n",
+                a.tid || o.runtime || o.location ? " matching --tid/--runtime/--location" : "",
                 cli_window_text(&a.win, q_store_live(s), w, sizeof w),
                 q_store_unsealed_hint(s, a.pid));
     } else {

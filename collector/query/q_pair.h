@@ -36,6 +36,7 @@ struct q_poll {
     uint32_t loc;
     uint16_t runtime, worker;
     uint64_t start_ns, end_ns;      /* end_ns = 0 while unfinished */
+    bool hidden;                    /* internal: a start q_pair_only() excludes */
 };
 
 struct q_pair_stats {
@@ -53,6 +54,14 @@ void q_pair_free(struct q_pair *p);
 
 /* Also pair worker_park -> worker_unpark into parked intervals. */
 void q_pair_track_parks(struct q_pair *p);
+
+/* Deliver only the polls whose runtime is named runtime (exact, NULL = any)
+ * and whose location text (q_loc_text: "file:line function", as top-polls
+ * prints it) contains location (a case-sensitive substring, NULL = any).
+ * The names are those of the poll_start's segment. Polls left out are still
+ * paired (their ends are not "ends without a start") but never delivered,
+ * nor listed by q_pair_next_open. The strings must outlive p. */
+void q_pair_only(struct q_pair *p, const char *runtime, const char *location);
 
 /* Feed one record (other types are ignored). Returns 1 and fills *done when
  * rec closes a poll, 2 when it closes a parked interval, 0 otherwise, -ENOMEM. */

@@ -56,7 +56,7 @@ struct tab_def {
 };
 
 /* record tables share their first columns: pid, tid, ts_ns */
-enum { C_PID, C_TID, C_TS };
+enum { C_PID, C_TID, C_TS, C_TASK, C_FIELDS };   /* a custom event's table: fields from C_FIELDS */
 enum { PL_PID, PL_TID, PL_RUNTIME, PL_WORKER, PL_TASK, PL_LOC, PL_LOCATION, PL_START, PL_END,
        PL_DUR, PL_UNFINISHED };
 enum { PK_PID, PK_TID, PK_RUNTIME, PK_WORKER, PK_START, PK_END, PK_DUR, PK_CPU, PK_WAIT,

@@ -172,7 +172,7 @@ static int x_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
     char *sql;
     if (ev) {
         sqlite3_str *s = sqlite3_str_new(db);
-        sqlite3_str_appendall(s, "CREATE TABLE x(pid INTEGER, tid INTEGER, ts_ns INTEGER");
+        sqlite3_str_appendall(s, "CREATE TABLE x(pid INTEGER, tid INTEGER, ts_ns INTEGER, task INTEGER");
         for (unsigned i = 0; i < ev->nfields; i++) {
             static const char *const ty[] = { "", "INTEGER", "INTEGER", "REAL", "INTEGER",
                                               "TEXT" };

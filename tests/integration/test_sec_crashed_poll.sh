@@ -4,7 +4,9 @@
 # the process's last record, not when the collector saw the death (up to a
 # scan later): top-polls, d9 sql, d9 export and d9 serve give it the same
 # lower bound, the last record's time minus the poll's start, and say why
-# it is unfinished ("process crashed").
+# it is unfinished ("process crashed"). The custom event emitted inside
+# that poll records its task: d9 events shows it, the event's sql table has it
+# as its task column, and one join answers "which poll was this event in".
 . tests/integration/lib.sh
 . tests/integration/collector_env.sh
 
@@ -73,6 +75,27 @@ assert len(e) == 1, e
 e = e[0]
 assert e['args']['unfinished'] is True and e['args']['unfinished_why'] == 'process crashed', e
 assert abs(e['dur'] * 1000 - $WANT) < 1, (e['dur'], $WANT)"
+
+d9 events --pid "$CR" --type custom --event order --format jsonl >"$T/orders.jsonl" 2>"$T/orders.err"
+check "events: the order emitted inside poll 4343 carries task 4343, the others none" python3 -c "
+import json
+r = [json.loads(l) for l in open('$T/orders.jsonl')]
+inp = [x for x in r if x['fields']['item'] == 'in-poll']
+assert len(r) == 11 and len(inp) == 1 and inp[0].get('task') == 4343, r
+assert all('task' not in x for x in r if x['fields']['item'] != 'in-poll'), r"
+check "events text shows task=4343 on it" sh -c \
+    "'$BIN/d9' --store '$STORE' events --pid $CR --type custom --event order | grep 'in-poll' | grep -q 'task=4343'"
+d9 sql --format jsonl "select task, item from \"order\" where pid = $CR order by task is null, ts_ns" \
+    >"$T/order-sql.jsonl" 2>"$T/order-sql.err"
+check "sql: the event's table has a task column (NULL outside polls)" python3 -c "
+import json
+r = [json.loads(l) for l in open('$T/order-sql.jsonl')]
+assert r[0] == {'task': 4343, 'item': 'in-poll'} and len(r) == 11, r
+assert all(x['task'] is None for x in r[1:]), r"
+d9 sql --format csv "select p.unfinished, o.item from polls p join \"order\" o
+    on o.pid = p.pid and o.tid = p.tid and o.task = p.task where p.pid = $CR" >"$T/join.csv" 2>"$T/join.err"
+check "sql: one join names the event a poll was serving" \
+    sh -c "[ \"\$(tail -n +2 '$T/join.csv' | tr -d '\r')\" = 'process crashed,in-poll' ]"
 
 "$BIN/d9" --store "$STORE" serve --listen 127.0.0.1:0 >"$T/serve.out" 2>"$T/serve.err" &
 SPID=$!

@@ -93,7 +93,7 @@ static void custom_rec(struct buf *b, uint64_t ts, uint32_t schema, const uint8_
 {
     size_t len = (sizeof(struct d9_rec_custom) + plen + 7) & ~(size_t)7;
     uint8_t rec[512] = { 0 };
-    struct d9_rec_custom c = { hdr(len, D9_REC_CUSTOM, ts), schema, (uint32_t)plen };
+    struct d9_rec_custom c = { hdr(len, D9_REC_CUSTOM, ts), schema, (uint32_t)plen, D9_TASK_NONE };
     memcpy(rec, &c, sizeof c);
     memcpy(rec + sizeof c, payload, plen);
     put(b, rec, len);
@@ -460,7 +460,7 @@ static void custom_event_tables_have_typed_columns_and_union_fields(void **state
                         "200|201|5000650|/b|-1|N|N|N|eu|null|null;");
     /* declared types: status differs between the schemas (u64 vs i64): no type */
     assert_string_equal(rows(fx, "select name, type from pragma_table_info('request_done')"),
-                        "pid|INTEGER;tid|INTEGER;ts_ns|INTEGER;path|TEXT;status|;"
+                        "pid|INTEGER;tid|INTEGER;ts_ns|INTEGER;task|INTEGER;path|TEXT;status|;"
                         "latency_ms|REAL;delta|INTEGER;ok|INTEGER;region|TEXT;");
     /* a name taken by a built-in table gets "event_", a field named pid gets "f_" */
     assert_string_equal(rows(fx, "select pid, f_pid from event_polls"), "200|4242;");

@@ -63,7 +63,7 @@ check "custom table 'order': typed fields, exact values" \
        from \"order\" where pid = $OKPID" "10,50,2.5,2.5,-50,4,\"widget-0 \"\"q\"\"\""
 check "custom table columns are typed from the schema" \
     q "select group_concat(name || ':' || type, ' ') from pragma_table_info('order')" \
-      "pid:INTEGER tid:INTEGER ts_ns:INTEGER item:TEXT qty:INTEGER price:REAL delta:INTEGER ok:INTEGER"
+      "pid:INTEGER tid:INTEGER ts_ns:INTEGER task:INTEGER item:TEXT qty:INTEGER price:REAL delta:INTEGER ok:INTEGER"
 check "locations: the spawn sites by name" \
     q "select count(*) from locations where pid = $OKPID and func in ('spawn_short_task', 'spawn_long_task')" "2"
 check "events: as many rows as d9 events prints (it hides the collector's d9.* events)" \

@@ -54,6 +54,8 @@ enum ag_thread_state {
 
 enum ag_sched_state { AG_SCHED_UNOPENED = 0, AG_SCHED_OPEN = 1, AG_SCHED_NONE = 2 };
 
+#define AG_POLL_NEST_MAX 8u        /* polls open at once per thread whose task is kept */
+
 struct ag_thread {
     struct shm_producer p;      /* p.hdr != NULL <=> state == AG_T_TRACED */
     int32_t ring;
@@ -63,6 +65,12 @@ struct ag_thread {
     int sched_fd;               /* /proc/thread-self/schedstat when AG_SCHED_OPEN */
     uint64_t last_wait_ns;      /* schedstat run-queue wait at the last sampled park/unpark */
     uint64_t sched_next_ns;     /* CLOCK_MONOTONIC: no schedstat read before this */
+    /* the polls open on this thread, innermost last (d9_poll_start pushes,
+     * d9_poll_end pops): a custom event records poll_task[poll_depth - 1].
+     * Deeper nesting than AG_POLL_NEST_MAX is counted, not stored: an event
+     * there records D9_TASK_NONE. Written by this thread only. */
+    uint64_t poll_task[AG_POLL_NEST_MAX];
+    uint32_t poll_depth;
 };
 
 struct ag_loc;

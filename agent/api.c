@@ -316,8 +316,33 @@ AG_COLD cold_poll_start(d9_runtime rt, uint16_t worker, uint64_t task, d9_loc lo
         ag_emit_poll_start(p, src, rt.id, worker, task, loc);
 }
 
+/* The thread's open polls (of registered runtimes), for the custom events
+ * emitted inside them: plain thread-local stores, whether tracing is on or
+ * not, so the task is right whenever it is. No lock, syscall or allocation. */
+static inline void poll_push(uint64_t task)
+{
+    uint32_t d = g_tls.poll_depth;
+    if (d < AG_POLL_NEST_MAX)
+        g_tls.poll_task[d] = task;
+    g_tls.poll_depth = d + 1;
+}
+
+static inline void poll_pop(void)
+{
+    if (g_tls.poll_depth)
+        g_tls.poll_depth--;
+}
+
+static inline uint64_t poll_current(void)
+{
+    uint32_t d = g_tls.poll_depth;
+    return d && d <= AG_POLL_NEST_MAX ? g_tls.poll_task[d - 1] : D9_TASK_NONE;
+}
+
 void d9_poll_start(d9_runtime rt, uint16_t worker, uint64_t task, d9_loc loc)
 {
+    if (rt.id != 0)
+        poll_push(task);
     AG_FAST(sizeof(struct d9_rec_poll_start), cold_poll_start(rt, worker, task, loc));
     if (__builtin_expect(rt.id != 0, 1))
         ag_emit_poll_start(&g_tls.p, D9_CLOCK_TSC, rt.id, worker, task, loc);
@@ -332,6 +357,8 @@ AG_COLD cold_poll_end(d9_runtime rt, uint16_t worker, uint64_t task)
 
 void d9_poll_end(d9_runtime rt, uint16_t worker, uint64_t task)
 {
+    if (rt.id != 0)
+        poll_pop();
     AG_FAST(sizeof(struct d9_rec_poll_end), cold_poll_end(rt, worker, task));
     if (__builtin_expect(rt.id != 0, 1))
         ag_emit_poll_end(&g_tls.p, D9_CLOCK_TSC, rt.id, worker, task);
@@ -419,5 +446,5 @@ void d9_emit_values(d9_schema *schema, const d9_value *values, unsigned n)
         ag_emit_drop(p, AG_DROP_MISMATCH);
         return;
     }
-    ag_emit_custom(p, src, id, schema, values, n);
+    ag_emit_custom(p, src, id, poll_current(), schema, values, n);
 }

@@ -284,7 +284,11 @@ typedef struct d9_value {
 /* Values of a custom event, one macro per field type. Emit one event with
  * d9_emit. Values must match the schema's types in order (a mismatch drops
  * the event and counts it as lost, cause "type mismatch"; D9_EVENT below
- * makes the compiler check them). Returns nothing: never fails the app. */
+ * makes the compiler check them). Returns nothing: never fails the app.
+ * An event emitted inside a poll (between d9_poll_start and d9_poll_end on
+ * the same thread; the innermost when nested) records that poll's task, so
+ * `d9 events` and the event's `d9 sql` table show which task it served;
+ * outside polls, and for task id 0, it records none. */
 #ifndef __cplusplus
 
 #define D9_U64(x)  ((d9_value){ .type = D9_T_U64, .v.u = (uint64_t)(x) })

@@ -53,7 +53,7 @@ int ag_emit_custom_size(const d9_schema *s, const d9_value *v, unsigned n, uint3
     return custom_layout(s, v, n, lens, len);
 }
 
-int ag_emit_custom(struct shm_producer *p, uint32_t src, uint32_t schema_id,
+int ag_emit_custom(struct shm_producer *p, uint32_t src, uint32_t schema_id, uint64_t task,
                    const d9_schema *s, const d9_value *v, unsigned n)
 {
     uint32_t lens[D9_SCHEMA_MAX_FIELDS];
@@ -69,6 +69,7 @@ int ag_emit_custom(struct shm_producer *p, uint32_t src, uint32_t schema_id,
     struct d9_rec_custom *c = (struct d9_rec_custom *)rec;
     c->schema = schema_id;
     c->payload_len = len - (uint32_t)sizeof *c;
+    c->task = task;
     uint8_t *out = rec + sizeof *c;
     for (unsigned i = 0; i < n; i++) {
         if (v[i].type == D9_T_STR) {

@@ -154,10 +154,11 @@ static inline void ag_emit_queue_depth(struct shm_producer *p, uint32_t src, uin
  * types), -EMSGSIZE when the record would exceed D9_REC_MAX. Pure. */
 int ag_emit_custom_size(const d9_schema *s, const d9_value *v, unsigned n, uint32_t *len);
 
-/* Encode and commit one custom event with schema id schema_id; a mismatch or
+/* Encode and commit one custom event with schema id schema_id, emitted in
+ * task's poll (D9_TASK_NONE: outside polls); a mismatch or
  * an oversized record is dropped and counted (ag_emit_drop). Returns 0 when
  * committed, -EINVAL mismatch, -EMSGSIZE too big, -ENOSPC ring full. */
-int ag_emit_custom(struct shm_producer *p, uint32_t src, uint32_t schema_id,
+int ag_emit_custom(struct shm_producer *p, uint32_t src, uint32_t schema_id, uint64_t task,
                    const d9_schema *s, const d9_value *v, unsigned n);
 
 #endif /* D9_AGENT_EMIT_H */

@@ -60,6 +60,7 @@ MAN_DOCS_d9collectd := README.md docs/collector.md docs/s3.md docs/limits.md doc
 MAN_DOCS_libd9agent := README.md docs/agent.md docs/libuv.md docs/limits.md
 man_docs = --docdir $(DOCDIR) $(addprefix --doc ,$(MAN_DOCS_$(1)))
 UNINST_PC     := $(BUILD)/lib/pkgconfig/d9agent-uninstalled.pc
+UNINST_UV_PC  := $(BUILD)/lib/pkgconfig/d9uv-uninstalled.pc
 SO_NAME       := libd9agent.so.0
 SO_FILE       := libd9agent.so.$(D9_VERSION)
 UV_SO_NAME    := libd9uv.so.0
@@ -71,7 +72,7 @@ CONF_DIR      := $(SYSCONFDIR)/dial9
 pc_rel = $(patsubst $(PREFIX)/%,$${prefix}/%,$(1))
 
 .PHONY: install uninstall man install-stamp-check
-all: $(UNINST_PC) $(BUILD)/lib/$(SO_NAME) $(MAN_PAGES)
+all: $(UNINST_PC) $(UNINST_UV_PC) $(BUILD)/lib/$(SO_NAME) $(MAN_PAGES)
 man: $(MAN_PAGES)
 
 # Rewritten only when the paths changed (its mtime then triggers regeneration).
@@ -88,7 +89,7 @@ $(INSTALL_GEN)/d9uv.pc: deploy/d9uv.pc.in $(INSTALL_STAMP)
 $(INSTALL_GEN)/d9collectd.service: deploy/d9collectd.service.in $(INSTALL_STAMP)
 	sed -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' $< >$@
 
-$(UNINST_PC): deploy/d9agent-uninstalled.pc.in Makefile
+$(UNINST_PC) $(UNINST_UV_PC): $(BUILD)/lib/pkgconfig/%-uninstalled.pc: deploy/%-uninstalled.pc.in Makefile
 	@mkdir -p $(dir $@)
 	sed -e "s|@BUILDDIR@|$$(cd $(BUILD) && pwd)|" -e "s|@SRCDIR@|$$(pwd)|" \
 	    -e 's|@VERSION@|$(D9_VERSION)|' $< >$@

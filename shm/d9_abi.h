@@ -34,7 +34,7 @@
 #include <stdatomic.h>
 
 #define D9_REGION_MAGIC      0x3130304d48533944ULL /* "D9SHM001" */
-#define D9_ABI_VERSION       1u
+#define D9_ABI_VERSION       2u
 #define D9_CACHELINE         64u
 #define D9_REGION_HDR_SIZE   4096u
 #define D9_RING_HDR_SIZE     256u
@@ -251,14 +251,18 @@ struct d9_rec_queue_depth {
     uint16_t worker;            /* D9_WORKER_NONE = the runtime's global queue */
     uint32_t _pad;
 };
-/* CUSTOM: header, schema id, then the fields in schema order:
+/* CUSTOM: header, schema id, the task being polled, then the fields in
+ * schema order:
  *   U64/I64/F64/BOOL: 8 bytes each; STR: uint32 byte length, bytes, zero pad to 8. */
 struct d9_rec_custom {
     struct d9_rec_hdr h;
     uint32_t schema;            /* schema id from the metadata log */
     uint32_t payload_len;       /* bytes of field data that follow */
+    uint64_t task;              /* the task whose poll the emitting thread was in (the
+                                   innermost open one), D9_TASK_NONE outside polls */
     /* uint8_t payload[] */
 };
+#define D9_TASK_NONE         0u     /* no task: as a wake's waker, outside any poll */
 /* CPU_SAMPLE / SCHED_SWITCH: header, then nframes instruction pointers,
  * innermost first. tid is the sampled thread (perf samples are written by the
  * collector into a per-process pseudo-thread block). */
@@ -294,7 +298,7 @@ _Static_assert(sizeof(struct d9_rec_wake) == 40, "wake");
 _Static_assert(sizeof(struct d9_rec_worker) == 40, "worker");
 _Static_assert(sizeof(struct d9_rec_task) == 32, "task");
 _Static_assert(sizeof(struct d9_rec_queue_depth) == 32, "queue depth");
-_Static_assert(sizeof(struct d9_rec_custom) == 24, "custom");
+_Static_assert(sizeof(struct d9_rec_custom) == 32, "custom");
 _Static_assert(sizeof(struct d9_rec_stack) == 32, "stack");
 
 /* ---- Metadata log -------------------------------------------------------

@@ -49,7 +49,9 @@ static const char usage[] =
 "    the whole stack (outermost first, named as d9 flame names frames) in\n"
 "    args. ts/dur are microseconds of CLOCK_MONOTONIC, so several\n"
 "    processes of one host line up. Polls or parks still open at the end\n"
-"    are closed at the last record and flagged \"unfinished\".\n"
+"    are closed at the last record of their process (or the window's end)\n"
+"    and flagged \"unfinished\" with \"unfinished_why\" (\"process crashed\",\n"
+"    \"process exited\", ...), as d9 top-polls shows them.\n"
 "    Without --pid every process of the window is exported; large windows\n"
 "    make large files (about 150 bytes per record).\n"
 "\n"
@@ -247,7 +249,8 @@ CLI_DECLARE_CMD(export)
                      : q_scan(s, &f, on_record, x, &st, "d9 export");
     struct exp_json_stats es = { 0 };
     struct exp_perfetto_stats ps = { 0 };
-    int fr = perfetto ? exp_perfetto_finish(px, st.t_last, &ps) : exp_json_finish(x, st.t_last, &es);
+    /* polls still open end at their process's last record (q_pair_end_open) */
+    int fr = perfetto ? exp_perfetto_finish(px, s, f.to, &ps) : exp_json_finish(x, s, f.to, &es);
     if (to_file) {
         if (fclose(out) != 0 && fr == 0)
             fr = -EIO;

@@ -6,7 +6,8 @@
  * (memory: N polls, whatever the window), and resolves names (location,
  * runtime, thread) only for the N printed. A poll still open at the end of
  * the data (process crashed or hung inside it) competes with its duration
- * up to the last record of its process and is marked unfinished (">").
+ * up to the last record of its process (q_pair_end_open) and is marked
+ * unfinished (">", with the reason).
  *
  * Called by main.c. Never keeps more than --limit polls, plus the polls
  * open at the same time.
@@ -27,7 +28,8 @@ static const char usage[] =
 "    d9 top-polls - the longest task polls\n"
 "\n"
 "SYNOPSIS\n"
-"    d9 [--store DIR] top-polls [--pid PID] [--limit N]\n"
+"    d9 [--store DIR] top-polls [--pid PID] [--tid TID] [--runtime NAME]\n"
+"                               [--location TEXT] [--limit N]\n"
 "                               [--since DUR | --from NS --to NS | --last]\n"
 "                               [--format text|jsonl]\n"
 "\n"
@@ -37,14 +39,26 @@ static const char usage[] =
 "    Listed longest first: DURATION, START time, PID/TID, RUNTIME, WORKER,\n"
 "    TASK id and LOCATION (file:line function given to d9_poll_start, the\n"
 "    task's spawn site by convention). A poll whose end is not in the store\n"
-"    (the process crashed or hung inside it) counts up to the last record\n"
-"    of its process and is shown as \">DURATION\" with \"unfinished\".\n"
+"    (the process crashed or exited inside it, or is still in it) counts up\n"
+"    to the last record of its process (not to when the collector saw the\n"
+"    end) and is shown as \">DURATION\" with \"unfinished\" and why:\n"
+"    \"process crashed\", \"process exited\", \"process ended\", \"still open\"\n"
+"    or \"open at the window's end\" (cut at the window's end). d9 sql's\n"
+"    polls table, d9 serve and d9 export end them the same way.\n"
 "    text ends with the number of polls in the window by runtime (every\n"
 "    runtime of the selected processes: a program's own count of one\n"
 "    runtime's polls is one of them) and how many of them are unfinished.\n"
 "\n"
 "OPTIONS\n"
 "    --pid PID       only polls of this process.\n"
+"    --tid TID       only polls on this thread (as d9 events --tid).\n"
+"    --runtime NAME  only polls of the runtime of this name (exact, as the\n"
+"                    RUNTIME column shows it: \"libuv\", \"libevent\", ...).\n"
+"    --location TEXT only polls whose LOCATION contains TEXT (a case-\n"
+"                    sensitive substring of \"file:line function\" as shown:\n"
+"                    a file name, a function, \"file.c:42\").\n"
+"                    The options combine (every one must match); the count\n"
+"                    line then counts only the matching polls.\n"
 "    --limit N       how many to list (default 20).\n"
 "    --format FMT    text (default) or jsonl.\n"
 "\n"
@@ -52,6 +66,7 @@ CLI_HELP_WINDOW "\n" CLI_HELP_COMMON "\n"
 "EXAMPLES\n"
 "    d9 top-polls\n"
 "    d9 top-polls --pid 1234 --since 30s --limit 5\n"
+"    d9 top-polls --runtime libevent --location conn_read\n"
 "\n"
 CLI_HELP_EXIT;
 
@@ -59,6 +74,7 @@ struct top_entry {
     struct q_poll p;
     uint64_t dur;
     bool unfinished;
+    enum q_open_why why;            /* when unfinished */
 };
 
 struct rt_count {                   /* polls of one runtime of one process */
@@ -147,9 +163,11 @@ static void sift_down(struct top_ctx *c, size_t i)
     }
 }
 
-static int offer(struct top_ctx *c, const struct q_poll *p, bool unfinished)
+static int offer(struct top_ctx *c, const struct q_poll *p, bool unfinished,
+                 enum q_open_why why)
 {
-    struct top_entry e = { .p = *p, .dur = p->end_ns - p->start_ns, .unfinished = unfinished };
+    struct top_entry e = { .p = *p, .dur = p->end_ns - p->start_ns, .unfinished = unfinished,
+                           .why = why };
     c->polls++;
     c->unfinished += unfinished;
     if (count_runtime(c, p) < 0)
@@ -194,7 +212,7 @@ static int on_record(void *arg, const struct q_rec_src *src, const struct d9_rec
     struct q_poll done;
     int rc = q_pair_feed(a->polls, src, rec, len, &done);
     if (rc == 1)
-        return offer(a->top, &done, false);
+        return offer(a->top, &done, false, Q_OPEN_ALIVE);
     return rc < 0 ? rc : 0;
 }
 
@@ -237,7 +255,10 @@ static void print(struct q_store *s, const struct cli_args *a, struct top_ctx *c
             q_text_json(stdout, loc, strlen(loc));
             fputs(",\"thread\":", stdout);
             q_text_json(stdout, th, strlen(th));
-            printf(",\"unfinished\":%s}\n", e->unfinished ? "true" : "false");
+            printf(",\"unfinished\":%s", e->unfinished ? "true" : "false");
+            if (e->unfinished)
+                printf(",\"unfinished_why\":\"%s\"", q_pair_open_text(e->why));
+            fputs("}\n", stdout);
             continue;
         }
         char dd[40];
@@ -249,20 +270,58 @@ static void print(struct q_store *s, const struct cli_args *a, struct top_ctx *c
         int pad = 10 - (int)strlen(rt);
         printf("%*s %6u %10" PRIu64 "  ", pad > 0 ? pad : 0, "", (unsigned)e->p.worker, e->p.task);
         q_text_escaped(stdout, loc, strlen(loc), false);
-        fputs(e->unfinished ? "  (unfinished)\n" : "\n", stdout);
+        if (e->unfinished)
+            printf("  (unfinished, %s)", q_pair_open_text(e->why));
+        fputs("\n", stdout);
     }
     q_names_close(names);
+}
+
+enum { TOP_OPT_RUNTIME = CLI_OPT_FIRST_PRIVATE, TOP_OPT_LOCATION };
+
+struct top_opts {
+    const char *runtime, *location;     /* NULL = any */
+};
+
+static int priv(struct cli_env *env, void *arg, int opt, const char *val)
+{
+    struct top_opts *o = arg;
+    switch (opt) {
+    case TOP_OPT_RUNTIME:
+        o->runtime = val;
+        break;
+    case TOP_OPT_LOCATION:
+        o->location = val;
+        break;
+    default:
+        cli_usage_error(env, "unexpected option");
+        return -1;
+    }
+    if (!val || !*val) {
+        cli_usage_error(env, "--%s needs a non-empty value",
+                        opt == TOP_OPT_RUNTIME ? "runtime" : "location");
+        return -1;
+    }
+    return 0;
 }
 
 CLI_DECLARE_CMD(top_polls)
 {
     static const struct option opts[] = {
-        CLI_OPTE_HELP, CLI_OPTE_STORE, CLI_OPTE_PID, CLI_OPTE_WINDOW, CLI_OPTE_LIMIT,
-        CLI_OPTE_FORMAT, CLI_OPTE_END,
+        CLI_OPTE_HELP, CLI_OPTE_STORE, CLI_OPTE_PID, CLI_OPTE_TID, CLI_OPTE_WINDOW,
+        CLI_OPTE_LIMIT, CLI_OPTE_FORMAT,
+        { "runtime", 1, NULL, TOP_OPT_RUNTIME },
+        { "location", 1, NULL, TOP_OPT_LOCATION },
+        CLI_OPTE_END,
     };
     struct cli_args a;
-    struct q_store *s;
-    int rc = cli_begin(env, &a, argc, argv, opts, usage, &s);
+    struct top_opts o = { NULL, NULL };
+    struct q_store *s = NULL;
+    cli_args_init(&a);
+    int rc = cli_getopt(env, &a, argc, argv, opts, usage, priv, &o);
+    if (rc != 0)
+        return rc > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+    rc = cli_open_store(env, &s);
     if (!s)
         return rc;
     struct top_ctx top = { .limit = a.limit_set ? a.limit : CLI_LIMIT_DEFAULT };
@@ -271,34 +330,31 @@ CLI_DECLARE_CMD(top_polls)
         q_store_close(s);
         return cli_fail(env, "out of memory");
     }
+    q_pair_only(sa.polls, o.runtime, o.location);
     struct q_filter f = {
         .pid = a.pid,
+        .tid = a.tid,
         .types = 1u << D9_REC_POLL_START | 1u << D9_REC_POLL_END,
     };
     q_store_window_resolve(s, &a.win, a.pid, &f.from, &f.to);
     struct q_scan_stats st;
     int r = q_scan(s, &f, on_record, &sa, &st, "d9 top-polls");
-    struct q_names *names = NULL;
-    if (r >= 0 && q_names_open(s, &names) == 0) {
-        /* polls never ended: they lasted at least until the process's last record */
-        size_t it = 0;
-        struct q_poll p;
-        while (r >= 0 && q_pair_next_open(sa.polls, &it, &p)) {
-            if (p.task == Q_POLL_PARKED)
-                continue;
-            uint64_t last = q_names_last_ns(names, p.process_id);
-            if (last > f.to)
-                last = f.to;
-            p.end_ns = last > p.start_ns ? last : p.start_ns;
-            r = offer(&top, &p, true);
-        }
+    /* polls never ended: at least until their process's last record */
+    size_t it = 0;
+    struct q_poll p;
+    while (r >= 0 && q_pair_next_open(sa.polls, &it, &p)) {
+        if (p.task == Q_POLL_PARKED)
+            continue;
+        enum q_open_why why = q_pair_end_open(s, f.to, &p);
+        r = offer(&top, &p, true, why);
     }
-    q_names_close(names);
+    struct q_names *names = NULL;
     if (r < 0) {
         rc = cli_fail(env, "%s: scan failed (error %d)", env->store, r);
     } else if (top.n == 0) {
         char w[160];
-        fprintf(stderr, "d9 top-polls: no polls in %s%s\n",
+        fprintf(stderr, "d9 top-polls: no polls%s in %s%s\n",
+                a.tid || o.runtime || o.location ? " matching --tid/--runtime/--location" : "",
                 cli_window_text(&a.win, q_store_live(s), w, sizeof w),
                 q_store_unsealed_hint(s, a.pid));
     } else {

@@ -162,8 +162,9 @@ static const char *runtime_name(const struct q_rec_src *src, uint16_t id, char *
     return buf;
 }
 
+/* unfinished: NULL for a finished interval, else why it is open */
 static void emit_interval(struct exp_json *x, const struct q_rec_src *src,
-                          const struct q_poll *p, bool unfinished)
+                          const struct q_poll *p, const char *unfinished)
 {
     FILE *f = x->f;
     char rtb[24];
@@ -193,7 +194,7 @@ static void emit_interval(struct exp_json *x, const struct q_rec_src *src,
             q_text_json(f, lb, strlen(lb));
         }
         if (unfinished)
-            fputs(",\"unfinished\":true", f);
+            fprintf(f, ",\"unfinished\":true,\"unfinished_why\":\"%s\"", unfinished);
         fputs("}}", f);
         return;
     }
@@ -201,7 +202,10 @@ static void emit_interval(struct exp_json *x, const struct q_rec_src *src,
     us(f, p->end_ns - p->start_ns);
     fputs(",\"args\":{\"runtime\":", f);
     q_text_json(f, rt, strlen(rt));
-    fprintf(f, ",\"worker\":%u%s}}", (unsigned)p->worker, unfinished ? ",\"unfinished\":true" : "");
+    fprintf(f, ",\"worker\":%u", (unsigned)p->worker);
+    if (unfinished)
+        fprintf(f, ",\"unfinished\":true,\"unfinished_why\":\"%s\"", unfinished);
+    fputs("}}", f);
 }
 
 static int cpu_sample(struct exp_json *x, const struct q_rec_src *src,
@@ -285,7 +289,7 @@ int exp_json_record(struct exp_json *x, const struct q_rec_src *src,
         if (rc < 0)
             return rc;
         if (rc > 0)
-            emit_interval(x, src, &done, false);
+            emit_interval(x, src, &done, NULL);
         return 0;
     case D9_REC_WAKE:
     case D9_REC_TASK_SPAWN:
@@ -336,13 +340,14 @@ int exp_json_record(struct exp_json *x, const struct q_rec_src *src,
     }
 }
 
-int exp_json_finish(struct exp_json *x, uint64_t t_end, struct exp_json_stats *st)
+int exp_json_finish(struct exp_json *x, struct q_store *s, uint64_t t_end,
+                    struct exp_json_stats *st)
 {
     size_t it = 0;
     struct q_poll p;
     while (q_pair_next_open(x->polls, &it, &p)) {
-        p.end_ns = t_end > p.start_ns ? t_end : p.start_ns;
-        emit_interval(x, NULL, &p, true);
+        enum q_open_why why = q_pair_end_open(s, t_end, &p);
+        emit_interval(x, NULL, &p, q_pair_open_text(why));
         x->st.unfinished++;
     }
     fputs("\n],\"displayTimeUnit\":\"ms\",\"otherData\":{\"producer\":\"d9 export\","

@@ -58,9 +58,11 @@ int exp_json_begin(struct exp_json **out, FILE *f, struct q_sym *sym);
 int exp_json_record(struct exp_json *x, const struct q_rec_src *src,
                       const struct d9_rec_hdr *rec, size_t len);
 
-/* Close polls/parks still open at t_end (args.unfinished = true), end the
- * document and free x. Fills *st when not NULL. 0, or -EIO if f reported a
- * write error. */
-int exp_json_finish(struct exp_json *x, uint64_t t_end, struct exp_json_stats *st);
+/* Close polls/parks still open where q_pair_end_open() ends them in store s,
+ * cut at t_end (s NULL: at t_end), with args.unfinished = true and
+ * args.unfinished_why; end the document and free x. Fills *st when not NULL.
+ * 0, or -EIO if f reported a write error. */
+int exp_json_finish(struct exp_json *x, struct q_store *s, uint64_t t_end,
+                    struct exp_json_stats *st);
 
 #endif /* D9_COL_EXP_JSON_H */

@@ -866,7 +866,8 @@ int exp_perfetto_record(struct exp_perfetto *x, const struct q_rec_src *src,
     return rc;
 }
 
-int exp_perfetto_finish(struct exp_perfetto *x, uint64_t t_end, struct exp_perfetto_stats *st)
+int exp_perfetto_finish(struct exp_perfetto *x, struct q_store *s, uint64_t t_end,
+                        struct exp_perfetto_stats *st)
 {
     int rc = 0;
     size_t it = 0;
@@ -878,7 +879,8 @@ int exp_perfetto_finish(struct exp_perfetto *x, uint64_t t_end, struct exp_perfe
         TrackEvent te = PERFETTO__PROTOS__TRACK_EVENT__INIT;
         te.has_type = 1;
         te.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END;
-        rc = emit_event(x, &te, track, t_end > p.start_ns ? t_end : p.start_ns);
+        q_pair_end_open(s, t_end, &p);
+        rc = emit_event(x, &te, track, p.end_ns);
         x->st.unfinished++;
     }
     if (rc == 0 && (fflush(x->f) != 0 || ferror(x->f) || x->err))

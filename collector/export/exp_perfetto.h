@@ -72,8 +72,10 @@ int exp_perfetto_begin(struct exp_perfetto **out, FILE *f, struct q_sym *sym);
 int exp_perfetto_record(struct exp_perfetto *x, const struct q_rec_src *src,
                         const struct d9_rec_hdr *rec, size_t len);
 
-/* End the slices still open at t_end, flush and free x. Fills *st when not
+/* End the slices still open where q_pair_end_open() ends them in store s,
+ * cut at t_end (s NULL: at t_end), flush and free x. Fills *st when not
  * NULL. 0, or -EIO on a write error, -ENOMEM. */
-int exp_perfetto_finish(struct exp_perfetto *x, uint64_t t_end, struct exp_perfetto_stats *st);
+int exp_perfetto_finish(struct exp_perfetto *x, struct q_store *s, uint64_t t_end,
+                        struct exp_perfetto_stats *st);
 
 #endif /* D9_COL_EXP_PERFETTO_H */

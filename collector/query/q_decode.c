@@ -95,6 +95,10 @@ static void decode_custom(const uint8_t *p, size_t len, const struct q_meta_src 
         return;
     }
     d->event = s->name;
+    if (c.task != D9_TASK_NONE) {       /* emitted inside that task's poll */
+        add_u64(d, "task", c.task);
+        d->first_custom = d->nfields;
+    }
     /* shm_record_check proved payload_len <= len - sizeof c */
     const uint8_t *q = p + sizeof c;
     size_t avail = c.payload_len <= len - sizeof c ? c.payload_len : len - sizeof c;

@@ -167,7 +167,3 @@ const char *q_names_comm(struct q_names *n, int64_t process_id, char *buf, size_
     return buf;
 }
 
-uint64_t q_names_last_ns(struct q_names *n, int64_t process_id)
-{
-    return idx_read_process_last_ns(q_store_idx(n->s), process_id);
-}

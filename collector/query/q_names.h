@@ -37,7 +37,5 @@ const char *q_names_comm(struct q_names *n, int64_t process_id, char *buf, size_
  * q_names_close. */
 const struct shm_meta_entry *q_names_meta(struct q_names *n, int64_t process_id,
                                                   uint16_t kind, uint32_t id);
-/* processes.last_ns of the process (its last record indexed), 0 if unknown. */
-uint64_t q_names_last_ns(struct q_names *n, int64_t process_id);
 
 #endif /* D9_COL_Q_NAMES_H */

@@ -9,7 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "collector/query/q_hash.h"
+#include "collector/query/q_loc.h"
 #include "collector/query/q_pair.h"
+#include "collector/query/q_store.h"
 #include "shm/record.h"
 
 struct thr {
@@ -25,6 +27,7 @@ struct q_pair {
     size_t cap, n;                  /* cap is a power of two */
     struct q_pair_stats st;
     bool parks;
+    const char *only_rt, *only_loc;     /* q_pair_only; NULL = any */
 };
 
 #define POLLS_INITIAL_CAP 64u
@@ -99,6 +102,34 @@ static struct thr *thread_of(struct q_pair *p, const struct q_rec_src *src)
 
 void q_pair_track_parks(struct q_pair *p) { p->parks = true; }
 
+void q_pair_only(struct q_pair *p, const char *runtime, const char *location)
+{
+    p->only_rt = runtime && *runtime ? runtime : NULL;
+    p->only_loc = location && *location ? location : NULL;
+}
+
+/* Whether q_pair_only() leaves out a poll_start, by the names of its segment. */
+static bool left_out(const struct q_pair *p, const struct q_rec_src *src,
+                     const struct d9_rec_poll_start *r)
+{
+    if (r->task == Q_POLL_PARKED)
+        return false;
+    const struct q_meta_src *m = src->meta;
+    if (p->only_rt) {
+        const char *rt = m && m->runtime ? m->runtime(m->ctx, r->runtime) : NULL;
+        if (!rt || strcmp(rt, p->only_rt) != 0)
+            return true;
+    }
+    if (p->only_loc) {
+        const struct shm_meta_entry *e = m && m->location && r->loc
+            ? m->location(m->ctx, r->loc) : NULL;
+        char buf[Q_LOC_TEXT_MAX];
+        if (!strstr(q_loc_text(e, r->loc, buf, sizeof buf), p->only_loc))
+            return true;
+    }
+    return false;
+}
+
 static int open_poll(struct q_pair *p, const struct q_rec_src *src,
                      const struct d9_rec_poll_start *r)
 {
@@ -129,6 +160,7 @@ static int open_poll(struct q_pair *p, const struct q_rec_src *src,
         .process_id = src->process_id, .pid = src->pid, .tid = src->tid,
         .ring = src->ring, .generation = src->generation, .task = r->task, .loc = r->loc,
         .runtime = r->runtime, .worker = r->worker, .start_ns = r->h.ts,
+        .hidden = (p->only_rt || p->only_loc) && left_out(p, src, r),
     };
     return 0;
 }
@@ -165,6 +197,8 @@ int q_pair_feed(struct q_pair *p, const struct q_rec_src *src, const struct d9_r
         struct d9_rec_poll_end r;
         memcpy(&r, rec, sizeof r);
         if (close_poll(p, src, r.task, r.h.ts, done)) {
+            if (done->hidden)
+                return 0;
             p->st.paired++;
             return 1;
         }
@@ -194,7 +228,11 @@ int q_pair_next_open(const struct q_pair *p, size_t *it, struct q_poll *out)
     size_t ti = *it >> 16, oi = *it & 0xffff;
     for (; ti < p->cap; ti++, oi = 0) {
         const struct thr *t = &p->t[ti];
-        if (!t->used || oi >= t->nopen || oi >= 0xffff)
+        if (!t->used)
+            continue;
+        while (oi < t->nopen && oi < 0xffff && t->open[oi].hidden)
+            oi++;
+        if (oi >= t->nopen || oi >= 0xffff)
             continue;
         *out = t->open[oi];
         *it = (ti << 16) | (oi + 1);
@@ -205,3 +243,37 @@ int q_pair_next_open(const struct q_pair *p, size_t *it, struct q_poll *out)
 }
 
 const struct q_pair_stats *q_pair_stats(const struct q_pair *p) { return &p->st; }
+
+enum q_open_why q_pair_end_open(struct q_store *s, uint64_t to, struct q_poll *p)
+{
+    struct idx_read_process_end pe;
+    enum q_open_why why = Q_OPEN_WINDOW;
+    uint64_t end = to;
+    if (s && idx_read_process_end(q_store_idx(s), p->process_id, &pe) < 0) {
+        why = Q_OPEN_ENDED;             /* nothing known: no more than its start */
+        end = p->start_ns;
+    } else if (s) {
+        uint64_t last = pe.rec_last_ns ? pe.rec_last_ns : pe.last_ns;
+        if (last <= to) {
+            end = last;
+            why = strcmp(pe.state, "crashed") == 0  ? Q_OPEN_CRASHED
+                : strcmp(pe.state, "exited") == 0   ? Q_OPEN_EXITED
+                : strcmp(pe.state, "alive") == 0    ? Q_OPEN_ALIVE
+                                                    : Q_OPEN_ENDED;
+        }
+    }
+    p->end_ns = end > p->start_ns ? end : p->start_ns;
+    return why;
+}
+
+const char *q_pair_open_text(enum q_open_why why)
+{
+    switch (why) {
+    case Q_OPEN_CRASHED: return "process crashed";
+    case Q_OPEN_EXITED:  return "process exited";
+    case Q_OPEN_ENDED:   return "process ended";
+    case Q_OPEN_WINDOW:  return "open at the window's end";
+    case Q_OPEN_ALIVE:   break;
+    }
+    return "still open";
+}

@@ -198,6 +198,7 @@ struct top {
     uint64_t start, dur, task;
     uint32_t lane, loc;
     bool unfinished;
+    enum q_open_why why;            /* when unfinished */
 };
 
 struct counter {
@@ -321,7 +322,7 @@ static void top_offer(struct tl *t, const struct top *e)
 
 /* A finished poll or parked span [start, end] on lane l. */
 static void interval(struct tl *t, struct lane *l, const struct q_poll *p, uint32_t loc,
-                     bool unfinished)
+                     bool unfinished, enum q_open_why why)
 {
     bool parked = p->task == Q_POLL_PARKED;
     uint64_t s = p->start_ns < t->from ? t->from : p->start_ns;
@@ -335,7 +336,8 @@ static void interval(struct tl *t, struct lane *l, const struct q_poll *p, uint3
         t->npolls++;
         l->polls++;
         struct top tp = { .start = p->start_ns, .dur = dur, .task = p->task,
-                          .lane = lane_index(t, l), .loc = loc, .unfinished = unfinished };
+                          .lane = lane_index(t, l), .loc = loc, .unfinished = unfinished,
+                          .why = why };
         top_offer(t, &tp);
     }
     /* buckets: busy/parked time split over the columns the interval covers */
@@ -530,7 +532,7 @@ static int on_record(void *arg, const struct q_rec_src *src, const struct d9_rec
             return rc;
         if (rc > 0)
             interval(t, l, &done, done.task == Q_POLL_PARKED ? 0 : loc_index(t, src, done.loc),
-                     false);
+                     false, Q_OPEN_ALIVE);
         return t->err;
     }
     case D9_REC_WAKE: {
@@ -720,8 +722,11 @@ static void print_timeline(struct tl *t, FILE *o)
     for (size_t i = 0; i < t->ntop; i++) {
         const struct top *e = &t->top[i];
         fprintf(o, "%s{\"t\":%" PRIu64 ",\"dur\":%" PRIu64 ",\"lane\":%u,\"loc\":%u,\"task\":%"
-                PRIu64 "%s}", i ? "," : "", e->start - t->from, e->dur, e->lane, e->loc,
-                e->task, e->unfinished ? ",\"unfinished\":true" : "");
+                PRIu64, i ? "," : "", e->start - t->from, e->dur, e->lane, e->loc, e->task);
+        if (e->unfinished)
+            fprintf(o, ",\"unfinished\":true,\"unfinished_why\":\"%s\"",
+                    q_pair_open_text(e->why));
+        fputc('}', o);
     }
     fprintf(o, "],\n\"events_total\":%" PRIu64 ",\"events\":[", t->events_total);
     fwrite(t->evbuf, 1, t->evlen, o);
@@ -951,18 +956,17 @@ static int api_timeline(struct q_store *s, const struct serve_params *p, FILE *o
     struct q_scan_stats st;
     int r = q_scan(s, &f, on_record, t, &st, "d9 serve");
     if (r >= 0 && !t->err && !events_only) {
-        /* polls and parks still open: they last to the end of the window */
+        /* polls and parks still open: to their process's last record */
         size_t it = 0;
         struct q_poll q;
         while (q_pair_next_open(t->polls, &it, &q) && !t->err) {
             if (q.process_id != t->process_id)
                 continue;
             struct lane *l = lane_of(t, q.tid, NULL);
-            uint64_t end = st.t_last < to ? st.t_last : to;
-            q.end_ns = end > q.start_ns ? end : q.start_ns;
+            enum q_open_why why = q_pair_end_open(s, to, &q);
             if (l)
                 interval(t, l, &q, q.task == Q_POLL_PARKED ? 0 : loc_index(t, NULL, q.loc),
-                         true);
+                         true, why);
         }
     }
     fflush(t->ev);

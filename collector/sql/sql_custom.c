@@ -59,7 +59,7 @@ static int event_add_schema(struct sql_vtab *v, const struct shm_meta_entry *e, 
         if (ev->nfields == sizeof ev->fields / sizeof ev->fields[0])
             continue;               /* more distinct fields than a table takes: dropped */
         bool clash = strcmp(fn, "pid") == 0 || strcmp(fn, "tid") == 0 ||
-                     strcmp(fn, "ts_ns") == 0;
+                     strcmp(fn, "ts_ns") == 0 || strcmp(fn, "task") == 0;
         size_t l = strlen(fn) + 3;
         ev->fields[j] = strdup(fn);
         ev->colnames[j] = malloc(l);

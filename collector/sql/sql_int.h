@@ -56,9 +56,9 @@ struct tab_def {
 };
 
 /* record tables share their first columns: pid, tid, ts_ns */
-enum { C_PID, C_TID, C_TS };
+enum { C_PID, C_TID, C_TS, C_TASK, C_FIELDS };   /* a custom event's table: fields from C_FIELDS */
 enum { PL_PID, PL_TID, PL_RUNTIME, PL_WORKER, PL_TASK, PL_LOC, PL_LOCATION, PL_START, PL_END,
-       PL_DUR };
+       PL_DUR, PL_UNFINISHED };
 enum { PK_PID, PK_TID, PK_RUNTIME, PK_WORKER, PK_START, PK_END, PK_DUR, PK_CPU, PK_WAIT,
        PK_PARK_WAIT };
 enum { SW_PID, SW_TID, SW_TS, SW_RUNTIME, SW_WORKER, SW_KIND, SW_WAIT, SW_CPU };
@@ -163,6 +163,7 @@ struct cur {
     struct q_pair *polls;
     struct q_poll poll;
     bool poll_unfinished;
+    enum q_open_why poll_why;       /* when poll_unfinished */
     size_t open_it;
     struct park_slot *parks;
     size_t nparks, capparks, parks_open;
@@ -199,7 +200,7 @@ struct grp_row {
     uint32_t loc;
     uint64_t task;
     uint16_t runtime, worker;
-    uint32_t pad;
+    uint32_t why;                   /* enum q_open_why, when unfinished */
     uint64_t start_ns, end_ns;
 };
 #define GRP_UNFINISHED 0x80000000u

@@ -101,7 +101,9 @@ static int pair_unfinished(struct cur *c)
     if (c->vt->def->kind == K_POLLS) {
         if (!q_pair_next_open(c->polls, &c->open_it, &c->poll))
             return 0;
-        c->poll.end_ns = 0;
+        /* the one rule: up to its process's last record (q_pair_end_open);
+         * end_ns stays NULL, dur_ns is that lower bound */
+        c->poll_why = q_pair_end_open(c->vt->ctx->s, UINT64_MAX, &c->poll);
         c->poll_unfinished = true;
         return 1;
     }
@@ -187,7 +189,7 @@ static int group_fill(struct cur *c, int by)
         *r = (struct grp_row){
             .thr = (uint32_t)t | (c->poll_unfinished ? GRP_UNFINISHED : 0), .loc = p->loc,
             .task = p->task, .runtime = p->runtime, .worker = p->worker,
-            .start_ns = p->start_ns, .end_ns = p->end_ns,
+            .start_ns = p->start_ns, .end_ns = p->end_ns, .why = c->poll_why,
         };
         if (sql_group_bytes(c->grp) > SQL_GROUP_MEM_HARD)
             return -E2BIG;
@@ -213,6 +215,7 @@ static int group_step(struct cur *c)
         .worker = r->worker, .start_ns = r->start_ns, .end_ns = r->end_ns,
     };
     c->poll_unfinished = (r->thr & GRP_UNFINISHED) != 0;
+    c->poll_why = (enum q_open_why)r->why;
     return 0;
 }
 
@@ -295,9 +298,10 @@ static void col_poll(struct cur *c, sqlite3_context *cx, int col)
         if (!c->poll_unfinished)
             sql_val_u64(cx, p->end_ns);
         break;
-    case PL_DUR:
-        if (!c->poll_unfinished)
-            sql_val_u64(cx, p->end_ns - p->start_ns);
+    case PL_DUR: sql_val_u64(cx, p->end_ns - p->start_ns); break;
+    case PL_UNFINISHED:
+        if (c->poll_unfinished)
+            sql_val_str(cx, q_pair_open_text(c->poll_why));
         break;
     }
 }

@@ -312,8 +312,18 @@ void sql_scan_column(struct cur *c, sqlite3_context *cx, int col)
         }
         return;
     case K_CUSTOM: {
+        if (col == C_TASK) {
+            /* the task whose poll it was emitted in; NULL outside polls */
+            struct d9_rec_custom r;
+            if (c->len >= sizeof r) {
+                memcpy(&r, c->rec, sizeof r);
+                if (r.task != D9_TASK_NONE)
+                    sql_val_u64(cx, r.task);
+            }
+            return;
+        }
         const struct q_decoded *dd = decoded(c);
-        unsigned fi = (unsigned)col - 3;
+        unsigned fi = (unsigned)col - C_FIELDS;
         if (!dd || fi >= c->vt->ev->nfields)
             return;
         const char *want = c->vt->ev->fields[fi];

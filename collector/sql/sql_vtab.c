@@ -57,10 +57,11 @@ static const struct tab_def defs[] = {
       "frames of every sampled stack, depth 0 = innermost, named as d9 flame names them" },
     { "polls", K_POLLS,
       "pid INTEGER, tid INTEGER, runtime TEXT, worker INTEGER, task INTEGER, loc INTEGER, "
-      "location TEXT, start_ns INTEGER, end_ns INTEGER, dur_ns INTEGER",
+      "location TEXT, start_ns INTEGER, end_ns INTEGER, dur_ns INTEGER, unfinished TEXT",
       PL_PID, PL_TID, PL_START, PL_RUNTIME, T(D9_REC_POLL_START) | T(D9_REC_POLL_END), true,
       false, "task polls (poll_start .. poll_end of one task on one thread); unfinished: "
-      "end_ns NULL" },
+      "end_ns NULL, dur_ns up to the last record of its process (at least), unfinished = why "
+      "('process crashed', 'process exited', 'process ended', 'still open'), as top-polls" },
     { "parks", K_PARKS,
       "pid INTEGER, tid INTEGER, runtime TEXT, worker INTEGER, start_ns INTEGER, "
       "end_ns INTEGER, dur_ns INTEGER, cpu_ns INTEGER, sched_wait_ns INTEGER, "
@@ -171,7 +172,7 @@ static int x_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
     char *sql;
     if (ev) {
         sqlite3_str *s = sqlite3_str_new(db);
-        sqlite3_str_appendall(s, "CREATE TABLE x(pid INTEGER, tid INTEGER, ts_ns INTEGER");
+        sqlite3_str_appendall(s, "CREATE TABLE x(pid INTEGER, tid INTEGER, ts_ns INTEGER, task INTEGER");
         for (unsigned i = 0; i < ev->nfields; i++) {
             static const char *const ty[] = { "", "INTEGER", "INTEGER", "REAL", "INTEGER",
                                               "TEXT" };

@@ -436,13 +436,22 @@ int fsck_run_ex(const char *store_dir, int repair, struct fsck_report *out, fsck
         say(&f, ipath, "in use by pid %d: stop the collector before --repair", (int)user);
         e = -EBUSY;
     }
+    char why[512] = "";
+    /* an index that cannot be opened (another schema version, not SQLite)
+     * is refused before the lock: a refused directory gains no .lock */
+    if (e == 0 && repair) {
+        e = idx_open_ex(&f.x, store_dir, IDX_OPEN_READONLY, why, sizeof why);
+        if (e < 0)
+            say(&f, ipath, "%s", why);
+        idx_close(f.x);
+        f.x = NULL;
+    }
     int lock = -1;
     if (e == 0 && repair && (lock = store_lock(store_dir)) < 0) {
         e = lock;
         say(&f, store_dir, e == -EBUSY ? "locked by a running collector: stop it before --repair"
                                        : "cannot take the store lock: %s", strerror(-e));
     }
-    char why[512] = "";
     if (e == 0) {
         e = idx_open_ex(&f.x, store_dir, repair ? 0 : IDX_OPEN_READONLY, why, sizeof why);
         if (e < 0)

@@ -585,17 +585,32 @@ int idx_read_process_comm(struct idx *x, int64_t process_id, char *buf, size_t c
     return e;
 }
 
-uint64_t idx_read_process_last_ns(struct idx *x, int64_t process_id)
+int idx_read_process_end(struct idx *x, int64_t process_id, struct idx_read_process_end *out)
 {
     sqlite3_stmt *st;
-    uint64_t v = 0;
-    if (!x || prep(x, "SELECT last_ns FROM processes WHERE id = ?1", &st) < 0)
-        return 0;
+    if (!x || !out)
+        return -EINVAL;
+    memset(out, 0, sizeof *out);
+    int e = prep(x,
+        "SELECT p.state, p.last_ns,"
+        "       (SELECT max(b.t_last) FROM segments s JOIN blocks b ON b.segment_id = s.id"
+        "         WHERE s.process_id = p.id AND b.kind = ?2 AND b.nrec > 0) "
+        "FROM processes p WHERE p.id = ?1", &st);
+    if (e < 0)
+        return e;
     sqlite3_bind_int64(st, 1, process_id);
-    if (sqlite3_step(st) == SQLITE_ROW)
-        v = col_u64(st, 0);
+    sqlite3_bind_int(st, 2, SEG_BLK_DATA);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        snprintf(out->state, sizeof out->state, "%s", col_text(st, 0));
+        out->last_ns = col_u64(st, 1);
+        out->rec_last_ns = col_u64(st, 2);
+        e = 0;
+    } else {
+        e = rc == SQLITE_DONE ? -ENOENT : fail(x, "process end");
+    }
     sqlite3_finalize(st);
-    return v;
+    return e;
 }
 
 int idx_read_rings_lost(struct idx *x, int64_t process_id, uint32_t first, uint32_t n,

@@ -173,8 +173,18 @@ int idx_read_process_segments(struct idx *x, int64_t process_id,
 int idx_read_thread_name(struct idx *x, int64_t process_id, uint32_t ring, uint32_t generation,
                     char *buf, size_t cap);
 int idx_read_process_comm(struct idx *x, int64_t process_id, char *buf, size_t cap);
-/* processes.last_ns (0 when unknown or no row). */
-uint64_t idx_read_process_last_ns(struct idx *x, int64_t process_id);
+/* How a process's data ends, for what is left open in it (a poll whose end
+ * never came): state ("alive", "exited", "crashed", "quarantined"; "" when
+ * unknown), rec_last_ns = the last record time of its data blocks (0 when the
+ * index holds no block rows for it) and last_ns = processes.last_ns, which
+ * for an ended process is when the collector saw the end (later than the
+ * death by up to a drain interval). 0, -ENOENT (no row), -EIO. */
+#define IDX_STATE_MAX 16
+struct idx_read_process_end {
+    char state[IDX_STATE_MAX];
+    uint64_t rec_last_ns, last_ns;
+};
+int idx_read_process_end(struct idx *x, int64_t process_id, struct idx_read_process_end *out);
 
 /* Drops of ring slots [first, first + n) of process_id written in indexed
  * segments, over all their generations, into lost[0..n) (0 where none), in

@@ -232,7 +232,7 @@ static void add_block(struct gen *g, unsigned i)
         uint8_t crec[64];
         memset(crec, 0, sizeof crec);
         struct d9_rec_custom c = { { (uint16_t)(sizeof c + strpad + 16), D9_REC_CUSTOM, w->seq++,
-                                     w->t + 5 }, BST_SCHEMA, (uint32_t)(strpad + 16) };
+                                     w->t + 5 }, BST_SCHEMA, (uint32_t)(strpad + 16), D9_TASK_NONE };
         uint32_t plen = (uint32_t)pl;
         uint64_t status = h % 5 ? 200 : 500;
         double ms = (double)(h % 10000) / 100.0;

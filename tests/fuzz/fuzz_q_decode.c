@@ -78,7 +78,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t n)
             exp_json_record(x, &src, (const struct d9_rec_hdr *)(const void *)rec, len);
             exp_json_record(x, &src, (const struct d9_rec_hdr *)(const void *)rec, len);
         }
-        exp_json_finish(x, UINT64_MAX / 2, NULL);
+        exp_json_finish(x, NULL, UINT64_MAX / 2, NULL);
     }
     q_sym_free(sym);
     free(rec);

@@ -8,8 +8,10 @@
  *   - park/unpark around real 2 ms sleeps, record queue depths and a wake,
  *   - emit the custom event "order" {item: str, qty: u64, price: f64,
  *     delta: i64, ok: bool} ORDERS times, item = "widget-<i> \"q\"".
- * Usage: prog_cli [--crash]   (--crash: abort() after the events, with a
- * poll left open, so the store must show the process as crashed).
+ * Usage: prog_cli [--crash | --crash-in-poll]   (--crash: abort() after the
+ * events, with a poll left open, so the store must show the process as
+ * crashed; --crash-in-poll: the poll left open busy-loops CRASH_POLL_MS and
+ * emits one "order" (item "in-poll") inside it before the abort).
  * Prints its pid on stdout first.
  */
 #include <pthread.h>
@@ -26,6 +28,7 @@
 #define ORDERS        5
 #define PARKS         3
 #define PARK_SLEEP_NS 2000000L
+#define CRASH_POLL_MS 1
 
 D9_SCHEMA(order_ev, "order", D9_FIELD_STR("item"), D9_FIELD_U64("qty"), D9_FIELD_F64("price"),
           D9_FIELD_I64("delta"), D9_FIELD_BOOL("ok"));
@@ -37,6 +40,14 @@ static uint64_t now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void busy_ms(uint64_t ms)
+{
+    volatile uint64_t x = 0;
+    uint64_t end = now_ns() + ms * 1000000u;
+    while (now_ns() < end)
+        x++;
 }
 
 static __attribute__((noinline)) void long_poll_body(void)
@@ -101,6 +112,7 @@ static void *worker(void *arg)
 int main(int argc, char **argv)
 {
     int crash = argc > 1 && strcmp(argv[1], "--crash") == 0;
+    int crash_in_poll = argc > 1 && strcmp(argv[1], "--crash-in-poll") == 0;
     printf("%d\n", (int)getpid());
     fflush(stdout);
     if (d9_init() != 0) {
@@ -115,6 +127,12 @@ int main(int argc, char **argv)
         pthread_join(t[i], NULL);
     if (crash) {
         d9_poll_start(rt, 0, 4242, D9_LOC());   /* a poll that never ends */
+        abort();
+    }
+    if (crash_in_poll) {
+        d9_poll_start(rt, 0, 4343, D9_LOC());   /* dies CRASH_POLL_MS into it */
+        busy_ms(CRASH_POLL_MS);
+        d9_emit(&order_ev, D9_STR("in-poll"), D9_U64(1), D9_F64(1.0), D9_I64(0), D9_BOOL(1));
         abort();
     }
     return 0;

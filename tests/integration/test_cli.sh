@@ -79,9 +79,37 @@ check "top-polls shows runtime name, worker and task id" \
     sh -c "sed -n 2p '$T/top.txt' | grep -Eq ' clirt +0 +999 '"
 check "top-polls --limit 3 lists three" \
     sh -c "[ \$('$BIN/d9' --store '$STORE' top-polls --pid $OKPID --limit 3 --format jsonl | wc -l) -eq 3 ]"
-d9 top-polls --pid "$CRPID" --format jsonl >"$T/top-crash.jsonl"
+# filters: --location (substring of the shown location), --runtime (exact
+# name), --tid (one thread), combined; the count line counts what matched
+d9 top-polls --pid "$OKPID" --location spawn_long --format jsonl >"$T/top-loc.jsonl"
+check "top-polls --location keeps the polls whose location contains the text" python3 -c "
+import json
+r = [json.loads(l) for l in open('$T/top-loc.jsonl')]
+assert [x['task'] for x in r] == [999] and 'spawn_long_task' in r[0]['location'], r"
+check "top-polls --location counts only the matching polls" sh -c \
+    "'$BIN/d9' --store '$STORE' top-polls --pid $OKPID --location 'prog_cli.c:' --limit 1 |
+     grep -q '^401 polls in the window (clirt 401; 0 unfinished), 1 longest shown'"
+check "top-polls --runtime clirt keeps them all, --runtime clir none (exact name)" sh -c \
+    "'$BIN/d9' --store '$STORE' top-polls --pid $OKPID --runtime clirt | grep -q '^401 polls' &&
+     '$BIN/d9' --store '$STORE' top-polls --pid $OKPID --runtime clir >'$T/rt.out' 2>'$T/rt.err' &&
+     [ ! -s '$T/rt.out' ] && grep -q 'no polls matching' '$T/rt.err'"
+TID1=$(d9 events --pid "$OKPID" --type poll_start --format jsonl | python3 -c "
+import json, sys
+print(next(r['tid'] for r in map(json.loads, sys.stdin) if r['thread'] == 'cliw1'))")
+d9 top-polls --pid "$OKPID" --tid "$TID1" --limit 1000 --format jsonl >"$T/top-tid.jsonl"
+check "top-polls --tid keeps the polls of that thread only" python3 -c "
+import json
+r = [json.loads(l) for l in open('$T/top-tid.jsonl')]
+assert len(r) == 200 and all(x['tid'] == $TID1 and x['thread'] == 'cliw1' for x in r), len(r)"
+check "top-polls --tid with --location: both must match" sh -c \
+    "'$BIN/d9' --store '$STORE' top-polls --pid $OKPID --tid $TID1 --location spawn_long 2>&1 |
+     grep -q 'no polls matching'"
+check "top-polls --location '' is a usage error" sh -c \
+    "'$BIN/d9' --store '$STORE' top-polls --location '' 2>/dev/null; [ \$? -eq 2 ]"
+# the crash came right after its poll_start: the poll is short, not in the top 20
+d9 top-polls --pid "$CRPID" --limit 1000 --format jsonl >"$T/top-crash.jsonl"
 check "top-polls reports the poll left open by the crash as unfinished" \
-    grep -q '"task":4242,.*"unfinished":true' "$T/top-crash.jsonl"
+    grep -q '"task":4242,.*"unfinished":true,"unfinished_why":"process crashed"' "$T/top-crash.jsonl"
 d9 findings --pid "$CRPID" --format jsonl >"$T/find-crash.jsonl"
 check "findings ranks the crash first: the poll the crash left open" \
     sh -c "head -n 1 '$T/find-crash.jsonl' | grep -q '^{\"rank\":1,\"kind\":\"crash\",.*\"task\":4242,'"
@@ -222,6 +250,16 @@ check "fsck --repair refuses segment files without an index and leaves them as t
     sh -c "! '$BIN/d9' --store '$T/segsonly' fsck --repair 2>'$T/so.err' &&
            grep -q 'not a d9 store' '$T/so.err' &&
            (cd '$T/segsonly' && ls -A && md5sum -- *) | cmp -s - '$T/segsonly.before'"
+# an index of another schema version: refused before anything is taken (no
+# .lock left behind), the files as they were
+mkdir -p "$T/badver" && cp "$(ls "$T/copy"/*.d9seg | head -n 1)" "$T/badver/"
+sqlite3 "$T/copy/index.sqlite" ".backup '$T/badver/index.sqlite'"
+sqlite3 "$T/badver/index.sqlite" "update meta set value = '99' where key = 'schema_version'"
+(cd "$T/badver" && md5sum -- *) >"$T/badver.before"
+check "fsck --repair refuses an index of another version and leaves no .lock" \
+    sh -c "! '$BIN/d9' --store '$T/badver' fsck --repair 2>'$T/bv.err' >'$T/bv.out' &&
+           grep -q 'version 99' '$T/bv.err' '$T/bv.out' && [ ! -e '$T/badver/.lock' ] &&
+           (cd '$T/badver' && md5sum -- *.d9seg index.sqlite) | cmp - '$T/badver.before'"
 for c in status flush ps segments events top-polls sched findings export flame fsck; do
     check "d9 $c --help is a manual page" \
         sh -c "'$BIN/d9' $c --help | grep -q SYNOPSIS && '$BIN/d9' $c --help | grep -q 'EXIT STATUS'"

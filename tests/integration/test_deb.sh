@@ -4,7 +4,8 @@
 # installs them on this machine (as root, without a running systemd:
 # postinst only enables the unit); the installed
 # d9collectd, started by hand with the installed configuration, traces a
-# program built with pkg-config against the installed libd9agent-dev, and the
+# program built with pkg-config against the installed libd9agent-dev (and a
+# libuv one with pkg-config d9uv from libd9uv-dev), and the
 # installed d9 reads it, and so is a plain libuv program under the installed
 # LD_PRELOAD shim; dpkg --purge leaves no file behind.
 . tests/integration/lib.sh
@@ -87,6 +88,15 @@ traced() {
     [ "$n" -ge 100 ] || { echo "poll_start events: $n"; return 1; }
 }
 check "a traced program is collected and queried with the installed d9" traced
+# libd9uv-dev: d9uv.pc installed, and a libuv program built with
+# pkg-config d9uv (d9uv.h alone, d9_uv_trace before d9_init) runs traced
+check "libd9uv-dev installs d9uv.pc" sh -c \
+    "dpkg -L libd9uv-dev | grep -qx '/usr/lib/$TRIPLET/pkgconfig/d9uv.pc' && pkg-config --exists d9uv"
+check "a libuv program builds with pkg-config --cflags --libs d9uv and runs traced" sh -c \
+    "cc -std=gnu11 -Wall -Wextra -Werror \$(pkg-config --cflags d9uv) tests/integration/pkg_uvhello.c \
+        -o '$T/uvhello' \$(pkg-config --libs d9uv) &&
+     DIAL9_SHM_DIR='$T/shm' DIAL9_COLLECTOR='$EP' '$T/uvhello' >'$T/uvhello.out' &&
+     grep -qx 'trace=0 enabled=1' '$T/uvhello.out'"
 check "a libuv program is traced through the installed LD_PRELOAD shim" \
     uvmix_traced /usr/bin/d9 "/usr/lib/$TRIPLET/d9/libd9preload.so" "$T/store"
 kill -TERM "$COLPID" 2>/dev/null; wait "$COLPID"

@@ -107,6 +107,14 @@ check "  d9_uv_trace before d9_init starts d9 and traces the loop" sh -c \
 check "  its timer's polls are in the store" sh -c \
     "'$D/usr/bin/d9' --endpoint '$EP' flush >/dev/null && sleep 0.5 && '$D/usr/bin/d9' --endpoint '$EP' flush >/dev/null &&
      [ \$('$D/usr/bin/d9' --store '$T/store' events --type poll_start --format jsonl | grep -c '\"comm\":\"uvhello\"') -ge 3 ]"
+# the build tree's own d9uv-uninstalled.pc (d9uv.h from agent/uv, d9.h
+# through d9agent-uninstalled.pc), the program traced like the installed one
+check "the build tree's d9uv-uninstalled.pc builds a libuv program that runs traced" sh -c \
+    "cc -std=gnu11 -Wall -Wextra -Werror \$(PKG_CONFIG_PATH='$ABS_BUILD/lib/pkgconfig' pkg-config --cflags d9uv) \
+        tests/integration/pkg_uvhello.c -o '$T/uvhello_tree' \
+        \$(PKG_CONFIG_PATH='$ABS_BUILD/lib/pkgconfig' pkg-config --libs d9uv) &&
+     DIAL9_SHM_DIR='$T/shm' DIAL9_COLLECTOR='$EP' '$T/uvhello_tree' >'$T/uvhello_tree.out' &&
+     grep -qx 'trace=0 enabled=1' '$T/uvhello_tree.out'"
 # the installed shim finds the installed libd9agent.so.0 one level up from
 # its private directory, with no LD_LIBRARY_PATH
 if [ -x "$TBIN/prog_uvmix" ]; then

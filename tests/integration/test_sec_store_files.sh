@@ -68,17 +68,23 @@ check "a FIFO as the index's WAL: ps returns and names it" runs_and_names "index
 check "a FIFO as the index's WAL: fsck returns and names it" runs_and_names "index.sqlite-wal" \
     "$BIN/d9" --store "$T/walfifo" fsck
 
-# d9 serve: it answers (the API reports the problem or skips the file) and
-# stops on SIGTERM
-"$BIN/d9" --store "$T/fifo" serve --listen 127.0.0.1:0 >"$T/serve.out" 2>"$T/serve.err" &
-SPID=$!
-at_exit kill -9 "$SPID"
-check "serve prints its URL" wait_for 10 grep -q '^d9 serve: http://127.0.0.1:' "$T/serve.out"
-U=$(sed -n 's|^d9 serve: \(http://[^ ]*/\).*|\1|p' "$T/serve.out")
-check "serve answers a timeline over the FIFO within ${LIMIT}s" \
-    curl -s -o "$T/tl.json" --max-time "$LIMIT" "${U}api/timeline?pid=$W&width=100"
-check "serve still answers after it" curl -s -o /dev/null --max-time "$LIMIT" "${U}api/processes"
-check "serve names the file" grep -qF "$SEG" "$T/serve.err"
-kill -TERM "$SPID"
-check "serve stops on SIGTERM" wait_for 10 sh -c "! kill -0 $SPID"
+# d9 serve: it answers (the API reports the problem or skips the file),
+# never reads through the link, and stops on SIGTERM
+for kind in fifo link; do
+    "$BIN/d9" --store "$T/$kind" serve --listen 127.0.0.1:0 >"$T/serve.out" 2>"$T/serve.err" &
+    SPID=$!
+    at_exit kill -9 "$SPID"
+    check "$kind: serve prints its URL" wait_for 10 grep -q '^d9 serve: http://127.0.0.1:' "$T/serve.out"
+    U=$(sed -n 's|^d9 serve: \(http://[^ ]*/\).*|\1|p' "$T/serve.out")
+    check "$kind: serve answers a timeline within ${LIMIT}s" \
+        curl -s -o "$T/tl-$kind.json" --max-time "$LIMIT" "${U}api/timeline?pid=$W&width=100"
+    check "$kind: serve answers events within ${LIMIT}s" \
+        curl -s -o "$T/ev-$kind.json" --max-time "$LIMIT" "${U}api/events?pid=$W"
+    check "$kind: serve still answers after it" curl -s -o /dev/null --max-time "$LIMIT" "${U}api/processes"
+    check "$kind: serve names the file" grep -qF "$SEG" "$T/serve.err"
+    kill -TERM "$SPID"
+    check "$kind: serve stops on SIGTERM" wait_for 10 sh -c "! kill -0 $SPID"
+done
+check "link: serve sent nothing of the file outside the store" \
+    sh -c "test -s '$T/tl-link.json' && ! grep -q secret '$T/tl-link.json' '$T/ev-link.json'"
 d9_finish sec-store-files

@@ -45,9 +45,9 @@ check "threads and runtimes come from the index" \
               (select runtime_id from runtimes where pid = $OKPID and name = 'clirt')" "cliw0+cliw1,2"
 check "polls: 200 short polls per worker and the long one, all finished" \
     q "select count(*), sum(end_ns is null), sum(task = 999) from polls where pid = $OKPID" "401,0,1"
-check "polls: the crash left task 4242 unfinished (end NULL)" \
-    q "select task, end_ns is null, dur_ns is null from polls where pid = $CRPID and end_ns is null" \
-      "4242,1,1"
+check "polls: the crash left task 4242 unfinished (end NULL, dur_ns a bound, why)" \
+    q "select task, end_ns is null, dur_ns >= 0, unfinished from polls where pid = $CRPID and end_ns is null" \
+      "4242,1,1,process crashed"
 check "polls: the long poll is the longest, at its spawn location" \
     q "select task, worker, runtime, location like '%prog_cli.c:% spawn_long_task', dur_ns > 100000000
        from polls where pid = $OKPID order by dur_ns desc limit 1" "999,0,clirt,1,1"
@@ -63,7 +63,7 @@ check "custom table 'order': typed fields, exact values" \
        from \"order\" where pid = $OKPID" "10,50,2.5,2.5,-50,4,\"widget-0 \"\"q\"\"\""
 check "custom table columns are typed from the schema" \
     q "select group_concat(name || ':' || type, ' ') from pragma_table_info('order')" \
-      "pid:INTEGER tid:INTEGER ts_ns:INTEGER item:TEXT qty:INTEGER price:REAL delta:INTEGER ok:INTEGER"
+      "pid:INTEGER tid:INTEGER ts_ns:INTEGER task:INTEGER item:TEXT qty:INTEGER price:REAL delta:INTEGER ok:INTEGER"
 check "locations: the spawn sites by name" \
     q "select count(*) from locations where pid = $OKPID and func in ('spawn_short_task', 'spawn_long_task')" "2"
 check "events: as many rows as d9 events prints (it hides the collector's d9.* events)" \

@@ -812,21 +812,21 @@ static void test_custom_event_round_trip_with_long_string_cut(void **state)
                             D9_I64(-3) };
     const d9_value v2[] = { D9_STR(longpath), D9_U64(404), D9_F64(-0.25), D9_BOOL(0),
                             D9_I64(INT64_MIN) };
-    assert_int_equal(ag_emit_custom(&t.p, D9_CLOCK_MONOTONIC, id, &sch_http, v1, 5), 0);
-    assert_int_equal(ag_emit_custom(&t.p, D9_CLOCK_MONOTONIC, id, &sch_http, v2, 5), 0);
+    assert_int_equal(ag_emit_custom(&t.p, D9_CLOCK_MONOTONIC, id, D9_TASK_NONE, &sch_http, v1, 5), 0);
+    assert_int_equal(ag_emit_custom(&t.p, D9_CLOCK_MONOTONIC, id, D9_TASK_NONE, &sch_http, v2, 5), 0);
     uint64_t nt;
     long got = read_ring(f, (uint32_t)t.ring, &nt);
-    /* first: 24 + (4+6 -> 16) + 8*4; second: 24 + (4+255 -> 264) + 8*4 */
-    assert_int_equal(got, (24 + 16 + 32) + (24 + 264 + 32));
+    /* first: 32 + (4+6 -> 16) + 8*4; second: 32 + (4+255 -> 264) + 8*4 */
+    assert_int_equal(got, (32 + 16 + 32) + (32 + 264 + 32));
 
     const uint8_t *r = f->out;
     struct d9_rec_custom c;
     memcpy(&c, r, sizeof c);
     assert_int_equal(c.h.type, D9_REC_CUSTOM);
-    assert_int_equal(c.h.len, 72);
+    assert_int_equal(c.h.len, 80);
     assert_int_equal(c.schema, id);
     assert_int_equal(c.payload_len, 48);
-    assert_int_equal(shm_record_check(r, (size_t)got), 72);
+    assert_int_equal(shm_record_check(r, (size_t)got), 80);
     const uint8_t *p = r + sizeof c;
     assert_int_equal(rd32(p), 6);
     assert_memory_equal(p + 4, "/index", 6);
@@ -839,9 +839,9 @@ static void test_custom_event_round_trip_with_long_string_cut(void **state)
     assert_int_equal(rd64(p + 16), 1);              /* BOOL is 0/1 */
     assert_int_equal((int64_t)rd64(p + 24), -3);
 
-    r += 72;
+    r += 80;
     memcpy(&c, r, sizeof c);
-    assert_int_equal(c.h.len, 320);
+    assert_int_equal(c.h.len, 328);
     assert_int_equal(c.payload_len, 296);
     p = r + sizeof c;
     assert_int_equal(rd32(p), D9_STR_MAX);
@@ -864,10 +864,10 @@ static void test_custom_null_string_is_empty(void **state)
     struct ag_thread t = { .ring = -1 };
     assert_int_equal(ag_agent_thread_attach(&f->a, &t), 0);
     const d9_value v[] = { D9_STR(NULL) };
-    assert_int_equal(ag_emit_custom(&t.p, D9_CLOCK_MONOTONIC, 5, &s, v, 1), 0);
+    assert_int_equal(ag_emit_custom(&t.p, D9_CLOCK_MONOTONIC, 5, D9_TASK_NONE, &s, v, 1), 0);
     uint64_t nt;
-    assert_int_equal(read_ring(f, (uint32_t)t.ring, &nt), 24 + 8);
-    assert_int_equal(rd32(f->out + 24), 0);
+    assert_int_equal(read_ring(f, (uint32_t)t.ring, &nt), 32 + 8);
+    assert_int_equal(rd32(f->out + 32), 0);
     ag_agent_thread_detach(&f->a, &t);
 }
 
@@ -888,22 +888,22 @@ static void test_custom_string_padding_is_zero_over_old_bytes(void **state)
         memcpy(buf, str, l);
         buf[l] = 0;
         const d9_value v[] = { D9_STR(buf), D9_BOOL(l) };
-        assert_int_equal(ag_emit_custom(&t.p, D9_CLOCK_MONOTONIC, 9, &s, v, 2), 0);
-        expect += 24 + ((4 + l + 7) & ~7u) + 8;
+        assert_int_equal(ag_emit_custom(&t.p, D9_CLOCK_MONOTONIC, 9, D9_TASK_NONE, &s, v, 2), 0);
+        expect += 32 + ((4 + l + 7) & ~7u) + 8;
     }
     uint64_t nt;
     assert_int_equal(read_ring(f, (uint32_t)t.ring, &nt), (long)expect);
     const uint8_t *r = f->out;
     for (uint32_t l = 0; l <= 17; l++) {
         uint32_t field = (4 + l + 7) & ~7u;
-        assert_int_equal(shm_record_check(r, 24 + field + 8), (long)(24 + field + 8));
-        const uint8_t *p = r + 24;
+        assert_int_equal(shm_record_check(r, 32 + field + 8), (long)(32 + field + 8));
+        const uint8_t *p = r + 32;
         assert_int_equal(rd32(p), l);
         assert_memory_equal(p + 4, str, l);
         for (uint32_t k = 4 + l; k < field; k++)
             assert_int_equal(p[k], 0);
         assert_int_equal(rd64(p + field), l ? 1 : 0);   /* BOOL is 0/1 */
-        r += 24 + field + 8;
+        r += 32 + field + 8;
     }
     ag_agent_thread_detach(&f->a, &t);
 }
@@ -919,8 +919,8 @@ static void test_custom_mismatch_is_dropped_and_counted(void **state)
     const d9_value wrong_type[] = { D9_U64(1), D9_U64(200), D9_F64(1.5), D9_BOOL(1),
                                     D9_I64(0) };
     const d9_value too_few[] = { D9_STR("/"), D9_U64(200) };
-    assert_int_equal(ag_emit_custom(&t.p, D9_CLOCK_MONOTONIC, id, &sch_http, wrong_type, 5), -EINVAL);
-    assert_int_equal(ag_emit_custom(&t.p, D9_CLOCK_MONOTONIC, id, &sch_http, too_few, 2), -EINVAL);
+    assert_int_equal(ag_emit_custom(&t.p, D9_CLOCK_MONOTONIC, id, D9_TASK_NONE, &sch_http, wrong_type, 5), -EINVAL);
+    assert_int_equal(ag_emit_custom(&t.p, D9_CLOCK_MONOTONIC, id, D9_TASK_NONE, &sch_http, too_few, 2), -EINVAL);
     assert_int_equal(atomic_load(&t.p.hdr->lost), 2);
     ag_emit_poll_end(&t.p, D9_CLOCK_MONOTONIC, 1, 1, 1);
     uint64_t nt;
@@ -950,7 +950,7 @@ static void test_custom_record_over_max_size_is_dropped_and_counted(void **state
     assert_int_equal(ag_emit_custom_size(&big, vals, D9_SCHEMA_MAX_FIELDS, &len), -EMSGSIZE);
     struct ag_thread t = { .ring = -1 };
     assert_int_equal(ag_agent_thread_attach(&f->a, &t), 0);
-    assert_int_equal(ag_emit_custom(&t.p, D9_CLOCK_MONOTONIC, 1, &big, vals, D9_SCHEMA_MAX_FIELDS), -EMSGSIZE);
+    assert_int_equal(ag_emit_custom(&t.p, D9_CLOCK_MONOTONIC, 1, D9_TASK_NONE, &big, vals, D9_SCHEMA_MAX_FIELDS), -EMSGSIZE);
     assert_int_equal(atomic_load(&t.p.hdr->lost), 1);
     uint64_t nt;
     assert_int_equal(read_ring(f, (uint32_t)t.ring, &nt), 0);

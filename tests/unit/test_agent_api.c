@@ -408,6 +408,54 @@ static void test_record_functions_never_change_errno(void **state)
     run_child(f, env, child_errno, NULL);
 }
 
+static void child_custom_in_polls(struct fx *f, void *arg)
+{
+    (void)f;
+    (void)arg;
+    CHECK(d9_init() == 0);
+    d9_runtime rt;
+    CHECK(d9_runtime_register("http", &rt) == 0);
+    d9_emit(&sch_req, D9_STR("/out"), D9_U64(1));           /* outside: none */
+    d9_poll_start(rt, 0, 7, 0);
+    d9_emit(&sch_req, D9_STR("/in7"), D9_U64(2));           /* 7 */
+    d9_poll_start(rt, 0, 9, 0);                             /* nested (block_on) */
+    d9_emit(&sch_req, D9_STR("/in9"), D9_U64(3));           /* 9, the innermost */
+    d9_poll_end(rt, 0, 9);
+    d9_emit(&sch_req, D9_STR("/in7"), D9_U64(4));           /* 7 again */
+    d9_poll_start((d9_runtime){ 0 }, 0, 5, 0);              /* discarded: not a poll */
+    d9_emit(&sch_req, D9_STR("/in7"), D9_U64(5));           /* still 7 */
+    d9_poll_end(rt, 0, 7);
+    d9_emit(&sch_req, D9_STR("/out"), D9_U64(6));           /* none */
+}
+
+/* A custom event records the task whose poll its thread is in (the
+ * innermost), D9_TASK_NONE outside polls. */
+static void test_custom_events_record_the_task_being_polled(void **state)
+{
+    struct fx *f = *state;
+    pid_t pid = run_child(f, NULL, child_custom_in_polls, NULL);
+    struct shm_region r;
+    struct shm_geometry g;
+    map_region(f, pid, &r, &g);
+    long n = read_ring(f, &r, &g, 0, 0);
+    const uint64_t want[] = { D9_TASK_NONE, 7, 9, 7, 7, D9_TASK_NONE };
+    unsigned k = 0;
+    for (long off = 0; off < n;) {
+        struct d9_rec_hdr h;
+        memcpy(&h, f->out + off, sizeof h);
+        if (h.type == D9_REC_CUSTOM) {
+            struct d9_rec_custom c;
+            memcpy(&c, f->out + off, sizeof c);
+            assert_true(k < sizeof want / sizeof want[0]);
+            assert_int_equal(c.task, want[k]);
+            k++;
+        }
+        off += h.len;
+    }
+    assert_int_equal(k, sizeof want / sizeof want[0]);
+    shm_region_close(&r);
+}
+
 static void test_events_are_recorded_in_the_threads_ring(void **state)
 {
     struct fx *f = *state;
@@ -1234,6 +1282,7 @@ int main(int argc, char **argv)
         T(test_disabled_by_config_records_nothing),
         T(test_region_creation_failure_is_one_line_and_untraced),
         T(test_events_are_recorded_in_the_threads_ring),
+        T(test_custom_events_record_the_task_being_polled),
         T(test_record_functions_never_change_errno),
         T(test_default_runtime_is_named_by_env),
         T(test_registering_the_programs_name_is_the_default_runtime),

@@ -63,7 +63,7 @@ static void feed(struct doc *d, const void *rec, size_t len)
 
 static void doc_end(struct doc *d, uint64_t t_end, struct exp_json_stats *st)
 {
-    assert_int_equal(exp_json_finish(d->x, t_end, st), 0);
+    assert_int_equal(exp_json_finish(d->x, NULL, t_end, st), 0);
     fseek(d->f, 0, SEEK_END);
     long n = ftell(d->f);
     rewind(d->f);

@@ -347,11 +347,11 @@ static void test_custom_payload_len_checked(void **state)
 {
     (void)state;
     uint8_t buf[64] = { 0 };
-    struct d9_rec_custom c = { .h = { .len = 40, .type = D9_REC_CUSTOM }, .schema = 1,
+    struct d9_rec_custom c = { .h = { .len = 48, .type = D9_REC_CUSTOM }, .schema = 1,
                                .payload_len = 16 };
     memcpy(buf, &c, sizeof c);
-    assert_int_equal(shm_record_check(buf, sizeof buf), 40);
-    c.payload_len = 17;                     /* does not fit in 40 */
+    assert_int_equal(shm_record_check(buf, sizeof buf), 48);
+    c.payload_len = 17;                     /* does not fit in 48 */
     memcpy(buf, &c, sizeof c);
     assert_int_equal(shm_record_check(buf, sizeof buf), -EBADMSG);
     c.payload_len = 4;                      /* record much longer than payload */

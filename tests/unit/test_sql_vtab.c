@@ -93,7 +93,7 @@ static void custom_rec(struct buf *b, uint64_t ts, uint32_t schema, const uint8_
 {
     size_t len = (sizeof(struct d9_rec_custom) + plen + 7) & ~(size_t)7;
     uint8_t rec[512] = { 0 };
-    struct d9_rec_custom c = { hdr(len, D9_REC_CUSTOM, ts), schema, (uint32_t)plen };
+    struct d9_rec_custom c = { hdr(len, D9_REC_CUSTOM, ts), schema, (uint32_t)plen, D9_TASK_NONE };
     memcpy(rec, &c, sizeof c);
     memcpy(rec + sizeof c, payload, plen);
     put(b, rec, len);
@@ -336,15 +336,18 @@ static void index_tables_list_processes_threads_runtimes_segments(void **state)
                         "200|1|a.c|10|spawn_a|a.c:10 spawn_a;");
 }
 
-static void polls_pair_starts_and_ends_and_leave_the_unfinished_null(void **state)
+/* An unfinished poll: end_ns NULL, dur_ns up to its process's last record
+ * (1020000, a lower bound, as top-polls ranks it), unfinished = why. */
+static void polls_pair_starts_and_ends_and_bound_the_unfinished(void **state)
 {
     struct fixture *fx = *state;
     assert_string_equal(rows(fx, "select tid, runtime, worker, task, loc, location, start_ns, "
-                                 "end_ns, dur_ns from polls where pid = 100 order by task"),
-                        "101|rt1|0|1|1|a.c:10 spawn_a|1000100|1000300|200;"
-                        "101|rt1|0|2|1|a.c:10 spawn_a|1010000|1010200|200;"
-                        "101|rt1|0|3|1|a.c:10 spawn_a|1010400|N|N;"
-                        "102|rt1|0|9|1|a.c:10 spawn_a|1000200|1020000|19800;");
+                                 "end_ns, dur_ns, unfinished from polls where pid = 100 "
+                                 "order by task"),
+                        "101|rt1|0|1|1|a.c:10 spawn_a|1000100|1000300|200|N;"
+                        "101|rt1|0|2|1|a.c:10 spawn_a|1010000|1010200|200|N;"
+                        "101|rt1|0|3|1|a.c:10 spawn_a|1010400|N|9600|still open;"
+                        "102|rt1|0|9|1|a.c:10 spawn_a|1000200|1020000|19800|N;");
     assert_int_equal(one(fx, "select count(*) from polls"), 8);
 }
 
@@ -457,7 +460,7 @@ static void custom_event_tables_have_typed_columns_and_union_fields(void **state
                         "200|201|5000650|/b|-1|N|N|N|eu|null|null;");
     /* declared types: status differs between the schemas (u64 vs i64): no type */
     assert_string_equal(rows(fx, "select name, type from pragma_table_info('request_done')"),
-                        "pid|INTEGER;tid|INTEGER;ts_ns|INTEGER;path|TEXT;status|;"
+                        "pid|INTEGER;tid|INTEGER;ts_ns|INTEGER;task|INTEGER;path|TEXT;status|;"
                         "latency_ms|REAL;delta|INTEGER;ok|INTEGER;region|TEXT;");
     /* a name taken by a built-in table gets "event_", a field named pid gets "f_" */
     assert_string_equal(rows(fx, "select pid, f_pid from event_polls"), "200|4242;");
@@ -671,7 +674,7 @@ int main(void)
 #define T_(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
     const struct CMUnitTest tests[] = {
         T_(index_tables_list_processes_threads_runtimes_segments),
-        T_(polls_pair_starts_and_ends_and_leave_the_unfinished_null),
+        T_(polls_pair_starts_and_ends_and_bound_the_unfinished),
         T_(polls_started_in_a_window_are_followed_to_their_end),
         T_(polls_grouped_by_location_are_served_in_order),
         T_(parks_carry_cpu_and_sched_wait),

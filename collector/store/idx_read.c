@@ -202,34 +202,22 @@ int idx_read_drops(struct idx *x, int64_t process_id, uint32_t pid, uint64_t fro
         "       coalesce(sum(min(max(coalesce(d.too_big, 0), 0)," \
         "                        p.lost - min(max(coalesce(d.mismatch, 0), 0), p.lost))), 0)," \
         "       coalesce(sum(d.no_ring), 0), "
-    static const char *const variants[] = {
+    static const char sql[] =
         DROPS_CAUSES "coalesce(sum(d.bad_stamps), 0) "
-        "FROM processes p LEFT JOIN drops d ON d.process_id = p.id " DROPS_WHERE,
-        /* an index from before drops.bad_stamps */
-        DROPS_CAUSES "0 FROM processes p LEFT JOIN drops d ON d.process_id = p.id " DROPS_WHERE,
-        /* an index from before the drops table: no causes known */
-        "SELECT coalesce(sum(p.lost), 0), 0, 0, 0, 0 FROM processes p " DROPS_WHERE,
-    };
+        "FROM processes p LEFT JOIN drops d ON d.process_id = p.id " DROPS_WHERE;
 #undef DROPS_CAUSES
 #undef DROPS_WHERE
     sqlite3_stmt *st = NULL;
     if (!x || !out)
         return -EINVAL;
     memset(out, 0, sizeof *out);
-    size_t v = 0;
-    while (v + 1 < sizeof variants / sizeof variants[0] &&
-           sqlite3_prepare_v2(x->db, variants[v], -1, &st, NULL) != SQLITE_OK)
-        v++;
-    if (v + 1 == sizeof variants / sizeof variants[0]) {
-        int e = prep(x, variants[v], &st);
-        if (e < 0)
-            return e;
-    }
+    int e = prep(x, sql, &st);
+    if (e < 0)
+        return e;
     sqlite3_bind_int64(st, 1, process_id);
     sqlite3_bind_int64(st, 2, pid);
     sqlite3_bind_int64(st, 3, clamp_i64(from));
     sqlite3_bind_int64(st, 4, clamp_i64(to));
-    int e = 0;
     if (sqlite3_step(st) == SQLITE_ROW) {
         out->lost = col_u64(st, 0);
         out->mismatch = col_u64(st, 1);

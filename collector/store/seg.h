@@ -4,8 +4,8 @@
  * One segment holds the records of one traced process over a span of time.
  * It is self-describing: d9 decodes it with nothing but the file.
  *
- * File format v2 (little-endian, every struct 8-byte aligned; v1 files, the
- * same without packed blocks, are still read):
+ * File format v2 (little-endian, every struct 8-byte aligned; a file of
+ * another version is refused with one message naming both versions):
  *
  *   struct seg_file_hdr                       fixed SEG_HDR_SIZE bytes
  *   block*                                    struct seg_block_hdr + payload
@@ -19,7 +19,7 @@
  *                 always knows a schema before an event uses it.
  *   SEG_BLK_DATA  payload = records of one thread (ring, generation) in ring
  *                 framing (shm/d9_abi.h), PADs removed, ts converted to
- *                 CLOCK_MONOTONIC ns; or, with flags SEG_BF_PACKED (v2), the
+ *                 CLOCK_MONOTONIC ns; or, with flags SEG_BF_PACKED, the
  *                 same records packed (collector/store/pack.h), 3-8x smaller: what
  *                 the drain writes. lost = records the ring dropped since
  *                 the previous block of the same ring generation.
@@ -48,8 +48,7 @@
 
 #define SEG_MAGIC        "D9SEG001"
 #define SEG_END_MAGIC    "D9SEGEND"
-#define SEG_VERSION      2u       /* written; 1 is still read */
-#define SEG_VERSION_MIN  1u
+#define SEG_VERSION      2u       /* written and the only one read */
 #define SEG_HDR_SIZE     512u
 #define SEG_BLOCK_MAGIC  0x4b423944u    /* "D9BK" */
 #define SEG_FILE_SUFFIX  ".d9seg"
@@ -84,7 +83,7 @@ struct seg_file_hdr {
 };
 
 /* seg_block_hdr.flags */
-#define SEG_BF_PACKED    1u     /* DATA payload packed (collector/store/pack.h); format >= 2 */
+#define SEG_BF_PACKED    1u     /* DATA payload packed (collector/store/pack.h) */
 
 struct seg_block_hdr {
     uint32_t magic;             /* SEG_BLOCK_MAGIC */

@@ -707,38 +707,23 @@ static void test_packed_blocks_that_do_not_unpack_are_corrupt(void **state)
     }
 }
 
-static void test_version_1_files_are_read_but_hold_no_packed_blocks(void **state)
+static void test_an_older_format_version_is_refused_naming_both_versions(void **state)
 {
     struct fx *fx = *state;
     struct seg_summary sum;
-    struct seg_writer *w = write_small(fx->dir, 7, &sum);    /* ring-framed blocks only */
+    struct seg_writer *w = write_small(fx->dir, 7, &sum);
     size_t len;
     uint8_t *b = slurp(sum.path, &len);
     struct seg_reader *r;
-    b[offsetof(struct seg_file_hdr, version)] = 1;
-    assert_int_equal(seg_reader_open_mem(&r, b, len, 0), 0);
-    uint64_t nrec = 0;
-    assert_true(read_all(r, &nrec) > 0);
-    assert_int_equal(nrec, sum.nrecords);
-    seg_reader_close(r);
-    free(b);
-    seg_writer_free(w);
-
-    uint8_t data[8 * 32];
-    struct seg_data_stats st;
-    size_t dlen = make_polls(data, 8, &st);
-    assert_int_equal(seg_writer_open(&w, fx->dir, 8, &proc, NULL, 0), 0);
-    assert_int_equal(commit_packed(w, data, dlen, &st, 0), 0);
-    assert_int_equal(seg_writer_seal(w, &sum), 0);
-    b = slurp(sum.path, &len);
-    b[offsetof(struct seg_file_hdr, version)] = 1;          /* a packed block in a v1 file */
-    /* strict: even its footer counts more records than v1 blocks can hold */
+    b[offsetof(struct seg_file_hdr, version)] = SEG_VERSION - 1;
     assert_int_equal(seg_reader_open_mem(&r, b, len, 0), -EBADMSG);
-    assert_int_equal(seg_reader_open_mem(&r, b, len, SEG_OPEN_PARTIAL), 0);
-    struct seg_block blk;
-    assert_int_equal(seg_reader_next(r, &blk), 0);          /* partial: the file ends there */
-    assert_non_null(strstr(seg_reader_error(r), "unknown block flags"));
-    seg_reader_close(r);
+    assert_int_equal(seg_reader_open_mem(&r, b, len, SEG_OPEN_PARTIAL), -EBADMSG);
+    spit(sum.path, b, len);
+    char why[200], want[120];
+    assert_int_equal(seg_reader_open_ex(&r, sum.path, 0, why, sizeof why), -EBADMSG);
+    snprintf(want, sizeof want, "segment format version %u is not supported (this d9 reads version %u)",
+             SEG_VERSION - 1, SEG_VERSION);
+    assert_non_null(strstr(why, want));
     free(b);
     seg_writer_free(w);
 }
@@ -1517,7 +1502,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_in_place_reservation_flushes_a_buffer_it_does_not_fit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_packed_block_reads_back_the_records_of_a_raw_one, setup, teardown),
         cmocka_unit_test_setup_teardown(test_packed_blocks_that_do_not_unpack_are_corrupt, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_version_1_files_are_read_but_hold_no_packed_blocks, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_an_older_format_version_is_refused_naming_both_versions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_invalid_records_are_rejected_and_write_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_data_larger_than_a_block_is_split_at_record_boundaries, setup, teardown),
         cmocka_unit_test_setup_teardown(test_freeing_an_unsealed_writer_removes_its_temp_file, setup, teardown),

@@ -70,6 +70,7 @@ static const char schema_sql[] =
     " too_big INT, no_ring INT, bad_stamps INT);"
     "CREATE TABLE IF NOT EXISTS uploads(segment_id INTEGER PRIMARY KEY, state TEXT NOT NULL,"
     " attempts INT NOT NULL, last_error TEXT, next_ns INT NOT NULL, updated_ns INT);"
+    "CREATE TABLE IF NOT EXISTS rollups(segment_id INTEGER PRIMARY KEY, data BLOB NOT NULL);"
     "CREATE INDEX IF NOT EXISTS processes_pid ON processes(pid);";
 
 /* Per-type counter columns, in enum d9_rec_type order (PAD has none). */
@@ -96,10 +97,14 @@ enum {
     ST_UP_DEL,
     ST_UP_TOTALS,
     ST_UP_OLDEST_SHIPPED,
+    ST_RU_SET,
+    ST_RU_DEL,
     ST_COUNT
 };
 
 static const char *const stmt_sql[ST_COUNT] = {
+    [ST_RU_SET] = "INSERT OR REPLACE INTO rollups(segment_id, data) VALUES(?1, ?2)",
+    [ST_RU_DEL] = "DELETE FROM rollups WHERE segment_id = ?1",
     [ST_PROC_UPSERT] =
         "INSERT INTO processes(pid, start_time, uid, comm, exe, first_ns, last_ns, state,"
         " exit_code, records, lost) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?6, 'alive', NULL, 0, 0)"
@@ -1101,8 +1106,38 @@ static int insert_segment(struct idx *x, int64_t process_id, const struct seg_su
     return 0;
 }
 
+/* The rollups row of a segment (inside the caller's transaction). */
+static int set_rollup(struct idx *x, uint64_t segment_id, const uint8_t *data, size_t len)
+{
+    sqlite3_stmt *s;
+    int e = stmt(x, ST_RU_SET, &s);
+    if (e < 0)
+        return e;
+    if (len > INT32_MAX)
+        return -EFBIG;
+    sqlite3_bind_int64(s, 1, (sqlite3_int64)segment_id);
+    sqlite3_bind_blob(s, 2, data, (int)len, SQLITE_STATIC);
+    return run(x, s, "write rollups");
+}
+
+int idx_rollup_set(struct idx *x, uint64_t segment_id, const uint8_t *data, size_t len)
+{
+    int e = writable(x);
+    if (e < 0)
+        return e;
+    if (!data || segment_id == 0 || segment_id > INT64_MAX)
+        return -EINVAL;
+    return set_rollup(x, segment_id, data, len);
+}
+
 int idx_segment_commit(struct idx *x, int64_t process_id, const struct seg_summary *s,
                        const char *store_dir)
+{
+    return idx_segment_commit_rollup(x, process_id, s, store_dir, NULL, 0);
+}
+
+int idx_segment_commit_rollup(struct idx *x, int64_t process_id, const struct seg_summary *s,
+                              const char *store_dir, const uint8_t *rollup, size_t rollup_len)
 {
     int e = writable(x);
     if (e < 0)
@@ -1119,7 +1154,8 @@ int idx_segment_commit(struct idx *x, int64_t process_id, const struct seg_summa
     }
     if ((e = exec(x, "BEGIN IMMEDIATE", "begin segment")) < 0)
         return e;
-    if ((e = insert_segment(x, process_id, s, rel)) == 0)
+    if ((e = insert_segment(x, process_id, s, rel)) == 0 &&
+        (!rollup || (e = set_rollup(x, s->segment_id, rollup, rollup_len)) == 0))
         e = exec(x, "COMMIT", "commit segment");
     if (e < 0)
         rollback(x);
@@ -1190,6 +1226,10 @@ int idx_segment_delete(struct idx *x, uint64_t segment_id)
     sqlite3_stmt *s;
     int found = 0;
     e = delete_blocks(x, segment_id);
+    if (e == 0 && (e = stmt(x, ST_RU_DEL, &s)) == 0) {
+        sqlite3_bind_int64(s, 1, (sqlite3_int64)segment_id);
+        e = run(x, s, "delete rollups");
+    }
     if (e == 0 && (e = stmt(x, ST_UP_DEL, &s)) == 0) {
         sqlite3_bind_int64(s, 1, (sqlite3_int64)segment_id);
         e = run(x, s, "delete upload state");

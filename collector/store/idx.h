@@ -44,6 +44,10 @@
  *           attempts INT, last_error TEXT, next_ns INT, updated_ns INT)
  *                                -- see idx_upload_set: shipping to S3;
  *                                   no row = pending, never tried
+ *   rollups(segment_id INTEGER PRIMARY KEY, data BLOB NOT NULL)
+ *                                -- the segment's aggregates (collector/store/rollup.h),
+ *                                   written in the segment's own transaction; no row =
+ *                                   none (readers scan the records instead)
  *   indexes: segments(t_min, t_max), segments(process_id, t_min), blocks(segment_id, t_first),
  *            processes(pid)
  *
@@ -58,7 +62,7 @@
 #include <stdint.h>
 #include "collector/store/seg_writer.h"
 
-#define IDX_SCHEMA_VERSION 2
+#define IDX_SCHEMA_VERSION 3
 #define IDX_FILE_NAME      "index.sqlite"
 /* A writer creates the index with this mode (SQLite would make it 0644 less
  * the umask); SQLite gives its -wal and -shm files the database's mode and
@@ -123,6 +127,12 @@ int idx_thread_names_set(struct idx *x, uint32_t pid, uint64_t start_time,
  * The first s->nblocks_indexed block rows are already in (idx_blocks_add). */
 int idx_segment_commit(struct idx *x, int64_t process_id, const struct seg_summary *s,
                        const char *store_dir);
+/* The same with the segment's rollups row (rollup.h; NULL = none) in the
+ * same transaction. */
+int idx_segment_commit_rollup(struct idx *x, int64_t process_id, const struct seg_summary *s,
+                              const char *store_dir, const uint8_t *rollup, size_t rollup_len);
+/* Replace a segment's rollups row (fsck --repair). */
+int idx_rollup_set(struct idx *x, uint64_t segment_id, const uint8_t *data, size_t len);
 /* Block rows of a segment still being written, in one transaction without
  * a WAL fsync (see seg_writer_unindexed). -EINVAL for a bad id or no blocks
  * pointer; a row already there (same segment, offset) fails the batch. */

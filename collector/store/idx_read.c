@@ -665,3 +665,32 @@ int idx_read_segment_count(struct idx *x, uint64_t *n)
     sqlite3_finalize(st);
     return e;
 }
+
+int idx_read_rollup(struct idx *x, uint64_t segment_id, uint8_t **out, size_t *len)
+{
+    sqlite3_stmt *st;
+    if (!x || !out || !len)
+        return -EINVAL;
+    *out = NULL;
+    *len = 0;
+    int e = prep(x, "SELECT data FROM rollups WHERE segment_id = ?1", &st);
+    if (e < 0)
+        return e;
+    sqlite3_bind_int64(st, 1, segment_id > INT64_MAX ? INT64_MAX : (sqlite3_int64)segment_id);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        const void *b = sqlite3_column_blob(st, 0);
+        int n = sqlite3_column_bytes(st, 0);
+        if (n > 0 && b && (*out = malloc((size_t)n)) != NULL) {
+            memcpy(*out, b, (size_t)n);
+            *len = (size_t)n;
+            e = 1;
+        } else {
+            e = n > 0 ? -ENOMEM : 1;     /* an empty value: rollup_decode refuses it */
+        }
+    } else if (rc != SQLITE_DONE) {
+        e = fail(x, "read rollups");
+    }
+    sqlite3_finalize(st);
+    return e;
+}

@@ -278,6 +278,7 @@ static void test_sealed_file_without_row_is_indexed_from_its_contents(void **sta
     assert_int_equal(r.reindexed, 1);
     assert_int_equal(q_int(fx, "SELECT count(*) FROM segments"), 2);
     assert_int_equal(q_int(fx, "SELECT count(*) FROM blocks WHERE segment_id = 3"), 4);
+    assert_int_equal(q_int(fx, "SELECT count(*) FROM rollups WHERE segment_id = 3"), 1);
     assert_int_equal(q_int(fx, "SELECT count(*) FROM threads WHERE tid = 77 AND ring = 0"
                                " AND generation = 3 AND ended = 1"), 1);
     assert_int_equal(q_int(fx, "SELECT count(*) FROM runtimes WHERE name = 'rt-main'"), 1);

@@ -13,8 +13,14 @@
 
 struct mval *sql_list_row_add(struct cur *c)
 {
-    if (c->nrows % 64 == 0) {
-        struct mval *n = realloc(c->rows, (c->nrows + 64) * c->ncols * sizeof *n);
+    /* capacity doubles from 64 rows: a power of two, or 0 before the first row */
+    if (c->nrows >= 64 && (c->nrows & (c->nrows - 1)) == 0) {
+        struct mval *n = realloc(c->rows, c->nrows * 2 * c->ncols * sizeof *n);
+        if (!n)
+            return NULL;
+        c->rows = n;
+    } else if (c->nrows == 0) {
+        struct mval *n = realloc(c->rows, 64 * c->ncols * sizeof *n);
         if (!n)
             return NULL;
         c->rows = n;

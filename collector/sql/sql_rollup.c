@@ -44,9 +44,6 @@ static int on_seg(void *arg, const struct q_rollup_seg *g)
     size_t off = 0;
     uint32_t i = 0;
     struct rollup_poll p;
-    struct rollup_hist *h = malloc(sizeof *h);
-    if (!h)
-        return -ENOMEM;
     int e = 0;
     while (e == 0 && rollup_next_poll(g->v, &off, &i, &p) == 1) {
         if (!in_window(c, p.bucket_ns))
@@ -63,23 +60,18 @@ static int on_seg(void *arg, const struct q_rollup_seg *g)
         sql_list_mv_int(&r[PS_LOC], p.loc);
         e |= sql_list_mv_str(&r[PS_LOCATION], q_names_location(v->names, g->process_id, p.loc,
                                                               c->text, sizeof c->text));
-        h->total = 0;
-        for (size_t k = 0; k < ROLLUP_BINS; k++)
-            h->n[k] = 0;
-        rollup_hist_add(h, &p);
         const uint64_t u[] = { p.bucket_ns, p.count, p.unfinished, p.sum_ns, p.max_ns,
-                               rollup_hist_quantile(h, 0.5, p.max_ns),
-                               rollup_hist_quantile(h, 0.99, p.max_ns), g->segment_id };
+                               rollup_poll_quantile(&p, 0.5), rollup_poll_quantile(&p, 0.99),
+                               g->segment_id };
         for (size_t k = 0; k < sizeof u / sizeof u[0]; k++)
             sql_list_mv_u64(&r[PS_BUCKET + k], u[k]);
-        if (h->total == 0) {            /* no finished poll: no durations */
+        if (p.count == p.unfinished) {  /* no finished poll: no durations */
             r[PS_P50].t = r[PS_P99].t = SQLITE_NULL;
         }
         sql_list_mv_key(c, r, g->segment_id, p.bucket_ns,
                         (uint64_t)p.runtime << 48 | (uint64_t)p.worker << 32 | p.loc);
         e = e ? -ENOMEM : 0;
     }
-    free(h);
     return e;
 }
 

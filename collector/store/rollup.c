@@ -94,9 +94,8 @@ struct rollup {
     struct went *w;
     uint32_t nw, capw;
     struct slots ws;
-    struct bent *b;
-    uint32_t nb, capb;
-    struct slots bs;
+    struct bent *bt;                /* open addressing, entry RU_EMPTY = free; inline keys */
+    uint32_t nb, capbt;
     struct thr *t;
     uint32_t nt, capt;
 };
@@ -117,8 +116,7 @@ void rollup_free(struct rollup *r)
     free(r->ps.s);
     free(r->w);
     free(r->ws.s);
-    free(r->b);
-    free(r->bs.s);
+    free(r->bt);
     free(r->t);
     free(r);
 }
@@ -181,7 +179,6 @@ static int rehash(struct slots *t, uint32_t n, const struct rollup *r,
 
 static uint64_t h_p(const struct rollup *r, uint32_t i) { return hash_pkey(&r->p[i].k); }
 static uint64_t h_w(const struct rollup *r, uint32_t i) { return hash_wkey(&r->w[i].k); }
-static uint64_t h_b(const struct rollup *r, uint32_t i) { return hash_bkey(r->b[i].entry, r->b[i].bin); }
 
 static int poll_entry(struct rollup *r, const struct pkey *k, uint32_t *out)
 {
@@ -228,23 +225,47 @@ static int worker_entry(struct rollup *r, uint64_t bucket, uint16_t runtime, uin
     return 0;
 }
 
+/* Grow the bin table to twice its size when it is half full. */
+static int bins_grow(struct rollup *r)
+{
+    if (r->capbt && r->nb < r->capbt / 2)
+        return 0;
+    uint32_t cap = r->capbt ? r->capbt * 2 : RU_TABLE_MIN;
+    if (cap <= r->capbt)
+        return -ENOMEM;
+    struct bent *t = malloc((size_t)cap * sizeof *t);
+    if (!t)
+        return -ENOMEM;
+    for (uint32_t i = 0; i < cap; i++)
+        t[i].entry = RU_EMPTY;
+    for (uint32_t i = 0; i < r->capbt; i++) {
+        if (r->bt[i].entry == RU_EMPTY)
+            continue;
+        uint32_t j = (uint32_t)hash_bkey(r->bt[i].entry, r->bt[i].bin) & (cap - 1);
+        while (t[j].entry != RU_EMPTY)
+            j = (j + 1) & (cap - 1);
+        t[j] = r->bt[i];
+    }
+    free(r->bt);
+    r->bt = t;
+    r->capbt = cap;
+    return 0;
+}
+
 static int bin_add(struct rollup *r, uint32_t entry, uint32_t bin)
 {
-    int e = rehash(&r->bs, r->nb, r, h_b);
+    int e = bins_grow(r);
     if (e < 0)
         return e;
-    uint32_t j = (uint32_t)hash_bkey(entry, bin) & (r->bs.cap - 1);
-    for (; r->bs.s[j] != RU_EMPTY; j = (j + 1) & (r->bs.cap - 1)) {
-        struct bent *o = &r->b[r->bs.s[j]];
-        if (o->entry == entry && o->bin == bin) {
-            o->n++;
+    uint32_t j = (uint32_t)hash_bkey(entry, bin) & (r->capbt - 1);
+    for (; r->bt[j].entry != RU_EMPTY; j = (j + 1) & (r->capbt - 1)) {
+        if (r->bt[j].entry == entry && r->bt[j].bin == bin) {
+            r->bt[j].n++;
             return 0;
         }
     }
-    if ((e = grow((void **)&r->b, &r->capb, r->nb, sizeof *r->b)) < 0)
-        return e;
-    r->b[r->nb] = (struct bent){ entry, bin, 1 };
-    r->bs.s[j] = r->nb++;
+    r->bt[j] = (struct bent){ entry, bin, 1 };
+    r->nb++;
     return 0;
 }
 
@@ -483,8 +504,9 @@ int rollup_encode(const struct rollup *r, uint8_t **out, size_t *len)
     g_sort = r;
     qsort(order, r->np, sizeof *order, by_pkey);
     g_sort = NULL;
-    if (r->nb)
-        memcpy(bins, r->b, (size_t)r->nb * sizeof *bins);
+    for (uint32_t i = 0, k = 0; i < r->capbt; i++)
+        if (r->bt[i].entry != RU_EMPTY)
+            bins[k++] = r->bt[i];
     qsort(bins, r->nb, sizeof *bins, by_bent);
     /* first[entry] = index of its first bin in bins */
     for (uint32_t i = 0, j = 0; i <= r->np; i++) {
@@ -723,6 +745,27 @@ void rollup_hist_add(struct rollup_hist *h, const struct rollup_poll *p)
             h->total += n;
         }
     }
+}
+
+uint64_t rollup_poll_quantile(const struct rollup_poll *p, double q)
+{
+    uint64_t total = p->count - p->unfinished;
+    if (total == 0)
+        return 0;
+    double want = q * (double)total;
+    uint64_t rank = (uint64_t)want, seen = 0;
+    if ((double)rank < want)
+        rank++;
+    if (rank == 0)
+        rank = 1;
+    for (uint32_t j = 0; j < p->nbins; j++) {
+        seen += get32(p->bins + (size_t)j * ROLLUP_BIN_SIZE + 4);
+        if (seen >= rank) {
+            uint64_t m = bin_mid(get32(p->bins + (size_t)j * ROLLUP_BIN_SIZE));
+            return m > p->max_ns ? p->max_ns : m;
+        }
+    }
+    return p->max_ns;
 }
 
 uint64_t rollup_hist_quantile(const struct rollup_hist *h, double q, uint64_t max_ns)

@@ -119,6 +119,8 @@ struct rollup_hist {
 };
 void rollup_hist_add(struct rollup_hist *h, const struct rollup_poll *p);
 uint32_t rollup_bin(uint64_t v);
+/* The same over one checked entry's own bins (no merge). */
+uint64_t rollup_poll_quantile(const struct rollup_poll *p, double q);
 /* The q-quantile (0 < q <= 1) of h, as its bin's middle, at most max_ns; 0 if empty. */
 uint64_t rollup_hist_quantile(const struct rollup_hist *h, double q, uint64_t max_ns);
 

@@ -103,16 +103,17 @@ static void summary(const struct fsck_report *r, int repair, uint64_t problems)
 {
     printf("%s: %" PRIu64 " rows, %" PRIu64 " files, %" PRIu64 " ok; %" PRIu64 " missing, %"
            PRIu64 " mismatched, %" PRIu64 " corrupt, %" PRIu64 " unindexed, %" PRIu64
-           " temp files (%" PRIu64 " in use), %" PRIu64 " impossible time ranges",
+           " temp files (%" PRIu64 " in use), %" PRIu64 " impossible time ranges, %" PRIu64
+           " bad rollups",
            problems ? (repair ? "repaired" : "problems") : "clean", r->rows, r->files, r->ok,
            r->missing, r->mismatched, r->corrupt, r->orphans, r->temps, r->temps_in_use,
-           r->bad_times);
+           r->bad_times, r->bad_rollups);
     if (repair)
         printf("; %" PRIu64 " rows deleted, %" PRIu64 " files indexed, %" PRIu64
                " salvaged, %" PRIu64 " temp files removed, %" PRIu64 " renamed .corrupt, %"
-               PRIu64 " repairs failed",
+               PRIu64 " rollups rebuilt, %" PRIu64 " repairs failed",
                r->rows_deleted, r->reindexed, r->salvaged, r->temps_removed, r->quarantined,
-               r->errors);
+               r->rollups_rebuilt, r->errors);
     printf("\n");
 }
 

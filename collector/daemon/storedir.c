@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "collector/store/reindex.h"
+#include "collector/store/rollup.h"
 #include "collector/store/store_lock.h"
 #include "collector/store/idx.h"
 #include "collector/store/idx_read.h"
@@ -437,7 +438,17 @@ int storedir_seal(struct storedir *s, struct seg_writer *w, int64_t process_id, 
         seg_writer_free(w);
         return rc;
     }
-    rc = idx_segment_commit(s->idx, process_id, &sum, s->dir);
+    /* the rollups, computed from the sealed file by the function every
+     * re-index uses; without them readers scan this segment's records */
+    uint8_t *ru = NULL;
+    size_t ru_len = 0;
+    int ru_rc = rollup_file(sum.path, &ru, &ru_len);
+    if (ru_rc < 0)
+        col_log_limited(&s->err_rl, COL_LOG_WARN, "store %s: no rollups for %s (%s): queries "
+                        "scan its records", s->dir, sum.path, strerror(-ru_rc));
+    uint64_t t_ru = shm_mono_ns();
+    rc = idx_segment_commit_rollup(s->idx, process_id, &sum, s->dir, ru, ru_len);
+    free(ru);
     uint64_t t_idx = shm_mono_ns();
     if (rc) {
         /* the file is sealed and whole: the first seal whose commit works
@@ -461,8 +472,9 @@ int storedir_seal(struct storedir *s, struct seg_writer *w, int64_t process_id, 
     }
     s->segments_sealed++;
     col_debug("sealed %s: %" PRIu64 " records, %" PRIu64 " bytes, %" PRIu32 " blocks; file %.2f ms, "
-              "index %.2f ms", sum.path, sum.nrecords, sum.bytes, sum.nblocks,
-              (double)(t_file - now) / 1e6, (double)(t_idx - t_file) / 1e6);
+              "rollups %.2f ms (%zu bytes), index %.2f ms", sum.path, sum.nrecords, sum.bytes,
+              sum.nblocks, (double)(t_file - now) / 1e6, (double)(t_ru - t_file) / 1e6, ru_len,
+              (double)(t_idx - t_ru) / 1e6);
     seg_writer_free(w);
     storedir_enforce_cap(s);
     return rc;

@@ -11,10 +11,16 @@
 #include "collector/sql/sql_val.h"
 #include "collector/store/seg.h"
 
-static struct mval *row_add(struct cur *c)
+struct mval *sql_list_row_add(struct cur *c)
 {
-    if (c->nrows % 64 == 0) {
-        struct mval *n = realloc(c->rows, (c->nrows + 64) * c->ncols * sizeof *n);
+    /* capacity doubles from 64 rows: a power of two, or 0 before the first row */
+    if (c->nrows >= 64 && (c->nrows & (c->nrows - 1)) == 0) {
+        struct mval *n = realloc(c->rows, c->nrows * 2 * c->ncols * sizeof *n);
+        if (!n)
+            return NULL;
+        c->rows = n;
+    } else if (c->nrows == 0) {
+        struct mval *n = realloc(c->rows, 64 * c->ncols * sizeof *n);
         if (!n)
             return NULL;
         c->rows = n;
@@ -24,19 +30,19 @@ static struct mval *row_add(struct cur *c)
     return r;
 }
 
-static void mv_int(struct mval *m, int64_t v) { m->t = SQLITE_INTEGER; m->i = v; }
+void sql_list_mv_int(struct mval *m, int64_t v) { m->t = SQLITE_INTEGER; m->i = v; }
 
-static void mv_u64(struct mval *m, uint64_t v)
+void sql_list_mv_u64(struct mval *m, uint64_t v)
 {
     if (v > (uint64_t)INT64_MAX) {
         m->t = SQLITE_FLOAT;
         m->d = (double)v;
     } else {
-        mv_int(m, (int64_t)v);
+        sql_list_mv_int(m, (int64_t)v);
     }
 }
 
-static int mv_str(struct mval *m, const char *s)
+int sql_list_mv_str(struct mval *m, const char *s)
 {
     m->t = SQLITE_TEXT;
     m->s = strdup(s ? s : "");
@@ -47,13 +53,13 @@ static int mv_str(struct mval *m, const char *s)
 static void mv_ns(struct mval *m, uint64_t v)
 {
     if (v)
-        mv_u64(m, v);
+        sql_list_mv_u64(m, v);
 }
 
 /* The row's key for its rowid, in the slot after its columns. */
-static void mv_key(struct cur *c, struct mval *r, uint64_t a, uint64_t b, uint64_t k)
+void sql_list_mv_key(struct cur *c, struct mval *r, uint64_t a, uint64_t b, uint64_t k)
 {
-    mv_int(&r[c->ncols - 1], (int64_t)(q_hash64(q_hash64(a) ^ b) ^ k));
+    sql_list_mv_int(&r[c->ncols - 1], (int64_t)(q_hash64(q_hash64(a) ^ b) ^ k));
 }
 
 static void rows_free(struct cur *c)
@@ -68,22 +74,22 @@ static void rows_free(struct cur *c)
 static int on_proc(void *arg, const struct idx_read_process *p)
 {
     struct cur *c = arg;
-    struct mval *r = row_add(c);
+    struct mval *r = sql_list_row_add(c);
     if (!r)
         return -ENOMEM;
-    mv_int(&r[0], p->pid);
-    mv_u64(&r[1], p->start_time);
-    mv_int(&r[2], p->uid);
-    int e = mv_str(&r[3], p->comm) | mv_str(&r[4], p->exe) | mv_str(&r[5], p->state);
+    sql_list_mv_int(&r[0], p->pid);
+    sql_list_mv_u64(&r[1], p->start_time);
+    sql_list_mv_int(&r[2], p->uid);
+    int e = sql_list_mv_str(&r[3], p->comm) | sql_list_mv_str(&r[4], p->exe) | sql_list_mv_str(&r[5], p->state);
     if (p->has_exit_code)
-        mv_int(&r[6], p->exit_code);
+        sql_list_mv_int(&r[6], p->exit_code);
     mv_ns(&r[7], p->first_ns);
     mv_ns(&r[8], p->last_ns);
-    mv_u64(&r[9], p->records);
-    mv_u64(&r[10], p->lost);
-    mv_u64(&r[11], p->segments);
-    mv_u64(&r[12], p->bytes);
-    mv_key(c, r, (uint64_t)p->id, 0, 0);
+    sql_list_mv_u64(&r[9], p->records);
+    sql_list_mv_u64(&r[10], p->lost);
+    sql_list_mv_u64(&r[11], p->segments);
+    sql_list_mv_u64(&r[12], p->bytes);
+    sql_list_mv_key(c, r, (uint64_t)p->id, 0, 0);
     return e ? -ENOMEM : 0;
 }
 
@@ -92,48 +98,48 @@ static int on_thread(void *arg, const struct idx_read_thread *t)
     struct cur *c = arg;
     if (c->f.tid && t->tid != c->f.tid)
         return 0;
-    struct mval *r = row_add(c);
+    struct mval *r = sql_list_row_add(c);
     if (!r)
         return -ENOMEM;
-    mv_int(&r[0], t->pid);
-    mv_int(&r[1], t->tid);
-    mv_int(&r[2], t->ring);
-    mv_int(&r[3], t->generation);
-    int e = mv_str(&r[4], t->name);
+    sql_list_mv_int(&r[0], t->pid);
+    sql_list_mv_int(&r[1], t->tid);
+    sql_list_mv_int(&r[2], t->ring);
+    sql_list_mv_int(&r[3], t->generation);
+    int e = sql_list_mv_str(&r[4], t->name);
     mv_ns(&r[5], t->first_ns);
     mv_ns(&r[6], t->last_ns);
-    mv_int(&r[7], t->ended);
-    mv_key(c, r, (uint64_t)t->process_id, t->ring, (uint64_t)t->generation << 1);
+    sql_list_mv_int(&r[7], t->ended);
+    sql_list_mv_key(c, r, (uint64_t)t->process_id, t->ring, (uint64_t)t->generation << 1);
     return e;
 }
 
 static int on_runtime(void *arg, const struct idx_read_runtime *t)
 {
     struct cur *c = arg;
-    struct mval *r = row_add(c);
+    struct mval *r = sql_list_row_add(c);
     if (!r)
         return -ENOMEM;
-    mv_int(&r[0], t->pid);
-    mv_int(&r[1], t->runtime_id);
-    mv_key(c, r, (uint64_t)t->process_id, t->runtime_id, 3);
-    return mv_str(&r[2], t->name);
+    sql_list_mv_int(&r[0], t->pid);
+    sql_list_mv_int(&r[1], t->runtime_id);
+    sql_list_mv_key(c, r, (uint64_t)t->process_id, t->runtime_id, 3);
+    return sql_list_mv_str(&r[2], t->name);
 }
 
 static int on_segment(void *arg, const struct idx_read_segment *s)
 {
     struct cur *c = arg;
-    struct mval *r = row_add(c);
+    struct mval *r = sql_list_row_add(c);
     if (!r)
         return -ENOMEM;
-    mv_int(&r[0], s->pid);
-    mv_u64(&r[1], s->id);
-    int e = mv_str(&r[2], s->comm) | mv_str(&r[3], s->path);
-    mv_u64(&r[4], s->t_min);
-    mv_u64(&r[5], s->t_max);
-    mv_u64(&r[6], s->bytes);
-    mv_u64(&r[7], s->records);
-    mv_u64(&r[8], s->lost);
-    mv_key(c, r, s->id, 0, 5);
+    sql_list_mv_int(&r[0], s->pid);
+    sql_list_mv_u64(&r[1], s->id);
+    int e = sql_list_mv_str(&r[2], s->comm) | sql_list_mv_str(&r[3], s->path);
+    sql_list_mv_u64(&r[4], s->t_min);
+    sql_list_mv_u64(&r[5], s->t_max);
+    sql_list_mv_u64(&r[6], s->bytes);
+    sql_list_mv_u64(&r[7], s->records);
+    sql_list_mv_u64(&r[8], s->lost);
+    sql_list_mv_key(c, r, s->id, 0, 5);
     return e ? -ENOMEM : 0;
 }
 
@@ -166,17 +172,17 @@ static int locations_fill(struct cur *c)
                                                             id);
             if (!e)
                 continue;
-            struct mval *r = row_add(c);
+            struct mval *r = sql_list_row_add(c);
             if (!r) {
                 rc = -ENOMEM;
                 break;
             }
-            mv_int(&r[0], l.pid[i]);
-            mv_int(&r[1], id);
-            mv_key(c, r, (uint64_t)l.id[i], id, 7);
-            mv_int(&r[3], e->line);
-            if (mv_str(&r[2], e->name) | mv_str(&r[4], e->func) |
-                mv_str(&r[5], q_names_location(v->names, l.id[i], id, c->text, sizeof c->text))) {
+            sql_list_mv_int(&r[0], l.pid[i]);
+            sql_list_mv_int(&r[1], id);
+            sql_list_mv_key(c, r, (uint64_t)l.id[i], id, 7);
+            sql_list_mv_int(&r[3], e->line);
+            if (sql_list_mv_str(&r[2], e->name) | sql_list_mv_str(&r[4], e->func) |
+                sql_list_mv_str(&r[5], q_names_location(v->names, l.id[i], id, c->text, sizeof c->text))) {
                 rc = -ENOMEM;
                 break;
             }
@@ -211,24 +217,24 @@ static int workers_fill(struct cur *c)
     if (rc >= 0 && !w)
         rc = -ENOMEM;
     for (size_t i = 0; rc >= 0 && i < n; i++, w++) {
-        struct mval *r = row_add(c);
+        struct mval *r = sql_list_row_add(c);
         if (!r) {
             rc = -ENOMEM;
             break;
         }
-        mv_int(&r[0], w->pid);
-        rc = mv_str(&r[1], q_names_runtime(v->names, w->process_id, w->runtime, c->text,
+        sql_list_mv_int(&r[0], w->pid);
+        rc = sql_list_mv_str(&r[1], q_names_runtime(v->names, w->process_id, w->runtime, c->text,
                                            sizeof c->text));
-        mv_int(&r[2], w->worker);
-        mv_int(&r[3], w->tid);
+        sql_list_mv_int(&r[2], w->worker);
+        sql_list_mv_int(&r[3], w->tid);
         const uint64_t u[] = { w->polls, w->parks, w->unparks, w->waits, w->wait_sum_ns,
                                w->wait_p50_ns, w->wait_p99_ns, w->wait_max_ns, w->cpu_ns,
                                w->parked_ns, w->span_ns, w->busy_ns };
         for (size_t k = 0; k < sizeof u / sizeof u[0]; k++)
-            mv_u64(&r[4 + k], u[k]);
+            sql_list_mv_u64(&r[4 + k], u[k]);
         r[16].t = SQLITE_FLOAT;
         r[16].d = w->busy_pct;
-        mv_key(c, r, (uint64_t)w->process_id, (uint64_t)w->runtime << 16 | w->worker, 11);
+        sql_list_mv_key(c, r, (uint64_t)w->process_id, (uint64_t)w->runtime << 16 | w->worker, 11);
     }
     q_sched_free(s);
     return rc < 0 ? rc : 0;

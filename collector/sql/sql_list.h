@@ -22,6 +22,14 @@ void sql_list_column(struct cur *c, sqlite3_context *cx, int col);
 int64_t sql_list_key(const struct cur *c);
 void sql_list_reset(struct cur *c);
 
+/* Building rows (for the other listing modules, sql_rollup.c): a new zeroed
+ * row of c->ncols values (NULL: out of memory); values; the row's key. */
+struct mval *sql_list_row_add(struct cur *c);
+void sql_list_mv_int(struct mval *m, int64_t v);
+void sql_list_mv_u64(struct mval *m, uint64_t v);
+int sql_list_mv_str(struct mval *m, const char *s);
+void sql_list_mv_key(struct cur *c, struct mval *r, uint64_t a, uint64_t b, uint64_t k);
+
 /* The processes of pid (0 = all): ids and pids, by first_ns. */
 struct sql_list_procs {
     int64_t *id;

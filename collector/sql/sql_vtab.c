@@ -27,6 +27,7 @@
 #include "collector/sql/sql_scan.h"
 #include "collector/sql/sql_stack.h"
 #include "collector/sql/sql_val.h"
+#include "collector/sql/sql_rollup.h"
 #include "collector/sql/sql_vtab.h"
 #include "shm/record.h"
 
@@ -87,6 +88,24 @@ static const struct tab_def defs[] = {
       "one row per worker over the whole store, as d9 sched computes it (waits: park and "
       "unpark samples; busy_ns = time in polls; span_ns = the worker's first record to its "
       "process's last)" },
+    { "poll_stats", K_POLL_STATS,
+      "pid INTEGER, runtime TEXT, worker INTEGER, loc INTEGER, location TEXT, "
+      "bucket_ns INTEGER, count INTEGER, unfinished INTEGER, sum_ns INTEGER, max_ns INTEGER, "
+      "p50_ns INTEGER, p99_ns INTEGER, segment INTEGER",
+      0, -1, 5, -1, 0, false, false,
+      "polls per second from the segments' rollups, without reading records: one row per "
+      "segment, worker, location and 1 s bucket (bucket_ns = its start); a poll counts in the "
+      "bucket of its start, its whole duration with it; unfinished polls (no end in their "
+      "segment) are in count, not in sum_ns/max_ns; p50/p99 within 6.25 %; sum and max over "
+      "rows are exact" },
+    { "worker_stats", K_WORKER_STATS,
+      "pid INTEGER, runtime TEXT, worker INTEGER, bucket_ns INTEGER, polls INTEGER, "
+      "busy_ns INTEGER, parks INTEGER, parked_ns INTEGER, waits INTEGER, wait_sum_ns INTEGER, "
+      "wait_max_ns INTEGER, segment INTEGER",
+      0, -1, 3, -1, 0, false, false,
+      "per worker and second from the segments' rollups: busy_ns = its outermost polls' "
+      "durations (by start bucket), parked_ns = park..unpark (by park bucket), waits = sampled "
+      "park and unpark records (d9 sched's definition); one row per segment and bucket" },
     { "wakes", K_WAKES,
       "pid INTEGER, tid INTEGER, ts_ns INTEGER, runtime TEXT, waker INTEGER, wakee INTEGER, "
       "target_worker INTEGER",
@@ -408,7 +427,12 @@ static int x_filter(sqlite3_vtab_cursor *cur, int idx_num, const char *idx_str, 
     if (!d->types) {
         if (d->kind != K_THREADS)
             c->f.tid = 0;
-        rc = d->kind == K_STACKS ? sql_stack_fill(c, stack_want, stack_set) : sql_list_fill(c);
+        if (d->kind == K_STACKS)
+            rc = sql_stack_fill(c, stack_want, stack_set);
+        else if (d->kind == K_POLL_STATS || d->kind == K_WORKER_STATS)
+            rc = sql_rollup_fill(c);
+        else
+            rc = sql_list_fill(c);
         if (rc < 0)
             return sql_val_error(v, "d9: reading the store failed: %s", strerror(-rc));
         return SQLITE_OK;

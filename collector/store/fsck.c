@@ -29,6 +29,7 @@
 #include <unistd.h>
 #include "collector/store/fsck.h"
 #include "collector/store/reindex.h"
+#include "collector/store/rollup.h"
 #include "collector/store/store_lock.h"
 #include "collector/store/idx.h"
 #include "collector/store/idx_read.h"
@@ -66,7 +67,8 @@ static void say(struct fsck *f, const char *path, const char *fmt, ...)
 
 uint64_t fsck_problems(const struct fsck_report *r)
 {
-    return r->missing + r->mismatched + r->corrupt + r->orphans + r->temps + r->bad_times;
+    return r->missing + r->mismatched + r->corrupt + r->orphans + r->temps + r->bad_times +
+           r->bad_rollups;
 }
 
 /* ---- who has what open ------------------------------------------------------ */
@@ -259,6 +261,42 @@ static void reindex(struct fsck *f, const char *path)
     }
 }
 
+/* The row's rollups against the ones its file gives (rollup_file): missing,
+ * not checking, or different (stale) is a finding; repair writes the file's. */
+static void check_rollup(struct fsck *f, const struct idx_segment_row *row, const char *path)
+{
+    uint8_t *want = NULL, *have = NULL;
+    size_t want_len = 0, have_len = 0;
+    char why[160] = "";
+    if (rollup_file(path, &want, &want_len) < 0) {
+        free(want);
+        return;                         /* verify() passed: only out of memory */
+    }
+    struct rollup_view v;
+    int e = idx_read_rollup(f->x, row->id, &have, &have_len);
+    if (e == 0)
+        snprintf(why, sizeof why, "has no rollups");
+    else if (e < 0)
+        snprintf(why, sizeof why, "rollups unreadable");
+    else if (rollup_decode(have, have_len, &v, why + 9, sizeof why - 9) < 0)
+        memcpy(why, "rollups: ", 9);
+    else if (have_len != want_len || memcmp(have, want, want_len) != 0)
+        snprintf(why, sizeof why, "rollups differ from the ones its records give");
+    if (why[0]) {
+        f->rep->bad_rollups++;
+        say(f, row->path, "segment %" PRIu64 " %s%s", row->id, why,
+            f->repair ? " (rebuilt)" : "");
+        if (f->repair) {
+            if (idx_rollup_set(f->x, row->id, want, want_len) < 0)
+                f->rep->errors++;
+            else
+                f->rep->rollups_rebuilt++;
+        }
+    }
+    free(want);
+    free(have);
+}
+
 static void check_rows(struct fsck *f)
 {
     for (size_t i = 0; i < f->nrows; i++) {
@@ -299,6 +337,7 @@ static void check_rows(struct fsck *f)
             continue;
         }
         f->rep->ok++;
+        check_rollup(f, row, path);
         if ((int64_t)row->t_min < 0 || (int64_t)row->t_max < 0 || row->t_max < row->t_min) {
             f->rep->bad_times++;
             say(f, row->path, "segment %" PRIu64 " has an impossible time range (%" PRId64

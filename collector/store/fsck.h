@@ -38,12 +38,15 @@ struct fsck_report {
     uint64_t temps_in_use;      /* temp files open in a running process (left alone) */
     uint64_t bad_times;         /* segments with an impossible time range (a stamp that
                                  * converted below zero, inverted): kept, readers cope */
+    uint64_t bad_rollups;       /* whole segments whose rollups are missing, do not check
+                                 * or differ from the ones their records give */
     /* done (repair only) */
     uint64_t rows_deleted;
     uint64_t reindexed;         /* files (re-)indexed */
     uint64_t salvaged;          /* temp files recovered into sealed segments */
     uint64_t temps_removed;     /* temp files with nothing recoverable */
     uint64_t quarantined;       /* corrupt files renamed to *.corrupt */
+    uint64_t rollups_rebuilt;   /* rollups written from their segment's records */
     uint64_t errors;            /* repairs that failed */
 };
 
@@ -62,7 +65,8 @@ int fsck_run(const char *store_dir, int repair, struct fsck_report *out);
 int fsck_run_ex(const char *store_dir, int repair, struct fsck_report *out, fsck_fn fn,
                 void *arg);
 
-/* Problems found (missing + mismatched + corrupt + orphans + temps + bad_times). */
+/* Problems found (missing + mismatched + corrupt + orphans + temps + bad_times +
+ * bad_rollups). */
 uint64_t fsck_problems(const struct fsck_report *r);
 
 #endif /* D9_COL_FSCK_H */

@@ -66,26 +66,12 @@ static const char schema_sql[] =
     "CREATE INDEX IF NOT EXISTS segments_time ON segments(t_min, t_max);"
     "CREATE INDEX IF NOT EXISTS segments_process_time ON segments(process_id, t_min);"
     "CREATE INDEX IF NOT EXISTS blocks_segment_time ON blocks(segment_id, t_first);"
-    "CREATE INDEX IF NOT EXISTS processes_pid ON processes(pid);";
-
-/* Added within schema 1: created at every writable open when missing, so a
- * store from before gets it from the next collector; readers treat a store
- * without it as "no causes known". */
-static const char drops_sql[] =
     "CREATE TABLE IF NOT EXISTS drops(process_id INT PRIMARY KEY, mismatch INT,"
-    " too_big INT, no_ring INT, bad_stamps INT DEFAULT 0)";
-/* drops.bad_stamps, added later within schema 1: a drops table from before
- * gets the column at the next writable open; readers of such a store see 0. */
-static const char drops_bad_stamps_sql[] = "ALTER TABLE drops ADD COLUMN bad_stamps INT DEFAULT 0";
-
-/* Added within schema 1, like drops: the upload state of each segment when
- * the collector ships to S3 (collector/daemon/ship.c). No row = pending,
- * never tried. state: 'pending' (retry at next_ns), 'shipped', 'failed' (a
- * refusal that needs the user: wrong bucket, credentials; still retried at
- * next_ns). Readers that do not know it ignore it. */
-static const char uploads_sql[] =
+    " too_big INT, no_ring INT, bad_stamps INT);"
     "CREATE TABLE IF NOT EXISTS uploads(segment_id INTEGER PRIMARY KEY, state TEXT NOT NULL,"
-    " attempts INT NOT NULL, last_error TEXT, next_ns INT NOT NULL, updated_ns INT)";
+    " attempts INT NOT NULL, last_error TEXT, next_ns INT NOT NULL, updated_ns INT);"
+    "CREATE TABLE IF NOT EXISTS rollups(segment_id INTEGER PRIMARY KEY, data BLOB NOT NULL);"
+    "CREATE INDEX IF NOT EXISTS processes_pid ON processes(pid);";
 
 /* Per-type counter columns, in enum d9_rec_type order (PAD has none). */
 _Static_assert(D9_REC_TYPE_COUNT == 12, "segments.n_* columns follow enum d9_rec_type");
@@ -111,10 +97,14 @@ enum {
     ST_UP_DEL,
     ST_UP_TOTALS,
     ST_UP_OLDEST_SHIPPED,
+    ST_RU_SET,
+    ST_RU_DEL,
     ST_COUNT
 };
 
 static const char *const stmt_sql[ST_COUNT] = {
+    [ST_RU_SET] = "INSERT OR REPLACE INTO rollups(segment_id, data) VALUES(?1, ?2)",
+    [ST_RU_DEL] = "DELETE FROM rollups WHERE segment_id = ?1",
     [ST_PROC_UPSERT] =
         "INSERT INTO processes(pid, start_time, uid, comm, exe, first_ns, last_ns, state,"
         " exit_code, records, lost) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?6, 'alive', NULL, 0, 0)"
@@ -328,27 +318,6 @@ static sqlite3_int64 sat_i64(uint64_t v)
     return v > (uint64_t)INT64_MAX ? INT64_MAX : (sqlite3_int64)v;
 }
 
-/* The drops table, with every column of this version (drops_sql and the
- * columns added to it since). */
-static int make_drops(struct idx *x)
-{
-    int e = exec(x, drops_sql, "create drops");
-    if (e < 0)
-        return e;
-    sqlite3_stmt *s;
-    int rc = sqlite3_prepare_v2(x->db, "SELECT 1 FROM pragma_table_info('drops')"
-                                " WHERE name = 'bad_stamps'", -1, &s, NULL);
-    if (rc != SQLITE_OK)
-        return x_fail(x, rc, "inspect drops");
-    rc = sqlite3_step(s);
-    sqlite3_finalize(s);
-    if (rc == SQLITE_ROW)
-        return 0;
-    if (rc != SQLITE_DONE)
-        return x_fail(x, rc, "inspect drops");
-    return exec(x, drops_bad_stamps_sql, "add drops.bad_stamps");
-}
-
 static void rollback(struct idx *x)
 {
     if (!sqlite3_get_autocommit(x->db))
@@ -419,7 +388,10 @@ static int check_version(struct idx *x, long long ver)
                  "index schema version %lld is newer than this d9 understands (%d); "
                  "use a newer d9", ver, IDX_SCHEMA_VERSION);
     else
-        x_set(x, "index schema version %lld is not supported (%d)", ver, IDX_SCHEMA_VERSION);
+        x_set(x,
+                 "index schema version %lld is older than this d9's (%d): remove %s and its"
+                 " -wal and -shm files; d9collectd rebuilds the index from the segments at"
+                 " start", ver, IDX_SCHEMA_VERSION, x->path);
     return -EPROTONOSUPPORT;
 }
 
@@ -704,17 +676,13 @@ int idx_open_ex(struct idx **out, const char *store_dir, unsigned flags, char *w
     if (e == 0)
         e = do_open(x, readonly);
     if (e == 0 && !readonly && (flags & IDX_OPEN_FOREIGN)) {
-        if ((e = set_wal(x)) == 0 &&
-            (e = exec(x, "PRAGMA synchronous=FULL", "set synchronous")) == 0 &&
-            (e = exec(x, "PRAGMA foreign_keys=ON", "enable foreign keys")) == 0)
-            e = make_drops(x);
+        if ((e = set_wal(x)) == 0 && (e = exec(x, "PRAGMA synchronous=FULL", "set synchronous")) == 0)
+            e = exec(x, "PRAGMA foreign_keys=ON", "enable foreign keys");
     } else if (e == 0 && !readonly) {
         char v[32];
         if ((e = set_wal(x)) == 0 &&
             (e = exec(x, "PRAGMA synchronous=FULL", "set synchronous")) == 0 &&
-            (e = exec(x, "PRAGMA foreign_keys=ON", "enable foreign keys")) == 0 &&
-            (e = make_drops(x)) == 0 &&
-            (e = exec(x, uploads_sql, "create uploads")) == 0) {
+            (e = exec(x, "PRAGMA foreign_keys=ON", "enable foreign keys")) == 0) {
             snprintf(v, sizeof v, "%" PRIu64, realtime_ns() - shm_mono_ns());
             e = set_meta(x, "boot_realtime_ns", v, 1);
         }
@@ -1138,8 +1106,38 @@ static int insert_segment(struct idx *x, int64_t process_id, const struct seg_su
     return 0;
 }
 
+/* The rollups row of a segment (inside the caller's transaction). */
+static int set_rollup(struct idx *x, uint64_t segment_id, const uint8_t *data, size_t len)
+{
+    sqlite3_stmt *s;
+    int e = stmt(x, ST_RU_SET, &s);
+    if (e < 0)
+        return e;
+    if (len > INT32_MAX)
+        return -EFBIG;
+    sqlite3_bind_int64(s, 1, (sqlite3_int64)segment_id);
+    sqlite3_bind_blob(s, 2, data, (int)len, SQLITE_STATIC);
+    return run(x, s, "write rollups");
+}
+
+int idx_rollup_set(struct idx *x, uint64_t segment_id, const uint8_t *data, size_t len)
+{
+    int e = writable(x);
+    if (e < 0)
+        return e;
+    if (!data || segment_id == 0 || segment_id > INT64_MAX)
+        return -EINVAL;
+    return set_rollup(x, segment_id, data, len);
+}
+
 int idx_segment_commit(struct idx *x, int64_t process_id, const struct seg_summary *s,
                        const char *store_dir)
+{
+    return idx_segment_commit_rollup(x, process_id, s, store_dir, NULL, 0);
+}
+
+int idx_segment_commit_rollup(struct idx *x, int64_t process_id, const struct seg_summary *s,
+                              const char *store_dir, const uint8_t *rollup, size_t rollup_len)
 {
     int e = writable(x);
     if (e < 0)
@@ -1156,7 +1154,8 @@ int idx_segment_commit(struct idx *x, int64_t process_id, const struct seg_summa
     }
     if ((e = exec(x, "BEGIN IMMEDIATE", "begin segment")) < 0)
         return e;
-    if ((e = insert_segment(x, process_id, s, rel)) == 0)
+    if ((e = insert_segment(x, process_id, s, rel)) == 0 &&
+        (!rollup || (e = set_rollup(x, s->segment_id, rollup, rollup_len)) == 0))
         e = exec(x, "COMMIT", "commit segment");
     if (e < 0)
         rollback(x);
@@ -1227,6 +1226,10 @@ int idx_segment_delete(struct idx *x, uint64_t segment_id)
     sqlite3_stmt *s;
     int found = 0;
     e = delete_blocks(x, segment_id);
+    if (e == 0 && (e = stmt(x, ST_RU_DEL, &s)) == 0) {
+        sqlite3_bind_int64(s, 1, (sqlite3_int64)segment_id);
+        e = run(x, s, "delete rollups");
+    }
     if (e == 0 && (e = stmt(x, ST_UP_DEL, &s)) == 0) {
         sqlite3_bind_int64(s, 1, (sqlite3_int64)segment_id);
         e = run(x, s, "delete upload state");

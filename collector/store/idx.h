@@ -29,9 +29,8 @@
  *           ended INT, UNIQUE(process_id, ring, generation))
  *   runtimes(process_id INT, runtime_id INT, name TEXT, PRIMARY KEY(process_id, runtime_id))
  *   drops(process_id INT PRIMARY KEY, mismatch INT, too_big INT, no_ring INT,
- *         bad_stamps INT)        -- added within version 1 (see idx_process_drops;
- *                                   bad_stamps later still: 0 when absent);
- *                                   exit_code is the signal number when state = 'crashed'
+ *         bad_stamps INT)        -- see idx_process_drops; exit_code is the
+ *                                   signal number when state = 'crashed'
  *   segments(id INTEGER PRIMARY KEY,   -- == seg_file_hdr.segment_id
  *            process_id INT, path TEXT UNIQUE, -- relative to the store dir
  *            t_min INT, t_max INT, bytes INT, records INT, lost INT, sealed_ns INT,
@@ -43,8 +42,12 @@
  *          PRIMARY KEY(segment_id, offset))
  *   uploads(segment_id INTEGER PRIMARY KEY, state TEXT, -- 'pending' | 'shipped' | 'failed'
  *           attempts INT, last_error TEXT, next_ns INT, updated_ns INT)
- *                                -- added within version 1 (see idx_upload_set): shipping to
- *                                   S3; no row = pending, never tried
+ *                                -- see idx_upload_set: shipping to S3;
+ *                                   no row = pending, never tried
+ *   rollups(segment_id INTEGER PRIMARY KEY, data BLOB NOT NULL)
+ *                                -- the segment's aggregates (collector/store/rollup.h),
+ *                                   written in the segment's own transaction; no row =
+ *                                   none (readers scan the records instead)
  *   indexes: segments(t_min, t_max), segments(process_id, t_min), blocks(segment_id, t_first),
  *            processes(pid)
  *
@@ -59,7 +62,7 @@
 #include <stdint.h>
 #include "collector/store/seg_writer.h"
 
-#define IDX_SCHEMA_VERSION 1
+#define IDX_SCHEMA_VERSION 3
 #define IDX_FILE_NAME      "index.sqlite"
 /* A writer creates the index with this mode (SQLite would make it 0644 less
  * the umask); SQLite gives its -wal and -shm files the database's mode and
@@ -124,6 +127,12 @@ int idx_thread_names_set(struct idx *x, uint32_t pid, uint64_t start_time,
  * The first s->nblocks_indexed block rows are already in (idx_blocks_add). */
 int idx_segment_commit(struct idx *x, int64_t process_id, const struct seg_summary *s,
                        const char *store_dir);
+/* The same with the segment's rollups row (rollup.h; NULL = none) in the
+ * same transaction. */
+int idx_segment_commit_rollup(struct idx *x, int64_t process_id, const struct seg_summary *s,
+                              const char *store_dir, const uint8_t *rollup, size_t rollup_len);
+/* Replace a segment's rollups row (fsck --repair). */
+int idx_rollup_set(struct idx *x, uint64_t segment_id, const uint8_t *data, size_t len);
 /* Block rows of a segment still being written, in one transaction without
  * a WAL fsync (see seg_writer_unindexed). -EINVAL for a bad id or no blocks
  * pointer; a row already there (same segment, offset) fails the batch. */
@@ -198,7 +207,11 @@ void idx_rollback(struct idx *x);
  * Errors: SQLite errors map to -errno (busy -EBUSY, full -ENOSPC, I/O -errno
  * of the failing system call, corrupt -EBADMSG, unique constraint -EEXIST,
  * missing process row -ENOENT); an index whose schema version differs from
- * IDX_SCHEMA_VERSION is -EPROTONOSUPPORT. idx_open / idx_open_readonly print
+ * IDX_SCHEMA_VERSION is -EPROTONOSUPPORT, nothing written to it (formats
+ * change by a version bump, never by tables added in place). An older one is
+ * not converted: its message says to remove it, and d9collectd's start-up
+ * recovery indexes every sealed segment without a row (reindex.h), which
+ * rebuilds all but the thread names and the upload states. idx_open / idx_open_readonly print
  * one line on stderr when they fail ("<prog>: index: <path>: <reason>");
  * idx_open_ex is silent and hands the line back in why.
  * idx_open_readonly falls back to SQLite's immutable mode when the normal

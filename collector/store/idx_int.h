@@ -17,7 +17,7 @@
 #include <sqlite3.h>
 #include "collector/store/idx.h"
 
-#define IDX_WRITE_STMTS 20      /* idx.c's statement cache (its enum) */
+#define IDX_WRITE_STMTS 22      /* idx.c's statement cache (its enum) */
 #define IDX_READ_STMTS  16      /* idx_read.c's statement cache (its enum) */
 
 struct idx {

@@ -202,34 +202,22 @@ int idx_read_drops(struct idx *x, int64_t process_id, uint32_t pid, uint64_t fro
         "       coalesce(sum(min(max(coalesce(d.too_big, 0), 0)," \
         "                        p.lost - min(max(coalesce(d.mismatch, 0), 0), p.lost))), 0)," \
         "       coalesce(sum(d.no_ring), 0), "
-    static const char *const variants[] = {
+    static const char sql[] =
         DROPS_CAUSES "coalesce(sum(d.bad_stamps), 0) "
-        "FROM processes p LEFT JOIN drops d ON d.process_id = p.id " DROPS_WHERE,
-        /* an index from before drops.bad_stamps */
-        DROPS_CAUSES "0 FROM processes p LEFT JOIN drops d ON d.process_id = p.id " DROPS_WHERE,
-        /* an index from before the drops table: no causes known */
-        "SELECT coalesce(sum(p.lost), 0), 0, 0, 0, 0 FROM processes p " DROPS_WHERE,
-    };
+        "FROM processes p LEFT JOIN drops d ON d.process_id = p.id " DROPS_WHERE;
 #undef DROPS_CAUSES
 #undef DROPS_WHERE
     sqlite3_stmt *st = NULL;
     if (!x || !out)
         return -EINVAL;
     memset(out, 0, sizeof *out);
-    size_t v = 0;
-    while (v + 1 < sizeof variants / sizeof variants[0] &&
-           sqlite3_prepare_v2(x->db, variants[v], -1, &st, NULL) != SQLITE_OK)
-        v++;
-    if (v + 1 == sizeof variants / sizeof variants[0]) {
-        int e = prep(x, variants[v], &st);
-        if (e < 0)
-            return e;
-    }
+    int e = prep(x, sql, &st);
+    if (e < 0)
+        return e;
     sqlite3_bind_int64(st, 1, process_id);
     sqlite3_bind_int64(st, 2, pid);
     sqlite3_bind_int64(st, 3, clamp_i64(from));
     sqlite3_bind_int64(st, 4, clamp_i64(to));
-    int e = 0;
     if (sqlite3_step(st) == SQLITE_ROW) {
         out->lost = col_u64(st, 0);
         out->mismatch = col_u64(st, 1);
@@ -689,6 +677,35 @@ int idx_read_segment_count(struct idx *x, uint64_t *n)
         *n = col_u64(st, 0);
     else
         e = fail(x, "count segments");
+    sqlite3_finalize(st);
+    return e;
+}
+
+int idx_read_rollup(struct idx *x, uint64_t segment_id, uint8_t **out, size_t *len)
+{
+    sqlite3_stmt *st;
+    if (!x || !out || !len)
+        return -EINVAL;
+    *out = NULL;
+    *len = 0;
+    int e = prep(x, "SELECT data FROM rollups WHERE segment_id = ?1", &st);
+    if (e < 0)
+        return e;
+    sqlite3_bind_int64(st, 1, segment_id > INT64_MAX ? INT64_MAX : (sqlite3_int64)segment_id);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        const void *b = sqlite3_column_blob(st, 0);
+        int n = sqlite3_column_bytes(st, 0);
+        if (n > 0 && b && (*out = malloc((size_t)n)) != NULL) {
+            memcpy(*out, b, (size_t)n);
+            *len = (size_t)n;
+            e = 1;
+        } else {
+            e = n > 0 ? -ENOMEM : 1;     /* an empty value: rollup_decode refuses it */
+        }
+    } else if (rc != SQLITE_DONE) {
+        e = fail(x, "read rollups");
+    }
     sqlite3_finalize(st);
     return e;
 }

@@ -198,5 +198,9 @@ int idx_read_segment_has_path(struct idx *x, const char *relpath);
 int idx_read_segment_has_id(struct idx *x, uint64_t id);
 /* Number of segments rows. */
 int idx_read_segment_count(struct idx *x, uint64_t *n);
+/* The rollups row of a segment (rollup.h; unchecked bytes: decode them with
+ * rollup_decode): 1 with a malloc'ed copy in *out (NULL and *len 0 for an
+ * empty value), 0 when there is none, -errno. */
+int idx_read_rollup(struct idx *x, uint64_t segment_id, uint8_t **out, size_t *len);
 
 #endif /* D9_COL_IDX_READ_H */

@@ -11,6 +11,7 @@
 #include <string.h>
 #include "collector/store/idx.h"
 #include "collector/store/reindex.h"
+#include "collector/store/rollup.h"
 #include "collector/store/seg_reader.h"
 #include "collector/store/seg_salvage.h"
 #include "collector/store/sym.h"
@@ -112,9 +113,14 @@ int reindex_summary(struct idx *x, const char *store_dir, const char *path,
     struct idx_process ip = { .pid = sum->pid, .uid = sum->uid, .start_time = sum->start_time,
                               .comm = comm, .exe = exe, .first_ns = sum->t_min };
     int64_t pid_row;
+    uint8_t *ru = NULL;
+    size_t ru_len = 0;
+    if (rollup_file(path, &ru, &ru_len) < 0)    /* none: readers scan its records */
+        ru = NULL;
     if ((e = idx_process_upsert(x, &ip, &pid_row)) == 0 &&
-        (e = idx_segment_commit(x, pid_row, sum, store_dir)) == 0)
+        (e = idx_segment_commit_rollup(x, pid_row, sum, store_dir, ru, ru_len)) == 0)
         e = index_extras(x, pid_row, r);
+    free(ru);
     seg_reader_close(r);
     return e;
 }

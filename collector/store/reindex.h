@@ -1,7 +1,8 @@
 /*
  * reindex.h — index one sealed segment file of a store from its contents:
  * the process row (pid, uid, start time, comm, exe from the header), the
- * segment and its block rows, the runtimes of its metadata, its threads
+ * segment and its block rows, its rollups (rollup_file, as the collector's
+ * seal computes them), the runtimes of its metadata, its threads
  * (ring generations with their first and last record, ended or not) and the
  * process's end (its EXIT block). The one way every writer but the drain
  * indexes a file: the collector's start-up recovery (salvaged temp files,

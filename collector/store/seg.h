@@ -50,7 +50,6 @@
 #define SEG_END_MAGIC    "D9SEGEND"
 #define SEG_VERSION      3u       /* written and the only one read (3: custom records
                                      carry their task, D9_ABI_VERSION 2) */
-#define SEG_VERSION_MIN  3u
 #define SEG_HDR_SIZE     512u
 #define SEG_BLOCK_MAGIC  0x4b423944u    /* "D9BK" */
 #define SEG_FILE_SUFFIX  ".d9seg"
@@ -85,7 +84,7 @@ struct seg_file_hdr {
 };
 
 /* seg_block_hdr.flags */
-#define SEG_BF_PACKED    1u     /* DATA payload packed (collector/store/pack.h); format >= 2 */
+#define SEG_BF_PACKED    1u     /* DATA payload packed (collector/store/pack.h) */
 
 struct seg_block_hdr {
     uint32_t magic;             /* SEG_BLOCK_MAGIC */

@@ -139,9 +139,9 @@ static int check_header(struct seg_reader *r)
         return e;
     if (memcmp(r->hdr.magic, SEG_MAGIC, sizeof r->hdr.magic) != 0)
         return r_fail(r, 0, "not a d9 segment (bad magic)");
-    if (r->hdr.version < SEG_VERSION_MIN || r->hdr.version > SEG_VERSION) {
-        r_fail(r, 0, "segment format version %" PRIu32 " (this d9 reads %u..%u)",
-               r->hdr.version, SEG_VERSION_MIN, SEG_VERSION);
+    if (r->hdr.version != SEG_VERSION) {
+        r_fail(r, 0, "segment format version %" PRIu32 " is not supported (this d9 reads version %u)",
+               r->hdr.version, SEG_VERSION);
         return r->hdr.version > SEG_VERSION ? -ENOTSUP : -EBADMSG;
     }
     if (r->hdr.hdr_size != SEG_HDR_SIZE)
@@ -174,8 +174,8 @@ static int check_footer(struct seg_reader *r)
         return r_fail(r, off, "footer block count %" PRIu32 " does not fit", f->nblocks);
     if (f->counts[D9_REC_PAD] != 0)
         return r_fail(r, off, "footer counts pad records");
-    /* the fewest bytes a record takes: a header in ring framing, 2 packed */
-    uint64_t most = data / (r->hdr.version >= 2 ? 2u : D9_REC_HDR_SIZE);
+    /* the fewest bytes a record takes: 2 packed */
+    uint64_t most = data / 2u;
     uint64_t sum = 0;
     for (int t = 0; t < D9_REC_TYPE_COUNT; t++) {
         if (f->counts[t] > most)
@@ -457,7 +457,7 @@ static int check_block_hdr(struct seg_reader *r, const struct seg_block_hdr *h, 
         return r_fail(r, off, "bad block magic 0x%08" PRIx32, h->magic);
     if (h->kind < SEG_BLK_META || h->kind > SEG_BLK_THREAD_END)
         return r_fail(r, off, "unknown block kind %u", h->kind);
-    int packed = h->flags == SEG_BF_PACKED && h->kind == SEG_BLK_DATA && r->hdr.version >= 2;
+    int packed = h->flags == SEG_BF_PACKED && h->kind == SEG_BLK_DATA;
     if (h->flags != 0 && !packed)
         return r_fail(r, off, "unknown block flags 0x%x", h->flags);
     if (h->len % 8 != 0 || h->len > SEG_BLOCK_MAX)

@@ -15,7 +15,8 @@ BENCH_UTIL := $(BENCH_DIR)/obj/bench_util.o
 BENCH_BINS := $(BENCH_DIR)/bench_hot $(BENCH_DIR)/bench_hot_off $(BENCH_DIR)/bench_lttng \
               $(BENCH_DIR)/bench_drain $(BENCH_DIR)/bench_colstat $(BENCH_DIR)/bench_irq \
               $(BENCH_DIR)/bench_serve \
-              $(BENCH_DIR)/bench_sql $(BENCH_DIR)/bench_cpu_gaps $(BENCH_DIR)/bench_store
+              $(BENCH_DIR)/bench_sql $(BENCH_DIR)/bench_cpu_gaps $(BENCH_DIR)/bench_store \
+              $(BENCH_DIR)/bench_rollup
 BENCH_LIBS_LTTNG := -llttng-ust -ldl -pthread
 
 .PHONY: bench bench-bins bench-ship bench-parquet
@@ -70,4 +71,6 @@ $(BENCH_DIR)/bench_cpu_gaps: $(BENCH_DIR)/obj/bench_cpu_gaps.o $(BENCH_UTIL)
 $(BENCH_DIR)/bench_sql: $(BENCH_DIR)/obj/bench_sql.o $(COL_A)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_CLI)
 $(BENCH_DIR)/bench_store: $(BENCH_DIR)/obj/bench_store.o $(COL_A)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_COL)
+$(BENCH_DIR)/bench_rollup: $(BENCH_DIR)/obj/bench_rollup.o $(COL_A)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_COL)

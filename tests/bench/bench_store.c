@@ -31,6 +31,20 @@
 #include "collector/store/seg_writer.h"
 #include "collector/store/sym.h"
 #include "shm/meta.h"
+#include "collector/store/rollup.h"
+
+/* Index a sealed segment as the collector does: its row with its rollups. */
+static int commit_with_rollups(struct idx *x, int64_t process_id, const struct seg_summary *sum,
+                               const char *dir)
+{
+    uint8_t *ru = NULL;
+    size_t n = 0;
+    int rc = rollup_file(sum->path, &ru, &n);
+    if (rc == 0)
+        rc = idx_segment_commit_rollup(x, process_id, sum, dir, ru, n);
+    free(ru);
+    return rc;
+}
 
 #define BST_THREADS     8u
 #define BST_BLOCK_RECS  2048u
@@ -151,7 +165,7 @@ static void seg_seal(struct gen *g)
     struct seg_summary sum;
     int rc = seg_writer_seal(g->w, &sum);
     if (rc == 0)
-        rc = idx_segment_commit(g->x, g->process_id, &sum, g->dir);
+        rc = commit_with_rollups(g->x, g->process_id, &sum, g->dir);
     if (rc)
         die("seal/index", rc);
     seg_writer_free(g->w);

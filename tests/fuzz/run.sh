@@ -17,7 +17,8 @@ FUZZ_SECONDS=${FUZZ_SECONDS:-10}
 CC_FUZZ=${CC_FUZZ:-clang}
 OUT=$BUILD/fuzz
 SAN="-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined"
-CFLAGS_FUZZ="-std=c11 -D_GNU_SOURCE -g -O1 -I. -I$BUILD/gen -pthread -fno-strict-aliasing"
+D9_VERSION=$(sed -n 's/^D9_VERSION *:= *//p' "$(dirname "$0")/../../Makefile")
+CFLAGS_FUZZ="-std=c11 -D_GNU_SOURCE -g -O1 -I. -I$BUILD/gen -pthread -fno-strict-aliasing -DD9_VERSION=\"$D9_VERSION\""
 LIBS="-lsqlite3 -lzmq -lprotobuf-c -lmicrohttpd -lcurl -lcrypto -lzstd -lm -pthread"
 passed=0
 failed=0

@@ -41,6 +41,20 @@
 #include "collector/store/seg_writer.h"
 #include "collector/store/sym.h"
 #include "shm/meta.h"
+#include "collector/store/rollup.h"
+
+/* Index a sealed segment as the collector does: its row with its rollups. */
+static int commit_with_rollups(struct idx *x, int64_t process_id, const struct seg_summary *sum,
+                               const char *dir)
+{
+    uint8_t *ru = NULL;
+    size_t n = 0;
+    int rc = rollup_file(sum->path, &ru, &n);
+    if (rc == 0)
+        rc = idx_segment_commit_rollup(x, process_id, sum, dir, ru, n);
+    free(ru);
+    return rc;
+}
 
 #define TSK_PID        5151u
 #define TSK_PID2       5252u       /* a process known only by its agent's objects */
@@ -392,7 +406,7 @@ int main(int argc, char **argv)
         commit(sw, dst, TSK_TID0 + w, w, &rings[w]);
     commit(sw, dst, TSK_PID, TSK_PERF_RING, &perf);
     struct seg_summary sum;
-    if ((rc = seg_writer_seal(sw, &sum)) || (rc = idx_segment_commit(x, process_id, &sum, dir)))
+    if ((rc = seg_writer_seal(sw, &sum)) || (rc = commit_with_rollups(x, process_id, &sum, dir)))
         die("seal/index", rc);
     seg_writer_free(sw);
 
@@ -415,7 +429,7 @@ int main(int argc, char **argv)
     if ((rc = seg_writer_open(&sw, dir, 2, &pi2, meta2.b, meta2.len)))
         die("seg_writer_open", rc);
     commit(sw, dst, TSK_PID2, TSK_PERF_RING, &perf);
-    if ((rc = seg_writer_seal(sw, &sum)) || (rc = idx_segment_commit(x, process_id2, &sum, dir)))
+    if ((rc = seg_writer_seal(sw, &sum)) || (rc = commit_with_rollups(x, process_id2, &sum, dir)))
         die("seal/index", rc);
     seg_writer_free(sw);
     idx_close(x);

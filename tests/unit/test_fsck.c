@@ -24,6 +24,7 @@
 #include "collector/store/store_lock.h"
 #include "collector/store/idx_int.h"
 #include "collector/store/idx_read.h"
+#include "collector/store/rollup.h"
 #include "collector/store/seg_writer.h"
 #include "collector/store/sym.h"
 #include "shm/meta.h"
@@ -122,7 +123,11 @@ static uint64_t write_segment(struct fx *fx, uint64_t id, int indexed)
                                  .comm = "worker" };
         int64_t pid_row;
         assert_int_equal(idx_process_upsert(x, &p, &pid_row), 0);
-        assert_int_equal(idx_segment_commit(x, pid_row, &sum, fx->dir), 0);
+        uint8_t *ru;
+        size_t ru_len;
+        assert_int_equal(rollup_file(sum.path, &ru, &ru_len), 0);   /* as the collector's seal */
+        assert_int_equal(idx_segment_commit_rollup(x, pid_row, &sum, fx->dir, ru, ru_len), 0);
+        free(ru);
         idx_close(x);
     }
     seg_writer_free(w);
@@ -213,6 +218,27 @@ static void test_consistent_store_checks_clean(void **state)
     assert_int_equal(fsck_problems(&r), 0);
 }
 
+static void test_missing_or_stale_rollups_are_reported_and_rebuilt(void **state)
+{
+    struct fx *fx = *state;
+    write_segment(fx, 1, 1);
+    write_segment(fx, 2, 1);
+    assert_int_equal(check(fx, 0).bad_rollups, 0);
+    struct idx *x;
+    assert_int_equal(idx_open(&x, fx->dir), 0);
+    assert_int_equal(sqlite3_exec(x->db, "DELETE FROM rollups WHERE segment_id = 1;"
+                                  " UPDATE rollups SET data = x'00' WHERE segment_id = 2",
+                                  NULL, NULL, NULL), SQLITE_OK);
+    idx_close(x);
+    struct fsck_report r = check(fx, 0);
+    assert_int_equal(r.bad_rollups, 2);
+    assert_true(fsck_problems(&r) >= 2);
+    r = check(fx, 1);
+    assert_int_equal(r.rollups_rebuilt, 2);
+    assert_int_equal(q_int(fx, "SELECT count(*) FROM rollups"), 2);
+    assert_int_equal(check(fx, 0).bad_rollups, 0);
+}
+
 static void test_missing_file_is_reported_and_its_row_deleted(void **state)
 {
     struct fx *fx = *state;
@@ -278,6 +304,7 @@ static void test_sealed_file_without_row_is_indexed_from_its_contents(void **sta
     assert_int_equal(r.reindexed, 1);
     assert_int_equal(q_int(fx, "SELECT count(*) FROM segments"), 2);
     assert_int_equal(q_int(fx, "SELECT count(*) FROM blocks WHERE segment_id = 3"), 4);
+    assert_int_equal(q_int(fx, "SELECT count(*) FROM rollups WHERE segment_id = 3"), 1);
     assert_int_equal(q_int(fx, "SELECT count(*) FROM threads WHERE tid = 77 AND ring = 0"
                                " AND generation = 3 AND ended = 1"), 1);
     assert_int_equal(q_int(fx, "SELECT count(*) FROM runtimes WHERE name = 'rt-main'"), 1);
@@ -647,6 +674,7 @@ int main(void)
         T(test_missing_file_is_reported_and_its_row_deleted),
         T(test_corrupt_indexed_file_is_quarantined),
         T(test_row_disagreeing_with_its_file_is_reindexed),
+        T(test_missing_or_stale_rollups_are_reported_and_rebuilt),
         T(test_sealed_file_without_row_is_indexed_from_its_contents),
         T(test_reindex_makes_no_thread_of_the_collectors_pseudo_rings),
         T(test_segments_without_an_index_are_refused_and_left_byte_for_byte),

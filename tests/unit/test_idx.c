@@ -164,6 +164,7 @@ static void test_open_creates_the_documented_schema(void **state)
                                 "t_last,lost");
     expect_columns(d, "uploads", "segment_id,state,attempts,last_error,next_ns,updated_ns");
     expect_columns(d, "drops", "process_id,mismatch,too_big,no_ring,bad_stamps");
+    expect_columns(d, "rollups", "segment_id,data");
     char got[512];
     q_text(d, "SELECT m.tbl_name || '(' || group_concat(i.name) || ')' FROM sqlite_master m,"
               " pragma_index_info(m.name) i WHERE m.type = 'index' AND m.sql IS NOT NULL"
@@ -362,33 +363,31 @@ static void test_process_end_records_state_and_code(void **state)
     assert_int_equal(idx_process_end(fx->x, id, 1, "zombie", 0), -EINVAL);
 }
 
-/* A drops table from before bad_stamps gets the column at the next
- * writable open; a reader of the old table still reads the causes. */
-static void test_an_old_drops_table_gets_bad_stamps_and_old_ones_still_read(void **state)
+/* An older index is refused, names both versions and the remedy, and is
+ * left as it was. */
+static void test_an_older_schema_version_is_refused_and_left_unchanged(void **state)
 {
     struct fx *fx = *state;
-    int64_t id = add_process(fx);
-    assert_int_equal(sqlite3_exec(db(fx), "DROP TABLE drops; CREATE TABLE drops(process_id INT"
-                                  " PRIMARY KEY, mismatch INT, too_big INT, no_ring INT);"
-                                  " UPDATE processes SET lost = 9;"
-                                  " INSERT INTO drops VALUES(1, 2, 3, 4)", NULL, NULL, NULL),
-                     SQLITE_OK);
-    struct idx *ro;
-    assert_int_equal(idx_open_readonly(&ro, fx->dir), 0);
-    struct idx_read_drops d;
-    assert_int_equal(idx_read_drops(ro, id, 0, 0, INT64_MAX, &d), 0);
-    assert_int_equal(d.mismatch, 2);
-    assert_int_equal(d.too_big, 3);
-    assert_int_equal(d.full, 4);
-    assert_int_equal(d.bad_stamps, 0);
-    idx_close(ro);
+    assert_int_equal(sqlite3_exec(db(fx), "UPDATE meta SET value = '1' WHERE key ="
+                                          " 'schema_version'; DROP TABLE drops", NULL, NULL,
+                                  NULL), SQLITE_OK);
     idx_close(fx->x);
-    assert_int_equal(idx_open(&fx->x, fx->dir), 0);
-    expect_columns(db(fx), "drops", "process_id,mismatch,too_big,no_ring,bad_stamps");
-    struct idx_drops w = { .mismatch = 2, .too_big = 3, .no_ring = 4, .bad_stamps = 5 };
-    assert_int_equal(idx_process_drops(fx->x, id, &w), 0);
-    assert_int_equal(idx_read_drops(fx->x, id, 0, 0, INT64_MAX, &d), 0);
-    assert_int_equal(d.bad_stamps, 5);
+    fx->x = NULL;
+    char why[512], want[64];
+    struct idx *x;
+    assert_int_equal(idx_open_ex(&x, fx->dir, 0, why, sizeof why), -EPROTONOSUPPORT);
+    fmt(want, sizeof want, "version 1 is older than this d9's (%d)", IDX_SCHEMA_VERSION);
+    assert_non_null(strstr(why, want));
+    assert_non_null(strstr(why, "rebuilds the index from the segments"));
+    assert_int_equal(idx_open_ex(&x, fx->dir, IDX_OPEN_READONLY, why, sizeof why),
+                     -EPROTONOSUPPORT);
+    assert_null(x);
+    sqlite3 *d;
+    char path[128];
+    fmt(path, sizeof path, "%s/%s", fx->dir, IDX_FILE_NAME);
+    assert_int_equal(sqlite3_open(path, &d), SQLITE_OK);
+    assert_int_equal(q_int(d, "SELECT count(*) FROM sqlite_master WHERE name = 'drops'"), 0);
+    sqlite3_close(d);
 }
 
 /* A cause never exceeds the total, whatever the table holds (a store
@@ -926,7 +925,7 @@ int main(void)
         T(test_process_upsert_is_idempotent_and_refreshes),
         T(test_process_end_records_state_and_code),
         T(test_a_process_row_keeps_its_uid_and_an_ended_one_is_not_adopted),
-        T(test_an_old_drops_table_gets_bad_stamps_and_old_ones_still_read),
+        T(test_an_older_schema_version_is_refused_and_left_unchanged),
         T(test_drop_causes_are_read_clamped_into_the_process_s_lost),
         T(test_an_index_or_wal_that_is_a_fifo_or_a_link_is_refused),
         T(test_thread_upsert_merges_and_needs_its_process),

@@ -707,9 +707,7 @@ static void test_packed_blocks_that_do_not_unpack_are_corrupt(void **state)
     }
 }
 
-/* One version is read: an older file (its custom records have no task) is
- * refused, not misread. */
-static void test_files_of_an_older_version_are_refused(void **state)
+static void test_an_older_format_version_is_refused_naming_both_versions(void **state)
 {
     struct fx *fx = *state;
     struct seg_summary sum;
@@ -717,10 +715,15 @@ static void test_files_of_an_older_version_are_refused(void **state)
     size_t len;
     uint8_t *b = slurp(sum.path, &len);
     struct seg_reader *r;
-    assert_int_equal(seg_reader_open_mem(&r, b, len, 0), 0);
-    seg_reader_close(r);
     b[offsetof(struct seg_file_hdr, version)] = SEG_VERSION - 1;
     assert_int_equal(seg_reader_open_mem(&r, b, len, 0), -EBADMSG);
+    assert_int_equal(seg_reader_open_mem(&r, b, len, SEG_OPEN_PARTIAL), -EBADMSG);
+    spit(sum.path, b, len);
+    char why[200], want[120];
+    assert_int_equal(seg_reader_open_ex(&r, sum.path, 0, why, sizeof why), -EBADMSG);
+    snprintf(want, sizeof want, "segment format version %u is not supported (this d9 reads version %u)",
+             SEG_VERSION - 1, SEG_VERSION);
+    assert_non_null(strstr(why, want));
     free(b);
     seg_writer_free(w);
 }
@@ -1499,7 +1502,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_in_place_reservation_flushes_a_buffer_it_does_not_fit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_packed_block_reads_back_the_records_of_a_raw_one, setup, teardown),
         cmocka_unit_test_setup_teardown(test_packed_blocks_that_do_not_unpack_are_corrupt, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_files_of_an_older_version_are_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_an_older_format_version_is_refused_naming_both_versions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_invalid_records_are_rejected_and_write_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_data_larger_than_a_block_is_split_at_record_boundaries, setup, teardown),
         cmocka_unit_test_setup_teardown(test_freeing_an_unsealed_writer_removes_its_temp_file, setup, teardown),

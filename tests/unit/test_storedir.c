@@ -29,6 +29,7 @@
 #include "collector/store/idx_read.h"
 #include "collector/store/col_log.h"
 #include "collector/store/seg_writer.h"
+#include "collector/store/rollup.h"
 #include "collector/daemon/storedir.h"
 #include "shm/d9_abi.h"
 #include "shm/meta.h"
@@ -195,7 +196,24 @@ static void sealing_indexes_the_segment_with_its_size(void **state)
     struct fx *fx = *state;
     int64_t pid_row = process_row(fx);
     struct seg_writer *w = writer_with(fx, 10, 100);
+    uint64_t id = seg_writer_id(w);
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s", seg_writer_path(w));
     assert_int_equal(storedir_seal(&fx->st, w, pid_row, 4242, 10), 0);
+    /* with its rollups, the bytes every re-index of the file computes */
+    uint8_t *ru, *want;
+    size_t ru_len, want_len;
+    assert_int_equal(idx_read_rollup(fx->st.idx, id, &ru, &ru_len), 1);
+    char *slash = strrchr(path, '/');
+    assert_non_null(slash);
+    char sealed[PATH_MAX];
+    snprintf(sealed, sizeof sealed, "%.*s/%s", (int)(slash - path), path,
+             slash + 1 + strlen(SEG_TMP_PREFIX));
+    assert_int_equal(rollup_file(sealed, &want, &want_len), 0);
+    assert_int_equal(ru_len, want_len);
+    assert_memory_equal(ru, want, ru_len);
+    free(ru);
+    free(want);
     assert_int_equal(count_files(fx->dir, "", SEG_FILE_SUFFIX), 1);
     assert_int_equal(count_files(fx->dir, SEG_TMP_PREFIX, SEG_FILE_SUFFIX), 0);
     assert_true(rows(fx) > 0);

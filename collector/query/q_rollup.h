@@ -1,0 +1,42 @@
+/*
+ * q_rollup.h — the stored rollups of the segments that meet a window
+ * (collector/store/rollup.h), for the readers whose question is an
+ * aggregate: d9 sql's poll_stats and worker_stats.
+ *
+ * For each segment of pid (0 = all) meeting [from, to] it hands the checked
+ * rollups to fn. A segment whose rollups are missing (indexed before they
+ * existed, or their row deleted) or do not check (a flipped byte, a
+ * truncated value) is answered from its records instead: the same
+ * computation the collector's seal uses (rollup_file), with one line on
+ * stderr naming the segment and the reason; a segment whose file cannot be
+ * read either is skipped with one line and counted in *missing.
+ *
+ * Called by collector/sql/sql_rollup.c. Must never: write to the store
+ * (d9 fsck --repair rewrites rollups), or hand fn bytes rollup_decode has
+ * not checked.
+ */
+#ifndef D9_COL_Q_ROLLUP_H
+#define D9_COL_Q_ROLLUP_H
+
+#include <stdint.h>
+#include "collector/query/q_store.h"
+#include "collector/store/rollup.h"
+
+struct q_rollup_seg {
+    uint64_t segment_id;
+    int64_t process_id;
+    uint32_t pid;
+    const struct rollup_view *v;
+    int from_records;               /* 1: computed from the records now (fallback) */
+};
+
+struct q_rollup_stats {
+    uint64_t segments, from_records, missing;
+};
+
+/* fn returns < 0 to stop with that error. prog prefixes the stderr lines. */
+int q_rollup_each(struct q_store *s, uint32_t pid, uint64_t from, uint64_t to,
+                  int (*fn)(void *arg, const struct q_rollup_seg *r), void *arg,
+                  struct q_rollup_stats *st, const char *prog);
+
+#endif /* D9_COL_Q_ROLLUP_H */

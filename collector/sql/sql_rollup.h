@@ -1,0 +1,32 @@
+/*
+ * sql_rollup.h — d9 sql's tables over the segments' rollups
+ * (collector/store/rollup.h), answered without reading records:
+ *   poll_stats   one row per segment, process, runtime, worker, location and
+ *                1 s bucket: count, unfinished, sum_ns, max_ns, p50_ns and
+ *                p99_ns (the row's own histogram, within 6.25 %);
+ *   worker_stats one row per segment, process, runtime, worker and bucket:
+ *                polls, busy_ns, parks, parked_ns, waits, wait_sum_ns,
+ *                wait_max_ns.
+ * A key and bucket can have a row in two segments (a segment sealed within
+ * that second): SUM and MAX over rows are exact, a row's quantiles are its
+ * own. pid and bucket_ns constraints select the segments (q_rollup.h) and
+ * the buckets. A segment without valid rollups is answered from its
+ * records, with one line on stderr.
+ *
+ * Called by sql_vtab.c; rows are served as a listing's (sql_list.h). Must
+ * never write to the store.
+ */
+#ifndef D9_COL_SQL_ROLLUP_H
+#define D9_COL_SQL_ROLLUP_H
+
+#include "collector/sql/sql_int.h"
+
+enum { PS_PID, PS_RUNTIME, PS_WORKER, PS_LOC, PS_LOCATION, PS_BUCKET, PS_COUNT, PS_UNFINISHED,
+       PS_SUM, PS_MAX, PS_P50, PS_P99, PS_SEGMENT, PS_NCOLS };
+enum { WS_PID, WS_RUNTIME, WS_WORKER, WS_BUCKET, WS_POLLS, WS_BUSY, WS_PARKS, WS_PARKED,
+       WS_WAITS, WS_WAIT_SUM, WS_WAIT_MAX, WS_SEGMENT, WS_NCOLS };
+
+/* Fill the cursor with its table's rows (c->f.pid, c->f.from/to on bucket_ns). */
+int sql_rollup_fill(struct cur *c);
+
+#endif /* D9_COL_SQL_ROLLUP_H */

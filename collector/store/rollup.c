@@ -1,0 +1,790 @@
+/*
+ * rollup.c — a segment's aggregates: accumulate, encode, decode (format
+ * and definitions: rollup.h).
+ *
+ * Accumulator: open-addressing tables keyed by (bucket, runtime, worker,
+ * loc) for polls, (bucket, runtime, worker) for workers, and (poll entry,
+ * bin) for the histograms' non-empty bins; a small per-thread state (open
+ * polls, an open park) found once per block. Memory grows with the keys and
+ * bins in use, never with the records.
+ * Must never: read past a record (records come from seg_reader, already
+ * checked; lengths are checked again here), or accept stored bytes that
+ * rollup_decode has not checked.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "collector/store/crc32c.h"
+#include "collector/store/rollup.h"
+#include "collector/store/seg_reader.h"
+#include "shm/d9_abi.h"
+
+#define RU_MAGIC         "D9RU"
+#define RU_OPEN_MAX      32u         /* nested polls kept open per thread; deeper: unfinished */
+#define RU_TABLE_MIN     64u         /* slots of a table at first use (a power of two) */
+#define RU_EMPTY         UINT32_MAX
+
+/* ---- hashing ------------------------------------------------------------------- */
+
+static uint64_t mix(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    x ^= x >> 33;
+    return x;
+}
+
+/* ---- accumulator --------------------------------------------------------------- */
+
+struct pkey {
+    uint64_t bucket;
+    uint16_t runtime, worker;
+    uint32_t loc;
+};
+
+struct pent {
+    struct pkey k;
+    uint64_t count, unfinished, sum, max;
+};
+
+struct wkey {
+    uint64_t bucket;
+    uint16_t runtime, worker;
+};
+
+struct went {
+    struct wkey k;
+    uint64_t polls, busy, parks, parked, waits, wait_sum, wait_max;
+};
+
+struct bent {
+    uint32_t entry, bin;
+    uint64_t n;
+};
+
+struct open_poll {
+    uint64_t task, ts;
+    uint32_t entry;                 /* poll entry of its start */
+    uint16_t runtime, worker;
+};
+
+struct thr {
+    uint32_t ring, generation;
+    uint32_t nopen;
+    struct open_poll open[RU_OPEN_MAX];
+    int parked;
+    uint64_t park_ts;
+    uint16_t park_runtime, park_worker;
+};
+
+/* One open-addressing table of entry indices (RU_EMPTY = free slot). */
+struct slots {
+    uint32_t *s;
+    uint32_t cap;                   /* a power of two; 0 before first use */
+};
+
+struct rollup {
+    struct pent *p;
+    uint32_t np, capp;
+    struct slots ps;
+    struct went *w;
+    uint32_t nw, capw;
+    struct slots ws;
+    struct bent *bt;                /* open addressing, entry RU_EMPTY = free; inline keys */
+    uint32_t nb, capbt;
+    struct thr *t;
+    uint32_t nt, capt;
+};
+
+int rollup_new(struct rollup **out)
+{
+    if (!out)
+        return -EINVAL;
+    *out = calloc(1, sizeof **out);
+    return *out ? 0 : -ENOMEM;
+}
+
+void rollup_free(struct rollup *r)
+{
+    if (!r)
+        return;
+    free(r->p);
+    free(r->ps.s);
+    free(r->w);
+    free(r->ws.s);
+    free(r->bt);
+    free(r->t);
+    free(r);
+}
+
+static int grow(void **arr, uint32_t *cap, uint32_t n, size_t size)
+{
+    if (n < *cap)
+        return 0;
+    uint32_t c = *cap ? *cap * 2 : RU_TABLE_MIN;
+    if (c <= *cap)
+        return -ENOMEM;
+    void *a = realloc(*arr, (size_t)c * size);
+    if (!a)
+        return -ENOMEM;
+    *arr = a;
+    *cap = c;
+    return 0;
+}
+
+static uint64_t hash_pkey(const struct pkey *k)
+{
+    return mix(k->bucket ^ mix(((uint64_t)k->runtime << 48 | (uint64_t)k->worker << 32 | k->loc) ^
+                               0x9e3779b97f4a7c15ull));
+}
+
+static uint64_t hash_wkey(const struct wkey *k)
+{
+    return mix(k->bucket ^ mix(((uint64_t)k->runtime << 16 | k->worker) ^ 0x9e3779b97f4a7c15ull));
+}
+
+static uint64_t hash_bkey(uint32_t entry, uint32_t bin)
+{
+    return mix((uint64_t)entry << 32 | bin);
+}
+
+/* Rebuild a table at twice the size when it is half full (hashes recomputed by fn). */
+static int rehash(struct slots *t, uint32_t n, const struct rollup *r,
+                  uint64_t (*h)(const struct rollup *r, uint32_t i))
+{
+    if (t->cap && n < t->cap / 2)
+        return 0;
+    uint32_t cap = t->cap ? t->cap * 2 : RU_TABLE_MIN;
+    if (cap <= t->cap)
+        return -ENOMEM;
+    uint32_t *s = malloc((size_t)cap * sizeof *s);
+    if (!s)
+        return -ENOMEM;
+    memset(s, 0xff, (size_t)cap * sizeof *s);
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t j = (uint32_t)h(r, i) & (cap - 1);
+        while (s[j] != RU_EMPTY)
+            j = (j + 1) & (cap - 1);
+        s[j] = i;
+    }
+    free(t->s);
+    t->s = s;
+    t->cap = cap;
+    return 0;
+}
+
+static uint64_t h_p(const struct rollup *r, uint32_t i) { return hash_pkey(&r->p[i].k); }
+static uint64_t h_w(const struct rollup *r, uint32_t i) { return hash_wkey(&r->w[i].k); }
+
+static int poll_entry(struct rollup *r, const struct pkey *k, uint32_t *out)
+{
+    int e = rehash(&r->ps, r->np, r, h_p);
+    if (e < 0)
+        return e;
+    uint32_t j = (uint32_t)hash_pkey(k) & (r->ps.cap - 1);
+    for (; r->ps.s[j] != RU_EMPTY; j = (j + 1) & (r->ps.cap - 1)) {
+        const struct pkey *o = &r->p[r->ps.s[j]].k;
+        if (o->bucket == k->bucket && o->runtime == k->runtime && o->worker == k->worker &&
+            o->loc == k->loc) {
+            *out = r->ps.s[j];
+            return 0;
+        }
+    }
+    if ((e = grow((void **)&r->p, &r->capp, r->np, sizeof *r->p)) < 0)
+        return e;
+    r->p[r->np] = (struct pent){ .k = *k };
+    r->ps.s[j] = r->np;
+    *out = r->np++;
+    return 0;
+}
+
+static int worker_entry(struct rollup *r, uint64_t bucket, uint16_t runtime, uint16_t worker,
+                        struct went **out)
+{
+    int e = rehash(&r->ws, r->nw, r, h_w);
+    if (e < 0)
+        return e;
+    struct wkey k = { bucket, runtime, worker };
+    uint32_t j = (uint32_t)hash_wkey(&k) & (r->ws.cap - 1);
+    for (; r->ws.s[j] != RU_EMPTY; j = (j + 1) & (r->ws.cap - 1)) {
+        struct went *o = &r->w[r->ws.s[j]];
+        if (o->k.bucket == bucket && o->k.runtime == runtime && o->k.worker == worker) {
+            *out = o;
+            return 0;
+        }
+    }
+    if ((e = grow((void **)&r->w, &r->capw, r->nw, sizeof *r->w)) < 0)
+        return e;
+    r->w[r->nw] = (struct went){ .k = k };
+    r->ws.s[j] = r->nw;
+    *out = &r->w[r->nw++];
+    return 0;
+}
+
+/* Grow the bin table to twice its size when it is half full. */
+static int bins_grow(struct rollup *r)
+{
+    if (r->capbt && r->nb < r->capbt / 2)
+        return 0;
+    uint32_t cap = r->capbt ? r->capbt * 2 : RU_TABLE_MIN;
+    if (cap <= r->capbt)
+        return -ENOMEM;
+    struct bent *t = malloc((size_t)cap * sizeof *t);
+    if (!t)
+        return -ENOMEM;
+    for (uint32_t i = 0; i < cap; i++)
+        t[i].entry = RU_EMPTY;
+    for (uint32_t i = 0; i < r->capbt; i++) {
+        if (r->bt[i].entry == RU_EMPTY)
+            continue;
+        uint32_t j = (uint32_t)hash_bkey(r->bt[i].entry, r->bt[i].bin) & (cap - 1);
+        while (t[j].entry != RU_EMPTY)
+            j = (j + 1) & (cap - 1);
+        t[j] = r->bt[i];
+    }
+    free(r->bt);
+    r->bt = t;
+    r->capbt = cap;
+    return 0;
+}
+
+static int bin_add(struct rollup *r, uint32_t entry, uint32_t bin)
+{
+    int e = bins_grow(r);
+    if (e < 0)
+        return e;
+    uint32_t j = (uint32_t)hash_bkey(entry, bin) & (r->capbt - 1);
+    for (; r->bt[j].entry != RU_EMPTY; j = (j + 1) & (r->capbt - 1)) {
+        if (r->bt[j].entry == entry && r->bt[j].bin == bin) {
+            r->bt[j].n++;
+            return 0;
+        }
+    }
+    r->bt[j] = (struct bent){ entry, bin, 1 };
+    r->nb++;
+    return 0;
+}
+
+uint32_t rollup_bin(uint64_t v)
+{
+    if (v < ROLLUP_SUB)
+        return (uint32_t)v;
+    uint32_t e = 63u - (uint32_t)__builtin_clzll(v);
+    return (e - ROLLUP_SUB_BITS + 1u) * ROLLUP_SUB +
+           (uint32_t)((v >> (e - ROLLUP_SUB_BITS)) - ROLLUP_SUB);
+}
+
+/* The middle of bin b. */
+static uint64_t bin_mid(uint32_t b)
+{
+    if (b < ROLLUP_SUB)
+        return b;
+    uint32_t g = b / ROLLUP_SUB, m = b % ROLLUP_SUB;
+    uint32_t shift = g - 1u;                    /* e - ROLLUP_SUB_BITS */
+    uint64_t lo = (uint64_t)(ROLLUP_SUB + m) << shift;
+    return lo + ((1ull << shift) >> 1);
+}
+
+static struct thr *thread_of(struct rollup *r, uint32_t ring, uint32_t generation)
+{
+    for (uint32_t i = 0; i < r->nt; i++)
+        if (r->t[i].ring == ring && r->t[i].generation == generation)
+            return &r->t[i];
+    if (grow((void **)&r->t, &r->capt, r->nt, sizeof *r->t) < 0)
+        return NULL;
+    struct thr *t = &r->t[r->nt++];
+    memset(t, 0, sizeof *t);
+    t->ring = ring;
+    t->generation = generation;
+    return t;
+}
+
+static int on_poll_start(struct rollup *r, struct thr *t, const struct d9_rec_poll_start *s)
+{
+    struct pkey k = { s->h.ts - s->h.ts % ROLLUP_BUCKET_NS, s->runtime, s->worker, s->loc };
+    uint32_t ent;
+    struct went *w;
+    int e = poll_entry(r, &k, &ent);
+    if (e == 0)
+        e = worker_entry(r, k.bucket, s->runtime, s->worker, &w);
+    if (e < 0)
+        return e;
+    r->p[ent].count++;
+    w->polls++;
+    /* a second start of a task open on this thread: the first one's end was dropped */
+    for (uint32_t i = t->nopen; i-- > 0;) {
+        if (t->open[i].task == s->task) {
+            r->p[t->open[i].entry].unfinished++;
+            memmove(&t->open[i], &t->open[i + 1], (t->nopen - i - 1) * sizeof t->open[0]);
+            t->nopen--;
+            break;
+        }
+    }
+    if (t->nopen == RU_OPEN_MAX) {
+        r->p[ent].unfinished++;
+        return 0;
+    }
+    t->open[t->nopen++] = (struct open_poll){ s->task, s->h.ts, ent, s->runtime, s->worker };
+    return 0;
+}
+
+static int on_poll_end(struct rollup *r, struct thr *t, const struct d9_rec_poll_end *pe)
+{
+    uint32_t i = t->nopen;
+    while (i-- > 0)
+        if (t->open[i].task == pe->task)
+            break;
+    if (i == UINT32_MAX)
+        return 0;                               /* its start is not in this segment */
+    struct open_poll op = t->open[i];
+    int outermost = i == 0;
+    /* polls opened inside it and still open lost their ends */
+    for (uint32_t j = i + 1; j < t->nopen; j++)
+        r->p[t->open[j].entry].unfinished++;
+    t->nopen = i;
+    uint64_t d = pe->h.ts >= op.ts ? pe->h.ts - op.ts : 0;
+    struct pent *p = &r->p[op.entry];
+    p->sum += d;
+    if (d > p->max)
+        p->max = d;
+    int e = bin_add(r, op.entry, rollup_bin(d));
+    if (e == 0 && outermost) {
+        struct went *w;
+        if ((e = worker_entry(r, p->k.bucket, op.runtime, op.worker, &w)) == 0)
+            w->busy += d;
+    }
+    return e;
+}
+
+static int on_worker(struct rollup *r, struct thr *t, const struct d9_rec_worker *wr, int park)
+{
+    uint64_t bucket = wr->h.ts - wr->h.ts % ROLLUP_BUCKET_NS;
+    struct went *w;
+    int e = worker_entry(r, bucket, wr->runtime, wr->worker, &w);
+    if (e < 0)
+        return e;
+    if (!(wr->flags & D9_WORKER_UNSAMPLED)) {
+        w->waits++;
+        w->wait_sum += wr->sched_wait_ns;
+        if (wr->sched_wait_ns > w->wait_max)
+            w->wait_max = wr->sched_wait_ns;
+    }
+    if (park) {
+        w->parks++;
+        t->parked = 1;
+        t->park_ts = wr->h.ts;
+        t->park_runtime = wr->runtime;
+        t->park_worker = wr->worker;
+    } else if (t->parked) {
+        t->parked = 0;
+        uint64_t pb = t->park_ts - t->park_ts % ROLLUP_BUCKET_NS;
+        if ((e = worker_entry(r, pb, t->park_runtime, t->park_worker, &w)) < 0)
+            return e;
+        w->parked += wr->h.ts >= t->park_ts ? wr->h.ts - t->park_ts : 0;
+    }
+    return 0;
+}
+
+int rollup_feed_block(struct rollup *r, const struct seg_block *b)
+{
+    if (!r || !b)
+        return -EINVAL;
+    if (b->h.kind != SEG_BLK_DATA)
+        return 0;
+    struct thr *t = thread_of(r, b->h.ring, b->h.generation);
+    if (!t)
+        return -ENOMEM;
+    size_t off = 0;
+    const struct d9_rec_hdr *h;
+    int e, more;
+    while ((more = seg_reader_next_record(b, &off, &h)) == 1) {
+        e = 0;
+        switch (h->type) {
+        case D9_REC_POLL_START:
+            if (h->len >= sizeof(struct d9_rec_poll_start))
+                e = on_poll_start(r, t, (const struct d9_rec_poll_start *)(const void *)h);
+            break;
+        case D9_REC_POLL_END:
+            if (h->len >= sizeof(struct d9_rec_poll_end))
+                e = on_poll_end(r, t, (const struct d9_rec_poll_end *)(const void *)h);
+            break;
+        case D9_REC_WORKER_PARK:
+        case D9_REC_WORKER_UNPARK:
+            if (h->len >= sizeof(struct d9_rec_worker))
+                e = on_worker(r, t, (const struct d9_rec_worker *)(const void *)h,
+                              h->type == D9_REC_WORKER_PARK);
+            break;
+        default:
+            break;
+        }
+        if (e < 0)
+            return e;
+    }
+    return more < 0 ? -EBADMSG : 0;
+}
+
+/* ---- encode -------------------------------------------------------------------- */
+
+static void put16(uint8_t **p, uint16_t v) { memcpy(*p, &v, 2); *p += 2; }
+static void put32(uint8_t **p, uint32_t v) { memcpy(*p, &v, 4); *p += 4; }
+static void put64(uint8_t **p, uint64_t v) { memcpy(*p, &v, 8); *p += 8; }
+
+static int cmp_pkey(const struct pkey *a, const struct pkey *b)
+{
+    if (a->bucket != b->bucket)
+        return a->bucket < b->bucket ? -1 : 1;
+    if (a->runtime != b->runtime)
+        return a->runtime < b->runtime ? -1 : 1;
+    if (a->worker != b->worker)
+        return a->worker < b->worker ? -1 : 1;
+    if (a->loc != b->loc)
+        return a->loc < b->loc ? -1 : 1;
+    return 0;
+}
+
+static int cmp_wkey(const struct wkey *a, const struct wkey *b)
+{
+    if (a->bucket != b->bucket)
+        return a->bucket < b->bucket ? -1 : 1;
+    if (a->runtime != b->runtime)
+        return a->runtime < b->runtime ? -1 : 1;
+    if (a->worker != b->worker)
+        return a->worker < b->worker ? -1 : 1;
+    return 0;
+}
+
+static const struct rollup *g_sort;     /* qsort has no argument: set only inside rollup_encode */
+
+static int by_pkey(const void *a, const void *b)
+{
+    return cmp_pkey(&g_sort->p[*(const uint32_t *)a].k, &g_sort->p[*(const uint32_t *)b].k);
+}
+
+static int by_went(const void *a, const void *b)
+{
+    return cmp_wkey(&((const struct went *)a)->k, &((const struct went *)b)->k);
+}
+
+static int by_bent(const void *a, const void *b)
+{
+    const struct bent *x = a, *y = b;
+    if (x->entry != y->entry)
+        return x->entry < y->entry ? -1 : 1;
+    return x->bin < y->bin ? -1 : x->bin > y->bin;
+}
+
+int rollup_encode(const struct rollup *r, uint8_t **out, size_t *len)
+{
+    if (!r || !out || !len)
+        return -EINVAL;
+    *out = NULL;
+    *len = 0;
+    size_t n = ROLLUP_HDR_SIZE + (size_t)r->np * ROLLUP_POLL_SIZE + (size_t)r->nb * ROLLUP_BIN_SIZE +
+               (size_t)r->nw * ROLLUP_WORKER_SIZE;
+    uint8_t *buf = malloc(n);
+    uint32_t *order = malloc(((size_t)r->np + 1) * sizeof *order);
+    uint32_t *first = malloc(((size_t)r->np + 1) * sizeof *first);
+    struct bent *bins = malloc(((size_t)r->nb + 1) * sizeof *bins);
+    struct went *ws = malloc(((size_t)r->nw + 1) * sizeof *ws);
+    uint64_t *still_open = calloc((size_t)r->np + 1, sizeof *still_open);
+    if (!buf || !order || !first || !bins || !ws || !still_open) {
+        free(buf), free(order), free(first), free(bins), free(ws), free(still_open);
+        return -ENOMEM;
+    }
+    /* polls open at the end of the segment are unfinished */
+    for (uint32_t i = 0; i < r->nt; i++)
+        for (uint32_t j = 0; j < r->t[i].nopen; j++)
+            still_open[r->t[i].open[j].entry]++;
+    for (uint32_t i = 0; i < r->np; i++)
+        order[i] = i;
+    g_sort = r;
+    qsort(order, r->np, sizeof *order, by_pkey);
+    g_sort = NULL;
+    for (uint32_t i = 0, k = 0; i < r->capbt; i++)
+        if (r->bt[i].entry != RU_EMPTY)
+            bins[k++] = r->bt[i];
+    qsort(bins, r->nb, sizeof *bins, by_bent);
+    /* first[entry] = index of its first bin in bins */
+    for (uint32_t i = 0, j = 0; i <= r->np; i++) {
+        while (j < r->nb && bins[j].entry < i)
+            j++;
+        first[i] = j;
+    }
+    if (r->nw)
+        memcpy(ws, r->w, (size_t)r->nw * sizeof *ws);
+    qsort(ws, r->nw, sizeof *ws, by_went);
+
+    uint8_t *p = buf;
+    memcpy(p, RU_MAGIC, 4);
+    p += 4;
+    put16(&p, ROLLUP_VERSION);
+    put16(&p, 0);
+    put32(&p, r->np);
+    put32(&p, r->nw);
+    put64(&p, ROLLUP_BUCKET_NS);
+    put32(&p, 0);                               /* crc, below */
+    put32(&p, 0);
+    for (uint32_t i = 0; i < r->np; i++) {
+        const struct pent *e = &r->p[order[i]];
+        uint32_t b0 = first[order[i]], b1 = first[order[i] + 1];
+        put16(&p, e->k.runtime);
+        put16(&p, e->k.worker);
+        put32(&p, e->k.loc);
+        put64(&p, e->k.bucket);
+        put64(&p, e->count);
+        put64(&p, e->unfinished + still_open[order[i]]);
+        put64(&p, e->sum);
+        put64(&p, e->max);
+        put32(&p, b1 - b0);
+        put32(&p, 0);
+        for (uint32_t j = b0; j < b1; j++) {
+            put32(&p, bins[j].bin);
+            put32(&p, bins[j].n > UINT32_MAX ? UINT32_MAX : (uint32_t)bins[j].n);
+        }
+    }
+    for (uint32_t i = 0; i < r->nw; i++) {
+        const struct went *w = &ws[i];
+        put16(&p, w->k.runtime);
+        put16(&p, w->k.worker);
+        put32(&p, 0);
+        put64(&p, w->k.bucket);
+        put64(&p, w->polls);
+        put64(&p, w->busy);
+        put64(&p, w->parks);
+        put64(&p, w->parked);
+        put64(&p, w->waits);
+        put64(&p, w->wait_sum);
+        put64(&p, w->wait_max);
+    }
+    uint32_t crc = crc32c_update(0, buf + ROLLUP_HDR_SIZE, n - ROLLUP_HDR_SIZE);
+    memcpy(buf + 24, &crc, 4);
+    free(order), free(first), free(bins), free(ws), free(still_open);
+    *out = buf;
+    *len = n;
+    return 0;
+}
+
+int rollup_file(const char *path, uint8_t **out, size_t *len)
+{
+    if (!path || !out || !len)
+        return -EINVAL;
+    struct seg_reader *sr;
+    int e = seg_reader_open(&sr, path, 0);
+    if (e < 0)
+        return e;
+    struct rollup *r;
+    if ((e = rollup_new(&r)) < 0) {
+        seg_reader_close(sr);
+        return e;
+    }
+    struct seg_block b;
+    while ((e = seg_reader_next(sr, &b)) == 1)
+        if ((e = rollup_feed_block(r, &b)) < 0)
+            break;
+    if (e == 0)
+        e = rollup_encode(r, out, len);
+    rollup_free(r);
+    seg_reader_close(sr);
+    return e < 0 ? e : 0;
+}
+
+/* ---- decode -------------------------------------------------------------------- */
+
+static uint16_t get16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return v; }
+static uint32_t get32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+static uint64_t get64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
+
+static int bad(char *why, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int bad(char *why, size_t cap, const char *fmt, ...)
+{
+    if (why && cap) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(why, cap, fmt, ap);
+        va_end(ap);
+    }
+    return -EBADMSG;
+}
+
+static void read_poll(const uint8_t *q, struct rollup_poll *o)
+{
+    o->runtime = get16(q);
+    o->worker = get16(q + 2);
+    o->loc = get32(q + 4);
+    o->bucket_ns = get64(q + 8);
+    o->count = get64(q + 16);
+    o->unfinished = get64(q + 24);
+    o->sum_ns = get64(q + 32);
+    o->max_ns = get64(q + 40);
+    o->nbins = get32(q + 48);
+    o->bins = q + ROLLUP_POLL_SIZE;
+}
+
+int rollup_worker_at(const struct rollup_view *v, uint32_t i, struct rollup_worker *o)
+{
+    if (!v || !o || i >= v->nworker)
+        return -EINVAL;
+    const uint8_t *q = v->buf + v->workers_off + (size_t)i * ROLLUP_WORKER_SIZE;
+    o->runtime = get16(q);
+    o->worker = get16(q + 2);
+    o->bucket_ns = get64(q + 8);
+    o->polls = get64(q + 16);
+    o->busy_ns = get64(q + 24);
+    o->parks = get64(q + 32);
+    o->parked_ns = get64(q + 40);
+    o->waits = get64(q + 48);
+    o->wait_sum_ns = get64(q + 56);
+    o->wait_max_ns = get64(q + 64);
+    return 0;
+}
+
+int rollup_decode(const uint8_t *buf, size_t len, struct rollup_view *v, char *why, size_t cap)
+{
+    if (!buf || !v)
+        return -EINVAL;
+    memset(v, 0, sizeof *v);
+    if (len < ROLLUP_HDR_SIZE)
+        return bad(why, cap, "rollups of %zu bytes are shorter than their header", len);
+    if (memcmp(buf, RU_MAGIC, 4) != 0)
+        return bad(why, cap, "rollups: bad magic");
+    if (get16(buf + 4) != ROLLUP_VERSION)
+        return bad(why, cap, "rollups version %u is not supported (this d9 reads version %u)",
+                   get16(buf + 4), ROLLUP_VERSION);
+    if (get16(buf + 6) != 0 || get32(buf + 28) != 0)
+        return bad(why, cap, "rollups: reserved header fields set");
+    if (get64(buf + 16) != ROLLUP_BUCKET_NS)
+        return bad(why, cap, "rollups: bucket of %llu ns (expected %llu)",
+                   (unsigned long long)get64(buf + 16), (unsigned long long)ROLLUP_BUCKET_NS);
+    if (get32(buf + 24) != crc32c_update(0, buf + ROLLUP_HDR_SIZE, len - ROLLUP_HDR_SIZE))
+        return bad(why, cap, "rollups: CRC mismatch");
+    uint32_t np = get32(buf + 8), nw = get32(buf + 12);
+    size_t off = ROLLUP_HDR_SIZE;
+    struct rollup_poll prev = { 0 };
+    for (uint32_t i = 0; i < np; i++) {
+        if (len - off < ROLLUP_POLL_SIZE)
+            return bad(why, cap, "rollups: poll entry %u runs past the end", i);
+        struct rollup_poll p;
+        read_poll(buf + off, &p);
+        if (get32(buf + off + 52) != 0)
+            return bad(why, cap, "rollups: poll entry %u: reserved field set", i);
+        struct pkey a = { prev.bucket_ns, prev.runtime, prev.worker, prev.loc };
+        struct pkey b = { p.bucket_ns, p.runtime, p.worker, p.loc };
+        if (i > 0 && cmp_pkey(&a, &b) >= 0)
+            return bad(why, cap, "rollups: poll entries out of order at %u", i);
+        if (p.bucket_ns % ROLLUP_BUCKET_NS != 0)
+            return bad(why, cap, "rollups: poll entry %u: bucket not aligned", i);
+        if (p.unfinished > p.count || p.nbins > ROLLUP_BINS)
+            return bad(why, cap, "rollups: poll entry %u: impossible counts", i);
+        off += ROLLUP_POLL_SIZE;
+        if ((len - off) / ROLLUP_BIN_SIZE < p.nbins)
+            return bad(why, cap, "rollups: poll entry %u: bins run past the end", i);
+        uint64_t total = 0;
+        for (uint32_t j = 0; j < p.nbins; j++) {
+            uint32_t bin = get32(buf + off + (size_t)j * ROLLUP_BIN_SIZE);
+            uint32_t n = get32(buf + off + (size_t)j * ROLLUP_BIN_SIZE + 4);
+            if (bin >= ROLLUP_BINS || n == 0 ||
+                (j > 0 && bin <= get32(buf + off + (size_t)(j - 1) * ROLLUP_BIN_SIZE)))
+                return bad(why, cap, "rollups: poll entry %u: bad bin %u", i, j);
+            total += n;
+        }
+        if (total != p.count - p.unfinished)
+            return bad(why, cap, "rollups: poll entry %u: bins hold %llu polls, not %llu", i,
+                       (unsigned long long)total, (unsigned long long)(p.count - p.unfinished));
+        if (total == 0 && (p.sum_ns || p.max_ns))
+            return bad(why, cap, "rollups: poll entry %u: durations without polls", i);
+        off += (size_t)p.nbins * ROLLUP_BIN_SIZE;
+        prev = p;
+    }
+    if ((len - off) % ROLLUP_WORKER_SIZE != 0 || (len - off) / ROLLUP_WORKER_SIZE != nw)
+        return bad(why, cap, "rollups: %zu bytes left for %u worker entries", len - off, nw);
+    v->buf = buf;
+    v->len = len;
+    v->npoll = np;
+    v->nworker = nw;
+    v->workers_off = off;
+    struct rollup_worker pw = { 0 }, w;
+    for (uint32_t i = 0; i < nw; i++) {
+        rollup_worker_at(v, i, &w);
+        const uint8_t *q = buf + off + (size_t)i * ROLLUP_WORKER_SIZE;
+        struct wkey a = { pw.bucket_ns, pw.runtime, pw.worker }, b = { w.bucket_ns, w.runtime, w.worker };
+        if (get32(q + 4) != 0 || w.bucket_ns % ROLLUP_BUCKET_NS != 0 ||
+            (i > 0 && cmp_wkey(&a, &b) >= 0) || w.waits < (w.wait_max_ns != 0))
+            return bad(why, cap, "rollups: worker entry %u is malformed or out of order", i);
+        pw = w;
+    }
+    return 0;
+}
+
+int rollup_next_poll(const struct rollup_view *v, size_t *off, uint32_t *i, struct rollup_poll *out)
+{
+    if (!v || !off || !i || !out)
+        return -EINVAL;
+    if (*off == 0) {
+        *off = ROLLUP_HDR_SIZE;
+        *i = 0;
+    }
+    if (*i >= v->npoll)
+        return 0;
+    read_poll(v->buf + *off, out);
+    *off += ROLLUP_POLL_SIZE + (size_t)out->nbins * ROLLUP_BIN_SIZE;
+    (*i)++;
+    return 1;
+}
+
+void rollup_hist_add(struct rollup_hist *h, const struct rollup_poll *p)
+{
+    for (uint32_t j = 0; j < p->nbins; j++) {
+        uint32_t bin = get32(p->bins + (size_t)j * ROLLUP_BIN_SIZE);
+        uint32_t n = get32(p->bins + (size_t)j * ROLLUP_BIN_SIZE + 4);
+        if (bin < ROLLUP_BINS) {
+            h->n[bin] += n;
+            h->total += n;
+        }
+    }
+}
+
+uint64_t rollup_poll_quantile(const struct rollup_poll *p, double q)
+{
+    uint64_t total = p->count - p->unfinished;
+    if (total == 0)
+        return 0;
+    double want = q * (double)total;
+    uint64_t rank = (uint64_t)want, seen = 0;
+    if ((double)rank < want)
+        rank++;
+    if (rank == 0)
+        rank = 1;
+    for (uint32_t j = 0; j < p->nbins; j++) {
+        seen += get32(p->bins + (size_t)j * ROLLUP_BIN_SIZE + 4);
+        if (seen >= rank) {
+            uint64_t m = bin_mid(get32(p->bins + (size_t)j * ROLLUP_BIN_SIZE));
+            return m > p->max_ns ? p->max_ns : m;
+        }
+    }
+    return p->max_ns;
+}
+
+uint64_t rollup_hist_quantile(const struct rollup_hist *h, double q, uint64_t max_ns)
+{
+    if (!h || h->total == 0)
+        return 0;
+    double want = q * (double)h->total;
+    uint64_t rank = (uint64_t)want;
+    if ((double)rank < want)
+        rank++;
+    if (rank == 0)
+        rank = 1;
+    uint64_t seen = 0;
+    for (uint32_t b = 0; b < ROLLUP_BINS; b++) {
+        seen += h->n[b];
+        if (seen >= rank) {
+            uint64_t m = bin_mid(b);
+            return m > max_ns ? max_ns : m;
+        }
+    }
+    return max_ns;
+}

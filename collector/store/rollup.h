@@ -1,0 +1,127 @@
+/*
+ * rollup.h — a segment's aggregates, computed once from its records so that
+ * aggregate questions (poll counts and durations per location, a worker's
+ * busy and parked time and run-queue waits, per second) are answered without
+ * reading the records again.
+ *
+ * Called by: reindex.c (rollup_file: the one function that computes a
+ * segment's rollups, for the collector's seal, start-up recovery,
+ * `d9 fsck --repair` and `d9 pull` alike), idx.c (stores the bytes), and
+ * readers (d9 sql's poll_stats and worker_stats, fsck) through
+ * rollup_decode. Must never: trust stored bytes (rollup_decode checks
+ * everything: lengths, CRC, order, sums; fuzzed by tests/fuzz/fuzz_rollup.c),
+ * or keep memory per record (per key and per histogram bin in use only).
+ *
+ * What is counted (the definitions readers rely on), from one segment file
+ * alone, in file order, per thread (ring generation):
+ *   - a poll is a poll_start record; its key is (runtime, worker, location)
+ *     of that record and its bucket the ROLLUP_BUCKET_NS interval holding
+ *     its start. It is paired with the next poll_end of the same task on the
+ *     same thread (polls nest: block_on inside a poll); a poll without an
+ *     end in the segment (still running at the seal, its end dropped, or a
+ *     second start of the same task open on the thread) is `unfinished`:
+ *     counted in count, not in sum, max or the histogram. A poll_end without
+ *     a start in the segment adds nothing;
+ *   - sum_ns, max_ns and the histogram are over the finished polls'
+ *     durations (end.ts - start.ts), the whole duration in the start's bucket;
+ *   - per worker (runtime, worker) and bucket: polls (as above), busy_ns =
+ *     the durations of its outermost finished polls, parks = worker_park
+ *     records, parked_ns = unpark.ts - park.ts of the park intervals that
+ *     close in the segment (in the park's bucket), waits / wait_sum_ns /
+ *     wait_max_ns = every sampled park AND unpark record's sched_wait_ns (the
+ *     definition of collector/query/q_sched.h), in the record's bucket.
+ * So for whole buckets, the counts and sums equal a raw scan of the same
+ * segments that uses the same pairing rule per segment.
+ *
+ * Histogram: log-linear, ROLLUP_SUB sub-bins per power of two; values below
+ * ROLLUP_SUB have a bin each. A quantile is reported as its bin's middle,
+ * within 1/(2*ROLLUP_SUB) = 6.25 % of the true value (and never above max).
+ *
+ * Stored bytes (little-endian; version ROLLUP_VERSION):
+ *   header   magic "D9RU", u16 version, u16 0, u32 npoll, u32 nworker,
+ *            u64 bucket_ns, u32 crc32c (of everything after the header), u32 0
+ *   npoll x  u16 runtime, u16 worker, u32 loc, u64 bucket (start ns),
+ *            u64 count, u64 unfinished, u64 sum_ns, u64 max_ns, u32 nbins, u32 0,
+ *            nbins x (u32 bin, u32 n): bins strictly increasing, n > 0,
+ *            sum of n = count - unfinished
+ *   nworker x u16 runtime, u16 worker, u32 0, u64 bucket, u64 polls, u64 busy_ns,
+ *            u64 parks, u64 parked_ns, u64 waits, u64 wait_sum_ns, u64 wait_max_ns
+ * Entries are sorted by key (poll: bucket, runtime, worker, loc; worker:
+ * bucket, runtime, worker), each key once.
+ */
+#ifndef D9_COL_ROLLUP_H
+#define D9_COL_ROLLUP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct seg_block;
+
+#define ROLLUP_VERSION     1u
+#define ROLLUP_BUCKET_NS   1000000000ull          /* 1 s */
+#define ROLLUP_SUB_BITS    3u
+#define ROLLUP_SUB         (1u << ROLLUP_SUB_BITS)  /* sub-bins per power of two */
+#define ROLLUP_BINS        ((64u - ROLLUP_SUB_BITS + 1u) * ROLLUP_SUB)
+#define ROLLUP_HDR_SIZE    32u
+#define ROLLUP_POLL_SIZE   56u                    /* without its bins */
+#define ROLLUP_BIN_SIZE    8u
+#define ROLLUP_WORKER_SIZE 72u
+
+struct rollup;
+
+int rollup_new(struct rollup **out);
+void rollup_free(struct rollup *r);
+/* Feed one block of a segment, in file order (non-DATA blocks are ignored).
+ * 0 or -ENOMEM / -EBADMSG (a record that does not parse). */
+int rollup_feed_block(struct rollup *r, const struct seg_block *b);
+/* The stored bytes of everything fed (malloc'ed into *out). 0 or -ENOMEM. */
+int rollup_encode(const struct rollup *r, uint8_t **out, size_t *len);
+
+/* THE computation: the rollups of the sealed segment file at path. 0 or
+ * -errno (the file unreadable or corrupt: seg_reader's checks). */
+int rollup_file(const char *path, uint8_t **out, size_t *len);
+
+/* ---- reading stored bytes ---- */
+
+struct rollup_poll {
+    uint16_t runtime, worker;
+    uint32_t loc;
+    uint64_t bucket_ns, count, unfinished, sum_ns, max_ns;
+    uint32_t nbins;
+    const uint8_t *bins;            /* nbins x (u32 bin, u32 n), inside the checked bytes */
+};
+
+struct rollup_worker {
+    uint16_t runtime, worker;
+    uint64_t bucket_ns, polls, busy_ns, parks, parked_ns, waits, wait_sum_ns, wait_max_ns;
+};
+
+struct rollup_view {
+    const uint8_t *buf;
+    size_t len;
+    uint32_t npoll, nworker;
+    size_t workers_off;
+};
+
+/* Check stored bytes completely (see the header); 0 or -EBADMSG with a
+ * reason in why. */
+int rollup_decode(const uint8_t *buf, size_t len, struct rollup_view *v, char *why,
+                  size_t why_cap);
+/* Iterate a decoded view: *off = 0 first; 1 = *out set, 0 = end. */
+int rollup_next_poll(const struct rollup_view *v, size_t *off, uint32_t *i,
+                     struct rollup_poll *out);
+int rollup_worker_at(const struct rollup_view *v, uint32_t i, struct rollup_worker *out);
+
+/* Histograms merged at query time. */
+struct rollup_hist {
+    uint64_t n[ROLLUP_BINS];
+    uint64_t total;
+};
+void rollup_hist_add(struct rollup_hist *h, const struct rollup_poll *p);
+uint32_t rollup_bin(uint64_t v);
+/* The same over one checked entry's own bins (no merge). */
+uint64_t rollup_poll_quantile(const struct rollup_poll *p, double q);
+/* The q-quantile (0 < q <= 1) of h, as its bin's middle, at most max_ns; 0 if empty. */
+uint64_t rollup_hist_quantile(const struct rollup_hist *h, double q, uint64_t max_ns);
+
+#endif /* D9_COL_ROLLUP_H */

@@ -1,0 +1,336 @@
+/*
+ * test_rollup.c — a segment's rollups (collector/store/rollup.c), as a
+ * specification: what is counted where, pairing across blocks, nesting,
+ * unfinished polls, workers' busy/parked time and waits, quantiles within
+ * the stated error, and stored bytes checked before use.
+ */
+#include <errno.h>
+#include <ftw.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include "collector/store/rollup.h"
+#include "collector/store/seg_reader.h"
+#include "collector/store/seg_writer.h"
+
+#define S 1000000000ull
+#define MS 1000000ull
+#define US 1000ull
+
+struct fx {
+    char dir[64];
+};
+
+static int rm_cb(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+    (void)st; (void)flag; (void)f;
+    return remove(p);
+}
+
+static int setup(void **state)
+{
+    struct fx *fx = calloc(1, sizeof *fx);
+    strcpy(fx->dir, "/tmp/d9rolluptest.XXXXXX");
+    assert_non_null(mkdtemp(fx->dir));
+    *state = fx;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fx *fx = *state;
+    nftw(fx->dir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
+    free(fx);
+    return 0;
+}
+
+static const struct seg_proc_info proc = {
+    .pid = 4242, .uid = 1000, .start_time = 777, .clock_source = D9_CLOCK_MONOTONIC,
+    .host = "testhost", .comm = "worker", .exe = "/usr/bin/worker",
+};
+
+struct buf {
+    uint8_t b[1 << 16];
+    size_t len;
+    uint32_t seq;
+};
+
+static void start(struct buf *x, uint64_t ts, uint64_t task, uint32_t loc, uint16_t worker)
+{
+    struct d9_rec_poll_start r = { .h = { .len = sizeof r, .type = D9_REC_POLL_START,
+                                          .seq = x->seq++, .ts = ts },
+                                   .task = task, .loc = loc, .runtime = 1, .worker = worker };
+    memcpy(x->b + x->len, &r, sizeof r);
+    x->len += sizeof r;
+}
+
+static void end(struct buf *x, uint64_t ts, uint64_t task, uint16_t worker)
+{
+    struct d9_rec_poll_end r = { .h = { .len = sizeof r, .type = D9_REC_POLL_END,
+                                        .seq = x->seq++, .ts = ts },
+                                 .task = task, .runtime = 1, .worker = worker };
+    memcpy(x->b + x->len, &r, sizeof r);
+    x->len += sizeof r;
+}
+
+static void park(struct buf *x, uint64_t ts, int is_park, uint32_t flags, uint64_t wait)
+{
+    struct d9_rec_worker r = { .h = { .len = sizeof r, .seq = x->seq++, .ts = ts,
+                                      .type = is_park ? D9_REC_WORKER_PARK : D9_REC_WORKER_UNPARK },
+                               .runtime = 1, .worker = 0, .flags = flags, .sched_wait_ns = wait };
+    memcpy(x->b + x->len, &r, sizeof r);
+    x->len += sizeof r;
+}
+
+static void flush(struct seg_writer *w, struct buf *x, uint32_t ring)
+{
+    assert_int_equal(seg_writer_add_data(w, 100 + ring, ring, 1, 0, x->b, x->len), 0);
+    x->len = 0;
+}
+
+/* The known segment of the header comment of the first test. */
+static void write_known(const char *dir, struct seg_summary *sum)
+{
+    struct seg_writer *w;
+    static struct buf a, b;
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    assert_int_equal(seg_writer_open(&w, dir, 1, &proc, NULL, 0), 0);
+    start(&a, 1 * S, 1, 1, 0);
+    end(&a, 1 * S + 100 * US, 1, 0);
+    start(&a, 1 * S + 500 * MS, 2, 2, 0);
+    flush(w, &a, 0);                                    /* this poll ends in the next block */
+    start(&b, 1 * S + 200 * MS, 1, 1, 1);
+    end(&b, 1 * S + 200 * MS + 200 * US, 1, 1);
+    flush(w, &b, 1);
+    end(&a, 1 * S + 503 * MS, 2, 0);
+    start(&a, 2 * S + 200 * MS, 3, 1, 0);               /* outer */
+    start(&a, 2 * S + 300 * MS, 4, 2, 0);               /* nested inside it */
+    end(&a, 2 * S + 400 * MS, 4, 0);
+    end(&a, 2 * S + 900 * MS, 3, 0);
+    start(&a, 2 * S + 950 * MS, 5, 1, 0);               /* never ends: unfinished */
+    end(&a, 2 * S + 960 * MS, 9, 0);                    /* no start: adds nothing */
+    park(&a, 3 * S, 1, 0, 500);
+    park(&a, 3 * S + 400 * MS, 0, 0, 700);
+    park(&a, 3 * S + 500 * MS, 1, D9_WORKER_UNSAMPLED, 0);
+    flush(w, &a, 0);
+    assert_int_equal(seg_writer_seal(w, sum), 0);
+    seg_writer_free(w);
+}
+
+static int find_poll(const struct rollup_view *v, uint64_t bucket, uint16_t worker, uint32_t loc,
+                     struct rollup_poll *out)
+{
+    size_t off = 0;
+    uint32_t i = 0;
+    while (rollup_next_poll(v, &off, &i, out) == 1)
+        if (out->bucket_ns == bucket && out->worker == worker && out->loc == loc &&
+            out->runtime == 1)
+            return 1;
+    return 0;
+}
+
+static int find_worker(const struct rollup_view *v, uint64_t bucket, uint16_t worker,
+                       struct rollup_worker *out)
+{
+    for (uint32_t i = 0; i < v->nworker; i++) {
+        assert_int_equal(rollup_worker_at(v, i, out), 0);
+        if (out->bucket_ns == bucket && out->worker == worker && out->runtime == 1)
+            return 1;
+    }
+    return 0;
+}
+
+static void expect_poll(const struct rollup_view *v, uint64_t bucket, uint16_t worker,
+                        uint32_t loc, uint64_t count, uint64_t unfinished, uint64_t sum,
+                        uint64_t max)
+{
+    struct rollup_poll p;
+    assert_true(find_poll(v, bucket, worker, loc, &p));
+    assert_int_equal(p.count, count);
+    assert_int_equal(p.unfinished, unfinished);
+    assert_int_equal(p.sum_ns, sum);
+    assert_int_equal(p.max_ns, max);
+}
+
+/* Polls by the bucket of their start, paired across blocks, nested polls
+ * each counted, an unfinished one in count only, an end without a start
+ * ignored; workers' busy time from outermost polls, parked time from park
+ * to unpark, waits from every sampled park and unpark. */
+static void test_a_known_segment_rolls_up_to_its_definitions(void **state)
+{
+    struct fx *fx = *state;
+    struct seg_summary sum;
+    write_known(fx->dir, &sum);
+    uint8_t *buf;
+    size_t len;
+    assert_int_equal(rollup_file(sum.path, &buf, &len), 0);
+    struct rollup_view v;
+    char why[128];
+    int rc = rollup_decode(buf, len, &v, why, sizeof why);
+    if (rc != 0)
+        fail_msg("%s", why);
+    assert_int_equal(v.npoll, 5);
+    expect_poll(&v, 1 * S, 0, 1, 1, 0, 100 * US, 100 * US);
+    expect_poll(&v, 1 * S, 0, 2, 1, 0, 3 * MS, 3 * MS);
+    expect_poll(&v, 1 * S, 1, 1, 1, 0, 200 * US, 200 * US);
+    expect_poll(&v, 2 * S, 0, 1, 2, 1, 700 * MS, 700 * MS);
+    expect_poll(&v, 2 * S, 0, 2, 1, 0, 100 * MS, 100 * MS);
+    struct rollup_worker w;
+    assert_true(find_worker(&v, 1 * S, 0, &w));
+    assert_int_equal(w.polls, 2);
+    assert_int_equal(w.busy_ns, 100 * US + 3 * MS);
+    assert_true(find_worker(&v, 1 * S, 1, &w));
+    assert_int_equal(w.busy_ns, 200 * US);
+    assert_true(find_worker(&v, 2 * S, 0, &w));
+    assert_int_equal(w.polls, 3);
+    assert_int_equal(w.busy_ns, 700 * MS);             /* the nested poll is inside it */
+    assert_true(find_worker(&v, 3 * S, 0, &w));
+    assert_int_equal(w.parks, 2);
+    assert_int_equal(w.parked_ns, 400 * MS);           /* the second park never closes */
+    assert_int_equal(w.waits, 2);
+    assert_int_equal(w.wait_sum_ns, 1200);
+    assert_int_equal(w.wait_max_ns, 700);
+    assert_int_equal(v.nworker, 4);
+    free(buf);
+}
+
+/* The same file always gives the same bytes (the collector's seal and every
+ * re-index compute the same rollups). */
+static void test_rollups_of_a_file_are_deterministic(void **state)
+{
+    struct fx *fx = *state;
+    struct seg_summary sum;
+    write_known(fx->dir, &sum);
+    uint8_t *a, *b;
+    size_t la, lb;
+    assert_int_equal(rollup_file(sum.path, &a, &la), 0);
+    assert_int_equal(rollup_file(sum.path, &b, &lb), 0);
+    assert_int_equal(la, lb);
+    assert_memory_equal(a, b, la);
+    free(a);
+    free(b);
+}
+
+/* p50 and p99 are within 1/(2 * ROLLUP_SUB) of the true value. */
+static void test_quantiles_are_within_the_stated_error(void **state)
+{
+    struct fx *fx = *state;
+    struct seg_writer *w;
+    static struct buf a;
+    memset(&a, 0, sizeof a);
+    assert_int_equal(seg_writer_open(&w, fx->dir, 2, &proc, NULL, 0), 0);
+    uint64_t t = 5 * S;
+    for (uint64_t i = 1; i <= 1000; i++) {          /* durations 1..1000 us, in one bucket */
+        start(&a, t, i, 1, 0);
+        end(&a, t + i * US, i, 0);
+        t += i * US;
+        if (a.len > sizeof a.b - 64)
+            flush(w, &a, 0);
+    }
+    flush(w, &a, 0);
+    struct seg_summary sum;
+    assert_int_equal(seg_writer_seal(w, &sum), 0);
+    seg_writer_free(w);
+    uint8_t *buf;
+    size_t len;
+    assert_int_equal(rollup_file(sum.path, &buf, &len), 0);
+    struct rollup_view v;
+    assert_int_equal(rollup_decode(buf, len, &v, NULL, 0), 0);
+    struct rollup_hist *h = calloc(1, sizeof *h);
+    struct rollup_poll p;
+    size_t off = 0;
+    uint32_t i = 0, n = 0;
+    uint64_t max = 0;
+    while (rollup_next_poll(&v, &off, &i, &p) == 1) {
+        rollup_hist_add(h, &p);
+        max = p.max_ns > max ? p.max_ns : max;
+        n++;
+    }
+    assert_int_equal(h->total, 1000);
+    assert_int_equal(max, 1000 * US);
+    double p50 = (double)rollup_hist_quantile(h, 0.5, max);
+    double p99 = (double)rollup_hist_quantile(h, 0.99, max);
+    assert_true(p50 >= 500e3 * (1 - 1.0 / 16) && p50 <= 500e3 * (1 + 1.0 / 16));
+    assert_true(p99 >= 990e3 * (1 - 1.0 / 16) && p99 <= 990e3 * (1 + 1.0 / 16));
+    assert_true(rollup_hist_quantile(h, 1.0, max) <= max);
+    free(h);
+    free(buf);
+}
+
+/* Bins: exact below ROLLUP_SUB, monotonic, each within its power of two. */
+static void test_bins_are_monotonic_and_cover_every_value(void **state)
+{
+    (void)state;
+    uint32_t prev = 0;
+    for (uint64_t v = 0; v < 100000; v++) {
+        uint32_t b = rollup_bin(v);
+        assert_true(b >= prev);
+        assert_true(b < ROLLUP_BINS);
+        prev = b;
+    }
+    assert_int_equal(rollup_bin(7), 7);
+    assert_true(rollup_bin(UINT64_MAX) == ROLLUP_BINS - 1);
+}
+
+/* Stored bytes are hostile: a flipped byte anywhere, a truncation at any
+ * length, another version: refused with a reason, never a crash. */
+static void test_stored_bytes_are_checked_before_use(void **state)
+{
+    struct fx *fx = *state;
+    struct seg_summary sum;
+    write_known(fx->dir, &sum);
+    uint8_t *buf;
+    size_t len;
+    assert_int_equal(rollup_file(sum.path, &buf, &len), 0);
+    struct rollup_view v;
+    char why[160];
+    for (size_t i = 0; i < len; i++) {
+        buf[i] ^= 0x10;
+        assert_int_equal(rollup_decode(buf, len, &v, why, sizeof why), -EBADMSG);
+        buf[i] ^= 0x10;
+    }
+    for (size_t n = 0; n < len; n++)
+        assert_int_equal(rollup_decode(buf, n, &v, why, sizeof why), -EBADMSG);
+    buf[4] = ROLLUP_VERSION + 1;
+    assert_int_equal(rollup_decode(buf, len, &v, why, sizeof why), -EBADMSG);
+    assert_non_null(strstr(why, "is not supported (this d9 reads version 1)"));
+    free(buf);
+}
+
+/* A corrupt segment has no rollups (the reader's error), not wrong ones. */
+static void test_a_corrupt_segment_gives_no_rollups(void **state)
+{
+    struct fx *fx = *state;
+    struct seg_summary sum;
+    write_known(fx->dir, &sum);
+    FILE *f = fopen(sum.path, "r+b");
+    assert_non_null(f);
+    assert_int_equal(fseek(f, SEG_HDR_SIZE + SEG_BLOCK_HDR_SIZE + 8, SEEK_SET), 0);
+    fputc(0x5a, f);
+    fclose(f);
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    assert_int_equal(rollup_file(sum.path, &buf, &len), -EBADMSG);
+    assert_null(buf);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_a_known_segment_rolls_up_to_its_definitions, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rollups_of_a_file_are_deterministic, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_quantiles_are_within_the_stated_error, setup, teardown),
+        cmocka_unit_test(test_bins_are_monotonic_and_cover_every_value),
+        cmocka_unit_test_setup_teardown(test_stored_bytes_are_checked_before_use, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_corrupt_segment_gives_no_rollups, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -250,6 +250,7 @@ struct tl {
     size_t evlen;
     uint64_t nevents, events_total;
     uint32_t ev_limit;
+    char **col_ev;                  /* timeline: the first matching event of each column */
     int err;
 };
 
@@ -452,22 +453,68 @@ static bool event_matches(const struct tl *t, const struct q_decoded *d)
     return strcmp(b, p->value) == 0;
 }
 
-static void event_out(struct tl *t, const struct q_rec_src *src, struct lane *l,
-                      const struct q_decoded *d)
+static void event_json(FILE *f, const struct tl *t, const struct q_rec_src *src,
+                       const struct lane *l, const struct q_decoded *d)
 {
-    t->events_total++;
-    if (t->nevents >= t->ev_limit)
-        return;
-    FILE *f = t->ev;
-    fprintf(f, "%s\n{\"t\":%" PRIu64 ",\"tid\":%" PRIu32 ",\"lane\":%d,\"name\":",
-            t->nevents ? "," : "", d->ts - t->from, src->tid,
-            l ? (int)lane_index(t, l) : -1);
+    fprintf(f, "{\"t\":%" PRIu64 ",\"tid\":%" PRIu32 ",\"lane\":%d,\"name\":",
+            d->ts - t->from, src->tid, l ? (int)lane_index(t, l) : -1);
     const char *n = d->event ? d->event : "custom";
     q_text_json(f, n, strlen(n));
     fputs(",\"fields\":{", f);
     q_decode_print_json_members(f, d, d->first_custom, d->nfields, false);
     fputs("}}", f);
+}
+
+/* /api/events: the first ev_limit in time order (the page's table). A
+ * timeline keeps the first event of each pixel column instead, and
+ * events_sample picks among the columns evenly: markers over the whole
+ * window, not its first ev_limit events at the left edge. */
+static void event_out(struct tl *t, const struct q_rec_src *src, struct lane *l,
+                      const struct q_decoded *d)
+{
+    t->events_total++;
+    if (t->col_ev) {
+        uint32_t px = px_of(t, d->ts);
+        if (t->col_ev[px])
+            return;
+        char *b = NULL;
+        size_t n = 0;
+        FILE *f = open_memstream(&b, &n);
+        if (!f) {
+            t->err = -ENOMEM;
+            return;
+        }
+        event_json(f, t, src, l, d);
+        if (fclose(f) != 0) {
+            free(b);
+            t->err = -ENOMEM;
+            return;
+        }
+        t->col_ev[px] = b;
+        return;
+    }
+    if (t->nevents >= t->ev_limit)
+        return;
+    fputs(t->nevents ? ",\n" : "\n", t->ev);
+    event_json(t->ev, t, src, l, d);
     t->nevents++;
+}
+
+static void events_sample(struct tl *t)
+{
+    uint32_t cols = 0;
+    for (uint32_t px = 0; px < t->width; px++)
+        cols += t->col_ev[px] != NULL;
+    uint32_t k = cols > t->ev_limit ? (cols + t->ev_limit - 1) / t->ev_limit : 1;
+    for (uint32_t px = 0, i = 0; px < t->width; px++) {
+        if (!t->col_ev[px])
+            continue;
+        if (i++ % k == 0 && t->nevents < t->ev_limit) {
+            fputs(t->nevents ? ",\n" : "\n", t->ev);
+            fputs(t->col_ev[px], t->ev);
+            t->nevents++;
+        }
+    }
 }
 
 /* A gap (q_filter.gaps) of src's thread: listed for the page (bounded). */
@@ -1168,6 +1215,9 @@ static void tl_free(struct tl *t)
     free(t->wakes);
     if (t->ev)
         fclose(t->ev);
+    for (uint32_t px = 0; t->col_ev && px < t->width; px++)
+        free(t->col_ev[px]);
+    free(t->col_ev);
     free(t->evbuf);
 }
 
@@ -1212,8 +1262,10 @@ static int api_timeline(struct q_store *s, const struct serve_params *p, FILE *o
     t->items = malloc(SERVE_API_MAX_ITEMS * sizeof *t->items);
     t->wakes = malloc(SERVE_API_MAX_WAKES * sizeof *t->wakes);
     t->ev = open_memstream(&t->evbuf, &t->evlen);
+    t->col_ev = events_only ? NULL : calloc(t->width, sizeof *t->col_ev);
     int status = 200;
-    if (!t->items || !t->wakes || !t->ev || q_pair_new(&t->polls) < 0 ||
+    if (!t->items || !t->wakes || !t->ev || (!events_only && !t->col_ev) ||
+        q_pair_new(&t->polls) < 0 ||
         q_wake_new(&t->pending) < 0) {
         status = error(out, 500, "out of memory");
         goto done;
@@ -1272,6 +1324,8 @@ static int api_timeline(struct q_store *s, const struct serve_params *p, FILE *o
         }
         t->broken = q_pair_stats(t->polls)->broken;
     }
+    if (t->col_ev)
+        events_sample(t);
     fflush(t->ev);
     if (r < 0 || t->err) {
         status = error(out, 500, t->err == -ENOMEM ? "out of memory" : "cannot read the store");

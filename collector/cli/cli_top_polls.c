@@ -335,6 +335,7 @@ CLI_DECLARE_CMD(top_polls)
         .pid = a.pid,
         .tid = a.tid,
         .types = 1u << D9_REC_POLL_START | 1u << D9_REC_POLL_END,
+        .gaps = true,                   /* never pair a poll across a block not read */
     };
     q_store_window_resolve(s, &a.win, a.pid, &f.from, &f.to);
     struct q_scan_stats st;
@@ -372,6 +373,9 @@ CLI_DECLARE_CMD(top_polls)
     if (r >= 0 && a.win.kind == Q_WIN_ALL && (ps->unpaired_ends || ps->replaced_starts))
         cli_warn(env, "%" PRIu64 " poll ends without a start and %" PRIu64 " starts without an "
                  "end (records dropped?)", ps->unpaired_ends, ps->replaced_starts);
+    if (r >= 0 && ps->broken)
+        cli_warn(env, "%" PRIu64 " polls cut by blocks that could not be read are left out "
+                 "(never paired across the gap)", ps->broken);
     if (st.lost && r >= 0)
         cli_warn_lost(s, env, a.pid, f.from, f.to, st.lost);
     q_pair_free(sa.polls);

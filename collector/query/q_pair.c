@@ -182,9 +182,28 @@ static int close_poll(struct q_pair *p, const struct q_rec_src *src, uint64_t ta
     return 0;
 }
 
+int q_pair_seed(struct q_pair *p, const struct q_poll *open)
+{
+    struct q_rec_src src = { .process_id = open->process_id, .pid = open->pid, .tid = open->tid,
+                             .ring = open->ring, .generation = open->generation };
+    struct d9_rec_poll_start r = { .h = { .ts = open->start_ns }, .task = open->task,
+                                   .loc = open->loc, .runtime = open->runtime,
+                                   .worker = open->worker };
+    return open_poll(p, &src, &r);
+}
+
 int q_pair_feed(struct q_pair *p, const struct q_rec_src *src, const struct d9_rec_hdr *rec,
                    size_t len, struct q_poll *done)
 {
+    if (!rec) {
+        struct thr *t = slot(p->t, p->cap, src->process_id, src->ring, src->generation);
+        p->st.gaps++;
+        if (t->used) {
+            p->st.broken += t->nopen;
+            t->nopen = 0;
+        }
+        return 0;
+    }
     if (shm_record_check(rec, len) < 0)
         return 0;
     switch (rec->type) {

@@ -9,6 +9,11 @@
  * dropped) is counted as unpaired; a second poll_start of the same task on
  * the same thread replaces the first (its end was dropped) and is counted.
  *
+ * A gap (a block of the thread that could not be read: rec == NULL from a
+ * scan with q_filter.gaps) ends the thread's open polls and parks unpaired
+ * (counted as broken): an end after a gap may belong to a later start lost
+ * in it, and pairing across would invent a poll as long as the gap.
+ *
  * With q_pair_track_parks(), worker_park / worker_unpark pairs on a thread
  * are paired the same way into "parked" intervals (task = Q_POLL_PARKED,
  * feed returns 2), for export.
@@ -43,6 +48,8 @@ struct q_pair_stats {
     uint64_t paired;
     uint64_t unpaired_ends;         /* poll_end without a poll_start */
     uint64_t replaced_starts;       /* poll_start of a task already open on that thread */
+    uint64_t broken;                /* polls and parks open when a gap of their thread came */
+    uint64_t gaps;                  /* gaps fed */
 };
 
 struct q_pair;
@@ -63,10 +70,16 @@ void q_pair_track_parks(struct q_pair *p);
  * nor listed by q_pair_next_open. The strings must outlive p. */
 void q_pair_only(struct q_pair *p, const char *runtime, const char *location);
 
-/* Feed one record (other types are ignored). Returns 1 and fills *done when
- * rec closes a poll, 2 when it closes a parked interval, 0 otherwise, -ENOMEM. */
+/* Feed one record (other types are ignored), or a gap of src's thread
+ * (rec == NULL). Returns 1 and fills *done when rec closes a poll, 2 when it
+ * closes a parked interval, 0 otherwise, -ENOMEM. */
 int q_pair_feed(struct q_pair *p, const struct q_rec_src *src, const struct d9_rec_hdr *rec,
                    size_t len, struct q_poll *done);
+
+/* Make *open (end_ns 0) an open poll or park (task Q_POLL_PARKED) of its
+ * thread, as if its start had been fed: for a reader that found the polls
+ * open at a window's start by looking back. 0 or -ENOMEM. */
+int q_pair_seed(struct q_pair *p, const struct q_poll *open);
 
 /* Polls still open after the last record: call with *it = 0 until it returns 0. */
 int q_pair_next_open(const struct q_pair *p, size_t *it, struct q_poll *out);

@@ -34,7 +34,9 @@ struct rd_entry {                   /* an open segment file */
     struct q_loc_cache code;  /* code locations named so far */
 };
 
-struct cursor {                     /* one block being merged */
+struct cursor {                     /* one block being merged, or a gap (a block not read) */
+    bool gap;                       /* cur is gap_hdr; delivered once as rec == NULL */
+    struct d9_rec_hdr gap_hdr;
     struct rd_entry *rd;
     uint8_t *payload;
     size_t len, off;
@@ -262,6 +264,8 @@ static void cursor_free(struct cursor *c)
 /* Advance to the next record passing the filter. false at the end. */
 static bool cursor_advance(struct scan *sc, struct cursor *c)
 {
+    if (c->gap)
+        return false;
     for (;;) {
         if (c->off >= c->len)
             return false;
@@ -299,12 +303,55 @@ static void thread_name(struct scan *sc, struct cursor *c)
 
 /* Open block q (a row of the index); pushes a cursor when it has a
  * matching record. Returns 0 or -ENOMEM. */
+static int heap_reserve(struct scan *sc)
+{
+    if (sc->nheap < sc->capheap)
+        return 0;
+    size_t nc = sc->capheap ? sc->capheap * 2 : 16;
+    struct heap_ent *n = realloc(sc->heap, nc * sizeof *n);
+    if (!n)
+        return -ENOMEM;
+    sc->heap = n;
+    sc->capheap = nc;
+    return 0;
+}
+
+/* Block q could not be read: with f->gaps, a cursor that delivers it once,
+ * as a gap of its ring, at its first time within the window (the index's
+ * times: the block itself is not trusted). */
+static int push_gap(struct scan *sc, const struct idx_read_block *q)
+{
+    if (!sc->f->gaps || q->ring >= D9_RINGS_MAX)
+        return 0;
+    struct cursor *c = calloc(1, sizeof *c);
+    if (!c || heap_reserve(sc) < 0) {
+        free(c);
+        return -ENOMEM;
+    }
+    c->gap = true;
+    c->key = q->t_first < sc->f->from ? sc->f->from : q->t_first;
+    c->gap_hdr.ts = c->key;
+    c->cur = &c->gap_hdr;
+    c->seq = sc->next_seq++;
+    c->t_last = q->t_last;
+    c->tid = q->tid;
+    c->ring = q->ring;
+    c->generation = q->generation;
+    c->src = (struct q_rec_src){
+        .process_id = q->process_id, .pid = q->pid, .comm = "", .tid = q->tid, .ring = q->ring,
+        .generation = q->generation, .thread = "", .segment_id = q->segment_id,
+        .gap_from = q->t_first, .gap_to = q->t_last,
+    };
+    heap_push(sc, c);
+    return 0;
+}
+
 static int open_block(struct scan *sc, const struct idx_read_block *q)
 {
     uint64_t seg_id = q->segment_id, offset = q->offset;
     struct rd_entry *rd = rd_get(sc, seg_id, q->path, q->process_id, q->pid, q->comm);
     if (!rd)
-        return 0;
+        return push_gap(sc, q);
     struct seg_block b;
     int rc = seg_reader_seek(rd->r, offset);
     if (rc == 0)
@@ -315,7 +362,7 @@ static int open_block(struct scan *sc, const struct idx_read_block *q)
         fprintf(stderr, "%s: warning: %s/%s: block at offset %" PRIu64 " unreadable (%s), "
                 "skipped\n", sc->prog, q_store_dir(sc->s), q->path, offset,
                 why ? why : rc < 0 ? "corrupt" : rc == 0 ? "past the end" : "not a data block");
-        return 0;
+        return push_gap(sc, q);
     }
     sc->st->blocks++;
     sc->st->lost += b.h.lost;
@@ -338,7 +385,7 @@ static int open_block(struct scan *sc, const struct idx_read_block *q)
     c->t_last = b.h.t_last;
     for (size_t i = 0; c->ring < D9_RINGS_MAX && i < sc->nheap; i++) {  /* the ring's earlier block */
         const struct cursor *o = sc->heap[i].c;
-        if (o->rd->process_id == rd->process_id && o->ring == c->ring &&
+        if (o->src.process_id == rd->process_id && o->ring == c->ring &&
             o->generation == c->generation && o->t_last > c->key)
             c->key = o->t_last;
     }
@@ -359,15 +406,9 @@ static int open_block(struct scan *sc, const struct idx_read_block *q)
         .segment_id = rd->segment_id,
         .meta = &rd->meta,
     };
-    if (sc->nheap == sc->capheap) {
-        size_t nc = sc->capheap ? sc->capheap * 2 : 16;
-        struct heap_ent *n = realloc(sc->heap, nc * sizeof *n);
-        if (!n) {
-            cursor_free(c);
-            return -ENOMEM;
-        }
-        sc->heap = n;
-        sc->capheap = nc;
+    if (heap_reserve(sc) < 0) {
+        cursor_free(c);
+        return -ENOMEM;
     }
     heap_push(sc, c);
     return 0;
@@ -427,12 +468,17 @@ int q_scan_next(struct q_scan_it *it, struct q_rec_src *src,
         return 0;
     struct cursor *c = sc->heap[0].c;
     *src = c->src;
+    sc->pending = c;                /* stays at heap[0] until the next call */
+    if (c->gap) {
+        *rec = NULL;
+        *len = 0;
+        return 1;
+    }
     sc->st->records++;
     if (c->cur->ts > sc->st->t_last)
         sc->st->t_last = c->cur->ts;
     *rec = c->cur;
     *len = c->cur_len;
-    sc->pending = c;                /* stays at heap[0] until the next call */
     return 1;
 }
 

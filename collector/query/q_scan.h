@@ -34,6 +34,12 @@ struct q_filter {
      * of them whatever its time: the snapshots that hold in the window */
     bool by_ring;
     uint32_t ring;
+    /* deliver each DATA block that could not be read (corrupt, truncated,
+     * its file gone) as a gap of its ring: fn gets rec == NULL and len 0,
+     * src names the ring as the index has it (meta and thread may be NULL
+     * or ""), in time order at the block's first time. For readers that
+     * must not pair records across it (q_pair_feed). */
+    bool gaps;
 };
 
 /* Who a record belongs to; valid during the callback only. */
@@ -44,7 +50,8 @@ struct q_rec_src {
     uint32_t tid, ring, generation;
     const char *thread;                 /* thread name, "" when unknown */
     uint64_t segment_id;
-    const struct q_meta_src *meta;    /* names for runtime/location/schema ids */
+    const struct q_meta_src *meta;    /* names for runtime/location/schema ids (NULL in a gap) */
+    uint64_t gap_from, gap_to;          /* a gap (rec == NULL): the time range the index gives */
 };
 
 /* Return 0 to go on, 1 to stop the scan, <0 to abort with that error. */

@@ -176,13 +176,19 @@ static int api_processes(struct q_store *s, FILE *out)
 
 /* ---- timeline ------------------------------------------------------------------- */
 struct cell {                       /* one pixel column of a lane */
-    uint64_t busy_ns, max_ns, parked_ns, sched_max_ns;
-    uint32_t count, max_loc, samples, offcpu;
+    uint64_t busy_ns, max_ns, parked_ns, sched_max_ns;   /* max_ns: of the polls over it */
+    uint32_t count;                 /* polls counted here: that start in it (or, started
+                                     * before the window, its first column) */
+    uint32_t carried;               /* polls over it counted in an earlier column */
+    uint32_t max_loc, samples, offcpu;
 };
 
 struct lane {
     uint32_t tid;
     char name[32];
+    uint64_t first_ns, last_ns;     /* the thread's time range in the index, 0 = unknown */
+    uint64_t seen_until;            /* its last record read (what an unfinished poll lasts to) */
+    uint64_t waiting;               /* its polls and parks open at the window's end */
     struct cell *c;                 /* width cells */
     uint64_t hist[SERVE_API_HIST];  /* sched delay, log2 ns */
     uint64_t polls;
@@ -195,7 +201,7 @@ struct item {                       /* one poll (task != PARKED) or parked span 
 };
 
 struct top {
-    uint64_t start, dur, task;
+    uint64_t start, dur, task;      /* start may be before the window */
     uint32_t lane, loc;
     bool unfinished;
     enum q_open_why why;            /* when unfinished */
@@ -209,7 +215,16 @@ struct counter {
 
 struct tl {
     const struct serve_params *p;
+    struct q_store *s;
+    struct q_names *names;          /* location names without a scan's metadata, lazily */
     int64_t process_id;
+    uint64_t proc_first, proc_last;
+    uint64_t bad_blocks, missing_segments, lost;   /* of every scan of the answer */
+    uint64_t broken;                /* polls and parks cut by a block not read */
+    uint64_t gaps[SERVE_API_MAX_GAPS][3];   /* lane, first ns, last ns of a block not read */
+    size_t ngaps;
+    uint64_t edge_records;          /* read by the look-back and look-ahead scans */
+    bool edge_partial;              /* they stopped at SERVE_API_EDGE_MAX records */
     uint64_t from, to, span;
     uint32_t width;
     bool events_only;
@@ -237,6 +252,7 @@ struct tl {
     size_t evlen;
     uint64_t nevents, events_total;
     uint32_t ev_limit;
+    char **col_ev;                  /* timeline: the first matching event of each column */
     int err;
 };
 
@@ -289,10 +305,14 @@ static uint32_t loc_index(struct tl *t, const struct q_rec_src *src, uint32_t lo
     const struct shm_meta_entry *e = loc && src && src->meta && src->meta->location
         ? src->meta->location(src->meta->ctx, loc) : NULL;
     char buf[Q_LOC_TEXT_MAX];
-    if (loc)
-        q_loc_text(e, loc, buf, sizeof buf);
-    else
+    if (!loc)
         snprintf(buf, sizeof buf, "poll");
+    else if (src && src->meta)
+        q_loc_text(e, loc, buf, sizeof buf);
+    else if (t->names || q_names_open(t->s, &t->names) == 0)
+        q_names_location(t->names, t->process_id, loc, buf, sizeof buf);   /* the same text */
+    else
+        q_loc_text(NULL, loc, buf, sizeof buf);
     char *c = strdup(buf);
     if (!c) {
         t->err = -ENOMEM;
@@ -340,21 +360,25 @@ static void interval(struct tl *t, struct lane *l, const struct q_poll *p, uint3
                           .why = why };
         top_offer(t, &tp);
     }
-    /* buckets: busy/parked time split over the columns the interval covers */
+    /* buckets: busy/parked time split over the columns the interval covers;
+     * the poll is counted once (its first column in the window) and is the
+     * longest candidate of every column it covers */
     uint32_t a = px_of(t, s), b = px_of(t, e);
     for (uint32_t px = a; px <= b; px++) {
         uint64_t c0 = t->from + (uint64_t)((unsigned __int128)t->span * px / t->width);
         uint64_t c1 = t->from + (uint64_t)((unsigned __int128)t->span * (px + 1) / t->width);
         uint64_t lo = s > c0 ? s : c0, hi = e < c1 ? e : c1;
         uint64_t in = hi > lo ? hi - lo : 0;
-        if (parked)
-            l->c[px].parked_ns += in;
+        struct cell *c = &l->c[px];
+        if (parked) {
+            c->parked_ns += in;
+            continue;
+        }
+        c->busy_ns += in;
+        if (px == a)
+            c->count++;
         else
-            l->c[px].busy_ns += in;
-    }
-    if (!parked) {
-        struct cell *c = &l->c[a];
-        c->count++;
+            c->carried++;
         if (dur >= c->max_ns) {
             c->max_ns = dur;
             c->max_loc = loc;
@@ -432,22 +456,83 @@ static bool event_matches(const struct tl *t, const struct q_decoded *d)
     return strcmp(b, p->value) == 0;
 }
 
-static void event_out(struct tl *t, const struct q_rec_src *src, struct lane *l,
-                      const struct q_decoded *d)
+static void event_json(FILE *f, const struct tl *t, const struct q_rec_src *src,
+                       const struct lane *l, const struct q_decoded *d)
 {
-    t->events_total++;
-    if (t->nevents >= t->ev_limit)
-        return;
-    FILE *f = t->ev;
-    fprintf(f, "%s\n{\"t\":%" PRIu64 ",\"tid\":%" PRIu32 ",\"lane\":%d,\"name\":",
-            t->nevents ? "," : "", d->ts - t->from, src->tid,
-            l ? (int)lane_index(t, l) : -1);
+    fprintf(f, "{\"t\":%" PRIu64 ",\"tid\":%" PRIu32 ",\"lane\":%d,\"name\":",
+            d->ts - t->from, src->tid, l ? (int)lane_index(t, l) : -1);
     const char *n = d->event ? d->event : "custom";
     q_text_json(f, n, strlen(n));
     fputs(",\"fields\":{", f);
     q_decode_print_json_members(f, d, d->first_custom, d->nfields, false);
     fputs("}}", f);
+}
+
+/* /api/events: the first ev_limit in time order (the page's table). A
+ * timeline keeps the first event of each pixel column instead, and
+ * events_sample picks among the columns evenly: markers over the whole
+ * window, not its first ev_limit events at the left edge. */
+static void event_out(struct tl *t, const struct q_rec_src *src, struct lane *l,
+                      const struct q_decoded *d)
+{
+    t->events_total++;
+    if (t->col_ev) {
+        uint32_t px = px_of(t, d->ts);
+        if (t->col_ev[px])
+            return;
+        char *b = NULL;
+        size_t n = 0;
+        FILE *f = open_memstream(&b, &n);
+        if (!f) {
+            t->err = -ENOMEM;
+            return;
+        }
+        event_json(f, t, src, l, d);
+        if (fclose(f) != 0) {
+            free(b);
+            t->err = -ENOMEM;
+            return;
+        }
+        t->col_ev[px] = b;
+        return;
+    }
+    if (t->nevents >= t->ev_limit)
+        return;
+    fputs(t->nevents ? ",\n" : "\n", t->ev);
+    event_json(t->ev, t, src, l, d);
     t->nevents++;
+}
+
+static void events_sample(struct tl *t)
+{
+    uint32_t cols = 0;
+    for (uint32_t px = 0; px < t->width; px++)
+        cols += t->col_ev[px] != NULL;
+    uint32_t k = cols > t->ev_limit ? (cols + t->ev_limit - 1) / t->ev_limit : 1;
+    for (uint32_t px = 0, i = 0; px < t->width; px++) {
+        if (!t->col_ev[px])
+            continue;
+        if (i++ % k == 0 && t->nevents < t->ev_limit) {
+            fputs(t->nevents ? ",\n" : "\n", t->ev);
+            fputs(t->col_ev[px], t->ev);
+            t->nevents++;
+        }
+    }
+}
+
+/* A gap (q_filter.gaps) of src's thread: listed for the page (bounded). */
+static void gap_seen(struct tl *t, const struct q_rec_src *src)
+{
+    for (size_t i = 0; i < t->ngaps; i++)
+        if (t->gaps[i][1] == src->gap_from && t->gaps[i][2] == src->gap_to)
+            return;                 /* seen by the look-back or look-ahead already */
+    struct lane *l = lane_of(t, src->tid, NULL);
+    if (!l || t->ngaps == SERVE_API_MAX_GAPS)
+        return;
+    t->gaps[t->ngaps][0] = lane_index(t, l);
+    t->gaps[t->ngaps][1] = src->gap_from;
+    t->gaps[t->ngaps][2] = src->gap_to;
+    t->ngaps++;
 }
 
 static int on_record(void *arg, const struct q_rec_src *src, const struct d9_rec_hdr *rec,
@@ -460,6 +545,11 @@ static int on_record(void *arg, const struct q_rec_src *src, const struct d9_rec
         return t->err;
     if (src->ring == SYM_SEG_RING)
         return 0;                   /* symbol maps: no timeline form */
+    if (!rec) {                     /* a block not read: nothing pairs across it */
+        gap_seen(t, src);
+        struct q_poll none;
+        return q_pair_feed(t->polls, src, NULL, 0, &none);
+    }
     if (t->events_only) {
         if (rec->type != D9_REC_CUSTOM)
             return 0;
@@ -576,7 +666,7 @@ static size_t count_cells(const struct tl *t, uint32_t k)
         for (uint32_t a = 0; a < t->width; a += k) {
             bool poll = false, park = false, smp = false, off = false, sch = false;
             for (uint32_t px = a; px < a + k && px < t->width; px++) {
-                poll |= c[px].count || c[px].busy_ns;
+                poll |= c[px].count || c[px].carried || c[px].busy_ns;
                 park |= c[px].parked_ns != 0;
                 smp |= c[px].samples != 0;
                 off |= c[px].offcpu != 0;
@@ -610,6 +700,7 @@ static void print_lane(const struct tl *t, const struct lane *l, uint32_t k, FIL
         bool first = true;
         for (uint32_t a = 0; a < t->width; a += k) {
             struct cell m = { 0 };
+            m.carried = l->c[a].carried;    /* over the merged columns from before them */
             for (uint32_t px = a; px < a + k && px < t->width; px++) {
                 const struct cell *c = &l->c[px];
                 m.busy_ns += c->busy_ns;
@@ -617,7 +708,7 @@ static void print_lane(const struct tl *t, const struct lane *l, uint32_t k, FIL
                 m.count += c->count;
                 m.samples += c->samples;
                 m.offcpu += c->offcpu;
-                if (c->count && c->max_ns >= m.max_ns) {
+                if ((c->count || c->carried) && c->max_ns >= m.max_ns) {
                     m.max_ns = c->max_ns;
                     m.max_loc = c->max_loc;
                 }
@@ -627,10 +718,10 @@ static void print_lane(const struct tl *t, const struct lane *l, uint32_t k, FIL
             const char *sep = first ? "" : ",";
             switch (kind) {
             case 0:
-                if (!m.count && !m.busy_ns)
+                if (!m.count && !m.carried && !m.busy_ns)
                     continue;
-                fprintf(o, "%s[%u,%" PRIu64 ",%u,%" PRIu64 ",%u]", sep, a, m.busy_ns, m.count,
-                        m.max_ns, m.max_loc);
+                fprintf(o, "%s[%u,%" PRIu64 ",%u,%" PRIu64 ",%u,%u]", sep, a, m.busy_ns, m.count,
+                        m.max_ns, m.max_loc, m.carried);
                 break;
             case 1:
                 if (!m.parked_ns)
@@ -663,6 +754,13 @@ static void print_lane(const struct tl *t, const struct lane *l, uint32_t k, FIL
     fputs("]}", o);
 }
 
+/* ts as an offset from the window's start: negative before it (a poll
+ * that started before the window is returned whole). */
+static int64_t rel(const struct tl *t, uint64_t ts)
+{
+    return ts >= t->from ? (int64_t)(ts - t->from) : -(int64_t)(t->from - ts);
+}
+
 static void print_timeline(struct tl *t, FILE *o)
 {
     uint32_t k = 1;
@@ -670,9 +768,16 @@ static void print_timeline(struct tl *t, FILE *o)
         k *= 2;
     fprintf(o, "{\"pid\":%" PRIu32 ",\"from\":%" PRIu64 ",\"to\":%" PRIu64 ",\"width\":%u"
             ",\"mode\":\"%s\",\"bucket_px\":%u,\"polls\":%" PRIu64 ",\"parks\":%" PRIu64
-            ",\"lanes_dropped\":%" PRIu64 ",\n\"locs\":[",
+            ",\"lanes_dropped\":%" PRIu64 ",\"skipped_blocks\":%" PRIu64
+            ",\"missing_segments\":%" PRIu64 ",\"lost\":%" PRIu64 ",\"broken\":%" PRIu64
+            ",\"edge_partial\":%s,\"gaps\":[",
             t->p->pid, t->from, t->to, t->width, t->overflow ? "buckets" : "detail", k,
-            t->npolls, t->nparks, t->lanes_dropped);
+            t->npolls, t->nparks, t->lanes_dropped, t->bad_blocks, t->missing_segments, t->lost,
+            t->broken, t->edge_partial ? "true" : "false");
+    for (size_t i = 0; i < t->ngaps; i++)
+        fprintf(o, "%s[%" PRIu64 ",%" PRId64 ",%" PRId64 "]", i ? "," : "", t->gaps[i][0],
+                rel(t, t->gaps[i][1]), rel(t, t->gaps[i][2]));
+    fputs("],\n\"locs\":[", o);
     for (uint32_t i = 0; i < t->nlocs; i++) {
         if (i)
             fputc(',', o);
@@ -688,11 +793,11 @@ static void print_timeline(struct tl *t, FILE *o)
         for (size_t i = 0; i < t->nitems; i++) {
             const struct item *it = &t->items[i];
             if (it->task == Q_POLL_PARKED)
-                fprintf(o, "%s[%u,%" PRIu64 ",%" PRIu64 ",-1,0]", i ? "," : "", it->lane,
-                        it->start - t->from, it->dur);
+                fprintf(o, "%s[%u,%" PRId64 ",%" PRIu64 ",-1,0]", i ? "," : "", it->lane,
+                        rel(t, it->start), it->dur);
             else
-                fprintf(o, "%s[%u,%" PRIu64 ",%" PRIu64 ",%u,%" PRIu64 "]", i ? "," : "",
-                        it->lane, it->start - t->from, it->dur, it->loc, it->task);
+                fprintf(o, "%s[%u,%" PRId64 ",%" PRIu64 ",%u,%" PRIu64 "]", i ? "," : "",
+                        it->lane, rel(t, it->start), it->dur, it->loc, it->task);
         }
     }
     fputs("],\n\"counters\":[", o);
@@ -721,8 +826,8 @@ static void print_timeline(struct tl *t, FILE *o)
     fputs("],\n\"top\":[", o);
     for (size_t i = 0; i < t->ntop; i++) {
         const struct top *e = &t->top[i];
-        fprintf(o, "%s{\"t\":%" PRIu64 ",\"dur\":%" PRIu64 ",\"lane\":%u,\"loc\":%u,\"task\":%"
-                PRIu64, i ? "," : "", e->start - t->from, e->dur, e->lane, e->loc, e->task);
+        fprintf(o, "%s{\"t\":%" PRId64 ",\"dur\":%" PRIu64 ",\"lane\":%u,\"loc\":%u,\"task\":%"
+                PRIu64, i ? "," : "", rel(t, e->start), e->dur, e->lane, e->loc, e->task);
         if (e->unfinished)
             fprintf(o, ",\"unfinished\":true,\"unfinished_why\":\"%s\"",
                     q_pair_open_text(e->why));
@@ -882,6 +987,225 @@ static int pick_row(void *arg, const struct idx_read_process *r)
     return 0;
 }
 
+/* ---- the lanes: every thread of the process, in a stable order ---------------- */
+struct thr_row {
+    uint32_t tid;
+    char name[32];
+    uint64_t first_ns, last_ns;
+};
+
+struct thr_list {
+    struct thr_row r[SERVE_API_MAX_LANES];
+    uint32_t n;
+    uint64_t dropped;
+};
+
+static int thr_row(void *arg, const struct idx_read_thread *r)
+{
+    struct thr_list *l = arg;
+    struct thr_row *e = NULL;
+    for (uint32_t i = 0; i < l->n && !e; i++)
+        if (l->r[i].tid == r->tid)
+            e = &l->r[i];
+    if (!e) {
+        if (l->n == SERVE_API_MAX_LANES) {
+            l->dropped++;
+            return 0;
+        }
+        e = &l->r[l->n++];
+        *e = (struct thr_row){ .tid = r->tid, .first_ns = r->first_ns, .last_ns = r->last_ns };
+    } else {
+        if (r->first_ns && (!e->first_ns || r->first_ns < e->first_ns))
+            e->first_ns = r->first_ns;
+        if (r->last_ns > e->last_ns)
+            e->last_ns = r->last_ns;
+    }
+    if (r->name[0])                 /* rows come by first_ns: the newest name wins */
+        snprintf(e->name, sizeof e->name, "%s", r->name);
+    return 0;
+}
+
+static _Thread_local uint32_t thr_main;  /* sorts first (qsort has no argument) */
+
+static int thr_cmp(const void *a, const void *b)
+{
+    const struct thr_row *x = a, *y = b;
+    bool mx = x->tid == thr_main, my = y->tid == thr_main;
+    if (mx != my)
+        return mx ? -1 : 1;
+    return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+/* One lane per thread the index knows, the main thread (tid == pid) first,
+ * then by tid: the same lanes in the same order at every zoom, each with
+ * its name, whether or not it has records in the window. Threads seen in
+ * records but not indexed are appended as they come. */
+static int lanes_from_index(struct tl *t, uint32_t pid)
+{
+    struct thr_list *l = calloc(1, sizeof *l);
+    if (!l)
+        return -ENOMEM;
+    int rc = q_store_threads(t->s, 0, t->process_id, thr_row, l);
+    thr_main = pid;
+    qsort(l->r, l->n, sizeof l->r[0], thr_cmp);
+    for (uint32_t i = 0; rc >= 0 && i < l->n; i++) {
+        struct lane *ln = lane_of(t, l->r[i].tid, l->r[i].name);
+        if (!ln) {
+            rc = t->err ? t->err : -ENOMEM;
+            break;
+        }
+        ln->first_ns = l->r[i].first_ns;
+        ln->last_ns = l->r[i].last_ns;
+    }
+    t->lanes_dropped += l->dropped;
+    free(l);
+    return rc < 0 ? rc : 0;
+}
+
+/* ---- the edges: polls and parks that cross the window's start or end ----------- */
+#define EDGE_TYPES (1u << D9_REC_POLL_START | 1u << D9_REC_POLL_END | \
+                    1u << D9_REC_WORKER_PARK | 1u << D9_REC_WORKER_UNPARK)
+
+struct edge {
+    struct tl *t;
+    struct q_pair *p;
+    uint64_t settle_ts;             /* look-back: the last park/unpark or gap seen */
+    bool settled;
+    uint64_t waiting;               /* look-ahead: polls open at the window's end, not ended yet */
+    uint64_t t_last;                /* look-ahead: the last record seen */
+    uint64_t records;
+    bool stopped_by_gap;
+};
+
+static void edge_stats(struct tl *t, const struct q_scan_stats *st)
+{
+    t->bad_blocks += st->bad_blocks;
+    t->missing_segments += st->missing_segments;
+    t->edge_records += st->records;
+}
+
+static int on_lookback(void *arg, const struct q_rec_src *src, const struct d9_rec_hdr *rec,
+                       size_t len)
+{
+    struct edge *e = arg;
+    struct q_poll done;
+    if (src->process_id != e->t->process_id)
+        return 0;
+    if (!rec) {
+        gap_seen(e->t, src);
+        e->settled = true;          /* nothing before it pairs with what follows */
+        e->settle_ts = src->gap_to;
+    } else if (rec->type == D9_REC_WORKER_PARK || rec->type == D9_REC_WORKER_UNPARK) {
+        e->settled = true;          /* a worker parks with no poll open on its thread */
+        e->settle_ts = rec->ts;
+    }
+    return q_pair_feed(e->p, src, rec, len, &done) < 0 ? -ENOMEM : 0;
+}
+
+/* The polls and parks of lane l open at the window's start, seeded into
+ * t->polls. Looks back from the window's start over the thread's records
+ * only (the index picks its blocks), in steps that grow x4 from
+ * SERVE_API_LOOKBACK_NS, until the thread's state there is known: a park
+ * or unpark (a worker parks only between polls, so what is open after the
+ * last one is exactly what is open at the start), a gap (nothing pairs
+ * across it), or the thread's (else the process's) first record (a poll is
+ * never longer than its thread). Bounded by SERVE_API_EDGE_MAX records
+ * for the whole answer; past that the answer says edge_partial. */
+static int lookback(struct tl *t, const struct lane *l)
+{
+    uint64_t first = l->first_ns ? l->first_ns : t->proc_first;
+    if (first >= t->from)
+        return 0;
+    uint64_t step = t->span > SERVE_API_LOOKBACK_NS ? t->span : SERVE_API_LOOKBACK_NS;
+    for (;;) {
+        uint64_t lb = t->from - first <= step ? first : t->from - step;
+        struct edge e = { .t = t };
+        if (q_pair_new(&e.p) < 0)
+            return -ENOMEM;
+        q_pair_track_parks(e.p);
+        struct q_filter f = { .from = lb, .to = t->from - 1, .pid = t->p->pid, .tid = l->tid,
+                              .types = EDGE_TYPES, .gaps = true };
+        struct q_scan_stats st;
+        int r = q_scan(t->s, &f, on_lookback, &e, &st, "d9 serve");
+        edge_stats(t, &st);
+        bool done = e.settled || lb == first || t->edge_records >= SERVE_API_EDGE_MAX;
+        if (r >= 0 && done) {
+            if (!e.settled && lb != first)
+                t->edge_partial = true;
+            size_t it = 0;
+            struct q_poll q;
+            while (r >= 0 && q_pair_next_open(e.p, &it, &q)) {
+                /* a poll open across the last park lost its end: not open here */
+                if (q.task != Q_POLL_PARKED && e.settled && q.start_ns < e.settle_ts)
+                    continue;
+                if (q.tid == l->tid && q_pair_seed(t->polls, &q) < 0)
+                    r = -ENOMEM;
+                if (q.task != Q_POLL_PARKED)
+                    loc_index(t, NULL, q.loc);      /* named by the store's metadata */
+            }
+        }
+        q_pair_free(e.p);
+        if (r < 0)
+            return r;
+        if (done)
+            return 0;
+        step = step > UINT64_MAX / 4 ? UINT64_MAX : step * 4;
+    }
+}
+
+static int on_lookahead(void *arg, const struct q_rec_src *src, const struct d9_rec_hdr *rec,
+                        size_t len)
+{
+    struct edge *e = arg;
+    struct tl *t = e->t;
+    if (src->process_id != t->process_id)
+        return 0;
+    struct q_poll done;
+    if (!rec) {
+        gap_seen(t, src);
+        e->stopped_by_gap = true;   /* what is still open ends unknown: never paired across */
+        return 1;
+    }
+    e->t_last = rec->ts;
+    if (t->edge_records + ++e->records > SERVE_API_EDGE_MAX) {
+        t->edge_partial = true;
+        return 1;
+    }
+    int rc = q_pair_feed(t->polls, src, rec, len, &done);
+    if (rc < 0)
+        return rc;
+    if (rc > 0 && done.start_ns <= t->to) {
+        struct lane *l = lane_of(t, done.tid, NULL);
+        if (l)
+            interval(t, l, &done, done.task == Q_POLL_PARKED ? 0 : loc_index(t, NULL, done.loc),
+                     false, Q_OPEN_ALIVE);
+        if (--e->waiting == 0)
+            return 1;
+    }
+    return t->err;
+}
+
+/* The true ends of lane l's polls and parks open at the window's end:
+ * reads the thread's records after it until the last of them ends, a gap
+ * comes, or its last record; bounded like lookback. */
+static int lookahead(struct tl *t, struct lane *l, uint64_t waiting)
+{
+    struct edge e = { .t = t, .waiting = waiting };
+    uint64_t last = l->last_ns > t->proc_last ? l->last_ns : t->proc_last;
+    if (last <= t->to || t->edge_records >= SERVE_API_EDGE_MAX) {
+        t->edge_partial |= last > t->to;
+        return 0;
+    }
+    struct q_filter f = { .from = t->to + 1, .to = last, .pid = t->p->pid, .tid = l->tid,
+                          .types = EDGE_TYPES, .gaps = true };
+    struct q_scan_stats st;
+    int r = q_scan(t->s, &f, on_lookahead, &e, &st, "d9 serve");
+    edge_stats(t, &st);
+    if (e.t_last > l->seen_until && !e.stopped_by_gap)
+        l->seen_until = e.t_last;
+    return r < 0 ? r : 0;
+}
+
 static void tl_free(struct tl *t)
 {
     for (uint32_t i = 0; i < t->nlanes; i++)
@@ -891,11 +1215,15 @@ static void tl_free(struct tl *t)
     for (uint32_t i = 0; i < t->nlocs; i++)
         free(t->loc_name[i]);
     q_pair_free(t->polls);
+    q_names_close(t->names);
     free(t->items);
     q_wake_free(t->pending);
     free(t->wakes);
     if (t->ev)
         fclose(t->ev);
+    for (uint32_t px = 0; t->col_ev && px < t->width; px++)
+        free(t->col_ev[px]);
+    free(t->col_ev);
     free(t->evbuf);
 }
 
@@ -927,7 +1255,10 @@ static int api_timeline(struct q_store *s, const struct serve_params *p, FILE *o
     if (!t)
         return error(out, 500, "out of memory");
     t->p = p;
+    t->s = s;
     t->process_id = k.id;
+    t->proc_first = k.first;
+    t->proc_last = k.last;
     t->from = from;
     t->to = to;
     t->span = to - from;
@@ -937,8 +1268,10 @@ static int api_timeline(struct q_store *s, const struct serve_params *p, FILE *o
     t->items = malloc(SERVE_API_MAX_ITEMS * sizeof *t->items);
     t->wakes = malloc(SERVE_API_MAX_WAKES * sizeof *t->wakes);
     t->ev = open_memstream(&t->evbuf, &t->evlen);
+    t->col_ev = events_only ? NULL : calloc(t->width, sizeof *t->col_ev);
     int status = 200;
-    if (!t->items || !t->wakes || !t->ev || q_pair_new(&t->polls) < 0 ||
+    if (!t->items || !t->wakes || !t->ev || (!events_only && !t->col_ev) ||
+        q_pair_new(&t->polls) < 0 ||
         q_wake_new(&t->pending) < 0) {
         status = error(out, 500, "out of memory");
         goto done;
@@ -951,24 +1284,57 @@ static int api_timeline(struct q_store *s, const struct serve_params *p, FILE *o
         goto done;
     }
     t->nlocs = 1;
+    int r = 0;
+    if (!events_only) {
+        /* every thread's lane, then what was open on it at the window's start */
+        r = lanes_from_index(t, p->pid);
+        for (uint32_t i = 0; r >= 0 && i < t->nlanes; i++)
+            r = lookback(t, &t->lanes[i]);
+    }
     struct q_filter f = { .from = from, .to = to, .pid = p->pid,
-                            .types = events_only ? 1u << D9_REC_CUSTOM : ~(1u << D9_REC_PAD) };
-    struct q_scan_stats st;
-    int r = q_scan(s, &f, on_record, t, &st, "d9 serve");
+                            .types = events_only ? 1u << D9_REC_CUSTOM : ~(1u << D9_REC_PAD),
+                            .gaps = !events_only };
+    struct q_scan_stats st = { 0 };
+    if (r >= 0)
+        r = q_scan(s, &f, on_record, t, &st, "d9 serve");
+    t->bad_blocks += st.bad_blocks;
+    t->missing_segments += st.missing_segments;
+    t->lost += st.lost;
     if (r >= 0 && !t->err && !events_only) {
-        /* polls and parks still open: to their process's last record */
+        /* polls and parks still open at the window's end: their true end
+         * is after it; read on, thread by thread, until they end */
         size_t it = 0;
         struct q_poll q;
-        while (q_pair_next_open(t->polls, &it, &q) && !t->err) {
-            if (q.process_id != t->process_id)
+        while (q_pair_next_open(t->polls, &it, &q)) {
+            struct lane *l = q.process_id == t->process_id ? lane_of(t, q.tid, NULL) : NULL;
+            if (l)
+                l->waiting++;
+        }
+        for (uint32_t i = 0; r >= 0 && i < t->nlanes && !t->err; i++) {
+            struct lane *l = &t->lanes[i];
+            l->seen_until = st.t_last < to ? st.t_last : to;
+            if (l->waiting)
+                r = lookahead(t, l, l->waiting);
+        }
+        /* what never ended (the process stopped, a gap, the read bound):
+         * unfinished, as long as it was seen to last */
+        it = 0;
+        while (r >= 0 && q_pair_next_open(t->polls, &it, &q) && !t->err) {
+            if (q.process_id != t->process_id || q.start_ns > to)
                 continue;
             struct lane *l = lane_of(t, q.tid, NULL);
-            enum q_open_why why = q_pair_end_open(s, to, &q);
-            if (l)
-                interval(t, l, &q, q.task == Q_POLL_PARKED ? 0 : loc_index(t, NULL, q.loc),
-                         true, why);
+            if (!l)
+                continue;
+            /* the one rule of every command: open until its process's last
+             * record (whole: not cut at the window's end) */
+            enum q_open_why why = q_pair_end_open(s, UINT64_MAX, &q);
+            interval(t, l, &q, q.task == Q_POLL_PARKED ? 0 : loc_index(t, NULL, q.loc), true,
+                     why);
         }
+        t->broken = q_pair_stats(t->polls)->broken;
     }
+    if (t->col_ev)
+        events_sample(t);
     fflush(t->ev);
     if (r < 0 || t->err) {
         status = error(out, 500, t->err == -ENOMEM ? "out of memory" : "cannot read the store");

@@ -34,8 +34,17 @@
  * the first view of a 100 M-record store costs one index query; zooming in
  * reaches windows that are scanned.
  *
+ * Polls and parks that overlap the window come whole at every level of
+ * detail (true start and end: a look-back per thread finds what was open
+ * at "from", a look-ahead the ends after "to"; see ARCHITECTURE.md); a
+ * bucket counts a poll in its first column and carries it in the others
+ * ([px, busy, count, longest, loc, carried]). Lanes: every thread of the
+ * process in the index, main thread first, then by tid. Blocks that could
+ * not be read are counted and listed per lane ("gaps"); nothing is paired
+ * across one ("broken").
+ *
  * Times in answers are ns; inside a timeline they are offsets from "from"
- * (they stay exact as JavaScript numbers).
+ * (they stay exact as JavaScript numbers; negative before it).
  *
  * Called by cli_serve.c (HTTP) and tests/unit/test_serve_api.c. Every
  * parameter is untrusted: unknown keys, malformed numbers, a reversed
@@ -61,6 +70,9 @@
 #define SERVE_API_TOP           20u     /* longest polls listed */
 #define SERVE_API_HIST          32u     /* log2 buckets of the sched-delay histogram */
 #define SERVE_API_STR_MAX       128u    /* event / field / value filters */
+#define SERVE_API_MAX_GAPS      64u     /* blocks not read, listed in a timeline */
+#define SERVE_API_EDGE_MAX      1000000u /* records the look-back and look-ahead read */
+#define SERVE_API_LOOKBACK_NS   1000000u /* the first look-back step (it grows x4) */
 
 struct serve_params {
     uint32_t pid;

@@ -45,7 +45,7 @@ static struct park_slot *park_slot_of(struct cur *c, const struct q_rec_src *src
 static int pair_feed(struct cur *c, bool may_open)
 {
     if (c->vt->def->kind == K_POLLS) {
-        if (c->rec->type == D9_REC_POLL_START && !may_open)
+        if (c->rec && c->rec->type == D9_REC_POLL_START && !may_open)
             return 0;
         int r = q_pair_feed(c->polls, &c->src, c->rec, c->len, &c->poll);
         c->poll_unfinished = false;
@@ -405,6 +405,7 @@ int sql_pair_begin(struct cur *c, int idx_num)
         c->tmax = 0;
     bool grouped = d->kind == K_POLLS && (idx_num == GRP_BY_LOC || idx_num == GRP_BY_LOCATION);
     c->f.ring_order_only = grouped;     /* the buckets reorder the rows anyway */
+    c->f.gaps = d->kind == K_POLLS;     /* a poll is never paired across a block not read */
     rc = sql_scan_begin(c, c->f.from, c->f.to);
     if (rc == 0 && grouped)
         rc = group_fill(c, idx_num);

@@ -350,6 +350,8 @@ int sql_scan_next(struct cur *c)
             sql_scan_end(c);
             return 0;
         }
+        if (!c->rec)
+            return 1;                   /* a gap: only a scan with f.gaps (the polls) gets one */
         if (rec_matches(c))
             return 1;
     }

@@ -306,7 +306,8 @@ int idx_read_blocks_window_open(struct idx *x, const struct idx_read_window *w,
     int e = prep(x,
         "SELECT b.segment_id, b.offset, s.path, s.process_id, p.pid, p.comm, "
         "       CASE WHEN " IDX_BAD_RANGE("b.t_first", "b.t_last") " THEN 0 "
-        "            ELSE b.t_first END AS tf "
+        "            ELSE b.t_first END AS tf, "
+        "       b.tid, b.ring, b.generation, b.t_last "
         "FROM blocks b JOIN segments s ON s.id = b.segment_id "
         "JOIN processes p ON p.id = s.process_id "
         "WHERE b.kind = ?1 "
@@ -348,6 +349,10 @@ int idx_read_blocks_window_next(struct idx_read_cursor *c, struct idx_read_block
         .pid = (uint32_t)sqlite3_column_int64(c->q, 4),
         .comm = col_text(c->q, 5),
         .t_first = col_u64(c->q, 6),
+        .tid = (uint32_t)sqlite3_column_int64(c->q, 7),
+        .ring = (uint32_t)sqlite3_column_int64(c->q, 8),
+        .generation = (uint32_t)sqlite3_column_int64(c->q, 9),
+        .t_last = col_u64(c->q, 10),
     };
     return 1;
 }

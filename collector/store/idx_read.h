@@ -141,6 +141,8 @@ struct idx_read_block {
     int64_t process_id;
     uint32_t pid;
     const char *comm;
+    uint32_t tid, ring, generation;     /* as indexed: what a block that fails to read held */
+    uint64_t t_last;
 };
 struct idx_read_cursor;
 int idx_read_blocks_window_open(struct idx *x, const struct idx_read_window *w,

@@ -1,6 +1,7 @@
 /*
  * test_q_pair.c — q_pair.c: poll_start/poll_end pairing per thread
- * and task, nesting, window edges, dropped ends, parked intervals.
+ * and task, nesting, window edges, dropped ends, parked intervals, gaps
+ * (blocks not read), seeded open polls.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -45,6 +46,42 @@ static void start_then_end_is_one_poll(void **state)
     assert_int_equal(d.loc, 3);
     assert_int_equal(d.tid, 11);
     assert_int_equal(q_pair_stats(p)->paired, 1);
+    q_pair_free(p);
+}
+
+/* start@100 [gap: the end@101 and a new start@200 lost] end@700: pairing
+ * across the gap would be a phantom 600 ns poll */
+static void a_gap_ends_the_thread_s_open_polls_unpaired(void **state)
+{
+    (void)state;
+    struct q_pair *p;
+    assert_int_equal(q_pair_new(&p), 0);
+    struct q_poll d;
+    assert_int_equal(start(p, &T1, 100, 7), 0);
+    assert_int_equal(start(p, &T2, 150, 8), 0);
+    assert_int_equal(q_pair_feed(p, &T1, NULL, 0, &d), 0);
+    assert_int_equal(end(p, &T1, 700, 7, &d), 0);
+    assert_int_equal(q_pair_stats(p)->broken, 1);
+    assert_int_equal(q_pair_stats(p)->gaps, 1);
+    assert_int_equal(q_pair_stats(p)->unpaired_ends, 1);
+    assert_int_equal(end(p, &T2, 800, 8, &d), 1);       /* the other thread's poll is whole */
+    assert_int_equal(d.start_ns, 150);
+    q_pair_free(p);
+}
+
+static void a_seeded_open_poll_pairs_with_its_end(void **state)
+{
+    (void)state;
+    struct q_pair *p;
+    assert_int_equal(q_pair_new(&p), 0);
+    struct q_poll open = { .process_id = 1, .pid = 10, .tid = 11, .ring = 0, .generation = 1,
+                           .task = 7, .loc = 5, .start_ns = 40 };
+    assert_int_equal(q_pair_seed(p, &open), 0);
+    struct q_poll d;
+    assert_int_equal(end(p, &T1, 90, 7, &d), 1);
+    assert_int_equal(d.start_ns, 40);
+    assert_int_equal(d.end_ns, 90);
+    assert_int_equal(d.loc, 5);
     q_pair_free(p);
 }
 
@@ -173,6 +210,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(start_then_end_is_one_poll),
         cmocka_unit_test(threads_are_paired_separately),
+        cmocka_unit_test(a_gap_ends_the_thread_s_open_polls_unpaired),
+        cmocka_unit_test(a_seeded_open_poll_pairs_with_its_end),
         cmocka_unit_test(nested_polls_pair_by_task),
         cmocka_unit_test(restart_of_an_open_task_replaces_it_and_is_counted),
         cmocka_unit_test(open_polls_are_listed_at_the_end),

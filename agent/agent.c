@@ -22,11 +22,13 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <link.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -230,6 +232,43 @@ void ag_agent_objects_refresh(struct ag_agent *a)
 
 /* ---- region --------------------------------------------------------------- */
 
+/* DIAL9_SHM_CAP_MB: no new region while this user's regions that no
+ * collector drains hold the cap (shm_region_unadopted_bytes). -EDQUOT with
+ * one stderr line; the program runs untraced. */
+static int region_cap_check(const struct ag_agent *a)
+{
+    if (!a->cfg.shm_cap_mb)
+        return 0;
+    uint64_t used;
+    uint32_t files;
+    if (shm_region_unadopted_bytes(a->cfg.shm_dir, (uint32_t)getuid(), &used, &files) != 0)
+        return 0;               /* an unreadable directory fails at the create below */
+    if (used < (uint64_t)a->cfg.shm_cap_mb * AG_MIB)
+        return 0;
+    fprintf(stderr, "d9: %u region(s) in %s that no collector drains use %" PRIu64 " MiB, "
+            "DIAL9_SHM_CAP_MB=%u; tracing disabled (start d9collectd to drain and remove them)\n",
+            files, a->cfg.shm_dir, used / AG_MIB, a->cfg.shm_cap_mb);
+    return -EDQUOT;
+}
+
+/* Clean exit, region CLOSED: remove it when nothing will drain it. A
+ * collector adopted it (it drains the rest and removes it), or one may
+ * still take it (the hello reached one, one listens at DIAL9_COLLECTOR, or
+ * the endpoint cannot be probed, or there is no channel to ask): the file
+ * stays. Otherwise shm_region_abandon, which loses to a collector's
+ * adoption in the same instant. */
+static void region_release(struct ag_agent *a)
+{
+    struct d9_region_hdr *h = a->region.hdr;
+    if (atomic_load_explicit(&h->adopted, memory_order_seq_cst) == D9_ADOPT_COLLECTOR)
+        return;
+    if (!a->cfg.control || a->hello_sent || ag_control_reachable(a->cfg.collector) != 0)
+        return;
+    int rc = shm_region_abandon(&a->region);
+    if (rc < 0 && rc != -ENOENT)
+        fprintf(stderr, "d9: cannot remove %s at exit: %s\n", a->region.path, strerror(-rc));
+}
+
 static int region_open(struct ag_agent *a)
 {
     struct shm_region_params p = {
@@ -241,7 +280,12 @@ static int region_open(struct ag_agent *a)
         .comm = a->comm,
         .exe = a->exe,
     };
-    int rc = shm_region_create(&p, &a->region);
+    int rc = region_cap_check(a);
+    if (rc) {
+        memset(&a->region, 0, sizeof a->region);
+        return rc;
+    }
+    rc = shm_region_create(&p, &a->region);
     if (rc == -EEXIST) {
         /* same pid and start time: an earlier image of this process (exec
          * without fork) still has its region there; it is not ours to reuse */
@@ -288,6 +332,10 @@ void ag_agent_tick(struct ag_agent *a)
     if (a->clock_source == D9_CLOCK_TSC)
         cal_write(h, 1);
     atomic_store_explicit(&h->heartbeat_ns, shm_mono_ns(), memory_order_relaxed);
+    /* the file's mtime is the last heartbeat too: writes through the mapping
+     * do not change it, and a collector ages regions of dead processes by it */
+    if (a->region_fd >= 0)
+        futimens(a->region_fd, NULL);
     atomic_store_explicit(&h->lost_no_ring,
                           atomic_load_explicit(&a->lost_no_ring, memory_order_relaxed),
                           memory_order_relaxed);
@@ -533,6 +581,7 @@ void ag_agent_stop(struct ag_agent *a)
         ag_agent_tick(a);       /* a last calibration pair for short runs */
         /* release: every earlier write of ours happens-before CLOSED */
         atomic_store_explicit(&a->region.hdr->state, D9_REGION_CLOSED, memory_order_release);
+        region_release(a);
     }
 }
 

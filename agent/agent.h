@@ -44,6 +44,7 @@
 #define AG_OBJECTS_MAX        1024u         /* executable segments of loaded objects */
 #define AG_HK_STACK_SIZE      (256u * 1024u)
 #define AG_HK_THREAD_NAME     "d9-agent"
+#define AG_MIB                (1024u * 1024u)
 
 enum ag_thread_state {
     AG_T_NEW = 0,               /* zero-initialised TLS: no claim tried yet */

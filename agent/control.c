@@ -8,10 +8,36 @@
  */
 #include <errno.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 #include <zmq.h>
 #include "agent/control.h"
 #include "proto/d9.pb-c.h"
 #include "shm/d9_abi.h"
+
+#define AG_IPC_SCHEME "ipc://"
+
+int ag_control_reachable(const char *endpoint)
+{
+    size_t pl = strlen(AG_IPC_SCHEME);
+    if (!endpoint || strncmp(endpoint, AG_IPC_SCHEME, pl) != 0)
+        return -EPROTONOSUPPORT;
+    struct sockaddr_un sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sun_family = AF_UNIX;
+    size_t n = strlen(endpoint + pl);
+    if (n == 0 || n >= sizeof sa.sun_path)
+        return 0;
+    memcpy(sa.sun_path, endpoint + pl, n);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    int rc = connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0 ? 1
+             : (errno == EAGAIN || errno == EINPROGRESS) ? 1 : 0;
+    close(fd);
+    return rc;
+}
 
 int ag_control_open(struct ag_control *c, const char *endpoint)
 {

@@ -44,6 +44,14 @@ int ag_control_send(struct ag_control *c, const uint8_t *msg, size_t len);
  * messages to leave (AG_CONTROL_LINGER_MS at most is sane). Idempotent. */
 void ag_control_close(struct ag_control *c, int linger_ms);
 
+/* Whether a collector listens at endpoint now, without zmq: for ipc://PATH
+ * one non-blocking connect(2) of a Unix stream socket, closed at once (the
+ * collector drops a connection that sends nothing). 1 a listener is there
+ * (connected, or its backlog is full), 0 nobody (no socket file, refused),
+ * -EPROTONOSUPPORT for an endpoint that is not ipc:// (the caller cannot
+ * tell). Never blocks. Used once, at exit. */
+int ag_control_reachable(const char *endpoint);
+
 /* Pack a Request{hello} / Request{goodbye} into buf; returns its length or -ENOBUFS. */
 long ag_control_pack_hello(const struct ag_hello_info *h, uint8_t *buf, size_t cap);
 long ag_control_pack_goodbye(uint32_t pid, uint64_t start_time, int32_t exit_code,

@@ -62,6 +62,11 @@
  *                      region by scanning DIAL9_SHM_DIR)
  *   DIAL9_RUNTIME_NAME name of the default runtime (default: the program's comm)
  *   DIAL9_SHM_DIR      where regions are created (default /dev/shm; for tests)
+ *   DIAL9_SHM_CAP_MB   0..16777216 (default 1024; 0 = no cap): d9_init creates no
+ *                      region (one stderr line, the program runs untraced) while this
+ *                      user's regions that no collector drains use this many MiB of
+ *                      DIAL9_SHM_DIR. At a clean exit a region no collector adopted is
+ *                      removed when no collector answers at DIAL9_COLLECTOR
  *   DIAL9_CLOCK        auto (default: the TSC where it is invariant, else CLOCK_MONOTONIC)
  *                      or monotonic (always CLOCK_MONOTONIC through the vDSO, ~10-20 ns
  *                      more per event; for hosts whose TSC is not trusted)

@@ -46,6 +46,7 @@ void ag_env_defaults(struct ag_config *c, uint32_t uid, const char *xdg_runtime_
               comm && comm[0] ? comm : AG_DEFAULT_RUNTIME);
     copy_cstr(c->shm_dir, sizeof c->shm_dir, D9_SHM_DIR);
     c->sched_sample_us = AG_SCHED_SAMPLE_US_DEFAULT;
+    c->shm_cap_mb = AG_SHM_CAP_MB_DEFAULT;
     c->meta_size = D9_META_SIZE_DEFAULT;
     c->clock_source = 0;
     c->housekeeping = 1;
@@ -217,6 +218,16 @@ int ag_env_parse(struct ag_config *c, ag_getenv_fn get, void *ctx, char *err, si
         if (rc)
             return fail(c, err, errcap, "DIAL9_SCHED_SAMPLE_US", v, what);
         c->sched_sample_us = us;
+    }
+    if ((v = lookup(get, ctx, "DIAL9_SHM_CAP_MB"))) {
+        uint32_t mb;
+        int rc = ag_env_parse_u32(v, 0, AG_SHM_CAP_MB_MAX, &mb);
+        snprintf(what, sizeof what, "%s (0..%u, 0 = no cap)",
+                 rc == -ERANGE ? "is out of range for a size in MiB" : "is not a number of MiB",
+                 AG_SHM_CAP_MB_MAX);
+        if (rc)
+            return fail(c, err, errcap, "DIAL9_SHM_CAP_MB", v, what);
+        c->shm_cap_mb = mb;
     }
     if ((v = lookup(get, ctx, "DIAL9_CLOCK"))) {
         if (strcasecmp(v, "auto") == 0)

@@ -31,6 +31,8 @@
 #define AG_MAX_THREADS_MIN 1u
 #define AG_SCHED_SAMPLE_US_DEFAULT 1000u    /* DIAL9_SCHED_SAMPLE_US */
 #define AG_SCHED_SAMPLE_US_MAX 60000000u    /* one minute */
+#define AG_SHM_CAP_MB_DEFAULT 1024u  /* DIAL9_SHM_CAP_MB: regions nobody collects, per user */
+#define AG_SHM_CAP_MB_MAX  (1u << 24)   /* 16 TiB: beyond any shm directory */
 #define AG_COLLECTOR_NONE "none"    /* DIAL9_COLLECTOR=none: no control channel */
 #define AG_ERR_MAX        256u      /* room for one formatted error line */
 
@@ -41,6 +43,9 @@ struct ag_config {
     char collector[AG_ENDPOINT_MAX];    /* DIAL9_COLLECTOR ("" with control 0 for "none") */
     char runtime_name[D9_NAME_MAX + 1]; /* DIAL9_RUNTIME_NAME */
     char shm_dir[AG_SHM_DIR_MAX];       /* DIAL9_SHM_DIR */
+    uint32_t shm_cap_mb;                /* DIAL9_SHM_CAP_MB: no new region while this user's
+                                           regions that no collector drains hold this many
+                                           MiB of the shm directory (0 = no cap) */
     uint32_t sched_sample_us;           /* DIAL9_SCHED_SAMPLE_US: schedstat reads per thread
                                            at most this often (0 = at every park/unpark) */
 

@@ -133,11 +133,23 @@ struct d9_region_hdr {
     uint32_t _pad1;
     _Atomic uint64_t lost_no_ring;      /* events of threads that had no ring (untraced),
                                            copied ~1/s by the agent's housekeeping thread */
+    _Atomic uint32_t adopted;           /* D9_ADOPT_*: who is responsible for the file.
+                                           0 = nobody yet; a collector stores COLLECTOR
+                                           (seq_cst exchange) each time it adopts the
+                                           region; the agent at clean exit CASes 0 ->
+                                           ABANDONED (seq_cst) and only then unlinks the
+                                           file: after a collector adopted it the file
+                                           stays, so a restarted collector drains the tail */
+    uint32_t _pad2;
 };
 /* d9_region_hdr.exit_status: the kind in the high bits, the value in the low byte. */
 #define D9_EXIT_CODE         0x100u     /* | exit(3) status & 0xff */
 #define D9_EXIT_SIGNAL       0x200u     /* | the fatal signal's number */
 #define D9_EXIT_KIND_MASK    0xf00u
+/* d9_region_hdr.adopted */
+#define D9_ADOPT_NONE        0u
+#define D9_ADOPT_COLLECTOR   0x4c4f4339u    /* "9COL": a collector adopted the region */
+#define D9_ADOPT_ABANDONED   0x4d525239u    /* "9RRM": the agent removes it (no collector) */
 
 /* Ring header: three cache lines, each with one writer. */
 struct d9_ring_hdr {

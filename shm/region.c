@@ -16,6 +16,7 @@
  * [tail, head) always belong to the generation the consumer reads *after*
  * its acquire-load of head (see shm_ring_snapshot in ring.c).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -28,6 +29,8 @@
 #include <unistd.h>
 #include "shm/region.h"
 #include "shm/clock.h"
+
+#define STAT_BLOCK_BYTES 512u      /* st_blocks counts 512-byte units (POSIX) */
 
 int shm_region_name(char *buf, size_t cap, uint32_t uid, uint32_t pid, uint64_t start_time)
 {
@@ -162,6 +165,15 @@ int shm_region_create(const struct shm_region_params *params, struct shm_region 
         unlink(out->path);
         return rc;
     }
+    struct stat fst;
+    if (fstat(fd, &fst) != 0) {
+        rc = -errno;
+        close(fd);
+        unlink(out->path);
+        return rc;
+    }
+    out->dev = (uint64_t)fst.st_dev;
+    out->ino = (uint64_t)fst.st_ino;
     void *base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     rc = -errno;
     close(fd);
@@ -400,4 +412,65 @@ int shm_region_unlink(const struct shm_region *r)
     if (!S_ISREG(st.st_mode) || (uint64_t)st.st_dev != r->dev || (uint64_t)st.st_ino != r->ino)
         return -ESTALE;
     return unlink(r->path) == 0 ? 0 : -errno;
+}
+
+uint32_t shm_region_mark_adopted(struct d9_region_hdr *hdr)
+{
+    return atomic_exchange_explicit(&hdr->adopted, D9_ADOPT_COLLECTOR, memory_order_seq_cst);
+}
+
+int shm_region_abandon(struct shm_region *r)
+{
+    if (!r->hdr)
+        return 0;
+    uint32_t none = D9_ADOPT_NONE;
+    if (!atomic_compare_exchange_strong_explicit(&r->hdr->adopted, &none, D9_ADOPT_ABANDONED,
+                                                 memory_order_seq_cst, memory_order_seq_cst))
+        return 0;
+    int rc = shm_region_unlink(r);
+    return rc == 0 ? 1 : rc;
+}
+
+/* 1 if the region file (open as fd) says a collector adopted it. */
+static int file_adopted(int fd)
+{
+    uint32_t v = 0;
+    ssize_t n = pread(fd, &v, sizeof v, (off_t)offsetof(struct d9_region_hdr, adopted));
+    return n == (ssize_t)sizeof v && v == D9_ADOPT_COLLECTOR;
+}
+
+int shm_region_unadopted_bytes(const char *dir, uint32_t uid, uint64_t *bytes, uint32_t *files)
+{
+    *bytes = 0;
+    *files = 0;
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return -errno;
+    DIR *d = fdopendir(dfd);
+    if (!d) {
+        int rc = -errno;
+        close(dfd);
+        return rc;
+    }
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        uint32_t fuid, pid;
+        uint64_t start, now_start;
+        if (shm_region_parse_name(de->d_name, &fuid, &pid, &start) != 0 || fuid != uid)
+            continue;
+        int fd = openat(dfd, de->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        struct stat st;
+        if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (uint32_t)st.st_uid == uid) {
+            int live = shm_proc_start_time(pid, &now_start) == 0 && now_start == start;
+            if (!live || !file_adopted(fd)) {
+                *bytes += (uint64_t)st.st_blocks * STAT_BLOCK_BYTES;
+                (*files)++;
+            }
+        }
+        close(fd);
+    }
+    closedir(d);
+    return 0;
 }

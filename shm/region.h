@@ -91,10 +91,34 @@ void shm_region_close(struct shm_region *r);
 int shm_region_map(const char *path, uint32_t expected_uid, struct shm_region *out,
                    struct shm_geometry *geo);
 
-/* Collector: remove the region file r mapped, only if path still names that
- * file (same device and inode, not a symlink): a file put in its place is
- * someone else's. 0, -ESTALE (another file there, left alone) or -errno. */
+/* Remove the region file r mapped (collector) or created (agent), only if
+ * path still names that file (same device and inode, not a symlink): a file
+ * put in its place is someone else's. 0, -ESTALE (another file there, left
+ * alone) or -errno. */
 int shm_region_unlink(const struct shm_region *r);
+
+/* Collector: the region is adopted (hdr->adopted = D9_ADOPT_COLLECTOR,
+ * seq_cst exchange); returns the value it replaced. From then on the agent
+ * leaves the file at exit for a collector to drain and remove. The caller
+ * guards the write against SIGBUS. */
+uint32_t shm_region_mark_adopted(struct d9_region_hdr *hdr);
+
+/* Agent, at clean exit with no collector to take the region: CAS adopted
+ * 0 -> D9_ADOPT_ABANDONED (seq_cst) and, if that won, unlink the file (by
+ * inode, as shm_region_unlink). 1 removed, 0 left (a collector adopted it
+ * first: it drains and removes it), -errno (the unlink failed). A
+ * collector that maps the file in the instant between the two still has
+ * the whole region (the agent has CLOSED it; the mapping outlives the name). */
+int shm_region_abandon(struct shm_region *r);
+
+/* What the regions of user uid in dir (d9.<uid>.*) hold in memory that no
+ * collector is draining: the allocated bytes (st_blocks) of every regular
+ * file of uid whose header does not say a collector adopted it, or whose
+ * process is gone (nothing writes to it; a running collector removes it
+ * soon). bytes and files are set; 0 or -errno (dir unreadable). Reads 4
+ * bytes of each file's header with pread (never maps, never follows links,
+ * never blocks on a FIFO). Not a hot path: d9_init only. */
+int shm_region_unadopted_bytes(const char *dir, uint32_t uid, uint64_t *bytes, uint32_t *files);
 
 /* Validate a header copy against the actual file size. 0 or -EBADMSG. */
 int shm_region_validate(const struct d9_region_hdr *hdr, uint64_t file_size,

@@ -44,10 +44,11 @@ $(BUILD)/tests/unit/test_uv: tests/unit/test_uv.c $(call san,$(UV_LIB_SRC)) $(SA
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -rdynamic -o $@ $^ -lcmocka -luv -ldl $(LDLIBS_CLI)
 
-# Integration helper tests/integration/prog_uvmix.c: a plain libuv program
+# Integration helpers tests/integration/prog_uvmix.c, prog_uvcrash.c: plain libuv programs
 # (built by the top Makefile's prog_% rule, which links nothing of the agent
 # it does not call), run under the preload.
 $(BUILD)/tests/integration/prog_uvmix: LDLIBS_AGENT += -luv
+$(BUILD)/tests/integration/prog_uvcrash: LDLIBS_AGENT += -luv
 
 # The libevent and epoll loop shims: the same wrappers linked into the test
 # and exported, against the real libevent (and its pthreads locking, for

@@ -49,6 +49,7 @@ static const struct opt opts[] = {
     { "poll-max-us",     OPT_U32,   OFF(poll_max_us),     1, CONFIG_POLL_US_MAX, NULL, NULL },
     { "scan-ms",         OPT_U32,   OFF(scan_ms),         CONFIG_SCAN_MS_MIN, CONFIG_SCAN_MS_MAX,
       NULL, NULL },
+    { "reclaim-age",     OPT_U32,   OFF(reclaim_age),     1, CONFIG_RECLAIM_AGE_MAX, NULL, NULL },
     { "log-level",       OPT_LEVEL, OFF(log_level),       0, 0, NULL, NULL },
     { "perf-freq",       OPT_U32,   OFF(perf_freq),       0, PERF_FREQ_MAX, NULL, NULL },
     { "switch-period",   OPT_U32,   OFF(switch_period),   0, CONFIG_SWITCH_PERIOD_MAX, NULL, NULL },
@@ -103,6 +104,7 @@ void config_defaults(struct config *c, uid_t euid, const char *xdg)
     c->poll_min_us = CONFIG_POLL_MIN_US_DEFAULT;
     c->poll_max_us = CONFIG_POLL_MAX_US_DEFAULT;
     c->scan_ms = CONFIG_SCAN_MS_DEFAULT;
+    c->reclaim_age = CONFIG_RECLAIM_AGE_DEFAULT;
     c->ship_jobs = CONFIG_SHIP_JOBS_DEFAULT;
     c->perf_freq = CONFIG_PERF_FREQ_DEFAULT;
     c->switch_period = CONFIG_SWITCH_PERIOD_DEFAULT;
@@ -527,6 +529,12 @@ void config_usage(FILE *f, const char *prog)
 "    --scan-ms N\n"
 "        How often DIR is rescanned for new regions and traced processes are\n"
 "        checked for exit (%11$u..%12$u). Default: %13$u.\n"
+"    --reclaim-age SECONDS\n"
+"        A region file in DIR of a process that is gone, which this collector\n"
+"        cannot adopt (its pid now runs another process, or the file was\n"
+"        rejected), is removed once its modification time (the agent's last\n"
+"        heartbeat) is this old (1..%19$u). Regions it adopts are removed when\n"
+"        drained. Default: %20$u (an hour).\n"
 "    --log-level LEVEL\n"
 "        error, warn, info or debug. Default: info.\n"
 "    --perf-freq HZ\n"
@@ -644,5 +652,6 @@ void config_usage(FILE *f, const char *prog)
         CONFIG_SEGMENT_SECONDS_DEFAULT, CONFIG_STORE_MB_MAX, CONFIG_STORE_MB_DEFAULT, CONFIG_POLL_US_MAX,
         CONFIG_POLL_MIN_US_DEFAULT, CONFIG_POLL_MAX_US_DEFAULT, CONFIG_SCAN_MS_MIN, CONFIG_SCAN_MS_MAX,
         CONFIG_SCAN_MS_DEFAULT, PERF_FREQ_MAX, CONFIG_PERF_FREQ_DEFAULT, CONFIG_SWITCH_PERIOD_MAX,
-        CONFIG_SWITCH_PERIOD_DEFAULT, PACE_BELL_MAX_US);
+        CONFIG_SWITCH_PERIOD_DEFAULT, PACE_BELL_MAX_US, CONFIG_RECLAIM_AGE_MAX,
+        CONFIG_RECLAIM_AGE_DEFAULT);
 }

@@ -31,6 +31,7 @@
 #define CONFIG_POLL_MAX_US_DEFAULT     10000u  /* a default 1 MiB ring absorbs a 3 M events/s burst
                                                   from idle */
 #define CONFIG_SCAN_MS_DEFAULT         500u
+#define CONFIG_RECLAIM_AGE_DEFAULT     3600u    /* s: an undrainable region of a dead process */
 #define CONFIG_PERF_FREQ_DEFAULT       PERF_FREQ_DEFAULT            /* profiler: --perf-freq */
 #define CONFIG_SWITCH_PERIOD_DEFAULT   PERF_SWITCH_PERIOD_DEFAULT   /* profiler: --switch-period */
 #define CONFIG_SWITCH_PERIOD_MAX       1000000u
@@ -64,6 +65,7 @@ enum config_doorbell {
 #define CONFIG_POLL_US_MAX             10000000u                 /* 10 s */
 #define CONFIG_SCAN_MS_MIN             10u
 #define CONFIG_SCAN_MS_MAX             600000u
+#define CONFIG_RECLAIM_AGE_MAX         31536000u    /* a year */
 
 #define CONFIG_PATH_MAX 4096
 
@@ -80,6 +82,7 @@ struct config {
     uint32_t poll_min_us;
     uint32_t poll_max_us;
     uint32_t scan_ms;
+    uint32_t reclaim_age;       /* --reclaim-age seconds (discover.h) */
     uint32_t perf_freq;             /* profiler: perf CPU samples per second, 0 = off */
     uint32_t switch_period;         /* profiler: sample 1 in N context switches, 0 = off */
     int perf_scope;                 /* enum config_perf_scope */

@@ -1020,6 +1020,7 @@ static int start_up(struct col_ctx *x)
         col_info("doorbell: %s: the drain runs on its timer alone",
                  rc == -ENOSYS ? "no futex_waitv in this kernel (Linux >= 5.16)" : strerror(-rc));
     discover_init(&x->disc, x->cfg.shm_dir);
+    x->disc.reclaim_age_s = x->cfg.reclaim_age;
     if (x->cfg.perf_freq || x->cfg.switch_period)
         x->perf_keeper = perf_callchain_keeper();   /* < 0: perf not permitted, nothing to keep */
     return 0;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include "collector/daemon/discover.h"
 #include "collector/store/col_log.h"
@@ -73,6 +74,24 @@ int discover_remove(const struct discover_candidate *c)
     if (!S_ISREG(st.st_mode) || st.st_ino != c->ino || st.st_dev != c->dev)
         return -ESTALE;
     return unlink(c->path) == 0 ? 0 : -errno;
+}
+
+/* The file (st) of a process that is gone is older than the reclaim age. */
+static int aged(const struct discover *d, const struct stat *st)
+{
+    time_t now = time(NULL);
+    return d->reclaim_age_s && now > st->st_mtime &&
+           (uint64_t)(now - st->st_mtime) >= d->reclaim_age_s;
+}
+
+static void remove_aged(struct discover *d, const struct discover_candidate *c)
+{
+    if (discover_remove(c) == 0) {
+        d->aged_removed++;
+        col_info("removed region %s: its process (pid %u) is gone and nothing drained it "
+                 "for %u s",
+                 c->path, c->pid, d->reclaim_age_s);
+    }
 }
 
 static struct discover_rejected *find_rejected(struct discover *d, const char *name, ino_t ino)
@@ -142,11 +161,17 @@ static int consider(struct discover *d, const char *name, discover_known_fn know
         if (!c.alive && !r->keep && S_ISREG(st.st_mode) && discover_remove(&c) == 0) {
             d->rejected_removed++;
             col_info("removed rejected region %s: pid %u is gone", c.path, c.pid);
+        } else if (!c.alive && S_ISREG(st.st_mode) && aged(d, &st)) {
+            remove_aged(d, &c);
         }
         return 0;
     }
-    if (c.pid_taken)
-        return 0;           /* not while the pid is another process's (see discover.h) */
+    if (c.pid_taken) {
+        /* not while the pid is another process's (see discover.h) */
+        if (S_ISREG(st.st_mode) && st.st_uid == c.uid && aged(d, &st))
+            remove_aged(d, &c);
+        return 0;
+    }
     int rc;
     if (S_ISLNK(st.st_mode))
         rc = -ELOOP;

@@ -25,7 +25,15 @@
  * and a sparse region can claim a lot of the shm directory; except one the
  * index refused as another user's process (-EEXIST): once the process is
  * gone nothing tells which of two claimants is genuine, so neither file is
- * deleted. Symlinks and other non-regular files are never removed. Must
+ * deleted until it is old (below). Symlinks and other non-regular files are
+ * never removed.
+ *
+ * Age (--reclaim-age, reclaim_age_s): a regular region file of a process
+ * that is gone and that this collector does not adopt (its pid runs another
+ * process now, or the index refused it as another user's) is removed once
+ * its modification time is reclaim_age_s old. The agent touches the file
+ * with each heartbeat, so that is the time since the process last ran.
+ * Regions the collector adopts are removed when drained (proc_finish). Must
  * never: follow symlinks, open a rejected file again, or trust anything a
  * hello message claims beyond a file name to look at.
  */
@@ -49,6 +57,8 @@ struct discover {
     struct discover_rejected *rejected;
     uint64_t rejected_count;    /* regions ever rejected (status) */
     uint64_t rejected_removed;  /* rejected files removed once their process was gone */
+    uint64_t aged_removed;      /* unadoptable files of gone processes removed by age */
+    uint32_t reclaim_age_s;     /* 0: never by age; d9collectd sets --reclaim-age */
 };
 
 /* What a candidate file is, as seen from its name and /proc. */

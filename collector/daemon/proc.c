@@ -41,6 +41,18 @@ static int g_header(struct proc *p, uint32_t *state, uint32_t *untraced, uint32_
     return 0;
 }
 
+/* The region is ours to drain and remove: the agent leaves it at exit. */
+static int g_mark_adopted(struct proc *p)
+{
+    sigjmp_buf jb;
+    if (sigsetjmp(jb, 0))
+        return -EFAULT;
+    guard_arm(&jb, p->region.base, p->region.size);
+    shm_region_mark_adopted(p->region.hdr);
+    guard_disarm();
+    return 0;
+}
+
 /* The producer's head and lost counter of ring i, as they are now. */
 static int g_ring_counters(const struct proc *p, uint32_t i, uint64_t *head, uint64_t *lost)
 {
@@ -190,6 +202,10 @@ int proc_adopt(const char *path, const char *file, uint32_t expected_uid,
             col_err("pid %u: cannot index process: %s", p->pid, strerror(-rc));
         proc_free(p);
         return rc;
+    }
+    if (g_mark_adopted(p)) {
+        proc_free(p);
+        return -EBADMSG;
     }
     resume_lost_counters(p, st);
     *out = p;

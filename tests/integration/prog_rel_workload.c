@@ -20,6 +20,9 @@
  * --stop-file F: threads stop once F exists (checked every --batch events),
  * so a test can let an endless workload finish normally (d9_shutdown, exit 0).
  * --exit clean|hang: return from main, or sleep until killed.
+ * --counters 1: after each event the thread also records its queue depth
+ * (d9_queue_depth, depth = seq), so the rings carry two record kinds of
+ * different sizes, like a program writing counters.
  *
  * Not part of the product. Must never: block on the collector.
  */
@@ -43,7 +46,7 @@ D9_SCHEMA(rel_seq, "rel_seq", D9_FIELD_U64("thread"), D9_FIELD_U64("seq"));
 #define REL_BATCH_DEFAULT   100u
 
 struct opts {
-    unsigned threads, batch, pace_us;
+    unsigned threads, batch, pace_us, counters;
     uint64_t events;
     const char *progress, *done_file, *exit_mode, *stop_file;
 };
@@ -60,7 +63,7 @@ static void usage(FILE *f)
     fprintf(f,
 "usage: prog_rel_workload [--threads N] [--events M] [--pace-us U] [--batch B]\n"
 "                         [--progress FILE] [--done-file FILE] [--stop-file FILE]\n"
-"                         [--exit clean|hang]\n"
+"                         [--exit clean|hang] [--counters 0|1]\n"
 "  N threads (default %u) each emit M custom events rel_seq{thread,seq}\n"
 "  (M = 0: until killed). Runs untraced when d9_init fails.\n", REL_THREADS_DEFAULT);
 }
@@ -92,6 +95,8 @@ static void *run(void *arg)
     pthread_setname_np(pthread_self(), name);
     for (uint64_t i = 0; o->events == 0 || i < o->events; i++) {
         d9_emit(&rel_seq, D9_U64(w->idx), D9_U64(i));
+        if (o->counters)
+            d9_queue_depth(d9_runtime_default(), (uint16_t)w->idx, i);
         /* release: the count never runs ahead of the emit it counts */
         atomic_store_explicit(w->count, i + 1, memory_order_release);
         if (o->batch && (i + 1) % o->batch == 0) {
@@ -148,6 +153,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--done-file")) o.done_file = v;
         else if (!strcmp(a, "--stop-file")) o.stop_file = v;
         else if (!strcmp(a, "--exit")) o.exit_mode = v;
+        else if (!strcmp(a, "--counters")) o.counters = (unsigned)arg_u(v, a, 1);
         else {
             usage(stderr);
             return 2;

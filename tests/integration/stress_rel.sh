@@ -39,6 +39,9 @@ suite() {   # suite NAME ENV... -- script
 suite kill-traced REL_TRIALS="$TRIALS" sh tests/integration/test_rel_kill_traced.sh
 suite kill-collector REL_TRIALS="$TRIALS" sh tests/integration/test_rel_kill_collector.sh
 suite ship-crash REL_S3_KILLS=12 REL_COL_KILLS=8 sh tests/integration/test_rel_ship_crash.sh
+suite "ship-crash (counters)" REL_S3_KILLS=6 REL_COL_KILLS=3 REL_COUNTERS=1 REL_SEG_ARGS="--segment-seconds 60" \
+    sh tests/integration/test_rel_ship_crash.sh
+suite leftover REL_SHORT_N=1000 sh tests/integration/test_rel_leftover.sh
 suite hostile-region REL_HOSTILE="$HOSTILE" sh tests/integration/test_rel_hostile_region.sh
 i=1
 while [ $i -le "$DISKFULL" ]; do

@@ -4,7 +4,11 @@
 # once, in time order, and persisted + lost == written.
 #
 #   REL_S3_KILLS=N REL_COL_KILLS=M (defaults 4 and 3; `make stress` runs 12
-#   and 8) BUILD=... sh tests/integration/test_rel_ship_crash.sh
+#   and 8) REL_COUNTERS=1 BUILD=... sh tests/integration/test_rel_ship_crash.sh
+#
+# REL_COUNTERS=1 (`make stress` runs both): each workload event is followed
+# by a queue depth record in the same ring (a program writing counters), and
+# the check expects two ring records per event.
 #
 # A paced prog_rel_workload (2 threads) runs through the whole test against a
 # collector with --ship to a local s3rver and 1 s segments. Kills alternate:
@@ -42,7 +46,10 @@ unshipped() {
 all_shipped() { n=$(unshipped); [ -n "$n" ] && [ "$n" -eq 0 ]; }
 
 check "collector starts with --ship" ship
+COUNTERS=${REL_COUNTERS:-0}
+SEQ_ARGS="--progress $T/progress --per-event $((COUNTERS + 1))"
 rel_bg "$TBIN/prog_rel_workload" --threads 2 --progress "$T/progress" ${REL_PACE:---pace-us 1000 --batch 20} \
+    --counters "$COUNTERS" \
     --stop-file "$T/stop" --done-file "$T/done"
 wpid=$BGPID
 check "workload starts" wait_for 10 test -s "$T/progress"
@@ -87,13 +94,13 @@ check "every segment is shipped" wait_for 120 all_shipped
 rel_stop "$CPID"
 check "d9 fsck clean" "$BIN/d9" --store "$STORE" fsck
 
-"$TBIN/tool_rel_seqcheck" "$STORE" --progress "$T/progress" >"$T/seq.local" 2>&1
+"$TBIN/tool_rel_seqcheck" "$STORE" $SEQ_ARGS >"$T/seq.local" 2>&1
 check "local store: exactly once, in time order, nothing missing: $(tail -n 1 "$T/seq.local")" \
-    sh -c "! grep '^FAIL' '$T/seq.local' && '$TBIN/tool_rel_seqcheck' '$STORE' --progress '$T/progress' >/dev/null"
+    sh -c "! grep '^FAIL' '$T/seq.local' && '$TBIN/tool_rel_seqcheck' '$STORE' $SEQ_ARGS >/dev/null"
 check "d9 pull fetches the bucket" "$BIN/d9" pull --quiet --s3-endpoint "$S3_ENDPOINT" $URL "$T/pulled"
-"$TBIN/tool_rel_seqcheck" "$T/pulled" --progress "$T/progress" >"$T/seq.pulled" 2>&1
+"$TBIN/tool_rel_seqcheck" "$T/pulled" $SEQ_ARGS >"$T/seq.pulled" 2>&1
 check "pulled store: exactly once, in time order, nothing missing: $(tail -n 1 "$T/seq.pulled")" \
-    sh -c "! grep '^FAIL' '$T/seq.pulled' && '$TBIN/tool_rel_seqcheck' '$T/pulled' --progress '$T/progress' >/dev/null"
+    sh -c "! grep '^FAIL' '$T/seq.pulled' && '$TBIN/tool_rel_seqcheck' '$T/pulled' $SEQ_ARGS >/dev/null"
 grep '^FAIL' "$T/seq.local" "$T/seq.pulled" | head -n 8
 echo "rel-ship-crash: $S3_KILLS s3 kills, $COL_KILLS collector kills, $(sed -n 's/.* records=\([0-9]*\) .*/\1/p' "$T/seq.local") records, $(sed -n 's/.* dups=\([0-9]*\) .*/\1/p' "$T/seq.local") duplicates, $(( $(date +%s) - start ))s"
 d9_finish rel-ship-crash

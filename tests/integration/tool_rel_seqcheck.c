@@ -2,7 +2,7 @@
  * tool_rel_seqcheck.c — proves "no committed record lost, every loss
  * counted" for the reliability tests, from the segment files alone.
  *
- *   tool_rel_seqcheck STORE [--pid P] [--progress FILE] [--allow-dups]
+ *   tool_rel_seqcheck STORE [--pid P] [--progress FILE] [--allow-dups] [--per-event K]
  *   tool_rel_seqcheck --progress FILE        print total=N (sum of counts)
  *
  * Reads every sealed segment of STORE (of pid P only, if given) with
@@ -15,7 +15,9 @@
  *     thread's DATA blocks: gaps <= lost;
  *   - in sequence order a thread's timestamps never go back;
  *   - the prog_rel_workload events "rel_seq" {thread, seq} must sit at
- *     ring seq = app seq + a constant, and name one workload thread only;
+ *     ring seq = K * app seq + a constant, and name one workload thread only
+ *     (K = --per-event, the ring records of one workload event: 2 with
+ *     prog_rel_workload --counters 1, whose queue depth record follows);
  *   - with --progress (the workload's counts of completed emits, which
  *     survive kill -9): seen + lost == offered, or offered + 1 (the emit in
  *     flight when the kill landed), so nothing committed is missing and no
@@ -201,7 +203,8 @@ static void fail(struct totals *t, const char *fmt, ...)
 
 /* Check the records [a, b) of one thread (sorted by seq). */
 static void check_thread(const struct rec *rs, size_t a, size_t b, uint64_t lost,
-                         struct progress *pr, int allow_dups, struct totals *t)
+                         struct progress *pr, int allow_dups, uint64_t per_event,
+                         struct totals *t)
 {
     const struct rec *f = &rs[a];
     uint64_t uniq = 0, dups = 0;
@@ -231,7 +234,7 @@ static void check_thread(const struct rec *rs, size_t a, size_t b, uint64_t lost
             continue;
         }
         app = rs[i].app_thread;
-        int64_t d = (int64_t)rs[i].app_seq - (int64_t)rs[i].seq;
+        int64_t d = (int64_t)(rs[i].app_seq * per_event) - (int64_t)rs[i].seq;
         if (have_off && d != offset)
             bad_map = 1;
         offset = d;
@@ -269,11 +272,11 @@ static void check_thread(const struct rec *rs, size_t a, size_t b, uint64_t lost
         uint64_t offered = atomic_load(&pr->p->count[app]);
         t->offered += offered;
         /* the ring counted offset extra records before the first rel_seq one */
-        uint64_t ring_offered = offered + (uint64_t)(offset > 0 ? 0 : -offset);
+        uint64_t ring_offered = offered * per_event + (uint64_t)(offset > 0 ? 0 : -offset);
         if (uniq + lost < ring_offered)
             fail(t, "%s: %" PRIu64 " offered, but only %" PRIu64 " in segments + %" PRIu64
                  " counted lost: committed records are missing", id, ring_offered, uniq, lost);
-        else if (uniq + lost > ring_offered + 1)
+        else if (uniq + lost > ring_offered + per_event)
             fail(t, "%s: %" PRIu64 " offered, but %" PRIu64 " in segments + %" PRIu64
                  " counted lost: loss counted twice", id, ring_offered, uniq, lost);
         if (max_app > offered + 1)
@@ -294,6 +297,7 @@ static int cmp_lost(const void *a, const void *b)
 static void usage(FILE *f)
 {
     fprintf(f, "usage: tool_rel_seqcheck STORE [--pid P] [--progress FILE] [--allow-dups]\n"
+               "                         [--per-event K]\n"
                "       tool_rel_seqcheck --progress FILE\n");
 }
 
@@ -302,12 +306,19 @@ int main(int argc, char **argv)
     const char *store = NULL, *progress = NULL;
     uint32_t only = 0;
     int allow_dups = 0;
+    uint64_t per_event = 1;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--pid") && i + 1 < argc)
             only = (uint32_t)strtoul(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--progress") && i + 1 < argc)
             progress = argv[++i];
-        else if (!strcmp(argv[i], "--allow-dups"))
+        else if (!strcmp(argv[i], "--per-event") && i + 1 < argc) {
+            per_event = strtoull(argv[++i], NULL, 10);
+            if (per_event < 1 || per_event > 16) {
+                usage(stderr);
+                return 2;
+            }
+        } else if (!strcmp(argv[i], "--allow-dups"))
             allow_dups = 1;
         else if (!strcmp(argv[i], "--help")) {
             usage(stdout);
@@ -369,7 +380,7 @@ int main(int argc, char **argv)
         for (size_t k = li; k < losts.n && ls[k].pid == rs[a].pid && ls[k].ring == rs[a].ring &&
                             ls[k].gen == rs[a].gen; k++)
             lost += ls[k].lost;
-        check_thread(rs, a, b, lost, progress ? &pr : NULL, allow_dups, &t);
+        check_thread(rs, a, b, lost, progress ? &pr : NULL, allow_dups, per_event, &t);
         a = b;
     }
     if (progress)

@@ -21,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 #include "agent/d9.h"
 #include "shm/clock.h"
@@ -39,19 +41,33 @@ struct fx {
     uint8_t out[1 << 20];
 };
 
+static int g_listener = -1;
+
 static int setup(void **state)
 {
     struct fx *f = calloc(1, sizeof *f);
     strcpy(f->dir, "/tmp/d9-test-api.XXXXXX");
     if (!mkdtemp(f->dir))
         return -1;
-    snprintf(f->endpoint, sizeof f->endpoint, "ipc://%s/none.sock", f->dir);
+    snprintf(f->endpoint, sizeof f->endpoint, "ipc://%s/c.sock", f->dir);
+    /* something listens at the endpoint, as a collector would: the children's
+     * regions stay at exit for the test to read (with nobody listening an
+     * agent removes its region at a clean exit) */
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s/c.sock", f->dir);
+    g_listener = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (g_listener < 0 || bind(g_listener, (struct sockaddr *)&sa, sizeof sa) != 0 ||
+        listen(g_listener, 16) != 0)
+        return -1;
     *state = f;
     return 0;
 }
 
 static int teardown(void **state)
 {
+    if (g_listener >= 0)
+        close(g_listener);
+    g_listener = -1;
     struct fx *f = *state;
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->dir);

@@ -9,6 +9,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -201,6 +202,84 @@ static void test_agent_with_no_collector_starts_and_stops_without_goodbye(void *
     assert_int_equal(atomic_load(&f->a.region.hdr->state), D9_REGION_CLOSED);
 }
 
+static int region_exists(struct fx *f) { return access(f->a.region.path, F_OK) == 0; }
+
+/* Clean exit, no collector at DIAL9_COLLECTOR: the region goes with the process. */
+static void test_agent_without_a_collector_removes_its_region_at_stop(void **state)
+{
+    struct fx *f = *state;
+    assert_int_equal(ag_agent_start(&f->a, &f->cfg), 0);
+    assert_true(region_exists(f));
+    ag_agent_stop(&f->a);
+    assert_false(region_exists(f));
+    assert_int_equal(atomic_load(&f->a.region.hdr->adopted), D9_ADOPT_ABANDONED);
+}
+
+/* A collector listens: it will adopt and drain the region, so it stays. */
+static void test_agent_with_a_collector_listening_keeps_its_region(void **state)
+{
+    struct fx *f = *state;
+    bind_router(f);
+    assert_int_equal(ag_control_reachable(f->endpoint), 1);
+    assert_int_equal(ag_agent_start(&f->a, &f->cfg), 0);
+    ag_agent_stop(&f->a);
+    assert_true(region_exists(f));
+}
+
+/* A collector adopted the region and is gone now: the file stays, so the
+ * next collector drains the tail. */
+static void test_agent_keeps_an_adopted_region_with_no_collector_left(void **state)
+{
+    struct fx *f = *state;
+    assert_int_equal(ag_agent_start(&f->a, &f->cfg), 0);
+    shm_region_mark_adopted(f->a.region.hdr);
+    ag_agent_stop(&f->a);
+    assert_true(region_exists(f));
+}
+
+/* DIAL9_COLLECTOR=none: nothing to ask, a scanning collector may come. */
+static void test_agent_without_a_control_channel_keeps_its_region(void **state)
+{
+    struct fx *f = *state;
+    f->cfg.control = 0;
+    f->cfg.collector[0] = 0;
+    assert_int_equal(ag_agent_start(&f->a, &f->cfg), 0);
+    ag_agent_stop(&f->a);
+    assert_true(region_exists(f));
+}
+
+static void test_reachable_probes_ipc_endpoints_only(void **state)
+{
+    struct fx *f = *state;
+    assert_int_equal(ag_control_reachable(f->endpoint), 0);     /* no socket file */
+    assert_int_equal(ag_control_reachable("tcp://127.0.0.1:1"), -EPROTONOSUPPORT);
+    assert_int_equal(ag_control_reachable("ipc://"), 0);
+    bind_router(f);
+    assert_int_equal(ag_control_reachable(f->endpoint), 1);
+}
+
+/* DIAL9_SHM_CAP_MB: past the cap no region is made (-EDQUOT, untraced). */
+static void test_agent_refuses_a_region_past_the_cap(void **state)
+{
+    struct fx *f = *state;
+    char path[256];
+    snprintf(path, sizeof path, "%s/d9.%u.%u.1", f->dir, (unsigned)getuid(), 0x7ffffffeu);
+    int fd = open(path, O_CREAT | O_WRONLY | O_EXCL, 0600);
+    assert_true(fd >= 0);
+    static char mib[AG_MIB];
+    memset(mib, 1, sizeof mib);
+    assert_int_equal(write(fd, mib, sizeof mib), (ssize_t)sizeof mib);
+    close(fd);
+    f->cfg.shm_cap_mb = 2;
+    assert_int_equal(ag_agent_start(&f->a, &f->cfg), 0);     /* 1 MiB < 2 MiB */
+    ag_agent_destroy(&f->a);
+    f->cfg.shm_cap_mb = 1;
+    assert_int_equal(ag_agent_start(&f->a, &f->cfg), -EDQUOT);
+    assert_int_equal(atomic_load(&f->a.live), 0);
+    f->cfg.shm_cap_mb = 0;                                      /* no cap */
+    assert_int_equal(ag_agent_start(&f->a, &f->cfg), 0);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -213,6 +292,12 @@ int main(void)
         T(test_agent_says_hello_at_start_and_goodbye_at_stop),
         T(test_agent_hello_reaches_a_collector_that_starts_later),
         T(test_agent_with_no_collector_starts_and_stops_without_goodbye),
+        T(test_agent_without_a_collector_removes_its_region_at_stop),
+        T(test_agent_with_a_collector_listening_keeps_its_region),
+        T(test_agent_keeps_an_adopted_region_with_no_collector_left),
+        T(test_agent_without_a_control_channel_keeps_its_region),
+        T(test_reachable_probes_ipc_endpoints_only),
+        T(test_agent_refuses_a_region_past_the_cap),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -271,6 +271,21 @@ static void test_sched_sample_us_boundaries(void **s)
                              "microseconds (0..60000000); tracing disabled");
 }
 
+static void test_shm_cap_mb_boundaries(void **s)
+{
+    (void)s;
+    assert_int_equal(parse1("DIAL9_SHM_CAP_MB", "0"), 0);
+    assert_int_equal(cfg.shm_cap_mb, 0);            /* no cap */
+    assert_int_equal(parse1("DIAL9_SHM_CAP_MB", "16777216"), 0);
+    assert_int_equal(cfg.shm_cap_mb, AG_SHM_CAP_MB_MAX);
+    assert_int_equal(parse1("DIAL9_SHM_CAP_MB", "16777217"), -EINVAL);
+    assert_string_equal(err, "d9: DIAL9_SHM_CAP_MB=16777217 is out of range for a size in "
+                             "MiB (0..16777216, 0 = no cap); tracing disabled");
+    assert_int_equal(parse1("DIAL9_SHM_CAP_MB", "1G"), -EINVAL);
+    assert_string_equal(err, "d9: DIAL9_SHM_CAP_MB=1G is not a number of MiB "
+                             "(0..16777216, 0 = no cap); tracing disabled");
+}
+
 static void test_clock_is_auto_or_monotonic(void **s)
 {
     (void)s;
@@ -342,6 +357,7 @@ int main(void)
         cmocka_unit_test(test_runtime_name_rejects_control_bytes_and_quotes_them_safely),
         cmocka_unit_test(test_shm_dir_must_be_absolute_and_short),
         cmocka_unit_test(test_sched_sample_us_boundaries),
+        cmocka_unit_test(test_shm_cap_mb_boundaries),
         cmocka_unit_test(test_clock_is_auto_or_monotonic),
         cmocka_unit_test(test_long_bad_value_is_cut_in_the_message),
         cmocka_unit_test(test_first_bad_variable_disables_everything),

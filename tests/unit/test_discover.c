@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 #include "collector/daemon/discover.h"
@@ -331,6 +332,71 @@ static void a_rejected_symlink_is_never_removed(void **state)
     assert_int_equal(fx->d.rejected_count, 1);
 }
 
+#define AGE_S 60u
+
+static void age_file(struct fx *fx, const char *name, time_t secs_ago)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", fx->dir, name);
+    struct timespec ts[2] = { { .tv_sec = time(NULL) - secs_ago }, { .tv_sec = time(NULL) - secs_ago } };
+    assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
+}
+
+/* --reclaim-age: a region naming a pid that now runs another process is
+ * never offered; once its file is older than the age it is removed. */
+static void an_old_region_of_a_reused_pid_is_removed_by_age(void **state)
+{
+    struct fx *fx = *state;
+    fx->d.reclaim_age_s = AGE_S;
+    char old[128], young[128];
+    snprintf(old, sizeof old, "%s", region_file(fx, getuid(), (uint32_t)getpid(), my_start() - 1, getuid()));
+    snprintf(young, sizeof young, "%s", region_file(fx, getuid(), (uint32_t)getpid(), my_start() - 2, getuid()));
+    age_file(fx, old, (time_t)AGE_S + 5);
+    age_file(fx, young, (time_t)AGE_S - 5);
+    discover_scan(&fx->d, never_known, fake_adopt, fx);
+    assert_false(exists(fx, old));
+    assert_true(exists(fx, young));
+    assert_int_equal(fx->d.aged_removed, 1);
+    assert_int_equal(fx->offered, 0);
+}
+
+/* A kept rejected region (another user's indexed process) goes once old. */
+static void a_kept_rejected_region_is_removed_by_age(void **state)
+{
+    struct fx *fx = *state;
+    fx->d.reclaim_age_s = AGE_S;
+    char name[128];
+    snprintf(name, sizeof name, "%s", region_file(fx, getuid(), dead_pid(), 1, getuid()));
+    fx->adopt_rc = -EEXIST;
+    discover_scan(&fx->d, never_known, fake_adopt, fx);
+    discover_scan(&fx->d, never_known, fake_adopt, fx);
+    assert_true(exists(fx, name));
+    age_file(fx, name, (time_t)AGE_S + 5);
+    discover_scan(&fx->d, never_known, fake_adopt, fx);
+    assert_false(exists(fx, name));
+    assert_int_equal(fx->d.aged_removed, 1);
+}
+
+/* Without an age (0) nothing is removed by age; a live process's region
+ * never is, however old. */
+static void no_age_or_a_live_process_keeps_the_file(void **state)
+{
+    struct fx *fx = *state;
+    char reused[128], live[128];
+    snprintf(reused, sizeof reused, "%s", region_file(fx, getuid(), (uint32_t)getpid(), my_start() - 1, getuid()));
+    snprintf(live, sizeof live, "%s", region_file(fx, getuid(), (uint32_t)getpid(), my_start(), getuid()));
+    age_file(fx, reused, (time_t)AGE_S * 100);
+    age_file(fx, live, (time_t)AGE_S * 100);
+    fx->adopt_rc = -EBADMSG;
+    discover_scan(&fx->d, never_known, fake_adopt, fx);
+    assert_true(exists(fx, reused));
+    fx->d.reclaim_age_s = AGE_S;
+    discover_scan(&fx->d, never_known, fake_adopt, fx);
+    discover_scan(&fx->d, never_known, fake_adopt, fx);
+    assert_true(exists(fx, live));
+    assert_false(exists(fx, reused));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -351,6 +417,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(a_rejected_symlink_is_never_removed, setup, teardown),
         cmocka_unit_test_setup_teardown(a_region_of_an_ended_process_is_rejected_and_removed, setup, teardown),
         cmocka_unit_test_setup_teardown(a_region_of_another_user_s_indexed_process_is_rejected_and_kept, setup, teardown),
+        cmocka_unit_test_setup_teardown(an_old_region_of_a_reused_pid_is_removed_by_age, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_kept_rejected_region_is_removed_by_age, setup, teardown),
+        cmocka_unit_test_setup_teardown(no_age_or_a_live_process_keeps_the_file, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -296,6 +296,72 @@ static void test_concurrent_claims_get_distinct_rings(void **state)
     assert_int_equal(atomic_load(&f->r.hdr->threads_untraced), CLAIM_THREADS - 10);
 }
 
+/* Clean exit with no collector: the agent removes its own region. */
+static void test_abandon_removes_an_unadopted_region(void **state)
+{
+    struct fx *f = *state;
+    create(f, 2);
+    assert_int_equal(shm_region_abandon(&f->r), 1);
+    assert_int_equal(access(f->r.path, F_OK), -1);
+    assert_int_equal(atomic_load(&f->r.hdr->adopted), D9_ADOPT_ABANDONED);
+}
+
+/* Once a collector adopted it the file stays for that collector (or the
+ * next one) to drain the tail; a collector adopting an abandoned region
+ * still takes it (its mapping outlives the name). */
+static void test_abandon_leaves_an_adopted_region(void **state)
+{
+    struct fx *f = *state;
+    create(f, 2);
+    assert_int_equal(shm_region_mark_adopted(f->r.hdr), D9_ADOPT_NONE);
+    assert_int_equal(shm_region_abandon(&f->r), 0);
+    assert_int_equal(access(f->r.path, F_OK), 0);
+    assert_int_equal(shm_region_mark_adopted(f->r.hdr), D9_ADOPT_COLLECTOR);
+}
+
+/* Another file put in the region's place is never removed. */
+static void test_abandon_leaves_a_replaced_file(void **state)
+{
+    struct fx *f = *state;
+    create(f, 2);
+    assert_int_equal(unlink(f->r.path), 0);
+    int fd = open(f->r.path, O_CREAT | O_WRONLY | O_EXCL, 0600);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(shm_region_abandon(&f->r), -ESTALE);
+    assert_int_equal(access(f->r.path, F_OK), 0);
+}
+
+/* The cap's measure: allocated bytes of this user's regions that no
+ * collector drains; an adopted region of a live process does not count,
+ * other users' names and other files do not either. */
+static void test_unadopted_bytes_counts_what_nobody_drains(void **state)
+{
+    struct fx *f = *state;
+    uint64_t bytes;
+    uint32_t files;
+    assert_int_equal(shm_region_unadopted_bytes(f->dir, (uint32_t)getuid(), &bytes, &files), 0);
+    assert_int_equal(files, 0);
+    assert_int_equal(bytes, 0);
+    create(f, 2);
+    memset(f->r.base + f->r.hdr->rings_offset, 1, 8192);   /* allocate some pages */
+    char other[256];
+    snprintf(other, sizeof other, "%s/d9.%u.1.1", f->dir, (unsigned)getuid() + 1);
+    int fd = open(other, O_CREAT | O_WRONLY | O_EXCL, 0600);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, "x", 1), 1);
+    close(fd);
+    assert_int_equal(shm_region_unadopted_bytes(f->dir, (uint32_t)getuid(), &bytes, &files), 0);
+    assert_int_equal(files, 1);
+    assert_true(bytes >= 8192);
+    shm_region_mark_adopted(f->r.hdr);
+    assert_int_equal(shm_region_unadopted_bytes(f->dir, (uint32_t)getuid(), &bytes, &files), 0);
+    assert_int_equal(files, 0);
+    assert_int_equal(bytes, 0);
+    assert_int_equal(shm_region_unadopted_bytes("/nonexistent-d9", 0, &bytes, &files), -ENOENT);
+    unlink(other);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -304,6 +370,10 @@ int main(void)
         cmocka_unit_test(test_proc_start_time_of_self_and_missing_pid),
         cmocka_unit_test(test_proc_stat_gives_the_state_and_the_same_start_time),
         cmocka_unit_test_setup_teardown(test_create_lays_out_header_and_mode_0600, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_abandon_removes_an_unadopted_region, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_abandon_leaves_an_adopted_region, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_abandon_leaves_a_replaced_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unadopted_bytes_counts_what_nobody_drains, setup, teardown),
         cmocka_unit_test_setup_teardown(test_create_rejects_bad_geometry, setup, teardown),
         cmocka_unit_test_setup_teardown(test_map_validates_and_copies_geometry, setup, teardown),
         cmocka_unit_test_setup_teardown(test_map_refuses_wrong_owner, setup, teardown),

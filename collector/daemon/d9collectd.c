@@ -881,7 +881,7 @@ static int metrics_open(struct col_ctx *x)
         col_warn("--metrics: listening on %s, not loopback: anyone who can reach it can read "
                  "the traced processes' names and counters (no authentication, no encryption)",
                  addr);
-    col_info("metrics: http://%s:%u%s", addr, (unsigned)ntohs(sin.sin_port), MET_HTTP_PATH);
+    col_info("metrics: http://%s:%u%s", addr, met_http_port(x->met_http), MET_HTTP_PATH);
     return 0;
 }
 

@@ -11,7 +11,7 @@
 #define MET_ADDR_PORT_MAX 65535u
 #define MET_ADDR_LOOPBACK "127.0.0.1"
 
-/* Digits only, no sign, 1..65535. 0 or -EINVAL. */
+/* Digits only, no sign, 0..65535. 0 or -EINVAL. */
 static int parse_port(const char *s, uint16_t *port)
 {
     uint32_t v = 0;
@@ -24,8 +24,6 @@ static int parse_port(const char *s, uint16_t *port)
         if (v > MET_ADDR_PORT_MAX)
             return -EINVAL;
     }
-    if (v == 0)
-        return -EINVAL;
     *port = (uint16_t)v;
     return 0;
 }

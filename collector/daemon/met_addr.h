@@ -1,6 +1,7 @@
 /*
  * met_addr.h — the address of --metrics: "PORT" (loopback, 127.0.0.1) or
- * "IPV4ADDR:PORT" ("localhost:PORT" is 127.0.0.1), port 1..65535.
+ * "IPV4ADDR:PORT" ("localhost:PORT" is 127.0.0.1), port 0..65535
+ * (0: the kernel picks a free one and the collector's log says which).
  *
  * Called by config.c (every value of the option or config key is checked
  * when it is set, so a bad one is refused before start-up) and d9collectd.c
@@ -15,7 +16,7 @@
 #include <stdbool.h>
 
 /* What a bad value is told (one line, after the value). */
-#define MET_ADDR_EXPECT "expected PORT or IPV4ADDR:PORT with a port in 1..65535 " \
+#define MET_ADDR_EXPECT "expected PORT or IPV4ADDR:PORT with a port in 0..65535 " \
                         "(e.g. 9464 or 127.0.0.1:9464)"
 
 /* Parse s into *sin. 0 or -EINVAL. */

@@ -19,6 +19,7 @@
 struct met_http {
     struct MHD_Daemon *d;
     int fd;
+    unsigned port;
     pthread_mutex_t mu;         /* guards text, len, cap */
     char *text;
     size_t len, cap;
@@ -66,7 +67,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     (void)version;
     (void)upload_data;
     if (*upload_size)
-        return plain(c, MHD_HTTP_CONTENT_TOO_LARGE, "no request body expected\n");
+        return MHD_NO;          /* a body: nothing here takes one; the connection is closed */
     if (!*con_cls) {            /* headers only so far: answer at the next call */
         *con_cls = h;
         return MHD_YES;
@@ -103,9 +104,11 @@ int met_http_start(struct met_http **out, const struct sockaddr_in *sin, char *e
     pthread_mutex_init(&h->mu, NULL);
     h->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     int one = 1;
+    struct sockaddr_in bound;
+    socklen_t bl = sizeof bound;
     if (h->fd < 0 || setsockopt(h->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
         bind(h->fd, (const struct sockaddr *)sin, sizeof *sin) < 0 ||
-        listen(h->fd, MET_HTTP_BACKLOG) < 0) {
+        listen(h->fd, MET_HTTP_BACKLOG) < 0 || getsockname(h->fd, (struct sockaddr *)&bound, &bl) < 0) {
         int e = errno;
         snprintf(err, errcap, "%s", strerror(e));
         if (h->fd >= 0)
@@ -114,6 +117,7 @@ int met_http_start(struct met_http **out, const struct sockaddr_in *sin, char *e
         free(h);
         return -e;
     }
+    h->port = ntohs(bound.sin_port);
     h->d = MHD_start_daemon(MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
                             on_request, h,
                             MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
@@ -142,6 +146,11 @@ void met_http_stop(struct met_http *h)
     pthread_mutex_destroy(&h->mu);
     free(h->text);
     free(h);
+}
+
+unsigned met_http_port(const struct met_http *h)
+{
+    return h->port;
 }
 
 int met_http_publish(struct met_http *h, char **buf, size_t *len, size_t *cap)

@@ -15,7 +15,8 @@
  * at (GET or HEAD, "/metrics" exactly, query ignored; anything else 404,
  * other methods 405), nothing is parsed beyond what libmicrohttpd does,
  * connections are bounded (MET_HTTP_CONN_LIMIT, MET_HTTP_TIMEOUT_S,
- * MET_HTTP_CONN_MEMORY) and a request body is refused (413).
+ * MET_HTTP_CONN_MEMORY) and a request that sends a body is closed
+ * without an answer.
  *
  * Called by d9collectd.c. Must never: block the drain thread, or answer
  * with anything but the published text.
@@ -38,6 +39,8 @@ struct met_http;
 int met_http_start(struct met_http **out, const struct sockaddr_in *sin, char *err,
                    size_t errcap);
 void met_http_stop(struct met_http *h);
+/* The port listened on (the kernel's pick for port 0). */
+unsigned met_http_port(const struct met_http *h);
 
 /* Offer *buf (len bytes, malloc'd) as the published text. On success the
  * server owns it and buf, len and cap get the previous buffer back (or NULL)

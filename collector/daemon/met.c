@@ -8,6 +8,7 @@
  * allocates.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,11 +103,21 @@ static const char *runtime_label(const struct met_proc *mp, uint16_t id, char *b
 
 /* ---- feeding ------------------------------------------------------------------------ */
 
-static struct met_worker *worker(struct met_proc *mp, uint16_t rt, uint16_t wk)
+static struct met_worker *worker_find(struct met_proc *mp, uint16_t rt, uint16_t wk);
+
+/* The worker of a record: the last one found (almost always), else a search. */
+static inline struct met_worker *worker(struct met_proc *mp, uint16_t rt, uint16_t wk)
 {
     struct met_worker *w = &mp->w[mp->last];
-    if (mp->last < mp->n && w->runtime == rt && w->worker == wk)
+    if (__builtin_expect(w->runtime == rt && w->worker == wk && mp->last < mp->n, 1))
         return w;
+    return worker_find(mp, rt, wk);
+}
+
+__attribute__((noinline))
+static struct met_worker *worker_find(struct met_proc *mp, uint16_t rt, uint16_t wk)
+{
+    struct met_worker *w;
     for (uint32_t i = 0; i < mp->n; i++) {
         if (mp->w[i].runtime == rt && mp->w[i].worker == wk) {
             mp->last = i;
@@ -124,65 +135,70 @@ static struct met_worker *worker(struct met_proc *mp, uint16_t rt, uint16_t wk)
     return &mp->other;
 }
 
+/* Fields are read one by one from the record: copying the whole record to
+ * the stack and reading a 2-byte field of it stalls on store forwarding
+ * (measured: twice the cost of the walk). */
+#define FIELD(r, type, f) ({ __typeof__(((type *)0)->f) v_; \
+                             memcpy(&v_, (r) + offsetof(type, f), sizeof v_); v_; })
+
 static void on_poll_start(struct met_proc *mp, const uint8_t *r)
 {
-    struct d9_rec_poll_start s;
-    memcpy(&s, r, sizeof s);
-    struct met_worker *w = worker(mp, s.runtime, s.worker);
+    struct met_worker *w = worker(mp, FIELD(r, struct d9_rec_poll_start, runtime),
+                                  FIELD(r, struct d9_rec_poll_start, worker));
     w->polls++;
     if (w == &mp->other)
         return;             /* workers share it: no pairing */
-    if (w->poll_depth > 0 && s.task == w->poll_task)
+    uint64_t task = FIELD(r, struct d9_rec_poll_start, task);
+    if (w->poll_depth > 0 && task == w->poll_task)
         w->poll_depth = 0;  /* its end was dropped: how long it ran is unknown */
     if (w->poll_depth++ == 0) {
-        w->poll_ts = s.h.ts;
-        w->poll_task = s.task;
+        w->poll_ts = FIELD(r, struct d9_rec_hdr, ts);
+        w->poll_task = task;
     }
 }
 
 static void on_poll_end(struct met_proc *mp, const uint8_t *r)
 {
-    struct d9_rec_poll_end e;
-    memcpy(&e, r, sizeof e);
-    struct met_worker *w = worker(mp, e.runtime, e.worker);
+    struct met_worker *w = worker(mp, FIELD(r, struct d9_rec_poll_end, runtime),
+                                  FIELD(r, struct d9_rec_poll_end, worker));
     if (w == &mp->other || w->poll_depth == 0)
         return;
     /* the outermost poll's end also closes nested polls whose ends were dropped */
-    if (--w->poll_depth == 0 || e.task == w->poll_task) {
+    if (--w->poll_depth == 0 || FIELD(r, struct d9_rec_poll_end, task) == w->poll_task) {
         w->poll_depth = 0;
-        if (e.h.ts >= w->poll_ts) {
-            uint64_t d = e.h.ts - w->poll_ts;
+        uint64_t ts = FIELD(r, struct d9_rec_hdr, ts);
+        if (ts >= w->poll_ts) {
+            uint64_t d = ts - w->poll_ts;
             w->busy_ns += d;
             w->hist[met_bucket(d)]++;
         }
     }
 }
 
-static void on_worker(struct met_proc *mp, const uint8_t *r)
+static void on_worker(struct met_proc *mp, const uint8_t *r, uint16_t type)
 {
-    struct d9_rec_worker k;
-    memcpy(&k, r, sizeof k);
-    struct met_worker *w = worker(mp, k.runtime, k.worker);
-    if (!(k.flags & D9_WORKER_UNSAMPLED)) {
+    struct met_worker *w = worker(mp, FIELD(r, struct d9_rec_worker, runtime),
+                                  FIELD(r, struct d9_rec_worker, worker));
+    if (!(FIELD(r, struct d9_rec_worker, flags) & D9_WORKER_UNSAMPLED)) {
         w->waits++;
-        w->wait_sum_ns += k.sched_wait_ns;
+        w->wait_sum_ns += FIELD(r, struct d9_rec_worker, sched_wait_ns);
     }
-    if (k.h.type == D9_REC_WORKER_PARK) {
+    uint64_t ts = FIELD(r, struct d9_rec_hdr, ts);
+    if (type == D9_REC_WORKER_PARK) {
         w->parks++;
-        w->park_ts = k.h.ts;
+        w->park_ts = ts;
     } else {
         w->unparks++;
-        if (w != &mp->other && w->park_ts && k.h.ts >= w->park_ts)
-            w->parked_ns += k.h.ts - w->park_ts;
+        if (w != &mp->other && w->park_ts && ts >= w->park_ts)
+            w->parked_ns += ts - w->park_ts;
         w->park_ts = 0;
     }
 }
 
 static void on_wake(struct met_proc *mp, const uint8_t *r)
 {
-    struct d9_rec_wake k;
-    memcpy(&k, r, sizeof k);
-    worker(mp, k.runtime, k.target_worker)->wakes++;
+    worker(mp, FIELD(r, struct d9_rec_wake, runtime),
+           FIELD(r, struct d9_rec_wake, target_worker))->wakes++;
 }
 
 void met_feed(struct met_proc *mp, const uint8_t *buf, size_t n)
@@ -207,7 +223,7 @@ void met_feed(struct met_proc *mp, const uint8_t *buf, size_t n)
         case D9_REC_WORKER_PARK:
         case D9_REC_WORKER_UNPARK:
             if (len == sizeof(struct d9_rec_worker))
-                on_worker(mp, r);
+                on_worker(mp, r, type);
             break;
         case D9_REC_WAKE:
             if (len == sizeof(struct d9_rec_wake))

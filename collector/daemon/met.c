@@ -79,6 +79,10 @@ unsigned met_bucket(uint64_t ns)
     return k > MET_HIST_BOUNDS ? MET_HIST_BOUNDS : k;
 }
 
+/* Two series may never share their labels (Prometheus refuses the whole
+ * scrape), so a runtime's label is its name as met_text will write it
+ * (bytes outside printable ASCII as '_'), with "#ID" added when another
+ * runtime of the process already has that label. */
 void met_runtime_name(struct met_proc *mp, uint32_t id, const char *name)
 {
     uint32_t i = 0;
@@ -86,10 +90,26 @@ void met_runtime_name(struct met_proc *mp, uint32_t id, const char *name)
         i++;
     if (i == MET_RUNTIMES_MAX || !name || !*name)
         return;
+    char label[MET_RUNTIME_NAME_MAX];
+    size_t n = 0;
+    for (; name[n] && n < MET_RUNTIME_NAME_MAX - 1; n++) {
+        unsigned char c = (unsigned char)name[n];
+        label[n] = c < 0x20 || c >= 0x7f ? '_' : (char)c;
+    }
+    label[n] = 0;
+    for (uint32_t k = 0; k < mp->nrt; k++) {
+        if (k != i && strcmp(mp->rt[k].name, label) == 0) {
+            char suffix[16];
+            int sl = snprintf(suffix, sizeof suffix, "#%" PRIu32, id);
+            size_t keep = n + (size_t)sl < sizeof label ? n : sizeof label - 1 - (size_t)sl;
+            memcpy(label + keep, suffix, (size_t)sl + 1);
+            break;
+        }
+    }
     if (i == mp->nrt)
         mp->nrt++;
     mp->rt[i].id = id;
-    snprintf(mp->rt[i].name, sizeof mp->rt[i].name, "%s", name);
+    memcpy(mp->rt[i].name, label, sizeof label);
 }
 
 static const char *runtime_label(const struct met_proc *mp, uint16_t id, char *buf, size_t cap)
@@ -345,6 +365,19 @@ static void worker_sample(struct met_text *t, const struct wfamily *f, const str
     }
 }
 
+/* An ended process whose pid a newer process has: its series would have
+ * the newer one's labels (a pid reused, or a container's app restarted
+ * with the same pid), so it is left out. The list is newest first. */
+static int reused_pid(const struct met *m, const struct met_proc *p)
+{
+    if (!p->ended_ns)
+        return 0;
+    for (const struct met_proc *q = m->procs; q && q != p; q = q->next)
+        if (q->pid == p->pid)
+            return 1;
+    return 0;
+}
+
 /* The processes rendered: the first MET_PROCS_MAX in adoption order (the
  * list is newest first), then one summed "other". */
 static size_t pick(struct met *m, const struct met_proc **out, struct met_proc *other)
@@ -358,7 +391,7 @@ static size_t pick(struct met *m, const struct met_proc **out, struct met_proc *
     for (const struct met_proc *p = m->procs; p; p = p->next, i++) {
         if (i < skip_new)
             proc_add(other, p);
-        else
+        else if (!reused_pid(m, p))
             out[n++] = p;
     }
     return n;

@@ -229,6 +229,35 @@ static void records_of_a_wrong_length_are_ignored(void **state)
     met_free(&m);
 }
 
+static void labels_never_repeat_for_runtimes_or_reused_pids(void **state)
+{
+    (void)state;
+    struct met m;
+    met_init(&m);
+    struct met_proc *old = met_proc_new(&m, 9, "app");
+    R.n = 0;
+    poll_start(&R, 1, 0, 1);
+    met_feed(old, R.buf, R.n);
+    met_proc_ended(old, 5);
+    struct met_proc *p = met_proc_new(&m, 9, "app");     /* the same pid again */
+    met_runtime_name(p, RT, "pool");
+    met_runtime_name(p, RT + 1, "pool");                 /* the same name, another id */
+    met_runtime_name(p, RT + 2, "p\xc3\xa9");          /* "pé": 'p__' */
+    met_runtime_name(p, RT + 3, "p\xc3\xa8");          /* "pè": also 'p__' */
+    assert_string_equal(p->rt[0].name, "pool");
+    assert_string_equal(p->rt[1].name, "pool#4");
+    assert_string_equal(p->rt[2].name, "p__");
+    assert_string_equal(p->rt[3].name, "p__#6");
+    struct met_health h = { 0 };
+    assert_int_equal(met_render(&m, &h), 0);
+    /* only the live process's (no poll: 0 series of workers) */
+    assert_null(strstr(m.text.buf, "d9_worker_polls_total{pid=\"9\""));
+    const char *first = strstr(m.text.buf, "d9_records_total{pid=\"9\"");
+    assert_non_null(first);
+    assert_null(strstr(first + 1, "d9_records_total{pid=\"9\""));
+    met_free(&m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -239,6 +268,7 @@ int main(void)
         cmocka_unit_test(processes_past_the_bound_are_summed_into_other),
         cmocka_unit_test(exited_processes_are_dropped_after_their_time),
         cmocka_unit_test(records_of_a_wrong_length_are_ignored),
+        cmocka_unit_test(labels_never_repeat_for_runtimes_or_reused_pids),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -55,6 +55,8 @@ LDLIBS_COL   := -lzmq -lprotobuf-c -lsqlite3 -lcurl -lcrypto -lm -pthread
 FRAME_POINTERS := -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer
 # libzstd: the Parquet writer's page compression (collector/parquet/)
 LDLIBS_CLI   := $(LDLIBS_COL) -lmicrohttpd -lzstd
+# libmicrohttpd: d9collectd's --metrics endpoint (collector/daemon/met_http.c)
+LDLIBS_DAEMON := $(LDLIBS_COL) -lmicrohttpd
 SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 SHM_SRC   := $(wildcard shm/*.c)
@@ -165,7 +167,7 @@ $(STORE_A): $(STORE_OBJ) $(SHM_OBJ) $(PROTO_OBJ)
 	rm -f $@ && ar rcs $@ $^
 $(BUILD)/bin/d9collectd: $(BUILD)/obj/collector/daemon/d9collectd.o $(DAEMON_OBJ) $(CTL_OBJ) $(S3_OBJ) $(STORE_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS_COL)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS_DAEMON)
 $(BUILD)/bin/d9: $(BUILD)/obj/collector/cli/main.o $(CLI_OBJ) $(CTL_OBJ) $(S3_OBJ) $(CLI_PROTO_OBJ) $(STORE_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS_CLI)

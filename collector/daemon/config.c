@@ -15,6 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 #include "collector/daemon/config.h"
+#include "collector/daemon/met.h"
+#include "collector/daemon/met_addr.h"
 #include "collector/daemon/pace.h"
 #include "collector/s3/s3_cfg.h"
 #include "shm/paths.h"
@@ -62,6 +64,7 @@ static const struct opt opts[] = {
     { "s3-endpoint",     OPT_STR,   OFF(s3_endpoint),     0, 0, NULL, NULL },
     { "s3-region",       OPT_STR,   OFF(s3_region),       0, 0, NULL, NULL },
     { "ship-jobs",       OPT_U32,   OFF(ship_jobs),       1, CONFIG_SHIP_JOBS_MAX, NULL, NULL },
+    { "metrics",         OPT_STR,   OFF(metrics),         0, 0, NULL, NULL },
 };
 #define NOPTS (sizeof opts / sizeof opts[0])
 
@@ -153,13 +156,18 @@ int config_set(struct config *c, const char *key, const char *value,
     switch (o->kind) {
     case OPT_STR:
         if (!*value && strcmp(key, "pidfile") != 0 && strcmp(key, "ship") != 0 &&
-            strncmp(key, "s3-", 3) != 0) {
+            strncmp(key, "s3-", 3) != 0 && strcmp(key, "metrics") != 0) {
             snprintf(err, errcap, "option '%s' must not be empty", key);
             return -EINVAL;
         }
         if (strcmp(key, "endpoint") == 0 && !strstr(value, "://")) {
             snprintf(err, errcap, "bad endpoint '%s': expected a ZeroMQ endpoint such as "
                      "ipc:///run/dial9/collector.sock", value);
+            return -EINVAL;
+        }
+        struct sockaddr_in sin;
+        if (strcmp(key, "metrics") == 0 && *value && met_addr_parse(value, &sin)) {
+            snprintf(err, errcap, "bad value '%.64s' for 'metrics': %s", value, MET_ADDR_EXPECT);
             return -EINVAL;
         }
         if (set_str(field, value, CONFIG_PATH_MAX)) {
@@ -603,6 +611,23 @@ void config_usage(FILE *f, const char *prog)
 "        else us-east-1.\n"
 "    --ship-jobs N\n"
 "        Uploads in flight at once (1..16). Default: 2.\n"
+"    --metrics [IPV4ADDR:]PORT\n"
+"        Serve Prometheus metrics (text format 0.0.4) at\n"
+"        http://IPV4ADDR:PORT/metrics: per traced process and worker (pid,\n"
+"        comm, runtime, worker) polls, a poll duration histogram, busy and\n"
+"        parked seconds, scheduling wait (sum and count), wakes and lost\n"
+"        records by cause; and the collector's health (drain lag and pass\n"
+"        time, rings, segments, bytes written, write errors, with --ship the\n"
+"        upload backlog and failures). Counted from the records as the drain\n"
+"        copies them, by the definitions of d9 sched and d9 sql's workers\n"
+"        table. A PORT alone listens on 127.0.0.1 (port 0: a free one, named\n"
+"        in the log); another address than loopback is logged as a warning\n"
+"        (no authentication, no encryption).\n"
+"        Series: the first %21$u workers of a process, the others in\n"
+"        worker=\"other\"; the first %22$u processes, the others in\n"
+"        pid=\"other\"; an exited process's series stay %23$u s. The text is\n"
+"        rendered by the drain thread every %24$u ms and served from its own\n"
+"        thread. docs/collector.md lists every metric. Default: none (off).\n"
 "    --pidfile FILE\n"
 "        Write the collector's pid to FILE at start-up, remove it at exit.\n"
 "        Default: none.\n"
@@ -653,5 +678,6 @@ void config_usage(FILE *f, const char *prog)
         CONFIG_POLL_MIN_US_DEFAULT, CONFIG_POLL_MAX_US_DEFAULT, CONFIG_SCAN_MS_MIN, CONFIG_SCAN_MS_MAX,
         CONFIG_SCAN_MS_DEFAULT, PERF_FREQ_MAX, CONFIG_PERF_FREQ_DEFAULT, CONFIG_SWITCH_PERIOD_MAX,
         CONFIG_SWITCH_PERIOD_DEFAULT, PACE_BELL_MAX_US, CONFIG_RECLAIM_AGE_MAX,
-        CONFIG_RECLAIM_AGE_DEFAULT);
+        CONFIG_RECLAIM_AGE_DEFAULT, MET_WORKERS_MAX, MET_PROCS_MAX,
+        (unsigned)(MET_EXITED_KEEP_NS / 1000000000ull), (unsigned)(MET_PUBLISH_NS / 1000000ull));
 }

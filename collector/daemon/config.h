@@ -93,6 +93,7 @@ struct config {
     char s3_endpoint[CONFIG_PATH_MAX]; /* "" = AWS */
     char s3_region[CONFIG_PATH_MAX];   /* "" = AWS_REGION, ..., us-east-1 */
     uint32_t ship_jobs;             /* uploads in flight at most */
+    char metrics[CONFIG_PATH_MAX];  /* --metrics [ADDR:]PORT, "" = no metrics endpoint */
 };
 
 /* "auto", "cpu", "thread" for enum config_perf_scope. */

@@ -62,12 +62,16 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#include <arpa/inet.h>
 #include "collector/daemon/bell.h"
 #include "collector/daemon/config.h"
 #include "collector/ctl/ctl_server.h"
 #include "collector/daemon/discover.h"
 #include "collector/daemon/drain.h"
 #include "collector/daemon/guard.h"
+#include "collector/daemon/met.h"
+#include "collector/daemon/met_addr.h"
+#include "collector/daemon/met_http.h"
 #include "collector/daemon/pace.h"
 #include "collector/daemon/pidfile.h"
 #include "collector/store/store_lock.h"
@@ -117,6 +121,10 @@ struct col_ctx {
     struct ship_drain_load drain_load;  /* the loop's load, for the upload threads */
     char ship_error[512];           /* why shipping could not start */
     struct ship_stats ship_st;      /* for the status reply */
+    struct met met;                 /* --metrics: counters and the last render */
+    struct met_http *met_http;      /* --metrics server, NULL: off */
+    uint64_t met_next_ns;           /* the next render */
+    uint64_t passes, pass_ns;       /* drain passes, the last one's duration */
 };
 
 /* ---- process list ---------------------------------------------------------------- */
@@ -158,6 +166,8 @@ static int adopt_cb(void *arg, const struct discover_candidate *c)
     }
     p->next = x->procs;
     x->procs = p;
+    if (x->met_http && !(p->met = met_proc_new(&x->met, p->pid, p->geo.comm)))
+        col_warn("pid %u: out of memory: no metrics for this process", p->pid);
     if (!c->alive)
         p->ended = 1;
     else if (x->bell && !p->quarantined &&
@@ -191,8 +201,27 @@ static void scan(struct col_ctx *x)
     }
 }
 
+/* A process's own counters into its metrics (met.h), before each render
+ * and at its end. */
+static void met_sync(struct proc *p)
+{
+    struct met_proc *m = p->met;
+    if (!m)
+        return;
+    m->records = p->records;
+    m->bytes = p->bytes_written;
+    m->lost = p->lost;
+    m->lost_mismatch = p->drops.mismatch;
+    m->lost_too_big = p->drops.too_big;
+    m->lost_no_ring = p->drops.no_ring;
+    m->bad_stamps = p->ts_bad;
+}
+
 static void retire(struct col_ctx *x, struct proc *p)
 {
+    met_sync(p);
+    met_proc_ended(p->met, shm_mono_ns());
+    p->met = NULL;
     struct proc **pp = &x->procs;
     while (*pp && *pp != p)
         pp = &(*pp)->next;
@@ -777,6 +806,85 @@ static void sleep_us(struct col_ctx *x, uint32_t us, int *ctl, int *sig, int *be
     *bell = fds[2].revents != 0;
 }
 
+/* --metrics: every MET_PUBLISH_NS, the counters and the collector's health
+ * rendered (met.h) and offered to the HTTP thread (met_http.h); a publish
+ * that finds a request copying the text is skipped: the next one comes. */
+static void metrics_publish(struct col_ctx *x, uint64_t now)
+{
+    if (!x->met_http || now < x->met_next_ns)
+        return;
+    x->met_next_ns = now + MET_PUBLISH_NS;
+    struct met_health h = { 0 };
+    h.uptime_ns = now - x->start_ns;
+    h.records = x->done_records;
+    h.bytes_written = x->done_bytes;
+    h.lost = x->done_lost;
+    h.rings_quarantined = x->done_quarantined_rings;
+    h.regions_quarantined = x->quarantined_regions;
+    h.store_bytes = x->store.indexed_bytes;
+    for (struct proc *p = x->procs; p; p = p->next) {
+        met_sync(p);
+        h.processes += !p->ended;
+        h.rings_in_use += p->rings_in_use;
+        h.rings_quarantined += p->quarantined_rings;
+        h.regions_quarantined += p->quarantined;
+        h.lag_bytes += p->lag_bytes;
+        h.records += p->records;
+        h.bytes_written += p->bytes_written;
+        h.lost += p->lost;
+        h.store_bytes += seg_writer_bytes(p->writer);
+    }
+    h.regions_rejected = x->disc.rejected_count;
+    h.pass_ns = x->pass_ns;
+    h.passes = x->passes;
+    h.segments_sealed = x->store.segments_sealed;
+    h.write_errors = x->store.write_errors;
+    h.dropped_records = x->store.dropped_records;
+    if (x->ship) {
+        ship_stats(x->ship, &x->ship_st);
+        h.shipping = 1;
+        h.ship_backlog = x->ship_st.backlog;
+        h.ship_backlog_bytes = x->ship_st.backlog_bytes;
+        h.ship_shipped = x->ship_st.shipped;
+        h.ship_shipped_bytes = x->ship_st.shipped_bytes;
+        h.ship_failed = x->ship_st.failed;
+        h.ship_failures = x->ship_st.failures;
+    }
+    met_prune(&x->met, now);
+    if (met_render(&x->met, &h)) {
+        col_log_limited(&x->scan_rl, COL_LOG_WARN, "metrics: out of memory while rendering");
+        return;
+    }
+    (void)met_http_publish(x->met_http, &x->met.text.buf, &x->met.text.len, &x->met.text.cap);
+}
+
+/* --metrics: the HTTP server, after the signal mask (its thread inherits
+ * it: signals stay with the signalfd). 0 or -1 after one error line. */
+static int metrics_open(struct col_ctx *x)
+{
+    met_init(&x->met);
+    if (!x->cfg.metrics[0])
+        return 0;
+    struct sockaddr_in sin;
+    char err[256];
+    if (met_addr_parse(x->cfg.metrics, &sin)) {     /* config_set checked it */
+        col_err("--metrics %s: %s", x->cfg.metrics, MET_ADDR_EXPECT);
+        return -1;
+    }
+    if (met_http_start(&x->met_http, &sin, err, sizeof err)) {
+        col_err("--metrics %s: cannot listen: %s", x->cfg.metrics, err);
+        return -1;
+    }
+    char addr[INET_ADDRSTRLEN] = "?";
+    inet_ntop(AF_INET, &sin.sin_addr, addr, sizeof addr);
+    if (!met_addr_loopback(&sin))
+        col_warn("--metrics: listening on %s, not loopback: anyone who can reach it can read "
+                 "the traced processes' names and counters (no authentication, no encryption)",
+                 addr);
+    col_info("metrics: http://%s:%u%s", addr, met_http_port(x->met_http), MET_HTTP_PATH);
+    return 0;
+}
+
 static void run(struct col_ctx *x)
 {
     uint64_t scan_ns = (uint64_t)x->cfg.scan_ms * 1000000u;
@@ -814,8 +922,11 @@ static void run(struct col_ctx *x)
         }
         struct pass_pressure pp;
         drain_all(x, now, &pp);
+        x->passes++;
+        x->pass_ns = shm_mono_ns() - now;
         rotate(x, now);
         finish_ended(x);
+        metrics_publish(x, now);
         host_follow(x);
         uint64_t dt_us = x->last_pass_ns && now > x->last_pass_ns
                              ? (now - x->last_pass_ns) / 1000u : 0;
@@ -1003,11 +1114,18 @@ static int start_up(struct col_ctx *x)
         storedir_close(&x->store);
         return EXIT_RUNTIME;
     }
+    if (metrics_open(x)) {
+        ctl_server_close(&x->ctl);
+        storedir_close(&x->store);
+        return EXIT_RUNTIME;
+    }
     if (x->cfg.pidfile[0] && (rc = pidfile_create(&x->pidfile, x->cfg.pidfile))) {
         col_err("cannot write pidfile %s: %s", x->cfg.pidfile,
                 rc == -EEXIST ? "something else is there (not a leftover pidfile of ours; "
                                 "it is left alone)"
                 : rc == -EBUSY ? "a running d9collectd wrote it" : strerror(-rc));
+        met_http_stop(x->met_http);
+        x->met_http = NULL;
         ctl_server_close(&x->ctl);
         storedir_close(&x->store);
         return EXIT_RUNTIME;
@@ -1030,6 +1148,9 @@ static int start_up(struct col_ctx *x)
  * store lock last, once the store is closed and consistent. */
 static void tear_down(struct col_ctx *x)
 {
+    met_http_stop(x->met_http);
+    x->met_http = NULL;
+    met_free(&x->met);
     ship_stop(x->ship);         /* first: its threads use the store's index */
     x->ship = NULL;
     x->store.on_sealed = NULL;

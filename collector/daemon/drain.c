@@ -38,6 +38,7 @@
 #include <unistd.h>
 #include "collector/daemon/drain.h"
 #include "collector/daemon/guard.h"
+#include "collector/daemon/met.h"
 #include "collector/store/idx.h"
 #include "collector/store/idx_read.h"
 #include "collector/store/col_log.h"
@@ -233,6 +234,9 @@ static void index_drops(struct proc *p, struct storedir *st)
     if (rc != 0)
         return;
     d.bad_stamps = p->ts_bad;
+    p->drops.mismatch = d.mismatch;
+    p->drops.too_big = d.too_big;
+    p->drops.no_ring = d.no_ring;
     if (d.mismatch || d.too_big || d.no_ring || d.bad_stamps)
         (void)idx_process_drops(st->idx, p->process_id, &d);   /* best effort */
 }
@@ -386,6 +390,8 @@ static int pull_meta(struct proc *p, struct storedir *st)
     struct shm_meta_entry e;
     int rc;
     while ((rc = shm_meta_next(p->meta, head, &off, &e)) == 1) {
+        if (e.kind == D9_META_RUNTIME && p->met)
+            met_runtime_name(p->met, e.id, e.name);
         if (e.kind == D9_META_RUNTIME && p->process_id > 0 && st->idx) {
             int irc = idx_runtime_upsert(st->idx, p->process_id, e.id, e.name);
             if (irc)
@@ -631,6 +637,8 @@ static int read_block(struct proc *p, struct storedir *st, uint32_t i,
             quarantine_ring(p, i, s);
             return 1;       /* the reservation is dropped with everything in it */
         }
+        if (p->met)         /* --metrics: the chunk while it is in cache */
+            met_feed(p->met, scratch, (size_t)n);
         long e = pack_records(&b->pk, scratch, (size_t)n, b->dst + PACK_PREFIX + b->packed,
                               b->bound - PACK_PREFIX - b->packed);
         if (e < 0) {        /* cannot happen within PACK_BOUND: a bug, not the ring */

@@ -32,6 +32,7 @@
 
 struct storedir;
 struct prof;
+struct met_proc;
 
 /* Collector-private view of one ring: never re-derived from shm. */
 struct proc_ring {
@@ -106,6 +107,10 @@ struct proc {
     uint32_t quarantined_rings, rings_in_use, threads_untraced, sampler;
     struct col_ratelimit rl;
     struct prof *prof;          /* profiler (prof.h): perf sampling + maps, NULL = none */
+    struct met_proc *met;       /* --metrics (met.h): owned by struct met, NULL = off */
+    struct proc_drops {         /* drop causes as of the last seal (for met.h) */
+        uint64_t mismatch, too_big, no_ring;
+    } drops;
 };
 
 /* Map and adopt the region file path (basename file) of (uid, pid, start)

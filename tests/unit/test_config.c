@@ -241,6 +241,25 @@ static void endpoint_must_look_like_a_zmq_endpoint(void **s)
     assert_non_null(strstr(errbuf, "bad endpoint"));
 }
 
+static void metrics_is_off_by_default_and_takes_a_port_or_an_address(void **s)
+{
+    (void)s;
+    struct config c;
+    char *none[] = { "d9collectd", NULL };
+    assert_int_equal(parse(&c, 0, NULL, 1, none), CONFIG_RUN);
+    assert_string_equal(c.metrics, "");
+    char *port[] = { "d9collectd", "--metrics", "9469", NULL };
+    assert_int_equal(parse(&c, 0, NULL, 3, port), CONFIG_RUN);
+    assert_string_equal(c.metrics, "9469");
+    char *addr[] = { "d9collectd", "--metrics=127.0.0.1:9469", NULL };
+    assert_int_equal(parse(&c, 0, NULL, 2, addr), CONFIG_RUN);
+    assert_string_equal(c.metrics, "127.0.0.1:9469");
+    char *bad[] = { "d9collectd", "--metrics", "host:9469", NULL };
+    assert_int_equal(parse(&c, 0, NULL, 3, bad), -EINVAL);
+    assert_non_null(strstr(errbuf, "--metrics: bad value 'host:9469' for 'metrics': expected PORT"));
+    assert_null(strchr(errbuf, '\n'));
+}
+
 static void config_file_sets_options_and_ignores_comments(void **s)
 {
     (void)s;
@@ -405,6 +424,7 @@ int main(void)
         cmocka_unit_test(doorbell_defaults_to_on_and_off_turns_it_off),
         cmocka_unit_test(log_level_must_be_a_known_name),
         cmocka_unit_test(endpoint_must_look_like_a_zmq_endpoint),
+        cmocka_unit_test(metrics_is_off_by_default_and_takes_a_port_or_an_address),
         cmocka_unit_test(config_file_sets_options_and_ignores_comments),
         cmocka_unit_test(flags_override_the_config_file_wherever_they_appear),
         cmocka_unit_test(unknown_key_in_file_names_file_and_line),

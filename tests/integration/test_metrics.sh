@@ -1,0 +1,90 @@
+#!/bin/sh
+# test_metrics.sh — d9collectd --metrics scraped by a real Prometheus: a
+# traced program with known counts (prog_cli), then Prometheus's query API
+# answers d9's worker series with the values `d9 sql` gives on the same
+# store (polls, parks, scheduling wait sum and count, parked and busy time).
+# Also: promtool's lint of the exposition, bad --metrics values refused
+# with one line, HTTP methods and paths, hostile bytes and a connection
+# flood leave the endpoint answering.
+. tests/integration/lib.sh
+. tests/integration/collector_env.sh
+
+PY="python3 tests/integration/metrics_check.py"
+d9() { "$BIN/d9" --store "$STORE" "$@"; }
+
+# ---- bad values: exit 2, one line naming the option ---------------------------------
+one_line_refusal() {
+    timeout 10 "$BIN/d9collectd" --store "$T/nostore" --shm-dir "$SHM" --endpoint "ipc://$T/x.sock" \
+        "$@" >"$T/bad.out" 2>"$T/bad.err"
+    rc=$?
+    [ "$rc" -eq 2 ] || { echo "exit $rc"; cat "$T/bad.err"; return 1; }
+    [ "$(wc -l <"$T/bad.err")" -eq 1 ] || { cat "$T/bad.err"; return 1; }
+    grep -q "metrics" "$T/bad.err" || { cat "$T/bad.err"; return 1; }
+}
+for v in abc 65536 127.0.0.1: :9464 1.2.3:80 127.0.0.1:-1 "127.0.0.1:80 " 0x10 localhost:http; do
+    check "--metrics '$v' is refused with one line" one_line_refusal --metrics "$v"
+done
+printf 'metrics = 99999\n' >"$T/bad.conf"
+check "config key 'metrics = 99999' is refused with FILE:LINE" sh -c \
+    "'$BIN/d9collectd' --config '$T/bad.conf' 2>&1 >/dev/null |
+     grep -q '^d9collectd: $T/bad.conf:1: .*metrics'"
+check "--print-config keeps the value" sh -c \
+    "'$BIN/d9collectd' --metrics 9464 --print-config | grep -qx 'metrics = 9464'"
+
+# ---- the collector with a metrics endpoint on a free port ----------------------------
+start_collector --metrics 127.0.0.1:0
+port() { sed -n 's|.*metrics: http://127.0.0.1:\([0-9]*\)/metrics.*|\1|p' "$T/col.log"; }
+check "the log names the port" wait_for 10 sh -c "grep -q 'metrics: http://127.0.0.1:[1-9]' '$T/col.log'"
+MPORT=$(port)
+MURL="http://127.0.0.1:$MPORT/metrics"
+
+DIAL9_SCHED_SAMPLE_US=0 "$TBIN/prog_cli" >"$T/cli.out" 2>"$T/cli.err"
+PID=$(head -n 1 "$T/cli.out")
+ended() { d9 flush >/dev/null 2>&1; d9 ps --format jsonl 2>/dev/null |
+          grep -q "\"pid\":$PID,.*\"state\":\"exited\""; }
+check "prog_cli ran and its process ended in the store" wait_for 20 ended
+check "d9 sql lists its two workers" sh -c \
+    "'$BIN/d9' --store '$STORE' sql --format csv 'select pid, runtime, worker, polls, parks, \
+     waits, wait_sum_ns, parked_ns, busy_ns from workers' >'$T/workers.csv' &&
+     [ \$(grep -c '^$PID,' '$T/workers.csv') -eq 2 ]"
+
+# ---- HTTP behaviour ------------------------------------------------------------------
+code() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
+check "GET /metrics: 200, text format 0.0.4" sh -c \
+    "curl -sfD '$T/h' -o '$T/m.txt' '$MURL' &&
+     grep -qi '^content-type: text/plain; version=0.0.4; charset=utf-8' '$T/h'"
+check "its series for the exited process" grep -q "^d9_worker_polls_total{pid=\"$PID\",comm=\"prog_cli\",runtime=\"clirt\",worker=\"0\"} " "$T/m.txt"
+check "promtool check metrics: no lint findings" sh -c "promtool check metrics <'$T/m.txt'"
+check "POST: 405" test "$(code -X POST "$MURL")" = 405
+check "another path: 404" test "$(code "http://127.0.0.1:$MPORT/other")" = 404
+body_closed() { curl -s -o /dev/null --data-binary @"$T/m.txt" -X GET "$MURL"; [ $? -eq 52 ]; }
+check "a request with a body: closed without an answer" body_closed
+check "hostile bytes and 200 idle connections" $PY raw "$MPORT"
+check "the endpoint still answers after them" wait_for 15 curl -sf -o /dev/null "$MURL"
+
+# ---- Prometheus scraping it ----------------------------------------------------------
+PPORT=$($PY port)
+cat >"$T/prom.yml" <<CONF
+global:
+  scrape_interval: 1s
+  evaluation_interval: 1s
+scrape_configs:
+  - job_name: d9
+    static_configs:
+      - targets: ['127.0.0.1:$MPORT']
+CONF
+prometheus --config.file="$T/prom.yml" --storage.tsdb.path="$T/tsdb" \
+    --web.listen-address="127.0.0.1:$PPORT" >"$T/prom.log" 2>&1 &
+PROMPID=$!
+at_exit kill -9 "$PROMPID"
+PURL="http://127.0.0.1:$PPORT"
+check "prometheus is ready" wait_for 20 curl -sf -o /dev/null "$PURL/-/ready"
+scraped() { curl -sf "$PURL/api/v1/query?query=up%7Bjob%3D%22d9%22%7D" | grep -q '"value":\[[0-9.]*,"1"\]'; }
+check "prometheus scraped d9 (up == 1)" wait_for 20 scraped
+check "prometheus answers d9 sql's values for every worker" \
+    wait_for 10 $PY compare "$PURL" "$PID" "$T/workers.csv"
+$PY compare "$PURL" "$PID" "$T/workers.csv" | sed 's/^/    /'
+
+check "collector stops cleanly" stop_collector
+check "no error in the collector's log" lacks "error|sanitizer" cat "$T/col.log"
+d9_finish test_metrics

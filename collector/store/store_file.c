@@ -67,19 +67,24 @@ int store_file_open(const char *path, char *why, size_t why_cap)
 
 int store_file_check(const char *path, int *exists, char *why, size_t why_cap)
 {
-    int fd = store_file_open(path, why, why_cap);
-    if (exists)
-        *exists = fd != -ENOENT;
-    if (fd == -ENOENT) {
-        if (why && why_cap)
-            why[0] = 0;
-        return 0;
-    }
-    if (fd == -ELOOP || fd == -EINVAL)
-        return fd;
+    struct stat st;
     if (why && why_cap)
         why[0] = 0;
-    if (fd >= 0)
-        close(fd);
-    return 0;       /* any other error is the opener's to report, in its words */
+    if (exists)
+        *exists = 0;
+    if (!path)
+        return say(why, why_cap, -EINVAL, NULL);
+    /* by lstat, never by an open: closing any descriptor of a file drops
+     * every fcntl lock this process holds on it, and SQLite's locks on the
+     * index's -shm (its "someone has it open" lock among them) are what
+     * keep another process from truncating the mapped wal-index */
+    if (lstat(path, &st) != 0)
+        return 0;       /* absent, or an error the opener reports in its words */
+    if (exists)
+        *exists = 1;
+    if (S_ISLNK(st.st_mode))
+        return say(why, why_cap, -ELOOP, &st);
+    if (!S_ISREG(st.st_mode))
+        return say(why, why_cap, -EINVAL, &st);
+    return 0;
 }

@@ -31,7 +31,9 @@ int store_file_open(const char *path, char *why, size_t why_cap);
 /* The same check for a file another library opens by name (SQLite):
  * -ELOOP or -EINVAL (and why) when path is a symbolic link or not a regular
  * file; else 0, *exists (may be NULL) saying whether it is there (another
- * error, EACCES say, is left to the opener to report). */
+ * error, EACCES say, is left to the opener to report). By lstat only: it
+ * never opens (and so never closes) the file, whose fcntl locks the
+ * process may hold through SQLite. */
 int store_file_check(const char *path, int *exists, char *why, size_t why_cap);
 
 #endif /* D9_COL_STORE_FILE_H */

@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 #include "collector/store/store_file.h"
@@ -121,10 +122,45 @@ static void a_missing_file_is_an_error_to_open_and_absent_to_check(void **state)
     assert_int_equal(store_file_open(NULL, NULL, 0), -EINVAL);
 }
 
+/* Whether another process sees a lock on byte 0 of path (F_GETLK). */
+static int locked_for_others(const char *path)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fd = open(path, O_RDWR);
+        struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1 };
+        _exit(fd >= 0 && fcntl(fd, F_GETLK, &fl) == 0 && fl.l_type != F_UNLCK ? 0 : 1);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+/* SQLite keeps its locks on the index's -shm as fcntl locks, which closing
+ * any descriptor of the file would drop (another process could then
+ * truncate the mapped file under the collector): the check never opens */
+static void checking_a_file_keeps_this_process_locks_on_it(void **state)
+{
+    struct fx *fx = *state;
+    int fd = open(fx->path, O_RDWR | O_CREAT, 0600);
+    assert_true(fd >= 0);
+    struct flock fl = { .l_type = F_RDLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1 };
+    assert_int_equal(fcntl(fd, F_SETLK, &fl), 0);
+    assert_true(locked_for_others(fx->path));
+    char why[128];
+    int exists = 0;
+    assert_int_equal(store_file_check(fx->path, &exists, why, sizeof why), 0);
+    assert_true(exists);
+    assert_true(locked_for_others(fx->path));
+    close(fd);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(a_regular_file_is_opened_for_reading, setup, teardown),
+        cmocka_unit_test_setup_teardown(checking_a_file_keeps_this_process_locks_on_it, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(a_fifo_is_refused_without_blocking, setup, teardown),
         cmocka_unit_test_setup_teardown(a_symbolic_link_is_never_followed, setup, teardown),
         cmocka_unit_test_setup_teardown(a_socket_and_a_directory_are_named_for_what_they_are,

@@ -56,7 +56,7 @@ MAN_PAGES     := $(MAN_DIR)/d9.1 $(MAN_DIR)/d9collectd.8 $(MAN_DIR)/libd9agent.3
 DOC_FILES     := $(wildcard docs/*.md docs/*.png)
 # the manual's pages each man page points to
 MAN_DOCS_d9         := README.md docs/cli.md docs/serve.md docs/sql.md docs/s3.md docs/concepts.md
-MAN_DOCS_d9collectd := README.md docs/collector.md docs/s3.md docs/limits.md docs/install.md
+MAN_DOCS_d9collectd := README.md docs/collector.md docs/s3.md docs/fleet.md docs/limits.md docs/install.md
 MAN_DOCS_libd9agent := README.md docs/agent.md docs/libuv.md docs/limits.md
 man_docs = --docdir $(DOCDIR) $(addprefix --doc ,$(MAN_DOCS_$(1)))
 UNINST_PC     := $(BUILD)/lib/pkgconfig/d9agent-uninstalled.pc

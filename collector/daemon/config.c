@@ -36,6 +36,7 @@ struct opt {
 static const char *const scope_names[] = { "auto", "cpu", "thread", NULL };
 static const char *const clock_names[] = { "auto", "tick", "cpu-clock", NULL };
 static const char *const doorbell_names[] = { "off", "on", NULL };   /* by enum config_doorbell */
+static const char *const onoff_names[] = { "off", "on", NULL };      /* by enum config_ship_parquet */
 
 #define OFF(f) offsetof(struct config, f)
 static const struct opt opts[] = {
@@ -65,6 +66,8 @@ static const struct opt opts[] = {
     { "s3-region",       OPT_STR,   OFF(s3_region),       0, 0, NULL, NULL },
     { "ship-jobs",       OPT_U32,   OFF(ship_jobs),       1, CONFIG_SHIP_JOBS_MAX, NULL, NULL },
     { "metrics",         OPT_STR,   OFF(metrics),         0, 0, NULL, NULL },
+    { "ship-parquet",    OPT_ENUM,  OFF(ship_parquet),    0, 0, onoff_names, "on or off" },
+    { "host",            OPT_STR,   OFF(host),            0, 0, NULL, NULL },
 };
 #define NOPTS (sizeof opts / sizeof opts[0])
 
@@ -169,6 +172,17 @@ int config_set(struct config *c, const char *key, const char *value,
         if (strcmp(key, "metrics") == 0 && *value && met_addr_parse(value, &sin)) {
             snprintf(err, errcap, "bad value '%.64s' for 'metrics': %s", value, MET_ADDR_EXPECT);
             return -EINVAL;
+        }
+        if (strcmp(key, "host") == 0) {
+            /* a path element of shipped keys (s3_key.h): no byte they would rewrite */
+            size_t n = strspn(value, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                     "0123456789._-");
+            if (value[n] || strlen(value) > CONFIG_HOST_MAX || value[0] == '.') {
+                snprintf(err, errcap, "bad host '%.80s': expected 1..%u bytes of "
+                         "[A-Za-z0-9._-], not starting with '.'", value, CONFIG_HOST_MAX);
+                return -EINVAL;
+            }
+            return set_str(field, value, CONFIG_HOST_MAX + 1);
         }
         if (set_str(field, value, CONFIG_PATH_MAX)) {
             snprintf(err, errcap, "value of '%s' is too long (max %d bytes)", key,
@@ -296,6 +310,9 @@ int config_check(const struct config *c, char *err, size_t errcap)
             snprintf(err, errcap, "ship: %s", why);
             return -EINVAL;
         }
+    } else if (c->ship_parquet == CONFIG_SHIP_PARQUET_ON) {
+        snprintf(err, errcap, "ship-parquet needs ship s3://BUCKET/PREFIX");
+        return -EINVAL;
     } else if (c->s3_endpoint[0] || c->s3_region[0]) {
         snprintf(err, errcap, "s3-endpoint and s3-region need ship s3://BUCKET/PREFIX");
         return -EINVAL;
@@ -628,6 +645,20 @@ void config_usage(FILE *f, const char *prog)
 "        pid=\"other\"; an exited process's series stay %23$u s. The text is\n"
 "        rendered by the drain thread every %24$u ms and served from its own\n"
 "        thread. docs/collector.md lists every metric. Default: none (off).\n"
+"    --ship-parquet on|off\n"
+"        on: with each shipped segment also upload its rows as Parquet, one\n"
+"        file per table of d9 sql (polls, parks, wakes, cpu_samples, stacks,\n"
+"        custom events, ...), under\n"
+"        PREFIX/parquet/table=NAME/date=YYYY-MM-DD/host=HOST/ID.parquet, for\n"
+"        DuckDB, Athena, Trino or Spark (docs/fleet.md). They are written by\n"
+"        'd9 export --format parquet' run as a child process at the upload\n"
+"        threads' priority (idle CPU time only), staged in STORE/parquet/\n"
+"        until uploaded, and uploaded once each like segments. It needs the\n"
+"        d9 program beside d9collectd or on PATH. Default: off.\n"
+"    --host NAME\n"
+"        The host name in shipped keys, manifests and segment headers\n"
+"        (1..63 bytes of [A-Za-z0-9._-]), for hosts whose own name says\n"
+"        little (containers). Default: the system's host name.\n"
 "    --pidfile FILE\n"
 "        Write the collector's pid to FILE at start-up, remove it at exit.\n"
 "        Default: none.\n"
@@ -644,6 +675,8 @@ void config_usage(FILE *f, const char *prog)
 "    STORE/*" ".d9seg" "             sealed segment files\n"
 "    STORE/.tmp.*              segments being written; salvaged at start-up\n"
 "                              after a crash\n"
+"    STORE/parquet/ID/         --ship-parquet: a shipped segment's Parquet\n"
+"                              files until they are uploaded\n"
 "    SHM_DIR/d9.UID.PID.START  region files of traced processes\n"
 "    /etc/dial9/d9collectd.conf\n"
 "                              conventional --config file (make install\n"

@@ -37,6 +37,7 @@
 #define CONFIG_SWITCH_PERIOD_MAX       1000000u
 #define CONFIG_SHIP_JOBS_DEFAULT       2u      /* --ship-jobs: uploads at once */
 #define CONFIG_SHIP_JOBS_MAX           16u
+#define CONFIG_HOST_MAX                63u     /* bytes of --host (STOREDIR_HOST_MAX - 1) */
 
 /* profiler: --perf-scope, where the on-CPU sampling events live */
 enum config_perf_scope {
@@ -56,6 +57,12 @@ enum config_perf_clock {
 enum config_doorbell {
     CONFIG_DOORBELL_OFF,               /* the drain runs on its timer alone */
     CONFIG_DOORBELL_ON,                /* it also sleeps on the regions' doorbells (default) */
+};
+
+/* --ship-parquet: Parquet companions of each shipped segment (ship.h) */
+enum config_ship_parquet {
+    CONFIG_SHIP_PARQUET_OFF,           /* segments and manifests only (default) */
+    CONFIG_SHIP_PARQUET_ON,            /* also the segment's d9 sql tables as Parquet */
 };
 
 /* ---- accepted ranges -------------------------------------------------------- */
@@ -94,6 +101,8 @@ struct config {
     char s3_region[CONFIG_PATH_MAX];   /* "" = AWS_REGION, ..., us-east-1 */
     uint32_t ship_jobs;             /* uploads in flight at most */
     char metrics[CONFIG_PATH_MAX];  /* --metrics [ADDR:]PORT, "" = no metrics endpoint */
+    int ship_parquet;               /* enum config_ship_parquet */
+    char host[CONFIG_HOST_MAX + 1]; /* "" = gethostname() */
 };
 
 /* "auto", "cpu", "thread" for enum config_perf_scope. */

@@ -1013,23 +1013,56 @@ static void request_short_slice(void)
  * failure is one error line. 0 or EXIT_RUNTIME. */
 static void ship_sealed(void *arg) { ship_kick(arg); }
 
+/* --ship-parquet: the d9 program that writes the companions: the one
+ * beside this binary (an install or a build tree), else the first d9 on
+ * PATH. 0, or -ENOENT. */
+static int parquet_program(char *out, size_t cap)
+{
+    char self[CONFIG_PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n > 0) {
+        self[n] = '\0';
+        char *slash = strrchr(self, '/');
+        if (slash) {
+            *slash = '\0';
+            if (snprintf(out, cap, "%s/d9", self) < (int)cap && access(out, X_OK) == 0)
+                return 0;
+        }
+    }
+    const char *path = getenv("PATH");
+    while (path && *path) {
+        size_t len = strcspn(path, ":");
+        if (len && snprintf(out, cap, "%.*s/d9", (int)len, path) < (int)cap &&
+            out[0] == '/' && access(out, X_OK) == 0)
+            return 0;
+        path += len + (path[len] == ':');
+    }
+    out[0] = '\0';
+    return -ENOENT;
+}
+
 /* --ship: credentials and upload threads. A failure is logged and shown by
  * d9 status; the collector records locally all the same. */
 static void ship_begin(struct col_ctx *x)
 {
     struct s3_cfg s3;
+    char d9[CONFIG_PATH_MAX] = "";
+    if (x->cfg.ship_parquet == CONFIG_SHIP_PARQUET_ON && parquet_program(d9, sizeof d9) != 0)
+        col_err("ship-parquet is off: no d9 program beside d9collectd nor on PATH; segments "
+                "are shipped without Parquet companions");
     if (s3_cfg_init(&s3, x->cfg.ship, x->cfg.s3_endpoint, x->cfg.s3_region, x->ship_error,
                     sizeof x->ship_error) ||
         s3_cfg_credentials(&s3, x->ship_error, sizeof x->ship_error) ||
         ship_start(&x->ship, &s3, x->store.dir, x->store.host, x->cfg.ship_jobs,
-                   (uint64_t)x->cfg.store_mb << 20, x->ship_error, sizeof x->ship_error)) {
+                   (uint64_t)x->cfg.store_mb << 20, d9, x->ship_error, sizeof x->ship_error)) {
         col_err("shipping to %s is off: %s", x->cfg.ship, x->ship_error);
         x->ship = NULL;
     } else {
         x->store.on_sealed = ship_sealed;
         x->store.on_sealed_arg = x->ship;
-        col_info("shipping sealed segments to %s (%s, %" PRIu32 " at once)", x->cfg.ship,
-                 x->cfg.s3_endpoint[0] ? x->cfg.s3_endpoint : "AWS", x->cfg.ship_jobs);
+        col_info("shipping sealed segments to %s (%s, %" PRIu32 " at once)%s%s", x->cfg.ship,
+                 x->cfg.s3_endpoint[0] ? x->cfg.s3_endpoint : "AWS", x->cfg.ship_jobs,
+                 d9[0] ? ", with Parquet companions written by " : "", d9);
     }
     s3_cfg_wipe(&s3);
 }
@@ -1079,6 +1112,8 @@ static int start_up(struct col_ctx *x)
         col_err("%s", err);
         return EXIT_RUNTIME;
     }
+    if (x->cfg.host[0])
+        snprintf(x->store.host, sizeof x->store.host, "%s", x->cfg.host);
     /* before recovery: another collector's temp files are live, not debris */
     if ((x->store_lock = store_lock(x->store.dir)) < 0) {
         if (x->store_lock == -EBUSY)

@@ -13,14 +13,17 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <dirent.h>
 #include <pthread.h>
 #include <sched.h>
+#include <spawn.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -61,6 +64,13 @@ struct ship {
     uint64_t inflight[CONFIG_SHIP_JOBS_MAX]; /* under mu: segment id per job, 0 = idle */
     struct ship_stats st;               /* under mu */
     struct col_ratelimit rl;            /* under mu */
+    /* --ship-parquet */
+    char pq_bin[CONFIG_PATH_MAX];       /* the d9 program; "" = no companions */
+    char pq_dir[CONFIG_PATH_MAX + 16];  /* STORE/parquet: the staged companions */
+    uint64_t pq_inflight[CONFIG_SHIP_JOBS_MAX]; /* under mu: staged dir's segment per job */
+    uint64_t pq_next_ns;                /* under mu: no staged upload before (backoff) */
+    uint32_t pq_attempts;               /* under mu: failed staged uploads in a row */
+    uint64_t pq_cap;                    /* bytes staged at most, 0 = no cap */
 };
 
 static int ship_stopping(struct ship *s) { return __atomic_load_n(&s->stop, __ATOMIC_ACQUIRE); }
@@ -146,6 +156,473 @@ static int ship_thread_add(void *arg, const struct idx_read_thread *r)
     return 0;
 }
 
+/* ---- Parquet companions (--ship-parquet; the rules are in ship.h) ---- */
+
+/* The staged directory of a segment: STORE/parquet/ID-TMIN (TMIN its
+ * t_min, which names the key's day), ".ID-TMIN.tmp" while d9 export
+ * writes it. */
+static int ship_pq_path(const struct ship *s, char *out, size_t cap, int tmp, uint64_t id,
+                        uint64_t t_min)
+{
+    int n = snprintf(out, cap, "%s/%s%" PRIu64 "-%" PRIu64 "%s", s->pq_dir, tmp ? "." : "", id,
+                     t_min, tmp ? SHIP_PQ_TMP_SUFFIX : "");
+    return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
+}
+
+/* Remove a staged directory: its plain files, then itself (it holds no
+ * subdirectory: d9 export writes files only). */
+static void ship_pq_rmdir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (d) {
+        struct dirent *de;
+        while ((de = readdir(d)))
+            if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+                unlinkat(dirfd(d), de->d_name, 0);
+        closedir(d);
+    }
+    rmdir(dir);
+}
+
+/* Bytes of the plain files in dir. */
+static uint64_t ship_pq_du(const char *dir)
+{
+    uint64_t n = 0;
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    struct dirent *de;
+    struct stat st;
+    while ((de = readdir(d)))
+        if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+            n += (uint64_t)st.st_size;
+    closedir(d);
+    return n;
+}
+
+struct ship_pq_prev {
+    uint64_t id;                        /* the segment being exported */
+    int64_t process_id;                 /* its process, -1 until seen */
+    size_t n, cap;
+    struct { uint64_t id, t_max; int64_t process_id; } *r;
+};
+
+static int ship_pq_prev_add(void *arg, const struct idx_read_segment *r)
+{
+    struct ship_pq_prev *p = arg;
+    if (r->id == p->id)
+        p->process_id = r->process_id;
+    if (r->id >= p->id)
+        return 0;
+    if (p->n == p->cap) {
+        size_t nc = p->cap ? p->cap * 2 : 64;
+        void *nr = realloc(p->r, nc * sizeof *p->r);
+        if (!nr)
+            return -ENOMEM;
+        p->r = nr;
+        p->cap = nc;
+    }
+    p->r[p->n].id = r->id;
+    p->r[p->n].t_max = r->t_max;
+    p->r[p->n].process_id = r->process_id;
+    p->n++;
+    return 0;
+}
+
+/* The first ns of the segment's companion window: one past the newest
+ * record of the process's earlier segments (0 for its first), so each row
+ * of a process falls in exactly one companion. */
+static int ship_pq_from(struct ship_job *j, const struct idx_upload *u, uint64_t *from)
+{
+    struct ship_pq_prev p = { .id = u->segment_id, .process_id = -1 };
+    int rc = idx_read_segments_window(j->idx, u->pid, 0, u->t_max, ship_pq_prev_add, &p);
+    uint64_t prev = 0;
+    for (size_t i = 0; rc >= 0 && i < p.n; i++)
+        if (p.r[i].process_id == p.process_id && p.r[i].t_max > prev)
+            prev = p.r[i].t_max;
+    free(p.r);
+    if (rc < 0)
+        return rc;
+    if (p.process_id < 0)
+        return -ENOENT;                 /* deleted by retention meanwhile */
+    *from = prev ? prev + 1 : 0;
+    return 0;
+}
+
+/* The last line of the child's log, for the one-line error. */
+static void ship_pq_log_tail(const char *log, char *out, size_t cap)
+{
+    char line[512] = "";
+    FILE *f = fopen(log, "r");
+    out[0] = '\0';
+    if (!f)
+        return;
+    while (fgets(line, sizeof line, f))
+        if (line[0] != '\n' && line[0] != ' ')
+            snprintf(out, cap, "%s", line);
+    fclose(f);
+    out[strcspn(out, "\n")] = '\0';
+}
+
+/* Drop the tables d9 export wrote with no row (its log: "  TABLE  N rows
+ * B bytes  PATH"): an empty partition costs a request and says nothing. */
+static void ship_pq_drop_empty(const char *log, const char *dir)
+{
+    char line[CONFIG_PATH_MAX + 128];
+    size_t dl = strlen(dir);
+    FILE *f = fopen(log, "r");
+    if (!f)
+        return;
+    while (fgets(line, sizeof line, f)) {
+        uint64_t rows, bytes;
+        char *p = strstr(line, " bytes  ");
+        line[strcspn(line, "\n")] = '\0';
+        if (!p || sscanf(line, "%*s %" SCNu64 " rows %" SCNu64 " bytes", &rows, &bytes) != 2 ||
+            rows != 0)
+            continue;
+        p += strlen(" bytes  ");
+        if (strncmp(p, dir, dl) == 0 && p[dl] == '/' && !strchr(p + dl + 1, '/') &&
+            p[dl + 1] != '.')
+            unlink(p);
+    }
+    fclose(f);
+}
+
+/* Run `d9 --store STORE export --format parquet --pid PID --from A --to B
+ * -o TMP` at this upload thread's priority and wait for it (killed at
+ * shutdown or after SHIP_PQ_EXPORT_MAX_NS). 0, -ECANCELED, or -EIO with
+ * its last line in err. */
+static int ship_pq_run(struct ship_job *j, const struct idx_upload *u, uint64_t from,
+                       const char *tmp, char *err, size_t errcap)
+{
+    struct ship *s = j->s;
+    char pid[24], a[24], b[24], log[CONFIG_PATH_MAX + 128];
+    char *argv[] = { s->pq_bin, "--store", s->dir, "export", "--format", "parquet", "--pid", pid,
+                     "--from", a, "--to", b, "-o", (char *)tmp, NULL };
+    /* nothing of the collector's environment (credentials) reaches the child */
+    char *envp[] = { "PATH=/usr/local/bin:/usr/bin:/bin", "LC_ALL=C", NULL };
+    snprintf(pid, sizeof pid, "%" PRIu32, u->pid);
+    snprintf(a, sizeof a, "%" PRIu64, from);
+    snprintf(b, sizeof b, "%" PRIu64, u->t_max);
+    snprintf(log, sizeof log, "%s/" SHIP_PQ_LOG, tmp);
+
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t at;
+    sigset_t none, all;
+    struct sched_param sp = { 0 };
+    sigemptyset(&none);
+    sigfillset(&all);
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0640);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    posix_spawnattr_init(&at);
+    /* the child runs as this thread does (ship.h's priority rule): its
+     * nice value is inherited, its policy set here; it takes the default
+     * signals with none blocked (these threads block all) */
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
+                                  POSIX_SPAWN_SETSCHEDULER);
+    posix_spawnattr_setsigmask(&at, &none);
+    posix_spawnattr_setsigdefault(&at, &all);
+    posix_spawnattr_setschedpolicy(&at, j->catching_up == 1 ? SCHED_OTHER : SCHED_IDLE);
+    posix_spawnattr_setschedparam(&at, &sp);
+    pid_t child;
+    int rc = -posix_spawn(&child, s->pq_bin, &fa, &at, argv, envp);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&at);
+    if (rc) {
+        snprintf(err, errcap, "cannot run %.300s: %s", s->pq_bin, strerror(-rc));
+        return -EIO;
+    }
+    uint64_t start = shm_mono_ns();
+    int status = 0, killed = 0;
+    for (;;) {
+        pid_t w = waitpid(child, &status, WNOHANG);
+        if (w == child || (w < 0 && errno != EINTR))
+            break;
+        if (!killed && (ship_stopping(s) || shm_mono_ns() - start > SHIP_PQ_EXPORT_MAX_NS)) {
+            kill(child, SIGKILL);
+            killed = ship_stopping(s) ? 2 : 1;
+        }
+        struct timespec ts = { 0, (long)SHIP_DEFER_NS };
+        nanosleep(&ts, NULL);
+    }
+    if (killed == 2)
+        return -ECANCELED;
+    if (killed) {
+        snprintf(err, errcap, "d9 export ran longer than %" PRIu64 " s: killed",
+                 (uint64_t)(SHIP_PQ_EXPORT_MAX_NS / 1000000000ULL));
+        return -EIO;
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        char last[300];
+        ship_pq_log_tail(log, last, sizeof last);
+        if (WIFSIGNALED(status))
+            snprintf(err, errcap, "d9 export died of signal %d: %s", WTERMSIG(status), last);
+        else
+            snprintf(err, errcap, "d9 export failed (exit %d): %s", WEXITSTATUS(status), last);
+        return -EIO;
+    }
+    ship_pq_drop_empty(log, tmp);
+    unlink(log);
+    return 0;
+}
+
+/* Stage the segment's companions (STORE/parquet/ID-TMIN) unless they are
+ * there already. 0 staged, 1 skipped (the staging cap is full: logged and
+ * counted), -ENOENT segment gone, -ECANCELED, or -EIO with err. */
+static int ship_pq_stage(struct ship_job *j, const struct idx_upload *u, char *err,
+                         size_t errcap)
+{
+    struct ship *s = j->s;
+    char fin[CONFIG_PATH_MAX + 80], tmp[CONFIG_PATH_MAX + 80];
+    struct stat st;
+    uint64_t from = 0;
+    if (ship_pq_path(s, fin, sizeof fin, 0, u->segment_id, u->t_min) ||
+        ship_pq_path(s, tmp, sizeof tmp, 1, u->segment_id, u->t_min)) {
+        snprintf(err, errcap, "the store's path is too long");
+        return -EIO;
+    }
+    if (stat(fin, &st) == 0)
+        return 0;                       /* staged by an earlier attempt */
+    pthread_mutex_lock(&s->mu);
+    int full = s->pq_cap && s->st.pq_staged_bytes >= s->pq_cap;
+    if (full)
+        s->st.pq_skipped++;
+    pthread_mutex_unlock(&s->mu);
+    if (full) {
+        col_log_limited(&s->rl, COL_LOG_WARN, "ship: segment %" PRIu64 " goes without its "
+                        "Parquet companions: %s holds %" PRIu64 " MiB not yet uploaded (the cap "
+                        "is 1/%u of the store's)", u->segment_id, s->pq_dir,
+                        s->st.pq_staged_bytes >> 20, SHIP_PQ_CAP_DIV);
+        return 1;
+    }
+    /* what the drain still held at the seal (the end of a poll begun in
+     * the segment) is on disk SHIP_PQ_SETTLE_NS after its last record */
+    for (uint64_t now = shm_mono_ns(); now < u->t_max + SHIP_PQ_SETTLE_NS && !ship_stopping(s);
+         now = shm_mono_ns()) {
+        struct timespec ts = { 0, (long)SHIP_DEFER_NS };
+        nanosleep(&ts, NULL);
+    }
+    if (ship_stopping(s))
+        return -ECANCELED;
+    int rc = ship_pq_from(j, u, &from);
+    if (rc == -ENOENT)
+        return rc;
+    if (rc < 0) {
+        snprintf(err, errcap, "index: %s", idx_errmsg(j->idx) ? idx_errmsg(j->idx)
+                                                              : strerror(-rc));
+        return -EIO;
+    }
+    ship_pq_rmdir(tmp);                 /* an earlier attempt's, cut short */
+    if (mkdir(tmp, SHIP_PQ_DIR_MODE) != 0) {
+        snprintf(err, errcap, "%.300s: %s", tmp, strerror(errno));
+        return -EIO;
+    }
+    rc = ship_pq_run(j, u, from, tmp, err, errcap);
+    if (rc == 0 && rename(tmp, fin) != 0) {
+        snprintf(err, errcap, "%.300s: %s", fin, strerror(errno));
+        rc = -EIO;
+    }
+    if (rc) {
+        ship_pq_rmdir(tmp);
+        return rc;
+    }
+    uint64_t bytes = ship_pq_du(fin);
+    pthread_mutex_lock(&s->mu);
+    s->st.pq_staged++;
+    s->st.pq_staged_bytes += bytes;
+    pthread_mutex_unlock(&s->mu);
+    return 0;
+}
+
+/* Upload the files of one staged directory, each once: before the first
+ * PUT the directory gets SHIP_PQ_ATTEMPTED, and where it is there a file
+ * already in the bucket with the same size and MD5 is not sent again. The
+ * directory is removed once all are there. 0, or -errno with err. */
+static int ship_pq_upload(struct ship_job *j, uint64_t id, uint64_t t_min, char *err,
+                          size_t errcap)
+{
+    struct ship *s = j->s;
+    char dir[CONFIG_PATH_MAX + 80], mark[CONFIG_PATH_MAX + 120], name[1100], key[2048];
+    struct s3_key_manifest m = { .segment_id = id, .t_min_ns = t_min,
+                                 .boot_realtime_ns = s->boot_realtime_ns };
+    snprintf(m.host, sizeof m.host, "%s", s->host);
+    if (ship_pq_path(s, dir, sizeof dir, 0, id, t_min) ||
+        snprintf(mark, sizeof mark, "%s/" SHIP_PQ_ATTEMPTED, dir) >= (int)sizeof mark) {
+        snprintf(err, errcap, "the store's path is too long");
+        return -ENAMETOOLONG;
+    }
+    int attempted = access(mark, F_OK) == 0, rc = 0;
+    if (!attempted) {
+        int fd = open(mark, O_WRONLY | O_CREAT | O_CLOEXEC, 0640);
+        if (fd < 0) {
+            snprintf(err, errcap, "%.300s: %s", mark, strerror(errno));
+            return -errno;
+        }
+        close(fd);
+    }
+    DIR *d = opendir(dir);
+    if (!d) {
+        snprintf(err, errcap, "%.300s: %s", dir, strerror(errno));
+        return -errno;
+    }
+    uint64_t sent = 0, bytes = 0, files = 0;
+    struct dirent *de;
+    while (rc == 0 && (de = readdir(d))) {
+        size_t n = strlen(de->d_name), sl = strlen(S3_KEY_PARQUET_SUFFIX);
+        if (de->d_name[0] == '.' || n <= sl || strcmp(de->d_name + n - sl, S3_KEY_PARQUET_SUFFIX))
+            continue;
+        char table[S3_KEY_TABLE_MAX + 1], sha[65], md5hex[33];
+        uint8_t md5[16];
+        uint64_t len = 0;
+        if (n - sl > S3_KEY_TABLE_MAX)
+            continue;                   /* d9 export names no table so long */
+        memcpy(table, de->d_name, n - sl);
+        table[n - sl] = '\0';
+        if (s3_key_parquet(&m, table, name, sizeof name) ||
+            s3_client_key(j->client, name, key, sizeof key)) {
+            snprintf(err, errcap, "segment %" PRIu64 ": table %s: key too long", id, table);
+            rc = -ENAMETOOLONG;
+            break;
+        }
+        int fd = openat(dirfd(d), de->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        rc = fd < 0 ? -errno : s3_sign_file_sums(fd, &len, sha, md5, NULL, NULL);
+        if (rc) {
+            snprintf(err, errcap, "read %.400s/%s: %s", dir, de->d_name, strerror(-rc));
+        } else {
+            ship_hex(md5, sizeof md5, md5hex);
+            int there = attempted && ship_already_there(j->client, key, len, md5hex);
+            rc = there ? 0 : s3_client_put_fd(j->client, key, fd, len, sha, md5);
+            if (rc)
+                snprintf(err, errcap, "%s", s3_client_error(j->client));
+            else if (!there)
+                sent++;
+            bytes += len;
+            files++;
+            col_debug("ship: segment %" PRIu64 " Parquet %s -> %s (%" PRIu64 " bytes%s)", id,
+                      table, key, len, there ? ", already there" : "");
+        }
+        if (fd >= 0)
+            close(fd);
+    }
+    closedir(d);
+    if (rc)
+        return rc;
+    ship_pq_rmdir(dir);
+    pthread_mutex_lock(&s->mu);
+    s->st.pq_uploaded += sent;
+    s->st.pq_segments++;
+    if (s->st.pq_staged)
+        s->st.pq_staged--;
+    s->st.pq_staged_bytes = s->st.pq_staged_bytes > bytes ? s->st.pq_staged_bytes - bytes : 0;
+    pthread_mutex_unlock(&s->mu);
+    col_debug("ship: segment %" PRIu64 ": %" PRIu64 " Parquet files uploaded", id, files);
+    return 0;
+}
+
+/* The oldest staged directory that no thread holds (nor its segment's
+ * upload); 0 with id and t_min, -ENOENT if none. Under mu. */
+static int ship_pq_next(struct ship *s, uint64_t *id, uint64_t *t_min)
+{
+    DIR *d = opendir(s->pq_dir);
+    int found = 0;
+    if (!d)
+        return -ENOENT;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        uint64_t i, t;
+        int used = 0;
+        if (de->d_name[0] == '.' ||
+            sscanf(de->d_name, "%" SCNu64 "-%" SCNu64 "%n", &i, &t, &used) != 2 ||
+            de->d_name[used] != '\0')
+            continue;
+        int busy = 0;
+        for (unsigned k = 0; k < s->njobs; k++)
+            busy |= s->inflight[k] == i || s->pq_inflight[k] == i;
+        if (!busy && (!found || i < *id)) {
+            *id = i;
+            *t_min = t;
+            found = 1;
+        }
+    }
+    closedir(d);
+    return found ? 0 : -ENOENT;
+}
+
+/* One staged directory uploaded, when one waits and its backoff passed;
+ * 1 when there was one to try, else 0. */
+static int ship_pq_step(struct ship_job *j)
+{
+    struct ship *s = j->s;
+    size_t me = (size_t)(j - s->jobs);
+    uint64_t id = 0, t_min = 0, now = shm_mono_ns();
+    char err[SHIP_ERR_MAX] = "";
+    pthread_mutex_lock(&s->mu);
+    int rc = now < s->pq_next_ns ? -EAGAIN : ship_pq_next(s, &id, &t_min);
+    if (rc == 0)
+        s->pq_inflight[me] = id;
+    pthread_mutex_unlock(&s->mu);
+    if (rc)
+        return 0;
+    rc = ship_pq_upload(j, id, t_min, err, sizeof err);
+    pthread_mutex_lock(&s->mu);
+    s->pq_inflight[me] = 0;
+    if (rc == 0 || rc == -ECANCELED) {
+        s->pq_attempts = 0;
+    } else {
+        s->pq_attempts++;
+        uint64_t wait = s3_client_retryable(rc) ? ship_backoff(s->pq_attempts)
+                                                : SHIP_BACKOFF_MAX_NS;
+        s->pq_next_ns = shm_mono_ns() + wait;
+        s->st.failures++;
+        snprintf(s->st.last_error, sizeof s->st.last_error, "%s", err);
+        col_log_limited(&s->rl, COL_LOG_WARN, "ship: segment %" PRIu64 " Parquet (attempt %"
+                        PRIu32 "): %s; next try in %.1f s", id, s->pq_attempts, err, wait / 1e9);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return rc != -ECANCELED;
+}
+
+/* At start: the staging directory, without what a crash left half
+ * written; its bytes counted for the cap. */
+static int ship_pq_open(struct ship *s, char *err, size_t err_cap)
+{
+    struct stat st;
+    if (mkdir(s->pq_dir, SHIP_PQ_DIR_MODE) != 0 && errno != EEXIST) {
+        snprintf(err, err_cap, "ship: cannot create %s: %s", s->pq_dir, strerror(errno));
+        return -errno;
+    }
+    if (lstat(s->pq_dir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid()) {
+        snprintf(err, err_cap, "ship: %s is not a directory of ours", s->pq_dir);
+        return -ENOTDIR;
+    }
+    DIR *d = opendir(s->pq_dir);
+    if (!d) {
+        snprintf(err, err_cap, "ship: cannot list %s: %s", s->pq_dir, strerror(errno));
+        return -errno;
+    }
+    struct dirent *de;
+    char path[sizeof s->pq_dir + 300];
+    while ((de = readdir(d))) {
+        size_t n = strlen(de->d_name), tl = strlen(SHIP_PQ_TMP_SUFFIX);
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
+            snprintf(path, sizeof path, "%s/%s", s->pq_dir, de->d_name) >= (int)sizeof path)
+            continue;
+        if (de->d_name[0] == '.' && n > tl && strcmp(de->d_name + n - tl, SHIP_PQ_TMP_SUFFIX) == 0) {
+            ship_pq_rmdir(path);
+        } else if (de->d_name[0] != '.') {
+            s->st.pq_staged++;
+            s->st.pq_staged_bytes += ship_pq_du(path);
+        }
+    }
+    closedir(d);
+    if (s->st.pq_staged)
+        col_info("ship: %" PRIu64 " segments' Parquet companions (%" PRIu64 " KiB) wait in %s",
+                 s->st.pq_staged, s->st.pq_staged_bytes >> 10, s->pq_dir);
+    return 0;
+}
+
 /* Upload one segment and its manifest; record the outcome in the index. */
 static void ship_one(struct ship_job *j, const struct idx_upload *u)
 {
@@ -202,6 +679,25 @@ static void ship_one(struct ship_job *j, const struct idx_upload *u)
     if (rc) {
         snprintf(err, sizeof err, "segment %" PRIu64 ": key too long", u->segment_id);
         goto done;
+    }
+
+    /* the companions are staged before the segment goes up (ship.h) */
+    if (s->pq_bin[0]) {
+        char why[SHIP_ERR_MAX - 80] = "";
+        rc = ship_pq_stage(j, u, why, sizeof why);
+        if (rc == -ENOENT || rc == -ECANCELED)
+            goto out;                   /* deleted by retention meanwhile; shutting down */
+        if (rc < 0 && attempt < SHIP_PQ_TRIES) {
+            snprintf(err, sizeof err, "segment %" PRIu64 ": Parquet: %s", u->segment_id, why);
+            goto done;
+        }
+        if (rc < 0) {
+            col_warn("ship: segment %" PRIu64 " goes without its Parquet companions after %u "
+                     "tries: %s", u->segment_id, SHIP_PQ_TRIES, why);
+            pthread_mutex_lock(&s->mu);
+            s->st.pq_failed++;
+            pthread_mutex_unlock(&s->mu);
+        }
     }
 
     /* the attempt is on record before anything is sent */
@@ -353,6 +849,8 @@ static void *ship_thread(void *arg)
         memcpy(skip, s->inflight, sizeof skip);
         pthread_mutex_unlock(&s->mu);
         int rc = idx_upload_next(j->idx, shm_mono_ns(), skip, s->njobs, u);
+        if (rc == -ENOENT && s->pq_bin[0] && ship_pq_step(j))
+            continue;                   /* no segment waits: a staged companion went */
         int mine = 0;
         pthread_mutex_lock(&s->mu);
         if (rc == 0) {
@@ -383,6 +881,8 @@ static void *ship_thread(void *arg)
         pthread_mutex_lock(&s->mu);
         s->inflight[me] = 0;
         pthread_mutex_unlock(&s->mu);
+        if (s->pq_bin[0])
+            ship_pq_step(j);            /* its companions, now that it is no longer in flight */
         ship_refresh(j);
     }
     free(u);
@@ -390,7 +890,8 @@ static void *ship_thread(void *arg)
 }
 
 int ship_start(struct ship **out, const struct s3_cfg *cfg, const char *store_dir,
-               const char *host, unsigned jobs, uint64_t store_cap, char *err, size_t err_cap)
+               const char *host, unsigned jobs, uint64_t store_cap, const char *parquet_bin,
+               char *err, size_t err_cap)
 {
     struct ship *s = calloc(1, sizeof *s);
     pthread_condattr_t ca;
@@ -410,6 +911,12 @@ int ship_start(struct ship **out, const struct s3_cfg *cfg, const char *store_di
              cfg->prefix);
     s->njobs = jobs;
     s->store_cap = store_cap;
+    if (parquet_bin && parquet_bin[0]) {
+        snprintf(s->pq_bin, sizeof s->pq_bin, "%s", parquet_bin);
+        snprintf(s->pq_dir, sizeof s->pq_dir, "%s/" SHIP_PQ_DIR, store_dir);
+        s->pq_cap = store_cap / SHIP_PQ_CAP_DIV;
+        rc = ship_pq_open(s, err, err_cap);
+    }
     for (unsigned i = 0; i < jobs && rc == 0; i++) {
         struct ship_job *j = &s->jobs[i];
         char why[256];

@@ -34,6 +34,26 @@
  *     waiting has records older than SHIP_CATCHUP_AGE_NS, and ends when the
  *     backlog is back under a quarter of the cap and younger than that.
  *
+ *   - --ship-parquet (parquet_bin set): before a segment's first PUT its
+ *     companions are staged in STORE/parquet/ID-TMIN: `d9 export --format
+ *     parquet` of the segment's process and window (at least SHIP_PQ_SETTLE_NS
+ *     after its last record, so the drain has written what it still held,
+ *     such as the end of a poll begun in it), run as a child process
+ *     (the daemon links no query layer) under the upload thread's own rule
+ *     (SCHED_IDLE at nice SHIP_NICE, or nice SHIP_NICE while catching up),
+ *     written to a ".tmp" directory renamed when whole. The window is
+ *     (newest record of the process's earlier segments, t_max of this one],
+ *     so each row of a process is in one companion. Tables with no row are
+ *     not kept. An export that fails holds the segment back like a failed
+ *     PUT until SHIP_PQ_TRIES attempts; after that the segment goes
+ *     without companions (logged, counted): segments are the record.
+ *   - A staged directory is uploaded, each file once (the SHIP_PQ_ATTEMPTED
+ *     mark, then HEAD + MD5 as for segments), after its segment has left
+ *     the in-flight set or whenever no segment waits, and removed when all
+ *     its files are there; so companions survive a crash or an outage as
+ *     segments do. Staging holds at most 1/SHIP_PQ_CAP_DIV of the store's
+ *     cap; a segment sealed while it is full goes without (logged, counted).
+ *
  * Must never: block the drain thread on the network or on a lock held across
  * I/O, log credentials, or delete anything locally (retention is storedir's).
  */
@@ -53,6 +73,15 @@
 #define SHIP_DRAIN_WINDOW_NS 100000000ULL    /* the drain's load is judged over 100 ms */
 #define SHIP_DRAIN_IDLE_DIV 10u              /* saturated: asleep under a tenth of that */
 #define SHIP_DEFER_NS 20000000ULL            /* a deferred upload looks again after 20 ms */
+#define SHIP_PQ_DIR "parquet"                /* STORE/parquet: staged companions */
+#define SHIP_PQ_DIR_MODE 0750
+#define SHIP_PQ_TMP_SUFFIX ".tmp"            /* ".ID-TMIN.tmp" while written */
+#define SHIP_PQ_LOG ".export.log"            /* the child's output, in the .tmp directory */
+#define SHIP_PQ_ATTEMPTED ".attempted"       /* a staged directory some PUT was tried for */
+#define SHIP_PQ_TRIES 3u                     /* attempts an export failure holds a segment back */
+#define SHIP_PQ_CAP_DIV 8u                   /* staging holds at most 1/8 of the store cap */
+#define SHIP_PQ_EXPORT_MAX_NS 600000000000ULL /* an export running 10 min is killed */
+#define SHIP_PQ_SETTLE_NS 1000000000ULL      /* export a segment 1 s after its last record */
 
 struct ship;
 
@@ -65,14 +94,21 @@ struct ship_stats {
     int catching_up;                    /* uploads compete for CPU (see above), else idle */
     int waiting_for_drain;              /* no new upload starts: the drain is saturated */
     char last_error[SHIP_ERR_MAX];      /* of the last failed attempt, "" if none */
+    /* --ship-parquet */
+    uint64_t pq_staged, pq_staged_bytes; /* segments' companions waiting in STORE/parquet */
+    uint64_t pq_segments;               /* by this run: segments whose companions are all up */
+    uint64_t pq_uploaded;               /* by this run: Parquet files PUT */
+    uint64_t pq_skipped, pq_failed;     /* by this run: segments gone without (cap, export) */
 };
 
 /* Start jobs upload threads for the store (cfg holds bucket, endpoint,
  * region and credentials; host names the store in keys; store_cap is the
- * store's disk cap in bytes, 0 for none). -errno with one line in err on
- * failure. */
+ * store's disk cap in bytes, 0 for none; parquet_bin the d9 program that
+ * writes Parquet companions, NULL or "" for none). -errno with one line in
+ * err on failure. */
 int ship_start(struct ship **out, const struct s3_cfg *cfg, const char *store_dir,
-               const char *host, unsigned jobs, uint64_t store_cap, char *err, size_t err_cap);
+               const char *host, unsigned jobs, uint64_t store_cap, const char *parquet_bin,
+               char *err, size_t err_cap);
 
 /* Whether uploads should compete for CPU: the backlog's bytes and the age
  * of its oldest records against the cap, with the hysteresis above

@@ -13,25 +13,47 @@
 #include <string.h>
 #include <time.h>
 
+/* name into out with every byte outside [A-Za-z0-9._-] as '_'; -EINVAL if
+ * empty, "." or ".." */
+static int s3_key_clean(const char *name, char *out, size_t cap)
+{
+    size_t i = 0;
+    for (; name[i] && i + 1 < cap; i++) {
+        char c = name[i];
+        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                 c == '.' || c == '_' || c == '-';
+        out[i] = ok ? c : '_';
+    }
+    out[i] = '\0';
+    return !out[0] || strcmp(out, ".") == 0 || strcmp(out, "..") == 0 ? -EINVAL : 0;
+}
+
+/* UTC day of the segment's first record */
+static int s3_key_day(const struct s3_key_manifest *m, char *day, size_t cap)
+{
+    time_t t = (time_t)((m->boot_realtime_ns + m->t_min_ns) / 1000000000u);
+    struct tm tm;
+    return !gmtime_r(&t, &tm) || strftime(day, cap, "%Y-%m-%d", &tm) == 0 ? -EINVAL : 0;
+}
+
 int s3_key_stem(const struct s3_key_manifest *m, char *out, size_t cap)
 {
     char host[sizeof m->host], day[16];
-    size_t i = 0;
-    for (; m->host[i] && i + 1 < sizeof host; i++) {
-        char c = m->host[i];
-        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                 c == '.' || c == '_' || c == '-';
-        host[i] = ok ? c : '_';
-    }
-    host[i] = '\0';
-    if (!host[0] || strcmp(host, ".") == 0 || strcmp(host, "..") == 0)
-        return -EINVAL;
-    time_t t = (time_t)((m->boot_realtime_ns + m->t_min_ns) / 1000000000u);
-    struct tm tm;
-    if (!gmtime_r(&t, &tm) || strftime(day, sizeof day, "%Y-%m-%d", &tm) == 0)
+    if (s3_key_clean(m->host, host, sizeof host) || s3_key_day(m, day, sizeof day))
         return -EINVAL;
     int n = snprintf(out, cap, "%s/%s/%" PRIu64 "-%" PRIu64 "/%" PRIu64, host, day, m->pid,
                      m->start_time, m->segment_id);
+    return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
+}
+
+int s3_key_parquet(const struct s3_key_manifest *m, const char *table, char *out, size_t cap)
+{
+    char host[sizeof m->host], tab[S3_KEY_TABLE_MAX + 1], day[16];
+    if (!table || strlen(table) > S3_KEY_TABLE_MAX || s3_key_clean(table, tab, sizeof tab) ||
+        s3_key_clean(m->host, host, sizeof host) || s3_key_day(m, day, sizeof day))
+        return -EINVAL;
+    int n = snprintf(out, cap, S3_KEY_PARQUET_DIR "/table=%s/date=%s/host=%s/%" PRIu64
+                     S3_KEY_PARQUET_SUFFIX, tab, day, host, m->segment_id);
     return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
 }
 

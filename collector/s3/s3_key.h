@@ -12,6 +12,11 @@
  * segment id, decimal. The manifest is uploaded after its segment, so a
  * manifest present means its segment is whole in the bucket.
  *
+ * With --ship-parquet the segment's rows as Parquet, one file per table of
+ * d9 sql, Hive-style for engines that prune by partition:
+ *   PREFIX/parquet/table=TABLE/date=YYYY-MM-DD/host=HOST/ID.parquet
+ * TABLE as HOST above; YYYY-MM-DD, HOST and ID the segment's.
+ *
  * Manifest: one JSON object, keys below (s3_key_manifest_write), string
  * and unsigned integer values, and one array: "threads", the named threads
  * that have blocks in the segment, each a flat object {"tid", "ring",
@@ -39,6 +44,9 @@
 #define S3_KEY_THREAD_NAME_MAX 16         /* bytes of a thread name (D9_COMM_MAX) */
 #define S3_KEY_SEG_SUFFIX ".d9seg"
 #define S3_KEY_MANIFEST_SUFFIX ".manifest.json"
+#define S3_KEY_PARQUET_DIR "parquet"
+#define S3_KEY_PARQUET_SUFFIX ".parquet"
+#define S3_KEY_TABLE_MAX 128              /* bytes of a table name in a Parquet key */
 
 struct s3_key_manifest {
     uint64_t format;                  /* S3_KEY_MANIFEST_FORMAT */
@@ -67,6 +75,11 @@ struct s3_key_threads {
 /* "HOST/YYYY-MM-DD/PID-START/ID" (no prefix, no suffix): the name both
  * objects share; append S3_KEY_SEG_SUFFIX or S3_KEY_MANIFEST_SUFFIX. */
 int s3_key_stem(const struct s3_key_manifest *m, char *out, size_t cap);
+
+/* "parquet/table=TABLE/date=YYYY-MM-DD/host=HOST/ID.parquet" (no prefix):
+ * the key of the segment's Parquet file of TABLE; -EINVAL for an empty or
+ * over-long table name or host, -ENAMETOOLONG if cap is short. */
+int s3_key_parquet(const struct s3_key_manifest *m, const char *table, char *out, size_t cap);
 
 /* The manifest as JSON (NUL-terminated) with threads t (NULL = none, no
  * "threads" key); -ENAMETOOLONG if cap is short, -EINVAL if t->n is over

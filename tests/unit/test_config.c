@@ -132,6 +132,40 @@ static void ship_takes_an_s3_url_and_its_endpoint_flags_need_it(void **s)
     assert_int_equal(parse(&c, 0, NULL, 5, jobs), -EINVAL);
 }
 
+static void ship_parquet_is_off_by_default_and_needs_ship(void **s)
+{
+    (void)s;
+    struct config c;
+    char *off[] = { "d9collectd", "--ship", "s3://bucket/p", NULL };
+    assert_int_equal(parse(&c, 0, NULL, 3, off), CONFIG_RUN);
+    assert_int_equal(c.ship_parquet, CONFIG_SHIP_PARQUET_OFF);
+    char *on[] = { "d9collectd", "--ship", "s3://bucket/p", "--ship-parquet", "on", NULL };
+    assert_int_equal(parse(&c, 0, NULL, 5, on), CONFIG_RUN);
+    assert_int_equal(c.ship_parquet, CONFIG_SHIP_PARQUET_ON);
+    char *lonely[] = { "d9collectd", "--ship-parquet", "on", NULL };
+    assert_int_equal(parse(&c, 0, NULL, 3, lonely), -EINVAL);
+    assert_non_null(strstr(errbuf, "ship-parquet needs ship"));
+}
+
+static void host_names_a_key_path_element_of_safe_bytes(void **s)
+{
+    (void)s;
+    struct config c;
+    char *ok[] = { "d9collectd", "--host", "web-1.example_A", NULL };
+    assert_int_equal(parse(&c, 0, NULL, 3, ok), CONFIG_RUN);
+    assert_string_equal(c.host, "web-1.example_A");
+    char *slash[] = { "d9collectd", "--host", "a/b", NULL };
+    assert_int_equal(parse(&c, 0, NULL, 3, slash), -EINVAL);
+    assert_non_null(strstr(errbuf, "bad host 'a/b'"));
+    char *dots[] = { "d9collectd", "--host", "..", NULL };
+    assert_int_equal(parse(&c, 0, NULL, 3, dots), -EINVAL);
+    char longname[80];
+    memset(longname, 'h', 64);
+    longname[64] = 0;
+    char *toolong[] = { "d9collectd", "--host", longname, NULL };
+    assert_int_equal(parse(&c, 0, NULL, 3, toolong), -EINVAL);
+}
+
 static void flag_without_value_is_an_error(void **s)
 {
     (void)s;
@@ -416,6 +450,8 @@ int main(void)
         cmocka_unit_test(help_and_version_win_over_everything_else),
         cmocka_unit_test(unknown_flag_is_one_clear_error),
         cmocka_unit_test(ship_takes_an_s3_url_and_its_endpoint_flags_need_it),
+        cmocka_unit_test(ship_parquet_is_off_by_default_and_needs_ship),
+        cmocka_unit_test(host_names_a_key_path_element_of_safe_bytes),
         cmocka_unit_test(flag_without_value_is_an_error),
         cmocka_unit_test(positional_argument_is_rejected),
         cmocka_unit_test(numbers_must_be_plain_decimal_in_range),

@@ -40,6 +40,22 @@ static void the_stem_is_host_day_process_and_id(void **state)
     assert_int_equal(s3_key_stem(&m, stem, 10), -ENAMETOOLONG);
 }
 
+static void parquet_keys_are_hive_partitions_of_table_day_and_host(void **state)
+{
+    (void)state;
+    struct s3_key_manifest m = sample();
+    char key[256];
+    assert_int_equal(s3_key_parquet(&m, "polls", key, sizeof key), 0);
+    assert_string_equal(key, "parquet/table=polls/date=2025-12-04/host=web-1.example/9.parquet");
+    /* a custom table's name and the host stay inside their partition */
+    strcpy(m.host, "a/b");
+    assert_int_equal(s3_key_parquet(&m, "my/../t=1", key, sizeof key), 0);
+    assert_string_equal(key, "parquet/table=my_.._t_1/date=2025-12-04/host=a_b/9.parquet");
+    assert_int_equal(s3_key_parquet(&m, "..", key, sizeof key), -EINVAL);
+    assert_int_equal(s3_key_parquet(&m, "", key, sizeof key), -EINVAL);
+    assert_int_equal(s3_key_parquet(&m, "polls", key, 20), -ENAMETOOLONG);
+}
+
 static void host_names_cannot_leave_their_folder(void **state)
 {
     (void)state;
@@ -248,6 +264,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(the_stem_is_host_day_process_and_id),
         cmocka_unit_test(host_names_cannot_leave_their_folder),
+        cmocka_unit_test(parquet_keys_are_hive_partitions_of_table_day_and_host),
         cmocka_unit_test(a_manifest_round_trips),
         cmocka_unit_test(unknown_keys_are_skipped),
         cmocka_unit_test(damaged_manifests_are_refused),

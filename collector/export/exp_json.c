@@ -26,7 +26,7 @@
 #include "collector/query/q_sym.h"
 #include "collector/query/q_wake.h"
 #include "collector/query/q_decode.h"
-#include "collector/query/q_hash.h"
+#include "collector/store/store_hash.h"
 #include "collector/export/exp_json.h"
 #include "collector/store/sym.h"
 #include "shm/record.h"
@@ -63,7 +63,7 @@ static int set_add(struct keyset *s, uint64_t key)
         for (size_t i = 0; i < s->cap; i++) {
             if (!s->k[i])
                 continue;
-            size_t j = (size_t)q_hash64(s->k[i]) & (nc - 1);
+            size_t j = (size_t)store_hash64(s->k[i]) & (nc - 1);
             while (n[j])
                 j = (j + 1) & (nc - 1);
             n[j] = s->k[i];
@@ -72,7 +72,7 @@ static int set_add(struct keyset *s, uint64_t key)
         s->k = n;
         s->cap = nc;
     }
-    size_t j = (size_t)q_hash64(k) & (s->cap - 1);
+    size_t j = (size_t)store_hash64(k) & (s->cap - 1);
     while (s->k[j]) {
         if (s->k[j] == k)
             return 0;

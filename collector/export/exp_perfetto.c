@@ -16,7 +16,7 @@
 #include <string.h>
 #include "collector/query/q_text.h"
 #include "collector/query/q_decode.h"
-#include "collector/query/q_hash.h"
+#include "collector/store/store_hash.h"
 #include "collector/query/q_loc.h"
 #include "collector/export/exp_perfetto.h"
 #include "collector/query/q_pair.h"
@@ -48,7 +48,7 @@ static bool map_get(const struct u64map *m, uint64_t key, uint64_t *v)
     if (!m->cap)
         return false;
     uint64_t k = key + 1 ? key + 1 : 1;
-    for (size_t j = (size_t)q_hash64(k) & (m->cap - 1); m->k[j]; j = (j + 1) & (m->cap - 1)) {
+    for (size_t j = (size_t)store_hash64(k) & (m->cap - 1); m->k[j]; j = (j + 1) & (m->cap - 1)) {
         if (m->k[j] == k) {
             *v = m->v[j];
             return true;
@@ -70,7 +70,7 @@ static int map_put(struct u64map *m, uint64_t key, uint64_t v)
         for (size_t i = 0; i < m->cap; i++) {
             if (!m->k[i])
                 continue;
-            size_t j = (size_t)q_hash64(m->k[i]) & (nc - 1);
+            size_t j = (size_t)store_hash64(m->k[i]) & (nc - 1);
             while (nk[j])
                 j = (j + 1) & (nc - 1);
             nk[j] = m->k[i];
@@ -83,7 +83,7 @@ static int map_put(struct u64map *m, uint64_t key, uint64_t v)
         m->cap = nc;
     }
     uint64_t k = key + 1 ? key + 1 : 1;
-    size_t j = (size_t)q_hash64(k) & (m->cap - 1);
+    size_t j = (size_t)store_hash64(k) & (m->cap - 1);
     while (m->k[j] && m->k[j] != k)
         j = (j + 1) & (m->cap - 1);
     if (!m->k[j])
@@ -123,7 +123,7 @@ static const struct strent *str_iid(struct strmap *m, const char *s, bool *added
         for (size_t i = 0; i < m->cap; i++) {
             if (!m->e[i].s)
                 continue;
-            size_t j = (size_t)q_hash_str(m->e[i].s, strlen(m->e[i].s)) & (nc - 1);
+            size_t j = (size_t)store_hash_str(m->e[i].s, strlen(m->e[i].s)) & (nc - 1);
             while (ne[j].s)
                 j = (j + 1) & (nc - 1);
             ne[j] = m->e[i];
@@ -132,7 +132,7 @@ static const struct strent *str_iid(struct strmap *m, const char *s, bool *added
         m->e = ne;
         m->cap = nc;
     }
-    size_t j = (size_t)q_hash_str(s, strlen(s)) & (m->cap - 1);
+    size_t j = (size_t)store_hash_str(s, strlen(s)) & (m->cap - 1);
     for (; m->e[j].s; j = (j + 1) & (m->cap - 1))
         if (strcmp(m->e[j].s, s) == 0)
             return &m->e[j];
@@ -169,7 +169,7 @@ static uint64_t stack_iid(struct stackmap *m, const uint64_t *fr, size_t n, bool
     *added = false;
     uint64_t h = 0x84222325cbf29ce4ull ^ n;
     for (size_t i = 0; i < n; i++)
-        h = q_hash64(h ^ fr[i]);
+        h = store_hash64(h ^ fr[i]);
     if ((m->n + 1) * 2 > m->cap) {
         size_t nc = m->cap ? m->cap * 2 : PF_MAP_INITIAL;
         struct stackent *ne = calloc(nc, sizeof *ne);
@@ -361,7 +361,7 @@ static int process_track(struct exp_perfetto *x, const struct q_rec_src *src, ui
 static int thread_track(struct exp_perfetto *x, const struct q_rec_src *src, uint32_t tid,
                         uint64_t *uuid)
 {
-    uint64_t k = q_hash2(tid, (uint64_t)src->process_id);
+    uint64_t k = store_hash2(tid, (uint64_t)src->process_id);
     if (map_get(&x->threads, k, uuid))
         return 0;
     uint64_t parent;
@@ -542,7 +542,7 @@ static const char *runtime_name(const struct q_rec_src *src, uint16_t id, char *
 static int counter_track(struct exp_perfetto *x, const struct q_rec_src *src, bool waits,
                          uint16_t runtime, uint16_t worker, uint64_t *uuid)
 {
-    uint64_t k = q_hash2((uint64_t)waits << 32 | (uint64_t)runtime << 16 | worker,
+    uint64_t k = store_hash2((uint64_t)waits << 32 | (uint64_t)runtime << 16 | worker,
                          (uint64_t)src->process_id);
     if (map_get(&x->counters, k, uuid))
         return 0;
@@ -588,7 +588,7 @@ static int sample(struct exp_perfetto *x, const struct q_rec_src *src, const uin
     /* Callstack.frame_ids go from the outermost frame to the innermost */
     for (int i = n - 1; i >= 0; i--) {
         uint64_t look = qf[i].look;
-        uint64_t k = q_hash2(look, (uint64_t)src->process_id), fid;
+        uint64_t k = store_hash2(look, (uint64_t)src->process_id), fid;
         if (!map_get(&x->frames, k, &fid)) {
             bool added;
             const struct strent *e = str_iid(&x->funcs, qf[i].name, &added);
@@ -874,7 +874,7 @@ int exp_perfetto_finish(struct exp_perfetto *x, struct q_store *s, uint64_t t_en
     struct q_poll p;
     while (rc == 0 && q_pair_next_open(x->polls, &it, &p)) {
         uint64_t track;
-        if (!map_get(&x->threads, q_hash2(p.tid, (uint64_t)p.process_id), &track))
+        if (!map_get(&x->threads, store_hash2(p.tid, (uint64_t)p.process_id), &track))
             continue;
         TrackEvent te = PERFETTO__PROTOS__TRACK_EVENT__INIT;
         te.has_type = 1;

@@ -14,7 +14,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include "collector/query/q_hash.h"
+#include "collector/store/store_hash.h"
 #include "collector/query/q_names.h"
 #include "collector/query/q_pair.h"
 #include "collector/query/q_sched.h"
@@ -58,7 +58,7 @@ static void *tab_val(struct slot_hdr *h) { return h + 1; }
 
 static size_t tab_home(const struct tab *t, uint64_t a, uint64_t b)
 {
-    return (size_t)q_hash2(a, b) & (t->cap - 1);
+    return (size_t)store_hash2(a, b) & (t->cap - 1);
 }
 
 static void *tab_get(const struct tab *t, uint64_t a, uint64_t b)

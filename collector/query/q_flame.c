@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "collector/query/q_flame.h"
-#include "collector/query/q_hash.h"
+#include "collector/store/store_hash.h"
 #include "collector/query/q_scan.h"
 #include "collector/query/q_sym.h"
 #include "collector/store/sym.h"
@@ -47,7 +47,7 @@ static int stack_add(struct stack_tab *t, const char *key, size_t klen, uint64_t
         for (size_t i = 0; i < t->cap; i++) {
             if (!t->e[i].key)
                 continue;
-            size_t j = q_hash_str(t->e[i].key, strlen(t->e[i].key)) & (nc - 1);
+            size_t j = store_hash_str(t->e[i].key, strlen(t->e[i].key)) & (nc - 1);
             while (ne[j].key)
                 j = (j + 1) & (nc - 1);
             ne[j] = t->e[i];
@@ -56,7 +56,7 @@ static int stack_add(struct stack_tab *t, const char *key, size_t klen, uint64_t
         t->e = ne;
         t->cap = nc;
     }
-    size_t j = q_hash_str(key, klen) & (t->cap - 1);
+    size_t j = store_hash_str(key, klen) & (t->cap - 1);
     while (t->e[j].key) {
         if (strlen(t->e[j].key) == klen && memcmp(t->e[j].key, key, klen) == 0) {
             t->e[j].total += w;

@@ -8,7 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "collector/query/q_hash.h"
+#include "collector/store/store_hash.h"
 #include "collector/query/q_loc.h"
 #include "collector/query/q_pair.h"
 #include "collector/query/q_store.h"
@@ -59,7 +59,7 @@ void q_pair_free(struct q_pair *p)
 
 static struct thr *slot(struct thr *t, size_t cap, int64_t pid, uint32_t ring, uint32_t gen)
 {
-    size_t i = (size_t)q_hash2((uint64_t)ring << 32 | gen, (uint64_t)pid) & (cap - 1);
+    size_t i = (size_t)store_hash2((uint64_t)ring << 32 | gen, (uint64_t)pid) & (cap - 1);
     while (t[i].used &&
            !(t[i].process_id == pid && t[i].ring == ring && t[i].generation == gen))
         i = (i + 1) & (cap - 1);

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "collector/query/q_hash.h"
+#include "collector/store/store_hash.h"
 #include "collector/query/q_names.h"
 #include "collector/query/q_sym.h"
 #include "collector/store/sym.h"
@@ -188,7 +188,7 @@ static const char *pool_copy(struct q_sym *y, const char *s)
 
 static size_t slot(size_t cap, int64_t process_id, uint64_t addr)
 {
-    return (size_t)q_hash2(addr, (uint64_t)process_id) & (cap - 1);
+    return (size_t)store_hash2(addr, (uint64_t)process_id) & (cap - 1);
 }
 
 static int grow(struct q_sym *y)

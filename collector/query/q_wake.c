@@ -9,7 +9,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
-#include "collector/query/q_hash.h"
+#include "collector/store/store_hash.h"
 #include "collector/query/q_wake.h"
 
 #define Q_WAKE_INITIAL 64u
@@ -28,7 +28,7 @@ struct q_wake {
 
 static size_t slot(size_t cap, int64_t process_id, uint64_t task)
 {
-    return (size_t)q_hash2(task, (uint64_t)process_id) & (cap - 1);
+    return (size_t)store_hash2(task, (uint64_t)process_id) & (cap - 1);
 }
 
 int q_wake_new(struct q_wake **out)

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include "collector/query/q_hash.h"
+#include "collector/store/store_hash.h"
 #include "collector/sql/sql_group.h"
 
 #define GROUP_CHUNK_MIN   8u
@@ -126,7 +126,7 @@ static int grow_table(struct sql_group *g)
 
 static int bucket_of(struct sql_group *g, const char *text, int64_t ikey)
 {
-    uint64_t h = text ? q_hash_str(text, strlen(text)) : q_hash64((uint64_t)ikey);
+    uint64_t h = text ? store_hash_str(text, strlen(text)) : store_hash64((uint64_t)ikey);
     size_t i = slot_of(g, g->table, g->tcap, h, text, ikey);
     if (g->table[i])
         return g->table[i] - 1;

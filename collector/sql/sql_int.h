@@ -14,7 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "collector/query/q_decode.h"
-#include "collector/query/q_hash.h"
+#include "collector/store/store_hash.h"
 #include "collector/query/q_loc.h"
 #include "collector/query/q_names.h"
 #include "collector/query/q_pair.h"

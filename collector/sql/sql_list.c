@@ -59,7 +59,7 @@ static void mv_ns(struct mval *m, uint64_t v)
 /* The row's key for its rowid, in the slot after its columns. */
 void sql_list_mv_key(struct cur *c, struct mval *r, uint64_t a, uint64_t b, uint64_t k)
 {
-    sql_list_mv_int(&r[c->ncols - 1], (int64_t)(q_hash64(q_hash64(a) ^ b) ^ k));
+    sql_list_mv_int(&r[c->ncols - 1], (int64_t)(store_hash64(store_hash64(a) ^ b) ^ k));
 }
 
 static void rows_free(struct cur *c)

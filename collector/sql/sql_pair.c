@@ -128,7 +128,7 @@ int sql_pair_step(struct cur *c);
 /* The thread table index of a poll's thread. */
 static int grp_thread(struct cur *c, const struct q_poll *p)
 {
-    uint64_t h = q_hash64((uint64_t)p->process_id ^ ((uint64_t)p->ring << 32 | p->generation));
+    uint64_t h = store_hash64((uint64_t)p->process_id ^ ((uint64_t)p->ring << 32 | p->generation));
     uint32_t *slot = &c->gthr_cache[h % SQL_THR_CACHE];
     const struct grp_thr *t = *slot ? &c->gthr[*slot - 1] : NULL;
     if (t && t->process_id == p->process_id && t->ring == p->ring && t->generation == p->generation)
@@ -160,7 +160,7 @@ static int grp_bucket(struct cur *c, const struct q_poll *p, int by)
 {
     if (by == GRP_BY_LOC)
         return sql_group_bucket_int(c->grp, p->loc);
-    uint64_t h = q_hash64((uint64_t)p->process_id) ^ p->loc;
+    uint64_t h = store_hash64((uint64_t)p->process_id) ^ p->loc;
     struct grp_loc *e = &c->gloc[h % SQL_LOC_CACHE];
     if (e->bucket && e->process_id == p->process_id && e->loc == p->loc)
         return e->bucket - 1;
@@ -426,11 +426,11 @@ int64_t sql_pair_key(const struct cur *c)
 {
     uint64_t h;
     if (c->vt->def->kind == K_POLLS)
-        h = q_hash64(q_hash64((uint64_t)c->poll.process_id ^ ((uint64_t)c->poll.ring << 32 |
+        h = store_hash64(store_hash64((uint64_t)c->poll.process_id ^ ((uint64_t)c->poll.ring << 32 |
                                                          c->poll.generation)) ^ c->poll.task) ^
-            q_hash64(c->poll.start_ns);
+            store_hash64(c->poll.start_ns);
     else
-        h = q_hash64(q_hash64((uint64_t)c->park.process_id) ^ c->park.tid) ^ q_hash64(c->park.start_ns);
+        h = store_hash64(store_hash64((uint64_t)c->park.process_id) ^ c->park.tid) ^ store_hash64(c->park.start_ns);
     return (int64_t)(h & (uint64_t)INT64_MAX);
 }
 

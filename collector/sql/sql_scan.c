@@ -369,8 +369,8 @@ int sql_scan_step(struct cur *c)
 
 int64_t sql_scan_key(const struct cur *c)
 {
-    uint64_t h = q_hash64(q_hash64(c->src.segment_id) ^ ((uint64_t)c->src.ring << 32 | c->src.generation)) ^
-                 q_hash64((uint64_t)c->rec->seq << 16 ^ c->rec->type) ^ q_hash64(c->rec->ts + 1);
+    uint64_t h = store_hash64(store_hash64(c->src.segment_id) ^ ((uint64_t)c->src.ring << 32 | c->src.generation)) ^
+                 store_hash64((uint64_t)c->rec->seq << 16 ^ c->rec->type) ^ store_hash64(c->rec->ts + 1);
     return (int64_t)(h & (uint64_t)INT64_MAX);
 }
 

@@ -17,17 +17,17 @@ uint64_t sql_stack_id(int64_t process_id, const struct d9_rec_hdr *rec, size_t l
     struct d9_rec_stack s;
     if (len < sizeof s) {
         *nframes = 0;
-        return q_hash64((uint64_t)process_id) & (uint64_t)INT64_MAX;
+        return store_hash64((uint64_t)process_id) & (uint64_t)INT64_MAX;
     }
     memcpy(&s, rec, sizeof s);
     size_t max = (len - sizeof s) / 8;
     uint16_t n = s.nframes <= max ? s.nframes : (uint16_t)max;
-    uint64_t h = q_hash64((uint64_t)process_id ^ Q_HASH_GOLDEN) ^ n;
+    uint64_t h = store_hash64((uint64_t)process_id ^ STORE_HASH_GOLDEN) ^ n;
     const uint8_t *ips = (const uint8_t *)rec + sizeof s;
     for (uint16_t i = 0; i < n; i++) {
         uint64_t ip;
         memcpy(&ip, ips + (size_t)i * 8, 8);
-        h = q_hash64(h ^ ip) + i;
+        h = store_hash64(h ^ ip) + i;
     }
     *nframes = n;
     return h & (uint64_t)INT64_MAX;
@@ -37,7 +37,7 @@ static struct stk *stack_find(struct sql_vtab *v, uint64_t id)
 {
     if (!v->capslot)
         return NULL;
-    for (size_t j = q_hash64(id) & (v->capslot - 1); v->slot[j]; j = (j + 1) & (v->capslot - 1))
+    for (size_t j = store_hash64(id) & (v->capslot - 1); v->slot[j]; j = (j + 1) & (v->capslot - 1))
         if (v->stk[v->slot[j] - 1].id == id)
             return &v->stk[v->slot[j] - 1];
     return NULL;
@@ -52,7 +52,7 @@ static int stack_insert(struct sql_vtab *v, uint64_t id, const struct q_rec_src 
         if (!ns)
             return -ENOMEM;
         for (size_t i = 0; i < v->nstk; i++) {
-            size_t j = q_hash64(v->stk[i].id) & (nc - 1);
+            size_t j = store_hash64(v->stk[i].id) & (nc - 1);
             while (ns[j])
                 j = (j + 1) & (nc - 1);
             ns[j] = i + 1;
@@ -87,7 +87,7 @@ static int stack_insert(struct sql_vtab *v, uint64_t id, const struct q_rec_src 
         e->ips[i] = fr[i].ip;
         e->names[i] = fr[i].name;
     }
-    size_t j = q_hash64(id) & (v->capslot - 1);
+    size_t j = store_hash64(id) & (v->capslot - 1);
     while (v->slot[j])
         j = (j + 1) & (v->capslot - 1);
     v->slot[j] = ++v->nstk;

@@ -477,7 +477,7 @@ static int x_rowid(sqlite3_vtab_cursor *cur, sqlite3_int64 *rowid)
     struct cur *c = (struct cur *)cur;
     const struct tab_def *d = c->vt->def;
     if (d->kind == K_STACKS) {
-        *rowid = (sqlite3_int64)((q_hash64(sql_stack_current(c)) ^ c->depth) & (uint64_t)INT64_MAX);
+        *rowid = (sqlite3_int64)((store_hash64(sql_stack_current(c)) ^ c->depth) & (uint64_t)INT64_MAX);
     } else if (!d->types) {
         *rowid = sql_list_key(c);
     } else if (d->kind == K_POLLS || d->kind == K_PARKS) {

@@ -18,6 +18,7 @@
 #include <string.h>
 #include "collector/store/crc32c.h"
 #include "collector/store/rollup.h"
+#include "collector/store/store_hash.h"
 #include "collector/store/seg_reader.h"
 #include "shm/d9_abi.h"
 
@@ -25,18 +26,6 @@
 #define RU_OPEN_MAX      32u         /* nested polls kept open per thread; deeper: unfinished */
 #define RU_TABLE_MIN     64u         /* slots of a table at first use (a power of two) */
 #define RU_EMPTY         UINT32_MAX
-
-/* ---- hashing ------------------------------------------------------------------- */
-
-static uint64_t mix(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ull;
-    x ^= x >> 33;
-    return x;
-}
 
 /* ---- accumulator --------------------------------------------------------------- */
 
@@ -138,18 +127,18 @@ static int grow(void **arr, uint32_t *cap, uint32_t n, size_t size)
 
 static uint64_t hash_pkey(const struct pkey *k)
 {
-    return mix(k->bucket ^ mix(((uint64_t)k->runtime << 48 | (uint64_t)k->worker << 32 | k->loc) ^
-                               0x9e3779b97f4a7c15ull));
+    return store_hash64(k->bucket ^ store_hash64(((uint64_t)k->runtime << 48 | (uint64_t)k->worker << 32 | k->loc) ^
+                               STORE_HASH_GOLDEN));
 }
 
 static uint64_t hash_wkey(const struct wkey *k)
 {
-    return mix(k->bucket ^ mix(((uint64_t)k->runtime << 16 | k->worker) ^ 0x9e3779b97f4a7c15ull));
+    return store_hash64(k->bucket ^ store_hash64(((uint64_t)k->runtime << 16 | k->worker) ^ STORE_HASH_GOLDEN));
 }
 
 static uint64_t hash_bkey(uint32_t entry, uint32_t bin)
 {
-    return mix((uint64_t)entry << 32 | bin);
+    return store_hash64((uint64_t)entry << 32 | bin);
 }
 
 /* Rebuild a table at twice the size when it is half full (hashes recomputed by fn). */

@@ -60,7 +60,7 @@ static void tasks_sharing_a_slot_answer_their_own_wakes(void **state)
     uint64_t a, b;
     wake_pair(1, &a, &b);
     assert_true(a != b);
-    assert_int_equal(q_hash2(a, 1) & 0xffffffffu, q_hash2(b, 1) & 0xffffffffu);
+    assert_int_equal(store_hash2(a, 1) & 0xffffffffu, store_hash2(b, 1) & 0xffffffffu);
     assert_int_equal(a % 4096u, b % 4096u);
     struct q_wake *w = fresh();
     struct q_wake_pending p;

@@ -1,16 +1,16 @@
 /*
  * wake_pair.h — two task ids whose wakes fall into the same slot of every
- * table that places them by the query layer's hash (q_hash2(task,
+ * table that places them by the query layer's hash (store_hash2(task,
  * process_id), the low 32 bits equal) and of a 4096-slot table indexed by
  * task % 4096 (what d9 serve used): the pair that proves a wake is matched
  * to its own poll, not to a neighbour's. For tests only (unit and
- * integration): it inverts q_hash64, which the query layer never needs.
+ * integration): it inverts store_hash64, which the query layer never needs.
  */
 #ifndef D9_TEST_WAKE_PAIR_H
 #define D9_TEST_WAKE_PAIR_H
 
 #include <stdint.h>
-#include "collector/query/q_hash.h"
+#include "collector/store/store_hash.h"
 
 static inline uint64_t wake_pair_unhash64(uint64_t x)
 {
@@ -25,9 +25,9 @@ static inline uint64_t wake_pair_unhash64(uint64_t x)
 /* *a, *b (a != b, both nonzero) for process_id. */
 static inline void wake_pair(int64_t process_id, uint64_t *a, uint64_t *b)
 {
-    uint64_t c = q_hash64((uint64_t)process_id ^ Q_HASH_GOLDEN);
+    uint64_t c = store_hash64((uint64_t)process_id ^ STORE_HASH_GOLDEN);
     uint64_t h = 0x1234567876543210ull;
-    *a = wake_pair_unhash64(h) ^ c;     /* q_hash2(*a, process_id) == h */
+    *a = wake_pair_unhash64(h) ^ c;     /* store_hash2(*a, process_id) == h */
     for (uint64_t j = 1;; j++) {
         *b = wake_pair_unhash64(h + (j << 32)) ^ c;
         if (*b % 4096u == *a % 4096u && *b && *a)

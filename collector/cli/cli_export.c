@@ -238,6 +238,7 @@ CLI_DECLARE_CMD(export)
         .pid = a.pid,
         /* off-CPU stacks are for d9 flame --off-cpu */
         .types = ~(1u << D9_REC_SCHED_SWITCH | 1u << D9_REC_PAD),
+        .gaps = true,               /* never pair a poll across a block not read */
     };
     q_store_window_resolve(s, &a.win, a.pid, &f.from, &f.to);
     /* pass 1: the memory maps that name the window's CPU samples */

@@ -241,6 +241,9 @@ static int cpu_sample(struct exp_json *x, const struct q_rec_src *src,
 int exp_json_record(struct exp_json *x, const struct q_rec_src *src,
                       const struct d9_rec_hdr *rec, size_t len)
 {
+    struct q_poll done;
+    if (!rec)       /* a block not read: nothing is paired across it (q_pair.h) */
+        return q_pair_feed(x->polls, src, NULL, 0, &done) < 0 ? -ENOMEM : 0;
     struct q_decoded d;
     if (q_decode(rec, len, src->meta, &d) < 0)
         return 0;
@@ -256,7 +259,6 @@ int exp_json_record(struct exp_json *x, const struct q_rec_src *src,
     if (rc < 0)
         return rc;
     FILE *f = x->f;
-    struct q_poll done;
     switch (d.type) {
     case D9_REC_POLL_START: {
         struct d9_rec_poll_start ps;

@@ -860,6 +860,10 @@ static int record(struct exp_perfetto *x, const struct q_rec_src *src,
 int exp_perfetto_record(struct exp_perfetto *x, const struct q_rec_src *src,
                         const struct d9_rec_hdr *rec, size_t len)
 {
+    if (!rec) {     /* a block not read: nothing is paired across it (q_pair.h) */
+        struct q_poll done;
+        return q_pair_feed(x->polls, src, NULL, 0, &done) < 0 ? -ENOMEM : 0;
+    }
     int rc = record(x, src, rec, len);
     if (rc == 0 && x->err == -ENOMEM)
         rc = -ENOMEM;

@@ -68,7 +68,8 @@ struct q_sym;
  * processes' maps: q_sym_load) names the samples' frames. 0 or -ENOMEM. */
 int exp_perfetto_begin(struct exp_perfetto **out, FILE *f, struct q_sym *sym);
 
-/* One record, in scan order. 0 or -ENOMEM. */
+/* One record, in scan order, or a gap of src's ring (rec NULL, from a scan
+ * with q_filter.gaps): polls open on that thread end unpaired. 0 or -ENOMEM. */
 int exp_perfetto_record(struct exp_perfetto *x, const struct q_rec_src *src,
                         const struct d9_rec_hdr *rec, size_t len);
 

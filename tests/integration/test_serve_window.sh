@@ -131,6 +131,21 @@ check "d9 top-polls still lists the long poll" sh -c \
 check "no phantom poll across the corrupt block in d9 sql's polls" sh -c "
     n=\$('$BIN/d9' --store '$T/bad' sql --format csv 'select count(*) from polls where tid = 7173 and dur_ns > 100000000' 2>/dev/null | tail -n 1 | tr -d '\r');
     [ \"\$n\" = 0 ] || { echo \"\$n phantom polls\"; exit 1; }"
+# json_long_is STORE N: the JSON export of STORE has N poll slices of the
+# gap thread (tid 7173) longer than 100 ms
+json_long_is() {
+    "$BIN/d9" --store "$1" export --format json -o "$T/exp.json" 2>/dev/null || return 1
+    python3 - "$T/exp.json" "$2" <<'PY'
+import json, sys
+ev = json.load(open(sys.argv[1]))['traceEvents']
+n = sum(1 for e in ev if e.get('ph') == 'X' and e.get('tid') == 7173 and
+        e.get('cat') != 'park' and e.get('dur', 0) > 100000)
+assert n == int(sys.argv[2]), '%d poll slices over 100 ms' % n
+PY
+}
+check "no phantom poll across the corrupt block in the JSON export" json_long_is "$T/bad" 0
+check "the JSON export of the intact store has the real 500 ms poll (the check above can fail)" \
+    json_long_is "$STORE" 1
 check "d9 sql's polls on the intact store has the real 500 ms poll (the check above can fail)" sh -c "
     n=\$('$BIN/d9' --store '$STORE' sql --format csv 'select count(*) from polls where tid = 7173 and dur_ns > 100000000' | tail -n 1 | tr -d '\r');
     [ \"\$n\" = 1 ] || { echo \"\$n\"; exit 1; }"

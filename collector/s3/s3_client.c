@@ -53,6 +53,8 @@ struct s3_client_src {
     int fd;
     uint64_t off, left;
     int read_err;                     /* errno of a failed pread */
+    const char *p0;                   /* the body's start (buffer or file offset 0) */
+    uint64_t len;                     /* and its length: a seek (curl's rewind) stays in it */
 };
 
 static pthread_once_t s3_client_once = PTHREAD_ONCE_INIT;
@@ -153,6 +155,22 @@ static size_t s3_client_header(char *data, size_t size, size_t n, void *arg)
         }
     }
     return len;
+}
+
+/* curl rewinds the body to send it again (a redirect, a connection closed
+ * mid-request): without this the retry is an error ("rewinding of the data
+ * stream failed") that the upload takes as final. */
+static int s3_client_seek(void *arg, curl_off_t offset, int origin)
+{
+    struct s3_client_src *src = arg;
+    if (origin != SEEK_SET || offset < 0 || (uint64_t)offset > src->len)
+        return CURL_SEEKFUNC_CANTSEEK;
+    if (src->fd >= 0)
+        src->off = (uint64_t)offset;
+    else
+        src->p = src->p0 + offset;
+    src->left = src->len - (uint64_t)offset;
+    return CURL_SEEKFUNC_OK;
 }
 
 static size_t s3_client_read(char *out, size_t size, size_t n, void *arg)
@@ -295,6 +313,8 @@ static int s3_client_do(struct s3_client *c, const char *method, const char *key
         curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
         curl_easy_setopt(h, CURLOPT_READFUNCTION, s3_client_read);
         curl_easy_setopt(h, CURLOPT_READDATA, body);
+        curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, s3_client_seek);
+        curl_easy_setopt(h, CURLOPT_SEEKDATA, body);
         curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)body->left);
     } else if (strcmp(method, "HEAD") == 0) {
         curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
@@ -349,7 +369,7 @@ int s3_client_put(struct s3_client *c, const char *key, const void *buf, size_t 
 {
     char sha[S3_SIGN_HEX_LEN + 1];
     uint8_t md5[16];
-    struct s3_client_src src = { buf ? buf : "", -1, 0, len, 0 };
+    struct s3_client_src src = { buf ? buf : "", -1, 0, len, 0, buf ? buf : "", len };
     s3_sign_sha256_hex(src.p, len, sha);
     s3_sign_md5(src.p, len, md5);
     return s3_client_put_src(c, key, &src, sha, md5);
@@ -358,7 +378,7 @@ int s3_client_put(struct s3_client *c, const char *key, const void *buf, size_t 
 int s3_client_put_fd(struct s3_client *c, const char *key, int fd, uint64_t len,
                      const char *sha_hex, const uint8_t md5[16])
 {
-    struct s3_client_src src = { NULL, fd, 0, len, 0 };
+    struct s3_client_src src = { NULL, fd, 0, len, 0, NULL, len };
     return s3_client_put_src(c, key, &src, sha_hex, md5);
 }
 

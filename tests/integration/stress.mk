@@ -21,7 +21,7 @@ rel-asan: $(REL_ASAN_BIN)
 
 $(REL_ASAN_BIN): $(BUILD)/san/collector/daemon/d9collectd.o $(REL_ASAN_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(LDLIBS_COL)
+	$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(LDLIBS_DAEMON)
 
 stress: all $(PROG_BINS) $(REL_ASAN_BIN)
 	BUILD=$(BUILD) STRESS_TRIALS=$(STRESS_TRIALS) STRESS_HOSTILE=$(STRESS_HOSTILE) \

@@ -276,6 +276,7 @@ static void test_agent_refuses_a_region_past_the_cap(void **state)
     f->cfg.shm_cap_mb = 1;
     assert_int_equal(ag_agent_start(&f->a, &f->cfg), -EDQUOT);
     assert_int_equal(atomic_load(&f->a.live), 0);
+    ag_agent_destroy(&f->a);                    /* a failed start still owns its tables */
     f->cfg.shm_cap_mb = 0;                                      /* no cap */
     assert_int_equal(ag_agent_start(&f->a, &f->cfg), 0);
 }

@@ -222,6 +222,7 @@ static void retire(struct col_ctx *x, struct proc *p)
     met_sync(p);
     met_proc_ended(p->met, shm_mono_ns());
     p->met = NULL;
+    x->met_next_ns = 0;     /* the end is published in this pass, not up to MET_PUBLISH_NS later */
     struct proc **pp = &x->procs;
     while (*pp && *pp != p)
         pp = &(*pp)->next;

@@ -53,7 +53,11 @@ code() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
 check "GET /metrics: 200, text format 0.0.4" sh -c \
     "curl -sfD '$T/h' -o '$T/m.txt' '$MURL' &&
      grep -qi '^content-type: text/plain; version=0.0.4; charset=utf-8' '$T/h'"
-check "its series for the exited process" grep -q "^d9_worker_polls_total{pid=\"$PID\",comm=\"prog_cli\",runtime=\"clirt\",worker=\"0\"} " "$T/m.txt"
+# the text is published by the collector's loop (every MET_PUBLISH_NS and at
+# a process's end), so each try fetches it again
+series() { curl -sf -o "$T/m.txt" "$MURL" &&
+           grep -q "^d9_worker_polls_total{pid=\"$PID\",comm=\"prog_cli\",runtime=\"clirt\",worker=\"0\"} " "$T/m.txt"; }
+check "its series for the exited process" wait_for 10 series
 check "promtool check metrics: no lint findings" sh -c "promtool check metrics <'$T/m.txt'"
 check "POST: 405" test "$(code -X POST "$MURL")" = 405
 check "another path: 404" test "$(code "http://127.0.0.1:$MPORT/other")" = 404

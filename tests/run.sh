@@ -104,11 +104,13 @@ for t in tests/integration/test_*.sh; do
     [ -f "$t" ] || continue
     wanted "$(basename "$t")" || continue
     echo "-- $t"
+    _t0=$(date +%s)
     # timeout signals the script's whole process group (its daemons too)
     timeout -k $KILL_AFTER "$SUITE_TIMEOUT" sh "$t" >"$log" 2>&1
     rc=$?
     [ $rc -eq 124 ] && echo "$t: timed out after $SUITE_TIMEOUT s" >>"$log"
     cat "$log"
+    echo "($(basename "$t"): $(( $(date +%s) - _t0 )) s)"
     suite_tally "$t" $rc plain
 done
 

@@ -40,6 +40,60 @@ check "no credentials: says where it looked" grep -q 'no AWS credentials.*nocred
 printf '[default]\naws_access_key_id = S3RVER\n[ci]\naws_access_key_id=S3RVER\naws_secret_access_key = S3RVER\n' >"$T/creds"
 check "credentials from a profile of the credentials file" env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY AWS_SHARED_CREDENTIALS_FILE="$T/creds" AWS_PROFILE=ci "$TOOL" $URL head host1/2026-01-01/1-2/3.d9seg
 
+# A PUT whose connection dies after its body was sent: curl sends it again on
+# a fresh connection, rewinding the body (the client's seek function). The
+# server below answers the first PUT on a kept-alive connection, reads the
+# second one's body and closes without an answer, then answers the retry.
+cat >"$T/dropper.py" <<'PY'
+import socket, sys, threading
+srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+srv.bind(("127.0.0.1", 0)); srv.listen(8); srv.settimeout(20)
+open(sys.argv[1], "w").write(str(srv.getsockname()[1]))
+log = open(sys.argv[2], "w", buffering=1)
+seen = [0]
+def serve(conn):
+    conn.settimeout(10)
+    f = conn.makefile("rb")
+    while True:
+        line = f.readline()
+        if not line:
+            return
+        n = 0
+        while True:
+            h = f.readline()
+            if h in (b"\r\n", b"\n", b""):
+                break
+            k, _, v = h.decode().partition(":")
+            if k.strip().lower() == "content-length":
+                n = int(v)
+        body = f.read(n)
+        seen[0] += 1
+        log.write("%s %d %d\n" % (line.split()[1].decode(), len(body), seen[0]))
+        if seen[0] == 2:
+            conn.close()
+            return
+        conn.sendall(b"HTTP/1.1 200 OK\r\nETag: \"e\"\r\nContent-Length: 0\r\n\r\n")
+threads = []
+for _ in range(3):
+    try:
+        c, _ = srv.accept()
+    except OSError:
+        break
+    threads.append(threading.Thread(target=serve, args=(c,), daemon=True))
+    threads[-1].start()
+for t in threads:
+    t.join(10)
+PY
+python3 "$T/dropper.py" "$T/dropper.port" "$T/dropper.log" &
+DROPPER=$!
+at_exit kill "$DROPPER"
+wait_for 10 test -s "$T/dropper.port"
+head -c 200000 /dev/urandom >"$T/rewind"
+S3_ENDPOINT="http://127.0.0.1:$(cat "$T/dropper.port")" AWS_ACCESS_KEY_ID=k AWS_SECRET_ACCESS_KEY=s \
+    "$TOOL" s3://bkt/p put2 rw "$T/rewind" 2>"$T/err.rewind"
+check "a PUT cut after its body is sent again whole on a fresh connection (the body rewound)" \
+    sh -c "[ \$(grep -c '^/bkt/p/rw.2 200000 ' '$T/dropper.log') -eq 2 ] && ! [ -s '$T/err.rewind' ]"
+
 s3_stop
 "$TOOL" $URL head x 2>"$T/err.down"
 check "server down: connection refused, retryable" grep -qi "couldn't connect" "$T/err.down"

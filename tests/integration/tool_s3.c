@@ -1,7 +1,9 @@
 /*
  * tool_s3.c — the S3 client (collector/s3/) from the shell, for the S3 tests:
  *   tool_s3 s3://BUCKET/PREFIX put NAME FILE | get NAME FILE | head NAME |
- *           list [SUBPREFIX] | delete NAME
+ *           list [SUBPREFIX] | delete NAME | put2 NAME FILE
+ * put2 PUTs FILE as NAME, then as NAME.2 with the same client (its
+ * connection reused, as the collector's uploads reuse it).
  * NAME is under PREFIX. The endpoint comes from $S3_ENDPOINT (empty: AWS),
  * credentials from the usual AWS variables. list prints "KEY SIZE" per
  * object (KEY without PREFIX/); head prints "SIZE ETAG". Errors: the client's
@@ -27,7 +29,7 @@ static int print_obj(const struct s3_xml_obj *o, void *ctx)
 static int usage(void)
 {
     fprintf(stderr, "usage: tool_s3 s3://BUCKET/PREFIX put NAME FILE|get NAME FILE|head NAME|"
-                    "list [SUB]|delete NAME\n");
+                    "list [SUB]|delete NAME|put2 NAME FILE\n");
     return 2;
 }
 
@@ -50,7 +52,7 @@ int main(int argc, char **argv)
     const char *cmd = argv[2];
     if (s3_client_key(c, argc > 3 ? argv[3] : "", key, sizeof key))
         return usage();
-    if (strcmp(cmd, "put") == 0 && argc == 5) {
+    if ((strcmp(cmd, "put") == 0 || strcmp(cmd, "put2") == 0) && argc == 5) {
         FILE *f = fopen(argv[4], "rb");
         if (!f)
             return perror(argv[4]), 1;
@@ -62,6 +64,12 @@ int main(int argc, char **argv)
             return 1;
         fclose(f);
         rc = s3_client_put(c, key, buf, (size_t)n);
+        if (rc == 0 && strcmp(cmd, "put2") == 0) {
+            char name2[1024];
+            snprintf(name2, sizeof name2, "%s.2", argv[3]);
+            rc = s3_client_key(c, name2, key, sizeof key) ? -EINVAL
+                                                          : s3_client_put(c, key, buf, (size_t)n);
+        }
         free(buf);
     } else if (strcmp(cmd, "get") == 0 && argc == 5) {
         FILE *f = fopen(argv[4], "wb");

@@ -2,20 +2,24 @@
  * tool_s3.c — the S3 client (collector/s3/) from the shell, for the S3 tests:
  *   tool_s3 s3://BUCKET/PREFIX put NAME FILE | get NAME FILE | head NAME |
  *           list [SUBPREFIX] | delete NAME | put2 NAME FILE
- * put2 PUTs FILE as NAME, then as NAME.2 with the same client (its
- * connection reused, as the collector's uploads reuse it).
+ * put2 PUTs FILE as NAME from memory, then as NAME.2 from the file (as
+ * the collector uploads a segment) with the same client, its connection
+ * reused as the collector's uploads reuse it.
  * NAME is under PREFIX. The endpoint comes from $S3_ENDPOINT (empty: AWS),
  * credentials from the usual AWS variables. list prints "KEY SIZE" per
  * object (KEY without PREFIX/); head prints "SIZE ETAG". Errors: the client's
  * line on stderr, exit 1 (2: usage, 3: absent).
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "collector/s3/s3_client.h"
+#include "collector/s3/s3_sign.h"
 
 static size_t prefix_len;
 
@@ -65,10 +69,18 @@ int main(int argc, char **argv)
         fclose(f);
         rc = s3_client_put(c, key, buf, (size_t)n);
         if (rc == 0 && strcmp(cmd, "put2") == 0) {
-            char name2[1024];
+            char name2[1024], sha[S3_SIGN_HEX_LEN + 1];
+            uint8_t md5[16];
+            uint64_t flen = 0;
             snprintf(name2, sizeof name2, "%s.2", argv[3]);
-            rc = s3_client_key(c, name2, key, sizeof key) ? -EINVAL
-                                                          : s3_client_put(c, key, buf, (size_t)n);
+            int fd = open(argv[4], O_RDONLY | O_CLOEXEC);
+            if (fd < 0 || s3_sign_file_sums(fd, &flen, sha, md5, NULL, NULL) ||
+                s3_client_key(c, name2, key, sizeof key))
+                rc = -EINVAL;
+            else
+                rc = s3_client_put_fd(c, key, fd, flen, sha, md5);
+            if (fd >= 0)
+                close(fd);
         }
         free(buf);
     } else if (strcmp(cmd, "get") == 0 && argc == 5) {

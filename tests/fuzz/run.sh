@@ -18,14 +18,13 @@ CC_FUZZ=${CC_FUZZ:-clang}
 OUT=$BUILD/fuzz
 SAN="-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined"
 D9_VERSION=$(sed -n 's/^D9_VERSION *:= *//p' "$(dirname "$0")/../../Makefile")
+# the version string the Makefile gives every object (d9's Parquet writer names it)
 CFLAGS_FUZZ="-std=c11 -D_GNU_SOURCE -g -O1 -I. -I$BUILD/gen -pthread -fno-strict-aliasing -DD9_VERSION=\"$D9_VERSION\""
 LIBS="-lsqlite3 -lzmq -lprotobuf-c -lmicrohttpd -lcurl -lcrypto -lzstd -lm -pthread"
 passed=0
 failed=0
 
 cd "$(dirname "$0")/../.." || exit 1
-# the version string the Makefile gives every object (d9's Parquet writer names it)
-CFLAGS_FUZZ="$CFLAGS_FUZZ -DD9_VERSION=\"$(sed -n 's/^D9_VERSION := //p' Makefile)\""
 mkdir -p "$OUT/obj" || exit 1
 
 if ! command -v "$CC_FUZZ" >/dev/null 2>&1; then

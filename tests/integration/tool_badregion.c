@@ -204,7 +204,7 @@ int main(int argc, char **argv)
     }
     struct d9_bell *b = shm_bell_of(r.base);
     uint32_t listener = atomic_load(&b->listener);
-    for (uint64_t n = 1; ring; n++) {
+    for (uint64_t n = 1; ring && n; n++) {     /* "bell": rings until killed */
         shm_bell_ring(b);
         if (n % 4096 == 0) {
             /* scribble the word, and the listener (the collector's line:

@@ -8,7 +8,15 @@
 #   - kill -9 of the traced program: its polls are stored, it is crashed;
 #   - kill -9 of the collector (twice) while the program runs, restarted on
 #     the same store: no tick is lost (some may be stored twice, as the
-#     kill-collector suite accepts) and the program is unaffected.
+#     kill-collector suite accepts) and the program is unaffected;
+#   - a hostile same-uid process scribbles random bytes over a preloaded
+#     program's live region for a second, then truncates it (the program
+#     itself may die of that: whoever can write its region can kill it): the
+#     collector keeps running, reports the damage, and a second preloaded
+#     program beside it is stored whole, nothing lost;
+#   - isolation: a preloaded program run as uid 65534 has a 0600 region of
+#     its own uid, is adopted and stored under that uid, and cannot open a
+#     root program's region.
 . tests/integration/lib.sh
 . tests/integration/collector_env.sh
 . tests/integration/uv_env.sh
@@ -74,6 +82,96 @@ check "the collector records its exit" wait_for 20 ended "$RP"
 got=$(polls_at "$RP" "prog_uvcrash+0x[0-9a-f]* on_tick\"")
 check "no tick lost across the collector kills ($got polls stored for $RT ticks)" test "${got:-0}" -ge "$RT"
 check "no record counted lost" no_lost "$RP"
+# 4. a hostile scribbler on one preloaded program's region, another beside it
+LD_PRELOAD=$PRELOAD "$PROG" --stop-file "$T/stop4" --count-file "$T/v.count" >"$T/v.out" 2>&1 &
+VP=$!
+at_exit kill -9 "$VP"
+LD_PRELOAD=$PRELOAD "$PROG" --stop-file "$T/stop4" --count-file "$T/b.count" >"$T/b.out" 2>"$T/b.err" &
+BP=$!
+at_exit kill -9 "$BP"
+has_region() { ls "$SHM" | grep -q "^d9\.[0-9]*\.$1\."; }
+check "the victim's region exists" wait_for 20 has_region "$VP"
+check "the programs tick under the collector" wait_for 20 sh -c \
+    "[ \"\$(sed -n 's/^0*\([0-9]\)/\1/p' '$T/v.count')\" -ge 100 ] &&
+     [ \"\$(sed -n 's/^0*\([0-9]\)/\1/p' '$T/b.count')\" -ge 100 ]"
+VREG=$SHM/$(ls "$SHM" | grep "^d9\.[0-9]*\.$VP\." | head -n 1)
+python3 - "$VREG" >"$T/scribble.out" 2>&1 <<'PY'
+import os, random, sys, time
+path = sys.argv[1]
+seed = int.from_bytes(os.urandom(4), "little")
+rnd = random.Random(seed)
+fd = os.open(path, os.O_RDWR)
+size = os.fstat(fd).st_size
+nasty = [0, 1, 0xFFFFFFFF, 0xFFFFFFFFFFFFFFFF, 1 << 63, size, size * 2]
+writes, end = 0, time.time() + 1.0
+while time.time() < end and writes < 200000:
+    off = rnd.randrange(0, max(8, min(size, 1 << 20)) - 8) & ~7   # headers and the first rings
+    v = rnd.choice(nasty) if rnd.random() < 0.3 else rnd.getrandbits(64)
+    os.pwrite(fd, v.to_bytes(8, "little"), off)
+    writes += 1
+    if writes % 64 == 0:
+        time.sleep(0.0005)
+os.ftruncate(fd, 4096)
+os.close(fd)
+print("scribble seed=%d writes=%d size=%d" % (seed, writes, size))
+PY
+sed 's/^/    /' "$T/scribble.out"
+sleep 1
+answers() { "$BIN/d9" --endpoint "$EP" status --format json >"$T/st4.json" 2>/dev/null; }
+check "the collector survives the scribbled region" kill -0 "$COLPID"
+check "and answers d9 status" wait_for 10 answers
+damage() {
+    answers || return 1
+    q=$(sed -n 's/.*"quarantined_rings":\([0-9]*\).*/\1/p' "$T/st4.json")
+    [ "${q:-0}" -ge 1 ] || grep -qi 'quarantin' "$T/col.log"
+}
+check "the damage is reported (quarantined rings or a quarantined region in the log)" wait_for 10 damage
+touch "$T/stop4"
+wait "$BP"
+brc=$?
+wait "$VP" 2>/dev/null
+BT=$(ticks_of "$T/b.count")
+check "the program beside it exits 0 after $BT ticks" sh -c "[ $brc -eq 0 ] && grep -q '^ticks=$BT rc=0' '$T/b.out'"
+check "the collector records its exit" wait_for 20 ended "$BP"
+bgot=$(polls_at "$BP" "prog_uvcrash+0x[0-9a-f]* on_tick\"")
+check "every tick of the program beside it is stored ($bgot polls for $BT ticks)" test "${bgot:-0}" -eq "$BT"
+check "no record of it counted lost" no_lost "$BP"
+# 5. isolation: a preloaded program of another uid
+NOBODY="setpriv --reuid=65534 --regid=65534 --clear-groups"
+chmod 0755 "$T"
+chmod 1777 "$SHM"
+mkdir -p "$T/nob" && chmod 0777 "$T/nob"
+LD_PRELOAD=$PRELOAD "$PROG" --stop-file "$T/stop5" --count-file "$T/r.count" >"$T/r.out" 2>&1 &
+RP5=$!
+at_exit kill -9 "$RP5"
+$NOBODY env LD_PRELOAD="$PRELOAD" "$PROG" --stop-file "$T/stop5" --count-file "$T/nob/n.count" \
+    >"$T/nob/n.out" 2>"$T/nob/n.err" &
+NP=$!
+at_exit kill -9 "$NP"
+check "both regions exist" wait_for 20 sh -c \
+    "ls '$SHM' | grep -q '^d9\.0\.$RP5\.' && ls '$SHM' | grep -q '^d9\.65534\.[0-9]*\.'"
+NREG=$SHM/$(ls "$SHM" | grep '^d9\.65534\.' | head -n 1)
+RREG=$SHM/$(ls "$SHM" | grep "^d9\.0\.$RP5\." | head -n 1)
+check "the uid 65534 program's region is its own, mode 0600" \
+    test "$(stat -c '%u %a' "$NREG")" = "65534 600"
+check "the root program's region is mode 0600" test "$(stat -c '%u %a' "$RREG")" = "0 600"
+check "uid 65534 cannot read the root program's region" sh -c "! $NOBODY cat '$RREG' >/dev/null 2>&1"
+check "uid 65534 cannot write it" sh -c "! $NOBODY sh -c 'printf x >>\"$RREG\"' 2>/dev/null"
+check "both programs tick" wait_for 20 sh -c \
+    "[ \"\$(sed -n 's/^0*\([0-9]\)/\1/p' '$T/r.count')\" -ge 50 ] &&
+     [ \"\$(sed -n 's/^0*\([0-9]\)/\1/p' '$T/nob/n.count')\" -ge 50 ]"
+touch "$T/stop5"
+wait "$RP5"
+wait "$NP"
+nrc=$?
+NT=$(ticks_of "$T/nob/n.count")
+check "the uid 65534 program exits 0 after $NT ticks" sh -c "[ $nrc -eq 0 ] && grep -q '^ticks=$NT rc=0' '$T/nob/n.out'"
+NPID=$(sed -n 's/^pid=//p' "$T/nob/n.out")
+[ -n "$NPID" ] || NPID=$NP
+check "the collector records its exit" wait_for 20 ended "$NPID"
+check "it is stored under uid 65534" grep -q "\"pid\":$NPID,.*\"uid\":65534" "$T/ps.jsonl"
+ngot=$(polls_at "$NPID" "prog_uvcrash+0x[0-9a-f]* on_tick\"")
+check "every tick of it is stored ($ngot polls for $NT ticks)" test "${ngot:-0}" -eq "$NT"
 check "SIGTERM exits 0" stop_collector
 echo "rel-preload: $((got - RT)) ticks stored twice after 2 collector kills, $(( $(date +%s) - start ))s"
 d9_finish rel-preload

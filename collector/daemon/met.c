@@ -61,7 +61,8 @@ void met_prune(struct met *m, uint64_t now_ns)
     struct met_proc **pp = &m->procs;
     while (*pp) {
         struct met_proc *p = *pp;
-        if (p->ended_ns && now_ns - p->ended_ns >= MET_EXITED_KEEP_NS) {
+        /* ended_ns may be later than now_ns (a pass's clock is read at its start) */
+        if (p->ended_ns && now_ns > p->ended_ns && now_ns - p->ended_ns >= MET_EXITED_KEEP_NS) {
             *pp = p->next;
             free(p);
         } else {

@@ -205,6 +205,8 @@ static void exited_processes_are_dropped_after_their_time(void **state)
     struct met_proc *a = met_proc_new(&m, 1, "a");
     met_proc_new(&m, 2, "b");
     met_proc_ended(a, 1000);
+    met_prune(&m, 999);                         /* a pass that began before the end */
+    assert_non_null(m.procs->next);
     met_prune(&m, 1000 + MET_EXITED_KEEP_NS - 1);
     assert_non_null(m.procs->next);             /* still within its time */
     met_prune(&m, 1000 + MET_EXITED_KEEP_NS);

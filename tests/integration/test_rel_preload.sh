@@ -89,12 +89,13 @@ at_exit kill -9 "$VP"
 LD_PRELOAD=$PRELOAD "$PROG" --stop-file "$T/stop4" --count-file "$T/b.count" >"$T/b.out" 2>"$T/b.err" &
 BP=$!
 at_exit kill -9 "$BP"
-has_region() { ls "$SHM" | grep -q "^d9\.[0-9]*\.$1\."; }
-check "the victim's region exists" wait_for 20 has_region "$VP"
-check "the programs tick under the collector" wait_for 20 sh -c \
-    "[ \"\$(sed -n 's/^0*\([0-9]\)/\1/p' '$T/v.count')\" -ge 100 ] &&
-     [ \"\$(sed -n 's/^0*\([0-9]\)/\1/p' '$T/b.count')\" -ge 100 ]"
-VREG=$SHM/$(ls "$SHM" | grep "^d9\.[0-9]*\.$VP\." | head -n 1)
+# region_of UID_RE PID_RE: the name of the region in $SHM of that uid and pid
+region_of() { ls "$SHM" | grep "^d9\.$1\.$2\." | head -n 1; }
+has_region() { [ -n "$(region_of "$1" "$2")" ]; }
+both_tick() { has_ticks "$1" "$3" && has_ticks "$2" "$3"; }
+check "the victim's region exists" wait_for 20 has_region '[0-9]*' "$VP"
+check "the programs tick under the collector" wait_for 20 both_tick "$T/v.count" "$T/b.count" 100
+VREG=$SHM/$(region_of '[0-9]*' "$VP")
 python3 - "$VREG" >"$T/scribble.out" 2>&1 <<'PY'
 import os, random, sys, time
 path = sys.argv[1]
@@ -148,18 +149,16 @@ $NOBODY env LD_PRELOAD="$PRELOAD" "$PROG" --stop-file "$T/stop5" --count-file "$
     >"$T/nob/n.out" 2>"$T/nob/n.err" &
 NP=$!
 at_exit kill -9 "$NP"
-check "both regions exist" wait_for 20 sh -c \
-    "ls '$SHM' | grep -q '^d9\.0\.$RP5\.' && ls '$SHM' | grep -q '^d9\.65534\.[0-9]*\.'"
-NREG=$SHM/$(ls "$SHM" | grep '^d9\.65534\.' | head -n 1)
-RREG=$SHM/$(ls "$SHM" | grep "^d9\.0\.$RP5\." | head -n 1)
+both_regions() { has_region 0 "$RP5" && has_region 65534 '[0-9]*'; }
+check "both regions exist" wait_for 20 both_regions
+NREG=$SHM/$(region_of 65534 '[0-9]*')
+RREG=$SHM/$(region_of 0 "$RP5")
 check "the uid 65534 program's region is its own, mode 0600" \
     test "$(stat -c '%u %a' "$NREG")" = "65534 600"
 check "the root program's region is mode 0600" test "$(stat -c '%u %a' "$RREG")" = "0 600"
 check "uid 65534 cannot read the root program's region" sh -c "! $NOBODY cat '$RREG' >/dev/null 2>&1"
 check "uid 65534 cannot write it" sh -c "! $NOBODY sh -c 'printf x >>\"$RREG\"' 2>/dev/null"
-check "both programs tick" wait_for 20 sh -c \
-    "[ \"\$(sed -n 's/^0*\([0-9]\)/\1/p' '$T/r.count')\" -ge 50 ] &&
-     [ \"\$(sed -n 's/^0*\([0-9]\)/\1/p' '$T/nob/n.count')\" -ge 50 ]"
+check "both programs tick" wait_for 20 both_tick "$T/r.count" "$T/nob/n.count" 50
 touch "$T/stop5"
 wait "$RP5"
 wait "$NP"

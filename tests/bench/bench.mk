@@ -7,6 +7,7 @@
 #   make bench-bins            only build the bench programs
 #   make bench-ship            only the S3 shipping section (tests/bench/bench_ship.sh)
 #   make bench-parquet         only the Parquet export section (tests/bench/bench_parquet.sh)
+#   make bench-fleet           only the fleet scan section: DuckDB over Parquet vs d9 sql (tests/bench/bench_fleet_scan.sh)
 #   BENCH_QUICK=1 make bench   shorter runs (smoke test of the harness)
 #   BENCH_E2E_PAIRS=N make bench   N off/on pairs in the end-to-end section (default 16)
 
@@ -19,7 +20,7 @@ BENCH_BINS := $(BENCH_DIR)/bench_hot $(BENCH_DIR)/bench_hot_off $(BENCH_DIR)/ben
               $(BENCH_DIR)/bench_rollup
 BENCH_LIBS_LTTNG := -llttng-ust -ldl -pthread
 
-.PHONY: bench bench-bins bench-ship bench-parquet
+.PHONY: bench bench-bins bench-ship bench-parquet bench-fleet
 bench:
 	@D9_EXTRA_PKGS="liblttng-ust-dev lttng-tools" sh .ci/install-deps
 	@echo "bench: building into $(BUILD)"
@@ -27,6 +28,7 @@ bench:
 	BUILD=$(BUILD) sh tests/bench/run-bench.sh
 	@$(MAKE) --no-print-directory BUILD=$(BUILD) bench-ship
 	@$(MAKE) --no-print-directory BUILD=$(BUILD) bench-parquet
+	@$(MAKE) --no-print-directory BUILD=$(BUILD) bench-fleet
 
 # d9 export --format parquet: bytes and CPU a record (tests/bench/bench_parquet.sh)
 bench-parquet:
@@ -74,3 +76,9 @@ $(BENCH_DIR)/bench_store: $(BENCH_DIR)/obj/bench_store.o $(COL_A)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_COL)
 $(BENCH_DIR)/bench_rollup: $(BENCH_DIR)/obj/bench_rollup.o $(COL_A)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_COL)
+
+# the fleet question over a whole store: DuckDB over the Parquet polls table
+# beside d9 sql over raw records and over rollups (tests/bench/bench_fleet_scan.sh)
+bench-fleet: deps
+	@$(MAKE) --no-print-directory BUILD=$(BUILD) all $(BENCH_DIR)/bench_store
+	BUILD=$(BUILD) sh tests/bench/bench_fleet_scan.sh

@@ -29,8 +29,10 @@ static const char usage[] =
 "    store, uptime, records and bytes written, records lost by rings, store\n"
 "    size and segments, quarantined rings, rejected regions, write errors,\n"
 "    timestamps and drop counters of traced processes that could not be\n"
-"    true, control connections (open, refused, closed by the collector);\n"
-"    then one line per traced process: PID, COMM, STATE, RECORDS, BYTES\n"
+"    true, control connections (open, refused, closed by the collector),\n"
+"    shipping (--ship: shipped, backlog, refused, failed attempts) and its\n"
+"    Parquet companions (--ship-parquet: files uploaded, segments staged,\n"
+"    segments shipped without them); then one line per traced process: PID, COMM, STATE, RECORDS, BYTES\n"
 "    written, LAG (bytes in its rings not drained yet), LOST, rings in use,\n"
 "    threads without a ring (untraced) and the CPU sampler in use.\n"
 "    The collector knows who asks (the kernel's credentials of the ipc://\n"
@@ -117,6 +119,12 @@ static void print_json(const D9__CollectorStatus *cs, bool rings)
                cs->ship_backlog_bytes, cs->ship_shipped, cs->ship_shipped_bytes, cs->ship_failed,
                cs->ship_failures, cs->ship_evicted_unshipped, cs->ship_catching_up ? "true" : "false",
                cs->ship_waiting_for_drain ? "true" : "false");
+        if (cs->ship_parquet)
+            printf(",\"parquet\":{\"staged\":%" PRIu64 ",\"staged_bytes\":%" PRIu64
+                   ",\"segments\":%" PRIu64 ",\"uploaded\":%" PRIu64 ",\"skipped\":%" PRIu64
+                   ",\"failed\":%" PRIu64 "}", cs->ship_pq_staged, cs->ship_pq_staged_bytes,
+                   cs->ship_pq_segments, cs->ship_pq_uploaded, cs->ship_pq_skipped,
+                   cs->ship_pq_failed);
         jstr("last_error", cs->ship_error, true);
         fputc('}', stdout);
     }
@@ -180,6 +188,14 @@ static void print_text(const D9__CollectorStatus *cs, bool rings)
                : cs->ship_waiting_for_drain ? ", waiting: the drain is saturated"
                : ", uploading in idle CPU time",
                cs->ship_failed, cs->ship_failures, cs->ship_evicted_unshipped);
+        if (cs->ship_parquet)
+            printf("parquet    %" PRIu64 " files uploaded for %" PRIu64 " segments this run, %"
+                   PRIu64 " segments staged (%s), %" PRIu64 " shipped without them (%" PRIu64
+                   " over the cap, %" PRIu64 " failed exports)\n", cs->ship_pq_uploaded,
+                   cs->ship_pq_segments, cs->ship_pq_staged,
+                   cli_fmt_bytes(cs->ship_pq_staged_bytes, b1, sizeof b1),
+                   cs->ship_pq_skipped + cs->ship_pq_failed, cs->ship_pq_skipped,
+                   cs->ship_pq_failed);
         if (cs->ship_error && *cs->ship_error)
             printf("SHIP ERROR %s\n", cs->ship_error);
     }

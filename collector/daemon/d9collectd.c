@@ -536,6 +536,13 @@ static void handle_status(struct col_ctx *x, const struct ctl_server_msg *m,
             cs->ship_failures = x->ship_st.failures;
             cs->ship_catching_up = x->ship_st.catching_up != 0;
             cs->ship_waiting_for_drain = x->ship_st.waiting_for_drain != 0;
+            cs->ship_parquet = x->cfg.ship_parquet == CONFIG_SHIP_PARQUET_ON;
+            cs->ship_pq_staged = x->ship_st.pq_staged;
+            cs->ship_pq_staged_bytes = x->ship_st.pq_staged_bytes;
+            cs->ship_pq_segments = x->ship_st.pq_segments;
+            cs->ship_pq_uploaded = x->ship_st.pq_uploaded;
+            cs->ship_pq_skipped = x->ship_st.pq_skipped;
+            cs->ship_pq_failed = x->ship_st.pq_failed;
             cs->ship_error = x->ship_st.last_error;
         }
     }

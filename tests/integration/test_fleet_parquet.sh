@@ -69,6 +69,15 @@ check "companions are in Hive partitions table=/date=/host=host-a" sh -c \
     "pq_keys() { '$TOOL' $URL list | awk '{print \$1}' | grep '^parquet/'; };
      pq_keys | grep -q '^parquet/table=polls/date=[0-9-]*/host=host-a/[0-9]*\.parquet\$' &&
      ! pq_keys | grep -v '^parquet/table=[a-z_]*/date=[0-9]\{4\}-[0-9][0-9]-[0-9][0-9]/host=host-a/[0-9]*\.parquet\$'"
+same() { [ "$1" = "$2" ] || { echo "expected '$2', got '$1'"; return 1; }; }
+# d9 status counts the companions: every file in the bucket was uploaded by this run
+pq_status() { "$BIN/d9" --endpoint "$EP" status --format jsonl | python3 -c '
+import json, sys; p = json.load(sys.stdin)["ship"]["parquet"]
+print(p["uploaded"], p["segments"], p["staged"], p["skipped"] + p["failed"])'; }
+check "d9 status: Parquet files uploaded = keys in the bucket, none staged or skipped" \
+    same "$(pq_status)" "$(pq_keys | wc -l) $(sql "select count(*) from segments") 0 0"
+check "d9 status prints a parquet line" sh -c \
+    "'$BIN/d9' --endpoint '$EP' status | grep -q '^parquet .* files uploaded for'"
 check "one polls file per segment that has polls" eq "$(pq_keys | grep -c '^parquet/table=polls/')" \
     "$(sql "select count(*) from segments where n_poll_start > 0")"
 check "the segments keep their own keys (host-a/DATE/PID-START/ID.d9seg)" sh -c \

@@ -16,6 +16,11 @@
 #      upload threads) on one CPU, then with only the drain thread pinned
 #      there and the upload threads free to run where there is room, as on a
 #      host where nothing pins the collector.
+#      Each pair is a triple when SHIP_BENCH_MODES has pq (the default):
+#      the third run ships with --ship-parquet on as well, so the drain's
+#      rate with and without the Parquet companions is side by side; the
+#      companions' exports run as child processes (d9 export), whose CPU is
+#      the "children CPU s" column.
 #   2. upload throughput: a collector started with --ship on the store the
 #      runs without --ship left behind (a backlog of sealed segments) and no
 #      load: MiB shipped per second until the backlog is empty, and the
@@ -58,6 +63,7 @@ EP=ipc://$T/c.sock
 mkdir -p "$T/shm"
 
 col_ticks() { awk '{ print $14 + $15 }' "/proc/$COL_PID/stat" 2>/dev/null || echo 0; }
+kid_ticks() { awk '{ print $16 + $17 }' "/proc/$COL_PID/stat" 2>/dev/null || echo 0; }
 stat_of() { "$TBIN/tool_ctl" "$EP" status | sed -n "s/^$1=//p"; }
 # col_start STORE [flags]: PIN=all puts the whole collector on $CCPU; PIN=drain
 # only its main thread (the drain), once the upload threads have started
@@ -79,7 +85,8 @@ col_start() {
 col_stop() { kill -TERM "$COL_PID"; wait "$COL_PID"; }
 
 echo "bench-ship: $(getconf _NPROCESSORS_ONLN) CPUs, producer on cpu $PCPU, collector on cpu $CCPU, ${MS} ms per run, s3rver $S3_ENDPOINT, server $SERVER"
-echo "run        kept/s        lost      collector CPU s   shipped MiB (during the run)   drained after"
+MODES=${SHIP_BENCH_MODES:-off on pq}
+echo "run        kept/s        lost      collector CPU s   children CPU s   shipped MiB (during the run)   drained after"
 for series in "0 all" "0 drain" "$RATE all" "$RATE drain"; do
 rate=${series% *}; PIN=${series#* }
 where="$( [ "$PIN" = all ] && echo "the whole collector" || echo "the drain thread only") on cpu $CCPU"
@@ -87,34 +94,39 @@ where="$( [ "$PIN" = all ] && echo "the whole collector" || echo "the drain thre
     echo "-- offered $rate events/s, $where"
 i=1
 while [ $i -le "$ROUNDS" ]; do
-    for mode in off on; do
+    for mode in $MODES; do
         if [ $mode = on ]; then
             col_start "$T/store-on-$i-$rate-$PIN" --ship s3://d9-bench/drain-$i-$rate-$PIN \
                 --s3-endpoint "$S3_ENDPOINT" || exit 1
+        elif [ $mode = pq ]; then
+            col_start "$T/store-pq-$i-$rate-$PIN" --ship s3://d9-bench/pq-$i-$rate-$PIN \
+                --ship-parquet on --s3-endpoint "$S3_ENDPOINT" || exit 1
         else
             col_start "$T/store-off" || exit 1
         fi
-        r0=$(stat_of records); c0=$(col_ticks)
+        r0=$(stat_of records); c0=$(col_ticks); k0=$(kid_ticks)
         DIAL9_SHM_DIR=$T/shm DIAL9_COLLECTOR=$EP DIAL9_SAMPLER=off "$B/bench_drain" --threads 1 \
             --rate "$rate" --seconds-ms "$MS" --cpu "$PCPU" >"$T/load.out" 2>"$T/load.err" ||
             { echo "bench-ship: bench_drain failed: $(tail -n 2 "$T/load.err")"; exit 1; }
         c1=$(col_ticks)
         "$TBIN/tool_ctl" "$EP" flush >/dev/null 2>&1
         r1=$(stat_of records)
-        shipped=$( [ $mode = on ] && stat_of ship.shipped || echo 0)
-        sb=$(sqlite3 "$T/store-$mode$( [ $mode = on ] && echo "-$i-$rate-$PIN")/index.sqlite" \
+        shipped=$( [ $mode != off ] && stat_of ship.shipped || echo 0)
+        sb=$(sqlite3 "$T/store-$mode$( [ $mode != off ] && echo "-$i-$rate-$PIN")/index.sqlite" \
             "select coalesce(sum(s.bytes),0) from segments s join uploads u on u.segment_id = s.id where u.state = 'shipped'" 2>/dev/null || echo 0)
         el=$(sed -n 's/.* elapsed=\([^ ]*\).*/\1/p' "$T/load.out")
         lost=$(sed -n 's/.* lost=\([^ ]*\).*/\1/p' "$T/load.out")
         drained=-
-        if [ $mode = on ]; then   # the backlog the run left: how long until it is shipped
+        if [ $mode != off ]; then   # the backlog the run left: how long until it is shipped
             d0=$(date +%s.%N)
             wait_for 300 sh -c "[ \"\$('$TBIN/tool_ctl' '$EP' status | sed -n 's/^ship.backlog=//p')\" = 0 ]"
             drained="$(echo "$(date +%s.%N) - $d0" | bc | awk '{ printf "%.1f s", $1 }') ($(stat_of ship.shipped) segments)"
         fi
-        printf '%-10s %-13s %-9s %-17s %-30s %s\n' "$mode.$i" \
+        k1=$(kid_ticks)
+        printf '%-10s %-13s %-9s %-17s %-16s %-30s %s\n' "$mode.$i" \
             "$(awk "BEGIN { printf \"%.0f\", ($r1 - $r0) / $el }")" "$lost" \
             "$(awk "BEGIN { printf \"%.2f\", ($c1 - $c0) / $TCK }")" \
+            "$(awk "BEGIN { printf \"%.2f\", ($k1 - $k0) / $TCK }")" \
             "$(awk "BEGIN { printf \"%.1f\", ${sb:-0} / 1048576 }") ($shipped segments)" "$drained"
         col_stop
     done

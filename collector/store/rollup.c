@@ -23,7 +23,6 @@
 #include "shm/d9_abi.h"
 
 #define RU_MAGIC         "D9RU"
-#define RU_OPEN_MAX      32u         /* nested polls kept open per thread; deeper: unfinished */
 #define RU_TABLE_MIN     64u         /* slots of a table at first use (a power of two) */
 #define RU_EMPTY         UINT32_MAX
 
@@ -57,14 +56,15 @@ struct bent {
 
 struct open_poll {
     uint64_t task, ts;
-    uint32_t entry;                 /* poll entry of its start */
+    uint32_t entry;                 /* poll entry of its start; RU_EMPTY: not counted (rollup_only) */
     uint16_t runtime, worker;
+    int outermost;                  /* no other poll was open on the thread at its start */
 };
 
 struct thr {
     uint32_t ring, generation;
-    uint32_t nopen;
-    struct open_poll open[RU_OPEN_MAX];
+    uint32_t nopen, capopen;
+    struct open_poll *open;         /* in start order; grows with the polls open at once */
     int parked;
     uint64_t park_ts;
     uint16_t park_runtime, park_worker;
@@ -87,12 +87,15 @@ struct rollup {
     uint32_t nb, capbt;
     struct thr *t;
     uint32_t nt, capt;
+    struct rollup_range only[ROLLUP_ONLY_MAX];  /* rollup_only; nonly 0 = everything */
+    unsigned nonly;
 };
 
 int rollup_new(struct rollup **out)
 {
     if (!out)
         return -EINVAL;
+    *out = NULL;
     *out = calloc(1, sizeof **out);
     return *out ? 0 : -ENOMEM;
 }
@@ -106,8 +109,34 @@ void rollup_free(struct rollup *r)
     free(r->w);
     free(r->ws.s);
     free(r->bt);
+    for (uint32_t i = 0; i < r->nt; i++)
+        free(r->t[i].open);
     free(r->t);
     free(r);
+}
+
+int rollup_only(struct rollup *r, const struct rollup_range *ranges, unsigned n)
+{
+    if (!r || n > ROLLUP_ONLY_MAX || (n && !ranges))
+        return -EINVAL;
+    for (unsigned i = 0; i < n; i++) {
+        if (ranges[i].from > ranges[i].to)
+            return -EINVAL;
+        r->only[i] = ranges[i];
+    }
+    r->nonly = n;
+    return 0;
+}
+
+/* Whether what happens at ts is counted (rollup_only). */
+static int counted(const struct rollup *r, uint64_t ts)
+{
+    if (!r->nonly)
+        return 1;
+    for (unsigned i = 0; i < r->nonly; i++)
+        if (ts >= r->only[i].from && ts <= r->only[i].to)
+            return 1;
+    return 0;
 }
 
 static int grow(void **arr, uint32_t *cap, uint32_t n, size_t size)
@@ -292,35 +321,54 @@ static struct thr *thread_of(struct rollup *r, uint32_t ring, uint32_t generatio
     return t;
 }
 
+/* Remove open poll i of t, keeping the others in start order. */
+static void open_remove(struct thr *t, uint32_t i)
+{
+    memmove(&t->open[i], &t->open[i + 1], (t->nopen - i - 1) * sizeof t->open[0]);
+    t->nopen--;
+}
+
 static int on_poll_start(struct rollup *r, struct thr *t, const struct d9_rec_poll_start *s)
 {
-    struct pkey k = { s->h.ts - s->h.ts % ROLLUP_BUCKET_NS, s->runtime, s->worker, s->loc };
-    uint32_t ent;
-    struct went *w;
-    int e = poll_entry(r, &k, &ent);
-    if (e == 0)
-        e = worker_entry(r, k.bucket, s->runtime, s->worker, &w);
-    if (e < 0)
-        return e;
-    r->p[ent].count++;
-    w->polls++;
-    /* a second start of a task open on this thread: the first one's end was dropped */
+    /* a second start of a task open on this thread: the first one's end was
+     * dropped (q_pair's rule: the new start replaces it) */
     for (uint32_t i = t->nopen; i-- > 0;) {
         if (t->open[i].task == s->task) {
-            r->p[t->open[i].entry].unfinished++;
-            memmove(&t->open[i], &t->open[i + 1], (t->nopen - i - 1) * sizeof t->open[0]);
-            t->nopen--;
+            if (t->open[i].entry != RU_EMPTY)
+                r->p[t->open[i].entry].unfinished++;
+            open_remove(t, i);
             break;
         }
     }
-    if (t->nopen == RU_OPEN_MAX) {
-        r->p[ent].unfinished++;
-        return 0;
+    uint32_t ent = RU_EMPTY;
+    if (counted(r, s->h.ts)) {
+        struct pkey k = { s->h.ts - s->h.ts % ROLLUP_BUCKET_NS, s->runtime, s->worker, s->loc };
+        struct went *w;
+        int e = poll_entry(r, &k, &ent);
+        if (e == 0)
+            e = worker_entry(r, k.bucket, s->runtime, s->worker, &w);
+        if (e < 0)
+            return e;
+        r->p[ent].count++;
+        w->polls++;
     }
-    t->open[t->nopen++] = (struct open_poll){ s->task, s->h.ts, ent, s->runtime, s->worker };
+    if (t->nopen == t->capopen) {
+        uint32_t c = t->capopen ? t->capopen * 2 : 4;
+        struct open_poll *o = c > t->capopen ? realloc(t->open, (size_t)c * sizeof *o) : NULL;
+        if (!o)
+            return -ENOMEM;
+        t->open = o;
+        t->capopen = c;
+    }
+    t->open[t->nopen] = (struct open_poll){ s->task, s->h.ts, ent, s->runtime, s->worker,
+                                            t->nopen == 0 };
+    t->nopen++;
     return 0;
 }
 
+/* q_pair's rule: an end closes the latest open start of its task on the
+ * thread, and only that one (polls opened inside it stay open: their own
+ * ends may come later). */
 static int on_poll_end(struct rollup *r, struct thr *t, const struct d9_rec_poll_end *pe)
 {
     uint32_t i = t->nopen;
@@ -330,18 +378,16 @@ static int on_poll_end(struct rollup *r, struct thr *t, const struct d9_rec_poll
     if (i == UINT32_MAX)
         return 0;                               /* its start is not in this segment */
     struct open_poll op = t->open[i];
-    int outermost = i == 0;
-    /* polls opened inside it and still open lost their ends */
-    for (uint32_t j = i + 1; j < t->nopen; j++)
-        r->p[t->open[j].entry].unfinished++;
-    t->nopen = i;
+    open_remove(t, i);
+    if (op.entry == RU_EMPTY)
+        return 0;                               /* started outside rollup_only's ranges */
     uint64_t d = pe->h.ts >= op.ts ? pe->h.ts - op.ts : 0;
     struct pent *p = &r->p[op.entry];
     p->sum += d;
     if (d > p->max)
         p->max = d;
     int e = bin_add(r, op.entry, rollup_bin(d));
-    if (e == 0 && outermost) {
+    if (e == 0 && op.outermost) {
         struct went *w;
         if ((e = worker_entry(r, p->k.bucket, op.runtime, op.worker, &w)) == 0)
             w->busy += d;
@@ -353,23 +399,26 @@ static int on_worker(struct rollup *r, struct thr *t, const struct d9_rec_worker
 {
     uint64_t bucket = wr->h.ts - wr->h.ts % ROLLUP_BUCKET_NS;
     struct went *w;
-    int e = worker_entry(r, bucket, wr->runtime, wr->worker, &w);
-    if (e < 0)
+    int e, here = counted(r, wr->h.ts);
+    if (here && (e = worker_entry(r, bucket, wr->runtime, wr->worker, &w)) < 0)
         return e;
-    if (!(wr->flags & D9_WORKER_UNSAMPLED)) {
+    if (here && !(wr->flags & D9_WORKER_UNSAMPLED)) {
         w->waits++;
         w->wait_sum += wr->sched_wait_ns;
         if (wr->sched_wait_ns > w->wait_max)
             w->wait_max = wr->sched_wait_ns;
     }
     if (park) {
-        w->parks++;
+        if (here)
+            w->parks++;
         t->parked = 1;
         t->park_ts = wr->h.ts;
         t->park_runtime = wr->runtime;
         t->park_worker = wr->worker;
     } else if (t->parked) {
         t->parked = 0;
+        if (!counted(r, t->park_ts))
+            return 0;
         uint64_t pb = t->park_ts - t->park_ts % ROLLUP_BUCKET_NS;
         if ((e = worker_entry(r, pb, t->park_runtime, t->park_worker, &w)) < 0)
             return e;
@@ -487,7 +536,8 @@ int rollup_encode(const struct rollup *r, uint8_t **out, size_t *len)
     /* polls open at the end of the segment are unfinished */
     for (uint32_t i = 0; i < r->nt; i++)
         for (uint32_t j = 0; j < r->t[i].nopen; j++)
-            still_open[r->t[i].open[j].entry]++;
+            if (r->t[i].open[j].entry != RU_EMPTY)
+                still_open[r->t[i].open[j].entry]++;
     for (uint32_t i = 0; i < r->np; i++)
         order[i] = i;
     g_sort = r;
@@ -559,6 +609,12 @@ int rollup_encode(const struct rollup *r, uint8_t **out, size_t *len)
 
 int rollup_file(const char *path, uint8_t **out, size_t *len)
 {
+    return rollup_file_only(path, NULL, 0, out, len);
+}
+
+int rollup_file_only(const char *path, const struct rollup_range *ranges, unsigned n,
+                     uint8_t **out, size_t *len)
+{
     if (!path || !out || !len)
         return -EINVAL;
     struct seg_reader *sr;
@@ -566,7 +622,8 @@ int rollup_file(const char *path, uint8_t **out, size_t *len)
     if (e < 0)
         return e;
     struct rollup *r;
-    if ((e = rollup_new(&r)) < 0) {
+    if ((e = rollup_new(&r)) < 0 || (e = rollup_only(r, ranges, n)) < 0) {
+        rollup_free(r);
         seg_reader_close(sr);
         return e;
     }

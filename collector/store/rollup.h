@@ -16,22 +16,29 @@
  * alone, in file order, per thread (ring generation):
  *   - a poll is a poll_start record; its key is (runtime, worker, location)
  *     of that record and its bucket the ROLLUP_BUCKET_NS interval holding
- *     its start. It is paired with the next poll_end of the same task on the
- *     same thread (polls nest: block_on inside a poll); a poll without an
- *     end in the segment (still running at the seal, its end dropped, or a
- *     second start of the same task open on the thread) is `unfinished`:
- *     counted in count, not in sum, max or the histogram. A poll_end without
- *     a start in the segment adds nothing;
+ *     its start. Pairing is q_pair's (collector/query/q_pair.h): a poll_end
+ *     closes the latest open start of its task on the same thread, and only
+ *     that one (polls nest: block_on inside a poll; a poll opened inside it
+ *     and still open stays open for its own end). A poll without an end in
+ *     the segment (still running at the seal, its end dropped, replaced by
+ *     a second start of the same task on the thread, or ended in the next
+ *     segment after a rotation: polls are never paired across segments) is
+ *     `unfinished`: counted in count, not in sum, max or the histogram. A
+ *     poll_end without a start in the segment adds nothing;
  *   - sum_ns, max_ns and the histogram are over the finished polls'
  *     durations (end.ts - start.ts), the whole duration in the start's bucket;
  *   - per worker (runtime, worker) and bucket: polls (as above), busy_ns =
- *     the durations of its outermost finished polls, parks = worker_park
+ *     the durations of its outermost finished polls (no other poll open on
+ *     the thread at its start), parks = worker_park
  *     records, parked_ns = unpark.ts - park.ts of the park intervals that
  *     close in the segment (in the park's bucket), waits / wait_sum_ns /
  *     wait_max_ns = every sampled park AND unpark record's sched_wait_ns (the
  *     definition of collector/query/q_sched.h), in the record's bucket.
  * So for whole buckets, the counts and sums equal a raw scan of the same
- * segments that uses the same pairing rule per segment.
+ * segments that uses the same pairing rule per segment. Whether a poll is
+ * finished depends only on the records after its start, so a poll is the
+ * same fact in every bucket of a window (collector/query/q_agg.h answers a
+ * window that cuts buckets from the whole buckets plus rollup_only scans).
  *
  * Histogram: log-linear, ROLLUP_SUB sub-bins per power of two; values below
  * ROLLUP_SUB have a bin each. A quantile is reported as its bin's middle,
@@ -57,7 +64,7 @@
 
 struct seg_block;
 
-#define ROLLUP_VERSION     1u
+#define ROLLUP_VERSION     2u             /* 2: q_pair's pairing */
 #define ROLLUP_BUCKET_NS   1000000000ull          /* 1 s */
 #define ROLLUP_SUB_BITS    3u
 #define ROLLUP_SUB         (1u << ROLLUP_SUB_BITS)  /* sub-bins per power of two */
@@ -71,6 +78,18 @@ struct rollup;
 
 int rollup_new(struct rollup **out);
 void rollup_free(struct rollup *r);
+/* Count only what happens inside these inclusive time ranges (at most
+ * ROLLUP_ONLY_MAX; n = 0: everything, the default): a poll by its start, a
+ * park interval by its park, a park/unpark's wait by its record. Records
+ * outside are still fed for pairing, so a poll counted here is finished
+ * exactly when it is in the unrestricted rollups. For readers' window edges
+ * (q_agg); never for stored rollups. 0 or -EINVAL. */
+#define ROLLUP_ONLY_MAX 2u
+struct rollup_range {
+    uint64_t from, to;
+};
+int rollup_only(struct rollup *r, const struct rollup_range *ranges, unsigned n);
+
 /* Feed one block of a segment, in file order (non-DATA blocks are ignored).
  * 0 or -ENOMEM / -EBADMSG (a record that does not parse). */
 int rollup_feed_block(struct rollup *r, const struct seg_block *b);
@@ -80,6 +99,9 @@ int rollup_encode(const struct rollup *r, uint8_t **out, size_t *len);
 /* THE computation: the rollups of the sealed segment file at path. 0 or
  * -errno (the file unreadable or corrupt: seg_reader's checks). */
 int rollup_file(const char *path, uint8_t **out, size_t *len);
+/* The same counting only inside ranges (rollup_only): a window's edges. */
+int rollup_file_only(const char *path, const struct rollup_range *ranges, unsigned n,
+                     uint8_t **out, size_t *len);
 
 /* ---- reading stored bytes ---- */
 

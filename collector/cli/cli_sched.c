@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "collector/cli/cli.h"
+#include "collector/query/q_agg.h"
 #include "collector/query/q_names.h"
 #include "collector/query/q_scan.h"
 #include "collector/query/q_sched.h"
@@ -24,7 +25,7 @@ static const char usage[] =
 "\n"
 "SYNOPSIS\n"
 "    d9 [--store DIR] sched [--pid PID] [--since DUR | --from NS --to NS | --last]\n"
-"                           [--format text|jsonl]\n"
+"                           [--totals [--raw]] [--format text|jsonl]\n"
 "\n"
 "DESCRIPTION\n"
 "    Reads worker_park, worker_unpark, poll_start and poll_end records and\n"
@@ -58,12 +59,24 @@ static const char usage[] =
 "\n"
 "OPTIONS\n"
 "    --pid PID       only workers of this process.\n"
+"    --totals        only the totals per worker: POLLS, PARKS, WAITS, WAIT\n"
+"                    SUM and WAIT MAX (as above), PARKED and BUSY time\n"
+"                    (per segment: a park or a poll open at a rotation adds\n"
+"                    nothing), answered from the segments' 1 s rollups for\n"
+"                    the seconds the window covers whole and from the\n"
+"                    records of its two edges only: the same numbers as a\n"
+"                    scan of every record, much faster on a long window. A\n"
+"                    poll counts in the window of its start, a park in the\n"
+"                    window of its park.\n"
+"    --raw           with --totals: the same totals from every record of\n"
+"                    the window, never the rollups (a check).\n"
 "    --format FMT    text (default) or jsonl.\n"
 "\n"
 CLI_HELP_WINDOW "\n" CLI_HELP_COMMON "\n"
 "EXAMPLES\n"
 "    d9 sched --pid 1234\n"
 "    d9 sched --since 5m --format jsonl\n"
+"    d9 sched --totals --since 1h\n"
 "\n"
 CLI_HELP_EXIT;
 
@@ -117,17 +130,118 @@ static void print(struct q_store *s, const struct cli_args *a, const struct q_sc
     q_names_close(names);
 }
 
+static void print_totals(struct q_store *s, const struct cli_args *a,
+                         const struct q_agg_worker *w, size_t n, const struct q_agg_stats *st,
+                         bool raw)
+{
+    struct q_names *names = NULL;
+    q_names_open(s, &names);
+    if (a->format == CLI_FMT_TEXT)
+        printf("%-8s %-10s %6s %9s %9s %9s %10s %9s %10s %10s\n", "PID", "RUNTIME", "WORKER",
+               "POLLS", "PARKS", "WAITS", "WAIT SUM", "MAX", "PARKED", "BUSY");
+    for (size_t i = 0; i < n; i++, w++) {
+        char rt[80];
+        if (names)
+            q_names_runtime(names, w->process_id, w->runtime, rt, sizeof rt);
+        else
+            snprintf(rt, sizeof rt, "#%u", (unsigned)w->runtime);
+        if (a->format == CLI_FMT_JSONL) {
+            printf("{\"pid\":%" PRIu32 ",\"runtime\":", w->pid);
+            q_text_json(stdout, rt, strlen(rt));
+            printf(",\"worker\":%u,\"polls\":%" PRIu64 ",\"parks\":%" PRIu64 ",\"waits\":%" PRIu64
+                   ",\"sched_wait_sum_ns\":%" PRIu64 ",\"sched_wait_max_ns\":%" PRIu64
+                   ",\"parked_ns\":%" PRIu64 ",\"busy_ns\":%" PRIu64 "}\n",
+                   (unsigned)w->worker, w->polls, w->parks, w->waits, w->wait_sum_ns,
+                   w->wait_max_ns, w->parked_ns, w->busy_ns);
+            continue;
+        }
+        char b1[32], b2[32], b3[32], b4[32];
+        printf("%-8" PRIu32 " ", w->pid);
+        q_text_escaped(stdout, rt, strlen(rt), false);
+        int pad = 10 - (int)strlen(rt);
+        printf("%*s %6u %9" PRIu64 " %9" PRIu64 " %9" PRIu64 " %10s %9s %10s %10s\n",
+               pad > 0 ? pad : 0, "", (unsigned)w->worker, w->polls, w->parks, w->waits,
+               cli_fmt_dur(w->wait_sum_ns, b1, sizeof b1), cli_fmt_dur(w->wait_max_ns, b2, sizeof b2),
+               cli_fmt_dur(w->parked_ns, b3, sizeof b3), cli_fmt_dur(w->busy_ns, b4, sizeof b4));
+    }
+    if (a->format == CLI_FMT_TEXT) {
+        if (raw)
+            printf("from the records of %" PRIu64 " segments\n", st->scanned);
+        else
+            printf("from the rollups of %" PRIu64 " segments and the records of %" PRIu64
+                   " (the window's edges)\n", st->segments, st->scanned);
+    }
+    q_names_close(names);
+}
+
+enum { SCHED_OPT_TOTALS = CLI_OPT_FIRST_PRIVATE, SCHED_OPT_RAW };
+
+struct sched_opts {
+    bool totals, raw;
+};
+
+static int priv(struct cli_env *env, void *arg, int opt, const char *val)
+{
+    struct sched_opts *o = arg;
+    (void)val;
+    if (opt == SCHED_OPT_TOTALS)
+        o->totals = true;
+    else if (opt == SCHED_OPT_RAW)
+        o->raw = true;
+    else
+        return cli_usage_error(env, "unexpected option"), -1;
+    return 0;
+}
+
+/* d9 sched --totals: the window's aggregates (q_agg.h). */
+static int totals(struct cli_env *env, struct q_store *s, const struct cli_args *a, bool raw)
+{
+    uint64_t from, to;
+    q_store_window_resolve(s, &a->win, a->pid, &from, &to);
+    struct q_agg *g;
+    struct q_agg_stats st;
+    int r = q_agg_run(s, a->pid, from, to, raw, "d9 sched", &g, &st);
+    int rc = CLI_EXIT_OK;
+    size_t n = 0;
+    const struct q_agg_worker *w = r < 0 ? NULL : q_agg_workers(g, &n);
+    if (r < 0) {
+        rc = cli_fail(env, "%s: aggregate failed (error %d)", env->store, r);
+    } else if (n == 0) {
+        char wt[160];
+        fprintf(stderr, "d9 sched: no worker park/unpark or poll records in %s\n",
+                cli_window_text(&a->win, q_store_live(s), wt, sizeof wt));
+    } else {
+        print_totals(s, a, w, n, &st, raw);
+    }
+    q_agg_free(g);
+    return rc;
+}
+
 CLI_DECLARE_CMD(sched)
 {
     static const struct option opts[] = {
         CLI_OPTE_HELP, CLI_OPTE_STORE, CLI_OPTE_PID, CLI_OPTE_WINDOW, CLI_OPTE_FORMAT,
+        { "totals", 0, NULL, SCHED_OPT_TOTALS },
+        { "raw", 0, NULL, SCHED_OPT_RAW },
         CLI_OPTE_END,
     };
     struct cli_args a;
-    struct q_store *s;
-    int rc = cli_begin(env, &a, argc, argv, opts, usage, &s);
+    struct sched_opts o = { false, false };
+    struct q_store *s = NULL;
+    cli_args_init(&a);
+    int rc = cli_getopt(env, &a, argc, argv, opts, usage, priv, &o);
+    if (rc != 0)
+        return rc > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+    if (o.raw && !o.totals)
+        return cli_usage_error(env, "--raw needs --totals");
+    rc = cli_open_store(env, &s);
     if (!s)
         return rc;
+    if (o.totals) {
+        rc = totals(env, s, &a, o.raw);
+        q_store_close(s);
+        return rc;
+    }
     struct q_sched *c;
     if (q_sched_new(&c) < 0) {
         q_store_close(s);

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "collector/cli/cli.h"
+#include "collector/query/q_agg.h"
 #include "collector/query/q_pair.h"
 #include "collector/query/q_names.h"
 #include "collector/query/q_scan.h"
@@ -31,7 +32,7 @@ static const char usage[] =
 "    d9 [--store DIR] top-polls [--pid PID] [--tid TID] [--runtime NAME]\n"
 "                               [--location TEXT] [--limit N]\n"
 "                               [--since DUR | --from NS --to NS | --last]\n"
-"                               [--format text|jsonl]\n"
+"                               [--by-location [--raw]] [--format text|jsonl]\n"
 "\n"
 "DESCRIPTION\n"
 "    A poll is a poll_start .. poll_end pair of one task on one thread. The\n"
@@ -60,6 +61,19 @@ static const char usage[] =
 "                    The options combine (every one must match); the count\n"
 "                    line then counts only the matching polls.\n"
 "    --limit N       how many to list (default 20).\n"
+"    --by-location   instead of single polls, per location (and process,\n"
+"                    runtime), largest TOTAL first: POLLS (poll_start\n"
+"                    records), UNFINISHED (no end in their segment: a poll\n"
+"                    open at a rotation is one), TOTAL, MAX, MEAN, P50 and\n"
+"                    P99 of the finished polls' durations (P50/P99 within\n"
+"                    6%). A poll counts in the window of its start, whole.\n"
+"                    Answered from the segments' 1 s rollups for the\n"
+"                    seconds the window covers whole and from the records\n"
+"                    of its two edges only: the same numbers as a scan of\n"
+"                    every record. --runtime and --location filter the\n"
+"                    rows; --tid does not combine with it.\n"
+"    --raw           with --by-location: from every record of the window,\n"
+"                    never the rollups (a check).\n"
 "    --format FMT    text (default) or jsonl.\n"
 "\n"
 CLI_HELP_WINDOW "\n" CLI_HELP_COMMON "\n"
@@ -67,6 +81,7 @@ CLI_HELP_WINDOW "\n" CLI_HELP_COMMON "\n"
 "    d9 top-polls\n"
 "    d9 top-polls --pid 1234 --since 30s --limit 5\n"
 "    d9 top-polls --runtime libevent --location conn_read\n"
+"    d9 top-polls --by-location --since 1h\n"
 "\n"
 CLI_HELP_EXIT;
 
@@ -277,16 +292,24 @@ static void print(struct q_store *s, const struct cli_args *a, struct top_ctx *c
     q_names_close(names);
 }
 
-enum { TOP_OPT_RUNTIME = CLI_OPT_FIRST_PRIVATE, TOP_OPT_LOCATION };
+enum { TOP_OPT_RUNTIME = CLI_OPT_FIRST_PRIVATE, TOP_OPT_LOCATION, TOP_OPT_BY_LOCATION,
+       TOP_OPT_RAW };
 
 struct top_opts {
     const char *runtime, *location;     /* NULL = any */
+    bool by_location, raw;
 };
 
 static int priv(struct cli_env *env, void *arg, int opt, const char *val)
 {
     struct top_opts *o = arg;
     switch (opt) {
+    case TOP_OPT_BY_LOCATION:
+        o->by_location = true;
+        return 0;
+    case TOP_OPT_RAW:
+        o->raw = true;
+        return 0;
     case TOP_OPT_RUNTIME:
         o->runtime = val;
         break;
@@ -305,6 +328,79 @@ static int priv(struct cli_env *env, void *arg, int opt, const char *val)
     return 0;
 }
 
+/* d9 top-polls --by-location: the window's aggregates per location (q_agg.h). */
+static int by_location(struct cli_env *env, struct q_store *s, const struct cli_args *a,
+                       const struct top_opts *o)
+{
+    uint64_t from, to;
+    q_store_window_resolve(s, &a->win, a->pid, &from, &to);
+    struct q_agg *g;
+    struct q_agg_stats st;
+    int r = q_agg_run(s, a->pid, from, to, o->raw, "d9 top-polls", &g, &st);
+    if (r < 0)
+        return cli_fail(env, "%s: aggregate failed (error %d)", env->store, r);
+    size_t n, shown = 0;
+    const struct q_agg_loc *l = q_agg_locs(g, &n);
+    uint64_t limit = a->limit_set ? a->limit : CLI_LIMIT_DEFAULT;
+    struct q_names *names = NULL;
+    q_names_open(s, &names);
+    if (a->format == CLI_FMT_TEXT)
+        printf("%-8s %-10s %9s %10s %11s %10s %10s %10s %10s  %s\n", "PID", "RUNTIME", "POLLS",
+               "UNFINISHED", "TOTAL", "MAX", "MEAN", "P50", "P99", "LOCATION");
+    for (size_t i = 0; i < n && (!limit || shown < limit); i++, l++) {
+        char loc[Q_LOC_TEXT_MAX], rt[80];
+        if (names) {
+            q_names_location(names, l->process_id, l->loc, loc, sizeof loc);
+            q_names_runtime(names, l->process_id, l->runtime, rt, sizeof rt);
+        } else {
+            snprintf(loc, sizeof loc, "#%u", l->loc);
+            snprintf(rt, sizeof rt, "#%u", (unsigned)l->runtime);
+        }
+        if ((o->runtime && strcmp(rt, o->runtime) != 0) ||
+            (o->location && !strstr(loc, o->location)))
+            continue;
+        shown++;
+        uint64_t done = l->count - l->unfinished;
+        uint64_t mean = done ? l->sum_ns / done : 0;
+        if (a->format == CLI_FMT_JSONL) {
+            printf("{\"pid\":%" PRIu32 ",\"runtime\":", l->pid);
+            q_text_json(stdout, rt, strlen(rt));
+            fputs(",\"location\":", stdout);
+            q_text_json(stdout, loc, strlen(loc));
+            printf(",\"polls\":%" PRIu64 ",\"unfinished\":%" PRIu64 ",\"total_ns\":%" PRIu64
+                   ",\"max_ns\":%" PRIu64 ",\"mean_ns\":%" PRIu64 ",\"p50_ns\":%" PRIu64
+                   ",\"p99_ns\":%" PRIu64 "}\n", l->count, l->unfinished, l->sum_ns, l->max_ns,
+                   mean, l->p50_ns, l->p99_ns);
+            continue;
+        }
+        char b1[32], b2[32], b3[32], b4[32], b5[32];
+        printf("%-8" PRIu32 " ", l->pid);
+        q_text_escaped(stdout, rt, strlen(rt), false);
+        int pad = 10 - (int)strlen(rt);
+        printf("%*s %9" PRIu64 " %10" PRIu64 " %11s %10s %10s %10s %10s  ", pad > 0 ? pad : 0, "",
+               l->count, l->unfinished, cli_fmt_dur(l->sum_ns, b1, sizeof b1),
+               cli_fmt_dur(l->max_ns, b2, sizeof b2), cli_fmt_dur(mean, b3, sizeof b3),
+               cli_fmt_dur(l->p50_ns, b4, sizeof b4), cli_fmt_dur(l->p99_ns, b5, sizeof b5));
+        q_text_escaped(stdout, loc, strlen(loc), false);
+        fputs("\n", stdout);
+    }
+    q_names_close(names);
+    if (shown == 0) {
+        char w[160];
+        fprintf(stderr, "d9 top-polls: no polls%s in %s\n",
+                o->runtime || o->location ? " matching --runtime/--location" : "",
+                cli_window_text(&a->win, q_store_live(s), w, sizeof w));
+    } else if (a->format == CLI_FMT_TEXT) {
+        if (o->raw)
+            printf("from the records of %" PRIu64 " segments\n", st.scanned);
+        else
+            printf("from the rollups of %" PRIu64 " segments and the records of %" PRIu64
+                   " (the window's edges)\n", st.segments, st.scanned);
+    }
+    q_agg_free(g);
+    return CLI_EXIT_OK;
+}
+
 CLI_DECLARE_CMD(top_polls)
 {
     static const struct option opts[] = {
@@ -312,18 +408,29 @@ CLI_DECLARE_CMD(top_polls)
         CLI_OPTE_LIMIT, CLI_OPTE_FORMAT,
         { "runtime", 1, NULL, TOP_OPT_RUNTIME },
         { "location", 1, NULL, TOP_OPT_LOCATION },
+        { "by-location", 0, NULL, TOP_OPT_BY_LOCATION },
+        { "raw", 0, NULL, TOP_OPT_RAW },
         CLI_OPTE_END,
     };
     struct cli_args a;
-    struct top_opts o = { NULL, NULL };
+    struct top_opts o = { NULL, NULL, false, false };
     struct q_store *s = NULL;
     cli_args_init(&a);
     int rc = cli_getopt(env, &a, argc, argv, opts, usage, priv, &o);
     if (rc != 0)
         return rc > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+    if (o.raw && !o.by_location)
+        return cli_usage_error(env, "--raw needs --by-location");
+    if (o.by_location && a.tid)
+        return cli_usage_error(env, "--tid does not combine with --by-location");
     rc = cli_open_store(env, &s);
     if (!s)
         return rc;
+    if (o.by_location) {
+        rc = by_location(env, s, &a, &o);
+        q_store_close(s);
+        return rc;
+    }
     struct top_ctx top = { .limit = a.limit_set ? a.limit : CLI_LIMIT_DEFAULT };
     struct scan_arg sa = { .top = &top };
     if (q_pair_new(&sa.polls) < 0) {

@@ -1,0 +1,76 @@
+/*
+ * q_agg.h — aggregates of a window (per worker: polls, parks, waits, busy
+ * and parked time; per location: polls, unfinished, total, max, quantiles)
+ * answered from the segments' rollups (collector/store/rollup.h) where the
+ * window covers their 1 s buckets whole, and from the records at its edges.
+ *
+ * The window [from, to] (inclusive, as q_scan's) splits into the buckets it
+ * covers whole, taken from the stored rollups (q_rollup_each: a segment
+ * without valid rollups is answered from its records there), and at most
+ * two edge ranges (from .. the first whole bucket, the last whole bucket ..
+ * to; or [from, to] itself when it covers no bucket whole). Each segment
+ * that meets an edge range is read once with the rollups' own code, counting
+ * only inside the ranges (rollup_only): a poll belongs to the window of its
+ * start, a park interval to its park's, a wait to its record's, and pairing
+ * still sees every record of the segment. So the answer equals a raw scan
+ * (raw = 1: every segment of the window read that way, no stored rollups)
+ * exactly, counts, sums, maxima and histograms alike, wherever the edges
+ * cut polls or buckets. A window that covers the store's buckets whole (the
+ * whole store) reads no segment file.
+ *
+ * Polls are paired per segment (rollup.h): a poll whose end is in the next
+ * segment after a rotation is unfinished, on both paths.
+ *
+ * Called by `d9 sched --totals` and `d9 top-polls --by-location`. Must
+ * never: write to the store, or keep memory per record (per worker and per
+ * location, with one histogram of about 4 KiB per location).
+ */
+#ifndef D9_COL_Q_AGG_H
+#define D9_COL_Q_AGG_H
+
+#include <stdint.h>
+#include "collector/query/q_store.h"
+#include "collector/store/rollup.h"
+
+struct q_agg_worker {
+    int64_t process_id;
+    uint32_t pid;
+    uint16_t runtime, worker;
+    uint64_t polls, busy_ns, parks, parked_ns, waits, wait_sum_ns, wait_max_ns;
+};
+
+struct q_agg_loc {
+    int64_t process_id;
+    uint32_t pid;
+    uint16_t runtime;
+    uint32_t loc;
+    uint64_t count, unfinished, sum_ns, max_ns, p50_ns, p99_ns;
+};
+
+struct q_agg_stats {
+    uint64_t segments;              /* segments whose stored rollups answered whole buckets */
+    uint64_t scanned;               /* segments whose records were read (edges, or raw) */
+    uint64_t missing;               /* segments left out: neither rollups nor records readable */
+};
+
+struct q_agg;
+
+/* Aggregate pid's (0 = all) window [from, to]. raw: from the records of
+ * every segment, never the stored rollups. prog prefixes stderr lines.
+ * 0 or -errno (*out NULL). */
+int q_agg_run(struct q_store *s, uint32_t pid, uint64_t from, uint64_t to, int raw,
+              const char *prog, struct q_agg **out, struct q_agg_stats *st);
+void q_agg_free(struct q_agg *a);
+
+/* Workers by pid, process, runtime, worker; locations by sum_ns (largest
+ * first), then pid, process, runtime, loc. Valid until q_agg_free. */
+const struct q_agg_worker *q_agg_workers(const struct q_agg *a, size_t *n);
+const struct q_agg_loc *q_agg_locs(const struct q_agg *a, size_t *n);
+
+/* The ranges of [from, to] outside the buckets it covers whole (0, 1 or 2
+ * into r); *whole_lo and *whole_hi: the first and last whole bucket's start
+ * (whole_lo > whole_hi: none). Pure, for tests. */
+unsigned q_agg_edges(uint64_t from, uint64_t to, struct rollup_range r[2], uint64_t *whole_lo,
+                     uint64_t *whole_hi);
+
+#endif /* D9_COL_Q_AGG_H */

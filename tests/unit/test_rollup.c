@@ -301,7 +301,90 @@ static void test_stored_bytes_are_checked_before_use(void **state)
         assert_int_equal(rollup_decode(buf, n, &v, why, sizeof why), -EBADMSG);
     buf[4] = ROLLUP_VERSION + 1;
     assert_int_equal(rollup_decode(buf, len, &v, why, sizeof why), -EBADMSG);
-    assert_non_null(strstr(why, "is not supported (this d9 reads version 1)"));
+    assert_non_null(strstr(why, "is not supported (this d9 reads version 2)"));
+    free(buf);
+}
+
+/* q_pair's rule: an end closes the latest open start of its task and only
+ * that one (a poll opened inside it stays open for its own end), however
+ * deep the nesting; busy time counts the polls that started with none open. */
+static void test_an_end_closes_only_its_own_poll_as_q_pair_does(void **state)
+{
+    struct fx *fx = *state;
+    struct seg_writer *w;
+    static struct buf a;
+    memset(&a, 0, sizeof a);
+    assert_int_equal(seg_writer_open(&w, fx->dir, 3, &proc, NULL, 0), 0);
+    start(&a, 1 * S, 1, 1, 0);                          /* outer */
+    start(&a, 1 * S + 10 * MS, 2, 2, 0);                /* inner */
+    end(&a, 1 * S + 20 * MS, 1, 0);                     /* the outer one ends first */
+    end(&a, 1 * S + 30 * MS, 2, 0);                     /* the inner one still has its end */
+    for (uint64_t k = 0; k < 40; k++)                   /* 40 deep */
+        start(&a, 2 * S + k * MS, 100 + k, 3, 0);
+    for (uint64_t k = 40; k-- > 0;)
+        end(&a, 2 * S + 100 * MS + (40 - k) * MS, 100 + k, 0);
+    flush(w, &a, 0);
+    struct seg_summary sum;
+    assert_int_equal(seg_writer_seal(w, &sum), 0);
+    seg_writer_free(w);
+    uint8_t *buf;
+    size_t len;
+    assert_int_equal(rollup_file(sum.path, &buf, &len), 0);
+    struct rollup_view v;
+    assert_int_equal(rollup_decode(buf, len, &v, NULL, 0), 0);
+    expect_poll(&v, 1 * S, 0, 1, 1, 0, 20 * MS, 20 * MS);
+    expect_poll(&v, 1 * S, 0, 2, 1, 0, 20 * MS, 20 * MS);
+    struct rollup_poll p;
+    assert_true(find_poll(&v, 2 * S, 0, 3, &p));
+    assert_int_equal(p.count, 40);
+    assert_int_equal(p.unfinished, 0);
+    struct rollup_worker wk;
+    assert_true(find_worker(&v, 1 * S, 0, &wk));
+    assert_int_equal(wk.busy_ns, 20 * MS);              /* the outer poll only */
+    free(buf);
+}
+
+/* rollup_only: a poll counts by its start, whole (finished as in the full
+ * rollups, its end after the range), a park interval by its park, a wait by
+ * its record; records outside still pair. */
+static void test_rollup_only_counts_inside_its_ranges(void **state)
+{
+    struct fx *fx = *state;
+    struct seg_writer *w;
+    static struct buf a;
+    memset(&a, 0, sizeof a);
+    assert_int_equal(seg_writer_open(&w, fx->dir, 4, &proc, NULL, 0), 0);
+    start(&a, 1 * S + 100 * MS, 1, 1, 0);               /* before the range */
+    park(&a, 1 * S + 200 * MS, 1, 0, 5);                /* before the range */
+    start(&a, 1 * S + 500 * MS, 2, 2, 0);               /* inside, ends after it */
+    park(&a, 1 * S + 600 * MS, 0, 0, 7);                /* the unpark inside */
+    end(&a, 1 * S + 900 * MS, 1, 0);
+    end(&a, 2 * S + 300 * MS, 2, 0);
+    flush(w, &a, 0);
+    struct seg_summary sum;
+    assert_int_equal(seg_writer_seal(w, &sum), 0);
+    seg_writer_free(w);
+    struct rollup_range r[3] = { { 1 * S + 400 * MS, 1 * S + 700 * MS }, { 5 * S, 6 * S },
+                                 { 7 * S, 8 * S } };
+    uint8_t *buf;
+    size_t len;
+    assert_int_equal(rollup_file_only(sum.path, r, 3, &buf, &len), -EINVAL);
+    struct rollup_range bad = { 2 * S, 1 * S };
+    assert_int_equal(rollup_file_only(sum.path, &bad, 1, &buf, &len), -EINVAL);
+    assert_int_equal(rollup_file_only(sum.path, r, 2, &buf, &len), 0);
+    struct rollup_view v;
+    assert_int_equal(rollup_decode(buf, len, &v, NULL, 0), 0);
+    assert_int_equal(v.npoll, 1);
+    expect_poll(&v, 1 * S, 0, 2, 1, 0, 800 * MS, 800 * MS);
+    struct rollup_worker wk;
+    assert_int_equal(v.nworker, 1);
+    assert_true(find_worker(&v, 1 * S, 0, &wk));
+    assert_int_equal(wk.polls, 1);
+    assert_int_equal(wk.parks, 0);
+    assert_int_equal(wk.parked_ns, 0);                  /* its park is outside */
+    assert_int_equal(wk.waits, 1);
+    assert_int_equal(wk.wait_sum_ns, 7);
+    assert_int_equal(wk.busy_ns, 0);                    /* poll 1 was open at its start */
     free(buf);
 }
 
@@ -327,6 +410,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_a_known_segment_rolls_up_to_its_definitions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rollups_of_a_file_are_deterministic, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_an_end_closes_only_its_own_poll_as_q_pair_does, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rollup_only_counts_inside_its_ranges, setup, teardown),
         cmocka_unit_test_setup_teardown(test_quantiles_are_within_the_stated_error, setup, teardown),
         cmocka_unit_test(test_bins_are_monotonic_and_cover_every_value),
         cmocka_unit_test_setup_teardown(test_stored_bytes_are_checked_before_use, setup, teardown),

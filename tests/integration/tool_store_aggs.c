@@ -1,0 +1,306 @@
+/*
+ * tool_store_aggs.c — write a store whose aggregates are known, for
+ * test_aggs.sh: `d9 sched --totals` and `d9 top-polls --by-location` from
+ * the rollups plus the window's edges must equal the same from the records
+ * (--raw) for every window, and plain `d9 sched` for its counts.
+ *
+ * One process (pid AGG_PID), runtime 1 "web", two workers (tids 701, 702),
+ * about 9 s of records from AGG_T0 (a whole second) written as AGG_SEGS
+ * segments that rotate off the second (at AGG_T0 + 3.4 s and + 6.7 s), each
+ * worker's records in blocks of at most AGG_BLOCK records. A fixed
+ * pseudo-random sequence per worker of: short polls (20 us .. 2 ms, loc 1),
+ * long polls (0.3 .. 1.5 s, loc 2: they cross bucket edges, some a
+ * rotation), nested polls (loc 3 around loc 1, every third one ending the
+ * outer poll before the inner one), parks with sampled and unsampled
+ * waits, and polls that never end. The first long poll of worker 0 is
+ * printed ("long START END") for a window edge inside a poll.
+ *
+ * Usage: tool_store_aggs DIR   (DIR must not exist)
+ * Prints "worker W polls P parks K waits N wait_sum S wait_max M" (the whole
+ * store), "long START END", "crossing N" (polls whose end is in the next
+ * segment: at least one) and "t0 T0".
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "collector/store/crc32c.h"
+#include "collector/store/idx.h"
+#include "collector/store/pack.h"
+#include "collector/store/rollup.h"
+#include "collector/store/seg_writer.h"
+#include "shm/meta.h"
+
+#define AGG_PID     6161u
+#define AGG_TID0    701u
+#define AGG_WORKERS 2u
+#define AGG_SEGS    3u
+#define AGG_T0      10000000000ull
+#define AGG_END     (AGG_T0 + 9000000000ull)
+#define AGG_BLOCK   64u
+#define AGG_US      1000ull
+#define AGG_MS      1000000ull
+
+static const uint64_t cut[AGG_SEGS - 1] = { AGG_T0 + 3400 * AGG_MS, AGG_T0 + 6700 * AGG_MS };
+
+static void die(const char *what, int rc)
+{
+    fprintf(stderr, "tool_store_aggs: %s: %s\n", what, strerror(rc < 0 ? -rc : rc));
+    exit(1);
+}
+
+/* One worker's records in one segment. */
+struct ring {
+    uint8_t *raw;
+    size_t n, cap;
+    uint32_t seq;
+};
+
+struct facts {
+    uint64_t polls, parks, waits, wait_sum, wait_max;
+};
+
+static struct ring rings[AGG_SEGS][AGG_WORKERS];
+static struct facts facts[AGG_WORKERS];
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static uint64_t long_start, long_end, crossing;
+
+static uint64_t rnd(uint64_t n)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng % n;
+}
+
+static unsigned seg_of(uint64_t ts)
+{
+    unsigned k = 0;
+    while (k < AGG_SEGS - 1 && ts >= cut[k])
+        k++;
+    return k;
+}
+
+static void put(unsigned w, void *rec, size_t len)
+{
+    struct d9_rec_hdr h;
+    memcpy(&h, rec, sizeof h);
+    struct ring *r = &rings[seg_of(h.ts)][w];
+    h.seq = r->seq++;
+    memcpy(rec, &h, sizeof h);
+    if (r->n + len > r->cap) {
+        size_t c = r->cap ? r->cap * 2 : 4096;
+        uint8_t *p = realloc(r->raw, c);
+        if (!p)
+            die("realloc", -ENOMEM);
+        r->raw = p;
+        r->cap = c;
+    }
+    memcpy(r->raw + r->n, rec, len);
+    r->n += len;
+}
+
+static void start(unsigned w, uint64_t task, uint32_t loc, uint64_t t)
+{
+    struct d9_rec_poll_start s = { { sizeof s, D9_REC_POLL_START, 0, t }, task, loc, 1,
+                                   (uint16_t)w };
+    put(w, &s, sizeof s);
+    facts[w].polls++;
+}
+
+static void end(unsigned w, uint64_t task, uint64_t t)
+{
+    struct d9_rec_poll_end e = { { sizeof e, D9_REC_POLL_END, 0, t }, task, 1, (uint16_t)w, 0 };
+    put(w, &e, sizeof e);
+}
+
+/* A poll from t for dur: returns its end. */
+static uint64_t poll(unsigned w, uint64_t task, uint32_t loc, uint64_t t, uint64_t dur)
+{
+    start(w, task, loc, t);
+    end(w, task, t + dur);
+    if (seg_of(t) != seg_of(t + dur))
+        crossing++;
+    return t + dur;
+}
+
+static void worker_rec(unsigned w, uint8_t type, uint64_t t, uint64_t wait, int sampled)
+{
+    struct d9_rec_worker r = { { sizeof r, type, 0, t }, 1, (uint16_t)w,
+                               sampled ? 0 : D9_WORKER_UNSAMPLED, t / 2, sampled ? wait : 0 };
+    put(w, &r, sizeof r);
+    struct facts *f = &facts[w];
+    if (type == D9_REC_WORKER_PARK)
+        f->parks++;
+    if (sampled) {
+        f->waits++;
+        f->wait_sum += wait;
+        if (wait > f->wait_max)
+            f->wait_max = wait;
+    }
+}
+
+static void worker(unsigned w)
+{
+    uint64_t t = AGG_T0 + w * 7 * AGG_US, task = 1000 + w * 1000000;
+    while (t < AGG_END) {
+        unsigned a = (unsigned)rnd(20);
+        if (a < 12) {                                   /* a short poll */
+            t = poll(w, task++, 1, t, 20 * AGG_US + rnd(2 * AGG_MS));
+        } else if (a == 12) {                           /* a long poll */
+            uint64_t s = t;
+            t = poll(w, task++, 2, t, 300 * AGG_MS + rnd(1200 * AGG_MS));
+            if (w == 0 && !long_start)
+                long_start = s, long_end = t;
+        } else if (a < 15) {                            /* nested */
+            uint64_t outer = task++, inner = task++;
+            start(w, outer, 3, t);
+            t += 10 * AGG_US + rnd(AGG_MS);
+            start(w, inner, 1, t);
+            t += 10 * AGG_US + rnd(30 * AGG_MS);
+            if (rnd(3) == 0) {                          /* the outer one ends first */
+                end(w, outer, t);
+                t += 5 * AGG_US + rnd(AGG_MS);
+                end(w, inner, t);
+            } else {
+                end(w, inner, t);
+                t += 5 * AGG_US + rnd(AGG_MS);
+                end(w, outer, t);
+            }
+        } else if (a < 19) {                            /* a park */
+            worker_rec(w, D9_REC_WORKER_PARK, t, 1 * AGG_US + rnd(3 * AGG_MS), rnd(4) != 0);
+            t += 100 * AGG_US + rnd(50 * AGG_MS);
+            worker_rec(w, D9_REC_WORKER_UNPARK, t, 1 * AGG_US + rnd(AGG_MS), rnd(4) != 0);
+        } else {                                        /* a poll that never ends */
+            start(w, task++, 1, t);
+        }
+        t += 10 * AGG_US + rnd(3 * AGG_MS);
+    }
+}
+
+/* Commit a worker's records of one segment as blocks of AGG_BLOCK records. */
+static void commit(struct seg_writer *sw, unsigned w, const struct ring *r)
+{
+    size_t off = 0;
+    while (off < r->n) {
+        size_t end_off = off;
+        struct seg_data_stats st;
+        memset(&st, 0, sizeof st);
+        for (unsigned k = 0; k < AGG_BLOCK && end_off < r->n; k++) {
+            struct d9_rec_hdr h;
+            memcpy(&h, r->raw + end_off, sizeof h);
+            if (st.nrec == 0 || h.ts < st.t_min)
+                st.t_min = h.ts;
+            if (h.ts > st.t_max)
+                st.t_max = h.ts;
+            st.counts[h.type]++;
+            st.nrec++;
+            end_off += h.len;
+        }
+        size_t len = end_off - off;
+        static uint8_t dst[PACK_BOUND(AGG_BLOCK * 64u)];
+        if (PACK_BOUND(len) > sizeof dst)
+            die("block", -ENOBUFS);
+        struct pack_state pk;
+        pack_init(&pk);
+        long e = pack_records(&pk, r->raw + off, len, dst + PACK_PREFIX, PACK_BOUND(len) - PACK_PREFIX);
+        if (e < 0)
+            die("pack_records", (int)e);
+        size_t plen = pack_finish(dst, (size_t)e, (uint32_t)len);
+        uint8_t *payload;
+        int rc = seg_writer_data_reserve(sw, (plen + 7) & ~(size_t)7, &payload);
+        if (rc)
+            die("seg_writer_data_reserve", rc);
+        memcpy(payload, dst, plen);
+        rc = seg_writer_data_commit(sw, AGG_TID0 + w, w, 1, 0, plen, &st,
+                                    crc32c_update(0, payload, plen), SEG_BF_PACKED);
+        if (rc)
+            die("seg_writer_data_commit", rc);
+        off = end_off;
+    }
+}
+
+static uint8_t meta[4096];
+static size_t meta_len;
+
+static void meta_add(uint16_t kind, uint32_t id, const uint8_t *p, int n)
+{
+    if (n <= 0)
+        die("metadata", -EINVAL);
+    struct d9_meta_hdr h = { (uint16_t)((sizeof h + (size_t)n + 7) & ~7u), kind, id };
+    if (meta_len + h.len > sizeof meta)
+        die("metadata", -ENOBUFS);
+    memset(meta + meta_len, 0, h.len);
+    memcpy(meta + meta_len, &h, sizeof h);
+    memcpy(meta + meta_len + sizeof h, p, (size_t)n);
+    meta_len += h.len;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+        fprintf(stderr, "usage: tool_store_aggs DIR\n");
+        return 2;
+    }
+    const char *dir = argv[1];
+    if (mkdir(dir, 0700) < 0)
+        die(dir, -errno);
+    uint8_t p[512];
+    meta_add(D9_META_RUNTIME, 1, p, shm_meta_encode_runtime(p, sizeof p, "web"));
+    meta_add(D9_META_LOCATION, 1, p, shm_meta_encode_location(p, sizeof p, "src/a.c", 1, "fast"));
+    meta_add(D9_META_LOCATION, 2, p, shm_meta_encode_location(p, sizeof p, "src/b.c", 2, "slow"));
+    meta_add(D9_META_LOCATION, 3, p, shm_meta_encode_location(p, sizeof p, "src/c.c", 3, "outer"));
+    for (unsigned w = 0; w < AGG_WORKERS; w++)
+        worker(w);
+    if (!crossing || !long_start)
+        die("the sequence has no poll across a rotation or no long poll", -EINVAL);
+
+    struct idx *x;
+    int rc = idx_open(&x, dir);
+    if (rc)
+        die("idx_open", rc);
+    int64_t process_id;
+    struct idx_process ip = { .pid = AGG_PID, .start_time = 91, .comm = "aggs", .exe = "/aggs",
+                              .first_ns = AGG_T0 };
+    if ((rc = idx_process_upsert(x, &ip, &process_id)))
+        die("idx_process_upsert", rc);
+    if ((rc = idx_runtime_upsert(x, process_id, 1, "web")))
+        die("idx_runtime_upsert", rc);
+    for (unsigned w = 0; w < AGG_WORKERS; w++) {
+        char name[16];
+        snprintf(name, sizeof name, "web-%u", w);
+        if ((rc = idx_thread_upsert(x, process_id, AGG_TID0 + w, w, 1, name, AGG_T0, 0, 0)))
+            die("idx_thread_upsert", rc);
+    }
+    struct seg_proc_info pi = { .pid = AGG_PID, .start_time = 91, .clock_source = D9_CLOCK_MONOTONIC,
+                                .host = "aggs", .comm = "aggs", .exe = "/aggs" };
+    for (unsigned k = 0; k < AGG_SEGS; k++) {
+        struct seg_writer *sw;
+        if ((rc = seg_writer_open(&sw, dir, k + 1, &pi, meta, meta_len)))
+            die("seg_writer_open", rc);
+        for (unsigned w = 0; w < AGG_WORKERS; w++)
+            commit(sw, w, &rings[k][w]);
+        struct seg_summary sum;
+        uint8_t *ru = NULL;
+        size_t n = 0;
+        if ((rc = seg_writer_seal(sw, &sum)) || (rc = rollup_file(sum.path, &ru, &n)) ||
+            (rc = idx_segment_commit_rollup(x, process_id, &sum, dir, ru, n)))
+            die("seal/index", rc);
+        free(ru);
+        seg_writer_free(sw);
+    }
+    idx_close(x);
+    for (unsigned w = 0; w < AGG_WORKERS; w++) {
+        const struct facts *f = &facts[w];
+        printf("worker %u polls %" PRIu64 " parks %" PRIu64 " waits %" PRIu64 " wait_sum %" PRIu64
+               " wait_max %" PRIu64 "\n", w, f->polls, f->parks, f->waits, f->wait_sum, f->wait_max);
+    }
+    printf("long %" PRIu64 " %" PRIu64 "\ncrossing %" PRIu64 "\nt0 %" PRIu64 "\n", long_start,
+           long_end, crossing, (uint64_t)AGG_T0);
+    for (unsigned k = 0; k < AGG_SEGS; k++)
+        for (unsigned w = 0; w < AGG_WORKERS; w++)
+            free(rings[k][w].raw);
+    return 0;
+}

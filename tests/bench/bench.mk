@@ -8,6 +8,7 @@
 #   make bench-ship            only the S3 shipping section (tests/bench/bench_ship.sh)
 #   make bench-parquet         only the Parquet export section (tests/bench/bench_parquet.sh)
 #   make bench-fleet           only the fleet scan section: DuckDB over Parquet vs d9 sql (tests/bench/bench_fleet_scan.sh)
+#   make bench-aggs            only the rollups-vs-raw aggregates section (tests/bench/bench_aggs.sh)
 #   BENCH_QUICK=1 make bench   shorter runs (smoke test of the harness)
 #   BENCH_E2E_PAIRS=N make bench   N off/on pairs in the end-to-end section (default 16)
 
@@ -20,7 +21,7 @@ BENCH_BINS := $(BENCH_DIR)/bench_hot $(BENCH_DIR)/bench_hot_off $(BENCH_DIR)/ben
               $(BENCH_DIR)/bench_rollup
 BENCH_LIBS_LTTNG := -llttng-ust -ldl -pthread
 
-.PHONY: bench bench-bins bench-ship bench-parquet bench-fleet
+.PHONY: bench bench-bins bench-ship bench-parquet bench-fleet bench-aggs
 bench:
 	@D9_EXTRA_PKGS="liblttng-ust-dev lttng-tools" sh .ci/install-deps
 	@echo "bench: building into $(BUILD)"
@@ -29,6 +30,12 @@ bench:
 	@$(MAKE) --no-print-directory BUILD=$(BUILD) bench-ship
 	@$(MAKE) --no-print-directory BUILD=$(BUILD) bench-parquet
 	@$(MAKE) --no-print-directory BUILD=$(BUILD) bench-fleet
+	@$(MAKE) --no-print-directory BUILD=$(BUILD) bench-aggs
+
+# d9 sched --totals / top-polls --by-location: rollups + edges vs --raw (tests/bench/bench_aggs.sh)
+bench-aggs:
+	@$(MAKE) --no-print-directory BUILD=$(BUILD) all $(BENCH_DIR)/bench_store
+	BUILD=$(BUILD) sh tests/bench/bench_aggs.sh
 
 # d9 export --format parquet: bytes and CPU a record (tests/bench/bench_parquet.sh)
 bench-parquet:

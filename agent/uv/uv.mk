@@ -49,6 +49,7 @@ $(BUILD)/tests/unit/test_uv: tests/unit/test_uv.c $(call san,$(UV_LIB_SRC)) $(SA
 # it does not call), run under the preload.
 $(BUILD)/tests/integration/prog_uvmix: LDLIBS_AGENT += -luv
 $(BUILD)/tests/integration/prog_uvcrash: LDLIBS_AGENT += -luv
+$(BUILD)/tests/integration/prog_uvloopwork: LDLIBS_AGENT += -luv
 
 # The libevent and epoll loop shims: the same wrappers linked into the test
 # and exported, against the real libevent (and its pthreads locking, for

@@ -52,6 +52,11 @@ static const char usage[] =
 "    task-leak      tasks spawned in the window and never terminated in it,\n"
 "                   spawned >= --leak-age before their process's last record,\n"
 "                   per spawn location\n"
+"    loop-work      a worker's loop work lasting >= --loop-work: its thread\n"
+"                   outside its callbacks and outside its wait (work between\n"
+"                   two uv_run calls, as Neovim's scheduled work; d9\n"
+"                   top-polls --loop-work lists them), with the CPU samples\n"
+"                   inside by innermost function (the top " STR(Q_FIND_FRAMES) ")\n"
 "\n"
 "RANKING\n"
 "    Crashes first, then lost records (they make every other finding of the\n"
@@ -62,6 +67,7 @@ static const char usage[] =
 "      imbalance     the worker's busy time minus its runtime's mean\n"
 "      queue-growth  the time the depth took to rise\n"
 "      task-leak     the age of the oldest leaked task\n"
+"      loop-work     the sum of the loop-work intervals' durations\n"
 "      crash         from the unfinished poll's start to the last record\n"
 "\n"
 "OUTPUT\n"
@@ -71,7 +77,7 @@ static const char usage[] =
 "    link's pid; it does not read from/to yet: zoom to the printed range.\n"
 "    jsonl: one object per finding: rank, kind, pid, tid, runtime, worker,\n"
 "    loc, where, task, count, of, total_ns, max_ns, lost_ns, from_ns, to_ns,\n"
-"    (long-poll: samples, frames [{name, samples}]), evidence, url.\n"
+"    (long-poll, loop-work: samples, frames [{name, samples}]), evidence, url.\n"
 "\n"
 "OPTIONS\n"
 "    --pid PID            only this process.\n"
@@ -89,6 +95,7 @@ static const char usage[] =
 "    --queue-growth N     a depth rise, in tasks (default 100).\n"
 "    --leak-age DUR       a task's age before it counts as leaked (default 1s).\n"
 "    --lost-min N         records lost before it is a finding (default 1).\n"
+"    --loop-work DUR      a loop-work interval (default 10ms).\n"
 "\n"
 CLI_HELP_WINDOW "\n" CLI_HELP_COMMON "\n"
 "EXAMPLES\n"
@@ -107,6 +114,7 @@ enum {
     OPT_LEAK_AGE,
     OPT_LOST_MIN,
     OPT_SERVE_URL,
+    OPT_LOOP_WORK,
 };
 
 struct find_args {
@@ -124,6 +132,7 @@ static const char *opt_name(int opt)
     case OPT_IDLE_PCT: return "--idle-pct";
     case OPT_QUEUE_GROWTH: return "--queue-growth";
     case OPT_LEAK_AGE: return "--leak-age";
+    case OPT_LOOP_WORK: return "--loop-work";
     default: return "--lost-min";
     }
 }
@@ -138,6 +147,7 @@ static int priv(struct cli_env *env, void *arg, int opt, const char *val)
     case OPT_SCHED_WAIT: dur = &o->q.sched_wait_ns; break;
     case OPT_WAKE_DELAY: dur = &o->q.wake_delay_ns; break;
     case OPT_LEAK_AGE: dur = &o->q.leak_age_ns; break;
+    case OPT_LOOP_WORK: dur = &o->q.loop_work_ns; break;
     case OPT_BUSY_PCT: pct = &o->q.busy_pct; break;
     case OPT_IDLE_PCT: pct = &o->q.idle_pct; break;
     case OPT_QUEUE_GROWTH: num = &o->q.queue_growth; break;
@@ -155,7 +165,7 @@ static int priv(struct cli_env *env, void *arg, int opt, const char *val)
         return -1;
     }
     if (dur) {
-        if (cli_parse_duration(val, dur) != 0) {
+        if (cli_parse_duration(val, dur) != 0 || (opt == OPT_LOOP_WORK && *dur == 0)) {
             cli_usage_error(env, "%s: expected a duration like 10ms, got '%s'", opt_name(opt), val);
             return -1;
         }
@@ -212,6 +222,7 @@ CLI_DECLARE_CMD(findings)
         { "leak-age", 1, NULL, OPT_LEAK_AGE },
         { "lost-min", 1, NULL, OPT_LOST_MIN },
         { "serve-url", 1, NULL, OPT_SERVE_URL },
+        { "loop-work", 1, NULL, OPT_LOOP_WORK },
         CLI_OPTE_END,
     };
     struct find_args o = { .url = "http://" CLI_SERVE_LISTEN };

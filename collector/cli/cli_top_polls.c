@@ -9,6 +9,10 @@
  * up to the last record of its process (q_pair_end_open) and is marked
  * unfinished (">", with the reason).
  *
+ * With --loop-work, the loop-work intervals of the window (q_loopwork.h:
+ * a loop thread's time outside callbacks and outside its wait) compete in
+ * the same list, named "[loop work]", with the CPU samples inside them.
+ *
  * Called by main.c. Never keeps more than --limit polls, plus the polls
  * open at the same time.
  */
@@ -20,6 +24,7 @@
 #include <string.h>
 #include "collector/cli/cli.h"
 #include "collector/query/q_agg.h"
+#include "collector/query/q_loopwork.h"
 #include "collector/query/q_pair.h"
 #include "collector/query/q_names.h"
 #include "collector/query/q_scan.h"
@@ -31,6 +36,7 @@ static const char usage[] =
 "SYNOPSIS\n"
 "    d9 [--store DIR] top-polls [--pid PID] [--tid TID] [--runtime NAME]\n"
 "                               [--location TEXT] [--limit N]\n"
+"                               [--loop-work [--loop-work-min DUR]]\n"
 "                               [--since DUR | --from NS --to NS | --last]\n"
 "                               [--by-location [--raw]] [--format text|jsonl]\n"
 "\n"
@@ -60,6 +66,18 @@ static const char usage[] =
 "                    a file name, a function, \"file.c:42\").\n"
 "                    The options combine (every one must match); the count\n"
 "                    line then counts only the matching polls.\n"
+"    --loop-work     list loop work among the polls: a loop thread's time\n"
+"                    outside its callbacks and outside its wait (work a\n"
+"                    program does between two uv_run calls, such as\n"
+"                    Neovim's scheduled work; the loop's own dispatch),\n"
+"                    from the record that leaves a callback or the wait to\n"
+"                    the next that enters one, on threads that park. Shown\n"
+"                    as LOCATION \"[loop work]\", TASK \"-\"; jsonl adds\n"
+"                    \"loop_work\":true and \"cpu_samples\" (the thread's CPU\n"
+"                    samples inside; d9 sql's loop_work and cpu_samples\n"
+"                    tables name them). --runtime applies to them;\n"
+"                    --location keeps them when TEXT is in \"[loop work]\".\n"
+"    --loop-work-min DUR  the shortest loop work listed (default 1ms).\n"
 "    --limit N       how many to list (default 20).\n"
 "    --by-location   instead of single polls, per location (and process,\n"
 "                    runtime), largest TOTAL first: POLLS (poll_start\n"
@@ -82,6 +100,7 @@ CLI_HELP_WINDOW "\n" CLI_HELP_COMMON "\n"
 "    d9 top-polls --pid 1234 --since 30s --limit 5\n"
 "    d9 top-polls --runtime libevent --location conn_read\n"
 "    d9 top-polls --by-location --since 1h\n"
+"    d9 top-polls --pid 1234 --loop-work --limit 5\n"
 "\n"
 CLI_HELP_EXIT;
 
@@ -90,6 +109,8 @@ struct top_entry {
     uint64_t dur;
     bool unfinished;
     enum q_open_why why;            /* when unfinished */
+    bool loopwork;                  /* a loop-work interval (task 0, loc 0) */
+    uint64_t samples;               /* loop work: CPU samples inside */
 };
 
 struct rt_count {                   /* polls of one runtime of one process */
@@ -101,7 +122,8 @@ struct rt_count {                   /* polls of one runtime of one process */
 struct top_ctx {
     struct top_entry *h;            /* min-heap by dur */
     size_t n, cap, limit;
-    uint64_t polls, unfinished;
+    uint64_t polls, unfinished, loopwork;
+    bool with_loopwork;
     struct rt_count *rt;            /* polls by runtime: few (runtimes x processes) */
     size_t nrt, caprt;
 };
@@ -150,7 +172,10 @@ static void print_counts(struct q_names *names, const struct top_ctx *c)
         q_text_escaped(stdout, m[j].name, strlen(m[j].name), false);
         printf(" %" PRIu64, m[j].polls);
     }
-    printf("%s%" PRIu64 " unfinished), %zu longest shown\n", nm ? "; " : "", c->unfinished, c->n);
+    printf("%s%" PRIu64 " unfinished)", nm ? "; " : "", c->unfinished);
+    if (c->with_loopwork)
+        printf(" and %" PRIu64 " loop-work intervals", c->loopwork);
+    printf(", %zu longest shown\n", c->n);
     free(m);
 }
 
@@ -178,15 +203,9 @@ static void sift_down(struct top_ctx *c, size_t i)
     }
 }
 
-static int offer(struct top_ctx *c, const struct q_poll *p, bool unfinished,
-                 enum q_open_why why)
+static int push(struct top_ctx *c, const struct top_entry *ep)
 {
-    struct top_entry e = { .p = *p, .dur = p->end_ns - p->start_ns, .unfinished = unfinished,
-                           .why = why };
-    c->polls++;
-    c->unfinished += unfinished;
-    if (count_runtime(c, p) < 0)
-        return -ENOMEM;
+    struct top_entry e = *ep;
     if (c->n < c->limit) {
         if (c->n == c->cap) {
             size_t nc = c->cap ? c->cap * 2 : 32;
@@ -215,15 +234,63 @@ static int offer(struct top_ctx *c, const struct q_poll *p, bool unfinished,
     return 0;
 }
 
+static int offer(struct top_ctx *c, const struct q_poll *p, bool unfinished,
+                 enum q_open_why why)
+{
+    struct top_entry e = { .p = *p, .dur = p->end_ns - p->start_ns, .unfinished = unfinished,
+                           .why = why };
+    c->polls++;
+    c->unfinished += unfinished;
+    if (count_runtime(c, p) < 0)
+        return -ENOMEM;
+    return push(c, &e);
+}
+
+static int offer_loopwork(struct top_ctx *c, const struct q_loopwork_iv *w)
+{
+    struct top_entry e = {
+        .p = { .process_id = w->process_id, .pid = w->pid, .tid = w->tid, .ring = w->ring,
+               .generation = w->generation, .runtime = w->runtime, .worker = w->worker,
+               .start_ns = w->start_ns, .end_ns = w->end_ns },
+        .dur = w->end_ns - w->start_ns, .loopwork = true, .samples = w->samples,
+    };
+    c->loopwork++;
+    return push(c, &e);
+}
+
 struct scan_arg {
     struct top_ctx *top;
     struct q_pair *polls;
+    struct q_loopwork *lw;          /* --loop-work, else NULL */
+    const char *runtime;            /* --runtime, NULL = any */
+    bool lw_location;               /* --location keeps loop work */
 };
+
+/* A loop-work interval, offered when the filters keep it. */
+static int on_loopwork(struct scan_arg *a, const struct q_rec_src *src,
+                       const struct q_loopwork_iv *w)
+{
+    if (!a->lw_location)
+        return 0;
+    if (a->runtime) {
+        const struct q_meta_src *m = src->meta;
+        const char *rt = m && m->runtime ? m->runtime(m->ctx, w->runtime) : NULL;
+        if (!rt || strcmp(rt, a->runtime) != 0)
+            return 0;
+    }
+    return offer_loopwork(a->top, w);
+}
 
 static int on_record(void *arg, const struct q_rec_src *src, const struct d9_rec_hdr *rec,
                      size_t len)
 {
     struct scan_arg *a = arg;
+    if (a->lw) {
+        struct q_loopwork_iv w;
+        int r = q_loopwork_feed(a->lw, src, rec, len, &w);
+        if (r < 0 || (r == 1 && (r = on_loopwork(a, src, &w)) < 0))
+            return r;
+    }
     struct q_poll done;
     int rc = q_pair_feed(a->polls, src, rec, len, &done);
     if (rc == 1)
@@ -250,13 +317,17 @@ static void print(struct q_store *s, const struct cli_args *a, struct top_ctx *c
     for (size_t i = 0; i < c->n; i++) {
         const struct top_entry *e = &c->h[i];
         char loc[Q_LOC_TEXT_MAX], rt[80], t[48], d[32], th[32], pt[32];
-        if (names) {
+        if (e->loopwork)
+            snprintf(loc, sizeof loc, "%s", Q_LOOPWORK_NAME);
+        else if (names)
             q_names_location(names, e->p.process_id, e->p.loc, loc, sizeof loc);
+        else
+            snprintf(loc, sizeof loc, "#%u", e->p.loc);
+        if (names) {
             q_names_runtime(names, e->p.process_id, e->p.runtime, rt, sizeof rt);
             q_names_thread(names, e->p.process_id, e->p.ring, e->p.generation, th,
                                    sizeof th);
         } else {
-            snprintf(loc, sizeof loc, "#%u", e->p.loc);
             snprintf(rt, sizeof rt, "#%u", (unsigned)e->p.runtime);
             th[0] = 0;
         }
@@ -271,6 +342,8 @@ static void print(struct q_store *s, const struct cli_args *a, struct top_ctx *c
             fputs(",\"thread\":", stdout);
             q_text_json(stdout, th, strlen(th));
             printf(",\"unfinished\":%s", e->unfinished ? "true" : "false");
+            if (e->loopwork)
+                printf(",\"loop_work\":true,\"cpu_samples\":%" PRIu64, e->samples);
             if (e->unfinished)
                 printf(",\"unfinished_why\":\"%s\"", q_pair_open_text(e->why));
             fputs("}\n", stdout);
@@ -283,7 +356,11 @@ static void print(struct q_store *s, const struct cli_args *a, struct top_ctx *c
         printf("%-4zu %11s  %-18s %-15s ", i + 1, dd, t, pt);
         q_text_escaped(stdout, rt, strlen(rt), false);
         int pad = 10 - (int)strlen(rt);
-        printf("%*s %6u %10" PRIu64 "  ", pad > 0 ? pad : 0, "", (unsigned)e->p.worker, e->p.task);
+        if (e->loopwork)
+            printf("%*s %6u %10s  ", pad > 0 ? pad : 0, "", (unsigned)e->p.worker, "-");
+        else
+            printf("%*s %6u %10" PRIu64 "  ", pad > 0 ? pad : 0, "", (unsigned)e->p.worker,
+                   e->p.task);
         q_text_escaped(stdout, loc, strlen(loc), false);
         if (e->unfinished)
             printf("  (unfinished, %s)", q_pair_open_text(e->why));
@@ -293,11 +370,13 @@ static void print(struct q_store *s, const struct cli_args *a, struct top_ctx *c
 }
 
 enum { TOP_OPT_RUNTIME = CLI_OPT_FIRST_PRIVATE, TOP_OPT_LOCATION, TOP_OPT_BY_LOCATION,
-       TOP_OPT_RAW };
+       TOP_OPT_RAW, TOP_OPT_LOOP_WORK, TOP_OPT_LOOP_WORK_MIN };
 
 struct top_opts {
     const char *runtime, *location;     /* NULL = any */
     bool by_location, raw;
+    bool loop_work;
+    uint64_t loop_work_min;             /* 0 = q_loopwork's default */
 };
 
 static int priv(struct cli_env *env, void *arg, int opt, const char *val)
@@ -316,6 +395,15 @@ static int priv(struct cli_env *env, void *arg, int opt, const char *val)
     case TOP_OPT_LOCATION:
         o->location = val;
         break;
+    case TOP_OPT_LOOP_WORK:
+        o->loop_work = true;
+        return 0;
+    case TOP_OPT_LOOP_WORK_MIN:
+        if (cli_parse_duration(val, &o->loop_work_min) != 0 || o->loop_work_min == 0) {
+            cli_usage_error(env, "--loop-work-min: expected a duration like 1ms, got '%s'", val);
+            return -1;
+        }
+        return 0;
     default:
         cli_usage_error(env, "unexpected option");
         return -1;
@@ -410,10 +498,12 @@ CLI_DECLARE_CMD(top_polls)
         { "location", 1, NULL, TOP_OPT_LOCATION },
         { "by-location", 0, NULL, TOP_OPT_BY_LOCATION },
         { "raw", 0, NULL, TOP_OPT_RAW },
+        { "loop-work", 0, NULL, TOP_OPT_LOOP_WORK },
+        { "loop-work-min", 1, NULL, TOP_OPT_LOOP_WORK_MIN },
         CLI_OPTE_END,
     };
     struct cli_args a;
-    struct top_opts o = { NULL, NULL, false, false };
+    struct top_opts o = { NULL, NULL, false, false, false, 0 };
     struct q_store *s = NULL;
     cli_args_init(&a);
     int rc = cli_getopt(env, &a, argc, argv, opts, usage, priv, &o);
@@ -423,6 +513,10 @@ CLI_DECLARE_CMD(top_polls)
         return cli_usage_error(env, "--raw needs --by-location");
     if (o.by_location && a.tid)
         return cli_usage_error(env, "--tid does not combine with --by-location");
+    if (o.by_location && o.loop_work)
+        return cli_usage_error(env, "--loop-work does not combine with --by-location");
+    if (o.loop_work_min && !o.loop_work)
+        return cli_usage_error(env, "--loop-work-min needs --loop-work");
     rc = cli_open_store(env, &s);
     if (!s)
         return rc;
@@ -431,9 +525,13 @@ CLI_DECLARE_CMD(top_polls)
         q_store_close(s);
         return rc;
     }
-    struct top_ctx top = { .limit = a.limit_set ? a.limit : CLI_LIMIT_DEFAULT };
-    struct scan_arg sa = { .top = &top };
-    if (q_pair_new(&sa.polls) < 0) {
+    struct top_ctx top = { .limit = a.limit_set ? a.limit : CLI_LIMIT_DEFAULT,
+                           .with_loopwork = o.loop_work };
+    struct scan_arg sa = { .top = &top, .runtime = o.runtime,
+                           .lw_location = !o.location || strstr(Q_LOOPWORK_NAME, o.location) };
+    if (q_pair_new(&sa.polls) < 0 ||
+        (o.loop_work && q_loopwork_new(&sa.lw, o.loop_work_min) < 0)) {
+        q_pair_free(sa.polls);
         q_store_close(s);
         return cli_fail(env, "out of memory");
     }
@@ -441,7 +539,8 @@ CLI_DECLARE_CMD(top_polls)
     struct q_filter f = {
         .pid = a.pid,
         .tid = a.tid,
-        .types = 1u << D9_REC_POLL_START | 1u << D9_REC_POLL_END,
+        .types = 1u << D9_REC_POLL_START | 1u << D9_REC_POLL_END |
+                 (o.loop_work ? Q_LOOPWORK_TYPES : 0),
         .gaps = true,                   /* never pair a poll across a block not read */
     };
     q_store_window_resolve(s, &a.win, a.pid, &f.from, &f.to);
@@ -461,7 +560,7 @@ CLI_DECLARE_CMD(top_polls)
         rc = cli_fail(env, "%s: scan failed (error %d)", env->store, r);
     } else if (top.n == 0) {
         char w[160];
-        fprintf(stderr, "d9 top-polls: no polls%s in %s%s\n",
+        fprintf(stderr, "d9 top-polls: no polls%s%s in %s%s\n", o.loop_work ? " or loop work" : "",
                 a.tid || o.runtime || o.location ? " matching --tid/--runtime/--location" : "",
                 cli_window_text(&a.win, q_store_live(s), w, sizeof w),
                 q_store_unsealed_hint(s, a.pid));
@@ -486,6 +585,7 @@ CLI_DECLARE_CMD(top_polls)
     if (st.lost && r >= 0)
         cli_warn_lost(s, env, a.pid, f.from, f.to, st.lost);
     q_pair_free(sa.polls);
+    q_loopwork_free(sa.lw);
     free(top.h);
     free(top.rt);
     q_store_close(s);

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "collector/store/store_hash.h"
+#include "collector/query/q_loopwork.h"
 #include "collector/query/q_names.h"
 #include "collector/query/q_pair.h"
 #include "collector/query/q_sched.h"
@@ -184,6 +185,13 @@ struct queue_ent {              /* key (process_id, runtime << 16 | worker) */
     uint64_t n, low, low_ts, rise, rise_from, rise_to, rise_lo, rise_hi, last;
 };
 
+struct lw_ent {                 /* key (process_id, runtime << 16 | worker) */
+    uint32_t pid;
+    uint64_t all, over, over_ns;    /* loop-work intervals; those >= loop_work_ns */
+    struct worst w;
+    struct loc_ent s;           /* the CPU samples inside (samples, ips) */
+};
+
 struct thr_sample {
     uint64_t ts, ip;
 };
@@ -212,6 +220,8 @@ struct q_find {
     struct q_pair *pair;
     struct q_wake *wake;
     struct q_sched *sched;
+    struct q_loopwork *lw;
+    struct tab lws;
     struct tab locs, wrks, queues, thrs, spawns, procs;
     struct proc_ent *lastp;     /* the procs entry of the last record (valid until the
                                    next insertion into procs: q_find_process clears it) */
@@ -231,6 +241,7 @@ const char *q_find_kind_name(enum q_find_kind k)
         [Q_FIND_IMBALANCE] = "imbalance",
         [Q_FIND_QUEUE_GROWTH] = "queue-growth",
         [Q_FIND_TASK_LEAK] = "task-leak",
+        [Q_FIND_LOOP_WORK] = "loop-work",
     };
     return (unsigned)k < Q_FIND_KIND_COUNT ? names[k] : "?";
 }
@@ -242,6 +253,7 @@ void q_find_opts_default(struct q_find_opts *o)
         .wake_delay_ns = Q_FIND_DEF_WAKE_DELAY_NS, .busy_pct = Q_FIND_DEF_BUSY_PCT,
         .idle_pct = Q_FIND_DEF_IDLE_PCT, .queue_growth = Q_FIND_DEF_QUEUE_RISE,
         .leak_age_ns = Q_FIND_DEF_LEAK_AGE_NS, .lost_min = Q_FIND_DEF_LOST_MIN,
+        .loop_work_ns = Q_FIND_DEF_LOOP_WORK_NS,
     };
 }
 
@@ -260,7 +272,11 @@ int q_find_new(struct q_find **out, const struct q_find_opts *o)
     tab_init(&f->thrs, sizeof(struct thr_ent));
     tab_init(&f->spawns, sizeof(struct spawn_ent));
     tab_init(&f->procs, sizeof(struct proc_ent));
-    if (q_pair_new(&f->pair) < 0 || q_wake_new(&f->wake) < 0 || q_sched_new(&f->sched) < 0) {
+    tab_init(&f->lws, sizeof(struct lw_ent));
+    if (!f->o.loop_work_ns)             /* 0 = the default */
+        f->o.loop_work_ns = Q_FIND_DEF_LOOP_WORK_NS;
+    if (q_pair_new(&f->pair) < 0 || q_wake_new(&f->wake) < 0 || q_sched_new(&f->sched) < 0 ||
+        q_loopwork_new(&f->lw, 0) < 0) {
         q_find_free(f);
         return -ENOMEM;
     }
@@ -278,6 +294,13 @@ void q_find_free(struct q_find *f)
             free(((struct loc_ent *)tab_val(h))->ips);
     }
     tab_free(&f->locs);
+    for (size_t i = 0; i < f->lws.cap; i++) {
+        struct slot_hdr *h = tab_slot(&f->lws, i);
+        if (h->used)
+            free(((struct lw_ent *)tab_val(h))->s.ips);
+    }
+    tab_free(&f->lws);
+    q_loopwork_free(f->lw);
     tab_free(&f->wrks);
     tab_free(&f->queues);
     tab_free(&f->thrs);
@@ -460,6 +483,27 @@ static int feed_sample(struct q_find *f, const struct q_rec_src *src, const stru
     return 0;
 }
 
+static int on_loopwork(struct q_find *f, const struct q_loopwork_iv *iv)
+{
+    struct lw_ent *l = tab_put(&f->lws, (uint64_t)iv->process_id,
+                               (uint64_t)iv->runtime << 16 | iv->worker);
+    if (!l)
+        return -ENOMEM;
+    l->pid = iv->pid;
+    l->all++;
+    uint64_t d = iv->end_ns - iv->start_ns;
+    if (d < f->o.loop_work_ns)
+        return 0;
+    l->over++;
+    l->over_ns += d;
+    worst_keep(&l->w, d, iv->start_ns, iv->end_ns, 0, iv->tid);
+    for (uint32_t i = 0; i < iv->nips; i++)
+        if (loc_sample(&l->s, iv->ips[i]) < 0)
+            return -ENOMEM;
+    l->s.samples += iv->samples - iv->nips;     /* past the interval's buffer: counted only */
+    return 0;
+}
+
 static size_t rec_min_len(uint16_t type)
 {
     switch (type) {
@@ -495,6 +539,10 @@ int q_find_feed(struct q_find *f, const struct q_rec_src *src, const struct d9_r
         p->last_ts = rec->ts;
     int r = q_sched_feed(f->sched, src, rec, len);
     if (r < 0)
+        return r;
+    struct q_loopwork_iv iv;
+    r = q_loopwork_feed(f->lw, src, rec, len, &iv);
+    if (r < 0 || (r == 1 && (r = on_loopwork(f, &iv)) < 0))
         return r;
     switch (rec->type) {
     case D9_REC_POLL_START:
@@ -725,6 +773,46 @@ static int find_waits(struct q_find *f, const struct q_find_namer *nm)
     return 0;
 }
 
+static int find_loopwork(struct q_find *f, const struct q_find_namer *nm)
+{
+    char a[32], b[32], c[32], rt[Q_FIND_NAME_MAX];
+    for (size_t i = 0; i < f->lws.cap; i++) {
+        struct slot_hdr *h = tab_slot(&f->lws, i);
+        if (!h->used)
+            continue;
+        const struct lw_ent *l = tab_val(h);
+        if (!l->over)
+            continue;
+        struct q_finding *x = add(f, Q_FIND_LOOP_WORK, (int64_t)h->a, l->pid);
+        if (!x)
+            return -ENOMEM;
+        x->runtime = (uint16_t)(h->b >> 16);
+        x->worker = (uint16_t)h->b;
+        x->tid = l->w.tid;
+        x->count = l->over;
+        x->of = l->all;
+        x->total_ns = x->lost_ns = l->over_ns;
+        x->max_ns = l->w.ns;
+        x->from_ns = l->w.from;
+        x->to_ns = l->w.to;
+        x->samples = l->s.samples;
+        worker_where(nm, x, rt, sizeof rt);
+        if (top_frames(nm, &l->s, x->process_id, x) < 0)
+            return -ENOMEM;
+        int o = snprintf(x->evidence, sizeof x->evidence,
+                         "%" PRIu64 " of %" PRIu64 " loop-work intervals >= %s: the loop's "
+                         "thread outside its callbacks and its wait (total %s, longest %s on "
+                         "tid %" PRIu32 "); %" PRIu64 " CPU samples inside",
+                         x->count, x->of, dur(f->o.loop_work_ns, a, sizeof a),
+                         dur(x->total_ns, b, sizeof b), dur(x->max_ns, c, sizeof c), x->tid,
+                         x->samples);
+        for (unsigned k = 0; k < x->nframes && o > 0 && (size_t)o < sizeof x->evidence; k++)
+            o += snprintf(x->evidence + o, sizeof x->evidence - (size_t)o, "%s%s %" PRIu64,
+                          k ? ", " : ": ", x->frames[k].name, x->frames[k].samples);
+    }
+    return 0;
+}
+
 static int find_queues(struct q_find *f, const struct q_find_namer *nm)
 {
     char a[32], rt[Q_FIND_NAME_MAX];
@@ -950,7 +1038,8 @@ int q_find_finish(struct q_find *f, const struct q_find_namer *nm)
     int r;
     if ((r = find_crashes(f, nm)) < 0 || (r = find_lost(f)) < 0 || (r = find_locs(f, nm)) < 0 ||
         (r = find_waits(f, nm)) < 0 || (r = find_imbalance(f, nm)) < 0 ||
-        (r = find_queues(f, nm)) < 0 || (r = find_leaks(f, nm)) < 0)
+        (r = find_queues(f, nm)) < 0 || (r = find_leaks(f, nm)) < 0 ||
+        (r = find_loopwork(f, nm)) < 0)
         return r;
     if (f->n)
         qsort(f->v, f->n, sizeof *f->v, by_rank);
@@ -1043,6 +1132,10 @@ int q_find_run(struct q_find *f, struct q_store *s, uint32_t pid, uint64_t from,
         struct slot_hdr *h = tab_slot(&f->locs, i);
         want_frames = h->used && ((struct loc_ent *)tab_val(h))->nips > 0;
     }
+    for (size_t i = 0; i < f->lws.cap && !want_frames; i++) {
+        struct slot_hdr *h = tab_slot(&f->lws, i);
+        want_frames = h->used && ((struct lw_ent *)tab_val(h))->s.nips > 0;
+    }
     if (want_frames && q_sym_new(&nc.sym, s) == 0 && q_sym_load(nc.sym, pid, from, to, prog) < 0) {
         q_sym_free(nc.sym);
         nc.sym = NULL;
@@ -1068,7 +1161,7 @@ void q_find_json(FILE *out, const struct q_finding *x, unsigned rank, const char
             ",\"total_ns\":%" PRIu64 ",\"max_ns\":%" PRIu64 ",\"lost_ns\":%" PRIu64
             ",\"from_ns\":%" PRIu64 ",\"to_ns\":%" PRIu64,
             x->task, x->count, x->of, x->total_ns, x->max_ns, x->lost_ns, x->from_ns, x->to_ns);
-    if (x->kind == Q_FIND_LONG_POLL) {
+    if (x->kind == Q_FIND_LONG_POLL || x->kind == Q_FIND_LOOP_WORK) {
         fprintf(out, ",\"samples\":%" PRIu64 ",\"frames\":[", x->samples);
         for (unsigned k = 0; k < x->nframes; k++) {
             fputs(k ? ",{\"name\":" : "{\"name\":", out);

@@ -38,6 +38,12 @@
  *                spawned >= leak_age_ns before their process's last record
  *                in the window, per spawn location. Time lost: the age of
  *                the oldest one at that last record.
+ *   loop-work    a worker's loop-work intervals (q_loopwork.h: its
+ *                thread's time outside callbacks and outside its wait, as
+ *                Neovim's scheduled work) lasting >= loop_work_ns, with the
+ *                thread's CPU samples inside them by innermost frame (the
+ *                top Q_FIND_FRAMES names). Time lost: the sum of those
+ *                intervals.
  *
  * Ranking (q_find_list): crashes first, then lost records (they qualify
  * every other finding), then by time lost, largest first; ties by kind,
@@ -67,6 +73,7 @@
 #define Q_FIND_DEF_QUEUE_RISE   100ull                   /* tasks */
 #define Q_FIND_DEF_LEAK_AGE_NS    (1000ull * 1000000ull)
 #define Q_FIND_DEF_LOST_MIN     1ull
+#define Q_FIND_DEF_LOOP_WORK_NS   (10ull * 1000000ull)     /* outside callbacks and the wait */
 
 #define Q_FIND_FRAMES         3u       /* top frames kept per long-poll location */
 #define Q_FIND_POLL_SAMPLES   64u      /* samples buffered per open poll (more: counted only) */
@@ -83,6 +90,7 @@ enum q_find_kind {
     Q_FIND_IMBALANCE,
     Q_FIND_QUEUE_GROWTH,
     Q_FIND_TASK_LEAK,
+    Q_FIND_LOOP_WORK,
     Q_FIND_KIND_COUNT,
 };
 /* "crash", "lost-records", "long-poll", ... (as above). */
@@ -92,6 +100,7 @@ struct q_find_opts {
     uint64_t long_poll_ns, sched_wait_ns, wake_delay_ns;
     double busy_pct, idle_pct;
     uint64_t queue_growth, leak_age_ns, lost_min;
+    uint64_t loop_work_ns;
 };
 void q_find_opts_default(struct q_find_opts *o);
 
@@ -113,7 +122,7 @@ struct q_finding {
     uint64_t total_ns, max_ns;      /* sum and largest of the instances */
     uint64_t lost_ns;               /* the ranking key (see the kinds) */
     uint64_t from_ns, to_ns;        /* the worst instance: where to look */
-    uint64_t samples;               /* long-poll: CPU samples inside the polls */
+    uint64_t samples;               /* long-poll, loop-work: CPU samples inside */
     unsigned nframes;
     struct q_find_frame frames[Q_FIND_FRAMES];
     char where[Q_FIND_NAME_MAX];    /* location, "runtime web worker 2", "pid 10" */

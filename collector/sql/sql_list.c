@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "collector/query/q_loopwork.h"
 #include "collector/query/q_sched.h"
 #include "collector/sql/sql_list.h"
 #include "collector/sql/sql_val.h"
@@ -240,6 +241,55 @@ static int workers_fill(struct cur *c)
     return rc < 0 ? rc : 0;
 }
 
+struct lw_fill {
+    struct cur *c;
+    struct q_loopwork *lw;
+};
+
+static int on_loopwork(void *arg, const struct q_rec_src *src, const struct d9_rec_hdr *rec,
+                       size_t len)
+{
+    struct lw_fill *a = arg;
+    struct cur *c = a->c;
+    struct q_loopwork_iv w;
+    int rc = q_loopwork_feed(a->lw, src, rec, len, &w);
+    if (rc <= 0)
+        return rc;
+    struct mval *r = sql_list_row_add(c);
+    if (!r)
+        return -ENOMEM;
+    sql_list_mv_int(&r[0], w.pid);
+    sql_list_mv_int(&r[1], w.tid);
+    rc = sql_list_mv_str(&r[2], q_names_runtime(c->vt->ctx->names, w.process_id, w.runtime,
+                                                c->text, sizeof c->text));
+    sql_list_mv_int(&r[3], w.worker);
+    sql_list_mv_u64(&r[4], w.start_ns);
+    sql_list_mv_u64(&r[5], w.end_ns);
+    sql_list_mv_u64(&r[6], w.end_ns - w.start_ns);
+    sql_list_mv_u64(&r[7], w.samples);
+    sql_list_mv_key(c, r, (uint64_t)w.process_id, w.tid, w.start_ns);
+    return rc < 0 ? rc : 0;
+}
+
+/* The loop work of the store (of c->f.pid), as q_loopwork defines it. */
+static int loopwork_fill(struct cur *c)
+{
+    struct sql_vtab *v = c->vt->ctx;
+    struct lw_fill a = { c, NULL };
+    if (q_loopwork_new(&a.lw, 0) < 0)
+        return -ENOMEM;
+    struct q_filter f = { .from = 0, .to = UINT64_MAX, .pid = c->f.pid,
+                          .types = Q_LOOPWORK_TYPES, .gaps = true };
+    struct q_scan_stats st;
+    int rc = q_scan(v->s, &f, on_loopwork, &a, &st, v->prog);
+    v->st.blocks += st.blocks;
+    v->st.records += st.records;
+    v->st.bad_blocks += st.bad_blocks;
+    v->st.missing_segments += st.missing_segments;
+    q_loopwork_free(a.lw);
+    return rc < 0 ? rc : 0;
+}
+
 int sql_list_fill(struct cur *c)
 {
     struct sql_vtab *v = c->vt->ctx;
@@ -268,6 +318,10 @@ int sql_list_fill(struct cur *c)
     case K_WORKERS:
         c->ncols = 17 + 1;
         rc = workers_fill(c);
+        break;
+    case K_LOOP_WORK:
+        c->ncols = 8 + 1;
+        rc = loopwork_fill(c);
         break;
     default:
         break;

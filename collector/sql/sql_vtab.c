@@ -133,6 +133,14 @@ static const struct tab_def defs[] = {
       C_PID, C_TID, C_TS, -1, 0xffffffffu & ~T(D9_REC_PAD), true, true,
       "every record of the programs decoded: type name, custom event name, fields as a JSON "
       "object" },
+    { "loop_work", K_LOOP_WORK,
+      "pid INTEGER, tid INTEGER, runtime TEXT, worker INTEGER, start_ns INTEGER, "
+      "end_ns INTEGER, dur_ns INTEGER, cpu_samples INTEGER",
+      0, -1, -1, -1, 0, false, false,
+      "loop work (as top-polls --loop-work): a loop thread's time outside its callbacks and "
+      "its wait, >= 1 ms, from the record that leaves a poll or the wait to the next that "
+      "enters one; cpu_samples = the thread's CPU samples inside (cpu_samples rows of its tid "
+      "with ts_ns between start_ns and end_ns)" },
 };
 #define NDEFS (sizeof defs / sizeof defs[0])
 

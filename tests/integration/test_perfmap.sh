@@ -27,10 +27,11 @@ setTimeout(() => {
 }, 10);
 JS
 # traced PREFIX [node args]: runs node (exec keeps the shell's pid, so
-# $T/PREFIX.pre can place /tmp/perf-PID.map before node starts); pid in $T/PREFIX.pid
+# $T/PREFIX.pre can place /tmp/perf-PID.map before node starts; in $T, where
+# node leaves its isolate-*-v8.log); pid in $T/PREFIX.pid
 traced() {
     _p=$1; shift
-    DIAL9_LOOP=epoll LD_PRELOAD=$PRELOAD sh -c 'echo $$ >"$0.pid"; [ -f "$0.pre" ] && . "$0.pre"; exec node "$@"' \
+    DIAL9_LOOP=epoll LD_PRELOAD=$PRELOAD sh -c 'cd "$T" && echo $$ >"$0.pid"; [ -f "$0.pre" ] && . "$0.pre"; exec node "$@"' \
         "$T/$_p" "$@" >"$T/$_p.out" 2>&1
 }
 exited() { d9 flush >/dev/null 2>&1; d9 ps --format jsonl 2>/dev/null | grep -q "\"pid\":$1,.*\"state\":\"exited"; }

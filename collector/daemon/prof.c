@@ -23,6 +23,7 @@
 #include "collector/store/seg_writer.h"
 #include "collector/daemon/storedir.h"
 #include "collector/store/sym.h"
+#include "collector/store/perfmap.h"
 
 _Static_assert(SYM_MAP_SCHEMA_ID <= SEG_META_IDS_MAX, "d9.map schema id must be kept by readers");
 
@@ -40,6 +41,11 @@ struct prof {
     uint8_t *mbuf;              /* MAPS_BUF_SIZE */
     uint64_t lost;              /* samples that could not be written */
     uint64_t open_errors;       /* perf_stats.open_errors already reported */
+    struct perfmap pm;          /* /tmp/perf-<pid>.map read so far */
+    size_t pm_sent;             /* entries of pm written to the current segment */
+    int pm_refused;             /* the file was refused: not read again */
+    uint64_t pm_bad;            /* skipped lines already reported */
+    int pm_full_logged;
 };
 
 /* CAS the region's sampler NONE -> PERF under the guard. Returns the mode
@@ -171,7 +177,57 @@ static int new_segment(struct proc *p, struct prof *pr)
     pr->seg = p->writer;
     pr->seg_opened_ns = seg_writer_opened_ns(p->writer);
     sym_maps_state_reset(&pr->maps);
+    pr->pm_sent = 0;            /* every segment names its JIT frames itself */
     return 0;
+}
+
+static const char *perfmap_why(long rc)
+{
+    switch (rc) {
+    case -ELOOP: return "a symlink";
+    case -EPERM: return "not owned by the process's uid";
+    case -EINVAL: return "not a regular file";
+    case -EFBIG: return "larger than 16 MiB";
+    default: return strerror((int)-rc);
+    }
+}
+
+/* Read what the process's perf map gained and write the entries the current
+ * segment lacks as JIT "d9.map" records. */
+static void write_perfmap(struct proc *p, struct storedir *st, struct prof *pr, uint64_t now)
+{
+    if (!pr->pm_refused) {
+        long rc = perfmap_poll(&pr->pm, p->pid, p->uid, NULL);
+        if (rc < 0) {
+            pr->pm_refused = 1;
+            col_log(COL_LOG_WARN, "pid %u: perf map %s/perf-%u.map refused (%s): its JIT "
+                    "frames stay unnamed", p->pid, PERFMAP_DIR, p->pid, perfmap_why(rc));
+        }
+        if (pr->pm.bad > pr->pm_bad) {
+            col_log_limited(&p->rl, COL_LOG_WARN, "pid %u: perf map: %" PRIu64
+                            " malformed lines ignored", p->pid, pr->pm.bad - pr->pm_bad);
+            pr->pm_bad = pr->pm.bad;
+        }
+        if (pr->pm.full && !pr->pm_full_logged) {
+            pr->pm_full_logged = 1;
+            col_log(COL_LOG_WARN, "pid %u: perf map: more than %u entries, the rest ignored",
+                    p->pid, PERFMAP_ENTRIES_MAX);
+        }
+    }
+    while (pr->pm_sent < pr->pm.n) {
+        size_t w = 0, i = pr->pm_sent;
+        for (; i < pr->pm.n; i++) {
+            const struct perfmap_entry *e = &pr->pm.e[i];
+            long n = sym_jit_encode(e->start, e->end, e->name, now, &pr->maps, pr->mbuf + w,
+                                    MAPS_BUF_SIZE - w);
+            if (n < 0)
+                break;
+            w += (size_t)n;
+        }
+        if (w == 0 || write_block(p, st, SYM_SEG_RING, 0, pr->mbuf, w, now) != 0)
+            return;             /* again on the next maps pass */
+        pr->pm_sent = i;
+    }
 }
 
 static void write_maps(struct proc *p, struct storedir *st, struct prof *pr, uint64_t now)
@@ -256,6 +312,7 @@ void prof_pass(struct proc *p, struct storedir *st, uint64_t now, int final)
     if (maps_due) {
         pr->last_maps_ns = now;
         write_maps(p, st, pr, now);
+        write_perfmap(p, st, pr, now);
     }
     while (n > 0 || lost > 0) {
         if (n == 0) {           /* only drops to report: an empty block carries them */
@@ -284,6 +341,7 @@ void prof_free(struct proc *p)
     perf_proc_close(pr->pp);
     free(pr->buf);
     free(pr->mbuf);
+    perfmap_free(&pr->pm);
     free(pr);
     p->prof = NULL;
 }

@@ -900,6 +900,20 @@ long sym_maps_emit(uint32_t pid, uint64_t now_ns, struct sym_maps_state *st,
     return r;
 }
 
+long sym_jit_encode(uint64_t start, uint64_t end, const char *name, uint64_t now_ns,
+                    struct sym_maps_state *st, uint8_t *out, size_t cap)
+{
+    char path[SYM_PATH_MAX];
+    snprintf(path, sizeof path, "%s%s", SYM_JIT_PREFIX, name);
+    size_t need = map_record(NULL, 0, 0, 0, 0, "", path);
+    if (need > cap)
+        return -ENOBUFS;
+    map_record(out, now_ns, start, end, 0, "", path);
+    uint32_t seq = st->seq++;
+    memcpy(out + 4, &seq, 4);
+    return (long)need;
+}
+
 int sym_map_schema_payload(uint8_t *out, size_t cap)
 {
     static const uint8_t types[] = { D9_FT_U64, D9_FT_U64, D9_FT_U64, D9_FT_STR, D9_FT_STR };
@@ -973,7 +987,70 @@ struct sym_resolver {
     uint64_t ktext;             /* recorded _text (0 = none recorded) */
     struct sym_kernel *k;
     int k_tried;
+    struct jit *jit;            /* SYM_JIT_PREFIX records, in the order added */
+    size_t njit, capjit;
+    uint32_t *jhash;            /* open addressing over jit (index + 1), 2 * capjit slots */
 };
+
+struct jit {
+    uint64_t start, end, h;
+    char name[256];
+};
+
+static uint64_t jit_hash(const struct sym_map_rec *m)
+{
+    uint64_t h = fnv(0xcbf29ce484222325ull, &m->start, 8);
+    h = fnv(h, &m->end, 8);
+    return fnv(h, m->path, strlen(m->path));
+}
+
+/* Add a JIT range once (every segment carries them all again). */
+static int jit_add(struct sym_resolver *r, const struct sym_map_rec *m)
+{
+    const char *name = m->path + strlen(SYM_JIT_PREFIX);
+    uint64_t h = jit_hash(m);
+    if (r->njit + 1 > r->capjit) {
+        size_t nc = r->capjit ? r->capjit * 2 : 256;
+        struct jit *nj = realloc(r->jit, nc * sizeof *nj);
+        if (!nj)
+            return -ENOMEM;
+        r->jit = nj;
+        uint32_t *nh = calloc(2 * nc, sizeof *nh);
+        if (!nh)
+            return -ENOMEM;
+        for (size_t i = 0; i < r->njit; i++) {
+            size_t s = r->jit[i].h & (2 * nc - 1);
+            while (nh[s])
+                s = (s + 1) & (2 * nc - 1);
+            nh[s] = (uint32_t)(i + 1);
+        }
+        free(r->jhash);
+        r->jhash = nh;
+        r->capjit = nc;
+    }
+    size_t mask = 2 * r->capjit - 1, s = h & mask;
+    for (; r->jhash[s]; s = (s + 1) & mask) {
+        const struct jit *o = &r->jit[r->jhash[s] - 1];
+        if (o->h == h && o->start == m->start && o->end == m->end && strcmp(o->name, name) == 0)
+            return 0;
+    }
+    struct jit *j = &r->jit[r->njit];
+    j->start = m->start;
+    j->end = m->end;
+    j->h = h;
+    snprintf(j->name, sizeof j->name, "%s", name);
+    r->jhash[s] = (uint32_t)(++r->njit);
+    return 0;
+}
+
+/* The newest JIT range containing ip, NULL if none. */
+static const char *jit_lookup(const struct sym_resolver *r, uint64_t ip)
+{
+    for (size_t i = r->njit; i-- > 0;)
+        if (ip >= r->jit[i].start && ip < r->jit[i].end)
+            return r->jit[i].name;
+    return NULL;
+}
 
 int sym_resolver_new(struct sym_resolver **out, const char *root)
 {
@@ -996,6 +1073,8 @@ void sym_resolver_free(struct sym_resolver *r)
         sym_elf_close(r->maps[i].elf);
     }
     free(r->maps);
+    free(r->jit);
+    free(r->jhash);
     sym_kernel_free(r->k);
     free(r);
 }
@@ -1011,6 +1090,8 @@ int sym_resolver_add(struct sym_resolver *r, const struct sym_map_rec *m)
         r->ktext = m->start;
         return 0;
     }
+    if (strncmp(m->path, SYM_JIT_PREFIX, strlen(SYM_JIT_PREFIX)) == 0)
+        return m->start < m->end ? jit_add(r, m) : 0;
     for (size_t i = 0; i < r->n; i++) {
         const struct sym_map_rec *o = &r->maps[i].m;
         if (o->start == m->start && o->end == m->end && o->pgoff == m->pgoff &&
@@ -1105,6 +1186,18 @@ int sym_resolve(struct sym_resolver *r, uint64_t ip, int kernel_hint, char *buf,
         struct rmap *rm = &r->maps[i];
         if (ip < rm->m.start || ip >= rm->m.end)
             continue;
+        if (rm->m.path[0] != '/') {
+            /* anonymous memory: JIT code if the perf map names it */
+            const char *jn = jit_lookup(r, ip);
+            if (jn) {
+                put_name(buf, cap, jn, "");
+                return 0;
+            }
+            if (rm->m.path[0] == 0) {
+                snprintf(buf, cap, "[anon]+0x%llx", (unsigned long long)ip);
+                return 0;
+            }
+        }
         uint64_t fo = ip - rm->m.start + rm->m.pgoff, va;
         if (!rm->tried)
             rmap_load(r, rm);
@@ -1125,6 +1218,11 @@ int sym_resolve(struct sym_resolver *r, uint64_t ip, int kernel_hint, char *buf,
         char tmp[300];
         snprintf(tmp, sizeof tmp, "%s+0x%llx", base, (unsigned long long)fo);
         put_name(buf, cap, tmp, "");
+        return 0;
+    }
+    const char *jn = jit_lookup(r, ip);
+    if (jn) {
+        put_name(buf, cap, jn, "");
         return 0;
     }
     snprintf(buf, cap, "[unknown]");

@@ -43,6 +43,10 @@
                                                    agents assign schema ids densely from 1 */
 #define SYM_MAP_SCHEMA_NAME     "d9.map"
 #define SYM_KERNEL_PATH         "[kernel.kallsyms]"
+/* A "d9.map" record whose path starts with this is a JIT/interpreter code
+ * range named by the process's perf map (perfmap.h): [start, end) is the
+ * code, the rest of the path its name. */
+#define SYM_JIT_PREFIX          "[jit]"
 #define SYM_BUILD_ID_MAX        64u             /* bytes */
 #define SYM_DEBUG_DIR           "/usr/lib/debug/.build-id"
 /* The ELF section every agent trampoline is placed in (D9_TRAMP_SECTION,
@@ -140,6 +144,11 @@ long sym_maps_emit(uint32_t pid, uint64_t now_ns, struct sym_maps_state *st,
 long sym_maps_encode(const struct sym_map *m, size_t n, const char *root, uint64_t kernel_text,
                      uint64_t now_ns, struct sym_maps_state *st, uint8_t *out, size_t cap);
 
+/* One JIT "d9.map" record [start, end) named name (SYM_JIT_PREFIX is
+ * added; seq from st) into out[0, cap). Returns bytes, or -ENOBUFS. */
+long sym_jit_encode(uint64_t start, uint64_t end, const char *name, uint64_t now_ns,
+                    struct sym_maps_state *st, uint8_t *out, size_t cap);
+
 /* The META schema entry payload describing "d9.map" (for seg_writer_add_meta,
  * so generic decoders can print the records). Returns bytes or -errno. */
 int sym_map_schema_payload(uint8_t *out, size_t cap);
@@ -165,7 +174,9 @@ void sym_resolver_debug_dir(struct sym_resolver *r, const char *dir);
 int sym_resolver_add(struct sym_resolver *r, const struct sym_map_rec *m);
 /*
  * Name of the frame at ip into buf: "func", "file+0xoff" (mapping known, no
- * symbol), "func_[k]" / "[kernel]" (kernel), "[unknown]" otherwise.
+ * symbol), the perf map's name of a JIT range (SYM_JIT_PREFIX records) when
+ * ip is in anonymous or unmapped memory, "[anon]+0xADDR" in anonymous
+ * memory no perf map names, "func_[k]" / "[kernel]" (kernel), "[unknown]" otherwise.
  * kernel_hint: the frame came from the kernel part of the callchain.
  * Returns 1 when ip is in a SYM_TRAMP_SECTION section of its file (a shim
  * trampoline: readers drop the frame; buf still gets its name), else 0.

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "collector/cli/cli.h"
+#include "collector/cli/cli_live.h"
 #include "collector/query/q_find.h"
 
 #define FIND_URL_MAX   512u
@@ -89,6 +90,7 @@ static const char usage[] =
 "    --queue-growth N     a depth rise, in tasks (default 100).\n"
 "    --leak-age DUR       a task's age before it counts as leaked (default 1s).\n"
 "    --lost-min N         records lost before it is a finding (default 1).\n"
+CLI_HELP_NO_FLUSH
 "\n"
 CLI_HELP_WINDOW "\n" CLI_HELP_COMMON "\n"
 "EXAMPLES\n"
@@ -212,7 +214,7 @@ CLI_DECLARE_CMD(findings)
         { "leak-age", 1, NULL, OPT_LEAK_AGE },
         { "lost-min", 1, NULL, OPT_LOST_MIN },
         { "serve-url", 1, NULL, OPT_SERVE_URL },
-        CLI_OPTE_END,
+        CLI_OPTE_NO_FLUSH, CLI_OPTE_END,
     };
     struct find_args o = { .url = "http://" CLI_SERVE_LISTEN };
     q_find_opts_default(&o.q);
@@ -225,6 +227,8 @@ CLI_DECLARE_CMD(findings)
         return cli_usage_error(env, "--idle-pct %.0f must be below --busy-pct %.0f",
                                o.q.idle_pct, o.q.busy_pct);
     struct q_store *s;
+    if (!a.no_flush)
+        cli_live_refresh(env);
     if ((rc = cli_open_store(env, &s)) != CLI_EXIT_OK)
         return rc;
     struct q_find *f;

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "collector/cli/cli.h"
+#include "collector/cli/cli_live.h"
 #include "collector/query/q_names.h"
 #include "collector/query/q_scan.h"
 #include "collector/query/q_sched.h"
@@ -59,6 +60,7 @@ static const char usage[] =
 "OPTIONS\n"
 "    --pid PID       only workers of this process.\n"
 "    --format FMT    text (default) or jsonl.\n"
+CLI_HELP_NO_FLUSH
 "\n"
 CLI_HELP_WINDOW "\n" CLI_HELP_COMMON "\n"
 "EXAMPLES\n"
@@ -121,7 +123,7 @@ CLI_DECLARE_CMD(sched)
 {
     static const struct option opts[] = {
         CLI_OPTE_HELP, CLI_OPTE_STORE, CLI_OPTE_PID, CLI_OPTE_WINDOW, CLI_OPTE_FORMAT,
-        CLI_OPTE_END,
+        CLI_OPTE_NO_FLUSH, CLI_OPTE_END,
     };
     struct cli_args a;
     struct q_store *s;

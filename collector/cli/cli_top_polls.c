@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "collector/cli/cli.h"
+#include "collector/cli/cli_live.h"
 #include "collector/query/q_pair.h"
 #include "collector/query/q_names.h"
 #include "collector/query/q_scan.h"
@@ -61,6 +62,7 @@ static const char usage[] =
 "                    line then counts only the matching polls.\n"
 "    --limit N       how many to list (default 20).\n"
 "    --format FMT    text (default) or jsonl.\n"
+CLI_HELP_NO_FLUSH
 "\n"
 CLI_HELP_WINDOW "\n" CLI_HELP_COMMON "\n"
 "EXAMPLES\n"
@@ -312,7 +314,7 @@ CLI_DECLARE_CMD(top_polls)
         CLI_OPTE_LIMIT, CLI_OPTE_FORMAT,
         { "runtime", 1, NULL, TOP_OPT_RUNTIME },
         { "location", 1, NULL, TOP_OPT_LOCATION },
-        CLI_OPTE_END,
+        CLI_OPTE_NO_FLUSH, CLI_OPTE_END,
     };
     struct cli_args a;
     struct top_opts o = { NULL, NULL };
@@ -321,6 +323,8 @@ CLI_DECLARE_CMD(top_polls)
     int rc = cli_getopt(env, &a, argc, argv, opts, usage, priv, &o);
     if (rc != 0)
         return rc > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+    if (!a.no_flush)
+        cli_live_refresh(env);
     rc = cli_open_store(env, &s);
     if (!s)
         return rc;

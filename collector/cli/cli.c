@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "collector/cli/cli.h"
+#include "collector/cli/cli_live.h"
 #include "collector/query/q_store.h"
 #include "shm/paths.h"
 #include "shm/record.h"
@@ -202,6 +203,9 @@ int cli_common_opt(struct cli_env *env, struct cli_args *a, int opt, char **argv
             return -1;
         }
         return 0;
+    case CLI_OPT_NO_FLUSH:
+        a->no_flush = true;
+        return 0;
     case 'o':
         if (!optarg || !*optarg) {
             cli_usage_error(env, "-o: empty file name");
@@ -275,6 +279,11 @@ int cli_begin(struct cli_env *env, struct cli_args *a, int argc, char **argv,
     int rc = cli_getopt(env, a, argc, argv, opts, usage, NULL, NULL);
     if (rc != 0)
         return rc > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+    bool live = false;
+    for (const struct option *o = opts; o->name; o++)
+        live |= o->val == CLI_OPT_NO_FLUSH;
+    if (live && !a->no_flush)
+        cli_live_refresh(env);
     return cli_open_store(env, s);
 }
 

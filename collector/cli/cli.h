@@ -95,6 +95,7 @@ enum cli_opt_id {
     CLI_OPT_FORMAT,
     CLI_OPT_TYPE,
     CLI_OPT_OUTPUT,
+    CLI_OPT_NO_FLUSH,               /* reading commands: no live refresh (cli_live.h) */
     CLI_OPT_FIRST_PRIVATE = 1100,   /* subcommand-specific ids start here */
 };
 
@@ -112,6 +113,7 @@ enum cli_opt_id {
 #define CLI_OPTE_FORMAT   { "format", 1, NULL, CLI_OPT_FORMAT }
 #define CLI_OPTE_TYPE     { "type", 1, NULL, CLI_OPT_TYPE }
 #define CLI_OPTE_OUTPUT   { "output", 1, NULL, 'o' }
+#define CLI_OPTE_NO_FLUSH { "no-flush", 0, NULL, CLI_OPT_NO_FLUSH }
 #define CLI_OPTE_END      { NULL, 0, NULL, 0 }
 
 enum cli_format { CLI_FMT_TEXT = 0, CLI_FMT_JSONL = 1 };
@@ -126,6 +128,7 @@ struct cli_args {
     enum cli_format format;
     uint32_t types;                 /* bit (1 << type); 0 = every type */
     const char *output;             /* -o FILE, NULL = stdout */
+    bool no_flush;                  /* --no-flush: no live refresh before reading */
     bool help;
 };
 
@@ -179,7 +182,9 @@ void cli_warn_lost(struct q_store *s, const struct cli_env *env, uint32_t pid, u
 int cli_open_store(const struct cli_env *env, struct q_store **out);
 
 /* The common start of a subcommand that only takes common options and reads
- * the store: cli_args_init, cli_getopt (no private options), cli_open_store.
+ * the store: cli_args_init, cli_getopt (no private options), the live
+ * refresh (cli_live.h) when opts lists --no-flush and it was not given,
+ * cli_open_store.
  * On return *s is the open store (rc CLI_EXIT_OK: go on), or NULL and rc is
  * what the subcommand returns (--help printed, usage error, no store). */
 int cli_begin(struct cli_env *env, struct cli_args *a, int argc, char **argv,

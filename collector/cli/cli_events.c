@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "collector/cli/cli.h"
+#include "collector/cli/cli_live.h"
 #include "collector/query/q_decode.h"
 #include "collector/query/q_scan.h"
 
@@ -50,6 +51,7 @@ static const char usage[] =
 "                    d9 flame) and are shown only when --event names them.\n"
 "    --format FMT    text (default) or jsonl.\n"
 "    --limit N       stop after N records (default: no limit).\n"
+CLI_HELP_NO_FLUSH
 "\n"
 CLI_HELP_WINDOW "\n" CLI_HELP_COMMON "\n"
 "EXAMPLES\n"
@@ -137,7 +139,7 @@ CLI_DECLARE_CMD(events)
     static const struct option opts[] = {
         CLI_OPTE_HELP, CLI_OPTE_STORE, CLI_OPTE_PID, CLI_OPTE_TID, CLI_OPTE_TYPE,
         CLI_OPTE_WINDOW, CLI_OPTE_FORMAT, CLI_OPTE_LIMIT,
-        { "event", 1, NULL, EV_OPT_EVENT }, CLI_OPTE_END,
+        { "event", 1, NULL, EV_OPT_EVENT }, CLI_OPTE_NO_FLUSH, CLI_OPTE_END,
     };
     struct cli_args a;
     cli_args_init(&a);
@@ -148,6 +150,8 @@ CLI_DECLARE_CMD(events)
     if (c.events && a.types == 0)
         a.types = 1u << D9_REC_CUSTOM;
     struct q_store *s;
+    if (!a.no_flush)
+        cli_live_refresh(env);
     if ((rc = cli_open_store(env, &s)) != CLI_EXIT_OK)
         return rc;
     c.wall = q_store_wall(s, &c.boot);

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "collector/cli/cli.h"
+#include "collector/cli/cli_live.h"
 #include "collector/cli/cli_parquet.h"
 #include "collector/export/exp_perfetto.h"
 #include "collector/export/exp_json.h"
@@ -88,6 +89,7 @@ static const char usage[] =
 "    --row-group-rows N  parquet: rows per row group (default 1048576, fewer\n"
 "                        if the values pass 64 MiB): smaller groups let engines\n"
 "                        skip more by their min/max statistics.\n"
+CLI_HELP_NO_FLUSH
 "\n"
 CLI_HELP_WINDOW "\n" CLI_HELP_COMMON "\n"
 "EXAMPLES\n"
@@ -174,7 +176,7 @@ CLI_DECLARE_CMD(export)
     static const struct option opts[] = {
         CLI_OPTE_HELP, CLI_OPTE_STORE, CLI_OPTE_PID, CLI_OPTE_WINDOW, CLI_OPTE_OUTPUT,
         { "format", 1, NULL, OPT_FORMAT }, { "row-group-rows", 1, NULL, OPT_ROW_GROUP },
-        CLI_OPTE_END,
+        CLI_OPTE_NO_FLUSH, CLI_OPTE_END,
     };
     struct cli_args a;
     struct q_store *s = NULL;
@@ -189,6 +191,8 @@ CLI_DECLARE_CMD(export)
     if (fmt == FMT_PARQUET && (!a.output || strcmp(a.output, "-") == 0))
         return cli_usage_error(env, "--format parquet writes a directory: give it with -o DIR");
     bool perfetto = fmt == FMT_PERFETTO;
+    if (!a.no_flush)
+        cli_live_refresh(env);
     rc = cli_open_store(env, &s);
     if (!s)
         return rc;

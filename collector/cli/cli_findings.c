@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "collector/cli/cli.h"
+#include "collector/cli/cli_live.h"
 #include "collector/query/q_find.h"
 
 #define FIND_URL_MAX   512u
@@ -96,6 +97,7 @@ static const char usage[] =
 "    --leak-age DUR       a task's age before it counts as leaked (default 1s).\n"
 "    --lost-min N         records lost before it is a finding (default 1).\n"
 "    --loop-work DUR      a loop-work interval (default 10ms).\n"
+CLI_HELP_NO_FLUSH
 "\n"
 CLI_HELP_WINDOW "\n" CLI_HELP_COMMON "\n"
 "EXAMPLES\n"
@@ -223,7 +225,7 @@ CLI_DECLARE_CMD(findings)
         { "lost-min", 1, NULL, OPT_LOST_MIN },
         { "serve-url", 1, NULL, OPT_SERVE_URL },
         { "loop-work", 1, NULL, OPT_LOOP_WORK },
-        CLI_OPTE_END,
+        CLI_OPTE_NO_FLUSH, CLI_OPTE_END,
     };
     struct find_args o = { .url = "http://" CLI_SERVE_LISTEN };
     q_find_opts_default(&o.q);
@@ -236,6 +238,8 @@ CLI_DECLARE_CMD(findings)
         return cli_usage_error(env, "--idle-pct %.0f must be below --busy-pct %.0f",
                                o.q.idle_pct, o.q.busy_pct);
     struct q_store *s;
+    if (!a.no_flush)
+        cli_live_refresh(env);
     if ((rc = cli_open_store(env, &s)) != CLI_EXIT_OK)
         return rc;
     struct q_find *f;

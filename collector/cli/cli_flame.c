@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "collector/cli/cli.h"
+#include "collector/cli/cli_live.h"
 #include "collector/query/q_flame.h"
 
 static const char usage[] =
@@ -64,6 +65,7 @@ static const char usage[] =
 "    --no-kernel     drop kernel frames.\n"
 "    --addresses     print raw addresses (0x...) instead of names.\n"
 "    -o, --output FILE  write to FILE instead of standard output.\n"
+CLI_HELP_NO_FLUSH
 "\n"
 CLI_HELP_WINDOW "\n" CLI_HELP_COMMON "\n"
 "EXAMPLES\n"
@@ -130,7 +132,7 @@ CLI_DECLARE_CMD(flame)
         { "count", 0, NULL, OPT_COUNT },
         { "no-kernel", 0, NULL, OPT_NO_KERNEL },
         { "addresses", 0, NULL, OPT_ADDRESSES },
-        CLI_OPTE_END,
+        CLI_OPTE_NO_FLUSH, CLI_OPTE_END,
     };
     struct flame_opts o = { .weight = -1 };
     struct cli_args a;
@@ -154,6 +156,8 @@ CLI_DECLARE_CMD(flame)
         }
     }
     struct q_store *s;
+    if (!a.no_flush)
+        cli_live_refresh(env);
     if ((rc = cli_open_store(env, &s)) != CLI_EXIT_OK) {
         if (out != stdout)
             fclose(out);

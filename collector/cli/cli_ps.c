@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "collector/cli/cli.h"
+#include "collector/cli/cli_live.h"
 #include "collector/query/q_store.h"
 
 static const char usage[] =
@@ -46,6 +47,7 @@ static const char usage[] =
 "    --pid PID       only this pid.\n"
 "    --format FMT    text (default, aligned columns) or jsonl (one JSON\n"
 "                    object per process).\n"
+CLI_HELP_NO_FLUSH
 "\n"
 CLI_HELP_WINDOW "\n" CLI_HELP_COMMON "\n"
 "EXAMPLES\n"
@@ -218,7 +220,7 @@ CLI_DECLARE_CMD(ps)
 {
     static const struct option opts[] = {
         CLI_OPTE_HELP, CLI_OPTE_STORE, CLI_OPTE_PID, CLI_OPTE_WINDOW, CLI_OPTE_FORMAT,
-        CLI_OPTE_END,
+        CLI_OPTE_NO_FLUSH, CLI_OPTE_END,
     };
     struct cli_args a;
     struct q_store *s;

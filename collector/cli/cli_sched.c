@@ -15,6 +15,7 @@
 #include <string.h>
 #include "collector/cli/cli.h"
 #include "collector/query/q_agg.h"
+#include "collector/cli/cli_live.h"
 #include "collector/query/q_names.h"
 #include "collector/query/q_scan.h"
 #include "collector/query/q_sched.h"
@@ -71,6 +72,7 @@ static const char usage[] =
 "    --raw           with --totals: the same totals from every record of\n"
 "                    the window, never the rollups (a check).\n"
 "    --format FMT    text (default) or jsonl.\n"
+CLI_HELP_NO_FLUSH
 "\n"
 CLI_HELP_WINDOW "\n" CLI_HELP_COMMON "\n"
 "EXAMPLES\n"
@@ -223,7 +225,7 @@ CLI_DECLARE_CMD(sched)
         CLI_OPTE_HELP, CLI_OPTE_STORE, CLI_OPTE_PID, CLI_OPTE_WINDOW, CLI_OPTE_FORMAT,
         { "totals", 0, NULL, SCHED_OPT_TOTALS },
         { "raw", 0, NULL, SCHED_OPT_RAW },
-        CLI_OPTE_END,
+        CLI_OPTE_NO_FLUSH, CLI_OPTE_END,
     };
     struct cli_args a;
     struct sched_opts o = { false, false };
@@ -234,6 +236,8 @@ CLI_DECLARE_CMD(sched)
         return rc > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
     if (o.raw && !o.totals)
         return cli_usage_error(env, "--raw needs --totals");
+    if (!a.no_flush)
+        cli_live_refresh(env);
     rc = cli_open_store(env, &s);
     if (!s)
         return rc;

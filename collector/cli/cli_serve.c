@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "collector/cli/cli.h"
+#include "collector/cli/cli_live.h"
 #include "collector/serve/serve_api.h"
 #include "collector/serve/serve_guard.h"
 #include "collector/serve/serve_pool.h"
@@ -76,7 +77,9 @@ static const char usage[] =
 "    longest polls, the scheduling-delay histogram per worker, a flame\n"
 "    graph of the window (CPU or off-CPU samples) and the custom events\n"
 "    (filter by name and field). With \"follow\" on, the\n"
-"    view moves with the newest data every second (a running collector).\n"
+"    view moves with the newest data every second (a running collector)\n"
+"    and tracks the newest live process; a page opened before any process\n"
+"    draws the first one when it appears.\n"
 "\n"
 "    API (GET, JSON): /api/processes; /api/timeline?pid=&width=[&from=&to=];\n"
 "    /api/events?pid=[&from=&to=&event=&field=&value=&limit=];\n"
@@ -104,6 +107,7 @@ static const char usage[] =
 "                        from another site (Origin header) gets 403 with the\n"
 "                        reason. Give the host's name when listening on a LAN\n"
 "                        address and browsing to it by name.\n"
+CLI_HELP_NO_FLUSH_SERVE
 "    --threads N         worker threads answering API requests (default 4,\n"
 "                        1..64), each with its own store handle. Flame graphs\n"
 "                        never take the last one, so a timeline is not held\n"
@@ -122,6 +126,7 @@ struct serve {
     struct serve_pool *pool;
     struct serve_guard guard;
     const struct cli_env *env;
+    struct cli_live *live;          /* NULL with --no-flush */
 };
 
 /* A request's life: the URI seen (MHD's URI callback), headers complete,
@@ -289,6 +294,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, on_arg, &a);
     if (a.bad)
         return error_reply(c, MHD_HTTP_BAD_REQUEST, a.why);
+    cli_live_poke(sv->live);        /* a reader is here: keep live data sealed */
     struct serve_job *j = &r->job;
     snprintf(j->path, sizeof j->path, "%s", url);
     j->p = a.p;
@@ -418,7 +424,7 @@ CLI_DECLARE_CMD(serve)
     static const struct option opts[] = {
         CLI_OPTE_HELP, CLI_OPTE_STORE, { "listen", 1, NULL, OPT_LISTEN },
         { "allow-host", 1, NULL, OPT_ALLOW_HOST }, { "threads", 1, NULL, OPT_THREADS },
-        CLI_OPTE_END,
+        CLI_OPTE_NO_FLUSH, CLI_OPTE_END,
     };
     struct cli_args a;
     static struct serve_opts o;     /* large (the allowed names): not on the stack */
@@ -433,6 +439,8 @@ CLI_DECLARE_CMD(serve)
     if (parse_listen(o.listen, &sin) < 0)
         return cli_usage_error(env, "--listen %s: expected IPv4ADDR:PORT", o.listen);
     struct q_store *s;
+    if (!a.no_flush)
+        cli_live_refresh(env);
     rc = cli_open_store(env, &s);
     if (!s)
         return rc;
@@ -461,6 +469,8 @@ CLI_DECLARE_CMD(serve)
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
     bool loopback = (ntohl(sin.sin_addr.s_addr) >> 24) == IN_LOOPBACKNET;
+    if (!a.no_flush)
+        sv.live = cli_live_start(env);
     struct MHD_Daemon *d = MHD_start_daemon(
         MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL,
         NULL, on_request, &sv,
@@ -475,6 +485,7 @@ CLI_DECLARE_CMD(serve)
         MHD_OPTION_END);
     if (!d) {
         close(lfd);
+        cli_live_stop(sv.live);
         serve_pool_stop(sv.pool);
         return cli_fail(env, "cannot start the HTTP server on %s", o.listen);
     }
@@ -490,6 +501,7 @@ CLI_DECLARE_CMD(serve)
     sigwait(&set, &sig);
     serve_pool_stop(sv.pool);       /* resumes every suspended connection */
     MHD_stop_daemon(d);
+    cli_live_stop(sv.live);
     close(lfd);
     return CLI_EXIT_OK;
 }

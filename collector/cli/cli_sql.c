@@ -22,6 +22,7 @@
 #include <string.h>
 #include <time.h>
 #include "collector/cli/cli.h"
+#include "collector/cli/cli_live.h"
 #include "collector/query/q_scan.h"
 #include "collector/sql/sql_guard.h"
 #include "collector/sql/sql_vtab.h"
@@ -111,6 +112,7 @@ static const char usage[] =
 "                    0: no limit). A query that needs more (a huge\n"
 "                    group_concat, a sort of every row kept in memory) stops\n"
 "                    with exit status 2.\n"
+CLI_HELP_NO_FLUSH
 "\n"
 CLI_HELP_COMMON "\n"
 "EXAMPLES\n"
@@ -520,7 +522,7 @@ CLI_DECLARE_CMD(sql)
         { "stats", 0, NULL, OPT_STATS },
         { "timeout", 1, NULL, OPT_TIMEOUT },
         { "memory-mb", 1, NULL, OPT_MEMORY },
-        CLI_OPTE_END,
+        CLI_OPTE_NO_FLUSH, CLI_OPTE_END,
     };
     struct sql_opts o = {
         .fmt = OUT_TABLE,
@@ -556,6 +558,8 @@ CLI_DECLARE_CMD(sql)
                             QUERY_MAX);
     }
     struct q_store *s;
+    if (!a.no_flush)
+        cli_live_refresh(env);
     int rc = cli_open_store(env, &s);
     if (rc != CLI_EXIT_OK) {
         free(q);

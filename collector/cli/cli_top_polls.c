@@ -25,6 +25,7 @@
 #include "collector/cli/cli.h"
 #include "collector/query/q_agg.h"
 #include "collector/query/q_loopwork.h"
+#include "collector/cli/cli_live.h"
 #include "collector/query/q_pair.h"
 #include "collector/query/q_names.h"
 #include "collector/query/q_scan.h"
@@ -93,6 +94,7 @@ static const char usage[] =
 "    --raw           with --by-location: from every record of the window,\n"
 "                    never the rollups (a check).\n"
 "    --format FMT    text (default) or jsonl.\n"
+CLI_HELP_NO_FLUSH
 "\n"
 CLI_HELP_WINDOW "\n" CLI_HELP_COMMON "\n"
 "EXAMPLES\n"
@@ -500,7 +502,7 @@ CLI_DECLARE_CMD(top_polls)
         { "raw", 0, NULL, TOP_OPT_RAW },
         { "loop-work", 0, NULL, TOP_OPT_LOOP_WORK },
         { "loop-work-min", 1, NULL, TOP_OPT_LOOP_WORK_MIN },
-        CLI_OPTE_END,
+        CLI_OPTE_NO_FLUSH, CLI_OPTE_END,
     };
     struct cli_args a;
     struct top_opts o = { NULL, NULL, false, false, false, 0 };
@@ -517,6 +519,8 @@ CLI_DECLARE_CMD(top_polls)
         return cli_usage_error(env, "--loop-work does not combine with --by-location");
     if (o.loop_work_min && !o.loop_work)
         return cli_usage_error(env, "--loop-work-min needs --loop-work");
+    if (!a.no_flush)
+        cli_live_refresh(env);
     rc = cli_open_store(env, &s);
     if (!s)
         return rc;

@@ -49,6 +49,7 @@
 #include <grp.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -595,13 +596,42 @@ static void free_status(D9__CollectorStatus *cs)
     free(cs->processes);
 }
 
-/* Only the processes the caller may see (ctl_server_may_see) are flushed. */
+/* 1 when the asker's store (its realpath, untrusted text) is the one this
+ * collector writes. Compared as text: the asker's path is never opened. */
+static int same_store(const struct col_ctx *x, const char *asked)
+{
+    char mine[PATH_MAX];
+    if (!realpath(x->store.dir, mine))
+        return strcmp(x->store.dir, asked) == 0;
+    return strcmp(mine, asked) == 0;
+}
+
+/* 1 when p's open segment is to be sealed by a flush with min_age_ns (0:
+ * every one; else only a segment opened at least that long ago). */
+static int flush_due(const struct proc *p, uint64_t min_age_ns, uint64_t now)
+{
+    if (min_age_ns == 0)
+        return 1;
+    uint64_t opened = seg_writer_opened_ns(p->writer);
+    return p->writer && now >= opened && now - opened >= min_age_ns;
+}
+
+/* Only the processes the caller may see (ctl_server_may_see) are flushed.
+ * A reader's refresh (store set, min_age_ns) flushes nothing for another
+ * store and seals only segments old enough. */
 static void handle_flush(struct col_ctx *x, const struct ctl_server_msg *m, D9__Reply *rep,
                          char *msg, size_t cap)
 {
     const D9__Flush *f = m->req->flush;
+    if (f->store && *f->store && !same_store(x, f->store)) {
+        rep->error = -EXDEV;
+        snprintf(msg, cap, "this collector writes another store: nothing flushed");
+        rep->message = msg;
+        return;
+    }
     /* pick up regions and exits first, so "flush after the workload ran" sees them */
     scan(x);
+    uint64_t now = shm_mono_ns();
     int failed = 0, n = 0, hidden = 0;
     for (struct proc *p = x->procs; p; p = p->next) {
         if (f->pid && p->pid != f->pid)
@@ -611,7 +641,7 @@ static void handle_flush(struct col_ctx *x, const struct ctl_server_msg *m, D9__
             continue;
         }
         n++;
-        if (!p->ended && flush_proc(x, p))
+        if (!p->ended && flush_due(p, f->min_age_ns, now) && flush_proc(x, p))
             failed++;
     }
     struct proc *p = x->procs;

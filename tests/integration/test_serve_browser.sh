@@ -113,4 +113,4 @@ while IFS= read -r line; do
         "FAIL "*) check "${line#FAIL }" false ;;
     esac
 done <"$T/drive.out"
-d9_finish
+d9_finish serve-browser

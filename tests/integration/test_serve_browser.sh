@@ -4,7 +4,7 @@
 # store whose findings are known (tool_store_findings). Loads the page,
 # waits for the data, clicks the long-poll finding and checks the selected
 # poll's details, zooms with W/S and fits with F, shift-drags a range and
-# checks its flame graph and summary, reloads the URL and gets the same view.
+# checks its flame graph and summary, searches a function, reloads the URL and gets the same view.
 # Screenshots are kept in $BUILD/test-artifacts/; with D9_SCREENSHOT=PATH
 # (`make screenshot`) the one of the finding is also written to PATH.
 . tests/integration/lib.sh
@@ -89,6 +89,11 @@ const span = u => { const q = new URL(u).searchParams; return +q.get("to") - +q.
     ok("shift-drag: the range's summary (polls, busy %, longest)", /polls [1-9][0-9]*, busy [0-9.]+% of 3 lanes/.test(sum) && /busy/.test(sum) && /longest 20\.00ms src\/slow\.c:7/.test(sum), sum);
     await page.screenshot({ path: art + "/serve-range.png" });
 
+    await page.fill("#search", "fast_handler");
+    await page.press("#search", "Enter");
+    await until(async () => (await json(page, "#seldrawn")).location === "src/fast.c:3 fast_handler");
+    const sr = await json(page, "#seldrawn");
+    ok("search by function selects a matching poll", sr.location === "src/fast.c:3 fast_handler", JSON.stringify(sr));
     const before = { url: page.url(), sel: await json(page, "#seldrawn"), sum };
     await page.reload();
     await page.waitForSelector("body[data-state=ready]", { timeout: 20000 });

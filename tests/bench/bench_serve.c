@@ -5,7 +5,8 @@
  * the index, then times what the page asks for, in process (the HTTP layer
  * only copies the buffer): the first paint (/api/processes plus the
  * whole-store timeline at 1600 px) and zooms (windows of 1/10 .. 1/100000
- * of the store at 1600 px), and reports the peak RSS.
+ * of the store at 1600 px), the findings panel (/api/findings of the whole
+ * store and of a 1/100 window), and reports the peak RSS.
  *
  * Usage: bench_serve DIR [RECORDS]   (DIR must not exist). Prints
  * "serve.<key> <value>" lines and a short table.
@@ -194,6 +195,18 @@ int main(int argc, char **argv)
         p.to = p.from + w;
         double z = timed(s, "/api/timeline", &p, &b2, mode, sizeof mode);
         printf("serve.zoom_scan_max_ms %.1f\nserve.zoom_scan_max_mode %s\n", z, mode);
+    }
+    /* the page's findings panel: /api/findings of the whole store (it reads
+     * every record of the process), then of a 1/100 window */
+    {
+        p.has_from = p.has_to = false;
+        double f = timed(s, "/api/findings", &p, &b2, NULL, 0);
+        printf("serve.findings_all_ms %.1f\nserve.findings_all_bytes %zu\n", f, b2);
+        p.has_from = p.has_to = true;
+        p.from = T0 + span / 3;
+        p.to = p.from + span / 100;
+        f = timed(s, "/api/findings", &p, &b2, NULL, 0);
+        printf("serve.findings_1_100_ms %.1f\nserve.findings_1_100_bytes %zu\n", f, b2);
     }
     printf("serve.rss_before_queries_kb %ld\nserve.rss_peak_kb %ld\n", rss0, rss_kb());
     q_store_close(s);

@@ -53,8 +53,9 @@ LDLIBS_AGENT := -lzmq -lprotobuf-c -pthread
 LDLIBS_COL   := -lzmq -lprotobuf-c -lsqlite3 -lcurl -lcrypto -lm -pthread
 # traced programs (demo, integration workloads): complete stacks for d9 flame
 FRAME_POINTERS := -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer
-# libzstd: the Parquet writer's page compression (collector/parquet/)
-LDLIBS_CLI   := $(LDLIBS_COL) -lmicrohttpd -lzstd
+# libzstd: the Parquet writer's page compression (collector/parquet/);
+# libstdc++: __cxa_demangle, C++ names in every output (collector/query/q_demangle.c)
+LDLIBS_CLI   := $(LDLIBS_COL) -lmicrohttpd -lzstd -lstdc++
 # libmicrohttpd: d9collectd's --metrics endpoint (collector/daemon/met_http.c)
 LDLIBS_DAEMON := $(LDLIBS_COL) -lmicrohttpd
 SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
@@ -188,6 +189,9 @@ $(BUILD)/tests/integration/prog_%_gxx: tests/integration/prog_%.cpp agent/d9.h $
 $(BUILD)/tests/integration/prog_%_clangxx: tests/integration/prog_%.cpp agent/d9.h $(AGENT_SO)
 	@mkdir -p $(dir $@)
 	clang++ $(CXX_PROG_FLAGS) -o $@ $< $(CXX_PROG_LINK)
+# C++ frames in CPU samples (test_demangle.sh): complete stacks
+$(BUILD)/tests/integration/prog_demangle_gxx $(BUILD)/tests/integration/prog_demangle_clangxx: \
+    CXX_PROG_FLAGS += $(FRAME_POINTERS)
 $(BUILD)/tests/integration/tool_%: tests/integration/tool_%.c $(COL_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $^ $(LDLIBS_CLI)

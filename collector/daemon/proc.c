@@ -14,9 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include "collector/daemon/drain.h"
 #include "collector/daemon/guard.h"
+#include "collector/daemon/pexit.h"
 #include "collector/store/idx.h"
 #include "collector/store/idx_read.h"
 #include "collector/daemon/proc.h"
@@ -155,6 +157,7 @@ int proc_adopt(const char *path, const char *file, uint32_t expected_uid,
     struct proc *p = calloc(1, sizeof *p);
     if (!p)
         return -ENOMEM;
+    p->pidfd = -1;
     int rc = g_map(path, expected_uid, &p->region, &p->geo);
     if (rc) {
         free(p);
@@ -171,6 +174,7 @@ int proc_adopt(const char *path, const char *file, uint32_t expected_uid,
     p->start_time = p->geo.start_time;
     snprintf(p->file, sizeof p->file, "%s", file);
     p->exit_code = -1;
+    p->pidfd = pexit_open(p->pid, p->start_time);
     p->host_cal = host_cal;
     if (p->geo.clock_source == D9_CLOCK_TSC && host_cal)
         p->cal = *host_cal;       /* until the region's own pairs are read */
@@ -267,6 +271,20 @@ int proc_finish(struct proc *p, struct storedir *st)
     else if (p->exit_status == (kind | val) && reason == SEG_EXIT_CRASHED &&
              kind == D9_EXIT_SIGNAL && val > 0)
         p->exit_code = (int32_t)val;
+    /* the kernel's wait status, where it has one, is the truth: it sees
+     * _exit(2) and SIGKILL, which the agent cannot (pexit.h) */
+    int ws;
+    if (!p->quarantined && !proc_alive(p) && pexit_status(p->pidfd, p->pid, &ws) == 0) {
+        if (WIFEXITED(ws)) {
+            state = "exited";
+            reason = SEG_EXIT_CLEAN;
+            p->exit_code = WEXITSTATUS(ws);
+        } else if (WIFSIGNALED(ws)) {
+            state = "crashed";
+            reason = SEG_EXIT_CRASHED;
+            p->exit_code = WTERMSIG(ws);
+        }
+    }
     if (drain_writer(p, st, now))
         return -EAGAIN;
     /* every thread still tracked ends with the process */
@@ -321,6 +339,8 @@ void proc_free(struct proc *p)
     if (p->writer)
         seg_writer_free(p->writer);
     prof_free(p);                      /* profiler */
+    if (p->pidfd >= 0)
+        close(p->pidfd);
     shm_region_close(&p->region);
     free(p->rings);
     free(p->meta);

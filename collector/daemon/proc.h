@@ -101,6 +101,7 @@ struct proc {
     int32_t exit_code;          /* exit code (exited) or signal (crashed), -1 unknown:
                                    from the goodbye or the region's exit_status */
     uint32_t exit_status;       /* d9_region_hdr.exit_status, last read (untrusted) */
+    int pidfd;                  /* pexit.h: the kernel's exit status, -1 = none */
     uint32_t region_state;      /* last seen d9_region_state */
 
     uint64_t records, bytes_written, lost, lag_bytes;

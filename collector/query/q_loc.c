@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "collector/query/q_demangle.h"
 #include "collector/query/q_loc.h"
 #include "collector/store/idx_read.h"
 #include "collector/store/seg_reader.h"
@@ -121,7 +122,7 @@ int q_loc_code(struct q_loc *c, const struct shm_meta_entry *e, char *where, siz
     sym_resolve(c->res, addr, 0, fn, sizeof fn);
     /* sym_resolve gives "file+0x..." or "[unknown]" when there is no symbol */
     if (fn[0] && fn[0] != '[' && !strchr(fn, '+'))
-        snprintf(what, fcap, "%s", fn);
+        q_demangle(fn, what, fcap);     /* after the check: "operator+" has one */
     return 1;
 }
 

@@ -12,6 +12,7 @@
 #include <string.h>
 #include "collector/store/store_hash.h"
 #include "collector/query/q_names.h"
+#include "collector/query/q_demangle.h"
 #include "collector/query/q_sym.h"
 #include "collector/store/sym.h"
 
@@ -225,8 +226,9 @@ static const struct name_ent *named(struct q_sym *y, int64_t process_id, uint64_
     if (!p)
         return NULL;
     char buf[Q_SYM_NAME_MAX];
+    char readable[Q_SYM_NAME_MAX];
     int hidden = sym_resolve(p->r, addr, kernel, buf, sizeof buf);
-    const char *name = pool_copy(y, buf);
+    const char *name = pool_copy(y, q_demangle(buf, readable, sizeof readable));
     if (!name)
         return NULL;
     y->e[j] = (struct name_ent){ process_id, addr, name, hidden == 1 };

@@ -19,7 +19,8 @@
  *     function belongs to it, not to the next one), except the innermost
  *     frame and the first user frame under kernel frames: those are where
  *     the thread was interrupted or entered the kernel, looked up exactly.
- * Names are cached per (process, address looked up): each is resolved once.
+ * Names are cached per (process, address looked up): each is resolved once,
+ * C++ names demangled (q_demangle.h).
  *
  * Must never: trust a record or a map (sym_map_decode validates, sym.c
  * treats ELF files as hostile), or fail a query for a name (an unknown

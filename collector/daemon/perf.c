@@ -916,5 +916,5 @@ void perf_proc_stats(const struct perf_proc *p, struct perf_stats *out)
     *out = p->st;
     out->threads = p->nth;
     out->kernel_frames = p->kernel;
-    unw_counts(p->unw, &out->dwarf_unwound, &out->dwarf_failed);
+    unw_counts(p->unw, &out->dwarf_unwound, &out->dwarf_failed, &out->dwarf_ns);
 }

@@ -111,6 +111,7 @@ struct perf_stats {
     uint64_t bad;               /* malformed perf records / ring resyncs */
     uint64_t dwarf_unwound;     /* samples unwound with DWARF CFI (--stack-mode dwarf) */
     uint64_t dwarf_failed;      /* samples whose pc was in no known object */
+    uint64_t dwarf_ns;          /* collector time spent unwinding them (CLOCK_MONOTONIC) */
     uint64_t open_errors;       /* threads we failed to open (other than vanished), e.g.
                                    -EMFILE: RLIMIT_NOFILE minus a reserve for the collector */
 };

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include "collector/daemon/unwind.h"
 
@@ -34,8 +35,15 @@ struct unw {
     size_t cur_len;
     uint64_t *out;
     uint16_t n, max;
-    uint64_t unwound, failed;
+    uint64_t unwound, failed, ns;
 };
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 /* $D9_DEBUG_DIR: a build-id tree as d9's --debug-dir (DIR/xx/rest.debug),
  * read at the first unw_open; "" = none. The drain thread only. */
@@ -177,11 +185,23 @@ void unw_close(struct unw *u)
     free(u);
 }
 
+static uint16_t unw_walk(struct unw *u, uint32_t tid, const uint8_t *regs, const uint8_t *stack,
+                         size_t stack_len, uint64_t *out, uint16_t max, uint64_t now_ns);
+
 uint16_t unw_sample(struct unw *u, uint32_t tid, const uint8_t *regs, const uint8_t *stack,
                     size_t stack_len, uint64_t *out, uint16_t max, uint64_t now_ns)
 {
     if (!u || !regs || !max)
         return 0;
+    uint64_t t0 = mono_ns();
+    uint16_t n = unw_walk(u, tid, regs, stack, stack_len, out, max, now_ns);
+    u->ns += mono_ns() - t0;
+    return n;
+}
+
+static uint16_t unw_walk(struct unw *u, uint32_t tid, const uint8_t *regs, const uint8_t *stack,
+                         size_t stack_len, uint64_t *out, uint16_t max, uint64_t now_ns)
+{
     uint64_t s[UNW_REGS_N];
     for (unsigned i = 0; i < UNW_REGS_N; i++)
         s[i] = rd64(regs + (size_t)i * 8);
@@ -212,8 +232,9 @@ uint16_t unw_sample(struct unw *u, uint32_t tid, const uint8_t *regs, const uint
     return u->n;
 }
 
-void unw_counts(const struct unw *u, uint64_t *unwound, uint64_t *failed)
+void unw_counts(const struct unw *u, uint64_t *unwound, uint64_t *failed, uint64_t *ns)
 {
     *unwound = u ? u->unwound : 0;
     *failed = u ? u->failed : 0;
+    *ns = u ? u->ns : 0;
 }

@@ -42,7 +42,8 @@ void unw_close(struct unw *u);
 uint16_t unw_sample(struct unw *u, uint32_t tid, const uint8_t *regs, const uint8_t *stack,
                     size_t stack_len, uint64_t *out, uint16_t max, uint64_t now_ns);
 
-/* Samples unwound / samples whose pc was in no module, for stats. */
-void unw_counts(const struct unw *u, uint64_t *unwound, uint64_t *failed);
+/* Samples unwound / samples whose pc was in no module / ns spent in
+ * unw_sample (module reports included), for stats. */
+void unw_counts(const struct unw *u, uint64_t *unwound, uint64_t *failed, uint64_t *ns);
 
 #endif

@@ -127,4 +127,6 @@ for mode in fp dwarf; do
         echo "$mode named: skipped (needs $NAMED, dnsperf, $PRELOAD)"
     fi
     col_stop
+    grep -o "samples unwound with DWARF CFI.*" "$T/col.log" | sed "s/^/$mode   collector log: /"
+    : >"$T/col.log"
 done

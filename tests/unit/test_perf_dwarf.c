@@ -181,10 +181,11 @@ static void test_unwind_own_stack(void **state)
     unwind_here(u);
     /* unwind_here, this test, cmocka's runner, ... main, libc */
     assert_true(g_frames >= 4);
-    uint64_t ok, failed;
-    unw_counts(u, &ok, &failed);
+    uint64_t ok, failed, ns;
+    unw_counts(u, &ok, &failed, &ns);
     assert_int_equal(ok, 1);
     assert_int_equal(failed, 0);
+    assert_true(ns > 0);
     unw_close(u);
 }
 

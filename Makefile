@@ -50,7 +50,8 @@ CFLAGS   += $(CSTD) $(OPT) $(WARN) -fPIC -pthread -fno-strict-aliasing $(CFLAGS_
 # packagers: `make deb` passes dpkg-buildflags' hardening through them.
 LDLIBS_AGENT := -lzmq -lprotobuf-c -pthread
 # libcurl (OpenSSL flavour) and libcrypto: the S3 client of collector/s3/
-LDLIBS_COL   := -lzmq -lprotobuf-c -lsqlite3 -lcurl -lcrypto -lm -pthread
+# libdw (elfutils libdwfl): d9collectd's DWARF unwinding, --stack-mode dwarf
+LDLIBS_COL   := -lzmq -lprotobuf-c -lsqlite3 -lcurl -lcrypto -lm -pthread -ldw -lelf
 # traced programs (demo, integration workloads): complete stacks for d9 flame
 FRAME_POINTERS := -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer
 # libzstd: the Parquet writer's page compression (collector/parquet/);

@@ -35,6 +35,7 @@ struct opt {
 
 static const char *const scope_names[] = { "auto", "cpu", "thread", NULL };
 static const char *const clock_names[] = { "auto", "tick", "cpu-clock", NULL };
+static const char *const stack_names[] = { "auto", "fp", "dwarf", NULL }; /* enum config_stack_mode */
 static const char *const doorbell_names[] = { "off", "on", NULL };   /* by enum config_doorbell */
 static const char *const onoff_names[] = { "off", "on", NULL };      /* by enum config_ship_parquet */
 
@@ -60,6 +61,8 @@ static const struct opt opts[] = {
       "auto, cpu or thread" },
     { "perf-clock",      OPT_ENUM,  OFF(perf_clock),      0, 0, clock_names,
       "auto, tick or cpu-clock" },
+    { "stack-mode",      OPT_ENUM,  OFF(stack_mode),      0, 0, stack_names,
+      "auto, fp or dwarf" },
     { "doorbell",        OPT_ENUM,  OFF(doorbell),        0, 0, doorbell_names, "on or off" },
     { "ship",            OPT_STR,   OFF(ship),            0, 0, NULL, NULL },
     { "s3-endpoint",     OPT_STR,   OFF(s3_endpoint),     0, 0, NULL, NULL },
@@ -585,6 +588,14 @@ void config_usage(FILE *f, const char *prog)
 "        context switch of a traced thread costs about 1.3 us more (about\n"
 "        0.3 %% of a busy 2-CPU workload at 99 Hz). auto: cpu when permitted,\n"
 "        else thread. Default: auto.\n"
+"    --stack-mode auto|fp|dwarf\n"
+"        How user stacks are taken. fp: the kernel walks frame pointers (a\n"
+"        program built without them shows its leaf frame only). dwarf: each\n"
+"        on-CPU sample also copies 16 KiB of the user stack and the user\n"
+"        registers, and the collector unwinds them with DWARF CFI (elfutils\n"
+"        libdwfl: .eh_frame, .debug_frame of debug files by build-id under\n"
+"        $D9_DEBUG_DIR, laid out as d9's --debug-dir, or /usr/lib/debug).\n"
+"        auto: dwarf. Default: auto.\n"
 "    --perf-clock auto|tick|cpu-clock\n"
 "        What the per-CPU events (--perf-scope cpu) take their samples on.\n"
 "        tick: the scheduler tick a busy CPU takes anyway (the tracepoint\n"

@@ -53,6 +53,13 @@ enum config_perf_clock {
     CONFIG_PERF_CLOCK_CPU,             /* a cpu-clock timer per CPU */
 };
 
+/* profiler: --stack-mode, how user stacks are taken (perf.h) */
+enum config_stack_mode {
+    CONFIG_STACK_AUTO,                 /* dwarf */
+    CONFIG_STACK_FP,                   /* the kernel's frame-pointer callchain only */
+    CONFIG_STACK_DWARF,                /* user stack copy + registers, unwound with DWARF CFI */
+};
+
 /* --doorbell */
 enum config_doorbell {
     CONFIG_DOORBELL_OFF,               /* the drain runs on its timer alone */
@@ -94,6 +101,7 @@ struct config {
     uint32_t switch_period;         /* profiler: sample 1 in N context switches, 0 = off */
     int perf_scope;                 /* enum config_perf_scope */
     int perf_clock;                 /* enum config_perf_clock */
+    int stack_mode;                 /* enum config_stack_mode */
     int doorbell;                   /* enum config_doorbell */
     int log_level;                  /* enum col_log_level */
     char ship[CONFIG_PATH_MAX];        /* "s3://BUCKET/PREFIX", "" = no shipping */

@@ -323,7 +323,9 @@ static int host_open(struct col_ctx *x)
             return EXIT_RUNTIME;
         }
     }
-    rc = perf_host_open(&x->perf_host, x->cfg.perf_freq, PERF_HOST_RING_PAGES_DEFAULT, use);
+    /* a dwarf sample carries a 16 KiB stack copy: rings 4 times larger */
+    rc = perf_host_open(&x->perf_host, x->cfg.perf_freq,
+                        PERF_HOST_RING_PAGES_DEFAULT * (perf_stack_dwarf() ? 4u : 1u), use);
     if (rc && use && x->cfg.perf_clock == CONFIG_PERF_CLOCK_TICK) {
         col_err("--perf-clock tick: cannot open per-CPU tracepoint events: %s", strerror(-rc));
         return EXIT_RUNTIME;
@@ -331,7 +333,8 @@ static int host_open(struct col_ctx *x)
     if (rc && use) {
         snprintf(why, sizeof why, "per-CPU tracepoint events: %s", strerror(-rc));
         use = NULL;
-        rc = perf_host_open(&x->perf_host, x->cfg.perf_freq, PERF_HOST_RING_PAGES_DEFAULT, NULL);
+        rc = perf_host_open(&x->perf_host, x->cfg.perf_freq,
+                            PERF_HOST_RING_PAGES_DEFAULT * (perf_stack_dwarf() ? 4u : 1u), NULL);
     }
     if (rc && x->cfg.perf_scope == CONFIG_PERF_SCOPE_CPU) {
         col_err("--perf-scope cpu: cannot open per-CPU perf events: %s (needs CAP_PERFMON, "
@@ -1264,6 +1267,7 @@ int main(int argc, char **argv)
         config_dump(stdout, &x->cfg);
         return 0;
     }
+    perf_set_stack_dwarf(x->cfg.stack_mode != CONFIG_STACK_FP);   /* before any event opens */
     if (start_up(x))
         return EXIT_RUNTIME;
     /* after the store and the endpoint: their errors stay the one line */

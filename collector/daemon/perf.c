@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "collector/daemon/perf.h"
+#include "collector/daemon/unwind.h"
 
 #define PERF_PENDING_MAX_BYTES (64u * 1024u * 1024u)
 /* File descriptors left to the rest of the collector (segments, SQLite,
@@ -74,7 +75,20 @@ struct perf_proc {
     struct perf_stats st;
     struct perf_thread *cur;    /* thread being parsed (walk callback) */
     uint8_t *scratch;
+    struct unw *unw;            /* --stack-mode dwarf: the DWARF unwinder, else NULL */
 };
+
+static int perf_dwarf;          /* perf_set_stack_dwarf */
+
+void perf_set_stack_dwarf(int on)
+{
+    perf_dwarf = on ? 1 : 0;
+}
+
+int perf_stack_dwarf(void)
+{
+    return perf_dwarf;
+}
 
 /* perf_event_open(2) with PERF_FLAG_FD_CLOEXEC, no group: fd or -1 / errno. */
 static long perf_sys_open(struct perf_event_attr *a, pid_t pid, int cpu)
@@ -191,11 +205,48 @@ int perf_parse_lost(const uint8_t *rec, size_t len, uint64_t *lost)
 #define SAMPLE_HEAD (sizeof(struct perf_event_header) + 8 /* id */ + 8 /* pid,tid */ + \
                      8 /* time */)
 
+/* The PERF_DWARF_SAMPLE_BITS fields after the callchain at p[0, left). */
+static int parse_dwarf(const uint8_t *p, size_t left, struct perf_sample *s)
+{
+    if (left < 8)
+        return -EBADMSG;
+    uint64_t abi = rd64(p);
+    p += 8;
+    left -= 8;
+    if (abi != PERF_SAMPLE_REGS_ABI_NONE) {
+        if (left < UNW_REGS_N * 8u)
+            return -EBADMSG;
+        s->regs = abi == PERF_SAMPLE_REGS_ABI_64 ? p : NULL;
+        p += UNW_REGS_N * 8u;
+        left -= UNW_REGS_N * 8u;
+    }
+    if (left < 8)
+        return -EBADMSG;
+    uint64_t size = rd64(p);
+    p += 8;
+    left -= 8;
+    if (size == 0)
+        return 0;
+    if (size > left || left - size < 8)
+        return -EBADMSG;
+    uint64_t dyn = rd64(p + size);
+    s->stack = p;
+    s->stack_len = dyn < size ? dyn : size;
+    return 0;
+}
+
 int perf_parse_sample_as(const uint8_t *rec, size_t len, uint64_t sample_type,
                          struct perf_sample *s)
 {
+    uint64_t extra = sample_type & PERF_DWARF_SAMPLE_BITS;
+    sample_type &= ~PERF_DWARF_SAMPLE_BITS;
     if (sample_type != PERF_D9_SAMPLE_TYPE && sample_type != PERF_TICK_SAMPLE_TYPE)
         return -EINVAL;
+    if (extra && extra != PERF_DWARF_SAMPLE_BITS)
+        return -EINVAL;
+    s->regs = NULL;
+    s->stack = NULL;
+    s->stack_len = 0;
     size_t fixed = SAMPLE_HEAD + (sample_type & PERF_SAMPLE_PERIOD ? 8 : 0) + 8 /* nr */;
     if (len < fixed)
         return -EBADMSG;
@@ -209,6 +260,8 @@ int perf_parse_sample_as(const uint8_t *rec, size_t len, uint64_t sample_type,
     if (s->nr > (len - fixed) / 8)
         return -EBADMSG;
     s->ips = rec + fixed;
+    if (extra)
+        return parse_dwarf(s->ips + s->nr * 8, len - fixed - s->nr * 8, s);
     return 0;
 }
 
@@ -259,6 +312,36 @@ uint16_t perf_callchain_to_frames(const uint8_t *ips, uint64_t nr, uint64_t *out
         out[n++] = ip;
     }
     return n;
+}
+
+/* Frames of an on-CPU sample: the callchain, its user part replaced by the
+ * DWARF unwind of the sample's stack copy when that reaches further. */
+static uint16_t sample_frames(struct perf_proc *p, const struct perf_sample *s, uint64_t *ips,
+                              uint16_t *flags)
+{
+    uint16_t n = perf_callchain_to_frames(s->ips, s->nr, ips, D9_STACK_MAX_FRAMES, flags);
+    if (!p->unw || !s->regs)
+        return n;
+    uint16_t k = 0;             /* kernel frames: they come first */
+    if (*flags & D9_STACK_KERNEL) {
+        int mode = 1;
+        for (uint64_t i = 0; i < s->nr && k < n; i++) {
+            uint64_t ip = rd64(s->ips + i * 8);
+            if (ip >= (uint64_t)PERF_CONTEXT_MAX)
+                mode = ip == (uint64_t)PERF_CONTEXT_KERNEL ? 2 : 1;
+            else if (mode == 2)
+                k++;
+        }
+    }
+    uint64_t u[D9_STACK_MAX_FRAMES];
+    uint16_t m = unw_sample(p->unw, s->tid, s->regs, s->stack, (size_t)s->stack_len, u,
+                            (uint16_t)(D9_STACK_MAX_FRAMES - k), s->time);
+    if (m <= n - k)
+        return n;
+    memcpy(ips + k, u, (size_t)m * 8);
+    if (k + m == D9_STACK_MAX_FRAMES)
+        *flags |= D9_STACK_TRUNCATED;
+    return (uint16_t)(k + m);
 }
 
 /* ---- pending records --------------------------------------------------- */
@@ -350,13 +433,15 @@ static int on_record(void *ctx, const struct perf_event_header *h, const uint8_t
         uint64_t id = 0;
         if (len >= sizeof *h + sizeof id)
             memcpy(&id, rec + sizeof *h, sizeof id);
-        uint64_t type = t->fd_sw >= 0 && id == t->id_sw ? PERF_TICK_SAMPLE_TYPE
-                                                        : PERF_D9_SAMPLE_TYPE;
+        uint64_t type = t->fd_sw >= 0 && id == t->id_sw
+                            ? PERF_TICK_SAMPLE_TYPE
+                            : PERF_D9_SAMPLE_TYPE | (perf_dwarf ? PERF_DWARF_SAMPLE_BITS : 0);
         if (perf_parse_sample_as(rec, len, type, &s) != 0) {
             p->st.bad++;
             break;
         }
-        n = perf_callchain_to_frames(s.ips, s.nr, ips, D9_STACK_MAX_FRAMES, &flags);
+        n = s.regs ? sample_frames(p, &s, ips, &flags)
+                   : perf_callchain_to_frames(s.ips, s.nr, ips, D9_STACK_MAX_FRAMES, &flags);
         if (s.id == t->id_cpu && t->fd_cpu >= 0) {
             rc = pend_add(p, D9_REC_CPU_SAMPLE, s.time, s.tid, n, flags, s.period, ips);
         } else if (s.id == t->id_sw && t->fd_sw >= 0) {
@@ -422,6 +507,11 @@ static void perf_fill_attr(struct perf_event_attr *a, int kind, uint32_t freq_hz
     a->exclude_hv = 1;
     if (max_stack)
         a->sample_max_stack = D9_STACK_MAX_FRAMES;
+    if (perf_dwarf && kind != PERF_EV_SWITCHES) {
+        a->sample_type |= PERF_DWARF_SAMPLE_BITS;
+        a->sample_regs_user = UNW_REGS_MASK;
+        a->sample_stack_user = UNW_STACK_BYTES;
+    }
     if (kind == PERF_EV_CPU_CLOCK) {
         a->config = PERF_COUNT_SW_CPU_CLOCK;
         a->freq = 1;
@@ -433,7 +523,7 @@ static void perf_fill_attr(struct perf_event_attr *a, int kind, uint32_t freq_hz
         a->context_switch = 1;
     } else {
         a->type = PERF_TYPE_TRACEPOINT;
-        a->sample_type = PERF_TICK_SAMPLE_TYPE;
+        a->sample_type = PERF_TICK_SAMPLE_TYPE | (a->sample_type & PERF_DWARF_SAMPLE_BITS);
         a->config = tp_id;
         a->sample_period = period;
         a->exclude_kernel = 0;
@@ -723,6 +813,8 @@ int perf_proc_open(struct perf_proc **out, uint32_t pid, const struct perf_confi
     p->kernel = 1;
     p->use_max_stack = 1;
     p->sorted = 1;
+    if (perf_dwarf)
+        p->unw = unw_open(pid);     /* NULL: frame pointers only */
     if (per_thread(p)) {
         int rc = rescan(p);
         if (rc <= 0 || p->nth == 0) {
@@ -754,6 +846,7 @@ void perf_proc_close(struct perf_proc *p)
     free(p->arena);
     free(p->pend);
     free(p->scratch);
+    unw_close(p->unw);
     free(p);
 }
 
@@ -778,7 +871,7 @@ int perf_proc_add_cpu_sample(struct perf_proc *p, const struct perf_sample *s)
 {
     uint64_t ips[D9_STACK_MAX_FRAMES];
     uint16_t flags;
-    uint16_t n = perf_callchain_to_frames(s->ips, s->nr, ips, D9_STACK_MAX_FRAMES, &flags);
+    uint16_t n = sample_frames(p, s, ips, &flags);
     return pend_add(p, D9_REC_CPU_SAMPLE, s->time, s->tid, n, flags, s->period, ips);
 }
 
@@ -823,4 +916,5 @@ void perf_proc_stats(const struct perf_proc *p, struct perf_stats *out)
     *out = p->st;
     out->threads = p->nth;
     out->kernel_frames = p->kernel;
+    unw_counts(p->unw, &out->dwarf_unwound, &out->dwarf_failed, &out->dwarf_ns);
 }

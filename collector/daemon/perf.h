@@ -76,6 +76,18 @@ struct perf_config {
                                    perf_proc_add_cpu_sample); no per-thread cpu-clock */
 };
 
+/*
+ * --stack-mode: 1 = on-CPU samples (cpu-clock and tick events, not the
+ * context-switch ones) also carry the user registers and a copy of the user
+ * stack (PERF_DWARF_SAMPLE_BITS; unwind.h), unwound with DWARF CFI; the
+ * result replaces the frame-pointer callchain's user part when it is
+ * longer. 0 (the default here) = frame pointers only. Set once at start-up,
+ * before any event is opened: it decides both how events are opened and how
+ * their samples are parsed.
+ */
+void perf_set_stack_dwarf(int on);
+int perf_stack_dwarf(void);
+
 void perf_config_default(struct perf_config *c);
 
 /*
@@ -97,6 +109,9 @@ struct perf_stats {
     uint64_t switch_samples;
     uint64_t lost;              /* PERF_RECORD_LOST counts + samples we dropped */
     uint64_t bad;               /* malformed perf records / ring resyncs */
+    uint64_t dwarf_unwound;     /* samples unwound with DWARF CFI (--stack-mode dwarf) */
+    uint64_t dwarf_failed;      /* samples whose pc was in no known object */
+    uint64_t dwarf_ns;          /* collector time spent unwinding them (CLOCK_MONOTONIC) */
     uint64_t open_errors;       /* threads we failed to open (other than vanished), e.g.
                                    -EMFILE: RLIMIT_NOFILE minus a reserve for the collector */
 };
@@ -183,6 +198,8 @@ uint64_t perf_switch_weight(uint64_t off_ns, uint32_t switch_period);
  * switch. The caller knows the period anyway. A per-thread ring holds both
  * layouts: the reader picks one by the sample's identifier. */
 #define PERF_TICK_SAMPLE_TYPE (PERF_D9_SAMPLE_TYPE & ~(uint64_t)PERF_SAMPLE_PERIOD)
+/* Added to either by --stack-mode dwarf (perf_set_stack_dwarf). */
+#define PERF_DWARF_SAMPLE_BITS ((uint64_t)(PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER))
 #define PERF_REC_SCRATCH     65536u  /* perf_event_header.size is 16 bits */
 
 /*
@@ -216,11 +233,16 @@ struct perf_sample {
     uint64_t period;
     uint64_t nr;                /* raw callchain entries (markers included) */
     const uint8_t *ips;         /* nr unaligned u64s */
+    /* with PERF_DWARF_SAMPLE_BITS only (else NULL / 0): */
+    const uint8_t *regs;        /* UNW_REGS_N unaligned u64s, NULL when the abi is NONE */
+    const uint8_t *stack;       /* user stack copy from SP */
+    uint64_t stack_len;         /* its valid bytes (dyn_size) */
 };
 /* 0 or -EBADMSG when the record is shorter than its fields say. */
 int perf_parse_sample(const uint8_t *rec, size_t len, struct perf_sample *s);
 /* The same for a sample of sample_type PERF_D9_SAMPLE_TYPE or
- * PERF_TICK_SAMPLE_TYPE (period 0: not in the record); -EINVAL for others. */
+ * PERF_TICK_SAMPLE_TYPE (period 0: not in the record), either possibly with
+ * PERF_DWARF_SAMPLE_BITS (regs UNW_REGS_MASK); -EINVAL for others. */
 int perf_parse_sample_as(const uint8_t *rec, size_t len, uint64_t sample_type,
                          struct perf_sample *s);
 

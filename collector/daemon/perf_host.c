@@ -163,8 +163,9 @@ static int on_record(void *ctx, const struct perf_event_header *hd, const uint8_
     struct perf_host *h = ctx;
     if (hd->type == PERF_RECORD_SAMPLE) {
         struct perf_sample s;
-        if (perf_parse_sample_as(rec, len, h->tick ? PERF_TICK_SAMPLE_TYPE : PERF_D9_SAMPLE_TYPE,
-                                 &s) != 0) {
+        uint64_t type = (h->tick ? PERF_TICK_SAMPLE_TYPE : PERF_D9_SAMPLE_TYPE) |
+                        (perf_stack_dwarf() ? PERF_DWARF_SAMPLE_BITS : 0);
+        if (perf_parse_sample_as(rec, len, type, &s) != 0) {
             h->st.bad++;
             return 0;
         }

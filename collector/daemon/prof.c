@@ -338,6 +338,15 @@ void prof_free(struct proc *p)
     struct prof *pr = p->prof;
     if (!pr)
         return;
+    if (pr->pp) {
+        struct perf_stats ps;
+        perf_proc_stats(pr->pp, &ps);
+        if (ps.dwarf_unwound || ps.dwarf_failed)   /* the cost of --stack-mode dwarf */
+            col_info("pid %u: %" PRIu64 " samples unwound with DWARF CFI, %.1f us each; "
+                     "%" PRIu64 " not (pc in no known object)", p->pid, ps.dwarf_unwound,
+                     ps.dwarf_unwound ? (double)ps.dwarf_ns / 1e3 / (double)ps.dwarf_unwound : 0.0,
+                     ps.dwarf_failed);
+    }
     perf_proc_close(pr->pp);
     free(pr->buf);
     free(pr->mbuf);

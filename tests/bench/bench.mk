@@ -89,3 +89,10 @@ $(BENCH_DIR)/bench_rollup: $(BENCH_DIR)/obj/bench_rollup.o $(COL_A)
 bench-fleet: deps
 	@$(MAKE) --no-print-directory BUILD=$(BUILD) all $(BENCH_DIR)/bench_store
 	BUILD=$(BUILD) sh tests/bench/bench_fleet_scan.sh
+
+# --stack-mode fp vs dwarf: collector CPU per sample, stack depth (tests/bench/bench_stack.sh)
+.PHONY: bench-stack
+bench: bench-stack
+bench-stack:
+	@$(MAKE) --no-print-directory BUILD=$(BUILD) all $(BUILD)/tests/integration/prog_nofp
+	BUILD=$(BUILD) sh tests/bench/bench_stack.sh

@@ -13,8 +13,9 @@
  * (counted, no window). A window that overlaps or touches a kept one merges
  * with it, so the kept windows stay sorted and disjoint.
  *
- * Called by: the drain loop (d9collectd.c) and its config (config.c: the
- * trigger keys go through trig_cfg_set); tests/unit/test_trig.c;
+ * Called by (to be wired; not yet): the drain loop (d9collectd.c) and its
+ * config (config.c: the
+ * trigger keys go through trig_cfg_set). Today: tests/unit/test_trig.c;
  * tests/fuzz/fuzz_trig_cfg.c.
  * Invariants: kept windows are sorted by start, disjoint, at most
  * TRIG_WIN_MAX of them (the oldest is forgotten first, and counted);

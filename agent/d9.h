@@ -259,6 +259,7 @@ static inline d9_loc d9_loc_register_code(const void *addr) { (void)addr; return
  * first time it is used, so the collector and d9 decode events without the
  * application's source. Up to 16 fields; strings are cut to 255 bytes.
  */
+#define D9_TRIGGER_SCHEMA "d9_trigger"   /* reserved: d9_trigger's markers */
 enum d9_type { D9_T_U64 = 1, D9_T_I64 = 2, D9_T_F64 = 3, D9_T_BOOL = 4, D9_T_STR = 5 };
 
 typedef struct d9_field { const char *name; enum d9_type type; } d9_field;
@@ -409,6 +410,12 @@ D9_API void d9_task_terminate(d9_runtime rt, uint64_t task);
 /* worker = D9_WORKER_NONE_ID for the runtime's global queue. */
 D9_API void d9_queue_depth(d9_runtime rt, uint16_t worker, uint64_t depth);
 D9_API void d9_emit_values(d9_schema *schema, const d9_value *values, unsigned n);
+/* A trigger: asks the collector to keep the window around now
+ * ([now - lookback, now + lookforward], d9collectd --retain triggered).
+ * Recorded as a custom event of the reserved schema "d9_trigger" (field
+ * "reason", cut to 255 bytes), so it is a marker in `d9 events`. Same rules
+ * as d9_emit: no locks, no syscalls, no allocation. */
+D9_API void d9_trigger(const char *reason);
 
 #else /* D9_DISABLE: every call compiles to nothing */
 
@@ -427,6 +434,7 @@ static inline void d9_queue_depth(d9_runtime rt, uint16_t w, uint64_t d)
 { (void)rt; (void)w; (void)d; }
 static inline void d9_emit_values(d9_schema *s, const d9_value *v, unsigned n)
 { (void)s; (void)v; (void)n; }
+static inline void d9_trigger(const char *reason) { (void)reason; }
 
 #endif /* D9_DISABLE */
 

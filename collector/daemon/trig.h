@@ -1,0 +1,93 @@
+/*
+ * trig.h — triggers and kept windows, as pure logic (no I/O, no clock, no
+ * allocation): the collector asks it whether a trigger fires, which windows
+ * of time it keeps, and whether a span of data may be dropped in the
+ * flight-recorder mode (--retain triggered).
+ *
+ * A trigger at time t (a d9_trigger() marker drained from a ring, a
+ * `d9 trigger --pid` request, an automatic trigger: a poll longer than
+ * --trigger-poll-ms, a crash of the traced program) keeps the window
+ * [t - lookback, t + lookforward]. Triggers closer than the debounce to the
+ * last accepted one of the same pid are debounced (counted, no window);
+ * more than rate_per_min accepted triggers in any minute are rate limited
+ * (counted, no window). A window that overlaps or touches a kept one merges
+ * with it, so the kept windows stay sorted and disjoint.
+ *
+ * Called by (to be wired; not yet): the drain loop (d9collectd.c) and its
+ * config (config.c: the
+ * trigger keys go through trig_cfg_set). Today: tests/unit/test_trig.c;
+ * tests/fuzz/fuzz_trig_cfg.c.
+ * Invariants: kept windows are sorted by start, disjoint, at most
+ * TRIG_WIN_MAX of them (the oldest is forgotten first, and counted);
+ * a configuration that trig_cfg_check accepts has 0 < lookback,
+ * lookforward <= TRIG_WINDOW_MAX_MS and a rate of at least one a minute.
+ * Must never: read a clock (callers pass times), or trust a config value.
+ */
+#ifndef D9_DAEMON_TRIG_H
+#define D9_DAEMON_TRIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Defaults: one place for this binary (docs/collector.md, d9collectd(8)). */
+#define TRIG_LOOKBACK_MS_DEFAULT     10000u   /* keep 10 s before the trigger */
+#define TRIG_LOOKFORWARD_MS_DEFAULT  2000u    /* and 2 s after */
+#define TRIG_DEBOUNCE_MS_DEFAULT     1000u    /* one trigger a second per pid */
+#define TRIG_RATE_PER_MIN_DEFAULT    30u      /* at most 30 kept triggers a minute */
+#define TRIG_WINDOW_MAX_MS           3600000u /* a window side longer than 1 h is absurd */
+#define TRIG_RATE_MAX                6000u
+#define TRIG_WIN_MAX                 256u     /* kept windows remembered at once */
+#define TRIG_RATE_SLOTS              64u      /* ring of accepted times for the rate limit */
+
+enum trig_retain { TRIG_RETAIN_ALL = 0, TRIG_RETAIN_TRIGGERED = 1 };
+
+struct trig_cfg {
+    enum trig_retain retain;
+    uint32_t lookback_ms, lookforward_ms, debounce_ms;
+    uint32_t rate_per_min;
+    uint32_t poll_ms;       /* 0: no automatic poll trigger */
+    int crash;              /* 1: a crash of the traced program triggers */
+};
+
+struct trig_win {
+    uint64_t t0_ns, t1_ns;  /* inclusive bounds */
+    uint64_t trig_ns;       /* the first trigger that made (or grew) it */
+    uint32_t pid;
+    uint32_t ntrig;         /* triggers merged into it */
+};
+
+enum trig_verdict { TRIG_KEPT = 0, TRIG_MERGED = 1, TRIG_DEBOUNCED = 2, TRIG_RATE_LIMITED = 3 };
+
+struct trig_state {
+    struct trig_cfg cfg;
+    struct trig_win win[TRIG_WIN_MAX];
+    unsigned nwin;
+    uint64_t last_ns[16];   /* last accepted trigger per pid hash bucket */
+    uint32_t last_pid[16];
+    uint64_t rate_t[TRIG_RATE_SLOTS];
+    unsigned rate_head, rate_n;
+    uint64_t fired, debounced, rate_limited, forgotten;
+};
+
+void trig_cfg_default(struct trig_cfg *c);
+/* Sets one key (the config-file name, e.g. "trigger-lookback-ms", or the
+ * flag without its dashes) from text. Returns 0, or -EINVAL with a one-line
+ * reason in err (an unknown key, a value that is not a number, or out of
+ * range). */
+int trig_cfg_set(struct trig_cfg *c, const char *key, const char *value, char *err, size_t errlen);
+/* The whole configuration's sanity (absurd windows, a rate of 0). */
+int trig_cfg_check(const struct trig_cfg *c, char *err, size_t errlen);
+
+void trig_init(struct trig_state *s, const struct trig_cfg *c);
+/* A trigger from pid at t_ns: returns an enum trig_verdict. */
+int trig_fire(struct trig_state *s, uint32_t pid, uint64_t t_ns);
+/* 1 when [t0_ns, t1_ns] overlaps a kept window. */
+int trig_kept(const struct trig_state *s, uint64_t t0_ns, uint64_t t1_ns);
+/* 1 when data ending at t1_ns may be dropped at now_ns in triggered mode:
+ * its lookback has passed (no future trigger can keep it) and no kept
+ * window overlaps [t0_ns, t1_ns]. Always 0 in retain-all mode. */
+int trig_droppable(const struct trig_state *s, uint64_t t0_ns, uint64_t t1_ns, uint64_t now_ns);
+/* Forgets windows that ended before before_ns; returns how many. */
+unsigned trig_expire(struct trig_state *s, uint64_t before_ns);
+
+#endif

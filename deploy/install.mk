@@ -54,6 +54,7 @@ MAN_DIR       := $(BUILD)/man
 MAN_PAGES     := $(MAN_DIR)/d9.1 $(MAN_DIR)/d9collectd.8 $(MAN_DIR)/libd9agent.3
 # the manual: README.md into DOCDIR, docs/ (pages and their images) into DOCDIR/docs
 DOC_FILES     := $(wildcard docs/*.md docs/*.png)
+DOC_IMAGES    := $(wildcard docs/img/*.png)
 # the manual's pages each man page points to
 MAN_DOCS_d9         := README.md docs/cli.md docs/serve.md docs/sql.md docs/s3.md docs/concepts.md
 MAN_DOCS_d9collectd := README.md docs/collector.md docs/s3.md docs/fleet.md docs/limits.md docs/install.md
@@ -117,7 +118,7 @@ install: all $(INSTALL_FILES)
 	    $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(MANDIR)/man1 \
 	    $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(CONF_DIR) \
 	    $(DESTDIR)$(UNITDIR) $(DESTDIR)$(PRELOAD_DIR) $(DESTDIR)$(DOCDIR)/docs \
-	    $(DESTDIR)$(DOCDIR)/tests/bench
+	    $(DESTDIR)$(DOCDIR)/docs/img $(DESTDIR)$(DOCDIR)/tests/bench
 	install -m 0755 $(BUILD)/bin/d9 $(DESTDIR)$(BINDIR)/d9
 	install -m 0755 $(BUILD)/bin/d9collectd $(DESTDIR)$(SBINDIR)/d9collectd
 	install -m 0644 $(AGENT_A) $(DESTDIR)$(LIBDIR)/libd9agent.a
@@ -138,6 +139,7 @@ install: all $(INSTALL_FILES)
 	install -m 0644 README.md ARCHITECTURE.md $(DESTDIR)$(DOCDIR)/
 	install -m 0644 tests/bench/RESULTS.md $(DESTDIR)$(DOCDIR)/tests/bench/
 	install -m 0644 $(DOC_FILES) $(DESTDIR)$(DOCDIR)/docs/
+	install -m 0644 $(DOC_IMAGES) $(DESTDIR)$(DOCDIR)/docs/img/
 	install -m 0644 $(INSTALL_GEN)/d9collectd.service $(DESTDIR)$(UNITDIR)/d9collectd.service
 	@# a configuration the administrator already has is kept
 	@if [ -e $(DESTDIR)$(CONF_DIR)/d9collectd.conf ]; then \
@@ -161,9 +163,10 @@ uninstall:
 	    $(DESTDIR)$(INCLUDEDIR)/d9uv.h $(DESTDIR)$(PKGCONFIGDIR)/d9uv.pc \
 	    $(DESTDIR)$(DOCDIR)/README.md $(DESTDIR)$(DOCDIR)/ARCHITECTURE.md \
 	    $(DESTDIR)$(DOCDIR)/tests/bench/RESULTS.md \
-	    $(addprefix $(DESTDIR)$(DOCDIR)/docs/,$(notdir $(DOC_FILES)))
+	    $(addprefix $(DESTDIR)$(DOCDIR)/docs/,$(notdir $(DOC_FILES))) \
+	    $(addprefix $(DESTDIR)$(DOCDIR)/docs/img/,$(notdir $(DOC_IMAGES)))
 	rmdir $(DESTDIR)$(PRELOAD_DIR) 2>/dev/null || true
-	rmdir $(DESTDIR)$(DOCDIR)/docs $(DESTDIR)$(DOCDIR)/tests/bench $(DESTDIR)$(DOCDIR)/tests \
+	rmdir $(DESTDIR)$(DOCDIR)/docs/img $(DESTDIR)$(DOCDIR)/docs $(DESTDIR)$(DOCDIR)/tests/bench $(DESTDIR)$(DOCDIR)/tests \
 	    $(DESTDIR)$(DOCDIR) 2>/dev/null || true
 	@# the configuration goes only when it is still the unmodified example
 	@if cmp -s deploy/d9collectd.conf $(DESTDIR)$(CONF_DIR)/d9collectd.conf; then \

@@ -20,7 +20,7 @@ SAN="-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined"
 D9_VERSION=$(sed -n 's/^D9_VERSION *:= *//p' "$(dirname "$0")/../../Makefile")
 # the version string the Makefile gives every object (d9's Parquet writer names it)
 CFLAGS_FUZZ="-std=c11 -D_GNU_SOURCE -g -O1 -I. -I$BUILD/gen -pthread -fno-strict-aliasing -DD9_VERSION=\"$D9_VERSION\""
-LIBS="-lsqlite3 -lzmq -lprotobuf-c -lmicrohttpd -lcurl -lcrypto -lzstd -lm -pthread"
+LIBS="-lsqlite3 -lzmq -lprotobuf-c -lmicrohttpd -lcurl -lcrypto -lzstd -ldw -lelf -lstdc++ -lm -pthread"
 passed=0
 failed=0
 

@@ -7,4 +7,5 @@ $(BUILD)/tests/integration/prog_nofp_dbg: tests/integration/prog_nofp.c $(AGENT_
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -fomit-frame-pointer -fno-asynchronous-unwind-tables \
 		-fno-unwind-tables -g -o $@ $^ $(LDLIBS_AGENT) -lm
+PROG_BINS += $(BUILD)/tests/integration/prog_nofp_dbg
 integration: $(BUILD)/tests/integration/prog_nofp_dbg

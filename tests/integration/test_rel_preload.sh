@@ -55,7 +55,7 @@ check "the traced program ticks" wait_for 20 has_ticks "$T/k.count" 100
 kill -9 "$KP"
 wait "$KP" 2>/dev/null
 KT=$(ticks_of "$T/k.count")
-check "kill -9: d9 ps says crashed" wait_for 20 is_state "$KP" "crashed"
+check "kill -9: d9 ps says crashed(SIGKILL)" wait_for 20 is_state "$KP" "crashed(SIGKILL)"
 check "kill -9: its $KT ticks are stored (the one in flight may be open)" \
     has_polls_at "$KP" "prog_uvcrash+0x[0-9a-f]* on_tick\"" "$KT"
 

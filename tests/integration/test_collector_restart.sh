@@ -11,8 +11,28 @@ workload w --threads 2 --events 60000 --pace-us 1000 --batch 20 --exit hang
 W=$(wl_pid w)
 check "the collector is writing segments" wait_for 30 sh -c "ls '$STORE' | grep -q 'd9seg'"
 check "a temp segment is being written" wait_for 30 sh -c "ls -a '$STORE' | grep -q '^\.tmp\.'"
-kill -9 "$COLPID"
-wait "$COLPID" 2>/dev/null
+# kill -9 while a temp segment with data is open: a rotation between the
+# look and the kill can seal it, or leave a new one with no data block yet
+# (start-up removes that one: nothing to salvage), so look again after the
+# kill and retry (bounded)
+tmp_with_data() {
+    for _f in "$STORE"/.tmp.*; do
+        [ -f "$_f" ] && [ "$(stat -c %s "$_f")" -gt 8192 ] && return 0
+    done
+    return 1
+}
+wait_for 30 tmp_with_data
+tries=0
+while :; do
+    kill -9 "$COLPID"
+    wait "$COLPID" 2>/dev/null
+    tries=$((tries + 1))
+    tmp_with_data && break
+    [ $tries -ge 5 ] && break
+    start_collector --segment-seconds 1
+    wait_for 30 tmp_with_data
+done
+check "a temp segment with data was left by the kill ($tries tries)" tmp_with_data
 check "the workload keeps running while the collector is down" kill -0 "$W"
 check "the collector restarts" start_collector --segment-seconds 1
 check "the crashed collector's temp segment is salvaged" grep -q "salvaged" "$T/col.log"

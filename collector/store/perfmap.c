@@ -4,6 +4,7 @@
  * callers).
  */
 #include "collector/store/perfmap.h"
+#include "collector/store/sym.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -26,34 +27,16 @@ void perfmap_free(struct perfmap *m)
     perfmap_init(m);
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* Hex field at s[*i, len) (optional 0x), 1..16 digits; 0 or -1. */
 static int hexfield(const char *s, size_t len, size_t *i, uint64_t *out)
 {
     size_t p = *i;
     if (p + 1 < len && s[p] == '0' && (s[p + 1] == 'x' || s[p + 1] == 'X'))
         p += 2;
-    uint64_t v = 0;
-    size_t digits = 0;
-    for (; p < len && hexval(s[p]) >= 0; p++) {
-        if (++digits > 16)
-            return -1;
-        v = v << 4 | (uint64_t)hexval(s[p]);
-    }
-    if (digits == 0)
+    const char *q = s + p;
+    if (!sym_parse_hex(&q, s + len, out))
         return -1;
-    *i = p;
-    *out = v;
+    *i = (size_t)(q - s);
     return 0;
 }
 

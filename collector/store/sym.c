@@ -88,8 +88,7 @@ static int hexval(char c)
     return -1;
 }
 
-/* Parse hex digits at *p (stopping at end); 0 if none were found. */
-static int parse_hex(const char **p, const char *end, uint64_t *v)
+int sym_parse_hex(const char **p, const char *end, uint64_t *v)
 {
     const char *s = *p;
     uint64_t x = 0;
@@ -140,8 +139,8 @@ static int parse_maps_line(const char *s, const char *end, struct sym_map *m, co
                            size_t *path_len)
 {
     uint64_t v;
-    if (!parse_hex(&s, end, &m->start) || s >= end || *s++ != '-' ||
-        !parse_hex(&s, end, &m->end) || m->end <= m->start)
+    if (!sym_parse_hex(&s, end, &m->start) || s >= end || *s++ != '-' ||
+        !sym_parse_hex(&s, end, &m->end) || m->end <= m->start)
         return -1;
     skip_spaces(&s, end);
     if (end - s < 4)
@@ -149,13 +148,13 @@ static int parse_maps_line(const char *s, const char *end, struct sym_map *m, co
     m->exec = s[2] == 'x';
     s += 4;
     skip_spaces(&s, end);
-    if (!parse_hex(&s, end, &m->pgoff))
+    if (!sym_parse_hex(&s, end, &m->pgoff))
         return -1;
     skip_spaces(&s, end);
-    if (!parse_hex(&s, end, &v) || v > UINT32_MAX || s >= end || *s++ != ':')
+    if (!sym_parse_hex(&s, end, &v) || v > UINT32_MAX || s >= end || *s++ != ':')
         return -1;
     m->dev_major = (uint32_t)v;
-    if (!parse_hex(&s, end, &v) || v > UINT32_MAX)
+    if (!sym_parse_hex(&s, end, &v) || v > UINT32_MAX)
         return -1;
     m->dev_minor = (uint32_t)v;
     skip_spaces(&s, end);
@@ -656,7 +655,7 @@ int sym_kernel_parse(const char *text, size_t len, struct sym_kernel **out)
         const char *s = p;
         uint64_t addr;
         p = nl ? nl + 1 : end;
-        if (!parse_hex(&s, le, &addr) || s >= le || *s != ' ')
+        if (!sym_parse_hex(&s, le, &addr) || s >= le || *s != ' ')
             continue;
         s++;
         if (le - s < 3 || s[1] != ' ')

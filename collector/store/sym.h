@@ -185,4 +185,9 @@ int sym_resolver_add(struct sym_resolver *r, const struct sym_map_rec *m);
  */
 int sym_resolve(struct sym_resolver *r, uint64_t ip, int kernel_hint, char *buf, size_t cap);
 
+/* Parse 1..16 hex digits at *p (stopping at end) into *v and advance *p:
+ * 1, or 0 (no digit, or more than 16; *p and *v unchanged). The one parser
+ * of hex fields in text the collector reads (/proc maps, perf maps). */
+int sym_parse_hex(const char **p, const char *end, uint64_t *v);
+
 #endif /* D9_COL_SYM_H */

@@ -88,6 +88,16 @@ static int on_record(void *arg, const struct q_rec_src *src, const struct d9_rec
     return q_sched_feed(arg, src, rec, len);
 }
 
+/* A worker's runtime as printed: its name, or "#N" without the names. */
+static void runtime_name(struct q_names *names, int64_t process_id, uint16_t runtime, char *rt,
+                         size_t cap)
+{
+    if (names)
+        q_names_runtime(names, process_id, runtime, rt, cap);
+    else
+        snprintf(rt, cap, "#%u", (unsigned)runtime);
+}
+
 static void print(struct q_store *s, const struct cli_args *a, const struct q_sched_worker *w,
                   size_t n)
 {
@@ -99,10 +109,7 @@ static void print(struct q_store *s, const struct cli_args *a, const struct q_sc
                "PARKED", "BUSY");
     for (size_t i = 0; i < n; i++, w++) {
         char rt[80];
-        if (names)
-            q_names_runtime(names, w->process_id, w->runtime, rt, sizeof rt);
-        else
-            snprintf(rt, sizeof rt, "#%u", (unsigned)w->runtime);
+        runtime_name(names, w->process_id, w->runtime, rt, sizeof rt);
         if (a->format == CLI_FMT_JSONL) {
             printf("{\"pid\":%" PRIu32 ",\"runtime\":", w->pid);
             q_text_json(stdout, rt, strlen(rt));
@@ -143,10 +150,7 @@ static void print_totals(struct q_store *s, const struct cli_args *a,
                "POLLS", "PARKS", "WAITS", "WAIT SUM", "MAX", "PARKED", "BUSY");
     for (size_t i = 0; i < n; i++, w++) {
         char rt[80];
-        if (names)
-            q_names_runtime(names, w->process_id, w->runtime, rt, sizeof rt);
-        else
-            snprintf(rt, sizeof rt, "#%u", (unsigned)w->runtime);
+        runtime_name(names, w->process_id, w->runtime, rt, sizeof rt);
         if (a->format == CLI_FMT_JSONL) {
             printf("{\"pid\":%" PRIu32 ",\"runtime\":", w->pid);
             q_text_json(stdout, rt, strlen(rt));

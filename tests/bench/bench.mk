@@ -96,3 +96,8 @@ bench: bench-stack
 bench-stack:
 	@$(MAKE) --no-print-directory BUILD=$(BUILD) all $(BUILD)/tests/integration/prog_nofp
 	BUILD=$(BUILD) sh tests/bench/bench_stack.sh
+
+# q_wake's cost per poll lookup with a backlog of unanswered wakes (tests/bench/bench_wake.c)
+BENCH_BINS += $(BENCH_DIR)/bench_wake
+$(BENCH_DIR)/bench_wake: $(BENCH_DIR)/obj/bench_wake.o $(COL_A)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_COL)

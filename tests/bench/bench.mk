@@ -101,3 +101,11 @@ bench-stack:
 BENCH_BINS += $(BENCH_DIR)/bench_wake
 $(BENCH_DIR)/bench_wake: $(BENCH_DIR)/obj/bench_wake.o $(COL_A)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_COL)
+
+# d9 findings over a whole store, and before/after with BENCH_FINDINGS_BASE=OLD_D9
+# (tests/bench/bench_findings_run.sh)
+.PHONY: bench-findings
+bench: bench-findings
+bench-findings:
+	@$(MAKE) --no-print-directory BUILD=$(BUILD) all $(BENCH_DIR)/bench_store $(BENCH_DIR)/bench_wake
+	BUILD=$(BUILD) sh tests/bench/bench_findings_run.sh

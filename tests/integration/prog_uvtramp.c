@@ -1,0 +1,59 @@
+/*
+ * prog_uvtramp.c — a plain libuv program (no d9 in it) for
+ * test_uv_stacks.sh: one repeating timer whose callback, tramp_tick(),
+ * spends most of the run's CPU time in tramp_spin(), so CPU samples taken
+ * under the preload shim land inside a callback that libuv calls through one
+ * of the shim's trampolines. Runs for --seconds S (default 2) of wall time,
+ * prints the ticks and exits 0. Built with frame pointers (the top
+ * Makefile's prog_% rule), so both --stack-mode fp and dwarf reach main.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <uv.h>
+
+static volatile unsigned long sink;
+static int ticks;
+static long long end_ns;
+
+static long long now_ns(clockid_t c)
+{
+    struct timespec ts;
+    clock_gettime(c, &ts);
+    return (long long)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+/* ms of this thread's CPU time, spent here (the samples' innermost frame) */
+__attribute__((noinline)) static void tramp_spin(long ms)
+{
+    long long end = now_ns(CLOCK_THREAD_CPUTIME_ID) + ms * 1000000ll;
+    while (now_ns(CLOCK_THREAD_CPUTIME_ID) < end)
+        for (int i = 0; i < 20000; i++)
+            sink = sink * 31 + (unsigned long)i;
+}
+
+__attribute__((noinline)) static void tramp_tick(uv_timer_t *t)
+{
+    ticks++;
+    tramp_spin(20);
+    if (now_ns(CLOCK_MONOTONIC) >= end_ns)
+        uv_timer_stop(t);
+}
+
+int main(int argc, char **argv)
+{
+    double seconds = 2;
+    if (argc > 2 && strcmp(argv[1], "--seconds") == 0)
+        seconds = atof(argv[2]);
+    end_ns = now_ns(CLOCK_MONOTONIC) + (long long)(seconds * 1e9);
+    uv_loop_t *loop = uv_default_loop();
+    uv_timer_t timer;
+    uv_timer_init(loop, &timer);
+    uv_timer_start(&timer, tramp_tick, 1, 1);
+    uv_run(loop, UV_RUN_DEFAULT);
+    uv_close((uv_handle_t *)&timer, NULL);
+    int rc = uv_run(loop, UV_RUN_DEFAULT);
+    printf("ticks=%d\n", ticks);
+    return rc | uv_loop_close(loop);
+}

@@ -24,19 +24,38 @@ static long long now_ns(clockid_t c)
     return (long long)ts.tv_sec * 1000000000ll + ts.tv_nsec;
 }
 
-/* ms of this thread's CPU time, spent here (the samples' innermost frame) */
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+/* ms of this thread's CPU time, spent here and in qsort */
 __attribute__((noinline)) static void tramp_spin(long ms)
 {
     long long end = now_ns(CLOCK_THREAD_CPUTIME_ID) + ms * 1000000ll;
-    while (now_ns(CLOCK_THREAD_CPUTIME_ID) < end)
-        for (int i = 0; i < 20000; i++)
-            sink = sink * 31 + (unsigned long)i;
+    int v[256];
+    while (now_ns(CLOCK_THREAD_CPUTIME_ID) < end) {
+        for (int i = 0; i < 256; i++)
+            v[i] = (int)((sink = sink * 6364136223846793005ul + 1442695040888963407ul) >> 33);
+        qsort(v, 256, sizeof v[0], cmp_int);
+    }
+}
+
+/* 24 KiB of stack between the callback and the work */
+__attribute__((noinline)) static void tramp_deep(long ms)
+{
+    volatile char pad[24576];
+    for (size_t i = 0; i < sizeof pad; i += 512)  /* every page present: perf copies */
+        pad[i] = 1;                                 /* only present pages of a stack */
+    tramp_spin(ms);
+    pad[1] = pad[0];
 }
 
 __attribute__((noinline)) static void tramp_tick(uv_timer_t *t)
 {
     ticks++;
-    tramp_spin(20);
+    tramp_deep(20);
     if (now_ns(CLOCK_MONOTONIC) >= end_ns)
         uv_timer_stop(t);
 }

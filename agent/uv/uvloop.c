@@ -184,6 +184,15 @@ uint16_t uvloop_pool_worker(void)
 
 /* ---- wrappers ------------------------------------------------------------------------ */
 
+/* Touch one byte per 512 of UVLOOP_STACK_PREFAULT bytes of stack under the
+ * caller, so that the pages uv_run's callees use are present (uvloop.h). */
+__attribute__((noinline)) static void stack_prefault(void)
+{
+    volatile char pad[UVLOOP_STACK_PREFAULT];
+    for (size_t i = 0; i < sizeof pad; i += 512)
+        pad[i] = 0;
+}
+
 UVLOOP_EXPORT int uv_run(uv_loop_t *loop, uv_run_mode mode)
 {
     UVREAL(uv_run);
@@ -201,6 +210,10 @@ UVLOOP_EXPORT int uv_run(uv_loop_t *loop, uv_run_mode mode)
 
     UVREAL_AS(uv_backend_fd, backend_fd);
     struct uvloop_tls *t = &uvloop_tls;
+    if (!t->stack_present) {
+        t->stack_present = 1;
+        stack_prefault();
+    }
     struct uvloop_ent *prev = t->cur;
     int prev_fd = t->cur_fd;
     t->cur = e;

@@ -310,7 +310,7 @@ static void host_follow(struct col_ctx *x)
  * else on a cpu-clock timer; per-thread events when per-CPU ones are not
  * permitted (unless --perf-scope cpu). Returns 0 or EXIT_RUNTIME. */
 /* The host rings' size factor: 4 per 16 KiB of stack copy a dwarf sample
- * carries (a power of two), 1 without. */
+ * carries (a power of two, at most 16), 1 without. */
 static uint32_t dwarf_ring_factor(void)
 {
     if (!perf_stack_dwarf())

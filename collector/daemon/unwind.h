@@ -24,7 +24,7 @@
  * SI DI BP SP IP and R8..R15, in that order in the sample. */
 #define UNW_REGS_MASK      0xff01ffull
 #define UNW_REGS_N         17u
-#define UNW_STACK_BYTES    16384u       /* user stack copied per sample: the default */
+#define UNW_STACK_BYTES    32768u       /* user stack copied per sample: the default */
 #define UNW_STACK_BYTES_MIN 1024u
 #define UNW_STACK_BYTES_MAX 61440u      /* a sample record must fit perf's 16-bit size */
 #define UNW_REPORT_NS      100000000ull /* module list re-read at most every 100 ms */

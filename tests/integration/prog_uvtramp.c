@@ -3,10 +3,16 @@
  * test_uv_stacks.sh: one repeating timer whose callback, tramp_tick(),
  * spends most of the run's CPU time in tramp_spin(), so CPU samples taken
  * under the preload shim land inside a callback that libuv calls through one
- * of the shim's trampolines. Runs for --seconds S (default 2) of wall time,
- * prints the ticks and exits 0. Built with frame pointers (the top
- * Makefile's prog_% rule), so both --stack-mode fp and dwarf reach main.
+ * of the shim's trampolines. tramp_deep() in between keeps 40 KiB on the
+ * stack, every page touched (more than d9collectd's default DWARF stack
+ * copy: main is past it); tramp_spin() sorts with libc's qsort (whose
+ * static merge sort is named only by libc's debug file). With --hole,
+ * tramp_hole() instead: 12 KiB on the stack that nothing touches, as
+ * libuv's uv__io_poll keeps its epoll_event array (its pages stay absent
+ * unless something made them present). Runs for --seconds S (default 2) of
+ * wall time, prints the ticks and exits 0.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,37 +48,71 @@ __attribute__((noinline)) static void tramp_spin(long ms)
     }
 }
 
-/* 24 KiB of stack between the callback and the work */
+/* 40 KiB of stack between the callback and the work */
 __attribute__((noinline)) static void tramp_deep(long ms)
 {
-    volatile char pad[24576];
+    volatile char pad[40960];
     for (size_t i = 0; i < sizeof pad; i += 512)  /* every page present: perf copies */
         pad[i] = 1;                                 /* only present pages of a stack */
     tramp_spin(ms);
     pad[1] = pad[0];
 }
 
+/* 12 KiB of stack between the callback and the work, untouched */
+__attribute__((noinline)) static void tramp_hole(long ms)
+{
+    volatile char pad[12288];
+    pad[0] = 1;
+    tramp_spin(ms);
+    pad[1] = pad[0];
+}
+
+static int hole;
+
 __attribute__((noinline)) static void tramp_tick(uv_timer_t *t)
 {
     ticks++;
-    tramp_deep(20);
+    if (hole)
+        tramp_hole(20);
+    else
+        tramp_deep(20);
     if (now_ns(CLOCK_MONOTONIC) >= end_ns)
         uv_timer_stop(t);
+}
+
+/* The loop: on main's stack, or (--hole) on a new thread's, whose pages
+ * nothing touched before (main's were, by the program's start-up). */
+static void *loop_run(void *arg)
+{
+    int *rc = arg;
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    uv_timer_t timer;
+    uv_timer_init(&loop, &timer);
+    uv_timer_start(&timer, tramp_tick, 1, 1);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    uv_close((uv_handle_t *)&timer, NULL);
+    *rc = uv_run(&loop, UV_RUN_DEFAULT);
+    *rc |= uv_loop_close(&loop);
+    return NULL;
 }
 
 int main(int argc, char **argv)
 {
     double seconds = 2;
-    if (argc > 2 && strcmp(argv[1], "--seconds") == 0)
-        seconds = atof(argv[2]);
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc)
+            seconds = atof(argv[++i]);
+        else if (strcmp(argv[i], "--hole") == 0)
+            hole = 1;
+    }
     end_ns = now_ns(CLOCK_MONOTONIC) + (long long)(seconds * 1e9);
-    uv_loop_t *loop = uv_default_loop();
-    uv_timer_t timer;
-    uv_timer_init(loop, &timer);
-    uv_timer_start(&timer, tramp_tick, 1, 1);
-    uv_run(loop, UV_RUN_DEFAULT);
-    uv_close((uv_handle_t *)&timer, NULL);
-    int rc = uv_run(loop, UV_RUN_DEFAULT);
+    int rc = 0;
+    pthread_t th;
+    if (!hole)
+        loop_run(&rc);
+    else if (pthread_create(&th, NULL, loop_run, &rc) != 0 || pthread_join(th, NULL) != 0)
+        return 1;
     printf("ticks=%d\n", ticks);
-    return rc | uv_loop_close(loop);
+    return rc;
 }

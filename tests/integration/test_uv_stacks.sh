@@ -1,10 +1,14 @@
 #!/bin/sh
 # test_uv_stacks.sh — what a user reads back of a libuv program traced by
-# the preload shim (prog_uvtramp: a timer callback, 24 KiB of stack under
+# the preload shim (prog_uvtramp: a timer callback, 40 KiB of stack under
 # it, libc's qsort at the leaf):
 #   - --stack-mode dwarf with --stack-bytes 61440: the samples reach
 #     main;uv_run, through the callback, and no frame is a trampoline of the
-#     shim (uvwrap_t_*); with the default 16 KiB copy they stop at the 24 KiB;
+#     shim (uvwrap_t_*); with the default 32 KiB copy they stop at the 40 KiB;
+#   - a loop on a fresh thread whose callback sits under 12 KiB of stack
+#     nothing touched (--hole, as libuv's uv__io_poll's epoll array): the
+#     samples still reach uv_run (perf copies present pages only; the shim
+#     makes the stack under uv_run present);
 #   - d9 --debug-dir adds a directory: libc's static merge sort is still
 #     named from /usr/lib/debug/.build-id (libc6-dbg) with --debug-dir
 #     pointing elsewhere;
@@ -36,9 +40,9 @@ share() { awk -v p="$2" '{n = $NF; t += n; if ($0 ~ p) m += n} END {printf "%d %
 most() { set -- $(share "$1" "$2"); echo "$2 of $1 samples"; [ "$1" -ge 20 ] && [ $(($2 * 10)) -ge $(($1 * 9)) ]; }
 few() { set -- $(share "$1" "$2"); echo "$2 of $1 samples"; [ "$1" -ge 20 ] && [ $(($2 * 2)) -lt "$1" ]; }
 
-# run NAME: prog_uvtramp for 2 s under the preload and the running collector
+# run NAME [ARGS]: prog_uvtramp for 2 s under the preload and the running collector
 run() {
-    DIAL9_SAMPLER=perf LD_PRELOAD=$PRELOAD "$PROG" --seconds 2 >"$T/$1.out" 2>&1 &
+    DIAL9_SAMPLER=perf LD_PRELOAD=$PRELOAD "$PROG" --seconds 2 $2 >"$T/$1.out" 2>&1 &
     _p=$!
     at_exit kill -9 "$_p"
     wait "$_p"
@@ -51,7 +55,7 @@ check "collector starts with --stack-mode dwarf --stack-bytes 61440" \
     start_collector --stack-mode dwarf --stack-bytes 61440
 run big
 check "the program ran under the preload" grep -q '^ticks=' "$T/big.out"
-check "--stack-bytes 61440: >= 90 % of the samples reach main;uv_run" most "$T/big.folded" '(^|;)main;uv_run;'
+check "--stack-bytes 61440: >= 90 % of the samples reach main;uv_run" most "$T/big.folded" '(^|;)main;(loop_run;)?uv_run;'
 check "the callback and the frames under it are in the stacks" \
     most "$T/big.folded" ';tramp_tick;tramp_deep[^;]*;tramp_spin'
 check "no frame is a trampoline of the shim" sh -c "! grep -q 'uvwrap_t_\|d9_tramp' '$T/big.folded'"
@@ -67,8 +71,11 @@ check "collector stops cleanly" stop_collector
 
 check "collector starts with --stack-mode dwarf (default stack copy)" start_collector --stack-mode dwarf
 run small
-check "the default 16 KiB copy does not reach past the 24 KiB: most samples miss main" \
-    few "$T/small.folded" '(^|;)main;uv_run;'
+check "the default 32 KiB copy does not reach past the 40 KiB: most samples miss main" \
+    few "$T/small.folded" '(^|;)main;(loop_run;)?uv_run;'
+run hole --hole
+check "12 KiB never touched under the callback, on a fresh thread: >= 90 % reach uv_run" \
+    most "$T/hole.folded" ';loop_run;uv_run;.*;tramp_tick;tramp_hole[^;]*;tramp_spin'
 check "collector stops cleanly" stop_collector
 
 # ---- never seen alive --------------------------------------------------------------

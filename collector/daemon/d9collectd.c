@@ -198,7 +198,7 @@ static void scan(struct col_ctx *x)
             continue;
         if (!p->quarantined)
             proc_refresh_header(p);
-        if (!proc_alive(p))
+        if (!proc_alive(p) || proc_execd(p))
             p->ended = 1;
     }
 }

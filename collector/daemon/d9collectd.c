@@ -306,9 +306,6 @@ static void host_follow(struct col_ctx *x)
                                                    : "off: no traced process is live");
 }
 
-/* The host sampler: per-CPU events on the tick when it works (perf_tick.h),
- * else on a cpu-clock timer; per-thread events when per-CPU ones are not
- * permitted (unless --perf-scope cpu). Returns 0 or EXIT_RUNTIME. */
 /* The host rings' size factor: 4 per 16 KiB of stack copy a dwarf sample
  * carries (a power of two, at most 16), 1 without. */
 static uint32_t dwarf_ring_factor(void)
@@ -321,6 +318,9 @@ static uint32_t dwarf_ring_factor(void)
     return f;
 }
 
+/* The host sampler: per-CPU events on the tick when it works (perf_tick.h),
+ * else on a cpu-clock timer; per-thread events when per-CPU ones are not
+ * permitted (unless --perf-scope cpu). Returns 0 or EXIT_RUNTIME. */
 static int host_open(struct col_ctx *x)
 {
     struct perf_tick tick;

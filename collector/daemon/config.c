@@ -298,7 +298,7 @@ int config_check(const struct config *c, char *err, size_t errcap)
 {
     if (c->debug_dir[0] && c->debug_dir[0] != '/') {
         snprintf(err, errcap, "debug-dir '%.200s' must be an absolute path", c->debug_dir);
-        return -1;
+        return -EINVAL;
     }
     if (c->poll_min_us > c->poll_max_us) {
         snprintf(err, errcap, "poll-min-us (%" PRIu32 ") is larger than poll-max-us (%" PRIu32 ")",

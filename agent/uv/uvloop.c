@@ -193,6 +193,23 @@ __attribute__((noinline)) static void stack_prefault(void)
         pad[i] = 0;
 }
 
+/* 1 when the calling thread's stack has room for stack_prefault with
+ * UVLOOP_STACK_SPARE to spare (a thread on a small stack is left alone:
+ * the shim never changes what a program does). Once per thread. */
+static int stack_has_room(void)
+{
+    pthread_attr_t a;
+    void *lo = NULL;
+    size_t size = 0;
+    if (pthread_getattr_np(pthread_self(), &a) != 0)
+        return 0;
+    int rc = pthread_attr_getstack(&a, &lo, &size);
+    pthread_attr_destroy(&a);
+    uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+    return rc == 0 && sp > (uintptr_t)lo &&
+           sp - (uintptr_t)lo > UVLOOP_STACK_PREFAULT + UVLOOP_STACK_SPARE;
+}
+
 UVLOOP_EXPORT int uv_run(uv_loop_t *loop, uv_run_mode mode)
 {
     UVREAL(uv_run);
@@ -212,7 +229,10 @@ UVLOOP_EXPORT int uv_run(uv_loop_t *loop, uv_run_mode mode)
     struct uvloop_tls *t = &uvloop_tls;
     if (!t->stack_present) {
         t->stack_present = 1;
-        stack_prefault();
+        int err = errno;
+        if (stack_has_room())
+            stack_prefault();
+        errno = err;
     }
     struct uvloop_ent *prev = t->cur;
     int prev_fd = t->cur_fd;

@@ -49,6 +49,7 @@
  * fills only at its start: without this, no sample in a callback unwinds
  * past uv__io_poll to uv_run. */
 #define UVLOOP_STACK_PREFAULT (24u * 1024u)
+#define UVLOOP_STACK_SPARE    (64u * 1024u)     /* left below it, or no prefault */
 
 enum uvloop_state { UVLOOP_FREE = 0, UVLOOP_TRACED = 1, UVLOOP_UNTRACED = 2 };
 

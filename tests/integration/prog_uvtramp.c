@@ -9,8 +9,10 @@
  * static merge sort is named only by libc's debug file). With --hole,
  * tramp_hole() instead: 12 KiB on the stack that nothing touches, as
  * libuv's uv__io_poll keeps its epoll_event array (its pages stay absent
- * unless something made them present). Runs for --seconds S (default 2) of
- * wall time, prints the ticks and exits 0.
+ * unless something made them present). With --small-stack KB, the loop runs on
+ * a thread of a KB KiB stack and the callback only sorts (the shim must
+ * not use that stack up). Runs for --seconds S (default 2) of wall time,
+ * prints the ticks and exits 0.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -67,12 +69,14 @@ __attribute__((noinline)) static void tramp_hole(long ms)
     pad[1] = pad[0];
 }
 
-static int hole;
+static int hole, small;
 
 __attribute__((noinline)) static void tramp_tick(uv_timer_t *t)
 {
     ticks++;
-    if (hole)
+    if (small)
+        tramp_spin(1);
+    else if (hole)
         tramp_hole(20);
     else
         tramp_deep(20);
@@ -105,14 +109,21 @@ int main(int argc, char **argv)
             seconds = atof(argv[++i]);
         else if (strcmp(argv[i], "--hole") == 0)
             hole = 1;
+        else if (strcmp(argv[i], "--small-stack") == 0 && i + 1 < argc)
+            small = atoi(argv[++i]);
     }
     end_ns = now_ns(CLOCK_MONOTONIC) + (long long)(seconds * 1e9);
     int rc = 0;
     pthread_t th;
-    if (!hole)
-        loop_run(&rc);
-    else if (pthread_create(&th, NULL, loop_run, &rc) != 0 || pthread_join(th, NULL) != 0)
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    if (small && pthread_attr_setstacksize(&attr, (size_t)small * 1024) != 0)
         return 1;
+    if (!hole && !small)
+        loop_run(&rc);
+    else if (pthread_create(&th, &attr, loop_run, &rc) != 0 || pthread_join(th, NULL) != 0)
+        return 1;
+    pthread_attr_destroy(&attr);
     printf("ticks=%d\n", ticks);
     return rc;
 }

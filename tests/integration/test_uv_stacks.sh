@@ -8,7 +8,8 @@
 #   - a loop on a fresh thread whose callback sits under 12 KiB of stack
 #     nothing touched (--hole, as libuv's uv__io_poll's epoll array): the
 #     samples still reach uv_run (perf copies present pages only; the shim
-#     makes the stack under uv_run present);
+#     makes the stack under uv_run present); a loop thread on a 28 KiB stack
+#     runs as without the shim (no room: the shim touches nothing);
 #   - d9 --debug-dir adds a directory: libc's static merge sort is still
 #     named from /usr/lib/debug/.build-id (libc6-dbg) with --debug-dir
 #     pointing elsewhere;
@@ -93,5 +94,12 @@ check "the collector drains the killed program's region" wait_for 20 seen_dead
 check "its callback is named from the objects its agent published" \
     has_polls_at "$DPID" 'prog_uvtramp+0x[0-9a-f]* tramp_tick"' 1
 check "collector stops cleanly" stop_collector
+
+# ---- a small stack -----------------------------------------------------------------
+"$PROG" --small-stack 28 --seconds 0.3 >"$T/small_plain.out" 2>&1
+check "a loop on a 28 KiB thread stack runs without the shim" eq "$?" 0
+LD_PRELOAD=$PRELOAD "$PROG" --small-stack 28 --seconds 0.3 >"$T/small_pre.out" 2>&1
+check "and under it (no stack touched where there is no room)" eq "$?" 0
+check "its output is the same kind" grep -q '^ticks=' "$T/small_pre.out"
 
 d9_finish uv-stacks

@@ -111,6 +111,8 @@ struct config {
     char metrics[CONFIG_PATH_MAX];  /* --metrics [ADDR:]PORT, "" = no metrics endpoint */
     int ship_parquet;               /* enum config_ship_parquet */
     char host[CONFIG_HOST_MAX + 1]; /* "" = gethostname() */
+    char debug_dir[CONFIG_PATH_MAX]; /* --debug-dir: build-id tree searched first, "" = none */
+    uint32_t stack_bytes;           /* --stack-bytes: user stack copied per dwarf sample */
 };
 
 /* "auto", "cpu", "thread" for enum config_perf_scope. */

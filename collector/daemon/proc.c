@@ -175,6 +175,7 @@ int proc_adopt(const char *path, const char *file, uint32_t expected_uid,
     snprintf(p->file, sizeof p->file, "%s", file);
     p->exit_code = -1;
     p->pidfd = pexit_open(p->pid, p->start_time);
+    p->image = pexit_image(p->pid);
     p->host_cal = host_cal;
     if (p->geo.clock_source == D9_CLOCK_TSC && host_cal)
         p->cal = *host_cal;       /* until the region's own pairs are read */
@@ -214,6 +215,15 @@ int proc_adopt(const char *path, const char *file, uint32_t expected_uid,
     resume_lost_counters(p, st);
     *out = p;
     return 0;
+}
+
+int proc_execd(struct proc *p)
+{
+    if (!p->execd && p->image) {
+        uint64_t now = pexit_image(p->pid);
+        p->execd = now && now != p->image && proc_alive(p);
+    }
+    return p->execd;
 }
 
 int proc_alive(const struct proc *p)
@@ -284,6 +294,12 @@ int proc_finish(struct proc *p, struct storedir *st)
             reason = SEG_EXIT_CRASHED;
             p->exit_code = WTERMSIG(ws);
         }
+    }
+    /* execve: the process lives on, the image the agent ran in ended */
+    if (!p->quarantined && proc_execd(p)) {
+        state = "exec";
+        reason = SEG_EXIT_UNKNOWN;
+        p->exit_code = -1;
     }
     if (drain_writer(p, st, now))
         return -EAGAIN;

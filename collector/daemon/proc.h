@@ -102,6 +102,8 @@ struct proc {
                                    from the goodbye or the region's exit_status */
     uint32_t exit_status;       /* d9_region_hdr.exit_status, last read (untrusted) */
     int pidfd;                  /* pexit.h: the kernel's exit status, -1 = none */
+    uint64_t image;             /* pexit_image at adoption, 0 = unknown */
+    int execd;                  /* the process called execve since (proc_execd) */
     uint32_t region_state;      /* last seen d9_region_state */
 
     uint64_t records, bytes_written, lost, lag_bytes;
@@ -125,6 +127,9 @@ int proc_adopt(const char *path, const char *file, uint32_t expected_uid,
                struct proc **out);
 
 /* 1 if the process still runs (same pid and start time, not a zombie), 0 if gone. */
+/* 1 when the process runs another program image than at adoption (it
+ * called execve: its agent is gone, pexit_image); remembered. */
+int proc_execd(struct proc *p);
 int proc_alive(const struct proc *p);
 
 /* Read state/threads_untraced/sampler from the header (guarded). 0 or -EFAULT. */

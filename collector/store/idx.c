@@ -886,7 +886,7 @@ int idx_process_end(struct idx *x, int64_t process_id, uint64_t end_ns, const ch
     int e = writable(x);
     if (e < 0)
         return e;
-    if (!state || (strcmp(state, "exited") && strcmp(state, "crashed") &&
+    if (!state || (strcmp(state, "exited") && strcmp(state, "crashed") && strcmp(state, "exec") &&
                    strcmp(state, "quarantined") && strcmp(state, "alive")))
         return -EINVAL;
     sqlite3_stmt *s;

@@ -20,7 +20,7 @@
  *   meta(key TEXT PRIMARY KEY, value TEXT)             -- schema_version, host, created
  *   processes(id INTEGER PRIMARY KEY, pid INT, start_time INT, uid INT,
  *             comm TEXT, exe TEXT, first_ns INT, last_ns INT,
- *             state TEXT,          -- 'alive' | 'exited' | 'crashed' | 'quarantined'
+ *             state TEXT,          -- 'alive' | 'exited' | 'crashed' | 'exec' | 'quarantined'
  *             exit_code INT,       -- NULL when unknown
  *             records INT, lost INT,
  *             UNIQUE(pid, start_time))
@@ -94,7 +94,7 @@ int idx_process_upsert(struct idx *x, const struct idx_process *p, int64_t *proc
  * process was finished (a forgery in the shm directory, or one a crashed
  * collector did not get to remove) never rewrites the finished process. */
 int idx_process_adopt(struct idx *x, const struct idx_process *p, int64_t *process_id);
-/* Record the end of a process: state 'exited' or 'crashed', code or -1. */
+/* Record the end of a process: state 'exited', 'crashed' or 'exec', code or -1. */
 int idx_process_end(struct idx *x, int64_t process_id, uint64_t end_ns, const char *state, int code);
 /* Why a process's records were dropped, from its region's counters (which
  * only grow: the stored values never go down). processes.lost is the total;

@@ -36,6 +36,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#include "collector/daemon/crashpt.h"
 #include "collector/daemon/drain.h"
 #include "collector/daemon/guard.h"
 #include "collector/daemon/met.h"
@@ -879,6 +880,7 @@ static int commit(struct proc *p, struct storedir *st, uint64_t now_ns)
             return rc;
         }
         storedir_write_ok(st);
+        crashpt(CRASHPT_FLUSHED);
     }
     publish(p);
     return 0;
@@ -907,6 +909,8 @@ int drain_seal(struct proc *p, struct storedir *st)
      * pending ones are not: their tails go out only after the seal */
     int rc = storedir_seal(st, w, p->process_id, p->pid, recs >= pending ? recs - pending : 0);
     if (rc == 0) {
+        if (pending)
+            crashpt(CRASHPT_SEALED);
         publish(p);
         index_drops(p, st);
     } else {

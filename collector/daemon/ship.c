@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "collector/daemon/config.h"
+#include "collector/daemon/crashpt.h"
 #include "collector/s3/s3_client.h"
 #include "collector/s3/s3_key.h"
 #include "collector/s3/s3_sign.h"
@@ -719,6 +720,7 @@ static void ship_one(struct ship_job *j, const struct idx_upload *u)
     if (rc == 0 && !man_there)
         rc = s3_client_put(j->client, man_key, manifest, strlen(manifest));
     if (rc == 0) {
+        crashpt(CRASHPT_UPLOADED);
         if (idx_upload_set(j->idx, u->segment_id, "shipped", attempt, NULL, 0) == -EBUSY)
             col_warn("ship: segment %" PRIu64 " shipped but the index was busy; it is "
                      "checked again (HEAD) before any new upload", u->segment_id);

@@ -573,8 +573,8 @@ static int stored_prefix(const uint8_t *buf, size_t n, uint32_t upto, size_t *sk
  * records of the same generation (proc_ring.stored_*, from proc_adopt):
  * that run may have died after writing records into a segment and before
  * publishing their tail, so the ring still holds them. Move the cursor
- * past every record whose seq the store already has, publish that tail,
- * and carry on from the stored stamp (the ring's time floor). 0 or -EFAULT.
+ * past every record whose seq the store already has and publish that
+ * tail; either way the stored stamp is the ring's time floor. 0 or -EFAULT.
  * Records are read raw (no conversion) into a scratch buffer; a framing
  * error stops the skip and leaves the ring to copy_records, which
  * quarantines it. */
@@ -584,7 +584,14 @@ static int skip_stored(struct proc *p, uint32_t i, const struct shm_ring_snapsho
     if (!r->stored_known)
         return 0;
     r->stored_known = 0;        /* once: a later generation starts fresh */
-    if (s->generation != r->stored_gen || r->read_tail == s->head)
+    if (s->generation != r->stored_gen)
+        return 0;
+    /* the stored stamp (CLOCK_MONOTONIC, as written) is the ring's time
+     * floor: without it a stamp found impossible in the first block after a
+     * restart took the process's start, a step back by the process's age */
+    if (r->stored_ts > r->last_ns)
+        r->last_ns = r->last_ns_pub = r->stored_ts;
+    if (r->read_tail == s->head)
         return 0;
     uint8_t *buf = malloc(DRAIN_CHUNK);
     if (!buf)
@@ -628,8 +635,6 @@ static int skip_stored(struct proc *p, uint32_t i, const struct shm_ring_snapsho
     if (g_consume(p, shm_ring_hdr(&p->region, &p->geo, i), pos))
         return -EFAULT;
     r->read_tail = r->consumed_tail = pos;
-    /* the stored stamp (CLOCK_MONOTONIC, as written) is the ring's floor */
-    r->last_ns = r->last_ns_pub = r->stored_ts;
     col_info("pid %u (%s): ring %u: %" PRIu64 " bytes of records up to seq %" PRIu32 " are in "
              "the store already (an earlier collector stopped before publishing their tail): "
              "not written again", p->pid, p->file, i, skipped_bytes, r->stored_seq);

@@ -934,6 +934,14 @@ int ship_start(struct ship **out, const struct s3_cfg *cfg, const char *store_di
         s3_client_set_stop(j->client, &s->stop);
     }
     if (rc == 0) {
+        /* retry times of an earlier boot (CLOCK_MONOTONIC starts again):
+         * without this a segment that failed before a reboot waits until
+         * the new uptime passes the old one */
+        uint64_t moved = 0;
+        if (idx_upload_clamp_next(s->jobs[0].idx, shm_mono_ns(), SHIP_BACKOFF_MAX_NS, &moved) == 0 &&
+            moved)
+            col_info("ship: %" PRIu64 " segments had a next try further off than the longest "
+                     "backoff (set before a reboot?): due now", moved);
         char v[64];
         if (idx_read_meta_get(s->jobs[0].idx, "boot_id", s->boot_id, sizeof s->boot_id))
             s->boot_id[0] = '\0';

@@ -713,8 +713,15 @@ static void ship_one(struct ship_job *j, const struct idx_upload *u)
     int seg_there = 0, man_there = 0;
     if (u->attempts > 0) {              /* an earlier attempt may have landed */
         seg_there = ship_already_there(j->client, seg_key, len, md5hex);
-        if (seg_there)
-            man_there = s3_client_head(j->client, man_key, NULL, NULL, 0) == 0;
+        if (seg_there) {
+            /* whole, not just there: a server killed during the PUT may keep
+             * an empty or cut object under the key (s3rver does) */
+            uint8_t mmd5[16];
+            char mhex[33];
+            s3_sign_md5(manifest, strlen(manifest), mmd5);
+            ship_hex(mmd5, sizeof mmd5, mhex);
+            man_there = ship_already_there(j->client, man_key, strlen(manifest), mhex);
+        }
     }
     rc = seg_there ? 0 : s3_client_put_fd(j->client, seg_key, fd, len, m.sha256, md5);
     if (rc == 0 && !man_there)

@@ -66,6 +66,7 @@
 #include <arpa/inet.h>
 #include "collector/daemon/bell.h"
 #include "collector/daemon/config.h"
+#include "collector/daemon/crashpt.h"
 #include "collector/ctl/ctl_server.h"
 #include "collector/daemon/discover.h"
 #include "collector/daemon/drain.h"
@@ -1261,6 +1262,7 @@ int main(int argc, char **argv)
     static struct col_ctx ctx;      /* the daemon's one context (large: keep off the stack) */
     struct col_ctx *x = &ctx;
     char err[1024] = "";
+    crashpt_init();             /* fault-injection tests only (D9_CRASH_AT) */
     int rc = config_parse_args(&x->cfg, argc, argv, geteuid(), getenv("XDG_RUNTIME_DIR"),
                                err, sizeof err);
     if (rc == CONFIG_HELP) {

@@ -60,6 +60,14 @@ struct proc_ring {
     int thread_dirty;           /* index row needs a refresh */
     int hdr_seen;               /* its header page was in memory once: read every pass */
     int counters_bad;           /* its drop counters were impossible once (counted) */
+    /* The last record of this slot that an earlier collector run persisted
+     * (proc_adopt, from the index and that record's segment): records of
+     * generation stored_gen up to seq stored_seq are in the store already,
+     * even if that run died before it published their tail (drain.c skips
+     * them at the first look). */
+    int stored_known;
+    uint32_t stored_gen, stored_seq;
+    uint64_t stored_ts;
 };
 
 struct proc {

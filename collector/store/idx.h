@@ -177,6 +177,11 @@ int idx_upload_next(struct idx *x, uint64_t now_ns, const uint64_t *skip, size_t
  * segment row is gone (retention deleted it meanwhile). */
 int idx_upload_set(struct idx *x, uint64_t segment_id, const char *state, uint32_t attempts,
                    const char *last_error, uint64_t next_ns);
+/* next_ns is CLOCK_MONOTONIC, which starts again at each boot: a segment
+ * whose next try is more than max_wait_ns past now_ns (set before a reboot,
+ * or by a clock that jumped) is due now. Called once when shipping starts;
+ * *changed gets how many rows moved (may be NULL). 0 or -errno. */
+int idx_upload_clamp_next(struct idx *x, uint64_t now_ns, uint64_t max_wait_ns, uint64_t *changed);
 struct idx_upload_totals {
     uint64_t backlog, backlog_bytes;    /* indexed segments not shipped */
     uint64_t shipped, shipped_bytes;

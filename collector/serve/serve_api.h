@@ -32,7 +32,11 @@
  * the answer ("mode":"index") is the record density per lane and column
  * from the index's block rows (count and time range of each block), so
  * the first view of a 100 M-record store costs one index query; zooming in
- * reaches windows that are scanned.
+ * reaches windows that are scanned. Its longest polls ("top") come from the
+ * segments' rollups (rollup.h: the longest poll per worker, location and
+ * second; "approx", t = the start of that second, a worker instead of a
+ * lane), its lanes are the index's threads in the same order as at every
+ * other zoom.
  *
  * Polls and parks that overlap the window come whole at every level of
  * detail (true start and end: a look-back per thread finds what was open

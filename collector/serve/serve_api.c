@@ -75,6 +75,9 @@ int serve_api_param(struct serve_params *p, const char *key, const char *val, ch
         if (parse_u64(val, &u) < 0 || u == 0 || u > SERVE_API_MAX_EVENTS)
             goto bad;
         p->limit = (uint32_t)u;
+    } else if (strcmp(key, "offset") == 0) {
+        if (parse_u64(val, &p->offset) < 0)
+            goto bad;
     } else if (strcmp(key, "event") == 0) {
         if (copy_str(p->event, val) < 0)
             goto bad;
@@ -252,6 +255,7 @@ struct tl {
     char *evbuf;
     size_t evlen;
     uint64_t nevents, events_total;
+    uint64_t ev_skipped;            /* /api/events: matching events before offset */
     uint32_t ev_limit;
     char **col_ev;                  /* timeline: the first matching event of each column */
     int err;
@@ -469,7 +473,8 @@ static void event_json(FILE *f, const struct tl *t, const struct q_rec_src *src,
     fputs("}}", f);
 }
 
-/* /api/events: the first ev_limit in time order (the page's table). A
+/* /api/events: ev_limit in time order after the first offset (the page's
+ * table and its pages). A
  * timeline keeps the first event of each pixel column instead, and
  * events_sample picks among the columns evenly: markers over the whole
  * window, not its first ev_limit events at the left edge. */
@@ -495,6 +500,10 @@ static void event_out(struct tl *t, const struct q_rec_src *src, struct lane *l,
             return;
         }
         t->col_ev[px] = b;
+        return;
+    }
+    if (t->ev_skipped < t->p->offset) {
+        t->ev_skipped++;            /* an earlier page's */
         return;
     }
     if (t->nevents >= t->ev_limit)
@@ -1434,7 +1443,10 @@ static int api_timeline(struct q_store *s, const struct serve_params *p, FILE *o
         status = error(out, 500, t->err == -ENOMEM ? "out of memory" : "cannot read the store");
     } else if (events_only) {
         fprintf(out, "{\"pid\":%" PRIu32 ",\"from\":%" PRIu64 ",\"to\":%" PRIu64
-                ",\"events_total\":%" PRIu64 ",\"events\":[", p->pid, from, to, t->events_total);
+                ",\"events_total\":%" PRIu64, p->pid, from, to, t->events_total);
+        if (p->offset)
+            fprintf(out, ",\"offset\":%" PRIu64, p->offset);
+        fputs(",\"events\":[", out);
         fwrite(t->evbuf, 1, t->evlen, out);
         fputs("]}\n", out);
     } else {

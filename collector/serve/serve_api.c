@@ -1027,8 +1027,8 @@ static void ov_print(const struct overview *o, struct q_store *s, uint32_t pid, 
     fprintf(out, "{\"pid\":%" PRIu32 ",\"from\":%" PRIu64 ",\"to\":%" PRIu64 ",\"width\":%u"
             ",\"mode\":\"index\",\"bucket_px\":%u,\"records\":%" PRIu64 ",\"polls\":0,\"parks\":0"
             ",\"lanes_dropped\":0,\"top_from\":\"rollups\",\"rollup_segments\":%" PRIu64
-            ",\"rollup_from_records\":%" PRIu64 ",\n\"locs\":[\"poll\"", pid, o->from, to,
-            o->width, k, o->total, o->rst.segments, o->rst.from_records);
+            ",\"rollup_missing\":%" PRIu64 ",\n\"locs\":[\"poll\"", pid, o->from, to,
+            o->width, k, o->total, o->rst.segments, o->rst.not_stored);
     /* the top's locations: locs[1 + i] is top[i]'s */
     struct q_names *nm = NULL;
     bool named = q_names_open(s, &nm) == 0;
@@ -1105,13 +1105,12 @@ static int overview(struct q_store *s, int64_t process_id, uint32_t pid, uint64_
         rc = o->err;
     if (rc >= 0 && o->total > SERVE_API_SCAN_MAX) {
         q_store_threads(s, 0, process_id, ov_name, o);
-        /* a segment without stored rollups is computed from its records
-         * by q_rollup_each: counted in rollup_from_records */
-        rc = q_rollup_each(s, pid, from, to, ov_rollup, o, &o->rst, "d9 serve");
-        if (rc >= 0) {
-            ov_print(o, s, pid, to, out);
-            rc = 1;
-        }
+        /* stored rollups only: a segment without them is left out of the
+         * top (rollup_missing), never read; a failure leaves the top empty */
+        if (q_rollup_each_stored(s, pid, from, to, ov_rollup, o, &o->rst) < 0)
+            o->ntop = 0;
+        ov_print(o, s, pid, to, out);
+        rc = 1;
     } else if (rc >= 0) {
         rc = 0;
     }

@@ -16,7 +16,9 @@
 # BENCH_ZOOM_RECORDS (default 50 M, as the issue measured: builds in under a minute here, 1.5 GB),
 # BENCH_ZOOM_STEPS (default 12), BENCH_ZOOM_STEP_MS (default 300),
 # BENCH_ZOOM_REPS (default 3), BENCH_ZOOM_D9 (the d9 to serve with, default
-# $BUILD/bin/d9: to compare builds), BENCH_KEEP=1 (keep the temp dir).
+# $BUILD/bin/d9: to compare builds), BENCH_ZOOM_STORE=DIR (build the store
+# there, or reuse the one an earlier run built there), BENCH_KEEP=1 (keep
+# the temp dir).
 set -u
 BUILD=${BUILD:-build}
 QUICK=${BENCH_QUICK:-0}
@@ -35,10 +37,16 @@ for c in /usr/lib/chromium/chromium-headless-shell /usr/lib/chromium/chromium \
 done
 [ -n "$CHROME" ] || { echo "bench_serve_zoom: no Chromium (apt-get install chromium-headless-shell): skipped"; exit 0; }
 BUILD=$BUILD sh tests/integration/playwright_install.sh || { echo "bench_serve_zoom: playwright-core did not install: skipped"; exit 0; }
-BENCH_SERVE_BUILD_ONLY=1 "$BUILD/bench/bench_serve" "$T/store" "$RECORDS" >"$T/build.out" || exit 1
-N=$(awk '$1 == "serve.records" { print $2 }' "$T/build.out")
-BS=$(awk '$1 == "serve.build_s" { print $2 }' "$T/build.out")
-"${BENCH_ZOOM_D9:-$BUILD/bin/d9}" --store "$T/store" serve --listen 127.0.0.1:0 --no-flush >"$T/serve.out" 2>"$T/serve.err" &
+if [ -n "${BENCH_ZOOM_STORE:-}" ] && [ -f "$BENCH_ZOOM_STORE/build.out" ]; then
+    STORE=$BENCH_ZOOM_STORE             # built by an earlier run: kept, reused
+else
+    STORE=${BENCH_ZOOM_STORE:-$T/store}
+    BENCH_SERVE_BUILD_ONLY=1 "$BUILD/bench/bench_serve" "$STORE" "$RECORDS" >"$T/build.out" || exit 1
+    cp "$T/build.out" "$STORE/build.out"
+fi
+N=$(awk '$1 == "serve.records" { print $2 }' "$STORE/build.out")
+BS=$(awk '$1 == "serve.build_s" { print $2 }' "$STORE/build.out")
+"${BENCH_ZOOM_D9:-$BUILD/bin/d9}" --store "$STORE" serve --listen 127.0.0.1:0 --no-flush >"$T/serve.out" 2>"$T/serve.err" &
 SPID=$!
 i=0
 while ! grep -q '^d9 serve: http://' "$T/serve.out" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done

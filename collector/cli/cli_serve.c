@@ -315,8 +315,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
     (void)cls;
-    fputs("d9 serve: ", stderr);
-    vfprintf(stderr, fmt, ap);
+    char line[512];
+    vsnprintf(line, sizeof line, fmt, ap);
+    /* our own MHD_NO for a request whose client left (a superseded zoom
+     * step): expected, once per cancelled request, not worth a line */
+    if (strstr(line, "Application reported internal error"))
+        return;
+    fprintf(stderr, "d9 serve: %s", line);
 }
 
 struct serve_opts {

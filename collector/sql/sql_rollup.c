@@ -1,8 +1,10 @@
 /*
- * sql_rollup.c — poll_stats and worker_stats (see sql_rollup.h).
+ * sql_rollup.c — poll_stats, worker_stats and location_stats (see
+ * sql_rollup.h).
  */
 #include <errno.h>
 #include <stdlib.h>
+#include "collector/query/q_agg.h"
 #include "collector/query/q_rollup.h"
 #include "collector/sql/sql_list.h"
 #include "collector/sql/sql_rollup.h"
@@ -75,9 +77,59 @@ static int on_seg(void *arg, const struct q_rollup_seg *g)
     return e;
 }
 
+/* location_stats: q_agg's locations of the window (its edges read from records). */
+static int fill_locations(struct cur *c)
+{
+    struct sql_vtab *v = c->vt->ctx;
+    c->ncols = LS_NCOLS + 1;
+    c->irow = 0;
+    if (c->f.from > c->f.to) {
+        c->eof = true;
+        return 0;
+    }
+    struct q_agg *a = NULL;
+    struct q_agg_stats st;
+    int rc = q_agg_run(v->s, c->f.pid, c->f.from, c->f.to, 0, v->prog, &a, &st);
+    if (rc < 0)
+        return rc;
+    v->st.missing_segments += st.missing;
+    size_t n;
+    const struct q_agg_loc *l = q_agg_locs(a, &n);
+    for (size_t i = 0; rc == 0 && i < n; i++, l++) {
+        struct mval *r = sql_list_row_add(c);
+        if (!r) {
+            rc = -ENOMEM;
+            break;
+        }
+        int e = 0;
+        sql_list_mv_int(&r[LS_PID], l->pid);
+        e |= sql_list_mv_str(&r[LS_RUNTIME], q_names_runtime(v->names, l->process_id, l->runtime,
+                                                            c->text, sizeof c->text));
+        sql_list_mv_int(&r[LS_LOC], l->loc);
+        e |= sql_list_mv_str(&r[LS_LOCATION], q_names_location(v->names, l->process_id, l->loc,
+                                                              c->text, sizeof c->text));
+        const uint64_t u[] = { c->f.from, l->count, l->unfinished, l->sum_ns, l->max_ns,
+                               l->p50_ns, l->p90_ns, l->p99_ns, l->p999_ns };
+        for (size_t k = 0; k < sizeof u / sizeof u[0]; k++)
+            sql_list_mv_u64(&r[LS_START + k], u[k]);
+        if (l->count == l->unfinished)     /* no finished poll: no durations */
+            r[LS_P50].t = r[LS_P90].t = r[LS_P99].t = r[LS_P999].t = SQLITE_NULL;
+        sql_list_mv_key(c, r, (uint64_t)l->process_id, c->f.from,
+                        (uint64_t)l->runtime << 32 | l->loc);
+        rc = e ? -ENOMEM : 0;
+    }
+    q_agg_free(a);
+    if (rc < 0)
+        return rc;
+    c->eof = c->nrows == 0;
+    return 0;
+}
+
 int sql_rollup_fill(struct cur *c)
 {
     struct sql_vtab *v = c->vt->ctx;
+    if (c->vt->def->kind == K_LOCATION_STATS)
+        return fill_locations(c);
     c->ncols = (c->vt->def->kind == K_WORKER_STATS ? WS_NCOLS : PS_NCOLS) + 1;
     /* a poll's bucket is at or before its start: a segment that starts
      * within a bucket of the window's end holds polls of that bucket */

@@ -141,6 +141,16 @@ static const struct tab_def defs[] = {
       "its wait, >= 1 ms, from the record that leaves a poll or the wait to the next that "
       "enters one; cpu_samples = the thread's CPU samples inside (cpu_samples rows of its tid "
       "with ts_ns between start_ns and end_ns)" },
+    { "location_stats", K_LOCATION_STATS,
+      "pid INTEGER, runtime TEXT, loc INTEGER, location TEXT, start_ns INTEGER, "
+      "count INTEGER, unfinished INTEGER, sum_ns INTEGER, max_ns INTEGER, p50_ns INTEGER, "
+      "p90_ns INTEGER, p99_ns INTEGER, p999_ns INTEGER",
+      0, -1, 4, -1, 0, false, false,
+      "polls per process, runtime and location over the whole store, or over the polls that "
+      "start in a start_ns window (start_ns = the window's first ns), merged from the rollups' "
+      "histograms (as top-polls --by-location: whole buckets from the rollups, the window's "
+      "edges from the records; counts and sums exact); unfinished polls are in count, not in "
+      "sum_ns/max_ns/quantiles; p50..p999 within 6.25 %, NULL without a finished poll" },
 };
 #define NDEFS (sizeof defs / sizeof defs[0])
 
@@ -437,7 +447,8 @@ static int x_filter(sqlite3_vtab_cursor *cur, int idx_num, const char *idx_str, 
             c->f.tid = 0;
         if (d->kind == K_STACKS)
             rc = sql_stack_fill(c, stack_want, stack_set);
-        else if (d->kind == K_POLL_STATS || d->kind == K_WORKER_STATS)
+        else if (d->kind == K_POLL_STATS || d->kind == K_WORKER_STATS ||
+                 d->kind == K_LOCATION_STATS)
             rc = sql_rollup_fill(c);
         else
             rc = sql_list_fill(c);

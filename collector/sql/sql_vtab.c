@@ -103,9 +103,10 @@ static const struct tab_def defs[] = {
       "busy_ns INTEGER, parks INTEGER, parked_ns INTEGER, waits INTEGER, wait_sum_ns INTEGER, "
       "wait_max_ns INTEGER, segment INTEGER",
       0, -1, 3, -1, 0, false, false,
-      "per worker and second from the segments' rollups: busy_ns = its outermost polls' "
-      "durations (by start bucket), parked_ns = park..unpark (by park bucket), waits = sampled "
-      "park and unpark records (d9 sched's definition); one row per segment and bucket" },
+      "per worker and second from the segments' rollups: busy_ns = the union of its finished "
+      "polls (by start bucket; an unfinished poll stops none after it), parked_ns = "
+      "park..unpark (by park bucket), waits = sampled park and unpark records (d9 sched's "
+      "definition); one row per segment and bucket" },
     { "wakes", K_WAKES,
       "pid INTEGER, tid INTEGER, ts_ns INTEGER, runtime TEXT, waker INTEGER, wakee INTEGER, "
       "target_worker INTEGER",

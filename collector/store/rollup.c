@@ -58,7 +58,9 @@ struct open_poll {
     uint64_t task, ts;
     uint32_t entry;                 /* poll entry of its start; RU_EMPTY: not counted (rollup_only) */
     uint16_t runtime, worker;
-    int outermost;                  /* no other poll was open on the thread at its start */
+    uint64_t from;                  /* its busy time starts here (its start, or the end of a
+                                       poll that covered it so far) */
+    uint64_t pend;                  /* busy time of finished polls inside it, not counted yet */
 };
 
 struct thr {
@@ -328,15 +330,45 @@ static void open_remove(struct thr *t, uint32_t i)
     t->nopen--;
 }
 
+/* Busy time d (of a poll that ended, or the pend of one that left without
+ * an end) goes to the open poll below index i; with none below, into the
+ * busy_ns of the bucket of op's start (op: the poll it came from), when
+ * that start is counted (rollup_only). */
+static int busy_add(struct rollup *r, struct thr *t, uint32_t i, const struct open_poll *op,
+                    uint64_t d)
+{
+    if (i > 0) {
+        t->open[i - 1].pend += d;
+        return 0;
+    }
+    if (d == 0 || !counted(r, op->ts))
+        return 0;
+    struct went *w;
+    int e = worker_entry(r, op->ts - op->ts % ROLLUP_BUCKET_NS, op->runtime, op->worker, &w);
+    if (e == 0)
+        w->busy += d;
+    return e;
+}
+
+/* Open poll i of t leaves without an end: unfinished; its pend counts. */
+static int open_drop(struct rollup *r, struct thr *t, uint32_t i)
+{
+    struct open_poll op = t->open[i];
+    if (op.entry != RU_EMPTY)
+        r->p[op.entry].unfinished++;
+    open_remove(t, i);
+    return busy_add(r, t, i, &op, op.pend);
+}
+
 static int on_poll_start(struct rollup *r, struct thr *t, const struct d9_rec_poll_start *s)
 {
     /* a second start of a task open on this thread: the first one's end was
      * dropped (q_pair's rule: the new start replaces it) */
     for (uint32_t i = t->nopen; i-- > 0;) {
         if (t->open[i].task == s->task) {
-            if (t->open[i].entry != RU_EMPTY)
-                r->p[t->open[i].entry].unfinished++;
-            open_remove(t, i);
+            int e = open_drop(r, t, i);
+            if (e < 0)
+                return e;
             break;
         }
     }
@@ -361,14 +393,15 @@ static int on_poll_start(struct rollup *r, struct thr *t, const struct d9_rec_po
         t->capopen = c;
     }
     t->open[t->nopen] = (struct open_poll){ s->task, s->h.ts, ent, s->runtime, s->worker,
-                                            t->nopen == 0 };
+                                            s->h.ts, 0 };
     t->nopen++;
     return 0;
 }
 
 /* q_pair's rule: an end closes the latest open start of its task on the
  * thread, and only that one (polls opened inside it stay open: their own
- * ends may come later). */
+ * ends may come later; their time up to this end is this poll's). Busy
+ * time is the union of the finished polls (q_sched.h's definition). */
 static int on_poll_end(struct rollup *r, struct thr *t, const struct d9_rec_poll_end *pe)
 {
     uint32_t i = t->nopen;
@@ -378,21 +411,22 @@ static int on_poll_end(struct rollup *r, struct thr *t, const struct d9_rec_poll
     if (i == UINT32_MAX)
         return 0;                               /* its start is not in this segment */
     struct open_poll op = t->open[i];
+    uint64_t ts = pe->h.ts;
+    for (uint32_t j = i + 1; j < t->nopen; j++) {
+        t->open[j].pend = 0;
+        if (t->open[j].from < ts)
+            t->open[j].from = ts;
+    }
     open_remove(t, i);
-    if (op.entry == RU_EMPTY)
-        return 0;                               /* started outside rollup_only's ranges */
-    uint64_t d = pe->h.ts >= op.ts ? pe->h.ts - op.ts : 0;
+    int e = busy_add(r, t, i, &op, ts >= op.from ? ts - op.from : 0);
+    if (e < 0 || op.entry == RU_EMPTY)
+        return e;                               /* started outside rollup_only's ranges */
+    uint64_t d = ts >= op.ts ? ts - op.ts : 0;
     struct pent *p = &r->p[op.entry];
     p->sum += d;
     if (d > p->max)
         p->max = d;
-    int e = bin_add(r, op.entry, rollup_bin(d));
-    if (e == 0 && op.outermost) {
-        struct went *w;
-        if ((e = worker_entry(r, p->k.bucket, op.runtime, op.worker, &w)) == 0)
-            w->busy += d;
-    }
-    return e;
+    return bin_add(r, op.entry, rollup_bin(d));
 }
 
 static int on_worker(struct rollup *r, struct thr *t, const struct d9_rec_worker *wr, int park)
@@ -607,6 +641,25 @@ int rollup_encode(const struct rollup *r, uint8_t **out, size_t *len)
     return 0;
 }
 
+/* The end of the segment: the pends of the polls still open count, in the
+ * bucket of each thread's oldest open poll (where dropping them top-down
+ * would put them). They stay open: rollup_encode counts them unfinished. */
+static int pend_flush(struct rollup *r)
+{
+    for (uint32_t k = 0; k < r->nt; k++) {
+        struct thr *t = &r->t[k];
+        uint64_t sum = 0;
+        for (uint32_t i = 0; i < t->nopen; i++) {
+            sum += t->open[i].pend;
+            t->open[i].pend = 0;
+        }
+        int e = t->nopen ? busy_add(r, t, 0, &t->open[0], sum) : 0;
+        if (e < 0)
+            return e;
+    }
+    return 0;
+}
+
 int rollup_file(const char *path, uint8_t **out, size_t *len)
 {
     return rollup_file_only(path, NULL, 0, out, len);
@@ -631,6 +684,8 @@ int rollup_file_only(const char *path, const struct rollup_range *ranges, unsign
     while ((e = seg_reader_next(sr, &b)) == 1)
         if ((e = rollup_feed_block(r, &b)) < 0)
             break;
+    if (e == 0)
+        e = pend_flush(r);
     if (e == 0)
         e = rollup_encode(r, out, len);
     rollup_free(r);

@@ -28,8 +28,14 @@
  *   - sum_ns, max_ns and the histogram are over the finished polls'
  *     durations (end.ts - start.ts), the whole duration in the start's bucket;
  *   - per worker (runtime, worker) and bucket: polls (as above), busy_ns =
- *     the durations of its outermost finished polls (no other poll open on
- *     the thread at its start), parks = worker_park
+ *     the union of its finished polls (q_sched.h's definition): a finished
+ *     poll with no poll open below it adds its time (from its start, or
+ *     from the end of a poll that covered it) to its start's bucket; one
+ *     finished inside an open poll adds it to that poll's pending time,
+ *     dropped when that poll ends (its own time covers it) and passed down
+ *     when it leaves without an end (replaced, or still open at the end of
+ *     the segment: then to the bucket of the thread's oldest open poll), so
+ *     an unfinished poll stops no later poll from counting; parks = worker_park
  *     records, parked_ns = unpark.ts - park.ts of the park intervals that
  *     close in the segment (in the park's bucket), waits / wait_sum_ns /
  *     wait_max_ns = every sampled park AND unpark record's sched_wait_ns (the
@@ -44,7 +50,10 @@
  * ROLLUP_SUB have a bin each. A quantile is reported as its bin's middle,
  * within 1/(2*ROLLUP_SUB) = 6.25 % of the true value (and never above max).
  *
- * Stored bytes (little-endian; version ROLLUP_VERSION):
+ * Stored bytes (little-endian; version ROLLUP_VERSION; rollups of another
+ * version (1, 2: busy_ns counted only outermost polls) do not check, and
+ * readers answer those segments from their records, as for missing ones;
+ * `d9 fsck --repair` rewrites them):
  *   header   magic "D9RU", u16 version, u16 0, u32 npoll, u32 nworker,
  *            u64 bucket_ns, u32 crc32c (of everything after the header), u32 0
  *   npoll x  u16 runtime, u16 worker, u32 loc, u64 bucket (start ns),
@@ -64,7 +73,7 @@
 
 struct seg_block;
 
-#define ROLLUP_VERSION     2u             /* 2: q_pair's pairing */
+#define ROLLUP_VERSION     3u             /* 2: q_pair's pairing; 3: busy = union */
 #define ROLLUP_BUCKET_NS   1000000000ull          /* 1 s */
 #define ROLLUP_SUB_BITS    3u
 #define ROLLUP_SUB         (1u << ROLLUP_SUB_BITS)  /* sub-bins per power of two */

@@ -18,6 +18,28 @@ static int on_seg(void *arg, const struct q_rollup_seg *g)
 {
     struct cur *c = arg;
     struct sql_vtab *v = c->vt->ctx;
+    if (c->vt->def->kind == K_WAKE_STATS) {
+        for (uint32_t i = 0; i < g->v->nwake; i++) {
+            struct rollup_wake w;
+            rollup_wake_at(g->v, i, &w);
+            if (!in_window(c, w.bucket_ns))
+                continue;
+            struct mval *r = sql_list_row_add(c);
+            if (!r)
+                return -ENOMEM;
+            sql_list_mv_int(&r[WK_PID], g->pid);
+            int e = sql_list_mv_str(&r[WK_RUNTIME], q_names_runtime(v->names, g->process_id,
+                                                                    w.runtime, c->text,
+                                                                    sizeof c->text));
+            sql_list_mv_u64(&r[WK_BUCKET], w.bucket_ns);
+            sql_list_mv_u64(&r[WK_WAKES], w.wakes);
+            sql_list_mv_u64(&r[WK_SEGMENT], g->segment_id);
+            sql_list_mv_key(c, r, g->segment_id, w.bucket_ns, (uint64_t)w.runtime << 48 | 1);
+            if (e)
+                return -ENOMEM;
+        }
+        return 0;
+    }
     if (c->vt->def->kind == K_WORKER_STATS) {
         for (uint32_t i = 0; i < g->v->nworker; i++) {
             struct rollup_worker w;
@@ -130,7 +152,8 @@ int sql_rollup_fill(struct cur *c)
     struct sql_vtab *v = c->vt->ctx;
     if (c->vt->def->kind == K_LOCATION_STATS)
         return fill_locations(c);
-    c->ncols = (c->vt->def->kind == K_WORKER_STATS ? WS_NCOLS : PS_NCOLS) + 1;
+    enum kind k = c->vt->def->kind;
+    c->ncols = (k == K_WORKER_STATS ? WS_NCOLS : k == K_WAKE_STATS ? WK_NCOLS : PS_NCOLS) + 1;
     /* a poll's bucket is at or before its start: a segment that starts
      * within a bucket of the window's end holds polls of that bucket */
     uint64_t to = c->f.to > UINT64_MAX - ROLLUP_BUCKET_NS ? UINT64_MAX

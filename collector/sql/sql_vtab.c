@@ -142,6 +142,12 @@ static const struct tab_def defs[] = {
       "its wait, >= 1 ms, from the record that leaves a poll or the wait to the next that "
       "enters one; cpu_samples = the thread's CPU samples inside (cpu_samples rows of its tid "
       "with ts_ns between start_ns and end_ns)" },
+    { "wake_stats", K_WAKE_STATS,
+      "pid INTEGER, runtime TEXT, bucket_ns INTEGER, wakes INTEGER, segment INTEGER",
+      0, -1, 2, -1, 0, false, false,
+      "wakes per runtime and second from the segments' rollups (version 3), without reading "
+      "records: one row per segment, runtime and 1 s bucket (bucket_ns = its start); wakes = "
+      "wake records in it; SUM over rows = count(*) of wakes" },
     { "location_stats", K_LOCATION_STATS,
       "pid INTEGER, runtime TEXT, loc INTEGER, location TEXT, start_ns INTEGER, "
       "count INTEGER, unfinished INTEGER, sum_ns INTEGER, max_ns INTEGER, p50_ns INTEGER, "
@@ -449,7 +455,7 @@ static int x_filter(sqlite3_vtab_cursor *cur, int idx_num, const char *idx_str, 
         if (d->kind == K_STACKS)
             rc = sql_stack_fill(c, stack_want, stack_set);
         else if (d->kind == K_POLL_STATS || d->kind == K_WORKER_STATS ||
-                 d->kind == K_LOCATION_STATS)
+                 d->kind == K_LOCATION_STATS || d->kind == K_WAKE_STATS)
             rc = sql_rollup_fill(c);
         else
             rc = sql_list_fill(c);

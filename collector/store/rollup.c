@@ -89,6 +89,11 @@ struct rollup {
     uint32_t nb, capbt;
     struct thr *t;
     uint32_t nt, capt;
+    struct waent {                  /* wakes per (bucket, runtime) */
+        uint64_t bucket, n;
+        uint16_t runtime;
+    } *wa;
+    uint32_t nwa, capwa, lastwa;    /* lastwa: the last hit (records come in time order) */
     struct rollup_range only[ROLLUP_ONLY_MAX];  /* rollup_only; nonly 0 = everything */
     unsigned nonly;
 };
@@ -114,6 +119,7 @@ void rollup_free(struct rollup *r)
     for (uint32_t i = 0; i < r->nt; i++)
         free(r->t[i].open);
     free(r->t);
+    free(r->wa);
     free(r);
 }
 
@@ -461,6 +467,31 @@ static int on_worker(struct rollup *r, struct thr *t, const struct d9_rec_worker
     return 0;
 }
 
+static int on_wake(struct rollup *r, const struct d9_rec_wake *wk)
+{
+    if (!counted(r, wk->h.ts))
+        return 0;
+    uint64_t bucket = wk->h.ts - wk->h.ts % ROLLUP_BUCKET_NS;
+    if (r->lastwa < r->nwa && r->wa[r->lastwa].bucket == bucket &&
+        r->wa[r->lastwa].runtime == wk->runtime) {
+        r->wa[r->lastwa].n++;
+        return 0;
+    }
+    for (uint32_t i = 0; i < r->nwa; i++) {
+        if (r->wa[i].bucket == bucket && r->wa[i].runtime == wk->runtime) {
+            r->wa[i].n++;
+            r->lastwa = i;
+            return 0;
+        }
+    }
+    int e = grow((void **)&r->wa, &r->capwa, r->nwa, sizeof *r->wa);
+    if (e < 0)
+        return e;
+    r->wa[r->nwa] = (struct waent){ bucket, 1, wk->runtime };
+    r->lastwa = r->nwa++;
+    return 0;
+}
+
 int rollup_feed_block(struct rollup *r, const struct seg_block *b)
 {
     if (!r || !b)
@@ -483,6 +514,10 @@ int rollup_feed_block(struct rollup *r, const struct seg_block *b)
         case D9_REC_POLL_END:
             if (h->len >= sizeof(struct d9_rec_poll_end))
                 e = on_poll_end(r, t, (const struct d9_rec_poll_end *)(const void *)h);
+            break;
+        case D9_REC_WAKE:
+            if (h->len >= sizeof(struct d9_rec_wake))
+                e = on_wake(r, (const struct d9_rec_wake *)(const void *)h);
             break;
         case D9_REC_WORKER_PARK:
         case D9_REC_WORKER_UNPARK:
@@ -536,6 +571,14 @@ static int by_pkey(const void *a, const void *b)
     return cmp_pkey(&g_sort->p[*(const uint32_t *)a].k, &g_sort->p[*(const uint32_t *)b].k);
 }
 
+static int by_waent(const void *x, const void *y)
+{
+    const struct waent *a = x, *b = y;
+    if (a->bucket != b->bucket)
+        return a->bucket < b->bucket ? -1 : 1;
+    return a->runtime < b->runtime ? -1 : a->runtime > b->runtime;
+}
+
 static int by_went(const void *a, const void *b)
 {
     return cmp_wkey(&((const struct went *)a)->k, &((const struct went *)b)->k);
@@ -556,17 +599,21 @@ int rollup_encode(const struct rollup *r, uint8_t **out, size_t *len)
     *out = NULL;
     *len = 0;
     size_t n = ROLLUP_HDR_SIZE + (size_t)r->np * ROLLUP_POLL_SIZE + (size_t)r->nb * ROLLUP_BIN_SIZE +
-               (size_t)r->nw * ROLLUP_WORKER_SIZE;
+               (size_t)r->nw * ROLLUP_WORKER_SIZE + (size_t)r->nwa * ROLLUP_WAKE_SIZE;
     uint8_t *buf = malloc(n);
     uint32_t *order = malloc(((size_t)r->np + 1) * sizeof *order);
     uint32_t *first = malloc(((size_t)r->np + 1) * sizeof *first);
     struct bent *bins = malloc(((size_t)r->nb + 1) * sizeof *bins);
     struct went *ws = malloc(((size_t)r->nw + 1) * sizeof *ws);
     uint64_t *still_open = calloc((size_t)r->np + 1, sizeof *still_open);
-    if (!buf || !order || !first || !bins || !ws || !still_open) {
-        free(buf), free(order), free(first), free(bins), free(ws), free(still_open);
+    struct waent *was = malloc(((size_t)r->nwa + 1) * sizeof *was);
+    if (!buf || !order || !first || !bins || !ws || !still_open || !was) {
+        free(buf), free(order), free(first), free(bins), free(ws), free(still_open), free(was);
         return -ENOMEM;
     }
+    if (r->nwa)
+        memcpy(was, r->wa, (size_t)r->nwa * sizeof *was);
+    qsort(was, r->nwa, sizeof *was, by_waent);
     /* polls open at the end of the segment are unfinished */
     for (uint32_t i = 0; i < r->nt; i++)
         for (uint32_t j = 0; j < r->t[i].nopen; j++)
@@ -600,7 +647,7 @@ int rollup_encode(const struct rollup *r, uint8_t **out, size_t *len)
     put32(&p, r->nw);
     put64(&p, ROLLUP_BUCKET_NS);
     put32(&p, 0);                               /* crc, below */
-    put32(&p, 0);
+    put32(&p, r->nwa);
     for (uint32_t i = 0; i < r->np; i++) {
         const struct pent *e = &r->p[order[i]];
         uint32_t b0 = first[order[i]], b1 = first[order[i] + 1];
@@ -633,9 +680,16 @@ int rollup_encode(const struct rollup *r, uint8_t **out, size_t *len)
         put64(&p, w->wait_sum);
         put64(&p, w->wait_max);
     }
+    for (uint32_t i = 0; i < r->nwa; i++) {
+        put16(&p, was[i].runtime);
+        put16(&p, 0);
+        put32(&p, 0);
+        put64(&p, was[i].bucket);
+        put64(&p, was[i].n);
+    }
     uint32_t crc = crc32c_update(0, buf + ROLLUP_HDR_SIZE, n - ROLLUP_HDR_SIZE);
     memcpy(buf + 24, &crc, 4);
-    free(order), free(first), free(bins), free(ws), free(still_open);
+    free(order), free(first), free(bins), free(ws), free(still_open), free(was);
     *out = buf;
     *len = n;
     return 0;
@@ -743,6 +797,17 @@ int rollup_worker_at(const struct rollup_view *v, uint32_t i, struct rollup_work
     return 0;
 }
 
+int rollup_wake_at(const struct rollup_view *v, uint32_t i, struct rollup_wake *o)
+{
+    if (!v || !o || i >= v->nwake)
+        return -EINVAL;
+    const uint8_t *q = v->buf + v->wakes_off + (size_t)i * ROLLUP_WAKE_SIZE;
+    o->runtime = get16(q);
+    o->bucket_ns = get64(q + 8);
+    o->wakes = get64(q + 16);
+    return 0;
+}
+
 int rollup_decode(const uint8_t *buf, size_t len, struct rollup_view *v, char *why, size_t cap)
 {
     if (!buf || !v)
@@ -755,14 +820,14 @@ int rollup_decode(const uint8_t *buf, size_t len, struct rollup_view *v, char *w
     if (get16(buf + 4) != ROLLUP_VERSION)
         return bad(why, cap, "rollups version %u is not supported (this d9 reads version %u)",
                    get16(buf + 4), ROLLUP_VERSION);
-    if (get16(buf + 6) != 0 || get32(buf + 28) != 0)
+    if (get16(buf + 6) != 0)
         return bad(why, cap, "rollups: reserved header fields set");
     if (get64(buf + 16) != ROLLUP_BUCKET_NS)
         return bad(why, cap, "rollups: bucket of %llu ns (expected %llu)",
                    (unsigned long long)get64(buf + 16), (unsigned long long)ROLLUP_BUCKET_NS);
     if (get32(buf + 24) != crc32c_update(0, buf + ROLLUP_HDR_SIZE, len - ROLLUP_HDR_SIZE))
         return bad(why, cap, "rollups: CRC mismatch");
-    uint32_t np = get32(buf + 8), nw = get32(buf + 12);
+    uint32_t np = get32(buf + 8), nw = get32(buf + 12), nwa = get32(buf + 28);
     size_t off = ROLLUP_HDR_SIZE;
     struct rollup_poll prev = { 0 };
     for (uint32_t i = 0; i < np; i++) {
@@ -800,13 +865,27 @@ int rollup_decode(const uint8_t *buf, size_t len, struct rollup_view *v, char *w
         off += (size_t)p.nbins * ROLLUP_BIN_SIZE;
         prev = p;
     }
-    if ((len - off) % ROLLUP_WORKER_SIZE != 0 || (len - off) / ROLLUP_WORKER_SIZE != nw)
-        return bad(why, cap, "rollups: %zu bytes left for %u worker entries", len - off, nw);
+    if ((len - off) / ROLLUP_WORKER_SIZE < nw ||
+        (len - off - (size_t)nw * ROLLUP_WORKER_SIZE) != (size_t)nwa * ROLLUP_WAKE_SIZE)
+        return bad(why, cap, "rollups: %zu bytes left for %u worker and %u wake entries",
+                   len - off, nw, nwa);
     v->buf = buf;
     v->len = len;
     v->npoll = np;
     v->nworker = nw;
     v->workers_off = off;
+    v->nwake = nwa;
+    v->wakes_off = off + (size_t)nw * ROLLUP_WORKER_SIZE;
+    struct rollup_wake pk = { 0 }, k;
+    for (uint32_t i = 0; i < nwa; i++) {
+        rollup_wake_at(v, i, &k);
+        const uint8_t *q = buf + v->wakes_off + (size_t)i * ROLLUP_WAKE_SIZE;
+        if (get16(q + 2) != 0 || get32(q + 4) != 0 || k.bucket_ns % ROLLUP_BUCKET_NS != 0 ||
+            k.wakes == 0 || (i > 0 && (k.bucket_ns < pk.bucket_ns ||
+                                       (k.bucket_ns == pk.bucket_ns && k.runtime <= pk.runtime))))
+            return bad(why, cap, "rollups: wake entry %u is malformed or out of order", i);
+        pk = k;
+    }
     struct rollup_worker pw = { 0 }, w;
     for (uint32_t i = 0; i < nw; i++) {
         rollup_worker_at(v, i, &w);

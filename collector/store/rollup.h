@@ -7,7 +7,7 @@
  * Called by: reindex.c (rollup_file: the one function that computes a
  * segment's rollups, for the collector's seal, start-up recovery,
  * `d9 fsck --repair` and `d9 pull` alike), idx.c (stores the bytes), and
- * readers (d9 sql's poll_stats and worker_stats, fsck) through
+ * readers (d9 sql's poll_stats, worker_stats and wake_stats, fsck) through
  * rollup_decode. Must never: trust stored bytes (rollup_decode checks
  * everything: lengths, CRC, order, sums; fuzzed by tests/fuzz/fuzz_rollup.c),
  * or keep memory per record (per key and per histogram bin in use only).
@@ -39,7 +39,9 @@
  *     records, parked_ns = unpark.ts - park.ts of the park intervals that
  *     close in the segment (in the park's bucket), waits / wait_sum_ns /
  *     wait_max_ns = every sampled park AND unpark record's sched_wait_ns (the
- *     definition of collector/query/q_sched.h), in the record's bucket.
+ *     definition of collector/query/q_sched.h), in the record's bucket;
+ *   - per runtime and bucket (version 3): wakes = wake records, in the
+ *     record's bucket.
  * So for whole buckets, the counts and sums equal a raw scan of the same
  * segments that uses the same pairing rule per segment. Whether a poll is
  * finished depends only on the records after its start, so a poll is the
@@ -55,15 +57,16 @@
  * readers answer those segments from their records, as for missing ones;
  * `d9 fsck --repair` rewrites them):
  *   header   magic "D9RU", u16 version, u16 0, u32 npoll, u32 nworker,
- *            u64 bucket_ns, u32 crc32c (of everything after the header), u32 0
+ *            u64 bucket_ns, u32 crc32c (of everything after the header), u32 nwake
  *   npoll x  u16 runtime, u16 worker, u32 loc, u64 bucket (start ns),
  *            u64 count, u64 unfinished, u64 sum_ns, u64 max_ns, u32 nbins, u32 0,
  *            nbins x (u32 bin, u32 n): bins strictly increasing, n > 0,
  *            sum of n = count - unfinished
  *   nworker x u16 runtime, u16 worker, u32 0, u64 bucket, u64 polls, u64 busy_ns,
  *            u64 parks, u64 parked_ns, u64 waits, u64 wait_sum_ns, u64 wait_max_ns
+ *   nwake x  u16 runtime, u16 0, u32 0, u64 bucket, u64 wakes (> 0)
  * Entries are sorted by key (poll: bucket, runtime, worker, loc; worker:
- * bucket, runtime, worker), each key once.
+ * bucket, runtime, worker; wake: bucket, runtime), each key once.
  */
 #ifndef D9_COL_ROLLUP_H
 #define D9_COL_ROLLUP_H
@@ -73,7 +76,7 @@
 
 struct seg_block;
 
-#define ROLLUP_VERSION     3u             /* 2: q_pair's pairing; 3: busy = union */
+#define ROLLUP_VERSION     3u             /* 2: q_pair's pairing; 3: busy = union, wakes */
 #define ROLLUP_BUCKET_NS   1000000000ull          /* 1 s */
 #define ROLLUP_SUB_BITS    3u
 #define ROLLUP_SUB         (1u << ROLLUP_SUB_BITS)  /* sub-bins per power of two */
@@ -82,6 +85,7 @@ struct seg_block;
 #define ROLLUP_POLL_SIZE   56u                    /* without its bins */
 #define ROLLUP_BIN_SIZE    8u
 #define ROLLUP_WORKER_SIZE 72u
+#define ROLLUP_WAKE_SIZE   24u
 
 struct rollup;
 
@@ -127,11 +131,16 @@ struct rollup_worker {
     uint64_t bucket_ns, polls, busy_ns, parks, parked_ns, waits, wait_sum_ns, wait_max_ns;
 };
 
+struct rollup_wake {
+    uint16_t runtime;
+    uint64_t bucket_ns, wakes;
+};
+
 struct rollup_view {
     const uint8_t *buf;
     size_t len;
-    uint32_t npoll, nworker;
-    size_t workers_off;
+    uint32_t npoll, nworker, nwake;
+    size_t workers_off, wakes_off;
 };
 
 /* Check stored bytes completely (see the header); 0 or -EBADMSG with a
@@ -142,6 +151,7 @@ int rollup_decode(const uint8_t *buf, size_t len, struct rollup_view *v, char *w
 int rollup_next_poll(const struct rollup_view *v, size_t *off, uint32_t *i,
                      struct rollup_poll *out);
 int rollup_worker_at(const struct rollup_view *v, uint32_t i, struct rollup_worker *out);
+int rollup_wake_at(const struct rollup_view *v, uint32_t i, struct rollup_wake *out);
 
 /* Histograms merged at query time. */
 struct rollup_hist {

@@ -18,7 +18,9 @@
  * With --busy, instead: one worker, one segment, a poll that never ends at
  * AGG_T0 and then 100 polls that do (plain, nested, one whose first start's
  * end was dropped), for `d9 sched`'s busy time (the union of the finished
- * polls: an unfinished poll stops nothing); prints "busy NS" (the union).
+ * polls: an unfinished poll stops nothing), with 0 to 3 wakes after each
+ * (for the rollups' wake counts); prints "busy NS" (the union) and
+ * "wakes N".
  *
  * Usage: tool_store_aggs DIR [--busy]   (DIR must not exist)
  * Prints "worker W polls P parks K waits N wait_sum S wait_max M" (the whole
@@ -185,6 +187,15 @@ static void worker(unsigned w)
     }
 }
 
+static uint64_t nwakes;
+
+static void wake(uint64_t t, uint64_t wakee)
+{
+    struct d9_rec_wake r = { { sizeof r, D9_REC_WAKE, 0, t }, 0, wakee, 1, D9_WORKER_NONE, 0 };
+    put(0, &r, sizeof r);
+    nwakes++;
+}
+
 /* --busy: returns the busy time (the union of the finished polls). */
 static uint64_t worker_busy(void)
 {
@@ -192,6 +203,8 @@ static uint64_t worker_busy(void)
     start(0, task++, 1, AGG_T0);                        /* never ends */
     for (unsigned i = 0; i < 100; i++) {
         uint64_t t = AGG_T0 + AGG_MS + i * 20 * AGG_MS;
+        for (unsigned k = 0; k < i % 4; k++)
+            wake(t + 9 * AGG_MS + k * AGG_US, 7 + k);
         if (i % 3 == 0) {
             poll(0, task++, 1, t, 10 * AGG_MS);
             busy += 10 * AGG_MS;
@@ -328,7 +341,8 @@ int main(int argc, char **argv)
     }
     idx_close(x);
     if (busy_mode)
-        printf("busy %" PRIu64 "\nt0 %" PRIu64 "\n", busy, (uint64_t)AGG_T0);
+        printf("busy %" PRIu64 "\nwakes %" PRIu64 "\nt0 %" PRIu64 "\n", busy, nwakes,
+               (uint64_t)AGG_T0);
     for (unsigned w = 0; w < AGG_WORKERS && !busy_mode; w++) {
         const struct facts *f = &facts[w];
         printf("worker %u polls %" PRIu64 " parks %" PRIu64 " waits %" PRIu64 " wait_sum %" PRIu64

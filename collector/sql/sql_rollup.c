@@ -3,6 +3,8 @@
  * sql_rollup.h).
  */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include "collector/query/q_agg.h"
 #include "collector/query/q_rollup.h"
@@ -18,11 +20,37 @@ static int on_seg(void *arg, const struct q_rollup_seg *g)
 {
     struct cur *c = arg;
     struct sql_vtab *v = c->vt->ctx;
+    if (c->vt->def->kind == K_EVENT_STATS) {
+        for (uint32_t i = 0; i < g->v->ncount; i++) {
+            struct rollup_count k;
+            rollup_count_at(g->v, i, &k);
+            if (k.kind != ROLLUP_COUNT_EVENT || !in_window(c, k.bucket_ns))
+                continue;
+            struct mval *r = sql_list_row_add(c);
+            if (!r)
+                return -ENOMEM;
+            sql_list_mv_int(&r[ES_PID], g->pid);
+            const struct shm_meta_entry *m = q_names_meta(v->names, g->process_id,
+                                                          D9_META_SCHEMA, k.id);
+            if (m && m->name)
+                snprintf(c->text, sizeof c->text, "%s", m->name);
+            else
+                snprintf(c->text, sizeof c->text, "#%" PRIu32, k.id);
+            int e = sql_list_mv_str(&r[ES_EVENT], c->text);
+            sql_list_mv_u64(&r[ES_BUCKET], k.bucket_ns);
+            sql_list_mv_u64(&r[ES_COUNT], k.n);
+            sql_list_mv_u64(&r[ES_SEGMENT], g->segment_id);
+            sql_list_mv_key(c, r, g->segment_id, k.bucket_ns, (uint64_t)2 << 48 | k.id);
+            if (e)
+                return -ENOMEM;
+        }
+        return 0;
+    }
     if (c->vt->def->kind == K_WAKE_STATS) {
-        for (uint32_t i = 0; i < g->v->nwake; i++) {
-            struct rollup_wake w;
-            rollup_wake_at(g->v, i, &w);
-            if (!in_window(c, w.bucket_ns))
+        for (uint32_t i = 0; i < g->v->ncount; i++) {
+            struct rollup_count w;
+            rollup_count_at(g->v, i, &w);
+            if (w.kind != ROLLUP_COUNT_WAKE || !in_window(c, w.bucket_ns))
                 continue;
             struct mval *r = sql_list_row_add(c);
             if (!r)
@@ -32,7 +60,7 @@ static int on_seg(void *arg, const struct q_rollup_seg *g)
                                                                     w.runtime, c->text,
                                                                     sizeof c->text));
             sql_list_mv_u64(&r[WK_BUCKET], w.bucket_ns);
-            sql_list_mv_u64(&r[WK_WAKES], w.wakes);
+            sql_list_mv_u64(&r[WK_WAKES], w.n);
             sql_list_mv_u64(&r[WK_SEGMENT], g->segment_id);
             sql_list_mv_key(c, r, g->segment_id, w.bucket_ns, (uint64_t)w.runtime << 48 | 1);
             if (e)
@@ -153,7 +181,8 @@ int sql_rollup_fill(struct cur *c)
     if (c->vt->def->kind == K_LOCATION_STATS)
         return fill_locations(c);
     enum kind k = c->vt->def->kind;
-    c->ncols = (k == K_WORKER_STATS ? WS_NCOLS : k == K_WAKE_STATS ? WK_NCOLS : PS_NCOLS) + 1;
+    c->ncols = (k == K_WORKER_STATS ? WS_NCOLS : k == K_WAKE_STATS ? WK_NCOLS
+                : k == K_EVENT_STATS ? ES_NCOLS : PS_NCOLS) + 1;
     /* a poll's bucket is at or before its start: a segment that starts
      * within a bucket of the window's end holds polls of that bucket */
     uint64_t to = c->f.to > UINT64_MAX - ROLLUP_BUCKET_NS ? UINT64_MAX

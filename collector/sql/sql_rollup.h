@@ -9,6 +9,9 @@
  *                wait_max_ns.
  *   wake_stats   one row per segment, process, runtime and bucket: wakes
  *                (wake records, in the bucket of the record);
+ *   event_stats  one row per segment, process, custom event (schema) and
+ *                bucket: count (custom records of it, in the bucket of the
+ *                record); event = the schema's name ("#id" when unknown);
  *   location_stats one row per process, runtime and location over the polls
  *                whose start is in the window (start_ns constraints; the
  *                whole store without): count, unfinished, sum_ns, max_ns and
@@ -37,6 +40,7 @@ enum { PS_PID, PS_RUNTIME, PS_WORKER, PS_LOC, PS_LOCATION, PS_BUCKET, PS_COUNT, 
 enum { WS_PID, WS_RUNTIME, WS_WORKER, WS_BUCKET, WS_POLLS, WS_BUSY, WS_PARKS, WS_PARKED,
        WS_WAITS, WS_WAIT_SUM, WS_WAIT_MAX, WS_SEGMENT, WS_NCOLS };
 
+enum { ES_PID, ES_EVENT, ES_BUCKET, ES_COUNT, ES_SEGMENT, ES_NCOLS };
 enum { WK_PID, WK_RUNTIME, WK_BUCKET, WK_WAKES, WK_SEGMENT, WK_NCOLS };
 enum { LS_PID, LS_RUNTIME, LS_LOC, LS_LOCATION, LS_START, LS_COUNT, LS_UNFINISHED, LS_SUM,
        LS_MAX, LS_P50, LS_P90, LS_P99, LS_P999, LS_NCOLS };

@@ -148,6 +148,12 @@ static const struct tab_def defs[] = {
       "wakes per runtime and second from the segments' rollups (version 3), without reading "
       "records: one row per segment, runtime and 1 s bucket (bucket_ns = its start); wakes = "
       "wake records in it; SUM over rows = count(*) of wakes" },
+    { "event_stats", K_EVENT_STATS,
+      "pid INTEGER, event TEXT, bucket_ns INTEGER, count INTEGER, segment INTEGER",
+      0, -1, 2, -1, 0, false, false,
+      "custom events per schema and second from the segments' rollups (version 3), without "
+      "reading records: one row per segment, event and 1 s bucket (bucket_ns = its start); "
+      "SUM(count) over rows = count(*) of the event's table" },
     { "location_stats", K_LOCATION_STATS,
       "pid INTEGER, runtime TEXT, loc INTEGER, location TEXT, start_ns INTEGER, "
       "count INTEGER, unfinished INTEGER, sum_ns INTEGER, max_ns INTEGER, p50_ns INTEGER, "
@@ -455,7 +461,8 @@ static int x_filter(sqlite3_vtab_cursor *cur, int idx_num, const char *idx_str, 
         if (d->kind == K_STACKS)
             rc = sql_stack_fill(c, stack_want, stack_set);
         else if (d->kind == K_POLL_STATS || d->kind == K_WORKER_STATS ||
-                 d->kind == K_LOCATION_STATS || d->kind == K_WAKE_STATS)
+                 d->kind == K_LOCATION_STATS || d->kind == K_WAKE_STATS ||
+                 d->kind == K_EVENT_STATS)
             rc = sql_rollup_fill(c);
         else
             rc = sql_list_fill(c);

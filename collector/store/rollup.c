@@ -89,9 +89,10 @@ struct rollup {
     uint32_t nb, capbt;
     struct thr *t;
     uint32_t nt, capt;
-    struct waent {                  /* wakes per (bucket, runtime) */
+    struct waent {                  /* counts per (bucket, kind, runtime, id): wakes, events */
         uint64_t bucket, n;
-        uint16_t runtime;
+        uint16_t kind, runtime;
+        uint32_t id;
     } *wa;
     uint32_t nwa, capwa, lastwa;    /* lastwa: the last hit (records come in time order) */
     struct rollup_range only[ROLLUP_ONLY_MAX];  /* rollup_only; nonly 0 = everything */
@@ -467,18 +468,26 @@ static int on_worker(struct rollup *r, struct thr *t, const struct d9_rec_worker
     return 0;
 }
 
-static int on_wake(struct rollup *r, const struct d9_rec_wake *wk)
+static int same_count(const struct waent *c, uint64_t bucket, uint16_t kind, uint16_t runtime,
+                      uint32_t id)
 {
-    if (!counted(r, wk->h.ts))
+    return c->bucket == bucket && c->kind == kind && c->runtime == runtime && c->id == id;
+}
+
+/* One more of (kind, runtime, id) at ts. Keys are few (per second: the
+ * runtimes and schemas seen) and records come in time order: the last hit
+ * first, then a linear search. */
+static int count_add(struct rollup *r, uint64_t ts, uint16_t kind, uint16_t runtime, uint32_t id)
+{
+    if (!counted(r, ts))
         return 0;
-    uint64_t bucket = wk->h.ts - wk->h.ts % ROLLUP_BUCKET_NS;
-    if (r->lastwa < r->nwa && r->wa[r->lastwa].bucket == bucket &&
-        r->wa[r->lastwa].runtime == wk->runtime) {
+    uint64_t bucket = ts - ts % ROLLUP_BUCKET_NS;
+    if (r->lastwa < r->nwa && same_count(&r->wa[r->lastwa], bucket, kind, runtime, id)) {
         r->wa[r->lastwa].n++;
         return 0;
     }
-    for (uint32_t i = 0; i < r->nwa; i++) {
-        if (r->wa[i].bucket == bucket && r->wa[i].runtime == wk->runtime) {
+    for (uint32_t i = r->nwa; i-- > 0;) {
+        if (same_count(&r->wa[i], bucket, kind, runtime, id)) {
             r->wa[i].n++;
             r->lastwa = i;
             return 0;
@@ -487,7 +496,7 @@ static int on_wake(struct rollup *r, const struct d9_rec_wake *wk)
     int e = grow((void **)&r->wa, &r->capwa, r->nwa, sizeof *r->wa);
     if (e < 0)
         return e;
-    r->wa[r->nwa] = (struct waent){ bucket, 1, wk->runtime };
+    r->wa[r->nwa] = (struct waent){ bucket, 1, kind, runtime, id };
     r->lastwa = r->nwa++;
     return 0;
 }
@@ -517,7 +526,13 @@ int rollup_feed_block(struct rollup *r, const struct seg_block *b)
             break;
         case D9_REC_WAKE:
             if (h->len >= sizeof(struct d9_rec_wake))
-                e = on_wake(r, (const struct d9_rec_wake *)(const void *)h);
+                e = count_add(r, h->ts, ROLLUP_COUNT_WAKE,
+                              ((const struct d9_rec_wake *)(const void *)h)->runtime, 0);
+            break;
+        case D9_REC_CUSTOM:
+            if (h->len >= sizeof(struct d9_rec_custom))
+                e = count_add(r, h->ts, ROLLUP_COUNT_EVENT, 0,
+                              ((const struct d9_rec_custom *)(const void *)h)->schema);
             break;
         case D9_REC_WORKER_PARK:
         case D9_REC_WORKER_UNPARK:
@@ -576,7 +591,11 @@ static int by_waent(const void *x, const void *y)
     const struct waent *a = x, *b = y;
     if (a->bucket != b->bucket)
         return a->bucket < b->bucket ? -1 : 1;
-    return a->runtime < b->runtime ? -1 : a->runtime > b->runtime;
+    if (a->kind != b->kind)
+        return a->kind < b->kind ? -1 : 1;
+    if (a->runtime != b->runtime)
+        return a->runtime < b->runtime ? -1 : 1;
+    return a->id < b->id ? -1 : a->id > b->id;
 }
 
 static int by_went(const void *a, const void *b)
@@ -599,7 +618,7 @@ int rollup_encode(const struct rollup *r, uint8_t **out, size_t *len)
     *out = NULL;
     *len = 0;
     size_t n = ROLLUP_HDR_SIZE + (size_t)r->np * ROLLUP_POLL_SIZE + (size_t)r->nb * ROLLUP_BIN_SIZE +
-               (size_t)r->nw * ROLLUP_WORKER_SIZE + (size_t)r->nwa * ROLLUP_WAKE_SIZE;
+               (size_t)r->nw * ROLLUP_WORKER_SIZE + (size_t)r->nwa * ROLLUP_COUNT_SIZE;
     uint8_t *buf = malloc(n);
     uint32_t *order = malloc(((size_t)r->np + 1) * sizeof *order);
     uint32_t *first = malloc(((size_t)r->np + 1) * sizeof *first);
@@ -682,8 +701,8 @@ int rollup_encode(const struct rollup *r, uint8_t **out, size_t *len)
     }
     for (uint32_t i = 0; i < r->nwa; i++) {
         put16(&p, was[i].runtime);
-        put16(&p, 0);
-        put32(&p, 0);
+        put16(&p, was[i].kind);
+        put32(&p, was[i].id);
         put64(&p, was[i].bucket);
         put64(&p, was[i].n);
     }
@@ -797,14 +816,16 @@ int rollup_worker_at(const struct rollup_view *v, uint32_t i, struct rollup_work
     return 0;
 }
 
-int rollup_wake_at(const struct rollup_view *v, uint32_t i, struct rollup_wake *o)
+int rollup_count_at(const struct rollup_view *v, uint32_t i, struct rollup_count *o)
 {
-    if (!v || !o || i >= v->nwake)
+    if (!v || !o || i >= v->ncount)
         return -EINVAL;
-    const uint8_t *q = v->buf + v->wakes_off + (size_t)i * ROLLUP_WAKE_SIZE;
+    const uint8_t *q = v->buf + v->counts_off + (size_t)i * ROLLUP_COUNT_SIZE;
     o->runtime = get16(q);
+    o->kind = get16(q + 2);
+    o->id = get32(q + 4);
     o->bucket_ns = get64(q + 8);
-    o->wakes = get64(q + 16);
+    o->n = get64(q + 16);
     return 0;
 }
 
@@ -866,24 +887,25 @@ int rollup_decode(const uint8_t *buf, size_t len, struct rollup_view *v, char *w
         prev = p;
     }
     if ((len - off) / ROLLUP_WORKER_SIZE < nw ||
-        (len - off - (size_t)nw * ROLLUP_WORKER_SIZE) != (size_t)nwa * ROLLUP_WAKE_SIZE)
-        return bad(why, cap, "rollups: %zu bytes left for %u worker and %u wake entries",
+        (len - off - (size_t)nw * ROLLUP_WORKER_SIZE) != (size_t)nwa * ROLLUP_COUNT_SIZE)
+        return bad(why, cap, "rollups: %zu bytes left for %u worker and %u count entries",
                    len - off, nw, nwa);
     v->buf = buf;
     v->len = len;
     v->npoll = np;
     v->nworker = nw;
     v->workers_off = off;
-    v->nwake = nwa;
-    v->wakes_off = off + (size_t)nw * ROLLUP_WORKER_SIZE;
-    struct rollup_wake pk = { 0 }, k;
+    v->ncount = nwa;
+    v->counts_off = off + (size_t)nw * ROLLUP_WORKER_SIZE;
+    struct rollup_count pk = { 0 }, k;
     for (uint32_t i = 0; i < nwa; i++) {
-        rollup_wake_at(v, i, &k);
-        const uint8_t *q = buf + v->wakes_off + (size_t)i * ROLLUP_WAKE_SIZE;
-        if (get16(q + 2) != 0 || get32(q + 4) != 0 || k.bucket_ns % ROLLUP_BUCKET_NS != 0 ||
-            k.wakes == 0 || (i > 0 && (k.bucket_ns < pk.bucket_ns ||
-                                       (k.bucket_ns == pk.bucket_ns && k.runtime <= pk.runtime))))
-            return bad(why, cap, "rollups: wake entry %u is malformed or out of order", i);
+        rollup_count_at(v, i, &k);
+        struct waent a = { pk.bucket_ns, 0, pk.kind, pk.runtime, pk.id };
+        struct waent b = { k.bucket_ns, 0, k.kind, k.runtime, k.id };
+        if (k.kind > ROLLUP_COUNT_EVENT || (k.kind == ROLLUP_COUNT_WAKE && k.id != 0) ||
+            (k.kind == ROLLUP_COUNT_EVENT && k.runtime != 0) ||
+            k.bucket_ns % ROLLUP_BUCKET_NS != 0 || k.n == 0 || (i > 0 && by_waent(&a, &b) >= 0))
+            return bad(why, cap, "rollups: count entry %u is malformed or out of order", i);
         pk = k;
     }
     struct rollup_worker pw = { 0 }, w;

@@ -4,7 +4,7 @@
  * The input is a rollups value as the index would hand it back. rollup_decode
  * must never crash or read out of bounds; whatever it accepts is walked
  * completely (every poll entry and its bins into a histogram, every worker
- * and wake entry, a quantile) and must agree with what it checked: the bins of each
+ * and count entry, a quantile) and must agree with what it checked: the bins of each
  * entry hold count - unfinished polls. Also, the input re-sealed with a
  * correct CRC (so the checks past the CRC are reached) goes the same way.
  * Built and run by tests/fuzz/run.sh.
@@ -44,9 +44,9 @@ static void walk(const uint8_t *buf, size_t len)
         if (rollup_worker_at(&v, w, &rw) != 0)
             abort();
     }
-    for (uint32_t k = 0; k < v.nwake; k++) {
-        struct rollup_wake rk;
-        if (rollup_wake_at(&v, k, &rk) != 0 || rk.wakes == 0)
+    for (uint32_t k = 0; k < v.ncount; k++) {
+        struct rollup_count rk;
+        if (rollup_count_at(&v, k, &rk) != 0 || rk.n == 0)
             abort();
     }
     if (rollup_hist_quantile(&hist, 0.99, max) > max)

@@ -1,8 +1,9 @@
 #!/bin/sh
-# test_wake_stats.sh — d9 sql's wake_stats (collector/store/rollup.h,
-# version 3: wakes per runtime and 1 s bucket, stored at the seal) on
-# tool_store_aggs --busy's store: per bucket equal to a count of the raw
-# wakes table, the total to the generator's, answered with the segment
+# test_wake_stats.sh — d9 sql's wake_stats and event_stats
+# (collector/store/rollup.h, version 3: wakes per runtime and custom events
+# per schema, per 1 s bucket, stored at the seal) on tool_store_aggs
+# --busy's store: per bucket equal to a count of the raw wakes and req
+# tables, the totals to the generator's, answered with the segment
 # files moved away (rollups only), and a segment whose rollups are gone
 # answered from its records with one line on stderr.
 . tests/integration/lib.sh
@@ -11,6 +12,7 @@ D9=$BIN/d9
 S=$T/store
 "$TBIN/tool_store_aggs" "$S" --busy >"$T/known.txt" || { echo "tool_store_aggs failed"; exit 1; }
 WAKES=$(awk '$1 == "wakes" { print $2 }' "$T/known.txt")
+EVENTS=$(awk '$1 == "events" { print $2 }' "$T/known.txt")
 
 ru() { "$D9" --store "$S" sql --format csv "select bucket_ns as b, sum(wakes) as n from wake_stats group by b order by b" 2>"$T/ru.err"; }
 raw() { "$D9" --store "$S" sql --format csv "select ts_ns - ts_ns % 1000000000 as b, count(*) as n from wakes group by b order by b" 2>/dev/null; }
@@ -46,5 +48,17 @@ pushed() {
     [ "$_n" = 1 ] || { echo "rows $_n"; return 1; }
 }
 check "bucket_ns is pushed down" pushed
+ev_per_bucket() {
+    "$D9" --store "$S" sql --format csv "select event, bucket_ns as b, sum(count) as n from event_stats group by event, b order by b" >"$T/a" &&
+        "$D9" --store "$S" sql --format csv "select 'req' as event, ts_ns - ts_ns % 1000000000 as b, count(*) as n from req group by b order by b" >"$T/b" &&
+        [ "$(wc -l <"$T/a")" -ge 3 ] && diff "$T/a" "$T/b"
+}
+ev_total() {
+    _n=$("$D9" --store "$S" sql --format csv "select sum(count) from event_stats where event = 'req'" | tail -n 1 | tr -d '\r')
+    [ "$_n" = "$EVENTS" ] || { echo "event_stats total $_n, want $EVENTS"; return 1; }
+}
+check "the generator wrote events" test "$EVENTS" -gt 10
+check "event_stats per bucket = a count of the event's table" ev_per_bucket
+check "event_stats total = the generator's" ev_total
 
 d9_finish wake_stats

@@ -19,8 +19,8 @@
  * AGG_T0 and then 100 polls that do (plain, nested, one whose first start's
  * end was dropped), for `d9 sched`'s busy time (the union of the finished
  * polls: an unfinished poll stops nothing), with 0 to 3 wakes after each
- * (for the rollups' wake counts); prints "busy NS" (the union) and
- * "wakes N".
+ * and a custom event "req" after every fifth (for the rollups' counts);
+ * prints "busy NS" (the union), "wakes N" and "events N".
  *
  * Usage: tool_store_aggs DIR [--busy]   (DIR must not exist)
  * Prints "worker W polls P parks K waits N wait_sum S wait_max M" (the whole
@@ -196,6 +196,19 @@ static void wake(uint64_t t, uint64_t wakee)
     nwakes++;
 }
 
+static uint64_t nevents;
+
+/* A custom event "req" {u64 bytes} (schema 1) outside any poll. */
+static void event(uint64_t t, uint64_t bytes)
+{
+    struct {
+        struct d9_rec_custom c;
+        uint64_t bytes;
+    } r = { { { sizeof r, D9_REC_CUSTOM, 0, t }, 1, 8, D9_TASK_NONE }, bytes };
+    put(0, &r, sizeof r);
+    nevents++;
+}
+
 /* --busy: returns the busy time (the union of the finished polls). */
 static uint64_t worker_busy(void)
 {
@@ -205,6 +218,8 @@ static uint64_t worker_busy(void)
         uint64_t t = AGG_T0 + AGG_MS + i * 20 * AGG_MS;
         for (unsigned k = 0; k < i % 4; k++)
             wake(t + 9 * AGG_MS + k * AGG_US, 7 + k);
+        if (i % 5 == 0)
+            event(t + 9 * AGG_MS + 10 * AGG_US, 100 + i);
         if (i % 3 == 0) {
             poll(0, task++, 1, t, 10 * AGG_MS);
             busy += 10 * AGG_MS;
@@ -296,6 +311,11 @@ int main(int argc, char **argv)
     meta_add(D9_META_LOCATION, 1, p, shm_meta_encode_location(p, sizeof p, "src/a.c", 1, "fast"));
     meta_add(D9_META_LOCATION, 2, p, shm_meta_encode_location(p, sizeof p, "src/b.c", 2, "slow"));
     meta_add(D9_META_LOCATION, 3, p, shm_meta_encode_location(p, sizeof p, "src/c.c", 3, "outer"));
+    if (busy_mode) {
+        static const uint8_t types[] = { D9_FT_U64 };
+        static const char *const names[] = { "bytes" };
+        meta_add(D9_META_SCHEMA, 1, p, shm_meta_encode_schema(p, sizeof p, "req", 1, types, names));
+    }
     uint64_t busy = 0;
     unsigned nseg = busy_mode ? 1 : AGG_SEGS, nwork = busy_mode ? 1 : AGG_WORKERS;
     for (unsigned w = 0; w < AGG_WORKERS && !busy_mode; w++)
@@ -341,8 +361,8 @@ int main(int argc, char **argv)
     }
     idx_close(x);
     if (busy_mode)
-        printf("busy %" PRIu64 "\nwakes %" PRIu64 "\nt0 %" PRIu64 "\n", busy, nwakes,
-               (uint64_t)AGG_T0);
+        printf("busy %" PRIu64 "\nwakes %" PRIu64 "\nevents %" PRIu64 "\nt0 %" PRIu64 "\n",
+               busy, nwakes, nevents, (uint64_t)AGG_T0);
     for (unsigned w = 0; w < AGG_WORKERS && !busy_mode; w++) {
         const struct facts *f = &facts[w];
         printf("worker %u polls %" PRIu64 " parks %" PRIu64 " waits %" PRIu64 " wait_sum %" PRIu64

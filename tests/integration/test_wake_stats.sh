@@ -57,6 +57,20 @@ ev_total() {
     _n=$("$D9" --store "$S" sql --format csv "select sum(count) from event_stats where event = 'req'" | tail -n 1 | tr -d '\r')
     [ "$_n" = "$EVENTS" ] || { echo "event_stats total $_n, want $EVENTS"; return 1; }
 }
+v2_rollups() { # a store sealed by the version before (rollups version 2): its records answer
+    ru >"$T/a" || return 1
+    rm -rf "$T/s3" && cp -r "$S" "$T/s3" || return 1
+    python3 - "$T/s3/index.sqlite" <<'PY' || return 1
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+for sid, d in db.execute("select segment_id, data from rollups").fetchall():
+    db.execute("update rollups set data = ? where segment_id = ?", (d[:4] + b"\x02\x00" + d[6:], sid))
+db.commit()
+PY
+    "$D9" --store "$T/s3" sql --format csv "select bucket_ns as b, sum(wakes) as n from wake_stats group by b order by b" >"$T/b" 2>"$T/b.err" || return 1
+    diff "$T/a" "$T/b" && grep -q "version 2 is not supported" "$T/b.err"
+}
+check "version-2 rollups: answered from the records, said on stderr" v2_rollups
 check "the generator wrote events" test "$EVENTS" -gt 10
 check "event_stats per bucket = a count of the event's table" ev_per_bucket
 check "event_stats total = the generator's" ev_total

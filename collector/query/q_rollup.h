@@ -1,7 +1,7 @@
 /*
  * q_rollup.h — the stored rollups of the segments that meet a window
  * (collector/store/rollup.h), for the readers whose question is an
- * aggregate: d9 sql's poll_stats and worker_stats.
+ * aggregate: d9 sql's poll_stats, worker_stats, wake_stats and event_stats.
  *
  * For each segment of pid (0 = all) meeting [from, to] it hands the checked
  * rollups to fn. A segment whose rollups are missing (indexed before they

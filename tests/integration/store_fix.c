@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "collector/store/crc32c.h"
 #include "collector/store/pack.h"
 #include "shm/meta.h"
@@ -15,6 +16,17 @@ void store_fix_die(const char *what, int rc)
     fprintf(stderr, "%s: %s: %s\n", program_invocation_short_name, what,
             strerror(rc < 0 ? -rc : rc));
     exit(1);
+}
+
+struct idx *store_fix_create(const char *dir)
+{
+    if (mkdir(dir, 0700) < 0)
+        store_fix_die(dir, -errno);
+    struct idx *x;
+    int rc = idx_open(&x, dir);
+    if (rc)
+        store_fix_die("idx_open", rc);
+    return x;
 }
 
 void store_fix_count(struct seg_data_stats *st, const struct d9_rec_hdr *h)
@@ -46,6 +58,20 @@ void store_fix_put(struct store_fix_ring *r, void *rec, size_t len)
     memcpy(r->raw + r->n, rec, len);
     r->n += len;
     store_fix_count(&r->st, &h);
+}
+
+void store_fix_poll_start(struct store_fix_ring *r, unsigned w, uint64_t task, uint32_t loc,
+                          uint64_t t)
+{
+    struct d9_rec_poll_start s = { { sizeof s, D9_REC_POLL_START, 0, t }, task, loc, 1,
+                                   (uint16_t)w };
+    store_fix_put(r, &s, sizeof s);
+}
+
+void store_fix_poll_end(struct store_fix_ring *r, unsigned w, uint64_t task, uint64_t t)
+{
+    struct d9_rec_poll_end e = { { sizeof e, D9_REC_POLL_END, 0, t }, task, 1, (uint16_t)w, 0 };
+    store_fix_put(r, &e, sizeof e);
 }
 
 void store_fix_clear(struct store_fix_ring *r)

@@ -15,6 +15,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "collector/store/idx.h"
 #include "collector/store/seg_writer.h"
 
 #define STORE_FIX_META_MAX 4096u
@@ -31,6 +32,9 @@ struct store_fix_meta {
     size_t len;
 };
 
+/* A new store in dir (which must not exist): its index, open. */
+struct idx *store_fix_create(const char *dir);
+
 /* "PROGRAM: what: strerror(|rc|)" on stderr, exit 1. */
 __attribute__((noreturn)) void store_fix_die(const char *what, int rc);
 
@@ -39,6 +43,11 @@ void store_fix_count(struct seg_data_stats *st, const struct d9_rec_hdr *h);
 
 /* Append rec (len bytes, header first) to r: its seq is r's next one. */
 void store_fix_put(struct store_fix_ring *r, void *rec, size_t len);
+
+/* A poll_start / poll_end of task on worker w of runtime 1 at t, into r. */
+void store_fix_poll_start(struct store_fix_ring *r, unsigned w, uint64_t task, uint32_t loc,
+                          uint64_t t);
+void store_fix_poll_end(struct store_fix_ring *r, unsigned w, uint64_t task, uint64_t t);
 
 /* Forget r's records and statistics (seq goes on); free its memory. */
 void store_fix_clear(struct store_fix_ring *r);

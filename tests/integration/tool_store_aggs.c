@@ -81,16 +81,13 @@ static void put(unsigned w, void *rec, size_t len)
 
 static void start(unsigned w, uint64_t task, uint32_t loc, uint64_t t)
 {
-    struct d9_rec_poll_start s = { { sizeof s, D9_REC_POLL_START, 0, t }, task, loc, 1,
-                                   (uint16_t)w };
-    put(w, &s, sizeof s);
+    store_fix_poll_start(&rings[seg_of(t)][w], w, task, loc, t);
     facts[w].polls++;
 }
 
 static void end(unsigned w, uint64_t task, uint64_t t)
 {
-    struct d9_rec_poll_end e = { { sizeof e, D9_REC_POLL_END, 0, t }, task, 1, (uint16_t)w, 0 };
-    put(w, &e, sizeof e);
+    store_fix_poll_end(&rings[seg_of(t)][w], w, task, t);
 }
 
 /* A poll from t for dur: returns its end. */

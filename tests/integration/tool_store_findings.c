@@ -64,15 +64,12 @@ static struct store_fix_ring rings[TF_RINGS], perf;
 
 static void poll_start(unsigned w, uint64_t task, uint32_t loc, uint64_t t)
 {
-    struct d9_rec_poll_start s = { { sizeof s, D9_REC_POLL_START, 0, t }, task, loc, 1,
-                                   (uint16_t)w };
-    store_fix_put(&rings[w], &s, sizeof s);
+    store_fix_poll_start(&rings[w], w, task, loc, t);
 }
 
 static void poll_end(unsigned w, uint64_t task, uint64_t t)
 {
-    struct d9_rec_poll_end e = { { sizeof e, D9_REC_POLL_END, 0, t }, task, 1, (uint16_t)w, 0 };
-    store_fix_put(&rings[w], &e, sizeof e);
+    store_fix_poll_end(&rings[w], w, task, t);
 }
 
 static uint64_t poll(unsigned w, uint64_t task, uint32_t loc, uint64_t t, uint64_t dur)

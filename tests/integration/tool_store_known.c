@@ -218,12 +218,8 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *dir = argv[1];
-    if (mkdir(dir, 0700) < 0)
-        store_fix_die(dir, -errno);
-    struct idx *x;
-    int rc = idx_open(&x, dir);
-    if (rc)
-        store_fix_die("idx_open", rc);
+    struct idx *x = store_fix_create(dir);
+    int rc;
     uint8_t p[512];
     meta_add(D9_META_RUNTIME, 1, p, shm_meta_encode_runtime(p, sizeof p, "web"));
     meta_add(D9_META_LOCATION, 1, p, shm_meta_encode_location(p, sizeof p, "src/short.c", 11, "short_poll"));

@@ -46,15 +46,12 @@ static struct store_fix_ring rings[TSW_RINGS];
 
 static void start(unsigned w, uint64_t task, uint32_t loc, uint64_t t)
 {
-    struct d9_rec_poll_start s = { { sizeof s, D9_REC_POLL_START, 0, t }, task, loc, 1,
-                                   (uint16_t)w };
-    store_fix_put(&rings[w], &s, sizeof s);
+    store_fix_poll_start(&rings[w], w, task, loc, t);
 }
 
 static void end(unsigned w, uint64_t task, uint64_t t)
 {
-    struct d9_rec_poll_end e = { { sizeof e, D9_REC_POLL_END, 0, t }, task, 1, (uint16_t)w, 0 };
-    store_fix_put(&rings[w], &e, sizeof e);
+    store_fix_poll_end(&rings[w], w, task, t);
 }
 
 static void worker_rec(unsigned w, uint8_t type, uint64_t t)
@@ -91,12 +88,8 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *dir = argv[1];
-    if (mkdir(dir, 0700) < 0)
-        store_fix_die(dir, -errno);
-    struct idx *x;
-    int rc = idx_open(&x, dir);
-    if (rc)
-        store_fix_die("idx_open", rc);
+    struct idx *x = store_fix_create(dir);
+    int rc;
     uint8_t p[512];
     store_fix_meta_add(&meta, D9_META_RUNTIME, 1, p, shm_meta_encode_runtime(p, sizeof p, "rt"));
     store_fix_meta_add(&meta, D9_META_LOCATION, 1, p, shm_meta_encode_location(p, sizeof p, "src/main.c", 1, "main_poll"));

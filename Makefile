@@ -196,6 +196,12 @@ $(BUILD)/tests/integration/prog_demangle_gxx $(BUILD)/tests/integration/prog_dem
 $(BUILD)/tests/integration/tool_%: tests/integration/tool_%.c $(COL_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $^ $(LDLIBS_CLI)
+# the hand-built store tools share one fixture module (store_fix.h)
+STORE_FIX_TOOLS := $(addprefix $(BUILD)/tests/integration/tool_store_,known findings window aggs)
+$(STORE_FIX_TOOLS): $(BUILD)/tests/integration/tool_store_%: tests/integration/tool_store_%.c \
+    tests/integration/store_fix.c tests/integration/store_fix.h $(COL_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -Itests/integration $(CFLAGS) -o $@ $(filter %.c %.a,$^) $(LDLIBS_CLI)
 
 # Unit tests: every module, sanitized, plus cmocka.
 SAN_LIB_OBJ := $(call san,$(SHM_SRC) $(AGENT_SRC) $(COL_SRC)) $(BUILD)/san/proto/d9.pb-c.o $(CLI_PROTO_OBJ:$(BUILD)/obj/%=$(BUILD)/san/%)

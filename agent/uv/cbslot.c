@@ -2,6 +2,7 @@
  * cbslot.c — claiming and reading slots (see cbslot.h).
  */
 #include <errno.h>
+#include <sched.h>
 #include "cbslot.h"
 
 _Static_assert((CBSLOT_N & (CBSLOT_N - 1)) == 0, "CBSLOT_N is a power of 2");
@@ -38,4 +39,16 @@ int cbslot_find(struct cbslot *table, uintptr_t key, cbslot_classify_fn classify
     if (full)
         *full = 1;
     return CBSLOT_NONE;
+}
+
+int cbslot_find_wait(struct cbslot *table, uintptr_t key, cbslot_classify_fn classify, int *full)
+{
+    int k = cbslot_find(table, key, classify, full);
+    for (unsigned spin = 0; k == CBSLOT_BUSY && spin < CBSLOT_BUSY_SPINS; spin++) {
+        int err = errno;
+        sched_yield();
+        errno = err;
+        k = cbslot_find(table, key, classify, full);
+    }
+    return k;
 }

@@ -8,16 +8,22 @@
  *
  * A slot is written once: key by CAS (0 = free), then loc, then state
  * (release). A reader that finds its key acquires state; while another
- * thread is still classifying the key (CBSLOT_CLAIMING) the reader treats
- * it as untraced this once. Slots never change or go away afterwards, so
+ * thread is still classifying the key (CBSLOT_CLAIMING) cbslot_find
+ * reports it busy (the epoll sites treat it as untraced this once), and
+ * cbslot_find_wait yields until the classification is done: a wrapper
+ * that hands the library a callback for good (libuv, libevent) must not
+ * pass it unwrapped just because another thread registered the same
+ * function a moment earlier. Slots never change or go away afterwards, so
  * a trampoline reads its slot without a lock and a slot read by one
  * thread was complete before any other thread could be handed its
  * trampoline. A program has tens of callbacks, not millions: a full table
  * hands out no slot (the caller passes the code unwrapped, counted), it
  * never grows.
  *
- * Called by: evwrap.c, eploop.c. Must never: lock, allocate or make a
- * syscall, except classify (once per key, caller-supplied); change errno.
+ * Called by: evwrap.c, uvwrap.c, eploop.c. Must never: lock, allocate or
+ * make a syscall, except classify (once per key, caller-supplied) and
+ * cbslot_find_wait's sched_yield (only while another thread classifies);
+ * change errno.
  */
 #ifndef D9_UV_CBSLOT_H
 #define D9_UV_CBSLOT_H
@@ -28,6 +34,9 @@
 #pragma GCC visibility push(hidden)
 
 #define CBSLOT_N 64u                    /* slots per table (power of 2) */
+#define CBSLOT_BUSY_SPINS 10000u        /* cbslot_find_wait: yields while another thread
+                                         * classifies (bounded: a child forked mid-claim
+                                         * would otherwise wait for ever) */
 
 enum cbslot_state {
     CBSLOT_CLAIMING = 0,                /* key set, being classified */
@@ -52,6 +61,10 @@ typedef uint32_t (*cbslot_classify_fn)(uintptr_t key, uint32_t *loc);
  * classifying one on first use; CBSLOT_NONE (*full set to 1 when the table
  * is full) or CBSLOT_BUSY. */
 int cbslot_find(struct cbslot *table, uintptr_t key, cbslot_classify_fn classify, int *full);
+
+/* cbslot_find, but while another thread classifies key: sched_yield and ask
+ * again, up to CBSLOT_BUSY_SPINS times (then CBSLOT_BUSY). */
+int cbslot_find_wait(struct cbslot *table, uintptr_t key, cbslot_classify_fn classify, int *full);
 
 /* The key of slot k (0 when k is out of range or the slot is free). */
 static inline uintptr_t cbslot_key(const struct cbslot *table, int k)

@@ -4,7 +4,6 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
@@ -23,7 +22,6 @@
 #define EVWRAP_EXPORT __attribute__((visibility("default")))
 #define EVWRAP_UNPAREN(...) __VA_ARGS__
 #define EVWRAP_LIBEVENT "libevent"      /* libevent*.so: libevent's own code */
-#define EVWRAP_BUSY_SPINS 10000u        /* yields while another thread classifies a function */
 
 /* Section bounds, defined by the linker for a section named like a C identifier. */
 extern const char __start_d9_tramp[] __attribute__((visibility("hidden")));
@@ -72,12 +70,10 @@ static int slot_of(struct cbslot *table, uintptr_t fn)
     loopcfg_ensure_init();
     if (!d9_enabled())
         return -1;
-    int full = 0, k;
+    int full = 0;
     /* another thread classifying fn finishes in a few microseconds: wait for
      * it rather than hand libevent an unwrapped callback for good */
-    for (unsigned spin = 0; (k = cbslot_find(table, fn, classify, &full)) == CBSLOT_BUSY &&
-                            spin < EVWRAP_BUSY_SPINS; spin++)
-        sched_yield();
+    int k = cbslot_find_wait(table, fn, classify, &full);
     if (full)
         atomic_fetch_add_explicit(&g_untraced, 1, memory_order_relaxed);
     return k;

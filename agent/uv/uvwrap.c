@@ -8,6 +8,7 @@
 #include <string.h>
 #include <uv.h>
 #include "agent/d9.h"
+#include "cbslot.h"
 #include "d9uv.h"
 #include "uvloop.h"
 #include "uvreal.h"
@@ -22,75 +23,47 @@
 extern const char __start_d9_tramp[] __attribute__((visibility("hidden")));
 extern const char __stop_d9_tramp[] __attribute__((visibility("hidden")));
 
-enum uvwrap_state {
-    UVWRAP_CLAIMING = 0,        /* fn set, being classified by the claiming thread */
-    UVWRAP_WRAP = 1,            /* pass trampoline k */
-    UVWRAP_PASS = 2,            /* libuv's own callback: pass it unwrapped */
-};
-
-struct uvwrap_slot {
-    _Atomic uintptr_t fn;       /* the program's function; 0 = free; set once by CAS */
-    _Atomic uint32_t loc;       /* its code location id (0: tracing off at claim) */
-    _Atomic uint32_t state;     /* enum uvwrap_state, release-stored after loc */
-};
-
 enum uvwrap_mode { UVWRAP_LOOP = 0, UVWRAP_POOL = 1 };
 
 static _Atomic uint64_t g_callbacks, g_internal, g_untraced;
 
-/* ---- slots -------------------------------------------------------------------- */
+/* ---- slots (cbslot.h: one table per kind, key = the program's function) ------ */
 
 static int is_trampoline(uintptr_t fn)
 {
     return fn >= (uintptr_t)__start_d9_tramp && fn < (uintptr_t)__stop_d9_tramp;
 }
 
-/* Claimed slot s for fn: decide whether to wrap it (slow path, once per function). */
-static void slot_classify(struct uvwrap_slot *s, uintptr_t fn)
+/* fn's first registration: libuv's own code is passed, the program's wrapped. */
+static uint32_t classify(uintptr_t fn, uint32_t *loc)
 {
-    int err = errno;
-    uint32_t state = UVWRAP_WRAP;
     if (uvreal_in_libuv((const void *)fn)) {
-        state = UVWRAP_PASS;
         atomic_fetch_add_explicit(&g_internal, 1, memory_order_relaxed);
-    } else {
-        atomic_store_explicit(&s->loc, d9_loc_register_code((const void *)fn),
-                              memory_order_relaxed);
-        atomic_fetch_add_explicit(&g_callbacks, 1, memory_order_relaxed);
+        return CBSLOT_PASS;
     }
-    /* release: loc happens-before any thread that acquires state */
-    atomic_store_explicit(&s->state, state, memory_order_release);
-    errno = err;
+    *loc = d9_loc_register_code((const void *)fn);
+    atomic_fetch_add_explicit(&g_callbacks, 1, memory_order_relaxed);
+    return CBSLOT_TRACE;
 }
 
 /* The slot index of fn in slots, claiming one on its first registration;
  * -1 when fn is to be passed unwrapped (NULL, already a trampoline, libuv's
- * own, tracing off, table full, or being classified by another thread). */
-static int slot_of(struct uvwrap_slot *slots, uintptr_t fn)
+ * own, tracing off, table full). A function another thread is classifying
+ * is waited for (cbslot_find_wait): libuv keeps what it is handed for good
+ * (and re-arms a repeating timer through uv_timer_start with it), so
+ * passing it unwrapped would lose that handle's callbacks, not one. */
+static int slot_of(struct cbslot *slots, uintptr_t fn)
 {
     if (!fn || is_trampoline(fn))
         return -1;
     uvloop_ensure_init();
     if (!d9_enabled())
         return -1;
-    uint32_t h = (uint32_t)((fn * 0x9e3779b97f4a7c15ull) >> 32);
-    for (uint32_t i = 0; i < UVWRAP_SLOTS; i++) {
-        uint32_t k = (h + i) & (UVWRAP_SLOTS - 1);
-        struct uvwrap_slot *s = &slots[k];
-        uintptr_t cur = atomic_load_explicit(&s->fn, memory_order_acquire);
-        if (cur == 0) {
-            if (atomic_compare_exchange_strong_explicit(&s->fn, &cur, fn, memory_order_acq_rel,
-                                                        memory_order_acquire)) {
-                slot_classify(s, fn);
-                cur = fn;
-            }
-        }
-        if (cur == fn)
-            return atomic_load_explicit(&s->state, memory_order_acquire) == UVWRAP_WRAP
-                ? (int)k : -1;
-    }
-    atomic_fetch_add_explicit(&g_untraced, 1, memory_order_relaxed);
-    return -1;
+    int full = 0;
+    int k = cbslot_find_wait(slots, fn, classify, &full);
+    if (full)
+        atomic_fetch_add_explicit(&g_untraced, 1, memory_order_relaxed);
+    return k < 0 ? -1 : k;
 }
 
 /* ---- the per-callback path ------------------------------------------------------ */
@@ -104,7 +77,7 @@ struct uvwrap_frame {
 
 /* Out of line: the 1600 trampolines stay small (one call each side). */
 static __attribute__((noinline)) void
-frame_enter(struct uvwrap_frame *f, const struct uvwrap_slot *s, const void *obj, int mode)
+frame_enter(struct uvwrap_frame *f, const struct cbslot *s, const void *obj, int mode)
 {
     struct uvloop_tls *t = &uvloop_tls;
     f->on = 0;
@@ -182,15 +155,15 @@ static __attribute__((noinline)) void frame_leave(const struct uvwrap_frame *f)
     UVWRAP_REP8(M, K, P, A, MODE, 2) UVWRAP_REP8(M, K, P, A, MODE, 3)                        \
     UVWRAP_REP8(M, K, P, A, MODE, 4) UVWRAP_REP8(M, K, P, A, MODE, 5)                        \
     UVWRAP_REP8(M, K, P, A, MODE, 6) UVWRAP_REP8(M, K, P, A, MODE, 7)
-_Static_assert(UVWRAP_SLOTS == 64, "UVWRAP_REP64 makes 64 trampolines per kind");
+_Static_assert(CBSLOT_N == 64, "UVWRAP_REP64 makes CBSLOT_N trampolines per kind");
 
 #define UVWRAP_TRAMPOLINE(K, P, A, MODE, hi, lo)                                             \
     static UVWRAP_TEXT void uvwrap_t_##K##_##hi##lo P                                        \
     {                                                                                        \
-        const struct uvwrap_slot *s_ = &uvwrap_slots_##K[(hi) * 8 + (lo)];                   \
+        const struct cbslot *s_ = &uvwrap_slots_##K[(hi) * 8 + (lo)];                       \
         struct uvwrap_frame f_;                                                              \
         frame_enter(&f_, s_, (const void *)UVWRAP_FIRST A, MODE);                            \
-        ((uvwrap_fn_##K)atomic_load_explicit(&s_->fn, memory_order_relaxed)) A;              \
+        ((uvwrap_fn_##K)atomic_load_explicit(&s_->key, memory_order_relaxed)) A;             \
         frame_leave(&f_);                                                                    \
     }
 #define UVWRAP_TRAMPOLINE_ADDR(K, P, A, MODE, hi, lo) uvwrap_t_##K##_##hi##lo,
@@ -199,9 +172,9 @@ _Static_assert(UVWRAP_SLOTS == 64, "UVWRAP_REP64 makes 64 trampolines per kind")
  * uvwrap_pick_<kind>(fn): what to hand libuv for fn. */
 #define UVWRAP_DEFINE_KIND(K, P, A, MODE)                                                    \
     typedef void (*uvwrap_fn_##K) P;                                                         \
-    static struct uvwrap_slot uvwrap_slots_##K[UVWRAP_SLOTS];                                \
+    static struct cbslot uvwrap_slots_##K[CBSLOT_N];                                        \
     UVWRAP_REP64(UVWRAP_TRAMPOLINE, K, P, A, MODE)                                           \
-    static const uvwrap_fn_##K uvwrap_tramps_##K[UVWRAP_SLOTS] = {                           \
+    static const uvwrap_fn_##K uvwrap_tramps_##K[CBSLOT_N] = {                               \
         UVWRAP_REP64(UVWRAP_TRAMPOLINE_ADDR, K, P, A, MODE)                                  \
     };                                                                                       \
     static inline __attribute__((unused)) uvwrap_fn_##K uvwrap_pick_##K(uvwrap_fn_##K fn)    \

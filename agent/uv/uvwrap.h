@@ -5,7 +5,7 @@
  *
  * Design: wrapping is per callback function, not per handle. For each kind
  * of callback (timer, read, write, close, ... one per C signature) there is
- * a fixed table of UVWRAP_SLOTS slots and as many compiled trampolines; the
+ * a fixed table of CBSLOT_N slots (cbslot.h) and as many compiled trampolines; the
  * k-th trampoline of a kind calls the function in slot k of that kind. A
  * registration wrapper finds (or claims, lock-free) the slot of the
  * program's function and passes trampoline k to libuv. So:
@@ -17,7 +17,7 @@
  *   - the per-callback path takes no lock, makes no syscall and allocates
  *     nothing: a thread-local read (uvloop_tls), the record calls, and one
  *     load of the slot's function;
- *   - slots are written once (fn by CAS, then loc and state, release) and
+ *   - slots are written once (the function by CAS, then loc and state) and
  *     never change, so a pool thread running a work trampoline reads a slot
  *     that was complete before uv_queue_work handed the request over (libuv's
  *     queue mutex orders the two); there is no table to resize;
@@ -39,7 +39,6 @@
 
 #include "shm/d9_abi.h"
 
-#define UVWRAP_SLOTS       64u          /* distinct functions per callback kind (power of 2) */
 #define UVWRAP_SECTION     D9_TRAMP_SECTION /* the trampolines' text (shm/d9_abi.h): how a
                                             * trampoline is recognised, here and by readers */
 

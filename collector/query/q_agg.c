@@ -14,6 +14,7 @@
 #include <string.h>
 #include "collector/query/q_agg.h"
 #include "collector/query/q_rollup.h"
+#include "collector/query/q_sched.h"
 #include "collector/store/idx_read.h"
 #include "collector/store/store_hash.h"
 
@@ -278,16 +279,12 @@ static int scan_seg(struct q_agg *a, struct q_store *s, const struct seg_ref *g,
     return e;
 }
 
+/* q_sched_workers' order, so that both answers list workers alike */
 static int by_worker(const void *x, const void *y)
 {
     const struct q_agg_worker *a = x, *b = y;
-    if (a->pid != b->pid)
-        return a->pid < b->pid ? -1 : 1;
-    if (a->process_id != b->process_id)
-        return a->process_id < b->process_id ? -1 : 1;
-    if (a->runtime != b->runtime)
-        return a->runtime < b->runtime ? -1 : 1;
-    return a->worker < b->worker ? -1 : a->worker > b->worker;
+    return q_sched_key_cmp((struct q_sched_key){ a->pid, a->process_id, a->runtime, a->worker },
+                           (struct q_sched_key){ b->pid, b->process_id, b->runtime, b->worker });
 }
 
 static int by_loc(const void *x, const void *y)

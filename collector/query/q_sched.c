@@ -340,16 +340,22 @@ int q_sched_feed(struct q_sched *s, const struct q_rec_src *src, const struct d9
     return 0;
 }
 
+int q_sched_key_cmp(struct q_sched_key a, struct q_sched_key b)
+{
+    if (a.pid != b.pid)
+        return a.pid < b.pid ? -1 : 1;
+    if (a.process_id != b.process_id)
+        return a.process_id < b.process_id ? -1 : 1;
+    if (a.runtime != b.runtime)
+        return a.runtime < b.runtime ? -1 : 1;
+    return a.worker < b.worker ? -1 : a.worker > b.worker;
+}
+
 static int by_key(const void *x, const void *y)
 {
     const struct q_sched_worker *a = x, *b = y;
-    if (a->pid != b->pid)
-        return a->pid < b->pid ? -1 : 1;
-    if (a->process_id != b->process_id)
-        return a->process_id < b->process_id ? -1 : 1;
-    if (a->runtime != b->runtime)
-        return a->runtime < b->runtime ? -1 : 1;
-    return a->worker < b->worker ? -1 : a->worker > b->worker;
+    return q_sched_key_cmp((struct q_sched_key){ a->pid, a->process_id, a->runtime, a->worker },
+                           (struct q_sched_key){ b->pid, b->process_id, b->runtime, b->worker });
 }
 
 /* The last record of w's process: the end of every one of its workers' spans. */

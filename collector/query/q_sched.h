@@ -75,6 +75,16 @@ struct q_sched_worker {
     double busy_pct;                /* 100 * busy_ns / span_ns (0 when span_ns is 0) */
 };
 
+/* A worker's identity, in the order of q_sched_workers' answer: pid,
+ * process, runtime, worker. q_sched_key_cmp is that order (<0, 0, >0), for
+ * any list of workers (q_agg sorts its own by it). */
+struct q_sched_key {
+    uint32_t pid;
+    int64_t process_id;
+    uint16_t runtime, worker;
+};
+int q_sched_key_cmp(struct q_sched_key a, struct q_sched_key b);
+
 struct q_sched;
 int q_sched_new(struct q_sched **out);
 void q_sched_free(struct q_sched *s);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include "collector/store/sym.h"
 
 /* name into out with every byte outside [A-Za-z0-9._-] as '_'; -EINVAL if
  * empty, "." or ".." */
@@ -174,17 +175,6 @@ static void s3_key_ws(struct s3_key_in *in)
         in->p++;
 }
 
-static int s3_key_hex(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* A JSON string into out (cap bytes with the NUL). */
 static int s3_key_string(struct s3_key_in *in, char *out, size_t cap)
 {
@@ -208,15 +198,11 @@ static int s3_key_string(struct s3_key_in *in, char *out, size_t cap)
             case 'r': c = '\r'; break;
             case 't': c = '\t'; break;
             case 'u': {
-                if (in->end - in->p < 4)
+                /* exactly four hex digits: sym's parser, bounded to them */
+                const char *q = in->p;
+                uint64_t v;
+                if (in->end - in->p < 4 || !sym_parse_hex(&q, in->p + 4, &v) || q != in->p + 4)
                     return -EBADMSG;
-                int v = 0;
-                for (int i = 0; i < 4; i++) {
-                    int d = s3_key_hex(in->p[i]);
-                    if (d < 0)
-                        return -EBADMSG;
-                    v = v * 16 + d;
-                }
                 if (v == 0 || v > 0x7f)
                     return -EBADMSG;  /* the writer escapes control bytes only */
                 c = (char)v;

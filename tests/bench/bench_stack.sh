@@ -9,6 +9,7 @@
 # thread entry clone/clone3).
 # Usage: BUILD=build sh tests/bench/bench_stack.sh   (BENCH_QUICK=1: shorter)
 set -u
+. "$(dirname "$0")/../integration/named_env.sh"
 BUILD=${BUILD:-build}
 BIN=$(cd "$BUILD/bin" && pwd)
 TBIN=$(cd "$BUILD/tests/integration" && pwd)
@@ -67,30 +68,7 @@ report() {
                      t ? 100 * u / t : 0, t ? 100 * c / t : 0 }' "$T/f.folded"
 }
 
-mkdir -p "$T/named"
-cat >"$T/named/named.conf" <<CONF
-options {
-    directory "$T/named";
-    pid-file "$T/named/named.pid";
-    session-keyfile "$T/named/session.key";
-    listen-on port $PORT { 127.0.0.1; };
-    listen-on-v6 { none; };
-    recursion no;
-    dnssec-validation no;
-    notify no;
-    allow-query { 127.0.0.1; };
-};
-controls { };
-zone "d9.test" { type primary; file "$T/named/d9.test.zone"; };
-CONF
-cat >"$T/named/d9.test.zone" <<'ZONE'
-$TTL 300
-@   IN SOA ns.d9.test. admin.d9.test. 1 3600 600 86400 300
-    IN NS  ns.d9.test.
-ns  IN A   127.0.0.1
-www IN A   127.0.0.2
-ZONE
-printf 'www.d9.test A\nns.d9.test A\n' >"$T/queries"
+named_setup "$T/named" "$PORT"
 
 echo "bench_stack: collector CPU per on-CPU sample and stack depth, --stack-mode fp vs dwarf ($SECS s each)"
 for mode in fp dwarf; do
@@ -110,13 +88,9 @@ for mode in fp dwarf; do
         DIAL9_SHM_DIR=$T/shm DIAL9_COLLECTOR=$EP LD_PRELOAD=$PRELOAD \
             "$NAMED" -g -4 -n 2 -c "$T/named/named.conf" >"$T/named/log" 2>&1 &
         NPID=$!
-        i=0
-        until grep -q 'running$' "$T/named/log"; do
-            i=$((i + 1)); [ $i -gt 200 ] && { echo "bench_stack: named did not start" >&2; exit 1; }
-            sleep 0.05
-        done
+        named_running "$T/named/log" || { echo "bench_stack: named did not start" >&2; exit 1; }
         c0=$(cpu_ns "$COLPID")
-        dnsperf -s 127.0.0.1 -p "$PORT" -d "$T/queries" -l "$SECS" -Q 20000 >/dev/null 2>&1
+        dnsperf -s 127.0.0.1 -p "$PORT" -d "$T/named/queries" -l "$SECS" -Q 20000 >/dev/null 2>&1
         kill -TERM "$NPID"
         wait "$NPID"
         sealed "$NPID"

@@ -21,6 +21,7 @@
 # BENCH_UV_RATE (default 5000), BENCH_UV_PORT (default 53955),
 # BENCH_KEEP=1 (keep the temp dir). Only processes started here are signalled.
 set -u
+. "$(dirname "$0")/../integration/named_env.sh"
 BUILD=${BUILD:-build}
 BIN=$(cd "$BUILD/bin" && pwd)
 PRELOAD=$(cd "$BUILD/lib" && pwd)/libd9preload.so
@@ -46,30 +47,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM HUP
 
-mkdir -p "$T/named" "$T/shm"
-cat >"$T/named/named.conf" <<CONF
-options {
-    directory "$T/named";
-    pid-file "$T/named/named.pid";
-    session-keyfile "$T/named/session.key";
-    listen-on port $PORT { 127.0.0.1; };
-    listen-on-v6 { none; };
-    recursion no;
-    dnssec-validation no;
-    notify no;
-    allow-query { 127.0.0.1; };
-};
-controls { };
-zone "d9.test" { type primary; file "$T/named/d9.test.zone"; };
-CONF
-cat >"$T/named/d9.test.zone" <<'ZONE'
-$TTL 300
-@   IN SOA ns.d9.test. admin.d9.test. 1 3600 600 86400 300
-    IN NS  ns.d9.test.
-ns  IN A   127.0.0.1
-www IN A   127.0.0.2
-ZONE
-printf 'www.d9.test A\nns.d9.test A\n' >"$T/queries"
+mkdir -p "$T/shm"
+named_setup "$T/named" "$PORT"
 
 EP=ipc://$T/c.sock
 "$BIN/d9collectd" --store "$T/store" --shm-dir "$T/shm" --endpoint "$EP" >"$T/col.log" 2>&1 &
@@ -90,11 +69,8 @@ named_start() {
         "$NAMED" -g -4 -n 2 -c "$T/named/named.conf" >"$T/named/log" 2>&1 &
     fi
     NPID=$!
-    i=0
-    until grep -q 'running$' "$T/named/log"; do
-        i=$((i + 1)); [ $i -gt 200 ] && { echo "bench_uv_named: named did not start" >&2; cat "$T/named/log" >&2; exit 1; }
-        sleep 0.05
-    done
+    named_running "$T/named/log" ||
+        { echo "bench_uv_named: named did not start" >&2; cat "$T/named/log" >&2; exit 1; }
 }
 named_stop() {
     kill -TERM "$NPID"
@@ -119,8 +95,8 @@ while [ $p -le "$PAIRS" ]; do
     if [ $((p % 2)) -eq 1 ]; then order="off on"; else order="on off"; fi
     for mode in $order; do
         named_start "$mode"
-        dnsperf -s 127.0.0.1 -p "$PORT" -d "$T/queries" -l "$SECS" -Q "$RATE" -v >"$T/fixed.out" 2>&1
-        dnsperf -s 127.0.0.1 -p "$PORT" -d "$T/queries" -l "$SECS" -c 4 -q 100 -v >"$T/flat.out" 2>&1
+        dnsperf -s 127.0.0.1 -p "$PORT" -d "$T/named/queries" -l "$SECS" -Q "$RATE" -v >"$T/fixed.out" 2>&1
+        dnsperf -s 127.0.0.1 -p "$PORT" -d "$T/named/queries" -l "$SECS" -c 4 -q 100 -v >"$T/flat.out" 2>&1
         named_stop
         set -- $(perf "$T/fixed.out")
         fq=$1 fp=$2 fdone=$3 fsent=$4

@@ -8,6 +8,7 @@
 . tests/integration/lib.sh
 . tests/integration/collector_env.sh
 . tests/integration/uv_env.sh
+. tests/integration/named_env.sh
 NAMED=${NAMED:-/usr/sbin/named}
 PORT=${D9_NAMED_PORT:-53953}
 SECONDS_RUN=3
@@ -17,30 +18,7 @@ if [ ! -x "$NAMED" ] || ! command -v dnsperf >/dev/null; then
     d9_finish uv-named; exit
 fi
 
-mkdir -p "$T/named"
-cat >"$T/named/named.conf" <<CONF
-options {
-    directory "$T/named";
-    pid-file "$T/named/named.pid";
-    session-keyfile "$T/named/session.key";
-    listen-on port $PORT { 127.0.0.1; };
-    listen-on-v6 { none; };
-    recursion no;
-    dnssec-validation no;
-    notify no;
-    allow-query { 127.0.0.1; };
-};
-controls { };
-zone "d9.test" { type primary; file "$T/named/d9.test.zone"; };
-CONF
-cat >"$T/named/d9.test.zone" <<'ZONE'
-$TTL 300
-@   IN SOA ns.d9.test. admin.d9.test. 1 3600 600 86400 300
-    IN NS  ns.d9.test.
-ns  IN A   127.0.0.1
-www IN A   127.0.0.2
-ZONE
-printf 'www.d9.test A\nns.d9.test A\n' >"$T/named/queries"
+named_setup "$T/named" "$PORT"
 
 start_collector
 check "the collector starts" test -n "$COLPID"

@@ -39,6 +39,7 @@
 #include "collector/store/rollup.h"
 #include "collector/store/seg_writer.h"
 #include "shm/meta.h"
+#include "store_fix.h"
 
 #define AGG_PID     6161u
 #define AGG_TID0    701u
@@ -52,24 +53,12 @@
 
 static const uint64_t cut[AGG_SEGS - 1] = { AGG_T0 + 3400 * AGG_MS, AGG_T0 + 6700 * AGG_MS };
 
-static void die(const char *what, int rc)
-{
-    fprintf(stderr, "tool_store_aggs: %s: %s\n", what, strerror(rc < 0 ? -rc : rc));
-    exit(1);
-}
-
 /* One worker's records in one segment. */
-struct ring {
-    uint8_t *raw;
-    size_t n, cap;
-    uint32_t seq;
-};
-
 struct facts {
     uint64_t polls, parks, waits, wait_sum, wait_max;
 };
 
-static struct ring rings[AGG_SEGS][AGG_WORKERS];
+static struct store_fix_ring rings[AGG_SEGS][AGG_WORKERS];
 static struct facts facts[AGG_WORKERS];
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static uint64_t long_start, long_end, crossing;
@@ -94,33 +83,18 @@ static void put(unsigned w, void *rec, size_t len)
 {
     struct d9_rec_hdr h;
     memcpy(&h, rec, sizeof h);
-    struct ring *r = &rings[seg_of(h.ts)][w];
-    h.seq = r->seq++;
-    memcpy(rec, &h, sizeof h);
-    if (r->n + len > r->cap) {
-        size_t c = r->cap ? r->cap * 2 : 4096;
-        uint8_t *p = realloc(r->raw, c);
-        if (!p)
-            die("realloc", -ENOMEM);
-        r->raw = p;
-        r->cap = c;
-    }
-    memcpy(r->raw + r->n, rec, len);
-    r->n += len;
+    store_fix_put(&rings[seg_of(h.ts)][w], rec, len);
 }
 
 static void start(unsigned w, uint64_t task, uint32_t loc, uint64_t t)
 {
-    struct d9_rec_poll_start s = { { sizeof s, D9_REC_POLL_START, 0, t }, task, loc, 1,
-                                   (uint16_t)w };
-    put(w, &s, sizeof s);
+    store_fix_poll_start(&rings[seg_of(t)][w], w, task, loc, t);
     facts[w].polls++;
 }
 
 static void end(unsigned w, uint64_t task, uint64_t t)
 {
-    struct d9_rec_poll_end e = { { sizeof e, D9_REC_POLL_END, 0, t }, task, 1, (uint16_t)w, 0 };
-    put(w, &e, sizeof e);
+    store_fix_poll_end(&rings[seg_of(t)][w], w, task, t);
 }
 
 /* A poll from t for dur: returns its end. */
@@ -239,7 +213,7 @@ static uint64_t worker_busy(void)
 }
 
 /* Commit a worker's records of one segment as blocks of AGG_BLOCK records. */
-static void commit(struct seg_writer *sw, unsigned w, const struct ring *r)
+static void commit(struct seg_writer *sw, unsigned w, const struct store_fix_ring *r)
 {
     size_t off = 0;
     while (off < r->n) {
@@ -249,52 +223,15 @@ static void commit(struct seg_writer *sw, unsigned w, const struct ring *r)
         for (unsigned k = 0; k < AGG_BLOCK && end_off < r->n; k++) {
             struct d9_rec_hdr h;
             memcpy(&h, r->raw + end_off, sizeof h);
-            if (st.nrec == 0 || h.ts < st.t_min)
-                st.t_min = h.ts;
-            if (h.ts > st.t_max)
-                st.t_max = h.ts;
-            st.counts[h.type]++;
-            st.nrec++;
+            store_fix_count(&st, &h);
             end_off += h.len;
         }
-        size_t len = end_off - off;
-        static uint8_t dst[PACK_BOUND(AGG_BLOCK * 64u)];
-        if (PACK_BOUND(len) > sizeof dst)
-            die("block", -ENOBUFS);
-        struct pack_state pk;
-        pack_init(&pk);
-        long e = pack_records(&pk, r->raw + off, len, dst + PACK_PREFIX, PACK_BOUND(len) - PACK_PREFIX);
-        if (e < 0)
-            die("pack_records", (int)e);
-        size_t plen = pack_finish(dst, (size_t)e, (uint32_t)len);
-        uint8_t *payload;
-        int rc = seg_writer_data_reserve(sw, (plen + 7) & ~(size_t)7, &payload);
-        if (rc)
-            die("seg_writer_data_reserve", rc);
-        memcpy(payload, dst, plen);
-        rc = seg_writer_data_commit(sw, AGG_TID0 + w, w, 1, 0, plen, &st,
-                                    crc32c_update(0, payload, plen), SEG_BF_PACKED);
-        if (rc)
-            die("seg_writer_data_commit", rc);
+        store_fix_block(sw, r->raw + off, end_off - off, AGG_TID0 + w, w, 0, &st);
         off = end_off;
     }
 }
 
-static uint8_t meta[4096];
-static size_t meta_len;
-
-static void meta_add(uint16_t kind, uint32_t id, const uint8_t *p, int n)
-{
-    if (n <= 0)
-        die("metadata", -EINVAL);
-    struct d9_meta_hdr h = { (uint16_t)((sizeof h + (size_t)n + 7) & ~7u), kind, id };
-    if (meta_len + h.len > sizeof meta)
-        die("metadata", -ENOBUFS);
-    memset(meta + meta_len, 0, h.len);
-    memcpy(meta + meta_len, &h, sizeof h);
-    memcpy(meta + meta_len + sizeof h, p, (size_t)n);
-    meta_len += h.len;
-}
+static struct store_fix_meta meta;
 
 int main(int argc, char **argv)
 {
@@ -305,16 +242,16 @@ int main(int argc, char **argv)
     }
     const char *dir = argv[1];
     if (mkdir(dir, 0700) < 0)
-        die(dir, -errno);
+        store_fix_die(dir, -errno);
     uint8_t p[512];
-    meta_add(D9_META_RUNTIME, 1, p, shm_meta_encode_runtime(p, sizeof p, "web"));
-    meta_add(D9_META_LOCATION, 1, p, shm_meta_encode_location(p, sizeof p, "src/a.c", 1, "fast"));
-    meta_add(D9_META_LOCATION, 2, p, shm_meta_encode_location(p, sizeof p, "src/b.c", 2, "slow"));
-    meta_add(D9_META_LOCATION, 3, p, shm_meta_encode_location(p, sizeof p, "src/c.c", 3, "outer"));
+    store_fix_meta_add(&meta, D9_META_RUNTIME, 1, p, shm_meta_encode_runtime(p, sizeof p, "web"));
+    store_fix_meta_add(&meta, D9_META_LOCATION, 1, p, shm_meta_encode_location(p, sizeof p, "src/a.c", 1, "fast"));
+    store_fix_meta_add(&meta, D9_META_LOCATION, 2, p, shm_meta_encode_location(p, sizeof p, "src/b.c", 2, "slow"));
+    store_fix_meta_add(&meta, D9_META_LOCATION, 3, p, shm_meta_encode_location(p, sizeof p, "src/c.c", 3, "outer"));
     if (busy_mode) {
         static const uint8_t types[] = { D9_FT_U64 };
         static const char *const names[] = { "bytes" };
-        meta_add(D9_META_SCHEMA, 1, p, shm_meta_encode_schema(p, sizeof p, "req", 1, types, names));
+        store_fix_meta_add(&meta, D9_META_SCHEMA, 1, p, shm_meta_encode_schema(p, sizeof p, "req", 1, types, names));
     }
     uint64_t busy = 0;
     unsigned nseg = busy_mode ? 1 : AGG_SEGS, nwork = busy_mode ? 1 : AGG_WORKERS;
@@ -323,31 +260,31 @@ int main(int argc, char **argv)
     if (busy_mode)
         busy = worker_busy();
     else if (!crossing || !long_start)
-        die("the sequence has no poll across a rotation or no long poll", -EINVAL);
+        store_fix_die("the sequence has no poll across a rotation or no long poll", -EINVAL);
 
     struct idx *x;
     int rc = idx_open(&x, dir);
     if (rc)
-        die("idx_open", rc);
+        store_fix_die("idx_open", rc);
     int64_t process_id;
     struct idx_process ip = { .pid = AGG_PID, .start_time = 91, .comm = "aggs", .exe = "/aggs",
                               .first_ns = AGG_T0 };
     if ((rc = idx_process_upsert(x, &ip, &process_id)))
-        die("idx_process_upsert", rc);
+        store_fix_die("idx_process_upsert", rc);
     if ((rc = idx_runtime_upsert(x, process_id, 1, "web")))
-        die("idx_runtime_upsert", rc);
+        store_fix_die("idx_runtime_upsert", rc);
     for (unsigned w = 0; w < nwork; w++) {
         char name[16];
         snprintf(name, sizeof name, "web-%u", w);
         if ((rc = idx_thread_upsert(x, process_id, AGG_TID0 + w, w, 1, name, AGG_T0, 0, 0)))
-            die("idx_thread_upsert", rc);
+            store_fix_die("idx_thread_upsert", rc);
     }
     struct seg_proc_info pi = { .pid = AGG_PID, .start_time = 91, .clock_source = D9_CLOCK_MONOTONIC,
                                 .host = "aggs", .comm = "aggs", .exe = "/aggs" };
     for (unsigned k = 0; k < nseg; k++) {
         struct seg_writer *sw;
-        if ((rc = seg_writer_open(&sw, dir, k + 1, &pi, meta, meta_len)))
-            die("seg_writer_open", rc);
+        if ((rc = seg_writer_open(&sw, dir, k + 1, &pi, meta.b, meta.len)))
+            store_fix_die("seg_writer_open", rc);
         for (unsigned w = 0; w < nwork; w++)
             commit(sw, w, &rings[k][w]);
         struct seg_summary sum;
@@ -355,7 +292,7 @@ int main(int argc, char **argv)
         size_t n = 0;
         if ((rc = seg_writer_seal(sw, &sum)) || (rc = rollup_file(sum.path, &ru, &n)) ||
             (rc = idx_segment_commit_rollup(x, process_id, &sum, dir, ru, n)))
-            die("seal/index", rc);
+            store_fix_die("seal/index", rc);
         free(ru);
         seg_writer_free(sw);
     }
@@ -373,6 +310,6 @@ int main(int argc, char **argv)
                long_end, crossing, (uint64_t)AGG_T0);
     for (unsigned k = 0; k < AGG_SEGS; k++)
         for (unsigned w = 0; w < AGG_WORKERS; w++)
-            free(rings[k][w].raw);
+            store_fix_free(&rings[k][w]);
     return 0;
 }

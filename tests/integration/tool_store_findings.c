@@ -46,6 +46,7 @@
 #include "collector/store/seg_writer.h"
 #include "collector/store/sym.h"
 #include "shm/meta.h"
+#include "store_fix.h"
 
 #define TF_T0        1000000000ull
 #define TF_US        1000ull
@@ -55,54 +56,20 @@
 #define TF_RAW       (TF_MAX_RECS * 64u)
 #define TF_RINGS     3u
 
-static void die(const char *what, int rc)
-{
-    fprintf(stderr, "tool_store_findings: %s: %s\n", what, strerror(rc < 0 ? -rc : rc));
-    exit(1);
-}
-
 static volatile unsigned tf_sink;
 __attribute__((noinline)) static void find_hot(void) { tf_sink = tf_sink * 3u + 1u; }
 __attribute__((noinline)) static void find_cold(void) { tf_sink = tf_sink * 5u + 2u; }
 
-struct ring {
-    uint8_t raw[TF_RAW];
-    size_t n;
-    uint32_t seq;
-    struct seg_data_stats st;
-};
-
-static struct ring rings[TF_RINGS], perf;
-
-static void put(struct ring *r, void *rec, size_t len)
-{
-    struct d9_rec_hdr h;
-    memcpy(&h, rec, sizeof h);
-    h.seq = r->seq++;
-    memcpy(rec, &h, sizeof h);
-    if (r->n + len > sizeof r->raw)
-        die("ring", -ENOBUFS);
-    memcpy(r->raw + r->n, rec, len);
-    r->n += len;
-    if (r->st.nrec == 0 || h.ts < r->st.t_min)
-        r->st.t_min = h.ts;
-    if (h.ts > r->st.t_max)
-        r->st.t_max = h.ts;
-    r->st.counts[h.type]++;
-    r->st.nrec++;
-}
+static struct store_fix_ring rings[TF_RINGS], perf;
 
 static void poll_start(unsigned w, uint64_t task, uint32_t loc, uint64_t t)
 {
-    struct d9_rec_poll_start s = { { sizeof s, D9_REC_POLL_START, 0, t }, task, loc, 1,
-                                   (uint16_t)w };
-    put(&rings[w], &s, sizeof s);
+    store_fix_poll_start(&rings[w], w, task, loc, t);
 }
 
 static void poll_end(unsigned w, uint64_t task, uint64_t t)
 {
-    struct d9_rec_poll_end e = { { sizeof e, D9_REC_POLL_END, 0, t }, task, 1, (uint16_t)w, 0 };
-    put(&rings[w], &e, sizeof e);
+    store_fix_poll_end(&rings[w], w, task, t);
 }
 
 static uint64_t poll(unsigned w, uint64_t task, uint32_t loc, uint64_t t, uint64_t dur)
@@ -115,7 +82,7 @@ static uint64_t poll(unsigned w, uint64_t task, uint32_t loc, uint64_t t, uint64
 static void worker_rec(unsigned w, uint8_t type, uint64_t t, uint64_t wait)
 {
     struct d9_rec_worker r = { { sizeof r, type, 0, t }, 1, (uint16_t)w, 0, t / 2, wait };
-    put(&rings[w], &r, sizeof r);
+    store_fix_put(&rings[w], &r, sizeof r);
 }
 
 static void park_unpark(unsigned w, uint64_t park, uint64_t park_wait, uint64_t unpark,
@@ -128,20 +95,20 @@ static void park_unpark(unsigned w, uint64_t park, uint64_t park_wait, uint64_t 
 static void wake(unsigned w, uint64_t t, uint64_t waker, uint64_t wakee)
 {
     struct d9_rec_wake k = { { sizeof k, D9_REC_WAKE, 0, t }, waker, wakee, 1, 0, 0 };
-    put(&rings[w], &k, sizeof k);
+    store_fix_put(&rings[w], &k, sizeof k);
 }
 
 static void depth(unsigned w, uint64_t t, uint64_t d)
 {
     struct d9_rec_queue_depth q = { { sizeof q, D9_REC_QUEUE_DEPTH, 0, t }, d, 1,
                                     D9_WORKER_NONE, 0 };
-    put(&rings[w], &q, sizeof q);
+    store_fix_put(&rings[w], &q, sizeof q);
 }
 
 static void task_rec(unsigned w, uint8_t type, uint64_t t, uint64_t task, uint32_t loc)
 {
     struct d9_rec_task k = { { sizeof k, type, 0, t }, task, loc, 1, 0 };
-    put(&rings[w], &k, sizeof k);
+    store_fix_put(&rings[w], &k, sizeof k);
 }
 
 int main(int argc, char **argv);
@@ -155,54 +122,21 @@ static void sample(uint32_t tid, uint64_t t, uint64_t leaf)
                               .tid = tid, .nframes = 2, .weight = 1000000 };
     memcpy(rec, &s, sizeof s);
     memcpy(rec + sizeof s, ips, sizeof ips);
-    put(&perf, rec, sizeof rec);
+    store_fix_put(&perf, rec, sizeof rec);
 }
 
-static void commit(struct seg_writer *sw, uint32_t tid, uint32_t ring, struct ring *r,
+static void commit(struct seg_writer *sw, uint32_t tid, uint32_t ring, struct store_fix_ring *r,
                    uint64_t lost)
 {
-    static uint8_t dst[PACK_BOUND(TF_RAW)];
-    struct pack_state pk;
-    pack_init(&pk);
-    long e = pack_records(&pk, r->raw, r->n, dst + PACK_PREFIX, PACK_BOUND(r->n) - PACK_PREFIX);
-    if (e < 0)
-        die("pack_records", (int)e);
-    size_t plen = pack_finish(dst, (size_t)e, (uint32_t)r->n);
-    uint8_t *payload;
-    int rc = seg_writer_data_reserve(sw, (plen + 7) & ~(size_t)7, &payload);
-    if (rc)
-        die("seg_writer_data_reserve", rc);
-    memcpy(payload, dst, plen);
-    rc = seg_writer_data_commit(sw, tid, ring, 1, lost, plen, &r->st,
-                                crc32c_update(0, payload, plen), SEG_BF_PACKED);
-    if (rc)
-        die("seg_writer_data_commit", rc);
-    memset(r, 0, sizeof *r);
+    store_fix_block(sw, r->raw, r->n, tid, ring, lost, &r->st);
+    store_fix_free(r);
 }
 
-struct meta {
-    uint8_t b[4096];
-    size_t len;
-};
-
-static void meta_add(struct meta *m, uint16_t kind, uint32_t id, const uint8_t *p, int n)
-{
-    if (n <= 0)
-        die("metadata", -EINVAL);
-    struct d9_meta_hdr h = { (uint16_t)((sizeof h + (size_t)n + 7) & ~7u), kind, id };
-    if (m->len + h.len > sizeof m->b)
-        die("metadata", -ENOBUFS);
-    memset(m->b + m->len, 0, h.len);
-    memcpy(m->b + m->len, &h, sizeof h);
-    memcpy(m->b + m->len + sizeof h, p, (size_t)n);
-    m->len += h.len;
-}
-
-static void add_location(struct meta *m, uint32_t id, const char *file, uint32_t line,
+static void add_location(struct store_fix_meta *m, uint32_t id, const char *file, uint32_t line,
                          const char *fn)
 {
     uint8_t p[512];
-    meta_add(m, D9_META_LOCATION, id, p, shm_meta_encode_location(p, sizeof p, file, line, fn));
+    store_fix_meta_add(m, D9_META_LOCATION, id, p, shm_meta_encode_location(p, sizeof p, file, line, fn));
 }
 
 /* This program's own memory maps as "d9.map" records: its samples' names. */
@@ -212,7 +146,7 @@ static long maps_records(uint8_t *out, size_t cap)
     size_t n;
     int rc = sym_maps_read((uint32_t)getpid(), &m, &n);
     if (rc)
-        die("sym_maps_read", rc);
+        store_fix_die("sym_maps_read", rc);
     struct sym_maps_state st;
     memset(&st, 0, sizeof st);
     long len = sym_maps_encode(m, n, "", 0, TF_T0, &st, out, cap);
@@ -233,24 +167,24 @@ struct proc {
 /* Write the rings (w in [0, nrings): tid base_tid + w) and the perf ring as
  * one sealed segment of p, and index it. lost0: records ring 0 lost. */
 static void write_proc(struct idx *x, const char *dir, uint64_t seg_id, const struct proc *p,
-                       struct meta *m, unsigned nrings, uint32_t base_tid, uint64_t lost0)
+                       struct store_fix_meta *m, unsigned nrings, uint32_t base_tid, uint64_t lost0)
 {
     uint8_t b[512];
-    meta_add(m, D9_META_RUNTIME, 1, b, shm_meta_encode_runtime(b, sizeof b, "rt"));
-    meta_add(m, D9_META_SCHEMA, SYM_MAP_SCHEMA_ID, b, sym_map_schema_payload(b, sizeof b));
+    store_fix_meta_add(m, D9_META_RUNTIME, 1, b, shm_meta_encode_runtime(b, sizeof b, "rt"));
+    store_fix_meta_add(m, D9_META_SCHEMA, SYM_MAP_SCHEMA_ID, b, sym_map_schema_payload(b, sizeof b));
     int64_t process_id;
     struct idx_process ip = { .pid = p->pid, .start_time = p->start, .comm = p->comm,
                               .exe = "/findings", .first_ns = TF_T0 };
     int rc;
     if ((rc = idx_process_upsert(x, &ip, &process_id)))
-        die("idx_process_upsert", rc);
+        store_fix_die("idx_process_upsert", rc);
     if ((rc = idx_runtime_upsert(x, process_id, 1, "rt")))
-        die("idx_runtime_upsert", rc);
+        store_fix_die("idx_runtime_upsert", rc);
     for (unsigned w = 0; w < nrings; w++) {
         char name[16];
         snprintf(name, sizeof name, "rt-%u", w);
         if ((rc = idx_thread_upsert(x, process_id, base_tid + w, w, 1, name, TF_T0, 0, 0)))
-            die("idx_thread_upsert", rc);
+            store_fix_die("idx_thread_upsert", rc);
     }
     char exe[512] = "/findings";
     ssize_t l = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -261,33 +195,33 @@ static void write_proc(struct idx *x, const char *dir, uint64_t seg_id, const st
                                 .comm = p->comm, .exe = exe };
     struct seg_writer *sw;
     if ((rc = seg_writer_open(&sw, dir, seg_id, &pi, m->b, m->len)))
-        die("seg_writer_open", rc);
+        store_fix_die("seg_writer_open", rc);
     static uint8_t mapbuf[1 << 16];
     long mn = maps_records(mapbuf, sizeof mapbuf);
     if (mn <= 0)
-        die("maps", mn < 0 ? (int)mn : -ENODATA);
+        store_fix_die("maps", mn < 0 ? (int)mn : -ENODATA);
     if ((rc = seg_writer_add_data(sw, p->pid, SYM_SEG_RING, 0, 0, mapbuf, (size_t)mn)) < 0)
-        die("maps block", rc);
+        store_fix_die("maps block", rc);
     for (unsigned w = 0; w < nrings; w++)
         commit(sw, base_tid + w, w, &rings[w], w == 0 ? lost0 : 0);
     if (perf.n)
         commit(sw, p->pid, TF_PERF_RING, &perf, 0);
     struct seg_summary sum;
     if ((rc = seg_writer_seal(sw, &sum)) || (rc = idx_segment_commit(x, process_id, &sum, dir)))
-        die("seal/index", rc);
+        store_fix_die("seal/index", rc);
     seg_writer_free(sw);
     if ((rc = idx_process_end(x, process_id, p->end_ns, p->state, p->code)))
-        die("idx_process_end", rc);
+        store_fix_die("idx_process_end", rc);
     if (p->mismatch) {
         struct idx_drops d = { .mismatch = p->mismatch };
         if ((rc = idx_process_drops(x, process_id, &d)))
-            die("idx_process_drops", rc);
+            store_fix_die("idx_process_drops", rc);
     }
 }
 
 static void bad(struct idx *x, const char *dir)
 {
-    struct meta m = { .len = 0 };
+    struct store_fix_meta m = { .len = 0 };
     add_location(&m, 1, "src/slow.c", 7, "slow_handler");
     add_location(&m, 2, "src/fast.c", 3, "fast_handler");
     add_location(&m, 3, "src/crash.c", 5, "crasher");
@@ -338,7 +272,7 @@ static void bad(struct idx *x, const char *dir)
     write_proc(x, dir, 1, &p, &m, TF_RINGS, 701, 7);
 
     /* pid 7002: tasks spawned and never terminated */
-    struct meta m2 = { .len = 0 };
+    struct store_fix_meta m2 = { .len = 0 };
     add_location(&m2, 1, "src/spawn.c", 9, "spawner");
     for (unsigned k = 1; k <= 5; k++)
         task_rec(0, D9_REC_TASK_SPAWN, TF_T0 + k * TF_MS, k, 1);
@@ -353,7 +287,7 @@ static void bad(struct idx *x, const char *dir)
 
 static void clean(struct idx *x, const char *dir)
 {
-    struct meta m = { .len = 0 };
+    struct store_fix_meta m = { .len = 0 };
     add_location(&m, 1, "src/ok.c", 1, "ok_handler");
     uint64_t hot = (uint64_t)(uintptr_t)&find_hot + 1;
     for (unsigned w = 0; w < 2; w++) {
@@ -387,11 +321,11 @@ int main(int argc, char **argv)
         return 2;
     }
     if (mkdir(argv[1], 0700) < 0)
-        die(argv[1], -errno);
+        store_fix_die(argv[1], -errno);
     struct idx *x;
     int rc = idx_open(&x, argv[1]);
     if (rc)
-        die("idx_open", rc);
+        store_fix_die("idx_open", rc);
     if (argc == 3)
         clean(x, argv[1]);
     else

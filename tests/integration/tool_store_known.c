@@ -41,6 +41,7 @@
 #include "collector/store/seg_writer.h"
 #include "collector/store/sym.h"
 #include "shm/meta.h"
+#include "store_fix.h"
 #include "collector/store/rollup.h"
 
 /* Index a sealed segment as the collector does: its row with its rollups. */
@@ -69,51 +70,20 @@ static int commit_with_rollups(struct idx *x, int64_t process_id, const struct s
 #define TSK_LIB_SPAN   0x100000000ull
 #define TSK_US         1000ull
 
-static void die(const char *what, int rc)
-{
-    fprintf(stderr, "tool_store_known: %s: %s\n", what, strerror(rc < 0 ? -rc : rc));
-    exit(1);
-}
-
 static volatile unsigned tsk_sink;
 __attribute__((noinline)) static void tsk_leaf(void) { tsk_sink = tsk_sink * 3u + 1u; }
 __attribute__((noinline)) static void tsk_outer(void) { tsk_leaf(); tsk_sink = tsk_sink * 5u + 2u; }
-
-struct ring {
-    uint8_t raw[TSK_RAW];
-    size_t n;
-    uint32_t seq;
-    struct seg_data_stats st;
-};
 
 struct facts {
     uint64_t polls, parks, waits, wait_sum, wait_max, parked, t_first, t_last, park_ts;
     uint64_t busy;                  /* time in polls (they do not nest here) */
 };
 
-static struct ring rings[TSK_WORKERS], perf;
+static struct store_fix_ring rings[TSK_WORKERS], perf;
 static struct facts facts[TSK_WORKERS];
 static const uint64_t woken[3] = { 20005, 20005 + 4096, 20030 };
 static uint64_t woken_poll[3];      /* the start of each woken task's next poll */
 static unsigned woken_tid[3];
-
-static void put(struct ring *r, void *rec, size_t len)
-{
-    struct d9_rec_hdr h;
-    memcpy(&h, rec, sizeof h);
-    h.seq = r->seq++;
-    memcpy(rec, &h, sizeof h);
-    if (r->n + len > sizeof r->raw)
-        die("ring", -ENOBUFS);
-    memcpy(r->raw + r->n, rec, len);
-    r->n += len;
-    if (r->st.nrec == 0 || h.ts < r->st.t_min)
-        r->st.t_min = h.ts;
-    if (h.ts > r->st.t_max)
-        r->st.t_max = h.ts;
-    r->st.counts[h.type]++;
-    r->st.nrec++;
-}
 
 static void seen(unsigned w, uint64_t ts)
 {
@@ -131,8 +101,8 @@ static uint64_t poll(unsigned w, uint64_t task, uint32_t loc, uint64_t t, uint64
                                    (uint16_t)w };
     struct d9_rec_poll_end e = { { sizeof e, D9_REC_POLL_END, 0, t + dur }, task, 1,
                                  (uint16_t)w, 0 };
-    put(&rings[w], &s, sizeof s);
-    put(&rings[w], &e, sizeof e);
+    store_fix_put(&rings[w], &s, sizeof s);
+    store_fix_put(&rings[w], &e, sizeof e);
     for (unsigned i = 0; i < 3; i++)
         if (task == woken[i] && !woken_poll[i]) {
             woken_poll[i] = t;
@@ -148,7 +118,7 @@ static uint64_t poll(unsigned w, uint64_t task, uint32_t loc, uint64_t t, uint64
 static void worker_rec(unsigned w, uint8_t type, uint64_t t, uint64_t wait)
 {
     struct d9_rec_worker r = { { sizeof r, type, 0, t }, 1, (uint16_t)w, 0, t / 2, wait };
-    put(&rings[w], &r, sizeof r);
+    store_fix_put(&rings[w], &r, sizeof r);
     struct facts *f = &facts[w];
     f->waits++;
     f->wait_sum += wait;
@@ -167,7 +137,7 @@ static void wake(unsigned w, uint64_t t, uint64_t waker, uint64_t wakee, unsigne
 {
     struct d9_rec_wake k = { { sizeof k, D9_REC_WAKE, 0, t }, waker, wakee, 1,
                              (uint16_t)target, 0 };
-    put(&rings[w], &k, sizeof k);
+    store_fix_put(&rings[w], &k, sizeof k);
 }
 
 static uint32_t sample_tid = TSK_TID0;
@@ -179,51 +149,19 @@ static void sample(uint64_t t, const uint64_t *ips, uint16_t n)
                               .tid = sample_tid, .nframes = n, .weight = 1000000 };
     memcpy(rec, &s, sizeof s);
     memcpy(rec + sizeof s, ips, n * 8u);
-    put(&perf, rec, s.h.len);
+    store_fix_put(&perf, rec, s.h.len);
 }
 
-static void commit(struct seg_writer *sw, uint8_t *dst, uint32_t tid, uint32_t ring,
-                   struct ring *r)
+static void commit(struct seg_writer *sw, uint32_t tid, uint32_t ring, struct store_fix_ring *r)
 {
-    struct pack_state pk;
-    pack_init(&pk);
-    long e = pack_records(&pk, r->raw, r->n, dst + PACK_PREFIX, PACK_BOUND(r->n) - PACK_PREFIX);
-    if (e < 0)
-        die("pack_records", (int)e);
-    size_t plen = pack_finish(dst, (size_t)e, (uint32_t)r->n);
-    uint8_t *payload;
-    int rc = seg_writer_data_reserve(sw, (plen + 7) & ~(size_t)7, &payload);
-    if (rc)
-        die("seg_writer_data_reserve", rc);
-    memcpy(payload, dst, plen);
-    rc = seg_writer_data_commit(sw, tid, ring, 1, 0, plen, &r->st, crc32c_update(0, payload, plen),
-                                SEG_BF_PACKED);
-    if (rc)
-        die("seg_writer_data_commit", rc);
+    store_fix_block(sw, r->raw, r->n, tid, ring, 0, &r->st);
 }
 
-struct meta {
-    uint8_t b[4096];
-    size_t len;
-};
-static struct meta meta, meta2;
-
-static void meta_to(struct meta *m, uint16_t kind, uint32_t id, const uint8_t *p, int n)
-{
-    if (n <= 0)
-        die("metadata", -EINVAL);
-    struct d9_meta_hdr h = { (uint16_t)((sizeof h + (size_t)n + 7) & ~7u), kind, id };
-    if (m->len + h.len > sizeof m->b)
-        die("metadata", -ENOBUFS);
-    memset(m->b + m->len, 0, h.len);
-    memcpy(m->b + m->len, &h, sizeof h);
-    memcpy(m->b + m->len + sizeof h, p, (size_t)n);
-    m->len += h.len;
-}
+static struct store_fix_meta meta, meta2;
 
 static void meta_add(uint16_t kind, uint32_t id, const uint8_t *p, int n)
 {
-    meta_to(&meta, kind, id, p, n);
+    store_fix_meta_add(&meta, kind, id, p, n);
 }
 
 /* The second process's metadata: the executable mappings of this program
@@ -234,14 +172,14 @@ static void objects(void)
     size_t n;
     int rc = sym_maps_read((uint32_t)getpid(), &m, &n);
     if (rc)
-        die("sym_maps_read", rc);
+        store_fix_die("sym_maps_read", rc);
     uint32_t id = 1;
     for (size_t i = 0; i < n; i++) {
         if (!m[i].exec || m[i].path[0] != '/')
             continue;
         struct d9_meta_object o = { .start = m[i].start, .end = m[i].end, .pgoff = m[i].pgoff };
         uint8_t p[512];
-        meta_to(&meta2, D9_META_OBJECT, id++, p, shm_meta_encode_object(p, sizeof p, &o, NULL, m[i].path));
+        store_fix_meta_add(&meta2, D9_META_OBJECT, id++, p, shm_meta_encode_object(p, sizeof p, &o, NULL, m[i].path));
     }
     sym_maps_free(m, n);
 }
@@ -253,10 +191,10 @@ static long maps_records(char **argv, int argc, uint8_t *out, size_t cap)
     size_t n;
     int rc = sym_maps_read((uint32_t)getpid(), &m, &n);
     if (rc)
-        die("sym_maps_read", rc);
+        store_fix_die("sym_maps_read", rc);
     struct sym_map *all = calloc(n + 2, sizeof *all);
     if (!all)
-        die("calloc", -ENOMEM);
+        store_fix_die("calloc", -ENOMEM);
     memcpy(all, m, n * sizeof *m);
     size_t k = n;
     for (int a = 2, i = 0; a + 1 < argc && i < 2; a += 2, i++) {
@@ -280,12 +218,8 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *dir = argv[1];
-    if (mkdir(dir, 0700) < 0)
-        die(dir, -errno);
-    struct idx *x;
-    int rc = idx_open(&x, dir);
-    if (rc)
-        die("idx_open", rc);
+    struct idx *x = store_fix_create(dir);
+    int rc;
     uint8_t p[512];
     meta_add(D9_META_RUNTIME, 1, p, shm_meta_encode_runtime(p, sizeof p, "web"));
     meta_add(D9_META_LOCATION, 1, p, shm_meta_encode_location(p, sizeof p, "src/short.c", 11, "short_poll"));
@@ -298,12 +232,12 @@ int main(int argc, char **argv)
         for (unsigned k = 0; k < 3; k++) {
             if (c == 0 && k == 0) {
                 struct d9_rec_poll_start s = { { sizeof s, D9_REC_POLL_START, 0, t }, task, 1, 1, 0 };
-                put(&rings[0], &s, sizeof s);
+                store_fix_put(&rings[0], &s, sizeof s);
                 for (unsigned i = 0; i < 3; i++)
                     wake(0, t + (10 + 10 * i) * TSK_US, task, woken[i], i == 1 ? 2 : 1);
                 struct d9_rec_poll_end e = { { sizeof e, D9_REC_POLL_END, 0, t + 100 * TSK_US },
                                              task, 1, 0, 0 };
-                put(&rings[0], &e, sizeof e);
+                store_fix_put(&rings[0], &e, sizeof e);
                 facts[0].polls++;
                 facts[0].busy += 100 * TSK_US;
                 seen(0, t);
@@ -377,14 +311,14 @@ int main(int argc, char **argv)
     struct idx_process ip = { .pid = TSK_PID, .start_time = 77, .comm = "known",
                               .exe = "/known", .first_ns = TSK_T0 };
     if ((rc = idx_process_upsert(x, &ip, &process_id)))
-        die("idx_process_upsert", rc);
+        store_fix_die("idx_process_upsert", rc);
     if ((rc = idx_runtime_upsert(x, process_id, 1, "web")))
-        die("idx_runtime_upsert", rc);
+        store_fix_die("idx_runtime_upsert", rc);
     for (unsigned w = 0; w < TSK_WORKERS; w++) {
         char name[16];
         snprintf(name, sizeof name, "web-%u", w);
         if ((rc = idx_thread_upsert(x, process_id, TSK_TID0 + w, w, 1, name, TSK_T0, 0, 0)))
-            die("idx_thread_upsert", rc);
+            store_fix_die("idx_thread_upsert", rc);
     }
     char exe[512] = "/known";
     ssize_t l = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -394,26 +328,25 @@ int main(int argc, char **argv)
                                 .host = "known", .comm = "known", .exe = exe };
     struct seg_writer *sw;
     if ((rc = seg_writer_open(&sw, dir, 1, &pi, meta.b, meta.len)))
-        die("seg_writer_open", rc);
+        store_fix_die("seg_writer_open", rc);
     static uint8_t mapbuf[1 << 16];
     long mn = maps_records(argv, argc, mapbuf, sizeof mapbuf);
     if (mn <= 0)
-        die("maps", mn < 0 ? (int)mn : -ENODATA);
+        store_fix_die("maps", mn < 0 ? (int)mn : -ENODATA);
     if ((rc = seg_writer_add_data(sw, TSK_PID, SYM_SEG_RING, 0, 0, mapbuf, (size_t)mn)) < 0)
-        die("maps block", rc);
-    static uint8_t dst[PACK_BOUND(TSK_RAW)];
+        store_fix_die("maps block", rc);
     for (unsigned w = 0; w < TSK_WORKERS; w++)
-        commit(sw, dst, TSK_TID0 + w, w, &rings[w]);
-    commit(sw, dst, TSK_PID, TSK_PERF_RING, &perf);
+        commit(sw, TSK_TID0 + w, w, &rings[w]);
+    commit(sw, TSK_PID, TSK_PERF_RING, &perf);
     struct seg_summary sum;
     if ((rc = seg_writer_seal(sw, &sum)) || (rc = commit_with_rollups(x, process_id, &sum, dir)))
-        die("seal/index", rc);
+        store_fix_die("seal/index", rc);
     seg_writer_free(sw);
 
     /* a process the collector never saw alive: no map records, only the
      * objects its agent published; its samples must be named all the same */
     objects();
-    memset(&perf, 0, sizeof perf);
+    store_fix_free(&perf);
     sample_tid = TSK_TID2;
     uint64_t st4[] = { own_leaf, own_outer, own_main };
     uint64_t st5[] = { libc_ip, own_leaf + 4, own_outer, own_main };
@@ -423,14 +356,14 @@ int main(int argc, char **argv)
     struct idx_process ip2 = { .pid = TSK_PID2, .start_time = 78, .comm = "objects",
                                .exe = "/objects", .first_ns = TSK_T0 };
     if ((rc = idx_process_upsert(x, &ip2, &process_id2)))
-        die("idx_process_upsert", rc);
+        store_fix_die("idx_process_upsert", rc);
     struct seg_proc_info pi2 = { .pid = TSK_PID2, .start_time = 78, .clock_source = D9_CLOCK_MONOTONIC,
                                  .host = "known", .comm = "objects", .exe = exe };
     if ((rc = seg_writer_open(&sw, dir, 2, &pi2, meta2.b, meta2.len)))
-        die("seg_writer_open", rc);
-    commit(sw, dst, TSK_PID2, TSK_PERF_RING, &perf);
+        store_fix_die("seg_writer_open", rc);
+    commit(sw, TSK_PID2, TSK_PERF_RING, &perf);
     if ((rc = seg_writer_seal(sw, &sum)) || (rc = commit_with_rollups(x, process_id2, &sum, dir)))
-        die("seal/index", rc);
+        store_fix_die("seal/index", rc);
     seg_writer_free(sw);
     idx_close(x);
     for (unsigned w = 0; w < TSK_WORKERS; w++) {

@@ -29,6 +29,7 @@
 #include "collector/store/pack.h"
 #include "collector/store/seg_writer.h"
 #include "shm/meta.h"
+#include "store_fix.h"
 
 #define TSW_PID        7171u
 #define TSW_T0         1000000000ull
@@ -41,106 +42,42 @@
 #define TSW_BLOCK_POLLS 200u        /* busy polls per block */
 #define TSW_RAW        (TSW_BLOCK_POLLS * 2u * 40u)
 
-static void die(const char *what, int rc)
-{
-    fprintf(stderr, "tool_store_window: %s: %s\n", what, strerror(rc < 0 ? -rc : rc));
-    exit(1);
-}
-
-struct ring {
-    uint8_t raw[TSW_RAW];
-    size_t n;
-    uint32_t seq;
-    struct seg_data_stats st;
-};
-
-static struct ring rings[TSW_RINGS];
-
-static void put(struct ring *r, void *rec, size_t len)
-{
-    struct d9_rec_hdr h;
-    memcpy(&h, rec, sizeof h);
-    h.seq = r->seq++;
-    memcpy(rec, &h, sizeof h);
-    if (r->n + len > sizeof r->raw)
-        die("ring", -ENOBUFS);
-    memcpy(r->raw + r->n, rec, len);
-    r->n += len;
-    if (r->st.nrec == 0 || h.ts < r->st.t_min)
-        r->st.t_min = h.ts;
-    if (h.ts > r->st.t_max)
-        r->st.t_max = h.ts;
-    r->st.counts[h.type]++;
-    r->st.nrec++;
-}
+static struct store_fix_ring rings[TSW_RINGS];
 
 static void start(unsigned w, uint64_t task, uint32_t loc, uint64_t t)
 {
-    struct d9_rec_poll_start s = { { sizeof s, D9_REC_POLL_START, 0, t }, task, loc, 1,
-                                   (uint16_t)w };
-    put(&rings[w], &s, sizeof s);
+    store_fix_poll_start(&rings[w], w, task, loc, t);
 }
 
 static void end(unsigned w, uint64_t task, uint64_t t)
 {
-    struct d9_rec_poll_end e = { { sizeof e, D9_REC_POLL_END, 0, t }, task, 1, (uint16_t)w, 0 };
-    put(&rings[w], &e, sizeof e);
+    store_fix_poll_end(&rings[w], w, task, t);
 }
 
 static void worker_rec(unsigned w, uint8_t type, uint64_t t)
 {
     struct d9_rec_worker r = { { sizeof r, type, 0, t }, 1, (uint16_t)w, 0, 0, 0 };
-    put(&rings[w], &r, sizeof r);
+    store_fix_put(&rings[w], &r, sizeof r);
 }
 
-/* Write ring w's records so far as one DATA block and empty it. */
+/* Write ring w's records so far as one DATA block and empty it (seq goes on). */
 static void commit(struct seg_writer *sw, uint32_t tid, unsigned w)
 {
-    static uint8_t dst[PACK_BOUND(TSW_RAW)];
-    struct ring *r = &rings[w];
+    struct store_fix_ring *r = &rings[w];
     if (!r->n)
         return;
-    struct pack_state pk;
-    pack_init(&pk);
-    long e = pack_records(&pk, r->raw, r->n, dst + PACK_PREFIX, sizeof dst - PACK_PREFIX);
-    if (e < 0)
-        die("pack_records", (int)e);
-    size_t plen = pack_finish(dst, (size_t)e, (uint32_t)r->n);
-    uint8_t *payload;
-    int rc = seg_writer_data_reserve(sw, (plen + 7) & ~(size_t)7, &payload);
-    if (rc)
-        die("seg_writer_data_reserve", rc);
-    memcpy(payload, dst, plen);
-    rc = seg_writer_data_commit(sw, tid, w, 1, 0, plen, &r->st, crc32c_update(0, payload, plen),
-                                SEG_BF_PACKED);
-    if (rc)
-        die("seg_writer_data_commit", rc);
-    r->n = 0;
-    memset(&r->st, 0, sizeof r->st);
+    store_fix_block(sw, r->raw, r->n, tid, w, 0, &r->st);
+    store_fix_clear(r);
 }
 
-static uint8_t meta[4096];
-static size_t meta_len;
-
-static void meta_add(uint16_t kind, uint32_t id, const uint8_t *p, int n)
-{
-    if (n <= 0)
-        die("metadata", -EINVAL);
-    struct d9_meta_hdr h = { (uint16_t)((sizeof h + (size_t)n + 7) & ~7u), kind, id };
-    if (meta_len + h.len > sizeof meta)
-        die("metadata", -ENOBUFS);
-    memset(meta + meta_len, 0, h.len);
-    memcpy(meta + meta_len, &h, sizeof h);
-    memcpy(meta + meta_len + sizeof h, p, (size_t)n);
-    meta_len += h.len;
-}
+static struct store_fix_meta meta;
 
 static void seal(struct idx *x, struct seg_writer *sw, int64_t process_id, const char *dir)
 {
     struct seg_summary sum;
     int rc = seg_writer_seal(sw, &sum);
     if (rc || (rc = idx_segment_commit(x, process_id, &sum, dir)))
-        die("seal/index", rc);
+        store_fix_die("seal/index", rc);
     seg_writer_free(sw);
 }
 
@@ -151,37 +88,33 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *dir = argv[1];
-    if (mkdir(dir, 0700) < 0)
-        die(dir, -errno);
-    struct idx *x;
-    int rc = idx_open(&x, dir);
-    if (rc)
-        die("idx_open", rc);
+    struct idx *x = store_fix_create(dir);
+    int rc;
     uint8_t p[512];
-    meta_add(D9_META_RUNTIME, 1, p, shm_meta_encode_runtime(p, sizeof p, "rt"));
-    meta_add(D9_META_LOCATION, 1, p, shm_meta_encode_location(p, sizeof p, "src/main.c", 1, "main_poll"));
-    meta_add(D9_META_LOCATION, 2, p, shm_meta_encode_location(p, sizeof p, "src/short.c", 2, "short_poll"));
-    meta_add(D9_META_LOCATION, 3, p, shm_meta_encode_location(p, sizeof p, "src/long.c", 3, "long_poll"));
-    meta_add(D9_META_LOCATION, 4, p, shm_meta_encode_location(p, sizeof p, "src/gap.c", 4, "gap_poll"));
+    store_fix_meta_add(&meta, D9_META_RUNTIME, 1, p, shm_meta_encode_runtime(p, sizeof p, "rt"));
+    store_fix_meta_add(&meta, D9_META_LOCATION, 1, p, shm_meta_encode_location(p, sizeof p, "src/main.c", 1, "main_poll"));
+    store_fix_meta_add(&meta, D9_META_LOCATION, 2, p, shm_meta_encode_location(p, sizeof p, "src/short.c", 2, "short_poll"));
+    store_fix_meta_add(&meta, D9_META_LOCATION, 3, p, shm_meta_encode_location(p, sizeof p, "src/long.c", 3, "long_poll"));
+    store_fix_meta_add(&meta, D9_META_LOCATION, 4, p, shm_meta_encode_location(p, sizeof p, "src/gap.c", 4, "gap_poll"));
 
     int64_t process_id;
     struct idx_process ip = { .pid = TSW_PID, .start_time = 99, .comm = "window",
                               .exe = "/window", .first_ns = TSW_T0 };
     if ((rc = idx_process_upsert(x, &ip, &process_id)))
-        die("idx_process_upsert", rc);
+        store_fix_die("idx_process_upsert", rc);
     if ((rc = idx_runtime_upsert(x, process_id, 1, "rt")))
-        die("idx_runtime_upsert", rc);
+        store_fix_die("idx_runtime_upsert", rc);
     static const char *names[TSW_RINGS] = { "main", "lp", "gap", "busy" };
     for (unsigned w = 0; w < TSW_RINGS; w++)
         if ((rc = idx_thread_upsert(x, process_id, TSW_PID + w, w, 1, names[w], TSW_T0, 0, 0)))
-            die("idx_thread_upsert", rc);
+            store_fix_die("idx_thread_upsert", rc);
     struct seg_proc_info pi = { .pid = TSW_PID, .start_time = 99, .clock_source = D9_CLOCK_MONOTONIC,
                                 .host = "window", .comm = "window", .exe = "/window" };
 
     /* segment 1: [0, 10] ms */
     struct seg_writer *sw;
-    if ((rc = seg_writer_open(&sw, dir, 1, &pi, meta, meta_len)))
-        die("seg_writer_open", rc);
+    if ((rc = seg_writer_open(&sw, dir, 1, &pi, meta.b, meta.len)))
+        store_fix_die("seg_writer_open", rc);
     start(0, 1, 1, TSW_T0);
     end(0, 1, TSW_T0 + 1 * TSW_MS);
     start(1, 10, 2, TSW_T0 + 1 * TSW_MS);
@@ -194,8 +127,8 @@ int main(int argc, char **argv)
     seal(x, sw, process_id, dir);
 
     /* segment 2: the rest */
-    if ((rc = seg_writer_open(&sw, dir, 2, &pi, meta, meta_len)))
-        die("seg_writer_open", rc);
+    if ((rc = seg_writer_open(&sw, dir, 2, &pi, meta.b, meta.len)))
+        store_fix_die("seg_writer_open", rc);
     start(2, TSW_GAP_TASK, 4, TSW_T0 + 100 * TSW_MS);
     commit(sw, TSW_PID + 2, 2);                         /* gap block 1 */
     end(2, TSW_GAP_TASK, TSW_T0 + 101 * TSW_MS);

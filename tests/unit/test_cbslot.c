@@ -2,7 +2,9 @@
  * test_cbslot.c — the code-address slot table: one slot per key, claimed
  * and classified once however many threads ask at the same time; PASS
  * keys get no slot; a full table says so and never grows; a key being
- * classified is reported busy, not untraced.
+ * classified is reported busy, not untraced; cbslot_find_wait waits for
+ * another thread's classification and gives up (busy) after a bounded
+ * number of yields.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -83,6 +85,43 @@ static void test_a_key_being_classified_is_busy(void **state)
     assert_int_equal(cbslot_find(t, 0x3001, classify, NULL), k);
 }
 
+struct finisher {
+    struct cbslot *s;
+    _Atomic int go;
+};
+
+static void *finish_claim(void *arg)
+{
+    struct finisher *f = arg;
+    while (!atomic_load(&f->go))
+        ;
+    atomic_store(&f->s->loc, 0x4002);
+    atomic_store(&f->s->state, CBSLOT_TRACE);
+    return NULL;
+}
+
+static void test_find_wait_waits_for_another_threads_claim(void **state)
+{
+    (void)state;
+    struct cbslot t[CBSLOT_N];
+    memset(t, 0, sizeof t);
+    g_classified = 0;
+    /* a key still being classified for good: the bounded wait says busy, never hangs */
+    int k = cbslot_find(t, 0x4001, classify, NULL);
+    atomic_store(&t[k].state, CBSLOT_CLAIMING);
+    atomic_store(&t[k].loc, 0);
+    assert_int_equal(cbslot_find_wait(t, 0x4001, classify, NULL), CBSLOT_BUSY);
+    /* finished by another thread while this one waits: its slot */
+    struct finisher f = { .s = &t[k] };
+    pthread_t th;
+    pthread_create(&th, NULL, finish_claim, &f);
+    atomic_store(&f.go, 1);
+    assert_int_equal(cbslot_find_wait(t, 0x4001, classify, NULL), k);
+    pthread_join(th, NULL);
+    assert_int_equal(atomic_load(&t[k].loc), 0x4002);
+    assert_int_equal(g_classified, 1);              /* classified by its claimer only */
+}
+
 #define RACERS 8
 static struct cbslot g_race[CBSLOT_N];
 static int g_got[RACERS][32];
@@ -124,6 +163,7 @@ int main(void)
         cmocka_unit_test(test_passed_and_null_keys_get_no_slot),
         cmocka_unit_test(test_a_full_table_says_so),
         cmocka_unit_test(test_a_key_being_classified_is_busy),
+        cmocka_unit_test(test_find_wait_waits_for_another_threads_claim),
         cmocka_unit_test(test_racing_threads_agree_on_every_slot),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

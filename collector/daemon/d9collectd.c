@@ -83,6 +83,7 @@
 #include "collector/daemon/proc.h"
 #include "collector/daemon/prof.h"
 #include "collector/daemon/storedir.h"
+#include "collector/daemon/trigd.h"
 #include "collector/daemon/ship.h"
 #include "collector/s3/s3_cfg.h"
 #include "shm/clock.h"
@@ -1177,6 +1178,8 @@ static int start_up(struct col_ctx *x)
     x->store.segment_max_bytes = (uint64_t)x->cfg.segment_mb << 20;
     x->store.keep_unshipped = x->cfg.ship[0] != 0;
     storedir_recover(&x->store);
+    trigd_init(&x->cfg.trig);
+    trigd_set_index(x->store.idx);
     if (x->cfg.ship[0])
         ship_begin(x);
     if (ctl_server_open(&x->ctl, x->cfg.endpoint, err, sizeof err)) {
@@ -1228,6 +1231,7 @@ static void tear_down(struct col_ctx *x)
     x->met_http = NULL;
     met_free(&x->met);
     ship_stop(x->ship);         /* first: its threads use the store's index */
+    trigd_set_index(NULL);
     x->ship = NULL;
     x->store.on_sealed = NULL;
     discover_free(&x->disc);

@@ -683,6 +683,37 @@ static void handle_flush(struct col_ctx *x, const struct ctl_server_msg *m, D9__
     rep->message = msg;
 }
 
+/* d9 trigger --pid: a trigger of a traced process the caller may see, at
+ * the collector's now (trigd.h). */
+static void handle_trigger(struct col_ctx *x, const struct ctl_server_msg *m, D9__Reply *rep,
+                           char *msg, size_t cap)
+{
+    const D9__Trigger *t = m->req->trigger;
+    struct proc *p = t->pid ? find_proc(x, t->pid) : NULL;
+    if (!m->cred_known) {
+        rep->error = -EPERM;
+        snprintf(msg, cap, "the collector cannot tell who is asking (not an ipc:// endpoint): "
+                 "no trigger");
+    } else if (!p || p->ended) {
+        rep->error = -ESRCH;
+        snprintf(msg, cap, "pid %u is not a live process traced by this collector", t->pid);
+    } else if (!ctl_server_may_see(m, p->uid)) {
+        rep->error = -EPERM;
+        snprintf(msg, cap, "pid %u belongs to another user: uid %u may trigger only its own "
+                 "processes", t->pid, m->uid);
+    } else {
+        struct trig_win w;
+        int v = trigd_fire(p->pid, p->process_id, shm_mono_ns(), TRIGD_SRC_SHELL,
+                           t->reason ? t->reason : "", &w);
+        if (w.t1_ns)
+            snprintf(msg, cap, "trigger of pid %u: %s, keeping %" PRIu64 "..%" PRIu64, p->pid,
+                     trigd_verdict_name(v), w.t0_ns, w.t1_ns);
+        else
+            snprintf(msg, cap, "trigger of pid %u: %s", p->pid, trigd_verdict_name(v));
+    }
+    rep->message = msg;
+}
+
 static void handle_goodbye(struct col_ctx *x, const struct ctl_server_msg *m)
 {
     const D9__Goodbye *g = m->req->goodbye;
@@ -730,6 +761,9 @@ static void control(struct col_ctx *x)
             break;
         case D9__REQUEST__BODY_FLUSH:
             handle_flush(x, &m, &rep, msg, sizeof msg);
+            break;
+        case D9__REQUEST__BODY_TRIGGER:
+            handle_trigger(x, &m, &rep, msg, sizeof msg);
             break;
         case D9__REQUEST__BODY_STATUS:
             handle_status(x, &m, &rep, &cs, msg, sizeof msg);

@@ -7,10 +7,12 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include "collector/store/col_log.h"
 #include "collector/store/idx_trig.h"
+#include "shm/d9_abi.h"
 
 static struct trigd {
     struct trig_state st;
@@ -99,4 +101,57 @@ int trigd_fire(uint32_t pid, int64_t process_id, uint64_t t_ns, int source, cons
         }
     }
     return v;
+}
+
+int trigd_wants(int schema_ok) { return schema_ok || td.st.cfg.poll_ms > 0; }
+
+/* The reason of a d9_trigger record r of len bytes: one STR field. */
+static void marker_reason(const uint8_t *r, size_t len, char *out, size_t cap)
+{
+    struct d9_rec_custom c;
+    out[0] = 0;
+    memcpy(&c, r, sizeof c);
+    if (c.payload_len < 4 || c.payload_len > len - sizeof c)
+        return;
+    uint32_t sl;
+    memcpy(&sl, r + sizeof c, sizeof sl);
+    if (sl > c.payload_len - 4)
+        return;
+    size_t k = sl < cap - 1 ? sl : cap - 1;
+    memcpy(out, r + sizeof c + 4, k);
+    out[k] = 0;
+}
+
+void trigd_feed(uint32_t pid, int64_t process_id, int schema_ok, uint32_t schema,
+                struct trigd_ring *tr, const uint8_t *buf, size_t n)
+{
+    uint64_t poll_ns = (uint64_t)td.st.cfg.poll_ms * 1000000ull;
+    size_t off = 0;
+    while (off + D9_REC_HDR_SIZE <= n) {
+        struct d9_rec_hdr h;
+        memcpy(&h, buf + off, sizeof h);
+        if (h.len < D9_REC_HDR_SIZE || h.len > n - off)
+            return;         /* the drain validated the framing: cannot happen */
+        const uint8_t *r = buf + off;
+        if (h.type == D9_REC_CUSTOM && schema_ok && h.len >= sizeof(struct d9_rec_custom)) {
+            uint32_t id;
+            memcpy(&id, r + offsetof(struct d9_rec_custom, schema), sizeof id);
+            if (id == schema) {
+                char why[TRIGD_REASON_MAX + 1];
+                marker_reason(r, h.len, why, sizeof why);
+                trigd_fire(pid, process_id, h.ts, TRIGD_SRC_MARKER, why, NULL);
+            }
+        } else if (h.type == D9_REC_POLL_START && poll_ns) {
+            if (tr->depth++ == 0)
+                tr->poll_ts = h.ts;
+        } else if (h.type == D9_REC_POLL_END && poll_ns && tr->depth > 0) {
+            if (--tr->depth == 0 && h.ts >= tr->poll_ts && h.ts - tr->poll_ts > poll_ns) {
+                char why[64];
+                snprintf(why, sizeof why, "poll of %" PRIu64 " ms",
+                         (uint64_t)((h.ts - tr->poll_ts) / 1000000ull));
+                trigd_fire(pid, process_id, h.ts, TRIGD_SRC_POLL, why, NULL);
+            }
+        }
+        off += h.len;
+    }
 }

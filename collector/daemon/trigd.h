@@ -28,6 +28,7 @@
 #ifndef D9_DAEMON_TRIGD_H
 #define D9_DAEMON_TRIGD_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include "collector/daemon/trig.h"
 
@@ -42,6 +43,9 @@ enum trigd_source {
 };
 #define TRIGD_VERDICT_COUNT 4u  /* enum trig_verdict */
 #define TRIGD_REASON_MAX    255u
+/* The reserved schema of d9_trigger() (agent/d9.h's D9_TRIGGER_SCHEMA): one
+ * STR field, "reason". */
+#define TRIGD_SCHEMA_NAME   "d9_trigger"
 
 /* "marker", "shell", "poll", "crash". */
 const char *trigd_source_name(int source);
@@ -61,6 +65,21 @@ struct trig_state *trigd_state(void);
  * limited. */
 int trigd_fire(uint32_t pid, int64_t process_id, uint64_t t_ns, int source, const char *reason,
                struct trig_win *win);
+
+/* The drain's look at a chunk of one ring's records (validated, stamps
+ * converted, as met_feed gets them): markers of the process's d9_trigger
+ * schema (schema_ok: the metadata named one, with id schema) fire
+ * TRIGD_SRC_MARKER at their stamp; with --trigger-poll-ms, an outermost
+ * poll longer than it fires TRIGD_SRC_POLL at its end. A record the drain
+ * reads twice (a failed seal, drain.h) fires twice: the debounce eats it. */
+struct trigd_ring {
+    uint64_t poll_ts;           /* start of the open outermost poll */
+    uint32_t depth;             /* polls open (they nest) */
+};
+void trigd_feed(uint32_t pid, int64_t process_id, int schema_ok, uint32_t schema,
+                struct trigd_ring *r, const uint8_t *buf, size_t n);
+/* Does trigd_feed have anything to look for in this process? */
+int trigd_wants(int schema_ok);
 
 /* Triggers so far by source and verdict; index writes that failed. */
 uint64_t trigd_count(int source, int verdict);

@@ -161,8 +161,9 @@ check "the collector stops cleanly" stop_collector
 STORE=$T/store2
 LB_MS=1
 LF_MS=0
+: >"$T/col.log"
 check "collector B starts" start_collector --trigger-lookback-ms 1 --trigger-lookforward-ms 0 \
-    --trigger-debounce-ms 0 --trigger-rate 2
+    --trigger-debounce-ms 0 --trigger-rate 2 --metrics 127.0.0.1:0
 DIAL9_SAMPLER=off "$TBIN/prog_trigseq" t:a s:100 t:b s:100 t:c >"$T/p6.out" 2>&1
 P6=$(sed -n 's/^pid=\([0-9]*\)$/\1/p' "$T/p6.out")
 check "the three-trigger program ran" wait_for 20 ended "$P6"
@@ -173,5 +174,17 @@ for r in rows[:2]:
     assert (r['w0'], r['w1']) == (r['t'] - LB, r['t']), r
 assert rows[2]['w0'] is None, rows
 "
+MPORT=$(sed -n 's|.*metrics: http://127.0.0.1:\([0-9]*\)/metrics.*|\1|p' "$T/col.log")
+# the text is rendered every 250 ms: wait for the count to show
+scraped() {
+    curl -s "http://127.0.0.1:$MPORT/metrics" >"$T/m.txt" &&
+    grep -qx 'd9_triggers_total{source="marker",verdict="rate-limited"} 1' "$T/m.txt"
+}
+check "the log names the metrics port" test -n "$MPORT"
+check "--metrics counts the rate-limited trigger" wait_for 20 scraped
+check "--metrics counts the kept ones, and zeros for the others" sh -c "
+    grep -qx 'd9_triggers_total{source=\"marker\",verdict=\"kept\"} 2' '$T/m.txt' &&
+    grep -qx 'd9_triggers_total{source=\"crash\",verdict=\"merged\"} 0' '$T/m.txt' &&
+    grep -qx '# TYPE d9_triggers_total counter' '$T/m.txt'"
 check "the collector B stops cleanly" stop_collector
 d9_finish triggers

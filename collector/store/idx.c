@@ -382,7 +382,7 @@ static int read_version(struct idx *x, long long *ver)
 
 static int check_version(struct idx *x, long long ver)
 {
-    if (ver == IDX_SCHEMA_VERSION)
+    if (ver >= IDX_SCHEMA_VERSION_OLDEST && ver <= IDX_SCHEMA_VERSION)
         return 0;
     if (ver > IDX_SCHEMA_VERSION)
         x_set(x,
@@ -416,8 +416,33 @@ static int create_schema(struct idx *x)
             (e = set_meta(x, "host", host, 0)) == 0)
             e = set_meta(x, "created", now, 0);
     }
+    if (e == 0 && (e = idx_trig_ensure(x)) < 0)
+        x_set(x, "cannot create the triggers table");
     if (e == 0)
         e = exec(x, "COMMIT", "commit schema");
+    if (e < 0)
+        rollback(x);
+    return e;
+}
+
+/* A version 3 index becomes version 4: the triggers table (idx_trig.h). */
+static int upgrade_schema(struct idx *x)
+{
+    int e = exec(x, "BEGIN IMMEDIATE", "begin");
+    if (e < 0)
+        return e;
+    long long ver;
+    e = read_version(x, &ver);
+    if (e == 0 && (e = check_version(x, ver)) == 0 && ver < IDX_SCHEMA_VERSION) {
+        char v[16];
+        snprintf(v, sizeof v, "%d", IDX_SCHEMA_VERSION);
+        if ((e = idx_trig_ensure(x)) < 0)
+            x_set(x, "cannot create the triggers table");
+        else
+            e = set_meta(x, "schema_version", v, 1);
+    }
+    if (e == 0)
+        e = exec(x, "COMMIT", "commit schema upgrade");
     if (e < 0)
         rollback(x);
     return e;
@@ -536,8 +561,12 @@ static int do_open(struct idx *x, int readonly)
             e = read_version(x, &ver);
         }
     }
-    if (e == 0)
-        return check_version(x, ver);
+    if (e == 0) {
+        e = check_version(x, ver);
+        if (e == 0 && !readonly && ver < IDX_SCHEMA_VERSION)
+            e = upgrade_schema(x);
+        return e;
+    }
     if (e != -ENOENT)
         return e;
     if (readonly) {
@@ -690,8 +719,6 @@ int idx_open_ex(struct idx **out, const char *store_dir, unsigned flags, char *w
         char boot[64];
         if (e == 0 && read_boot_id(boot, sizeof boot) == 0)
             e = set_meta(x, "boot_id", boot, 1);
-        if (e == 0 && (e = idx_trig_ensure(x)) < 0)     /* additive: idx_trig.h */
-            x_set(x, "cannot create the triggers table");
     }
     if (e < 0) {
         if (!x->err[0])

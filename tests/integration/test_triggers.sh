@@ -26,8 +26,9 @@ LF_MS=1000
 # ---- bad configuration ---------------------------------------------------------
 refused() {     # refused PATTERN args...: exit 2 and one line matching PATTERN
     _pat=$1; shift
-    "$BIN/d9collectd" --store "$T/bad" --shm-dir "$SHM" --endpoint "ipc://$T/bad.sock" "$@" \
-        >"$T/bad.out" 2>&1
+    # bounded: a collector that accepted the config would run until killed
+    timeout 20 "$BIN/d9collectd" --store "$T/bad" --shm-dir "$SHM" --endpoint \
+        "ipc://$T/bad.sock" "$@" >"$T/bad.out" 2>&1
     _rc=$?
     cat "$T/bad.out"
     [ "$_rc" -eq 2 ] && [ "$(wc -l <"$T/bad.out")" -eq 1 ] && grep -q -- "$_pat" "$T/bad.out"

@@ -93,7 +93,7 @@ int trigd_fire(uint32_t pid, int64_t process_id, uint64_t t_ns, int source, cons
             .source = trigd_source_name(source), .reason = why,
             .verdict = trigd_verdict_name(v), .win_t0_ns = w.t0_ns, .win_t1_ns = w.t1_ns,
         };
-        int rc = idx_trigger_add(td.idx, &row);
+        int rc = idx_trig_add(td.idx, &row);
         if (rc) {
             td.index_errors++;
             col_log_limited(&td.rl, COL_LOG_WARN, "pid %" PRIu32 ": cannot index a trigger: %s",

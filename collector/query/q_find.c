@@ -1145,7 +1145,7 @@ static int find_triggers(struct q_find *f, struct q_store *s, uint32_t pid, uint
                          uint64_t to)
 {
     struct trig_ctx c = { f, 0 };
-    int r = idx_trigger_foreach(q_store_idx(s), pid, from, to, on_trigger, &c);
+    int r = idx_trig_foreach(q_store_idx(s), pid, from, to, on_trigger, &c);
     if (c.err < 0)
         return c.err;
     if (r < 0)

@@ -340,7 +340,7 @@ int sql_list_fill(struct cur *c)
         break;
     case K_TRIGGERS:
         c->ncols = 7 + 1;
-        rc = idx_trigger_foreach(q_store_idx(v->s), c->f.pid, 0, UINT64_MAX, on_trigger, c);
+        rc = idx_trig_foreach(q_store_idx(v->s), c->f.pid, 0, UINT64_MAX, on_trigger, c);
         break;
     case K_LOOP_WORK:
         c->ncols = 8 + 1;

@@ -1,8 +1,8 @@
 /*
  * idx.c — the store's SQLite index: open, schema, writes (schema and
  * contract: idx.h). The index module is the only code that runs SQL
- * against index.sqlite: this file and idx_read.c (the readers' queries),
- * which share struct idx through idx_int.h.
+ * against index.sqlite: this file, idx_read.c (the readers' queries) and
+ * idx_trig.c (the triggers table), which share struct idx through idx_int.h.
  *
  * Writer: d9collectd (and `d9 fsck --repair`) through idx_open: one
  * connection, WAL journal, synchronous=FULL, foreign keys on, 5 s busy

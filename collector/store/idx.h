@@ -7,7 +7,8 @@
  * not enough for us: FULL on commit of segment rows). Readers: d9 (any number,
  * read-only connections; WAL lets them read while the collector writes).
  * This header: open, writes, the collector's own lookups; readers' queries:
- * idx_read.h. Nothing outside idx.c / idx_read.c runs SQL on the file.
+ * idx_read.h; the triggers table: idx_trig.h. Nothing outside idx.c / idx_read.c /
+ * idx_trig.c runs SQL on the file.
  *
  * Crash consistency: a segment file is sealed (fsync + rename + dir fsync)
  * before its row is inserted, and its row plus its block rows are inserted

@@ -41,7 +41,7 @@ static void bind_u64_or_null(sqlite3_stmt *s, int i, uint64_t v, int has)
         sqlite3_bind_null(s, i);
 }
 
-int idx_trigger_add(struct idx *x, const struct idx_trigger *t)
+int idx_trig_add(struct idx *x, const struct idx_trigger *t)
 {
     if (!x || x->readonly || !t)
         return -EINVAL;
@@ -97,8 +97,8 @@ static const char *col_text(sqlite3_stmt *s, int i)
     return p ? (const char *)p : "";
 }
 
-int idx_trigger_foreach(struct idx *x, uint32_t pid, uint64_t t0_ns, uint64_t t1_ns,
-                        idx_trigger_fn fn, void *arg)
+int idx_trig_foreach(struct idx *x, uint32_t pid, uint64_t t0_ns, uint64_t t1_ns,
+                        idx_trig_fn fn, void *arg)
 {
     if (!x || !fn)
         return -EINVAL;

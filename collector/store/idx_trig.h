@@ -40,12 +40,12 @@ struct idx_trigger {
 int idx_trig_ensure(struct idx *x);
 /* Inserts t; a kept window also becomes the window of every earlier row
  * whose window it overlaps (a merge grew it). 0 or -errno. */
-int idx_trigger_add(struct idx *x, const struct idx_trigger *t);
+int idx_trig_add(struct idx *x, const struct idx_trigger *t);
 
-typedef int (*idx_trigger_fn)(void *arg, const struct idx_trigger *t);
+typedef int (*idx_trig_fn)(void *arg, const struct idx_trigger *t);
 /* Every row in [t0_ns, t1_ns] by time (pid 0: all pids), to fn (nonzero
  * stops and is returned). A store without the table has no rows. */
-int idx_trigger_foreach(struct idx *x, uint32_t pid, uint64_t t0_ns, uint64_t t1_ns,
-                        idx_trigger_fn fn, void *arg);
+int idx_trig_foreach(struct idx *x, uint32_t pid, uint64_t t0_ns, uint64_t t1_ns,
+                        idx_trig_fn fn, void *arg);
 
 #endif

@@ -76,7 +76,7 @@ static void add(struct idx *x, uint32_t pid, uint64_t t, const char *verdict, ui
     struct idx_trigger row = { .pid = pid, .process_id = 0, .t_ns = t, .source = "marker",
                                .reason = "why", .verdict = verdict, .win_t0_ns = w0,
                                .win_t1_ns = w1 };
-    assert_int_equal(idx_trigger_add(x, &row), 0);
+    assert_int_equal(idx_trig_add(x, &row), 0);
 }
 
 static void test_a_trigger_row_keeps_its_fields_and_a_debounced_one_has_no_window(void **state)
@@ -85,7 +85,7 @@ static void test_a_trigger_row_keeps_its_fields_and_a_debounced_one_has_no_windo
     add(fx->x, 10, 1000, "kept", 900, 1100);
     add(fx->x, 10, 1001, "debounced", 0, 0);
     struct rows rs = { 0 };
-    assert_int_equal(idx_trigger_foreach(fx->x, 0, 0, UINT64_MAX, collect, &rs), 0);
+    assert_int_equal(idx_trig_foreach(fx->x, 0, 0, UINT64_MAX, collect, &rs), 0);
     assert_int_equal(rs.n, 2);
     assert_int_equal(rs.r[0].pid, 10);
     assert_int_equal(rs.r[0].t, 1000);
@@ -113,7 +113,7 @@ static void test_a_merge_gives_every_swallowed_window_the_merged_bounds(void **s
     add(fx->x, 11, 5000, "kept", 4900, 5100);      /* apart */
     add(fx->x, 12, 1150, "merged", 900, 1200);     /* grows the first */
     struct rows rs = { 0 };
-    assert_int_equal(idx_trigger_foreach(fx->x, 0, 0, UINT64_MAX, collect, &rs), 0);
+    assert_int_equal(idx_trig_foreach(fx->x, 0, 0, UINT64_MAX, collect, &rs), 0);
     assert_int_equal(rs.n, 3);
     assert_int_equal(rs.r[0].w1, 1200);            /* by time: 1000, 1150, 5000 */
     assert_int_equal(rs.r[1].w1, 1200);
@@ -128,7 +128,7 @@ static void test_foreach_filters_by_pid_and_time(void **state)
     add(fx->x, 11, 2000, "kept", 1900, 2100);
     add(fx->x, 10, 3000, "kept", 2900, 3100);
     struct rows rs = { 0 };
-    assert_int_equal(idx_trigger_foreach(fx->x, 10, 0, 2500, collect, &rs), 0);
+    assert_int_equal(idx_trig_foreach(fx->x, 10, 0, 2500, collect, &rs), 0);
     assert_int_equal(rs.n, 1);
     assert_int_equal(rs.r[0].t, 1000);
 }
@@ -162,7 +162,7 @@ static void test_a_version_3_store_reads_as_having_no_triggers(void **state)
     struct idx *ro = NULL;
     assert_int_equal(idx_open_ex(&ro, fx->dir, IDX_OPEN_READONLY, why, sizeof why), 0);
     struct rows rs = { 0 };
-    assert_int_equal(idx_trigger_foreach(ro, 0, 0, UINT64_MAX, collect, &rs), 0);
+    assert_int_equal(idx_trig_foreach(ro, 0, 0, UINT64_MAX, collect, &rs), 0);
     assert_int_equal(rs.n, 0);
     assert_int_equal(version_of(ro), 3);    /* a reader changes nothing */
     idx_close(ro);
@@ -177,7 +177,7 @@ static void test_a_writer_upgrades_a_version_3_store_to_4(void **state)
     assert_int_equal(IDX_SCHEMA_VERSION, 4);
     add(fx->x, 10, 1000, "kept", 900, 1100);
     struct rows rs = { 0 };
-    assert_int_equal(idx_trigger_foreach(fx->x, 0, 0, UINT64_MAX, collect, &rs), 0);
+    assert_int_equal(idx_trig_foreach(fx->x, 0, 0, UINT64_MAX, collect, &rs), 0);
     assert_int_equal(rs.n, 1);
 }
 

@@ -103,6 +103,11 @@ void loopcfg_ensure_init(void)
     }
 }
 
+int loopcfg_started(void)
+{
+    return atomic_load_explicit(&g_init_done, memory_order_acquire);
+}
+
 uint16_t loopcfg_worker_next(void)
 {
     uint32_t w = atomic_load_explicit(&g_next_worker, memory_order_relaxed);

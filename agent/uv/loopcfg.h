@@ -69,6 +69,8 @@ unsigned loopcfg_auto(void);
  * call). errno is preserved. */
 void loopcfg_ensure_init(void);
 
+/* 1 once auto mode started the agent (a loop of a traced kind ran). */
+int loopcfg_started(void);
 /* The next worker id of the default runtime's loops; D9_WORKER_NONE_ID
  * once they are used up. Lock-free. */
 uint16_t loopcfg_worker_next(void);

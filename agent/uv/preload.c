@@ -21,21 +21,32 @@
  * DIAL9_* value (DIAL9_LOOP included) one line on stderr says so and the
  * wrappers forward unchanged.
  *
+ * With DIAL9_LOG set (not empty, not "0"), a program that ends (exit) with
+ * no loop of a traced kind ever run says so in one line on stderr
+ * ("preloaded, no supported loop found"): a program that links libuv
+ * statically (Node.js builds that bundle it) is otherwise silently not
+ * traced.
+ *
  * The in-process profiler fallback (SIGPROF timers, agent/sampler.h) would
  * deliver signals the program never asked for: unless DIAL9_SAMPLER is set,
  * it is off here (d9_init_with, sampler = "off"; the collector's perf
  * sampling is unaffected). The program's environment is not touched.
  *
- * Called by: the dynamic loader (constructor). Must never: fail, print
- * (except one line on a bad setting) or change errno.
+ * Called by: the dynamic loader (constructor, destructor). Must never:
+ * fail, print (except one line on a bad setting, and the DIAL9_LOG line)
+ * or change errno.
  */
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "loopcfg.h"
 
 #define PRELOAD_SAMPLER_VAR  "DIAL9_SAMPLER"
+#define PRELOAD_LOG_VAR      "DIAL9_LOG"
+
+static unsigned g_kinds;        /* DIAL9_LOOP as parsed at load */
 
 /* The shared objects whose presence at start means "this program runs such loops". */
 static const struct {
@@ -66,10 +77,25 @@ __attribute__((constructor)) static void preload_start(void)
     }
     const char *v = secure_getenv(PRELOAD_SAMPLER_VAR);
     loopcfg_set_auto(kinds, v && *v ? NULL : "off");
+    g_kinds = kinds;
     for (size_t i = 0; i < sizeof g_libs / sizeof g_libs[0]; i++)
         if ((kinds & g_libs[i].kind) && loaded(g_libs[i].soname)) {
             loopcfg_ensure_init();
             break;
         }
+    errno = err;
+}
+
+/* DIAL9_LOG: the program ran no loop the shim traces; say so once. */
+__attribute__((destructor)) static void preload_end(void)
+{
+    int err = errno;
+    const char *v = secure_getenv(PRELOAD_LOG_VAR);
+    if (g_kinds && v && *v && strcmp(v, "0") != 0 && !loopcfg_started())
+        fprintf(stderr, "d9: %s: preloaded, no supported loop found (%s); nothing traced\n",
+                program_invocation_short_name,
+                g_kinds & LOOPCFG_EPOLL ? "no libuv.so.1 or libevent loop and no epoll wait"
+                                        : "no libuv.so.1 or libevent loop ran; "
+                                          "DIAL9_LOOP=epoll traces an epoll loop");
     errno = err;
 }

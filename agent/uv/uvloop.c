@@ -184,6 +184,32 @@ uint16_t uvloop_pool_worker(void)
 
 /* ---- wrappers ------------------------------------------------------------------------ */
 
+/* Touch one byte per 512 of UVLOOP_STACK_PREFAULT bytes of stack under the
+ * caller, so that the pages uv_run's callees use are present (uvloop.h). */
+__attribute__((noinline)) static void stack_prefault(void)
+{
+    volatile char pad[UVLOOP_STACK_PREFAULT];
+    for (size_t i = 0; i < sizeof pad; i += 512)
+        pad[i] = 0;
+}
+
+/* 1 when the calling thread's stack has room for stack_prefault with
+ * UVLOOP_STACK_SPARE to spare (a thread on a small stack is left alone:
+ * the shim never changes what a program does). Once per thread. */
+static int stack_has_room(void)
+{
+    pthread_attr_t a;
+    void *lo = NULL;
+    size_t size = 0;
+    if (pthread_getattr_np(pthread_self(), &a) != 0)
+        return 0;
+    int rc = pthread_attr_getstack(&a, &lo, &size);
+    pthread_attr_destroy(&a);
+    uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+    return rc == 0 && sp > (uintptr_t)lo &&
+           sp - (uintptr_t)lo > UVLOOP_STACK_PREFAULT + UVLOOP_STACK_SPARE;
+}
+
 UVLOOP_EXPORT int uv_run(uv_loop_t *loop, uv_run_mode mode)
 {
     UVREAL(uv_run);
@@ -201,6 +227,13 @@ UVLOOP_EXPORT int uv_run(uv_loop_t *loop, uv_run_mode mode)
 
     UVREAL_AS(uv_backend_fd, backend_fd);
     struct uvloop_tls *t = &uvloop_tls;
+    if (!t->stack_present) {
+        t->stack_present = 1;
+        int err = errno;
+        if (stack_has_room())
+            stack_prefault();
+        errno = err;
+    }
     struct uvloop_ent *prev = t->cur;
     int prev_fd = t->cur_fd;
     t->cur = e;

@@ -43,6 +43,13 @@
 
 #define UVLOOP_POOL_RUNTIME  "uv-threadpool"
 #define UVLOOP_PENDING_MAX   4096u      /* the pending queue is counted up to this */
+/* Stack made present under a traced loop's uv_run, once per thread: the
+ * collector's DWARF stack copy (perf) stops at the first page never touched,
+ * and libuv's uv__io_poll keeps a 12 KiB array on the stack that epoll
+ * fills only at its start: without this, no sample in a callback unwinds
+ * past uv__io_poll to uv_run. */
+#define UVLOOP_STACK_PREFAULT (24u * 1024u)
+#define UVLOOP_STACK_SPARE    (64u * 1024u)     /* left below it, or no prefault */
 
 enum uvloop_state { UVLOOP_FREE = 0, UVLOOP_TRACED = 1, UVLOOP_UNTRACED = 2 };
 
@@ -60,6 +67,7 @@ struct uvloop_tls {
     int cur_fd;                         /* its backend fd */
     uint64_t task;                      /* the poll running on this thread (0: none) */
     uint16_t pool_worker;               /* uv-threadpool worker id + 1, 0 = none yet */
+    uint8_t stack_present;              /* UVLOOP_STACK_PREFAULT touched (uv_run) */
 };
 
 extern __thread struct uvloop_tls uvloop_tls __attribute__((tls_model("initial-exec")));

@@ -1,6 +1,6 @@
 /*
  * cli_ps.c — `d9 ps`: the processes a store has seen, from the index
- * (processes table): pid, comm, state (alive/exited/crashed/quarantined),
+ * (processes table): pid, comm, state (alive/exited/crashed/exec/quarantined),
  * first/last seen, records, lost, segments and bytes.
  *
  * Called by main.c. Reads the index only (no segment file is opened).
@@ -30,7 +30,8 @@ static const char usage[] =
 "\n"
 "DESCRIPTION\n"
 "    One line per traced process (a pid reused later is a separate process):\n"
-"    PID, COMM, STATE (alive, exited(CODE), crashed(SIGNAL), quarantined;\n"
+"    PID, COMM, STATE (alive, exited(CODE), crashed(SIGNAL), exec (it called\n"
+"    execve: the traced program ended, the pid runs another), quarantined;\n"
 "    the exit code or the signal in parentheses when known), FIRST SEEN and\n"
 "    LAST SEEN: the first and last record of the process's threads (local\n"
 "    wall-clock time when the store knows its boot time), SPAN between them,\n"

@@ -109,9 +109,11 @@ static const char usage[] =
 "                        address and browsing to it by name.\n"
 CLI_HELP_NO_FLUSH_SERVE
 "    --threads N         worker threads answering API requests (default 4,\n"
-"                        1..64), each with its own store handle. Flame graphs\n"
-"                        never take the last one, so a timeline is not held\n"
-"                        behind them. Connections are served by one more\n"
+"                        1..64), each with its own store handle. Flame graphs,\n"
+"                        findings and the events table never take the last\n"
+"                        one, so a timeline is not held behind them; a\n"
+"                        request whose client has gone stops reading.\n"
+"                        Connections are served by one more\n"
 "                        thread; idle and slow clients cost no worker.\n"
 "\n"
 CLI_HELP_COMMON "\n"
@@ -313,8 +315,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
     (void)cls;
-    fputs("d9 serve: ", stderr);
-    vfprintf(stderr, fmt, ap);
+    char line[512];
+    vsnprintf(line, sizeof line, fmt, ap);
+    /* our own MHD_NO for a request whose client left (a superseded zoom
+     * step): expected, once per cancelled request, not worth a line */
+    if (strstr(line, "Application reported internal error"))
+        return;
+    fprintf(stderr, "d9 serve: %s", line);
 }
 
 struct serve_opts {

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "collector/daemon/config.h"
+#include "collector/daemon/unwind.h"
 #include "collector/daemon/met.h"
 #include "collector/daemon/met_addr.h"
 #include "collector/daemon/pace.h"
@@ -79,6 +80,9 @@ static const struct opt opts[] = {
     { "trigger-rate",           OPT_TRIG, OFF(trig), 0, 0, NULL, NULL },
     { "trigger-poll-ms",        OPT_TRIG, OFF(trig), 0, 0, NULL, NULL },
     { "trigger-crash",          OPT_TRIG, OFF(trig), 0, 0, NULL, NULL },
+    { "debug-dir",       OPT_STR,   OFF(debug_dir),       0, 0, NULL, NULL },
+    { "stack-bytes",     OPT_U32,   OFF(stack_bytes),     UNW_STACK_BYTES_MIN, UNW_STACK_BYTES_MAX,
+      NULL, NULL },
 };
 #define NOPTS (sizeof opts / sizeof opts[0])
 
@@ -124,6 +128,7 @@ void config_defaults(struct config *c, uid_t euid, const char *xdg)
     c->reclaim_age = CONFIG_RECLAIM_AGE_DEFAULT;
     c->ship_jobs = CONFIG_SHIP_JOBS_DEFAULT;
     c->perf_freq = CONFIG_PERF_FREQ_DEFAULT;
+    c->stack_bytes = UNW_STACK_BYTES;
     c->switch_period = CONFIG_SWITCH_PERIOD_DEFAULT;
     c->doorbell = CONFIG_DOORBELL_ON;
     c->log_level = COL_LOG_INFO;
@@ -307,6 +312,10 @@ int config_load_file(struct config *c, const char *path, char *err, size_t errca
 
 int config_check(const struct config *c, char *err, size_t errcap)
 {
+    if (c->debug_dir[0] && c->debug_dir[0] != '/') {
+        snprintf(err, errcap, "debug-dir '%.200s' must be an absolute path", c->debug_dir);
+        return -EINVAL;
+    }
     if (c->poll_min_us > c->poll_max_us) {
         snprintf(err, errcap, "poll-min-us (%" PRIu32 ") is larger than poll-max-us (%" PRIu32 ")",
                  c->poll_min_us, c->poll_max_us);
@@ -623,11 +632,22 @@ void config_usage(FILE *f, const char *prog)
 "    --stack-mode auto|fp|dwarf\n"
 "        How user stacks are taken. fp: the kernel walks frame pointers (a\n"
 "        program built without them shows its leaf frame only). dwarf: each\n"
-"        on-CPU sample also copies 16 KiB of the user stack and the user\n"
-"        registers, and the collector unwinds them with DWARF CFI (elfutils\n"
-"        libdwfl: .eh_frame, .debug_frame of debug files by build-id under\n"
-"        $D9_DEBUG_DIR, laid out as d9's --debug-dir, or /usr/lib/debug).\n"
-"        auto: dwarf. Default: auto.\n"
+"        on-CPU sample also copies --stack-bytes of the user stack and the\n"
+"        user registers, and the collector unwinds them with DWARF CFI\n"
+"        (elfutils libdwfl: .eh_frame, .debug_frame of debug files by\n"
+"        build-id under --debug-dir, then /usr/lib/debug). auto: dwarf.\n"
+"        Default: auto.\n"
+"    --stack-bytes N\n"
+"        Bytes of user stack copied per on-CPU sample with --stack-mode\n"
+"        dwarf (rounded down to a multiple of 8; %25$u..%26$u). A frame the copy\n"
+"        does not reach ends the stack: a loop whose poll function keeps a\n"
+"        large array on its stack (libuv's uv__io_poll: about 12 KiB) needs\n"
+"        more than the default. Costs ring space and copy time per sample.\n"
+"        Default: %27$u.\n"
+"    --debug-dir DIR\n"
+"        A build-id tree (DIR/xx/rest.debug, as d9's --debug-dir) searched\n"
+"        for debug files before /usr/lib/debug/.build-id, which is searched\n"
+"        too. Default: $D9_DEBUG_DIR, else none.\n"
 "    --perf-clock auto|tick|cpu-clock\n"
 "        What the per-CPU events (--perf-scope cpu) take their samples on.\n"
 "        tick: the scheduler tick a busy CPU takes anyway (the tracepoint\n"
@@ -714,14 +734,14 @@ void config_usage(FILE *f, const char *prog)
 "        automatic ones below. Each is recorded in the index with its\n"
 "        verdict (kept, merged, debounced, rate-limited) and the kept\n"
 "        window's bounds: d9 sql's triggers table, d9 events, d9 findings.\n"
-"        Defaults: %25$u and %26$u.\n"
+"        Defaults: %28$u and %29$u.\n"
 "    --trigger-debounce-ms N\n"
 "        A trigger less than N ms after the last accepted one of the same\n"
 "        process is debounced: recorded, keeps no window (0..3600000).\n"
-"        Default: %27$u.\n"
+"        Default: %30$u.\n"
 "    --trigger-rate N\n"
 "        At most N accepted triggers in any minute (1..6000); the others\n"
-"        are rate-limited: recorded, keep no window. Default: %28$u.\n"
+"        are rate-limited: recorded, keep no window. Default: %31$u.\n"
 "    --trigger-poll-ms N\n"
 "        Automatic trigger: a poll longer than N ms, at its end, seen when\n"
 "        the drain reads the end (0..3600000, 0 = off). Default: 0.\n"
@@ -754,6 +774,7 @@ void config_usage(FILE *f, const char *prog)
 "\n"
 "ENVIRONMENT\n"
 "    XDG_RUNTIME_DIR  where the default endpoint lives when not run as root.\n"
+"    D9_DEBUG_DIR     the default of --debug-dir.\n"
 "\n"
 "DATA SAFETY\n"
 "    A ring's tail is advanced only after its records were written to the\n"
@@ -783,6 +804,7 @@ void config_usage(FILE *f, const char *prog)
         CONFIG_SWITCH_PERIOD_DEFAULT, PACE_BELL_MAX_US, CONFIG_RECLAIM_AGE_MAX,
         CONFIG_RECLAIM_AGE_DEFAULT, MET_WORKERS_MAX, MET_PROCS_MAX,
         (unsigned)(MET_EXITED_KEEP_NS / 1000000000ull), (unsigned)(MET_PUBLISH_NS / 1000000ull),
+        UNW_STACK_BYTES_MIN, UNW_STACK_BYTES_MAX, UNW_STACK_BYTES,
         TRIG_LOOKBACK_MS_DEFAULT, TRIG_LOOKFORWARD_MS_DEFAULT, TRIG_DEBOUNCE_MS_DEFAULT,
         TRIG_RATE_PER_MIN_DEFAULT);
 }

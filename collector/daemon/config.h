@@ -113,6 +113,8 @@ struct config {
     int ship_parquet;               /* enum config_ship_parquet */
     char host[CONFIG_HOST_MAX + 1]; /* "" = gethostname() */
     struct trig_cfg trig;           /* --retain and --trigger-*: set through trig_cfg_set */
+    char debug_dir[CONFIG_PATH_MAX]; /* --debug-dir: build-id tree searched first, "" = none */
+    uint32_t stack_bytes;           /* --stack-bytes: user stack copied per dwarf sample */
 };
 
 /* "auto", "cpu", "thread" for enum config_perf_scope. */

@@ -66,6 +66,7 @@
 #include <arpa/inet.h>
 #include "collector/daemon/bell.h"
 #include "collector/daemon/config.h"
+#include "collector/daemon/crashpt.h"
 #include "collector/ctl/ctl_server.h"
 #include "collector/daemon/discover.h"
 #include "collector/daemon/drain.h"
@@ -80,6 +81,7 @@
 #include "collector/store/idx_read.h"
 #include "collector/store/col_log.h"
 #include "collector/daemon/perf_host.h"
+#include "collector/daemon/unwind.h"
 #include "collector/daemon/proc.h"
 #include "collector/daemon/prof.h"
 #include "collector/daemon/storedir.h"
@@ -198,7 +200,7 @@ static void scan(struct col_ctx *x)
             continue;
         if (!p->quarantined)
             proc_refresh_header(p);
-        if (!proc_alive(p))
+        if (!proc_alive(p) || proc_execd(p))
             p->ended = 1;
     }
 }
@@ -306,6 +308,18 @@ static void host_follow(struct col_ctx *x)
                                                    : "off: no traced process is live");
 }
 
+/* The host rings' size factor: 4 per 16 KiB of stack copy a dwarf sample
+ * carries (a power of two, at most 16), 1 without. */
+static uint32_t dwarf_ring_factor(void)
+{
+    if (!perf_stack_dwarf())
+        return 1;
+    uint32_t f = 4;
+    while (f < 16 && f * 4096u < perf_stack_bytes())
+        f *= 2;
+    return f;
+}
+
 /* The host sampler: per-CPU events on the tick when it works (perf_tick.h),
  * else on a cpu-clock timer; per-thread events when per-CPU ones are not
  * permitted (unless --perf-scope cpu). Returns 0 or EXIT_RUNTIME. */
@@ -324,9 +338,9 @@ static int host_open(struct col_ctx *x)
             return EXIT_RUNTIME;
         }
     }
-    /* a dwarf sample carries a 16 KiB stack copy: rings 4 times larger */
+    /* a dwarf sample carries a stack copy: rings 4 times larger per 16 KiB of it */
     rc = perf_host_open(&x->perf_host, x->cfg.perf_freq,
-                        PERF_HOST_RING_PAGES_DEFAULT * (perf_stack_dwarf() ? 4u : 1u), use);
+                        PERF_HOST_RING_PAGES_DEFAULT * dwarf_ring_factor(), use);
     if (rc && use && x->cfg.perf_clock == CONFIG_PERF_CLOCK_TICK) {
         col_err("--perf-clock tick: cannot open per-CPU tracepoint events: %s", strerror(-rc));
         return EXIT_RUNTIME;
@@ -335,7 +349,7 @@ static int host_open(struct col_ctx *x)
         snprintf(why, sizeof why, "per-CPU tracepoint events: %s", strerror(-rc));
         use = NULL;
         rc = perf_host_open(&x->perf_host, x->cfg.perf_freq,
-                            PERF_HOST_RING_PAGES_DEFAULT * (perf_stack_dwarf() ? 4u : 1u), NULL);
+                            PERF_HOST_RING_PAGES_DEFAULT * dwarf_ring_factor(), NULL);
     }
     if (rc && x->cfg.perf_scope == CONFIG_PERF_SCOPE_CPU) {
         col_err("--perf-scope cpu: cannot open per-CPU perf events: %s (needs CAP_PERFMON, "
@@ -1289,6 +1303,7 @@ int main(int argc, char **argv)
     static struct col_ctx ctx;      /* the daemon's one context (large: keep off the stack) */
     struct col_ctx *x = &ctx;
     char err[1024] = "";
+    crashpt_init();             /* fault-injection tests only (D9_CRASH_AT) */
     int rc = config_parse_args(&x->cfg, argc, argv, geteuid(), getenv("XDG_RUNTIME_DIR"),
                                err, sizeof err);
     if (rc == CONFIG_HELP) {
@@ -1309,6 +1324,8 @@ int main(int argc, char **argv)
         return 0;
     }
     perf_set_stack_dwarf(x->cfg.stack_mode != CONFIG_STACK_FP);   /* before any event opens */
+    perf_set_stack_bytes(x->cfg.stack_bytes);
+    unw_set_debug_dir(x->cfg.debug_dir[0] ? x->cfg.debug_dir : getenv("D9_DEBUG_DIR"));
     if (start_up(x))
         return EXIT_RUNTIME;
     /* after the store and the endpoint: their errors stay the one line */

@@ -36,6 +36,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#include "collector/daemon/crashpt.h"
 #include "collector/daemon/drain.h"
 #include "collector/daemon/guard.h"
 #include "collector/daemon/met.h"
@@ -549,6 +550,102 @@ static int track_generation(struct proc *p, struct storedir *st, uint32_t i,
     return 0;
 }
 
+/* Bytes [0, *skip) of the n record bytes at buf hold the leading records
+ * whose seq is at most `upto` (seq counts a generation's records and may
+ * wrap: compared as a 32-bit difference; a ring holds far fewer than 2^31
+ * records). 1 when a later record follows them in buf (the skip ends
+ * here). */
+static int stored_prefix(const uint8_t *buf, size_t n, uint32_t upto, size_t *skip)
+{
+    size_t off = 0;
+    while (off < n) {
+        int len = shm_record_check(buf + off, n - off);     /* checked by the read already */
+        if (len <= 0)
+            break;
+        struct d9_rec_hdr h;
+        memcpy(&h, buf + off, sizeof h);
+        if ((int32_t)(h.seq - upto) > 0) {
+            *skip = off;
+            return 1;
+        }
+        off += (size_t)len;
+    }
+    *skip = off;
+    return 0;
+}
+
+/* First look at a ring this collector run, when an earlier run persisted
+ * records of the same generation (proc_ring.stored_*, from proc_adopt):
+ * that run may have died after writing records into a segment and before
+ * publishing their tail, so the ring still holds them. Move the cursor
+ * past every record whose seq the store already has and publish that
+ * tail; either way the stored stamp is the ring's time floor. 0 or -EFAULT.
+ * Records are read raw (no conversion) into a scratch buffer; a framing
+ * error stops the skip and leaves the ring to copy_records, which
+ * quarantines it. */
+static int skip_stored(struct proc *p, uint32_t i, const struct shm_ring_snapshot *s)
+{
+    struct proc_ring *r = &p->rings[i];
+    if (!r->stored_known)
+        return 0;
+    r->stored_known = 0;        /* once: a later generation starts fresh */
+    if (s->generation != r->stored_gen)
+        return 0;
+    /* the stored stamp (CLOCK_MONOTONIC, as written) is the ring's time
+     * floor: without it a stamp found impossible in the first block after a
+     * restart took the process's start, a step back by the process's age */
+    if (r->stored_ts > r->last_ns)
+        r->last_ns = r->last_ns_pub = r->stored_ts;
+    if (r->read_tail == s->head)
+        return 0;
+    uint8_t *buf = malloc(DRAIN_CHUNK);
+    if (!buf)
+        return 0;               /* at worst the old behaviour: written twice */
+    const uint8_t *data = shm_ring_data(&p->region, &p->geo, i);
+    struct shm_ring_snapshot t = *s;
+    uint64_t pos = r->read_tail, skipped_bytes = 0;
+    int rc = 0;
+    /* each round moves past a whole chunk of stored records or ends */
+    for (uint64_t k = 0; k <= p->geo.ring_data_size / DRAIN_CHUNK + 2 && pos != s->head; k++) {
+        t.tail = pos;
+        uint64_t nt = pos;
+        long n = 0;
+        if (g_read(p, data, &t, buf, DRAIN_CHUNK, &nt, NULL, &n)) {
+            rc = -EFAULT;
+            break;
+        }
+        if (n <= 0)
+            break;
+        size_t skip = 0;
+        int ends = stored_prefix(buf, (size_t)n, r->stored_seq, &skip);
+        if (ends && skip > 0) {
+            /* read exactly the stored records again: the cursor after them */
+            if (g_read(p, data, &t, buf, skip, &nt, NULL, &n)) {
+                rc = -EFAULT;
+                break;
+            }
+            if (n != (long)skip)
+                break;
+        }
+        if (skip > 0) {
+            skipped_bytes += nt - pos;
+            pos = nt;
+        }
+        if (ends || skip == 0)
+            break;
+    }
+    free(buf);
+    if (rc || pos == r->read_tail)
+        return rc;
+    if (g_consume(p, shm_ring_hdr(&p->region, &p->geo, i), pos))
+        return -EFAULT;
+    r->read_tail = r->consumed_tail = pos;
+    col_info("pid %u (%s): ring %u: %" PRIu64 " bytes of records up to seq %" PRIu32 " are in "
+             "the store already (an earlier collector stopped before publishing their tail): "
+             "not written again", p->pid, p->file, i, skipped_bytes, r->stored_seq);
+    return 0;
+}
+
 /* Point s at our own cursor, never the shm tail (which the owner could
  * rewrite), and record the backlog this pass found: lag_bytes (what the
  * producer is ahead of us), since when some of it waits (backlog_ns) and
@@ -816,6 +913,8 @@ static int drain_ring(struct proc *p, struct storedir *st, uint32_t i, uint64_t 
     int rc = track_generation(p, st, i, &s, now);
     if (rc)
         return rc;
+    if ((rc = skip_stored(p, i, &s)))
+        return rc;
     measure_backlog(r, &s, now);
     if (s.head != s.tail && !batch_pending(p, r, &s, now, force)) {
         rc = copy_records(p, st, i, &s, now, res);
@@ -887,6 +986,7 @@ static int commit(struct proc *p, struct storedir *st, uint64_t now_ns)
             return rc;
         }
         storedir_write_ok(st);
+        crashpt(CRASHPT_FLUSHED);
     }
     publish(p);
     return 0;
@@ -915,6 +1015,8 @@ int drain_seal(struct proc *p, struct storedir *st)
      * pending ones are not: their tails go out only after the seal */
     int rc = storedir_seal(st, w, p->process_id, p->pid, recs >= pending ? recs - pending : 0);
     if (rc == 0) {
+        if (pending)
+            crashpt(CRASHPT_SEALED);
         publish(p);
         index_drops(p, st);
     } else {

@@ -79,6 +79,21 @@ struct perf_proc {
 };
 
 static int perf_dwarf;          /* perf_set_stack_dwarf */
+static uint32_t perf_stack_copy = UNW_STACK_BYTES;     /* perf_set_stack_bytes */
+
+void perf_set_stack_bytes(uint32_t bytes)
+{
+    if (bytes < UNW_STACK_BYTES_MIN)
+        bytes = UNW_STACK_BYTES_MIN;
+    if (bytes > UNW_STACK_BYTES_MAX)
+        bytes = UNW_STACK_BYTES_MAX;
+    perf_stack_copy = bytes & ~7u;
+}
+
+uint32_t perf_stack_bytes(void)
+{
+    return perf_stack_copy;
+}
 
 void perf_set_stack_dwarf(int on)
 {
@@ -510,7 +525,7 @@ static void perf_fill_attr(struct perf_event_attr *a, int kind, uint32_t freq_hz
     if (perf_dwarf && kind != PERF_EV_SWITCHES) {
         a->sample_type |= PERF_DWARF_SAMPLE_BITS;
         a->sample_regs_user = UNW_REGS_MASK;
-        a->sample_stack_user = UNW_STACK_BYTES;
+        a->sample_stack_user = perf_stack_copy;
     }
     if (kind == PERF_EV_CPU_CLOCK) {
         a->config = PERF_COUNT_SW_CPU_CLOCK;

@@ -87,6 +87,11 @@ struct perf_config {
  */
 void perf_set_stack_dwarf(int on);
 int perf_stack_dwarf(void);
+/* Bytes of user stack each dwarf sample copies (--stack-bytes), clamped to
+ * [UNW_STACK_BYTES_MIN, UNW_STACK_BYTES_MAX] and rounded down to 8; default
+ * UNW_STACK_BYTES. Set once at start-up, before any event is opened. */
+void perf_set_stack_bytes(uint32_t bytes);
+uint32_t perf_stack_bytes(void);
 
 void perf_config_default(struct perf_config *c);
 

@@ -5,7 +5,9 @@
  * gone, asks the kernel for its wait status (PIDFD_GET_INFO with
  * PIDFD_INFO_EXIT, Linux 6.15+), or reads it from /proc/PID/stat
  * (exit_code, field 52) while the process is a zombie. This sees what the
- * agent cannot: _exit(2), exit_group without atexit, and SIGKILL.
+ * agent cannot: _exit(2), exit_group without atexit, and SIGKILL; and an
+ * execve, which keeps the process (pid and start time) but ends the image
+ * the agent ran in (pexit_image).
  *
  * Called by proc.c (adopt, finish, free). On an older kernel, or when the
  * pidfd cannot be opened, pexit_status says "unknown" and proc.c keeps the
@@ -27,5 +29,12 @@ int pexit_open(uint32_t pid, uint64_t start_time);
  * -ENODATA when the kernel does not say (still running, old kernel, no
  * pidfd and no zombie). pidfd may be -1. */
 int pexit_status(int pidfd, uint32_t pid, int *wstatus);
+
+/* An identity of the program image pid runs now: /proc/PID/exe's device and
+ * inode with the start of its code and of its stack (/proc/PID/stat fields
+ * 26 and 28, laid out anew by every execve, randomized by ASLR). A
+ * different value for the same pid and start time means the process called
+ * execve: the adopted image (and its agent) ended there. 0 = unreadable. */
+uint64_t pexit_image(uint32_t pid);
 
 #endif /* D9_COL_PEXIT_H */

@@ -24,6 +24,8 @@
 #include "collector/daemon/proc.h"
 #include "collector/daemon/prof.h"
 #include "collector/daemon/storedir.h"
+#include "collector/store/col_log.h"
+#include "collector/store/seg_reader.h"
 
 static int g_header(struct proc *p, uint32_t *state, uint32_t *untraced, uint32_t *sampler,
                     uint64_t *created)
@@ -132,6 +134,65 @@ static void resume_lost_counters(struct proc *p, struct storedir *st)
     free(lost);
 }
 
+/* The seq and time of the last record of the DATA block at `offset` of
+ * segment `path`. 0, or -errno (the file is untrusted: the reader checks
+ * it; a block without records is -ENODATA). */
+static int last_record_of(const char *path, uint64_t offset, uint32_t *seq, uint64_t *ts)
+{
+    struct seg_reader *r;
+    int rc = seg_reader_open(&r, path, 0);
+    if (rc)
+        return rc;
+    struct seg_block b;
+    if ((rc = seg_reader_seek(r, offset)) == 0 && (rc = seg_reader_next(r, &b)) == 1) {
+        rc = -ENODATA;
+        size_t off = 0;
+        const struct d9_rec_hdr *h;
+        int got;
+        while (b.h.kind == SEG_BLK_DATA && (got = seg_reader_next_record(&b, &off, &h)) == 1) {
+            *seq = h->seq;
+            *ts = h->ts;
+            rc = 0;
+        }
+    } else if (rc == 0) {
+        rc = -ENODATA;
+    }
+    seg_reader_close(r);
+    return rc < 0 ? rc : 0;
+}
+
+/* Where an earlier collector run left each ring: the last record it
+ * persisted (proc_ring.stored_*). A run killed after it wrote records into
+ * a segment (a temp file salvaged at start-up, or a sealed one) but before
+ * it published their ring tail leaves them in the ring too: drain.c skips
+ * them instead of writing them twice. Best effort: a ring whose last block
+ * cannot be read is drained from its tail as before (and logged). */
+static void resume_stored(struct proc *p, struct storedir *st)
+{
+    struct idx_ring_last *last = st->idx ? calloc(p->geo.ring_count, sizeof *last) : NULL;
+    if (!last || idx_read_rings_last(st->idx, p->process_id, p->geo.ring_count, last) != 0) {
+        free(last);
+        return;
+    }
+    for (uint32_t i = 0; i < p->geo.ring_count; i++) {
+        if (!last[i].found || strchr(last[i].path, '/') || last[i].path[0] == '.')
+            continue;
+        char path[CONFIG_PATH_MAX + 256];
+        snprintf(path, sizeof path, "%s/%s", st->dir, last[i].path);
+        struct proc_ring *r = &p->rings[i];
+        int rc = last_record_of(path, last[i].offset, &r->stored_seq, &r->stored_ts);
+        if (rc) {
+            col_warn("pid %u: ring %u: cannot read its last stored block (%s at %" PRIu64
+                     "): %s; its records are drained from the ring's tail", p->pid, i, path,
+                     last[i].offset, strerror(-rc));
+            continue;
+        }
+        r->stored_gen = last[i].generation;
+        r->stored_known = 1;
+    }
+    free(last);
+}
+
 /* The process's start (clock ticks since boot, from its name, checked
  * against /proc for a live process) in CLOCK_MONOTONIC ns, a tick and a
  * millisecond early; CLOCK_BOOTTIME - CLOCK_MONOTONIC is the time the host
@@ -175,6 +236,7 @@ int proc_adopt(const char *path, const char *file, uint32_t expected_uid,
     snprintf(p->file, sizeof p->file, "%s", file);
     p->exit_code = -1;
     p->pidfd = pexit_open(p->pid, p->start_time);
+    p->image = pexit_image(p->pid);
     p->host_cal = host_cal;
     if (p->geo.clock_source == D9_CLOCK_TSC && host_cal)
         p->cal = *host_cal;       /* until the region's own pairs are read */
@@ -212,8 +274,18 @@ int proc_adopt(const char *path, const char *file, uint32_t expected_uid,
         return -EBADMSG;
     }
     resume_lost_counters(p, st);
+    resume_stored(p, st);
     *out = p;
     return 0;
+}
+
+int proc_execd(struct proc *p)
+{
+    if (!p->execd && p->image) {
+        uint64_t now = pexit_image(p->pid);
+        p->execd = now && now != p->image && proc_alive(p);
+    }
+    return p->execd;
 }
 
 int proc_alive(const struct proc *p)
@@ -284,6 +356,12 @@ int proc_finish(struct proc *p, struct storedir *st)
             reason = SEG_EXIT_CRASHED;
             p->exit_code = WTERMSIG(ws);
         }
+    }
+    /* execve: the process lives on, the image the agent ran in ended */
+    if (!p->quarantined && proc_execd(p)) {
+        state = "exec";
+        reason = SEG_EXIT_UNKNOWN;
+        p->exit_code = -1;
     }
     if (drain_writer(p, st, now))
         return -EAGAIN;

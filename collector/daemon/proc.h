@@ -62,6 +62,14 @@ struct proc_ring {
     int hdr_seen;               /* its header page was in memory once: read every pass */
     int counters_bad;           /* its drop counters were impossible once (counted) */
     struct trigd_ring trig;     /* poll pairing for --trigger-poll-ms (trigd.h) */
+    /* The last record of this slot that an earlier collector run persisted
+     * (proc_adopt, from the index and that record's segment): records of
+     * generation stored_gen up to seq stored_seq are in the store already,
+     * even if that run died before it published their tail (drain.c skips
+     * them at the first look). */
+    int stored_known;
+    uint32_t stored_gen, stored_seq;
+    uint64_t stored_ts;
 };
 
 struct proc {
@@ -106,6 +114,8 @@ struct proc {
                                    from the goodbye or the region's exit_status */
     uint32_t exit_status;       /* d9_region_hdr.exit_status, last read (untrusted) */
     int pidfd;                  /* pexit.h: the kernel's exit status, -1 = none */
+    uint64_t image;             /* pexit_image at adoption, 0 = unknown */
+    int execd;                  /* the process called execve since (proc_execd) */
     uint32_t region_state;      /* last seen d9_region_state */
 
     uint64_t records, bytes_written, lost, lag_bytes;
@@ -129,6 +139,9 @@ int proc_adopt(const char *path, const char *file, uint32_t expected_uid,
                struct proc **out);
 
 /* 1 if the process still runs (same pid and start time, not a zombie), 0 if gone. */
+/* 1 when the process runs another program image than at adoption (it
+ * called execve: its agent is gone, pexit_image); remembered. */
+int proc_execd(struct proc *p);
 int proc_alive(const struct proc *p);
 
 /* Read state/threads_untraced/sampler from the header (guarded). 0 or -EFAULT. */

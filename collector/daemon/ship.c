@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "collector/daemon/config.h"
+#include "collector/daemon/crashpt.h"
 #include "collector/s3/s3_client.h"
 #include "collector/s3/s3_key.h"
 #include "collector/s3/s3_sign.h"
@@ -712,13 +713,21 @@ static void ship_one(struct ship_job *j, const struct idx_upload *u)
     int seg_there = 0, man_there = 0;
     if (u->attempts > 0) {              /* an earlier attempt may have landed */
         seg_there = ship_already_there(j->client, seg_key, len, md5hex);
-        if (seg_there)
-            man_there = s3_client_head(j->client, man_key, NULL, NULL, 0) == 0;
+        if (seg_there) {
+            /* whole, not just there: a server killed during the PUT may keep
+             * an empty or cut object under the key (s3rver does) */
+            uint8_t mmd5[16];
+            char mhex[33];
+            s3_sign_md5(manifest, strlen(manifest), mmd5);
+            ship_hex(mmd5, sizeof mmd5, mhex);
+            man_there = ship_already_there(j->client, man_key, strlen(manifest), mhex);
+        }
     }
     rc = seg_there ? 0 : s3_client_put_fd(j->client, seg_key, fd, len, m.sha256, md5);
     if (rc == 0 && !man_there)
         rc = s3_client_put(j->client, man_key, manifest, strlen(manifest));
     if (rc == 0) {
+        crashpt(CRASHPT_UPLOADED);
         if (idx_upload_set(j->idx, u->segment_id, "shipped", attempt, NULL, 0) == -EBUSY)
             col_warn("ship: segment %" PRIu64 " shipped but the index was busy; it is "
                      "checked again (HEAD) before any new upload", u->segment_id);
@@ -932,6 +941,14 @@ int ship_start(struct ship **out, const struct s3_cfg *cfg, const char *store_di
         s3_client_set_stop(j->client, &s->stop);
     }
     if (rc == 0) {
+        /* retry times of an earlier boot (CLOCK_MONOTONIC starts again):
+         * without this a segment that failed before a reboot waits until
+         * the new uptime passes the old one */
+        uint64_t moved = 0;
+        if (idx_upload_clamp_next(s->jobs[0].idx, shm_mono_ns(), SHIP_BACKOFF_MAX_NS, &moved) == 0 &&
+            moved)
+            col_info("ship: %" PRIu64 " segments had a next try further off than the longest "
+                     "backoff (set before a reboot?): due now", moved);
         char v[64];
         if (idx_read_meta_get(s->jobs[0].idx, "boot_id", s->boot_id, sizeof s->boot_id))
             s->boot_id[0] = '\0';

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "collector/daemon/crashpt.h"
 #include "collector/store/reindex.h"
 #include "collector/store/rollup.h"
 #include "collector/store/store_lock.h"
@@ -438,6 +439,7 @@ int storedir_seal(struct storedir *s, struct seg_writer *w, int64_t process_id, 
         seg_writer_free(w);
         return rc;
     }
+    crashpt(CRASHPT_RENAMED);
     /* the rollups, computed from the sealed file by the function every
      * re-index uses; without them readers scan this segment's records */
     uint8_t *ru = NULL;
@@ -467,6 +469,7 @@ int storedir_seal(struct storedir *s, struct seg_writer *w, int64_t process_id, 
                          "could not be written", s->dir, n);
             }
         }
+        crashpt(CRASHPT_INDEXED);
         if (s->on_sealed)
             s->on_sealed(s->on_sealed_arg);
     }

@@ -157,6 +157,15 @@ static void unw_report(struct unw *u, uint64_t now_ns)
     }
 }
 
+void unw_set_debug_dir(const char *dir)
+{
+    if (!dir || !*dir)
+        return;
+    unw_debug_dir_read = 1;
+    if (*dir == '/' && strlen(dir) < sizeof unw_debug_dir)
+        snprintf(unw_debug_dir, sizeof unw_debug_dir, "%s", dir);
+}
+
 struct unw *unw_open(uint32_t pid)
 {
     struct unw *u = calloc(1, sizeof *u);

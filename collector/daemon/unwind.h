@@ -24,10 +24,17 @@
  * SI DI BP SP IP and R8..R15, in that order in the sample. */
 #define UNW_REGS_MASK      0xff01ffull
 #define UNW_REGS_N         17u
-#define UNW_STACK_BYTES    16384u       /* user stack copied per sample */
+#define UNW_STACK_BYTES    32768u       /* user stack copied per sample: the default */
+#define UNW_STACK_BYTES_MIN 1024u
+#define UNW_STACK_BYTES_MAX 61440u      /* a sample record must fit perf's 16-bit size */
 #define UNW_REPORT_NS      100000000ull /* module list re-read at most every 100 ms */
 
 struct unw;
+
+/* The build-id tree searched for debug files before libdwfl's standard
+ * places (d9collectd --debug-dir); NULL or "": $D9_DEBUG_DIR. Call before
+ * the first unw_open. */
+void unw_set_debug_dir(const char *dir);
 
 /* NULL on allocation failure (the caller keeps the fp callchain). */
 struct unw *unw_open(uint32_t pid);

@@ -313,7 +313,9 @@ static int finish(struct q_agg *a)
         struct q_agg_loc *o = &a->out[i];
         *o = a->l[i].l;
         o->p50_ns = rollup_hist_quantile(a->l[i].h, 0.50, o->max_ns);
+        o->p90_ns = rollup_hist_quantile(a->l[i].h, 0.90, o->max_ns);
         o->p99_ns = rollup_hist_quantile(a->l[i].h, 0.99, o->max_ns);
+        o->p999_ns = rollup_hist_quantile(a->l[i].h, 0.999, o->max_ns);
     }
     qsort(a->out, a->nl, sizeof *a->out, by_loc);
     qsort(a->w, a->nw, sizeof *a->w, by_worker);

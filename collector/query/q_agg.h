@@ -21,7 +21,8 @@
  * Polls are paired per segment (rollup.h): a poll whose end is in the next
  * segment after a rotation is unfinished, on both paths.
  *
- * Called by `d9 sched --totals` and `d9 top-polls --by-location`. Must
+ * Called by `d9 sched --totals`, `d9 top-polls --by-location` and d9 sql's
+ * location_stats (collector/sql/sql_rollup.c). Must
  * never: write to the store, or keep memory per record (per worker and per
  * location, with one histogram of about 4 KiB per location).
  */
@@ -44,7 +45,7 @@ struct q_agg_loc {
     uint32_t pid;
     uint16_t runtime;
     uint32_t loc;
-    uint64_t count, unfinished, sum_ns, max_ns, p50_ns, p99_ns;
+    uint64_t count, unfinished, sum_ns, max_ns, p50_ns, p90_ns, p99_ns, p999_ns;
 };
 
 struct q_agg_stats {

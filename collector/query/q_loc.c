@@ -82,10 +82,56 @@ static int codeloc_try(void *arg, const char *rel)
     return co->c != NULL;
 }
 
+void q_loc_object_map(const struct shm_meta_entry *e, struct sym_map_rec *m)
+{
+    memset(m, 0, sizeof *m);
+    m->start = e->start;
+    m->end = e->end;
+    m->pgoff = e->pgoff;
+    for (unsigned i = 0; i < e->build_id_len && 2 * i + 2 < sizeof m->build_id; i++)
+        snprintf(m->build_id + 2 * i, 3, "%02x", e->build_id[i]);
+    snprintf(m->path, sizeof m->path, "%s", e->name ? e->name : "");
+}
+
+static int object_add(void *arg, const struct shm_meta_entry *e)
+{
+    struct sym_map_rec m;
+    q_loc_object_map(e, &m);
+    return add_map(arg, &m) < 0;    /* stop on -ENOMEM */
+}
+
+/* The objects the agent published, from one segment's metadata; 1 (stop)
+ * once a segment gave some. */
+static int objects_try(void *arg, const char *rel)
+{
+    struct codeloc_open *co = arg;
+    char path[2 * Q_PATH_MAX];
+    if (rel[0] == '/' || strstr(rel, ".."))
+        return 0;
+    snprintf(path, sizeof path, "%s/%s", q_store_dir(co->s), rel);
+    struct seg_reader *r;
+    if (seg_reader_open(&r, path, 0) < 0)
+        return 0;
+    struct q_loc *c = calloc(1, sizeof *c);
+    if (c && sym_resolver_new(&c->res, "") == 0 && seg_reader_load_meta(r) == 0) {
+        sym_resolver_debug_dir(c->res, q_store_debug_dir(co->s));
+        seg_reader_each_object(r, object_add, c);
+    }
+    seg_reader_close(r);
+    if (c && c->res && c->n > 0) {
+        co->c = c;
+        return 1;
+    }
+    q_loc_free(c);
+    return 0;
+}
+
 struct q_loc *q_loc_of_process(struct q_store *s, int64_t process_id)
 {
     struct codeloc_open co = { s, NULL };
     idx_read_process_segments(q_store_idx(s), process_id, codeloc_try, &co);
+    if (!co.c)      /* never seen alive by the collector: what its agent published */
+        idx_read_process_segments(q_store_idx(s), process_id, objects_try, &co);
     return co.c;
 }
 

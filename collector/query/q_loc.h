@@ -40,8 +40,14 @@ struct q_loc;
 struct q_loc *q_loc_open(const char *path, const char *debug_dir);
 void q_loc_free(struct q_loc *c);
 /* The map records of a process from its newest segment that has any
- * (q_loc_open on each, newest first). NULL when none has. */
+ * (q_loc_open on each, newest first); when none has (a process the
+ * collector never saw alive), the loaded objects its agent published
+ * (D9_META_OBJECT), as q_sym names its stacks. NULL when there are neither. */
 struct q_loc *q_loc_of_process(struct q_store *s, int64_t process_id);
+/* An object the agent published (D9_META_OBJECT entry e) as a map record:
+ * the one conversion q_loc and q_sym share. */
+struct sym_map_rec;
+void q_loc_object_map(const struct shm_meta_entry *e, struct sym_map_rec *m);
 
 /* If e is a code location: 1, where = "library+0xoffset" (or "[code]
  * 0xaddress"), what = its function ("" when unknown). Otherwise 0. c may be

@@ -3,6 +3,7 @@
  * records (see q_rollup.h).
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,9 +45,9 @@ static int on_seg(void *arg, const struct idx_read_segment *s)
     return 0;
 }
 
-int q_rollup_each(struct q_store *s, uint32_t pid, uint64_t from, uint64_t to,
-                  int (*fn)(void *arg, const struct q_rollup_seg *r), void *arg,
-                  struct q_rollup_stats *st, const char *prog)
+static int each(struct q_store *s, uint32_t pid, uint64_t from, uint64_t to,
+                int (*fn)(void *arg, const struct q_rollup_seg *r), void *arg,
+                struct q_rollup_stats *st, const char *prog, bool stored_only)
 {
     if (!s || !fn)
         return -EINVAL;
@@ -66,6 +67,10 @@ int q_rollup_each(struct q_store *s, uint32_t pid, uint64_t from, uint64_t to,
         int e = idx_read_rollup(q_store_idx(s), g->id, &buf, &len);
         if (e == 1 && rollup_decode(buf, len, &v, why, sizeof why) == 0) {
             /* checked: answered from the stored rollups */
+        } else if (stored_only) {
+            st->not_stored++;
+            free(buf);
+            continue;
         } else {
             if (e == 0)
                 snprintf(why, sizeof why, "no rollups");
@@ -99,4 +104,18 @@ int q_rollup_each(struct q_store *s, uint32_t pid, uint64_t from, uint64_t to,
         free(l.r[i].path);
     free(l.r);
     return rc < 0 ? rc : 0;
+}
+
+int q_rollup_each(struct q_store *s, uint32_t pid, uint64_t from, uint64_t to,
+                  int (*fn)(void *arg, const struct q_rollup_seg *r), void *arg,
+                  struct q_rollup_stats *st, const char *prog)
+{
+    return each(s, pid, from, to, fn, arg, st, prog, false);
+}
+
+int q_rollup_each_stored(struct q_store *s, uint32_t pid, uint64_t from, uint64_t to,
+                         int (*fn)(void *arg, const struct q_rollup_seg *r), void *arg,
+                         struct q_rollup_stats *st)
+{
+    return each(s, pid, from, to, fn, arg, st, NULL, true);
 }

@@ -1,7 +1,7 @@
 /*
  * q_rollup.h — the stored rollups of the segments that meet a window
  * (collector/store/rollup.h), for the readers whose question is an
- * aggregate: d9 sql's poll_stats and worker_stats.
+ * aggregate: d9 sql's poll_stats, worker_stats, wake_stats and event_stats.
  *
  * For each segment of pid (0 = all) meeting [from, to] it hands the checked
  * rollups to fn. A segment whose rollups are missing (indexed before they
@@ -11,7 +11,8 @@
  * stderr naming the segment and the reason; a segment whose file cannot be
  * read either is skipped with one line and counted in *missing.
  *
- * Called by collector/sql/sql_rollup.c. Must never: write to the store
+ * Called by collector/sql/sql_rollup.c and collector/serve/serve_api.c
+ * (q_rollup_each_stored). Must never: write to the store
  * (d9 fsck --repair rewrites rollups), or hand fn bytes rollup_decode has
  * not checked.
  */
@@ -32,11 +33,19 @@ struct q_rollup_seg {
 
 struct q_rollup_stats {
     uint64_t segments, from_records, missing;
+    uint64_t not_stored;            /* q_rollup_each_stored: left out, no valid stored rollups */
 };
 
 /* fn returns < 0 to stop with that error. prog prefixes the stderr lines. */
 int q_rollup_each(struct q_store *s, uint32_t pid, uint64_t from, uint64_t to,
                   int (*fn)(void *arg, const struct q_rollup_seg *r), void *arg,
                   struct q_rollup_stats *st, const char *prog);
+
+/* The same from the stored rollups only: a segment without valid ones is
+ * left out (counted in not_stored), never read, and nothing is printed.
+ * For answers that must not cost a scan (d9 serve's index overview). */
+int q_rollup_each_stored(struct q_store *s, uint32_t pid, uint64_t from, uint64_t to,
+                         int (*fn)(void *arg, const struct q_rollup_seg *r), void *arg,
+                         struct q_rollup_stats *st);
 
 #endif /* D9_COL_Q_ROLLUP_H */

@@ -12,6 +12,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -439,6 +440,20 @@ int q_scan_open(struct q_store *s, const struct q_filter *f,
     return 0;
 }
 
+/* The thread's cancellation test (q_scan_set_cancel), consulted every
+ * Q_SCAN_CANCEL_BLOCKS blocks opened. */
+#define Q_SCAN_CANCEL_BLOCKS 8u
+static _Thread_local bool (*cancel_fn)(void *arg);
+static _Thread_local void *cancel_arg;
+static _Thread_local unsigned cancel_blocks;
+
+void q_scan_set_cancel(bool (*fn)(void *arg), void *arg)
+{
+    cancel_fn = fn;
+    cancel_arg = arg;
+    cancel_blocks = 0;
+}
+
 int q_scan_next(struct q_scan_it *it, struct q_rec_src *src,
                         const struct d9_rec_hdr **rec, size_t *len)
 {
@@ -457,6 +472,8 @@ int q_scan_next(struct q_scan_it *it, struct q_rec_src *src,
      * one cursor, so it never merges) */
     while (sc->have_row && (sc->nheap == 0 || (!sc->f->ring_order_only &&
                                                sc->row.t_first <= sc->heap[0].c->cur->ts))) {
+        if (cancel_fn && cancel_blocks++ % Q_SCAN_CANCEL_BLOCKS == 0 && cancel_fn(cancel_arg))
+            return -ECANCELED;
         int ret = open_block(sc, &sc->row);
         if (ret < 0)
             return ret;

@@ -80,6 +80,13 @@ struct q_scan_stats {
 int q_scan(struct q_store *s, const struct q_filter *f, q_rec_fn fn, void *arg,
              struct q_scan_stats *st, const char *prog);
 
+/* This thread's cancellation test: while set, every scan of the thread
+ * (q_scan, q_scan_next) calls fn(arg) before opening a block, every few
+ * blocks, and ends with -ECANCELED when it returns true. fn NULL clears it.
+ * For d9 serve's workers (serve_pool.c): a request whose client has gone
+ * stops reading instead of running to its end. */
+void q_scan_set_cancel(bool (*fn)(void *arg), void *arg);
+
 /* The same scan pulled one record at a time (what q_scan loops
  * over; the SQL virtual tables step it from xNext). q_scan_next
  * returns 1 with *src, *rec, *len valid until the next call, 0 at the end,

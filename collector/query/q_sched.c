@@ -16,14 +16,23 @@
 #define HIST_BUCKETS  (HIST_SUB + (64u - HIST_SUB_BITS) * HIST_SUB)
 #define Q_SCHED_INITIAL 16u
 
+#define Q_SCHED_OPEN_MAX 64u         /* open polls kept per worker (a hostile store's nesting) */
+
+struct qs_open {                    /* an open poll */
+    uint64_t task;
+    uint64_t from;                  /* its busy time starts here (its start, or a poll's end
+                                       that covered it so far) */
+    uint64_t pend;                  /* busy time of finished polls inside it, not counted yet */
+};
+
 struct acc {                        /* a worker while records come in */
     struct q_sched_worker w;
     uint32_t ring, generation;
     uint64_t cpu_first, cpu_last;
     bool have_cpu;
     uint64_t park_ts;               /* 0 = not parked */
-    uint64_t poll_ts, poll_task;    /* the outermost open poll: its start and task */
-    uint32_t poll_depth;            /* polls open (nested: block_on inside a poll) */
+    struct qs_open *open;           /* the worker's open polls, in start order */
+    uint32_t nopen, capopen;
     uint32_t *hist;
 };
 
@@ -86,8 +95,10 @@ void q_sched_free(struct q_sched *s)
 {
     if (!s)
         return;
-    for (size_t i = 0; i < s->n; i++)
+    for (size_t i = 0; i < s->n; i++) {
         free(s->a[i].hist);
+        free(s->a[i].open);
+    }
     free(s->a);
     free(s->t);
     free(s->out);
@@ -166,16 +177,82 @@ static int on_cpu_sample(struct q_sched *s, const struct q_rec_src *src,
     return 0;
 }
 
-/* The outermost open poll of a worker ends at ts: its time is busy time. */
-static void poll_close(struct acc *a, uint64_t ts)
+/*
+ * Busy time is the union of the worker's finished polls (q_sched.h). A
+ * finished poll inside an open one (block_on) adds its time to the open
+ * one's pend: counted when that one leaves without an end (its end
+ * dropped, replaced by a new start of its task, or still open at the end
+ * of the window), dropped when it ends (its own duration covers it). So a
+ * poll that never ends stops nothing: the polls after it still count.
+ */
+static void open_remove(struct acc *a, uint32_t i)
 {
-    if (ts >= a->poll_ts)
-        a->w.busy_ns += ts - a->poll_ts;
-    a->poll_depth = 0;
+    memmove(&a->open[i], &a->open[i + 1], (a->nopen - i - 1) * sizeof a->open[0]);
+    a->nopen--;
 }
 
-/* A poll is activity of its worker: the worker exists, and the time from
- * its outermost poll_start to the matching poll_end is busy time. */
+/* Busy time d of a poll that ended, or the pend of one that left without
+ * an end, goes to the open poll below index i, else into busy_ns. */
+static void busy_add(struct acc *a, uint32_t i, uint64_t d)
+{
+    if (i > 0)
+        a->open[i - 1].pend += d;
+    else
+        a->w.busy_ns += d;
+}
+
+/* Open poll i leaves without an end. */
+static void open_drop(struct acc *a, uint32_t i)
+{
+    uint64_t pend = a->open[i].pend;
+    open_remove(a, i);
+    busy_add(a, i, pend);
+}
+
+static int poll_open(struct acc *a, uint64_t task, uint64_t ts)
+{
+    for (uint32_t i = a->nopen; i-- > 0;) {
+        if (a->open[i].task == task) {
+            open_drop(a, i);    /* its end was dropped: how long it ran is unknown */
+            break;
+        }
+    }
+    if (a->nopen == Q_SCHED_OPEN_MAX)
+        open_drop(a, 0);
+    if (a->nopen == a->capopen) {
+        uint32_t c = a->capopen ? a->capopen * 2 : 4;
+        struct qs_open *o = realloc(a->open, c * sizeof *o);
+        if (!o)
+            return -ENOMEM;
+        a->open = o;
+        a->capopen = c;
+    }
+    a->open[a->nopen++] = (struct qs_open){ task, ts, 0 };
+    return 0;
+}
+
+/* q_pair's rule: an end closes the latest open start of its task. Polls
+ * opened inside it and still open stay open; their time up to ts is its. */
+static void poll_close(struct acc *a, uint64_t task, uint64_t ts)
+{
+    uint32_t i = a->nopen;
+    while (i-- > 0)
+        if (a->open[i].task == task)
+            break;
+    if (i == UINT32_MAX)
+        return;                 /* its start is not in the window */
+    uint64_t d = ts >= a->open[i].from ? ts - a->open[i].from : 0;
+    for (uint32_t j = i + 1; j < a->nopen; j++) {
+        a->open[j].pend = 0;
+        if (a->open[j].from < ts)
+            a->open[j].from = ts;
+    }
+    open_remove(a, i);
+    busy_add(a, i, d);
+}
+
+/* A poll is activity of its worker: the worker exists, and its time is
+ * busy time. */
 static int on_poll(struct q_sched *s, const struct q_rec_src *src, const struct d9_rec_hdr *rec,
                    size_t len)
 {
@@ -202,17 +279,9 @@ static int on_poll(struct q_sched *s, const struct q_rec_src *src, const struct 
     seen_at(a, src, rec->ts);
     if (rec->type == D9_REC_POLL_START) {
         a->w.polls++;
-        if (a->poll_depth > 0 && task == a->poll_task)
-            a->poll_depth = 0;  /* its end was dropped: how long it ran is unknown */
-        if (a->poll_depth++ == 0) {
-            a->poll_ts = rec->ts;
-            a->poll_task = task;
-        }
-    } else if (a->poll_depth > 0) {
-        /* the outermost poll's end also closes nested polls whose ends were dropped */
-        if (--a->poll_depth == 0 || task == a->poll_task)
-            poll_close(a, rec->ts);
+        return poll_open(a, task, rec->ts);
     }
+    poll_close(a, task, rec->ts);
     return 0;
 }
 
@@ -318,6 +387,8 @@ const struct q_sched_worker *q_sched_workers(struct q_sched *s, size_t *n)
         uint64_t prof = profile_cpu(s, w);
         if (prof > w->cpu_ns)
             w->cpu_ns = prof;
+        for (uint32_t k = 0; k < a->nopen; k++)
+            w->busy_ns += a->open[k].pend;      /* still open: their pends count */
         w->span_ns = process_last(s, w->process_id) - w->t_first;
         if (w->busy_ns > w->span_ns)
             w->busy_ns = w->span_ns;    /* a hostile store's clock only */

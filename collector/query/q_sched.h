@@ -34,10 +34,13 @@
  *             of its process: the time the worker existed, so a pool thread
  *             that ran one job and then waited for more (a uv-threadpool
  *             thread) is not busy for the whole of it;
- *   busy_ns   the time in polls: from each outermost poll_start (polls nest:
- *             block_on inside a poll) to its poll_end, over the polls that
- *             start and end in the window (a poll still open at the end
- *             adds nothing; a poll whose end was dropped adds nothing);
+ *   busy_ns   the time in polls: the union of the worker's finished polls
+ *             (start and end in the window, paired as q_pair pairs them:
+ *             an end closes the latest open start of its task), so a poll
+ *             nested in a finished one (block_on inside a poll) adds
+ *             nothing of its own, and a poll without an end (still open at
+ *             the end, its end dropped) adds nothing itself but stops
+ *             nothing: the finished polls inside or after it count;
  *             busy_pct = 100 * busy_ns / span_ns;
  *   cpu_ns    thread CPU time: last - first cpu_ns of the sampled
  *             park/unpark records, or, when the CPU profile's samples of
@@ -45,8 +48,9 @@
  *             parking), their total weight.
  *
  * Called from scan callbacks in time order (q_scan.h). Memory: one entry and
- * one histogram (about 4 KiB) per worker and one entry per sampled thread,
- * never per record.
+ * one histogram (about 4 KiB) per worker, its open polls (at most 64: past
+ * that the oldest leaves as if its end were dropped) and one entry per
+ * sampled thread, never per record.
  */
 #ifndef D9_COL_Q_SCHED_H
 #define D9_COL_Q_SCHED_H

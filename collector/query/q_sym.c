@@ -13,6 +13,7 @@
 #include "collector/store/store_hash.h"
 #include "collector/query/q_names.h"
 #include "collector/query/q_demangle.h"
+#include "collector/query/q_loc.h"
 #include "collector/query/q_sym.h"
 #include "collector/store/sym.h"
 
@@ -147,10 +148,8 @@ struct obj_add {
 static int add_object(void *arg, const struct shm_meta_entry *e)
 {
     struct obj_add *oa = arg;
-    struct sym_map_rec m = { .start = e->start, .end = e->end, .pgoff = e->pgoff };
-    for (unsigned i = 0; i < e->build_id_len && 2 * i + 2 < sizeof m.build_id; i++)
-        snprintf(m.build_id + 2 * i, 3, "%02x", e->build_id[i]);
-    snprintf(m.path, sizeof m.path, "%s", e->name ? e->name : "");
+    struct sym_map_rec m;
+    q_loc_object_map(e, &m);
     if (sym_resolver_add(oa->p->r, &m) == 0)
         oa->y->maps++;
     return 0;

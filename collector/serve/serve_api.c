@@ -18,6 +18,7 @@
 #include "collector/query/q_loc.h"
 #include "collector/query/q_names.h"
 #include "collector/query/q_pair.h"
+#include "collector/query/q_rollup.h"
 #include "collector/query/q_sched.h"
 #include "collector/query/q_text.h"
 #include "collector/query/q_wake.h"
@@ -74,6 +75,9 @@ int serve_api_param(struct serve_params *p, const char *key, const char *val, ch
         if (parse_u64(val, &u) < 0 || u == 0 || u > SERVE_API_MAX_EVENTS)
             goto bad;
         p->limit = (uint32_t)u;
+    } else if (strcmp(key, "offset") == 0) {
+        if (parse_u64(val, &p->offset) < 0)
+            goto bad;
     } else if (strcmp(key, "event") == 0) {
         if (copy_str(p->event, val) < 0)
             goto bad;
@@ -251,6 +255,7 @@ struct tl {
     char *evbuf;
     size_t evlen;
     uint64_t nevents, events_total;
+    uint64_t ev_skipped;            /* /api/events: matching events before offset */
     uint32_t ev_limit;
     char **col_ev;                  /* timeline: the first matching event of each column */
     int err;
@@ -468,7 +473,8 @@ static void event_json(FILE *f, const struct tl *t, const struct q_rec_src *src,
     fputs("}}", f);
 }
 
-/* /api/events: the first ev_limit in time order (the page's table). A
+/* /api/events: ev_limit in time order after the first offset (the page's
+ * table and its pages). A
  * timeline keeps the first event of each pixel column instead, and
  * events_sample picks among the columns evenly: markers over the whole
  * window, not its first ev_limit events at the left edge. */
@@ -494,6 +500,10 @@ static void event_out(struct tl *t, const struct q_rec_src *src, struct lane *l,
             return;
         }
         t->col_ev[px] = b;
+        return;
+    }
+    if (t->ev_skipped < t->p->offset) {
+        t->ev_skipped++;            /* an earlier page's */
         return;
     }
     if (t->nevents >= t->ev_limit)
@@ -838,155 +848,6 @@ static void print_timeline(struct tl *t, FILE *o)
     fputs("]}\n", o);
 }
 
-/* ---- overview from the index alone ------------------------------------------ */
-struct ov_lane {
-    uint32_t tid;
-    char name[32];
-    double *n;                      /* records per column */
-};
-
-struct overview {
-    uint64_t from, span;
-    uint32_t width;
-    struct ov_lane lanes[SERVE_API_MAX_LANES];
-    uint32_t nlanes;
-    uint64_t total;
-    int err;
-};
-
-static int ov_block(void *arg, const struct idx_read_block_stat *b)
-{
-    struct overview *o = arg;
-    if (b->ring >= SYM_SEG_RING)
-        return 0;                   /* the collector's pseudo rings (samples, maps) */
-    o->total += b->nrec;
-    struct ov_lane *l = NULL;
-    for (uint32_t i = 0; i < o->nlanes; i++)
-        if (o->lanes[i].tid == b->tid)
-            l = &o->lanes[i];
-    if (!l) {
-        if (o->nlanes == SERVE_API_MAX_LANES)
-            return 0;
-        l = &o->lanes[o->nlanes];
-        l->n = calloc(o->width, sizeof *l->n);
-        if (!l->n) {
-            o->err = -ENOMEM;
-            return -ENOMEM;
-        }
-        l->tid = b->tid;
-        o->nlanes++;
-    }
-    /* spread the block's records evenly over the columns it covers */
-    uint64_t t0 = b->t_first < o->from ? o->from : b->t_first;
-    uint64_t t1 = b->t_last > o->from + o->span ? o->from + o->span : b->t_last;
-    if (t1 < t0)
-        t1 = t0;
-    uint64_t c0 = (uint64_t)((unsigned __int128)(t0 - o->from) * o->width / o->span);
-    uint64_t c1 = (uint64_t)((unsigned __int128)(t1 - o->from) * o->width / o->span);
-    if (c0 >= o->width)
-        c0 = o->width - 1;
-    if (c1 >= o->width)
-        c1 = o->width - 1;
-    double share = (double)b->nrec * (b->t_last > b->t_first
-        ? (double)(t1 - t0 + 1) / (double)(b->t_last - b->t_first + 1) : 1.0);
-    for (uint64_t c = c0; c <= c1; c++)
-        l->n[c] += share / (double)(c1 - c0 + 1);
-    return 0;
-}
-
-static int ov_name(void *arg, const struct idx_read_thread *r)
-{
-    struct overview *o = arg;
-    for (uint32_t i = 0; i < o->nlanes; i++)
-        if (o->lanes[i].tid == r->tid && !o->lanes[i].name[0])
-            snprintf(o->lanes[i].name, sizeof o->lanes[i].name, "%s", r->name);
-    return 0;
-}
-
-static void ov_print(const struct overview *o, uint32_t pid, uint64_t to, FILE *out)
-{
-    uint32_t k = 1;
-    for (;; k *= 2) {
-        size_t n = 0;
-        for (uint32_t i = 0; i < o->nlanes; i++)
-            for (uint32_t a = 0; a < o->width; a += k) {
-                double v = 0;
-                for (uint32_t px = a; px < a + k && px < o->width; px++)
-                    v += o->lanes[i].n[px];
-                n += v > 0;
-            }
-        if (n <= SERVE_API_MAX_ITEMS || k >= o->width)
-            break;
-    }
-    fprintf(out, "{\"pid\":%" PRIu32 ",\"from\":%" PRIu64 ",\"to\":%" PRIu64 ",\"width\":%u"
-            ",\"mode\":\"index\",\"bucket_px\":%u,\"records\":%" PRIu64 ",\"polls\":0,\"parks\":0"
-            ",\"lanes_dropped\":0,\n\"locs\":[\"poll\"],\n\"lanes\":[", pid, o->from, to, o->width,
-            k, o->total);
-    for (uint32_t i = 0; i < o->nlanes; i++) {
-        const struct ov_lane *l = &o->lanes[i];
-        fprintf(out, "%s{\"tid\":%" PRIu32 ",\"name\":", i ? ",\n" : "\n", l->tid);
-        q_text_json(out, l->name, strlen(l->name));
-        fputs(",\"polls\":0,\"density\":[", out);
-        bool first = true;
-        for (uint32_t a = 0; a < o->width; a += k) {
-            double v = 0;
-            for (uint32_t px = a; px < a + k && px < o->width; px++)
-                v += l->n[px];
-            if (v <= 0)
-                continue;
-            fprintf(out, "%s[%u,%.0f]", first ? "" : ",", a, v < 1 ? 1 : v);
-            first = false;
-        }
-        fputs("],\"samples\":[],\"offcpu\":[],\"sched\":[],\"sched_hist\":[]}", out);
-    }
-    fputs("],\n\"items\":[],\n\"counters\":[],\n\"wakes_total\":0,\"wakes\":[],\n\"top\":[],\n"
-          "\"events_total\":0,\"events\":[]}\n", out);
-}
-
-/* 1 when the window holds more than SERVE_API_SCAN_MAX records and the
- * answer (from the index) was printed, 0 to scan, <0 on error. */
-static int overview(struct q_store *s, int64_t process_id, uint32_t pid, uint64_t from,
-                    uint64_t to, uint32_t width, FILE *out)
-{
-    struct overview *o = calloc(1, sizeof *o);
-    if (!o)
-        return -ENOMEM;
-    o->from = from;
-    o->span = to - from;
-    o->width = width;
-    int rc = q_store_block_stats(s, process_id, from, to, ov_block, o);
-    if (rc >= 0 && o->err)
-        rc = o->err;
-    if (rc >= 0 && o->total > SERVE_API_SCAN_MAX) {
-        q_store_threads(s, 0, process_id, ov_name, o);
-        ov_print(o, pid, to, out);
-        rc = 1;
-    } else if (rc >= 0) {
-        rc = 0;
-    }
-    for (uint32_t i = 0; i < o->nlanes; i++)
-        free(o->lanes[i].n);
-    free(o);
-    return rc;
-}
-
-struct pick {
-    int64_t id;
-    uint64_t first, last;
-    bool found;
-};
-
-static int pick_row(void *arg, const struct idx_read_process *r)
-{
-    struct pick *k = arg;
-    /* the newest process with that pid (by first_ns: rows come in that order) */
-    k->id = r->id;
-    k->first = r->first_ns;
-    k->last = r->last_ns;
-    k->found = true;
-    return 0;
-}
-
 /* ---- the lanes: every thread of the process, in a stable order ---------------- */
 struct thr_row {
     uint32_t tid;
@@ -1034,6 +895,247 @@ static int thr_cmp(const void *a, const void *b)
     if (mx != my)
         return mx ? -1 : 1;
     return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+/* ---- overview from the index alone ------------------------------------------ */
+struct ov_lane {
+    uint32_t tid;
+    char name[32];
+    double *n;                      /* records per column */
+};
+
+/* one of the window's longest polls, from the segments' rollups: the
+ * longest poll of a (segment, runtime, worker, location, 1 s bucket) */
+struct ov_top {
+    uint64_t bucket, dur;
+    uint32_t loc;
+    uint16_t runtime, worker;
+};
+
+struct overview {
+    uint64_t from, span;
+    uint32_t width;
+    int64_t process_id;
+    struct ov_lane lanes[SERVE_API_MAX_LANES];
+    uint32_t nlanes;
+    uint64_t total;
+    struct ov_top top[SERVE_API_TOP];
+    size_t ntop;
+    struct q_rollup_stats rst;
+    int err;
+};
+
+static struct ov_lane *ov_lane_add(struct overview *o, uint32_t tid, const char *name)
+{
+    if (o->nlanes == SERVE_API_MAX_LANES)
+        return NULL;
+    struct ov_lane *l = &o->lanes[o->nlanes];
+    l->n = calloc(o->width, sizeof *l->n);
+    if (!l->n) {
+        o->err = -ENOMEM;
+        return NULL;
+    }
+    l->tid = tid;
+    snprintf(l->name, sizeof l->name, "%s", name ? name : "");
+    o->nlanes++;
+    return l;
+}
+
+static int ov_block(void *arg, const struct idx_read_block_stat *b)
+{
+    struct overview *o = arg;
+    if (b->ring >= SYM_SEG_RING)
+        return 0;                   /* the collector's pseudo rings (samples, maps) */
+    o->total += b->nrec;
+    struct ov_lane *l = NULL;
+    for (uint32_t i = 0; i < o->nlanes; i++)
+        if (o->lanes[i].tid == b->tid)
+            l = &o->lanes[i];
+    if (!l && !(l = ov_lane_add(o, b->tid, NULL)))
+        return o->err ? o->err : 0;
+    /* spread the block's records evenly over the columns it covers */
+    uint64_t t0 = b->t_first < o->from ? o->from : b->t_first;
+    uint64_t t1 = b->t_last > o->from + o->span ? o->from + o->span : b->t_last;
+    if (t1 < t0)
+        t1 = t0;
+    uint64_t c0 = (uint64_t)((unsigned __int128)(t0 - o->from) * o->width / o->span);
+    uint64_t c1 = (uint64_t)((unsigned __int128)(t1 - o->from) * o->width / o->span);
+    if (c0 >= o->width)
+        c0 = o->width - 1;
+    if (c1 >= o->width)
+        c1 = o->width - 1;
+    double share = (double)b->nrec * (b->t_last > b->t_first
+        ? (double)(t1 - t0 + 1) / (double)(b->t_last - b->t_first + 1) : 1.0);
+    for (uint64_t c = c0; c <= c1; c++)
+        l->n[c] += share / (double)(c1 - c0 + 1);
+    return 0;
+}
+
+static int ov_name(void *arg, const struct idx_read_thread *r)
+{
+    struct overview *o = arg;
+    for (uint32_t i = 0; i < o->nlanes; i++)
+        if (o->lanes[i].tid == r->tid && !o->lanes[i].name[0])
+            snprintf(o->lanes[i].name, sizeof o->lanes[i].name, "%s", r->name);
+    return 0;
+}
+
+/* The polls of a segment's rollups that start in the window (by their
+ * 1 s bucket) offered to the longest-polls list: their max only, the
+ * finished polls' (rollup.h), so no record is read. */
+static int ov_rollup(void *arg, const struct q_rollup_seg *g)
+{
+    struct overview *o = arg;
+    if (g->process_id != o->process_id)
+        return 0;
+    size_t off = 0;
+    uint32_t i = 0;
+    struct rollup_poll rp;
+    while (rollup_next_poll(g->v, &off, &i, &rp) == 1) {
+        if (!rp.max_ns || rp.bucket_ns > o->from + o->span ||
+            rp.bucket_ns + ROLLUP_BUCKET_NS <= o->from)
+            continue;
+        if (o->ntop == SERVE_API_TOP && o->top[SERVE_API_TOP - 1].dur >= rp.max_ns)
+            continue;
+        size_t k = o->ntop < SERVE_API_TOP ? o->ntop++ : SERVE_API_TOP - 1;
+        while (k > 0 && o->top[k - 1].dur < rp.max_ns) {
+            o->top[k] = o->top[k - 1];
+            k--;
+        }
+        o->top[k] = (struct ov_top){ .bucket = rp.bucket_ns, .dur = rp.max_ns, .loc = rp.loc,
+                                     .runtime = rp.runtime, .worker = rp.worker };
+    }
+    return 0;
+}
+
+static void ov_print(const struct overview *o, struct q_store *s, uint32_t pid, uint64_t to,
+                     FILE *out)
+{
+    uint32_t k = 1;
+    for (;; k *= 2) {
+        size_t n = 0;
+        for (uint32_t i = 0; i < o->nlanes; i++)
+            for (uint32_t a = 0; a < o->width; a += k) {
+                double v = 0;
+                for (uint32_t px = a; px < a + k && px < o->width; px++)
+                    v += o->lanes[i].n[px];
+                n += v > 0;
+            }
+        if (n <= SERVE_API_MAX_ITEMS || k >= o->width)
+            break;
+    }
+    fprintf(out, "{\"pid\":%" PRIu32 ",\"from\":%" PRIu64 ",\"to\":%" PRIu64 ",\"width\":%u"
+            ",\"mode\":\"index\",\"bucket_px\":%u,\"records\":%" PRIu64 ",\"polls\":0,\"parks\":0"
+            ",\"lanes_dropped\":0,\"top_from\":\"rollups\",\"rollup_segments\":%" PRIu64
+            ",\"rollup_missing\":%" PRIu64 ",\n\"locs\":[\"poll\"", pid, o->from, to,
+            o->width, k, o->total, o->rst.segments, o->rst.not_stored);
+    /* the top's locations: locs[1 + i] is top[i]'s */
+    struct q_names *nm = NULL;
+    bool named = q_names_open(s, &nm) == 0;
+    char buf[Q_LOC_TEXT_MAX];
+    for (size_t i = 0; i < o->ntop; i++) {
+        const char *t = named ? q_names_location(nm, o->process_id, o->top[i].loc, buf, sizeof buf)
+                              : "poll";
+        fputc(',', out);
+        q_text_json(out, t, strlen(t));
+    }
+    fputs("],\n\"lanes\":[", out);
+    for (uint32_t i = 0; i < o->nlanes; i++) {
+        const struct ov_lane *l = &o->lanes[i];
+        fprintf(out, "%s{\"tid\":%" PRIu32 ",\"name\":", i ? ",\n" : "\n", l->tid);
+        q_text_json(out, l->name, strlen(l->name));
+        fputs(",\"polls\":0,\"density\":[", out);
+        bool first = true;
+        for (uint32_t a = 0; a < o->width; a += k) {
+            double v = 0;
+            for (uint32_t px = a; px < a + k && px < o->width; px++)
+                v += l->n[px];
+            if (v <= 0)
+                continue;
+            fprintf(out, "%s[%u,%.0f]", first ? "" : ",", a, v < 1 ? 1 : v);
+            first = false;
+        }
+        fputs("],\"samples\":[],\"offcpu\":[],\"sched\":[],\"sched_hist\":[]}", out);
+    }
+    fputs("],\n\"items\":[],\n\"counters\":[],\n\"wakes_total\":0,\"wakes\":[],\n\"top\":[", out);
+    /* t: the start of the second the poll started in (approx: the rollups
+     * keep no single poll); worker: the runtime's worker, not a lane */
+    for (size_t i = 0; i < o->ntop; i++) {
+        const struct ov_top *e = &o->top[i];
+        const char *rt = named ? q_names_runtime(nm, o->process_id, e->runtime, buf, sizeof buf)
+                               : "";
+        fprintf(out, "%s{\"t\":%" PRId64 ",\"dur\":%" PRIu64 ",\"lane\":-1,\"loc\":%zu"
+                ",\"approx\":true,\"within_ns\":%llu,\"worker\":%u,\"runtime\":", i ? "," : "",
+                e->bucket >= o->from ? (int64_t)(e->bucket - o->from)
+                                     : -(int64_t)(o->from - e->bucket),
+                e->dur, i + 1, (unsigned long long)ROLLUP_BUCKET_NS, e->worker);
+        q_text_json(out, rt, strlen(rt));
+        fputc('}', out);
+    }
+    fputs("],\n\"events_total\":0,\"events\":[]}\n", out);
+    if (nm)
+        q_names_close(nm);
+}
+
+/* 1 when the window holds more than SERVE_API_SCAN_MAX records and the
+ * answer (from the index and the rollups) was printed, 0 to scan, <0 on
+ * error. Lanes: the threads of the index in lanes_from_index's order (the
+ * same lanes as at every other zoom), then threads only seen in blocks. */
+static int overview(struct q_store *s, int64_t process_id, uint32_t pid, uint64_t from,
+                    uint64_t to, uint32_t width, FILE *out)
+{
+    struct overview *o = calloc(1, sizeof *o);
+    struct thr_list *tl = calloc(1, sizeof *tl);
+    int rc = o && tl ? 0 : -ENOMEM;
+    if (rc == 0) {
+        o->from = from;
+        o->span = to - from;
+        o->width = width;
+        o->process_id = process_id;
+        rc = q_store_threads(s, 0, process_id, thr_row, tl);
+    }
+    if (rc >= 0) {
+        thr_main = pid;
+        qsort(tl->r, tl->n, sizeof tl->r[0], thr_cmp);
+        for (uint32_t i = 0; i < tl->n && !o->err; i++)
+            ov_lane_add(o, tl->r[i].tid, tl->r[i].name);
+        rc = o->err ? o->err : q_store_block_stats(s, process_id, from, to, ov_block, o);
+    }
+    if (rc >= 0 && o->err)
+        rc = o->err;
+    if (rc >= 0 && o->total > SERVE_API_SCAN_MAX) {
+        q_store_threads(s, 0, process_id, ov_name, o);
+        /* stored rollups only: a segment without them is left out of the
+         * top (rollup_missing), never read; a failure leaves the top empty */
+        if (q_rollup_each_stored(s, pid, from, to, ov_rollup, o, &o->rst) < 0)
+            o->ntop = 0;
+        ov_print(o, s, pid, to, out);
+        rc = 1;
+    } else if (rc >= 0) {
+        rc = 0;
+    }
+    for (uint32_t i = 0; o && i < o->nlanes; i++)
+        free(o->lanes[i].n);
+    free(o);
+    free(tl);
+    return rc;
+}
+
+struct pick {
+    int64_t id;
+    uint64_t first, last;
+    bool found;
+};
+
+static int pick_row(void *arg, const struct idx_read_process *r)
+{
+    struct pick *k = arg;
+    /* the newest process with that pid (by first_ns: rows come in that order) */
+    k->id = r->id;
+    k->first = r->first_ns;
+    k->last = r->last_ns;
+    k->found = true;
+    return 0;
 }
 
 /* One lane per thread the index knows, the main thread (tid == pid) first,
@@ -1340,7 +1442,10 @@ static int api_timeline(struct q_store *s, const struct serve_params *p, FILE *o
         status = error(out, 500, t->err == -ENOMEM ? "out of memory" : "cannot read the store");
     } else if (events_only) {
         fprintf(out, "{\"pid\":%" PRIu32 ",\"from\":%" PRIu64 ",\"to\":%" PRIu64
-                ",\"events_total\":%" PRIu64 ",\"events\":[", p->pid, from, to, t->events_total);
+                ",\"events_total\":%" PRIu64, p->pid, from, to, t->events_total);
+        if (p->offset)
+            fprintf(out, ",\"offset\":%" PRIu64, p->offset);
+        fputs(",\"events\":[", out);
         fwrite(t->evbuf, 1, t->evlen, out);
         fputs("]}\n", out);
     } else {

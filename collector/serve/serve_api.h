@@ -14,7 +14,9 @@
  *                    markers with their fields; the longest polls; a
  *                    sched-delay histogram per lane
  *   /api/events      the custom events of a window, filtered by name and by
- *                    one field's value (the page's event table)
+ *                    one field's value (the page's event table): limit of
+ *                    them after the first offset, in time order, and the
+ *                    total (events_total) for the table's pages
  *   /api/flame       the CPU (kind=cpu) or off-CPU (kind=off) samples of a
  *                    window as folded stacks, the heaviest SERVE_API_MAX_ITEMS
  *   /api/workers     one process's workers in a window (default: all of its
@@ -32,7 +34,11 @@
  * the answer ("mode":"index") is the record density per lane and column
  * from the index's block rows (count and time range of each block), so
  * the first view of a 100 M-record store costs one index query; zooming in
- * reaches windows that are scanned.
+ * reaches windows that are scanned. Its longest polls ("top") come from the
+ * segments' rollups (rollup.h: the longest poll per worker, location and
+ * second; "approx", t = the start of that second, a worker instead of a
+ * lane), its lanes are the index's threads in the same order as at every
+ * other zoom.
  *
  * Polls and parks that overlap the window come whole at every level of
  * detail (true start and end: a look-back per thread finds what was open
@@ -80,6 +86,7 @@ struct serve_params {
     uint64_t from, to;
     uint32_t width;                     /* 0 = not given */
     uint32_t limit;                     /* events; 0 = SERVE_API_MAX_EVENTS */
+    uint64_t offset;                    /* /api/events: matching events skipped first (paging) */
     bool off_cpu;                       /* flame: kind=off */
     char event[SERVE_API_STR_MAX];      /* "" = any */
     char field[SERVE_API_STR_MAX];      /* with value: only events whose field prints as value */

@@ -4,7 +4,8 @@
  * One mutex guards the queue and the counters; a condition variable wakes
  * workers. A worker takes the first job it may run (the first light job,
  * or the first job when fewer than heavy_max heavy ones are running),
- * drops the lock, checks the client, runs serve_api() on its own store and
+ * drops the lock, checks the client, runs serve_api() on its own store
+ * (its scans consult the client every few blocks: q_scan_set_cancel) and
  * calls done() without holding the lock.
  */
 #include <errno.h>
@@ -13,11 +14,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include "collector/query/q_scan.h"
 #include "collector/query/q_store.h"
 #include "collector/serve/serve_pool.h"
 
 #define POOL_FLAME_PATH  "/api/flame"
 #define POOL_FINDINGS_PATH "/api/findings"
+#define POOL_EVENTS_PATH "/api/events"
 
 struct pool_worker {
     struct serve_pool *pl;
@@ -38,7 +41,8 @@ struct serve_pool {
 
 bool serve_pool_is_heavy(const char *path)
 {
-    return strcmp(path, POOL_FLAME_PATH) == 0 || strcmp(path, POOL_FINDINGS_PATH) == 0;
+    return strcmp(path, POOL_FLAME_PATH) == 0 || strcmp(path, POOL_FINDINGS_PATH) == 0 ||
+           strcmp(path, POOL_EVENTS_PATH) == 0;
 }
 
 /* The first job a worker may take now, unlinked; NULL if none. Lock held. */
@@ -72,6 +76,12 @@ static bool client_gone(int fd)
     return r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
 }
 
+/* q_scan's cancellation test while a job runs: its client has gone */
+static bool job_gone(void *arg)
+{
+    return client_gone(((struct serve_job *)arg)->fd);
+}
+
 static void run(struct pool_worker *w, struct serve_job *j)
 {
     j->status = 0;
@@ -82,8 +92,10 @@ static void run(struct pool_worker *w, struct serve_job *j)
     FILE *f = open_memstream(&j->body, &j->len);
     if (!f)
         return;
+    q_scan_set_cancel(job_gone, j);
     int status = serve_api(w->s, j->path, &j->p, f);
-    if (fclose(f) != 0) {
+    q_scan_set_cancel(NULL, NULL);
+    if (fclose(f) != 0 || client_gone(j->fd)) {     /* gone: the scan may have stopped early */
         free(j->body);
         j->body = NULL;
         j->len = 0;

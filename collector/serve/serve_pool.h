@@ -9,8 +9,9 @@
  * connection and segment readers), so no query state is shared between
  * threads.
  *
- * Scheduling: first in, first out, with two rules.
- *   - Heavy jobs (flame graphs, findings: seconds on a big store) never hold every
+ * Scheduling: first in, first out, with these rules.
+ *   - Heavy jobs (flame graphs, findings, the events table: seconds on a big
+ *     store, as they read every record of their window) never hold every
  *     worker: with W workers at most max(1, W - 1) run at once, and a light
  *     job queued behind waiting heavy ones is taken first. So while one
  *     worker is free of heavy work, a timeline is answered in its own time.
@@ -18,8 +19,10 @@
  *     the browser closes the connection) is not run: before running a job
  *     the worker peeks at its socket, and EOF or a reset ends the job with
  *     status 0.
- * A job that has started runs to its end (the query layer has no
- * cancellation point); its answer is then discarded with the connection.
+ *   - A job that has started stops when its client goes: its scans ask
+ *     every few blocks (q_scan_set_cancel) and end with -ECANCELED; the
+ *     answer of a job whose client has gone is dropped (status 0). So
+ *     superseded zoom steps free their workers instead of running on.
  *
  * Called by cli_serve.c and tests/unit/test_serve_pool.c. Must never write
  * to the store or touch a job after calling its done().
@@ -63,7 +66,8 @@ int serve_pool_start(struct serve_pool **out, const char *dir, unsigned workers,
  * with status 0. */
 void serve_pool_submit(struct serve_pool *pl, struct serve_job *j);
 
-/* true when the job should be heavy (its path is the flame graph's or the findings'). */
+/* true when the job should be heavy (its path is the flame graph's, the findings' or the
+ * events table's). */
 bool serve_pool_is_heavy(const char *path);
 
 /* Finish: running jobs complete, queued ones get done() with status 0, the

@@ -1,8 +1,12 @@
 /*
- * sql_rollup.c — poll_stats and worker_stats (see sql_rollup.h).
+ * sql_rollup.c — poll_stats, worker_stats and location_stats (see
+ * sql_rollup.h).
  */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include "collector/query/q_agg.h"
 #include "collector/query/q_rollup.h"
 #include "collector/sql/sql_list.h"
 #include "collector/sql/sql_rollup.h"
@@ -16,6 +20,54 @@ static int on_seg(void *arg, const struct q_rollup_seg *g)
 {
     struct cur *c = arg;
     struct sql_vtab *v = c->vt->ctx;
+    if (c->vt->def->kind == K_EVENT_STATS) {
+        for (uint32_t i = 0; i < g->v->ncount; i++) {
+            struct rollup_count k;
+            rollup_count_at(g->v, i, &k);
+            if (k.kind != ROLLUP_COUNT_EVENT || !in_window(c, k.bucket_ns))
+                continue;
+            struct mval *r = sql_list_row_add(c);
+            if (!r)
+                return -ENOMEM;
+            sql_list_mv_int(&r[ES_PID], g->pid);
+            const struct shm_meta_entry *m = q_names_meta(v->names, g->process_id,
+                                                          D9_META_SCHEMA, k.id);
+            if (m && m->name)
+                snprintf(c->text, sizeof c->text, "%s", m->name);
+            else
+                snprintf(c->text, sizeof c->text, "#%" PRIu32, k.id);
+            int e = sql_list_mv_str(&r[ES_EVENT], c->text);
+            sql_list_mv_u64(&r[ES_BUCKET], k.bucket_ns);
+            sql_list_mv_u64(&r[ES_COUNT], k.n);
+            sql_list_mv_u64(&r[ES_SEGMENT], g->segment_id);
+            sql_list_mv_key(c, r, g->segment_id, k.bucket_ns, (uint64_t)2 << 48 | k.id);
+            if (e)
+                return -ENOMEM;
+        }
+        return 0;
+    }
+    if (c->vt->def->kind == K_WAKE_STATS) {
+        for (uint32_t i = 0; i < g->v->ncount; i++) {
+            struct rollup_count w;
+            rollup_count_at(g->v, i, &w);
+            if (w.kind != ROLLUP_COUNT_WAKE || !in_window(c, w.bucket_ns))
+                continue;
+            struct mval *r = sql_list_row_add(c);
+            if (!r)
+                return -ENOMEM;
+            sql_list_mv_int(&r[WK_PID], g->pid);
+            int e = sql_list_mv_str(&r[WK_RUNTIME], q_names_runtime(v->names, g->process_id,
+                                                                    w.runtime, c->text,
+                                                                    sizeof c->text));
+            sql_list_mv_u64(&r[WK_BUCKET], w.bucket_ns);
+            sql_list_mv_u64(&r[WK_WAKES], w.n);
+            sql_list_mv_u64(&r[WK_SEGMENT], g->segment_id);
+            sql_list_mv_key(c, r, g->segment_id, w.bucket_ns, (uint64_t)w.runtime << 48 | 1);
+            if (e)
+                return -ENOMEM;
+        }
+        return 0;
+    }
     if (c->vt->def->kind == K_WORKER_STATS) {
         for (uint32_t i = 0; i < g->v->nworker; i++) {
             struct rollup_worker w;
@@ -75,10 +127,62 @@ static int on_seg(void *arg, const struct q_rollup_seg *g)
     return e;
 }
 
+/* location_stats: q_agg's locations of the window (its edges read from records). */
+static int fill_locations(struct cur *c)
+{
+    struct sql_vtab *v = c->vt->ctx;
+    c->ncols = LS_NCOLS + 1;
+    c->irow = 0;
+    if (c->f.from > c->f.to) {
+        c->eof = true;
+        return 0;
+    }
+    struct q_agg *a = NULL;
+    struct q_agg_stats st;
+    int rc = q_agg_run(v->s, c->f.pid, c->f.from, c->f.to, 0, v->prog, &a, &st);
+    if (rc < 0)
+        return rc;
+    v->st.missing_segments += st.missing;
+    size_t n;
+    const struct q_agg_loc *l = q_agg_locs(a, &n);
+    for (size_t i = 0; rc == 0 && i < n; i++, l++) {
+        struct mval *r = sql_list_row_add(c);
+        if (!r) {
+            rc = -ENOMEM;
+            break;
+        }
+        int e = 0;
+        sql_list_mv_int(&r[LS_PID], l->pid);
+        e |= sql_list_mv_str(&r[LS_RUNTIME], q_names_runtime(v->names, l->process_id, l->runtime,
+                                                            c->text, sizeof c->text));
+        sql_list_mv_int(&r[LS_LOC], l->loc);
+        e |= sql_list_mv_str(&r[LS_LOCATION], q_names_location(v->names, l->process_id, l->loc,
+                                                              c->text, sizeof c->text));
+        const uint64_t u[] = { c->f.from, l->count, l->unfinished, l->sum_ns, l->max_ns,
+                               l->p50_ns, l->p90_ns, l->p99_ns, l->p999_ns };
+        for (size_t k = 0; k < sizeof u / sizeof u[0]; k++)
+            sql_list_mv_u64(&r[LS_START + k], u[k]);
+        if (l->count == l->unfinished)     /* no finished poll: no durations */
+            r[LS_P50].t = r[LS_P90].t = r[LS_P99].t = r[LS_P999].t = SQLITE_NULL;
+        sql_list_mv_key(c, r, (uint64_t)l->process_id, c->f.from,
+                        (uint64_t)l->runtime << 32 | l->loc);
+        rc = e ? -ENOMEM : 0;
+    }
+    q_agg_free(a);
+    if (rc < 0)
+        return rc;
+    c->eof = c->nrows == 0;
+    return 0;
+}
+
 int sql_rollup_fill(struct cur *c)
 {
     struct sql_vtab *v = c->vt->ctx;
-    c->ncols = (c->vt->def->kind == K_WORKER_STATS ? WS_NCOLS : PS_NCOLS) + 1;
+    if (c->vt->def->kind == K_LOCATION_STATS)
+        return fill_locations(c);
+    enum kind k = c->vt->def->kind;
+    c->ncols = (k == K_WORKER_STATS ? WS_NCOLS : k == K_WAKE_STATS ? WK_NCOLS
+                : k == K_EVENT_STATS ? ES_NCOLS : PS_NCOLS) + 1;
     /* a poll's bucket is at or before its start: a segment that starts
      * within a bucket of the window's end holds polls of that bucket */
     uint64_t to = c->f.to > UINT64_MAX - ROLLUP_BUCKET_NS ? UINT64_MAX

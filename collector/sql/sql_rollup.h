@@ -7,6 +7,20 @@
  *   worker_stats one row per segment, process, runtime, worker and bucket:
  *                polls, busy_ns, parks, parked_ns, waits, wait_sum_ns,
  *                wait_max_ns.
+ *   wake_stats   one row per segment, process, runtime and bucket: wakes
+ *                (wake records, in the bucket of the record);
+ *   event_stats  one row per segment, process, custom event (schema) and
+ *                bucket: count (custom records of it, in the bucket of the
+ *                record); event = the schema's name ("#id" when unknown);
+ *   location_stats one row per process, runtime and location over the polls
+ *                whose start is in the window (start_ns constraints; the
+ *                whole store without): count, unfinished, sum_ns, max_ns and
+ *                p50/p90/p99/p999 from the merged histograms (within 6.25 %),
+ *                answered as `d9 top-polls --by-location` (collector/query/
+ *                q_agg.h: the rollups of the buckets the window covers whole,
+ *                the records of its two edges); start_ns holds the window's
+ *                first nanosecond, so the constraints pushed down hold for
+ *                every row.
  * A key and bucket can have a row in two segments (a segment sealed within
  * that second): SUM and MAX over rows are exact, a row's quantiles are its
  * own. pid and bucket_ns constraints select the segments (q_rollup.h) and
@@ -25,6 +39,11 @@ enum { PS_PID, PS_RUNTIME, PS_WORKER, PS_LOC, PS_LOCATION, PS_BUCKET, PS_COUNT, 
        PS_SUM, PS_MAX, PS_P50, PS_P99, PS_SEGMENT, PS_NCOLS };
 enum { WS_PID, WS_RUNTIME, WS_WORKER, WS_BUCKET, WS_POLLS, WS_BUSY, WS_PARKS, WS_PARKED,
        WS_WAITS, WS_WAIT_SUM, WS_WAIT_MAX, WS_SEGMENT, WS_NCOLS };
+
+enum { ES_PID, ES_EVENT, ES_BUCKET, ES_COUNT, ES_SEGMENT, ES_NCOLS };
+enum { WK_PID, WK_RUNTIME, WK_BUCKET, WK_WAKES, WK_SEGMENT, WK_NCOLS };
+enum { LS_PID, LS_RUNTIME, LS_LOC, LS_LOCATION, LS_START, LS_COUNT, LS_UNFINISHED, LS_SUM,
+       LS_MAX, LS_P50, LS_P90, LS_P99, LS_P999, LS_NCOLS };
 
 /* Fill the cursor with its table's rows (c->f.pid, c->f.from/to on bucket_ns). */
 int sql_rollup_fill(struct cur *c);

@@ -103,9 +103,10 @@ static const struct tab_def defs[] = {
       "busy_ns INTEGER, parks INTEGER, parked_ns INTEGER, waits INTEGER, wait_sum_ns INTEGER, "
       "wait_max_ns INTEGER, segment INTEGER",
       0, -1, 3, -1, 0, false, false,
-      "per worker and second from the segments' rollups: busy_ns = its outermost polls' "
-      "durations (by start bucket), parked_ns = park..unpark (by park bucket), waits = sampled "
-      "park and unpark records (d9 sched's definition); one row per segment and bucket" },
+      "per worker and second from the segments' rollups: busy_ns = the union of its finished "
+      "polls (by start bucket; an unfinished poll stops none after it), parked_ns = "
+      "park..unpark (by park bucket), waits = sampled park and unpark records (d9 sched's "
+      "definition); one row per segment and bucket" },
     { "wakes", K_WAKES,
       "pid INTEGER, tid INTEGER, ts_ns INTEGER, runtime TEXT, waker INTEGER, wakee INTEGER, "
       "target_worker INTEGER",
@@ -141,6 +142,28 @@ static const struct tab_def defs[] = {
       "its wait, >= 1 ms, from the record that leaves a poll or the wait to the next that "
       "enters one; cpu_samples = the thread's CPU samples inside (cpu_samples rows of its tid "
       "with ts_ns between start_ns and end_ns)" },
+    { "wake_stats", K_WAKE_STATS,
+      "pid INTEGER, runtime TEXT, bucket_ns INTEGER, wakes INTEGER, segment INTEGER",
+      0, -1, 2, -1, 0, false, false,
+      "wakes per runtime and second from the segments' rollups (version 3), without reading "
+      "records: one row per segment, runtime and 1 s bucket (bucket_ns = its start); wakes = "
+      "wake records in it; SUM over rows = count(*) of wakes" },
+    { "event_stats", K_EVENT_STATS,
+      "pid INTEGER, event TEXT, bucket_ns INTEGER, count INTEGER, segment INTEGER",
+      0, -1, 2, -1, 0, false, false,
+      "custom events per schema and second from the segments' rollups (version 3), without "
+      "reading records: one row per segment, event and 1 s bucket (bucket_ns = its start); "
+      "SUM(count) over rows = count(*) of the event's table" },
+    { "location_stats", K_LOCATION_STATS,
+      "pid INTEGER, runtime TEXT, loc INTEGER, location TEXT, start_ns INTEGER, "
+      "count INTEGER, unfinished INTEGER, sum_ns INTEGER, max_ns INTEGER, p50_ns INTEGER, "
+      "p90_ns INTEGER, p99_ns INTEGER, p999_ns INTEGER",
+      0, -1, 4, -1, 0, false, false,
+      "polls per process, runtime and location over the whole store, or over the polls that "
+      "start in a start_ns window (start_ns = the window's first ns), merged from the rollups' "
+      "histograms (as top-polls --by-location: whole buckets from the rollups, the window's "
+      "edges from the records; counts and sums exact); unfinished polls are in count, not in "
+      "sum_ns/max_ns/quantiles; p50..p999 within 6.25 %, NULL without a finished poll" },
     { "triggers", K_TRIGGERS,
       "pid INTEGER, t_ns INTEGER, source TEXT, reason TEXT, verdict TEXT, win_t0 INTEGER, "
       "win_t1 INTEGER",
@@ -444,7 +467,9 @@ static int x_filter(sqlite3_vtab_cursor *cur, int idx_num, const char *idx_str, 
             c->f.tid = 0;
         if (d->kind == K_STACKS)
             rc = sql_stack_fill(c, stack_want, stack_set);
-        else if (d->kind == K_POLL_STATS || d->kind == K_WORKER_STATS)
+        else if (d->kind == K_POLL_STATS || d->kind == K_WORKER_STATS ||
+                 d->kind == K_LOCATION_STATS || d->kind == K_WAKE_STATS ||
+                 d->kind == K_EVENT_STATS)
             rc = sql_rollup_fill(c);
         else
             rc = sql_list_fill(c);

@@ -916,7 +916,7 @@ int idx_process_end(struct idx *x, int64_t process_id, uint64_t end_ns, const ch
     int e = writable(x);
     if (e < 0)
         return e;
-    if (!state || (strcmp(state, "exited") && strcmp(state, "crashed") &&
+    if (!state || (strcmp(state, "exited") && strcmp(state, "crashed") && strcmp(state, "exec") &&
                    strcmp(state, "quarantined") && strcmp(state, "alive")))
         return -EINVAL;
     sqlite3_stmt *s;
@@ -1405,6 +1405,26 @@ int idx_upload_set(struct idx *x, uint64_t segment_id, const char *state, uint32
     if ((e = run(x, s, "set upload state")) < 0)
         return e;
     return sqlite3_changes(x->db) > 0 ? 0 : -ENOENT;
+}
+
+int idx_upload_clamp_next(struct idx *x, uint64_t now_ns, uint64_t max_wait_ns, uint64_t *changed)
+{
+    int e = writable(x);
+    if (e < 0)
+        return e;
+    sqlite3_stmt *s;
+    int rc = sqlite3_prepare_v2(x->db, "UPDATE uploads SET next_ns = ?1 WHERE state != 'shipped' "
+                                       "AND next_ns > ?2", -1, &s, NULL);
+    if (rc != SQLITE_OK)
+        return x_fail(x, rc, "prepare upload clamp");
+    uint64_t limit = now_ns > UINT64_MAX - max_wait_ns ? UINT64_MAX : now_ns + max_wait_ns;
+    sqlite3_bind_int64(s, 1, sat_i64(now_ns));
+    sqlite3_bind_int64(s, 2, sat_i64(limit));
+    e = run(x, s, "clamp upload retry times");
+    sqlite3_finalize(s);
+    if (e == 0 && changed)
+        *changed = (uint64_t)sqlite3_changes(x->db);
+    return e;
 }
 
 int idx_upload_totals(struct idx *x, struct idx_upload_totals *t)

@@ -21,7 +21,7 @@
  *   meta(key TEXT PRIMARY KEY, value TEXT)             -- schema_version, host, created
  *   processes(id INTEGER PRIMARY KEY, pid INT, start_time INT, uid INT,
  *             comm TEXT, exe TEXT, first_ns INT, last_ns INT,
- *             state TEXT,          -- 'alive' | 'exited' | 'crashed' | 'quarantined'
+ *             state TEXT,          -- 'alive' | 'exited' | 'crashed' | 'exec' | 'quarantined'
  *             exit_code INT,       -- NULL when unknown
  *             records INT, lost INT,
  *             UNIQUE(pid, start_time))
@@ -100,7 +100,7 @@ int idx_process_upsert(struct idx *x, const struct idx_process *p, int64_t *proc
  * process was finished (a forgery in the shm directory, or one a crashed
  * collector did not get to remove) never rewrites the finished process. */
 int idx_process_adopt(struct idx *x, const struct idx_process *p, int64_t *process_id);
-/* Record the end of a process: state 'exited' or 'crashed', code or -1. */
+/* Record the end of a process: state 'exited', 'crashed' or 'exec', code or -1. */
 int idx_process_end(struct idx *x, int64_t process_id, uint64_t end_ns, const char *state, int code);
 /* Why a process's records were dropped, from its region's counters (which
  * only grow: the stored values never go down). processes.lost is the total;
@@ -183,6 +183,11 @@ int idx_upload_next(struct idx *x, uint64_t now_ns, const uint64_t *skip, size_t
  * segment row is gone (retention deleted it meanwhile). */
 int idx_upload_set(struct idx *x, uint64_t segment_id, const char *state, uint32_t attempts,
                    const char *last_error, uint64_t next_ns);
+/* next_ns is CLOCK_MONOTONIC, which starts again at each boot: a segment
+ * whose next try is more than max_wait_ns past now_ns (set before a reboot,
+ * or by a clock that jumped) is due now. Called once when shipping starts;
+ * *changed gets how many rows moved (may be NULL). 0 or -errno. */
+int idx_upload_clamp_next(struct idx *x, uint64_t now_ns, uint64_t max_wait_ns, uint64_t *changed);
 struct idx_upload_totals {
     uint64_t backlog, backlog_bytes;    /* indexed segments not shipped */
     uint64_t shipped, shipped_bytes;

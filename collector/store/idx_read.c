@@ -637,6 +637,46 @@ int idx_read_rings_lost(struct idx *x, int64_t process_id, uint32_t first, uint3
     return e;
 }
 
+int idx_read_rings_last(struct idx *x, int64_t process_id, uint32_t n, struct idx_ring_last *last)
+{
+    sqlite3_stmt *st;
+    if (!last)
+        return -EINVAL;
+    memset(last, 0, (size_t)n * sizeof *last);
+    if (!x || process_id <= 0 || n == 0)
+        return -EINVAL;
+    /* one row per ring: SQLite takes the bare columns from the row of max() */
+    int e = prep(x, "SELECT b.ring, b.generation, max(b.segment_id * 8589934592 + b.offset), "
+                    "b.segment_id, b.offset, s.path FROM blocks b "
+                    "JOIN segments s ON s.id = b.segment_id WHERE s.process_id = ?1 "
+                    "AND b.kind = ?2 AND b.nrec > 0 AND b.ring < ?3 GROUP BY b.ring", &st);
+    if (e < 0)
+        return e;
+    sqlite3_bind_int64(st, 1, process_id);
+    sqlite3_bind_int(st, 2, SEG_BLK_DATA);
+    sqlite3_bind_int64(st, 3, n);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        sqlite3_int64 ring = sqlite3_column_int64(st, 0);
+        const unsigned char *path = sqlite3_column_text(st, 5);
+        if (ring < 0 || ring >= (sqlite3_int64)n || !path ||
+            strlen((const char *)path) >= sizeof last[0].path)
+            continue;
+        struct idx_ring_last *l = &last[ring];
+        l->found = 1;
+        l->generation = (uint32_t)col_u64(st, 1);
+        l->segment_id = col_u64(st, 3);
+        l->offset = col_u64(st, 4);
+        snprintf(l->path, sizeof l->path, "%s", (const char *)path);
+    }
+    if (rc != SQLITE_DONE) {
+        memset(last, 0, (size_t)n * sizeof *last);
+        e = fail(x, "ring last blocks");
+    }
+    sqlite3_finalize(st);
+    return e;
+}
+
 static int has_row(struct idx *x, sqlite3_stmt *st)
 {
     int rc = sqlite3_step(st);

@@ -194,6 +194,19 @@ int idx_read_process_end(struct idx *x, int64_t process_id, struct idx_read_proc
 int idx_read_rings_lost(struct idx *x, int64_t process_id, uint32_t first, uint32_t n,
                         uint64_t *lost);
 
+/* The last DATA block with records of each ring slot [0, n) of process_id in
+ * indexed segments (the highest segment id, then offset: a process's
+ * segments are written one after another): where a restarted collector
+ * finds the last record an earlier run persisted. last[i].found = 0 where
+ * the slot has none. 0 or -errno (every found = 0 then). */
+struct idx_ring_last {
+    int found;
+    uint32_t generation;
+    uint64_t segment_id, offset;
+    char path[256];             /* the segment's path relative to the store */
+};
+int idx_read_rings_last(struct idx *x, int64_t process_id, uint32_t n, struct idx_ring_last *last);
+
 /* Is there a segments row with this relative path / this id now?
  * 1 yes, 0 no, -EIO. */
 int idx_read_segment_has_path(struct idx *x, const char *relpath);

@@ -58,7 +58,9 @@ struct open_poll {
     uint64_t task, ts;
     uint32_t entry;                 /* poll entry of its start; RU_EMPTY: not counted (rollup_only) */
     uint16_t runtime, worker;
-    int outermost;                  /* no other poll was open on the thread at its start */
+    uint64_t from;                  /* its busy time starts here (its start, or the end of a
+                                       poll that covered it so far) */
+    uint64_t pend;                  /* busy time of finished polls inside it, not counted yet */
 };
 
 struct thr {
@@ -87,6 +89,12 @@ struct rollup {
     uint32_t nb, capbt;
     struct thr *t;
     uint32_t nt, capt;
+    struct waent {                  /* counts per (bucket, kind, runtime, id): wakes, events */
+        uint64_t bucket, n;
+        uint16_t kind, runtime;
+        uint32_t id;
+    } *wa;
+    uint32_t nwa, capwa, lastwa;    /* lastwa: the last hit (records come in time order) */
     struct rollup_range only[ROLLUP_ONLY_MAX];  /* rollup_only; nonly 0 = everything */
     unsigned nonly;
 };
@@ -112,6 +120,7 @@ void rollup_free(struct rollup *r)
     for (uint32_t i = 0; i < r->nt; i++)
         free(r->t[i].open);
     free(r->t);
+    free(r->wa);
     free(r);
 }
 
@@ -328,15 +337,45 @@ static void open_remove(struct thr *t, uint32_t i)
     t->nopen--;
 }
 
+/* Busy time d (of a poll that ended, or the pend of one that left without
+ * an end) goes to the open poll below index i; with none below, into the
+ * busy_ns of the bucket of op's start (op: the poll it came from), when
+ * that start is counted (rollup_only). */
+static int busy_add(struct rollup *r, struct thr *t, uint32_t i, const struct open_poll *op,
+                    uint64_t d)
+{
+    if (i > 0) {
+        t->open[i - 1].pend += d;
+        return 0;
+    }
+    if (d == 0 || !counted(r, op->ts))
+        return 0;
+    struct went *w;
+    int e = worker_entry(r, op->ts - op->ts % ROLLUP_BUCKET_NS, op->runtime, op->worker, &w);
+    if (e == 0)
+        w->busy += d;
+    return e;
+}
+
+/* Open poll i of t leaves without an end: unfinished; its pend counts. */
+static int open_drop(struct rollup *r, struct thr *t, uint32_t i)
+{
+    struct open_poll op = t->open[i];
+    if (op.entry != RU_EMPTY)
+        r->p[op.entry].unfinished++;
+    open_remove(t, i);
+    return busy_add(r, t, i, &op, op.pend);
+}
+
 static int on_poll_start(struct rollup *r, struct thr *t, const struct d9_rec_poll_start *s)
 {
     /* a second start of a task open on this thread: the first one's end was
      * dropped (q_pair's rule: the new start replaces it) */
     for (uint32_t i = t->nopen; i-- > 0;) {
         if (t->open[i].task == s->task) {
-            if (t->open[i].entry != RU_EMPTY)
-                r->p[t->open[i].entry].unfinished++;
-            open_remove(t, i);
+            int e = open_drop(r, t, i);
+            if (e < 0)
+                return e;
             break;
         }
     }
@@ -361,14 +400,15 @@ static int on_poll_start(struct rollup *r, struct thr *t, const struct d9_rec_po
         t->capopen = c;
     }
     t->open[t->nopen] = (struct open_poll){ s->task, s->h.ts, ent, s->runtime, s->worker,
-                                            t->nopen == 0 };
+                                            s->h.ts, 0 };
     t->nopen++;
     return 0;
 }
 
 /* q_pair's rule: an end closes the latest open start of its task on the
  * thread, and only that one (polls opened inside it stay open: their own
- * ends may come later). */
+ * ends may come later; their time up to this end is this poll's). Busy
+ * time is the union of the finished polls (q_sched.h's definition). */
 static int on_poll_end(struct rollup *r, struct thr *t, const struct d9_rec_poll_end *pe)
 {
     uint32_t i = t->nopen;
@@ -378,21 +418,22 @@ static int on_poll_end(struct rollup *r, struct thr *t, const struct d9_rec_poll
     if (i == UINT32_MAX)
         return 0;                               /* its start is not in this segment */
     struct open_poll op = t->open[i];
+    uint64_t ts = pe->h.ts;
+    for (uint32_t j = i + 1; j < t->nopen; j++) {
+        t->open[j].pend = 0;
+        if (t->open[j].from < ts)
+            t->open[j].from = ts;
+    }
     open_remove(t, i);
-    if (op.entry == RU_EMPTY)
-        return 0;                               /* started outside rollup_only's ranges */
-    uint64_t d = pe->h.ts >= op.ts ? pe->h.ts - op.ts : 0;
+    int e = busy_add(r, t, i, &op, ts >= op.from ? ts - op.from : 0);
+    if (e < 0 || op.entry == RU_EMPTY)
+        return e;                               /* started outside rollup_only's ranges */
+    uint64_t d = ts >= op.ts ? ts - op.ts : 0;
     struct pent *p = &r->p[op.entry];
     p->sum += d;
     if (d > p->max)
         p->max = d;
-    int e = bin_add(r, op.entry, rollup_bin(d));
-    if (e == 0 && op.outermost) {
-        struct went *w;
-        if ((e = worker_entry(r, p->k.bucket, op.runtime, op.worker, &w)) == 0)
-            w->busy += d;
-    }
-    return e;
+    return bin_add(r, op.entry, rollup_bin(d));
 }
 
 static int on_worker(struct rollup *r, struct thr *t, const struct d9_rec_worker *wr, int park)
@@ -427,6 +468,39 @@ static int on_worker(struct rollup *r, struct thr *t, const struct d9_rec_worker
     return 0;
 }
 
+static int same_count(const struct waent *c, uint64_t bucket, uint16_t kind, uint16_t runtime,
+                      uint32_t id)
+{
+    return c->bucket == bucket && c->kind == kind && c->runtime == runtime && c->id == id;
+}
+
+/* One more of (kind, runtime, id) at ts. Keys are few (per second: the
+ * runtimes and schemas seen) and records come in time order: the last hit
+ * first, then a linear search. */
+static int count_add(struct rollup *r, uint64_t ts, uint16_t kind, uint16_t runtime, uint32_t id)
+{
+    if (!counted(r, ts))
+        return 0;
+    uint64_t bucket = ts - ts % ROLLUP_BUCKET_NS;
+    if (r->lastwa < r->nwa && same_count(&r->wa[r->lastwa], bucket, kind, runtime, id)) {
+        r->wa[r->lastwa].n++;
+        return 0;
+    }
+    for (uint32_t i = r->nwa; i-- > 0;) {
+        if (same_count(&r->wa[i], bucket, kind, runtime, id)) {
+            r->wa[i].n++;
+            r->lastwa = i;
+            return 0;
+        }
+    }
+    int e = grow((void **)&r->wa, &r->capwa, r->nwa, sizeof *r->wa);
+    if (e < 0)
+        return e;
+    r->wa[r->nwa] = (struct waent){ bucket, 1, kind, runtime, id };
+    r->lastwa = r->nwa++;
+    return 0;
+}
+
 int rollup_feed_block(struct rollup *r, const struct seg_block *b)
 {
     if (!r || !b)
@@ -449,6 +523,16 @@ int rollup_feed_block(struct rollup *r, const struct seg_block *b)
         case D9_REC_POLL_END:
             if (h->len >= sizeof(struct d9_rec_poll_end))
                 e = on_poll_end(r, t, (const struct d9_rec_poll_end *)(const void *)h);
+            break;
+        case D9_REC_WAKE:
+            if (h->len >= sizeof(struct d9_rec_wake))
+                e = count_add(r, h->ts, ROLLUP_COUNT_WAKE,
+                              ((const struct d9_rec_wake *)(const void *)h)->runtime, 0);
+            break;
+        case D9_REC_CUSTOM:
+            if (h->len >= sizeof(struct d9_rec_custom))
+                e = count_add(r, h->ts, ROLLUP_COUNT_EVENT, 0,
+                              ((const struct d9_rec_custom *)(const void *)h)->schema);
             break;
         case D9_REC_WORKER_PARK:
         case D9_REC_WORKER_UNPARK:
@@ -502,6 +586,18 @@ static int by_pkey(const void *a, const void *b)
     return cmp_pkey(&g_sort->p[*(const uint32_t *)a].k, &g_sort->p[*(const uint32_t *)b].k);
 }
 
+static int by_waent(const void *x, const void *y)
+{
+    const struct waent *a = x, *b = y;
+    if (a->bucket != b->bucket)
+        return a->bucket < b->bucket ? -1 : 1;
+    if (a->kind != b->kind)
+        return a->kind < b->kind ? -1 : 1;
+    if (a->runtime != b->runtime)
+        return a->runtime < b->runtime ? -1 : 1;
+    return a->id < b->id ? -1 : a->id > b->id;
+}
+
 static int by_went(const void *a, const void *b)
 {
     return cmp_wkey(&((const struct went *)a)->k, &((const struct went *)b)->k);
@@ -522,17 +618,21 @@ int rollup_encode(const struct rollup *r, uint8_t **out, size_t *len)
     *out = NULL;
     *len = 0;
     size_t n = ROLLUP_HDR_SIZE + (size_t)r->np * ROLLUP_POLL_SIZE + (size_t)r->nb * ROLLUP_BIN_SIZE +
-               (size_t)r->nw * ROLLUP_WORKER_SIZE;
+               (size_t)r->nw * ROLLUP_WORKER_SIZE + (size_t)r->nwa * ROLLUP_COUNT_SIZE;
     uint8_t *buf = malloc(n);
     uint32_t *order = malloc(((size_t)r->np + 1) * sizeof *order);
     uint32_t *first = malloc(((size_t)r->np + 1) * sizeof *first);
     struct bent *bins = malloc(((size_t)r->nb + 1) * sizeof *bins);
     struct went *ws = malloc(((size_t)r->nw + 1) * sizeof *ws);
     uint64_t *still_open = calloc((size_t)r->np + 1, sizeof *still_open);
-    if (!buf || !order || !first || !bins || !ws || !still_open) {
-        free(buf), free(order), free(first), free(bins), free(ws), free(still_open);
+    struct waent *was = malloc(((size_t)r->nwa + 1) * sizeof *was);
+    if (!buf || !order || !first || !bins || !ws || !still_open || !was) {
+        free(buf), free(order), free(first), free(bins), free(ws), free(still_open), free(was);
         return -ENOMEM;
     }
+    if (r->nwa)
+        memcpy(was, r->wa, (size_t)r->nwa * sizeof *was);
+    qsort(was, r->nwa, sizeof *was, by_waent);
     /* polls open at the end of the segment are unfinished */
     for (uint32_t i = 0; i < r->nt; i++)
         for (uint32_t j = 0; j < r->t[i].nopen; j++)
@@ -566,7 +666,7 @@ int rollup_encode(const struct rollup *r, uint8_t **out, size_t *len)
     put32(&p, r->nw);
     put64(&p, ROLLUP_BUCKET_NS);
     put32(&p, 0);                               /* crc, below */
-    put32(&p, 0);
+    put32(&p, r->nwa);
     for (uint32_t i = 0; i < r->np; i++) {
         const struct pent *e = &r->p[order[i]];
         uint32_t b0 = first[order[i]], b1 = first[order[i] + 1];
@@ -599,11 +699,37 @@ int rollup_encode(const struct rollup *r, uint8_t **out, size_t *len)
         put64(&p, w->wait_sum);
         put64(&p, w->wait_max);
     }
+    for (uint32_t i = 0; i < r->nwa; i++) {
+        put16(&p, was[i].runtime);
+        put16(&p, was[i].kind);
+        put32(&p, was[i].id);
+        put64(&p, was[i].bucket);
+        put64(&p, was[i].n);
+    }
     uint32_t crc = crc32c_update(0, buf + ROLLUP_HDR_SIZE, n - ROLLUP_HDR_SIZE);
     memcpy(buf + 24, &crc, 4);
-    free(order), free(first), free(bins), free(ws), free(still_open);
+    free(order), free(first), free(bins), free(ws), free(still_open), free(was);
     *out = buf;
     *len = n;
+    return 0;
+}
+
+/* The end of the segment: the pends of the polls still open count, in the
+ * bucket of each thread's oldest open poll (where dropping them top-down
+ * would put them). They stay open: rollup_encode counts them unfinished. */
+static int pend_flush(struct rollup *r)
+{
+    for (uint32_t k = 0; k < r->nt; k++) {
+        struct thr *t = &r->t[k];
+        uint64_t sum = 0;
+        for (uint32_t i = 0; i < t->nopen; i++) {
+            sum += t->open[i].pend;
+            t->open[i].pend = 0;
+        }
+        int e = t->nopen ? busy_add(r, t, 0, &t->open[0], sum) : 0;
+        if (e < 0)
+            return e;
+    }
     return 0;
 }
 
@@ -631,6 +757,8 @@ int rollup_file_only(const char *path, const struct rollup_range *ranges, unsign
     while ((e = seg_reader_next(sr, &b)) == 1)
         if ((e = rollup_feed_block(r, &b)) < 0)
             break;
+    if (e == 0)
+        e = pend_flush(r);
     if (e == 0)
         e = rollup_encode(r, out, len);
     rollup_free(r);
@@ -688,6 +816,19 @@ int rollup_worker_at(const struct rollup_view *v, uint32_t i, struct rollup_work
     return 0;
 }
 
+int rollup_count_at(const struct rollup_view *v, uint32_t i, struct rollup_count *o)
+{
+    if (!v || !o || i >= v->ncount)
+        return -EINVAL;
+    const uint8_t *q = v->buf + v->counts_off + (size_t)i * ROLLUP_COUNT_SIZE;
+    o->runtime = get16(q);
+    o->kind = get16(q + 2);
+    o->id = get32(q + 4);
+    o->bucket_ns = get64(q + 8);
+    o->n = get64(q + 16);
+    return 0;
+}
+
 int rollup_decode(const uint8_t *buf, size_t len, struct rollup_view *v, char *why, size_t cap)
 {
     if (!buf || !v)
@@ -700,14 +841,14 @@ int rollup_decode(const uint8_t *buf, size_t len, struct rollup_view *v, char *w
     if (get16(buf + 4) != ROLLUP_VERSION)
         return bad(why, cap, "rollups version %u is not supported (this d9 reads version %u)",
                    get16(buf + 4), ROLLUP_VERSION);
-    if (get16(buf + 6) != 0 || get32(buf + 28) != 0)
+    if (get16(buf + 6) != 0)
         return bad(why, cap, "rollups: reserved header fields set");
     if (get64(buf + 16) != ROLLUP_BUCKET_NS)
         return bad(why, cap, "rollups: bucket of %llu ns (expected %llu)",
                    (unsigned long long)get64(buf + 16), (unsigned long long)ROLLUP_BUCKET_NS);
     if (get32(buf + 24) != crc32c_update(0, buf + ROLLUP_HDR_SIZE, len - ROLLUP_HDR_SIZE))
         return bad(why, cap, "rollups: CRC mismatch");
-    uint32_t np = get32(buf + 8), nw = get32(buf + 12);
+    uint32_t np = get32(buf + 8), nw = get32(buf + 12), nwa = get32(buf + 28);
     size_t off = ROLLUP_HDR_SIZE;
     struct rollup_poll prev = { 0 };
     for (uint32_t i = 0; i < np; i++) {
@@ -745,13 +886,28 @@ int rollup_decode(const uint8_t *buf, size_t len, struct rollup_view *v, char *w
         off += (size_t)p.nbins * ROLLUP_BIN_SIZE;
         prev = p;
     }
-    if ((len - off) % ROLLUP_WORKER_SIZE != 0 || (len - off) / ROLLUP_WORKER_SIZE != nw)
-        return bad(why, cap, "rollups: %zu bytes left for %u worker entries", len - off, nw);
+    if ((len - off) / ROLLUP_WORKER_SIZE < nw ||
+        (len - off - (size_t)nw * ROLLUP_WORKER_SIZE) != (size_t)nwa * ROLLUP_COUNT_SIZE)
+        return bad(why, cap, "rollups: %zu bytes left for %u worker and %u count entries",
+                   len - off, nw, nwa);
     v->buf = buf;
     v->len = len;
     v->npoll = np;
     v->nworker = nw;
     v->workers_off = off;
+    v->ncount = nwa;
+    v->counts_off = off + (size_t)nw * ROLLUP_WORKER_SIZE;
+    struct rollup_count pk = { 0 }, k;
+    for (uint32_t i = 0; i < nwa; i++) {
+        rollup_count_at(v, i, &k);
+        struct waent a = { pk.bucket_ns, 0, pk.kind, pk.runtime, pk.id };
+        struct waent b = { k.bucket_ns, 0, k.kind, k.runtime, k.id };
+        if (k.kind > ROLLUP_COUNT_EVENT || (k.kind == ROLLUP_COUNT_WAKE && k.id != 0) ||
+            (k.kind == ROLLUP_COUNT_EVENT && k.runtime != 0) ||
+            k.bucket_ns % ROLLUP_BUCKET_NS != 0 || k.n == 0 || (i > 0 && by_waent(&a, &b) >= 0))
+            return bad(why, cap, "rollups: count entry %u is malformed or out of order", i);
+        pk = k;
+    }
     struct rollup_worker pw = { 0 }, w;
     for (uint32_t i = 0; i < nw; i++) {
         rollup_worker_at(v, i, &w);

@@ -7,7 +7,7 @@
  * Called by: reindex.c (rollup_file: the one function that computes a
  * segment's rollups, for the collector's seal, start-up recovery,
  * `d9 fsck --repair` and `d9 pull` alike), idx.c (stores the bytes), and
- * readers (d9 sql's poll_stats and worker_stats, fsck) through
+ * readers (d9 sql's *_stats tables, fsck) through
  * rollup_decode. Must never: trust stored bytes (rollup_decode checks
  * everything: lengths, CRC, order, sums; fuzzed by tests/fuzz/fuzz_rollup.c),
  * or keep memory per record (per key and per histogram bin in use only).
@@ -28,12 +28,20 @@
  *   - sum_ns, max_ns and the histogram are over the finished polls'
  *     durations (end.ts - start.ts), the whole duration in the start's bucket;
  *   - per worker (runtime, worker) and bucket: polls (as above), busy_ns =
- *     the durations of its outermost finished polls (no other poll open on
- *     the thread at its start), parks = worker_park
+ *     the union of its finished polls (q_sched.h's definition): a finished
+ *     poll with no poll open below it adds its time (from its start, or
+ *     from the end of a poll that covered it) to its start's bucket; one
+ *     finished inside an open poll adds it to that poll's pending time,
+ *     dropped when that poll ends (its own time covers it) and passed down
+ *     when it leaves without an end (replaced, or still open at the end of
+ *     the segment: then to the bucket of the thread's oldest open poll), so
+ *     an unfinished poll stops no later poll from counting; parks = worker_park
  *     records, parked_ns = unpark.ts - park.ts of the park intervals that
  *     close in the segment (in the park's bucket), waits / wait_sum_ns /
  *     wait_max_ns = every sampled park AND unpark record's sched_wait_ns (the
- *     definition of collector/query/q_sched.h), in the record's bucket.
+ *     definition of collector/query/q_sched.h), in the record's bucket;
+ *   - per bucket (version 3): wakes per runtime (wake records) and custom
+ *     events per schema (custom records), in the record's bucket.
  * So for whole buckets, the counts and sums equal a raw scan of the same
  * segments that uses the same pairing rule per segment. Whether a poll is
  * finished depends only on the records after its start, so a poll is the
@@ -44,17 +52,23 @@
  * ROLLUP_SUB have a bin each. A quantile is reported as its bin's middle,
  * within 1/(2*ROLLUP_SUB) = 6.25 % of the true value (and never above max).
  *
- * Stored bytes (little-endian; version ROLLUP_VERSION):
+ * Stored bytes (little-endian; version ROLLUP_VERSION; rollups of another
+ * version (1, 2: busy_ns counted only outermost polls) do not check, and
+ * readers answer those segments from their records, as for missing ones;
+ * `d9 fsck --repair` rewrites them):
  *   header   magic "D9RU", u16 version, u16 0, u32 npoll, u32 nworker,
- *            u64 bucket_ns, u32 crc32c (of everything after the header), u32 0
+ *            u64 bucket_ns, u32 crc32c (of everything after the header), u32 ncount
  *   npoll x  u16 runtime, u16 worker, u32 loc, u64 bucket (start ns),
  *            u64 count, u64 unfinished, u64 sum_ns, u64 max_ns, u32 nbins, u32 0,
  *            nbins x (u32 bin, u32 n): bins strictly increasing, n > 0,
  *            sum of n = count - unfinished
  *   nworker x u16 runtime, u16 worker, u32 0, u64 bucket, u64 polls, u64 busy_ns,
  *            u64 parks, u64 parked_ns, u64 waits, u64 wait_sum_ns, u64 wait_max_ns
+ *   ncount x u16 runtime, u16 kind, u32 id, u64 bucket, u64 n (> 0): kind
+ *            ROLLUP_COUNT_WAKE (id 0) or ROLLUP_COUNT_EVENT (runtime 0, id =
+ *            the schema)
  * Entries are sorted by key (poll: bucket, runtime, worker, loc; worker:
- * bucket, runtime, worker), each key once.
+ * bucket, runtime, worker; count: bucket, kind, runtime, id), each key once.
  */
 #ifndef D9_COL_ROLLUP_H
 #define D9_COL_ROLLUP_H
@@ -64,7 +78,7 @@
 
 struct seg_block;
 
-#define ROLLUP_VERSION     2u             /* 2: q_pair's pairing */
+#define ROLLUP_VERSION     3u             /* 2: q_pair's pairing; 3: busy = union, counts */
 #define ROLLUP_BUCKET_NS   1000000000ull          /* 1 s */
 #define ROLLUP_SUB_BITS    3u
 #define ROLLUP_SUB         (1u << ROLLUP_SUB_BITS)  /* sub-bins per power of two */
@@ -73,6 +87,9 @@ struct seg_block;
 #define ROLLUP_POLL_SIZE   56u                    /* without its bins */
 #define ROLLUP_BIN_SIZE    8u
 #define ROLLUP_WORKER_SIZE 72u
+#define ROLLUP_COUNT_SIZE  24u
+#define ROLLUP_COUNT_WAKE  0u   /* a count entry's kind: wake records of a runtime */
+#define ROLLUP_COUNT_EVENT 1u   /* custom events of a schema (id) */
 
 struct rollup;
 
@@ -118,11 +135,17 @@ struct rollup_worker {
     uint64_t bucket_ns, polls, busy_ns, parks, parked_ns, waits, wait_sum_ns, wait_max_ns;
 };
 
+struct rollup_count {
+    uint16_t kind, runtime;         /* ROLLUP_COUNT_*; runtime: wakes only (events: 0) */
+    uint32_t id;                    /* events: the schema id of the segment's metadata */
+    uint64_t bucket_ns, n;
+};
+
 struct rollup_view {
     const uint8_t *buf;
     size_t len;
-    uint32_t npoll, nworker;
-    size_t workers_off;
+    uint32_t npoll, nworker, ncount;
+    size_t workers_off, counts_off;
 };
 
 /* Check stored bytes completely (see the header); 0 or -EBADMSG with a
@@ -133,6 +156,7 @@ int rollup_decode(const uint8_t *buf, size_t len, struct rollup_view *v, char *w
 int rollup_next_poll(const struct rollup_view *v, size_t *off, uint32_t *i,
                      struct rollup_poll *out);
 int rollup_worker_at(const struct rollup_view *v, uint32_t i, struct rollup_worker *out);
+int rollup_count_at(const struct rollup_view *v, uint32_t i, struct rollup_count *out);
 
 /* Histograms merged at query time. */
 struct rollup_hist {

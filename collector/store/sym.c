@@ -1137,20 +1137,25 @@ static void rmap_load(struct sym_resolver *r, struct rmap *rm)
         }
     }
     /* the debug file names what .dynsym alone cannot (static functions):
-     * taken whenever the mapped file has no .symtab and the ids match */
+     * taken whenever the mapped file has no .symtab and the ids match; the
+     * chosen directory first, then the default one */
     if ((!rm->elf || !sym_elf_has_symtab(rm->elf)) && strlen(rm->m.build_id) > 2) {
-        snprintf(path, sizeof path, "%s/%.2s/%s.debug", r->debug_dir, rm->m.build_id,
-                 rm->m.build_id + 2);
-        struct sym_elf *d;
-        if (sym_elf_open(path, &d) == 0) {
+        const char *dirs[2] = { r->debug_dir, SYM_DEBUG_DIR };
+        int ndirs = strcmp(r->debug_dir, SYM_DEBUG_DIR) == 0 ? 1 : 2;
+        for (int i = 0; i < ndirs; i++) {
+            snprintf(path, sizeof path, "%s/%.2s/%s.debug", dirs[i], rm->m.build_id,
+                     rm->m.build_id + 2);
+            struct sym_elf *d;
+            if (sym_elf_open(path, &d) != 0)
+                continue;
             if (build_id_matches(d, rm->m.build_id) && sym_elf_nsyms(d) > 0) {
                 /* the mapped file (if any) keeps providing PT_LOADs */
                 if (!rm->loads)
                     rm->loads = d;
                 rm->elf = d;
-            } else {
-                sym_elf_close(d);
+                break;
             }
+            sym_elf_close(d);
         }
     }
 }

@@ -168,8 +168,9 @@ struct sym_resolver;
 /* root: prefix for opening mapped files ("" = as recorded). */
 int sym_resolver_new(struct sym_resolver **out, const char *root);
 void sym_resolver_free(struct sym_resolver *r);
-/* Where debug files are looked for (dir/xx/yyyy.debug by build-id): dir,
- * or SYM_DEBUG_DIR for NULL or "". */
+/* Where debug files are looked for (dir/xx/yyyy.debug by build-id): dir
+ * first, then SYM_DEBUG_DIR (dir adds to the default; NULL or "": the
+ * default only). */
 void sym_resolver_debug_dir(struct sym_resolver *r, const char *dir);
 int sym_resolver_add(struct sym_resolver *r, const struct sym_map_rec *m);
 /*

@@ -9,6 +9,7 @@
 #   make bench-parquet         only the Parquet export section (tests/bench/bench_parquet.sh)
 #   make bench-fleet           only the fleet scan section: DuckDB over Parquet vs d9 sql (tests/bench/bench_fleet_scan.sh)
 #   make bench-aggs            only the rollups-vs-raw aggregates section (tests/bench/bench_aggs.sh)
+#   make bench-serve-zoom      only d9 serve's sustained zoom in Chromium (tests/bench/bench_serve_zoom.sh)
 #   BENCH_QUICK=1 make bench   shorter runs (smoke test of the harness)
 #   BENCH_E2E_PAIRS=N make bench   N off/on pairs in the end-to-end section (default 16)
 
@@ -96,3 +97,24 @@ bench: bench-stack
 bench-stack:
 	@$(MAKE) --no-print-directory BUILD=$(BUILD) all $(BUILD)/tests/integration/prog_nofp
 	BUILD=$(BUILD) sh tests/bench/bench_stack.sh
+
+# q_wake's cost per poll lookup with a backlog of unanswered wakes (tests/bench/bench_wake.c)
+BENCH_BINS += $(BENCH_DIR)/bench_wake
+$(BENCH_DIR)/bench_wake: $(BENCH_DIR)/obj/bench_wake.o $(COL_A)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_COL)
+
+# d9 findings over a whole store, and before/after with BENCH_FINDINGS_BASE=OLD_D9
+# (tests/bench/bench_findings_run.sh)
+.PHONY: bench-findings
+bench: bench-findings
+bench-findings:
+	@$(MAKE) --no-print-directory BUILD=$(BUILD) all $(BENCH_DIR)/bench_store $(BENCH_DIR)/bench_wake
+	BUILD=$(BUILD) sh tests/bench/bench_findings_run.sh
+
+# d9 serve's page under sustained zooming in Chromium: redraws per second, lag
+# after the last input (tests/bench/bench_serve_zoom.sh)
+.PHONY: bench-serve-zoom
+bench: bench-serve-zoom
+bench-serve-zoom:
+	@$(MAKE) --no-print-directory BUILD=$(BUILD) all $(BENCH_DIR)/bench_serve
+	BUILD=$(BUILD) sh tests/bench/bench_serve_zoom.sh

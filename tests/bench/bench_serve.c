@@ -8,7 +8,8 @@
  * of the store at 1600 px), the findings panel (/api/findings of the whole
  * store and of a 1/100 window), and reports the peak RSS.
  *
- * Usage: bench_serve DIR [RECORDS]   (DIR must not exist). Prints
+ * Usage: bench_serve DIR [RECORDS]   (DIR must not exist; with
+ * BENCH_SERVE_BUILD_ONLY set in the environment it only builds). Prints
  * "serve.<key> <value>" lines and a short table.
  */
 #include <errno.h>
@@ -153,6 +154,8 @@ int main(int argc, char **argv)
     double t = now_ms();
     uint64_t n = build(argv[1], want);
     printf("serve.records %" PRIu64 "\nserve.build_s %.1f\n", n, (now_ms() - t) / 1e3);
+    if (getenv("BENCH_SERVE_BUILD_ONLY"))       /* the store for bench_serve_zoom.sh */
+        return 0;
     long rss0 = rss_kb();
     struct q_store *s;
     char why[256];

@@ -4,7 +4,7 @@
  * The input is a rollups value as the index would hand it back. rollup_decode
  * must never crash or read out of bounds; whatever it accepts is walked
  * completely (every poll entry and its bins into a histogram, every worker
- * entry, a quantile) and must agree with what it checked: the bins of each
+ * and count entry, a quantile) and must agree with what it checked: the bins of each
  * entry hold count - unfinished polls. Also, the input re-sealed with a
  * correct CRC (so the checks past the CRC are reached) goes the same way.
  * Built and run by tests/fuzz/run.sh.
@@ -42,6 +42,11 @@ static void walk(const uint8_t *buf, size_t len)
     for (uint32_t w = 0; w < v.nworker; w++) {
         struct rollup_worker rw;
         if (rollup_worker_at(&v, w, &rw) != 0)
+            abort();
+    }
+    for (uint32_t k = 0; k < v.ncount; k++) {
+        struct rollup_count rk;
+        if (rollup_count_at(&v, k, &rk) != 0 || rk.n == 0)
             abort();
     }
     if (rollup_hist_quantile(&hist, 0.99, max) > max)

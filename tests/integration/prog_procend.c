@@ -3,13 +3,16 @@
  * test_proc_end.sh: d9 ps must show how it really ended.
  *
  *   prog_procend _exit0 | _exit9 | exit9 | fork_exit | sigkill | sigsegv
+ *   prog_procend exec GOFILE
  *
  * Each records one poll, prints "pid=PID" (flushed), waits for SIGUSR1
  * (the test sends it once the collector has adopted the process) and ends:
  * _exit(0), _exit(9), exit(9), raise(SIGKILL), a write through a null
  * pointer (SIGSEGV); fork_exit first forks a child that records a poll,
  * prints "child=PID", waits for its own SIGUSR1 and ends with _exit(7); the
- * parent, after its SIGUSR1, reaps it and exits 0.
+ * parent, after its SIGUSR1, reaps it and exits 0. exec replaces itself
+ * (execve, same pid) with a shell that waits until GOFILE exists, then
+ * exits 0.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -34,7 +37,8 @@ int main(int argc, char **argv)
     sigemptyset(&usr1);
     sigaddset(&usr1, SIGUSR1);
     pthread_sigmask(SIG_BLOCK, &usr1, NULL);    /* before the agent's threads start */
-    if (argc != 2 || d9_init() != 0) {
+    int want = argc > 1 && strcmp(argv[1], "exec") == 0 ? 3 : 2;
+    if (argc != want || d9_init() != 0) {
         fprintf(stderr, "usage: prog_procend MODE (d9_init must succeed)\n");
         return 2;
     }
@@ -59,6 +63,11 @@ int main(int argc, char **argv)
         _exit(9);
     if (strcmp(m, "exit9") == 0)
         exit(9);
+    if (strcmp(m, "exec") == 0) {
+        execl("/bin/sh", "sh", "-c", "while [ ! -e \"$0\" ]; do sleep 0.1; done", argv[2],
+              (char *)NULL);
+        return 3;
+    }
     if (strcmp(m, "sigkill") == 0)
         raise(SIGKILL);
     if (strcmp(m, "sigsegv") == 0) {

@@ -3,7 +3,8 @@
 # real collector: _exit(0) and _exit(9) (which the agent's exit hook cannot
 # see) as exited(0) / exited(9), exit(9) as exited(9), a forked child's
 # _exit(7) as exited(7), SIGKILL (which no handler sees) as crashed(SIGKILL)
-# and SIGSEGV as crashed(SIGSEGV): the kernel's wait status (pexit.h).
+# and SIGSEGV as crashed(SIGSEGV): the kernel's wait status (pexit.h); an
+# execve (the pid lives on in another program) as exec.
 . tests/integration/lib.sh
 . tests/integration/collector_env.sh
 d9() { "$BIN/d9" --store "$STORE" --endpoint "$EP" "$@"; }
@@ -57,5 +58,19 @@ check "fork_exit: the parent reaped its child and exited 0" eq "$?" 0
 check "fork_exit: the child's _exit(7) is exited(7)" wait_for 20 ended_as "$cpid" exited 7
 check "fork_exit: d9 ps shows exited(7) for the child" shown "$cpid" 'exited(7)'
 check "fork_exit: the parent is exited(0)" wait_for 20 ended_as "$ppid" exited 0
+# exec: the process lives on as a shell that waits for $T/go
+"$TBIN/prog_procend" exec "$T/go" >"$T/exec.out" 2>"$T/exec.err" &
+epid=$!
+at_exit kill -9 "$epid"
+wait_for 20 printed "$T/exec.out" pid
+check "exec: the collector adopted it" wait_for 20 alive "$epid"
+kill -USR1 "$epid"
+ended_exec() { d9 flush >/dev/null 2>&1; d9 ps --format jsonl 2>/dev/null | grep "\"pid\":$epid," | grep -q '"state":"exec"'; }
+check "exec: indexed as exec while the new program still runs" wait_for 20 ended_exec
+check "exec: the new program is still running" kill -0 "$epid"
+check "exec: d9 ps shows exec" shown "$epid" 'exec'
+touch "$T/go"
+wait "$epid"
+check "exec: the new program exited 0" eq "$?" 0
 check "the collector stops cleanly" stop_collector
 d9_finish proc_end

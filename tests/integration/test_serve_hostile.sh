@@ -156,7 +156,9 @@ check "the server is still running" kill -0 "$SPID"
 # Three flame graphs (the expensive request) are sent, then, once they are on
 # their way, a process listing; the listing must complete before every one
 # of the flame graphs. A server answering one request at a time finishes at
-# least one flame graph first.
+# least one flame graph first, every time. On a loaded machine a round can
+# see a flame graph finish before the listing was even sent, so up to three
+# rounds are tried; a serial server fails all three.
 check "a cheap request completes before the running flame graphs" python3 - "$PORT" "$PID" <<'PY'
 import http.client, sys, threading, time
 port, pid = int(sys.argv[1]), sys.argv[2]
@@ -169,17 +171,21 @@ def get(name, path):
     assert r.status == 200, (name, r.status)
     with lock:
         done.append(name)
-slow = [threading.Thread(target=get, args=('flame%d' % i, '/api/flame?pid=%s&kind=cpu' % pid))
-        for i in range(3)]
-for t in slow:
-    t.start()
-time.sleep(0.05)
-cheap = threading.Thread(target=get, args=('cheap', '/api/processes'))
-cheap.start()
-for t in slow + [cheap]:
-    t.join()
-print(done)
-assert len(done) == 4 and done[0] == 'cheap', done
+def round_():
+    del done[:]
+    slow = [threading.Thread(target=get, args=('flame%d' % i, '/api/flame?pid=%s&kind=cpu' % pid))
+            for i in range(3)]
+    for t in slow:
+        t.start()
+    time.sleep(0.05)
+    cheap = threading.Thread(target=get, args=('cheap', '/api/processes'))
+    cheap.start()
+    for t in slow + [cheap]:
+        t.join()
+    print(done)
+    assert len(done) == 4, done
+    return done[0] == 'cheap'
+sys.exit(0 if any(round_() for _ in range(3)) else 1)
 PY
 check "and after that the server still answers" is 200 GET /api/processes
 kill "$SPID"

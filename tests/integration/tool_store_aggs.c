@@ -15,7 +15,14 @@
  * waits, and polls that never end. The first long poll of worker 0 is
  * printed ("long START END") for a window edge inside a poll.
  *
- * Usage: tool_store_aggs DIR   (DIR must not exist)
+ * With --busy, instead: one worker, one segment, a poll that never ends at
+ * AGG_T0 and then 100 polls that do (plain, nested, one whose first start's
+ * end was dropped), for `d9 sched`'s busy time (the union of the finished
+ * polls: an unfinished poll stops nothing), with 0 to 3 wakes after each
+ * and a custom event "req" after every fifth (for the rollups' counts);
+ * prints "busy NS" (the union), "wakes N" and "events N".
+ *
+ * Usage: tool_store_aggs DIR [--busy]   (DIR must not exist)
  * Prints "worker W polls P parks K waits N wait_sum S wait_max M" (the whole
  * store), "long START END", "crossing N" (polls whose end is in the next
  * segment: at least one) and "t0 T0".
@@ -180,6 +187,57 @@ static void worker(unsigned w)
     }
 }
 
+static uint64_t nwakes;
+
+static void wake(uint64_t t, uint64_t wakee)
+{
+    struct d9_rec_wake r = { { sizeof r, D9_REC_WAKE, 0, t }, 0, wakee, 1, D9_WORKER_NONE, 0 };
+    put(0, &r, sizeof r);
+    nwakes++;
+}
+
+static uint64_t nevents;
+
+/* A custom event "req" {u64 bytes} (schema 1) outside any poll. */
+static void event(uint64_t t, uint64_t bytes)
+{
+    struct {
+        struct d9_rec_custom c;
+        uint64_t bytes;
+    } r = { { { sizeof r, D9_REC_CUSTOM, 0, t }, 1, 8, D9_TASK_NONE }, bytes };
+    put(0, &r, sizeof r);
+    nevents++;
+}
+
+/* --busy: returns the busy time (the union of the finished polls). */
+static uint64_t worker_busy(void)
+{
+    uint64_t task = 1, busy = 0;
+    start(0, task++, 1, AGG_T0);                        /* never ends */
+    for (unsigned i = 0; i < 100; i++) {
+        uint64_t t = AGG_T0 + AGG_MS + i * 20 * AGG_MS;
+        for (unsigned k = 0; k < i % 4; k++)
+            wake(t + 9 * AGG_MS + k * AGG_US, 7 + k);
+        if (i % 5 == 0)
+            event(t + 9 * AGG_MS + 10 * AGG_US, 100 + i);
+        if (i % 3 == 0) {
+            poll(0, task++, 1, t, 10 * AGG_MS);
+            busy += 10 * AGG_MS;
+        } else if (i % 3 == 1) {                        /* nested: the outer one's time */
+            uint64_t outer = task++, inner = task++;
+            start(0, outer, 3, t);
+            poll(0, inner, 1, t + AGG_MS, 2 * AGG_MS);
+            end(0, outer, t + 8 * AGG_MS);
+            busy += 8 * AGG_MS;
+        } else {                                        /* the first start's end dropped */
+            start(0, task, 2, t);
+            poll(0, task++, 2, t + 2 * AGG_MS, 4 * AGG_MS);
+            busy += 4 * AGG_MS;
+        }
+    }
+    return busy;
+}
+
 /* Commit a worker's records of one segment as blocks of AGG_BLOCK records. */
 static void commit(struct seg_writer *sw, unsigned w, const struct ring *r)
 {
@@ -240,8 +298,9 @@ static void meta_add(uint16_t kind, uint32_t id, const uint8_t *p, int n)
 
 int main(int argc, char **argv)
 {
-    if (argc != 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-        fprintf(stderr, "usage: tool_store_aggs DIR\n");
+    int busy_mode = argc == 3 && !strcmp(argv[2], "--busy");
+    if ((argc != 2 && !busy_mode) || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+        fprintf(stderr, "usage: tool_store_aggs DIR [--busy]\n");
         return 2;
     }
     const char *dir = argv[1];
@@ -252,9 +311,18 @@ int main(int argc, char **argv)
     meta_add(D9_META_LOCATION, 1, p, shm_meta_encode_location(p, sizeof p, "src/a.c", 1, "fast"));
     meta_add(D9_META_LOCATION, 2, p, shm_meta_encode_location(p, sizeof p, "src/b.c", 2, "slow"));
     meta_add(D9_META_LOCATION, 3, p, shm_meta_encode_location(p, sizeof p, "src/c.c", 3, "outer"));
-    for (unsigned w = 0; w < AGG_WORKERS; w++)
+    if (busy_mode) {
+        static const uint8_t types[] = { D9_FT_U64 };
+        static const char *const names[] = { "bytes" };
+        meta_add(D9_META_SCHEMA, 1, p, shm_meta_encode_schema(p, sizeof p, "req", 1, types, names));
+    }
+    uint64_t busy = 0;
+    unsigned nseg = busy_mode ? 1 : AGG_SEGS, nwork = busy_mode ? 1 : AGG_WORKERS;
+    for (unsigned w = 0; w < AGG_WORKERS && !busy_mode; w++)
         worker(w);
-    if (!crossing || !long_start)
+    if (busy_mode)
+        busy = worker_busy();
+    else if (!crossing || !long_start)
         die("the sequence has no poll across a rotation or no long poll", -EINVAL);
 
     struct idx *x;
@@ -268,7 +336,7 @@ int main(int argc, char **argv)
         die("idx_process_upsert", rc);
     if ((rc = idx_runtime_upsert(x, process_id, 1, "web")))
         die("idx_runtime_upsert", rc);
-    for (unsigned w = 0; w < AGG_WORKERS; w++) {
+    for (unsigned w = 0; w < nwork; w++) {
         char name[16];
         snprintf(name, sizeof name, "web-%u", w);
         if ((rc = idx_thread_upsert(x, process_id, AGG_TID0 + w, w, 1, name, AGG_T0, 0, 0)))
@@ -276,11 +344,11 @@ int main(int argc, char **argv)
     }
     struct seg_proc_info pi = { .pid = AGG_PID, .start_time = 91, .clock_source = D9_CLOCK_MONOTONIC,
                                 .host = "aggs", .comm = "aggs", .exe = "/aggs" };
-    for (unsigned k = 0; k < AGG_SEGS; k++) {
+    for (unsigned k = 0; k < nseg; k++) {
         struct seg_writer *sw;
         if ((rc = seg_writer_open(&sw, dir, k + 1, &pi, meta, meta_len)))
             die("seg_writer_open", rc);
-        for (unsigned w = 0; w < AGG_WORKERS; w++)
+        for (unsigned w = 0; w < nwork; w++)
             commit(sw, w, &rings[k][w]);
         struct seg_summary sum;
         uint8_t *ru = NULL;
@@ -292,13 +360,17 @@ int main(int argc, char **argv)
         seg_writer_free(sw);
     }
     idx_close(x);
-    for (unsigned w = 0; w < AGG_WORKERS; w++) {
+    if (busy_mode)
+        printf("busy %" PRIu64 "\nwakes %" PRIu64 "\nevents %" PRIu64 "\nt0 %" PRIu64 "\n",
+               busy, nwakes, nevents, (uint64_t)AGG_T0);
+    for (unsigned w = 0; w < AGG_WORKERS && !busy_mode; w++) {
         const struct facts *f = &facts[w];
         printf("worker %u polls %" PRIu64 " parks %" PRIu64 " waits %" PRIu64 " wait_sum %" PRIu64
                " wait_max %" PRIu64 "\n", w, f->polls, f->parks, f->waits, f->wait_sum, f->wait_max);
     }
-    printf("long %" PRIu64 " %" PRIu64 "\ncrossing %" PRIu64 "\nt0 %" PRIu64 "\n", long_start,
-           long_end, crossing, (uint64_t)AGG_T0);
+    if (!busy_mode)
+        printf("long %" PRIu64 " %" PRIu64 "\ncrossing %" PRIu64 "\nt0 %" PRIu64 "\n", long_start,
+               long_end, crossing, (uint64_t)AGG_T0);
     for (unsigned k = 0; k < AGG_SEGS; k++)
         for (unsigned w = 0; w < AGG_WORKERS; w++)
             free(rings[k][w].raw);

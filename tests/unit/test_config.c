@@ -440,6 +440,37 @@ static void ipc_path_is_extracted_only_from_ipc_endpoints(void **s)
     assert_int_equal(paths_ipc_path("tcp://127.0.0.1:5555", p, sizeof p), -EINVAL);
 }
 
+static void stack_bytes_defaults_to_32_kib_within_perfs_limits(void **s)
+{
+    (void)s;
+    struct config c;
+    char *a0[] = { "d9collectd", NULL };
+    assert_int_equal(parse(&c, 0, NULL, 1, a0), CONFIG_RUN);
+    assert_int_equal(c.stack_bytes, 32768);
+    char *a1[] = { "d9collectd", "--stack-bytes", "61440", NULL };
+    assert_int_equal(parse(&c, 0, NULL, 3, a1), CONFIG_RUN);
+    assert_int_equal(c.stack_bytes, 61440);
+    char *a2[] = { "d9collectd", "--stack-bytes", "65536", NULL };
+    assert_int_equal(parse(&c, 0, NULL, 3, a2), -EINVAL);
+    char *a3[] = { "d9collectd", "--stack-bytes", "512", NULL };
+    assert_int_equal(parse(&c, 0, NULL, 3, a3), -EINVAL);
+}
+
+static void debug_dir_is_unset_by_default_and_must_be_absolute(void **s)
+{
+    (void)s;
+    struct config c;
+    char *a0[] = { "d9collectd", NULL };
+    assert_int_equal(parse(&c, 0, NULL, 1, a0), CONFIG_RUN);
+    assert_string_equal(c.debug_dir, "");
+    char *a1[] = { "d9collectd", "--debug-dir", "/srv/debug/.build-id", NULL };
+    assert_int_equal(parse(&c, 0, NULL, 3, a1), CONFIG_RUN);
+    assert_string_equal(c.debug_dir, "/srv/debug/.build-id");
+    char *a2[] = { "d9collectd", "--debug-dir", "debug", NULL };
+    assert_int_equal(parse(&c, 0, NULL, 3, a2), -EINVAL);
+    assert_non_null(strstr(errbuf, "absolute"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -473,6 +504,8 @@ int main(void)
         cmocka_unit_test(segment_larger_than_store_is_rejected),
         cmocka_unit_test(dump_output_loads_back_to_the_same_config),
         cmocka_unit_test(ipc_path_is_extracted_only_from_ipc_endpoints),
+        cmocka_unit_test(stack_bytes_defaults_to_32_kib_within_perfs_limits),
+        cmocka_unit_test(debug_dir_is_unset_by_default_and_must_be_absolute),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -914,6 +914,62 @@ static void test_readonly_works_on_a_copied_store(void **state)
     seg_writer_free(w);
 }
 
+/* Where a restarted collector finds each ring's last stored record: the
+ * newest segment's (by id, not by commit order) last block with records. */
+static void test_each_ring_s_last_block_with_records_is_the_newest(void **state)
+{
+    struct fx *fx = *state;
+    int64_t pid = add_process(fx);
+    struct seg_summary a, b;
+    struct seg_writer *wa = make_segment(fx, 7, 5000, &a);
+    struct seg_writer *wb = make_segment(fx, 3, 1000, &b);
+    assert_int_equal(idx_segment_commit(fx->x, pid, &a, fx->dir), 0);
+    assert_int_equal(idx_segment_commit(fx->x, pid, &b, fx->dir), 0);
+    struct idx_ring_last last[3];
+    assert_int_equal(idx_read_rings_last(fx->x, pid, 3, last), 0);
+    for (int r = 0; r < 2; r++) {
+        assert_int_equal(last[r].found, 1);
+        assert_int_equal(last[r].generation, 1);
+        assert_int_equal(last[r].segment_id, 7);
+        assert_int_equal(last[r].offset, SEG_HDR_SIZE + (uint64_t)r * 152);
+        assert_string_equal(last[r].path, "4242-777-7.d9seg");
+    }
+    assert_int_equal(last[2].found, 0);
+    /* a process without segments has none; bad arguments are refused */
+    assert_int_equal(idx_read_rings_last(fx->x, pid + 1, 3, last), 0);
+    assert_int_equal(last[0].found, 0);
+    assert_int_equal(idx_read_rings_last(fx->x, pid, 0, last), -EINVAL);
+    seg_writer_free(wa);
+    seg_writer_free(wb);
+}
+
+/* Retry times from another boot (CLOCK_MONOTONIC starts again) are due now;
+ * near ones and shipped segments are left alone. */
+static void test_upload_retry_times_past_the_longest_backoff_are_due_now(void **state)
+{
+    struct fx *fx = *state;
+    int64_t pid = add_process(fx);
+    struct seg_summary a, b, c;
+    struct seg_writer *wa = make_segment(fx, 3, 1000, &a);
+    struct seg_writer *wb = make_segment(fx, 5, 2000, &b);
+    struct seg_writer *wc = make_segment(fx, 7, 3000, &c);
+    assert_int_equal(idx_segment_commit(fx->x, pid, &a, fx->dir), 0);
+    assert_int_equal(idx_segment_commit(fx->x, pid, &b, fx->dir), 0);
+    assert_int_equal(idx_segment_commit(fx->x, pid, &c, fx->dir), 0);
+    assert_int_equal(idx_upload_set(fx->x, 3, "pending", 5, "refused", 9000000000000000000ull), 0);
+    assert_int_equal(idx_upload_set(fx->x, 5, "failed", 2, "NoSuchBucket", 1500), 0);
+    assert_int_equal(idx_upload_set(fx->x, 7, "shipped", 1, NULL, 9000000000000000000ull), 0);
+    uint64_t moved = 99;
+    assert_int_equal(idx_upload_clamp_next(fx->x, 1000, 5000, &moved), 0);
+    assert_int_equal(moved, 1);
+    char got[256];
+    q_text(db(fx), "SELECT segment_id, next_ns FROM uploads ORDER BY segment_id", got, sizeof got);
+    assert_string_equal(got, "3|1000,5|1500,7|9000000000000000000");
+    seg_writer_free(wa);
+    seg_writer_free(wb);
+    seg_writer_free(wc);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -951,6 +1007,8 @@ int main(void)
         T(test_readonly_works_on_a_copied_store),
         T(test_foreign_open_keeps_the_origins_boot_identity),
         T(test_set_origin_needs_a_writable_index),
+        T(test_each_ring_s_last_block_with_records_is_the_newest),
+        T(test_upload_retry_times_past_the_longest_backoff_are_due_now),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

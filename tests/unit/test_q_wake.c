@@ -1,7 +1,8 @@
 /*
  * test_q_wake.c — q_wake.c: a wake is answered by the wakee's next poll,
  * exactly by (process, task): wakes whose tasks share a hash slot, tasks of
- * two processes, a second wake of a task, a table that grows.
+ * two processes, a second wake of a task, a table that grows, random puts
+ * and takes against a model (the holes takes leave).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -110,6 +111,41 @@ static void every_wake_survives_the_table_growing(void **state)
     q_wake_free(w);
 }
 
+/* Takes in any order close the holes they leave: random puts and takes on
+ * few keys (long probe runs that wrap around the table's end) against a
+ * plain array of what is pending. */
+static void random_puts_and_takes_match_a_model(void **state)
+{
+    (void)state;
+    enum { KEYS = 48, OPS = 200000 };
+    uint64_t model[KEYS] = { 0 };          /* 0 = nothing pending, else ts */
+    uint64_t seed = 0x9e3779b97f4a7c15ull, pending = 0;
+    struct q_wake *w = fresh();
+    struct q_wake_pending p;
+    for (uint64_t i = 1; i <= OPS; i++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        unsigned k = (unsigned)(seed >> 33) % KEYS;
+        int64_t pid = 1 + (int64_t)(k & 1u);
+        uint64_t task = (uint64_t)k * 4096u;
+        if ((seed >> 20) % 3u == 0) {
+            put(w, pid, task, i, k);
+            pending += model[k] == 0;
+            model[k] = i;
+        } else {
+            int r = q_wake_take(w, pid, task, &p);
+            assert_int_equal(r, model[k] != 0);
+            if (r) {
+                assert_int_equal(p.ts, model[k]);
+                assert_int_equal(p.data, k);
+                model[k] = 0;
+                pending--;
+            }
+        }
+        assert_int_equal(q_wake_pending_count(w), pending);
+    }
+    q_wake_free(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -118,6 +154,7 @@ int main(void)
         cmocka_unit_test(tasks_sharing_a_slot_answer_their_own_wakes),
         cmocka_unit_test(the_same_task_in_two_processes_is_two_wakes),
         cmocka_unit_test(every_wake_survives_the_table_growing),
+        cmocka_unit_test(random_puts_and_takes_match_a_model),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,7 +3,7 @@
  * a job is answered by serve_api; a job whose client closed its socket is
  * not run (status 0); heavy jobs never hold the last worker, so a light job
  * queued behind them is answered while they run; stopping ends queued jobs
- * with status 0.
+ * with status 0; flame graphs, findings and the events table are heavy.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -190,6 +190,18 @@ static void stop_ends_queued_jobs_unanswered(void **st)
     sem_destroy(&hold);
 }
 
+/* what reads every record of its window is heavy (never holds the last
+ * worker); what the index answers or bounds is light */
+static void reading_whole_windows_is_heavy(void **st)
+{
+    (void)st;
+    assert_true(serve_pool_is_heavy("/api/flame"));
+    assert_true(serve_pool_is_heavy("/api/findings"));
+    assert_true(serve_pool_is_heavy("/api/events"));
+    assert_false(serve_pool_is_heavy("/api/timeline"));
+    assert_false(serve_pool_is_heavy("/api/processes"));
+}
+
 static void bad_worker_counts_and_stores_are_refused(void **st)
 {
     (void)st;
@@ -211,6 +223,7 @@ int main(void)
         cmocka_unit_test(heavy_jobs_never_hold_the_last_worker),
         cmocka_unit_test(stop_ends_queued_jobs_unanswered),
         cmocka_unit_test(bad_worker_counts_and_stores_are_refused),
+        cmocka_unit_test(reading_whole_windows_is_heavy),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -164,6 +164,13 @@ static const struct tab_def defs[] = {
       "histograms (as top-polls --by-location: whole buckets from the rollups, the window's "
       "edges from the records; counts and sums exact); unfinished polls are in count, not in "
       "sum_ns/max_ns/quantiles; p50..p999 within 6.25 %, NULL without a finished poll" },
+    { "triggers", K_TRIGGERS,
+      "pid INTEGER, t_ns INTEGER, source TEXT, reason TEXT, verdict TEXT, win_t0 INTEGER, "
+      "win_t1 INTEGER",
+      0, -1, -1, -1, 0, false, false,
+      "the collector's triggers (index): source marker|shell|poll|crash, verdict "
+      "kept|merged|debounced|rate-limited, win_t0..win_t1 the kept window after merges "
+      "(NULL: none)" },
 };
 #define NDEFS (sizeof defs / sizeof defs[0])
 

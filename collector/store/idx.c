@@ -1,8 +1,8 @@
 /*
  * idx.c — the store's SQLite index: open, schema, writes (schema and
  * contract: idx.h). The index module is the only code that runs SQL
- * against index.sqlite: this file and idx_read.c (the readers' queries),
- * which share struct idx through idx_int.h.
+ * against index.sqlite: this file, idx_read.c (the readers' queries) and
+ * idx_trig.c (the triggers table), which share struct idx through idx_int.h.
  *
  * Writer: d9collectd (and `d9 fsck --repair`) through idx_open: one
  * connection, WAL journal, synchronous=FULL, foreign keys on, 5 s busy
@@ -38,6 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "collector/store/idx_int.h"
+#include "collector/store/idx_trig.h"
 #include "collector/store/store_file.h"
 #include "shm/clock.h"
 
@@ -381,7 +382,7 @@ static int read_version(struct idx *x, long long *ver)
 
 static int check_version(struct idx *x, long long ver)
 {
-    if (ver == IDX_SCHEMA_VERSION)
+    if (ver >= IDX_SCHEMA_VERSION_OLDEST && ver <= IDX_SCHEMA_VERSION)
         return 0;
     if (ver > IDX_SCHEMA_VERSION)
         x_set(x,
@@ -415,8 +416,33 @@ static int create_schema(struct idx *x)
             (e = set_meta(x, "host", host, 0)) == 0)
             e = set_meta(x, "created", now, 0);
     }
+    if (e == 0 && (e = idx_trig_ensure(x)) < 0)
+        x_set(x, "cannot create the triggers table");
     if (e == 0)
         e = exec(x, "COMMIT", "commit schema");
+    if (e < 0)
+        rollback(x);
+    return e;
+}
+
+/* A version 3 index becomes version 4: the triggers table (idx_trig.h). */
+static int upgrade_schema(struct idx *x)
+{
+    int e = exec(x, "BEGIN IMMEDIATE", "begin");
+    if (e < 0)
+        return e;
+    long long ver;
+    e = read_version(x, &ver);
+    if (e == 0 && (e = check_version(x, ver)) == 0 && ver < IDX_SCHEMA_VERSION) {
+        char v[16];
+        snprintf(v, sizeof v, "%d", IDX_SCHEMA_VERSION);
+        if ((e = idx_trig_ensure(x)) < 0)
+            x_set(x, "cannot create the triggers table");
+        else
+            e = set_meta(x, "schema_version", v, 1);
+    }
+    if (e == 0)
+        e = exec(x, "COMMIT", "commit schema upgrade");
     if (e < 0)
         rollback(x);
     return e;
@@ -535,8 +561,12 @@ static int do_open(struct idx *x, int readonly)
             e = read_version(x, &ver);
         }
     }
-    if (e == 0)
-        return check_version(x, ver);
+    if (e == 0) {
+        e = check_version(x, ver);
+        if (e == 0 && !readonly && ver < IDX_SCHEMA_VERSION)
+            e = upgrade_schema(x);
+        return e;
+    }
     if (e != -ENOENT)
         return e;
     if (readonly) {

@@ -7,7 +7,8 @@
  * not enough for us: FULL on commit of segment rows). Readers: d9 (any number,
  * read-only connections; WAL lets them read while the collector writes).
  * This header: open, writes, the collector's own lookups; readers' queries:
- * idx_read.h. Nothing outside idx.c / idx_read.c runs SQL on the file.
+ * idx_read.h; the triggers table: idx_trig.h. Nothing outside idx.c / idx_read.c /
+ * idx_trig.c runs SQL on the file.
  *
  * Crash consistency: a segment file is sealed (fsync + rename + dir fsync)
  * before its row is inserted, and its row plus its block rows are inserted
@@ -48,6 +49,7 @@
  *                                -- the segment's aggregates (collector/store/rollup.h),
  *                                   written in the segment's own transaction; no row =
  *                                   none (readers scan the records instead)
+ *   triggers(...)              -- version 4: the collector's triggers (idx_trig.h)
  *   indexes: segments(t_min, t_max), segments(process_id, t_min), blocks(segment_id, t_first),
  *            processes(pid)
  *
@@ -62,7 +64,11 @@
 #include <stdint.h>
 #include "collector/store/seg_writer.h"
 
-#define IDX_SCHEMA_VERSION 3
+#define IDX_SCHEMA_VERSION 4
+/* Version 3 is version 4 without the triggers table (idx_trig.h): readers
+ * read it as having no triggers; a writer's open converts it (creates the
+ * table and sets the version, in one transaction). Older ones are refused. */
+#define IDX_SCHEMA_VERSION_OLDEST 3
 #define IDX_FILE_NAME      "index.sqlite"
 /* A writer creates the index with this mode (SQLite would make it 0644 less
  * the umask); SQLite gives its -wal and -shm files the database's mode and
@@ -213,7 +219,8 @@ void idx_rollback(struct idx *x);
  * of the failing system call, corrupt -EBADMSG, unique constraint -EEXIST,
  * missing process row -ENOENT); an index whose schema version differs from
  * IDX_SCHEMA_VERSION is -EPROTONOSUPPORT, nothing written to it (formats
- * change by a version bump, never by tables added in place). An older one is
+ * change by a version bump, never by tables added in place), except
+ * IDX_SCHEMA_VERSION_OLDEST (read as is, converted by a writer). An older one is
  * not converted: its message says to remove it, and d9collectd's start-up
  * recovery indexes every sealed segment without a row (reindex.h), which
  * rebuilds all but the thread names and the upload states. idx_open / idx_open_readonly print

@@ -51,7 +51,8 @@ PREFIX_DIRS = ["collector/store", "collector/ctl", "collector/s3", "collector/qu
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 SQLITE = re.compile(r'^\s*#\s*include\s+<sqlite3\.h>', re.M)
 # The only files that may run SQL: the index module owns index.sqlite.
-SQL_OWNERS = ("collector/store/idx.c", "collector/store/idx_read.c", "collector/store/idx_int.h")
+SQL_OWNERS = ("collector/store/idx.c", "collector/store/idx_read.c", "collector/store/idx_trig.c",
+              "collector/store/idx_int.h")
 # `d9 sql`: SQLite as a query engine over virtual tables whose rows come through
 # the index module and the segment reader; its connection is in memory only.
 SQL_ENGINE = tuple(sorted("collector/sql/" + f for f in os.listdir(os.path.join(ROOT, "collector/sql"))

@@ -1,0 +1,51 @@
+/*
+ * idx_trig.h — the index's triggers table: every trigger the collector saw
+ * (trigd.h), with its verdict and the window it keeps.
+ *
+ *   triggers(id INTEGER PRIMARY KEY, pid INT, process_id INT, t_ns INT,
+ *            source TEXT,   -- 'marker' | 'shell' | 'poll' | 'crash'
+ *            reason TEXT,
+ *            verdict TEXT,  -- 'kept' | 'merged' | 'debounced' | 'rate-limited'
+ *            win_t0 INT, win_t1 INT)  -- the kept window after merges (inclusive,
+ *                                        CLOCK_MONOTONIC ns); NULL: none
+ *   index: triggers(t_ns)
+ *
+ * The table is what index schema version 4 adds to version 3 (idx.h): a
+ * writer creates it with a new index and when it opens a version 3 one
+ * (IDX_SCHEMA_VERSION_OLDEST: the upgrade), and a reader of a version 3
+ * store sees no triggers. So old stores stay readable and writable. A
+ * re-index from the segments (reindex.h) does not bring triggers back.
+ *
+ * Called by: idx.c (idx_trig_ensure when it creates or upgrades), the collector's
+ * trigd.c (writes), d9's readers (collector/sql, cli findings and events).
+ * Must never: fail an open because of this table on a read-only handle.
+ */
+#ifndef D9_COL_IDX_TRIG_H
+#define D9_COL_IDX_TRIG_H
+
+#include <stdint.h>
+
+struct idx;
+
+struct idx_trigger {
+    int64_t id;                 /* on read */
+    uint32_t pid;
+    int64_t process_id;         /* 0: none */
+    uint64_t t_ns;
+    const char *source, *reason, *verdict;
+    uint64_t win_t0_ns, win_t1_ns;  /* 0, 0: no window */
+};
+
+/* Creates the table if missing (writable handles). 0 or -errno. */
+int idx_trig_ensure(struct idx *x);
+/* Inserts t; a kept window also becomes the window of every earlier row
+ * whose window it overlaps (a merge grew it). 0 or -errno. */
+int idx_trig_add(struct idx *x, const struct idx_trigger *t);
+
+typedef int (*idx_trig_fn)(void *arg, const struct idx_trigger *t);
+/* Every row in [t0_ns, t1_ns] by time (pid 0: all pids), to fn (nonzero
+ * stops and is returned). A store without the table has no rows. */
+int idx_trig_foreach(struct idx *x, uint32_t pid, uint64_t t0_ns, uint64_t t1_ns,
+                        idx_trig_fn fn, void *arg);
+
+#endif

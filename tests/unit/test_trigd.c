@@ -1,0 +1,151 @@
+/*
+ * test_trigd.c — the collector's triggers (collector/daemon/trigd.c): what
+ * the drain's chunks fire (a d9_trigger marker with its reason, a poll
+ * longer than --trigger-poll-ms at its end, nested polls as one), hostile
+ * marker lengths, and the counts by source and verdict. No index here.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+#include "collector/daemon/trigd.h"
+#include "shm/d9_abi.h"
+
+#define MS 1000000ull
+
+static size_t put_hdr(uint8_t *b, uint16_t len, uint16_t type, uint64_t ts)
+{
+    struct d9_rec_hdr h;
+    memset(&h, 0, sizeof h);
+    h.len = len;
+    h.type = type;
+    h.ts = ts;
+    memcpy(b, &h, sizeof h);
+    return len;
+}
+
+/* A marker of schema id with reason r (payload_len forged when plen != 0). */
+static size_t put_marker(uint8_t *b, uint32_t id, const char *r, uint32_t plen, uint64_t ts)
+{
+    uint32_t sl = (uint32_t)strlen(r);
+    uint32_t pay = (4 + sl + 7) & ~7u;
+    size_t len = sizeof(struct d9_rec_custom) + pay;
+    memset(b, 0, len);
+    put_hdr(b, (uint16_t)len, D9_REC_CUSTOM, ts);
+    struct d9_rec_custom c;
+    memcpy(&c, b, sizeof c);
+    c.schema = id;
+    c.payload_len = plen ? plen : pay;
+    memcpy(b, &c, sizeof c);
+    memcpy(b + sizeof c, &sl, 4);
+    memcpy(b + sizeof c + 4, r, sl);
+    return len;
+}
+
+static size_t put_poll(uint8_t *b, uint16_t type, uint64_t ts)
+{
+    memset(b, 0, sizeof(struct d9_rec_poll_start));
+    return put_hdr(b, sizeof(struct d9_rec_poll_start), type, ts);
+}
+
+static void start(uint32_t poll_ms)
+{
+    struct trig_cfg c;
+    trig_cfg_default(&c);
+    c.debounce_ms = 0;
+    c.rate_per_min = 6000;
+    c.poll_ms = poll_ms;
+    trigd_init(&c);
+    trigd_set_index(NULL);
+}
+
+static void test_a_marker_of_the_trigger_schema_fires_at_its_stamp(void **state)
+{
+    (void)state;
+    start(0);
+    uint8_t b[512];
+    size_t n = put_marker(b, 7, "slow", 0, 5000 * MS);
+    n += put_marker(b + n, 8, "other schema", 0, 6000 * MS);
+    struct trigd_ring r = { 0 };
+    trigd_feed(42, 1, 1, 7, &r, b, n);
+    assert_int_equal(trigd_count(TRIGD_SRC_MARKER, TRIG_KEPT), 1);
+    const struct trig_state *s = trigd_state();
+    assert_int_equal(s->nwin, 1);
+    assert_int_equal(s->win[0].trig_ns, 5000 * MS);
+    assert_int_equal(s->win[0].pid, 42);
+    /* without the schema (schema_ok 0) nothing fires */
+    trigd_feed(42, 1, 0, 7, &r, b, n);
+    assert_int_equal(trigd_count(TRIGD_SRC_MARKER, TRIG_KEPT) +
+                     trigd_count(TRIGD_SRC_MARKER, TRIG_MERGED), 1);
+}
+
+static void test_a_marker_with_a_forged_length_still_fires_with_an_empty_reason(void **state)
+{
+    (void)state;
+    start(0);
+    uint8_t b[512];
+    size_t n = put_marker(b, 7, "abc", 4000, 5000 * MS);   /* payload past the record */
+    struct trigd_ring r = { 0 };
+    trigd_feed(42, 1, 1, 7, &r, b, n);
+    assert_int_equal(trigd_count(TRIGD_SRC_MARKER, TRIG_KEPT), 1);
+}
+
+static void test_a_long_outermost_poll_fires_at_its_end_and_a_short_one_not(void **state)
+{
+    (void)state;
+    start(50);
+    uint8_t b[512];
+    size_t n = 0;
+    n += put_poll(b + n, D9_REC_POLL_START, 1000 * MS);
+    n += put_poll(b + n, D9_REC_POLL_END, 1010 * MS);         /* 10 ms */
+    n += put_poll(b + n, D9_REC_POLL_START, 2000 * MS);
+    n += put_poll(b + n, D9_REC_POLL_START, 2001 * MS);       /* nested */
+    n += put_poll(b + n, D9_REC_POLL_END, 2002 * MS);
+    struct trigd_ring r = { 0 };
+    trigd_feed(42, 1, 0, 0, &r, b, n);
+    assert_int_equal(trigd_count(TRIGD_SRC_POLL, TRIG_KEPT), 0);
+    assert_int_equal(r.depth, 1);
+    /* the outer end comes in the next chunk: 200 ms after its start */
+    n = put_poll(b, D9_REC_POLL_END, 2200 * MS);
+    trigd_feed(42, 1, 0, 0, &r, b, n);
+    assert_int_equal(trigd_count(TRIGD_SRC_POLL, TRIG_KEPT), 1);
+    assert_int_equal(trigd_state()->win[0].trig_ns, 2200 * MS);
+    /* a stray end without a start fires nothing */
+    trigd_feed(42, 1, 0, 0, &r, b, n);
+    assert_int_equal(trigd_count(TRIGD_SRC_POLL, TRIG_KEPT) +
+                     trigd_count(TRIGD_SRC_POLL, TRIG_MERGED), 1);
+}
+
+static void test_counts_are_by_source_and_verdict(void **state)
+{
+    (void)state;
+    struct trig_cfg c;
+    trig_cfg_default(&c);
+    trigd_init(&c);                 /* debounce 1 s */
+    struct trig_win w;
+    assert_int_equal(trigd_fire(1, 0, 10000 * MS, TRIGD_SRC_SHELL, "a", &w), TRIG_KEPT);
+    assert_int_equal(w.t0_ns, 0);
+    assert_int_equal(w.t1_ns, 12000 * MS);
+    assert_int_equal(trigd_fire(1, 0, 10001 * MS, TRIGD_SRC_SHELL, "b", &w), TRIG_DEBOUNCED);
+    assert_int_equal(w.t1_ns, 0);
+    assert_int_equal(trigd_fire(2, 0, 10002 * MS, TRIGD_SRC_CRASH, NULL, &w), TRIG_MERGED);
+    assert_int_equal(trigd_count(TRIGD_SRC_SHELL, TRIG_KEPT), 1);
+    assert_int_equal(trigd_count(TRIGD_SRC_SHELL, TRIG_DEBOUNCED), 1);
+    assert_int_equal(trigd_count(TRIGD_SRC_CRASH, TRIG_MERGED), 1);
+    assert_int_equal(trigd_count(99, 0), 0);
+    assert_string_equal(trigd_source_name(TRIGD_SRC_POLL), "poll");
+    assert_string_equal(trigd_verdict_name(TRIG_RATE_LIMITED), "rate-limited");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_a_marker_of_the_trigger_schema_fires_at_its_stamp),
+        cmocka_unit_test(test_a_marker_with_a_forged_length_still_fires_with_an_empty_reason),
+        cmocka_unit_test(test_a_long_outermost_poll_fires_at_its_end_and_a_short_one_not),
+        cmocka_unit_test(test_counts_are_by_source_and_verdict),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

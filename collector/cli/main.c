@@ -34,7 +34,8 @@
     X(serve, "serve", "web UI and JSON API over the store (timeline, top polls, events)") \
     X(sql, "sql", "SQL over the recorded events (virtual tables; --schema lists them)") \
     X(fsck, "fsck", "check that index and segment files agree; --repair fixes them")    \
-    X(pull, "pull", "fetch a host's shipped segments from S3 into a local store")
+    X(pull, "pull", "fetch a host's shipped segments from S3 into a local store")       \
+    X(trigger, "trigger", "keep the window around now for a traced process (--pid)")
 
 #define D9_DECLARE(fn, name, summary) CLI_DECLARE_CMD(fn);
 D9_COMMANDS(D9_DECLARE)

@@ -22,7 +22,7 @@
 #include "shm/paths.h"
 #include "collector/store/col_log.h"
 
-enum opt_kind { OPT_STR, OPT_U32, OPT_LEVEL, OPT_ENUM };
+enum opt_kind { OPT_STR, OPT_U32, OPT_LEVEL, OPT_ENUM, OPT_TRIG };
 
 struct opt {
     const char *key;
@@ -71,6 +71,14 @@ static const struct opt opts[] = {
     { "metrics",         OPT_STR,   OFF(metrics),         0, 0, NULL, NULL },
     { "ship-parquet",    OPT_ENUM,  OFF(ship_parquet),    0, 0, onoff_names, "on or off" },
     { "host",            OPT_STR,   OFF(host),            0, 0, NULL, NULL },
+    /* triggers (trig.h): parsed, ranged and checked by trig_cfg_set/trig_cfg_check */
+    { "retain",                 OPT_TRIG, OFF(trig), 0, 0, NULL, NULL },
+    { "trigger-lookback-ms",    OPT_TRIG, OFF(trig), 0, 0, NULL, NULL },
+    { "trigger-lookforward-ms", OPT_TRIG, OFF(trig), 0, 0, NULL, NULL },
+    { "trigger-debounce-ms",    OPT_TRIG, OFF(trig), 0, 0, NULL, NULL },
+    { "trigger-rate",           OPT_TRIG, OFF(trig), 0, 0, NULL, NULL },
+    { "trigger-poll-ms",        OPT_TRIG, OFF(trig), 0, 0, NULL, NULL },
+    { "trigger-crash",          OPT_TRIG, OFF(trig), 0, 0, NULL, NULL },
 };
 #define NOPTS (sizeof opts / sizeof opts[0])
 
@@ -119,6 +127,7 @@ void config_defaults(struct config *c, uid_t euid, const char *xdg)
     c->switch_period = CONFIG_SWITCH_PERIOD_DEFAULT;
     c->doorbell = CONFIG_DOORBELL_ON;
     c->log_level = COL_LOG_INFO;
+    trig_cfg_default(&c->trig);
 }
 
 static const struct opt *find_opt(const char *key)
@@ -126,6 +135,11 @@ static const struct opt *find_opt(const char *key)
     for (size_t i = 0; i < NOPTS; i++)
         if (strcmp(opts[i].key, key) == 0)
             return &opts[i];
+    /* any other trigger-* key: trig_cfg_set refuses it, naming the known ones */
+    if (strncmp(key, "trigger-", 8) == 0)
+        for (size_t i = 0; i < NOPTS; i++)
+            if (opts[i].kind == OPT_TRIG)
+                return &opts[i];
     return NULL;
 }
 
@@ -160,6 +174,8 @@ int config_set(struct config *c, const char *key, const char *value,
     }
     char *field = (char *)c + o->off;
     switch (o->kind) {
+    case OPT_TRIG:
+        return trig_cfg_set(&c->trig, key, value, err, errcap);
     case OPT_STR:
         if (!*value && strcmp(key, "pidfile") != 0 && strcmp(key, "ship") != 0 &&
             strncmp(key, "s3-", 3) != 0 && strcmp(key, "metrics") != 0) {
@@ -306,6 +322,8 @@ int config_check(const struct config *c, char *err, size_t errcap)
                  "): a single segment would not fit in the store", c->segment_mb, c->store_mb);
         return -EINVAL;
     }
+    if (trig_cfg_check(&c->trig, err, errcap))
+        return -EINVAL;
     if (c->ship[0]) {
         struct s3_cfg s3;          /* the URL, endpoint and region; credentials at start-up */
         char why[256];
@@ -362,6 +380,17 @@ static void escape_err(char *err)
     for (unsigned char *p = (unsigned char *)err; *p; p++)
         if (*p < 0x20 || *p == 0x7f)
             *p = '?';
+}
+
+static void trig_dump(FILE *f, const struct trig_cfg *t)
+{
+    fprintf(f, "retain = %s\n", t->retain == TRIG_RETAIN_TRIGGERED ? "triggered" : "all");
+    fprintf(f, "trigger-lookback-ms = %" PRIu32 "\n", t->lookback_ms);
+    fprintf(f, "trigger-lookforward-ms = %" PRIu32 "\n", t->lookforward_ms);
+    fprintf(f, "trigger-debounce-ms = %" PRIu32 "\n", t->debounce_ms);
+    fprintf(f, "trigger-rate = %" PRIu32 "\n", t->rate_per_min);
+    fprintf(f, "trigger-poll-ms = %" PRIu32 "\n", t->poll_ms);
+    fprintf(f, "trigger-crash = %s\n", t->crash ? "yes" : "no");
 }
 
 static int parse_args(struct config *c, int argc, char *const argv[],
@@ -468,8 +497,11 @@ void config_dump(FILE *f, const struct config *c)
             fprintf(f, "%s = %s\n", opts[i].key, enum_name(opts[i].names, v));
             break;
         }
+        case OPT_TRIG:
+            break;
         }
     }
+    trig_dump(f, &c->trig);
 }
 
 void config_usage(FILE *f, const char *prog)
@@ -670,6 +702,33 @@ void config_usage(FILE *f, const char *prog)
 "        The host name in shipped keys, manifests and segment headers\n"
 "        (1..63 bytes of [A-Za-z0-9._-]), for hosts whose own name says\n"
 "        little (containers). Default: the system's host name.\n"
+"    --retain all|triggered\n"
+"        all: keep every record (up to --store-mb). triggered: the flight\n"
+"        recorder, which keeps the windows around triggers (see below).\n"
+"        Default: all.\n"
+"    --trigger-lookback-ms N, --trigger-lookforward-ms N\n"
+"        A trigger at time t keeps the window [t - lookback, t + lookforward]\n"
+"        of its process; windows that overlap or touch merge (lookback\n"
+"        1..3600000, lookforward 0..3600000). Triggers: d9_trigger(reason)\n"
+"        in the program, d9 trigger --pid PID from the shell, and the\n"
+"        automatic ones below. Each is recorded in the index with its\n"
+"        verdict (kept, merged, debounced, rate-limited) and the kept\n"
+"        window's bounds: d9 sql's triggers table, d9 events, d9 findings.\n"
+"        Defaults: %25$u and %26$u.\n"
+"    --trigger-debounce-ms N\n"
+"        A trigger less than N ms after the last accepted one of the same\n"
+"        process is debounced: recorded, keeps no window (0..3600000).\n"
+"        Default: %27$u.\n"
+"    --trigger-rate N\n"
+"        At most N accepted triggers in any minute (1..6000); the others\n"
+"        are rate-limited: recorded, keep no window. Default: %28$u.\n"
+"    --trigger-poll-ms N\n"
+"        Automatic trigger: a poll longer than N ms, at its end, seen when\n"
+"        the drain reads the end (0..3600000, 0 = off). Default: 0.\n"
+"    --trigger-crash yes|no\n"
+"        Automatic trigger: a traced process that ended on a fatal signal,\n"
+"        at its last record, keeping the window before the crash.\n"
+"        Default: no.\n"
 "    --pidfile FILE\n"
 "        Write the collector's pid to FILE at start-up, remove it at exit.\n"
 "        Default: none.\n"
@@ -723,5 +782,7 @@ void config_usage(FILE *f, const char *prog)
         CONFIG_SCAN_MS_DEFAULT, PERF_FREQ_MAX, CONFIG_PERF_FREQ_DEFAULT, CONFIG_SWITCH_PERIOD_MAX,
         CONFIG_SWITCH_PERIOD_DEFAULT, PACE_BELL_MAX_US, CONFIG_RECLAIM_AGE_MAX,
         CONFIG_RECLAIM_AGE_DEFAULT, MET_WORKERS_MAX, MET_PROCS_MAX,
-        (unsigned)(MET_EXITED_KEEP_NS / 1000000000ull), (unsigned)(MET_PUBLISH_NS / 1000000ull));
+        (unsigned)(MET_EXITED_KEEP_NS / 1000000000ull), (unsigned)(MET_PUBLISH_NS / 1000000ull),
+        TRIG_LOOKBACK_MS_DEFAULT, TRIG_LOOKFORWARD_MS_DEFAULT, TRIG_DEBOUNCE_MS_DEFAULT,
+        TRIG_RATE_PER_MIN_DEFAULT);
 }

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 #include "collector/daemon/perf.h"
+#include "collector/daemon/trig.h"
 
 /* ---- defaults (the only place they are written down) ---------------------- */
 #define CONFIG_SEGMENT_MB_DEFAULT      64u
@@ -111,6 +112,7 @@ struct config {
     char metrics[CONFIG_PATH_MAX];  /* --metrics [ADDR:]PORT, "" = no metrics endpoint */
     int ship_parquet;               /* enum config_ship_parquet */
     char host[CONFIG_HOST_MAX + 1]; /* "" = gethostname() */
+    struct trig_cfg trig;           /* --retain and --trigger-*: set through trig_cfg_set */
 };
 
 /* "auto", "cpu", "thread" for enum config_perf_scope. */

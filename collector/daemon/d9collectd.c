@@ -83,6 +83,7 @@
 #include "collector/daemon/proc.h"
 #include "collector/daemon/prof.h"
 #include "collector/daemon/storedir.h"
+#include "collector/daemon/trigd.h"
 #include "collector/daemon/ship.h"
 #include "collector/s3/s3_cfg.h"
 #include "shm/clock.h"
@@ -682,6 +683,37 @@ static void handle_flush(struct col_ctx *x, const struct ctl_server_msg *m, D9__
     rep->message = msg;
 }
 
+/* d9 trigger --pid: a trigger of a traced process the caller may see, at
+ * the collector's now (trigd.h). */
+static void handle_trigger(struct col_ctx *x, const struct ctl_server_msg *m, D9__Reply *rep,
+                           char *msg, size_t cap)
+{
+    const D9__Trigger *t = m->req->trigger;
+    struct proc *p = t->pid ? find_proc(x, t->pid) : NULL;
+    if (!m->cred_known) {
+        rep->error = -EPERM;
+        snprintf(msg, cap, "the collector cannot tell who is asking (not an ipc:// endpoint): "
+                 "no trigger");
+    } else if (!p || p->ended) {
+        rep->error = -ESRCH;
+        snprintf(msg, cap, "pid %u is not a live process traced by this collector", t->pid);
+    } else if (!ctl_server_may_see(m, p->uid)) {
+        rep->error = -EPERM;
+        snprintf(msg, cap, "pid %u belongs to another user: uid %u may trigger only its own "
+                 "processes", t->pid, m->uid);
+    } else {
+        struct trig_win w;
+        int v = trigd_fire(p->pid, p->process_id, shm_mono_ns(), TRIGD_SRC_SHELL,
+                           t->reason ? t->reason : "", &w);
+        if (w.t1_ns)
+            snprintf(msg, cap, "trigger of pid %u: %s, keeping %" PRIu64 "..%" PRIu64, p->pid,
+                     trigd_verdict_name(v), w.t0_ns, w.t1_ns);
+        else
+            snprintf(msg, cap, "trigger of pid %u: %s", p->pid, trigd_verdict_name(v));
+    }
+    rep->message = msg;
+}
+
 static void handle_goodbye(struct col_ctx *x, const struct ctl_server_msg *m)
 {
     const D9__Goodbye *g = m->req->goodbye;
@@ -729,6 +761,9 @@ static void control(struct col_ctx *x)
             break;
         case D9__REQUEST__BODY_FLUSH:
             handle_flush(x, &m, &rep, msg, sizeof msg);
+            break;
+        case D9__REQUEST__BODY_TRIGGER:
+            handle_trigger(x, &m, &rep, msg, sizeof msg);
             break;
         case D9__REQUEST__BODY_STATUS:
             handle_status(x, &m, &rep, &cs, msg, sizeof msg);
@@ -1177,6 +1212,8 @@ static int start_up(struct col_ctx *x)
     x->store.segment_max_bytes = (uint64_t)x->cfg.segment_mb << 20;
     x->store.keep_unshipped = x->cfg.ship[0] != 0;
     storedir_recover(&x->store);
+    trigd_init(&x->cfg.trig);
+    trigd_set_index(x->store.idx);
     if (x->cfg.ship[0])
         ship_begin(x);
     if (ctl_server_open(&x->ctl, x->cfg.endpoint, err, sizeof err)) {
@@ -1228,6 +1265,7 @@ static void tear_down(struct col_ctx *x)
     x->met_http = NULL;
     met_free(&x->met);
     ship_stop(x->ship);         /* first: its threads use the store's index */
+    trigd_set_index(NULL);
     x->ship = NULL;
     x->store.on_sealed = NULL;
     discover_free(&x->disc);

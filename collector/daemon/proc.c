@@ -288,8 +288,11 @@ int proc_finish(struct proc *p, struct storedir *st)
     if (drain_writer(p, st, now))
         return -EAGAIN;
     /* every thread still tracked ends with the process */
+    uint64_t last_ns = 0;       /* its last record: where a crash trigger fires */
     for (uint32_t i = 0; i < p->geo.ring_count; i++) {
         struct proc_ring *r = &p->rings[i];
+        if (r->last_ns > last_ns)
+            last_ns = r->last_ns;
         if (!r->active)
             continue;
         uint64_t t = r->last_ns ? r->last_ns : now;
@@ -315,6 +318,11 @@ int proc_finish(struct proc *p, struct storedir *st)
     rc = idx_process_end(st->idx, p->process_id, now, state, p->exit_code);
     if (rc)
         col_warn("pid %u: cannot index the process end: %s", p->pid, strerror(-rc));
+    if (reason == SEG_EXIT_CRASHED && trigd_state()->cfg.crash) {
+        char why[48];
+        snprintf(why, sizeof why, "crashed (signal %d)", (int)p->exit_code);
+        trigd_fire(p->pid, p->process_id, last_ns ? last_ns : now, TRIGD_SRC_CRASH, why, NULL);
+    }
     if ((rc = shm_region_unlink(&p->region)) != 0 && rc != -ENOENT)
         col_warn("pid %u: cannot remove region %s: %s", p->pid, p->region.path,
                  rc == -ESTALE ? "another file is in its place (left alone)" : strerror(-rc));

@@ -26,6 +26,7 @@
 #include <stdint.h>
 #include "collector/store/col_log.h"
 #include "collector/store/seg_writer.h"
+#include "collector/daemon/trigd.h"
 #include "shm/clock.h"
 #include "shm/region.h"
 #include "proto/d9.pb-c.h"
@@ -60,6 +61,7 @@ struct proc_ring {
     int thread_dirty;           /* index row needs a refresh */
     int hdr_seen;               /* its header page was in memory once: read every pass */
     int counters_bad;           /* its drop counters were impossible once (counted) */
+    struct trigd_ring trig;     /* poll pairing for --trigger-poll-ms (trigd.h) */
 };
 
 struct proc {
@@ -94,6 +96,8 @@ struct proc {
     uint32_t meta_len, meta_cap;
     uint32_t meta_in_writer;    /* meta[0, meta_in_writer) is in the open segment */
     int meta_bad;               /* a malformed entry stopped the walk for good */
+    int trig_schema_ok;         /* the metadata named the d9_trigger schema (trigd.h): */
+    uint32_t trig_schema;       /*   its id */
 
     int quarantined;            /* region faulted: shm is off limits */
     int ended;                  /* the process is gone: finish it */

@@ -13,10 +13,10 @@
  * (counted, no window). A window that overlaps or touches a kept one merges
  * with it, so the kept windows stay sorted and disjoint.
  *
- * Called by (to be wired; not yet): the drain loop (d9collectd.c) and its
- * config (config.c: the
- * trigger keys go through trig_cfg_set). Today: tests/unit/test_trig.c;
- * tests/fuzz/fuzz_trig_cfg.c.
+ * Called by trigd.c (the daemon's one trig_state, fired by every trigger
+ * source; trigd_state() hands it to the flight recorder) and config.c (the
+ * trigger keys go through trig_cfg_set, the whole through trig_cfg_check);
+ * tests/unit/test_trig.c; tests/fuzz/fuzz_trig_cfg.c.
  * Invariants: kept windows are sorted by start, disjoint, at most
  * TRIG_WIN_MAX of them (the oldest is forgotten first, and counted);
  * a configuration that trig_cfg_check accepts has 0 < lookback,

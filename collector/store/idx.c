@@ -38,6 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "collector/store/idx_int.h"
+#include "collector/store/idx_trig.h"
 #include "collector/store/store_file.h"
 #include "shm/clock.h"
 
@@ -709,6 +710,8 @@ int idx_open_ex(struct idx **out, const char *store_dir, unsigned flags, char *w
         char boot[64];
         if (e == 0 && read_boot_id(boot, sizeof boot) == 0)
             e = set_meta(x, "boot_id", boot, 1);
+        if (e == 0 && (e = idx_trig_ensure(x)) < 0)     /* additive: idx_trig.h */
+            x_set(x, "cannot create the triggers table");
     }
     if (e < 0) {
         if (!x->err[0])

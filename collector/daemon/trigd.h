@@ -1,0 +1,88 @@
+/*
+ * trigd.h — the collector's triggers: the daemon's one struct trig_state
+ * (trig.h: debounce, rate limit, kept windows), the sources that fire it,
+ * and the record of every trigger with its verdict.
+ *
+ * Sources (enum trigd_source): a d9_trigger(reason) marker drained from a
+ * ring (drain.c, TRIGD_SRC_MARKER), `d9 trigger --pid PID` over the control
+ * socket (TRIGD_SRC_SHELL), a poll longer than --trigger-poll-ms seen at
+ * its end by the drain (TRIGD_SRC_POLL), and a traced process that ended on
+ * a fatal signal with --trigger-crash yes (TRIGD_SRC_CRASH).
+ *
+ * Each trigger, whatever its verdict (kept, merged, debounced,
+ * rate-limited), is written to the index's triggers table (idx.h) when an
+ * index was handed over with trigd_set_index, with the kept window's bounds
+ * as they are after the merge (rows whose window grew by a later merge are
+ * updated too), and counted by source and verdict for --metrics
+ * (d9_triggers_total).
+ *
+ * Accessors for the flight recorder (--retain triggered): trigd_state()
+ * is the daemon's trig_state; ask trig_kept()/trig_droppable() of it.
+ *
+ * Called by d9collectd.c (init, the shell and crash triggers, metrics),
+ * drain.c (markers, long polls), on the drain thread only (no locking).
+ * Must never: trust a reason's bytes (cut to TRIGD_REASON_MAX, control
+ * bytes shown as '?'), or fail the drain because the index write failed
+ * (logged, counted in index_errors).
+ */
+#ifndef D9_DAEMON_TRIGD_H
+#define D9_DAEMON_TRIGD_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "collector/daemon/trig.h"
+
+struct idx;
+
+enum trigd_source {
+    TRIGD_SRC_MARKER = 0,       /* d9_trigger() in the program */
+    TRIGD_SRC_SHELL = 1,        /* d9 trigger --pid */
+    TRIGD_SRC_POLL = 2,         /* --trigger-poll-ms */
+    TRIGD_SRC_CRASH = 3,        /* --trigger-crash */
+    TRIGD_SRC_COUNT = 4,
+};
+#define TRIGD_VERDICT_COUNT 4u  /* enum trig_verdict */
+#define TRIGD_REASON_MAX    255u
+/* The reserved schema of d9_trigger() (agent/d9.h's D9_TRIGGER_SCHEMA): one
+ * STR field, "reason". */
+#define TRIGD_SCHEMA_NAME   "d9_trigger"
+
+/* "marker", "shell", "poll", "crash". */
+const char *trigd_source_name(int source);
+/* "kept", "merged", "debounced", "rate-limited". */
+const char *trigd_verdict_name(int verdict);
+
+/* Starts over with configuration c (no windows, counters zero). */
+void trigd_init(const struct trig_cfg *c);
+/* Where each trigger is recorded (NULL: nowhere). */
+void trigd_set_index(struct idx *x);
+/* The daemon's trigger state: its cfg and kept windows (trig.h). */
+struct trig_state *trigd_state(void);
+
+/* One trigger of pid (process_id: its index row, 0 if none) at t_ns; the
+ * reason may be NULL. Returns its enum trig_verdict; *win (may be NULL)
+ * gets the kept window containing t_ns, zeros when debounced or rate
+ * limited. */
+int trigd_fire(uint32_t pid, int64_t process_id, uint64_t t_ns, int source, const char *reason,
+               struct trig_win *win);
+
+/* The drain's look at a chunk of one ring's records (validated, stamps
+ * converted, as met_feed gets them): markers of the process's d9_trigger
+ * schema (schema_ok: the metadata named one, with id schema) fire
+ * TRIGD_SRC_MARKER at their stamp; with --trigger-poll-ms, an outermost
+ * poll longer than it fires TRIGD_SRC_POLL at its end. A record the drain
+ * reads twice (a failed seal, drain.h) fires twice: the debounce eats it. */
+struct trigd_ring {
+    uint64_t poll_ts;           /* start of the open outermost poll */
+    uint32_t depth;             /* polls open (they nest) */
+};
+void trigd_feed(uint32_t pid, int64_t process_id, int schema_ok, uint32_t schema,
+                struct trigd_ring *r, const uint8_t *buf, size_t n);
+/* Does trigd_feed have anything to look for in this process? */
+int trigd_wants(int schema_ok);
+
+/* Triggers so far by source and verdict; index writes that failed. */
+uint64_t trigd_count(int source, int verdict);
+uint64_t trigd_index_errors(void);
+
+#endif

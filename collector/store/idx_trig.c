@@ -1,0 +1,135 @@
+/*
+ * idx_trig.c — the index's triggers table (see idx_trig.h). Triggers are
+ * rare (rate limited): statements are prepared per call, not cached.
+ */
+#include "collector/store/idx_trig.h"
+
+#include <errno.h>
+#include <sqlite3.h>
+#include <string.h>
+#include "collector/store/idx_int.h"
+
+#define TRIG_TABLE_SQL \
+    "CREATE TABLE IF NOT EXISTS triggers(id INTEGER PRIMARY KEY, pid INT, process_id INT," \
+    " t_ns INT, source TEXT, reason TEXT, verdict TEXT, win_t0 INT, win_t1 INT);" \
+    "CREATE INDEX IF NOT EXISTS triggers_time ON triggers(t_ns);"
+
+static int trig_errno(int rc)
+{
+    switch (rc & 0xff) {
+    case SQLITE_BUSY: case SQLITE_LOCKED: return -EBUSY;
+    case SQLITE_NOMEM: return -ENOMEM;
+    case SQLITE_FULL: return -ENOSPC;
+    case SQLITE_READONLY: return -EROFS;
+    default: return -EIO;
+    }
+}
+
+int idx_trig_ensure(struct idx *x)
+{
+    if (!x || x->readonly)
+        return -EINVAL;
+    int rc = sqlite3_exec(x->db, TRIG_TABLE_SQL, NULL, NULL, NULL);
+    return rc == SQLITE_OK ? 0 : trig_errno(rc);
+}
+
+static void bind_u64_or_null(sqlite3_stmt *s, int i, uint64_t v, int has)
+{
+    if (has)
+        sqlite3_bind_int64(s, i, (sqlite3_int64)v);
+    else
+        sqlite3_bind_null(s, i);
+}
+
+int idx_trigger_add(struct idx *x, const struct idx_trigger *t)
+{
+    if (!x || x->readonly || !t)
+        return -EINVAL;
+    int has_win = t->win_t0_ns || t->win_t1_ns;
+    sqlite3_stmt *s = NULL;
+    int rc = sqlite3_exec(x->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+    if (rc != SQLITE_OK)
+        return trig_errno(rc);
+    rc = sqlite3_prepare_v2(x->db, "INSERT INTO triggers(pid, process_id, t_ns, source, reason,"
+                            " verdict, win_t0, win_t1) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                            -1, &s, NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_int64(s, 1, t->pid);
+        if (t->process_id > 0)
+            sqlite3_bind_int64(s, 2, t->process_id);
+        else
+            sqlite3_bind_null(s, 2);
+        sqlite3_bind_int64(s, 3, (sqlite3_int64)t->t_ns);
+        sqlite3_bind_text(s, 4, t->source ? t->source : "", -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(s, 5, t->reason ? t->reason : "", -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(s, 6, t->verdict ? t->verdict : "", -1, SQLITE_TRANSIENT);
+        bind_u64_or_null(s, 7, t->win_t0_ns, has_win);
+        bind_u64_or_null(s, 8, t->win_t1_ns, has_win);
+        rc = sqlite3_step(s) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(x->db);
+    }
+    sqlite3_finalize(s);
+    s = NULL;
+    if (rc == SQLITE_OK && has_win) {
+        /* a merge: every window it swallowed is now this one */
+        rc = sqlite3_prepare_v2(x->db, "UPDATE triggers SET win_t0 = ?1, win_t1 = ?2 WHERE"
+                                " win_t0 IS NOT NULL AND win_t0 <= ?2 AND win_t1 >= ?1",
+                                -1, &s, NULL);
+        if (rc == SQLITE_OK) {
+            sqlite3_bind_int64(s, 1, (sqlite3_int64)t->win_t0_ns);
+            sqlite3_bind_int64(s, 2, (sqlite3_int64)t->win_t1_ns);
+            rc = sqlite3_step(s) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(x->db);
+        }
+        sqlite3_finalize(s);
+    }
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(x->db, "COMMIT", NULL, NULL, NULL);
+    if (rc != SQLITE_OK) {
+        if (!sqlite3_get_autocommit(x->db))
+            sqlite3_exec(x->db, "ROLLBACK", NULL, NULL, NULL);
+        return trig_errno(rc);
+    }
+    return 0;
+}
+
+static const char *col_text(sqlite3_stmt *s, int i)
+{
+    const unsigned char *p = sqlite3_column_text(s, i);
+    return p ? (const char *)p : "";
+}
+
+int idx_trigger_foreach(struct idx *x, uint32_t pid, uint64_t t0_ns, uint64_t t1_ns,
+                        idx_trigger_fn fn, void *arg)
+{
+    if (!x || !fn)
+        return -EINVAL;
+    sqlite3_stmt *s = NULL;
+    int rc = sqlite3_prepare_v2(x->db, "SELECT id, pid, process_id, t_ns, source, reason, verdict,"
+                                " win_t0, win_t1 FROM triggers WHERE t_ns BETWEEN ?1 AND ?2"
+                                " AND (?3 = 0 OR pid = ?3) ORDER BY t_ns, id", -1, &s, NULL);
+    if (rc != SQLITE_OK) {
+        /* an older store has no table: no triggers */
+        const char *m = sqlite3_errmsg(x->db);
+        return m && strstr(m, "no such table") ? 0 : trig_errno(rc);
+    }
+    sqlite3_bind_int64(s, 1, (sqlite3_int64)(t0_ns > INT64_MAX ? INT64_MAX : t0_ns));
+    sqlite3_bind_int64(s, 2, (sqlite3_int64)(t1_ns > INT64_MAX ? INT64_MAX : t1_ns));
+    sqlite3_bind_int64(s, 3, pid);
+    int ret = 0;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        struct idx_trigger t = {
+            .id = sqlite3_column_int64(s, 0),
+            .pid = (uint32_t)sqlite3_column_int64(s, 1),
+            .process_id = sqlite3_column_int64(s, 2),
+            .t_ns = (uint64_t)sqlite3_column_int64(s, 3),
+            .source = col_text(s, 4), .reason = col_text(s, 5), .verdict = col_text(s, 6),
+            .win_t0_ns = (uint64_t)sqlite3_column_int64(s, 7),
+            .win_t1_ns = (uint64_t)sqlite3_column_int64(s, 8),
+        };
+        if ((ret = fn(arg, &t)) != 0)
+            break;
+    }
+    if (!ret && rc != SQLITE_DONE)
+        ret = trig_errno(rc);
+    sqlite3_finalize(s);
+    return ret;
+}

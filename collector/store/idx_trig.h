@@ -1,0 +1,50 @@
+/*
+ * idx_trig.h — the index's triggers table: every trigger the collector saw
+ * (trigd.h), with its verdict and the window it keeps.
+ *
+ *   triggers(id INTEGER PRIMARY KEY, pid INT, process_id INT, t_ns INT,
+ *            source TEXT,   -- 'marker' | 'shell' | 'poll' | 'crash'
+ *            reason TEXT,
+ *            verdict TEXT,  -- 'kept' | 'merged' | 'debounced' | 'rate-limited'
+ *            win_t0 INT, win_t1 INT)  -- the kept window after merges (inclusive,
+ *                                        CLOCK_MONOTONIC ns); NULL: none
+ *   index: triggers(t_ns)
+ *
+ * An additive table, outside IDX_SCHEMA_VERSION: the writer creates it when
+ * it opens an index (an older store gains it, nothing else changes), and a
+ * reader of a store without it sees no triggers. So old stores stay
+ * readable and writable, and older d9 binaries ignore the table.
+ *
+ * Called by: idx.c (idx_trig_ensure at a writable open), the collector's
+ * trigd.c (writes), d9's readers (collector/sql, cli findings and events).
+ * Must never: fail an open because of this table on a read-only handle.
+ */
+#ifndef D9_COL_IDX_TRIG_H
+#define D9_COL_IDX_TRIG_H
+
+#include <stdint.h>
+
+struct idx;
+
+struct idx_trigger {
+    int64_t id;                 /* on read */
+    uint32_t pid;
+    int64_t process_id;         /* 0: none */
+    uint64_t t_ns;
+    const char *source, *reason, *verdict;
+    uint64_t win_t0_ns, win_t1_ns;  /* 0, 0: no window */
+};
+
+/* Creates the table if missing (writable handles). 0 or -errno. */
+int idx_trig_ensure(struct idx *x);
+/* Inserts t; a kept window also becomes the window of every earlier row
+ * whose window it overlaps (a merge grew it). 0 or -errno. */
+int idx_trigger_add(struct idx *x, const struct idx_trigger *t);
+
+typedef int (*idx_trigger_fn)(void *arg, const struct idx_trigger *t);
+/* Every row in [t0_ns, t1_ns] by time (pid 0: all pids), to fn (nonzero
+ * stops and is returned). A store without the table has no rows. */
+int idx_trigger_foreach(struct idx *x, uint32_t pid, uint64_t t0_ns, uint64_t t1_ns,
+                        idx_trigger_fn fn, void *arg);
+
+#endif

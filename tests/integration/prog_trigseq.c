@@ -1,0 +1,58 @@
+/*
+ * prog_trigseq.c — a traced program for test_triggers.sh that runs a script
+ * of steps given as arguments, in order, after printing "pid=PID":
+ *   t:REASON   d9_trigger(REASON)
+ *   s:MS       sleep MS milliseconds
+ *   p:MS       one poll (d9_poll_start, sleep MS ms, d9_poll_end)
+ *   w:FILE     wait (at most 60 s) until FILE exists
+ *   crash      abort(): the process ends on SIGABRT
+ * then exits 0.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "agent/d9.h"
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+}
+
+int main(int argc, char **argv)
+{
+    if (d9_init() != 0)
+        return 2;
+    d9_runtime rt;
+    if (d9_runtime_register("trigseq", &rt) != 0)
+        return 2;
+    printf("pid=%d\n", (int)getpid());
+    fflush(stdout);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strncmp(a, "t:", 2) == 0) {
+            d9_trigger(a + 2);
+        } else if (strncmp(a, "s:", 2) == 0) {
+            sleep_ms(atol(a + 2));
+        } else if (strncmp(a, "p:", 2) == 0) {
+            d9_poll_start(rt, 0, 1, D9_LOC());
+            sleep_ms(atol(a + 2));
+            d9_poll_end(rt, 0, 1);
+        } else if (strncmp(a, "w:", 2) == 0) {
+            for (int k = 0; k < 6000 && access(a + 2, F_OK) != 0; k++)
+                sleep_ms(10);
+        } else if (strcmp(a, "crash") == 0) {
+            signal(SIGABRT, SIG_DFL);
+            abort();
+        } else {
+            fprintf(stderr, "prog_trigseq: bad step '%s'\n", a);
+            return 2;
+        }
+    }
+    d9_shutdown();
+    return 0;
+}

@@ -156,6 +156,15 @@ int s3_key_manifest_write(const struct s3_key_manifest *m, const struct s3_key_t
     s3_key_num(&o, "bytes", m->bytes);
     s3_key_num(&o, "crc32c", m->crc32c);
     s3_key_str(&o, "sha256", m->sha256);
+    if (m->kept) {
+        s3_key_num(&o, "trigger_t_ns", m->trigger_t_ns);
+        s3_key_num(&o, "trigger_t0_ns", m->trigger_t0_ns);
+        s3_key_num(&o, "trigger_t1_ns", m->trigger_t1_ns);
+        s3_key_num(&o, "trigger_pid", m->trigger_pid);
+        s3_key_num(&o, "trigger_count", m->trigger_count);
+        s3_key_num(&o, "trigger_source_segment", m->trigger_source_segment);
+        s3_key_str(&o, "trigger_reason", m->trigger_reason);
+    }
     if (t)
         s3_key_threads_out(&o, t);
     s3_key_put(&o, "\n}\n", 3);

@@ -72,7 +72,12 @@ static const char schema_sql[] =
     "CREATE TABLE IF NOT EXISTS uploads(segment_id INTEGER PRIMARY KEY, state TEXT NOT NULL,"
     " attempts INT NOT NULL, last_error TEXT, next_ns INT NOT NULL, updated_ns INT);"
     "CREATE TABLE IF NOT EXISTS rollups(segment_id INTEGER PRIMARY KEY, data BLOB NOT NULL);"
-    "CREATE INDEX IF NOT EXISTS processes_pid ON processes(pid);"
+    "CREATE INDEX IF NOT EXISTS processes_pid ON processes(pid);";
+
+/* The kept windows' table (idx.h): additive, like idx_trig.h's triggers,
+ * created by every writable open, so an older store gains it and nothing
+ * else changes. */
+static const char kept_sql[] =
     "CREATE TABLE IF NOT EXISTS kept(segment_id INTEGER PRIMARY KEY, trig_ns INT, t0_ns INT,"
     " t1_ns INT, trig_pid INT, ntrig INT, source_segment INT, reason TEXT);";
 
@@ -116,7 +121,7 @@ static const char *const stmt_sql[ST_COUNT] = {
         " reason) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     [ST_KEPT_DEL] = "DELETE FROM kept WHERE segment_id = ?1",
     [ST_FLIGHT_LIST] =
-        "SELECT s.id, s.process_id, s.path, s.t_min, s.t_max FROM segments s"
+        "SELECT s.id, s.process_id, s.path, s.t_min, s.t_max, s.bytes FROM segments s"
         " WHERE s.id >= ?1 AND s.t_max < ?2"
         " AND NOT EXISTS(SELECT 1 FROM kept k WHERE k.segment_id = s.id)"
         " ORDER BY s.id LIMIT 256",
@@ -712,6 +717,8 @@ int idx_open_ex(struct idx **out, const char *store_dir, unsigned flags, char *w
             e = set_meta(x, "boot_id", boot, 1);
         if (e == 0 && (e = idx_trig_ensure(x)) < 0)     /* additive: idx_trig.h */
             x_set(x, "cannot create the triggers table");
+        if (e == 0)                                     /* additive: idx.h, kept */
+            e = exec(x, kept_sql, "create the kept windows table");
     }
     if (e < 0) {
         if (!x->err[0])
@@ -1519,6 +1526,7 @@ int idx_flight_candidates(struct idx *x, uint64_t min_id, uint64_t before_ns,
         col_text(s, 2, r->path, sizeof r->path);
         r->t_min = (uint64_t)sqlite3_column_int64(s, 3);
         r->t_max = (uint64_t)sqlite3_column_int64(s, 4);
+        r->bytes = (uint64_t)sqlite3_column_int64(s, 5);
     }
     if (*n < cap && rc != SQLITE_DONE)
         e = x_fail(x, rc, "flight recorder candidates");

@@ -53,6 +53,8 @@
  *                                -- a kept window's segment (--retain triggered; seg.h's
  *                                   struct seg_keep, written with the segment's own row
  *                                   from its header, so every re-index restores it);
+ *                                   additive (outside IDX_SCHEMA_VERSION, as triggers in
+ *                                   idx_trig.h): every writable open creates it;
  *                                   retention deletes these last; their records are not
  *                                   added again to processes.records
  *   indexes: segments(t_min, t_max), segments(process_id, t_min), blocks(segment_id, t_first),
@@ -69,7 +71,7 @@
 #include <stdint.h>
 #include "collector/store/seg_writer.h"
 
-#define IDX_SCHEMA_VERSION 4
+#define IDX_SCHEMA_VERSION 3
 #define IDX_FILE_NAME      "index.sqlite"
 /* A writer creates the index with this mode (SQLite would make it 0644 less
  * the umask); SQLite gives its -wal and -shm files the database's mode and
@@ -195,7 +197,7 @@ struct idx_flight_row {
     uint64_t id;
     int64_t process_id;
     char path[512];             /* relative to the store */
-    uint64_t t_min, t_max;
+    uint64_t t_min, t_max, bytes;
 };
 int idx_flight_candidates(struct idx *x, uint64_t min_id, uint64_t before_ns,
                           struct idx_flight_row *rows, size_t cap, size_t *n);

@@ -919,6 +919,9 @@ static void metrics_publish(struct col_ctx *x, uint64_t now)
     h.segments_sealed = x->store.segments_sealed;
     h.write_errors = x->store.write_errors;
     h.dropped_records = x->store.dropped_records;
+    for (int s = 0; s < TRIGD_SRC_COUNT; s++)
+        for (int v = 0; v < (int)TRIGD_VERDICT_COUNT; v++)
+            h.triggers[s][v] = trigd_count(s, v);
     if (x->ship) {
         ship_stats(x->ship, &x->ship_st);
         h.shipping = 1;

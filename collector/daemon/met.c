@@ -514,6 +514,16 @@ static void render_health(struct met_text *t, const struct met_health *h)
           h->write_errors);
     gauge(t, "d9_collector_dropped_records_total", "counter",
           "Records lost because a segment could not be written.", h->dropped_records);
+    met_text_family(t, "d9_triggers_total", "counter",
+                    "Triggers by source (marker, shell, poll, crash) and verdict (kept, merged, "
+                    "debounced, rate-limited).");
+    for (int s = 0; s < TRIGD_SRC_COUNT; s++)
+        for (int v = 0; v < (int)TRIGD_VERDICT_COUNT; v++) {
+            struct met_text_label l[2] = {
+                { "source", trigd_source_name(s) }, { "verdict", trigd_verdict_name(v) },
+            };
+            met_text_u64(t, "d9_triggers_total", l, 2, h->triggers[s][v]);
+        }
     if (!h->shipping)
         return;
     gauge(t, "d9_ship_backlog_segments", "gauge", "Sealed segments waiting to be uploaded.",

@@ -47,6 +47,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "collector/daemon/met_text.h"
+#include "collector/daemon/trigd.h"
 
 #define MET_WORKERS_MAX    64u
 #define MET_PROCS_MAX      32u
@@ -108,6 +109,7 @@ struct met_health {
     int shipping;               /* the ship lines only when --ship is on */
     uint64_t ship_backlog, ship_backlog_bytes, ship_shipped, ship_shipped_bytes;
     uint64_t ship_failed, ship_failures;
+    uint64_t triggers[TRIGD_SRC_COUNT][TRIGD_VERDICT_COUNT];   /* by source, verdict (trigd.h) */
 };
 
 struct met {

@@ -319,8 +319,9 @@ int proc_finish(struct proc *p, struct storedir *st)
     if (rc)
         col_warn("pid %u: cannot index the process end: %s", p->pid, strerror(-rc));
     if (reason == SEG_EXIT_CRASHED && trigd_state()->cfg.crash) {
-        char why[48];
-        snprintf(why, sizeof why, "crashed (signal %d)", (int)p->exit_code);
+        char why[48] = "crashed";     /* the signal when it is known */
+        if (p->exit_code > 0)
+            snprintf(why, sizeof why, "crashed (signal %d)", (int)p->exit_code);
         trigd_fire(p->pid, p->process_id, last_ns ? last_ns : now, TRIGD_SRC_CRASH, why, NULL);
     }
     if ((rc = shm_region_unlink(&p->region)) != 0 && rc != -ENOENT)

@@ -366,6 +366,8 @@ static int s3_key_manifest_in(const char *buf, size_t len, struct s3_key_manifes
         { "boot_id", offsetof(struct s3_key_manifest, boot_id), sizeof m->boot_id },
         { "comm", offsetof(struct s3_key_manifest, comm), sizeof m->comm },
         { "sha256", offsetof(struct s3_key_manifest, sha256), sizeof m->sha256 },
+        { "trigger_reason", offsetof(struct s3_key_manifest, trigger_reason),
+          sizeof m->trigger_reason },
     };
     struct { const char *k; size_t off; } nums[] = {
         { "format", offsetof(struct s3_key_manifest, format) },
@@ -379,6 +381,12 @@ static int s3_key_manifest_in(const char *buf, size_t len, struct s3_key_manifes
         { "lost", offsetof(struct s3_key_manifest, lost) },
         { "bytes", offsetof(struct s3_key_manifest, bytes) },
         { "crc32c", offsetof(struct s3_key_manifest, crc32c) },
+        { "trigger_t_ns", offsetof(struct s3_key_manifest, trigger_t_ns) },
+        { "trigger_t0_ns", offsetof(struct s3_key_manifest, trigger_t0_ns) },
+        { "trigger_t1_ns", offsetof(struct s3_key_manifest, trigger_t1_ns) },
+        { "trigger_pid", offsetof(struct s3_key_manifest, trigger_pid) },
+        { "trigger_count", offsetof(struct s3_key_manifest, trigger_count) },
+        { "trigger_source_segment", offsetof(struct s3_key_manifest, trigger_source_segment) },
     };
     struct s3_key_in in = { buf, buf + len };
     char key[64], skip[S3_KEY_MANIFEST_MAX];
@@ -426,6 +434,8 @@ static int s3_key_manifest_in(const char *buf, size_t len, struct s3_key_manifes
             }
             if (rc)
                 return -EBADMSG;
+            if (known && strncmp(key, "trigger_", 8) == 0)
+                m->kept = 1;        /* a kept window's manifest (s3_key.h) */
             s3_key_ws(&in);
             if (in.p < in.end && *in.p == ',') {
                 in.p++;

@@ -18,6 +18,7 @@
 #include <cmocka.h>
 #include "collector/store/idx.h"
 #include "collector/store/keep.h"
+#include "collector/store/reindex.h"
 #include "collector/store/seg_reader.h"
 #include "collector/store/seg_salvage.h"
 #include "collector/store/seg_writer.h"
@@ -321,6 +322,38 @@ static void test_index_kept_windows(void **state)
     idx_close(x);
 }
 
+/* fsck --repair, start-up recovery and d9 pull index a file from its
+ * contents (reindex.h): the kept row comes back from the header. */
+static void test_reindex_restores_the_kept_row(void **state)
+{
+    struct fx *fx = *state;
+    struct seg_keep k = window(20000, 60000);
+    struct seg_writer *w;
+    struct seg_summary cut;
+    assert_int_equal(keep_cut(fx->src, fx->dir, 3, &k, &w, &cut), 0);
+    char path[600];
+    snprintf(path, sizeof path, "%s", cut.path);
+    seg_writer_free(w);
+    struct idx *x;
+    assert_int_equal(idx_open(&x, fx->dir), 0);
+    assert_int_equal(reindex_file(x, fx->dir, fx->src), 0);
+    assert_int_equal(reindex_file(x, fx->dir, path), 0);
+    idx_upload_kept_only(x, 1);
+    struct idx_upload u;
+    assert_int_equal(idx_upload_next(x, UINT64_MAX >> 2, NULL, 0, &u), 0);
+    assert_int_equal(u.segment_id, 3);
+    assert_true(u.kept);
+    assert_int_equal(u.keep.t0_ns, 20000);
+    assert_int_equal(u.keep.t1_ns, 60000);
+    assert_int_equal(u.keep.source_segment, 1);
+    assert_string_equal(u.keep.reason, "slow request");
+    uint64_t id;
+    char rel[512];
+    assert_int_equal(idx_oldest_segment(x, &id, rel, sizeof rel), 0);
+    assert_int_equal(id, 1);
+    idx_close(x);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -332,6 +365,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_bad_arguments, setup, teardown),
         cmocka_unit_test(test_overlaps),
         cmocka_unit_test_setup_teardown(test_index_kept_windows, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reindex_restores_the_kept_row, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1217,7 +1217,9 @@ static int start_up(struct col_ctx *x)
         return EXIT_RUNTIME;
     }
     x->store.segment_max_bytes = (uint64_t)x->cfg.segment_mb << 20;
-    x->store.keep_unshipped = x->cfg.ship[0] != 0;
+    /* the flight recorder ships kept windows only: retention takes the
+     * untriggered data first, then the oldest kept windows (flight.h) */
+    x->store.keep_unshipped = x->cfg.ship[0] != 0 && x->cfg.trig.retain != TRIG_RETAIN_TRIGGERED;
     storedir_recover(&x->store);
     trigd_init(&x->cfg.trig);
     trigd_set_index(x->store.idx);

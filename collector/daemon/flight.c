@@ -16,7 +16,7 @@
 #include "collector/store/rollup.h"
 
 #define MS_NS 1000000ull
-#define FLIGHT_BATCH 64u
+#define FLIGHT_BATCH 16u
 
 void flight_init(struct flight *f, const struct trig_cfg *c, uint64_t first_id)
 {
@@ -185,7 +185,8 @@ int flight_pass(struct flight *f, struct storedir *st, const struct trig_state *
             if (settle(f, st, ts, &rows[i]) == 0)
                 decided++;
         }
-        if (n < FLIGHT_BATCH || fresh == 0)
+        /* the drain waits while a pass cuts: one batch a pass, all at the end */
+        if (n < FLIGHT_BATCH || fresh == 0 || !final)
             break;
     }
     return decided;

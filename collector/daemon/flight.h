@@ -24,6 +24,12 @@
  * of earlier runs (ids below first_id) are left to --store-mb retention: a
  * store switched from `--retain all` keeps its history.
  *
+ * The drain waits while a pass cuts (it reads the settled segment and
+ * writes the window again): a pass decides at most one batch of segments.
+ * With --ship, retention does not prefer shipped segments (only kept
+ * windows are shipped): untriggered data goes first, then the oldest kept
+ * windows.
+ *
  * Called by d9collectd.c on the drain thread (flight_pass each loop, at most
  * every FLIGHT_PASS_NS, and once at shutdown). Calls collector/store/ only
  * (keep.h, idx.h) and storedir.h.

@@ -58,6 +58,10 @@ static const char usage[] =
 "                   two uv_run calls, as Neovim's scheduled work; d9\n"
 "                   top-polls --loop-work lists them), with the CPU samples\n"
 "                   inside by innermost function (the top " STR(Q_FIND_FRAMES) ")\n"
+"    trigger        a trigger the collector recorded that kept a window (a\n"
+"                   d9_trigger() marker, d9 trigger --pid, a long poll, a\n"
+"                   crash: d9 sql's triggers table); its range is the kept\n"
+"                   window; ranked last (no time lost)\n"
 "\n"
 "RANKING\n"
 "    Crashes first, then lost records (they make every other finding of the\n"
@@ -70,6 +74,7 @@ static const char usage[] =
 "      task-leak     the age of the oldest leaked task\n"
 "      loop-work     the sum of the loop-work intervals' durations\n"
 "      crash         from the unfinished poll's start to the last record\n"
+"    Triggers last (no time lost), by time.\n"
 "\n"
 "OUTPUT\n"
 "    text: per finding its rank, kind, pid, time lost and where (location,\n"
@@ -195,7 +200,7 @@ static void link_of(const struct find_args *o, const struct q_finding *x, char *
 static void print_text(const struct find_args *o, const struct q_finding *x, unsigned rank)
 {
     char lost[32], span[32], url[FIND_URL_MAX];
-    if (x->kind == Q_FIND_LOST)
+    if (x->kind == Q_FIND_LOST || x->kind == Q_FIND_TRIGGER)
         snprintf(lost, sizeof lost, "-");
     else
         cli_fmt_dur(x->lost_ns, lost, sizeof lost);

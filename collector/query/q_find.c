@@ -14,6 +14,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include "collector/store/idx_trig.h"
 #include "collector/store/store_hash.h"
 #include "collector/query/q_loopwork.h"
 #include "collector/query/q_names.h"
@@ -242,6 +243,7 @@ const char *q_find_kind_name(enum q_find_kind k)
         [Q_FIND_QUEUE_GROWTH] = "queue-growth",
         [Q_FIND_TASK_LEAK] = "task-leak",
         [Q_FIND_LOOP_WORK] = "loop-work",
+        [Q_FIND_TRIGGER] = "trigger",
     };
     return (unsigned)k < Q_FIND_KIND_COUNT ? names[k] : "?";
 }
@@ -1011,7 +1013,7 @@ static int find_imbalance(struct q_find *f, const struct q_find_namer *nm)
 
 static int kind_class(enum q_find_kind k)
 {
-    return k == Q_FIND_CRASH ? 0 : k == Q_FIND_LOST ? 1 : 2;
+    return k == Q_FIND_CRASH ? 0 : k == Q_FIND_LOST ? 1 : k == Q_FIND_TRIGGER ? 3 : 2;
 }
 
 static int by_rank(const void *pa, const void *pb)
@@ -1115,6 +1117,44 @@ static const char *nm_frame(void *arg, int64_t process_id, uint64_t ip, char *bu
     return buf;
 }
 
+struct trig_ctx {
+    struct q_find *f;
+    int err;
+};
+
+static int on_trigger(void *arg, const struct idx_trigger *t)
+{
+    struct trig_ctx *c = arg;
+    if (strcmp(t->verdict, "kept") != 0 && strcmp(t->verdict, "merged") != 0)
+        return 0;
+    struct q_finding *x = add(c->f, Q_FIND_TRIGGER, t->process_id, t->pid);
+    if (!x)
+        return c->err = -ENOMEM;
+    x->count = 1;
+    x->from_ns = t->win_t0_ns;
+    x->to_ns = t->win_t1_ns;
+    snprintf(x->where, sizeof x->where, "%s: %.160s", t->source, t->reason);
+    snprintf(x->evidence, sizeof x->evidence, "%s trigger at %" PRIu64 " (%s), keeping "
+             "%" PRIu64 "..%" PRIu64, t->source, t->t_ns, t->verdict, t->win_t0_ns,
+             t->win_t1_ns);
+    return 0;
+}
+
+/* The triggers of the window that kept one (after q_find_finish). */
+static int find_triggers(struct q_find *f, struct q_store *s, uint32_t pid, uint64_t from,
+                         uint64_t to)
+{
+    struct trig_ctx c = { f, 0 };
+    int r = idx_trigger_foreach(q_store_idx(s), pid, from, to, on_trigger, &c);
+    if (c.err < 0)
+        return c.err;
+    if (r < 0)
+        return r;
+    if (f->n)
+        qsort(f->v, f->n, sizeof *f->v, by_rank);
+    return 0;
+}
+
 int q_find_run(struct q_find *f, struct q_store *s, uint32_t pid, uint64_t from, uint64_t to,
                struct q_scan_stats *st, const char *prog)
 {
@@ -1142,6 +1182,8 @@ int q_find_run(struct q_find *f, struct q_store *s, uint32_t pid, uint64_t from,
     }
     struct q_find_namer nm = { &nc, nm_location, nm_runtime, nm_frame };
     r = q_find_finish(f, &nm);
+    if (r == 0)
+        r = find_triggers(f, s, pid, from, to);
     q_sym_free(nc.sym);
     q_names_close(nc.names);
     return r;

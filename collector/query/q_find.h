@@ -45,6 +45,14 @@
  *                top Q_FIND_FRAMES names). Time lost: the sum of those
  *                intervals.
  *
+ *   trigger      a trigger of the window (the index's triggers table,
+ *                idx_trig.h: a d9_trigger() marker, d9 trigger --pid, a long
+ *                poll or a crash seen by the collector) that kept a window
+ *                (verdict kept or merged); its range: the kept window. No
+ *                time lost: a trigger points at a window, it is not a cost;
+ *                ranked after the others. Added by q_find_run (the store's
+ *                index), not by q_find_finish.
+ *
  * Ranking (q_find_list): crashes first, then lost records (they qualify
  * every other finding), then by time lost, largest first; ties by kind,
  * pid, then location/worker.
@@ -91,6 +99,7 @@ enum q_find_kind {
     Q_FIND_QUEUE_GROWTH,
     Q_FIND_TASK_LEAK,
     Q_FIND_LOOP_WORK,
+    Q_FIND_TRIGGER,
     Q_FIND_KIND_COUNT,
 };
 /* "crash", "lost-records", "long-poll", ... (as above). */

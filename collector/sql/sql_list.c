@@ -10,6 +10,7 @@
 #include "collector/query/q_sched.h"
 #include "collector/sql/sql_list.h"
 #include "collector/sql/sql_val.h"
+#include "collector/store/idx_trig.h"
 #include "collector/store/seg.h"
 
 struct mval *sql_list_row_add(struct cur *c)
@@ -290,6 +291,24 @@ static int loopwork_fill(struct cur *c)
     return rc < 0 ? rc : 0;
 }
 
+static int on_trigger(void *arg, const struct idx_trigger *t)
+{
+    struct cur *c = arg;
+    struct mval *r = sql_list_row_add(c);
+    if (!r)
+        return -ENOMEM;
+    sql_list_mv_int(&r[0], t->pid);
+    sql_list_mv_u64(&r[1], t->t_ns);
+    int e = sql_list_mv_str(&r[2], t->source) | sql_list_mv_str(&r[3], t->reason) |
+            sql_list_mv_str(&r[4], t->verdict);
+    if (t->win_t0_ns || t->win_t1_ns) {
+        sql_list_mv_u64(&r[5], t->win_t0_ns);
+        sql_list_mv_u64(&r[6], t->win_t1_ns);
+    }
+    sql_list_mv_key(c, r, (uint64_t)t->id, 0, 0);
+    return e ? -ENOMEM : 0;
+}
+
 int sql_list_fill(struct cur *c)
 {
     struct sql_vtab *v = c->vt->ctx;
@@ -318,6 +337,10 @@ int sql_list_fill(struct cur *c)
     case K_WORKERS:
         c->ncols = 17 + 1;
         rc = workers_fill(c);
+        break;
+    case K_TRIGGERS:
+        c->ncols = 7 + 1;
+        rc = idx_trigger_foreach(q_store_idx(v->s), c->f.pid, 0, UINT64_MAX, on_trigger, c);
         break;
     case K_LOOP_WORK:
         c->ncols = 8 + 1;

@@ -141,6 +141,13 @@ static const struct tab_def defs[] = {
       "its wait, >= 1 ms, from the record that leaves a poll or the wait to the next that "
       "enters one; cpu_samples = the thread's CPU samples inside (cpu_samples rows of its tid "
       "with ts_ns between start_ns and end_ns)" },
+    { "triggers", K_TRIGGERS,
+      "pid INTEGER, t_ns INTEGER, source TEXT, reason TEXT, verdict TEXT, win_t0 INTEGER, "
+      "win_t1 INTEGER",
+      0, -1, -1, -1, 0, false, false,
+      "the collector's triggers (index): source marker|shell|poll|crash, verdict "
+      "kept|merged|debounced|rate-limited, win_t0..win_t1 the kept window after merges "
+      "(NULL: none)" },
 };
 #define NDEFS (sizeof defs / sizeof defs[0])
 

@@ -156,6 +156,24 @@ assert [x['source'] for x in r] == ['crash'] and r[0]['reason'] in ('crashed', '
 assert r[0]['verdict'] == 'merged' and r[0]['w0'] <= r[0]['t'] - LB, r
 "
 check "the collector stops cleanly" stop_collector
+check "d9 findings: a trigger finding per kept trigger, its range the kept window" sh -c "
+    '$BIN/d9' --store '$STORE' findings --format jsonl >'$T/find.jsonl' 2>'$T/find.err' && python3 -c \"
+import json
+f = [json.loads(l) for l in open('$T/find.jsonl')]
+t = [x for x in f if x['kind'] == 'trigger']
+assert [x['where'] for x in t] == ['marker: first', 'marker: second', 'shell: from the shell',
+    'poll: ' + t[3]['where'][6:], 'crash: ' + t[4]['where'][7:]], t
+assert len({(x['from_ns'], x['to_ns']) for x in t}) == 1, t
+assert f[-1]['kind'] == 'trigger', f
+\""
+check "d9 sql's triggers table lists them by source and verdict" sh -c "
+    '$BIN/d9' --store '$STORE' sql --format jsonl 'select source, verdict, count(*) as n from triggers
+        group by 1, 2 order by 1, 2' >'$T/sql.jsonl' 2>&1 && python3 -c \"
+import json
+got = [tuple(json.loads(l).values()) for l in open('$T/sql.jsonl')]
+assert got == [('crash', 'merged', 1), ('marker', 'debounced', 2), ('marker', 'kept', 1),
+               ('marker', 'merged', 1), ('poll', 'merged', 1), ('shell', 'merged', 1)], got
+\""
 
 # ---- collector B: 1 ms windows, no debounce, two triggers a minute ---------------
 STORE=$T/store2

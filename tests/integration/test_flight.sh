@@ -19,7 +19,7 @@ if ! s3_start d9-flight; then
     d9_finish flight; exit
 fi
 check "collector starts with --retain triggered and --ship" start_collector \
-    --retain triggered --trigger-lookback-ms $LB --trigger-lookforward-ms $LF \
+    --perf-freq 0 --retain triggered --trigger-lookback-ms $LB --trigger-lookforward-ms $LF \
     --trigger-crash yes --ship $URL --s3-endpoint "$S3_ENDPOINT"
 
 # 1.5 s of 10 ms polls, a trigger, 1.5 s more, a second trigger, 1.5 s more
@@ -29,7 +29,8 @@ P=$(polls)
 DIAL9_SAMPLER=off "$TBIN/prog_trigseq" $P t:first $P t:second $P >"$T/a.out" 2>"$T/a.err"
 APID=$(sed -n 's/^pid=\([0-9]*\)$/\1/p' "$T/a.out")
 check "the marker program ran" test -n "$APID"
-# then a program that crashes after 1.5 s of polls
+# then a program that crashes after 1.5 s of polls (no perf samples: --perf-freq 0,
+# so its last record is its last poll, where the crash trigger fires)
 # shellcheck disable=SC2086
 DIAL9_SAMPLER=off "$TBIN/prog_trigseq" $P crash >"$T/b.out" 2>"$T/b.err"
 BPID=$(sed -n 's/^pid=\([0-9]*\)$/\1/p' "$T/b.out")
@@ -125,7 +126,7 @@ check "each manifest names its trigger (reason, time, window, pid)" man_ok
 s3_stop
 STORE=$T/store2
 check "collector starts with --retain triggered --store-mb 1" start_collector \
-    --retain triggered --trigger-lookback-ms $LB --trigger-lookforward-ms 0 \
+    --perf-freq 0 --retain triggered --trigger-lookback-ms $LB --trigger-lookforward-ms 0 \
     --store-mb 1 --segment-mb 1 --log-level debug
 # shellcheck disable=SC2086
 DIAL9_SAMPLER=off "$TBIN/prog_trigseq" p:10 p:10 p:10 t:keep p:10 >"$T/c.out" 2>"$T/c.err"

@@ -74,9 +74,9 @@ static const char schema_sql[] =
     "CREATE TABLE IF NOT EXISTS rollups(segment_id INTEGER PRIMARY KEY, data BLOB NOT NULL);"
     "CREATE INDEX IF NOT EXISTS processes_pid ON processes(pid);";
 
-/* The kept windows' table (idx.h): additive, like idx_trig.h's triggers,
- * created by every writable open, so an older store gains it and nothing
- * else changes. */
+/* The kept windows' table (idx.h), part of version 4: created by every
+ * writable open when missing (a new index, one upgraded from version 3, a
+ * version 4 one made before the table). */
 static const char kept_sql[] =
     "CREATE TABLE IF NOT EXISTS kept(segment_id INTEGER PRIMARY KEY, trig_ns INT, t0_ns INT,"
     " t1_ns INT, trig_pid INT, ntrig INT, source_segment INT, reason TEXT);";
@@ -407,7 +407,7 @@ static int read_version(struct idx *x, long long *ver)
 
 static int check_version(struct idx *x, long long ver)
 {
-    if (ver == IDX_SCHEMA_VERSION)
+    if (ver >= IDX_SCHEMA_VERSION_OLDEST && ver <= IDX_SCHEMA_VERSION)
         return 0;
     if (ver > IDX_SCHEMA_VERSION)
         x_set(x,
@@ -441,8 +441,33 @@ static int create_schema(struct idx *x)
             (e = set_meta(x, "host", host, 0)) == 0)
             e = set_meta(x, "created", now, 0);
     }
+    if (e == 0 && (e = idx_trig_ensure(x)) < 0)
+        x_set(x, "cannot create the triggers table");
     if (e == 0)
         e = exec(x, "COMMIT", "commit schema");
+    if (e < 0)
+        rollback(x);
+    return e;
+}
+
+/* A version 3 index becomes version 4: the triggers table (idx_trig.h). */
+static int upgrade_schema(struct idx *x)
+{
+    int e = exec(x, "BEGIN IMMEDIATE", "begin");
+    if (e < 0)
+        return e;
+    long long ver;
+    e = read_version(x, &ver);
+    if (e == 0 && (e = check_version(x, ver)) == 0 && ver < IDX_SCHEMA_VERSION) {
+        char v[16];
+        snprintf(v, sizeof v, "%d", IDX_SCHEMA_VERSION);
+        if ((e = idx_trig_ensure(x)) < 0)
+            x_set(x, "cannot create the triggers table");
+        else
+            e = set_meta(x, "schema_version", v, 1);
+    }
+    if (e == 0)
+        e = exec(x, "COMMIT", "commit schema upgrade");
     if (e < 0)
         rollback(x);
     return e;
@@ -561,8 +586,12 @@ static int do_open(struct idx *x, int readonly)
             e = read_version(x, &ver);
         }
     }
-    if (e == 0)
-        return check_version(x, ver);
+    if (e == 0) {
+        e = check_version(x, ver);
+        if (e == 0 && !readonly && ver < IDX_SCHEMA_VERSION)
+            e = upgrade_schema(x);
+        return e;
+    }
     if (e != -ENOENT)
         return e;
     if (readonly) {
@@ -715,9 +744,7 @@ int idx_open_ex(struct idx **out, const char *store_dir, unsigned flags, char *w
         char boot[64];
         if (e == 0 && read_boot_id(boot, sizeof boot) == 0)
             e = set_meta(x, "boot_id", boot, 1);
-        if (e == 0 && (e = idx_trig_ensure(x)) < 0)     /* additive: idx_trig.h */
-            x_set(x, "cannot create the triggers table");
-        if (e == 0)                                     /* additive: idx.h, kept */
+        if (e == 0)             /* version 4, also where a version 4 index lacks it */
             e = exec(x, kept_sql, "create the kept windows table");
     }
     if (e < 0) {

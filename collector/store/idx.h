@@ -48,13 +48,14 @@
  *                                -- the segment's aggregates (collector/store/rollup.h),
  *                                   written in the segment's own transaction; no row =
  *                                   none (readers scan the records instead)
+ *   triggers(...)              -- version 4: the collector's triggers (idx_trig.h)
  *   kept(segment_id INTEGER PRIMARY KEY, trig_ns INT, t0_ns INT, t1_ns INT, trig_pid INT,
  *        ntrig INT, source_segment INT, reason TEXT)
  *                                -- a kept window's segment (--retain triggered; seg.h's
  *                                   struct seg_keep, written with the segment's own row
  *                                   from its header, so every re-index restores it);
- *                                   additive (outside IDX_SCHEMA_VERSION, as triggers in
- *                                   idx_trig.h): every writable open creates it;
+ *                                   version 4; every writable open creates it if
+ *                                   missing;
  *                                   retention deletes these last; their records are not
  *                                   added again to processes.records
  *   indexes: segments(t_min, t_max), segments(process_id, t_min), blocks(segment_id, t_first),
@@ -71,7 +72,11 @@
 #include <stdint.h>
 #include "collector/store/seg_writer.h"
 
-#define IDX_SCHEMA_VERSION 3
+#define IDX_SCHEMA_VERSION 4
+/* Version 3 is version 4 without the triggers table (idx_trig.h): readers
+ * read it as having no triggers; a writer's open converts it (creates the
+ * table and sets the version, in one transaction). Older ones are refused. */
+#define IDX_SCHEMA_VERSION_OLDEST 3
 #define IDX_FILE_NAME      "index.sqlite"
 /* A writer creates the index with this mode (SQLite would make it 0644 less
  * the umask); SQLite gives its -wal and -shm files the database's mode and
@@ -236,7 +241,8 @@ void idx_rollback(struct idx *x);
  * of the failing system call, corrupt -EBADMSG, unique constraint -EEXIST,
  * missing process row -ENOENT); an index whose schema version differs from
  * IDX_SCHEMA_VERSION is -EPROTONOSUPPORT, nothing written to it (formats
- * change by a version bump, never by tables added in place). An older one is
+ * change by a version bump, never by tables added in place), except
+ * IDX_SCHEMA_VERSION_OLDEST (read as is, converted by a writer). An older one is
  * not converted: its message says to remove it, and d9collectd's start-up
  * recovery indexes every sealed segment without a row (reindex.h), which
  * rebuilds all but the thread names and the upload states. idx_open / idx_open_readonly print

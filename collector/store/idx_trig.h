@@ -10,12 +10,13 @@
  *                                        CLOCK_MONOTONIC ns); NULL: none
  *   index: triggers(t_ns)
  *
- * An additive table, outside IDX_SCHEMA_VERSION: the writer creates it when
- * it opens an index (an older store gains it, nothing else changes), and a
- * reader of a store without it sees no triggers. So old stores stay
- * readable and writable, and older d9 binaries ignore the table.
+ * The table is what index schema version 4 adds to version 3 (idx.h): a
+ * writer creates it with a new index and when it opens a version 3 one
+ * (IDX_SCHEMA_VERSION_OLDEST: the upgrade), and a reader of a version 3
+ * store sees no triggers. So old stores stay readable and writable. A
+ * re-index from the segments (reindex.h) does not bring triggers back.
  *
- * Called by: idx.c (idx_trig_ensure at a writable open), the collector's
+ * Called by: idx.c (idx_trig_ensure when it creates or upgrades), the collector's
  * trigd.c (writes), d9's readers (collector/sql, cli findings and events).
  * Must never: fail an open because of this table on a read-only handle.
  */

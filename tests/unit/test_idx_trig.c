@@ -1,0 +1,209 @@
+/*
+ * test_idx_trig.c — the index's triggers table (collector/store/idx_trig.c)
+ * and schema version 4: rows with and without a window, a merge that grows
+ * the windows it swallowed, the pid and time filter, and a version 3 index
+ * read as having no triggers, then upgraded by a writer's open.
+ */
+#include <errno.h>
+#include <ftw.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <cmocka.h>
+#include "collector/store/idx_int.h"
+#include "collector/store/idx_trig.h"
+
+struct fx {
+    char dir[128];
+    struct idx *x;
+};
+
+static int rm_cb(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+    (void)st; (void)flag; (void)f;
+    return remove(p);
+}
+
+static int setup(void **state)
+{
+    struct fx *fx = calloc(1, sizeof *fx);
+    strcpy(fx->dir, "/tmp/d9idxtrig.XXXXXX");
+    assert_non_null(mkdtemp(fx->dir));
+    assert_int_equal(idx_open(&fx->x, fx->dir), 0);
+    *state = fx;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fx *fx = *state;
+    idx_close(fx->x);
+    nftw(fx->dir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
+    free(fx);
+    return 0;
+}
+
+struct rows {
+    size_t n;
+    struct { uint32_t pid; uint64_t t, w0, w1; char source[16], reason[32], verdict[16]; } r[8];
+};
+
+static int collect(void *arg, const struct idx_trigger *t)
+{
+    struct rows *rs = arg;
+    if (rs->n == 8)
+        return 1;
+    rs->r[rs->n].pid = t->pid;
+    rs->r[rs->n].t = t->t_ns;
+    rs->r[rs->n].w0 = t->win_t0_ns;
+    rs->r[rs->n].w1 = t->win_t1_ns;
+    snprintf(rs->r[rs->n].source, sizeof rs->r[0].source, "%s", t->source);
+    snprintf(rs->r[rs->n].reason, sizeof rs->r[0].reason, "%s", t->reason);
+    snprintf(rs->r[rs->n].verdict, sizeof rs->r[0].verdict, "%s", t->verdict);
+    rs->n++;
+    return 0;
+}
+
+static void add(struct idx *x, uint32_t pid, uint64_t t, const char *verdict, uint64_t w0,
+                uint64_t w1)
+{
+    struct idx_trigger row = { .pid = pid, .process_id = 0, .t_ns = t, .source = "marker",
+                               .reason = "why", .verdict = verdict, .win_t0_ns = w0,
+                               .win_t1_ns = w1 };
+    assert_int_equal(idx_trigger_add(x, &row), 0);
+}
+
+static void test_a_trigger_row_keeps_its_fields_and_a_debounced_one_has_no_window(void **state)
+{
+    struct fx *fx = *state;
+    add(fx->x, 10, 1000, "kept", 900, 1100);
+    add(fx->x, 10, 1001, "debounced", 0, 0);
+    struct rows rs = { 0 };
+    assert_int_equal(idx_trigger_foreach(fx->x, 0, 0, UINT64_MAX, collect, &rs), 0);
+    assert_int_equal(rs.n, 2);
+    assert_int_equal(rs.r[0].pid, 10);
+    assert_int_equal(rs.r[0].t, 1000);
+    assert_string_equal(rs.r[0].source, "marker");
+    assert_string_equal(rs.r[0].reason, "why");
+    assert_string_equal(rs.r[0].verdict, "kept");
+    assert_int_equal(rs.r[0].w0, 900);
+    assert_int_equal(rs.r[0].w1, 1100);
+    assert_string_equal(rs.r[1].verdict, "debounced");
+    assert_int_equal(rs.r[1].w0, 0);
+    assert_int_equal(rs.r[1].w1, 0);
+    sqlite3 *db = idx_db(fx->x);
+    sqlite3_stmt *s;
+    assert_int_equal(sqlite3_prepare_v2(db, "SELECT count(*) FROM triggers WHERE win_t0 IS NULL",
+                                        -1, &s, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+    assert_int_equal(sqlite3_column_int(s, 0), 1);
+    sqlite3_finalize(s);
+}
+
+static void test_a_merge_gives_every_swallowed_window_the_merged_bounds(void **state)
+{
+    struct fx *fx = *state;
+    add(fx->x, 10, 1000, "kept", 900, 1100);
+    add(fx->x, 11, 5000, "kept", 4900, 5100);      /* apart */
+    add(fx->x, 12, 1150, "merged", 900, 1200);     /* grows the first */
+    struct rows rs = { 0 };
+    assert_int_equal(idx_trigger_foreach(fx->x, 0, 0, UINT64_MAX, collect, &rs), 0);
+    assert_int_equal(rs.n, 3);
+    assert_int_equal(rs.r[0].w1, 1200);            /* by time: 1000, 1150, 5000 */
+    assert_int_equal(rs.r[1].w1, 1200);
+    assert_int_equal(rs.r[2].w0, 4900);
+    assert_int_equal(rs.r[2].w1, 5100);
+}
+
+static void test_foreach_filters_by_pid_and_time(void **state)
+{
+    struct fx *fx = *state;
+    add(fx->x, 10, 1000, "kept", 900, 1100);
+    add(fx->x, 11, 2000, "kept", 1900, 2100);
+    add(fx->x, 10, 3000, "kept", 2900, 3100);
+    struct rows rs = { 0 };
+    assert_int_equal(idx_trigger_foreach(fx->x, 10, 0, 2500, collect, &rs), 0);
+    assert_int_equal(rs.n, 1);
+    assert_int_equal(rs.r[0].t, 1000);
+}
+
+/* A store written before the triggers: version 3, no table. */
+static void make_version_3(struct fx *fx)
+{
+    assert_int_equal(sqlite3_exec(idx_db(fx->x), "DROP TABLE triggers; UPDATE meta SET value ="
+                                  " '3' WHERE key = 'schema_version'", NULL, NULL, NULL),
+                     SQLITE_OK);
+    idx_close(fx->x);
+    fx->x = NULL;
+}
+
+static long long version_of(struct idx *x)
+{
+    sqlite3_stmt *s;
+    long long v = -1;
+    if (sqlite3_prepare_v2(idx_db(x), "SELECT value FROM meta WHERE key = 'schema_version'", -1,
+                           &s, NULL) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
+        v = sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
+    return v;
+}
+
+static void test_a_version_3_store_reads_as_having_no_triggers(void **state)
+{
+    struct fx *fx = *state;
+    make_version_3(fx);
+    char why[512];
+    struct idx *ro = NULL;
+    assert_int_equal(idx_open_ex(&ro, fx->dir, IDX_OPEN_READONLY, why, sizeof why), 0);
+    struct rows rs = { 0 };
+    assert_int_equal(idx_trigger_foreach(ro, 0, 0, UINT64_MAX, collect, &rs), 0);
+    assert_int_equal(rs.n, 0);
+    assert_int_equal(version_of(ro), 3);    /* a reader changes nothing */
+    idx_close(ro);
+}
+
+static void test_a_writer_upgrades_a_version_3_store_to_4(void **state)
+{
+    struct fx *fx = *state;
+    make_version_3(fx);
+    assert_int_equal(idx_open(&fx->x, fx->dir), 0);
+    assert_int_equal(version_of(fx->x), IDX_SCHEMA_VERSION);
+    assert_int_equal(IDX_SCHEMA_VERSION, 4);
+    add(fx->x, 10, 1000, "kept", 900, 1100);
+    struct rows rs = { 0 };
+    assert_int_equal(idx_trigger_foreach(fx->x, 0, 0, UINT64_MAX, collect, &rs), 0);
+    assert_int_equal(rs.n, 1);
+}
+
+static void test_a_version_2_store_is_still_refused(void **state)
+{
+    struct fx *fx = *state;
+    assert_int_equal(sqlite3_exec(idx_db(fx->x), "UPDATE meta SET value = '2' WHERE key ="
+                                  " 'schema_version'", NULL, NULL, NULL), SQLITE_OK);
+    idx_close(fx->x);
+    fx->x = NULL;
+    char why[512];
+    struct idx *x = NULL;
+    assert_int_equal(idx_open_ex(&x, fx->dir, 0, why, sizeof why), -EPROTONOSUPPORT);
+    assert_null(x);
+}
+
+int main(void)
+{
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+    const struct CMUnitTest tests[] = {
+        T(test_a_trigger_row_keeps_its_fields_and_a_debounced_one_has_no_window),
+        T(test_a_merge_gives_every_swallowed_window_the_merged_bounds),
+        T(test_foreach_filters_by_pid_and_time),
+        T(test_a_version_3_store_reads_as_having_no_triggers),
+        T(test_a_writer_upgrades_a_version_3_store_to_4),
+        T(test_a_version_2_store_is_still_refused),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -86,6 +86,7 @@
 #include "collector/daemon/prof.h"
 #include "collector/daemon/storedir.h"
 #include "collector/daemon/trigd.h"
+#include "collector/daemon/flight.h"
 #include "collector/daemon/ship.h"
 #include "collector/s3/s3_cfg.h"
 #include "shm/clock.h"
@@ -101,6 +102,7 @@
 struct col_ctx {
     struct config cfg;
     struct storedir store;
+    struct flight flight;       /* --retain triggered (flight.h) */
     int store_lock;             /* store_lock fd, held until exit */
     int perf_keeper;            /* perf_callchain_keeper fd, -1 when none */
     struct perf_host *perf_host;    /* per-CPU on-CPU sampling, NULL: per thread or off */
@@ -454,7 +456,8 @@ static void pace_ceiling(struct col_ctx *x)
 static void rotate(struct col_ctx *x, uint64_t now)
 {
     uint64_t max_bytes = (uint64_t)x->cfg.segment_mb << 20;
-    uint64_t max_age = (uint64_t)x->cfg.segment_seconds * 1000000000ULL;
+    uint64_t max_age = flight_segment_age_ns(&x->flight, &x->cfg.trig,
+                                             (uint64_t)x->cfg.segment_seconds * 1000000000ULL);
     if (!storedir_writable(&x->store, now))
         return;
     for (struct proc *p = x->procs; p; p = p->next) {
@@ -1019,6 +1022,7 @@ static void run(struct col_ctx *x)
         x->pass_ns = shm_mono_ns() - now;
         rotate(x, now);
         finish_ended(x);
+        flight_pass(&x->flight, &x->store, trigd_state(), now, 0);
         metrics_publish(x, now);
         host_follow(x);
         uint64_t dt_us = x->last_pass_ns && now > x->last_pass_ns
@@ -1227,10 +1231,14 @@ static int start_up(struct col_ctx *x)
         return EXIT_RUNTIME;
     }
     x->store.segment_max_bytes = (uint64_t)x->cfg.segment_mb << 20;
-    x->store.keep_unshipped = x->cfg.ship[0] != 0;
+    /* the flight recorder ships kept windows only: retention takes the
+     * untriggered data first, then the oldest kept windows (flight.h) */
+    x->store.keep_unshipped = x->cfg.ship[0] != 0 && x->cfg.trig.retain != TRIG_RETAIN_TRIGGERED;
     storedir_recover(&x->store);
     trigd_init(&x->cfg.trig);
     trigd_set_index(x->store.idx);
+    flight_init(&x->flight, &x->cfg.trig, x->store.next_segment_id);
+    ship_kept_only(x->flight.on);
     if (x->cfg.ship[0])
         ship_begin(x);
     if (ctl_server_open(&x->ctl, x->cfg.endpoint, err, sizeof err)) {
@@ -1337,6 +1345,13 @@ int main(int argc, char **argv)
                  x->cfg.endpoint, x->cfg.shm_dir);
         run(x);
         int failed = shutdown_all(x);
+        if (x->flight.on) {     /* no trigger can come now: everything is settled */
+            flight_pass(&x->flight, &x->store, trigd_state(), shm_mono_ns(), 1);
+            col_info("flight recorder: %" PRIu64 " kept windows written (%" PRIu64 " bytes), %"
+                     PRIu64 " segments dropped (%" PRIu64 " bytes), %" PRIu64 " cut errors",
+                     x->flight.windows_cut, x->flight.kept_bytes, x->flight.dropped_segments,
+                     x->flight.dropped_bytes, x->flight.cut_errors);
+        }
         if (x->bell) {
             struct bell_stats bs;
             bell_get_stats(x->bell, &bs);

@@ -654,6 +654,16 @@ static void ship_one(struct ship_job *j, const struct idx_upload *u)
     }
     m.bytes = len;
     m.crc32c = crc;
+    if (u->kept) {                      /* the manifest names the trigger */
+        m.kept = 1;
+        m.trigger_t_ns = u->keep.trig_ns;
+        m.trigger_t0_ns = u->keep.t0_ns;
+        m.trigger_t1_ns = u->keep.t1_ns;
+        m.trigger_pid = u->keep.trig_pid;
+        m.trigger_count = u->keep.ntrig;
+        m.trigger_source_segment = u->keep.source_segment;
+        snprintf(m.trigger_reason, sizeof m.trigger_reason, "%s", u->keep.reason);
+    }
     snprintf(m.host, sizeof m.host, "%s", s->host);
     snprintf(m.boot_id, sizeof m.boot_id, "%s", s->boot_id);
     snprintf(m.comm, sizeof m.comm, "%s", u->comm);
@@ -898,6 +908,13 @@ static void *ship_thread(void *arg)
     return NULL;
 }
 
+static int ship_kept_only_on;           /* set on the drain thread before ship_start */
+
+void ship_kept_only(int on)
+{
+    ship_kept_only_on = on != 0;
+}
+
 int ship_start(struct ship **out, const struct s3_cfg *cfg, const char *store_dir,
                const char *host, unsigned jobs, uint64_t store_cap, const char *parquet_bin,
                char *err, size_t err_cap)
@@ -934,6 +951,7 @@ int ship_start(struct ship **out, const struct s3_cfg *cfg, const char *store_di
             snprintf(err, err_cap, "ship: index of %s: %s", store_dir, why);
             break;
         }
+        idx_upload_kept_only(j->idx, ship_kept_only_on);
         if ((rc = s3_client_open(&j->client, cfg)) != 0) {
             snprintf(err, err_cap, "ship: cannot make an S3 client: %s", strerror(-rc));
             break;

@@ -109,6 +109,10 @@ struct ship_stats {
 int ship_start(struct ship **out, const struct s3_cfg *cfg, const char *store_dir,
                const char *host, unsigned jobs, uint64_t store_cap, const char *parquet_bin,
                char *err, size_t err_cap);
+/* The flight recorder (--retain triggered): uploaders started after this
+ * call with on = 1 ship kept windows' segments only (idx_upload_kept_only),
+ * each manifest naming its trigger. Call before ship_start. */
+void ship_kept_only(int on);
 
 /* Whether uploads should compete for CPU: the backlog's bytes and the age
  * of its oldest records against the cap, with the hysteresis above

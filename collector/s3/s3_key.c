@@ -157,6 +157,15 @@ int s3_key_manifest_write(const struct s3_key_manifest *m, const struct s3_key_t
     s3_key_num(&o, "bytes", m->bytes);
     s3_key_num(&o, "crc32c", m->crc32c);
     s3_key_str(&o, "sha256", m->sha256);
+    if (m->kept) {
+        s3_key_num(&o, "trigger_t_ns", m->trigger_t_ns);
+        s3_key_num(&o, "trigger_t0_ns", m->trigger_t0_ns);
+        s3_key_num(&o, "trigger_t1_ns", m->trigger_t1_ns);
+        s3_key_num(&o, "trigger_pid", m->trigger_pid);
+        s3_key_num(&o, "trigger_count", m->trigger_count);
+        s3_key_num(&o, "trigger_source_segment", m->trigger_source_segment);
+        s3_key_str(&o, "trigger_reason", m->trigger_reason);
+    }
     if (t)
         s3_key_threads_out(&o, t);
     s3_key_put(&o, "\n}\n", 3);
@@ -343,6 +352,8 @@ static int s3_key_manifest_in(const char *buf, size_t len, struct s3_key_manifes
         { "boot_id", offsetof(struct s3_key_manifest, boot_id), sizeof m->boot_id },
         { "comm", offsetof(struct s3_key_manifest, comm), sizeof m->comm },
         { "sha256", offsetof(struct s3_key_manifest, sha256), sizeof m->sha256 },
+        { "trigger_reason", offsetof(struct s3_key_manifest, trigger_reason),
+          sizeof m->trigger_reason },
     };
     struct { const char *k; size_t off; } nums[] = {
         { "format", offsetof(struct s3_key_manifest, format) },
@@ -356,6 +367,12 @@ static int s3_key_manifest_in(const char *buf, size_t len, struct s3_key_manifes
         { "lost", offsetof(struct s3_key_manifest, lost) },
         { "bytes", offsetof(struct s3_key_manifest, bytes) },
         { "crc32c", offsetof(struct s3_key_manifest, crc32c) },
+        { "trigger_t_ns", offsetof(struct s3_key_manifest, trigger_t_ns) },
+        { "trigger_t0_ns", offsetof(struct s3_key_manifest, trigger_t0_ns) },
+        { "trigger_t1_ns", offsetof(struct s3_key_manifest, trigger_t1_ns) },
+        { "trigger_pid", offsetof(struct s3_key_manifest, trigger_pid) },
+        { "trigger_count", offsetof(struct s3_key_manifest, trigger_count) },
+        { "trigger_source_segment", offsetof(struct s3_key_manifest, trigger_source_segment) },
     };
     struct s3_key_in in = { buf, buf + len };
     char key[64], skip[S3_KEY_MANIFEST_MAX];
@@ -403,6 +420,8 @@ static int s3_key_manifest_in(const char *buf, size_t len, struct s3_key_manifes
             }
             if (rc)
                 return -EBADMSG;
+            if (known && strncmp(key, "trigger_", 8) == 0)
+                m->kept = 1;        /* a kept window's manifest (s3_key.h) */
             s3_key_ws(&in);
             if (in.p < in.end && *in.p == ',') {
                 in.p++;

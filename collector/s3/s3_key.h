@@ -60,6 +60,14 @@ struct s3_key_manifest {
     uint64_t records, lost, bytes;
     uint64_t crc32c;                  /* of the whole file */
     char sha256[65];                  /* hex, of the whole file */
+    /* a kept window's segment (--retain triggered, seg.h's struct seg_keep):
+     * written as the flat keys "trigger_t_ns", "trigger_t0_ns",
+     * "trigger_t1_ns", "trigger_pid", "trigger_count", "trigger_source_segment"
+     * and "trigger_reason" (older readers ignore them); none when kept is 0 */
+    int kept;
+    uint64_t trigger_t_ns, trigger_t0_ns, trigger_t1_ns, trigger_pid, trigger_count,
+        trigger_source_segment;
+    char trigger_reason[64];
 };
 
 /* One thread of a manifest: a ring generation of the segment's process. */

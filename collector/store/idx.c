@@ -74,6 +74,13 @@ static const char schema_sql[] =
     "CREATE TABLE IF NOT EXISTS rollups(segment_id INTEGER PRIMARY KEY, data BLOB NOT NULL);"
     "CREATE INDEX IF NOT EXISTS processes_pid ON processes(pid);";
 
+/* The kept windows' table (idx.h), part of version 4: created by every
+ * writable open when missing (a new index, one upgraded from version 3, a
+ * version 4 one made before the table). */
+static const char kept_sql[] =
+    "CREATE TABLE IF NOT EXISTS kept(segment_id INTEGER PRIMARY KEY, trig_ns INT, t0_ns INT,"
+    " t1_ns INT, trig_pid INT, ntrig INT, source_segment INT, reason TEXT);";
+
 /* Per-type counter columns, in enum d9_rec_type order (PAD has none). */
 _Static_assert(D9_REC_TYPE_COUNT == 12, "segments.n_* columns follow enum d9_rec_type");
 
@@ -100,12 +107,24 @@ enum {
     ST_UP_OLDEST_SHIPPED,
     ST_RU_SET,
     ST_RU_DEL,
+    ST_KEPT_INSERT,
+    ST_KEPT_DEL,
+    ST_FLIGHT_LIST,
     ST_COUNT
 };
 
 static const char *const stmt_sql[ST_COUNT] = {
     [ST_RU_SET] = "INSERT OR REPLACE INTO rollups(segment_id, data) VALUES(?1, ?2)",
     [ST_RU_DEL] = "DELETE FROM rollups WHERE segment_id = ?1",
+    [ST_KEPT_INSERT] =
+        "INSERT INTO kept(segment_id, trig_ns, t0_ns, t1_ns, trig_pid, ntrig, source_segment,"
+        " reason) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    [ST_KEPT_DEL] = "DELETE FROM kept WHERE segment_id = ?1",
+    [ST_FLIGHT_LIST] =
+        "SELECT s.id, s.process_id, s.path, s.t_min, s.t_max, s.bytes FROM segments s"
+        " WHERE s.id >= ?1 AND s.t_max < ?2"
+        " AND NOT EXISTS(SELECT 1 FROM kept k WHERE k.segment_id = s.id)"
+        " ORDER BY s.id LIMIT 256",
     [ST_PROC_UPSERT] =
         "INSERT INTO processes(pid, start_time, uid, comm, exe, first_ns, last_ns, state,"
         " exit_code, records, lost) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?6, 'alive', NULL, 0, 0)"
@@ -160,17 +179,22 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_SEG_DEL] = "DELETE FROM segments WHERE id = ?1",
     [ST_NEXT_ID] = "SELECT coalesce(max(id), 0) + 1 FROM segments",
     [ST_TOTAL_BYTES] = "SELECT coalesce(sum(bytes), 0) FROM segments",
-    [ST_OLDEST] = "SELECT id, path FROM segments ORDER BY t_max, id LIMIT 1",
+    /* kept windows last: untriggered data goes first (--retain triggered) */
+    [ST_OLDEST] = "SELECT s.id, s.path FROM segments s"
+        " ORDER BY EXISTS(SELECT 1 FROM kept k WHERE k.segment_id = s.id), s.t_max, s.id LIMIT 1",
     [ST_SEG_LIST] =
         "SELECT s.id, s.process_id, s.path, s.bytes, s.records, s.lost, s.t_min, s.t_max,"
         " (SELECT count(*) FROM blocks b WHERE b.segment_id = s.id) FROM segments s"
         " ORDER BY s.id",
     [ST_UP_NEXT] =
         "SELECT s.id, s.path, s.bytes, s.records, s.lost, s.t_min, s.t_max, p.pid,"
-        " p.start_time, p.comm, coalesce(u.attempts, 0) FROM segments s"
+        " p.start_time, p.comm, coalesce(u.attempts, 0), k.segment_id, k.trig_ns, k.t0_ns,"
+        " k.t1_ns, k.trig_pid, k.ntrig, k.source_segment, k.reason FROM segments s"
         " LEFT JOIN processes p ON p.id = s.process_id"
         " LEFT JOIN uploads u ON u.segment_id = s.id"
+        " LEFT JOIN kept k ON k.segment_id = s.id"
         " WHERE coalesce(u.state, 'pending') != 'shipped' AND coalesce(u.next_ns, 0) <= ?1"
+        " AND (?2 = 0 OR k.segment_id IS NOT NULL)"
         " ORDER BY s.id LIMIT 64",
     [ST_UP_SET] =
         "INSERT INTO uploads(segment_id, state, attempts, last_error, next_ns, updated_ns)"
@@ -189,7 +213,8 @@ static const char *const stmt_sql[ST_COUNT] = {
         " FROM segments s LEFT JOIN uploads u ON u.segment_id = s.id",
     [ST_UP_OLDEST_SHIPPED] =
         "SELECT s.id, s.path FROM segments s JOIN uploads u ON u.segment_id = s.id"
-        " WHERE u.state = 'shipped' ORDER BY s.t_max, s.id LIMIT 1",
+        " WHERE u.state = 'shipped'"
+        " ORDER BY EXISTS(SELECT 1 FROM kept k WHERE k.segment_id = s.id), s.t_max, s.id LIMIT 1",
 };
 
 _Static_assert(ST_COUNT == IDX_WRITE_STMTS, "idx_int.h sizes the statement cache");
@@ -719,6 +744,8 @@ int idx_open_ex(struct idx **out, const char *store_dir, unsigned flags, char *w
         char boot[64];
         if (e == 0 && read_boot_id(boot, sizeof boot) == 0)
             e = set_meta(x, "boot_id", boot, 1);
+        if (e == 0)             /* version 4, also where a version 4 index lacks it */
+            e = exec(x, kept_sql, "create the kept windows table");
     }
     if (e < 0) {
         if (!x->err[0])
@@ -1094,6 +1121,28 @@ static int insert_blocks(struct idx *x, uint64_t segment_id, const struct seg_bl
     return 0;
 }
 
+/* The kept row of a kept window's segment (inside the caller's transaction). */
+static int insert_kept(struct idx *x, const struct seg_summary *sm)
+{
+    sqlite3_stmt *s;
+    int e = stmt(x, ST_KEPT_INSERT, &s);
+    if (e < 0)
+        return e;
+    const struct seg_keep *k = &sm->keep;
+    char reason[SEG_KEEP_REASON_MAX];
+    memcpy(reason, k->reason, sizeof reason);
+    reason[sizeof reason - 1] = 0;
+    sqlite3_bind_int64(s, 1, (sqlite3_int64)sm->segment_id);
+    sqlite3_bind_int64(s, 2, (sqlite3_int64)k->trig_ns);
+    sqlite3_bind_int64(s, 3, (sqlite3_int64)k->t0_ns);
+    sqlite3_bind_int64(s, 4, (sqlite3_int64)k->t1_ns);
+    sqlite3_bind_int64(s, 5, (sqlite3_int64)k->trig_pid);
+    sqlite3_bind_int64(s, 6, (sqlite3_int64)k->ntrig);
+    sqlite3_bind_int64(s, 7, (sqlite3_int64)k->source_segment);
+    sqlite3_bind_text(s, 8, reason, -1, SQLITE_TRANSIENT);
+    return run(x, s, "insert kept window");
+}
+
 static int insert_segment(struct idx *x, int64_t process_id, const struct seg_summary *sm,
                           const char *rel)
 {
@@ -1120,9 +1169,12 @@ static int insert_segment(struct idx *x, int64_t process_id, const struct seg_su
         return e;
     if ((e = stmt(x, ST_PROC_COUNTERS, &s)) < 0)
         return e;
+    /* a kept window's records were counted when the segment it was cut
+     * from was sealed (processes.records counts what was ever indexed) */
+    int kept = (sm->hdr_flags & SEG_F_KEPT) != 0;
     sqlite3_bind_int64(s, 1, process_id);
-    sqlite3_bind_int64(s, 2, (sqlite3_int64)sm->nrecords);
-    sqlite3_bind_int64(s, 3, (sqlite3_int64)sm->lost);
+    sqlite3_bind_int64(s, 2, kept ? 0 : (sqlite3_int64)sm->nrecords);
+    sqlite3_bind_int64(s, 3, kept ? 0 : (sqlite3_int64)sm->lost);
     if (sm->t_max) {
         sqlite3_bind_int64(s, 4, (sqlite3_int64)sm->t_min);
         sqlite3_bind_int64(s, 5, (sqlite3_int64)sm->t_max);
@@ -1133,7 +1185,7 @@ static int insert_segment(struct idx *x, int64_t process_id, const struct seg_su
         x_set(x, "segment %" PRIu64 ": no process row %" PRId64, sm->segment_id, process_id);
         return -ENOENT;
     }
-    return 0;
+    return kept ? insert_kept(x, sm) : 0;
 }
 
 /* The rollups row of a segment (inside the caller's transaction). */
@@ -1264,6 +1316,10 @@ int idx_segment_delete(struct idx *x, uint64_t segment_id)
         sqlite3_bind_int64(s, 1, (sqlite3_int64)segment_id);
         e = run(x, s, "delete upload state");
     }
+    if (e == 0 && (e = stmt(x, ST_KEPT_DEL, &s)) == 0) {
+        sqlite3_bind_int64(s, 1, (sqlite3_int64)segment_id);
+        e = run(x, s, "delete kept window");
+    }
     if (e == 0 && (e = stmt(x, ST_SEG_DEL, &s)) == 0) {
         sqlite3_bind_int64(s, 1, (sqlite3_int64)segment_id);
         if ((e = run(x, s, "delete segment")) == 0)
@@ -1358,6 +1414,7 @@ int idx_upload_next(struct idx *x, uint64_t now_ns, const uint64_t *skip, size_t
     if (e < 0)
         return e;
     sqlite3_bind_int64(s, 1, (sqlite3_int64)now_ns);
+    sqlite3_bind_int(s, 2, x->upload_kept_only);
     while (!found && (rc = sqlite3_step(s)) == SQLITE_ROW) {
         uint64_t id = (uint64_t)sqlite3_column_int64(s, 0);
         int busy = 0;
@@ -1377,6 +1434,16 @@ int idx_upload_next(struct idx *x, uint64_t now_ns, const uint64_t *skip, size_t
         out->start_time = (uint64_t)sqlite3_column_int64(s, 8);
         col_text(s, 9, out->comm, sizeof out->comm);
         out->attempts = (uint32_t)sqlite3_column_int64(s, 10);
+        if (sqlite3_column_type(s, 11) != SQLITE_NULL) {
+            out->kept = 1;
+            out->keep.trig_ns = (uint64_t)sqlite3_column_int64(s, 12);
+            out->keep.t0_ns = (uint64_t)sqlite3_column_int64(s, 13);
+            out->keep.t1_ns = (uint64_t)sqlite3_column_int64(s, 14);
+            out->keep.trig_pid = (uint32_t)sqlite3_column_int64(s, 15);
+            out->keep.ntrig = (uint32_t)sqlite3_column_int64(s, 16);
+            out->keep.source_segment = (uint64_t)sqlite3_column_int64(s, 17);
+            col_text(s, 18, out->keep.reason, sizeof out->keep.reason);
+        }
         found = 1;
     }
     if (!found && rc != SQLITE_DONE)
@@ -1478,4 +1545,38 @@ int idx_segment_foreach(struct idx *x, idx_segment_fn fn, void *arg)
         e = x_fail(x, rc, "list segments");
     sqlite3_reset(s);
     return e;
+}
+
+void idx_upload_kept_only(struct idx *x, int on)
+{
+    if (x)
+        x->upload_kept_only = on != 0;
+}
+
+int idx_flight_candidates(struct idx *x, uint64_t min_id, uint64_t before_ns,
+                          struct idx_flight_row *rows, size_t cap, size_t *n)
+{
+    if (!x || !rows || !n)
+        return -EINVAL;
+    *n = 0;
+    sqlite3_stmt *s;
+    int e = stmt(x, ST_FLIGHT_LIST, &s), rc = SQLITE_DONE;
+    if (e < 0)
+        return e;
+    sqlite3_bind_int64(s, 1, (sqlite3_int64)(min_id > INT64_MAX ? INT64_MAX : min_id));
+    sqlite3_bind_int64(s, 2, (sqlite3_int64)(before_ns > INT64_MAX ? INT64_MAX : before_ns));
+    while (*n < cap && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        struct idx_flight_row *r = &rows[(*n)++];
+        memset(r, 0, sizeof *r);
+        r->id = (uint64_t)sqlite3_column_int64(s, 0);
+        r->process_id = sqlite3_column_int64(s, 1);
+        col_text(s, 2, r->path, sizeof r->path);
+        r->t_min = (uint64_t)sqlite3_column_int64(s, 3);
+        r->t_max = (uint64_t)sqlite3_column_int64(s, 4);
+        r->bytes = (uint64_t)sqlite3_column_int64(s, 5);
+    }
+    if (*n < cap && rc != SQLITE_DONE)
+        e = x_fail(x, rc, "flight recorder candidates");
+    sqlite3_reset(s);
+    return e < 0 ? e : 0;
 }

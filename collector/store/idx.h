@@ -50,6 +50,15 @@
  *                                   written in the segment's own transaction; no row =
  *                                   none (readers scan the records instead)
  *   triggers(...)              -- version 4: the collector's triggers (idx_trig.h)
+ *   kept(segment_id INTEGER PRIMARY KEY, trig_ns INT, t0_ns INT, t1_ns INT, trig_pid INT,
+ *        ntrig INT, source_segment INT, reason TEXT)
+ *                                -- a kept window's segment (--retain triggered; seg.h's
+ *                                   struct seg_keep, written with the segment's own row
+ *                                   from its header, so every re-index restores it);
+ *                                   version 4; every writable open creates it if
+ *                                   missing;
+ *                                   retention deletes these last; their records are not
+ *                                   added again to processes.records
  *   indexes: segments(t_min, t_max), segments(process_id, t_min), blocks(segment_id, t_first),
  *            processes(pid)
  *
@@ -156,7 +165,8 @@ int idx_segment_delete(struct idx *x, uint64_t segment_id);
 int idx_next_segment_id(struct idx *x, uint64_t *id);
 /* Total bytes of indexed segments. */
 int idx_total_bytes(struct idx *x, uint64_t *bytes);
-/* Oldest segment (smallest t_max): id and relative path; -ENOENT if none. */
+/* Oldest segment (smallest t_max; kept windows only when no other is left): id
+ * and relative path; -ENOENT if none. */
 int idx_oldest_segment(struct idx *x, uint64_t *id, char *path, size_t cap);
 
 /* Oldest segment whose upload state is 'shipped'; -ENOENT if none
@@ -174,11 +184,29 @@ struct idx_upload {
     uint64_t start_time;
     char comm[64];
     uint32_t attempts;          /* made so far (0: never tried) */
+    int kept;                   /* a kept window's segment: keep says which */
+    struct seg_keep keep;
 };
 /* The oldest segment not shipped whose next_ns <= now_ns and whose id is not
  * in skip[0..nskip) (uploads in flight); -ENOENT if none. */
 int idx_upload_next(struct idx *x, uint64_t now_ns, const uint64_t *skip, size_t nskip,
                     struct idx_upload *out);
+/* On this connection, idx_upload_next hands out kept windows' segments
+ * only (the flight recorder ships nothing else). */
+void idx_upload_kept_only(struct idx *x, int on);
+
+/* ---- the flight recorder (--retain triggered, collector/daemon/flight.c) ----
+ * Segments with id >= min_id (sealed by this collector run), not kept
+ * windows themselves, whose t_max < before_ns: up to cap of them in id
+ * order into rows, *n = how many. */
+struct idx_flight_row {
+    uint64_t id;
+    int64_t process_id;
+    char path[512];             /* relative to the store */
+    uint64_t t_min, t_max, bytes;
+};
+int idx_flight_candidates(struct idx *x, uint64_t min_id, uint64_t before_ns,
+                          struct idx_flight_row *rows, size_t cap, size_t *n);
 /* Set a segment's state ("pending", "shipped", "failed"); -ENOENT when the
  * segment row is gone (retention deleted it meanwhile). */
 int idx_upload_set(struct idx *x, uint64_t segment_id, const char *state, uint32_t attempts,

@@ -17,12 +17,13 @@
 #include <sqlite3.h>
 #include "collector/store/idx.h"
 
-#define IDX_WRITE_STMTS 22      /* idx.c's statement cache (its enum) */
+#define IDX_WRITE_STMTS 25      /* idx.c's statement cache (its enum) */
 #define IDX_READ_STMTS  16      /* idx_read.c's statement cache (its enum) */
 
 struct idx {
     sqlite3 *db;
     int readonly;
+    int upload_kept_only;       /* idx_upload_kept_only */
     char dir[PATH_MAX];         /* the store */
     char path[PATH_MAX];        /* its index file */
     char err[PATH_MAX + 256];

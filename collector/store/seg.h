@@ -62,6 +62,22 @@ enum seg_block_kind {
     SEG_BLK_THREAD_END = 4,
 };
 
+/* A kept window's segment (flags SEG_F_KEPT): the flight recorder
+ * (--retain triggered) cut it out of the segment source_segment, keeping the
+ * records of [t0_ns, t1_ns], the window of the trigger at trig_ns from
+ * trig_pid (ntrig triggers merged into it; reason the first one's, cut to
+ * SEG_KEEP_REASON_MAX - 1 bytes, NUL-padded: readers still end it themselves). Zero in every other segment (these bytes were reserved). */
+#define SEG_KEEP_REASON_MAX 48u
+struct seg_keep {
+    uint64_t trig_ns;
+    uint64_t t0_ns, t1_ns;      /* inclusive */
+    uint32_t trig_pid;
+    uint32_t ntrig;
+    uint64_t source_segment;
+    char reason[SEG_KEEP_REASON_MAX];
+};
+_Static_assert(sizeof(struct seg_keep) == 88, "seg_keep fills the header's reserved bytes");
+
 struct seg_file_hdr {
     char magic[8];              /* SEG_MAGIC */
     uint32_t version;           /* SEG_VERSION */
@@ -80,7 +96,7 @@ struct seg_file_hdr {
     char host[64];              /* NUL-padded */
     char comm[16];
     char exe[256];
-    uint8_t _reserved[SEG_HDR_SIZE - 424];
+    struct seg_keep keep;       /* SEG_F_KEPT; else zero */
 };
 
 /* seg_block_hdr.flags */
@@ -147,7 +163,8 @@ struct seg_summary {
     struct seg_block_info *blocks;  /* owned by the writer until seg_writer_free */
     uint32_t nblocks;
     uint32_t nblocks_indexed;   /* blocks[0, this) are already index rows (seg_writer_mark_indexed) */
-    uint32_t hdr_flags;         /* seg_file_hdr.flags (SEG_F_SALVAGED) */
+    uint32_t hdr_flags;         /* seg_file_hdr.flags (SEG_F_SALVAGED, SEG_F_KEPT) */
+    struct seg_keep keep;       /* seg_file_hdr.keep (SEG_F_KEPT) */
     uint64_t sealed_ns;         /* CLOCK_MONOTONIC at seal (from mtime for seg_salvage_summarize) */
 };
 
@@ -172,6 +189,7 @@ struct seg_summary {
 #define SEG_FOOTER_MAGIC "D9FOOTER"
 #define SEG_TMP_PREFIX   ".tmp."
 #define SEG_F_SALVAGED   1u             /* seg_file_hdr.flags: rebuilt by seg_salvage */
+#define SEG_F_KEPT       2u             /* seg_file_hdr.flags: a kept window (struct seg_keep) */
 #define SEG_WRITE_BUF    (1u << 20)     /* writer buffer, flushed with write(2) */
 #define SEG_WRITEBACK_STEP (1u << 20)   /* start writeback after every this many bytes flushed */
 #define SEG_META_IDS_MAX 65536u         /* reader keeps metadata ids 1..this per kind */

@@ -58,6 +58,10 @@ static void fill_summary(struct seg_summary *sum, const struct seg_file_hdr *h,
     sum->t_max = a->t_max;
     memcpy(sum->counts, a->counts, sizeof sum->counts);
     sum->hdr_flags = h->flags;
+    if (h->flags & SEG_F_KEPT) {    /* untrusted: the reason is ended here */
+        sum->keep = h->keep;
+        sum->keep.reason[SEG_KEEP_REASON_MAX - 1] = 0;
+    }
 }
 
 int seg_salvage_summarize(const char *path, struct seg_summary *sum)

@@ -451,6 +451,11 @@ int seg_writer_open(struct seg_writer **out, const char *dir, uint64_t segment_i
     copy_str(h->host, sizeof h->host, proc->host);
     copy_str(h->comm, sizeof h->comm, proc->comm);
     copy_str(h->exe, sizeof h->exe, proc->exe);
+    if (proc->keep) {
+        h->flags |= SEG_F_KEPT;
+        h->keep = *proc->keep;
+        h->keep.reason[SEG_KEEP_REASON_MAX - 1] = 0;
+    }
     memcpy(w->buf, h, SEG_HDR_SIZE);
     w->buf_len = SEG_HDR_SIZE;
 
@@ -529,6 +534,7 @@ int seg_writer_seal(struct seg_writer *w, struct seg_summary *sum)
     s->nblocks = w->nblocks;
     s->nblocks_indexed = w->nindexed;
     s->hdr_flags = w->hdr.flags;
+    s->keep = w->hdr.keep;
     s->sealed_ns = shm_mono_ns();
     if (sum)
         *sum = *s;

@@ -30,6 +30,7 @@ struct seg_proc_info {
     double ns_per_tick;
     uint64_t cal_tsc0, cal_ns0;
     const char *host, *comm, *exe;
+    const struct seg_keep *keep;    /* NULL, or a kept window's segment (SEG_F_KEPT) */
 };
 
 struct seg_writer;

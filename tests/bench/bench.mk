@@ -10,6 +10,7 @@
 #   make bench-fleet           only the fleet scan section: DuckDB over Parquet vs d9 sql (tests/bench/bench_fleet_scan.sh)
 #   make bench-aggs            only the rollups-vs-raw aggregates section (tests/bench/bench_aggs.sh)
 #   make bench-serve-zoom      only d9 serve's sustained zoom in Chromium (tests/bench/bench_serve_zoom.sh)
+#   make bench-flight          only the flight recorder's disk per hour, retain all vs triggered (tests/bench/bench_flight.sh)
 #   BENCH_QUICK=1 make bench   shorter runs (smoke test of the harness)
 #   BENCH_E2E_PAIRS=N make bench   N off/on pairs in the end-to-end section (default 16)
 
@@ -22,7 +23,7 @@ BENCH_BINS := $(BENCH_DIR)/bench_hot $(BENCH_DIR)/bench_hot_off $(BENCH_DIR)/ben
               $(BENCH_DIR)/bench_rollup
 BENCH_LIBS_LTTNG := -llttng-ust -ldl -pthread
 
-.PHONY: bench bench-bins bench-ship bench-parquet bench-fleet bench-aggs
+.PHONY: bench bench-bins bench-ship bench-parquet bench-fleet bench-aggs bench-flight
 bench:
 	@D9_EXTRA_PKGS="liblttng-ust-dev lttng-tools" sh .ci/install-deps
 	@echo "bench: building into $(BUILD)"
@@ -32,6 +33,12 @@ bench:
 	@$(MAKE) --no-print-directory BUILD=$(BUILD) bench-parquet
 	@$(MAKE) --no-print-directory BUILD=$(BUILD) bench-fleet
 	@$(MAKE) --no-print-directory BUILD=$(BUILD) bench-aggs
+	@$(MAKE) --no-print-directory BUILD=$(BUILD) bench-flight
+
+# --retain triggered vs all: disk written and kept per hour (tests/bench/bench_flight.sh)
+bench-flight:
+	@$(MAKE) --no-print-directory BUILD=$(BUILD) all $(BENCH_DIR)/bench_drain $(BUILD)/tests/integration/tool_ctl
+	BUILD=$(BUILD) sh tests/bench/bench_flight.sh
 
 # d9 sched --totals / top-polls --by-location: rollups + edges vs --raw (tests/bench/bench_aggs.sh)
 bench-aggs:

@@ -84,6 +84,35 @@ static void a_manifest_round_trips(void **state)
     assert_int_equal(s3_key_manifest_write(&m, NULL, json, 20), -ENAMETOOLONG);
 }
 
+/* --retain triggered: a kept window's manifest names its trigger, and
+ * reads back with it; one without the keys is not kept. */
+static void a_kept_window_manifest_names_its_trigger(void **state)
+{
+    (void)state;
+    struct s3_key_manifest m = sample(), back;
+    m.kept = 1;
+    m.trigger_t_ns = 5000000000ull;
+    m.trigger_t0_ns = 4000000000ull;
+    m.trigger_t1_ns = 5500000000ull;
+    m.trigger_pid = 4242;
+    m.trigger_count = 2;
+    m.trigger_source_segment = 7;
+    snprintf(m.trigger_reason, sizeof m.trigger_reason, "marker: slow \"request\"");
+    char json[S3_KEY_MANIFEST_MAX];
+    assert_int_equal(s3_key_manifest_write(&m, NULL, json, sizeof json), 0);
+    assert_non_null(strstr(json, "\"trigger_t_ns\": 5000000000"));
+    assert_non_null(strstr(json, "\"trigger_t0_ns\": 4000000000"));
+    assert_non_null(strstr(json, "\"trigger_t1_ns\": 5500000000"));
+    assert_non_null(strstr(json, "\"trigger_reason\": \"marker: slow \\\"request\\\"\""));
+    assert_int_equal(s3_key_manifest_parse(json, strlen(json), &back, NULL), 0);
+    assert_memory_equal(&m, &back, sizeof m);
+    m = sample();
+    assert_int_equal(s3_key_manifest_write(&m, NULL, json, sizeof json), 0);
+    assert_null(strstr(json, "trigger"));
+    assert_int_equal(s3_key_manifest_parse(json, strlen(json), &back, NULL), 0);
+    assert_int_equal(back.kept, 0);
+}
+
 static struct s3_key_threads threads, back_threads;
 
 static void threads_round_trip_with_their_names_escaped(void **state)
@@ -266,6 +295,7 @@ int main(void)
         cmocka_unit_test(host_names_cannot_leave_their_folder),
         cmocka_unit_test(parquet_keys_are_hive_partitions_of_table_day_and_host),
         cmocka_unit_test(a_manifest_round_trips),
+        cmocka_unit_test(a_kept_window_manifest_names_its_trigger),
         cmocka_unit_test(unknown_keys_are_skipped),
         cmocka_unit_test(damaged_manifests_are_refused),
         cmocka_unit_test(threads_round_trip_with_their_names_escaped),

@@ -2,7 +2,9 @@
 # test_metrics.sh — d9collectd --metrics scraped by a real Prometheus: a
 # traced program with known counts (prog_cli), then Prometheus's query API
 # answers d9's worker series with the values `d9 sql` gives on the same
-# store (polls, parks, scheduling wait sum and count, parked and busy time).
+# store (polls, parks, scheduling wait sum and count, parked and busy time,
+# the poll duration histogram's count and sum: the finished polls of the
+# polls table).
 # Also: promtool's lint of the exposition, bad --metrics values refused
 # with one line, HTTP methods and paths, hostile bytes and a connection
 # flood leave the endpoint answering.
@@ -44,8 +46,11 @@ ended() { d9 flush >/dev/null 2>&1; d9 ps --format jsonl 2>/dev/null |
           grep -q "\"pid\":$PID,.*\"state\":\"exited\""; }
 check "prog_cli ran and its process ended in the store" wait_for 20 ended
 check "d9 sql lists its two workers" sh -c \
-    "'$BIN/d9' --store '$STORE' sql --format csv 'select pid, runtime, worker, polls, parks, \
-     waits, wait_sum_ns, parked_ns, busy_ns from workers' >'$T/workers.csv' &&
+    "'$BIN/d9' --store '$STORE' sql --format csv 'select w.pid, w.runtime, w.worker, w.polls, \
+     w.parks, w.waits, w.wait_sum_ns, w.parked_ns, w.busy_ns, count(p.dur_ns) as finished, \
+     coalesce(sum(p.dur_ns), 0) as dur_sum_ns from workers w left join polls p on \
+     p.pid = w.pid and p.runtime = w.runtime and p.worker = w.worker and p.end_ns is not null \
+     group by w.pid, w.runtime, w.worker' >'$T/workers.csv' &&
      [ \$(grep -c '^$PID,' '$T/workers.csv') -eq 2 ]"
 
 # ---- HTTP behaviour ------------------------------------------------------------------

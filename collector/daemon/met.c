@@ -176,7 +176,8 @@ static struct met_worker *worker_find(struct met_proc *mp, uint16_t rt, uint16_t
  */
 static void open_remove(struct met_worker *w, uint32_t i)
 {
-    memmove(&w->open[i], &w->open[i + 1], (w->nopen - i - 1) * sizeof w->open[0]);
+    if (i + 1 < w->nopen)       /* the top one (almost always): no call */
+        memmove(&w->open[i], &w->open[i + 1], (w->nopen - i - 1) * sizeof w->open[0]);
     w->nopen--;
 }
 

@@ -5,7 +5,10 @@
  * A process's workers are a small array with a one-entry cache of the last
  * hit (records of one ring come from one worker, so the cache hits almost
  * always); the array is bounded (MET_WORKERS_MAX), so met_feed never
- * allocates.
+ * allocates. Each worker keeps its open polls in a fixed stack
+ * (MET_OPEN_MAX) to pair ends with starts as q_pair does and count busy
+ * time as q_sched does: the union of its finished polls, so a poll whose
+ * end never comes stops no later poll from counting.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -162,6 +165,31 @@ static struct met_worker *worker_find(struct met_proc *mp, uint16_t rt, uint16_t
 #define FIELD(r, type, f) ({ __typeof__(((type *)0)->f) v_; \
                              memcpy(&v_, (r) + offsetof(type, f), sizeof v_); v_; })
 
+/*
+ * Busy time is the union of the worker's finished polls (q_sched.c's rule,
+ * counted as polls end rather than at the end of a window). An open poll's
+ * inner is the busy time of the finished polls inside it, already counted:
+ * when it ends, only the part of its duration (from `from`) that inner
+ * does not cover is added; when it leaves without an end (its end dropped,
+ * a new start of its task, past MET_OPEN_MAX), inner passes to the poll
+ * below it. So a poll that never ends stops no later poll from counting.
+ */
+static void open_remove(struct met_worker *w, uint32_t i)
+{
+    if (i + 1 < w->nopen)       /* the top one (almost always): no call */
+        memmove(&w->open[i], &w->open[i + 1], (w->nopen - i - 1) * sizeof w->open[0]);
+    w->nopen--;
+}
+
+/* Open poll i leaves without an end: how long it ran is unknown. */
+static void open_drop(struct met_worker *w, uint32_t i)
+{
+    uint64_t inner = w->open[i].inner;
+    open_remove(w, i);
+    if (i > 0)
+        w->open[i - 1].inner += inner;
+}
+
 static void on_poll_start(struct met_proc *mp, const uint8_t *r)
 {
     struct met_worker *w = worker(mp, FIELD(r, struct d9_rec_poll_start, runtime),
@@ -170,30 +198,51 @@ static void on_poll_start(struct met_proc *mp, const uint8_t *r)
     if (w == &mp->other)
         return;             /* workers share it: no pairing */
     uint64_t task = FIELD(r, struct d9_rec_poll_start, task);
-    if (w->poll_depth > 0 && task == w->poll_task)
-        w->poll_depth = 0;  /* its end was dropped: how long it ran is unknown */
-    if (w->poll_depth++ == 0) {
-        w->poll_ts = FIELD(r, struct d9_rec_hdr, ts);
-        w->poll_task = task;
+    uint64_t ts = FIELD(r, struct d9_rec_hdr, ts);
+    for (uint32_t i = w->nopen; i-- > 0;) {
+        if (w->open[i].task == task) {
+            open_drop(w, i);    /* its end was dropped: the new start replaces it */
+            break;
+        }
     }
+    if (w->nopen == MET_OPEN_MAX)
+        open_drop(w, 0);
+    w->open[w->nopen++] = (struct met_open){ task, ts, ts, 0 };
 }
 
+/* q_pair's rule: an end closes the latest open start of its task. Polls
+ * opened inside it and still open stay open; their time up to ts is its. */
 static void on_poll_end(struct met_proc *mp, const uint8_t *r)
 {
     struct met_worker *w = worker(mp, FIELD(r, struct d9_rec_poll_end, runtime),
                                   FIELD(r, struct d9_rec_poll_end, worker));
-    if (w == &mp->other || w->poll_depth == 0)
+    if (w == &mp->other)
         return;
-    /* the outermost poll's end also closes nested polls whose ends were dropped */
-    if (--w->poll_depth == 0 || FIELD(r, struct d9_rec_poll_end, task) == w->poll_task) {
-        w->poll_depth = 0;
-        uint64_t ts = FIELD(r, struct d9_rec_hdr, ts);
-        if (ts >= w->poll_ts) {
-            uint64_t d = ts - w->poll_ts;
-            w->busy_ns += d;
-            w->hist[met_bucket(d)]++;
-        }
+    uint64_t task = FIELD(r, struct d9_rec_poll_end, task);
+    uint32_t i = w->nopen;
+    while (i-- > 0)
+        if (w->open[i].task == task)
+            break;
+    if (i == UINT32_MAX)
+        return;             /* its start was dropped, or came before the collector */
+    uint64_t ts = FIELD(r, struct d9_rec_hdr, ts);
+    struct met_open op = w->open[i];
+    uint64_t inner = op.inner;
+    for (uint32_t j = i + 1; j < w->nopen; j++) {
+        inner += w->open[j].inner;
+        w->open[j].inner = 0;
+        if (w->open[j].from < ts)
+            w->open[j].from = ts;
     }
+    open_remove(w, i);
+    uint64_t d = ts >= op.from ? ts - op.from : 0;
+    if (d > inner)
+        w->busy_ns += d - inner;
+    if (i > 0)
+        w->open[i - 1].inner += d > inner ? d : inner;
+    uint64_t dur = ts >= op.ts ? ts - op.ts : 0;
+    w->poll_sum_ns += dur;
+    w->hist[met_bucket(dur)]++;
 }
 
 static void on_worker(struct met_proc *mp, const uint8_t *r, uint16_t type)
@@ -298,6 +347,7 @@ static void worker_add(struct met_worker *a, const struct met_worker *b)
     a->waits += b->waits;
     a->wait_sum_ns += b->wait_sum_ns;
     a->busy_ns += b->busy_ns;
+    a->poll_sum_ns += b->poll_sum_ns;
     a->parked_ns += b->parked_ns;
     for (unsigned i = 0; i <= MET_HIST_BOUNDS; i++)
         a->hist[i] += b->hist[i];
@@ -328,9 +378,10 @@ struct wfamily {
 static const struct wfamily wfamilies[] = {
     { "d9_worker_polls_total", "counter", "Polls (poll_start records) of the worker.", WF_POLLS, 0 },
     { "d9_worker_poll_duration_seconds", "histogram",
-      "Duration of the worker's outermost polls, poll_start to poll_end.", WF_HIST, 1 },
+      "Duration of the worker's finished polls (nested ones too), poll_start to poll_end.",
+      WF_HIST, 1 },
     { "d9_worker_busy_seconds_total", "counter",
-      "Time the worker spent in outermost polls.", WF_BUSY, 1 },
+      "Time the worker spent in polls: the union of its finished polls.", WF_BUSY, 1 },
     { "d9_worker_parks_total", "counter", "Worker park records.", WF_PARKS, 0 },
     { "d9_worker_parked_seconds_total", "counter",
       "Time the worker was parked, park to unpark.", WF_PARKED, 1 },
@@ -354,7 +405,7 @@ static void worker_sample(struct met_text *t, const struct wfamily *f, const str
     case WF_POLLS:      met_text_u64(t, f->name, wl->l, MET_LABELS_MAX, w->polls); break;
     case WF_HIST:
         met_text_hist_ns(t, f->name, wl->l, MET_LABELS_MAX, hist_bounds, w->hist,
-                         MET_HIST_BOUNDS, w->busy_ns);
+                         MET_HIST_BOUNDS, w->poll_sum_ns);
         break;
     case WF_BUSY:       met_text_ns(t, f->name, wl->l, MET_LABELS_MAX, w->busy_ns); break;
     case WF_PARKS:      met_text_u64(t, f->name, wl->l, MET_LABELS_MAX, w->parks); break;

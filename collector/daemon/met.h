@@ -13,9 +13,18 @@
  * The definitions are q_sched.h's (the facts `d9 sched` and `d9 sql`'s
  * workers table give), so a scrape and a query of the same store agree:
  *   polls       poll_start records of the worker (runtime, worker id);
- *   poll duration, busy: each outermost poll (polls nest) from its
- *               poll_start to its poll_end; a poll whose end was dropped
- *               adds nothing;
+ *   poll duration: every finished poll, from its poll_start to its
+ *               poll_end, paired as q_pair pairs them (d9 sql's polls
+ *               table): an end closes the latest open start of its task
+ *               (on the worker); an end without an open start, and a start
+ *               whose end was dropped (a new start of its task replaces
+ *               it), add nothing;
+ *   busy        the union of the worker's finished polls: a poll nested
+ *               in a finished one adds nothing of its own, and a poll
+ *               that never ends adds nothing itself but stops nothing (the
+ *               finished polls inside or after it count). Counted when a
+ *               poll ends, so the counter equals q_sched's busy_ns for the
+ *               records fed so far (without its clamp to the span);
  *   parks       worker_park records; parked: unpark.ts - park.ts;
  *   sched wait  every sampled park and unpark record is one sample of
  *               its sched_wait_ns (count and sum);
@@ -30,6 +39,10 @@
  * first MET_PROCS_MAX processes (in adoption order) have their own series,
  * the others are summed into pid="other", comm="other". An exited process
  * keeps its series for MET_EXITED_KEEP_NS, then they are dropped.
+ *
+ * Pairing state: at most MET_OPEN_MAX open polls per worker (past them
+ * the oldest leaves as if its end were dropped, where q_sched keeps 64 and
+ * q_pair all: only deeper nesting than that differs).
  *
  * Accuracy: a record is counted when the drain copies it. A segment that
  * fails to seal is read from the ring again (drain.h), and a ring
@@ -55,6 +68,9 @@
 /* Poll duration buckets: 2^(10 + 2k) ns, k = 0..MET_HIST_BOUNDS-1
  * (1.024 us, 4.096 us, ..., 1.07 s), then +Inf. */
 #define MET_HIST_BOUNDS    11u
+/* Open polls kept per worker (polls nest: block_on inside a poll); past
+ * them the oldest leaves as if its end were dropped. */
+#define MET_OPEN_MAX       8u
 #define MET_COMM_MAX       17u
 /* Runtime names kept per process (the runtime label); a runtime past them,
  * or without a name, is labelled by its id. */
@@ -63,15 +79,25 @@
 /* The loop renders and publishes the text at most this often. */
 #define MET_PUBLISH_NS     (250ull * 1000000ull)
 
+struct met_open {               /* an open poll of a worker */
+    uint64_t task;
+    uint64_t ts;                /* its start */
+    uint64_t from;              /* its busy time starts here (its start, or the end of a
+                                   poll that covered it so far) */
+    uint64_t inner;             /* busy time of finished polls inside it, already counted */
+};
+
 struct met_worker {
     uint16_t runtime, worker;
     uint64_t polls, parks, unparks, wakes;
     uint64_t waits, wait_sum_ns;
     uint64_t busy_ns, parked_ns;
     uint64_t hist[MET_HIST_BOUNDS + 1];
-    /* pairing state */
-    uint64_t poll_ts, poll_task, park_ts;
-    uint32_t poll_depth;
+    uint64_t poll_sum_ns;       /* the histogram's sum: durations of the finished polls */
+    /* pairing state: the open polls, in start order */
+    struct met_open open[MET_OPEN_MAX];
+    uint32_t nopen;
+    uint64_t park_ts;
 };
 
 /* A traced process's metrics; owned by struct met, pointed to by its proc. */

@@ -4,7 +4,8 @@
   metrics_check.py port                      a free 127.0.0.1 port
   metrics_check.py compare PROM_URL PID CSV  Prometheus's query API answers, for
       every worker row of CSV (d9 sql's workers table: pid, runtime, worker,
-      polls, parks, waits, wait_sum_ns, parked_ns, busy_ns), the same values of
+      polls, parks, waits, wait_sum_ns, parked_ns, busy_ns; then its finished
+      polls in the polls table: finished, dur_sum_ns), the same values of
       d9's series; exit 0 when all are equal, else 1 with the differences.
   metrics_check.py raw PORT                  hostile bytes at the endpoint:
       garbage, a header line without end, a huge header, many idle sockets;
@@ -52,7 +53,8 @@ def compare(url, pid, path):
               ("d9_worker_sched_wait_seconds_sum", "wait_sum_ns", NS),
               ("d9_worker_parked_seconds_total", "parked_ns", NS),
               ("d9_worker_busy_seconds_total", "busy_ns", NS),
-              ("d9_worker_poll_duration_seconds_sum", "busy_ns", NS)]
+              ("d9_worker_poll_duration_seconds_count", "finished", 1),
+              ("d9_worker_poll_duration_seconds_sum", "dur_sum_ns", NS)]
     bad = []
     for series, col, scale in checks:
         got = query(url, f'{series}{{pid="{pid}"}}')

@@ -2,7 +2,9 @@
 # test_metrics.sh — d9collectd --metrics scraped by a real Prometheus: a
 # traced program with known counts (prog_cli), then Prometheus's query API
 # answers d9's worker series with the values `d9 sql` gives on the same
-# store (polls, parks, scheduling wait sum and count, parked and busy time).
+# store (polls, parks, scheduling wait sum and count, parked and busy time,
+# the poll duration histogram's count and sum: the finished polls of the
+# polls table).
 # Also: promtool's lint of the exposition, bad --metrics values refused
 # with one line, HTTP methods and paths, hostile bytes and a connection
 # flood leave the endpoint answering.
@@ -38,15 +40,37 @@ check "the log names the port" wait_for 10 sh -c "grep -q 'metrics: http://127.0
 MPORT=$(port)
 MURL="http://127.0.0.1:$MPORT/metrics"
 
+# d9 sql's workers, with each one's finished polls (the histogram's count and sum)
+WORKERS_SQL='select w.pid, w.runtime, w.worker, w.polls, w.parks, w.waits, w.wait_sum_ns,
+  w.parked_ns, w.busy_ns, count(p.dur_ns) as finished, coalesce(sum(p.dur_ns), 0) as dur_sum_ns
+  from workers w left join polls p on p.pid = w.pid and p.runtime = w.runtime
+  and p.worker = w.worker and p.end_ns is not null group by w.pid, w.runtime, w.worker'
+export WORKERS_SQL
 DIAL9_SCHED_SAMPLE_US=0 "$TBIN/prog_cli" >"$T/cli.out" 2>"$T/cli.err"
 PID=$(head -n 1 "$T/cli.out")
 ended() { d9 flush >/dev/null 2>&1; d9 ps --format jsonl 2>/dev/null |
           grep -q "\"pid\":$PID,.*\"state\":\"exited\""; }
 check "prog_cli ran and its process ended in the store" wait_for 20 ended
 check "d9 sql lists its two workers" sh -c \
-    "'$BIN/d9' --store '$STORE' sql --format csv 'select pid, runtime, worker, polls, parks, \
-     waits, wait_sum_ns, parked_ns, busy_ns from workers' >'$T/workers.csv' &&
+    "'$BIN/d9' --store '$STORE' sql --format csv \"\$WORKERS_SQL\" >'$T/workers.csv' &&
      [ \$(grep -c '^$PID,' '$T/workers.csv') -eq 2 ]"
+
+# a poll that never ends, then finished and nested polls: busy time and the
+# histogram still count them (q_sched's rule), as d9 sql does
+"$TBIN/prog_metbusy" >"$T/busy.out" 2>"$T/busy.err"
+BPID=$(head -n 1 "$T/busy.out")
+bended() { d9 flush >/dev/null 2>&1; d9 ps --format jsonl 2>/dev/null |
+           grep -q "\"pid\":$BPID,.*\"state\":\"exited\""; }
+check "prog_metbusy ran and its process ended in the store" wait_for 20 bended
+# its 55 polls, 54 finished; busy >= the 50 short polls' 20 us busy loops; the
+# histogram's sum counts the two overlapping polls' time again (>= 2 x 20 us)
+busy_row() {
+    "$BIN/d9" --store "$STORE" sql --format csv "$WORKERS_SQL" >"$T/busy.csv" &&
+    tr -d '\r' <"$T/busy.csv" | awk -F, -v p="$BPID" '$1 == p && $2 == "busyrt" && $3 == 0 &&
+        $4 == 55 && $9 >= 50 * 20000 && $10 == 54 && $11 >= $9 + 40000 { ok = 1 }
+        END { exit !ok }' || { cat "$T/busy.csv"; return 1; }
+}
+check "d9 sql: its worker's busy time counts the polls after the open one" busy_row
 
 # ---- HTTP behaviour ------------------------------------------------------------------
 code() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
@@ -88,6 +112,9 @@ check "prometheus scraped d9 (up == 1)" wait_for 20 scraped
 check "prometheus answers d9 sql's values for every worker" \
     wait_for 10 $PY compare "$PURL" "$PID" "$T/workers.csv"
 $PY compare "$PURL" "$PID" "$T/workers.csv" | sed 's/^/    /'
+check "... and for the worker whose first poll never ends" \
+    wait_for 10 $PY compare "$PURL" "$BPID" "$T/busy.csv"
+$PY compare "$PURL" "$BPID" "$T/busy.csv" | sed 's/^/    /'
 
 check "collector stops cleanly" stop_collector
 check "no error in the collector's log" lacks "error|sanitizer" cat "$T/col.log"

@@ -7,7 +7,9 @@
 #   - d9 serve's /api/triggers lists exactly the index's rows (source,
 #     reason, verdict, time, kept window), filtered by pid and window, with
 #     limit and total, a reversed window refused (400);
-#   - the page draws a marker per trigger and shades the kept window.
+#   - the page draws a marker per trigger and shades the kept window;
+#   - d9 events lists the index-only triggers (shell, poll, crash) as
+#     d9_trigger rows with source and verdict, in time order.
 # No timing thresholds: the debounce (1 h) and lookback (50 min) are far
 # longer than the test.
 . tests/integration/lib.sh
@@ -45,6 +47,35 @@ import json
 rows = json.load(open('$T/rows.json'))
 assert sorted(r['source'] for r in rows) == ['crash', 'marker', 'poll', 'shell'], rows
 "
+
+# ---- d9 events: the index-only triggers as marker rows ----------------------------
+d9 events --pid "$P" --format jsonl >"$T/ev.jsonl" 2>"$T/ev.err"
+check "d9 events lists every trigger as a d9_trigger row, markers and index rows alike" python3 -c "
+import json
+rows = json.load(open('$T/rows.json'))
+ev = [json.loads(l) for l in open('$T/ev.jsonl')]
+tr = [e for e in ev if e['type'] == 'custom' and e['event'] == 'd9_trigger']
+assert [e['ts_ns'] for e in tr] == [r['t'] for r in rows], (tr, rows)
+got = [(e['fields'].get('source', 'marker'), e['fields']['reason']) for e in tr]
+assert got == [(r['source'], r['reason']) for r in rows], (got, rows)
+assert all(e['fields']['verdict'] == r['verdict'] for e, r in zip(tr, rows) if r['source'] != 'marker'), tr
+"
+check "d9 events keeps time order with the trigger rows among the records" python3 -c "
+import json
+ev = [json.loads(l) for l in open('$T/ev.jsonl')]
+ts = [e['ts_ns'] for e in ev]
+assert ts == sorted(ts) and len(ev) > 4, ts
+"
+check "d9 events (text): a shell trigger is a custom d9_trigger row with its source" \
+    sh -c "'$BIN/d9' --store '$STORE' events --pid '$P' 2>/dev/null |
+        grep -q ' custom d9_trigger reason=\"from the shell\" source=shell verdict=debounced'"
+check "--event d9_trigger selects them, --limit counts them" sh -c "
+    n=\$('$BIN/d9' --store '$STORE' events --pid '$P' --event d9_trigger | wc -l) &&
+    m=\$('$BIN/d9' --store '$STORE' events --pid '$P' --event d9_trigger --limit 2 | wc -l) &&
+    [ \$n -eq 4 ] && [ \$m -eq 2 ]"
+check "--tid (a thread) and --type poll_start leave them out" sh -c "
+    ! '$BIN/d9' --store '$STORE' events --pid '$P' --tid '$P' 2>/dev/null | grep -q 'source=' &&
+    ! '$BIN/d9' --store '$STORE' events --pid '$P' --type poll_start 2>/dev/null | grep -q d9_trigger"
 
 serve() {       # serve NAME: a server on the store; its URL in $T/NAME.url
     "$BIN/d9" --store "$STORE" serve --listen 127.0.0.1:0 >"$T/$1.out" 2>"$T/$1.err" &

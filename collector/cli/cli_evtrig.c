@@ -81,14 +81,14 @@ int cli_evtrig_load(struct cli_evtrig *e, struct q_store *s, uint32_t pid, uint6
 {
     struct load_ctx c = { .e = e };
     int r = idx_trig_foreach(q_store_idx(s), pid, from, to, on_trig, &c);
-    if (r < 0)
-        return r;
-    for (size_t i = 0; i < e->n; i++) {     /* the owner and name of each process */
+    for (size_t i = 0; r >= 0 && i < e->n; i++) {  /* the owner and name of each process */
         struct proc_ctx pc = { &e->rows[i] };
         if (q_store_processes(s, e->rows[i].pid, e->rows[i].t, e->rows[i].t, on_proc, &pc) < 0)
-            return -EIO;
+            r = -EIO;
     }
-    return 0;
+    if (r < 0)
+        cli_evtrig_free(e);             /* none rather than half-made rows */
+    return r < 0 ? r : 0;
 }
 
 static void print_row(const struct cli_evtrig *e, FILE *out, const struct cli_evtrig_row *r)

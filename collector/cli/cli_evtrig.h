@@ -33,7 +33,8 @@ struct cli_evtrig {
 };
 
 /* Loads the non-marker triggers of pid (0: all) in [from, to], by time.
- * 0 or -errno (an old store without the table has none). */
+ * 0 or -errno (then none are loaded; an old store without the table has
+ * none). */
 int cli_evtrig_load(struct cli_evtrig *e, struct q_store *s, uint32_t pid, uint64_t from,
                     uint64_t to);
 /* Prints the rows not yet printed whose time is <= ts, at most max (0: no

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "collector/cli/cli.h"
+#include "collector/cli/cli_evtrig.h"
 #include "collector/cli/cli_live.h"
 #include "collector/query/q_decode.h"
 #include "collector/query/q_scan.h"
@@ -49,6 +50,10 @@ static const char usage[] =
 "                    other types too). Custom events named d9.* are written by the\n"
 "                    collector itself (e.g. d9.map, the memory maps used by\n"
 "                    d9 flame) and are shown only when --event names them.\n"
+"                    Triggers that are not records (d9 trigger --pid, long\n"
+"                    polls, crashes: rows of the index) are listed as\n"
+"                    custom d9_trigger events of thread 0 with the fields\n"
+"                    reason, source and verdict, in time order.\n"
 "    --format FMT    text (default) or jsonl.\n"
 "    --limit N       stop after N records (default: no limit).\n"
 CLI_HELP_NO_FLUSH
@@ -72,6 +77,7 @@ struct ev_ctx {
     bool wall;
     uint64_t printed;
     uint64_t undecodable;
+    struct cli_evtrig trig;         /* index-only triggers, merged by time */
 };
 
 /* Is the custom event called name selected by the --event list? */
@@ -113,6 +119,10 @@ static int ev_record(void *arg, const struct q_rec_src *src, const struct d9_rec
 {
     struct ev_ctx *c = arg;
     struct q_decoded d;
+    uint64_t lim = c->a->limit;
+    c->printed += cli_evtrig_flush(&c->trig, stdout, rec->ts, lim ? lim - c->printed : 0);
+    if (lim && c->printed >= lim)
+        return 1;
     if (q_decode(rec, len, src->meta, &d) < 0) {
         c->undecodable++;
         return 0;
@@ -157,8 +167,20 @@ CLI_DECLARE_CMD(events)
     c.wall = q_store_wall(s, &c.boot);
     struct q_filter f = { .pid = a.pid, .tid = a.tid, .types = a.types };
     q_store_window_resolve(s, &a.win, a.pid, &f.from, &f.to);
+    c.trig.jsonl = a.format == CLI_FMT_JSONL;
+    c.trig.boot = c.boot;
+    c.trig.wall = c.wall;
+    if (a.tid == 0 && (a.types == 0 || (a.types & (1u << D9_REC_CUSTOM))) &&
+        event_wanted(c.events, "d9_trigger") &&
+        cli_evtrig_load(&c.trig, s, a.pid, f.from, f.to) < 0)
+        cli_warn(env, "the index's triggers could not be read: shell, poll and crash "
+                 "triggers are not listed");
     struct q_scan_stats st;
     int r = q_scan(s, &f, ev_record, &c, &st, "d9 events");
+    if (r == 0 && (!a.limit || c.printed < a.limit))
+        c.printed += cli_evtrig_flush(&c.trig, stdout, UINT64_MAX,
+                                      a.limit ? a.limit - c.printed : 0);
+    cli_evtrig_free(&c.trig);
     fflush(stdout);
     if (r < 0) {
         rc = r == -EIO && ferror(stdout) ? cli_fail(env, "write error on standard output")

@@ -32,7 +32,9 @@ static const char usage[] =
 "    true, control connections (open, refused, closed by the collector),\n"
 "    shipping (--ship: shipped, backlog, refused, failed attempts) and its\n"
 "    Parquet companions (--ship-parquet: files uploaded, segments staged,\n"
-"    segments shipped without them); then one line per traced process: PID, COMM, STATE, RECORDS, BYTES\n"
+"    segments shipped without them), the flight recorder (--retain\n"
+"    triggered: segments settled, windows cut, bytes kept and dropped);\n"
+"    then one line per traced process: PID, COMM, STATE, RECORDS, BYTES\n"
 "    written, LAG (bytes in its rings not drained yet), LOST, rings in use,\n"
 "    threads without a ring (untraced) and the CPU sampler in use.\n"
 "    The collector knows who asks (the kernel's credentials of the ipc://\n"
@@ -128,6 +130,10 @@ static void print_json(const D9__CollectorStatus *cs, bool rings)
         jstr("last_error", cs->ship_error, true);
         fputc('}', stdout);
     }
+    if (cs->flight)
+        printf(",\"flight\":{\"settled_segments\":%" PRIu64 ",\"windows_cut\":%" PRIu64
+               ",\"kept_bytes\":%" PRIu64 ",\"dropped_bytes\":%" PRIu64 "}", cs->flight_settled,
+               cs->flight_windows, cs->flight_kept_bytes, cs->flight_dropped_bytes);
     fputs(",\"processes\":[", stdout);
     for (size_t i = 0; i < cs->n_processes; i++) {
         const D9__ProcessStatus *p = cs->processes[i];
@@ -199,6 +205,11 @@ static void print_text(const D9__CollectorStatus *cs, bool rings)
         if (cs->ship_error && *cs->ship_error)
             printf("SHIP ERROR %s\n", cs->ship_error);
     }
+    if (cs->flight)
+        printf("flight     --retain triggered: %" PRIu64 " segments settled, %" PRIu64
+               " windows cut (%s kept), %s dropped\n", cs->flight_settled, cs->flight_windows,
+               cli_fmt_bytes(cs->flight_kept_bytes, b1, sizeof b1),
+               cli_fmt_bytes(cs->flight_dropped_bytes, b2, sizeof b2));
     printf("lost       %" PRIu64 " records dropped by the agents (d9 ps: why), %" PRIu64
            " not persisted by the collector\n", cs->lost, cs->dropped_records);
     printf("problems   %" PRIu64 " quarantined rings, %" PRIu64 " rejected regions, %" PRIu64

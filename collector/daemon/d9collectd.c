@@ -544,6 +544,11 @@ static void handle_status(struct col_ctx *x, const struct ctl_server_msg *m,
     cs->caller_unknown = !m->cred_known;
     cs->own_only = !m->cred_known || m->uid != 0;
     cs->caller_uid = m->uid;
+    cs->flight = x->flight.on != 0;
+    cs->flight_settled = x->flight.dropped_segments;
+    cs->flight_windows = x->flight.windows_cut;
+    cs->flight_kept_bytes = x->flight.kept_bytes;
+    cs->flight_dropped_bytes = x->flight.dropped_bytes;
     if (x->cfg.ship[0]) {
         cs->ship_url = x->cfg.ship;
         cs->ship_evicted_unshipped = x->store.evicted_unshipped;
@@ -933,6 +938,11 @@ static void metrics_publish(struct col_ctx *x, uint64_t now)
     h.segments_sealed = x->store.segments_sealed;
     h.write_errors = x->store.write_errors;
     h.dropped_records = x->store.dropped_records;
+    h.flight = x->flight.on;
+    h.flight_settled = x->flight.dropped_segments;
+    h.flight_windows = x->flight.windows_cut;
+    h.flight_kept_bytes = x->flight.kept_bytes;
+    h.flight_dropped_bytes = x->flight.dropped_bytes;
     for (int s = 0; s < TRIGD_SRC_COUNT; s++)
         for (int v = 0; v < (int)TRIGD_VERDICT_COUNT; v++)
             h.triggers[s][v] = trigd_count(s, v);

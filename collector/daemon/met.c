@@ -575,6 +575,19 @@ static void render_health(struct met_text *t, const struct met_health *h)
             };
             met_text_u64(t, "d9_triggers_total", l, 2, h->triggers[s][v]);
         }
+    if (h->flight) {
+        gauge(t, "d9_flight_settled_segments_total", "counter",
+              "Segments the flight recorder settled (its kept windows cut out, then deleted).",
+              h->flight_settled);
+        gauge(t, "d9_flight_windows_cut_total", "counter",
+              "Kept windows cut out of settled segments into their own segments.",
+              h->flight_windows);
+        gauge(t, "d9_flight_kept_bytes_total", "counter", "Bytes of the kept windows' segments.",
+              h->flight_kept_bytes);
+        gauge(t, "d9_flight_dropped_bytes_total", "counter",
+              "Bytes of settled segments deleted once their kept windows were cut out.",
+              h->flight_dropped_bytes);
+    }
     if (!h->shipping)
         return;
     gauge(t, "d9_ship_backlog_segments", "gauge", "Sealed segments waiting to be uploaded.",

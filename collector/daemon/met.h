@@ -136,6 +136,8 @@ struct met_health {
     uint64_t ship_backlog, ship_backlog_bytes, ship_shipped, ship_shipped_bytes;
     uint64_t ship_failed, ship_failures;
     uint64_t triggers[TRIGD_SRC_COUNT][TRIGD_VERDICT_COUNT];   /* by source, verdict (trigd.h) */
+    int flight;                 /* the flight recorder's lines only with --retain triggered */
+    uint64_t flight_settled, flight_windows, flight_kept_bytes, flight_dropped_bytes;
 };
 
 struct met {

@@ -23,6 +23,7 @@
 #include "collector/query/q_text.h"
 #include "collector/query/q_wake.h"
 #include "collector/serve/serve_api.h"
+#include "collector/serve/serve_trig.h"
 #include "collector/store/sym.h"
 
 #define MAX_LOCS   1024u            /* distinct locations named; more share "other" */
@@ -1643,5 +1644,7 @@ int serve_api(struct q_store *s, const char *path, const struct serve_params *p,
         return api_workers(s, p, out);
     if (strcmp(path, "/api/findings") == 0)
         return api_findings(s, p, out);
+    if (strcmp(path, "/api/triggers") == 0)
+        return serve_trig_api(s, p, out);
     return error(out, 404, "no such API");
 }

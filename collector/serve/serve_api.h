@@ -22,6 +22,9 @@
  *   /api/workers     one process's workers in a window (default: all of its
  *                    records) with q_sched.h's facts, the fields of
  *                    `d9 sched --format jsonl`
+ *   /api/triggers    the triggers of a window from the index (source,
+ *                    reason, verdict, kept window; serve_trig.h), the
+ *                    page's trigger markers
  *
  * Level of detail: a timeline answer holds at most SERVE_API_MAX_ITEMS
  * items whatever the window. While the polls and parks of the window fit,

@@ -309,6 +309,28 @@ static int on_trigger(void *arg, const struct idx_trigger *t)
     return e ? -ENOMEM : 0;
 }
 
+static int on_kept(void *arg, const struct idx_kept *k)
+{
+    struct cur *c = arg;
+    struct mval *r = sql_list_row_add(c);
+    if (!r)
+        return -ENOMEM;
+    sql_list_mv_int(&r[0], k->pid);
+    sql_list_mv_u64(&r[1], k->t0_ns);
+    sql_list_mv_u64(&r[2], k->t1_ns);
+    sql_list_mv_u64(&r[3], k->trig_ns);
+    sql_list_mv_int(&r[4], k->ntrig);
+    int e = sql_list_mv_str(&r[5], k->reason);
+    sql_list_mv_int(&r[6], k->segment_id);
+    e |= sql_list_mv_str(&r[7], k->path);
+    sql_list_mv_u64(&r[8], k->bytes);
+    sql_list_mv_u64(&r[9], k->records);
+    if (k->source_segment)
+        sql_list_mv_int(&r[10], k->source_segment);
+    sql_list_mv_key(c, r, (uint64_t)k->segment_id, 0, 0);
+    return e ? -ENOMEM : 0;
+}
+
 int sql_list_fill(struct cur *c)
 {
     struct sql_vtab *v = c->vt->ctx;
@@ -341,6 +363,10 @@ int sql_list_fill(struct cur *c)
     case K_TRIGGERS:
         c->ncols = 7 + 1;
         rc = idx_trig_foreach(q_store_idx(v->s), c->f.pid, 0, UINT64_MAX, on_trigger, c);
+        break;
+    case K_KEPT:
+        c->ncols = 11 + 1;
+        rc = idx_trig_kept_foreach(q_store_idx(v->s), c->f.pid, on_kept, c);
         break;
     case K_LOOP_WORK:
         c->ncols = 8 + 1;

@@ -171,6 +171,15 @@ static const struct tab_def defs[] = {
       "the collector's triggers (index): source marker|shell|poll|crash, verdict "
       "kept|merged|debounced|rate-limited, win_t0..win_t1 the kept window after merges "
       "(NULL: none)" },
+    { "kept", K_KEPT,
+      "pid INTEGER, t0_ns INTEGER, t1_ns INTEGER, trig_ns INTEGER, ntrig INTEGER, "
+      "reason TEXT, segment_id INTEGER, path TEXT, bytes INTEGER, records INTEGER, "
+      "source_segment INTEGER",
+      0, -1, -1, -1, 0, false, false,
+      "kept windows (--retain triggered; index): one row per kept segment, its window "
+      "t0_ns..t1_ns, the trigger that opened it (pid, trig_ns, reason) and how many "
+      "triggers it holds, the segment (path relative to the store) and the segment "
+      "it was cut from" },
 };
 #define NDEFS (sizeof defs / sizeof defs[0])
 

@@ -133,3 +133,41 @@ int idx_trig_foreach(struct idx *x, uint32_t pid, uint64_t t0_ns, uint64_t t1_ns
     sqlite3_finalize(s);
     return ret;
 }
+
+int idx_trig_kept_foreach(struct idx *x, uint32_t pid, idx_kept_fn fn, void *arg)
+{
+    if (!x || !fn)
+        return -EINVAL;
+    sqlite3_stmt *s = NULL;
+    int rc = sqlite3_prepare_v2(x->db, "SELECT k.segment_id, k.trig_pid, k.trig_ns, k.t0_ns,"
+                                " k.t1_ns, k.ntrig, k.source_segment, k.reason, s.path, s.bytes,"
+                                " s.records FROM kept k LEFT JOIN segments s ON s.id = k.segment_id"
+                                " WHERE ?1 = 0 OR k.trig_pid = ?1 ORDER BY k.t0_ns, k.segment_id",
+                                -1, &s, NULL);
+    if (rc != SQLITE_OK) {
+        const char *m = sqlite3_errmsg(x->db);
+        return m && strstr(m, "no such table") ? 0 : trig_errno(rc);
+    }
+    sqlite3_bind_int64(s, 1, pid);
+    int ret = 0;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        struct idx_kept k = {
+            .segment_id = sqlite3_column_int64(s, 0),
+            .pid = (uint32_t)sqlite3_column_int64(s, 1),
+            .trig_ns = (uint64_t)sqlite3_column_int64(s, 2),
+            .t0_ns = (uint64_t)sqlite3_column_int64(s, 3),
+            .t1_ns = (uint64_t)sqlite3_column_int64(s, 4),
+            .ntrig = sqlite3_column_int64(s, 5),
+            .source_segment = sqlite3_column_int64(s, 6),
+            .reason = col_text(s, 7), .path = col_text(s, 8),
+            .bytes = (uint64_t)sqlite3_column_int64(s, 9),
+            .records = (uint64_t)sqlite3_column_int64(s, 10),
+        };
+        if ((ret = fn(arg, &k)) != 0)
+            break;
+    }
+    if (!ret && rc != SQLITE_DONE)
+        ret = trig_errno(rc);
+    sqlite3_finalize(s);
+    return ret;
+}

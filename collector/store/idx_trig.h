@@ -16,6 +16,8 @@
  * store sees no triggers. So old stores stay readable and writable. A
  * re-index from the segments (reindex.h) does not bring triggers back.
  *
+ * It also reads the kept table (idx.h, written by idx.c) for d9 sql.
+ *
  * Called by: idx.c (idx_trig_ensure when it creates or upgrades), the collector's
  * trigd.c (writes), d9's readers (collector/sql, cli findings and events).
  * Must never: fail an open because of this table on a read-only handle.
@@ -47,5 +49,20 @@ typedef int (*idx_trig_fn)(void *arg, const struct idx_trigger *t);
  * stops and is returned). A store without the table has no rows. */
 int idx_trig_foreach(struct idx *x, uint32_t pid, uint64_t t0_ns, uint64_t t1_ns,
                         idx_trig_fn fn, void *arg);
+
+/* A kept window's segment (the index's kept table, idx.h), with its
+ * segment's path and pid (through segments and processes). */
+struct idx_kept {
+    int64_t segment_id;
+    uint32_t pid;               /* the trigger's pid (trig_pid) */
+    uint64_t trig_ns, t0_ns, t1_ns;
+    int64_t ntrig, source_segment;
+    const char *reason, *path; /* "" when unknown */
+    uint64_t bytes, records;
+};
+typedef int (*idx_kept_fn)(void *arg, const struct idx_kept *k);
+/* Every kept segment (pid 0: all trigger pids) by t0_ns, to fn (nonzero
+ * stops and is returned). A store without the table has none. */
+int idx_trig_kept_foreach(struct idx *x, uint32_t pid, idx_kept_fn fn, void *arg);
 
 #endif

@@ -1,0 +1,126 @@
+/*
+ * test_serve_trig.c — d9 serve's /api/triggers (collector/serve/serve_trig.c)
+ * byte for byte on an index with known triggers: the window and pid
+ * filters, limit and total, a trigger without a window (null bounds), a
+ * reason that needs JSON escaping, a reversed window refused.
+ */
+#include <ftw.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <cmocka.h>
+#include "collector/query/q_store.h"
+#include "collector/serve/serve_api.h"
+#include "collector/store/idx.h"
+#include "collector/store/idx_trig.h"
+
+struct fx {
+    char dir[128];
+    struct q_store *s;
+};
+
+static int rm_cb(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+    (void)st; (void)flag; (void)f;
+    return remove(p);
+}
+
+static void add(struct idx *x, uint32_t pid, uint64_t t, const char *src, const char *reason,
+                const char *verdict, uint64_t w0, uint64_t w1)
+{
+    struct idx_trigger row = { .pid = pid, .t_ns = t, .source = src, .reason = reason,
+                               .verdict = verdict, .win_t0_ns = w0, .win_t1_ns = w1 };
+    assert_int_equal(idx_trig_add(x, &row), 0);
+}
+
+static int setup(void **state)
+{
+    struct fx *fx = calloc(1, sizeof *fx);
+    strcpy(fx->dir, "/tmp/d9servetrig.XXXXXX");
+    assert_non_null(mkdtemp(fx->dir));
+    struct idx *x;
+    assert_int_equal(idx_open(&x, fx->dir), 0);
+    add(x, 10, 1000, "marker", "first", "kept", 500, 1500);
+    add(x, 10, 2000, "shell", "say \"hi\"\n", "debounced", 0, 0);
+    add(x, 11, 3000, "crash", "crashed (signal 6)", "merged", 500, 3500);
+    idx_close(x);
+    char why[256];
+    assert_int_equal(q_store_open(&fx->s, fx->dir, why, sizeof why), 0);
+    *state = fx;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fx *fx = *state;
+    q_store_close(fx->s);
+    nftw(fx->dir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
+    free(fx);
+    return 0;
+}
+
+/* GET /api/triggers with the query args (key, value pairs, NULL-ended) */
+static int get(struct fx *fx, char **body, ...)
+{
+    struct serve_params p;
+    serve_api_params_init(&p);
+    va_list ap;
+    va_start(ap, body);
+    const char *k;
+    char why[128];
+    while ((k = va_arg(ap, const char *)) != NULL)
+        assert_int_equal(serve_api_param(&p, k, va_arg(ap, const char *), why, sizeof why), 0);
+    va_end(ap);
+    size_t len;
+    FILE *f = open_memstream(body, &len);
+    int st = serve_api(fx->s, "/api/triggers", &p, f);
+    fclose(f);
+    return st;
+}
+
+static void test_all_of_a_pid(void **state)
+{
+    char *b;
+    assert_int_equal(get(*state, &b, "pid", "10", (char *)NULL), 200);
+    assert_string_equal(b,
+        "{\"pid\":10,\"from\":0,\"to\":18446744073709551615,\"total\":2,\"triggers\":[\n"
+        "{\"id\":1,\"pid\":10,\"t\":1000,\"source\":\"marker\",\"reason\":\"first\","
+        "\"verdict\":\"kept\",\"win_t0\":500,\"win_t1\":3500},\n"
+        "{\"id\":2,\"pid\":10,\"t\":2000,\"source\":\"shell\",\"reason\":\"say \\\"hi\\\"\\n\","
+        "\"verdict\":\"debounced\",\"win_t0\":null,\"win_t1\":null}\n]}\n");
+    free(b);
+}
+
+static void test_window_limit_total(void **state)
+{
+    char *b;
+    assert_int_equal(get(*state, &b, "from", "1500", "to", "3000", "limit", "1", (char *)NULL),
+                     200);
+    assert_non_null(strstr(b, "\"total\":2,"));
+    assert_non_null(strstr(b, "\"t\":2000,"));
+    assert_null(strstr(b, "\"t\":3000,"));
+    free(b);
+}
+
+static void test_reversed_window(void **state)
+{
+    char *b;
+    assert_int_equal(get(*state, &b, "from", "5", "to", "4", (char *)NULL), 400);
+    assert_non_null(strstr(b, "reversed window"));
+    free(b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest t[] = {
+        cmocka_unit_test_setup_teardown(test_all_of_a_pid, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_window_limit_total, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reversed_window, setup, teardown),
+    };
+    return cmocka_run_group_tests(t, NULL, NULL);
+}

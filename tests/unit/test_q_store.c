@@ -277,9 +277,9 @@ static void process_end_is_remembered_until_the_index_changes(void **state)
     assert_int_equal(q_store_process_end(s, 1, &pe), 0);
     assert_string_equal(pe.state, "alive");
     assert_true(pe.rec_last_ns == 1600);
+    assert_int_equal(q_store_process_end(s, 99, &pe), -ENOENT);
     assert_int_equal(q_store_process_end(s, 1, &pe), 0);
     assert_string_equal(pe.state, "alive");
-    assert_int_equal(q_store_process_end(s, 99, &pe), -ENOENT);
     struct idx *x;
     assert_int_equal(idx_open(&x, fx->dir), 0);
     assert_int_equal(idx_process_end(x, 1, 1700, "exited", 0), 0);

@@ -25,8 +25,6 @@ struct thr {
 struct q_pair {
     struct thr *t;
     size_t cap, n;                  /* cap is a power of two */
-    size_t last;                    /* the slot found last (< cap): records come in
-                                       blocks of one thread, so it is most often the next */
     struct q_pair_stats st;
     bool parks;
     const char *only_rt, *only_loc;     /* q_pair_only; NULL = any */
@@ -68,18 +66,6 @@ static struct thr *slot(struct thr *t, size_t cap, int64_t pid, uint32_t ring, u
     return &t[i];
 }
 
-/* slot() of a thread, trying the one found last first (its key is checked:
- * grow() moves entries, an unused slot never matches). */
-static struct thr *find(struct q_pair *p, int64_t pid, uint32_t ring, uint32_t gen)
-{
-    struct thr *t = &p->t[p->last];
-    if (t->used && t->process_id == pid && t->ring == ring && t->generation == gen)
-        return t;
-    t = slot(p->t, p->cap, pid, ring, gen);
-    p->last = (size_t)(t - p->t);
-    return t;
-}
-
 static int grow(struct q_pair *p)
 {
     size_t nc = p->cap * 2;
@@ -97,7 +83,7 @@ static int grow(struct q_pair *p)
 
 static struct thr *thread_of(struct q_pair *p, const struct q_rec_src *src)
 {
-    struct thr *t = find(p, src->process_id, src->ring, src->generation);
+    struct thr *t = slot(p->t, p->cap, src->process_id, src->ring, src->generation);
     if (t->used)
         return t;
     if ((p->n + 1) * 2 > p->cap) {
@@ -182,7 +168,7 @@ static int open_poll(struct q_pair *p, const struct q_rec_src *src,
 static int close_poll(struct q_pair *p, const struct q_rec_src *src, uint64_t task,
                       uint64_t ts, struct q_poll *done)
 {
-    struct thr *t = find(p, src->process_id, src->ring, src->generation);
+    struct thr *t = slot(p->t, p->cap, src->process_id, src->ring, src->generation);
     if (t->used) {
         for (size_t i = t->nopen; i-- > 0;) {
             if (t->open[i].task != task)
@@ -210,7 +196,7 @@ int q_pair_feed(struct q_pair *p, const struct q_rec_src *src, const struct d9_r
                    size_t len, struct q_poll *done)
 {
     if (!rec) {
-        struct thr *t = find(p, src->process_id, src->ring, src->generation);
+        struct thr *t = slot(p->t, p->cap, src->process_id, src->ring, src->generation);
         p->st.gaps++;
         if (t->used) {
             p->st.broken += t->nopen;

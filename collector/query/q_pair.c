@@ -268,7 +268,7 @@ enum q_open_why q_pair_end_open(struct q_store *s, uint64_t to, struct q_poll *p
     struct idx_read_process_end pe;
     enum q_open_why why = Q_OPEN_WINDOW;
     uint64_t end = to;
-    if (s && idx_read_process_end(q_store_idx(s), p->process_id, &pe) < 0) {
+    if (s && q_store_process_end(s, p->process_id, &pe) < 0) {
         why = Q_OPEN_ENDED;             /* nothing known: no more than its start */
         end = p->start_ns;
     } else if (s) {

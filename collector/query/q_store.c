@@ -27,6 +27,11 @@ struct q_store {
     int64_t boot_realtime_ns;
     bool live;
     char hint[160];
+    /* the last q_store_process_end answer (end_rc 0 or -ENOENT) */
+    bool end_have;
+    int64_t end_pid, end_version;
+    int end_rc;
+    struct idx_read_process_end end_pe;
 };
 
 static uint64_t now_ns(clockid_t c)
@@ -140,6 +145,24 @@ void q_store_close(struct q_store *s)
 const char *q_store_dir(const struct q_store *s) { return s->dir; }
 
 struct idx *q_store_idx(struct q_store *s) { return s->x; }
+
+int q_store_process_end(struct q_store *s, int64_t process_id, struct idx_read_process_end *out)
+{
+    int64_t v;
+    if (idx_read_data_version(s->x, &v) < 0)
+        return idx_read_process_end(s->x, process_id, out);
+    if (s->end_have && s->end_pid == process_id && s->end_version == v) {
+        *out = s->end_pe;
+        return s->end_rc;
+    }
+    int rc = idx_read_process_end(s->x, process_id, out);
+    s->end_have = rc == 0 || rc == -ENOENT;
+    s->end_pid = process_id;
+    s->end_version = v;
+    s->end_rc = rc;
+    s->end_pe = *out;
+    return rc;
+}
 
 void q_store_set_debug_dir(struct q_store *s, const char *dir)
 {

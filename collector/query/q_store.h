@@ -51,6 +51,10 @@ const char *q_store_dir(const struct q_store *s);
 /* The index handle, for the other readers of query/ (q_scan, q_names,
  * q_loc): read-only, owned by s. */
 struct idx *q_store_idx(struct q_store *s);
+/* idx_read_process_end of process_id, remembered for the last process asked
+ * while the index is unchanged (idx_read_data_version): the readers ask it
+ * once per poll left open, and each answer scans the process's block rows. */
+int q_store_process_end(struct q_store *s, int64_t process_id, struct idx_read_process_end *out);
 /* Where the readers of this store look for debug files by build-id
  * (DIR/xx/yyyy.debug; "" = sym.h's SYM_DEBUG_DIR). */
 void q_store_set_debug_dir(struct q_store *s, const char *dir);

@@ -606,6 +606,24 @@ int idx_read_process_end(struct idx *x, int64_t process_id, struct idx_read_proc
     return e;
 }
 
+int idx_read_data_version(struct idx *x, int64_t *out)
+{
+    sqlite3_stmt *st;
+    if (!x || !out)
+        return -EINVAL;
+    int e = prep(x, "PRAGMA data_version", &st);
+    if (e < 0)
+        return e;
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        *out = sqlite3_column_int64(st, 0);
+        e = 0;
+    } else {
+        e = fail(x, "data_version");
+    }
+    sqlite3_finalize(st);
+    return e;
+}
+
 int idx_read_rings_lost(struct idx *x, int64_t process_id, uint32_t first, uint32_t n,
                         uint64_t *lost)
 {

@@ -187,6 +187,10 @@ struct idx_read_process_end {
     uint64_t rec_last_ns, last_ns;
 };
 int idx_read_process_end(struct idx *x, int64_t process_id, struct idx_read_process_end *out);
+/* SQLite's data_version of x's connection: it changes when another
+ * connection (the collector) commits to the index, so an answer read at
+ * one value still holds at the same value. 0 or -EIO. */
+int idx_read_data_version(struct idx *x, int64_t *out);
 
 /* Drops of ring slots [first, first + n) of process_id written in indexed
  * segments, over all their generations, into lost[0..n) (0 where none), in

@@ -125,3 +125,19 @@ bench: bench-serve-zoom
 bench-serve-zoom:
 	@$(MAKE) --no-print-directory BUILD=$(BUILD) all $(BENCH_DIR)/bench_serve
 	BUILD=$(BUILD) sh tests/bench/bench_serve_zoom.sh
+
+# The reading commands of two d9 builds side by side on one bench store
+# (tests/bench/bench_query.sh; not part of `make bench`: it needs a base build):
+#   make bench-query BENCH_QUERY_BASE=OLD_D9 [BENCH_QUERY_STORE=DIR]
+#        [BENCH_QUERY_BASE_STORE=DIR] [BENCH_QUERY_PAIRS=8]
+# STORE is built by bench_store (50 M records) when missing; BASE_STORE is a
+# store the base build can read when STORE's format is newer than it.
+BENCH_QUERY_STORE ?= $(BENCH_DIR)/query_store
+BENCH_QUERY_PAIRS ?= 8
+.PHONY: bench-query
+bench-query:
+	@test -x "$(BENCH_QUERY_BASE)" || { echo "bench-query: set BENCH_QUERY_BASE=OLD_D9" >&2; exit 2; }
+	@$(MAKE) --no-print-directory BUILD=$(BUILD) all $(BENCH_DIR)/bench_store
+	test -f $(BENCH_QUERY_STORE)/index.sqlite || $(BENCH_DIR)/bench_store $(BENCH_QUERY_STORE)
+	BQ_BASE_STORE=$(BENCH_QUERY_BASE_STORE) sh tests/bench/bench_query.sh $(BENCH_QUERY_BASE) \
+	    $(BUILD)/bin/d9 $(BENCH_QUERY_STORE) $(BENCH_QUERY_PAIRS)

@@ -267,6 +267,29 @@ static void store_opens_read_only_and_lists_processes_and_segments(void **state)
     q_store_close(s);
 }
 
+/* A process's end is remembered between asks, but not past a commit of
+ * another connection (the collector marking the process exited). */
+static void process_end_is_remembered_until_the_index_changes(void **state)
+{
+    struct fixture *fx = *state;
+    struct q_store *s = open_store(fx);
+    struct idx_read_process_end pe;
+    assert_int_equal(q_store_process_end(s, 1, &pe), 0);
+    assert_string_equal(pe.state, "alive");
+    assert_true(pe.rec_last_ns == 1600);
+    assert_int_equal(q_store_process_end(s, 99, &pe), -ENOENT);
+    assert_int_equal(q_store_process_end(s, 1, &pe), 0);
+    assert_string_equal(pe.state, "alive");
+    struct idx *x;
+    assert_int_equal(idx_open(&x, fx->dir), 0);
+    assert_int_equal(idx_process_end(x, 1, 1700, "exited", 0), 0);
+    idx_close(x);
+    assert_int_equal(q_store_process_end(s, 1, &pe), 0);
+    assert_string_equal(pe.state, "exited");
+    assert_true(pe.last_ns == 1700 && pe.rec_last_ns == 1600);
+    q_store_close(s);
+}
+
 static void missing_store_and_missing_index_say_where(void **state)
 {
     struct fixture *fx = *state;
@@ -509,6 +532,8 @@ int main(void)
                                         teardown_store),
         cmocka_unit_test_setup_teardown(scan_filters_by_window_type_and_tid, setup_store,
                                         teardown_store),
+        cmocka_unit_test_setup_teardown(process_end_is_remembered_until_the_index_changes,
+                                        setup_store, teardown_store),
         cmocka_unit_test_setup_teardown(scan_stops_when_the_callback_says_so, setup_store,
                                         teardown_store),
         cmocka_unit_test_setup_teardown(corrupt_block_is_skipped_and_counted, setup_store,

@@ -7,6 +7,12 @@
  * drops the lock, checks the client, runs serve_api() on its own store
  * (its scans consult the client every few blocks: q_scan_set_cancel) and
  * calls done() without holding the lock.
+ *
+ * Test hook: D9_TEST_SERVE_HEAVY_MS=N (1..10000, read once at start) makes
+ * every heavy job wait N ms before it runs, so a test can hold the heavy
+ * workers busy for a known time whatever the store's size and the
+ * machine's speed (test_serve_hostile: a cheap request is not held behind
+ * them). Unset or out of range: no wait.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -14,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include "collector/query/q_scan.h"
 #include "collector/query/q_store.h"
 #include "collector/serve/serve_pool.h"
@@ -34,6 +41,7 @@ struct serve_pool {
     pthread_cond_t cv;
     struct serve_job *head, *tail;
     unsigned heavy_running, heavy_max;
+    unsigned heavy_delay_ms;    /* the test hook above; 0: none */
     bool stopping;
     unsigned n;
     struct pool_worker w[SERVE_POOL_WORKERS_MAX];
@@ -119,6 +127,11 @@ static void *worker_main(void *arg)
         if (heavy)
             pl->heavy_running++;
         pthread_mutex_unlock(&pl->mu);
+        if (heavy && pl->heavy_delay_ms) {
+            struct timespec ts = { pl->heavy_delay_ms / 1000, (long)(pl->heavy_delay_ms % 1000) * 1000000L };
+            while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+                ;
+        }
         run(w, j);
         j->done(j);
         pthread_mutex_lock(&pl->mu);
@@ -147,6 +160,13 @@ int serve_pool_start(struct serve_pool **out, const char *dir, unsigned workers,
     pthread_mutex_init(&pl->mu, NULL);
     pthread_cond_init(&pl->cv, NULL);
     pl->heavy_max = workers > 1 ? workers - 1 : 1;
+    const char *hd = getenv("D9_TEST_SERVE_HEAVY_MS");
+    if (hd && *hd) {
+        char *end;
+        unsigned long v = strtoul(hd, &end, 10);
+        if (*end == '\0' && v >= 1 && v <= 10000)
+            pl->heavy_delay_ms = (unsigned)v;
+    }
     int rc = 0;
     for (unsigned i = 0; i < workers && rc == 0; i++) {
         pl->w[i].pl = pl;

@@ -80,6 +80,8 @@ static const struct opt opts[] = {
     { "trigger-rate",           OPT_TRIG, OFF(trig), 0, 0, NULL, NULL },
     { "trigger-poll-ms",        OPT_TRIG, OFF(trig), 0, 0, NULL, NULL },
     { "trigger-crash",          OPT_TRIG, OFF(trig), 0, 0, NULL, NULL },
+    { "trigger-sched-ms",       OPT_TRIG, OFF(trig), 0, 0, NULL, NULL },
+    { "trigger-lost",           OPT_TRIG, OFF(trig), 0, 0, NULL, NULL },
     { "debug-dir",       OPT_STR,   OFF(debug_dir),       0, 0, NULL, NULL },
     { "stack-bytes",     OPT_U32,   OFF(stack_bytes),     UNW_STACK_BYTES_MIN, UNW_STACK_BYTES_MAX,
       NULL, NULL },
@@ -400,6 +402,8 @@ static void trig_dump(FILE *f, const struct trig_cfg *t)
     fprintf(f, "trigger-rate = %" PRIu32 "\n", t->rate_per_min);
     fprintf(f, "trigger-poll-ms = %" PRIu32 "\n", t->poll_ms);
     fprintf(f, "trigger-crash = %s\n", t->crash ? "yes" : "no");
+    fprintf(f, "trigger-sched-ms = %" PRIu32 "\n", t->sched_ms);
+    fprintf(f, "trigger-lost = %s\n", t->lost ? "yes" : "no");
 }
 
 static int parse_args(struct config *c, int argc, char *const argv[],
@@ -758,6 +762,13 @@ void config_usage(FILE *f, const char *prog)
 "        Automatic trigger: a traced process that ended on a fatal signal,\n"
 "        at its last record, keeping the window before the crash.\n"
 "        Default: no.\n"
+"    --trigger-sched-ms N\n"
+"        Automatic trigger: a worker park/unpark record whose sampled\n"
+"        scheduling wait is longer than N ms, at its stamp (0..3600000,\n"
+"        0 = off). Default: 0.\n"
+"    --trigger-lost yes|no\n"
+"        Automatic trigger: records lost by a ring (full, too big), when\n"
+"        the drain sees the ring's lost count grow. Default: no.\n"
 "    --pidfile FILE\n"
 "        Write the collector's pid to FILE at start-up, remove it at exit.\n"
 "        Default: none.\n"

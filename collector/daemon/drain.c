@@ -741,7 +741,7 @@ static int read_block(struct proc *p, struct storedir *st, uint32_t i,
         }
         if (p->met)         /* --metrics: the chunk while it is in cache */
             met_feed(p->met, scratch, (size_t)n);
-        if (trigd_wants(p->trig_schema_ok))    /* triggers: markers, long polls */
+        if (trigd_wants(p->trig_schema_ok))    /* triggers: markers, long polls, sched */
             trigd_feed(p->pid, p->process_id, p->trig_schema_ok, p->trig_schema, &r->trig,
                        scratch, (size_t)n);
         long e = pack_records(&b->pk, scratch, (size_t)n, b->dst + PACK_PREFIX + b->packed,
@@ -795,6 +795,7 @@ static int commit_block(struct proc *p, struct storedir *st, uint32_t i,
     r->lost_seen = s->lost;
     r->lost += delta;
     p->lost += delta;
+    (void)trigd_lost(p->pid, p->process_id, i, delta, now);     /* --trigger-lost */
     p->records += nrec;
     p->writer_records += nrec;
     p->bytes_written += plen;
@@ -862,6 +863,7 @@ static int write_final_drops(struct proc *p, struct storedir *st, uint32_t i,
     r->lost_seen = s->lost;
     r->lost += delta;
     p->lost += delta;
+    (void)trigd_lost(p->pid, p->process_id, i, delta, now);     /* --trigger-lost */
     return 0;
 }
 

@@ -56,6 +56,7 @@ int trig_cfg_set(struct trig_cfg *c, const char *key, const char *value, char *e
         { "trigger-debounce-ms", offsetof(struct trig_cfg, debounce_ms), 0, TRIG_WINDOW_MAX_MS },
         { "trigger-rate", offsetof(struct trig_cfg, rate_per_min), 1, TRIG_RATE_MAX },
         { "trigger-poll-ms", offsetof(struct trig_cfg, poll_ms), 0, TRIG_WINDOW_MAX_MS },
+        { "trigger-sched-ms", offsetof(struct trig_cfg, sched_ms), 0, TRIG_WINDOW_MAX_MS },
     };
     if (!key || !value)
         return trig_err(err, errlen, "trigger config: missing key or value%s%s", "", "");
@@ -68,13 +69,14 @@ int trig_cfg_set(struct trig_cfg *c, const char *key, const char *value, char *e
             return trig_err(err, errlen, "retain: '%s' is not all or triggered%s", value, "");
         return 0;
     }
-    if (strcmp(key, "trigger-crash") == 0) {
+    if (strcmp(key, "trigger-crash") == 0 || strcmp(key, "trigger-lost") == 0) {
+        int *flag = strcmp(key, "trigger-crash") == 0 ? &c->crash : &c->lost;
         if (strcmp(value, "1") == 0 || strcmp(value, "yes") == 0 || strcmp(value, "true") == 0)
-            c->crash = 1;
+            *flag = 1;
         else if (strcmp(value, "0") == 0 || strcmp(value, "no") == 0 || strcmp(value, "false") == 0)
-            c->crash = 0;
+            *flag = 0;
         else
-            return trig_err(err, errlen, "trigger-crash: '%s' is not yes or no%s", value, "");
+            return trig_err(err, errlen, "%s: '%.64s' is not yes or no", key, value);
         return 0;
     }
     for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
@@ -93,7 +95,7 @@ int trig_cfg_set(struct trig_cfg *c, const char *key, const char *value, char *e
     }
     return trig_err(err, errlen, "unknown trigger key '%.64s'%s (known: retain, trigger-lookback-ms, "
                     "trigger-lookforward-ms, trigger-debounce-ms, trigger-rate, trigger-poll-ms, "
-                    "trigger-crash)", key, "");
+                    "trigger-crash, trigger-sched-ms, trigger-lost)", key, "");
 }
 
 int trig_cfg_check(const struct trig_cfg *c, char *err, size_t errlen)
@@ -104,8 +106,10 @@ int trig_cfg_check(const struct trig_cfg *c, char *err, size_t errlen)
         c->lookforward_ms > TRIG_WINDOW_MAX_MS)
         return trig_err(err, errlen, "trigger window: lookback must be 1 ms..1 h and lookforward "
                         "0..1 h%s%s", "", "");
-    if (c->debounce_ms > TRIG_WINDOW_MAX_MS || c->poll_ms > TRIG_WINDOW_MAX_MS)
-        return trig_err(err, errlen, "trigger debounce and poll threshold must be at most 1 h%s%s",
+    if (c->debounce_ms > TRIG_WINDOW_MAX_MS || c->poll_ms > TRIG_WINDOW_MAX_MS ||
+        c->sched_ms > TRIG_WINDOW_MAX_MS)
+        return trig_err(err, errlen, "trigger debounce, poll and sched thresholds must be at most "
+                        "1 h%s%s",
                         "", "");
     if (c->rate_per_min == 0 || c->rate_per_min > TRIG_RATE_MAX)
         return trig_err(err, errlen, "trigger-rate must be 1..6000 a minute%s%s", "", "");

@@ -22,7 +22,9 @@ static struct trigd {
     struct col_ratelimit rl;
 } td;
 
-static const char *const src_names[TRIGD_SRC_COUNT] = { "marker", "shell", "poll", "crash" };
+static const char *const src_names[TRIGD_SRC_COUNT] = {
+    "marker", "shell", "poll", "crash", "sched", "lost",
+};
 static const char *const verdict_names[TRIGD_VERDICT_COUNT] = {
     "kept", "merged", "debounced", "rate-limited",
 };
@@ -103,7 +105,19 @@ int trigd_fire(uint32_t pid, int64_t process_id, uint64_t t_ns, int source, cons
     return v;
 }
 
-int trigd_wants(int schema_ok) { return schema_ok || td.st.cfg.poll_ms > 0; }
+int trigd_wants(int schema_ok)
+{
+    return schema_ok || td.st.cfg.poll_ms > 0 || td.st.cfg.sched_ms > 0;
+}
+
+int trigd_lost(uint32_t pid, int64_t process_id, uint32_t ring, uint64_t delta, uint64_t t_ns)
+{
+    if (!td.st.cfg.lost || !delta)
+        return -1;
+    char why[64];
+    snprintf(why, sizeof why, "ring %" PRIu32 " lost %" PRIu64 " records", ring, delta);
+    return trigd_fire(pid, process_id, t_ns, TRIGD_SRC_LOST, why, NULL);
+}
 
 /* The reason of a d9_trigger record r of len bytes: one STR field. */
 static void marker_reason(const uint8_t *r, size_t len, char *out, size_t cap)
@@ -126,6 +140,7 @@ void trigd_feed(uint32_t pid, int64_t process_id, int schema_ok, uint32_t schema
                 struct trigd_ring *tr, const uint8_t *buf, size_t n)
 {
     uint64_t poll_ns = (uint64_t)td.st.cfg.poll_ms * 1000000ull;
+    uint64_t sched_ns = (uint64_t)td.st.cfg.sched_ms * 1000000ull;
     size_t off = 0;
     while (off + D9_REC_HDR_SIZE <= n) {
         struct d9_rec_hdr h;
@@ -150,6 +165,16 @@ void trigd_feed(uint32_t pid, int64_t process_id, int schema_ok, uint32_t schema
                 snprintf(why, sizeof why, "poll of %" PRIu64 " ms",
                          (uint64_t)((h.ts - tr->poll_ts) / 1000000ull));
                 trigd_fire(pid, process_id, h.ts, TRIGD_SRC_POLL, why, NULL);
+            }
+        } else if ((h.type == D9_REC_WORKER_PARK || h.type == D9_REC_WORKER_UNPARK) && sched_ns &&
+                   h.len >= sizeof(struct d9_rec_worker)) {
+            struct d9_rec_worker w;
+            memcpy(&w, r, sizeof w);
+            if (!(w.flags & D9_WORKER_UNSAMPLED) && w.sched_wait_ns > sched_ns) {
+                char why[64];
+                snprintf(why, sizeof why, "sched wait of %" PRIu64 " ms",
+                         (uint64_t)(w.sched_wait_ns / 1000000ull));
+                trigd_fire(pid, process_id, h.ts, TRIGD_SRC_SCHED, why, NULL);
             }
         }
         off += h.len;

@@ -6,8 +6,12 @@
  * Sources (enum trigd_source): a d9_trigger(reason) marker drained from a
  * ring (drain.c, TRIGD_SRC_MARKER), `d9 trigger --pid PID` over the control
  * socket (TRIGD_SRC_SHELL), a poll longer than --trigger-poll-ms seen at
- * its end by the drain (TRIGD_SRC_POLL), and a traced process that ended on
- * a fatal signal with --trigger-crash yes (TRIGD_SRC_CRASH).
+ * its end by the drain (TRIGD_SRC_POLL), a traced process that ended on
+ * a fatal signal with --trigger-crash yes (TRIGD_SRC_CRASH), a worker
+ * park/unpark record whose sampled scheduling wait is longer than
+ * --trigger-sched-ms (TRIGD_SRC_SCHED, at the record's stamp), and records
+ * lost by a ring with --trigger-lost yes (TRIGD_SRC_LOST, when the drain
+ * sees the ring's lost counter grow).
  *
  * Each trigger, whatever its verdict (kept, merged, debounced,
  * rate-limited), is written to the index's triggers table (idx.h) when an
@@ -20,7 +24,7 @@
  * is the daemon's trig_state; ask trig_kept()/trig_droppable() of it.
  *
  * Called by d9collectd.c (init, the shell and crash triggers, metrics),
- * drain.c (markers, long polls), on the drain thread only (no locking).
+ * drain.c (markers, long polls, sched waits, lost records), on the drain thread only (no locking).
  * Must never: trust a reason's bytes (cut to TRIGD_REASON_MAX, control
  * bytes shown as '?'), or fail the drain because the index write failed
  * (logged, counted in index_errors).
@@ -39,7 +43,9 @@ enum trigd_source {
     TRIGD_SRC_SHELL = 1,        /* d9 trigger --pid */
     TRIGD_SRC_POLL = 2,         /* --trigger-poll-ms */
     TRIGD_SRC_CRASH = 3,        /* --trigger-crash */
-    TRIGD_SRC_COUNT = 4,
+    TRIGD_SRC_SCHED = 4,        /* --trigger-sched-ms */
+    TRIGD_SRC_LOST = 5,         /* --trigger-lost */
+    TRIGD_SRC_COUNT = 6,
 };
 #define TRIGD_VERDICT_COUNT 4u  /* enum trig_verdict */
 #define TRIGD_REASON_MAX    255u
@@ -47,7 +53,7 @@ enum trigd_source {
  * STR field, "reason". */
 #define TRIGD_SCHEMA_NAME   "d9_trigger"
 
-/* "marker", "shell", "poll", "crash". */
+/* "marker", "shell", "poll", "crash", "sched", "lost". */
 const char *trigd_source_name(int source);
 /* "kept", "merged", "debounced", "rate-limited". */
 const char *trigd_verdict_name(int verdict);
@@ -70,7 +76,10 @@ int trigd_fire(uint32_t pid, int64_t process_id, uint64_t t_ns, int source, cons
  * converted, as met_feed gets them): markers of the process's d9_trigger
  * schema (schema_ok: the metadata named one, with id schema) fire
  * TRIGD_SRC_MARKER at their stamp; with --trigger-poll-ms, an outermost
- * poll longer than it fires TRIGD_SRC_POLL at its end. A record the drain
+ * poll longer than it fires TRIGD_SRC_POLL at its end; with
+ * --trigger-sched-ms, a WORKER_PARK/UNPARK record not flagged
+ * D9_WORKER_UNSAMPLED whose sched_wait_ns is longer than it fires
+ * TRIGD_SRC_SCHED at its stamp. A record the drain
  * reads twice (a failed seal, drain.h) fires twice: the debounce eats it. */
 struct trigd_ring {
     uint64_t poll_ts;           /* start of the open outermost poll */
@@ -80,6 +89,12 @@ void trigd_feed(uint32_t pid, int64_t process_id, int schema_ok, uint32_t schema
                 struct trigd_ring *r, const uint8_t *buf, size_t n);
 /* Does trigd_feed have anything to look for in this process? */
 int trigd_wants(int schema_ok);
+
+/* With --trigger-lost yes: ring of pid lost delta more records (the drain
+ * saw its lost counter grow) at t_ns fires TRIGD_SRC_LOST; nothing when
+ * delta is 0 or the trigger is off. Returns the verdict, or -1 when none
+ * fired. */
+int trigd_lost(uint32_t pid, int64_t process_id, uint32_t ring, uint64_t delta, uint64_t t_ns);
 
 /* Triggers so far by source and verdict; index writes that failed. */
 uint64_t trigd_count(int source, int verdict);

@@ -5,6 +5,8 @@
  *   s:MS       sleep MS milliseconds
  *   p:MS       one poll (d9_poll_start, sleep MS ms, d9_poll_end)
  *   w:FILE     wait (at most 60 s) until FILE exists
+ *   lose       one d9_emit whose value does not match its schema's type:
+ *              the agent drops it, and the ring counts it lost
  *   crash      abort(): the process ends on SIGABRT
  * then exits 0.
  */
@@ -15,6 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 #include "agent/d9.h"
+
+D9_SCHEMA(trigseq_ev, "trigseq", D9_FIELD_I64("delta"));
 
 static void sleep_ms(long ms)
 {
@@ -45,6 +49,8 @@ int main(int argc, char **argv)
         } else if (strncmp(a, "w:", 2) == 0) {
             for (int k = 0; k < 6000 && access(a + 2, F_OK) != 0; k++)
                 sleep_ms(10);
+        } else if (strcmp(a, "lose") == 0) {
+            d9_emit(&trigseq_ev, D9_U64(1));    /* U64 for an I64 field: lost */
         } else if (strcmp(a, "crash") == 0) {
             signal(SIGABRT, SIG_DFL);
             abort();

@@ -12,7 +12,8 @@
 #     windows;
 #   - the sources: markers, `d9 trigger --pid` (and its refusal of a pid
 #     that is not traced), a poll longer than --trigger-poll-ms, a crash
-#     with --trigger-crash yes;
+#     with --trigger-crash yes, a record lost by a ring with --trigger-lost
+#     yes (--trigger-sched-ms: its config only; the unit test feeds waits);
 #   - bad trigger config (an unknown trigger key, absurd windows, a rate of
 #     0, in flags and config files) is refused with one clear line, exit 2.
 # No timing thresholds: the debounce (1 h) and lookback (50 min) are far
@@ -48,18 +49,23 @@ check "an absurd lookforward in a config file is refused" \
 check "a zero lookback is refused" refused "trigger-lookback-ms: '0'" --trigger-lookback-ms 0
 check "a rate of 0 is refused" refused "trigger-rate: '0' is not a number in 1..6000" \
     --trigger-rate 0
+check "--trigger-lost takes yes or no" refused "trigger-lost: 'maybe' is not yes or no" \
+    --trigger-lost maybe
+check "an absurd --trigger-sched-ms is refused" \
+    refused "trigger-sched-ms: '3600001' is not a number in 0..3600000" --trigger-sched-ms 3600001
 check "retain takes all or triggered only" refused "retain: 'some' is not all or triggered" \
     --retain some
 check "--print-config shows the trigger settings" sh -c "
     '$BIN/d9collectd' --print-config --store '$T/bad' --retain triggered --trigger-crash yes \
-        --trigger-poll-ms 50 >'$T/pc.out' &&
+        --trigger-poll-ms 50 --trigger-sched-ms 20 --trigger-lost yes >'$T/pc.out' &&
+    grep -qx 'trigger-sched-ms = 20' '$T/pc.out' && grep -qx 'trigger-lost = yes' '$T/pc.out' &&
     grep -qx 'retain = triggered' '$T/pc.out' && grep -qx 'trigger-crash = yes' '$T/pc.out' &&
     grep -qx 'trigger-poll-ms = 50' '$T/pc.out' && grep -qx 'trigger-lookback-ms = 10000' '$T/pc.out'"
 
 # ---- collector A: long windows, long debounce -----------------------------------
 check "collector starts" start_collector --trigger-lookback-ms $LB_MS \
     --trigger-lookforward-ms $LF_MS --trigger-debounce-ms 3600000 --trigger-rate 6000 \
-    --trigger-poll-ms 50 --trigger-crash yes
+    --trigger-poll-ms 50 --trigger-crash yes --trigger-lost yes
 ended() {       # ended PID: the process is finished in the store
     d9 flush >/dev/null 2>&1; d9 ps --format jsonl >"$T/ps.jsonl" 2>/dev/null &&
     grep -q "\"pid\":$1,.*\"state\":\"\(exited\|crashed\)\"" "$T/ps.jsonl"
@@ -156,6 +162,17 @@ r = [r for r in rows if r['pid'] == $P5]
 assert [x['source'] for x in r] == ['crash'] and r[0]['reason'] in ('crashed', 'crashed (signal 6)'), r
 assert r[0]['verdict'] == 'merged' and r[0]['w0'] <= r[0]['t'] - LB, r
 "
+
+# a record lost by its ring (a type mismatch: deterministic, no full ring)
+DIAL9_SAMPLER=off "$TBIN/prog_trigseq" lose >"$T/p7.out" 2>&1
+P7=$(sed -n 's/^pid=\([0-9]*\)$/\1/p' "$T/p7.out")
+check "the losing program ran" wait_for 20 ended "$P7"
+# the drain fires it when it sees the ring's lost count grow: wait for the row
+check "records lost by a ring are a trigger (--trigger-lost yes)" wait_for 20 expect "
+r = [r for r in rows if r['pid'] == $P7]
+assert [(x['source'], x['verdict']) for x in r] == [('lost', 'merged')], r
+assert r[0]['reason'].startswith('ring ') and r[0]['reason'].endswith(' lost 1 records'), r
+"
 check "the collector stops cleanly" stop_collector
 check "d9 findings: a trigger finding per kept trigger, its range the kept window" sh -c "
     '$BIN/d9' --store '$STORE' findings --format jsonl >'$T/find.jsonl' 2>'$T/find.err' && python3 -c \"
@@ -163,7 +180,7 @@ import json
 f = [json.loads(l) for l in open('$T/find.jsonl')]
 t = [x for x in f if x['kind'] == 'trigger']
 assert [x['where'] for x in t] == ['marker: first', 'marker: second', 'shell: from the shell',
-    'poll: ' + t[3]['where'][6:], 'crash: ' + t[4]['where'][7:]], t
+    'poll: ' + t[3]['where'][6:], 'crash: ' + t[4]['where'][7:], 'lost: ' + t[5]['where'][6:]], t
 assert len({(x['from_ns'], x['to_ns']) for x in t}) == 1, t
 assert f[-1]['kind'] == 'trigger', f
 \""
@@ -172,8 +189,9 @@ check "d9 sql's triggers table lists them by source and verdict" sh -c "
         group by 1, 2 order by 1, 2' >'$T/sql.jsonl' 2>&1 && python3 -c \"
 import json
 got = [tuple(json.loads(l).values()) for l in open('$T/sql.jsonl')]
-assert got == [('crash', 'merged', 1), ('marker', 'debounced', 2), ('marker', 'kept', 1),
-               ('marker', 'merged', 1), ('poll', 'merged', 1), ('shell', 'merged', 1)], got
+assert got == [('crash', 'merged', 1), ('lost', 'merged', 1), ('marker', 'debounced', 2),
+               ('marker', 'kept', 1), ('marker', 'merged', 1), ('poll', 'merged', 1),
+               ('shell', 'merged', 1)], got
 \""
 
 # ---- collector B: 1 ms windows, no debounce, two triggers a minute ---------------
@@ -204,6 +222,8 @@ check "--metrics counts the rate-limited trigger" wait_for 20 scraped
 check "--metrics counts the kept ones, and zeros for the others" sh -c "
     grep -qx 'd9_triggers_total{source=\"marker\",verdict=\"kept\"} 2' '$T/m.txt' &&
     grep -qx 'd9_triggers_total{source=\"crash\",verdict=\"merged\"} 0' '$T/m.txt' &&
+    grep -qx 'd9_triggers_total{source=\"sched\",verdict=\"kept\"} 0' '$T/m.txt' &&
+    grep -qx 'd9_triggers_total{source=\"lost\",verdict=\"debounced\"} 0' '$T/m.txt' &&
     grep -qx '# TYPE d9_triggers_total counter' '$T/m.txt'"
 check "the collector B stops cleanly" stop_collector
 d9_finish triggers

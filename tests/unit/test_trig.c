@@ -185,6 +185,16 @@ static void config_keys_parse_and_bad_ones_are_refused(void **state)
     assert_int_equal(c.poll_ms, 50);
     assert_int_equal(trig_cfg_set(&c, "trigger-crash", "yes", err, sizeof err), 0);
     assert_int_equal(c.crash, 1);
+    assert_int_equal(trig_cfg_set(&c, "trigger-sched-ms", "20", err, sizeof err), 0);
+    assert_int_equal(c.sched_ms, 20);
+    assert_int_equal(trig_cfg_set(&c, "trigger-lost", "yes", err, sizeof err), 0);
+    assert_int_equal(c.lost, 1);
+    assert_int_equal(trig_cfg_set(&c, "trigger-lost", "no", err, sizeof err), 0);
+    assert_int_equal(c.lost, 0);
+    assert_int_equal(trig_cfg_set(&c, "trigger-lost", "maybe", err, sizeof err), -EINVAL);
+    assert_non_null(strstr(err, "trigger-lost"));
+    assert_int_equal(trig_cfg_set(&c, "trigger-sched-ms", "99999999", err, sizeof err), -EINVAL);
+    assert_int_equal(c.sched_ms, 20);
 
     assert_int_equal(trig_cfg_set(&c, "trigger-fieldx", "1", err, sizeof err), -EINVAL);
     assert_non_null(strstr(err, "unknown trigger key 'trigger-fieldx'"));

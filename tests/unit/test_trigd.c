@@ -1,7 +1,9 @@
 /*
  * test_trigd.c — the collector's triggers (collector/daemon/trigd.c): what
  * the drain's chunks fire (a d9_trigger marker with its reason, a poll
- * longer than --trigger-poll-ms at its end, nested polls as one), hostile
+ * longer than --trigger-poll-ms at its end, nested polls as one, a sampled
+ * scheduling wait longer than --trigger-sched-ms at its stamp, records
+ * lost with --trigger-lost yes), hostile
  * marker lengths, and the counts by source and verdict. No index here.
  */
 #include <setjmp.h>
@@ -48,6 +50,19 @@ static size_t put_poll(uint8_t *b, uint16_t type, uint64_t ts)
 {
     memset(b, 0, sizeof(struct d9_rec_poll_start));
     return put_hdr(b, sizeof(struct d9_rec_poll_start), type, ts);
+}
+
+/* A worker park/unpark record with this sampled wait (flags: D9_WORKER_*). */
+static size_t put_worker(uint8_t *b, uint16_t type, uint64_t wait_ns, uint32_t flags, uint64_t ts)
+{
+    struct d9_rec_worker w;
+    memset(&w, 0, sizeof w);
+    put_hdr(b, sizeof w, type, ts);
+    memcpy(&w.h, b, sizeof w.h);
+    w.flags = flags;
+    w.sched_wait_ns = wait_ns;
+    memcpy(b, &w, sizeof w);
+    return sizeof w;
 }
 
 static void start(uint32_t poll_ms)
@@ -139,6 +154,60 @@ static void test_counts_are_by_source_and_verdict(void **state)
     assert_string_equal(trigd_verdict_name(TRIG_RATE_LIMITED), "rate-limited");
 }
 
+static void test_a_sampled_sched_wait_over_the_threshold_fires_at_its_stamp(void **state)
+{
+    (void)state;
+    struct trig_cfg c;
+    trig_cfg_default(&c);
+    c.debounce_ms = 0;
+    c.rate_per_min = 6000;
+    c.sched_ms = 20;
+    trigd_init(&c);
+    trigd_set_index(NULL);
+    assert_true(trigd_wants(0));
+    uint8_t b[512];
+    size_t n = 0;
+    n += put_worker(b + n, D9_REC_WORKER_PARK, 5 * MS, 0, 1000 * MS);       /* under */
+    n += put_worker(b + n, D9_REC_WORKER_UNPARK, 20 * MS, 0, 1500 * MS);    /* at: not over */
+    n += put_worker(b + n, D9_REC_WORKER_UNPARK, 90 * MS, D9_WORKER_UNSAMPLED, 2000 * MS);
+    n += put_worker(b + n, D9_REC_WORKER_UNPARK, 30 * MS, 0, 3000 * MS);    /* over */
+    struct trigd_ring r = { 0 };
+    trigd_feed(42, 1, 0, 0, &r, b, n);
+    assert_int_equal(trigd_count(TRIGD_SRC_SCHED, TRIG_KEPT), 1);
+    assert_int_equal(trigd_state()->nwin, 1);
+    assert_int_equal(trigd_state()->win[0].trig_ns, 3000 * MS);
+    /* a park over it fires too */
+    n = put_worker(b, D9_REC_WORKER_PARK, 25 * MS, 0, 60000 * MS);
+    trigd_feed(42, 1, 0, 0, &r, b, n);
+    assert_int_equal(trigd_count(TRIGD_SRC_SCHED, TRIG_KEPT), 2);
+    assert_string_equal(trigd_source_name(TRIGD_SRC_SCHED), "sched");
+    /* off (0): nothing looked at, nothing fired */
+    start(0);
+    assert_false(trigd_wants(0));
+    trigd_feed(42, 1, 0, 0, &r, b, n);
+    assert_int_equal(trigd_count(TRIGD_SRC_SCHED, TRIG_KEPT), 0);
+}
+
+static void test_lost_records_fire_when_on_and_are_debounced(void **state)
+{
+    (void)state;
+    struct trig_cfg c;
+    trig_cfg_default(&c);           /* debounce 1 s */
+    trigd_init(&c);
+    trigd_set_index(NULL);
+    assert_int_equal(trigd_lost(42, 1, 0, 5, 1000 * MS), -1);   /* off */
+    assert_int_equal(trigd_count(TRIGD_SRC_LOST, TRIG_KEPT), 0);
+    c.lost = 1;
+    trigd_init(&c);
+    assert_int_equal(trigd_lost(42, 1, 0, 0, 1000 * MS), -1);   /* nothing lost */
+    assert_int_equal(trigd_lost(42, 1, 3, 5, 2000 * MS), TRIG_KEPT);
+    assert_int_equal(trigd_state()->win[0].trig_ns, 2000 * MS);
+    assert_int_equal(trigd_lost(42, 1, 3, 7, 2100 * MS), TRIG_DEBOUNCED);
+    assert_int_equal(trigd_count(TRIGD_SRC_LOST, TRIG_KEPT), 1);
+    assert_int_equal(trigd_count(TRIGD_SRC_LOST, TRIG_DEBOUNCED), 1);
+    assert_string_equal(trigd_source_name(TRIGD_SRC_LOST), "lost");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -146,6 +215,8 @@ int main(void)
         cmocka_unit_test(test_a_marker_with_a_forged_length_still_fires_with_an_empty_reason),
         cmocka_unit_test(test_a_long_outermost_poll_fires_at_its_end_and_a_short_one_not),
         cmocka_unit_test(test_counts_are_by_source_and_verdict),
+        cmocka_unit_test(test_a_sampled_sched_wait_over_the_threshold_fires_at_its_stamp),
+        cmocka_unit_test(test_lost_records_fire_when_on_and_are_debounced),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -48,16 +48,27 @@ v = dict(l.split() for l in open('$T/m.txt') if l.startswith('d9_flight_'))
 assert int(v['d9_flight_settled_segments_total']) >= 1, v
 assert int(v['d9_flight_dropped_bytes_total']) > 0, v
 "
-"$BIN/d9" --endpoint "$EP" status --format jsonl >"$T/st.json" 2>"$T/st.err"
 "$BIN/d9" --endpoint "$EP" status >"$T/st.txt" 2>&1
-check "d9 status (jsonl) has the flight counters, equal to --metrics" python3 -c "
+# The collector keeps settling segments while it runs, and --metrics is
+# rendered every 250 ms: compare a status with a scrape made at least 300 ms
+# later, accepted only when a second status equals the first (nothing
+# changed in between), re-tried until that holds.
+status_eq_metrics() {
+    "$BIN/d9" --endpoint "$EP" status --format jsonl >"$T/st.json" 2>"$T/st.err" &&
+    sleep 0.3 && curl -s "http://127.0.0.1:$MPORT/metrics" >"$T/m2.txt" &&
+    "$BIN/d9" --endpoint "$EP" status --format jsonl >"$T/st2.json" 2>>"$T/st.err" &&
+    python3 -c "
 import json
 s = json.loads(open('$T/st.json').read())['flight']
-v = dict(l.split() for l in open('$T/m.txt') if l.startswith('d9_flight_'))
+s2 = json.loads(open('$T/st2.json').read())['flight']
+v = dict(l.split() for l in open('$T/m2.txt') if l.startswith('d9_flight_'))
+assert s == s2, ('changed while compared', s, s2)
 assert s['windows_cut'] == $NKEPT and s['kept_bytes'] == $KBYTES, s
 assert s['settled_segments'] == int(v['d9_flight_settled_segments_total']), (s, v)
 assert s['dropped_bytes'] == int(v['d9_flight_dropped_bytes_total']), (s, v)
 "
+}
+check "d9 status (jsonl) has the flight counters, equal to --metrics" wait_for 20 status_eq_metrics
 check "d9 status (text) has a flight line" \
     grep -q "^flight     --retain triggered: [0-9]* segments settled, $NKEPT windows cut (" "$T/st.txt"
 check "the collector stops cleanly" stop_collector

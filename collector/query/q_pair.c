@@ -3,6 +3,12 @@
  *
  * Threads live in an open-addressing hash table keyed by (process_id, ring,
  * generation), grown at 50% load; each holds a small array of open polls.
+ * A scan's merge interleaves a few threads' records, so a small direct-mapped
+ * cache of threads (p->recent, indexed by a cheap fold of the key) is tried
+ * before the table's two-mix hash: it holds used slots only, and is cleared
+ * when the table grows (slots are never emptied, so an entry stays that
+ * thread's until then). The table, and so q_pair_next_open's order, is as
+ * without the cache.
  * Never reads a record beyond the length shm_record_check accepted.
  */
 #include <errno.h>
@@ -22,9 +28,12 @@ struct thr {
     size_t nopen, capopen;
 };
 
+#define PAIR_RECENT 16u            /* a power of two */
+
 struct q_pair {
     struct thr *t;
     size_t cap, n;                  /* cap is a power of two */
+    struct thr *recent[PAIR_RECENT];    /* used slots by recent_ix(); NULL = none */
     struct q_pair_stats st;
     bool parks;
     const char *only_rt, *only_loc;     /* q_pair_only; NULL = any */
@@ -78,12 +87,33 @@ static int grow(struct q_pair *p)
     free(p->t);
     p->t = n;
     p->cap = nc;
+    memset(p->recent, 0, sizeof p->recent);
     return 0;
+}
+
+static size_t recent_ix(const struct q_rec_src *src)
+{
+    return ((size_t)src->ring ^ (size_t)src->generation ^ (size_t)src->process_id) &
+           (PAIR_RECENT - 1);
+}
+
+/* The slot of src's thread (used), or the free slot it would take (unused). */
+static struct thr *lookup(struct q_pair *p, const struct q_rec_src *src)
+{
+    struct thr **r = &p->recent[recent_ix(src)];
+    struct thr *t = *r;
+    if (t && t->process_id == src->process_id && t->ring == src->ring &&
+        t->generation == src->generation)
+        return t;
+    t = slot(p->t, p->cap, src->process_id, src->ring, src->generation);
+    if (t->used)
+        *r = t;
+    return t;
 }
 
 static struct thr *thread_of(struct q_pair *p, const struct q_rec_src *src)
 {
-    struct thr *t = slot(p->t, p->cap, src->process_id, src->ring, src->generation);
+    struct thr *t = lookup(p, src);
     if (t->used)
         return t;
     if ((p->n + 1) * 2 > p->cap) {
@@ -97,6 +127,7 @@ static struct thr *thread_of(struct q_pair *p, const struct q_rec_src *src)
     t->ring = src->ring;
     t->generation = src->generation;
     p->n++;
+    p->recent[recent_ix(src)] = t;
     return t;
 }
 
@@ -168,7 +199,7 @@ static int open_poll(struct q_pair *p, const struct q_rec_src *src,
 static int close_poll(struct q_pair *p, const struct q_rec_src *src, uint64_t task,
                       uint64_t ts, struct q_poll *done)
 {
-    struct thr *t = slot(p->t, p->cap, src->process_id, src->ring, src->generation);
+    struct thr *t = lookup(p, src);
     if (t->used) {
         for (size_t i = t->nopen; i-- > 0;) {
             if (t->open[i].task != task)
@@ -196,7 +227,7 @@ int q_pair_feed(struct q_pair *p, const struct q_rec_src *src, const struct d9_r
                    size_t len, struct q_poll *done)
 {
     if (!rec) {
-        struct thr *t = slot(p->t, p->cap, src->process_id, src->ring, src->generation);
+        struct thr *t = lookup(p, src);
         p->st.gaps++;
         if (t->used) {
             p->st.broken += t->nopen;

@@ -328,9 +328,17 @@ static void flush_samples(struct gen *g)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2)
-        die("usage: bench_store DIR [RECORDS]", -EINVAL);
-    uint64_t want = argc > 2 ? strtoull(argv[2], NULL, 10) : 50000000ull;
+    if (argc < 2 || argc > 3 || argv[1][0] == '-') {
+        fprintf(argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) ? stdout : stderr,
+                "usage: bench_store DIR [RECORDS]\n"
+                "  writes a store of RECORDS (default 50000000) generated records into the new\n"
+                "  directory DIR, and prints its facts (store.records, store.pid, ...)\n");
+        return argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) ? 0 : 2;
+    }
+    char *end;
+    uint64_t want = argc > 2 ? strtoull(argv[2], &end, 10) : 50000000ull;
+    if (argc > 2 && (*end || !want))
+        die("RECORDS: not a positive number", -EINVAL);
     if (mkdir(argv[1], 0700) < 0)
         die(argv[1], -errno);
     struct gen *g = calloc(1, sizeof *g);

@@ -75,3 +75,25 @@ d9_finish() {
     echo "${1:-integration}: $_pass passed, $_fail failed"
     [ $_fail -eq 0 ]
 }
+
+# browser_setup: CHROME := Debian's Chromium (the headless shell first), and
+# the pinned playwright-core installed (build/npm-playwright); two checks.
+browser_setup() {
+    CHROME=""
+    for _bc in /usr/lib/chromium/chromium-headless-shell /usr/lib/chromium/chromium \
+               "$(command -v chromium-headless-shell)" "$(command -v chromium)"; do
+        [ -n "$_bc" ] && [ -x "$_bc" ] && { CHROME=$_bc; break; }
+    done
+    check "Debian's Chromium is installed" test -n "$CHROME"
+    check "playwright-core installs (pinned)" sh tests/integration/playwright_install.sh
+}
+# check_lines FILE: one check per line "ok NAME" or "FAIL NAME: why" of FILE
+# (what a browser script prints); other lines are ignored.
+check_lines() {
+    while IFS= read -r _cl; do
+        case $_cl in
+            "ok "*) check "${_cl#ok }" true ;;
+            "FAIL "*) check "${_cl#FAIL }" false ;;
+        esac
+    done <"$1"
+}

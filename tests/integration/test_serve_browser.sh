@@ -14,13 +14,7 @@ case $BUILD in /*) ABS_BUILD=$BUILD ;; *) ABS_BUILD=$ROOT/$BUILD ;; esac
 ART=$ABS_BUILD/test-artifacts
 mkdir -p "$ART" && rm -f "$ART"/serve-*.png
 "$TBIN/tool_store_findings" "$T/store" || exit 1
-CHROME=""
-for c in /usr/lib/chromium/chromium-headless-shell /usr/lib/chromium/chromium \
-         "$(command -v chromium-headless-shell)" "$(command -v chromium)"; do
-    [ -n "$c" ] && [ -x "$c" ] && { CHROME=$c; break; }
-done
-check "Debian's Chromium is installed" test -n "$CHROME"
-check "playwright-core installs (pinned)" sh tests/integration/playwright_install.sh
+browser_setup
 "$BIN/d9" --store "$T/store" serve --listen 127.0.0.1:0 >"$T/serve.out" 2>"$T/serve.err" &
 SPID=$!
 at_exit kill "$SPID"
@@ -112,10 +106,5 @@ JS
 PW=$ABS_BUILD/npm-playwright timeout 120 node "$T/drive.js" "$U" "$CHROME" "$ART" "${D9_SCREENSHOT:+$ROOT/$D9_SCREENSHOT}" >"$T/drive.out" 2>"$T/drive.err"
 grep -q . "$T/drive.out" || { echo "node: $(tail -n 5 "$T/drive.err")"; }
 check "the browser script ran" grep -q '^ok ' "$T/drive.out"
-while IFS= read -r line; do
-    case $line in
-        "ok "*) check "${line#ok }" true ;;
-        "FAIL "*) check "${line#FAIL }" false ;;
-    esac
-done <"$T/drive.out"
+check_lines "$T/drive.out"
 d9_finish serve-browser

@@ -13,13 +13,7 @@ ROOT=$(pwd)
 case $BUILD in /*) ABS_BUILD=$BUILD ;; *) ABS_BUILD=$ROOT/$BUILD ;; esac
 ART=$ABS_BUILD/test-artifacts
 mkdir -p "$ART" && rm -f "$ART"/follow-*.png
-CHROME=""
-for c in /usr/lib/chromium/chromium-headless-shell /usr/lib/chromium/chromium \
-         "$(command -v chromium-headless-shell)" "$(command -v chromium)"; do
-    [ -n "$c" ] && [ -x "$c" ] && { CHROME=$c; break; }
-done
-check "Debian's Chromium is installed" test -n "$CHROME"
-check "playwright-core installs (pinned)" sh tests/integration/playwright_install.sh
+browser_setup
 start_collector
 "$BIN/d9" --store "$STORE" serve --listen 127.0.0.1:0 >"$T/serve.out" 2>"$T/serve.err" &
 SPID=$!
@@ -95,10 +89,5 @@ wait "$NPID"
 touch "$T/stop"
 grep -q . "$T/drive.out" || { echo "node: $(tail -n 5 "$T/drive.err")"; }
 check "the browser script ran" grep -q '^ok ' "$T/drive.out"
-while IFS= read -r line; do
-    case $line in
-        "ok "*) check "${line#ok }" true ;;
-        "FAIL "*) check "${line#FAIL }" false ;;
-    esac
-done <"$T/drive.out"
+check_lines "$T/drive.out"
 d9_finish serve-follow

@@ -16,13 +16,7 @@ ART=$ABS_BUILD/test-artifacts
 mkdir -p "$ART" && rm -f "$ART"/pages-*.png
 MS=1000000
 T0=1000000000
-CHROME=""
-for c in /usr/lib/chromium/chromium-headless-shell /usr/lib/chromium/chromium \
-         "$(command -v chromium-headless-shell)" "$(command -v chromium)"; do
-    [ -n "$c" ] && [ -x "$c" ] && { CHROME=$c; break; }
-done
-check "Debian's Chromium is installed" test -n "$CHROME"
-check "playwright-core installs (pinned)" sh tests/integration/playwright_install.sh
+browser_setup
 check "the big store is written" "$TBIN/tool_store_big" "$T/big"
 check "the window store is written" "$TBIN/tool_store_window" "$T/win"
 # a block of the window store's second segment corrupted (as test_serve_window.sh)
@@ -126,10 +120,5 @@ PW=$ABS_BUILD/npm-playwright timeout 200 node "$T/drive.js" "$(cat "$T/big.url")
     "$(cat "$T/empty.url")" "$CHROME" "$ART" "$T0" "$MS" >"$T/drive.out" 2>"$T/drive.err"
 grep -q . "$T/drive.out" || { echo "node: $(tail -n 5 "$T/drive.err")"; }
 check "the browser script ran" grep -q '^ok ' "$T/drive.out"
-while IFS= read -r line; do
-    case $line in
-        "ok "*) check "${line#ok }" true ;;
-        "FAIL "*) check "${line#FAIL }" false ;;
-    esac
-done <"$T/drive.out"
+check_lines "$T/drive.out"
 d9_finish serve-pages

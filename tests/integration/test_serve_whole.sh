@@ -18,13 +18,7 @@ ART=$ABS_BUILD/test-artifacts
 mkdir -p "$ART" && rm -f "$ART"/whole-*.png
 MS=1000000
 T0=1000000000
-CHROME=""
-for c in /usr/lib/chromium/chromium-headless-shell /usr/lib/chromium/chromium \
-         "$(command -v chromium-headless-shell)" "$(command -v chromium)"; do
-    [ -n "$c" ] && [ -x "$c" ] && { CHROME=$c; break; }
-done
-check "Debian's Chromium is installed" test -n "$CHROME"
-check "playwright-core installs (pinned)" sh tests/integration/playwright_install.sh
+browser_setup
 check "the window store is written" "$TBIN/tool_store_window" "$T/win"
 # a block of the second segment corrupted, between the gap thread's start
 # at 100 ms and its end at 700 ms (as test_serve_window.sh)
@@ -155,10 +149,5 @@ PW=$ABS_BUILD/npm-playwright timeout 240 node "$T/drive.js" "$(cat "$T/win.url")
     "$CHROME" "$ART" "$T0" "$MS" >"$T/drive.out" 2>"$T/drive.err"
 grep -q . "$T/drive.out" || { echo "node: $(tail -n 5 "$T/drive.err")"; }
 check "the browser script ran" grep -q '^ok ' "$T/drive.out"
-while IFS= read -r line; do
-    case $line in
-        "ok "*) check "${line#ok }" true ;;
-        "FAIL "*) check "${line#FAIL }" false ;;
-    esac
-done <"$T/drive.out"
+check_lines "$T/drive.out"
 d9_finish serve-whole

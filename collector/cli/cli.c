@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include "collector/cli/cli.h"
 #include "collector/cli/cli_live.h"
+#include "collector/ctl/ctl_client.h"
 #include "collector/query/q_store.h"
 #include "shm/paths.h"
 #include "shm/record.h"
@@ -84,6 +85,34 @@ int cli_fail(const struct cli_env *env, const char *fmt, ...)
     vmsg(env, "", fmt, ap);
     va_end(ap);
     return CLI_EXIT_FAIL;
+}
+
+const char *cli_ctl_why(int rc)
+{
+    switch (rc) {
+    case -ENOENT: return "no collector socket (is d9collectd running? see --endpoint)";
+    case -ETIMEDOUT: return "no answer in time (is d9collectd running? a stale socket?)";
+    case -ECONNREFUSED: return "connection refused (is d9collectd running?)";
+    case -EBADMSG: return "undecodable reply";
+    default: return strerror(-rc);
+    }
+}
+
+int cli_ctl_say(const struct cli_env *env, const struct D9__Request *req, int timeout_ms,
+                const char *ok_text)
+{
+    D9__Reply *rep = NULL;
+    int r = ctl_client_request(env->endpoint, req, &rep, timeout_ms);
+    if (r < 0)
+        return cli_fail(env, "cannot reach the collector at %s: %s", env->endpoint, cli_ctl_why(r));
+    int rc = CLI_EXIT_OK;
+    if (rep->error != 0)
+        rc = cli_fail(env, "%s", rep->message && *rep->message ? rep->message
+                                                              : strerror(-rep->error));
+    else
+        printf("%s\n", rep->message && *rep->message ? rep->message : ok_text);
+    ctl_client_reply_free(rep);
+    return rc;
 }
 
 void cli_warn(const struct cli_env *env, const char *fmt, ...)

@@ -167,6 +167,16 @@ int cli_usage_error(const struct cli_env *env, const char *fmt, ...)
 /* Print "d9 <cmd>: <msg>" on stderr; returns CLI_EXIT_FAIL. */
 int cli_fail(const struct cli_env *env, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* Why a request to the collector failed (ctl_client_request's negative
+ * errno), as the end of a "cannot reach the collector at ..." line. */
+const char *cli_ctl_why(int rc);
+/* One request to the collector at env->endpoint, for the commands whose
+ * answer is one line (flush, trigger): prints the reply's message (else
+ * ok_text) on stdout, or one line on stderr when the collector cannot be
+ * reached or answers an error. Returns CLI_EXIT_OK or CLI_EXIT_FAIL. */
+struct D9__Request;
+int cli_ctl_say(const struct cli_env *env, const struct D9__Request *req, int timeout_ms,
+                const char *ok_text);
 /* Print "d9 <cmd>: warning: <msg>" on stderr. */
 void cli_warn(const struct cli_env *env, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -257,17 +257,6 @@ static void print_text(const D9__CollectorStatus *cs, bool rings)
 }
 
 /* Shared with flush: a readable reason for a ctl_client_request failure. */
-static const char *why(int rc)
-{
-    switch (rc) {
-    case -ENOENT: return "no collector socket (is d9collectd running? see --endpoint)";
-    case -ETIMEDOUT: return "no answer within 2 s (is d9collectd running? a stale socket?)";
-    case -ECONNREFUSED: return "connection refused (is d9collectd running?)";
-    case -EBADMSG: return "undecodable reply";
-    default: return strerror(-rc);
-    }
-}
-
 CLI_DECLARE_CMD(status)
 {
     static const struct option opts[] = {
@@ -288,7 +277,7 @@ CLI_DECLARE_CMD(status)
     D9__Reply *rep = NULL;
     int r = ctl_client_request(env->endpoint, &req, &rep, CLI_TIMEOUT_MS);
     if (r < 0)
-        return cli_fail(env, "cannot reach the collector at %s: %s", env->endpoint, why(r));
+        return cli_fail(env, "cannot reach the collector at %s: %s", env->endpoint, cli_ctl_why(r));
     if (rep->error != 0) {
         rc = cli_fail(env, "the collector at %s answered: %s", env->endpoint,
                       rep->message && *rep->message ? rep->message : strerror(-rep->error));

@@ -89,17 +89,5 @@ CLI_DECLARE_CMD(trigger)
     D9__Request req = D9__REQUEST__INIT;
     req.body_case = D9__REQUEST__BODY_TRIGGER;
     req.trigger = &tg;
-    D9__Reply *rep = NULL;
-    int r = ctl_client_request(env->endpoint, &req, &rep, CLI_TIMEOUT_MS);
-    if (r < 0)
-        return cli_fail(env, "cannot reach the collector at %s: %s", env->endpoint,
-                        r == -ENOENT ? "no collector socket (is d9collectd running? see --endpoint)"
-                        : r == -ETIMEDOUT ? "no answer in time" : strerror(-r));
-    if (rep->error != 0)
-        rc = cli_fail(env, "%s", rep->message && *rep->message ? rep->message
-                                                              : strerror(-rep->error));
-    else
-        printf("%s\n", rep->message && *rep->message ? rep->message : "triggered");
-    ctl_client_reply_free(rep);
-    return rc;
+    return cli_ctl_say(env, &req, CLI_TIMEOUT_MS, "triggered");
 }

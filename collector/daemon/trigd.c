@@ -136,6 +136,67 @@ static void marker_reason(const uint8_t *r, size_t len, char *out, size_t cap)
     out[k] = 0;
 }
 
+/* A record whose seq is not the next one: records were dropped (or are
+ * read again), so no open poll is known to enclose what comes next. */
+static void seq_check(struct trigd_ring *tr, uint32_t seq)
+{
+    if (tr->seq_known && seq != tr->next_seq)
+        for (uint32_t i = 0; i < tr->nopen; i++)
+            tr->open[i].sure = 0;
+    tr->seq_known = 1;
+    tr->next_seq = seq + 1;
+}
+
+static void open_remove(struct trigd_ring *tr, uint32_t i)
+{
+    if (i + 1 < tr->nopen)
+        memmove(&tr->open[i], &tr->open[i + 1], (tr->nopen - i - 1) * sizeof tr->open[0]);
+    tr->nopen--;
+}
+
+static uint64_t poll_task(const uint8_t *r)
+{
+    uint64_t task;      /* at the same offset in POLL_START and POLL_END */
+    memcpy(&task, r + offsetof(struct d9_rec_poll_start, task), sizeof task);
+    return task;
+}
+
+/* A new start of an open task replaces it (its end was lost); a full stack
+ * loses its bottom poll. */
+static void poll_start(struct trigd_ring *tr, const uint8_t *r, uint64_t ts)
+{
+    uint64_t task = poll_task(r);
+    for (uint32_t i = tr->nopen; i-- > 0;)
+        if (tr->open[i].task == task) {
+            open_remove(tr, i);
+            break;
+        }
+    if (tr->nopen == TRIGD_OPEN_MAX)
+        open_remove(tr, 0);
+    tr->open[tr->nopen++] = (struct trigd_open){ task, ts, 1 };
+}
+
+/* Closes the latest open start of the end's task and the polls still open
+ * inside it. Returns the poll's duration when it is outermost (no sure open
+ * poll below it), else 0 (also for an end without a start). */
+static uint64_t poll_end(struct trigd_ring *tr, const uint8_t *r, uint64_t ts)
+{
+    uint64_t task = poll_task(r);
+    uint32_t i = tr->nopen;
+    while (i-- > 0)
+        if (tr->open[i].task == task)
+            break;
+    if (i == UINT32_MAX)
+        return 0;       /* its start was lost, or came before the collector */
+    int outermost = 1;
+    for (uint32_t j = 0; j < i; j++)
+        if (tr->open[j].sure)
+            outermost = 0;
+    uint64_t t0 = tr->open[i].ts;
+    tr->nopen = i;
+    return outermost && ts >= t0 ? ts - t0 : 0;
+}
+
 void trigd_feed(uint32_t pid, int64_t process_id, int schema_ok, uint32_t schema,
                 struct trigd_ring *tr, const uint8_t *buf, size_t n)
 {
@@ -148,6 +209,8 @@ void trigd_feed(uint32_t pid, int64_t process_id, int schema_ok, uint32_t schema
         if (h.len < D9_REC_HDR_SIZE || h.len > n - off)
             return;         /* the drain validated the framing: cannot happen */
         const uint8_t *r = buf + off;
+        if (poll_ns)
+            seq_check(tr, h.seq);
         if (h.type == D9_REC_CUSTOM && schema_ok && h.len >= sizeof(struct d9_rec_custom)) {
             uint32_t id;
             memcpy(&id, r + offsetof(struct d9_rec_custom, schema), sizeof id);
@@ -156,14 +219,13 @@ void trigd_feed(uint32_t pid, int64_t process_id, int schema_ok, uint32_t schema
                 marker_reason(r, h.len, why, sizeof why);
                 trigd_fire(pid, process_id, h.ts, TRIGD_SRC_MARKER, why, NULL);
             }
-        } else if (h.type == D9_REC_POLL_START && poll_ns) {
-            if (tr->depth++ == 0)
-                tr->poll_ts = h.ts;
-        } else if (h.type == D9_REC_POLL_END && poll_ns && tr->depth > 0) {
-            if (--tr->depth == 0 && h.ts >= tr->poll_ts && h.ts - tr->poll_ts > poll_ns) {
+        } else if (h.type == D9_REC_POLL_START && poll_ns && h.len >= D9_REC_HDR_SIZE + 8) {
+            poll_start(tr, r, h.ts);
+        } else if (h.type == D9_REC_POLL_END && poll_ns && h.len >= D9_REC_HDR_SIZE + 8) {
+            uint64_t d = poll_end(tr, r, h.ts);
+            if (d > poll_ns) {
                 char why[64];
-                snprintf(why, sizeof why, "poll of %" PRIu64 " ms",
-                         (uint64_t)((h.ts - tr->poll_ts) / 1000000ull));
+                snprintf(why, sizeof why, "poll of %" PRIu64 " ms", (uint64_t)(d / 1000000ull));
                 trigd_fire(pid, process_id, h.ts, TRIGD_SRC_POLL, why, NULL);
             }
         } else if ((h.type == D9_REC_WORKER_PARK || h.type == D9_REC_WORKER_UNPARK) && sched_ns &&

@@ -80,10 +80,34 @@ int trigd_fire(uint32_t pid, int64_t process_id, uint64_t t_ns, int source, cons
  * --trigger-sched-ms, a WORKER_PARK/UNPARK record not flagged
  * D9_WORKER_UNSAMPLED whose sched_wait_ns is longer than it fires
  * TRIGD_SRC_SCHED at its stamp. A record the drain
- * reads twice (a failed seal, drain.h) fires twice: the debounce eats it. */
+ * reads twice (a failed seal, drain.h) fires twice: the debounce eats it.
+ *
+ * Poll pairing (the ring is one thread's, so its polls nest as calls do):
+ * the open polls are a stack of at most TRIGD_OPEN_MAX, and an end closes
+ * the latest open start of its own task (q_pair's rule), dropping the polls
+ * opened inside it that are still open (their ends were lost). A poll whose
+ * end never comes must not silence the ring, so an open poll stops being
+ * "sure" (able to enclose later polls) when the records after its start
+ * show a drop: a gap in the ring's seq (a gap is exactly a drop, d9_abi.h),
+ * or a seq going back (records read twice). It also leaves the stack when
+ * a new start of its task comes (its end was lost), or when the stack is
+ * full (the bottom one). Outermost then means: a long poll fires at its
+ * end when no poll below it in the stack is still open and sure, i.e.
+ * when no poll known to enclose it is still running (that one fires
+ * instead, at its own end, being longer). Properly nested long polls fire
+ * once, for the outermost; a poll open across a drop and a later poll both
+ * fire when long (the debounce may then eat one). */
+#define TRIGD_OPEN_MAX 8u
+struct trigd_open {
+    uint64_t task;
+    uint64_t ts;                /* its start */
+    uint32_t sure;              /* no drop seen since its start */
+};
 struct trigd_ring {
-    uint64_t poll_ts;           /* start of the open outermost poll */
-    uint32_t depth;             /* polls open (they nest) */
+    struct trigd_open open[TRIGD_OPEN_MAX];     /* bottom first */
+    uint32_t nopen;
+    uint32_t seq_known;         /* next_seq holds the seq the next record should have */
+    uint32_t next_seq;
 };
 void trigd_feed(uint32_t pid, int64_t process_id, int schema_ok, uint32_t schema,
                 struct trigd_ring *r, const uint8_t *buf, size_t n);

@@ -1,7 +1,8 @@
 /*
  * test_trigd.c — the collector's triggers (collector/daemon/trigd.c): what
  * the drain's chunks fire (a d9_trigger marker with its reason, a poll
- * longer than --trigger-poll-ms at its end, nested polls as one, a sampled
+ * longer than --trigger-poll-ms at its end, nested polls as one, a poll
+ * whose end was lost silencing no later one, a sampled
  * scheduling wait longer than --trigger-sched-ms at its stamp, records
  * lost with --trigger-lost yes), hostile
  * marker lengths, and the counts by source and verdict. No index here.
@@ -17,12 +18,17 @@
 
 #define MS 1000000ull
 
+/* The ring's seq: each record takes the next; a test skips some to show a
+ * drop (d9_abi.h: a gap in seq is exactly a drop). */
+static uint32_t seq;
+
 static size_t put_hdr(uint8_t *b, uint16_t len, uint16_t type, uint64_t ts)
 {
     struct d9_rec_hdr h;
     memset(&h, 0, sizeof h);
     h.len = len;
     h.type = type;
+    h.seq = seq++;
     h.ts = ts;
     memcpy(b, &h, sizeof h);
     return len;
@@ -46,9 +52,10 @@ static size_t put_marker(uint8_t *b, uint32_t id, const char *r, uint32_t plen, 
     return len;
 }
 
-static size_t put_poll(uint8_t *b, uint16_t type, uint64_t ts)
+static size_t put_poll(uint8_t *b, uint16_t type, uint64_t task, uint64_t ts)
 {
     memset(b, 0, sizeof(struct d9_rec_poll_start));
+    memcpy(b + offsetof(struct d9_rec_poll_start, task), &task, sizeof task);
     return put_hdr(b, sizeof(struct d9_rec_poll_start), type, ts);
 }
 
@@ -113,17 +120,17 @@ static void test_a_long_outermost_poll_fires_at_its_end_and_a_short_one_not(void
     start(50);
     uint8_t b[512];
     size_t n = 0;
-    n += put_poll(b + n, D9_REC_POLL_START, 1000 * MS);
-    n += put_poll(b + n, D9_REC_POLL_END, 1010 * MS);         /* 10 ms */
-    n += put_poll(b + n, D9_REC_POLL_START, 2000 * MS);
-    n += put_poll(b + n, D9_REC_POLL_START, 2001 * MS);       /* nested */
-    n += put_poll(b + n, D9_REC_POLL_END, 2002 * MS);
+    n += put_poll(b + n, D9_REC_POLL_START, 1, 1000 * MS);
+    n += put_poll(b + n, D9_REC_POLL_END, 1, 1010 * MS);         /* 10 ms */
+    n += put_poll(b + n, D9_REC_POLL_START, 1, 2000 * MS);
+    n += put_poll(b + n, D9_REC_POLL_START, 2, 2001 * MS);       /* nested */
+    n += put_poll(b + n, D9_REC_POLL_END, 2, 2002 * MS);
     struct trigd_ring r = { 0 };
     trigd_feed(42, 1, 0, 0, &r, b, n);
     assert_int_equal(trigd_count(TRIGD_SRC_POLL, TRIG_KEPT), 0);
-    assert_int_equal(r.depth, 1);
+    assert_int_equal(r.nopen, 1);
     /* the outer end comes in the next chunk: 200 ms after its start */
-    n = put_poll(b, D9_REC_POLL_END, 2200 * MS);
+    n = put_poll(b, D9_REC_POLL_END, 1, 2200 * MS);
     trigd_feed(42, 1, 0, 0, &r, b, n);
     assert_int_equal(trigd_count(TRIGD_SRC_POLL, TRIG_KEPT), 1);
     assert_int_equal(trigd_state()->win[0].trig_ns, 2200 * MS);
@@ -131,6 +138,64 @@ static void test_a_long_outermost_poll_fires_at_its_end_and_a_short_one_not(void
     trigd_feed(42, 1, 0, 0, &r, b, n);
     assert_int_equal(trigd_count(TRIGD_SRC_POLL, TRIG_KEPT) +
                      trigd_count(TRIGD_SRC_POLL, TRIG_MERGED), 1);
+}
+
+static void test_of_properly_nested_long_polls_only_the_outermost_fires(void **state)
+{
+    (void)state;
+    start(50);
+    uint8_t b[512];
+    size_t n = 0;
+    n += put_poll(b + n, D9_REC_POLL_START, 1, 1000 * MS);
+    n += put_poll(b + n, D9_REC_POLL_START, 2, 1001 * MS);
+    n += put_poll(b + n, D9_REC_POLL_END, 2, 1300 * MS);        /* 299 ms, inside 1 */
+    n += put_poll(b + n, D9_REC_POLL_END, 1, 1400 * MS);        /* 400 ms */
+    struct trigd_ring r = { 0 };
+    trigd_feed(42, 1, 0, 0, &r, b, n);
+    assert_int_equal(trigd_count(TRIGD_SRC_POLL, TRIG_KEPT), 1);
+    assert_int_equal(trigd_state()->nwin, 1);
+    assert_int_equal(trigd_state()->win[0].trig_ns, 1400 * MS);
+    assert_int_equal(r.nopen, 0);
+}
+
+static void test_a_long_poll_after_a_poll_whose_end_was_lost_fires(void **state)
+{
+    (void)state;
+    start(50);
+    uint8_t b[512];
+    size_t n = 0;
+    n += put_poll(b + n, D9_REC_POLL_START, 1, 1000 * MS);
+    seq++;                                                      /* its end: dropped */
+    n += put_poll(b + n, D9_REC_POLL_START, 2, 2000 * MS);
+    n += put_poll(b + n, D9_REC_POLL_END, 2, 2200 * MS);        /* 200 ms */
+    struct trigd_ring r = { 0 };
+    trigd_feed(42, 1, 0, 0, &r, b, n);
+    assert_int_equal(trigd_count(TRIGD_SRC_POLL, TRIG_KEPT), 1);
+    assert_int_equal(trigd_state()->win[0].trig_ns, 2200 * MS);
+    /* and every later long poll of the ring still fires */
+    n = put_poll(b, D9_REC_POLL_START, 3, 60000 * MS);
+    n += put_poll(b + n, D9_REC_POLL_END, 3, 60100 * MS);
+    trigd_feed(42, 1, 0, 0, &r, b, n);
+    assert_int_equal(trigd_count(TRIGD_SRC_POLL, TRIG_KEPT), 2);
+    assert_int_equal(r.nopen, 1);                               /* task 1, not sure */
+}
+
+static void test_a_new_start_of_an_open_task_replaces_it(void **state)
+{
+    (void)state;
+    start(50);
+    uint8_t b[512];
+    size_t n = 0;
+    n += put_poll(b + n, D9_REC_POLL_START, 1, 1000 * MS);
+    n += put_poll(b + n, D9_REC_POLL_START, 1, 5000 * MS);      /* its end was lost */
+    n += put_poll(b + n, D9_REC_POLL_END, 1, 5010 * MS);        /* 10 ms, not 4010 */
+    n += put_poll(b + n, D9_REC_POLL_START, 2, 6000 * MS);
+    n += put_poll(b + n, D9_REC_POLL_END, 2, 6100 * MS);        /* 100 ms: outermost */
+    struct trigd_ring r = { 0 };
+    trigd_feed(42, 1, 0, 0, &r, b, n);
+    assert_int_equal(trigd_count(TRIGD_SRC_POLL, TRIG_KEPT), 1);
+    assert_int_equal(trigd_state()->win[0].trig_ns, 6100 * MS);
+    assert_int_equal(r.nopen, 0);
 }
 
 static void test_counts_are_by_source_and_verdict(void **state)
@@ -214,6 +279,9 @@ int main(void)
         cmocka_unit_test(test_a_marker_of_the_trigger_schema_fires_at_its_stamp),
         cmocka_unit_test(test_a_marker_with_a_forged_length_still_fires_with_an_empty_reason),
         cmocka_unit_test(test_a_long_outermost_poll_fires_at_its_end_and_a_short_one_not),
+        cmocka_unit_test(test_of_properly_nested_long_polls_only_the_outermost_fires),
+        cmocka_unit_test(test_a_long_poll_after_a_poll_whose_end_was_lost_fires),
+        cmocka_unit_test(test_a_new_start_of_an_open_task_replaces_it),
         cmocka_unit_test(test_counts_are_by_source_and_verdict),
         cmocka_unit_test(test_a_sampled_sched_wait_over_the_threshold_fires_at_its_stamp),
         cmocka_unit_test(test_lost_records_fire_when_on_and_are_debounced),

@@ -158,6 +158,26 @@ static void test_a_marker_of_the_trigger_schema_fires_at_its_stamp(void **state)
                      trigd_count(TRIGD_SRC_MARKER, TRIG_MERGED), 1);
 }
 
+static void test_a_typed_trigger_schema_with_more_fields_is_a_marker_too(void **state)
+{
+    (void)state;
+    start(0);
+    struct trigd_proc tp = marker_proc(7);
+    static const uint8_t t[] = { D9_FT_STR, D9_FT_U64 };
+    static const char *const nm[] = { "reason", "latency_ms" };
+    meta_schema(&tp, 9, "d9_trigger", 2, t, nm);        /* D9_TRIGGER_EVENT's */
+    static const uint8_t tn[] = { D9_FT_U64 };
+    meta_schema(&tp, 10, "d9_trigger", 1, tn, nm + 1);  /* no reason first: not a marker */
+    assert_int_equal(tp.nbind, 2);
+    uint8_t b[512];
+    size_t n = put_str_num(b, 9, "slow", 250, 5000 * MS);
+    n += put_str_num(b + n, 10, "x", 1, 6000 * MS);
+    struct trigd_ring r = { 0 };
+    trigd_feed(42, 1, &tp, &r, b, n);
+    assert_int_equal(trigd_count(TRIGD_SRC_MARKER, TRIG_KEPT), 1);
+    assert_int_equal(trigd_state()->win[0].trig_ns, 5000 * MS);
+}
+
 static void test_a_marker_with_a_forged_length_still_fires_with_an_empty_reason(void **state)
 {
     (void)state;
@@ -444,6 +464,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_a_marker_of_the_trigger_schema_fires_at_its_stamp),
         cmocka_unit_test(test_a_marker_with_a_forged_length_still_fires_with_an_empty_reason),
+        cmocka_unit_test(test_a_typed_trigger_schema_with_more_fields_is_a_marker_too),
         cmocka_unit_test(test_a_long_outermost_poll_fires_at_its_end_and_a_short_one_not),
         cmocka_unit_test(test_of_properly_nested_long_polls_only_the_outermost_fires),
         cmocka_unit_test(test_a_long_poll_after_a_poll_whose_end_was_lost_fires),

@@ -535,7 +535,7 @@ static int read_block(struct seg_reader *r, struct seg_block *b, int want_payloa
         else if (b->h.kind == SEG_BLK_EXIT) {
             struct seg_exit x;
             memcpy(&x, r->buf, sizeof x);
-            if (x.reason < SEG_EXIT_CLEAN || x.reason > SEG_EXIT_UNKNOWN || x.t_ns != b->h.t_first)
+            if (x.reason < SEG_EXIT_CLEAN || x.reason > SEG_EXIT_LAST || x.t_ns != b->h.t_first)
                 e = r_fail(r, off, "malformed exit record");
         }
         if (e < 0)

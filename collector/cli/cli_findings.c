@@ -2,7 +2,8 @@
  * cli_findings.c — `d9 findings`: what is wrong in a window, ranked, each
  * with its evidence and a link into `d9 serve`. The rules, the thresholds'
  * defaults and the ranking are q_find.h's; this file parses the thresholds,
- * runs q_find_run and prints the findings as text or JSON lines.
+ * runs q_find_run (with the rollups' filter, q_findru.h; --raw without) and
+ * prints the findings as text or JSON lines.
  *
  * Called by main.c. Memory: q_find's (per location, worker, queue, open
  * task; never per record).

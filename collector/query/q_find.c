@@ -324,16 +324,13 @@ void q_find_raw(struct q_find *f, bool raw)
     f->raw = raw;
 }
 
-const struct q_find_opts *q_find_options(const struct q_find *f)
-{
-    return &f->o;
-}
-
-int q_find_mark(struct q_find *f, int64_t process_id, enum q_find_mark what, uint16_t runtime,
+/* q_findru_plan's marks (before the scan). */
+static int mark(void *arg, int64_t process_id, enum q_findru_mark what, uint16_t runtime,
                 uint16_t worker)
 {
-    uint64_t key = what == Q_FIND_MARK_POLLS ? MARK_POLLS : what == Q_FIND_MARK_ALL ? MARK_ALL
-                                             : (uint64_t)runtime << 16 | worker;
+    struct q_find *f = arg;
+    uint64_t key = what == Q_FINDRU_POLLS ? MARK_POLLS : what == Q_FINDRU_ALL ? MARK_ALL
+                                          : (uint64_t)runtime << 16 | worker;
     f->lastp = NULL;            /* a process's flags are looked up again */
     for (size_t i = 0; i < f->procs.cap; i++) {
         struct slot_hdr *h = tab_slot(&f->procs, i);
@@ -1255,7 +1252,8 @@ static int run_scan(struct q_find *f, struct q_store *s, uint32_t pid, uint64_t 
     if (r < 0)
         return c.err < 0 ? c.err : r;
     f->filter = filter;
-    if (filter && (r = q_findru_plan(f, s, pid, from, to, NULL, prog)) < 0)
+    if (filter && (r = q_findru_plan(s, pid, from, to, f->o.long_poll_ns, f->o.sched_wait_ns,
+                                     mark, f, NULL, prog)) < 0)
         return r;
     f->lastp = NULL;
     struct q_filter flt = { .from = from, .to = to, .pid = pid, .types = Q_FIND_TYPES };

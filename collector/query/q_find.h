@@ -197,18 +197,6 @@ int q_find_run(struct q_find *f, struct q_store *s, uint32_t pid, uint64_t from,
 /* raw: q_find_run without the rollups' filter (`d9 findings --raw`, tests). */
 void q_find_raw(struct q_find *f, bool raw);
 
-/* The filter's marks (q_findru.c sets them before the scan; any mark turns
- * filtering on for q_find_feed, which q_find_run does anyway): what must be
- * scanned in full. */
-enum q_find_mark {
-    Q_FIND_MARK_POLLS,              /* every poll of the process (long-poll) */
-    Q_FIND_MARK_WORKER,             /* every wait sample of (runtime, worker) */
-    Q_FIND_MARK_ALL,                /* no filter for the process */
-};
-int q_find_mark(struct q_find *f, int64_t process_id, enum q_find_mark what, uint16_t runtime,
-                uint16_t worker);
-const struct q_find_opts *q_find_options(const struct q_find *f);
-
 /* One finding as a JSON object (no newline); url (may be NULL) is added as
  * "url". */
 void q_find_json(FILE *out, const struct q_finding *x, unsigned rank, const char *url);

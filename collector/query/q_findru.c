@@ -53,41 +53,51 @@ static int bucket_meets(uint64_t b, uint64_t from, uint64_t to)
     return b <= to && end >= from;
 }
 
-static int mark_seg(struct q_find *f, const struct seg_ref *g, const struct rollup_view *v,
-                    uint64_t from, uint64_t to, struct q_findru_stats *st)
+struct plan {
+    uint64_t from, to, long_poll_ns, sched_wait_ns;
+    int (*mark)(void *arg, int64_t process_id, enum q_findru_mark what, uint16_t runtime,
+                uint16_t worker);
+    void *arg;
+    struct q_findru_stats *st;
+};
+
+static int mark_seg(const struct plan *pl, const struct seg_ref *g, const struct rollup_view *v)
 {
-    const struct q_find_opts *o = q_find_options(f);
     int r;
     size_t off = 0;
     uint32_t i = 0;
     struct rollup_poll p;
     while (rollup_next_poll(v, &off, &i, &p) == 1) {
-        if (!bucket_meets(p.bucket_ns, from, to) || p.max_ns < o->long_poll_ns)
+        if (!bucket_meets(p.bucket_ns, pl->from, pl->to) || p.max_ns < pl->long_poll_ns)
             continue;
-        if ((r = q_find_mark(f, g->process_id, Q_FIND_MARK_POLLS, 0, 0)) < 0)
+        if ((r = pl->mark(pl->arg, g->process_id, Q_FINDRU_POLLS, 0, 0)) < 0)
             return r;
-        st->marks++;
+        pl->st->marks++;
         break;                      /* the whole process is marked */
     }
     struct rollup_worker w;
     for (uint32_t k = 0; k < v->nworker && rollup_worker_at(v, k, &w) == 0; k++) {
-        if (!bucket_meets(w.bucket_ns, from, to) || w.waits == 0 ||
-            w.wait_max_ns < o->sched_wait_ns)
+        if (!bucket_meets(w.bucket_ns, pl->from, pl->to) || w.waits == 0 ||
+            w.wait_max_ns < pl->sched_wait_ns)
             continue;
-        if ((r = q_find_mark(f, g->process_id, Q_FIND_MARK_WORKER, w.runtime, w.worker)) < 0)
+        if ((r = pl->mark(pl->arg, g->process_id, Q_FINDRU_WORKER, w.runtime, w.worker)) < 0)
             return r;
-        st->marks++;
+        pl->st->marks++;
     }
     return 0;
 }
 
-int q_findru_plan(struct q_find *f, struct q_store *s, uint32_t pid, uint64_t from, uint64_t to,
-                  struct q_findru_stats *st, const char *prog)
+int q_findru_plan(struct q_store *s, uint32_t pid, uint64_t from, uint64_t to,
+                  uint64_t long_poll_ns, uint64_t sched_wait_ns,
+                  int (*mark)(void *arg, int64_t process_id, enum q_findru_mark what,
+                              uint16_t runtime, uint16_t worker),
+                  void *arg, struct q_findru_stats *st, const char *prog)
 {
     struct q_findru_stats local;
     if (!st)
         st = &local;
     memset(st, 0, sizeof *st);
+    const struct plan pl = { from, to, long_poll_ns, sched_wait_ns, mark, arg, st };
     struct seg_list l = { 0 };
     int rc = q_store_segments(s, pid, from, to, on_seg, &l);
     for (size_t i = 0; rc >= 0 && i < l.n; i++) {
@@ -99,7 +109,7 @@ int q_findru_plan(struct q_find *f, struct q_store *s, uint32_t pid, uint64_t fr
         int e = idx_read_rollup(q_store_idx(s), g->id, &buf, &len);
         if (e == 1 && rollup_decode(buf, len, &v, why, sizeof why) == 0) {
             st->segments++;
-            rc = mark_seg(f, g, &v, from, to, st);
+            rc = mark_seg(&pl, g, &v);
         } else {
             if (e == 0)
                 snprintf(why, sizeof why, "no rollups");
@@ -109,7 +119,7 @@ int q_findru_plan(struct q_find *f, struct q_store *s, uint32_t pid, uint64_t fr
                     "without the rollups' filter (d9 fsck --repair rebuilds them)\n",
                     prog ? prog : "d9", g->path, why);
             st->unfiltered++;
-            rc = q_find_mark(f, g->process_id, Q_FIND_MARK_ALL, 0, 0);
+            rc = mark(arg, g->process_id, Q_FINDRU_ALL, 0, 0);
         }
         free(buf);
     }

@@ -9,12 +9,12 @@
  * meeting the window:
  *   - a poll entry (runtime, worker, location, bucket) whose max_ns (its
  *     finished polls' longest) is >= the long-poll threshold marks its
- *     process (Q_FIND_MARK_POLLS): every poll of that process is paired,
+ *     process (Q_FINDRU_POLLS): every poll of that process is paired,
  *     counted and sampled as without the filter;
  *   - a worker entry whose wait_max_ns is >= the sched-wait threshold marks
- *     that worker (Q_FIND_MARK_WORKER): all its wait samples are counted;
+ *     that worker (Q_FINDRU_WORKER): all its wait samples are counted;
  *   - a segment whose rollups are missing or do not check marks its process
- *     Q_FIND_MARK_ALL (no filter there), with one line on stderr.
+ *     Q_FINDRU_ALL (no filter there), with one line on stderr.
  * What the rollups cannot prove: a poll unfinished in its segment (open at
  * a rotation) that the scan pairs with an end in the next segment, or a
  * pairing changed by a block the scan could not read. q_find checks every
@@ -35,8 +35,14 @@
 #define D9_COL_Q_FINDRU_H
 
 #include <stdint.h>
-#include "collector/query/q_find.h"
 #include "collector/query/q_store.h"
+
+/* What must be scanned in full. */
+enum q_findru_mark {
+    Q_FINDRU_POLLS,                 /* every poll of the process (long-poll) */
+    Q_FINDRU_WORKER,                /* every wait sample of (runtime, worker) */
+    Q_FINDRU_ALL,                   /* no filter for the process */
+};
 
 struct q_findru_stats {
     uint64_t segments;              /* segments whose stored rollups were used */
@@ -44,9 +50,14 @@ struct q_findru_stats {
     uint64_t marks;                 /* marks set */
 };
 
-/* Mark f (q_find_mark) from the rollups of the window. prog prefixes the
- * stderr lines. 0 or -errno. */
-int q_findru_plan(struct q_find *f, struct q_store *s, uint32_t pid, uint64_t from, uint64_t to,
-                  struct q_findru_stats *st, const char *prog);
+/* Hand mark() what the rollups of the window cannot rule out, for the
+ * thresholds long_poll_ns and sched_wait_ns (runtime and worker: with
+ * Q_FINDRU_WORKER only); mark returns < 0 to stop with that error. prog
+ * prefixes the stderr lines. 0 or -errno. */
+int q_findru_plan(struct q_store *s, uint32_t pid, uint64_t from, uint64_t to,
+                  uint64_t long_poll_ns, uint64_t sched_wait_ns,
+                  int (*mark)(void *arg, int64_t process_id, enum q_findru_mark what,
+                              uint16_t runtime, uint16_t worker),
+                  void *arg, struct q_findru_stats *st, const char *prog);
 
 #endif /* D9_COL_Q_FINDRU_H */

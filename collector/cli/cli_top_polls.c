@@ -426,7 +426,8 @@ static int by_location(struct cli_env *env, struct q_store *s, const struct cli_
     q_store_window_resolve(s, &a->win, a->pid, &from, &to);
     struct q_agg *g;
     struct q_agg_stats st;
-    int r = q_agg_run(s, a->pid, from, to, o->raw, "d9 top-polls", &g, &st);
+    int r = q_agg_run(s, a->pid, from, to, (o->raw ? Q_AGG_RAW : 0) | Q_AGG_LOCS, "d9 top-polls",
+                      &g, &st);
     if (r < 0)
         return cli_fail(env, "%s: aggregate failed (error %d)", env->store, r);
     size_t n, shown = 0;

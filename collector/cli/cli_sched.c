@@ -177,7 +177,8 @@ static void print_totals(struct q_store *s, const struct cli_args *a,
             printf("from the records of %" PRIu64 " segments\n", st->scanned);
         else
             printf("from the rollups of %" PRIu64 " segments and the records of %" PRIu64
-                   " (the window's edges)\n", st->segments, st->scanned);
+                   " (the window's edges: %" PRIu64 " of their %" PRIu64 " blocks read)\n",
+                   st->segments, st->scanned, st->blocks_read, st->blocks);
     }
     q_names_close(names);
 }

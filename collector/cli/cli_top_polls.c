@@ -486,7 +486,8 @@ static int by_location(struct cli_env *env, struct q_store *s, const struct cli_
             printf("from the records of %" PRIu64 " segments\n", st.scanned);
         else
             printf("from the rollups of %" PRIu64 " segments and the records of %" PRIu64
-                   " (the window's edges)\n", st.segments, st.scanned);
+                   " (the window's edges: %" PRIu64 " of their %" PRIu64 " blocks read)\n",
+                   st.segments, st.scanned, st.blocks_read, st.blocks);
     }
     q_agg_free(g);
     return CLI_EXIT_OK;

@@ -5,7 +5,9 @@
  * the workers (`d9 sched --totals`), each also with Q_AGG_RAW (every
  * segment of the window read whole: for a window that covers no 1 s bucket
  * whole, what the edges cost before they read block by block), and d9
- * serve's /api/workers. Interleaved rounds, wall ms, median [min .. max].
+ * serve's /api/workers, and beside them the floor: the merged scan of the
+ * window's poll records alone (q_scan, nothing counted), what any answer
+ * from the records costs. Interleaved rounds, wall ms, median [min .. max].
  * Part of tests/bench/bench_aggs.sh; never part of make test.
  *
  * Usage: bench_aggs_time STORE PID FROM TO [ROUNDS]
@@ -15,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 #include "collector/query/q_agg.h"
+#include "collector/query/q_scan.h"
 #include "collector/serve/serve_api.h"
 
 #define MAX_ROUNDS 64
@@ -24,6 +27,13 @@ static double now_ms(void)
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+static int on_rec(void *arg, const struct q_rec_src *src, const struct d9_rec_hdr *rec, size_t len)
+{
+    (void)src, (void)rec, (void)len;
+    ++*(uint64_t *)arg;
+    return 0;
 }
 
 static int by_double(const void *a, const void *b)
@@ -58,6 +68,7 @@ int main(int argc, char **argv)
         { "workers (blocks, look-back)", 0 },
         { "workers (--raw: whole segments)", Q_AGG_RAW },
         { "d9 serve /api/workers", UINT32_MAX },
+        { "floor: q_scan of the poll records", UINT32_MAX - 1 },
     };
     enum { NQ = sizeof q / sizeof q[0] };
     double ms[NQ][MAX_ROUNDS];
@@ -66,7 +77,15 @@ int main(int argc, char **argv)
         for (unsigned k = 0; k < NQ; k++) {
             unsigned i = r % 2 ? NQ - 1 - k : k;    /* the order alternates */
             double t = now_ms();
-            if (q[i].flags == UINT32_MAX) {
+            if (q[i].flags == UINT32_MAX - 1) {
+                struct q_filter f = { .from = from, .to = to, .pid = pid,
+                                      .types = 1u << D9_REC_POLL_START | 1u << D9_REC_POLL_END };
+                uint64_t n = 0;
+                if (q_scan(s, &f, on_rec, &n, NULL, "bench_aggs_time") < 0) {
+                    fprintf(stderr, "bench_aggs_time: q_scan failed\n");
+                    return 1;
+                }
+            } else if (q[i].flags == UINT32_MAX) {
                 struct serve_params p;
                 serve_api_params_init(&p);
                 p.pid = pid;

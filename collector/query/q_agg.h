@@ -26,8 +26,9 @@
  * Polls are paired per segment (rollup.h): a poll whose end is in the next
  * segment after a rotation is unfinished, on both paths.
  *
- * Called by `d9 sched --totals`, `d9 top-polls --by-location` and d9 sql's
- * location_stats (collector/sql/sql_rollup.c). Must
+ * Called by `d9 sched --totals`, `d9 top-polls --by-location`, d9 sql's
+ * location_stats (collector/sql/sql_rollup.c) and d9 serve's /api/workers
+ * (collector/serve/serve_workers.c). Must
  * never: write to the store, or keep memory per record (per worker and per
  * location, with one histogram of about 4 KiB per location).
  */

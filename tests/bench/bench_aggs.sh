@@ -92,6 +92,6 @@ done
 # the 1 % window in process (no d9 start-up): tests/bench/bench_aggs_time.c
 PID=$(awk '$1 == "store.pid" { print $2 }' "$OUT")
 if [ -x "$BUILD/bench/bench_aggs_time" ]; then
-    echo "== the 1 % window in process ($P1FROM .. $P1TO), wall ms, $PAIRS rounds"
+    echo "== the 1 % window in process ($P1FROM .. $P1TO), CPU and wall ms, $PAIRS rounds"
     "$BUILD/bench/bench_aggs_time" "$STORE" "$PID" "$P1FROM" "$P1TO" "$PAIRS"
 fi

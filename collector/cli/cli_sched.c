@@ -177,7 +177,8 @@ static void print_totals(struct q_store *s, const struct cli_args *a,
             printf("from the records of %" PRIu64 " segments\n", st->scanned);
         else
             printf("from the rollups of %" PRIu64 " segments and the records of %" PRIu64
-                   " (the window's edges)\n", st->segments, st->scanned);
+                   " (the window's edges: %" PRIu64 " of their %" PRIu64 " blocks read)\n",
+                   st->segments, st->scanned, st->blocks_read, st->blocks);
     }
     q_names_close(names);
 }
@@ -208,7 +209,7 @@ static int totals(struct cli_env *env, struct q_store *s, const struct cli_args 
     q_store_window_resolve(s, &a->win, a->pid, &from, &to);
     struct q_agg *g;
     struct q_agg_stats st;
-    int r = q_agg_run(s, a->pid, from, to, raw, "d9 sched", &g, &st);
+    int r = q_agg_run(s, a->pid, from, to, raw ? Q_AGG_RAW : 0, "d9 sched", &g, &st);
     int rc = CLI_EXIT_OK;
     size_t n = 0;
     const struct q_agg_worker *w = r < 0 ? NULL : q_agg_workers(g, &n);

@@ -426,7 +426,8 @@ static int by_location(struct cli_env *env, struct q_store *s, const struct cli_
     q_store_window_resolve(s, &a->win, a->pid, &from, &to);
     struct q_agg *g;
     struct q_agg_stats st;
-    int r = q_agg_run(s, a->pid, from, to, o->raw, "d9 top-polls", &g, &st);
+    int r = q_agg_run(s, a->pid, from, to, (o->raw ? Q_AGG_RAW : 0) | Q_AGG_LOCS, "d9 top-polls",
+                      &g, &st);
     if (r < 0)
         return cli_fail(env, "%s: aggregate failed (error %d)", env->store, r);
     size_t n, shown = 0;
@@ -485,7 +486,8 @@ static int by_location(struct cli_env *env, struct q_store *s, const struct cli_
             printf("from the records of %" PRIu64 " segments\n", st.scanned);
         else
             printf("from the rollups of %" PRIu64 " segments and the records of %" PRIu64
-                   " (the window's edges)\n", st.segments, st.scanned);
+                   " (the window's edges: %" PRIu64 " of their %" PRIu64 " blocks read)\n",
+                   st.segments, st.scanned, st.blocks_read, st.blocks);
     }
     q_agg_free(g);
     return CLI_EXIT_OK;

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "collector/query/q_agg.h"
+#include "collector/query/q_edge.h"
 #include "collector/query/q_rollup.h"
 #include "collector/query/q_sched.h"
 #include "collector/store/idx_read.h"
@@ -250,7 +251,7 @@ static int on_seg(void *arg, const struct idx_read_segment *s)
 
 /* Read one segment's records counting only inside ranges, and add them. */
 static int scan_seg(struct q_agg *a, struct q_store *s, const struct seg_ref *g,
-                    const struct rollup_range *r, unsigned n, const char *prog,
+                    const struct rollup_range *r, unsigned n, unsigned flags, const char *prog,
                     struct q_agg_stats *st)
 {
     char path[PATH_MAX];
@@ -258,7 +259,19 @@ static int scan_seg(struct q_agg *a, struct q_store *s, const struct seg_ref *g,
     uint8_t *buf = NULL;
     size_t len = 0;
     struct rollup_view v;
-    int e = rollup_file_only(path, r, n, &buf, &len);
+    int e = -ENOENT;
+    if (!(flags & Q_AGG_RAW)) {
+        struct q_edge_stats es;
+        e = q_edge_rollup(s, g->id, path, r, n, !(flags & Q_AGG_LOCS), &buf, &len, &es);
+        st->blocks += es.blocks;
+        st->blocks_read += es.read;
+    }
+    if (e < 0 && e != -ENOMEM) {        /* the index lists no block, or one does not match:
+                                         * the whole file, which names what is wrong */
+        free(buf);
+        buf = NULL;
+        e = rollup_file_only(path, r, n, &buf, &len);
+    }
     if (e == 0)
         e = rollup_decode(buf, len, &v, NULL, 0) == 0 ? 0 : -EBADMSG;
     if (e == -ENOMEM) {
@@ -319,7 +332,7 @@ static int finish(struct q_agg *a)
     return 0;
 }
 
-int q_agg_run(struct q_store *s, uint32_t pid, uint64_t from, uint64_t to, int raw,
+int q_agg_run(struct q_store *s, uint32_t pid, uint64_t from, uint64_t to, unsigned flags,
               const char *prog, struct q_agg **out, struct q_agg_stats *st)
 {
     if (!s || !out)
@@ -335,6 +348,7 @@ int q_agg_run(struct q_store *s, uint32_t pid, uint64_t from, uint64_t to, int r
     struct rollup_range edge[2];
     uint64_t wlo, whi;
     unsigned nedge = q_agg_edges(from, to, edge, &wlo, &whi);
+    int raw = (flags & Q_AGG_RAW) != 0;
     if (raw && from <= to) {
         edge[0] = (struct rollup_range){ from, to };
         nedge = 1;
@@ -359,11 +373,13 @@ int q_agg_run(struct q_store *s, uint32_t pid, uint64_t from, uint64_t to, int r
             if (l.r[i].t_min <= edge[k].to && l.r[i].t_max >= edge[k].from)
                 mine[n++] = edge[k];
         if (n)
-            rc = scan_seg(a, s, &l.r[i], mine, n, prog, st);
+            rc = scan_seg(a, s, &l.r[i], mine, n, flags, prog, st);
     }
     for (size_t i = 0; i < l.n; i++)
         free(l.r[i].path);
     free(l.r);
+    if (rc >= 0 && (flags & Q_AGG_LOCS))
+        a->nw = 0;                  /* their busy_ns is not exact without the look-back */
     if (rc >= 0)
         rc = finish(a);
     if (rc < 0) {

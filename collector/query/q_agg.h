@@ -16,13 +16,19 @@
  * (raw = 1: every segment of the window read that way, no stored rollups)
  * exactly, counts, sums, maxima and histograms alike, wherever the edges
  * cut polls or buckets. A window that covers the store's buckets whole (the
- * whole store) reads no segment file.
+ * whole store) reads no segment file. An edge reads only the blocks it
+ * needs (q_edge.h): those that meet it, then a thread's next blocks while
+ * a poll or park counted in it waits for its end, and, for busy_ns, every
+ * block of the thread before it in the segment (a poll's busy time depends
+ * on the polls open below it, started anywhere earlier); with Q_AGG_LOCS
+ * (locations only) no block before it.
  *
  * Polls are paired per segment (rollup.h): a poll whose end is in the next
  * segment after a rotation is unfinished, on both paths.
  *
- * Called by `d9 sched --totals`, `d9 top-polls --by-location` and d9 sql's
- * location_stats (collector/sql/sql_rollup.c). Must
+ * Called by `d9 sched --totals`, `d9 top-polls --by-location`, d9 sql's
+ * location_stats (collector/sql/sql_rollup.c) and d9 serve's /api/workers
+ * (collector/serve/serve_workers.c). Must
  * never: write to the store, or keep memory per record (per worker and per
  * location, with one histogram of about 4 KiB per location).
  */
@@ -52,14 +58,19 @@ struct q_agg_stats {
     uint64_t segments;              /* segments whose stored rollups answered whole buckets */
     uint64_t scanned;               /* segments whose records were read (edges, or raw) */
     uint64_t missing;               /* segments left out: neither rollups nor records readable */
+    uint64_t blocks, blocks_read;   /* DATA blocks of the edges' segments (index), and read */
 };
 
 struct q_agg;
 
-/* Aggregate pid's (0 = all) window [from, to]. raw: from the records of
- * every segment, never the stored rollups. prog prefixes stderr lines.
+/* Aggregate pid's (0 = all) window [from, to]. flags: Q_AGG_RAW: from the
+ * records of every segment (each file read whole), never the stored
+ * rollups; Q_AGG_LOCS: the locations only (no workers listed: the edges
+ * then skip the look-back busy_ns needs). prog prefixes stderr lines.
  * 0 or -errno (*out NULL). */
-int q_agg_run(struct q_store *s, uint32_t pid, uint64_t from, uint64_t to, int raw,
+#define Q_AGG_RAW  1u
+#define Q_AGG_LOCS 2u
+int q_agg_run(struct q_store *s, uint32_t pid, uint64_t from, uint64_t to, unsigned flags,
               const char *prog, struct q_agg **out, struct q_agg_stats *st);
 void q_agg_free(struct q_agg *a);
 

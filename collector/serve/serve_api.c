@@ -24,6 +24,7 @@
 #include "collector/query/q_text.h"
 #include "collector/query/q_wake.h"
 #include "collector/serve/serve_api.h"
+#include "collector/serve/serve_workers.h"
 #include "collector/serve/serve_trig.h"
 #include "collector/store/sym.h"
 
@@ -1552,14 +1553,8 @@ done:
 
 /* ---- /api/workers ----------------------------------------------------------------- */
 
-static int on_sched(void *arg, const struct q_rec_src *src, const struct d9_rec_hdr *rec,
-                    size_t len)
-{
-    return q_sched_feed(arg, src, rec, len);
-}
-
-/* Every worker of pid in the window (default: every record of the process),
- * with the facts and names of d9 sched --format jsonl. */
+/* Every worker of pid in the window (default: every record of the process):
+ * serve_workers.h. */
 static int api_workers(struct q_store *s, const struct serve_params *p, FILE *out)
 {
     if (!p->has_pid)
@@ -1572,41 +1567,7 @@ static int api_workers(struct q_store *s, const struct serve_params *p, FILE *ou
     uint64_t from = p->has_from ? p->from : 0, to = p->has_to ? p->to : UINT64_MAX;
     if (from >= to)
         return error(out, 400, "empty or reversed window (from >= to)");
-    struct q_sched *sc;
-    struct q_names *names = NULL;
-    if (q_sched_new(&sc) < 0)
-        return error(out, 500, "out of memory");
-    struct q_filter f = { .from = from, .to = to, .pid = p->pid, .types = Q_SCHED_TYPES };
-    struct q_scan_stats st;
-    int r = q_scan(s, &f, on_sched, sc, &st, "d9 serve");
-    size_t n = 0;
-    const struct q_sched_worker *w = r < 0 ? NULL : q_sched_workers(sc, &n);
-    int status = 200;
-    if (!w || q_names_open(s, &names) < 0) {
-        status = error(out, 500, r < 0 ? "cannot read the store" : "out of memory");
-        goto done;
-    }
-    fprintf(out, "{\"pid\":%" PRIu32 ",\"from\":%" PRIu64 ",\"to\":%" PRIu64 ",\"workers\":[",
-            p->pid, from, to);
-    for (size_t i = 0; i < n; i++, w++) {
-        char rt[80];
-        q_names_runtime(names, w->process_id, w->runtime, rt, sizeof rt);
-        fprintf(out, "%s\n{\"runtime\":", i ? "," : "");
-        q_text_json(out, rt, strlen(rt));
-        fprintf(out, ",\"worker\":%u,\"tid\":%" PRIu32 ",\"polls\":%" PRIu64 ",\"parks\":%" PRIu64
-                ",\"unparks\":%" PRIu64 ",\"waits\":%" PRIu64 ",\"sched_wait_sum_ns\":%" PRIu64
-                ",\"sched_wait_p50_ns\":%" PRIu64 ",\"sched_wait_p99_ns\":%" PRIu64
-                ",\"sched_wait_max_ns\":%" PRIu64 ",\"cpu_ns\":%" PRIu64 ",\"parked_ns\":%" PRIu64
-                ",\"span_ns\":%" PRIu64 ",\"busy_ns\":%" PRIu64 ",\"busy_pct\":%.1f}",
-                (unsigned)w->worker, w->tid, w->polls, w->parks, w->unparks, w->waits,
-                w->wait_sum_ns, w->wait_p50_ns, w->wait_p99_ns, w->wait_max_ns, w->cpu_ns,
-                w->parked_ns, w->span_ns, w->busy_ns, w->busy_pct);
-    }
-    fputs("\n]}\n", out);
-done:
-    q_names_close(names);
-    q_sched_free(sc);
-    return status;
+    return serve_workers(s, p->pid, from, to, out);
 }
 
 /* ---- /api/flame ------------------------------------------------------------------ */

@@ -139,7 +139,7 @@ static int fill_locations(struct cur *c)
     }
     struct q_agg *a = NULL;
     struct q_agg_stats st;
-    int rc = q_agg_run(v->s, c->f.pid, c->f.from, c->f.to, 0, v->prog, &a, &st);
+    int rc = q_agg_run(v->s, c->f.pid, c->f.from, c->f.to, Q_AGG_LOCS, v->prog, &a, &st);
     if (rc < 0)
         return rc;
     v->st.missing_segments += st.missing;

@@ -772,3 +772,28 @@ int idx_read_rollup(struct idx *x, uint64_t segment_id, uint8_t **out, size_t *l
     sqlite3_finalize(st);
     return e;
 }
+
+int idx_read_segment_blocks(struct idx *x, uint64_t segment_id,
+                            int (*fn)(void *arg, const struct idx_read_seg_block *b), void *arg)
+{
+    sqlite3_stmt *st;
+    if (!x || !fn)
+        return -EINVAL;
+    int e = prep(x, "SELECT offset, ring, generation, t_first, t_last FROM blocks "
+                    "WHERE segment_id = ?1 AND kind = ?2 ORDER BY offset", &st);
+    if (e < 0)
+        return e;
+    sqlite3_bind_int64(st, 1, clamp_i64(segment_id));
+    sqlite3_bind_int64(st, 2, SEG_BLK_DATA);
+    int n = 0, ret = 0, rc = SQLITE_DONE;
+    while (ret == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        struct idx_read_seg_block b = { col_u64(st, 0), (uint32_t)col_u64(st, 1),
+                                        (uint32_t)col_u64(st, 2), col_u64(st, 3), col_u64(st, 4) };
+        n++;
+        ret = fn(arg, &b);
+    }
+    if (ret == 0 && rc != SQLITE_DONE)
+        ret = fail(x, "read blocks");
+    sqlite3_finalize(st);
+    return ret < 0 ? ret : n;
+}

@@ -222,4 +222,16 @@ int idx_read_segment_count(struct idx *x, uint64_t *n);
  * empty value), 0 when there is none, -errno. */
 int idx_read_rollup(struct idx *x, uint64_t segment_id, uint8_t **out, size_t *len);
 
+/* The DATA blocks of one segment as the index has them, in file order
+ * (offset): where each is, its thread (ring, generation) and time range.
+ * For readers that read only some of a segment's blocks (q_edge.c). fn as
+ * in idx_read_processes_window; returns the number of rows, or -errno. */
+struct idx_read_seg_block {
+    uint64_t offset;
+    uint32_t ring, generation;
+    uint64_t t_first, t_last;
+};
+int idx_read_segment_blocks(struct idx *x, uint64_t segment_id,
+                            int (*fn)(void *arg, const struct idx_read_seg_block *b), void *arg);
+
 #endif /* D9_COL_IDX_READ_H */

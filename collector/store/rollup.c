@@ -766,6 +766,34 @@ int rollup_file_only(const char *path, const struct rollup_range *ranges, unsign
     return e < 0 ? e : 0;
 }
 
+/* ---- a reader's edge scan (q_edge.c) -------------------------------------------- */
+
+int rollup_pending(const struct rollup *r, uint32_t ring, uint32_t generation)
+{
+    if (!r)
+        return 0;
+    for (uint32_t k = 0; k < r->nt; k++) {
+        const struct thr *t = &r->t[k];
+        if (t->ring != ring || t->generation != generation)
+            continue;
+        if (t->parked && counted(r, t->park_ts))
+            return 1;
+        for (uint32_t i = 0; i < t->nopen; i++)
+            if (t->open[i].entry != RU_EMPTY)
+                return 1;
+        return 0;
+    }
+    return 0;
+}
+
+int rollup_finish(struct rollup *r, uint8_t **out, size_t *len)
+{
+    if (!r || !out || !len)
+        return -EINVAL;
+    int e = pend_flush(r);
+    return e < 0 ? e : rollup_encode(r, out, len);
+}
+
 /* ---- decode -------------------------------------------------------------------- */
 
 static uint16_t get16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return v; }

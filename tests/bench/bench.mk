@@ -20,7 +20,7 @@ BENCH_BINS := $(BENCH_DIR)/bench_hot $(BENCH_DIR)/bench_hot_off $(BENCH_DIR)/ben
               $(BENCH_DIR)/bench_drain $(BENCH_DIR)/bench_colstat $(BENCH_DIR)/bench_irq \
               $(BENCH_DIR)/bench_serve \
               $(BENCH_DIR)/bench_sql $(BENCH_DIR)/bench_cpu_gaps $(BENCH_DIR)/bench_store \
-              $(BENCH_DIR)/bench_rollup
+              $(BENCH_DIR)/bench_rollup $(BENCH_DIR)/bench_aggs_time
 BENCH_LIBS_LTTNG := -llttng-ust -ldl -pthread
 
 .PHONY: bench bench-bins bench-ship bench-parquet bench-fleet bench-aggs bench-flight
@@ -42,7 +42,7 @@ bench-flight:
 
 # d9 sched --totals / top-polls --by-location: rollups + edges vs --raw (tests/bench/bench_aggs.sh)
 bench-aggs:
-	@$(MAKE) --no-print-directory BUILD=$(BUILD) all $(BENCH_DIR)/bench_store
+	@$(MAKE) --no-print-directory BUILD=$(BUILD) all $(BENCH_DIR)/bench_store $(BENCH_DIR)/bench_aggs_time
 	BUILD=$(BUILD) sh tests/bench/bench_aggs.sh
 
 # d9 export --format parquet: bytes and CPU a record (tests/bench/bench_parquet.sh)
@@ -91,6 +91,8 @@ $(BENCH_DIR)/bench_store: $(BENCH_DIR)/obj/bench_store.o $(COL_A)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_COL)
 $(BENCH_DIR)/bench_rollup: $(BENCH_DIR)/obj/bench_rollup.o $(COL_A)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_COL)
+$(BENCH_DIR)/bench_aggs_time: $(BENCH_DIR)/obj/bench_aggs_time.o $(COL_A)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_CLI)
 
 # the fleet question over a whole store: DuckDB over the Parquet polls table
 # beside d9 sql over raw records and over rollups (tests/bench/bench_fleet_scan.sh)

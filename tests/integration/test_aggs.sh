@@ -89,11 +89,17 @@ PY
 edges_read() { # edges_read N [args...]: the text names N segments read for the edges
     _n=$1; shift
     "$D9" --store "$S" sched --totals "$@" >"$T/txt" 2>&1 || return 1
-    grep -q "and the records of $_n (the window's edges)" "$T/txt" || { cat "$T/txt"; return 1; }
+    grep -q "and the records of $_n (the window's edges" "$T/txt" || { cat "$T/txt"; return 1; }
 }
 edges_some() {
     "$D9" --store "$S" sched --totals "$@" >"$T/txt" 2>&1 || return 1
-    grep -Eq "and the records of [1-9][0-9]* \(the window's edges\)" "$T/txt" || { cat "$T/txt"; return 1; }
+    grep -Eq "and the records of [1-9][0-9]* \(the window's edges" "$T/txt" || { cat "$T/txt"; return 1; }
+}
+# an edge reads only some blocks of its segments (q_edge.h): B of M, 0 < B < M
+edges_part() { # edges_part CMD... (its text output)
+    "$D9" --store "$S" "$@" >"$T/txt" 2>&1 || return 1
+    sed -n "s/.*the window's edges: \([0-9]*\) of their \([0-9]*\) blocks read.*/\1 \2/p" "$T/txt" |
+        { read -r b m && [ "$b" -gt 0 ] && [ "$b" -lt "$m" ]; } || { cat "$T/txt"; return 1; }
 }
 both_paths() { # both_paths NAME [window args...]: rollups+edges = raw, for both commands
     _w=$1; shift
@@ -117,7 +123,24 @@ both_paths "bucket-aligned" --from $((T0 + 2 * S1)) --to $((T0 + 5 * S1 - 1))
 check "bucket-aligned: no segment file read" edges_read 0 --from $((T0 + 2 * S1)) --to $((T0 + 5 * S1 - 1))
 both_paths "across a rotation" --from $((T0 + 3200000000)) --to $((T0 + 3600000000))
 both_paths "across both rotations" --from $((T0 + 500000001)) --to $((T0 + 8500000000 - 1))
+# a window inside one segment and bucket: its edge reads part of the blocks
+check "locations of a small window: part of the blocks read" edges_part top-polls --by-location \
+    --from $((T0 + 1100000000)) --to $((T0 + 1300000000))
+check "workers of a small window: part of the blocks read" edges_part sched --totals \
+    --from $((T0 + 1100000000)) --to $((T0 + 1300000000))
+both_paths "small window, edges inside polls" --from $((T0 + 1100000007)) --to $((T0 + 1300000009))
+both_paths "small window from inside the long poll" --from "$LMID" --to $((LMID + 600000001))
 check "a window split inside a bucket adds up" additive "$T0" $((T0 + 4750000000)) $((T0 + 9 * S1 + 2 * S1))
+# busy_ns needs the look-back (q_edge.h): on tool_store_aggs --busy's store
+# (a poll open from T0 to the end, 100 finished ones inside it) a window
+# that starts after T0 has busy 0 (every finished poll's time is the open
+# one's, in T0's bucket), not the time of the finished polls it holds
+"$TBIN/tool_store_aggs" "$T/busy" --busy >"$T/busy.txt" || { echo "tool_store_aggs --busy failed"; exit 1; }
+S_ALL=$S
+S=$T/busy
+both_paths "a window inside an open poll" --from $((T0 + 500000000)) --to $((T0 + 900000000))
+both_paths "a window from inside an open poll to its end" --from $((T0 + 500000000)) --to $((T0 + 5 * S1))
+S=$S_ALL
 check "--raw alone is a usage error (sched)" sh -c '"$1" --store "$2" sched --raw; [ $? -eq 2 ]' _ "$D9" "$S"
 check "--raw alone is a usage error (top-polls)" sh -c '"$1" --store "$2" top-polls --raw; [ $? -eq 2 ]' _ "$D9" "$S"
 check "--tid with --by-location is a usage error" sh -c '"$1" --store "$2" top-polls --by-location --tid 701; [ $? -eq 2 ]' _ "$D9" "$S"

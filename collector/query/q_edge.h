@@ -1,0 +1,51 @@
+/*
+ * q_edge.h — one segment's rollups counted only inside a window's edge
+ * ranges (rollup_only), reading only the DATA blocks those ranges need
+ * instead of the whole file: q_agg's edges (collector/query/q_agg.h).
+ *
+ * Blocks come from the index (idx_read_segment_blocks: offset, thread,
+ * time range), as for every scan of records (q_scan.h). Per thread (ring,
+ * generation), in file order, it reads:
+ *   - the blocks whose time range meets a range;
+ *   - after them, the thread's next blocks while something counted still
+ *     waits on a later record (rollup_pending: a poll started in a range
+ *     not yet ended or replaced, a park in a range not yet unparked), up to
+ *     the thread's last block of the segment (then what is still open is
+ *     unfinished, as in the whole file);
+ *   - with lookback, also every block of the thread before the first one
+ *     that meets a range. Only busy_ns needs it: a poll's busy time depends
+ *     on the polls open below it on its thread (rollup.h), which can have
+ *     started anywhere earlier in the segment. Every other fact of a range
+ *     (polls, unfinished, sums, maxima, histograms, parks, parked and wait
+ *     time, wake and event counts) depends only on records at or after its
+ *     own, so without lookback those are exact and busy_ns is not.
+ * So with lookback the answer equals rollup_file_only over the whole file
+ * (the raw scan) exactly, and without it every fact but busy_ns does.
+ *
+ * Called by q_agg.c. Must never: write to the store, or use a block whose
+ * header does not match its index row (returns -EBADMSG: the caller reads
+ * the whole file instead, which names the problem).
+ */
+#ifndef D9_COL_Q_EDGE_H
+#define D9_COL_Q_EDGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "collector/query/q_store.h"
+#include "collector/store/rollup.h"
+
+struct q_edge_stats {
+    uint64_t blocks;                /* the segment's DATA blocks (index) */
+    uint64_t read;                  /* of them, read */
+};
+
+/* The rollup bytes (malloc'ed into *out, rollup_encode's format) of
+ * segment_id (path: its file) counted only inside r[0, n) (n 1..
+ * ROLLUP_ONLY_MAX). 0, -ENOENT (the index lists no DATA block of it: read
+ * the file), -EBADMSG (a block does not match the index or does not
+ * check), or another -errno. */
+int q_edge_rollup(struct q_store *s, uint64_t segment_id, const char *path,
+                  const struct rollup_range *r, unsigned n, int lookback, uint8_t **out,
+                  size_t *len, struct q_edge_stats *st);
+
+#endif /* D9_COL_Q_EDGE_H */

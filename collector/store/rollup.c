@@ -623,7 +623,8 @@ static int delay_add(struct rollup *r, uint64_t wake_ts, uint16_t runtime, uint6
  * sort by (task, time) replaces q_wake's table. */
 static int wakes_pair(struct rollup *r)
 {
-    qsort(r->ev, r->nev, sizeof *r->ev, by_task_time);
+    if (r->nev)
+        qsort(r->ev, r->nev, sizeof *r->ev, by_task_time);
     const struct wev *pending = NULL;
     for (uint32_t i = 0; i < r->nev; i++) {
         const struct wev *v = &r->ev[i];

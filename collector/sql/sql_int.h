@@ -142,6 +142,8 @@ struct cur {
     bool rt_set;
     char rt_name[D9_NAME_MAX + 1];
     uint32_t sample_tid;            /* cpu_samples: the sampled thread, 0 = any */
+    uint64_t bucket_width;          /* *_stats: bucket_width_ns = this (merged rows); 0 = none */
+    void *rollup_merge;             /* sql_rollup.c's merged rows while it fills */
     /* listing rows */
     struct mval *rows;              /* ncols values per row: the columns, then the key */
     size_t ncols, nrows, irow;

@@ -134,4 +134,44 @@ check "sched --totals cpu_ns = --raw = plain d9 sched (whole store)" cpu_totals
 check "sched --totals cpu_ns = --raw = plain d9 sched (edges mid-bucket)" cpu_totals --from $((T0 + 1250000000)) --to $((T0 + 4750000000))
 check "sched --totals cpu_ns = --raw = plain d9 sched (across a rotation)" cpu_totals --from $((T0 + 3200000000)) --to $((T0 + 3600000000))
 
+# coarser levels: bucket_width_ns = W merges the 1 s rows at query time
+level_same() { # level_same STORE TABLE KEYS SUMS: W-wide rows = the 1 s rows grouped by W
+    _s=$1 _t=$2 _k=$3 _c=$4
+    _sums=$(echo "$_c" | sed 's/\([a-z_0-9][a-z_0-9]*\)/sum(\1)/g')
+    for _w in 2000000000 60000000000 3600000000000; do
+        q "$_s" "select bucket_ns, $_k, $_c from $_t where bucket_width_ns = $_w order by 1, 2, 3" | tail -n +2 >"$T/lv_a" &&
+            q "$_s" "select bucket_ns - bucket_ns % $_w as b, $_k, $_sums from $_t group by b, $_k order by 1, 2, 3" | tail -n +2 >"$T/lv_b" || return 1
+        [ -s "$T/lv_a" ] && diff "$T/lv_a" "$T/lv_b" || { echo "width $_w"; return 1; }
+    done
+}
+check "poll_stats at 2 s, 1 min, 1 h: counts and sums = the 1 s rows'" level_same "$A" poll_stats "worker, loc" "count, unfinished, sum_ns"
+check "worker_stats at 2 s, 1 min, 1 h: counts and sums = the 1 s rows'" level_same "$A" worker_stats "runtime, worker" "polls, busy_ns, parks, parked_ns, waits, wait_sum_ns"
+check "wake_stats at 2 s, 1 min, 1 h: wakes and delays = the 1 s rows'" level_same "$S" wake_stats "pid, runtime" "wakes, delay_count, delay_sum_ns"
+check "event_stats at 2 s, 1 min, 1 h = the 1 s rows'" level_same "$S" event_stats "pid, event" "count"
+level_max() {
+    q "$A" "select bucket_ns, worker, wait_max_ns, cpu_ns from worker_stats where bucket_width_ns = 2e9 order by 1, 2" | tail -n +2 >"$T/m1" &&
+        q "$A" "select bucket_ns - bucket_ns % 2000000000 as b, worker, max(wait_max_ns), max(cpu_last_ns) - min(cpu_first_ns) from worker_stats group by b, worker order by 1, 2" | tail -n +2 >"$T/m2" &&
+        [ "$(wc -l <"$T/m1")" -ge 5 ] && diff "$T/m1" "$T/m2"
+}
+check "worker_stats at 2 s: wait_max_ns = MAX, cpu_ns = MAX(last) - MIN(first) of the 1 s rows" level_max
+level_fields() {
+    q "$S" "select bucket_ns, count, sum, min, max from event_field_stats where field = 'delta' and bucket_width_ns = 2e9 order by 1" | tail -n +2 >"$T/f1" &&
+        q "$S" "select ts_ns - ts_ns % 2000000000 as b, count(delta), sum(delta), min(delta), max(delta) from req group by b order by b" | tail -n +2 >"$T/f2" &&
+        [ "$(wc -l <"$T/f1")" -eq 2 ] && diff "$T/f1" "$T/f2"
+}
+check "event_field_stats at 2 s = count/sum/min/max of the event's table per 2 s" level_fields
+level_quantile() { # the merged histogram's p50 at 1 h within 6.25 % of the exact median delay
+    _p=$(q "$S" "select delay_p50_ns from wake_stats where bucket_width_ns = 3600e9 and runtime = 'web'" | tail -n 1 | tr -d '\r')
+    _n=$(q "$S" "select count(*) from wake_stats where bucket_width_ns = 3600e9" | tail -n 1 | tr -d '\r')
+    [ "$_n" = 2 ] && [ -n "$_p" ] && [ "$_p" -gt 1500000 ] && [ "$_p" -lt 3500000 ]
+}
+check "wake_stats at 1 h: one row per runtime, p50 from the merged histogram" level_quantile
+level_default() {
+    _a=$(q "$A" "select count(*) from poll_stats where bucket_width_ns = 1000000000" | tail -n 1 | tr -d '\r')
+    _b=$(q "$A" "select count(*) from poll_stats where bucket_width_ns = 1500000000" | tail -n 1 | tr -d '\r')
+    _c=$(q "$A" "select min(bucket_width_ns) from poll_stats" | tail -n 1 | tr -d '\r')
+    [ "$_a" -gt 5 ] && [ "$_b" = 0 ] && [ "$_c" = 1000000000 ]
+}
+check "bucket_width_ns: 1e9 in the 1 s rows; a width not a whole second gives no rows" level_default
+
 d9_finish rollup4_stats

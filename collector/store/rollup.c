@@ -9,9 +9,10 @@
  * RU_TAG_*); a small per-thread state (open polls, an open park) found once
  * per block; the schemas' field types from META blocks. Memory grows with
  * the keys and bins in use, and with one 24-byte event per wake and
- * poll_start: the wake->poll pairing needs them in time order, and blocks
- * of different threads overlap in time in file order (sorted once at the
- * end of the segment).
+ * poll_start, kept per thread: the wake->poll pairing needs them in time
+ * order, and blocks of different threads overlap in time in file order (at
+ * the end of the segment the threads' lists, each in time order, are
+ * merged with a heap of their heads).
  * Must never: read past a record (records come from seg_reader, already
  * checked; lengths are checked again here), or accept stored bytes that
  * rollup_decode has not checked.
@@ -108,6 +109,8 @@ struct thr {
     int parked;
     uint64_t park_ts;
     uint16_t park_runtime, park_worker;
+    struct wev *ev;                 /* its wakes and poll starts, in time order */
+    uint32_t nev, capev;
 };
 
 /* One open-addressing table of entry indices (RU_EMPTY = free slot). */
@@ -138,8 +141,7 @@ struct rollup {
     struct fent *f;
     uint32_t nf, capf;
     struct slots fs;
-    struct wev *ev;
-    uint32_t nev, capev;
+    uint32_t nev;                   /* events of all threads: the next one's seq */
     struct ru_schema *sc;
     uint32_t nsc, capsc, lastsc;
     struct rollup_range only[ROLLUP_ONLY_MAX];  /* rollup_only; nonly 0 = everything */
@@ -164,14 +166,15 @@ void rollup_free(struct rollup *r)
     free(r->w);
     free(r->ws.s);
     free(r->bt);
-    for (uint32_t i = 0; i < r->nt; i++)
+    for (uint32_t i = 0; i < r->nt; i++) {
         free(r->t[i].open);
+        free(r->t[i].ev);
+    }
     free(r->t);
     free(r->wa);
     free(r->d);
     free(r->f);
     free(r->fs.s);
-    free(r->ev);
     free(r->sc);
     free(r);
 }
@@ -569,27 +572,22 @@ static int count_add(struct rollup *r, uint64_t ts, uint16_t kind, uint16_t runt
     return 0;
 }
 
-/* A wake or a poll start, kept for wakes_pair. */
-static int event_add(struct rollup *r, uint64_t ts, uint64_t task, uint16_t runtime, int wake)
+/* A wake or a poll start of thread t, kept for wakes_pair. */
+static int event_add(struct rollup *r, struct thr *t, uint64_t ts, uint64_t task,
+                     uint16_t runtime, int wake)
 {
     if (r->nev == UINT32_MAX)
         return -ENOMEM;
-    int e = grow((void **)&r->ev, &r->capev, r->nev, sizeof *r->ev);
+    int e = grow((void **)&t->ev, &t->capev, t->nev, sizeof *t->ev);
     if (e < 0)
         return e;
-    r->ev[r->nev] = (struct wev){ ts, task, r->nev, runtime, (uint8_t)(wake != 0) };
-    r->nev++;
+    t->ev[t->nev++] = (struct wev){ ts, task, r->nev++, runtime, (uint8_t)(wake != 0) };
     return 0;
 }
 
-static int by_task_time(const void *x, const void *y)
+static int ev_before(const struct wev *a, const struct wev *b)
 {
-    const struct wev *a = x, *b = y;
-    if (a->task != b->task)
-        return a->task < b->task ? -1 : 1;
-    if (a->ts != b->ts)
-        return a->ts < b->ts ? -1 : 1;
-    return a->seq < b->seq ? -1 : a->seq > b->seq;
+    return a->ts != b->ts ? a->ts < b->ts : a->seq < b->seq;
 }
 
 static int delay_add(struct rollup *r, uint64_t wake_ts, uint16_t runtime, uint64_t d)
@@ -617,34 +615,109 @@ static int delay_add(struct rollup *r, uint64_t wake_ts, uint16_t runtime, uint6
     return bin_add(r, RU_TAG_DELAY | i, rollup_bin(d));
 }
 
-/* q_wake.h's rule over the segment's wakes and poll starts: per task in
- * time order (ties in file order), a poll start answers the latest wake
- * since the task's previous poll start. Events are few per task, so one
- * sort by (task, time) replaces q_wake's table. */
+/* Pending wakes by task (q_wake.h's table, one process): open addressing,
+ * an entry stays once its task was woken (taken = 0 pending); grows at
+ * half full. Memory: one entry per task woken in the segment. */
+struct pend {
+    uint64_t task, ts;
+    uint16_t runtime;
+    uint8_t used, pending;
+};
+
+struct pends {
+    struct pend *p;
+    uint32_t cap, n;
+};
+
+static struct pend *pend_slot(struct pends *m, uint64_t task)
+{
+    uint32_t j = (uint32_t)store_hash64(task) & (m->cap - 1);
+    while (m->p[j].used && m->p[j].task != task)
+        j = (j + 1) & (m->cap - 1);
+    return &m->p[j];
+}
+
+static int pend_put(struct pends *m, const struct wev *v)
+{
+    if ((m->n + 1) * 2 > m->cap) {
+        uint32_t cap = m->cap ? m->cap * 2 : RU_TABLE_MIN;
+        struct pend *old = m->p;
+        uint32_t ocap = m->cap;
+        if (cap <= m->cap || !(m->p = calloc(cap, sizeof *m->p))) {
+            m->p = old;
+            return -ENOMEM;
+        }
+        m->cap = cap;
+        for (uint32_t i = 0; i < ocap; i++)
+            if (old[i].used)
+                *pend_slot(m, old[i].task) = old[i];
+        free(old);
+    }
+    struct pend *x = pend_slot(m, v->task);
+    if (!x->used)
+        m->n++;
+    *x = (struct pend){ v->task, v->ts, v->runtime, 1, 1 };
+    return 0;
+}
+
+/* q_wake.h's rule over the segment's wakes and poll starts in time order
+ * (ties in file order): each thread's events are in time order already, so
+ * they are merged with a heap of the threads' heads; a poll start takes the
+ * pending wake of its task, a wake replaces it. */
 static int wakes_pair(struct rollup *r)
 {
-    if (r->nev)
-        qsort(r->ev, r->nev, sizeof *r->ev, by_task_time);
-    const struct wev *pending = NULL;
-    for (uint32_t i = 0; i < r->nev; i++) {
-        const struct wev *v = &r->ev[i];
-        if (i > 0 && v->task != r->ev[i - 1].task)
-            pending = NULL;
-        if (v->wake) {
-            pending = v;
+    uint32_t *heap = malloc(((size_t)r->nt + 1) * sizeof *heap), *at = calloc((size_t)r->nt + 1, sizeof *at);
+    struct pends m = { 0 };
+    int rc = heap && at ? 0 : -ENOMEM;
+    uint32_t nh = 0;
+#define HEAD(k) (&r->t[heap[k]].ev[at[heap[k]]])
+    for (uint32_t i = 0; rc == 0 && i < r->nt; i++) {
+        if (!r->t[i].nev)
             continue;
+        uint32_t k = nh++;
+        heap[k] = i;
+        for (; k > 0 && ev_before(HEAD(k), HEAD((k - 1) / 2)); k = (k - 1) / 2) {
+            uint32_t x = heap[k];
+            heap[k] = heap[(k - 1) / 2];
+            heap[(k - 1) / 2] = x;
         }
-        if (!pending)
-            continue;
-        if (counted(r, pending->ts)) {
-            int e = delay_add(r, pending->ts, pending->runtime, v->ts - pending->ts);
-            if (e < 0)
-                return e;
-        }
-        pending = NULL;
     }
-    r->nev = 0;
-    return 0;
+    while (rc == 0 && nh > 0) {
+        struct thr *t = &r->t[heap[0]];
+        const struct wev *v = &t->ev[at[heap[0]]++];
+        if (v->wake) {
+            rc = pend_put(&m, v);
+        } else if (m.n) {
+            struct pend *x = pend_slot(&m, v->task);
+            if (x->used && x->pending) {
+                x->pending = 0;
+                if (counted(r, x->ts))
+                    rc = delay_add(r, x->ts, x->runtime, v->ts - x->ts);
+            }
+        }
+        if (at[heap[0]] == t->nev)
+            heap[0] = heap[--nh];
+        for (uint32_t k = 0;;) {            /* sift the new head down */
+            uint32_t l = 2 * k + 1, s = k;
+            if (l < nh && ev_before(HEAD(l), HEAD(s)))
+                s = l;
+            if (l + 1 < nh && ev_before(HEAD(l + 1), HEAD(s)))
+                s = l + 1;
+            if (s == k)
+                break;
+            uint32_t x = heap[k];
+            heap[k] = heap[s];
+            heap[s] = x;
+            k = s;
+        }
+    }
+#undef HEAD
+    for (uint32_t i = 0; i < r->nt; i++)
+        r->t[i].nev = 0;
+    free(heap);
+    free(at);
+    free(m.p);
+    return rc;
 }
 
 /* A META block's schemas (seg_reader checked the entries). A schema id
@@ -827,7 +900,7 @@ int rollup_feed_block(struct rollup *r, const struct seg_block *b)
                 const struct d9_rec_poll_start *ps = (const void *)h;
                 e = on_poll_start(r, t, ps);
                 if (e == 0)
-                    e = event_add(r, h->ts, ps->task, ps->runtime, 0);
+                    e = event_add(r, t, h->ts, ps->task, ps->runtime, 0);
             }
             break;
         case D9_REC_POLL_END:
@@ -839,7 +912,7 @@ int rollup_feed_block(struct rollup *r, const struct seg_block *b)
                 const struct d9_rec_wake *wk = (const void *)h;
                 e = count_add(r, h->ts, ROLLUP_COUNT_WAKE, wk->runtime, 0);
                 if (e == 0)
-                    e = event_add(r, h->ts, wk->wakee, wk->runtime, 1);
+                    e = event_add(r, t, h->ts, wk->wakee, wk->runtime, 1);
             }
             break;
         case D9_REC_CUSTOM:

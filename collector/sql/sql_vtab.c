@@ -98,7 +98,8 @@ static const struct tab_def defs[] = {
       "segment, worker, location and 1 s bucket (bucket_ns = its start); a poll counts in the "
       "bucket of its start, its whole duration with it; unfinished polls (no end in their "
       "segment) are in count, not in sum_ns/max_ns; p50/p99 within 6.25 %; sum and max over "
-      "rows are exact" },
+      "rows are exact; the *_stats tables' hidden bucket_width_ns = W (whole seconds) merges "
+      "the 1 s rows into W-wide buckets over all segments (segment NULL)" },
     { "worker_stats", K_WORKER_STATS,
       "pid INTEGER, runtime TEXT, worker INTEGER, bucket_ns INTEGER, polls INTEGER, "
       "busy_ns INTEGER, parks INTEGER, parked_ns INTEGER, waits INTEGER, wait_sum_ns INTEGER, "

@@ -10,7 +10,9 @@
  * readers (d9 sql's *_stats tables, fsck) through
  * rollup_decode. Must never: trust stored bytes (rollup_decode checks
  * everything: lengths, CRC, order, sums; fuzzed by tests/fuzz/fuzz_rollup.c),
- * or keep memory per record (per key and per histogram bin in use only).
+ * or keep memory per record (per key and per histogram bin in use only;
+ * the one exception: 24 bytes per wake and poll_start for the wake->poll
+ * pairing's time order, freed at the end of the segment).
  *
  * What is counted (the definitions readers rely on), from one segment file
  * alone, in file order, per thread (ring generation):

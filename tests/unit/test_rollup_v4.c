@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include "collector/query/q_wake.h"
 #include "collector/store/rollup.h"
 #include "collector/store/seg_writer.h"
 #include "shm/meta.h"
@@ -159,6 +160,113 @@ static void test_delays_pair_in_time_order_as_q_wake_does(void **state)
     assert_true(find_delay(&v, 2 * S, 1, &d));
     assert_int_equal(d.count, 1);
     assert_int_equal(d.sum_ns, 100 * MS);
+    free(buf);
+}
+
+struct tev {                        /* a wake or a poll start of the random sequence */
+    uint64_t ts, task;
+    uint32_t seq;
+    int wake;
+};
+
+static int by_time(const void *x, const void *y)
+{
+    const struct tev *a = x, *b = y;
+    if (a->ts != b->ts)
+        return a->ts < b->ts ? -1 : 1;
+    return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+/* Three threads, wakes and poll starts of 40 tasks at pseudo-random times
+ * (ties included), blocks of 16 records, written thread by thread: the
+ * delays are q_wake's own over the same events in time order. */
+static void test_delays_equal_q_wake_over_a_random_sequence(void **state)
+{
+    struct fx *fx = *state;
+    static struct buf th[3];
+    static struct tev ev[3000];
+    unsigned n = 0;
+    uint64_t rng = 0x2545f4914f6cdd1dull, t[3] = { 1 * S, 1 * S, 1 * S };
+    struct seg_writer *w;
+    assert_int_equal(seg_writer_open(&w, fx->dir, 5, &proc, NULL, 0), 0);
+    for (unsigned k = 0; k < 3; k++)
+        memset(&th[k], 0, sizeof th[k]);
+    for (unsigned i = 0; i < 3000; i++) {
+        rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+        unsigned k = (unsigned)(rng % 3);
+        t[k] += (rng >> 8) % 4 * 100000;               /* 0 .. 0.3 ms: ties happen */
+        uint64_t task = 1 + (rng >> 20) % 40;
+        int is_wake = (rng >> 40) % 2;
+        if (is_wake)
+            wake(&th[k], t[k], task, 1);
+        else
+            poll_start(&th[k], t[k], task);
+        if (th[k].seq % 16 == 0)
+            flush(w, &th[k], k);
+        ev[n++] = (struct tev){ t[k], task, 0, is_wake };
+    }
+    for (unsigned k = 0; k < 3; k++)
+        if (th[k].len)
+            flush(w, &th[k], k);
+    uint8_t *buf;
+    size_t len;
+    struct rollup_view v;
+    rollups_of(w, &buf, &len, &v);
+    /* file order of ev: blocks of 16 per thread in the order flushed; for
+     * equal times a time-ordered scan keeps file order, so give each event
+     * its file position before sorting by time */
+    static uint32_t pos_of[3000];
+    {
+        uint32_t filepos = 0;
+        /* replay the generator to know each event's thread and its order */
+        uint64_t r2 = 0x2545f4914f6cdd1dull;
+        unsigned thr_of[3000];
+        for (unsigned i = 0; i < n; i++) {
+            r2 ^= r2 << 13, r2 ^= r2 >> 7, r2 ^= r2 << 17;
+            thr_of[i] = (unsigned)(r2 % 3);
+        }
+        /* blocks: thread k's events flushed each 16, at the time of its 16th */
+        uint32_t pending[3][16], np[3] = { 0, 0, 0 };
+        for (unsigned i = 0; i < n; i++) {
+            unsigned k = thr_of[i];
+            pending[k][np[k]++] = i;
+            if (np[k] == 16) {
+                for (unsigned j = 0; j < 16; j++)
+                    pos_of[pending[k][j]] = filepos++;
+                np[k] = 0;
+            }
+        }
+        for (unsigned k = 0; k < 3; k++)
+            for (unsigned j = 0; j < np[k]; j++)
+                pos_of[pending[k][j]] = filepos++;
+    }
+    for (unsigned i = 0; i < n; i++)
+        ev[i].seq = pos_of[i];
+    qsort(ev, n, sizeof ev[0], by_time);
+    struct q_wake *qw;
+    assert_int_equal(q_wake_new(&qw), 0);
+    uint64_t count = 0, sum = 0;
+    for (unsigned i = 0; i < n; i++) {
+        struct q_wake_pending p = { ev[i].ts, 0 };
+        if (ev[i].wake) {
+            assert_int_equal(q_wake_put(qw, 1, ev[i].task, &p), 0);
+        } else if (q_wake_take(qw, 1, ev[i].task, &p) == 1) {
+            count++;
+            sum += ev[i].ts - p.ts;
+        }
+    }
+    q_wake_free(qw);
+    uint64_t got_n = 0, got_sum = 0;
+    size_t off = 0;
+    uint32_t i = 0;
+    struct rollup_delay d;
+    while (rollup_next_delay(&v, &off, &i, &d) == 1) {
+        got_n += d.count;
+        got_sum += d.sum_ns;
+    }
+    assert_true(count > 100);
+    assert_int_equal(got_n, count);
+    assert_int_equal(got_sum, sum);
     free(buf);
 }
 
@@ -350,6 +458,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_delays_pair_in_time_order_as_q_wake_does, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_delays_equal_q_wake_over_a_random_sequence, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_numeric_fields_per_schema_field_and_second, setup,
                                         teardown),

@@ -63,7 +63,9 @@ static const char usage[] =
 "OPTIONS\n"
 "    --pid PID       only workers of this process.\n"
 "    --totals        only the totals per worker: POLLS, PARKS, WAITS, WAIT\n"
-"                    SUM and WAIT MAX (as above), PARKED and BUSY time\n"
+"                    SUM and WAIT MAX (as above), PARKED and BUSY time, CPU\n"
+"                    (the last - first sampled cpu_ns; not the profile's\n"
+"                    samples)\n"
 "                    (per segment: a park or a poll open at a rotation adds\n"
 "                    nothing), answered from the segments' 1 s rollups for\n"
 "                    the seconds the window covers whole and from the\n"
@@ -148,29 +150,32 @@ static void print_totals(struct q_store *s, const struct cli_args *a,
     struct q_names *names = NULL;
     q_names_open(s, &names);
     if (a->format == CLI_FMT_TEXT)
-        printf("%-8s %-10s %6s %9s %9s %9s %10s %9s %10s %10s\n", "PID", "RUNTIME", "WORKER",
-               "POLLS", "PARKS", "WAITS", "WAIT SUM", "MAX", "PARKED", "BUSY");
+        printf("%-8s %-10s %6s %9s %9s %9s %10s %9s %10s %10s %10s\n", "PID", "RUNTIME", "WORKER",
+               "POLLS", "PARKS", "WAITS", "WAIT SUM", "MAX", "PARKED", "BUSY", "CPU");
     for (size_t i = 0; i < n; i++, w++) {
         char rt[80];
         runtime_name(names, w->process_id, w->runtime, rt, sizeof rt);
+        uint64_t cpu = w->have_cpu ? w->cpu_last - w->cpu_first : 0;
         if (a->format == CLI_FMT_JSONL) {
             printf("{\"pid\":%" PRIu32 ",\"runtime\":", w->pid);
             q_text_json(stdout, rt, strlen(rt));
             printf(",\"worker\":%u,\"polls\":%" PRIu64 ",\"parks\":%" PRIu64 ",\"waits\":%" PRIu64
                    ",\"sched_wait_sum_ns\":%" PRIu64 ",\"sched_wait_max_ns\":%" PRIu64
-                   ",\"parked_ns\":%" PRIu64 ",\"busy_ns\":%" PRIu64 "}\n",
+                   ",\"parked_ns\":%" PRIu64 ",\"busy_ns\":%" PRIu64 ",\"cpu_ns\":%" PRIu64
+                   "}\n",
                    (unsigned)w->worker, w->polls, w->parks, w->waits, w->wait_sum_ns,
-                   w->wait_max_ns, w->parked_ns, w->busy_ns);
+                   w->wait_max_ns, w->parked_ns, w->busy_ns, cpu);
             continue;
         }
-        char b1[32], b2[32], b3[32], b4[32];
+        char b1[32], b2[32], b3[32], b4[32], b5[32];
         printf("%-8" PRIu32 " ", w->pid);
         q_text_escaped(stdout, rt, strlen(rt), false);
         int pad = 10 - (int)strlen(rt);
-        printf("%*s %6u %9" PRIu64 " %9" PRIu64 " %9" PRIu64 " %10s %9s %10s %10s\n",
+        printf("%*s %6u %9" PRIu64 " %9" PRIu64 " %9" PRIu64 " %10s %9s %10s %10s %10s\n",
                pad > 0 ? pad : 0, "", (unsigned)w->worker, w->polls, w->parks, w->waits,
                cli_fmt_dur(w->wait_sum_ns, b1, sizeof b1), cli_fmt_dur(w->wait_max_ns, b2, sizeof b2),
-               cli_fmt_dur(w->parked_ns, b3, sizeof b3), cli_fmt_dur(w->busy_ns, b4, sizeof b4));
+               cli_fmt_dur(w->parked_ns, b3, sizeof b3), cli_fmt_dur(w->busy_ns, b4, sizeof b4),
+               cli_fmt_dur(cpu, b5, sizeof b5));
     }
     if (a->format == CLI_FMT_TEXT) {
         if (raw)

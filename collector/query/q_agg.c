@@ -202,6 +202,13 @@ static int add_view(struct q_agg *a, const struct q_rollup_seg *g, uint64_t lo, 
         w->wait_sum_ns += rw.wait_sum_ns;
         if (rw.wait_max_ns > w->wait_max_ns)
             w->wait_max_ns = rw.wait_max_ns;
+        if (rw.flags & ROLLUP_WORKER_CPU) {
+            if (!w->have_cpu || rw.cpu_first < w->cpu_first)
+                w->cpu_first = rw.cpu_first;
+            if (!w->have_cpu || rw.cpu_last > w->cpu_last)
+                w->cpu_last = rw.cpu_last;
+            w->have_cpu = 1;
+        }
     }
     return 0;
 }

@@ -44,6 +44,8 @@ struct q_agg_worker {
     uint32_t pid;
     uint16_t runtime, worker;
     uint64_t polls, busy_ns, parks, parked_ns, waits, wait_sum_ns, wait_max_ns;
+    uint64_t cpu_first, cpu_last;   /* have_cpu: min first, max last sampled cpu_ns (rollups v4) */
+    int have_cpu;
 };
 
 struct q_agg_loc {

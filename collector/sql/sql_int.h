@@ -42,7 +42,7 @@ enum kind {
     K_POLLS, K_PARKS, K_WAKES, K_SPAWNS, K_TERMINATES, K_QUEUE_DEPTHS, K_CPU_SAMPLES,
     K_EVENTS, K_CUSTOM, K_SCHED_WAITS, K_WORKERS, K_POLL_STATS, K_WORKER_STATS,
     K_LOOP_WORK, K_LOCATION_STATS, K_WAKE_STATS, K_EVENT_STATS, K_TRIGGERS,
-    K_KEPT,
+    K_KEPT, K_EVENT_FIELD_STATS,
 };
 
 #define T(x) (1u << (x))
@@ -142,6 +142,8 @@ struct cur {
     bool rt_set;
     char rt_name[D9_NAME_MAX + 1];
     uint32_t sample_tid;            /* cpu_samples: the sampled thread, 0 = any */
+    uint64_t bucket_width;          /* *_stats: bucket_width_ns = this (merged rows); 0 = none */
+    void *rollup_merge;             /* sql_rollup.c's merged rows while it fills */
     /* listing rows */
     struct mval *rows;              /* ncols values per row: the columns, then the key */
     size_t ncols, nrows, irow;

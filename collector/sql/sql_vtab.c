@@ -28,6 +28,7 @@
 #include "collector/sql/sql_stack.h"
 #include "collector/sql/sql_val.h"
 #include "collector/sql/sql_rollup.h"
+#include "collector/store/rollup.h"
 #include "collector/sql/sql_vtab.h"
 #include "shm/record.h"
 
@@ -91,22 +92,26 @@ static const struct tab_def defs[] = {
     { "poll_stats", K_POLL_STATS,
       "pid INTEGER, runtime TEXT, worker INTEGER, loc INTEGER, location TEXT, "
       "bucket_ns INTEGER, count INTEGER, unfinished INTEGER, sum_ns INTEGER, max_ns INTEGER, "
-      "p50_ns INTEGER, p99_ns INTEGER, segment INTEGER",
+      "p50_ns INTEGER, p99_ns INTEGER, segment INTEGER, bucket_width_ns INTEGER HIDDEN",
       0, -1, 5, -1, 0, false, false,
       "polls per second from the segments' rollups, without reading records: one row per "
       "segment, worker, location and 1 s bucket (bucket_ns = its start); a poll counts in the "
       "bucket of its start, its whole duration with it; unfinished polls (no end in their "
       "segment) are in count, not in sum_ns/max_ns; p50/p99 within 6.25 %; sum and max over "
-      "rows are exact" },
+      "rows are exact; the *_stats tables' hidden bucket_width_ns = W (whole seconds) merges "
+      "the 1 s rows into W-wide buckets over all segments (segment NULL)" },
     { "worker_stats", K_WORKER_STATS,
       "pid INTEGER, runtime TEXT, worker INTEGER, bucket_ns INTEGER, polls INTEGER, "
       "busy_ns INTEGER, parks INTEGER, parked_ns INTEGER, waits INTEGER, wait_sum_ns INTEGER, "
-      "wait_max_ns INTEGER, segment INTEGER",
+      "wait_max_ns INTEGER, segment INTEGER, cpu_ns INTEGER, cpu_first_ns INTEGER, "
+      "cpu_last_ns INTEGER, bucket_width_ns INTEGER HIDDEN",
       0, -1, 3, -1, 0, false, false,
       "per worker and second from the segments' rollups: busy_ns = the union of its finished "
       "polls (by start bucket; an unfinished poll stops none after it), parked_ns = "
       "park..unpark (by park bucket), waits = sampled park and unpark records (d9 sched's "
-      "definition); one row per segment and bucket" },
+      "definition); cpu_first_ns / cpu_last_ns = the first and largest cpu_ns of the sampled "
+      "ones (version 4; NULL without), cpu_ns = their difference: a window's CPU time (d9 "
+      "sched's) is MAX(cpu_last_ns) - MIN(cpu_first_ns); one row per segment and bucket" },
     { "wakes", K_WAKES,
       "pid INTEGER, tid INTEGER, ts_ns INTEGER, runtime TEXT, waker INTEGER, wakee INTEGER, "
       "target_worker INTEGER",
@@ -143,17 +148,32 @@ static const struct tab_def defs[] = {
       "enters one; cpu_samples = the thread's CPU samples inside (cpu_samples rows of its tid "
       "with ts_ns between start_ns and end_ns)" },
     { "wake_stats", K_WAKE_STATS,
-      "pid INTEGER, runtime TEXT, bucket_ns INTEGER, wakes INTEGER, segment INTEGER",
+      "pid INTEGER, runtime TEXT, bucket_ns INTEGER, wakes INTEGER, segment INTEGER, "
+      "delay_count INTEGER, delay_sum_ns INTEGER, delay_max_ns INTEGER, delay_p50_ns INTEGER, "
+      "delay_p99_ns INTEGER, bucket_width_ns INTEGER HIDDEN",
       0, -1, 2, -1, 0, false, false,
       "wakes per runtime and second from the segments' rollups (version 3), without reading "
       "records: one row per segment, runtime and 1 s bucket (bucket_ns = its start); wakes = "
-      "wake records in it; SUM over rows = count(*) of wakes" },
+      "wake records in it; SUM over rows = count(*) of wakes; delay_* (version 4): the wakes "
+      "of the row answered by a poll in the segment (the wakee's next poll_start, as the "
+      "exports' flows pair them) and the wake->poll delays, p50/p99 within 6.25 % (NULL "
+      "without a delay)" },
     { "event_stats", K_EVENT_STATS,
-      "pid INTEGER, event TEXT, bucket_ns INTEGER, count INTEGER, segment INTEGER",
+      "pid INTEGER, event TEXT, bucket_ns INTEGER, count INTEGER, segment INTEGER, "
+      "bucket_width_ns INTEGER HIDDEN",
       0, -1, 2, -1, 0, false, false,
       "custom events per schema and second from the segments' rollups (version 3), without "
       "reading records: one row per segment, event and 1 s bucket (bucket_ns = its start); "
       "SUM(count) over rows = count(*) of the event's table" },
+    { "event_field_stats", K_EVENT_FIELD_STATS,
+      "pid INTEGER, event TEXT, field TEXT, bucket_ns INTEGER, count INTEGER, sum, min, max, "
+      "p50 INTEGER, p99 INTEGER, segment INTEGER, bucket_width_ns INTEGER HIDDEN",
+      0, -1, 3, -1, 0, false, false,
+      "custom events' numeric fields per schema, field and second from the segments' rollups "
+      "(version 4), without reading records: count, sum, min, max of the values (u64 and bool "
+      "fields: integers, sum modulo 2^64; i64: integers; f64: reals, NaN left out), p50/p99 "
+      "of |value| within 6.25 %; str fields have no rows; SUM(count), SUM(sum) over rows "
+      "= count(field), sum(field) of the event's table" },
     { "location_stats", K_LOCATION_STATS,
       "pid INTEGER, runtime TEXT, loc INTEGER, location TEXT, start_ns INTEGER, "
       "count INTEGER, unfinished INTEGER, sum_ns INTEGER, max_ns INTEGER, p50_ns INTEGER, "
@@ -309,6 +329,8 @@ static int x_best_index(sqlite3_vtab *tab, sqlite3_index_info *ii)
         } else if (d->kind == K_EVENTS && k->iColumn == 3 && eq) {
             code = 'y';
             cost /= 5;
+        } else if (eq && k->iColumn == sql_rollup_width_col(d->kind)) {
+            code = 'w';
         } else if (d->kind == K_STACKS && k->iColumn == ST_ID && eq) {
             code = 's';
             cost = 10;
@@ -362,6 +384,7 @@ static void cur_reset(struct cur *c)
     c->eof = false;
     c->rt_set = false;
     c->sample_tid = 0;
+    c->bucket_width = 0;
 }
 
 static int x_close(sqlite3_vtab_cursor *cur)
@@ -426,6 +449,19 @@ static int x_filter(sqlite3_vtab_cursor *cur, int idx_num, const char *idx_str, 
             ok = ok && c->f.types != 0;
             break;
         }
+        case 'w': {
+            bool is_int;
+            int64_t iv;
+            double dv;
+            ok = sql_val_num(argv[i], &is_int, &iv, &dv);
+            if (ok && !is_int) {            /* 60e9 is a REAL */
+                ok = dv > 0 && dv < 9.2e18 && (double)(int64_t)dv == dv;
+                iv = ok ? (int64_t)dv : 0;
+            }
+            ok = ok && iv > 0 && iv % (int64_t)ROLLUP_BUCKET_NS == 0;
+            c->bucket_width = ok ? (uint64_t)iv : 0;
+            break;
+        }
         case 's': {
             bool is_int;
             int64_t iv;
@@ -478,7 +514,7 @@ static int x_filter(sqlite3_vtab_cursor *cur, int idx_num, const char *idx_str, 
             rc = sql_stack_fill(c, stack_want, stack_set);
         else if (d->kind == K_POLL_STATS || d->kind == K_WORKER_STATS ||
                  d->kind == K_LOCATION_STATS || d->kind == K_WAKE_STATS ||
-                 d->kind == K_EVENT_STATS)
+                 d->kind == K_EVENT_STATS || d->kind == K_EVENT_FIELD_STATS)
             rc = sql_rollup_fill(c);
         else
             rc = sql_list_fill(c);

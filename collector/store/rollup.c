@@ -3,15 +3,22 @@
  * and definitions: rollup.h).
  *
  * Accumulator: open-addressing tables keyed by (bucket, runtime, worker,
- * loc) for polls, (bucket, runtime, worker) for workers, and (poll entry,
- * bin) for the histograms' non-empty bins; a small per-thread state (open
- * polls, an open park) found once per block. Memory grows with the keys and
- * bins in use, never with the records.
+ * loc) for polls, (bucket, runtime, worker) for workers, (bucket, schema,
+ * field) for custom-event fields, and (entry, bin) for the histograms'
+ * non-empty bins (entry: a poll entry, or a delay or field entry tagged
+ * RU_TAG_*); a small per-thread state (open polls, an open park) found once
+ * per block; the schemas' field types from META blocks. Memory grows with
+ * the keys and bins in use, and with one 24-byte event per wake and
+ * poll_start, kept per thread: the wake->poll pairing needs them in time
+ * order, and blocks of different threads overlap in time in file order (at
+ * the end of the segment the threads' lists, each in time order, are
+ * merged with a heap of their heads).
  * Must never: read past a record (records come from seg_reader, already
  * checked; lengths are checked again here), or accept stored bytes that
  * rollup_decode has not checked.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,10 +28,14 @@
 #include "collector/store/store_hash.h"
 #include "collector/store/seg_reader.h"
 #include "shm/d9_abi.h"
+#include "shm/meta.h"
 
 #define RU_MAGIC         "D9RU"
 #define RU_TABLE_MIN     64u         /* slots of a table at first use (a power of two) */
 #define RU_EMPTY         UINT32_MAX
+#define RU_TAG_DELAY     (1u << 30)  /* a bin's entry: a delay entry's index | this */
+#define RU_TAG_FIELD     (2u << 30)  /* a field entry's index | this */
+#define RU_INDEX_MAX     (1u << 30)  /* entries of one kind: below the tags */
 
 /* ---- accumulator --------------------------------------------------------------- */
 
@@ -47,11 +58,39 @@ struct wkey {
 struct went {
     struct wkey k;
     uint64_t polls, busy, parks, parked, waits, wait_sum, wait_max;
+    uint64_t cpu_first, cpu_last;
+    int has_cpu;
 };
 
 struct bent {
     uint32_t entry, bin;
     uint64_t n;
+};
+
+struct dent {                       /* wake->poll delays of (bucket, runtime) */
+    uint64_t bucket, count, sum, max;
+    uint16_t runtime;
+};
+
+struct fent {                       /* a numeric field of (bucket, schema, field) */
+    uint64_t bucket, count;
+    uint32_t schema;
+    uint16_t field;
+    uint8_t type;
+    union rollup_val sum, min, max;
+};
+
+struct wev {                        /* a wake or a poll start, for the pairing */
+    uint64_t ts, task;
+    uint32_t seq;                   /* file order: ties in time keep it */
+    uint16_t runtime;
+    uint8_t wake;
+};
+
+struct ru_schema {                  /* a schema's field types (META blocks) */
+    uint32_t id;
+    uint16_t n;
+    uint8_t type[D9_SCHEMA_MAX_FIELDS];
 };
 
 struct open_poll {
@@ -70,6 +109,8 @@ struct thr {
     int parked;
     uint64_t park_ts;
     uint16_t park_runtime, park_worker;
+    struct wev *ev;                 /* its wakes and poll starts, in time order */
+    uint32_t nev, capev;
 };
 
 /* One open-addressing table of entry indices (RU_EMPTY = free slot). */
@@ -95,6 +136,14 @@ struct rollup {
         uint32_t id;
     } *wa;
     uint32_t nwa, capwa, lastwa;    /* lastwa: the last hit (records come in time order) */
+    struct dent *d;
+    uint32_t nd, capd, lastd;
+    struct fent *f;
+    uint32_t nf, capf;
+    struct slots fs;
+    uint32_t nev;                   /* events of all threads: the next one's seq */
+    struct ru_schema *sc;
+    uint32_t nsc, capsc, lastsc;
     struct rollup_range only[ROLLUP_ONLY_MAX];  /* rollup_only; nonly 0 = everything */
     unsigned nonly;
 };
@@ -117,10 +166,16 @@ void rollup_free(struct rollup *r)
     free(r->w);
     free(r->ws.s);
     free(r->bt);
-    for (uint32_t i = 0; i < r->nt; i++)
+    for (uint32_t i = 0; i < r->nt; i++) {
         free(r->t[i].open);
+        free(r->t[i].ev);
+    }
     free(r->t);
     free(r->wa);
+    free(r->d);
+    free(r->f);
+    free(r->fs.s);
+    free(r->sc);
     free(r);
 }
 
@@ -206,6 +261,16 @@ static int rehash(struct slots *t, uint32_t n, const struct rollup *r,
 
 static uint64_t h_p(const struct rollup *r, uint32_t i) { return hash_pkey(&r->p[i].k); }
 static uint64_t h_w(const struct rollup *r, uint32_t i) { return hash_wkey(&r->w[i].k); }
+
+static uint64_t hash_fkey(uint64_t bucket, uint32_t schema, uint16_t field)
+{
+    return store_hash64(bucket ^ store_hash64(((uint64_t)schema << 16 | field) ^ STORE_HASH_GOLDEN));
+}
+
+static uint64_t h_f(const struct rollup *r, uint32_t i)
+{
+    return hash_fkey(r->f[i].bucket, r->f[i].schema, r->f[i].field);
+}
 
 static int poll_entry(struct rollup *r, const struct pkey *k, uint32_t *out)
 {
@@ -444,6 +509,12 @@ static int on_worker(struct rollup *r, struct thr *t, const struct d9_rec_worker
     if (here && (e = worker_entry(r, bucket, wr->runtime, wr->worker, &w)) < 0)
         return e;
     if (here && !(wr->flags & D9_WORKER_UNSAMPLED)) {
+        if (!w->has_cpu) {
+            w->cpu_first = wr->cpu_ns;
+            w->has_cpu = 1;
+        }
+        if (wr->cpu_ns > w->cpu_last)
+            w->cpu_last = wr->cpu_ns;
         w->waits++;
         w->wait_sum += wr->sched_wait_ns;
         if (wr->sched_wait_ns > w->wait_max)
@@ -501,10 +572,319 @@ static int count_add(struct rollup *r, uint64_t ts, uint16_t kind, uint16_t runt
     return 0;
 }
 
+/* A wake or a poll start of thread t, kept for wakes_pair. */
+static int event_add(struct rollup *r, struct thr *t, uint64_t ts, uint64_t task,
+                     uint16_t runtime, int wake)
+{
+    if (r->nev == UINT32_MAX)
+        return -ENOMEM;
+    int e = grow((void **)&t->ev, &t->capev, t->nev, sizeof *t->ev);
+    if (e < 0)
+        return e;
+    t->ev[t->nev++] = (struct wev){ ts, task, r->nev++, runtime, (uint8_t)(wake != 0) };
+    return 0;
+}
+
+static int ev_before(const struct wev *a, const struct wev *b)
+{
+    return a->ts != b->ts ? a->ts < b->ts : a->seq < b->seq;
+}
+
+static int delay_add(struct rollup *r, uint64_t wake_ts, uint16_t runtime, uint64_t d)
+{
+    uint64_t bucket = wake_ts - wake_ts % ROLLUP_BUCKET_NS;
+    uint32_t i = r->lastd;
+    if (i >= r->nd || r->d[i].bucket != bucket || r->d[i].runtime != runtime) {
+        for (i = 0; i < r->nd; i++)
+            if (r->d[i].bucket == bucket && r->d[i].runtime == runtime)
+                break;
+        if (i == r->nd) {
+            int e = r->nd < RU_INDEX_MAX ? grow((void **)&r->d, &r->capd, r->nd, sizeof *r->d)
+                                         : -ENOMEM;
+            if (e < 0)
+                return e;
+            r->d[r->nd++] = (struct dent){ .bucket = bucket, .runtime = runtime };
+        }
+        r->lastd = i;
+    }
+    struct dent *x = &r->d[i];
+    x->count++;
+    x->sum += d;
+    if (d > x->max)
+        x->max = d;
+    return bin_add(r, RU_TAG_DELAY | i, rollup_bin(d));
+}
+
+/* Pending wakes by task (q_wake.h's table, one process): open addressing,
+ * an entry stays once its task was woken (taken = 0 pending); grows at
+ * half full. Memory: one entry per task woken in the segment. */
+struct pend {
+    uint64_t task, ts;
+    uint16_t runtime;
+    uint8_t used, pending;
+};
+
+struct pends {
+    struct pend *p;
+    uint32_t cap, n;
+};
+
+static struct pend *pend_slot(struct pends *m, uint64_t task)
+{
+    uint32_t j = (uint32_t)store_hash64(task) & (m->cap - 1);
+    while (m->p[j].used && m->p[j].task != task)
+        j = (j + 1) & (m->cap - 1);
+    return &m->p[j];
+}
+
+static int pend_put(struct pends *m, const struct wev *v)
+{
+    if ((m->n + 1) * 2 > m->cap) {
+        uint32_t cap = m->cap ? m->cap * 2 : RU_TABLE_MIN;
+        struct pend *old = m->p;
+        uint32_t ocap = m->cap;
+        if (cap <= m->cap || !(m->p = calloc(cap, sizeof *m->p))) {
+            m->p = old;
+            return -ENOMEM;
+        }
+        m->cap = cap;
+        for (uint32_t i = 0; i < ocap; i++)
+            if (old[i].used)
+                *pend_slot(m, old[i].task) = old[i];
+        free(old);
+    }
+    struct pend *x = pend_slot(m, v->task);
+    if (!x->used)
+        m->n++;
+    *x = (struct pend){ v->task, v->ts, v->runtime, 1, 1 };
+    return 0;
+}
+
+/* q_wake.h's rule over the segment's wakes and poll starts in time order
+ * (ties in file order): each thread's events are in time order already, so
+ * they are merged with a heap of the threads' heads; a poll start takes the
+ * pending wake of its task, a wake replaces it. */
+static int wakes_pair(struct rollup *r)
+{
+    uint32_t *heap = malloc(((size_t)r->nt + 1) * sizeof *heap), *at = calloc((size_t)r->nt + 1, sizeof *at);
+    struct pends m = { 0 };
+    int rc = heap && at ? 0 : -ENOMEM;
+    uint32_t nh = 0;
+#define HEAD(k) (&r->t[heap[k]].ev[at[heap[k]]])
+    for (uint32_t i = 0; rc == 0 && i < r->nt; i++) {
+        if (!r->t[i].nev)
+            continue;
+        uint32_t k = nh++;
+        heap[k] = i;
+        for (; k > 0 && ev_before(HEAD(k), HEAD((k - 1) / 2)); k = (k - 1) / 2) {
+            uint32_t x = heap[k];
+            heap[k] = heap[(k - 1) / 2];
+            heap[(k - 1) / 2] = x;
+        }
+    }
+    while (rc == 0 && nh > 0) {
+        struct thr *t = &r->t[heap[0]];
+        const struct wev *v = &t->ev[at[heap[0]]++];
+        if (v->wake) {
+            rc = pend_put(&m, v);
+        } else if (m.n) {
+            struct pend *x = pend_slot(&m, v->task);
+            if (x->used && x->pending) {
+                x->pending = 0;
+                if (counted(r, x->ts))
+                    rc = delay_add(r, x->ts, x->runtime,
+                                   v->ts >= x->ts ? v->ts - x->ts : 0);  /* a hostile clock */
+            }
+        }
+        if (at[heap[0]] == t->nev)
+            heap[0] = heap[--nh];
+        for (uint32_t k = 0;;) {            /* sift the new head down */
+            uint32_t l = 2 * k + 1, s = k;
+            if (l < nh && ev_before(HEAD(l), HEAD(s)))
+                s = l;
+            if (l + 1 < nh && ev_before(HEAD(l + 1), HEAD(s)))
+                s = l + 1;
+            if (s == k)
+                break;
+            uint32_t x = heap[k];
+            heap[k] = heap[s];
+            heap[s] = x;
+            k = s;
+        }
+    }
+#undef HEAD
+    for (uint32_t i = 0; i < r->nt; i++)
+        r->t[i].nev = 0;
+    free(heap);
+    free(at);
+    free(m.p);
+    return rc;
+}
+
+/* A META block's schemas (seg_reader checked the entries). A schema id
+ * defined again takes the new types. */
+static int on_meta(struct rollup *r, const struct seg_block *b)
+{
+    size_t off = 0;
+    struct shm_meta_entry m;
+    while (shm_meta_next(b->payload, b->h.len, &off, &m) == 1) {
+        if (m.kind != D9_META_SCHEMA)
+            continue;
+        uint32_t i;
+        for (i = 0; i < r->nsc && r->sc[i].id != m.id; i++)
+            ;
+        if (i == r->nsc) {
+            int e = grow((void **)&r->sc, &r->capsc, r->nsc, sizeof *r->sc);
+            if (e < 0)
+                return e;
+            r->nsc++;
+        }
+        struct ru_schema *sc = &r->sc[i];
+        memset(sc, 0, sizeof *sc);
+        sc->id = m.id;
+        sc->n = m.nfields < D9_SCHEMA_MAX_FIELDS ? m.nfields : D9_SCHEMA_MAX_FIELDS;
+        for (uint16_t k = 0; k < sc->n; k++)
+            sc->type[k] = m.fields[k].type;
+    }
+    return 0;
+}
+
+static const struct ru_schema *schema_of(struct rollup *r, uint32_t id)
+{
+    if (r->lastsc < r->nsc && r->sc[r->lastsc].id == id)
+        return &r->sc[r->lastsc];
+    for (uint32_t i = 0; i < r->nsc; i++) {
+        if (r->sc[i].id == id) {
+            r->lastsc = i;
+            return &r->sc[i];
+        }
+    }
+    return NULL;
+}
+
+static int field_entry(struct rollup *r, uint64_t bucket, uint32_t schema, uint16_t field,
+                       uint8_t type, uint32_t *out)
+{
+    int e = rehash(&r->fs, r->nf, r, h_f);
+    if (e < 0)
+        return e;
+    uint32_t j = (uint32_t)hash_fkey(bucket, schema, field) & (r->fs.cap - 1);
+    for (; r->fs.s[j] != RU_EMPTY; j = (j + 1) & (r->fs.cap - 1)) {
+        const struct fent *o = &r->f[r->fs.s[j]];
+        if (o->bucket == bucket && o->schema == schema && o->field == field) {
+            if (o->type != type)
+                return 1;           /* the schema changed its type within the second */
+            *out = r->fs.s[j];
+            return 0;
+        }
+    }
+    if (r->nf >= RU_INDEX_MAX || (e = grow((void **)&r->f, &r->capf, r->nf, sizeof *r->f)) < 0)
+        return e < 0 ? e : -ENOMEM;
+    r->f[r->nf] = (struct fent){ .bucket = bucket, .schema = schema, .field = field, .type = type };
+    r->fs.s[j] = r->nf;
+    *out = r->nf++;
+    return 0;
+}
+
+/* One value (raw: the field's 8 bytes) of a numeric field (rollup.h). */
+static int field_add(struct rollup *r, uint64_t bucket, uint32_t schema, uint16_t field,
+                     uint8_t type, uint64_t raw)
+{
+    union rollup_val v;
+    uint64_t mag;
+    v.u = raw;
+    switch (type) {
+    case D9_FT_BOOL:
+        v.u = raw != 0;
+        mag = v.u;
+        break;
+    case D9_FT_U64:
+        mag = v.u;
+        break;
+    case D9_FT_I64:
+        mag = v.i < 0 ? 0 - v.u : v.u;
+        break;
+    case D9_FT_F64:
+        if (isnan(v.f))
+            return 0;
+        mag = fabs(v.f) >= 18446744073709551616.0 ? UINT64_MAX : (uint64_t)fabs(v.f);
+        break;
+    default:
+        return 0;
+    }
+    uint32_t i;
+    int e = field_entry(r, bucket, schema, field, type, &i);
+    if (e != 0)
+        return e < 0 ? e : 0;
+    struct fent *x = &r->f[i];
+    int lo, hi;
+    if (type == D9_FT_I64) {
+        lo = v.i < x->min.i;
+        hi = v.i > x->max.i;
+    } else if (type == D9_FT_F64) {
+        lo = v.f < x->min.f;
+        hi = v.f > x->max.f;
+    } else {
+        lo = v.u < x->min.u;
+        hi = v.u > x->max.u;
+    }
+    if (x->count == 0 || lo)
+        x->min = v;
+    if (x->count == 0 || hi)
+        x->max = v;
+    if (type == D9_FT_F64)
+        x->sum.f += v.f;
+    else
+        x->sum.u += v.u;
+    x->count++;
+    return bin_add(r, RU_TAG_FIELD | i, rollup_bin(mag));
+}
+
+/* A custom event's numeric fields, walked as q_decode.c walks them: the
+ * fields before a malformed part count. */
+static int on_custom(struct rollup *r, const struct d9_rec_custom *c, size_t len)
+{
+    const struct ru_schema *sc = schema_of(r, c->schema);
+    if (!sc || !counted(r, c->h.ts))
+        return 0;
+    uint64_t bucket = c->h.ts - c->h.ts % ROLLUP_BUCKET_NS;
+    const uint8_t *q = (const uint8_t *)c + sizeof *c;
+    size_t avail = c->payload_len <= len - sizeof *c ? c->payload_len : len - sizeof *c;
+    size_t off = 0;
+    for (uint16_t i = 0; i < sc->n; i++) {
+        if (sc->type[i] == D9_FT_STR) {
+            uint32_t n;
+            if (avail - off < sizeof n)
+                return 0;
+            memcpy(&n, q + off, sizeof n);
+            off += sizeof n;
+            if (n > avail - off)
+                return 0;
+            off += n;
+            size_t pad = (D9_REC_ALIGN - (off % D9_REC_ALIGN)) % D9_REC_ALIGN;
+            off = pad <= avail - off ? off + pad : avail;
+            continue;
+        }
+        uint64_t raw;
+        if (avail - off < sizeof raw)
+            return 0;
+        memcpy(&raw, q + off, sizeof raw);
+        off += sizeof raw;
+        if (sc->type[i] < D9_FT_U64 || sc->type[i] > D9_FT_BOOL)
+            return 0;                   /* q_decode stops at an unknown type */
+        int e = field_add(r, bucket, c->schema, i, sc->type[i], raw);
+        if (e < 0)
+            return e;
+    }
+    return 0;
+}
+
 int rollup_feed_block(struct rollup *r, const struct seg_block *b)
 {
     if (!r || !b)
         return -EINVAL;
+    if (b->h.kind == SEG_BLK_META)
+        return on_meta(r, b);
     if (b->h.kind != SEG_BLK_DATA)
         return 0;
     struct thr *t = thread_of(r, b->h.ring, b->h.generation);
@@ -517,22 +897,32 @@ int rollup_feed_block(struct rollup *r, const struct seg_block *b)
         e = 0;
         switch (h->type) {
         case D9_REC_POLL_START:
-            if (h->len >= sizeof(struct d9_rec_poll_start))
-                e = on_poll_start(r, t, (const struct d9_rec_poll_start *)(const void *)h);
+            if (h->len >= sizeof(struct d9_rec_poll_start)) {
+                const struct d9_rec_poll_start *ps = (const void *)h;
+                e = on_poll_start(r, t, ps);
+                if (e == 0)
+                    e = event_add(r, t, h->ts, ps->task, ps->runtime, 0);
+            }
             break;
         case D9_REC_POLL_END:
             if (h->len >= sizeof(struct d9_rec_poll_end))
                 e = on_poll_end(r, t, (const struct d9_rec_poll_end *)(const void *)h);
             break;
         case D9_REC_WAKE:
-            if (h->len >= sizeof(struct d9_rec_wake))
-                e = count_add(r, h->ts, ROLLUP_COUNT_WAKE,
-                              ((const struct d9_rec_wake *)(const void *)h)->runtime, 0);
+            if (h->len >= sizeof(struct d9_rec_wake)) {
+                const struct d9_rec_wake *wk = (const void *)h;
+                e = count_add(r, h->ts, ROLLUP_COUNT_WAKE, wk->runtime, 0);
+                if (e == 0)
+                    e = event_add(r, t, h->ts, wk->wakee, wk->runtime, 1);
+            }
             break;
         case D9_REC_CUSTOM:
-            if (h->len >= sizeof(struct d9_rec_custom))
-                e = count_add(r, h->ts, ROLLUP_COUNT_EVENT, 0,
-                              ((const struct d9_rec_custom *)(const void *)h)->schema);
+            if (h->len >= sizeof(struct d9_rec_custom)) {
+                const struct d9_rec_custom *cu = (const void *)h;
+                e = count_add(r, h->ts, ROLLUP_COUNT_EVENT, 0, cu->schema);
+                if (e == 0)
+                    e = on_custom(r, cu, h->len);
+            }
             break;
         case D9_REC_WORKER_PARK:
         case D9_REC_WORKER_UNPARK:
@@ -611,6 +1001,64 @@ static int by_bent(const void *a, const void *b)
     return x->bin < y->bin ? -1 : x->bin > y->bin;
 }
 
+static int cmp_dkey(uint64_t ab, uint16_t ar, uint64_t bb, uint16_t br)
+{
+    if (ab != bb)
+        return ab < bb ? -1 : 1;
+    return ar < br ? -1 : ar > br;
+}
+
+static int cmp_fkey(uint64_t ab, uint32_t as, uint16_t af, uint64_t bb, uint32_t bs, uint16_t bf)
+{
+    if (ab != bb)
+        return ab < bb ? -1 : 1;
+    if (as != bs)
+        return as < bs ? -1 : 1;
+    return af < bf ? -1 : af > bf;
+}
+
+static int by_dent(const void *a, const void *b)
+{
+    const struct dent *x = &g_sort->d[*(const uint32_t *)a], *y = &g_sort->d[*(const uint32_t *)b];
+    return cmp_dkey(x->bucket, x->runtime, y->bucket, y->runtime);
+}
+
+static int by_fent(const void *a, const void *b)
+{
+    const struct fent *x = &g_sort->f[*(const uint32_t *)a], *y = &g_sort->f[*(const uint32_t *)b];
+    return cmp_fkey(x->bucket, x->schema, x->field, y->bucket, y->schema, y->field);
+}
+
+/* The first of the sorted bins whose entry is at least entry. */
+static uint32_t bins_from(const struct bent *bins, uint32_t nb, uint32_t entry)
+{
+    uint32_t lo = 0, hi = nb;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (bins[mid].entry < entry)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static void put_bins(uint8_t **p, const struct bent *bins, uint32_t nb, uint32_t entry)
+{
+    for (uint32_t j = bins_from(bins, nb, entry); j < nb && bins[j].entry == entry; j++) {
+        put32(p, bins[j].bin);
+        put32(p, bins[j].n > UINT32_MAX ? UINT32_MAX : (uint32_t)bins[j].n);
+    }
+}
+
+static uint32_t bins_of(const struct bent *bins, uint32_t nb, uint32_t entry)
+{
+    uint32_t j = bins_from(bins, nb, entry), k = j;
+    while (k < nb && bins[k].entry == entry)
+        k++;
+    return k - j;
+}
+
 int rollup_encode(const struct rollup *r, uint8_t **out, size_t *len)
 {
     if (!r || !out || !len)
@@ -618,7 +1066,8 @@ int rollup_encode(const struct rollup *r, uint8_t **out, size_t *len)
     *out = NULL;
     *len = 0;
     size_t n = ROLLUP_HDR_SIZE + (size_t)r->np * ROLLUP_POLL_SIZE + (size_t)r->nb * ROLLUP_BIN_SIZE +
-               (size_t)r->nw * ROLLUP_WORKER_SIZE + (size_t)r->nwa * ROLLUP_COUNT_SIZE;
+               (size_t)r->nw * ROLLUP_WORKER_SIZE + (size_t)r->nwa * ROLLUP_COUNT_SIZE +
+               (size_t)r->nd * ROLLUP_DELAY_SIZE + (size_t)r->nf * ROLLUP_FIELD_SIZE;
     uint8_t *buf = malloc(n);
     uint32_t *order = malloc(((size_t)r->np + 1) * sizeof *order);
     uint32_t *first = malloc(((size_t)r->np + 1) * sizeof *first);
@@ -626,10 +1075,17 @@ int rollup_encode(const struct rollup *r, uint8_t **out, size_t *len)
     struct went *ws = malloc(((size_t)r->nw + 1) * sizeof *ws);
     uint64_t *still_open = calloc((size_t)r->np + 1, sizeof *still_open);
     struct waent *was = malloc(((size_t)r->nwa + 1) * sizeof *was);
-    if (!buf || !order || !first || !bins || !ws || !still_open || !was) {
+    uint32_t *dord = malloc(((size_t)r->nd + 1) * sizeof *dord);
+    uint32_t *ford = malloc(((size_t)r->nf + 1) * sizeof *ford);
+    if (!buf || !order || !first || !bins || !ws || !still_open || !was || !dord || !ford) {
         free(buf), free(order), free(first), free(bins), free(ws), free(still_open), free(was);
+        free(dord), free(ford);
         return -ENOMEM;
     }
+    for (uint32_t i = 0; i < r->nd; i++)
+        dord[i] = i;
+    for (uint32_t i = 0; i < r->nf; i++)
+        ford[i] = i;
     if (r->nwa)
         memcpy(was, r->wa, (size_t)r->nwa * sizeof *was);
     qsort(was, r->nwa, sizeof *was, by_waent);
@@ -642,6 +1098,8 @@ int rollup_encode(const struct rollup *r, uint8_t **out, size_t *len)
         order[i] = i;
     g_sort = r;
     qsort(order, r->np, sizeof *order, by_pkey);
+    qsort(dord, r->nd, sizeof *dord, by_dent);
+    qsort(ford, r->nf, sizeof *ford, by_fent);
     g_sort = NULL;
     for (uint32_t i = 0, k = 0; i < r->capbt; i++)
         if (r->bt[i].entry != RU_EMPTY)
@@ -667,6 +1125,8 @@ int rollup_encode(const struct rollup *r, uint8_t **out, size_t *len)
     put64(&p, ROLLUP_BUCKET_NS);
     put32(&p, 0);                               /* crc, below */
     put32(&p, r->nwa);
+    put32(&p, r->nd);
+    put32(&p, r->nf);
     for (uint32_t i = 0; i < r->np; i++) {
         const struct pent *e = &r->p[order[i]];
         uint32_t b0 = first[order[i]], b1 = first[order[i] + 1];
@@ -689,7 +1149,7 @@ int rollup_encode(const struct rollup *r, uint8_t **out, size_t *len)
         const struct went *w = &ws[i];
         put16(&p, w->k.runtime);
         put16(&p, w->k.worker);
-        put32(&p, 0);
+        put32(&p, w->has_cpu ? ROLLUP_WORKER_CPU : 0);
         put64(&p, w->k.bucket);
         put64(&p, w->polls);
         put64(&p, w->busy);
@@ -698,6 +1158,8 @@ int rollup_encode(const struct rollup *r, uint8_t **out, size_t *len)
         put64(&p, w->waits);
         put64(&p, w->wait_sum);
         put64(&p, w->wait_max);
+        put64(&p, w->has_cpu ? w->cpu_first : 0);
+        put64(&p, w->has_cpu ? w->cpu_last : 0);
     }
     for (uint32_t i = 0; i < r->nwa; i++) {
         put16(&p, was[i].runtime);
@@ -706,9 +1168,38 @@ int rollup_encode(const struct rollup *r, uint8_t **out, size_t *len)
         put64(&p, was[i].bucket);
         put64(&p, was[i].n);
     }
+    for (uint32_t i = 0; i < r->nd; i++) {
+        const struct dent *d = &r->d[dord[i]];
+        uint32_t tag = RU_TAG_DELAY | dord[i];
+        put16(&p, d->runtime);
+        put16(&p, 0);
+        put32(&p, bins_of(bins, r->nb, tag));
+        put64(&p, d->bucket);
+        put64(&p, d->count);
+        put64(&p, d->sum);
+        put64(&p, d->max);
+        put_bins(&p, bins, r->nb, tag);
+    }
+    for (uint32_t i = 0; i < r->nf; i++) {
+        const struct fent *f = &r->f[ford[i]];
+        uint32_t tag = RU_TAG_FIELD | ford[i];
+        put32(&p, f->schema);
+        put16(&p, f->field);
+        *p++ = f->type;
+        *p++ = 0;
+        put64(&p, f->bucket);
+        put64(&p, f->count);
+        put64(&p, f->sum.u);
+        put64(&p, f->min.u);
+        put64(&p, f->max.u);
+        put32(&p, bins_of(bins, r->nb, tag));
+        put32(&p, 0);
+        put_bins(&p, bins, r->nb, tag);
+    }
     uint32_t crc = crc32c_update(0, buf + ROLLUP_HDR_SIZE, n - ROLLUP_HDR_SIZE);
     memcpy(buf + 24, &crc, 4);
     free(order), free(first), free(bins), free(ws), free(still_open), free(was);
+    free(dord), free(ford);
     *out = buf;
     *len = n;
     return 0;
@@ -759,6 +1250,8 @@ int rollup_file_only(const char *path, const struct rollup_range *ranges, unsign
             break;
     if (e == 0)
         e = pend_flush(r);
+    if (e == 0)
+        e = wakes_pair(r);
     if (e == 0)
         e = rollup_encode(r, out, len);
     rollup_free(r);
@@ -833,6 +1326,7 @@ int rollup_worker_at(const struct rollup_view *v, uint32_t i, struct rollup_work
     const uint8_t *q = v->buf + v->workers_off + (size_t)i * ROLLUP_WORKER_SIZE;
     o->runtime = get16(q);
     o->worker = get16(q + 2);
+    o->flags = get32(q + 4);
     o->bucket_ns = get64(q + 8);
     o->polls = get64(q + 16);
     o->busy_ns = get64(q + 24);
@@ -841,6 +1335,99 @@ int rollup_worker_at(const struct rollup_view *v, uint32_t i, struct rollup_work
     o->waits = get64(q + 48);
     o->wait_sum_ns = get64(q + 56);
     o->wait_max_ns = get64(q + 64);
+    o->cpu_first = get64(q + 72);
+    o->cpu_last = get64(q + 80);
+    return 0;
+}
+
+static void read_delay(const uint8_t *q, struct rollup_delay *o)
+{
+    o->runtime = get16(q);
+    o->nbins = get32(q + 4);
+    o->bucket_ns = get64(q + 8);
+    o->count = get64(q + 16);
+    o->sum_ns = get64(q + 24);
+    o->max_ns = get64(q + 32);
+    o->bins = q + ROLLUP_DELAY_SIZE;
+}
+
+static void read_field(const uint8_t *q, struct rollup_field *o)
+{
+    o->schema = get32(q);
+    o->field = get16(q + 4);
+    o->type = q[6];
+    o->bucket_ns = get64(q + 8);
+    o->count = get64(q + 16);
+    o->sum.u = get64(q + 24);
+    o->min.u = get64(q + 32);
+    o->max.u = get64(q + 40);
+    o->nbins = get32(q + 48);
+    o->bins = q + ROLLUP_FIELD_SIZE;
+}
+
+/* nbins bins at buf + off (inside len): strictly increasing, n > 0, total
+ * in *total. 0, or -1 when they are not. */
+static int bins_check(const uint8_t *buf, size_t len, size_t off, uint32_t nbins, uint64_t *total)
+{
+    if (nbins > ROLLUP_BINS || (len - off) / ROLLUP_BIN_SIZE < nbins)
+        return -1;
+    *total = 0;
+    for (uint32_t j = 0; j < nbins; j++) {
+        uint32_t bin = get32(buf + off + (size_t)j * ROLLUP_BIN_SIZE);
+        uint32_t n = get32(buf + off + (size_t)j * ROLLUP_BIN_SIZE + 4);
+        if (bin >= ROLLUP_BINS || n == 0 ||
+            (j > 0 && bin <= get32(buf + off + (size_t)(j - 1) * ROLLUP_BIN_SIZE)))
+            return -1;
+        *total += n;
+    }
+    return 0;
+}
+
+/* The delay and field entries from off to the end of buf. */
+static int decode_tail(const uint8_t *buf, size_t len, size_t off, uint32_t nd, uint32_t nf,
+                       struct rollup_view *v, char *why, size_t cap)
+{
+    v->delays_off = off;
+    struct rollup_delay pd = { 0 }, d;
+    for (uint32_t i = 0; i < nd; i++) {
+        uint64_t total;
+        if (len - off < ROLLUP_DELAY_SIZE)
+            return bad(why, cap, "rollups: delay entry %u runs past the end", i);
+        read_delay(buf + off, &d);
+        if (get16(buf + off + 2) != 0 || d.bucket_ns % ROLLUP_BUCKET_NS != 0 || d.count == 0 ||
+            (i > 0 && cmp_dkey(pd.bucket_ns, pd.runtime, d.bucket_ns, d.runtime) >= 0) ||
+            bins_check(buf, len, off + ROLLUP_DELAY_SIZE, d.nbins, &total) < 0 ||
+            total != d.count)
+            return bad(why, cap, "rollups: delay entry %u is malformed or out of order", i);
+        off += ROLLUP_DELAY_SIZE + (size_t)d.nbins * ROLLUP_BIN_SIZE;
+        pd = d;
+    }
+    v->fields_off = off;
+    struct rollup_field pf = { 0 }, f;
+    for (uint32_t i = 0; i < nf; i++) {
+        uint64_t total;
+        if (len - off < ROLLUP_FIELD_SIZE)
+            return bad(why, cap, "rollups: field entry %u runs past the end", i);
+        read_field(buf + off, &f);
+        int order = f.type == D9_FT_I64   ? f.min.i <= f.max.i
+                    : f.type == D9_FT_F64 ? f.min.f <= f.max.f
+                    : f.type == D9_FT_U64 ? f.min.u <= f.max.u
+                    : f.type == D9_FT_BOOL ? f.max.u <= 1 && f.min.u <= f.max.u
+                                           : 0;
+        if (!order || buf[off + 7] != 0 || get32(buf + off + 52) != 0 ||
+            f.bucket_ns % ROLLUP_BUCKET_NS != 0 || f.count == 0 ||
+            (i > 0 && cmp_fkey(pf.bucket_ns, pf.schema, pf.field, f.bucket_ns, f.schema,
+                               f.field) >= 0) ||
+            bins_check(buf, len, off + ROLLUP_FIELD_SIZE, f.nbins, &total) < 0 ||
+            total != f.count)
+            return bad(why, cap, "rollups: field entry %u is malformed or out of order", i);
+        off += ROLLUP_FIELD_SIZE + (size_t)f.nbins * ROLLUP_BIN_SIZE;
+        pf = f;
+    }
+    if (off != len)
+        return bad(why, cap, "rollups: %zu bytes after the last entry", len - off);
+    v->ndelay = nd;
+    v->nfield = nf;
     return 0;
 }
 
@@ -877,6 +1464,7 @@ int rollup_decode(const uint8_t *buf, size_t len, struct rollup_view *v, char *w
     if (get32(buf + 24) != crc32c_update(0, buf + ROLLUP_HDR_SIZE, len - ROLLUP_HDR_SIZE))
         return bad(why, cap, "rollups: CRC mismatch");
     uint32_t np = get32(buf + 8), nw = get32(buf + 12), nwa = get32(buf + 28);
+    uint32_t nd = get32(buf + 32), nf = get32(buf + 36);
     size_t off = ROLLUP_HDR_SIZE;
     struct rollup_poll prev = { 0 };
     for (uint32_t i = 0; i < np; i++) {
@@ -915,9 +1503,13 @@ int rollup_decode(const uint8_t *buf, size_t len, struct rollup_view *v, char *w
         prev = p;
     }
     if ((len - off) / ROLLUP_WORKER_SIZE < nw ||
-        (len - off - (size_t)nw * ROLLUP_WORKER_SIZE) != (size_t)nwa * ROLLUP_COUNT_SIZE)
+        (len - off - (size_t)nw * ROLLUP_WORKER_SIZE) / ROLLUP_COUNT_SIZE < nwa)
         return bad(why, cap, "rollups: %zu bytes left for %u worker and %u count entries",
                    len - off, nw, nwa);
+    int e = decode_tail(buf, len, off + (size_t)nw * ROLLUP_WORKER_SIZE +
+                        (size_t)nwa * ROLLUP_COUNT_SIZE, nd, nf, v, why, cap);
+    if (e < 0)
+        return e;
     v->buf = buf;
     v->len = len;
     v->npoll = np;
@@ -939,10 +1531,13 @@ int rollup_decode(const uint8_t *buf, size_t len, struct rollup_view *v, char *w
     struct rollup_worker pw = { 0 }, w;
     for (uint32_t i = 0; i < nw; i++) {
         rollup_worker_at(v, i, &w);
-        const uint8_t *q = buf + off + (size_t)i * ROLLUP_WORKER_SIZE;
         struct wkey a = { pw.bucket_ns, pw.runtime, pw.worker }, b = { w.bucket_ns, w.runtime, w.worker };
-        if (get32(q + 4) != 0 || w.bucket_ns % ROLLUP_BUCKET_NS != 0 ||
-            (i > 0 && cmp_wkey(&a, &b) >= 0) || w.waits < (w.wait_max_ns != 0))
+        int cpu_ok = w.flags == ROLLUP_WORKER_CPU ? w.cpu_first <= w.cpu_last
+                     : w.flags == 0                ? w.cpu_first == 0 && w.cpu_last == 0
+                                                   : 0;
+        if (!cpu_ok || w.bucket_ns % ROLLUP_BUCKET_NS != 0 ||
+            (i > 0 && cmp_wkey(&a, &b) >= 0) || w.waits < (w.wait_max_ns != 0) ||
+            (w.flags && w.waits == 0))
             return bad(why, cap, "rollups: worker entry %u is malformed or out of order", i);
         pw = w;
     }
@@ -965,11 +1560,45 @@ int rollup_next_poll(const struct rollup_view *v, size_t *off, uint32_t *i, stru
     return 1;
 }
 
-void rollup_hist_add(struct rollup_hist *h, const struct rollup_poll *p)
+int rollup_next_delay(const struct rollup_view *v, size_t *off, uint32_t *i,
+                      struct rollup_delay *out)
 {
-    for (uint32_t j = 0; j < p->nbins; j++) {
-        uint32_t bin = get32(p->bins + (size_t)j * ROLLUP_BIN_SIZE);
-        uint32_t n = get32(p->bins + (size_t)j * ROLLUP_BIN_SIZE + 4);
+    if (!v || !off || !i || !out)
+        return -EINVAL;
+    if (*off == 0) {
+        *off = v->delays_off;
+        *i = 0;
+    }
+    if (*i >= v->ndelay)
+        return 0;
+    read_delay(v->buf + *off, out);
+    *off += ROLLUP_DELAY_SIZE + (size_t)out->nbins * ROLLUP_BIN_SIZE;
+    (*i)++;
+    return 1;
+}
+
+int rollup_next_field(const struct rollup_view *v, size_t *off, uint32_t *i,
+                      struct rollup_field *out)
+{
+    if (!v || !off || !i || !out)
+        return -EINVAL;
+    if (*off == 0) {
+        *off = v->fields_off;
+        *i = 0;
+    }
+    if (*i >= v->nfield)
+        return 0;
+    read_field(v->buf + *off, out);
+    *off += ROLLUP_FIELD_SIZE + (size_t)out->nbins * ROLLUP_BIN_SIZE;
+    (*i)++;
+    return 1;
+}
+
+void rollup_hist_add_bins(struct rollup_hist *h, const uint8_t *bins, uint32_t nbins)
+{
+    for (uint32_t j = 0; j < nbins; j++) {
+        uint32_t bin = get32(bins + (size_t)j * ROLLUP_BIN_SIZE);
+        uint32_t n = get32(bins + (size_t)j * ROLLUP_BIN_SIZE + 4);
         if (bin < ROLLUP_BINS) {
             h->n[bin] += n;
             h->total += n;
@@ -977,9 +1606,19 @@ void rollup_hist_add(struct rollup_hist *h, const struct rollup_poll *p)
     }
 }
 
+void rollup_hist_add(struct rollup_hist *h, const struct rollup_poll *p)
+{
+    rollup_hist_add_bins(h, p->bins, p->nbins);
+}
+
 uint64_t rollup_poll_quantile(const struct rollup_poll *p, double q)
 {
-    uint64_t total = p->count - p->unfinished;
+    return rollup_bins_quantile(p->bins, p->nbins, p->count - p->unfinished, p->max_ns, q);
+}
+
+uint64_t rollup_bins_quantile(const uint8_t *bins, uint32_t nbins, uint64_t total, uint64_t max,
+                              double q)
+{
     if (total == 0)
         return 0;
     double want = q * (double)total;
@@ -988,14 +1627,14 @@ uint64_t rollup_poll_quantile(const struct rollup_poll *p, double q)
         rank++;
     if (rank == 0)
         rank = 1;
-    for (uint32_t j = 0; j < p->nbins; j++) {
-        seen += get32(p->bins + (size_t)j * ROLLUP_BIN_SIZE + 4);
+    for (uint32_t j = 0; j < nbins; j++) {
+        seen += get32(bins + (size_t)j * ROLLUP_BIN_SIZE + 4);
         if (seen >= rank) {
-            uint64_t m = bin_mid(get32(p->bins + (size_t)j * ROLLUP_BIN_SIZE));
-            return m > p->max_ns ? p->max_ns : m;
+            uint64_t m = bin_mid(get32(bins + (size_t)j * ROLLUP_BIN_SIZE));
+            return m > max ? max : m;
         }
     }
-    return p->max_ns;
+    return max;
 }
 
 uint64_t rollup_hist_quantile(const struct rollup_hist *h, double q, uint64_t max_ns)

@@ -10,7 +10,9 @@
  * readers (d9 sql's *_stats tables, fsck) through
  * rollup_decode. Must never: trust stored bytes (rollup_decode checks
  * everything: lengths, CRC, order, sums; fuzzed by tests/fuzz/fuzz_rollup.c),
- * or keep memory per record (per key and per histogram bin in use only).
+ * or keep memory per record (per key and per histogram bin in use only;
+ * the one exception: 24 bytes per wake and poll_start for the wake->poll
+ * pairing's time order, freed at the end of the segment).
  *
  * What is counted (the definitions readers rely on), from one segment file
  * alone, in file order, per thread (ring generation):
@@ -41,7 +43,30 @@
  *     wait_max_ns = every sampled park AND unpark record's sched_wait_ns (the
  *     definition of collector/query/q_sched.h), in the record's bucket;
  *   - per bucket (version 3): wakes per runtime (wake records) and custom
- *     events per schema (custom records), in the record's bucket.
+ *     events per schema (custom records), in the record's bucket;
+ *   - per worker and bucket (version 4): cpu_first / cpu_last = the first
+ *     and the largest cpu_ns of its sampled park/unpark records in the
+ *     bucket (q_sched.h's CPU: last - first of the window's sampled
+ *     records; a window merges them as min(first) and max(last));
+ *   - per runtime and bucket (version 4): wake->poll delays, paired by
+ *     q_wake.h's rule (collector/query/q_wake.h: a wake is answered by the
+ *     wakee task's next poll_start on any thread of the process, in time
+ *     order; a later wake of the same task before that poll replaces it).
+ *     The segment's wakes and poll starts are put in time order (ties in
+ *     file order) before pairing, so blocks of different threads that
+ *     overlap in time pair as a time-ordered scan does; wakes are never
+ *     paired across segments (a wake still pending at the end adds nothing).
+ *     Key: the answered wake's runtime and bucket; value: count, sum, max
+ *     and a histogram of poll.ts - wake.ts;
+ *   - per custom-event schema, numeric field and bucket (version 4): count,
+ *     sum, min, max and a histogram of the field's values, decoded by the
+ *     schema of the segment's metadata (q_decode.h's layout; the fields
+ *     decoded before a malformed part of a payload count, an unknown
+ *     schema's events add nothing). u64 and bool (0/1) fields: sum modulo
+ *     2^64, histogram of the value; i64: sum modulo 2^64 as two's
+ *     complement, histogram of |value|; f64: sum as a double (not exact),
+ *     histogram of |value| cut to an integer, NaN left out (SQL reads a
+ *     NaN as NULL); str fields: nothing.
  * So for whole buckets, the counts and sums equal a raw scan of the same
  * segments that uses the same pairing rule per segment. Whether a poll is
  * finished depends only on the records after its start, so a poll is the
@@ -53,11 +78,13 @@
  * within 1/(2*ROLLUP_SUB) = 6.25 % of the true value (and never above max).
  *
  * Stored bytes (little-endian; version ROLLUP_VERSION; rollups of another
- * version (1, 2: busy_ns counted only outermost polls) do not check, and
+ * version (1, 2: busy_ns counted only outermost polls; 3: no CPU, delays or
+ * fields) do not check, and
  * readers answer those segments from their records, as for missing ones;
  * `d9 fsck --repair` rewrites them):
  *   header   magic "D9RU", u16 version, u16 0, u32 npoll, u32 nworker,
- *            u64 bucket_ns, u32 crc32c (of everything after the header), u32 ncount
+ *            u64 bucket_ns, u32 crc32c (of everything after the header), u32 ncount,
+ *            u32 ndelay, u32 nfield
  *   npoll x  u16 runtime, u16 worker, u32 loc, u64 bucket (start ns),
  *            u64 count, u64 unfinished, u64 sum_ns, u64 max_ns, u32 nbins, u32 0,
  *            nbins x (u32 bin, u32 n): bins strictly increasing, n > 0,
@@ -68,7 +95,8 @@
  *            ROLLUP_COUNT_WAKE (id 0) or ROLLUP_COUNT_EVENT (runtime 0, id =
  *            the schema)
  * Entries are sorted by key (poll: bucket, runtime, worker, loc; worker:
- * bucket, runtime, worker; count: bucket, kind, runtime, id), each key once.
+ * bucket, runtime, worker; count: bucket, kind, runtime, id; delay:
+ * bucket, runtime; field: bucket, schema, field), each key once.
  */
 #ifndef D9_COL_ROLLUP_H
 #define D9_COL_ROLLUP_H
@@ -78,16 +106,20 @@
 
 struct seg_block;
 
-#define ROLLUP_VERSION     3u             /* 2: q_pair's pairing; 3: busy = union, counts */
+#define ROLLUP_VERSION     4u             /* 2: q_pair's pairing; 3: busy = union, counts;
+                                             4: CPU, wake delays, event fields */
 #define ROLLUP_BUCKET_NS   1000000000ull          /* 1 s */
 #define ROLLUP_SUB_BITS    3u
 #define ROLLUP_SUB         (1u << ROLLUP_SUB_BITS)  /* sub-bins per power of two */
 #define ROLLUP_BINS        ((64u - ROLLUP_SUB_BITS + 1u) * ROLLUP_SUB)
-#define ROLLUP_HDR_SIZE    32u
+#define ROLLUP_HDR_SIZE    40u
 #define ROLLUP_POLL_SIZE   56u                    /* without its bins */
 #define ROLLUP_BIN_SIZE    8u
-#define ROLLUP_WORKER_SIZE 72u
+#define ROLLUP_WORKER_SIZE 88u
 #define ROLLUP_COUNT_SIZE  24u
+#define ROLLUP_DELAY_SIZE  40u                    /* without its bins */
+#define ROLLUP_FIELD_SIZE  56u                    /* without its bins */
+#define ROLLUP_WORKER_CPU  1u   /* a worker entry's flags: cpu_first / cpu_last are set */
 #define ROLLUP_COUNT_WAKE  0u   /* a count entry's kind: wake records of a runtime */
 #define ROLLUP_COUNT_EVENT 1u   /* custom events of a schema (id) */
 
@@ -142,7 +174,33 @@ struct rollup_poll {
 
 struct rollup_worker {
     uint16_t runtime, worker;
+    uint32_t flags;                 /* ROLLUP_WORKER_CPU */
     uint64_t bucket_ns, polls, busy_ns, parks, parked_ns, waits, wait_sum_ns, wait_max_ns;
+    uint64_t cpu_first, cpu_last;
+};
+
+struct rollup_delay {
+    uint16_t runtime;
+    uint64_t bucket_ns, count, sum_ns, max_ns;
+    uint32_t nbins;
+    const uint8_t *bins;
+};
+
+/* A field's sum/min/max as the type's bits: read them with these. */
+union rollup_val {
+    uint64_t u;
+    int64_t i;
+    double f;
+};
+
+struct rollup_field {
+    uint32_t schema;
+    uint16_t field;
+    uint8_t type;                   /* D9_FT_U64, I64, F64 or BOOL */
+    uint64_t bucket_ns, count;
+    union rollup_val sum, min, max;
+    uint32_t nbins;
+    const uint8_t *bins;
 };
 
 struct rollup_count {
@@ -154,8 +212,8 @@ struct rollup_count {
 struct rollup_view {
     const uint8_t *buf;
     size_t len;
-    uint32_t npoll, nworker, ncount;
-    size_t workers_off, counts_off;
+    uint32_t npoll, nworker, ncount, ndelay, nfield;
+    size_t workers_off, counts_off, delays_off, fields_off;
 };
 
 /* Check stored bytes completely (see the header); 0 or -EBADMSG with a
@@ -167,6 +225,10 @@ int rollup_next_poll(const struct rollup_view *v, size_t *off, uint32_t *i,
                      struct rollup_poll *out);
 int rollup_worker_at(const struct rollup_view *v, uint32_t i, struct rollup_worker *out);
 int rollup_count_at(const struct rollup_view *v, uint32_t i, struct rollup_count *out);
+int rollup_next_delay(const struct rollup_view *v, size_t *off, uint32_t *i,
+                      struct rollup_delay *out);
+int rollup_next_field(const struct rollup_view *v, size_t *off, uint32_t *i,
+                      struct rollup_field *out);
 
 /* Histograms merged at query time. */
 struct rollup_hist {
@@ -174,9 +236,14 @@ struct rollup_hist {
     uint64_t total;
 };
 void rollup_hist_add(struct rollup_hist *h, const struct rollup_poll *p);
+/* The same for checked bins of any entry (nbins x (u32 bin, u32 n)). */
+void rollup_hist_add_bins(struct rollup_hist *h, const uint8_t *bins, uint32_t nbins);
 uint32_t rollup_bin(uint64_t v);
 /* The same over one checked entry's own bins (no merge). */
 uint64_t rollup_poll_quantile(const struct rollup_poll *p, double q);
+/* The same over checked bins holding total values, at most max. */
+uint64_t rollup_bins_quantile(const uint8_t *bins, uint32_t nbins, uint64_t total, uint64_t max,
+                              double q);
 /* The q-quantile (0 < q <= 1) of h, as its bin's middle, at most max_ns; 0 if empty. */
 uint64_t rollup_hist_quantile(const struct rollup_hist *h, double q, uint64_t max_ns);
 

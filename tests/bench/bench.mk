@@ -89,10 +89,23 @@ $(BENCH_DIR)/bench_sql: $(BENCH_DIR)/obj/bench_sql.o $(COL_A)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_CLI)
 $(BENCH_DIR)/bench_store: $(BENCH_DIR)/obj/bench_store.o $(COL_A)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_COL)
-$(BENCH_DIR)/bench_rollup: $(BENCH_DIR)/obj/bench_rollup.o $(COL_A)
+$(BENCH_DIR)/bench_rollup: $(BENCH_DIR)/obj/bench_rollup.o $(BENCH_DIR)/rollup3/rollup3.o $(COL_A)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_COL)
 $(BENCH_DIR)/bench_aggs_time: $(BENCH_DIR)/obj/bench_aggs_time.o $(COL_A)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_CLI)
+
+# bench_rollup's baseline: rollups version 3 (rollup.[ch] at ROLLUP3_REV, the
+# commit before version 4), its functions renamed rollup3_*, beside the current ones
+ROLLUP3_REV := 1717826
+ROLLUP3_FNS := new free only feed_block encode file file_only decode next_poll worker_at \
+    count_at hist_add bin poll_quantile hist_quantile
+$(BENCH_DIR)/rollup3/rollup3.o:
+	@mkdir -p $(BENCH_DIR)/rollup3/collector/store
+	git show $(ROLLUP3_REV):collector/store/rollup.h >$(BENCH_DIR)/rollup3/collector/store/rollup.h
+	git show $(ROLLUP3_REV):collector/store/rollup.c >$(BENCH_DIR)/rollup3/collector/store/rollup.c
+	$(CC) -I$(BENCH_DIR)/rollup3 $(CPPFLAGS) $(CFLAGS) \
+	    $(foreach f,$(ROLLUP3_FNS),-Drollup_$(f)=rollup3_$(f)) \
+	    -c -o $@ $(BENCH_DIR)/rollup3/collector/store/rollup.c
 
 # the fleet question over a whole store: DuckDB over the Parquet polls table
 # beside d9 sql over raw records and over rollups (tests/bench/bench_fleet_scan.sh)

@@ -4,9 +4,13 @@
  *   read  = the validating read of the file (seg_reader: every block read,
  *           CRC-checked and unpacked), the floor of any read-back;
  *   rollup = rollup_file (that read plus the aggregation and the encoding),
- *           which the collector runs once per seal.
+ *           which the collector runs once per seal;
+ *   v3     = the same with rollups version 3 (rollup3_file: rollup.c at the
+ *           commit before version 4, built beside it by bench.mk), so the
+ *           cost of version 4 is measured in the same run; v3 and v4 run in
+ *           alternating order round by round.
  * Prints one line per round and the medians, in ns per record, and the
- * rollups' bytes beside the segments' bytes.
+ * rollups' bytes (both versions) beside the segments' bytes.
  *
  * Usage: bench_rollup STORE_DIR [ROUNDS]. Never part of make test.
  */
@@ -20,6 +24,25 @@
 #include "collector/store/seg_reader.h"
 
 #define MAX_SEGS 4096
+
+/* rollups version 3 (tests/bench/bench.mk: ROLLUP3_REV) */
+int rollup3_file(const char *path, uint8_t **out, size_t *len);
+
+/* Every segment through fn; bytes of the rollups into *bytes. 0 or -1. */
+static int rollup_all(int (*fn)(const char *, uint8_t **, size_t *), char **segs, size_t n,
+                      uint64_t *bytes)
+{
+    *bytes = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint8_t *b;
+        size_t len;
+        if (fn(segs[i], &b, &len) < 0)
+            return -1;
+        *bytes += len;
+        free(b);
+    }
+    return 0;
+}
 #define DEFAULT_ROUNDS 5
 
 static double now_s(void)
@@ -80,37 +103,53 @@ int main(int argc, char **argv)
         }
     }
     closedir(d);
-    double rd[100], ru[100];
-    uint64_t records = 0, ru_bytes = 0;
+    double rd[100], ru[100], r3[100];
+    uint64_t records = 0, ru_bytes = 0, r3_bytes = 0;
     for (int k = 0; k < rounds; k++) {
-        uint64_t nrec = 0, bytes = 0;
+        uint64_t nrec = 0;
         double t0 = now_s();
         for (size_t i = 0; i < n; i++)
             if (read_all(segs[i], &nrec) < 0)
                 return 1;
-        double t1 = now_s();
-        for (size_t i = 0; i < n; i++) {
-            uint8_t *b;
-            size_t len;
-            if (rollup_file(segs[i], &b, &len) < 0)
+        double t1 = now_s(), t2, t3;
+        if (nrec == 0)
+            return 1;
+        if (k % 2 == 0) {
+            if (rollup_all(rollup_file, segs, n, &ru_bytes) < 0)
                 return 1;
-            bytes += len;
-            free(b);
+            t2 = now_s();
+            if (rollup_all(rollup3_file, segs, n, &r3_bytes) < 0)
+                return 1;
+            t3 = now_s();
+            ru[k] = (t2 - t1) * 1e9 / (double)nrec;
+            r3[k] = (t3 - t2) * 1e9 / (double)nrec;
+        } else {
+            if (rollup_all(rollup3_file, segs, n, &r3_bytes) < 0)
+                return 1;
+            t2 = now_s();
+            if (rollup_all(rollup_file, segs, n, &ru_bytes) < 0)
+                return 1;
+            t3 = now_s();
+            r3[k] = (t2 - t1) * 1e9 / (double)nrec;
+            ru[k] = (t3 - t2) * 1e9 / (double)nrec;
         }
-        double t2 = now_s();
         records = nrec;
-        ru_bytes = bytes;
         rd[k] = (t1 - t0) * 1e9 / (double)nrec;
-        ru[k] = (t2 - t1) * 1e9 / (double)nrec;
-        printf("round %d: read %.1f ns/record, rollup_file %.1f ns/record\n", k + 1, rd[k], ru[k]);
+        printf("round %d: read %.1f ns/record, rollup_file v3 %.1f, v4 %.1f ns/record\n", k + 1,
+               rd[k], r3[k], ru[k]);
     }
     qsort(rd, (size_t)rounds, sizeof rd[0], cmp_d);
     qsort(ru, (size_t)rounds, sizeof ru[0], cmp_d);
+    qsort(r3, (size_t)rounds, sizeof r3[0], cmp_d);
     printf("segments %zu, records %llu\n", n, (unsigned long long)records);
     printf("read: median %.1f (min %.1f, max %.1f) ns/record\n", rd[rounds / 2], rd[0], rd[rounds - 1]);
-    printf("rollup_file: median %.1f (min %.1f, max %.1f) ns/record\n", ru[rounds / 2], ru[0],
+    printf("rollup_file v3: median %.1f (min %.1f, max %.1f) ns/record\n", r3[rounds / 2], r3[0],
+           r3[rounds - 1]);
+    printf("rollup_file v4: median %.1f (min %.1f, max %.1f) ns/record\n", ru[rounds / 2], ru[0],
            ru[rounds - 1]);
-    printf("rollup bytes %llu = %.3f %% of segment bytes %llu\n", (unsigned long long)ru_bytes,
-           100.0 * (double)ru_bytes / (double)seg_bytes, (unsigned long long)seg_bytes);
+    printf("rollup bytes v3 %llu = %.3f %%, v4 %llu = %.3f %% of segment bytes %llu\n",
+           (unsigned long long)r3_bytes, 100.0 * (double)r3_bytes / (double)seg_bytes,
+           (unsigned long long)ru_bytes, 100.0 * (double)ru_bytes / (double)seg_bytes,
+           (unsigned long long)seg_bytes);
     return 0;
 }

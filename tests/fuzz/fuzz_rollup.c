@@ -4,8 +4,9 @@
  * The input is a rollups value as the index would hand it back. rollup_decode
  * must never crash or read out of bounds; whatever it accepts is walked
  * completely (every poll entry and its bins into a histogram, every worker
- * and count entry, a quantile) and must agree with what it checked: the bins of each
- * entry hold count - unfinished polls. Also, the input re-sealed with a
+ * and count entry, a quantile; version 4's delay and field entries and their bins)
+ * and must agree with what it checked: the bins of each poll entry hold count -
+ * unfinished polls, a delay or field entry's hold its count. Also, the input re-sealed with a
  * correct CRC (so the checks past the CRC are reached) goes the same way.
  * Built and run by tests/fuzz/run.sh.
  */
@@ -50,6 +51,30 @@ static void walk(const uint8_t *buf, size_t len)
             abort();
     }
     if (rollup_hist_quantile(&hist, 0.99, max) > max)
+        abort();
+    /* version 4: delays and fields, their bins as checked */
+    struct rollup_delay d;
+    off = 0;
+    i = 0;
+    while (rollup_next_delay(&v, &off, &i, &d) == 1) {
+        memset(&hist, 0, sizeof hist);
+        rollup_hist_add_bins(&hist, d.bins, d.nbins);
+        if (hist.total != d.count ||
+            rollup_bins_quantile(d.bins, d.nbins, d.count, d.max_ns, 0.5) > d.max_ns)
+            abort();
+    }
+    if (i != v.ndelay)
+        abort();
+    struct rollup_field f;
+    off = 0;
+    i = 0;
+    while (rollup_next_field(&v, &off, &i, &f) == 1) {
+        memset(&hist, 0, sizeof hist);
+        rollup_hist_add_bins(&hist, f.bins, f.nbins);
+        if (hist.total != f.count || f.count == 0)
+            abort();
+    }
+    if (i != v.nfield || (v.nfield && off != len))
         abort();
 }
 

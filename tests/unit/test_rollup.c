@@ -301,7 +301,7 @@ static void test_stored_bytes_are_checked_before_use(void **state)
         assert_int_equal(rollup_decode(buf, n, &v, why, sizeof why), -EBADMSG);
     buf[4] = ROLLUP_VERSION + 1;
     assert_int_equal(rollup_decode(buf, len, &v, why, sizeof why), -EBADMSG);
-    assert_non_null(strstr(why, "is not supported (this d9 reads version 3)"));
+    assert_non_null(strstr(why, "is not supported (this d9 reads version 4)"));
     free(buf);
 }
 

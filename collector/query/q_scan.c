@@ -446,6 +446,12 @@ int q_scan_open(struct q_store *s, const struct q_filter *f,
 static _Thread_local bool (*cancel_fn)(void *arg);
 static _Thread_local void *cancel_arg;
 static _Thread_local unsigned cancel_blocks;
+static _Thread_local uint64_t thread_records;     /* q_scan_thread_records */
+
+uint64_t q_scan_thread_records(void)
+{
+    return thread_records;
+}
 
 void q_scan_set_cancel(bool (*fn)(void *arg), void *arg)
 {
@@ -492,6 +498,7 @@ int q_scan_next(struct q_scan_it *it, struct q_rec_src *src,
         return 1;
     }
     sc->st->records++;
+    thread_records++;
     if (c->cur->ts > sc->st->t_last)
         sc->st->t_last = c->cur->ts;
     *rec = c->cur;

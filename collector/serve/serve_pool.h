@@ -32,6 +32,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <time.h>
 #include "collector/serve/serve_api.h"
 
 #define SERVE_POOL_WORKERS_DEFAULT  4u
@@ -52,6 +53,7 @@ struct serve_job {
     size_t len;
     /* private */
     struct serve_job *next;
+    struct timespec queued;             /* when submitted (the request log) */
 };
 
 struct serve_pool;

@@ -23,6 +23,7 @@
 #include "collector/query/q_text.h"
 #include "collector/query/q_wake.h"
 #include "collector/serve/serve_api.h"
+#include "collector/serve/serve_edge.h"
 #include "collector/serve/serve_trig.h"
 #include "collector/store/sym.h"
 
@@ -1178,6 +1179,7 @@ struct edge {
     uint64_t t_last;                /* look-ahead: the last record seen */
     uint64_t records;
     bool stopped_by_gap;
+    bool gap;                       /* look-back: a gap was seen (the state is not kept) */
 };
 
 static void edge_stats(struct tl *t, const struct q_scan_stats *st)
@@ -1196,6 +1198,7 @@ static int on_lookback(void *arg, const struct q_rec_src *src, const struct d9_r
         return 0;
     if (!rec) {
         gap_seen(e->t, src);
+        e->gap = true;
         e->settled = true;          /* nothing before it pairs with what follows */
         e->settle_ts = src->gap_to;
     } else if (rec->type == D9_REC_WORKER_PARK || rec->type == D9_REC_WORKER_UNPARK) {
@@ -1213,39 +1216,71 @@ static int on_lookback(void *arg, const struct q_rec_src *src, const struct d9_r
  * last one is exactly what is open at the start), a gap (nothing pairs
  * across it), or the thread's (else the process's) first record (a poll is
  * never longer than its thread). Bounded by SERVE_API_EDGE_MAX records
- * for the whole answer; past that the answer says edge_partial. */
+ * for the whole answer; past that the answer says edge_partial.
+ * The state found is kept (serve_edge.h); when a kept state of the thread
+ * at T <= the window's start is within EDGE_REACH spans of it, the pairing
+ * starts from that state and reads [T, start) only. */
+#define EDGE_REACH 4u
 static int lookback(struct tl *t, const struct lane *l)
 {
     uint64_t first = l->first_ns ? l->first_ns : t->proc_first;
     if (first >= t->from)
         return 0;
     uint64_t step = t->span > SERVE_API_LOOKBACK_NS ? t->span : SERVE_API_LOOKBACK_NS;
+    struct serve_edge_key key = { .dir_hash = serve_edge_dir_hash(q_store_dir(t->s)),
+                                  .process_id = t->process_id, .proc_first = t->proc_first,
+                                  .proc_last = t->proc_last, .tid = l->tid };
+    struct q_poll kept[SERVE_EDGE_OPEN_MAX];
+    size_t nkept = 0;
+    bool kept_partial = false;
+    uint64_t kept_t = 0;
+    bool have = serve_edge_get(&key, t->from, step > UINT64_MAX / EDGE_REACH ? UINT64_MAX
+                               : step * EDGE_REACH, &kept_t, kept, &nkept, &kept_partial);
     for (;;) {
-        uint64_t lb = t->from - first <= step ? first : t->from - step;
+        uint64_t lb = have ? kept_t : t->from - first <= step ? first : t->from - step;
         struct edge e = { .t = t };
         if (q_pair_new(&e.p) < 0)
             return -ENOMEM;
         q_pair_track_parks(e.p);
-        struct q_filter f = { .from = lb, .to = t->from - 1, .pid = t->p->pid, .tid = l->tid,
-                              .types = EDGE_TYPES, .gaps = true };
-        struct q_scan_stats st;
-        int r = q_scan(t->s, &f, on_lookback, &e, &st, "d9 serve");
-        edge_stats(t, &st);
-        bool done = e.settled || lb == first || t->edge_records >= SERVE_API_EDGE_MAX;
+        int r = 0;
+        for (size_t i = 0; have && i < nkept && r >= 0; i++)
+            if (q_pair_seed(e.p, &kept[i]) < 0)
+                r = -ENOMEM;
+        if (r >= 0 && lb < t->from) {
+            struct q_filter f = { .from = lb, .to = t->from - 1, .pid = t->p->pid, .tid = l->tid,
+                                  .types = EDGE_TYPES, .gaps = true };
+            struct q_scan_stats st;
+            r = q_scan(t->s, &f, on_lookback, &e, &st, "d9 serve");
+            edge_stats(t, &st);
+        }
+        bool done = have || e.settled || lb == first || t->edge_records >= SERVE_API_EDGE_MAX;
         if (r >= 0 && done) {
-            if (!e.settled && lb != first)
+            bool partial = have ? kept_partial && !e.settled : !e.settled && lb != first;
+            if (partial)
                 t->edge_partial = true;
+            struct q_poll keep[SERVE_EDGE_OPEN_MAX];
+            size_t nkeep = 0;
+            bool keepable = !e.gap;
             size_t it = 0;
             struct q_poll q;
             while (r >= 0 && q_pair_next_open(e.p, &it, &q)) {
                 /* a poll open across the last park lost its end: not open here */
                 if (q.task != Q_POLL_PARKED && e.settled && q.start_ns < e.settle_ts)
                     continue;
-                if (q.tid == l->tid && q_pair_seed(t->polls, &q) < 0)
+                if (q.tid != l->tid)
+                    continue;
+                if (q_pair_seed(t->polls, &q) < 0)
                     r = -ENOMEM;
                 if (q.task != Q_POLL_PARKED)
                     loc_index(t, NULL, q.loc);      /* named by the store's metadata */
+                if (nkeep < SERVE_EDGE_OPEN_MAX)
+                    keep[nkeep] = q;
+                else
+                    keepable = false;
+                nkeep++;
             }
+            if (r >= 0 && keepable)
+                serve_edge_put(&key, t->from, keep, nkeep, partial);
         }
         q_pair_free(e.p);
         if (r < 0)

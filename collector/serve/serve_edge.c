@@ -1,0 +1,94 @@
+/*
+ * serve_edge.c — the look-back states of d9 serve's timelines (see
+ * serve_edge.h). A fixed table under one mutex; entries are copied in and
+ * out, never handed out by pointer.
+ */
+#include <pthread.h>
+#include <string.h>
+#include "collector/serve/serve_edge.h"
+
+struct edge_slot {
+    bool used;
+    struct serve_edge_key k;
+    uint64_t t;
+    uint64_t stamp;                 /* last use: the least recent is replaced */
+    bool partial;
+    size_t n;
+    struct q_poll open[SERVE_EDGE_OPEN_MAX];
+};
+
+static pthread_mutex_t edge_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct edge_slot edge_slots[SERVE_EDGE_SLOTS];
+static uint64_t edge_clock;
+
+uint64_t serve_edge_dir_hash(const char *dir)
+{
+    uint64_t h = 1469598103934665603ull;        /* FNV-1a */
+    for (const unsigned char *p = (const unsigned char *)(dir ? dir : ""); *p; p++)
+        h = (h ^ *p) * 1099511628211ull;
+    return h;
+}
+
+static bool key_eq(const struct serve_edge_key *a, const struct serve_edge_key *b)
+{
+    return a->dir_hash == b->dir_hash && a->process_id == b->process_id &&
+           a->proc_first == b->proc_first && a->proc_last == b->proc_last && a->tid == b->tid;
+}
+
+bool serve_edge_get(const struct serve_edge_key *k, uint64_t at, uint64_t reach, uint64_t *t,
+                    struct q_poll open[SERVE_EDGE_OPEN_MAX], size_t *n, bool *partial)
+{
+    pthread_mutex_lock(&edge_mu);
+    struct edge_slot *best = NULL;
+    for (size_t i = 0; i < SERVE_EDGE_SLOTS; i++) {
+        struct edge_slot *e = &edge_slots[i];
+        if (e->used && key_eq(&e->k, k) && e->t <= at && at - e->t <= reach &&
+            (!best || e->t > best->t))
+            best = e;
+    }
+    if (best) {
+        best->stamp = ++edge_clock;
+        *t = best->t;
+        *n = best->n;
+        *partial = best->partial;
+        memcpy(open, best->open, best->n * sizeof open[0]);
+    }
+    pthread_mutex_unlock(&edge_mu);
+    return best != NULL;
+}
+
+void serve_edge_put(const struct serve_edge_key *k, uint64_t t, const struct q_poll *open,
+                    size_t n, bool partial)
+{
+    if (n > SERVE_EDGE_OPEN_MAX)
+        return;
+    pthread_mutex_lock(&edge_mu);
+    struct edge_slot *e = NULL;
+    for (size_t i = 0; i < SERVE_EDGE_SLOTS && !e; i++)
+        if (edge_slots[i].used && key_eq(&edge_slots[i].k, k) && edge_slots[i].t == t)
+            e = &edge_slots[i];
+    for (size_t i = 0; i < SERVE_EDGE_SLOTS && !e; i++)
+        if (!edge_slots[i].used)
+            e = &edge_slots[i];
+    if (!e) {
+        e = &edge_slots[0];
+        for (size_t i = 1; i < SERVE_EDGE_SLOTS; i++)
+            if (edge_slots[i].stamp < e->stamp)
+                e = &edge_slots[i];
+    }
+    e->used = true;
+    e->k = *k;
+    e->t = t;
+    e->stamp = ++edge_clock;
+    e->partial = partial;
+    e->n = n;
+    memcpy(e->open, open, n * sizeof open[0]);
+    pthread_mutex_unlock(&edge_mu);
+}
+
+void serve_edge_clear(void)
+{
+    pthread_mutex_lock(&edge_mu);
+    memset(edge_slots, 0, sizeof edge_slots);
+    pthread_mutex_unlock(&edge_mu);
+}

@@ -20,11 +20,12 @@
  * running and see (in the request log) that it stopped there.
  *
  * Request log: D9_SERVE_LOG=1 (read once at start) prints one line per
- * job to stderr when it ends: its path and window, its status ("gone":
- * the client left; "cancelled" when its scans stopped for that), the ms it
- * waited in the queue and ran, and the records its scans read. For
- * measuring the page (tests/bench/bench_serve_zoom.sh) and for
- * test_serve_cancel.sh.
+ * job to stderr when it starts ("started") and one when it ends: its path
+ * and window, its status ("gone": the client left; "cancelled" when its
+ * scans stopped for that), the ms it waited in the queue and ran, and the
+ * records its scans read. For measuring the page (bench_serve_zoom.sh
+ * keeps it in its temp dir with BENCH_KEEP=1) and for
+ * test_serve_requests.sh.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -158,6 +159,8 @@ static void run(struct serve_pool *pl, struct pool_worker *w, struct serve_job *
     FILE *f = open_memstream(&j->body, &j->len);
     if (!f)
         return;
+    if (pl->log)
+        log_job(j, "started", wait_ms, 0, 0);
     struct job_run r = { .j = j, .hold = pl->scan_hold };
     q_scan_set_cancel(job_gone, &r);
     int status = serve_api(w->s, j->path, &j->p, f);

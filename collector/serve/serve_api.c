@@ -1219,7 +1219,9 @@ static int on_lookback(void *arg, const struct q_rec_src *src, const struct d9_r
  * for the whole answer; past that the answer says edge_partial.
  * The state found is kept (serve_edge.h); when a kept state of the thread
  * at T <= the window's start is within EDGE_REACH spans of it, the pairing
- * starts from that state and reads [T, start) only. */
+ * starts from that state and reads [T, start) only. The look-back is not
+ * cancelled when the client goes (its state serves the next zoom step;
+ * bounded as above); the window's own scan is. */
 #define EDGE_REACH 4u
 static int lookback(struct tl *t, const struct lane *l)
 {
@@ -1234,13 +1236,22 @@ static int lookback(struct tl *t, const struct lane *l)
     size_t nkept = 0;
     bool kept_partial = false;
     uint64_t kept_t = 0;
-    bool have = serve_edge_get(&key, t->from, step > UINT64_MAX / EDGE_REACH ? UINT64_MAX
-                               : step * EDGE_REACH, &kept_t, kept, &nkept, &kept_partial);
+    enum serve_edge_got got = serve_edge_take(&key, t->from, step > UINT64_MAX / EDGE_REACH
+                                              ? UINT64_MAX : step * EDGE_REACH, &kept_t, kept,
+                                              &nkept, &kept_partial, q_scan_cancelled);
+    if (got == SERVE_EDGE_GONE)
+        return -ECANCELED;
+    bool have = got == SERVE_EDGE_FOUND;
+    /* not cancelled: its state is what the request after this one needs */
+    q_scan_pause_cancel(true);
+    int rc = 0;
     for (;;) {
         uint64_t lb = have ? kept_t : t->from - first <= step ? first : t->from - step;
         struct edge e = { .t = t };
-        if (q_pair_new(&e.p) < 0)
-            return -ENOMEM;
+        if (q_pair_new(&e.p) < 0) {
+            rc = -ENOMEM;
+            break;
+        }
         q_pair_track_parks(e.p);
         int r = 0;
         for (size_t i = 0; have && i < nkept && r >= 0; i++)
@@ -1283,12 +1294,16 @@ static int lookback(struct tl *t, const struct lane *l)
                 serve_edge_put(&key, t->from, keep, nkeep, partial);
         }
         q_pair_free(e.p);
-        if (r < 0)
-            return r;
-        if (done)
-            return 0;
+        if (r < 0 || done) {
+            rc = r < 0 ? r : 0;
+            break;
+        }
         step = step > UINT64_MAX / 4 ? UINT64_MAX : step * 4;
     }
+    q_scan_pause_cancel(false);
+    if (got == SERVE_EDGE_CLAIMED)
+        serve_edge_release(&key, t->from);
+    return rc;
 }
 
 static int on_lookahead(void *arg, const struct q_rec_src *src, const struct d9_rec_hdr *rec,

@@ -1,10 +1,12 @@
 /*
  * serve_edge.c — the look-back states of d9 serve's timelines (see
- * serve_edge.h). A fixed table under one mutex; entries are copied in and
- * out, never handed out by pointer.
+ * serve_edge.h). Fixed tables (states, claims) under one mutex, a
+ * condition variable for the waiters; entries are copied in and out, never
+ * handed out by pointer.
  */
 #include <pthread.h>
 #include <string.h>
+#include <time.h>
 #include "collector/serve/serve_edge.h"
 
 struct edge_slot {
@@ -17,8 +19,17 @@ struct edge_slot {
     struct q_poll open[SERVE_EDGE_OPEN_MAX];
 };
 
+struct edge_claim {
+    bool used;
+    struct serve_edge_key k;
+    uint64_t t;
+};
+#define EDGE_CLAIMS 64u             /* more at once: the rest look back unclaimed */
+
 static pthread_mutex_t edge_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t edge_cv = PTHREAD_COND_INITIALIZER;
 static struct edge_slot edge_slots[SERVE_EDGE_SLOTS];
+static struct edge_claim edge_claims[EDGE_CLAIMS];
 static uint64_t edge_clock;
 
 uint64_t serve_edge_dir_hash(const char *dir)
@@ -35,10 +46,9 @@ static bool key_eq(const struct serve_edge_key *a, const struct serve_edge_key *
            a->proc_first == b->proc_first && a->proc_last == b->proc_last && a->tid == b->tid;
 }
 
-bool serve_edge_get(const struct serve_edge_key *k, uint64_t at, uint64_t reach, uint64_t *t,
-                    struct q_poll open[SERVE_EDGE_OPEN_MAX], size_t *n, bool *partial)
+/* the kept state to use, or NULL. Lock held. */
+static struct edge_slot *find(const struct serve_edge_key *k, uint64_t at, uint64_t reach)
 {
-    pthread_mutex_lock(&edge_mu);
     struct edge_slot *best = NULL;
     for (size_t i = 0; i < SERVE_EDGE_SLOTS; i++) {
         struct edge_slot *e = &edge_slots[i];
@@ -46,15 +56,76 @@ bool serve_edge_get(const struct serve_edge_key *k, uint64_t at, uint64_t reach,
             (!best || e->t > best->t))
             best = e;
     }
-    if (best) {
-        best->stamp = ++edge_clock;
-        *t = best->t;
-        *n = best->n;
-        *partial = best->partial;
-        memcpy(open, best->open, best->n * sizeof open[0]);
+    return best;
+}
+
+/* a claim in progress whose state would be used. Lock held. */
+static bool claimed(const struct serve_edge_key *k, uint64_t at, uint64_t reach)
+{
+    for (size_t i = 0; i < EDGE_CLAIMS; i++)
+        if (edge_claims[i].used && key_eq(&edge_claims[i].k, k) && edge_claims[i].t <= at &&
+            at - edge_claims[i].t <= reach)
+            return true;
+    return false;
+}
+
+enum serve_edge_got serve_edge_take(const struct serve_edge_key *k, uint64_t at, uint64_t reach,
+                                    uint64_t *t, struct q_poll open[SERVE_EDGE_OPEN_MAX],
+                                    size_t *n, bool *partial, bool (*gone)(void))
+{
+    enum serve_edge_got got = SERVE_EDGE_CLAIMED;
+    unsigned waited = 0;
+    pthread_mutex_lock(&edge_mu);
+    for (;;) {
+        struct edge_slot *best = find(k, at, reach);
+        if (best) {
+            best->stamp = ++edge_clock;
+            *t = best->t;
+            *n = best->n;
+            *partial = best->partial;
+            memcpy(open, best->open, best->n * sizeof open[0]);
+            got = SERVE_EDGE_FOUND;
+            break;
+        }
+        if (!claimed(k, at, reach) || waited >= SERVE_EDGE_WAIT_MAX_MS) {
+            for (size_t i = 0; i < EDGE_CLAIMS; i++)
+                if (!edge_claims[i].used) {
+                    edge_claims[i] = (struct edge_claim){ .used = true, .k = *k, .t = at };
+                    break;
+                }
+            break;
+        }
+        pthread_mutex_unlock(&edge_mu);
+        bool left = gone && gone();
+        pthread_mutex_lock(&edge_mu);
+        if (left) {
+            got = SERVE_EDGE_GONE;
+            break;
+        }
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += (long)SERVE_EDGE_WAIT_MS * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&edge_cv, &edge_mu, &ts);
+        waited += SERVE_EDGE_WAIT_MS;
     }
     pthread_mutex_unlock(&edge_mu);
-    return best != NULL;
+    return got;
+}
+
+void serve_edge_release(const struct serve_edge_key *k, uint64_t at)
+{
+    pthread_mutex_lock(&edge_mu);
+    for (size_t i = 0; i < EDGE_CLAIMS; i++)
+        if (edge_claims[i].used && key_eq(&edge_claims[i].k, k) && edge_claims[i].t == at) {
+            edge_claims[i].used = false;
+            break;
+        }
+    pthread_cond_broadcast(&edge_cv);
+    pthread_mutex_unlock(&edge_mu);
 }
 
 void serve_edge_put(const struct serve_edge_key *k, uint64_t t, const struct q_poll *open,
@@ -90,5 +161,6 @@ void serve_edge_clear(void)
 {
     pthread_mutex_lock(&edge_mu);
     memset(edge_slots, 0, sizeof edge_slots);
+    memset(edge_claims, 0, sizeof edge_claims);
     pthread_mutex_unlock(&edge_mu);
 }

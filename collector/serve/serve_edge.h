@@ -15,6 +15,12 @@
  * the state a look-back reading across T would end with, partial when the
  * first one was (unless a park or gap in [T, T') settles it).
  *
+ * A look-back in progress is claimed (serve_edge_take): a second request
+ * that would use its state waits for it instead of reading the same
+ * records at the same time (the page's next zoom step, while the one it
+ * superseded still looks back: its look-back is not cancelled, so its
+ * work is kept for the next steps).
+ *
  * Keyed by the store's directory, the process row and its first and last
  * record time (a process with new records is looked back afresh), and the
  * thread. States seen with a gap, or with more than SERVE_EDGE_OPEN_MAX
@@ -43,10 +49,25 @@ struct serve_edge_key {
 
 uint64_t serve_edge_dir_hash(const char *dir);
 
-/* The kept state of k at the latest time T with T <= at and at - T <= reach:
- * true with *t, open[0..*n) and *partial; false when none. */
-bool serve_edge_get(const struct serve_edge_key *k, uint64_t at, uint64_t reach, uint64_t *t,
-                    struct q_poll open[SERVE_EDGE_OPEN_MAX], size_t *n, bool *partial);
+enum serve_edge_got {
+    SERVE_EDGE_FOUND,               /* *t, open[0..*n), *partial: a kept state */
+    SERVE_EDGE_CLAIMED,             /* none: look back, then serve_edge_release(k, at) */
+    SERVE_EDGE_GONE                 /* gone() said so while waiting for a claim */
+};
+
+/* The kept state of k at the latest time T with T <= at and at - T <= reach.
+ * When there is none but another thread's claim at such a T is in
+ * progress, waits for it (asking gone() every SERVE_EDGE_WAIT_MS, at most
+ * SERVE_EDGE_WAIT_MAX_MS in all) and looks again; when there is none at
+ * all, claims (k, at). */
+#define SERVE_EDGE_WAIT_MS      20u
+#define SERVE_EDGE_WAIT_MAX_MS  30000u
+enum serve_edge_got serve_edge_take(const struct serve_edge_key *k, uint64_t at, uint64_t reach,
+                                    uint64_t *t, struct q_poll open[SERVE_EDGE_OPEN_MAX],
+                                    size_t *n, bool *partial, bool (*gone)(void));
+
+/* End the claim (k, at) (none: nothing), waking its waiters. */
+void serve_edge_release(const struct serve_edge_key *k, uint64_t at);
 
 /* Keep the state of k at time t (n <= SERVE_EDGE_OPEN_MAX, else ignored). */
 void serve_edge_put(const struct serve_edge_key *k, uint64_t t, const struct q_poll *open,

@@ -153,7 +153,8 @@ void serve_edge_put(const struct serve_edge_key *k, uint64_t t, const struct q_p
     e->stamp = ++edge_clock;
     e->partial = partial;
     e->n = n;
-    memcpy(e->open, open, n * sizeof open[0]);
+    if (n)
+        memcpy(e->open, open, n * sizeof open[0]);
     pthread_mutex_unlock(&edge_mu);
 }
 

@@ -1208,6 +1208,27 @@ static int on_lookback(void *arg, const struct q_rec_src *src, const struct d9_r
     return q_pair_feed(e->p, src, rec, len, &done) < 0 ? -ENOMEM : 0;
 }
 
+struct thread_count {
+    uint32_t tid;
+    uint64_t n;
+};
+
+static int thread_block(void *arg, const struct idx_read_block_stat *b)
+{
+    struct thread_count *c = arg;
+    if (b->tid == c->tid)
+        c->n += b->nrec;
+    return 0;
+}
+
+/* The records of thread tid's blocks meeting [from, to], by the index (0
+ * when it cannot say: the read goes ahead, as without the estimate). */
+static uint64_t thread_records(struct tl *t, uint32_t tid, uint64_t from, uint64_t to)
+{
+    struct thread_count c = { .tid = tid };
+    return q_store_block_stats(t->s, t->process_id, from, to, thread_block, &c) < 0 ? 0 : c.n;
+}
+
 /* The polls and parks of lane l open at the window's start, seeded into
  * t->polls. Looks back from the window's start over the thread's records
  * only (the index picks its blocks), in steps that grow x4 from
@@ -1216,7 +1237,9 @@ static int on_lookback(void *arg, const struct q_rec_src *src, const struct d9_r
  * last one is exactly what is open at the start), a gap (nothing pairs
  * across it), or the thread's (else the process's) first record (a poll is
  * never longer than its thread). Bounded by SERVE_API_EDGE_MAX records
- * for the whole answer; past that the answer says edge_partial.
+ * for the whole answer; past that the answer says edge_partial: a step
+ * whose records (the index's count) would pass the bound is not read (a
+ * lane's first step always is), so one step never reads many times it.
  * The state found is kept (serve_edge.h); when a kept state of the thread
  * at T <= the window's start is within EDGE_REACH spans of it, the pairing
  * starts from that state and reads [T, start) only. The look-back is not
@@ -1265,6 +1288,14 @@ static int lookback(struct tl *t, const struct lane *l)
             edge_stats(t, &st);
         }
         bool done = have || e.settled || lb == first || t->edge_records >= SERVE_API_EDGE_MAX;
+        uint64_t next = step > UINT64_MAX / 4 ? UINT64_MAX : step * 4;
+        if (r >= 0 && !done) {
+            /* the next step would read past the bound (the index's count of
+             * the thread's records there): this one's state, partial */
+            uint64_t nlb = t->from - first <= next ? first : t->from - next;
+            if (t->edge_records + thread_records(t, l->tid, nlb, t->from - 1) > SERVE_API_EDGE_MAX)
+                done = true;
+        }
         if (r >= 0 && done) {
             bool partial = have ? kept_partial && !e.settled : !e.settled && lb != first;
             if (partial)
@@ -1298,7 +1329,7 @@ static int lookback(struct tl *t, const struct lane *l)
             rc = r < 0 ? r : 0;
             break;
         }
-        step = step > UINT64_MAX / 4 ? UINT64_MAX : step * 4;
+        step = next;
     }
     q_scan_pause_cancel(false);
     if (got == SERVE_EDGE_CLAIMED)

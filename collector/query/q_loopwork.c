@@ -17,23 +17,9 @@
 #define LW_MIN_CAP   32u        /* slots of the first allocation (power of two) */
 #define LW_LOAD_PCT  50u        /* grow past this load */
 
-struct lw_thr {
-    bool used;
-    bool worker;                /* a park or unpark of it was seen */
-    bool parked;
-    int64_t process_id;
-    uint32_t tid, pid, ring, generation;
-    uint32_t depth;             /* polls open */
-    uint16_t runtime, worker_id;
-    uint64_t free_since;        /* 0 = not known to be outside polls and the wait */
-    uint64_t samples;           /* since free_since */
-    uint32_t nips;
-    uint64_t ips[Q_LOOPWORK_SAMPLES];
-};
-
 struct q_loopwork {
     uint64_t min_ns;
-    struct lw_thr *t;
+    struct q_loopwork_thr *t;
     size_t cap, n;
     uint64_t out_ips[Q_LOOPWORK_SAMPLES];
 };
@@ -61,12 +47,12 @@ static size_t home(size_t cap, int64_t pid, uint32_t tid)
     return (size_t)store_hash2((uint64_t)pid, tid) & (cap - 1);
 }
 
-static struct lw_thr *thr_get(const struct q_loopwork *w, int64_t process_id, uint32_t tid)
+static struct q_loopwork_thr *thr_get(const struct q_loopwork *w, int64_t process_id, uint32_t tid)
 {
     if (!w->cap)
         return NULL;
     for (size_t i = home(w->cap, process_id, tid);; i = (i + 1) & (w->cap - 1)) {
-        struct lw_thr *t = &w->t[i];
+        struct q_loopwork_thr *t = &w->t[i];
         if (!t->used)
             return NULL;
         if (t->process_id == process_id && t->tid == tid)
@@ -77,7 +63,7 @@ static struct lw_thr *thr_get(const struct q_loopwork *w, int64_t process_id, ui
 static int grow(struct q_loopwork *w)
 {
     size_t ncap = w->cap ? w->cap * 2 : LW_MIN_CAP;
-    struct lw_thr *nt = calloc(ncap, sizeof *nt);
+    struct q_loopwork_thr *nt = calloc(ncap, sizeof *nt);
     if (!nt)
         return -ENOMEM;
     for (size_t i = 0; i < w->cap; i++) {
@@ -94,9 +80,9 @@ static int grow(struct q_loopwork *w)
     return 0;
 }
 
-static struct lw_thr *thr_put(struct q_loopwork *w, int64_t process_id, uint32_t tid)
+static struct q_loopwork_thr *thr_put(struct q_loopwork *w, int64_t process_id, uint32_t tid)
 {
-    struct lw_thr *t = thr_get(w, process_id, tid);
+    struct q_loopwork_thr *t = thr_get(w, process_id, tid);
     if (t)
         return t;
     if ((w->n + 1) * 100 > w->cap * LW_LOAD_PCT && grow(w) < 0)
@@ -114,7 +100,7 @@ static struct lw_thr *thr_put(struct q_loopwork *w, int64_t process_id, uint32_t
 }
 
 /* The thread leaves polls and the wait at ts. */
-static void set_free(struct lw_thr *t, uint64_t ts)
+static void set_free(struct q_loopwork_thr *t, uint64_t ts)
 {
     t->free_since = ts ? ts : 1;
     t->samples = 0;
@@ -123,7 +109,7 @@ static void set_free(struct lw_thr *t, uint64_t ts)
 
 /* The thread enters a poll or the wait at ts: 1 and *done when the stretch
  * since free_since is loop work. */
-static int close_free(struct q_loopwork *w, struct lw_thr *t, uint64_t ts,
+static int close_free(struct q_loopwork *w, struct q_loopwork_thr *t, uint64_t ts,
                       struct q_loopwork_iv *done)
 {
     uint64_t from = t->free_since;
@@ -147,7 +133,7 @@ static int feed_sample(struct q_loopwork *w, const struct q_rec_src *src,
     if (len < sizeof s)
         return 0;
     memcpy(&s, rec, sizeof s);
-    struct lw_thr *t = thr_get(w, src->process_id, s.tid);
+    struct q_loopwork_thr *t = thr_get(w, src->process_id, s.tid);
     if (!t || !t->free_since || rec->ts < t->free_since)
         return 0;
     t->samples++;
@@ -160,7 +146,7 @@ int q_loopwork_feed(struct q_loopwork *w, const struct q_rec_src *src,
                     const struct d9_rec_hdr *rec, size_t len, struct q_loopwork_iv *done)
 {
     if (!rec) {                                 /* a gap: the thread's state is unknown */
-        struct lw_thr *t = thr_get(w, src->process_id, src->tid);
+        struct q_loopwork_thr *t = thr_get(w, src->process_id, src->tid);
         if (t) {
             t->depth = 0;
             t->parked = false;
@@ -202,7 +188,7 @@ int q_loopwork_feed(struct q_loopwork *w, const struct q_rec_src *src,
     default:
         return 0;
     }
-    struct lw_thr *t = thr_put(w, src->process_id, src->tid);
+    struct q_loopwork_thr *t = thr_put(w, src->process_id, src->tid);
     if (!t)
         return -ENOMEM;
     t->pid = src->pid;
@@ -246,10 +232,10 @@ int q_loopwork_feed(struct q_loopwork *w, const struct q_rec_src *src,
 int q_loopwork_carry(struct q_loopwork *w, const struct q_loopwork *from)
 {
     for (size_t i = 0; i < from->cap; i++) {
-        const struct lw_thr *f = &from->t[i];
+        const struct q_loopwork_thr *f = &from->t[i];
         if (!f->used)
             continue;
-        struct lw_thr *t = thr_put(w, f->process_id, f->tid);
+        struct q_loopwork_thr *t = thr_put(w, f->process_id, f->tid);
         if (!t)
             return -ENOMEM;
         *t = *f;
@@ -259,6 +245,25 @@ int q_loopwork_carry(struct q_loopwork *w, const struct q_loopwork *from)
 
 uint64_t q_loopwork_open_since(const struct q_loopwork *w, int64_t process_id, uint32_t tid)
 {
-    const struct lw_thr *t = thr_get(w, process_id, tid);
+    const struct q_loopwork_thr *t = thr_get(w, process_id, tid);
     return t && t->worker && t->depth == 0 && !t->parked ? t->free_since : 0;
+}
+
+bool q_loopwork_thread_get(const struct q_loopwork *w, int64_t process_id, uint32_t tid,
+                           struct q_loopwork_thr *out)
+{
+    const struct q_loopwork_thr *t = thr_get(w, process_id, tid);
+    if (!t)
+        return false;
+    *out = *t;
+    return true;
+}
+
+int q_loopwork_thread_set(struct q_loopwork *w, const struct q_loopwork_thr *in)
+{
+    struct q_loopwork_thr *t = thr_put(w, in->process_id, in->tid);
+    if (!t)
+        return -ENOMEM;
+    *t = *in;
+    return 0;
 }

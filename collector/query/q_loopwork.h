@@ -82,4 +82,30 @@ int q_loopwork_carry(struct q_loopwork *w, const struct q_loopwork *from);
  * a window while this is not 0). */
 uint64_t q_loopwork_open_since(const struct q_loopwork *w, int64_t process_id, uint32_t tid);
 
+/* One thread's state, copied out of a tracker and into another (d9 serve
+ * keeps it between requests with the polls open at a window's start,
+ * serve_edge.h): feeding w the records after the copy's time then gives
+ * what a tracker fed every record would. Fields are q_loopwork's own. */
+struct q_loopwork_thr {
+    bool used;
+    bool worker;                /* a park or unpark of it was seen */
+    bool parked;
+    int64_t process_id;
+    uint32_t tid, pid, ring, generation;
+    uint32_t depth;             /* polls open */
+    uint16_t runtime, worker_id;
+    uint64_t free_since;        /* 0 = not known to be outside polls and the wait */
+    uint64_t samples;           /* since free_since */
+    uint32_t nips;
+    uint64_t ips[Q_LOOPWORK_SAMPLES];
+};
+
+/* Thread (process_id, tid)'s state into *out: true, or false when w has
+ * not seen it. */
+bool q_loopwork_thread_get(const struct q_loopwork *w, int64_t process_id, uint32_t tid,
+                           struct q_loopwork_thr *out);
+
+/* Set a thread's state (in->used must be true). 0 or -ENOMEM. */
+int q_loopwork_thread_set(struct q_loopwork *w, const struct q_loopwork_thr *in);
+
 #endif /* D9_COL_Q_LOOPWORK_H */

@@ -446,12 +446,30 @@ int q_scan_open(struct q_store *s, const struct q_filter *f,
 static _Thread_local bool (*cancel_fn)(void *arg);
 static _Thread_local void *cancel_arg;
 static _Thread_local unsigned cancel_blocks;
+static _Thread_local uint64_t thread_records;     /* q_scan_thread_records */
+static _Thread_local bool cancel_paused;          /* q_scan_pause_cancel */
+
+void q_scan_pause_cancel(bool pause)
+{
+    cancel_paused = pause;
+}
+
+bool q_scan_cancelled(void)
+{
+    return cancel_fn && cancel_fn(cancel_arg);
+}
+
+uint64_t q_scan_thread_records(void)
+{
+    return thread_records;
+}
 
 void q_scan_set_cancel(bool (*fn)(void *arg), void *arg)
 {
     cancel_fn = fn;
     cancel_arg = arg;
     cancel_blocks = 0;
+    cancel_paused = false;
 }
 
 int q_scan_next(struct q_scan_it *it, struct q_rec_src *src,
@@ -472,7 +490,7 @@ int q_scan_next(struct q_scan_it *it, struct q_rec_src *src,
      * one cursor, so it never merges) */
     while (sc->have_row && (sc->nheap == 0 || (!sc->f->ring_order_only &&
                                                sc->row.t_first <= sc->heap[0].c->cur->ts))) {
-        if (cancel_fn && cancel_blocks++ % Q_SCAN_CANCEL_BLOCKS == 0 && cancel_fn(cancel_arg))
+        if (cancel_fn && !cancel_paused && cancel_blocks++ % Q_SCAN_CANCEL_BLOCKS == 0 && cancel_fn(cancel_arg))
             return -ECANCELED;
         int ret = open_block(sc, &sc->row);
         if (ret < 0)
@@ -492,6 +510,7 @@ int q_scan_next(struct q_scan_it *it, struct q_rec_src *src,
         return 1;
     }
     sc->st->records++;
+    thread_records++;
     if (c->cur->ts > sc->st->t_last)
         sc->st->t_last = c->cur->ts;
     *rec = c->cur;

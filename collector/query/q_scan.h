@@ -87,6 +87,20 @@ int q_scan(struct q_store *s, const struct q_filter *f, q_rec_fn fn, void *arg,
  * stops reading instead of running to its end. */
 void q_scan_set_cancel(bool (*fn)(void *arg), void *arg);
 
+/* Records delivered by every scan of the calling thread since it started
+ * (a counter that only grows): d9 serve's request log (D9_SERVE_LOG)
+ * takes the difference around a request. */
+uint64_t q_scan_thread_records(void);
+
+/* While paused (true), the calling thread's scans do not consult its
+ * cancellation test (work worth finishing for a later request: d9 serve's
+ * look-back, serve_edge.h); false resumes. q_scan_set_cancel resumes too. */
+void q_scan_pause_cancel(bool pause);
+
+/* The calling thread's cancellation test, asked now (paused or not);
+ * false when none is set. */
+bool q_scan_cancelled(void);
+
 /* The same scan pulled one record at a time (what q_scan loops
  * over; the SQL virtual tables step it from xNext). q_scan_next
  * returns 1 with *src, *rec, *len valid until the next call, 0 at the end,

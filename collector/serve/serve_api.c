@@ -24,6 +24,7 @@
 #include "collector/query/q_text.h"
 #include "collector/query/q_wake.h"
 #include "collector/serve/serve_api.h"
+#include "collector/serve/serve_edge.h"
 #include "collector/serve/serve_workers.h"
 #include "collector/serve/serve_trig.h"
 #include "collector/store/sym.h"
@@ -1219,6 +1220,7 @@ struct edge {
     uint64_t records;
     bool stopped_by_gap;
     struct q_loopwork *lw;          /* look-back: the thread's loop-work state before the window */
+    bool gap;                       /* look-back: a gap was seen (the state is not kept) */
 };
 
 static void edge_stats(struct tl *t, const struct q_scan_stats *st)
@@ -1237,6 +1239,7 @@ static int on_lookback(void *arg, const struct q_rec_src *src, const struct d9_r
         return 0;
     if (!rec) {
         gap_seen(e->t, src);
+        e->gap = true;
         e->settled = true;          /* nothing before it pairs with what follows */
         e->settle_ts = src->gap_to;
     } else if (rec->type == D9_REC_WORKER_PARK || rec->type == D9_REC_WORKER_UNPARK) {
@@ -1249,6 +1252,27 @@ static int on_lookback(void *arg, const struct q_rec_src *src, const struct d9_r
     return q_pair_feed(e->p, src, rec, len, &done) < 0 ? -ENOMEM : 0;
 }
 
+struct thread_count {
+    uint32_t tid;
+    uint64_t n;
+};
+
+static int thread_block(void *arg, const struct idx_read_block_stat *b)
+{
+    struct thread_count *c = arg;
+    if (b->tid == c->tid)
+        c->n += b->nrec;
+    return 0;
+}
+
+/* The records of thread tid's blocks meeting [from, to], by the index (0
+ * when it cannot say: the read goes ahead, as without the estimate). */
+static uint64_t thread_records(struct tl *t, uint32_t tid, uint64_t from, uint64_t to)
+{
+    struct thread_count c = { .tid = tid };
+    return q_store_block_stats(t->s, t->process_id, from, to, thread_block, &c) < 0 ? 0 : c.n;
+}
+
 /* The polls and parks of lane l open at the window's start, seeded into
  * t->polls. Looks back from the window's start over the thread's records
  * only (the index picks its blocks), in steps that grow x4 from
@@ -1257,56 +1281,120 @@ static int on_lookback(void *arg, const struct q_rec_src *src, const struct d9_r
  * last one is exactly what is open at the start), a gap (nothing pairs
  * across it), or the thread's (else the process's) first record (a poll is
  * never longer than its thread). Bounded by SERVE_API_EDGE_MAX records
- * for the whole answer; past that the answer says edge_partial. */
+ * for the whole answer; past that the answer says edge_partial: a step
+ * whose records (the index's count) would pass the bound is not read (a
+ * lane's first step always is), so one step never reads many times it.
+ * The state found is kept (serve_edge.h); when a kept state of the thread
+ * at T <= the window's start is within EDGE_REACH spans of it, the pairing
+ * starts from that state and reads [T, start) only. The look-back is not
+ * cancelled when the client goes (its state serves the next zoom step;
+ * bounded as above); the window's own scan is. */
+#define EDGE_REACH 4u
 static int lookback(struct tl *t, const struct lane *l)
 {
     uint64_t first = l->first_ns ? l->first_ns : t->proc_first;
     if (first >= t->from)
         return 0;
     uint64_t step = t->span > SERVE_API_LOOKBACK_NS ? t->span : SERVE_API_LOOKBACK_NS;
+    struct serve_edge_key key = { .dir_hash = serve_edge_dir_hash(q_store_dir(t->s)),
+                                  .process_id = t->process_id, .proc_first = t->proc_first,
+                                  .proc_last = t->proc_last, .tid = l->tid };
+    struct q_poll kept[SERVE_EDGE_OPEN_MAX];
+    size_t nkept = 0;
+    bool kept_partial = false;
+    uint64_t kept_t = 0;
+    struct q_loopwork_thr kept_lw = { .used = false };
+    enum serve_edge_got got = serve_edge_take(&key, t->from, step > UINT64_MAX / EDGE_REACH
+                                              ? UINT64_MAX : step * EDGE_REACH, &kept_t, kept,
+                                              &nkept, &kept_partial, &kept_lw, q_scan_cancelled);
+    if (got == SERVE_EDGE_GONE)
+        return -ECANCELED;
+    bool have = got == SERVE_EDGE_FOUND;
+    /* not cancelled: its state is what the request after this one needs */
+    q_scan_pause_cancel(true);
+    int rc = 0;
     for (;;) {
-        uint64_t lb = t->from - first <= step ? first : t->from - step;
+        uint64_t lb = have ? kept_t : t->from - first <= step ? first : t->from - step;
         struct edge e = { .t = t };
-        if (q_pair_new(&e.p) < 0)
-            return -ENOMEM;
+        if (q_pair_new(&e.p) < 0) {
+            rc = -ENOMEM;
+            break;
+        }
         if (q_loopwork_new(&e.lw, 0) < 0) {
             q_pair_free(e.p);
-            return -ENOMEM;
+            rc = -ENOMEM;
+            break;
         }
         q_pair_track_parks(e.p);
-        struct q_filter f = { .from = lb, .to = t->from - 1, .pid = t->p->pid, .tid = l->tid,
-                              .types = EDGE_TYPES, .gaps = true };
-        struct q_scan_stats st;
-        int r = q_scan(t->s, &f, on_lookback, &e, &st, "d9 serve");
-        edge_stats(t, &st);
-        bool done = e.settled || lb == first || t->edge_records >= SERVE_API_EDGE_MAX;
+        int r = 0;
+        for (size_t i = 0; have && i < nkept && r >= 0; i++)
+            if (q_pair_seed(e.p, &kept[i]) < 0)
+                r = -ENOMEM;
+        if (r >= 0 && have && kept_lw.used && q_loopwork_thread_set(e.lw, &kept_lw) < 0)
+            r = -ENOMEM;
+        if (r >= 0 && lb < t->from) {
+            struct q_filter f = { .from = lb, .to = t->from - 1, .pid = t->p->pid, .tid = l->tid,
+                                  .types = EDGE_TYPES, .gaps = true };
+            struct q_scan_stats st;
+            r = q_scan(t->s, &f, on_lookback, &e, &st, "d9 serve");
+            edge_stats(t, &st);
+        }
+        bool done = have || e.settled || lb == first || t->edge_records >= SERVE_API_EDGE_MAX;
+        uint64_t next = step > UINT64_MAX / 4 ? UINT64_MAX : step * 4;
+        if (r >= 0 && !done) {
+            /* the next step would read past the bound (the index's count of
+             * the thread's records there): this one's state, partial */
+            uint64_t nlb = t->from - first <= next ? first : t->from - next;
+            if (t->edge_records + thread_records(t, l->tid, nlb, t->from - 1) > SERVE_API_EDGE_MAX)
+                done = true;
+        }
         if (r >= 0 && done) {
-            if (!e.settled && lb != first)
+            bool partial = have ? kept_partial && !e.settled : !e.settled && lb != first;
+            if (partial)
                 t->edge_partial = true;
             /* loop work open at the window's start: its start is after
              * the last park or unpark (settled), so it was read */
             if (q_loopwork_carry(t->lw, e.lw) < 0)
                 r = -ENOMEM;
+            struct q_poll keep[SERVE_EDGE_OPEN_MAX];
+            size_t nkeep = 0;
+            bool keepable = !e.gap;
             size_t it = 0;
             struct q_poll q;
             while (r >= 0 && q_pair_next_open(e.p, &it, &q)) {
                 /* a poll open across the last park lost its end: not open here */
                 if (q.task != Q_POLL_PARKED && e.settled && q.start_ns < e.settle_ts)
                     continue;
-                if (q.tid == l->tid && q_pair_seed(t->polls, &q) < 0)
+                if (q.tid != l->tid)
+                    continue;
+                if (q_pair_seed(t->polls, &q) < 0)
                     r = -ENOMEM;
                 if (q.task != Q_POLL_PARKED)
                     loc_index(t, NULL, q.loc);      /* named by the store's metadata */
+                if (nkeep < SERVE_EDGE_OPEN_MAX)
+                    keep[nkeep] = q;
+                else
+                    keepable = false;
+                nkeep++;
+            }
+            if (r >= 0 && keepable) {
+                struct q_loopwork_thr lw_at;
+                bool lw_known = q_loopwork_thread_get(e.lw, t->process_id, l->tid, &lw_at);
+                serve_edge_put(&key, t->from, keep, nkeep, partial, lw_known ? &lw_at : NULL);
             }
         }
         q_pair_free(e.p);
         q_loopwork_free(e.lw);
-        if (r < 0)
-            return r;
-        if (done)
-            return 0;
-        step = step > UINT64_MAX / 4 ? UINT64_MAX : step * 4;
+        if (r < 0 || done) {
+            rc = r < 0 ? r : 0;
+            break;
+        }
+        step = next;
     }
+    q_scan_pause_cancel(false);
+    if (got == SERVE_EDGE_CLAIMED)
+        serve_edge_release(&key, t->from);
+    return rc;
 }
 
 static int on_lookahead(void *arg, const struct q_rec_src *src, const struct d9_rec_hdr *rec,

@@ -13,8 +13,22 @@
  * workers busy for a known time whatever the store's size and the
  * machine's speed (test_serve_hostile: a cheap request is not held behind
  * them). Unset or out of range: no wait.
+ *
+ * Test hook: D9_TEST_SERVE_SCAN_HOLD=1 makes a job's first cancellation
+ * test (its first block) wait until its client has gone (at most
+ * POOL_HOLD_MAX_MS), so a test can disconnect while a scan is surely
+ * running and see (in the request log) that it stopped there.
+ *
+ * Request log: D9_SERVE_LOG=1 (read once at start) prints one line per
+ * job to stderr when it starts ("started") and one when it ends: its path
+ * and window, its status ("gone": the client left; "cancelled" when its
+ * scans stopped for that), the ms it waited in the queue and ran, and the
+ * records its scans read. For measuring the page (bench_serve_zoom.sh
+ * keeps it in its temp dir with BENCH_KEEP=1) and for
+ * test_serve_requests.sh.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +42,7 @@
 #define POOL_FLAME_PATH  "/api/flame"
 #define POOL_FINDINGS_PATH "/api/findings"
 #define POOL_EVENTS_PATH "/api/events"
+#define POOL_HOLD_MAX_MS 20000u     /* D9_TEST_SERVE_SCAN_HOLD's bound */
 
 struct pool_worker {
     struct serve_pool *pl;
@@ -42,6 +57,8 @@ struct serve_pool {
     struct serve_job *head, *tail;
     unsigned heavy_running, heavy_max;
     unsigned heavy_delay_ms;    /* the test hook above; 0: none */
+    bool scan_hold;             /* D9_TEST_SERVE_SCAN_HOLD */
+    bool log;                   /* D9_SERVE_LOG */
     bool stopping;
     unsigned n;
     struct pool_worker w[SERVE_POOL_WORKERS_MAX];
@@ -84,26 +101,79 @@ static bool client_gone(int fd)
     return r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
 }
 
+static double ms_since(const struct timespec *a)
+{
+    struct timespec b;
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    return (double)(b.tv_sec - a->tv_sec) * 1e3 + (double)(b.tv_nsec - a->tv_nsec) / 1e6;
+}
+
+/* what a running job's cancellation test needs */
+struct job_run {
+    struct serve_job *j;
+    bool hold;                  /* D9_TEST_SERVE_SCAN_HOLD, not yet done */
+    bool cancelled;             /* the test said gone */
+};
+
 /* q_scan's cancellation test while a job runs: its client has gone */
 static bool job_gone(void *arg)
 {
-    return client_gone(((struct serve_job *)arg)->fd);
+    struct job_run *r = arg;
+    if (r->hold) {
+        r->hold = false;
+        struct timespec t0, ts = { 0, 10 * 1000000L };
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        while (!client_gone(r->j->fd) && ms_since(&t0) < POOL_HOLD_MAX_MS)
+            nanosleep(&ts, NULL);
+    }
+    if (client_gone(r->j->fd))
+        r->cancelled = true;
+    return r->cancelled;
 }
 
-static void run(struct pool_worker *w, struct serve_job *j)
+static void log_job(const struct serve_job *j, const char *how, double wait_ms, double run_ms,
+                    uint64_t records)
 {
+    char win[96] = "";
+    if (j->p.has_from || j->p.has_to)
+        snprintf(win, sizeof win, " from=%" PRIu64 " to=%" PRIu64, j->p.from, j->p.to);
+    fprintf(stderr, "d9 serve: request %s pid=%" PRIu32 "%s width=%" PRIu32 ": %s, waited %.1f ms,"
+            " ran %.1f ms, %" PRIu64 " records read\n", j->path, j->p.pid, win, j->p.width, how,
+            wait_ms, run_ms, records);
+}
+
+static void run(struct serve_pool *pl, struct pool_worker *w, struct serve_job *j)
+{
+    double wait_ms = ms_since(&j->queued);
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    uint64_t rec0 = q_scan_thread_records();
     j->status = 0;
     j->body = NULL;
     j->len = 0;
-    if (client_gone(j->fd))
+    if (client_gone(j->fd)) {
+        if (pl->log)
+            log_job(j, "gone before it ran", wait_ms, 0, 0);
         return;
+    }
     FILE *f = open_memstream(&j->body, &j->len);
     if (!f)
         return;
-    q_scan_set_cancel(job_gone, j);
+    if (pl->log)
+        log_job(j, "started", wait_ms, 0, 0);
+    struct job_run r = { .j = j, .hold = pl->scan_hold };
+    q_scan_set_cancel(job_gone, &r);
     int status = serve_api(w->s, j->path, &j->p, f);
     q_scan_set_cancel(NULL, NULL);
-    if (fclose(f) != 0 || client_gone(j->fd)) {     /* gone: the scan may have stopped early */
+    bool gone = fclose(f) != 0 || client_gone(j->fd);
+    if (pl->log) {
+        char how[48];
+        snprintf(how, sizeof how, "%s", r.cancelled ? "gone, cancelled" : gone ? "gone" : "");
+        if (!gone)
+            snprintf(how, sizeof how, "%d", status);
+        log_job(j, how, wait_ms, ms_since(&t0), q_scan_thread_records() - rec0);
+    }
+    if (gone) {                     /* gone: the scan may have stopped early */
         free(j->body);
         j->body = NULL;
         j->len = 0;
@@ -132,7 +202,7 @@ static void *worker_main(void *arg)
             while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
                 ;
         }
-        run(w, j);
+        run(pl, w, j);
         j->done(j);
         pthread_mutex_lock(&pl->mu);
         if (heavy) {
@@ -167,6 +237,10 @@ int serve_pool_start(struct serve_pool **out, const char *dir, unsigned workers,
         if (*end == '\0' && v >= 1 && v <= 10000)
             pl->heavy_delay_ms = (unsigned)v;
     }
+    const char *sh = getenv("D9_TEST_SERVE_SCAN_HOLD");
+    pl->scan_hold = sh && strcmp(sh, "1") == 0;
+    const char *lg = getenv("D9_SERVE_LOG");
+    pl->log = lg && strcmp(lg, "1") == 0;
     int rc = 0;
     for (unsigned i = 0; i < workers && rc == 0; i++) {
         pl->w[i].pl = pl;
@@ -193,6 +267,7 @@ int serve_pool_start(struct serve_pool **out, const char *dir, unsigned workers,
 void serve_pool_submit(struct serve_pool *pl, struct serve_job *j)
 {
     j->next = NULL;
+    clock_gettime(CLOCK_MONOTONIC, &j->queued);
     pthread_mutex_lock(&pl->mu);
     if (pl->stopping) {
         pthread_mutex_unlock(&pl->mu);

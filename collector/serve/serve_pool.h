@@ -22,7 +22,9 @@
  *   - A job that has started stops when its client goes: its scans ask
  *     every few blocks (q_scan_set_cancel) and end with -ECANCELED; the
  *     answer of a job whose client has gone is dropped (status 0). So
- *     superseded zoom steps free their workers instead of running on.
+ *     superseded zoom steps free their workers instead of running on
+ *     (except a timeline's look-back before its window, bounded: its state
+ *     is kept for the next step, serve_edge.h).
  *
  * Called by cli_serve.c and tests/unit/test_serve_pool.c. Must never write
  * to the store or touch a job after calling its done().
@@ -32,6 +34,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <time.h>
 #include "collector/serve/serve_api.h"
 
 #define SERVE_POOL_WORKERS_DEFAULT  4u
@@ -52,6 +55,7 @@ struct serve_job {
     size_t len;
     /* private */
     struct serve_job *next;
+    struct timespec queued;             /* when submitted (the request log) */
 };
 
 struct serve_pool;

@@ -18,7 +18,8 @@
 # BENCH_ZOOM_REPS (default 3), BENCH_ZOOM_D9 (the d9 to serve with, default
 # $BUILD/bin/d9: to compare builds), BENCH_ZOOM_STORE=DIR (build the store
 # there, or reuse the one an earlier run built there), BENCH_KEEP=1 (keep
-# the temp dir).
+# the temp dir; with D9_SERVE_LOG=1 its serve.err is the server's request
+# log: each request's status, queue and run ms and records read).
 set -u
 BUILD=${BUILD:-build}
 QUICK=${BENCH_QUICK:-0}

@@ -6,7 +6,8 @@
 # segment file read: they still come with the files gone; a store without
 # rollups gets no top rather than a scan), its lanes are
 # the same, in the same order, as at a zoom that is scanned; the page shows
-# those longest polls at its first view. A window of 1800 custom events
+# those longest polls at its first view, and a click on one of them zooms
+# to its second and selects the real poll there. A window of 1800 custom events
 # gets markers sampled over the whole window (not its first ones at the
 # left edge), and the event filter applies to them.
 . tests/integration/lib.sh
@@ -137,10 +138,56 @@ check "the page's Longest polls table shows the rollups' 300 ms slow_poll first,
 import html, re, sys
 s = open(sys.argv[1]).read()
 m = re.search(r'<table id="top">(.*?)</table>', s, re.S)
-rows = re.findall(r'<tr>(.*?)</tr>', m.group(1), re.S)
+rows = re.findall(r'<tr[^>]*>(.*?)</tr>', m.group(1), re.S)
 cells = [[html.unescape(re.sub('<[^>]*>', '', c)) for c in re.findall(r'<td[^>]*>(.*?)</td>', r, re.S)] for r in rows]
 cells = [c for c in cells if c]
 assert cells and cells[0][0] == "300.00ms" and cells[0][3] == "src/slow.c:3 slow_poll", cells[:2]
 assert "worker 1" in cells[0][2], cells[0]
 PY
+# ---- a row of the index overview's longest polls, clicked (playwright) ---------------
+browser_setup
+case $BUILD in /*) ABS_BUILD=$BUILD ;; *) ABS_BUILD=$(pwd)/$BUILD ;; esac
+cat >"$T/click.js" <<'JS'
+// prints "ok NAME" / "FAIL NAME: why" lines
+const { chromium } = require(process.env.PW + "/node_modules/playwright-core");
+const [url, chrome] = process.argv.slice(2);
+const sleep = ms => new Promise(r => setTimeout(r, ms));
+const J = JSON.stringify;
+let failed = 0;
+const ok = (name, cond, why) => { console.log(cond ? "ok " + name : "FAIL " + name + ": " + why); if (!cond) failed++; };
+(async () => {
+  const browser = await chromium.launch({ executablePath: chrome, args: ["--no-sandbox", "--disable-gpu"] });
+  const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  const errors = [];
+  page.on("pageerror", e => errors.push(String(e)));
+  try {
+    await page.goto(url);
+    await page.waitForSelector("body[data-state=ready]", { timeout: 60000 });
+    await page.waitForSelector("#top tr[data-i='0']", { timeout: 60000 });
+    const row = await page.$eval("#top tr[data-i='0']", e => e.textContent);
+    ok("the first row is the rollups' 300 ms slow_poll", /300\.00ms/.test(row) && /slow_poll/.test(row), row);
+    await page.click("#top tr[data-i='0']");
+    let s = {};
+    for (let i = 0; i < 1200; i++) {
+      s = JSON.parse(await page.$eval("#seldrawn", e => e.textContent || "{}"));
+      if (s.location) break;
+      await sleep(50);
+    }
+    ok("the click selects the real poll: slow_poll, 300 ms, on w1, at 4.2 s", s.location === "src/slow.c:3 slow_poll" &&
+       s.dur === 300e6 && s.worker === "w1" && s.start_ns === 5200000000, J(s));
+    const q = new URL(page.url()).searchParams;
+    ok("... in a window of its second and its length: [4 s, 5.3 s]", +q.get("from") === 5000000000 && +q.get("to") === 6300000000,
+       q.get("from") + " .. " + q.get("to"));
+    const d = JSON.parse(await page.$eval("#drawn", e => e.textContent));
+    ok("... drawn in detail", Object.values(d.mode)[0] === "detail", J(d.mode));
+    ok("no script errors", errors.length === 0, errors.join("; "));
+  } catch (e) { ok("the page drives", false, String(e)); }
+  await browser.close();
+  process.exit(failed ? 1 : 0);
+})();
+JS
+PW=$ABS_BUILD/npm-playwright timeout 180 node "$T/click.js" "$(cat "$T/s.url")" "$CHROME" >"$T/click.out" 2>"$T/click.err"
+grep -q . "$T/click.out" || { echo "node: $(tail -n 5 "$T/click.err")"; }
+check "the browser script ran" grep -q '^ok ' "$T/click.out"
+check_lines "$T/click.out"
 d9_finish serve-overview

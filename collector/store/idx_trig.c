@@ -177,13 +177,18 @@ static const char *col_text(sqlite3_stmt *s, int i)
     return p ? (const char *)p : "";
 }
 
-int idx_trig_foreach(struct idx *x, uint32_t pid, uint64_t t0_ns, uint64_t t1_ns,
-                        idx_trig_fn fn, void *arg)
+static int trig_select(struct idx *x, uint32_t pid, uint64_t t0_ns, uint64_t t1_ns,
+                       int overlap, idx_trig_fn fn, void *arg)
 {
     if (!x || !fn)
         return -EINVAL;
     sqlite3_stmt *s = NULL;
-    int rc = sqlite3_prepare_v2(x->db, "SELECT id, pid, process_id, t_ns, source, reason, verdict,"
+    int rc = sqlite3_prepare_v2(x->db, overlap ?
+                                "SELECT id, pid, process_id, t_ns, source, reason, verdict,"
+                                " win_t0, win_t1 FROM triggers WHERE (t_ns BETWEEN ?1 AND ?2"
+                                " OR (win_t0 IS NOT NULL AND win_t0 <= ?2 AND win_t1 >= ?1))"
+                                " AND (?3 = 0 OR pid = ?3) ORDER BY t_ns, id" :
+                                "SELECT id, pid, process_id, t_ns, source, reason, verdict,"
                                 " win_t0, win_t1 FROM triggers WHERE t_ns BETWEEN ?1 AND ?2"
                                 " AND (?3 = 0 OR pid = ?3) ORDER BY t_ns, id", -1, &s, NULL);
     if (rc != SQLITE_OK) {
@@ -212,6 +217,18 @@ int idx_trig_foreach(struct idx *x, uint32_t pid, uint64_t t0_ns, uint64_t t1_ns
         ret = trig_errno(rc);
     sqlite3_finalize(s);
     return ret;
+}
+
+int idx_trig_foreach(struct idx *x, uint32_t pid, uint64_t t0_ns, uint64_t t1_ns,
+                        idx_trig_fn fn, void *arg)
+{
+    return trig_select(x, pid, t0_ns, t1_ns, 0, fn, arg);
+}
+
+int idx_trig_foreach_overlap(struct idx *x, uint32_t pid, uint64_t t0_ns, uint64_t t1_ns,
+                             idx_trig_fn fn, void *arg)
+{
+    return trig_select(x, pid, t0_ns, t1_ns, 1, fn, arg);
 }
 
 int idx_trig_kept_foreach(struct idx *x, uint32_t pid, idx_kept_fn fn, void *arg)

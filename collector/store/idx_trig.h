@@ -58,6 +58,12 @@ typedef int (*idx_trig_fn)(void *arg, const struct idx_trigger *t);
 int idx_trig_foreach(struct idx *x, uint32_t pid, uint64_t t0_ns, uint64_t t1_ns,
                         idx_trig_fn fn, void *arg);
 
+/* The same for every row whose time is in [t0_ns, t1_ns] or whose kept
+ * window overlaps it (a window reaching into a view from a trigger outside
+ * it: d9 serve shades it). */
+int idx_trig_foreach_overlap(struct idx *x, uint32_t pid, uint64_t t0_ns, uint64_t t1_ns,
+                             idx_trig_fn fn, void *arg);
+
 /* A kept window's segment (the index's kept table, idx.h), with its
  * segment's path and pid (through segments and processes). */
 struct idx_kept {

@@ -7,7 +7,8 @@
 # brings the triggers table back equal, row for row (pid, time, source,
 # reason, verdict, merged window), and a second repair adds no duplicate.
 # The same with --retain triggered: the triggers inside the kept windows are
-# cut into the kept segments with their records and come back from them.
+# cut into the kept segments with their records and come back from them,
+# and d9 ps then counts the records those segments hold (issue 35, 3a).
 . tests/integration/lib.sh
 . tests/integration/collector_env.sh
 d9() { "$BIN/d9" --store "$STORE" "$@"; }
@@ -92,4 +93,6 @@ kept3() { [ "$(sql "select count(*) from triggers where verdict in ('kept', 'mer
 check "three triggers with kept windows (the crash may merge into the second's)" kept3
 check "index emptied, fsck --repair: the triggers come back from the kept segments" \
     reindexed kept
+check "... and d9 ps counts the records the kept segments hold" \
+    python3 tests/integration/ps_records.py "$BIN/d9" "$STORE"
 d9_finish trig_reindex

@@ -744,9 +744,11 @@ int idx_open_ex(struct idx **out, const char *store_dir, unsigned flags, char *w
         char boot[64];
         if (e == 0 && read_boot_id(boot, sizeof boot) == 0)
             e = set_meta(x, "boot_id", boot, 1);
-        if (e == 0)             /* version 4, also where a version 4 index lacks it */
-            e = exec(x, kept_sql, "create the kept windows table");
     }
+    /* version 4, also where a version 4 index lacks it; a pulled store
+     * (IDX_OPEN_FOREIGN) too: its kept windows' segments need it */
+    if (e == 0 && !readonly)
+        e = exec(x, kept_sql, "create the kept windows table");
     if (e < 0) {
         if (!x->err[0])
             x_set(x, "%s", strerror(-e));

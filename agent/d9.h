@@ -394,6 +394,42 @@ static inline d9_value d9_value_s_(const char *s)
     }                                                                        \
     static inline void var##_emit(D9_EV_MAP_(D9_EV_PARAM_, __VA_ARGS__))
 
+/* ---- typed triggers ----------------------------------------------------------
+ * d9_trigger(reason) with fields: declare the trigger once at file scope
+ * with its fields as (TYPE, name) pairs, as D9_EVENT does (1..15 fields,
+ * none named "reason"):
+ *
+ *   D9_TRIGGER_EVENT(slow_req, (U64, latency_ms), (STR, path));
+ *   ...
+ *   if (ms > 250) slow_req_trigger("slow request", ms, path);
+ *
+ * This defines the schema slow_req, named D9_TRIGGER_SCHEMA ("d9_trigger")
+ * with the fields ("reason" STR, latency_ms U64, path STR), and static
+ * inline void slow_req_trigger(const char *reason, uint64_t latency_ms,
+ * const char *path), type-checked like D9_EVENT's _emit. It is a trigger
+ * exactly as d9_trigger(reason) is (the collector fires on every schema
+ * named "d9_trigger" whose first field is a string), and its values are
+ * recorded with the marker: the d9_trigger event in `d9 events` and in
+ * `d9 sql`'s d9_trigger table carries them (one column per field name of
+ * every d9_trigger schema, NULL where a marker has no such field). A NULL
+ * reason is "". Same rules as d9_emit: no locks, no syscalls, no
+ * allocation after its first use; with -DD9_DISABLE it compiles to nothing.
+ * D9_SCHEMA(var, D9_TRIGGER_SCHEMA, D9_FIELD_STR("reason"), ...) with
+ * d9_emit is the same trigger for fields known only at run time.
+ */
+#define D9_TRIGGER_EVENT(var, ...)                                           \
+    D9_SCHEMA(var, D9_TRIGGER_SCHEMA, D9_FIELD_STR("reason"),                \
+              D9_EV_MAP_(D9_EV_FIELD_, __VA_ARGS__));                        \
+    static inline void var##_trigger(const char *reason,                     \
+                                     D9_EV_MAP_(D9_EV_PARAM_, __VA_ARGS__))  \
+    {                                                                        \
+        const d9_value d9_v_[] = { D9_STR(reason ? reason : ""),             \
+                                   D9_EV_MAP_(D9_EV_VALUE_, __VA_ARGS__) };  \
+        d9_emit_values(&var, d9_v_, (unsigned)(sizeof d9_v_ / sizeof d9_v_[0])); \
+    }                                                                        \
+    static inline void var##_trigger(const char *reason,                     \
+                                     D9_EV_MAP_(D9_EV_PARAM_, __VA_ARGS__))
+
 /* ---- record functions ---------------------------------------------------- */
 #ifndef D9_DISABLE
 
@@ -414,7 +450,8 @@ D9_API void d9_emit_values(d9_schema *schema, const d9_value *values, unsigned n
  * ([now - lookback, now + lookforward], d9collectd --retain triggered).
  * Recorded as a custom event of the reserved schema "d9_trigger" (field
  * "reason", cut to 255 bytes), so it is a marker in `d9 events`. Same rules
- * as d9_emit: no locks, no syscalls, no allocation. */
+ * as d9_emit: no locks, no syscalls, no allocation. With fields:
+ * D9_TRIGGER_EVENT above. */
 D9_API void d9_trigger(const char *reason);
 
 #else /* D9_DISABLE: every call compiles to nothing */

@@ -354,6 +354,15 @@ struct d9_meta_object {
  * that name stack frames leave a frame in a section of this name out.
  * Named like a C identifier, so the linker defines __start_ and __stop_. */
 #define D9_TRAMP_SECTION     "d9_tramp"
+/* A trampoline's callback: a LOCATION entry whose file is D9_LOC_TRAMP_FILE,
+ * whose func is the trampoline's entry address (as a code location's) and
+ * whose line is the id of the code location (D9_LOC_CODE_FILE) of the
+ * program's function it calls. Written once per trampoline, before the
+ * trampoline is handed to the library; a trampoline calls one function for
+ * the process's life (its slot is written once, agent/uv/cbslot.h). Readers
+ * name a frame inside the trampoline as that function. */
+#define D9_LOC_TRAMP_FILE    "[tramp]"
+#define D9_LOC_TRAMP_SIZE_MAX 512u          /* bytes of code a reader ascribes to one */
 enum d9_field_type {
     D9_FT_U64 = 1,
     D9_FT_I64 = 2,

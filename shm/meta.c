@@ -238,12 +238,12 @@ char *shm_meta_code_func(uint64_t addr, char *out)
     return out;
 }
 
-int shm_meta_code_addr(const struct shm_meta_entry *e, uint64_t *addr)
+/* The address in a code or trampoline entry's func ("0x" + hex). */
+static int func_addr(const char *func, uint64_t *addr)
 {
-    if (!e || e->kind != D9_META_LOCATION || !e->name || !e->func || e->line != 0 ||
-        strcmp(e->name, D9_LOC_CODE_FILE) != 0 || e->func[0] != '0' || e->func[1] != 'x')
+    if (func[0] != '0' || func[1] != 'x')
         return 0;
-    const char *p = e->func + 2;
+    const char *p = func + 2;
     uint64_t v = 0;
     int n = 0;
     for (; *p; p++, n++) {
@@ -255,5 +255,22 @@ int shm_meta_code_addr(const struct shm_meta_entry *e, uint64_t *addr)
     if (n == 0)
         return 0;
     *addr = v;
+    return 1;
+}
+
+int shm_meta_code_addr(const struct shm_meta_entry *e, uint64_t *addr)
+{
+    if (!e || e->kind != D9_META_LOCATION || !e->name || !e->func || e->line != 0 ||
+        strcmp(e->name, D9_LOC_CODE_FILE) != 0)
+        return 0;
+    return func_addr(e->func, addr);
+}
+
+int shm_meta_tramp(const struct shm_meta_entry *e, uint64_t *tramp, uint32_t *loc)
+{
+    if (!e || e->kind != D9_META_LOCATION || !e->name || !e->func || e->line == 0 ||
+        strcmp(e->name, D9_LOC_TRAMP_FILE) != 0 || !func_addr(e->func, tramp))
+        return 0;
+    *loc = e->line;
     return 1;
 }

@@ -62,6 +62,9 @@ int shm_meta_encode_object(uint8_t *out, size_t cap, const struct d9_meta_object
 char *shm_meta_code_func(uint64_t addr, char *out);
 /* 1 and *addr when e is a well-formed code location, else 0. */
 int shm_meta_code_addr(const struct shm_meta_entry *e, uint64_t *addr);
+/* 1, *tramp (its entry) and *loc (the callback's code location id) when e
+ * is a well-formed trampoline entry (D9_LOC_TRAMP_FILE), else 0. */
+int shm_meta_tramp(const struct shm_meta_entry *e, uint64_t *tramp, uint32_t *loc);
 int shm_meta_encode_schema(uint8_t *out, size_t cap, const char *name, uint16_t nfields,
                            const uint8_t *types, const char *const *names);
 

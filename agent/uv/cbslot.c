@@ -3,6 +3,8 @@
  */
 #include <errno.h>
 #include <sched.h>
+#include "agent/d9.h"
+#include "shm/d9_abi.h"
 #include "cbslot.h"
 
 _Static_assert((CBSLOT_N & (CBSLOT_N - 1)) == 0, "CBSLOT_N is a power of 2");
@@ -51,4 +53,37 @@ int cbslot_find_wait(struct cbslot *table, uintptr_t key, cbslot_classify_fn cla
         k = cbslot_find(table, key, classify, full);
     }
     return k;
+}
+
+void cbslot_tell(struct cbslot *table, int k, uintptr_t tramp)
+{
+    if (k < 0 || (unsigned)k >= CBSLOT_N)
+        return;
+    struct cbslot *s = &table[k];
+    /* one publisher per slot: the exchange picks it (relaxed: the entry's
+     * own lock orders the registration; the slot's loc was acquired by the
+     * caller's cbslot_find) */
+    if (atomic_load_explicit(&s->told, memory_order_relaxed) ||
+        atomic_exchange_explicit(&s->told, 1, memory_order_relaxed))
+        return;
+    uint32_t loc = atomic_load_explicit(&s->loc, memory_order_relaxed);
+    if (!loc || loc > (uint32_t)INT32_MAX)
+        return;
+    /* "0x" and lower-case hex, as shm_meta_code_func (which libd9agent.so
+     * does not export) writes a code location's */
+    char func[D9_LOC_CODE_FUNC_MAX], tmp[16];
+    int n = 0;
+    uint64_t v = (uint64_t)tramp;
+    do {
+        tmp[n++] = "0123456789abcdef"[v & 15];
+        v >>= 4;
+    } while (v && n < 16);
+    func[0] = '0';
+    func[1] = 'x';
+    for (int i = 0; i < n; i++)
+        func[2 + i] = tmp[n - 1 - i];
+    func[2 + n] = 0;
+    int saved = errno;
+    d9_loc_register(D9_LOC_TRAMP_FILE, (int)loc, func);
+    errno = saved;
 }

@@ -20,10 +20,15 @@
  * hands out no slot (the caller passes the code unwrapped, counted), it
  * never grows.
  *
+ * Readers name a sample inside a trampoline as the function it calls:
+ * cbslot_tell publishes that pairing (D9_LOC_TRAMP_FILE in shm/d9_abi.h)
+ * once per slot, before the wrapper hands the trampoline out; since a slot
+ * is never reused, the pairing holds for the process's life.
+ *
  * Called by: evwrap.c, uvwrap.c, eploop.c. Must never: lock, allocate or
- * make a syscall, except classify (once per key, caller-supplied) and
- * cbslot_find_wait's sched_yield (only while another thread classifies);
- * change errno.
+ * make a syscall, except classify (once per key, caller-supplied),
+ * cbslot_find_wait's sched_yield (only while another thread classifies)
+ * and cbslot_tell's registration (once per slot); change errno.
  */
 #ifndef D9_UV_CBSLOT_H
 #define D9_UV_CBSLOT_H
@@ -48,6 +53,7 @@ struct cbslot {
     _Atomic uintptr_t key;              /* the code address; 0 = free; set once by CAS */
     _Atomic uint32_t loc;               /* its code location id (0: none) */
     _Atomic uint32_t state;             /* enum cbslot_state, release-stored after loc */
+    _Atomic uint32_t told;              /* 1: cbslot_tell published its trampoline */
 };
 
 /* Decides key's slot on its first use: returns CBSLOT_TRACE or CBSLOT_PASS
@@ -65,6 +71,12 @@ int cbslot_find(struct cbslot *table, uintptr_t key, cbslot_classify_fn classify
 /* cbslot_find, but while another thread classifies key: sched_yield and ask
  * again, up to CBSLOT_BUSY_SPINS times (then CBSLOT_BUSY). */
 int cbslot_find_wait(struct cbslot *table, uintptr_t key, cbslot_classify_fn classify, int *full);
+
+/* Publish once that trampoline tramp (code address) calls slot k's
+ * function: a D9_LOC_TRAMP_FILE location naming the slot's code location.
+ * k must have come from cbslot_find (the slot is complete). Nothing when
+ * the slot has no location (tracing off); keeps errno. */
+void cbslot_tell(struct cbslot *table, int k, uintptr_t tramp);
 
 /* The key of slot k (0 when k is out of range or the slot is free). */
 static inline uintptr_t cbslot_key(const struct cbslot *table, int k)

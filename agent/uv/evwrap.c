@@ -150,7 +150,10 @@ _Static_assert(CBSLOT_N == 64, "EVWRAP_REP64 makes CBSLOT_N trampolines per kind
     static inline __attribute__((unused)) evwrap_fn_##K evwrap_pick_##K(evwrap_fn_##K fn)   \
     {                                                                                       \
         int k = slot_of(evwrap_slots_##K, (uintptr_t)fn);                                   \
-        return k < 0 ? fn : evwrap_tramps_##K[k];                                           \
+        if (k < 0)                                                                          \
+            return fn;                                                                      \
+        cbslot_tell(evwrap_slots_##K, k, (uintptr_t)evwrap_tramps_##K[k]);                  \
+        return evwrap_tramps_##K[k];                                                        \
     }                                                                                       \
     static inline __attribute__((unused)) evwrap_fn_##K evwrap_unwrap_##K(evwrap_fn_##K fn) \
     {                                                                                       \

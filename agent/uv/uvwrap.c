@@ -180,7 +180,10 @@ _Static_assert(CBSLOT_N == 64, "UVWRAP_REP64 makes CBSLOT_N trampolines per kind
     static inline __attribute__((unused)) uvwrap_fn_##K uvwrap_pick_##K(uvwrap_fn_##K fn)    \
     {                                                                                        \
         int k = slot_of(uvwrap_slots_##K, (uintptr_t)fn);                                    \
-        return k < 0 ? fn : uvwrap_tramps_##K[k];                                            \
+        if (k < 0)                                                                           \
+            return fn;                                                                       \
+        cbslot_tell(uvwrap_slots_##K, k, (uintptr_t)uvwrap_tramps_##K[k]);                   \
+        return uvwrap_tramps_##K[k];                                                         \
     }
 
 UVWRAP_KINDS(UVWRAP_DEFINE_KIND)
@@ -372,6 +375,7 @@ UVWRAP_EXPORT int uv_queue_work(uv_loop_t *loop, uv_work_t *req, uv_work_cb work
         if (rt.id != 0) {
             int err = errno;
             w = uvwrap_tramps_work[k];
+            cbslot_tell(uvwrap_slots_work, k, (uintptr_t)w);
             d9_task_spawn(rt, (uint64_t)(uintptr_t)req,
                           atomic_load_explicit(&uvwrap_slots_work[k].loc, memory_order_relaxed));
             errno = err;

@@ -2,7 +2,8 @@
  * cli_findings.c — `d9 findings`: what is wrong in a window, ranked, each
  * with its evidence and a link into `d9 serve`. The rules, the thresholds'
  * defaults and the ranking are q_find.h's; this file parses the thresholds,
- * runs q_find_run and prints the findings as text or JSON lines.
+ * runs q_find_run (with the rollups' filter, q_findru.h; --raw without) and
+ * prints the findings as text or JSON lines.
  *
  * Called by main.c. Memory: q_find's (per location, worker, queue, open
  * task; never per record).
@@ -30,10 +31,12 @@ static const char usage[] =
 "SYNOPSIS\n"
 "    d9 [--store DIR] findings [--pid PID] [--since DUR | --from NS --to NS | --last]\n"
 "                              [--format text|jsonl] [--limit N] [THRESHOLDS]\n"
-"                              [--serve-url URL]\n"
+"                              [--serve-url URL] [--raw]\n"
 "\n"
 "DESCRIPTION\n"
-"    Reads the window once and reports, per kind:\n"
+"    Reads the window once and reports, per kind (the segments' rollups\n"
+"    first tell which processes and workers can hold a long poll or wait:\n"
+"    the others skip that work; every record of the window is still read):\n"
 "    crash          a process that crashed with a poll unfinished (the poll\n"
 "                   never ended; its end is in the window)\n"
 "    lost-records   a process whose rings dropped records (in its whole life:\n"
@@ -91,6 +94,8 @@ static const char usage[] =
 "    --limit N            how many findings to print (default 20).\n"
 "    --serve-url URL      base of the links (default http://" CLI_SERVE_LISTEN ",\n"
 "                         d9 serve's default address).\n"
+"    --raw                the same findings without the rollups' filter (every\n"
+"                         poll and wait tracked in full; for tests and timing).\n"
 "\n"
 "THRESHOLDS\n"
 "    --long-poll DUR      a long poll (default 10ms).\n"
@@ -122,11 +127,13 @@ enum {
     OPT_LOST_MIN,
     OPT_SERVE_URL,
     OPT_LOOP_WORK,
+    OPT_RAW,
 };
 
 struct find_args {
     struct q_find_opts q;
     const char *url;
+    bool raw;
 };
 
 static const char *opt_name(int opt)
@@ -150,6 +157,7 @@ static int priv(struct cli_env *env, void *arg, int opt, const char *val)
     uint64_t *dur = NULL, *num = NULL, n;
     double *pct = NULL;
     switch (opt) {
+    case OPT_RAW: o->raw = true; return 0;
     case OPT_LONG_POLL: dur = &o->q.long_poll_ns; break;
     case OPT_SCHED_WAIT: dur = &o->q.sched_wait_ns; break;
     case OPT_WAKE_DELAY: dur = &o->q.wake_delay_ns; break;
@@ -230,6 +238,7 @@ CLI_DECLARE_CMD(findings)
         { "lost-min", 1, NULL, OPT_LOST_MIN },
         { "serve-url", 1, NULL, OPT_SERVE_URL },
         { "loop-work", 1, NULL, OPT_LOOP_WORK },
+        { "raw", 0, NULL, OPT_RAW },
         CLI_OPTE_NO_FLUSH, CLI_OPTE_END,
     };
     struct find_args o = { .url = "http://" CLI_SERVE_LISTEN };
@@ -252,6 +261,7 @@ CLI_DECLARE_CMD(findings)
         q_store_close(s);
         return cli_fail(env, "out of memory");
     }
+    q_find_raw(f, o.raw);
     uint64_t from, to;
     q_store_window_resolve(s, &a.win, a.pid, &from, &to);
     struct q_scan_stats st;

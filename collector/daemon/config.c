@@ -82,6 +82,7 @@ static const struct opt opts[] = {
     { "trigger-crash",          OPT_TRIG, OFF(trig), 0, 0, NULL, NULL },
     { "trigger-sched-ms",       OPT_TRIG, OFF(trig), 0, 0, NULL, NULL },
     { "trigger-lost",           OPT_TRIG, OFF(trig), 0, 0, NULL, NULL },
+    { "trigger-field",          OPT_TRIG, OFF(trig), 0, 0, NULL, NULL },
     { "debug-dir",       OPT_STR,   OFF(debug_dir),       0, 0, NULL, NULL },
     { "stack-bytes",     OPT_U32,   OFF(stack_bytes),     UNW_STACK_BYTES_MIN, UNW_STACK_BYTES_MAX,
       NULL, NULL },
@@ -404,6 +405,8 @@ static void trig_dump(FILE *f, const struct trig_cfg *t)
     fprintf(f, "trigger-crash = %s\n", t->crash ? "yes" : "no");
     fprintf(f, "trigger-sched-ms = %" PRIu32 "\n", t->sched_ms);
     fprintf(f, "trigger-lost = %s\n", t->lost ? "yes" : "no");
+    for (uint32_t i = 0; i < t->nfield && i < TRIG_FIELD_MAX; i++)
+        fprintf(f, "trigger-field = %s\n", t->field[i].text);
 }
 
 static int parse_args(struct config *c, int argc, char *const argv[],
@@ -646,7 +649,8 @@ void config_usage(FILE *f, const char *prog)
 "        dwarf (rounded down to a multiple of 8; %25$u..%26$u). A frame the copy\n"
 "        does not reach ends the stack: a loop whose poll function keeps a\n"
 "        large array on its stack (libuv's uv__io_poll: about 12 KiB) needs\n"
-"        more than the default. Costs ring space and copy time per sample.\n"
+"        more than the default. Costs ring space (the perf rings grow with\n"
+"        it, up to 16 times) and copy time per sample.\n"
 "        Default: %27$u.\n"
 "    --debug-dir DIR\n"
 "        A build-id tree (DIR/xx/rest.debug, as d9's --debug-dir) searched\n"
@@ -771,6 +775,14 @@ void config_usage(FILE *f, const char *prog)
 "    --trigger-lost yes|no\n"
 "        Automatic trigger: records lost by a ring (full, too big), when\n"
 "        the drain sees the ring's lost count grow. Default: no.\n"
+"    --trigger-field SCHEMA.FIELD>N\n"
+"        Automatic trigger: a custom event of schema SCHEMA whose numeric\n"
+"        field FIELD is over N (also >=, <, <=), at its stamp, with the\n"
+"        reason SCHEMA.FIELD=VALUE > N. Repeatable, up to 8 rules (in the\n"
+"        config file one trigger-field line each; an empty value drops the\n"
+"        rules before it). Bad syntax is refused at start-up; a schema\n"
+"        without the field, or with a string field, is logged once per\n"
+"        process and ignored. Default: none.\n"
 "    --pidfile FILE\n"
 "        Write the collector's pid to FILE at start-up, remove it at exit.\n"
 "        Default: none.\n"

@@ -152,6 +152,20 @@ static int known_cb(void *arg, uint32_t pid, uint64_t start)
     return 0;
 }
 
+/* The perf rings' size factor, per CPU and per thread alike: 4 per 16 KiB
+ * of stack copy a dwarf sample carries (a power of two, at most 16), 1
+ * without. */
+_Static_assert(PERF_RING_PAGES_DEFAULT * 16u <= PERF_RING_PAGES_MAX, "a thread's ring scaled x16");
+static uint32_t dwarf_ring_factor(void)
+{
+    if (!perf_stack_dwarf())
+        return 1;
+    uint32_t f = 4;
+    while (f < 16 && f * 4096u < perf_stack_bytes())
+        f *= 2;
+    return f;
+}
+
 static int adopt_cb(void *arg, const struct discover_candidate *c)
 {
     struct col_ctx *x = arg;
@@ -184,6 +198,10 @@ static int adopt_cb(void *arg, const struct discover_candidate *c)
     pc.freq_hz = x->cfg.perf_freq;
     pc.switch_period = x->cfg.switch_period;
     pc.host_cpu = x->perf_host != NULL;
+    /* a DWARF sample carries its stack copy: the thread's ring holds as
+     * many of them as the host's rings do (mmap halves it where the lock
+     * limit refuses) */
+    pc.ring_pages = PERF_RING_PAGES_DEFAULT * dwarf_ring_factor();
     prof_attach(p, &pc);
     col_info("adopted pid %u (%s, uid %u): %u rings of %u KiB%s", p->pid, p->geo.comm, p->uid,
              p->geo.ring_count, p->geo.ring_data_size / 1024,
@@ -310,17 +328,6 @@ static void host_follow(struct col_ctx *x)
                                                    : "off: no traced process is live");
 }
 
-/* The host rings' size factor: 4 per 16 KiB of stack copy a dwarf sample
- * carries (a power of two, at most 16), 1 without. */
-static uint32_t dwarf_ring_factor(void)
-{
-    if (!perf_stack_dwarf())
-        return 1;
-    uint32_t f = 4;
-    while (f < 16 && f * 4096u < perf_stack_bytes())
-        f *= 2;
-    return f;
-}
 
 /* The host sampler: per-CPU events on the tick when it works (perf_tick.h),
  * else on a cpu-clock timer; per-thread events when per-CPU ones are not

@@ -393,11 +393,7 @@ static int pull_meta(struct proc *p, struct storedir *st)
     while ((rc = shm_meta_next(p->meta, head, &off, &e)) == 1) {
         if (e.kind == D9_META_RUNTIME && p->met)
             met_runtime_name(p->met, e.id, e.name);
-        if (e.kind == D9_META_SCHEMA && e.nfields == 1 && e.fields[0].type == D9_FT_STR &&
-            strcmp(e.name, TRIGD_SCHEMA_NAME) == 0) {
-            p->trig_schema = e.id;      /* d9_trigger() markers fire triggers (trigd.h) */
-            p->trig_schema_ok = 1;
-        }
+        trigd_meta(&p->trig, p->pid, &e);  /* markers and --trigger-field (trigd.h) */
         if (e.kind == D9_META_RUNTIME && p->process_id > 0 && st->idx) {
             int irc = idx_runtime_upsert(st->idx, p->process_id, e.id, e.name);
             if (irc)
@@ -741,9 +737,8 @@ static int read_block(struct proc *p, struct storedir *st, uint32_t i,
         }
         if (p->met)         /* --metrics: the chunk while it is in cache */
             met_feed(p->met, scratch, (size_t)n);
-        if (trigd_wants(p->trig_schema_ok))    /* triggers: markers, long polls, sched */
-            trigd_feed(p->pid, p->process_id, p->trig_schema_ok, p->trig_schema, &r->trig,
-                       scratch, (size_t)n);
+        if (trigd_wants(&p->trig))  /* triggers: markers, fields, long polls, sched */
+            trigd_feed(p->pid, p->process_id, &p->trig, &r->trig, scratch, (size_t)n);
         long e = pack_records(&b->pk, scratch, (size_t)n, b->dst + PACK_PREFIX + b->packed,
                               b->bound - PACK_PREFIX - b->packed);
         if (e < 0) {        /* cannot happen within PACK_BOUND: a bug, not the ring */

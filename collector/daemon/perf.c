@@ -931,5 +931,11 @@ void perf_proc_stats(const struct perf_proc *p, struct perf_stats *out)
     *out = p->st;
     out->threads = p->nth;
     out->kernel_frames = p->kernel;
+    out->ring_kib = 0;
+    for (uint32_t i = 0; i < p->nth; i++) {
+        uint32_t kib = (uint32_t)(p->th[i].data_pages * p->page_size / 1024);
+        if (p->th[i].base && (!out->ring_kib || kib < out->ring_kib))
+            out->ring_kib = kib;
+    }
     unw_counts(p->unw, &out->dwarf_unwound, &out->dwarf_failed, &out->dwarf_ns);
 }

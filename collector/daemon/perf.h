@@ -119,6 +119,7 @@ struct perf_stats {
     uint64_t dwarf_ns;          /* collector time spent unwinding them (CLOCK_MONOTONIC) */
     uint64_t open_errors;       /* threads we failed to open (other than vanished), e.g.
                                    -EMFILE: RLIMIT_NOFILE minus a reserve for the collector */
+    uint32_t ring_kib;          /* the smallest thread's ring (data pages), KiB; 0: none */
 };
 
 struct perf_proc;

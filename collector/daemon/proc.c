@@ -360,7 +360,7 @@ int proc_finish(struct proc *p, struct storedir *st)
     /* execve: the process lives on, the image the agent ran in ended */
     if (!p->quarantined && proc_execd(p)) {
         state = "exec";
-        reason = SEG_EXIT_UNKNOWN;
+        reason = SEG_EXIT_EXEC;     /* in the segment too: a re-index restores it */
         p->exit_code = -1;
     }
     if (drain_writer(p, st, now))

@@ -104,8 +104,7 @@ struct proc {
     uint32_t meta_len, meta_cap;
     uint32_t meta_in_writer;    /* meta[0, meta_in_writer) is in the open segment */
     int meta_bad;               /* a malformed entry stopped the walk for good */
-    int trig_schema_ok;         /* the metadata named the d9_trigger schema (trigd.h): */
-    uint32_t trig_schema;       /*   its id */
+    struct trigd_proc trig;     /* schemas that fire triggers (trigd.h) */
 
     int quarantined;            /* region faulted: shm is off limits */
     int ended;                  /* the process is gone: finish it */

@@ -107,9 +107,9 @@ void prof_attach(struct proc *p, const struct perf_config *cfg)
             col_info("pid %u (%s): on-CPU samples from the per-CPU events, %s", p->pid,
                      p->geo.comm, off);
         else
-            col_info("pid %u (%s): perf sampling at %u Hz per thread, %s, %u threads%s",
-                     p->pid, p->geo.comm, cfg->freq_hz, off, st.threads,
-                     st.kernel_frames ? ", kernel stacks" : ", user stacks only");
+            col_info("pid %u (%s): perf sampling at %u Hz per thread, %s, %u threads%s, "
+                     "rings of %u KiB", p->pid, p->geo.comm, cfg->freq_hz, off, st.threads,
+                     st.kernel_frames ? ", kernel stacks" : ", user stacks only", st.ring_kib);
         return;
     }
     if (mode == D9_SAMPLER_ITIMER)
@@ -343,9 +343,10 @@ void prof_free(struct proc *p)
         perf_proc_stats(pr->pp, &ps);
         if (ps.dwarf_unwound || ps.dwarf_failed)   /* the cost of --stack-mode dwarf */
             col_info("pid %u: %" PRIu64 " samples unwound with DWARF CFI, %.1f us each; "
-                     "%" PRIu64 " not (pc in no known object)", p->pid, ps.dwarf_unwound,
+                     "%" PRIu64 " not (pc in no known object); %" PRIu64 " lost", p->pid,
+                     ps.dwarf_unwound,
                      ps.dwarf_unwound ? (double)ps.dwarf_ns / 1e3 / (double)ps.dwarf_unwound : 0.0,
-                     ps.dwarf_failed);
+                     ps.dwarf_failed, ps.lost);
     }
     perf_proc_close(pr->pp);
     free(pr->buf);

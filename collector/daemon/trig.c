@@ -6,6 +6,7 @@
 #include "collector/daemon/trig.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +45,77 @@ static int trig_num(const char *v, uint32_t lo, uint32_t hi, uint32_t *out)
     return 0;
 }
 
+static const char *const op_names[] = { ">", ">=", "<", "<=" };
+
+const char *trig_op_name(int op)
+{
+    return op >= 0 && op < (int)(sizeof op_names / sizeof op_names[0]) ? op_names[op] : "?";
+}
+
+int trig_field_match(const struct trig_field *f, double x)
+{
+    switch (f->op) {
+    case TRIG_OP_GT: return x > f->value;
+    case TRIG_OP_GE: return x >= f->value;
+    case TRIG_OP_LT: return x < f->value;
+    case TRIG_OP_LE: return x <= f->value;
+    }
+    return 0;
+}
+
+static int name_char(char ch)
+{
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+           ch == '_' || ch == '-' || ch == '.';
+}
+
+#define FIELD_SYNTAX "expected SCHEMA.FIELD>N (or >=, <, <=; N a number)"
+
+/* "SCHEMA.FIELD OP N" into f; -EINVAL with the reason in err. */
+static int field_parse(const char *v, struct trig_field *f, char *err, size_t errlen)
+{
+    memset(f, 0, sizeof *f);
+    size_t n = 0;
+    while (name_char(v[n]))
+        n++;
+    const char *dot = NULL;
+    for (size_t i = 0; i < n; i++)
+        if (v[i] == '.')
+            dot = v + i;
+    if (!dot || dot == v || (size_t)(dot - v) + 1 == n)
+        return trig_err(err, errlen, "trigger-field: '%.64s': " FIELD_SYNTAX "%s", v, "");
+    size_t sl = (size_t)(dot - v), fl = n - sl - 1;
+    if (sl >= TRIG_FIELD_NAME_MAX || fl >= TRIG_FIELD_NAME_MAX)
+        return trig_err(err, errlen, "trigger-field: '%.64s': a name longer than 63 bytes%s", v,
+                        "");
+    memcpy(f->schema, v, sl);
+    memcpy(f->field, dot + 1, fl);
+    const char *p = v + n;
+    while (*p == ' ')
+        p++;
+    if (p[0] == '>' || p[0] == '<') {
+        f->op = p[0] == '>' ? TRIG_OP_GT : TRIG_OP_LT;
+        p++;
+        if (*p == '=') {
+            f->op = f->op == TRIG_OP_GT ? TRIG_OP_GE : TRIG_OP_LE;
+            p++;
+        }
+    } else {
+        return trig_err(err, errlen, "trigger-field: '%.64s': " FIELD_SYNTAX "%s", v, "");
+    }
+    while (*p == ' ')
+        p++;
+    char *end = NULL;
+    errno = 0;
+    double x = *p && *p != ' ' ? strtod(p, &end) : NAN;
+    if (!end || end == p || *end || errno || !isfinite(x) ||
+        !((*p >= '0' && *p <= '9') || *p == '-' || *p == '+' || *p == '.'))
+        return trig_err(err, errlen, "trigger-field: '%.64s': " FIELD_SYNTAX "%s", v, "");
+    f->value = x;
+    snprintf(f->text, sizeof f->text, "%s.%s%s%s", f->schema, f->field, trig_op_name(f->op), p);
+    return 0;
+}
+
 int trig_cfg_set(struct trig_cfg *c, const char *key, const char *value, char *err, size_t errlen)
 {
     static const struct {
@@ -67,6 +139,23 @@ int trig_cfg_set(struct trig_cfg *c, const char *key, const char *value, char *e
             c->retain = TRIG_RETAIN_TRIGGERED;
         else
             return trig_err(err, errlen, "retain: '%s' is not all or triggered%s", value, "");
+        return 0;
+    }
+    if (strcmp(key, "trigger-field") == 0) {
+        if (!*value) {
+            c->nfield = 0;
+            return 0;
+        }
+        struct trig_field f;
+        int rc = field_parse(value, &f, err, errlen);
+        if (rc)
+            return rc;
+        if (c->nfield >= TRIG_FIELD_MAX) {
+            if (err && errlen)
+                snprintf(err, errlen, "trigger-field: at most %u rules", TRIG_FIELD_MAX);
+            return -EINVAL;
+        }
+        c->field[c->nfield++] = f;
         return 0;
     }
     if (strcmp(key, "trigger-crash") == 0 || strcmp(key, "trigger-lost") == 0) {
@@ -95,7 +184,7 @@ int trig_cfg_set(struct trig_cfg *c, const char *key, const char *value, char *e
     }
     return trig_err(err, errlen, "unknown trigger key '%.64s'%s (known: retain, trigger-lookback-ms, "
                     "trigger-lookforward-ms, trigger-debounce-ms, trigger-rate, trigger-poll-ms, "
-                    "trigger-crash, trigger-sched-ms, trigger-lost)", key, "");
+                    "trigger-crash, trigger-sched-ms, trigger-lost, trigger-field)", key, "");
 }
 
 int trig_cfg_check(const struct trig_cfg *c, char *err, size_t errlen)
@@ -111,6 +200,12 @@ int trig_cfg_check(const struct trig_cfg *c, char *err, size_t errlen)
         return trig_err(err, errlen, "trigger debounce, poll and sched thresholds must be at most "
                         "1 h%s%s",
                         "", "");
+    if (c->nfield > TRIG_FIELD_MAX)
+        return trig_err(err, errlen, "trigger-field: too many rules%s%s", "", "");
+    for (uint32_t i = 0; i < c->nfield; i++)
+        if (!c->field[i].schema[0] || !c->field[i].field[0] || !isfinite(c->field[i].value) ||
+            c->field[i].op < TRIG_OP_GT || c->field[i].op > TRIG_OP_LE)
+            return trig_err(err, errlen, "trigger-field: a bad rule%s%s", "", "");
     if (c->rate_per_min == 0 || c->rate_per_min > TRIG_RATE_MAX)
         return trig_err(err, errlen, "trigger-rate must be 1..6000 a minute%s%s", "", "");
     return 0;

@@ -40,8 +40,24 @@
 #define TRIG_RATE_MAX                6000u
 #define TRIG_WIN_MAX                 256u     /* kept windows remembered at once */
 #define TRIG_RATE_SLOTS              64u      /* ring of accepted times for the rate limit */
+#define TRIG_FIELD_MAX               8u       /* --trigger-field rules */
+#define TRIG_FIELD_NAME_MAX          64u      /* a schema or field name, NUL included */
+#define TRIG_FIELD_TEXT_MAX          160u     /* a rule as text, NUL included */
 
 enum trig_retain { TRIG_RETAIN_ALL = 0, TRIG_RETAIN_TRIGGERED = 1 };
+
+/* A custom-event-field trigger (--trigger-field 'SCHEMA.FIELD>N'): an event
+ * of schema SCHEMA whose numeric field FIELD compares with N by op. Only the
+ * syntax is known at start-up; whether the schema has the field, and that it
+ * is numeric, is learnt per process from its metadata (trigd.h). */
+enum trig_op { TRIG_OP_GT = 0, TRIG_OP_GE = 1, TRIG_OP_LT = 2, TRIG_OP_LE = 3 };
+struct trig_field {
+    char schema[TRIG_FIELD_NAME_MAX];
+    char field[TRIG_FIELD_NAME_MAX];
+    int op;                 /* enum trig_op */
+    double value;           /* the threshold N (finite) */
+    char text[TRIG_FIELD_TEXT_MAX];     /* the rule, normalized: "req.ms>200" */
+};
 
 struct trig_cfg {
     enum trig_retain retain;
@@ -51,6 +67,8 @@ struct trig_cfg {
     int crash;              /* 1: a crash of the traced program triggers */
     uint32_t sched_ms;      /* 0: no automatic scheduling-wait trigger */
     int lost;               /* 1: records lost by a ring trigger */
+    struct trig_field field[TRIG_FIELD_MAX];    /* --trigger-field rules */
+    uint32_t nfield;
 };
 
 struct trig_win {
@@ -79,6 +97,14 @@ void trig_cfg_default(struct trig_cfg *c);
  * reason in err (an unknown key, a value that is not a number, or out of
  * range). */
 int trig_cfg_set(struct trig_cfg *c, const char *key, const char *value, char *err, size_t errlen);
+/* The key "trigger-field" adds one rule per call (up to TRIG_FIELD_MAX;
+ * an empty value removes every rule so far): SCHEMA.FIELD then one of >,
+ * >=, <, <= then a finite decimal number, spaces allowed around the
+ * operator; names of letters, digits, '_', '-' and '.', the field after the
+ * last '.'. "op" is the comparison as text (">", ">=", ...). */
+const char *trig_op_name(int op);
+/* 1 when x compares with the rule's threshold as its op says. */
+int trig_field_match(const struct trig_field *f, double x);
 /* The whole configuration's sanity (absurd windows, a rate of 0). */
 int trig_cfg_check(const struct trig_cfg *c, char *err, size_t errlen);
 

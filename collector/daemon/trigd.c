@@ -13,6 +13,7 @@
 #include "collector/store/col_log.h"
 #include "collector/store/idx_trig.h"
 #include "shm/d9_abi.h"
+#include "shm/meta.h"
 
 static struct trigd {
     struct trig_state st;
@@ -27,7 +28,7 @@ static struct trigd {
 } td;
 
 static const char *const src_names[TRIGD_SRC_COUNT] = {
-    "marker", "shell", "poll", "crash", "sched", "lost",
+    "marker", "shell", "poll", "crash", "sched", "lost", "field",
 };
 static const char *const verdict_names[TRIGD_VERDICT_COUNT] = {
     "kept", "merged", "debounced", "rate-limited",
@@ -155,9 +156,129 @@ int trigd_fire(uint32_t pid, int64_t process_id, uint64_t t_ns, int source, cons
     return v;
 }
 
-int trigd_wants(int schema_ok)
+int trigd_wants(const struct trigd_proc *tp)
 {
-    return schema_ok || td.st.cfg.poll_ms > 0 || td.st.cfg.sched_ms > 0;
+    return tp->nbind > 0 || td.st.cfg.poll_ms > 0 || td.st.cfg.sched_ms > 0;
+}
+
+static void bind_add(struct trigd_proc *tp, uint32_t pid, const struct shm_meta_entry *e,
+                     unsigned rule, unsigned field)
+{
+    if (tp->nbind == TRIGD_BIND_MAX) {
+        if (!tp->full_logged)
+            col_warn("pid %" PRIu32 ": more than %u schemas fire triggers; schema '%.64s' "
+                     "(id %" PRIu32 ") and later ones fire none", pid, TRIGD_BIND_MAX, e->name,
+                     e->id);
+        tp->full_logged = 1;
+        return;
+    }
+    struct trigd_bind *b = &tp->bind[tp->nbind++];
+    memset(b, 0, sizeof *b);
+    b->schema = e->id;
+    b->rule = (uint8_t)rule;
+    b->field = (uint8_t)field;
+    b->nfields = (uint8_t)(e->nfields <= D9_SCHEMA_MAX_FIELDS ? e->nfields : D9_SCHEMA_MAX_FIELDS);
+    for (unsigned i = 0; i < b->nfields; i++)
+        b->types[i] = e->fields[i].type;
+}
+
+void trigd_meta(struct trigd_proc *tp, uint32_t pid, const struct shm_meta_entry *e)
+{
+    if (e->kind != D9_META_SCHEMA || !e->name)
+        return;
+    if (e->nfields >= 1 && e->fields[0].type == D9_FT_STR && strcmp(e->name, TRIGD_SCHEMA_NAME) == 0)
+        bind_add(tp, pid, e, TRIGD_BIND_MARKER, 0);
+    const struct trig_cfg *c = &td.st.cfg;
+    for (uint32_t r = 0; r < c->nfield && r < TRIG_FIELD_MAX; r++) {
+        const struct trig_field *f = &c->field[r];
+        if (strcmp(e->name, f->schema) != 0)
+            continue;
+        unsigned k = 0;
+        while (k < e->nfields && k < D9_SCHEMA_MAX_FIELDS &&
+               !(e->fields[k].name && strcmp(e->fields[k].name, f->field) == 0))
+            k++;
+        if (k == e->nfields || k == D9_SCHEMA_MAX_FIELDS)
+            col_warn("pid %" PRIu32 ": --trigger-field %s: schema '%s' (id %" PRIu32 ") has no "
+                     "field '%s'; the rule is ignored for it", pid, f->text, f->schema, e->id,
+                     f->field);
+        else if (e->fields[k].type == D9_FT_STR || e->fields[k].type < D9_FT_U64 ||
+                 e->fields[k].type > D9_FT_BOOL)
+            col_warn("pid %" PRIu32 ": --trigger-field %s: field '%s' of schema '%s' (id %" PRIu32
+                     ") is not numeric; the rule is ignored for it", pid, f->text, f->field,
+                     f->schema, e->id);
+        else
+            bind_add(tp, pid, e, r, k);
+    }
+}
+
+/* The payload offset of field k of a custom record r of len bytes whose
+ * fields have these types, or -1 when the record is too short for it. */
+static long field_at(const uint8_t *r, size_t len, const struct trigd_bind *b, unsigned k)
+{
+    struct d9_rec_custom c;
+    memcpy(&c, r, sizeof c);
+    if (c.payload_len > len - sizeof c || k >= b->nfields)
+        return -1;
+    size_t off = 0;
+    for (unsigned i = 0; i <= k; i++) {
+        if (c.payload_len - off < 8)
+            return -1;
+        if (i == k)
+            return (long)off;
+        if (b->types[i] == D9_FT_STR) {
+            uint32_t sl;
+            memcpy(&sl, r + sizeof c + off, sizeof sl);
+            if (sl > D9_STR_MAX)
+                return -1;
+            size_t w = ((size_t)sl + 4 + 7) & ~(size_t)7;
+            if (w > c.payload_len - off)
+                return -1;
+            off += w;
+        } else {
+            off += 8;
+        }
+    }
+    return -1;
+}
+
+/* An event of a --trigger-field binding: fires when its field passes. */
+static void field_check(uint32_t pid, int64_t process_id, const struct trigd_bind *b,
+                        const uint8_t *r, size_t len, uint64_t ts)
+{
+    long off = field_at(r, len, b, b->field);
+    if (off < 0 || b->rule >= td.st.cfg.nfield)
+        return;
+    const struct trig_field *f = &td.st.cfg.field[b->rule];
+    uint64_t w;
+    memcpy(&w, r + sizeof(struct d9_rec_custom) + off, sizeof w);
+    double x;
+    char val[32];
+    switch (b->types[b->field]) {
+    case D9_FT_U64:
+        x = (double)w;
+        snprintf(val, sizeof val, "%" PRIu64, w);
+        break;
+    case D9_FT_I64:
+        x = (double)(int64_t)w;
+        snprintf(val, sizeof val, "%" PRId64, (int64_t)w);
+        break;
+    case D9_FT_F64:
+        memcpy(&x, &w, sizeof x);
+        snprintf(val, sizeof val, "%g", x);
+        break;
+    case D9_FT_BOOL:
+        x = w != 0;
+        snprintf(val, sizeof val, "%u", (unsigned)(w != 0));
+        break;
+    default:
+        return;
+    }
+    if (!trig_field_match(f, x))      /* a NaN passes no rule */
+        return;
+    char why[TRIGD_REASON_MAX + 1];
+    snprintf(why, sizeof why, "%s.%s=%s %s %g", f->schema, f->field, val, trig_op_name(f->op),
+             f->value);
+    trigd_fire(pid, process_id, ts, TRIGD_SRC_FIELD, why, NULL);
 }
 
 int trigd_lost(uint32_t pid, int64_t process_id, uint32_t ring, uint64_t delta, uint64_t t_ns)
@@ -186,7 +307,68 @@ static void marker_reason(const uint8_t *r, size_t len, char *out, size_t cap)
     out[k] = 0;
 }
 
-void trigd_feed(uint32_t pid, int64_t process_id, int schema_ok, uint32_t schema,
+/* A record whose seq is not the next one: records were dropped (or are
+ * read again), so no open poll is known to enclose what comes next. */
+static void seq_check(struct trigd_ring *tr, uint32_t seq)
+{
+    if (tr->seq_known && seq != tr->next_seq)
+        for (uint32_t i = 0; i < tr->nopen; i++)
+            tr->open[i].sure = 0;
+    tr->seq_known = 1;
+    tr->next_seq = seq + 1;
+}
+
+static void open_remove(struct trigd_ring *tr, uint32_t i)
+{
+    if (i + 1 < tr->nopen)
+        memmove(&tr->open[i], &tr->open[i + 1], (tr->nopen - i - 1) * sizeof tr->open[0]);
+    tr->nopen--;
+}
+
+static uint64_t poll_task(const uint8_t *r)
+{
+    uint64_t task;      /* at the same offset in POLL_START and POLL_END */
+    memcpy(&task, r + offsetof(struct d9_rec_poll_start, task), sizeof task);
+    return task;
+}
+
+/* A new start of an open task replaces it (its end was lost); a full stack
+ * loses its bottom poll. */
+static void poll_start(struct trigd_ring *tr, const uint8_t *r, uint64_t ts)
+{
+    uint64_t task = poll_task(r);
+    for (uint32_t i = tr->nopen; i-- > 0;)
+        if (tr->open[i].task == task) {
+            open_remove(tr, i);
+            break;
+        }
+    if (tr->nopen == TRIGD_OPEN_MAX)
+        open_remove(tr, 0);
+    tr->open[tr->nopen++] = (struct trigd_open){ task, ts, 1 };
+}
+
+/* Closes the latest open start of the end's task and the polls still open
+ * inside it. Returns the poll's duration when it is outermost (no sure open
+ * poll below it), else 0 (also for an end without a start). */
+static uint64_t poll_end(struct trigd_ring *tr, const uint8_t *r, uint64_t ts)
+{
+    uint64_t task = poll_task(r);
+    uint32_t i = tr->nopen;
+    while (i-- > 0)
+        if (tr->open[i].task == task)
+            break;
+    if (i == UINT32_MAX)
+        return 0;       /* its start was lost, or came before the collector */
+    int outermost = 1;
+    for (uint32_t j = 0; j < i; j++)
+        if (tr->open[j].sure)
+            outermost = 0;
+    uint64_t t0 = tr->open[i].ts;
+    tr->nopen = i;
+    return outermost && ts >= t0 ? ts - t0 : 0;
+}
+
+void trigd_feed(uint32_t pid, int64_t process_id, const struct trigd_proc *tp,
                 struct trigd_ring *tr, const uint8_t *buf, size_t n)
 {
     uint64_t poll_ns = (uint64_t)td.st.cfg.poll_ms * 1000000ull;
@@ -198,22 +380,30 @@ void trigd_feed(uint32_t pid, int64_t process_id, int schema_ok, uint32_t schema
         if (h.len < D9_REC_HDR_SIZE || h.len > n - off)
             return;         /* the drain validated the framing: cannot happen */
         const uint8_t *r = buf + off;
-        if (h.type == D9_REC_CUSTOM && schema_ok && h.len >= sizeof(struct d9_rec_custom)) {
+        if (poll_ns)
+            seq_check(tr, h.seq);
+        if (h.type == D9_REC_CUSTOM && tp->nbind && h.len >= sizeof(struct d9_rec_custom)) {
             uint32_t id;
             memcpy(&id, r + offsetof(struct d9_rec_custom, schema), sizeof id);
-            if (id == schema) {
-                char why[TRIGD_REASON_MAX + 1];
-                marker_reason(r, h.len, why, sizeof why);
-                trigd_fire(pid, process_id, h.ts, TRIGD_SRC_MARKER, why, NULL);
+            for (uint32_t i = 0; i < tp->nbind && i < TRIGD_BIND_MAX; i++) {
+                const struct trigd_bind *b = &tp->bind[i];
+                if (b->schema != id)
+                    continue;
+                if (b->rule == TRIGD_BIND_MARKER) {
+                    char why[TRIGD_REASON_MAX + 1];
+                    marker_reason(r, h.len, why, sizeof why);
+                    trigd_fire(pid, process_id, h.ts, TRIGD_SRC_MARKER, why, NULL);
+                } else {
+                    field_check(pid, process_id, b, r, h.len, h.ts);
+                }
             }
-        } else if (h.type == D9_REC_POLL_START && poll_ns) {
-            if (tr->depth++ == 0)
-                tr->poll_ts = h.ts;
-        } else if (h.type == D9_REC_POLL_END && poll_ns && tr->depth > 0) {
-            if (--tr->depth == 0 && h.ts >= tr->poll_ts && h.ts - tr->poll_ts > poll_ns) {
+        } else if (h.type == D9_REC_POLL_START && poll_ns && h.len >= D9_REC_HDR_SIZE + 8) {
+            poll_start(tr, r, h.ts);
+        } else if (h.type == D9_REC_POLL_END && poll_ns && h.len >= D9_REC_HDR_SIZE + 8) {
+            uint64_t d = poll_end(tr, r, h.ts);
+            if (d > poll_ns) {
                 char why[64];
-                snprintf(why, sizeof why, "poll of %" PRIu64 " ms",
-                         (uint64_t)((h.ts - tr->poll_ts) / 1000000ull));
+                snprintf(why, sizeof why, "poll of %" PRIu64 " ms", (uint64_t)(d / 1000000ull));
                 trigd_fire(pid, process_id, h.ts, TRIGD_SRC_POLL, why, NULL);
             }
         } else if ((h.type == D9_REC_WORKER_PARK || h.type == D9_REC_WORKER_UNPARK) && sched_ns &&

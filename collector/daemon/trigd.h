@@ -24,7 +24,8 @@
  * is the daemon's trig_state; ask trig_kept()/trig_droppable() of it.
  *
  * Called by d9collectd.c (init, the shell and crash triggers, metrics),
- * drain.c (markers, long polls, sched waits, lost records), on the drain thread only (no locking).
+ * drain.c (metadata, markers, fields, long polls, sched waits, lost records), on the
+ * drain thread only (no locking).
  * Must never: trust a reason's bytes (cut to TRIGD_REASON_MAX, control
  * bytes shown as '?'), or fail the drain because the index write failed
  * (logged, counted in index_errors).
@@ -46,7 +47,8 @@ enum trigd_source {
     TRIGD_SRC_CRASH = 3,        /* --trigger-crash */
     TRIGD_SRC_SCHED = 4,        /* --trigger-sched-ms */
     TRIGD_SRC_LOST = 5,         /* --trigger-lost */
-    TRIGD_SRC_COUNT = 6,
+    TRIGD_SRC_FIELD = 6,        /* --trigger-field */
+    TRIGD_SRC_COUNT = 7,
 };
 #define TRIGD_VERDICT_COUNT 4u  /* enum trig_verdict */
 #define TRIGD_REASON_MAX    255u
@@ -63,7 +65,23 @@ enum trigd_source {
  * end and before a seal. 0 or the write error (the rest stay queued). */
 int trigd_write_blocks(uint32_t pid, struct seg_writer *w);
 
-/* "marker", "shell", "poll", "crash", "sched", "lost". */
+/* A process's schemas that trigd_feed looks at (filled by trigd_meta). */
+#define TRIGD_BIND_MAX      16u
+#define TRIGD_BIND_MARKER   0xffu       /* rule of a d9_trigger schema */
+struct trigd_bind {
+    uint32_t schema;            /* the schema's id in the process */
+    uint8_t rule;               /* TRIGD_BIND_MARKER, or the --trigger-field rule's index */
+    uint8_t field;              /* the rule's field, by index */
+    uint8_t nfields;
+    uint8_t types[16];          /* D9_FT_* of each field (D9_SCHEMA_MAX_FIELDS) */
+};
+struct trigd_proc {
+    struct trigd_bind bind[TRIGD_BIND_MAX];
+    uint32_t nbind;
+    int full_logged;            /* "too many schemas" said once */
+};
+
+/* "marker", "shell", "poll", "crash", "sched", "lost", "field". */
 const char *trigd_source_name(int source);
 /* "kept", "merged", "debounced", "rate-limited". */
 const char *trigd_verdict_name(int verdict);
@@ -82,23 +100,52 @@ struct trig_state *trigd_state(void);
 int trigd_fire(uint32_t pid, int64_t process_id, uint64_t t_ns, int source, const char *reason,
                struct trig_win *win);
 
+/* A metadata entry e of process pid (any kind; schemas are looked at):
+ * adds tp's bindings for it. */
+struct shm_meta_entry;
+void trigd_meta(struct trigd_proc *tp, uint32_t pid, const struct shm_meta_entry *e);
+
 /* The drain's look at a chunk of one ring's records (validated, stamps
  * converted, as met_feed gets them): markers of the process's d9_trigger
- * schema (schema_ok: the metadata named one, with id schema) fire
- * TRIGD_SRC_MARKER at their stamp; with --trigger-poll-ms, an outermost
+ * schemas (tp's bindings) fire TRIGD_SRC_MARKER at their stamp, events
+ * passing a --trigger-field rule TRIGD_SRC_FIELD; with --trigger-poll-ms, an outermost
  * poll longer than it fires TRIGD_SRC_POLL at its end; with
  * --trigger-sched-ms, a WORKER_PARK/UNPARK record not flagged
  * D9_WORKER_UNSAMPLED whose sched_wait_ns is longer than it fires
  * TRIGD_SRC_SCHED at its stamp. A record the drain
- * reads twice (a failed seal, drain.h) fires twice: the debounce eats it. */
-struct trigd_ring {
-    uint64_t poll_ts;           /* start of the open outermost poll */
-    uint32_t depth;             /* polls open (they nest) */
+ * reads twice (a failed seal, drain.h) fires twice: the debounce eats it.
+ *
+ * Poll pairing (the ring is one thread's, so its polls nest as calls do):
+ * the open polls are a stack of at most TRIGD_OPEN_MAX, and an end closes
+ * the latest open start of its own task (q_pair's rule), dropping the polls
+ * opened inside it that are still open (their ends were lost). A poll whose
+ * end never comes must not silence the ring, so an open poll stops being
+ * "sure" (able to enclose later polls) when the records after its start
+ * show a drop: a gap in the ring's seq (a gap is exactly a drop, d9_abi.h),
+ * or a seq going back (records read twice). It also leaves the stack when
+ * a new start of its task comes (its end was lost), or when the stack is
+ * full (the bottom one). Outermost then means: a long poll fires at its
+ * end when no poll below it in the stack is still open and sure, i.e.
+ * when no poll known to enclose it is still running (that one fires
+ * instead, at its own end, being longer). Properly nested long polls fire
+ * once, for the outermost; a poll open across a drop and a later poll both
+ * fire when long (the debounce may then eat one). */
+#define TRIGD_OPEN_MAX 8u
+struct trigd_open {
+    uint64_t task;
+    uint64_t ts;                /* its start */
+    uint32_t sure;              /* no drop seen since its start */
 };
-void trigd_feed(uint32_t pid, int64_t process_id, int schema_ok, uint32_t schema,
+struct trigd_ring {
+    struct trigd_open open[TRIGD_OPEN_MAX];     /* bottom first */
+    uint32_t nopen;
+    uint32_t seq_known;         /* next_seq holds the seq the next record should have */
+    uint32_t next_seq;
+};
+void trigd_feed(uint32_t pid, int64_t process_id, const struct trigd_proc *tp,
                 struct trigd_ring *r, const uint8_t *buf, size_t n);
 /* Does trigd_feed have anything to look for in this process? */
-int trigd_wants(int schema_ok);
+int trigd_wants(const struct trigd_proc *tp);
 
 /* With --trigger-lost yes: ring of pid lost delta more records (the drain
  * saw its lost counter grow) at t_ns fires TRIGD_SRC_LOST; nothing when

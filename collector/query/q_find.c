@@ -16,6 +16,7 @@
 #include <string.h>
 #include "collector/store/idx_trig.h"
 #include "collector/store/store_hash.h"
+#include "collector/query/q_findru.h"
 #include "collector/query/q_loopwork.h"
 #include "collector/query/q_names.h"
 #include "collector/query/q_pair.h"
@@ -31,6 +32,8 @@
 #define NS_PER_MS     1000000ull
 #define NS_PER_S      1000000000ull
 #define NS_PER_MIN    60000000000ull
+#define MARK_POLLS    (1ull << 40)   /* marks' keys beside runtime << 16 | worker */
+#define MARK_ALL      (1ull << 41)
 
 /* ---- the table ------------------------------------------------------------ */
 
@@ -211,6 +214,8 @@ struct spawn_ent {              /* key (process_id, task) */
 
 struct proc_ent {               /* key (process_id, 0) */
     uint32_t pid;
+    bool flt_known;             /* the marks below were looked up (filtered runs) */
+    bool polls, waits;          /* track every poll / every worker's waits (not filtered) */
     uint64_t first_ts, last_ts; /* its first and last record in the scan */
     bool have_info;
     struct q_find_proc info;
@@ -227,6 +232,11 @@ struct q_find {
     struct proc_ent *lastp;     /* the procs entry of the last record (valid until the
                                    next insertion into procs: q_find_process clears it) */
     int64_t lastp_id;
+    /* the rollups' filter (q_findru.h): marks keyed (process_id, MARK_*) or
+     * (process_id, runtime << 16 | worker); missed: an instance where the
+     * marks said none can be (q_find_run then reads again without them) */
+    bool filter, raw, missed;
+    struct tab marks;
     struct q_finding *v;
     size_t n, cap;
 };
@@ -259,6 +269,27 @@ void q_find_opts_default(struct q_find_opts *o)
     };
 }
 
+static void fini(struct q_find *f);
+
+/* f zeroed, f->o set: the tables and the feeders. 0 or -ENOMEM (fini frees). */
+static int init(struct q_find *f)
+{
+    tab_init(&f->locs, sizeof(struct loc_ent));
+    tab_init(&f->wrks, sizeof(struct wrk_ent));
+    tab_init(&f->queues, sizeof(struct queue_ent));
+    tab_init(&f->thrs, sizeof(struct thr_ent));
+    tab_init(&f->spawns, sizeof(struct spawn_ent));
+    tab_init(&f->procs, sizeof(struct proc_ent));
+    tab_init(&f->lws, sizeof(struct lw_ent));
+    tab_init(&f->marks, sizeof(uint64_t));
+    if (!f->o.loop_work_ns)             /* 0 = the default */
+        f->o.loop_work_ns = Q_FIND_DEF_LOOP_WORK_NS;
+    if (q_pair_new(&f->pair) < 0 || q_wake_new(&f->wake) < 0 || q_sched_new(&f->sched) < 0 ||
+        q_loopwork_new(&f->lw, 0) < 0)
+        return -ENOMEM;
+    return 0;
+}
+
 int q_find_new(struct q_find **out, const struct q_find_opts *o)
 {
     struct q_find *f = calloc(1, sizeof *f);
@@ -268,17 +299,7 @@ int q_find_new(struct q_find **out, const struct q_find_opts *o)
         f->o = *o;
     else
         q_find_opts_default(&f->o);
-    tab_init(&f->locs, sizeof(struct loc_ent));
-    tab_init(&f->wrks, sizeof(struct wrk_ent));
-    tab_init(&f->queues, sizeof(struct queue_ent));
-    tab_init(&f->thrs, sizeof(struct thr_ent));
-    tab_init(&f->spawns, sizeof(struct spawn_ent));
-    tab_init(&f->procs, sizeof(struct proc_ent));
-    tab_init(&f->lws, sizeof(struct lw_ent));
-    if (!f->o.loop_work_ns)             /* 0 = the default */
-        f->o.loop_work_ns = Q_FIND_DEF_LOOP_WORK_NS;
-    if (q_pair_new(&f->pair) < 0 || q_wake_new(&f->wake) < 0 || q_sched_new(&f->sched) < 0 ||
-        q_loopwork_new(&f->lw, 0) < 0) {
+    if (init(f) < 0) {
         q_find_free(f);
         return -ENOMEM;
     }
@@ -286,10 +307,49 @@ int q_find_new(struct q_find **out, const struct q_find_opts *o)
     return 0;
 }
 
+/* Back to what q_find_new made (the options and raw kept). 0 or -ENOMEM. */
+static int reset(struct q_find *f)
+{
+    struct q_find_opts o = f->o;
+    bool raw = f->raw;
+    fini(f);
+    memset(f, 0, sizeof *f);
+    f->o = o;
+    f->raw = raw;
+    return init(f);
+}
+
+void q_find_raw(struct q_find *f, bool raw)
+{
+    f->raw = raw;
+}
+
+/* q_findru_plan's marks (before the scan). */
+static int mark(void *arg, int64_t process_id, enum q_findru_mark what, uint16_t runtime,
+                uint16_t worker)
+{
+    struct q_find *f = arg;
+    uint64_t key = what == Q_FINDRU_POLLS ? MARK_POLLS : what == Q_FINDRU_ALL ? MARK_ALL
+                                          : (uint64_t)runtime << 16 | worker;
+    f->lastp = NULL;            /* a process's flags are looked up again */
+    for (size_t i = 0; i < f->procs.cap; i++) {
+        struct slot_hdr *h = tab_slot(&f->procs, i);
+        if (h->used)
+            ((struct proc_ent *)tab_val(h))->flt_known = false;
+    }
+    return tab_put(&f->marks, (uint64_t)process_id, key) ? 0 : -ENOMEM;
+}
+
 void q_find_free(struct q_find *f)
 {
     if (!f)
         return;
+    fini(f);
+    free(f);
+}
+
+static void fini(struct q_find *f)
+{
     for (size_t i = 0; i < f->locs.cap; i++) {
         struct slot_hdr *h = tab_slot(&f->locs, i);
         if (h->used)
@@ -311,8 +371,8 @@ void q_find_free(struct q_find *f)
     q_pair_free(f->pair);
     q_wake_free(f->wake);
     q_sched_free(f->sched);
+    tab_free(&f->marks);
     free(f->v);
-    free(f);
 }
 
 /* ---- feeding -------------------------------------------------------------- */
@@ -362,36 +422,48 @@ static int on_poll_done(struct q_find *f, const struct q_poll *p)
     return 0;
 }
 
-static int feed_poll(struct q_find *f, const struct q_rec_src *src, const struct d9_rec_hdr *rec,
-                     size_t len)
+/* A poll_start answers its task's pending wake (wake-delay). */
+static int feed_wake_answer(struct q_find *f, const struct q_rec_src *src,
+                            const struct d9_rec_hdr *rec)
+{
+    struct d9_rec_poll_start s;
+    memcpy(&s, rec, sizeof s);
+    struct q_wake_pending w;
+    if (q_wake_take(f->wake, src->process_id, s.task, &w) != 1)
+        return 0;
+    struct loc_ent *l = tab_put(&f->locs, (uint64_t)src->process_id, s.loc);
+    if (!l)
+        return -ENOMEM;
+    l->pid = src->pid;
+    l->wakes++;
+    uint64_t d = rec->ts > w.ts ? rec->ts - w.ts : 0;
+    if (d >= f->o.wake_delay_ns) {
+        l->late_wakes++;
+        l->late_ns += d;
+        worst_keep(&l->wk, d, w.ts, rec->ts, s.task, src->tid);
+    }
+    return 0;
+}
+
+static int feed_poll(struct q_find *f, const struct proc_ent *p, const struct q_rec_src *src,
+                     const struct d9_rec_hdr *rec, size_t len)
 {
     struct q_poll done;
     int r = q_pair_feed(f->pair, src, rec, len, &done);
     if (r < 0)
         return r;
+    if (!p->polls) {            /* filtered: the rollups say no poll here is long */
+        if (r == 1 && done.end_ns - done.start_ns >= f->o.long_poll_ns)
+            f->missed = true;
+        return rec->type == D9_REC_POLL_START ? feed_wake_answer(f, src, rec) : 0;
+    }
     struct thr_ent *t = tab_put(&f->thrs, (uint64_t)src->process_id, src->tid);
     if (!t)
         return -ENOMEM;
     if (rec->type == D9_REC_POLL_START) {
         if (t->depth++ == 0)
             t->nbuf = 0, t->dropped = 0;
-        struct d9_rec_poll_start s;
-        memcpy(&s, rec, sizeof s);
-        struct q_wake_pending w;
-        if (q_wake_take(f->wake, src->process_id, s.task, &w) == 1) {
-            struct loc_ent *l = tab_put(&f->locs, (uint64_t)src->process_id, s.loc);
-            if (!l)
-                return -ENOMEM;
-            l->pid = src->pid;
-            l->wakes++;
-            uint64_t d = rec->ts > w.ts ? rec->ts - w.ts : 0;
-            if (d >= f->o.wake_delay_ns) {
-                l->late_wakes++;
-                l->late_ns += d;
-                worst_keep(&l->wk, d, w.ts, rec->ts, s.task, src->tid);
-            }
-        }
-        return 0;
+        return feed_wake_answer(f, src, rec);
     }
     if (r == 1 && (r = on_poll_done(f, &done)) < 0)   /* inserts into locs only: t holds */
         return r;
@@ -400,14 +472,20 @@ static int feed_poll(struct q_find *f, const struct q_rec_src *src, const struct
     return 0;
 }
 
-static int feed_worker(struct q_find *f, const struct q_rec_src *src, const struct d9_rec_hdr *rec,
-                       size_t len)
+static int feed_worker(struct q_find *f, const struct proc_ent *p, const struct q_rec_src *src,
+                       const struct d9_rec_hdr *rec, size_t len)
 {
     uint64_t ns;
     if (!q_sched_wait(rec, len, &ns))
         return 0;
     struct d9_rec_worker r;
     memcpy(&r, rec, sizeof r);
+    if (!p->waits && !tab_get(&f->marks, (uint64_t)src->process_id,
+                              (uint64_t)r.runtime << 16 | r.worker)) {
+        if (ns >= f->o.sched_wait_ns)   /* filtered: the rollups say no wait here is long */
+            f->missed = true;
+        return 0;
+    }
     struct wrk_ent *w = tab_put(&f->wrks, (uint64_t)src->process_id,
                                 (uint64_t)r.runtime << 16 | r.worker);
     if (!w)
@@ -465,9 +543,11 @@ static int feed_task(struct q_find *f, const struct q_rec_src *src, const struct
     return 0;
 }
 
-static int feed_sample(struct q_find *f, const struct q_rec_src *src, const struct d9_rec_hdr *rec,
-                       size_t len)
+static int feed_sample(struct q_find *f, const struct proc_ent *p, const struct q_rec_src *src,
+                       const struct d9_rec_hdr *rec, size_t len)
 {
+    if (!p->polls)
+        return 0;
     struct d9_rec_stack s;
     memcpy(&s, rec, sizeof s);
     if (s.nframes == 0 || len < sizeof s + 8)
@@ -535,6 +615,12 @@ int q_find_feed(struct q_find *f, const struct q_rec_src *src, const struct d9_r
         f->lastp = p;
         f->lastp_id = src->process_id;
     }
+    if (!p->flt_known) {
+        bool all = !f->filter || tab_get(&f->marks, (uint64_t)src->process_id, MARK_ALL);
+        p->polls = all || tab_get(&f->marks, (uint64_t)src->process_id, MARK_POLLS);
+        p->waits = all;
+        p->flt_known = true;
+    }
     if (p->first_ts == 0 || rec->ts < p->first_ts)
         p->first_ts = rec->ts;
     if (rec->ts > p->last_ts)
@@ -549,7 +635,7 @@ int q_find_feed(struct q_find *f, const struct q_rec_src *src, const struct d9_r
     switch (rec->type) {
     case D9_REC_POLL_START:
     case D9_REC_POLL_END:
-        return feed_poll(f, src, rec, len);
+        return feed_poll(f, p, src, rec, len);
     case D9_REC_WAKE: {
         struct d9_rec_wake w;
         memcpy(&w, rec, sizeof w);
@@ -558,14 +644,14 @@ int q_find_feed(struct q_find *f, const struct q_rec_src *src, const struct d9_r
     }
     case D9_REC_WORKER_PARK:
     case D9_REC_WORKER_UNPARK:
-        return feed_worker(f, src, rec, len);
+        return feed_worker(f, p, src, rec, len);
     case D9_REC_TASK_SPAWN:
     case D9_REC_TASK_TERMINATE:
         return feed_task(f, src, rec);
     case D9_REC_QUEUE_DEPTH:
         return feed_queue(f, src, rec);
     case D9_REC_CPU_SAMPLE:
-        return feed_sample(f, src, rec, len);
+        return feed_sample(f, p, src, rec, len);
     default:
         return 0;
     }
@@ -1085,7 +1171,9 @@ static int on_proc(void *arg, const struct idx_read_process *r)
 
 static int on_rec(void *arg, const struct q_rec_src *src, const struct d9_rec_hdr *rec, size_t len)
 {
-    return q_find_feed(arg, src, rec, len);
+    struct q_find *f = arg;
+    int r = q_find_feed(f, src, rec, len);
+    return r < 0 ? r : f->missed ? 1 : 0;       /* missed: the filtered read is void */
 }
 
 struct names_ctx {
@@ -1155,15 +1243,36 @@ static int find_triggers(struct q_find *f, struct q_store *s, uint32_t pid, uint
     return 0;
 }
 
-int q_find_run(struct q_find *f, struct q_store *s, uint32_t pid, uint64_t from, uint64_t to,
-               struct q_scan_stats *st, const char *prog)
+/* The processes and the scan, filtered by the rollups or not. */
+static int run_scan(struct q_find *f, struct q_store *s, uint32_t pid, uint64_t from,
+                    uint64_t to, bool filter, struct q_scan_stats *st, const char *prog)
 {
     struct run_ctx c = { .f = f, .s = s, .to = to };
     int r = q_store_processes(s, pid, from, to, on_proc, &c);
     if (r < 0)
         return c.err < 0 ? c.err : r;
+    f->filter = filter;
+    if (filter && (r = q_findru_plan(s, pid, from, to, f->o.long_poll_ns, f->o.sched_wait_ns,
+                                     mark, f, NULL, prog)) < 0)
+        return r;
+    f->lastp = NULL;
     struct q_filter flt = { .from = from, .to = to, .pid = pid, .types = Q_FIND_TYPES };
-    if ((r = q_scan(s, &flt, on_rec, f, st, prog)) < 0)
+    r = q_scan(s, &flt, on_rec, f, st, prog);
+    return r < 0 ? r : 0;
+}
+
+int q_find_run(struct q_find *f, struct q_store *s, uint32_t pid, uint64_t from, uint64_t to,
+               struct q_scan_stats *st, const char *prog)
+{
+    int r = run_scan(f, s, pid, from, to, !f->raw, st, prog);
+    if (r == 0 && f->missed) {
+        fprintf(stderr, "%s: a long poll or wait the rollups did not show (a poll across "
+                "segments, or a block not read): reading the window again without them\n",
+                prog ? prog : "d9");
+        if ((r = reset(f)) == 0)
+            r = run_scan(f, s, pid, from, to, false, st, prog);
+    }
+    if (r < 0)
         return r;
     struct names_ctx nc = { NULL, NULL };
     q_names_open(s, &nc.names);

@@ -180,11 +180,22 @@ int q_find_finish(struct q_find *f, const struct q_find_namer *nm);
 const struct q_finding *q_find_list(const struct q_find *f, size_t *n);
 
 /* The whole query: processes of pid (0 = all) in [from, to] with their
- * drops, one scan of Q_FIND_TYPES, names from the store (locations,
- * runtimes, frames by q_sym), then q_find_finish. *st (may be NULL) gets the
- * scan's counts; prog prefixes its warnings. 0 or -errno. */
+ * drops, the rollups' filter (q_findru.h; not with q_find_raw), one scan of
+ * Q_FIND_TYPES, names from the store (locations, runtimes, frames by
+ * q_sym), then q_find_finish. The scan still reads every block of the
+ * window: wake-delay, imbalance, queue-growth, task-leak, loop-work and
+ * crash need every record of their types; the filter only spares the
+ * long-poll and sched-delay work (pairing kept, per-thread sample buffers,
+ * per-worker wait tables) of the processes and workers whose rollups prove
+ * no instance. If the scan meets an instance the filter ruled out (a poll
+ * paired across a segment rotation, a block that could not be read), the
+ * window is read again without it, with one line on stderr: the findings
+ * are always the raw scan's. *st (may be NULL) gets the scan's counts;
+ * prog prefixes its warnings. 0 or -errno. */
 int q_find_run(struct q_find *f, struct q_store *s, uint32_t pid, uint64_t from, uint64_t to,
                struct q_scan_stats *st, const char *prog);
+/* raw: q_find_run without the rollups' filter (`d9 findings --raw`, tests). */
+void q_find_raw(struct q_find *f, bool raw);
 
 /* One finding as a JSON object (no newline); url (may be NULL) is added as
  * "url". */

@@ -242,3 +242,23 @@ int q_loopwork_feed(struct q_loopwork *w, const struct q_rec_src *src,
     t->worker_id = wk;
     return r;
 }
+
+int q_loopwork_carry(struct q_loopwork *w, const struct q_loopwork *from)
+{
+    for (size_t i = 0; i < from->cap; i++) {
+        const struct lw_thr *f = &from->t[i];
+        if (!f->used)
+            continue;
+        struct lw_thr *t = thr_put(w, f->process_id, f->tid);
+        if (!t)
+            return -ENOMEM;
+        *t = *f;
+    }
+    return 0;
+}
+
+uint64_t q_loopwork_open_since(const struct q_loopwork *w, int64_t process_id, uint32_t tid)
+{
+    const struct lw_thr *t = thr_get(w, process_id, tid);
+    return t && t->worker && t->depth == 0 && !t->parked ? t->free_since : 0;
+}

@@ -71,4 +71,15 @@ void q_loopwork_free(struct q_loopwork *w);
 int q_loopwork_feed(struct q_loopwork *w, const struct q_rec_src *src,
                     const struct d9_rec_hdr *rec, size_t len, struct q_loopwork_iv *done);
 
+/* Carry the thread states an earlier scan left in from (a look-back over
+ * records before the window) into w, before w is fed the records after
+ * them: a stretch open at the boundary then ends in w whole. Threads of
+ * from overwrite w's. 0 or -ENOMEM. */
+int q_loopwork_carry(struct q_loopwork *w, const struct q_loopwork *from);
+
+/* When thread (process_id, tid), a loop worker, is outside its polls and
+ * its wait now: the time it left them; else 0 (a look-ahead reads on past
+ * a window while this is not 0). */
+uint64_t q_loopwork_open_since(const struct q_loopwork *w, int64_t process_id, uint32_t tid);
+
 #endif /* D9_COL_Q_LOOPWORK_H */

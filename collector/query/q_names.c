@@ -129,6 +129,12 @@ int q_names_objects(struct q_names *n, int64_t process_id,
     return seg_reader_each_object(names_reader(n, process_id), fn, arg);
 }
 
+int q_names_locations(struct q_names *n, int64_t process_id,
+                      int (*fn)(void *arg, const struct shm_meta_entry *e), void *arg)
+{
+    return seg_reader_each_location(names_reader(n, process_id), fn, arg);
+}
+
 const struct shm_meta_entry *q_names_meta(struct q_names *n, int64_t process_id,
                                                   uint16_t kind, uint32_t id)
 {

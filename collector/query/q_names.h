@@ -24,6 +24,10 @@ void q_names_close(struct q_names *n);
  * collector recorded no memory maps. fn returns non-zero to stop. */
 int q_names_objects(struct q_names *n, int64_t process_id,
                             int (*fn)(void *arg, const struct shm_meta_entry *e), void *arg);
+/* The same for its location entries (D9_META_LOCATION): the shim's
+ * trampoline entries (D9_LOC_TRAMP_FILE) among them. */
+int q_names_locations(struct q_names *n, int64_t process_id,
+                      int (*fn)(void *arg, const struct shm_meta_entry *e), void *arg);
 /* Each returns buf, filled with the name or "#<id>" / "?" when unknown. */
 const char *q_names_location(struct q_names *n, int64_t process_id, uint32_t loc,
                                      char *buf, size_t cap);

@@ -21,11 +21,19 @@
 #define Q_SYM_TABLE_MIN  4096u
 #define Q_SYM_POOL_BLOCK (256u * 1024u)
 
+struct tramp {
+    uint64_t at;                    /* a trampoline's entry */
+    uint64_t fn;                    /* the program's function it calls */
+};
+
 struct proc {
     int64_t process_id;
     struct sym_resolver *r;
     uint64_t maps;                  /* d9.map records fed */
     bool objects_tried;             /* the agent's objects were looked for */
+    bool tramps_tried;              /* its trampoline entries were read */
+    struct tramp *tr;               /* sorted by at */
+    size_t ntr, captr;
 };
 
 struct name_ent {
@@ -67,8 +75,10 @@ void q_sym_free(struct q_sym *y)
 {
     if (!y)
         return;
-    for (size_t i = 0; i < y->np; i++)
+    for (size_t i = 0; i < y->np; i++) {
         sym_resolver_free(y->p[i].r);
+        free(y->p[i].tr);
+    }
     free(y->p);
     free(y->e);
     for (struct pool_block *b = y->pool, *n; b; b = n) {
@@ -235,10 +245,83 @@ static const struct name_ent *named(struct q_sym *y, int64_t process_id, uint64_
     return &y->e[j];
 }
 
+/* ---- trampolines: named as the function they call ---------------------------- */
+
+struct tramp_add {
+    struct q_names *names;
+    struct proc *p;
+};
+
+static int add_tramp(void *arg, const struct shm_meta_entry *e)
+{
+    struct tramp_add *ta = arg;
+    uint64_t at, fn;
+    uint32_t loc;
+    if (!shm_meta_tramp(e, &at, &loc) ||
+        !shm_meta_code_addr(q_names_meta(ta->names, ta->p->process_id, D9_META_LOCATION, loc),
+                            &fn))
+        return 0;                   /* not one, or its callback's entry is not there */
+    struct proc *p = ta->p;
+    if (p->ntr == p->captr) {
+        size_t nc = p->captr ? p->captr * 2 : 64;
+        struct tramp *n = realloc(p->tr, nc * sizeof *n);
+        if (!n)
+            return -ENOMEM;
+        p->tr = n;
+        p->captr = nc;
+    }
+    p->tr[p->ntr++] = (struct tramp){ at, fn };
+    return 0;
+}
+
+static int tramp_cmp(const void *a, const void *b)
+{
+    const struct tramp *x = a, *y = b;
+    return (x->at > y->at) - (x->at < y->at);
+}
+
+/* The program's function that the trampoline holding addr calls, named;
+ * NULL when unknown (the agent published no entry for it, the process's
+ * metadata cannot be read, out of memory). A trampoline runs only after
+ * its entry was written, and the published ones do not overlap: the one
+ * with the greatest entry <= addr, within D9_LOC_TRAMP_SIZE_MAX, holds it. */
+static const struct name_ent *tramp_callee(struct q_sym *y, int64_t process_id, uint64_t addr)
+{
+    struct proc *p = resolver_of(y, process_id);
+    if (!p || !y->s)
+        return NULL;
+    if (!p->tramps_tried) {
+        p->tramps_tried = true;
+        if (!y->names && q_names_open(y->s, &y->names) < 0)
+            return NULL;
+        struct tramp_add ta = { y->names, p };
+        if (q_names_locations(y->names, process_id, add_tramp, &ta) < 0)
+            p->ntr = 0;
+        qsort(p->tr, p->ntr, sizeof *p->tr, tramp_cmp);
+    }
+    size_t lo = 0, hi = p->ntr;     /* the first entry > addr */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (p->tr[mid].at <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0 || addr - p->tr[lo - 1].at >= D9_LOC_TRAMP_SIZE_MAX)
+        return NULL;
+    const struct name_ent *c = named(y, process_id, p->tr[lo - 1].fn, false);
+    return c && !c->hidden ? c : NULL;
+}
+
 const char *q_sym_name(struct q_sym *y, int64_t process_id, uint64_t addr, bool kernel,
                        bool *hidden)
 {
     const struct name_ent *e = named(y, process_id, addr, kernel);
+    if (e && e->hidden && !kernel) {
+        const struct name_ent *c = tramp_callee(y, process_id, addr);
+        if (c)
+            e = c;
+    }
     if (hidden)
         *hidden = e && e->hidden;
     return e ? e->name : NULL;
@@ -270,8 +353,15 @@ int q_sym_frames(struct q_sym *y, int64_t process_id, const struct d9_rec_hdr *r
         const struct name_ent *e = named(y, process_id, look, kernel);
         if (!e)
             return -ENOMEM;
-        if (e->hidden)
-            continue;           /* a shim trampoline */
+        if (e->hidden) {
+            /* a shim trampoline: the callback it calls, unless that is the
+             * frame inside it already */
+            const struct name_ent *c = kernel ? NULL : tramp_callee(y, process_id, look);
+            if (!c || (k > 0 && strcmp(out[k - 1].name, c->name) == 0))
+                continue;
+            out[k++] = (struct q_frame){ ip, look, c->name, false };
+            continue;
+        }
         out[k++] = (struct q_frame){ ip, look, e->name, kernel };
     }
     return k;

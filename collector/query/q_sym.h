@@ -14,7 +14,11 @@
  * The frames of a stack (q_sym_frames), innermost first:
  *   - an address 0 (the end of a frame-pointer chain) is no frame;
  *   - a frame in a section named SYM_TRAMP_SECTION ("d9_tramp") of its file
- *     is a shim trampoline, not the program's: left out;
+ *     is a shim trampoline, not the program's: named as the program's
+ *     function it calls (the agent's D9_LOC_TRAMP_FILE entries), left out
+ *     when that function is the frame inside it (the usual case) or the
+ *     entry is unknown; so a sample taken in the trampoline's own code
+ *     counts for the callback, not for the library that called it;
  *   - return addresses are looked up at ip - 1 (a call at the end of a
  *     function belongs to it, not to the next one), except the innermost
  *     frame and the first user frame under kernel frames: those are where
@@ -65,7 +69,8 @@ int q_sym_frames(struct q_sym *y, int64_t process_id, const struct d9_rec_hdr *r
                  struct q_frame *out);
 
 /* The name of one address of process_id (exact: looked up as is, else at
- * addr - 1); *hidden (may be NULL) = a trampoline. NULL on -ENOMEM. */
+ * addr - 1); a trampoline's is its callback's; *hidden (may be NULL) = a
+ * trampoline whose callback is unknown. NULL on -ENOMEM. */
 const char *q_sym_name(struct q_sym *y, int64_t process_id, uint64_t addr, bool kernel,
                        bool *hidden);
 

@@ -16,6 +16,7 @@
 #include "collector/query/q_find.h"
 #include "collector/query/q_flame.h"
 #include "collector/query/q_loc.h"
+#include "collector/query/q_loopwork.h"
 #include "collector/query/q_names.h"
 #include "collector/query/q_pair.h"
 #include "collector/query/q_rollup.h"
@@ -205,6 +206,11 @@ struct item {                       /* one poll (task != PARKED) or parked span 
     uint32_t lane, loc;
 };
 
+struct lwork {                      /* one loop-work interval (q_loopwork.h) */
+    uint64_t start, dur, samples;
+    uint32_t lane;
+};
+
 struct top {
     uint64_t start, dur, task;      /* start may be before the window */
     uint32_t lane, loc;
@@ -259,6 +265,10 @@ struct tl {
     uint64_t ev_skipped;            /* /api/events: matching events before offset */
     uint32_t ev_limit;
     char **col_ev;                  /* timeline: the first matching event of each column */
+    struct q_loopwork *lw;          /* loop work: fed the window's records and the edges' */
+    struct lwork *lwv;              /* the first SERVE_API_MAX_LOOPWORK of them, in time order */
+    size_t nlw;
+    uint64_t lw_total;
     int err;
 };
 
@@ -546,6 +556,25 @@ static void gap_seen(struct tl *t, const struct q_rec_src *src)
     t->ngaps++;
 }
 
+/* One record (or a gap: rec NULL) into the loop-work state; an interval it
+ * ends is listed on its thread's lane. */
+static int lw_feed(struct tl *t, const struct q_rec_src *src, const struct d9_rec_hdr *rec,
+                   size_t len)
+{
+    struct q_loopwork_iv iv;
+    int r = q_loopwork_feed(t->lw, src, rec, len, &iv);
+    if (r <= 0)
+        return r;
+    struct lane *l = lane_of(t, iv.tid, NULL);
+    if (!l)
+        return t->err;
+    t->lw_total++;
+    if (t->nlw < SERVE_API_MAX_LOOPWORK)
+        t->lwv[t->nlw++] = (struct lwork){ .start = iv.start_ns, .dur = iv.end_ns - iv.start_ns,
+                                           .samples = iv.samples, .lane = lane_index(t, l) };
+    return 0;
+}
+
 static int on_record(void *arg, const struct q_rec_src *src, const struct d9_rec_hdr *rec,
                      size_t len)
 {
@@ -559,6 +588,8 @@ static int on_record(void *arg, const struct q_rec_src *src, const struct d9_rec
     if (!rec) {                     /* a block not read: nothing pairs across it */
         gap_seen(t, src);
         struct q_poll none;
+        if (!t->events_only && lw_feed(t, src, NULL, 0) < 0)
+            return -ENOMEM;
         return q_pair_feed(t->polls, src, NULL, 0, &none);
     }
     if (t->events_only) {
@@ -576,6 +607,8 @@ static int on_record(void *arg, const struct q_rec_src *src, const struct d9_rec
         if (len < sizeof s)
             return 0;
         memcpy(&s, rec, sizeof s);
+        if (rec->type == D9_REC_CPU_SAMPLE && lw_feed(t, src, rec, len) < 0)
+            return -ENOMEM;
         struct lane *l = lane_of(t, s.tid, NULL);
         if (l) {
             struct cell *c = &l->c[px_of(t, rec->ts)];
@@ -628,6 +661,8 @@ static int on_record(void *arg, const struct q_rec_src *src, const struct d9_rec
             if (wait > c->sched_max_ns)
                 c->sched_max_ns = wait;
         }
+        if (lw_feed(t, src, rec, len) < 0)
+            return -ENOMEM;
         rc = q_pair_feed(t->polls, src, rec, len, &done);
         if (rc < 0)
             return rc;
@@ -844,6 +879,10 @@ static void print_timeline(struct tl *t, FILE *o)
                     q_pair_open_text(e->why));
         fputc('}', o);
     }
+    fprintf(o, "],\n\"loopwork_total\":%" PRIu64 ",\"loopwork\":[", t->lw_total);
+    for (size_t i = 0; i < t->nlw; i++)
+        fprintf(o, "%s[%u,%" PRId64 ",%" PRIu64 ",%" PRIu64 "]", i ? "," : "", t->lwv[i].lane,
+                rel(t, t->lwv[i].start), t->lwv[i].dur, t->lwv[i].samples);
     fprintf(o, "],\n\"events_total\":%" PRIu64 ",\"events\":[", t->events_total);
     fwrite(t->evbuf, 1, t->evlen, o);
     fputs("]}\n", o);
@@ -1178,6 +1217,7 @@ struct edge {
     uint64_t t_last;                /* look-ahead: the last record seen */
     uint64_t records;
     bool stopped_by_gap;
+    struct q_loopwork *lw;          /* look-back: the thread's loop-work state before the window */
 };
 
 static void edge_stats(struct tl *t, const struct q_scan_stats *st)
@@ -1202,6 +1242,9 @@ static int on_lookback(void *arg, const struct q_rec_src *src, const struct d9_r
         e->settled = true;          /* a worker parks with no poll open on its thread */
         e->settle_ts = rec->ts;
     }
+    struct q_loopwork_iv iv;        /* what ends before the window is not listed */
+    if (q_loopwork_feed(e->lw, src, rec, len, &iv) < 0)
+        return -ENOMEM;
     return q_pair_feed(e->p, src, rec, len, &done) < 0 ? -ENOMEM : 0;
 }
 
@@ -1225,6 +1268,10 @@ static int lookback(struct tl *t, const struct lane *l)
         struct edge e = { .t = t };
         if (q_pair_new(&e.p) < 0)
             return -ENOMEM;
+        if (q_loopwork_new(&e.lw, 0) < 0) {
+            q_pair_free(e.p);
+            return -ENOMEM;
+        }
         q_pair_track_parks(e.p);
         struct q_filter f = { .from = lb, .to = t->from - 1, .pid = t->p->pid, .tid = l->tid,
                               .types = EDGE_TYPES, .gaps = true };
@@ -1235,6 +1282,10 @@ static int lookback(struct tl *t, const struct lane *l)
         if (r >= 0 && done) {
             if (!e.settled && lb != first)
                 t->edge_partial = true;
+            /* loop work open at the window's start: its start is after
+             * the last park or unpark (settled), so it was read */
+            if (q_loopwork_carry(t->lw, e.lw) < 0)
+                r = -ENOMEM;
             size_t it = 0;
             struct q_poll q;
             while (r >= 0 && q_pair_next_open(e.p, &it, &q)) {
@@ -1248,6 +1299,7 @@ static int lookback(struct tl *t, const struct lane *l)
             }
         }
         q_pair_free(e.p);
+        q_loopwork_free(e.lw);
         if (r < 0)
             return r;
         if (done)
@@ -1309,6 +1361,41 @@ static int lookahead(struct tl *t, struct lane *l, uint64_t waiting)
     return r < 0 ? r : 0;
 }
 
+static int on_lw_ahead(void *arg, const struct q_rec_src *src, const struct d9_rec_hdr *rec,
+                       size_t len)
+{
+    struct edge *e = arg;
+    struct tl *t = e->t;
+    if (src->process_id != t->process_id)
+        return 0;
+    if (!rec || t->edge_records + ++e->records > SERVE_API_EDGE_MAX) {
+        t->edge_partial |= rec != NULL;
+        return 1;                   /* a gap: it ends unknown, and is not listed */
+    }
+    int r = lw_feed(t, src, rec, len);
+    if (r < 0)
+        return r;
+    return q_loopwork_open_since(t->lw, t->process_id, src->tid) ? 0 : 1;
+}
+
+/* The end of lane l's loop work open at the window's end: its thread's
+ * records after the window until the next poll or park (bounded like
+ * lookahead). Only its samples inside the window are counted. */
+static int lw_lookahead(struct tl *t, struct lane *l)
+{
+    uint64_t last = l->last_ns > t->proc_last ? l->last_ns : t->proc_last;
+    if (!q_loopwork_open_since(t->lw, t->process_id, l->tid) || last <= t->to ||
+        t->edge_records >= SERVE_API_EDGE_MAX)
+        return 0;
+    struct edge e = { .t = t };
+    struct q_filter f = { .from = t->to + 1, .to = last, .pid = t->p->pid, .tid = l->tid,
+                          .types = EDGE_TYPES, .gaps = true };
+    struct q_scan_stats st;
+    int r = q_scan(t->s, &f, on_lw_ahead, &e, &st, "d9 serve");
+    edge_stats(t, &st);
+    return r < 0 ? r : 0;
+}
+
 static void tl_free(struct tl *t)
 {
     for (uint32_t i = 0; i < t->nlanes; i++)
@@ -1322,6 +1409,8 @@ static void tl_free(struct tl *t)
     free(t->items);
     q_wake_free(t->pending);
     free(t->wakes);
+    q_loopwork_free(t->lw);
+    free(t->lwv);
     if (t->ev)
         fclose(t->ev);
     for (uint32_t px = 0; t->col_ev && px < t->width; px++)
@@ -1370,11 +1459,12 @@ static int api_timeline(struct q_store *s, const struct serve_params *p, FILE *o
     t->ev_limit = p->limit ? p->limit : SERVE_API_MAX_EVENTS;
     t->items = malloc(SERVE_API_MAX_ITEMS * sizeof *t->items);
     t->wakes = malloc(SERVE_API_MAX_WAKES * sizeof *t->wakes);
+    t->lwv = malloc(SERVE_API_MAX_LOOPWORK * sizeof *t->lwv);
     t->ev = open_memstream(&t->evbuf, &t->evlen);
     t->col_ev = events_only ? NULL : calloc(t->width, sizeof *t->col_ev);
     int status = 200;
     if (!t->items || !t->wakes || !t->ev || (!events_only && !t->col_ev) ||
-        q_pair_new(&t->polls) < 0 ||
+        q_pair_new(&t->polls) < 0 || !t->lwv || q_loopwork_new(&t->lw, 0) < 0 ||
         q_wake_new(&t->pending) < 0) {
         status = error(out, 500, "out of memory");
         goto done;
@@ -1418,6 +1508,8 @@ static int api_timeline(struct q_store *s, const struct serve_params *p, FILE *o
             l->seen_until = st.t_last < to ? st.t_last : to;
             if (l->waiting)
                 r = lookahead(t, l, l->waiting);
+            if (r >= 0)
+                r = lw_lookahead(t, l);
         }
         /* what never ended (the process stopped, a gap, the read bound):
          * unfinished, as long as it was seen to last */

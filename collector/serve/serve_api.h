@@ -12,7 +12,14 @@
  *                    histogram); queue-depth counters; wakes as
  *                    arrows waker -> wakee's next poll; custom events as
  *                    markers with their fields; the longest polls; a
- *                    sched-delay histogram per lane
+ *                    sched-delay histogram per lane; loop work
+ *                    (q_loopwork.h: a loop thread outside its callbacks
+ *                    and its wait) as [lane, t, dur, CPU samples] per
+ *                    interval, at every level of detail but the index's,
+ *                    the first SERVE_API_MAX_LOOPWORK with the total; one
+ *                    that crosses the window's start or end comes whole
+ *                    (the look-back and look-ahead read its thread), its
+ *                    samples those inside the window
  *   /api/events      the custom events of a window, filtered by name and by
  *                    one field's value (the page's event table): limit of
  *                    them after the first offset, in time order, and the
@@ -82,6 +89,7 @@
 #define SERVE_API_MAX_GAPS      64u     /* blocks not read, listed in a timeline */
 #define SERVE_API_EDGE_MAX      1000000u /* records the look-back and look-ahead read */
 #define SERVE_API_LOOKBACK_NS   1000000u /* the first look-back step (it grows x4) */
+#define SERVE_API_MAX_LOOPWORK  1000u   /* loop-work intervals listed in a timeline */
 
 struct serve_params {
     uint32_t pid;

@@ -168,7 +168,7 @@ static const struct tab_def defs[] = {
       "pid INTEGER, t_ns INTEGER, source TEXT, reason TEXT, verdict TEXT, win_t0 INTEGER, "
       "win_t1 INTEGER",
       0, -1, -1, -1, 0, false, false,
-      "the collector's triggers (index): source marker|shell|poll|crash, verdict "
+      "the collector's triggers (index): source marker|shell|poll|crash|sched|lost|field, verdict "
       "kept|merged|debounced|rate-limited, win_t0..win_t1 the kept window after merges "
       "(NULL: none)" },
     { "kept", K_KEPT,

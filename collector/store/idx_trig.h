@@ -3,7 +3,7 @@
  * (trigd.h), with its verdict and the window it keeps.
  *
  *   triggers(id INTEGER PRIMARY KEY, pid INT, process_id INT, t_ns INT,
- *            source TEXT,   -- 'marker' | 'shell' | 'poll' | 'crash'
+ *            source TEXT,   -- 'marker' | 'shell' | 'poll' | 'crash' | 'sched' | 'lost' | 'field'
  *            reason TEXT,
  *            verdict TEXT,  -- 'kept' | 'merged' | 'debounced' | 'rate-limited'
  *            win_t0 INT, win_t1 INT)  -- the kept window after merges (inclusive,

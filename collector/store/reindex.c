@@ -113,7 +113,8 @@ static int index_extras(struct idx *x, int64_t pid_row, struct seg_reader *r)
                               t[i].first, t[i].last, t[i].ended);
     if (e >= 0 && have_exit && ex.reason != SEG_EXIT_UNKNOWN)
         e = idx_process_end(x, pid_row, ex.t_ns,
-                            ex.reason == SEG_EXIT_CRASHED ? "crashed" : "exited", ex.code);
+                            ex.reason == SEG_EXIT_CRASHED ? "crashed"
+                            : ex.reason == SEG_EXIT_EXEC ? "exec" : "exited", ex.code);
     if (e >= 0 && idx_commit(x) < 0)
         e = -EIO;
     if (e < 0)

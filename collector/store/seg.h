@@ -146,7 +146,12 @@ struct seg_exit {
     int32_t reason;             /* enum seg_exit_reason */
     int32_t code;               /* exit status or signal when known, else -1 */
 };
-enum seg_exit_reason { SEG_EXIT_CLEAN = 1, SEG_EXIT_CRASHED = 2, SEG_EXIT_UNKNOWN = 3 };
+/* EXEC: the program called execve(2): the pid lives on in another program,
+ * the image the agent ran in ended (code -1). Readers before it refused the
+ * value as a malformed exit block. */
+enum seg_exit_reason { SEG_EXIT_CLEAN = 1, SEG_EXIT_CRASHED = 2, SEG_EXIT_UNKNOWN = 3,
+                       SEG_EXIT_EXEC = 4 };
+#define SEG_EXIT_LAST SEG_EXIT_EXEC     /* the highest reason a reader accepts */
 
 struct seg_footer {
     char magic[8];              /* "D9FOOTER" */

@@ -541,7 +541,7 @@ static int read_block(struct seg_reader *r, struct seg_block *b, int want_payloa
         else if (b->h.kind == SEG_BLK_EXIT) {
             struct seg_exit x;
             memcpy(&x, r->buf, sizeof x);
-            if (x.reason < SEG_EXIT_CLEAN || x.reason > SEG_EXIT_UNKNOWN || x.t_ns != b->h.t_first)
+            if (x.reason < SEG_EXIT_CLEAN || x.reason > SEG_EXIT_LAST || x.t_ns != b->h.t_first)
                 e = r_fail(r, off, "malformed exit record");
         } else if (b->h.kind == SEG_BLK_TRIGGER) {
             struct seg_trigger t;
@@ -669,12 +669,12 @@ const struct shm_meta_entry *seg_reader_schema(const struct seg_reader *r, uint3
     return it ? &it->e : NULL;
 }
 
-int seg_reader_each_object(const struct seg_reader *r,
-                           int (*fn)(void *arg, const struct shm_meta_entry *e), void *arg)
+static int each_meta(const struct seg_reader *r, uint16_t kind,
+                     int (*fn)(void *arg, const struct shm_meta_entry *e), void *arg)
 {
     if (!r)
         return 0;
-    const struct meta_kind *k = &r->meta[D9_META_OBJECT];
+    const struct meta_kind *k = &r->meta[kind];
     for (uint32_t id = 1; id < k->cap; id++) {
         if (!k->by_id[id])
             continue;
@@ -683,6 +683,18 @@ int seg_reader_each_object(const struct seg_reader *r,
             return rc;
     }
     return 0;
+}
+
+int seg_reader_each_object(const struct seg_reader *r,
+                           int (*fn)(void *arg, const struct shm_meta_entry *e), void *arg)
+{
+    return each_meta(r, D9_META_OBJECT, fn, arg);
+}
+
+int seg_reader_each_location(const struct seg_reader *r,
+                             int (*fn)(void *arg, const struct shm_meta_entry *e), void *arg)
+{
+    return each_meta(r, D9_META_LOCATION, fn, arg);
 }
 
 

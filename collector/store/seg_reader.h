@@ -78,6 +78,9 @@ const struct shm_meta_entry *seg_reader_schema(const struct seg_reader *r, uint3
  * id; fn returns non-zero to stop (returned). */
 int seg_reader_each_object(const struct seg_reader *r,
                            int (*fn)(void *arg, const struct shm_meta_entry *e), void *arg);
+/* The same for the location entries (D9_META_LOCATION). */
+int seg_reader_each_location(const struct seg_reader *r,
+                             int (*fn)(void *arg, const struct shm_meta_entry *e), void *arg);
 
 /* Read every remaining block without keeping metadata (the walk of salvage
  * and re-indexing): appends each block's index row to sum->blocks (malloc'ed,

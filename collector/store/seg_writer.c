@@ -329,7 +329,7 @@ int seg_writer_add_thread_end(struct seg_writer *w, uint32_t tid, uint32_t ring,
 
 int seg_writer_add_exit(struct seg_writer *w, const struct seg_exit *e)
 {
-    if (!w || !e || e->reason < SEG_EXIT_CLEAN || e->reason > SEG_EXIT_UNKNOWN)
+    if (!w || !e || e->reason < SEG_EXIT_CLEAN || e->reason > SEG_EXIT_LAST)
         return -EINVAL;
     struct seg_exit copy = *e;
     struct seg_block_hdr h = { .kind = SEG_BLK_EXIT, .len = sizeof copy,

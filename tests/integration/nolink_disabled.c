@@ -16,6 +16,7 @@
 D9_SCHEMA(dyn_ev, "dyn", D9_FIELD_STR("s"), D9_FIELD_U64("u"), D9_FIELD_I64("i"),
           D9_FIELD_F64("f"), D9_FIELD_BOOL("b"));
 D9_EVENT(typed_ev, "typed", (STR, s), (U64, u), (I64, i), (F64, f), (BOOL, b));
+D9_TRIGGER_EVENT(typed_tg, (U64, ms), (STR, path));
 
 #define EXPECT(c) do { if (!(c)) { fprintf(stderr, "nolink_disabled: %s\n", #c); \
                                     return 1; } } while (0)
@@ -40,6 +41,7 @@ int main(void)
     d9_queue_depth(rt, D9_WORKER_NONE_ID, 3);
     d9_emit(&dyn_ev, D9_STR("x"), D9_U64(1), D9_I64(-1), D9_F64(0.5), D9_BOOL(1));
     typed_ev_emit("x", 1, -1, 0.5, 1);
+    typed_tg_trigger("slow", 250, "/x");
     d9_value one[] = { D9_U64(1) };
     d9_emit_values(&dyn_ev, one, 1);
     d9_poll_end(rt, 0, 1);

@@ -8,6 +8,9 @@
  *   lose       one d9_emit whose value does not match its schema's type:
  *              the agent drops it, and the ring counts it lost
  *   crash      abort(): the process ends on SIGABRT
+ *   f:V        one event of schema "req" (path "/f", latency_ms V)
+ *   k:V:REASON a typed trigger (D9_TRIGGER_EVENT) with latency_ms V and
+ *              path "/k/V"
  * then exits 0.
  */
 #include <signal.h>
@@ -19,6 +22,8 @@
 #include "agent/d9.h"
 
 D9_SCHEMA(trigseq_ev, "trigseq", D9_FIELD_I64("delta"));
+D9_EVENT(req_ev, "req", (STR, path), (U64, latency_ms));
+D9_TRIGGER_EVENT(slow_tg, (U64, latency_ms), (STR, path));
 
 static void sleep_ms(long ms)
 {
@@ -49,6 +54,13 @@ int main(int argc, char **argv)
         } else if (strncmp(a, "w:", 2) == 0) {
             for (int k = 0; k < 6000 && access(a + 2, F_OK) != 0; k++)
                 sleep_ms(10);
+        } else if (strncmp(a, "f:", 2) == 0) {
+            req_ev_emit("/f", strtoull(a + 2, NULL, 10));
+        } else if (strncmp(a, "k:", 2) == 0) {
+            char *end = NULL, path[64];
+            unsigned long long v = strtoull(a + 2, &end, 10);
+            snprintf(path, sizeof path, "/k/%llu", v);
+            slow_tg_trigger(end && *end == ':' ? end + 1 : "", v, path);
         } else if (strcmp(a, "lose") == 0) {
             d9_emit(&trigseq_ev, D9_U64(1));    /* U64 for an I64 field: lost */
         } else if (strcmp(a, "crash") == 0) {

@@ -4,7 +4,8 @@
 #   - with -DD9_DISABLE every function and macro compiles to an inline stub:
 #     nolink_disabled.c (every call) links with nothing but libc, names no
 #     d9_ symbol, and runs seeing "off" everywhere;
-#   - D9_EVENT's typed emit function is checked by the compiler:
+#   - D9_EVENT's typed emit function (and D9_TRIGGER_EVENT's trigger
+#     function) is checked by the compiler:
 #     typed_event_check.c compiles with correct arguments and fails to
 #     compile with each wrong one (-Wall -Wextra -Werror, as C and as C++).
 . tests/integration/lib.sh
@@ -22,7 +23,7 @@ for c in "gcc -std=c11" "clang -std=c11" "g++ -x c++ -std=c++11" "clang++ -x c++
         sh -c "test \"\$('$out')\" = off"
     check "$tag: D9_EVENT with the right argument types compiles" \
         $c $W -DBAD=0 -c tests/integration/typed_event_check.c -o "$T/ok.o"
-    for bad in 1 2 3 4 5 6; do
+    for bad in 1 2 3 4 5 6 7 8; do
         check "$tag: D9_EVENT call $bad with a wrong argument does not compile" \
             sh -c "! $c $W -DBAD=$bad -c tests/integration/typed_event_check.c -o '$T/bad.o'"
     done

@@ -4,7 +4,8 @@
 # see) as exited(0) / exited(9), exit(9) as exited(9), a forked child's
 # _exit(7) as exited(7), SIGKILL (which no handler sees) as crashed(SIGKILL)
 # and SIGSEGV as crashed(SIGSEGV): the kernel's wait status (pexit.h); an
-# execve (the pid lives on in another program) as exec.
+# execve (the pid lives on in another program) as exec, also in an index
+# rebuilt from the segment files (fsck --repair, the collector's start-up).
 . tests/integration/lib.sh
 . tests/integration/collector_env.sh
 d9() { "$BIN/d9" --store "$STORE" --endpoint "$EP" "$@"; }
@@ -72,5 +73,39 @@ check "exec: d9 ps shows exec" shown "$epid" 'exec'
 touch "$T/go"
 wait "$epid"
 check "exec: the new program exited 0" eq "$?" 0
+check "the collector stops cleanly" stop_collector
+# the segment keeps the exec (its exit block), so an index rebuilt from the
+# files says exec again: the process's rows removed and d9 fsck --repair
+# re-indexes its sealed files; a whole index removed and rebuilt by the
+# collector's start-up
+forget() { # DIR PID: the index of DIR forgets PID (its process, threads, segments)
+    sqlite3 "$1/index.sqlite" "
+      delete from blocks where segment_id in (select s.id from segments s join processes p
+        on p.id = s.process_id where p.pid = $2);
+      delete from rollups where segment_id in (select s.id from segments s join processes p
+        on p.id = s.process_id where p.pid = $2);
+      delete from segments where process_id in (select id from processes where pid = $2);
+      delete from threads where process_id in (select id from processes where pid = $2);
+      delete from runtimes where process_id in (select id from processes where pid = $2);
+      delete from processes where pid = $2;"
+}
+rm -rf "$T/copy" && cp -r "$STORE" "$T/copy" && forget "$T/copy" "$epid"
+check "exec: the index forgot it" sh -c "! '$BIN/d9' --store '$T/copy' ps --format jsonl | grep -q '\"pid\":$epid,'"
+check "exec: fsck --repair re-indexes its segments" "$BIN/d9" --store "$T/copy" fsck --repair --quiet
+check "exec: ... and d9 ps shows exec again" sh -c \
+    "'$BIN/d9' --store '$T/copy' ps --format jsonl | grep '\"pid\":$epid,' | grep -q '\"state\":\"exec\"'"
+for f in exit9 sigsegv; do
+    fp=$(sed -n 's/^pid=//p' "$T/$f.out")
+    forget "$T/copy" "$fp"
+done
+"$BIN/d9" --store "$T/copy" fsck --repair --quiet >/dev/null 2>&1
+check "exec: the others re-indexed as they ended (exited(9), crashed(SIGSEGV))" sh -c \
+    "'$BIN/d9' --store '$T/copy' ps | grep -w $(sed -n 's/^pid=//p' "$T/exit9.out") | grep -qF 'exited(9)' &&
+     '$BIN/d9' --store '$T/copy' ps | grep -w $(sed -n 's/^pid=//p' "$T/sigsegv.out") | grep -qF 'crashed(SIGSEGV)'"
+rm -f "$STORE/index.sqlite" "$STORE/index.sqlite-wal" "$STORE/index.sqlite-shm"
+check "the collector starts without an index" start_collector
+check "exec: the rebuilt index says exec" wait_for 20 sh -c \
+    "'$BIN/d9' --store '$STORE' ps --format jsonl | grep '\"pid\":$epid,' | grep -q '\"state\":\"exec\"'"
+check "exec: d9 ps shows exec after the rebuild" shown "$epid" 'exec'
 check "the collector stops cleanly" stop_collector
 d9_finish proc_end

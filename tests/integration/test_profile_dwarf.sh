@@ -70,4 +70,18 @@ check "fp: samples were taken" grep -q 'nofp_' "$T/fp.folded"
 check "fp: without frame pointers most samples do not reach main" few "$T/fp.folded"
 check "collector stops cleanly" stop_collector
 
+# ---- per-thread rings scale with the stack copy ------------------------------------
+# a dwarf sample carries --stack-bytes of stack: the thread's perf ring holds
+# as many as the per-CPU rings do (x16 at 60 KiB: 2 MiB; 128 KiB without
+# dwarf). As root no lock limit halves them.
+if [ "$(id -u)" -eq 0 ]; then
+    check "collector starts with per-thread events, dwarf, 60 KiB copies" \
+        start_collector --perf-scope thread --stack-mode dwarf --stack-bytes 61440
+    run big "$TBIN/prog_nofp"
+    check "the threads' rings are 2048 KiB" \
+        grep -q "pid $_p (prog_nofp): perf sampling at .* per thread, .*rings of 2048 KiB" "$T/col.log"
+    check "dwarf 60 KiB: >= 90 % of the samples reach main" most "$T/big.folded"
+    check "collector stops cleanly" stop_collector
+fi
+
 d9_finish profile-dwarf

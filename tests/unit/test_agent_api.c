@@ -472,6 +472,69 @@ static void test_custom_events_record_the_task_being_polled(void **state)
     shm_region_close(&r);
 }
 
+D9_TRIGGER_EVENT(slow_tg, (U64, latency_ms), (STR, path));
+
+static void child_typed_trigger(struct fx *f, void *arg)
+{
+    (void)f;
+    (void)arg;
+    CHECK(d9_init() == 0);
+    slow_tg_trigger("slow", 250, "/api");
+    slow_tg_trigger(NULL, 7, "");
+}
+
+/* A typed trigger is a custom event of a schema named "d9_trigger" whose
+ * first field is the reason, then its own fields, values in order. */
+static void test_a_typed_trigger_records_its_reason_and_fields(void **state)
+{
+    struct fx *f = *state;
+    pid_t pid = run_child(f, NULL, child_typed_trigger, NULL);
+    struct shm_region r;
+    struct shm_geometry g;
+    map_region(f, pid, &r, &g);
+    long n = read_ring(f, &r, &g, 0, 0);
+    static const char *const reasons[] = { "slow", "" };
+    static const uint64_t ms[] = { 250, 7 };
+    static const char *const paths[] = { "/api", "" };
+    unsigned k = 0;
+    for (long off = 0; off < n;) {
+        struct d9_rec_hdr h;
+        memcpy(&h, f->out + off, sizeof h);
+        if (h.type == D9_REC_CUSTOM) {
+            struct d9_rec_custom c;
+            memcpy(&c, f->out + off, sizeof c);
+            struct shm_meta_entry me;
+            assert_true(find_meta(&r, &g, D9_META_SCHEMA, c.schema, &me));
+            assert_string_equal(me.name, D9_TRIGGER_SCHEMA);
+            assert_int_equal(me.nfields, 3);
+            assert_string_equal(me.fields[0].name, "reason");
+            assert_int_equal(me.fields[0].type, D9_FT_STR);
+            assert_string_equal(me.fields[1].name, "latency_ms");
+            assert_int_equal(me.fields[1].type, D9_FT_U64);
+            assert_string_equal(me.fields[2].name, "path");
+            assert_int_equal(me.fields[2].type, D9_FT_STR);
+            assert_true(k < 2);
+            const uint8_t *p = f->out + off + sizeof c;
+            uint32_t sl;
+            memcpy(&sl, p, 4);
+            assert_int_equal(sl, strlen(reasons[k]));
+            assert_memory_equal(p + 4, reasons[k], sl);
+            p += (4 + sl + 7) & ~7u;
+            uint64_t v;
+            memcpy(&v, p, 8);
+            assert_int_equal(v, ms[k]);
+            p += 8;
+            memcpy(&sl, p, 4);
+            assert_int_equal(sl, strlen(paths[k]));
+            assert_memory_equal(p + 4, paths[k], sl);
+            k++;
+        }
+        off += h.len;
+    }
+    assert_int_equal(k, 2);
+    shm_region_close(&r);
+}
+
 static void test_events_are_recorded_in_the_threads_ring(void **state)
 {
     struct fx *f = *state;
@@ -1299,6 +1362,7 @@ int main(int argc, char **argv)
         T(test_region_creation_failure_is_one_line_and_untraced),
         T(test_events_are_recorded_in_the_threads_ring),
         T(test_custom_events_record_the_task_being_polled),
+        T(test_a_typed_trigger_records_its_reason_and_fields),
         T(test_record_functions_never_change_errno),
         T(test_default_runtime_is_named_by_env),
         T(test_registering_the_programs_name_is_the_default_runtime),

@@ -237,11 +237,34 @@ static void test_source_locations_and_bad_addresses_are_not_code_locations(void 
     assert_int_equal(shm_meta_code_addr(&l7, &addr), 0);
 }
 
+static void test_trampoline_entries_name_their_callback_location(void **state)
+{
+    (void)state;
+    uint64_t at = 0;
+    uint32_t loc = 0;
+    struct shm_meta_entry t = { .kind = D9_META_LOCATION, .id = 9, .name = D9_LOC_TRAMP_FILE,
+                                .func = "0x7f0012345670", .line = 4 };
+    assert_int_equal(shm_meta_tramp(&t, &at, &loc), 1);
+    assert_true(at == 0x7f0012345670ull);
+    assert_int_equal(loc, 4);
+    uint64_t addr;
+    assert_int_equal(shm_meta_code_addr(&t, &addr), 0);        /* not a code location */
+    struct shm_meta_entry no_loc = t, code = t, bad = t;
+    no_loc.line = 0;
+    code.name = D9_LOC_CODE_FILE;
+    bad.func = "0x12z";
+    assert_int_equal(shm_meta_tramp(&no_loc, &at, &loc), 0);
+    assert_int_equal(shm_meta_tramp(&code, &at, &loc), 0);
+    assert_int_equal(shm_meta_tramp(&bad, &at, &loc), 0);
+    assert_int_equal(shm_meta_tramp(NULL, &at, &loc), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_code_location_round_trips_its_address, setup, teardown),
         cmocka_unit_test(test_source_locations_and_bad_addresses_are_not_code_locations),
+        cmocka_unit_test(test_trampoline_entries_name_their_callback_location),
         cmocka_unit_test_setup_teardown(test_runtime_location_schema_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_object_round_trip_and_bad_objects_rejected, setup,
                                         teardown),

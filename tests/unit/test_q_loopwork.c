@@ -230,6 +230,31 @@ static void short_records_are_ignored(void **state)
     q_loopwork_free(w);
 }
 
+/* A look-back's state carried into the scan after it: a stretch open at
+ * the boundary ends whole; open_since says where it started. */
+static void carried_state_ends_a_stretch_whole(void **state)
+{
+    (void)state;
+    struct q_loopwork *before = fresh(MS), *w;
+    assert_int_equal(q_loopwork_new(&w, MS), 0);
+    park(before, 1 * MS);
+    unpark(before, 2 * MS);
+    poll(before, 3 * MS, 4 * MS);           /* free from 4 ms on */
+    assert_int_equal(q_loopwork_open_since(before, 1, 11), 4 * MS);
+    assert_int_equal(q_loopwork_open_since(w, 1, 11), 0);
+    assert_int_equal(q_loopwork_carry(w, before), 0);
+    assert_int_equal(q_loopwork_open_since(w, 1, 11), 4 * MS);
+    assert_int_equal(q_loopwork_open_since(w, 1, 12), 0);
+    ngot = 0;
+    park(w, 9 * MS);                        /* the window's first record */
+    assert_int_equal(ngot, 1);
+    assert_int_equal(got[0].start_ns, 4 * MS);
+    assert_int_equal(got[0].end_ns, 9 * MS);
+    assert_int_equal(q_loopwork_open_since(w, 1, 11), 0);    /* parked */
+    q_loopwork_free(before);
+    q_loopwork_free(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -239,6 +264,7 @@ int main(void)
         cmocka_unit_test(stretches_not_known_whole_are_left_out),
         cmocka_unit_test(threads_are_apart),
         cmocka_unit_test(short_records_are_ignored),
+        cmocka_unit_test(carried_state_ends_a_stretch_whole),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -232,6 +232,7 @@ static void timeline_lists_single_polls_parks_wakes_and_counters(void **state)
         "\"wakes_total\":1,\"wakes\":[[350,0,450,1]],\n"
         "\"top\":[{\"t\":100,\"dur\":200,\"lane\":0,\"loc\":0,\"task\":1},"
         "{\"t\":450,\"dur\":200,\"lane\":1,\"loc\":0,\"task\":2}],\n"
+        "\"loopwork_total\":0,\"loopwork\":[],\n"
         "\"events_total\":0,\"events\":[]}\n";
     assert_string_equal(b, want);
     free(b);

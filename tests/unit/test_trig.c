@@ -3,7 +3,8 @@
  * known timings: a trigger keeps [t - lookback, t + lookforward];
  * overlapping windows merge; a trigger within the debounce is dropped; the
  * rate limit caps a minute; the flight recorder drops only data outside
- * kept windows and past the lookback; bad configuration is refused with a
+ * kept windows and past the lookback; --trigger-field rules parse and bad
+ * ones are refused; bad configuration is refused with a
  * message naming the key.
  */
 #include <errno.h>
@@ -214,6 +215,49 @@ static void config_keys_parse_and_bad_ones_are_refused(void **state)
     assert_non_null(strstr(err, "lookback"));
 }
 
+static void field_rules_parse_and_bad_syntax_is_refused(void **state)
+{
+    (void)state;
+    struct trig_cfg c;
+    char err[256];
+    trig_cfg_default(&c);
+    assert_int_equal(trig_cfg_set(&c, "trigger-field", "req.latency_ms>200", err, sizeof err), 0);
+    assert_int_equal(trig_cfg_set(&c, "trigger-field", "a.b.c <= -1.5", err, sizeof err), 0);
+    assert_int_equal(c.nfield, 2);
+    assert_string_equal(c.field[0].schema, "req");
+    assert_string_equal(c.field[0].field, "latency_ms");
+    assert_int_equal(c.field[0].op, TRIG_OP_GT);
+    assert_true(c.field[0].value == 200.0);
+    assert_string_equal(c.field[0].text, "req.latency_ms>200");
+    assert_string_equal(c.field[1].schema, "a.b");     /* the field after the last '.' */
+    assert_string_equal(c.field[1].field, "c");
+    assert_int_equal(c.field[1].op, TRIG_OP_LE);
+    assert_string_equal(c.field[1].text, "a.b.c<=-1.5");
+    assert_true(trig_field_match(&c.field[0], 200.5));
+    assert_false(trig_field_match(&c.field[0], 200.0));
+    assert_true(trig_field_match(&c.field[1], -1.5));
+    assert_int_equal(trig_cfg_check(&c, err, sizeof err), 0);
+
+    static const char *const bad[] = {
+        "latency_ms>200", "req.>200", ".ms>200", "req.ms", "req.ms=200", "req.ms>",
+        "req.ms>abc", "req.ms>200ms", "req.ms>nan", "req.ms>inf", "req.ms>>2", "req ms>2",
+        "req.ms>1e999",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err[0] = 0;
+        assert_int_equal(trig_cfg_set(&c, "trigger-field", bad[i], err, sizeof err), -EINVAL);
+        assert_non_null(strstr(err, "trigger-field"));
+        assert_null(strchr(err, '\n'));
+    }
+    assert_int_equal(c.nfield, 2);              /* refused rules change nothing */
+    while (c.nfield < TRIG_FIELD_MAX)
+        assert_int_equal(trig_cfg_set(&c, "trigger-field", "x.y>1", err, sizeof err), 0);
+    assert_int_equal(trig_cfg_set(&c, "trigger-field", "x.y>1", err, sizeof err), -EINVAL);
+    assert_non_null(strstr(err, "at most"));
+    assert_int_equal(trig_cfg_set(&c, "trigger-field", "", err, sizeof err), 0);
+    assert_int_equal(c.nfield, 0);              /* empty: no rules */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -227,6 +271,7 @@ int main(void)
         cmocka_unit_test(expire_forgets_old_windows),
         cmocka_unit_test(full_window_table_forgets_the_oldest),
         cmocka_unit_test(config_keys_parse_and_bad_ones_are_refused),
+        cmocka_unit_test(field_rules_parse_and_bad_syntax_is_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

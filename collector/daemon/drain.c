@@ -993,6 +993,11 @@ int drain_seal(struct proc *p, struct storedir *st)
 {
     if (!p->writer)
         return 0;
+    int trc = trigd_write_blocks(p->pid, p->writer);    /* its triggers, in its segment */
+    if (trc) {
+        storedir_write_failed(st, trc, "trigger block", p->pid, shm_mono_ns());
+        return trc;
+    }
     /* write what is buffered first: if that fails (disk full) the writer
      * stays open and nothing is lost; a failed seal would delete the file */
     int frc = seg_writer_flush(p->writer);
@@ -1077,6 +1082,9 @@ int drain_proc(struct proc *p, struct storedir *st, uint64_t now_ns, int force,
         p->rings_in_use = in_use;
     }
     res->full_size = p->geo.ring_data_size;
+    /* the triggers this pass fired, into its segment (no reservation open now) */
+    if (p->writer && trigd_write_blocks(p->pid, p->writer))
+        res->write_failed = 1;
     /* publish what this pass wrote before the caller sleeps */
     if (commit(p, st, now_ns))
         res->write_failed = 1;

@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include "collector/daemon/met_http.h"
+#include "collector/daemon/met_om.h"
 #include "collector/daemon/met_text.h"
 #include "collector/store/col_log.h"
 
@@ -48,6 +49,7 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, void *bo
     }
     MHD_add_response_header(r, "Content-Type", type);
     MHD_add_response_header(r, "Cache-Control", "no-store");
+    MHD_add_response_header(r, "Vary", "Accept");
     enum MHD_Result ret = MHD_queue_response(c, status, r);
     MHD_destroy_response(r);
     return ret;
@@ -89,7 +91,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     pthread_mutex_unlock(&h->mu);
     if (!copy)
         return plain(c, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory\n");
-    return reply(c, MHD_HTTP_OK, copy, len, MHD_RESPMEM_MUST_FREE, MET_TEXT_CONTENT_TYPE);
+    if (!met_om_wanted(MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT)))
+        return reply(c, MHD_HTTP_OK, copy, len, MHD_RESPMEM_MUST_FREE, MET_TEXT_CONTENT_TYPE);
+    /* OpenMetrics: rewritten here, on this thread, from the request's own copy */
+    struct met_text om;
+    met_text_init(&om);
+    int rc = met_om_from_text(copy, len, &om);
+    free(copy);
+    if (rc) {
+        met_text_free(&om);
+        return plain(c, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory\n");
+    }
+    return reply(c, MHD_HTTP_OK, om.buf, om.len, MHD_RESPMEM_MUST_FREE, MET_OM_CONTENT_TYPE);
 }
 
 int met_http_start(struct met_http **out, const struct sockaddr_in *sin, char *err,

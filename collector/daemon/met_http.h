@@ -1,6 +1,6 @@
 /*
  * met_http.h — the --metrics HTTP endpoint: GET /metrics answers the last
- * text the drain thread published.
+ * text the drain thread published (Prometheus 0.0.4, or OpenMetrics 1.0).
  *
  * Threads: libmicrohttpd runs its own thread (one epoll thread for every
  * connection); the drain thread never waits for it. The drain thread
@@ -11,9 +11,11 @@
  * request copies the published text under the mutex (a memcpy) and sends
  * the copy.
  *
- * The requests are hostile input: only the method and the path are looked
- * at (GET or HEAD, "/metrics" exactly, query ignored; anything else 404,
- * other methods 405), nothing is parsed beyond what libmicrohttpd does,
+ * The requests are hostile input: only the method, the path and the
+ * Accept header are looked at (GET or HEAD, "/metrics" exactly, query
+ * ignored; anything else 404, other methods 405; an Accept that prefers
+ * OpenMetrics gets the text rewritten by met_om.h, on this thread, from the
+ * request's copy), nothing else is parsed beyond what libmicrohttpd does,
  * connections are bounded (MET_HTTP_CONN_LIMIT, MET_HTTP_TIMEOUT_S,
  * MET_HTTP_CONN_MEMORY) and a request that sends a body is closed
  * without an answer.

@@ -59,6 +59,11 @@ static void put(struct met_text *t, const char *s, size_t n)
     t->buf[t->len] = 0;
 }
 
+void met_text_raw(struct met_text *t, const char *s, size_t n)
+{
+    put(t, s, n);
+}
+
 static void puts_(struct met_text *t, const char *s)
 {
     put(t, s, strlen(s));

@@ -44,6 +44,9 @@ void met_text_free(struct met_text *t);
 /* Empty the buffer, keeping its memory. */
 void met_text_reset(struct met_text *t);
 
+/* n bytes of text as they are (the caller's whole lines). */
+void met_text_raw(struct met_text *t, const char *s, size_t n);
+
 /* "# HELP name help" and "# TYPE name type" (type: counter, gauge, histogram). */
 void met_text_family(struct met_text *t, const char *name, const char *type, const char *help);
 

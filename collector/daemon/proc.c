@@ -385,6 +385,15 @@ int proc_finish(struct proc *p, struct storedir *st)
         r->active = 0;
         r->thread_dirty = 0;
     }
+    /* the crash trigger before the exit block: drain_seal writes it into this
+     * segment (trigd_write_blocks), so a re-index finds it */
+    if (reason == SEG_EXIT_CRASHED && trigd_state()->cfg.crash && !p->crash_fired) {
+        char why[48] = "crashed";     /* the signal when it is known */
+        if (p->exit_code > 0)
+            snprintf(why, sizeof why, "crashed (signal %d)", (int)p->exit_code);
+        trigd_fire(p->pid, p->process_id, last_ns ? last_ns : now, TRIGD_SRC_CRASH, why, NULL);
+        p->crash_fired = 1;
+    }
     struct seg_exit ex = { .t_ns = now, .reason = reason, .code = p->exit_code };
     int rc = seg_writer_add_exit(p->writer, &ex);
     if (rc) {
@@ -396,12 +405,6 @@ int proc_finish(struct proc *p, struct storedir *st)
     rc = idx_process_end(st->idx, p->process_id, now, state, p->exit_code);
     if (rc)
         col_warn("pid %u: cannot index the process end: %s", p->pid, strerror(-rc));
-    if (reason == SEG_EXIT_CRASHED && trigd_state()->cfg.crash) {
-        char why[48] = "crashed";     /* the signal when it is known */
-        if (p->exit_code > 0)
-            snprintf(why, sizeof why, "crashed (signal %d)", (int)p->exit_code);
-        trigd_fire(p->pid, p->process_id, last_ns ? last_ns : now, TRIGD_SRC_CRASH, why, NULL);
-    }
     if ((rc = shm_region_unlink(&p->region)) != 0 && rc != -ENOENT)
         col_warn("pid %u: cannot remove region %s: %s", p->pid, p->region.path,
                  rc == -ESTALE ? "another file is in its place (left alone)" : strerror(-rc));

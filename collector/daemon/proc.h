@@ -109,6 +109,7 @@ struct proc {
     int quarantined;            /* region faulted: shm is off limits */
     int ended;                  /* the process is gone: finish it */
     int goodbye;                /* the agent said goodbye */
+    int crash_fired;            /* its crash trigger fired (once, before its exit block) */
     int32_t exit_code;          /* exit code (exited) or signal (crashed), -1 unknown:
                                    from the goodbye or the region's exit_status */
     uint32_t exit_status;       /* d9_region_hdr.exit_status, last read (untrusted) */

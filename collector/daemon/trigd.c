@@ -21,6 +21,10 @@ static struct trigd {
     uint64_t count[TRIGD_SRC_COUNT][TRIGD_VERDICT_COUNT];
     uint64_t index_errors;
     struct col_ratelimit rl;
+    /* triggers waiting for a safe point to go into their process's segment */
+    struct seg_trigger pend[TRIGD_PENDING_MAX];
+    unsigned npend;
+    uint64_t pend_dropped;
 } td;
 
 static const char *const src_names[TRIGD_SRC_COUNT] = {
@@ -71,6 +75,51 @@ static int find_win(uint64_t t, struct trig_win *out)
     return 0;
 }
 
+static void name_copy(char *dst, size_t cap, const char *src)
+{
+    memset(dst, 0, cap);
+    size_t n = strlen(src);
+    memcpy(dst, src, n < cap - 1 ? n : cap - 1);
+}
+
+/* Queue the trigger for its process's segment (trigd_write_blocks); the
+ * oldest leaves when the queue is full. */
+static void pend_add(uint32_t pid, uint64_t t_ns, int source, int v, const char *why,
+                     const struct trig_win *w)
+{
+    if (td.npend == TRIGD_PENDING_MAX) {
+        memmove(&td.pend[0], &td.pend[1], (TRIGD_PENDING_MAX - 1) * sizeof td.pend[0]);
+        td.npend--;
+        td.pend_dropped++;
+        col_log_limited(&td.rl, COL_LOG_WARN, "triggers: %u wait for their segments; the "
+                        "oldest will not survive a re-index (%" PRIu64 " so far)",
+                        TRIGD_PENDING_MAX, td.pend_dropped);
+    }
+    struct seg_trigger *t = &td.pend[td.npend++];
+    memset(t, 0, sizeof *t);
+    t->t_ns = t_ns;
+    t->pid = pid;
+    t->win_t0_ns = w->t0_ns;
+    t->win_t1_ns = w->t1_ns;
+    name_copy(t->source, sizeof t->source, trigd_source_name(source));
+    name_copy(t->verdict, sizeof t->verdict, trigd_verdict_name(v));
+    name_copy(t->reason, sizeof t->reason, why);
+}
+
+int trigd_write_blocks(uint32_t pid, struct seg_writer *w)
+{
+    unsigned keep = 0;
+    int rc = 0;
+    for (unsigned i = 0; i < td.npend; i++) {
+        if (td.pend[i].pid == pid && !rc)
+            rc = seg_writer_add_trigger(w, &td.pend[i]);
+        if (td.pend[i].pid != pid || rc)
+            td.pend[keep++] = td.pend[i];
+    }
+    td.npend = keep;
+    return rc;
+}
+
 int trigd_fire(uint32_t pid, int64_t process_id, uint64_t t_ns, int source, const char *reason,
                struct trig_win *win)
 {
@@ -90,6 +139,7 @@ int trigd_fire(uint32_t pid, int64_t process_id, uint64_t t_ns, int source, cons
             *p = '?';
     col_log(COL_LOG_INFO, "trigger: pid %" PRIu32 " %s '%s' at %" PRIu64 ": %s", pid,
             trigd_source_name(source), why, t_ns, trigd_verdict_name(v));
+    pend_add(pid, t_ns, source, v, why, &w);
     if (td.idx) {
         struct idx_trigger row = {
             .pid = pid, .process_id = process_id, .t_ns = t_ns,

@@ -36,6 +36,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "collector/daemon/trig.h"
+#include "collector/store/seg_writer.h"
 
 struct idx;
 
@@ -51,9 +52,18 @@ enum trigd_source {
 };
 #define TRIGD_VERDICT_COUNT 4u  /* enum trig_verdict */
 #define TRIGD_REASON_MAX    255u
+/* Triggers waiting to be written into their process's segment. */
+#define TRIGD_PENDING_MAX   256u
 /* The reserved schema of d9_trigger() (agent/d9.h's D9_TRIGGER_SCHEMA): one
  * STR field, "reason". */
 #define TRIGD_SCHEMA_NAME   "d9_trigger"
+
+/* Write the triggers of pid fired so far into w, its process's open
+ * segment, as SEG_BLK_TRIGGER blocks (so a re-index brings them back).
+ * trigd_fire only queues them: it runs while the drain holds a data
+ * reservation in that writer. Called by drain.c at a safe point: each pass's
+ * end and before a seal. 0 or the write error (the rest stay queued). */
+int trigd_write_blocks(uint32_t pid, struct seg_writer *w);
 
 /* A process's schemas that trigd_feed looks at (filled by trigd_meta). */
 #define TRIGD_BIND_MAX      16u

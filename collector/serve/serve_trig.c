@@ -1,7 +1,7 @@
 /*
  * serve_trig.c — `d9 serve`'s /api/triggers (contract in serve_trig.h).
  *
- * Called by serve_api.c. Reads the index through idx_trig_foreach only;
+ * Called by serve_api.c. Reads the index through idx_trig_foreach_overlap only;
  * every string printed is JSON-escaped (q_text_json).
  */
 #include "collector/serve/serve_trig.h"
@@ -73,7 +73,8 @@ int serve_trig_api(struct q_store *s, const struct serve_params *p, FILE *out)
     c.out = open_memstream(&buf, &len);
     if (!c.out)
         return trig_error(out, 500, "out of memory");
-    int r = idx_trig_foreach(q_store_idx(s), pid, from, to, trig_row, &c);
+    /* by overlap: a window reaching into the view from a trigger outside it */
+    int r = idx_trig_foreach_overlap(q_store_idx(s), pid, from, to, trig_row, &c);
     if (fclose(c.out) != 0 || r < 0) {
         free(buf);
         return trig_error(out, 500, "cannot read the index's triggers");

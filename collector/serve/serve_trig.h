@@ -9,7 +9,9 @@
  *      "win_t0":NS,"win_t1":NS}   -- win_t0/win_t1 null: no kept window
  *   ]}
  *
- * Every trigger whose time is in [from, to] (default: all), of pid (0 or
+ * Every trigger whose time is in [from, to] (default: all) or whose kept
+ * window overlaps [from, to] (so a window reaching into the view from a
+ * trigger outside it is shaded too), of pid (0 or
  * absent: every pid), by time; at most limit (default and cap
  * SERVE_API_MAX_ITEMS) listed, total counts them all. Times are absolute
  * CLOCK_MONOTONIC ns (as from and to), not offsets. A store without the

@@ -744,9 +744,11 @@ int idx_open_ex(struct idx **out, const char *store_dir, unsigned flags, char *w
         char boot[64];
         if (e == 0 && read_boot_id(boot, sizeof boot) == 0)
             e = set_meta(x, "boot_id", boot, 1);
-        if (e == 0)             /* version 4, also where a version 4 index lacks it */
-            e = exec(x, kept_sql, "create the kept windows table");
     }
+    /* version 4, also where a version 4 index lacks it; a pulled store
+     * (IDX_OPEN_FOREIGN) too: its kept windows' segments need it */
+    if (e == 0 && !readonly)
+        e = exec(x, kept_sql, "create the kept windows table");
     if (e < 0) {
         if (!x->err[0])
             x_set(x, "%s", strerror(-e));
@@ -1121,6 +1123,22 @@ static int insert_blocks(struct idx *x, uint64_t segment_id, const struct seg_bl
     return 0;
 }
 
+/* 1 when segment id has a row (a kept window's source; on an error: 1, so
+ * records are never counted twice). */
+static int source_indexed(struct idx *x, uint64_t id)
+{
+    sqlite3_stmt *s = NULL;
+    if (!id)
+        return 0;
+    if (sqlite3_prepare_v2(x->db, "SELECT 1 FROM segments WHERE id = ?1", -1, &s, NULL) !=
+        SQLITE_OK)
+        return 1;
+    sqlite3_bind_int64(s, 1, (sqlite3_int64)id);
+    int rc = sqlite3_step(s);
+    sqlite3_finalize(s);
+    return rc != SQLITE_DONE;
+}
+
 /* The kept row of a kept window's segment (inside the caller's transaction). */
 static int insert_kept(struct idx *x, const struct seg_summary *sm)
 {
@@ -1170,11 +1188,16 @@ static int insert_segment(struct idx *x, int64_t process_id, const struct seg_su
     if ((e = stmt(x, ST_PROC_COUNTERS, &s)) < 0)
         return e;
     /* a kept window's records were counted when the segment it was cut
-     * from was sealed (processes.records counts what was ever indexed) */
+     * from was indexed (processes.records counts what was ever indexed):
+     * only while that segment's row is here (the flight recorder indexes
+     * the cut before it deletes the source). A store without it (pulled
+     * from a bucket, or re-indexed after the source was dropped) holds
+     * only the window: its records count. */
     int kept = (sm->hdr_flags & SEG_F_KEPT) != 0;
+    int counted = kept && source_indexed(x, sm->keep.source_segment);
     sqlite3_bind_int64(s, 1, process_id);
-    sqlite3_bind_int64(s, 2, kept ? 0 : (sqlite3_int64)sm->nrecords);
-    sqlite3_bind_int64(s, 3, kept ? 0 : (sqlite3_int64)sm->lost);
+    sqlite3_bind_int64(s, 2, counted ? 0 : (sqlite3_int64)sm->nrecords);
+    sqlite3_bind_int64(s, 3, counted ? 0 : (sqlite3_int64)sm->lost);
     if (sm->t_max) {
         sqlite3_bind_int64(s, 4, (sqlite3_int64)sm->t_min);
         sqlite3_bind_int64(s, 5, (sqlite3_int64)sm->t_max);

@@ -91,19 +91,104 @@ int idx_trig_add(struct idx *x, const struct idx_trigger *t)
     return 0;
 }
 
+/* One statement with up to two integer bindings, stepped once: SQLITE_ROW
+ * (columns in *c0, *c1 when not NULL), SQLITE_DONE or the error. */
+static int step_one(struct idx *x, const char *sql, const struct idx_trigger *t, int64_t a,
+                    int64_t b, int64_t *c0, int64_t *c1)
+{
+    sqlite3_stmt *s = NULL;
+    int rc = sqlite3_prepare_v2(x->db, sql, -1, &s, NULL);
+    if (rc != SQLITE_OK)
+        return rc;
+    int n = sqlite3_bind_parameter_count(s);
+    if (n >= 1)
+        sqlite3_bind_int64(s, 1, a);
+    if (n >= 2)
+        sqlite3_bind_int64(s, 2, b);
+    if (t && n >= 4) {
+        sqlite3_bind_text(s, 3, t->source ? t->source : "", -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(s, 4, t->reason ? t->reason : "", -1, SQLITE_TRANSIENT);
+    }
+    rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+        if (c0)
+            *c0 = sqlite3_column_int64(s, 0);
+        if (c1)
+            *c1 = sqlite3_column_int64(s, 1);
+    } else if (rc != SQLITE_DONE) {
+        rc = sqlite3_errcode(x->db);
+    }
+    sqlite3_finalize(s);
+    return rc;
+}
+
+int idx_trig_restore(struct idx *x, const struct idx_trigger *t)
+{
+    if (!x || x->readonly || !t)
+        return -EINVAL;
+    int rc = step_one(x, "SELECT 1 FROM triggers WHERE pid = ?1 AND t_ns = ?2 AND source = ?3"
+                      " AND reason = ?4 LIMIT 1", t, t->pid, (int64_t)t->t_ns, NULL, NULL);
+    if (rc == SQLITE_ROW)
+        return 0;               /* the index has it already */
+    if (rc != SQLITE_DONE)
+        return trig_errno(rc);
+    int has_win = t->win_t0_ns || t->win_t1_ns;
+    sqlite3_stmt *s = NULL;
+    rc = sqlite3_prepare_v2(x->db, "INSERT INTO triggers(pid, process_id, t_ns, source, reason,"
+                            " verdict, win_t0, win_t1) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                            -1, &s, NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_int64(s, 1, t->pid);
+        if (t->process_id > 0)
+            sqlite3_bind_int64(s, 2, t->process_id);
+        else
+            sqlite3_bind_null(s, 2);
+        sqlite3_bind_int64(s, 3, (sqlite3_int64)t->t_ns);
+        sqlite3_bind_text(s, 4, t->source ? t->source : "", -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(s, 5, t->reason ? t->reason : "", -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(s, 6, t->verdict ? t->verdict : "", -1, SQLITE_TRANSIENT);
+        bind_u64_or_null(s, 7, t->win_t0_ns, has_win);
+        bind_u64_or_null(s, 8, t->win_t1_ns, has_win);
+        rc = sqlite3_step(s) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(x->db);
+    }
+    sqlite3_finalize(s);
+    if (rc != SQLITE_OK)
+        return trig_errno(rc);
+    if (!has_win)
+        return 0;
+    /* the windows it overlaps and it are one merged window: their union, in
+     * whatever order the files come */
+    int64_t u0 = (int64_t)t->win_t0_ns, u1 = (int64_t)t->win_t1_ns;
+    rc = step_one(x, "SELECT min(win_t0), max(win_t1) FROM triggers WHERE win_t0 IS NOT NULL"
+                  " AND win_t0 <= ?2 AND win_t1 >= ?1", NULL, u0, u1, &u0, &u1);
+    if (rc != SQLITE_ROW)
+        return trig_errno(rc);
+    rc = step_one(x, "UPDATE triggers SET win_t0 = min(win_t0, ?1), win_t1 = max(win_t1, ?2)"
+                  " WHERE win_t0 IS NOT NULL AND win_t0 <= ?2 AND win_t1 >= ?1", NULL, u0, u1,
+                  NULL, NULL);
+    if (rc != SQLITE_DONE)
+        return trig_errno(rc);
+    return 0;
+}
+
 static const char *col_text(sqlite3_stmt *s, int i)
 {
     const unsigned char *p = sqlite3_column_text(s, i);
     return p ? (const char *)p : "";
 }
 
-int idx_trig_foreach(struct idx *x, uint32_t pid, uint64_t t0_ns, uint64_t t1_ns,
-                        idx_trig_fn fn, void *arg)
+static int trig_select(struct idx *x, uint32_t pid, uint64_t t0_ns, uint64_t t1_ns,
+                       int overlap, idx_trig_fn fn, void *arg)
 {
     if (!x || !fn)
         return -EINVAL;
     sqlite3_stmt *s = NULL;
-    int rc = sqlite3_prepare_v2(x->db, "SELECT id, pid, process_id, t_ns, source, reason, verdict,"
+    int rc = sqlite3_prepare_v2(x->db, overlap ?
+                                "SELECT id, pid, process_id, t_ns, source, reason, verdict,"
+                                " win_t0, win_t1 FROM triggers WHERE (t_ns BETWEEN ?1 AND ?2"
+                                " OR (win_t0 IS NOT NULL AND win_t0 <= ?2 AND win_t1 >= ?1))"
+                                " AND (?3 = 0 OR pid = ?3) ORDER BY t_ns, id" :
+                                "SELECT id, pid, process_id, t_ns, source, reason, verdict,"
                                 " win_t0, win_t1 FROM triggers WHERE t_ns BETWEEN ?1 AND ?2"
                                 " AND (?3 = 0 OR pid = ?3) ORDER BY t_ns, id", -1, &s, NULL);
     if (rc != SQLITE_OK) {
@@ -132,6 +217,18 @@ int idx_trig_foreach(struct idx *x, uint32_t pid, uint64_t t0_ns, uint64_t t1_ns
         ret = trig_errno(rc);
     sqlite3_finalize(s);
     return ret;
+}
+
+int idx_trig_foreach(struct idx *x, uint32_t pid, uint64_t t0_ns, uint64_t t1_ns,
+                        idx_trig_fn fn, void *arg)
+{
+    return trig_select(x, pid, t0_ns, t1_ns, 0, fn, arg);
+}
+
+int idx_trig_foreach_overlap(struct idx *x, uint32_t pid, uint64_t t0_ns, uint64_t t1_ns,
+                             idx_trig_fn fn, void *arg)
+{
+    return trig_select(x, pid, t0_ns, t1_ns, 1, fn, arg);
 }
 
 int idx_trig_kept_foreach(struct idx *x, uint32_t pid, idx_kept_fn fn, void *arg)

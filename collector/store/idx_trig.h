@@ -14,7 +14,8 @@
  * writer creates it with a new index and when it opens a version 3 one
  * (IDX_SCHEMA_VERSION_OLDEST: the upgrade), and a reader of a version 3
  * store sees no triggers. So old stores stay readable and writable. A
- * re-index from the segments (reindex.h) does not bring triggers back.
+ * re-index from the segments (reindex.h) brings the triggers back from the
+ * segments' SEG_BLK_TRIGGER blocks (idx_trig_restore; segment version 4).
  *
  * It also reads the kept table (idx.h, written by idx.c) for d9 sql.
  *
@@ -44,11 +45,24 @@ int idx_trig_ensure(struct idx *x);
  * whose window it overlaps (a merge grew it). 0 or -errno. */
 int idx_trig_add(struct idx *x, const struct idx_trigger *t);
 
+/* A trigger read back from a segment (reindex.c), inside the caller's
+ * transaction: nothing when the index has a row of the same pid, time,
+ * source and reason already; else inserted, and its window and every
+ * window it overlaps become their union (so the merged windows come out
+ * the same whatever order the segments are read in). 0 or -errno. */
+int idx_trig_restore(struct idx *x, const struct idx_trigger *t);
+
 typedef int (*idx_trig_fn)(void *arg, const struct idx_trigger *t);
 /* Every row in [t0_ns, t1_ns] by time (pid 0: all pids), to fn (nonzero
  * stops and is returned). A store without the table has no rows. */
 int idx_trig_foreach(struct idx *x, uint32_t pid, uint64_t t0_ns, uint64_t t1_ns,
                         idx_trig_fn fn, void *arg);
+
+/* The same for every row whose time is in [t0_ns, t1_ns] or whose kept
+ * window overlaps it (a window reaching into a view from a trigger outside
+ * it: d9 serve shades it). */
+int idx_trig_foreach_overlap(struct idx *x, uint32_t pid, uint64_t t0_ns, uint64_t t1_ns,
+                             idx_trig_fn fn, void *arg);
 
 /* A kept window's segment (the index's kept table, idx.h), with its
  * segment's path and pid (through segments and processes). */

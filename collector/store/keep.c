@@ -168,6 +168,15 @@ static int cut_block(struct keep_cut_ctx *c, const struct seg_block *b)
             return rc;
         return seg_writer_add_exit(c->w, &e);
     }
+    case SEG_BLK_TRIGGER: {     /* the triggers inside: a re-index finds them here */
+        struct seg_trigger t;
+        if (!in || b->h.len < sizeof t)
+            return 0;
+        memcpy(&t, b->payload, sizeof t);
+        if ((rc = writer(c)))
+            return rc;
+        return seg_writer_add_trigger(c->w, &t);
+    }
     default:
         return 0;               /* the reader refuses unknown kinds */
     }

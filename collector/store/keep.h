@@ -7,8 +7,8 @@
  * process holding only what lies in the window [t0_ns, t1_ns] of a struct
  * seg_keep: every metadata entry (so the records decode alone), the DATA
  * records whose timestamp is inside, packed again (pack.h) in blocks of at
- * most KEEP_CHUNK raw bytes per thread, and the thread ends and the process
- * exit inside. The new file's header carries SEG_F_KEPT and the seg_keep
+ * most KEEP_CHUNK raw bytes per thread, and the thread ends, the triggers
+ * (SEG_BLK_TRIGGER) and the process exit inside. The new file's header carries SEG_F_KEPT and the seg_keep
  * (trigger, bounds, reason, source segment), so the index row made from it
  * (idx_segment_commit, or any re-index) names its trigger.
  *

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "collector/store/idx.h"
+#include "collector/store/idx_trig.h"
 #include "collector/store/reindex.h"
 #include "collector/store/rollup.h"
 #include "collector/store/seg_reader.h"
@@ -32,8 +33,28 @@ struct thr {
     int ended;
 };
 
-/* Runtimes, threads and the process's end, from the file's blocks, in one
- * transaction. */
+/* A SEG_BLK_TRIGGER block's trigger back into the index (idx_trig_restore:
+ * one the index has already is left alone). Its strings are the file's:
+ * ended here, control bytes replaced. */
+static int restore_trigger(struct idx *x, int64_t pid_row, const void *payload)
+{
+    struct seg_trigger st;
+    memcpy(&st, payload, sizeof st);
+    char source[SEG_TRIG_NAME_MAX + 1], verdict[SEG_TRIG_NAME_MAX + 1];
+    char reason[SEG_TRIG_REASON_MAX + 1];
+    clean_str(source, st.source, sizeof st.source);
+    clean_str(verdict, st.verdict, sizeof st.verdict);
+    clean_str(reason, st.reason, sizeof st.reason);
+    struct idx_trigger t = {
+        .pid = st.pid, .process_id = pid_row, .t_ns = st.t_ns, .source = source,
+        .reason = reason, .verdict = verdict, .win_t0_ns = st.win_t0_ns,
+        .win_t1_ns = st.win_t1_ns,
+    };
+    return idx_trig_restore(x, &t);
+}
+
+/* Runtimes, threads, triggers and the process's end, from the file's
+ * blocks, in one transaction. */
 static int index_extras(struct idx *x, int64_t pid_row, struct seg_reader *r)
 {
     int e = 0;
@@ -54,6 +75,8 @@ static int index_extras(struct idx *x, int64_t pid_row, struct seg_reader *r)
         } else if (b.h.kind == SEG_BLK_EXIT) {
             memcpy(&ex, b.payload, sizeof ex);
             have_exit = 1;
+        } else if (b.h.kind == SEG_BLK_TRIGGER) {
+            e = restore_trigger(x, pid_row, b.payload);
         } else if (b.h.ring >= SYM_SEG_RING) {
             /* the collector's pseudo rings (mappings, perf samples: SYM_SEG_RING and
              * the one above it) are no thread of the process: the collector never

@@ -4,8 +4,9 @@
  * One segment holds the records of one traced process over a span of time.
  * It is self-describing: d9 decodes it with nothing but the file.
  *
- * File format v3 (little-endian, every struct 8-byte aligned; a file of
- * another version is refused with one message naming both versions):
+ * File format v4 (little-endian, every struct 8-byte aligned; v3 files,
+ * the same without SEG_BLK_TRIGGER, are read too; a file of another version
+ * is refused with one message naming both versions):
  *
  *   struct seg_file_hdr                       fixed SEG_HDR_SIZE bytes
  *   block*                                    struct seg_block_hdr + payload
@@ -25,6 +26,12 @@
  *                 the previous block of the same ring generation.
  *   SEG_BLK_EXIT  payload = struct seg_exit: the process ended (clean/crash).
  *   SEG_BLK_THREAD_END payload empty: the thread of (ring, generation) ended.
+ *   SEG_BLK_TRIGGER payload = struct seg_trigger: a trigger the collector
+ *                 saw for the process (any source: marker, shell, poll,
+ *                 crash, sched, lost), with its verdict and kept window as
+ *                 of its firing; t_first = t_last = its time, tid = pid.
+ *                 A re-index rebuilds the index's triggers rows from them
+ *                 (reindex.h). Since version 4.
  * Each block header carries a CRC-32C of its payload.
  *
  * Sealing: written as <dir>/.tmp.<name>, footer appended, fsync(file),
@@ -48,8 +55,9 @@
 
 #define SEG_MAGIC        "D9SEG001"
 #define SEG_END_MAGIC    "D9SEGEND"
-#define SEG_VERSION      3u       /* written and the only one read (3: custom records
-                                     carry their task, D9_ABI_VERSION 2) */
+#define SEG_VERSION      4u       /* written (4: SEG_BLK_TRIGGER blocks; 3: custom
+                                     records carry their task, D9_ABI_VERSION 2) */
+#define SEG_VERSION_OLDEST 3u     /* the oldest version read */
 #define SEG_HDR_SIZE     512u
 #define SEG_BLOCK_MAGIC  0x4b423944u    /* "D9BK" */
 #define SEG_FILE_SUFFIX  ".d9seg"
@@ -60,7 +68,23 @@ enum seg_block_kind {
     SEG_BLK_DATA = 2,
     SEG_BLK_EXIT = 3,
     SEG_BLK_THREAD_END = 4,
+    SEG_BLK_TRIGGER = 5,        /* version 4 */
 };
+
+/* A SEG_BLK_TRIGGER payload: strings NUL-padded (readers still end them
+ * themselves); source and verdict are trigd.h's names. */
+#define SEG_TRIG_NAME_MAX   16u
+#define SEG_TRIG_REASON_MAX 256u
+struct seg_trigger {
+    uint64_t t_ns;
+    uint64_t win_t0_ns, win_t1_ns;  /* its kept window when it fired; 0, 0: none */
+    uint32_t pid;
+    uint32_t reserved;
+    char source[SEG_TRIG_NAME_MAX];
+    char verdict[SEG_TRIG_NAME_MAX];
+    char reason[SEG_TRIG_REASON_MAX];
+};
+_Static_assert(sizeof(struct seg_trigger) % 8 == 0, "block payloads are 8-byte multiples");
 
 /* A kept window's segment (flags SEG_F_KEPT): the flight recorder
  * (--retain triggered) cut it out of the segment source_segment, keeping the

@@ -139,9 +139,9 @@ static int check_header(struct seg_reader *r)
         return e;
     if (memcmp(r->hdr.magic, SEG_MAGIC, sizeof r->hdr.magic) != 0)
         return r_fail(r, 0, "not a d9 segment (bad magic)");
-    if (r->hdr.version != SEG_VERSION) {
-        r_fail(r, 0, "segment format version %" PRIu32 " is not supported (this d9 reads version %u)",
-               r->hdr.version, SEG_VERSION);
+    if (r->hdr.version < SEG_VERSION_OLDEST || r->hdr.version > SEG_VERSION) {
+        r_fail(r, 0, "segment format version %" PRIu32 " is not supported (this d9 reads versions "
+               "%u to %u)", r->hdr.version, SEG_VERSION_OLDEST, SEG_VERSION);
         return r->hdr.version > SEG_VERSION ? -ENOTSUP : -EBADMSG;
     }
     if (r->hdr.hdr_size != SEG_HDR_SIZE)
@@ -455,7 +455,8 @@ static int check_block_hdr(struct seg_reader *r, const struct seg_block_hdr *h, 
 {
     if (h->magic != SEG_BLOCK_MAGIC)
         return r_fail(r, off, "bad block magic 0x%08" PRIx32, h->magic);
-    if (h->kind < SEG_BLK_META || h->kind > SEG_BLK_THREAD_END)
+    if (h->kind < SEG_BLK_META || h->kind > SEG_BLK_TRIGGER ||
+        (h->kind == SEG_BLK_TRIGGER && r->hdr.version < 4))
         return r_fail(r, off, "unknown block kind %u", h->kind);
     int packed = h->flags == SEG_BF_PACKED && h->kind == SEG_BLK_DATA;
     if (h->flags != 0 && !packed)
@@ -485,6 +486,11 @@ static int check_block_hdr(struct seg_reader *r, const struct seg_block_hdr *h, 
     case SEG_BLK_THREAD_END:
         if (h->len != 0 || h->nrec != 0 || h->t_first != h->t_last)
             return r_fail(r, off, "malformed thread-end block");
+        break;
+    case SEG_BLK_TRIGGER:
+        if (h->len != sizeof(struct seg_trigger) || h->nrec != 0 || h->t_first != h->t_last ||
+            h->ring || h->generation || h->lost)
+            return r_fail(r, off, "malformed trigger block");
         break;
     }
     return 0;
@@ -537,6 +543,11 @@ static int read_block(struct seg_reader *r, struct seg_block *b, int want_payloa
             memcpy(&x, r->buf, sizeof x);
             if (x.reason < SEG_EXIT_CLEAN || x.reason > SEG_EXIT_LAST || x.t_ns != b->h.t_first)
                 e = r_fail(r, off, "malformed exit record");
+        } else if (b->h.kind == SEG_BLK_TRIGGER) {
+            struct seg_trigger t;
+            memcpy(&t, r->buf, sizeof t);
+            if (t.t_ns != b->h.t_first || t.pid != b->h.tid || t.win_t0_ns > t.win_t1_ns)
+                e = r_fail(r, off, "malformed trigger record");
         }
         if (e < 0)
             return r_bad(r, e);

@@ -337,6 +337,17 @@ int seg_writer_add_exit(struct seg_writer *w, const struct seg_exit *e)
     return w_put_block(w, &h, &copy, NULL);
 }
 
+int seg_writer_add_trigger(struct seg_writer *w, const struct seg_trigger *t)
+{
+    if (!w || !t || t->win_t0_ns > t->win_t1_ns)
+        return -EINVAL;
+    struct seg_trigger copy = *t;
+    copy.reserved = 0;
+    struct seg_block_hdr h = { .kind = SEG_BLK_TRIGGER, .len = sizeof copy, .tid = t->pid,
+                               .t_first = t->t_ns, .t_last = t->t_ns };
+    return w_put_block(w, &h, &copy, NULL);
+}
+
 uint64_t seg_writer_bytes(const struct seg_writer *w)
 {
     return w ? w->flushed + w->buf_len : 0;

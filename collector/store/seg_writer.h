@@ -85,6 +85,8 @@ int seg_writer_data_commit(struct seg_writer *w, uint32_t tid, uint32_t ring,
 int seg_writer_add_thread_end(struct seg_writer *w, uint32_t tid, uint32_t ring,
                               uint32_t generation, uint64_t t_ns);
 int seg_writer_add_exit(struct seg_writer *w, const struct seg_exit *e);
+/* A SEG_BLK_TRIGGER block (seg.h): a trigger of the process. 0 or -errno. */
+int seg_writer_add_trigger(struct seg_writer *w, const struct seg_trigger *t);
 
 /* Bytes written so far (for size-based rotation). */
 uint64_t seg_writer_bytes(const struct seg_writer *w);

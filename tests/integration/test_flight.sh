@@ -4,7 +4,8 @@
 # keep their windows [t - lookback, t + lookforward] and nothing else, record
 # by record; the kept windows are their own segments in the index's kept
 # table, named for their trigger; --ship uploads only them, each manifest
-# naming its trigger; --store-mb retention deletes untriggered data before a
+# naming its trigger, and a store pulled from them counts their records in
+# d9 ps; --store-mb retention deletes untriggered data before a
 # kept window.
 . tests/integration/lib.sh
 . tests/integration/collector_env.sh
@@ -121,6 +122,13 @@ assert m['trigger_pid'] == int(k[4]) and m['trigger_count'] >= 1, m
     done
 }
 check "each manifest names its trigger (reason, time, window, pid)" man_ok
+# a store pulled from the bucket holds only the kept windows: d9 ps counts
+# their records (the sources they were cut from are not there)
+check "d9 pull of the kept windows" sh -c "
+    '$BIN/d9' pull --s3-endpoint '$S3_ENDPOINT' '$URL' '$T/pulled' >'$T/pull.out' 2>&1 ||
+    { cat '$T/pull.out'; exit 1; }"
+check "the pulled store's d9 ps record counts are the records it holds" \
+    python3 tests/integration/ps_records.py "$BIN/d9" "$T/pulled"
 
 # ---- retention: --store-mb deletes untriggered data before a kept window --------
 s3_stop

@@ -5,6 +5,8 @@
 # store (polls, parks, scheduling wait sum and count, parked and busy time,
 # the poll duration histogram's count and sum: the finished polls of the
 # polls table).
+# Prometheus 2.x scrapes in OpenMetrics 1.0 (its Accept header prefers it;
+# its metadata then has the families' units), plain curl gets text 0.0.4.
 # Also: promtool's lint of the exposition, bad --metrics values refused
 # with one line, HTTP methods and paths, hostile bytes and a connection
 # flood leave the endpoint answering.
@@ -83,6 +85,19 @@ series() { curl -sf -o "$T/m.txt" "$MURL" &&
            grep -q "^d9_worker_polls_total{pid=\"$PID\",comm=\"prog_cli\",runtime=\"clirt\",worker=\"0\"} " "$T/m.txt"; }
 check "its series for the exited process" wait_for 10 series
 check "promtool check metrics: no lint findings" sh -c "promtool check metrics <'$T/m.txt'"
+# OpenMetrics 1.0 when the Accept header prefers it (Prometheus 2.x's own header)
+PROM_ACCEPT='application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1'
+check "Accept preferring OpenMetrics: its content type, # EOF last" sh -c \
+    "curl -sfD '$T/oh' -o '$T/m.om' -H 'Accept: $PROM_ACCEPT' '$MURL' &&
+     grep -qi '^content-type: application/openmetrics-text; version=1.0.0; charset=utf-8' '$T/oh' &&
+     [ \"\$(tail -n 1 '$T/m.om')\" = '# EOF' ]"
+check "OpenMetrics: counter families without _total, samples with it, units" sh -c \
+    "grep -qx '# TYPE d9_worker_busy_seconds counter' '$T/m.om' &&
+     grep -qx '# UNIT d9_worker_busy_seconds seconds' '$T/m.om' &&
+     grep -q '^d9_worker_busy_seconds_total{pid=' '$T/m.om'"
+check "Accept text/plain: the 0.0.4 text" sh -c \
+    "curl -sfD '$T/th' -o /dev/null -H 'Accept: text/plain;version=0.0.4' '$MURL' &&
+     grep -qi '^content-type: text/plain; version=0.0.4' '$T/th'"
 check "POST: 405" test "$(code -X POST "$MURL")" = 405
 check "another path: 404" test "$(code "http://127.0.0.1:$MPORT/other")" = 404
 body_closed() { curl -s -o /dev/null --data-binary @"$T/m.txt" -X GET "$MURL"; [ $? -eq 52 ]; }
@@ -109,6 +124,11 @@ PURL="http://127.0.0.1:$PPORT"
 check "prometheus is ready" wait_for 20 curl -sf -o /dev/null "$PURL/-/ready"
 scraped() { curl -sf "$PURL/api/v1/query?query=up%7Bjob%3D%22d9%22%7D" | grep -q '"value":\[[0-9.]*,"1"\]'; }
 check "prometheus scraped d9 (up == 1)" wait_for 20 scraped
+# Prometheus 2.x asks for OpenMetrics first: its metadata has the families'
+# units, which only OpenMetrics carries (the values below came that way)
+om_scraped() { curl -sf "$PURL/api/v1/metadata?metric=d9_worker_busy_seconds" |
+               grep -q '"type":"counter".*"unit":"seconds"'; }
+check "prometheus scraped OpenMetrics (the unit of d9_worker_busy_seconds)" wait_for 20 om_scraped
 check "prometheus answers d9 sql's values for every worker" \
     wait_for 10 $PY compare "$PURL" "$PID" "$T/workers.csv"
 $PY compare "$PURL" "$PID" "$T/workers.csv" | sed 's/^/    /'

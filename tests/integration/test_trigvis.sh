@@ -5,7 +5,8 @@
 # (--trigger-crash yes), so the index's triggers table holds one row of
 # each source. Then:
 #   - d9 serve's /api/triggers lists exactly the index's rows (source,
-#     reason, verdict, time, kept window), filtered by pid and window, with
+#     reason, verdict, time, kept window), filtered by pid and window (a
+#     trigger before the window whose kept window reaches in is listed), with
 #     limit and total, a reversed window refused (400);
 #   - the page draws a marker per trigger and shades the kept window;
 #   - d9 events lists the index-only triggers (shell, poll, crash) as
@@ -110,13 +111,21 @@ assert all(r['win_t0'] is None for r in a['triggers'] if r['verdict'] == 'deboun
 T1=$(python3 -c "import json; r = json.load(open('$T/rows.json')); print(r[0]['t'] + 1)")
 T2=$(python3 -c "import json; r = json.load(open('$T/rows.json')); print(r[-1]['t'] - 1)")
 api "pid=$P&from=$T1&to=$T2" win
-check "a window lists only the triggers inside it" same win "
-want = [r['t'] for r in rows if $T1 <= r['t'] <= $T2]
+# by overlap: the triggers inside, and those whose kept window reaches in
+# (the first's, which keeps the window around every later one)
+inside() { cat <<PY
+inside = lambda r, t0, t1: t0 <= r['t'] <= t1 or (r['win_t0'] is not None and r['win_t0'] <= t1 and r['win_t1'] >= t0)
+PY
+}
+check "a window lists the triggers inside it and the kept windows reaching in" same win "
+$(inside)
+want = [r['t'] for r in rows if inside(r, $T1, $T2)]
 assert [r['t'] for r in a['triggers']] == want and a['total'] == len(want) and 0 < len(want) < 4, (a, want)
+assert rows[0]['t'] in want and rows[-1]['t'] not in want, (a, want)
 "
 api "from=$T1" nopid
-check "without a pid, every pid's triggers from 'from' on" same nopid "
-assert [r['t'] for r in a['triggers']] == [r['t'] for r in rows[1:]], a
+check "without a pid, every pid's triggers from 'from' on, and the window reaching in" same nopid "
+assert [r['t'] for r in a['triggers']] == [r['t'] for r in rows], a
 "
 api "pid=$P&limit=1" lim
 check "limit lists that many, total counts them all" same lim "

@@ -133,6 +133,56 @@ static void test_foreach_filters_by_pid_and_time(void **state)
     assert_int_equal(rs.r[0].t, 1000);
 }
 
+static void restore(struct idx *x, uint32_t pid, uint64_t t, const char *verdict, uint64_t w0,
+                    uint64_t w1)
+{
+    struct idx_trigger row = { .pid = pid, .t_ns = t, .source = "marker", .reason = "why",
+                               .verdict = verdict, .win_t0_ns = w0, .win_t1_ns = w1 };
+    assert_int_equal(idx_trig_restore(x, &row), 0);
+}
+
+/* A re-index reads the merge's rows in file order, not firing order: the
+ * merged window (the union) comes out the same, and a row read twice is
+ * one row. */
+static void test_restored_rows_merge_in_any_order_without_duplicates(void **state)
+{
+    struct fx *fx = *state;
+    restore(fx->x, 12, 1150, "merged", 900, 1200);  /* the later, grown window first */
+    restore(fx->x, 11, 5000, "kept", 4900, 5100);   /* apart */
+    restore(fx->x, 10, 1000, "kept", 900, 1100);    /* then the first, smaller one */
+    restore(fx->x, 10, 1000, "kept", 900, 1100);    /* read again: nothing */
+    restore(fx->x, 10, 1001, "debounced", 0, 0);
+    struct rows rs = { 0 };
+    assert_int_equal(idx_trig_foreach(fx->x, 0, 0, UINT64_MAX, collect, &rs), 0);
+    assert_int_equal(rs.n, 4);
+    assert_int_equal(rs.r[0].t, 1000);
+    assert_int_equal(rs.r[0].w0, 900);
+    assert_int_equal(rs.r[0].w1, 1200);             /* not shrunk back to 1100 */
+    assert_string_equal(rs.r[1].verdict, "debounced");
+    assert_int_equal(rs.r[1].w1, 0);
+    assert_int_equal(rs.r[2].w1, 1200);
+    assert_int_equal(rs.r[3].w0, 4900);
+    assert_int_equal(rs.r[3].w1, 5100);
+}
+
+/* By overlap: a row outside the range whose window reaches into it. */
+static void test_foreach_overlap_adds_windows_reaching_in(void **state)
+{
+    struct fx *fx = *state;
+    add(fx->x, 10, 1000, "kept", 900, 2000);
+    add(fx->x, 10, 1500, "debounced", 0, 0);
+    add(fx->x, 11, 3000, "kept", 2900, 3100);
+    struct rows rs = { 0 };
+    assert_int_equal(idx_trig_foreach(fx->x, 0, 1600, 2500, collect, &rs), 0);
+    assert_int_equal(rs.n, 0);
+    assert_int_equal(idx_trig_foreach_overlap(fx->x, 0, 1600, 2500, collect, &rs), 0);
+    assert_int_equal(rs.n, 1);
+    assert_int_equal(rs.r[0].t, 1000);
+    rs.n = 0;
+    assert_int_equal(idx_trig_foreach_overlap(fx->x, 11, 1600, 2500, collect, &rs), 0);
+    assert_int_equal(rs.n, 0);
+}
+
 /* A store written before the triggers: version 3, no table. */
 static void make_version_3(struct fx *fx)
 {
@@ -201,6 +251,8 @@ int main(void)
         T(test_a_trigger_row_keeps_its_fields_and_a_debounced_one_has_no_window),
         T(test_a_merge_gives_every_swallowed_window_the_merged_bounds),
         T(test_foreach_filters_by_pid_and_time),
+        T(test_restored_rows_merge_in_any_order_without_duplicates),
+        T(test_foreach_overlap_adds_windows_reaching_in),
         T(test_a_version_3_store_reads_as_having_no_triggers),
         T(test_a_writer_upgrades_a_version_3_store_to_4),
         T(test_a_version_2_store_is_still_refused),

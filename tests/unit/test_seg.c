@@ -715,15 +715,77 @@ static void test_an_older_format_version_is_refused_naming_both_versions(void **
     size_t len;
     uint8_t *b = slurp(sum.path, &len);
     struct seg_reader *r;
-    b[offsetof(struct seg_file_hdr, version)] = SEG_VERSION - 1;
+    b[offsetof(struct seg_file_hdr, version)] = SEG_VERSION_OLDEST - 1;
     assert_int_equal(seg_reader_open_mem(&r, b, len, 0), -EBADMSG);
     assert_int_equal(seg_reader_open_mem(&r, b, len, SEG_OPEN_PARTIAL), -EBADMSG);
     spit(sum.path, b, len);
     char why[200], want[120];
     assert_int_equal(seg_reader_open_ex(&r, sum.path, 0, why, sizeof why), -EBADMSG);
-    snprintf(want, sizeof want, "segment format version %u is not supported (this d9 reads version %u)",
-             SEG_VERSION - 1, SEG_VERSION);
+    snprintf(want, sizeof want, "segment format version %u is not supported (this d9 reads "
+             "versions %u to %u)", SEG_VERSION_OLDEST - 1, SEG_VERSION_OLDEST, SEG_VERSION);
     assert_non_null(strstr(why, want));
+    free(b);
+    seg_writer_free(w);
+}
+
+/* Version 4's trigger blocks read back; a version 3 file (none of them)
+ * still reads, and one claiming version 3 with a trigger block is corrupt. */
+static void test_trigger_blocks_read_back_and_version_3_still_reads(void **state)
+{
+    struct fx *fx = *state;
+    struct seg_summary sum;
+    struct seg_writer *w = write_small(fx->dir, 7, &sum);
+    size_t len;
+    uint8_t *b = slurp(sum.path, &len);
+    struct seg_reader *r;
+    struct seg_block blk;
+    int n = 0, e;
+    b[offsetof(struct seg_file_hdr, version)] = 3;          /* no trigger block: a v3 file */
+    assert_int_equal(seg_reader_open_mem(&r, b, len, 0), 0);
+    while ((e = seg_reader_next(r, &blk)) == 1)
+        n++;
+    assert_int_equal(e, 0);
+    assert_true(n > 0);
+    seg_reader_close(r);
+    free(b);
+    seg_writer_free(w);
+
+    uint8_t meta[1024];
+    size_t mlen = make_meta(meta);
+    assert_int_equal(seg_writer_open(&w, fx->dir, 8, &proc, meta, mlen), 0);
+    struct seg_trigger t = { .t_ns = 5000, .win_t0_ns = 4000, .win_t1_ns = 6000, .pid = 4242 };
+    snprintf(t.source, sizeof t.source, "shell");
+    snprintf(t.verdict, sizeof t.verdict, "kept");
+    snprintf(t.reason, sizeof t.reason, "why");
+    assert_int_equal(seg_writer_add_trigger(w, &t), 0);
+    struct seg_trigger bad = t;
+    bad.win_t0_ns = 7000;                                   /* a reversed window */
+    assert_int_equal(seg_writer_add_trigger(w, &bad), -EINVAL);
+    assert_int_equal(seg_writer_seal(w, &sum), 0);
+    assert_int_equal(sum.t_min, 5000);
+    b = slurp(sum.path, &len);
+    assert_int_equal(seg_reader_open_mem(&r, b, len, 0), 0);
+    assert_int_equal(seg_reader_header(r)->version, SEG_VERSION);
+    int found = 0;
+    while ((e = seg_reader_next(r, &blk)) == 1) {
+        if (blk.h.kind != SEG_BLK_TRIGGER)
+            continue;
+        struct seg_trigger got;
+        assert_int_equal(blk.h.len, sizeof got);
+        memcpy(&got, blk.payload, sizeof got);
+        assert_memory_equal(&got, &t, sizeof got);
+        assert_int_equal(blk.h.tid, 4242);
+        found++;
+    }
+    assert_int_equal(e, 0);
+    assert_int_equal(found, 1);
+    seg_reader_close(r);
+    b[offsetof(struct seg_file_hdr, version)] = 3;          /* v3 had no trigger blocks */
+    assert_int_equal(seg_reader_open_mem(&r, b, len, 0), 0);
+    while ((e = seg_reader_next(r, &blk)) == 1)
+        ;
+    assert_int_equal(e, -EBADMSG);
+    seg_reader_close(r);
     free(b);
     seg_writer_free(w);
 }
@@ -1503,6 +1565,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_packed_block_reads_back_the_records_of_a_raw_one, setup, teardown),
         cmocka_unit_test_setup_teardown(test_packed_blocks_that_do_not_unpack_are_corrupt, setup, teardown),
         cmocka_unit_test_setup_teardown(test_an_older_format_version_is_refused_naming_both_versions, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_trigger_blocks_read_back_and_version_3_still_reads, setup, teardown),
         cmocka_unit_test_setup_teardown(test_invalid_records_are_rejected_and_write_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_data_larger_than_a_block_is_split_at_record_boundaries, setup, teardown),
         cmocka_unit_test_setup_teardown(test_freeing_an_unsealed_writer_removes_its_temp_file, setup, teardown),

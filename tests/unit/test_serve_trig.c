@@ -101,9 +101,30 @@ static void test_window_limit_total(void **state)
     char *b;
     assert_int_equal(get(*state, &b, "from", "1500", "to", "3000", "limit", "1", (char *)NULL),
                      200);
+    /* 2000 and 3000 by time, 1000 by its window (500..3500) reaching in */
+    assert_non_null(strstr(b, "\"total\":3,"));
+    assert_non_null(strstr(b, "\"t\":1000,"));
+    assert_null(strstr(b, "\"t\":2000,"));
+    free(b);
+}
+
+/* A view with no trigger inside: the kept windows reaching into it from
+ * triggers before it are listed (d9 serve shades them); a view past every
+ * window lists none. */
+static void test_windows_reaching_in_from_outside(void **state)
+{
+    char *b;
+    assert_int_equal(get(*state, &b, "from", "3200", "to", "4000", (char *)NULL), 200);
     assert_non_null(strstr(b, "\"total\":2,"));
-    assert_non_null(strstr(b, "\"t\":2000,"));
-    assert_null(strstr(b, "\"t\":3000,"));
+    assert_non_null(strstr(b, "\"t\":1000,"));
+    assert_non_null(strstr(b, "\"t\":3000,"));
+    assert_null(strstr(b, "\"t\":2000,"));       /* debounced: no window */
+    free(b);
+    assert_int_equal(get(*state, &b, "from", "3501", "to", "9000", (char *)NULL), 200);
+    assert_non_null(strstr(b, "\"total\":0,"));
+    free(b);
+    assert_int_equal(get(*state, &b, "pid", "11", "from", "100", "to", "499", (char *)NULL), 200);
+    assert_non_null(strstr(b, "\"total\":0,"));
     free(b);
 }
 
@@ -121,6 +142,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_all_of_a_pid, setup, teardown),
         cmocka_unit_test_setup_teardown(test_window_limit_total, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reversed_window, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_windows_reaching_in_from_outside, setup, teardown),
     };
     return cmocka_run_group_tests(t, NULL, NULL);
 }

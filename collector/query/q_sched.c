@@ -2,9 +2,12 @@
  * q_sched.c — per-worker scheduling facts (see q_sched.h for the
  * definitions).
  *
- * Workers are few (one per worker thread of each runtime): a vector with a
- * one-entry cache of the last hit, not a hash table. The histogram is
- * log-linear: values below 16 exact, then 16 sub-buckets per power of two.
+ * Workers are few (one per worker thread of each runtime): a vector, not a
+ * hash table, with a small direct-mapped cache by the record's thread
+ * (a worker is one thread, and the scan's merge interleaves the threads
+ * record by record, so a one-entry cache of the last hit would mostly
+ * miss). The histogram is log-linear: values below 16 exact, then 16
+ * sub-buckets per power of two.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -42,9 +45,12 @@ struct thread_cpu {                 /* CPU profile weight of a thread */
     uint64_t weight_ns;
 };
 
+#define Q_SCHED_RECENT 64u           /* a power of two */
+
 struct q_sched {
     struct acc *a;
-    size_t n, cap, last;
+    size_t n, cap;
+    uint32_t recent[Q_SCHED_RECENT];    /* index + 1 into a by recent_ix(); 0 = none */
     struct thread_cpu *t;
     size_t tn, tcap;
     struct q_sched_worker *out;     /* q_sched_workers' answer */
@@ -105,20 +111,29 @@ void q_sched_free(struct q_sched *s)
     free(s);
 }
 
+static size_t recent_ix(const struct q_rec_src *src)
+{
+    return ((size_t)src->ring ^ (size_t)src->generation ^ (size_t)src->process_id) &
+           (Q_SCHED_RECENT - 1);
+}
+
 static struct acc *find(struct q_sched *s, const struct q_rec_src *src, uint16_t rt, uint16_t wk)
 {
-    if (s->last < s->n) {
-        struct acc *a = &s->a[s->last];
+    uint32_t *r = &s->recent[recent_ix(src)];
+    if (*r) {
+        struct acc *a = &s->a[*r - 1];
         if (a->w.process_id == src->process_id && a->w.runtime == rt && a->w.worker == wk)
             return a;
     }
     for (size_t i = 0; i < s->n; i++) {
         struct acc *a = &s->a[i];
         if (a->w.process_id == src->process_id && a->w.runtime == rt && a->w.worker == wk) {
-            s->last = i;
+            *r = (uint32_t)(i + 1);
             return a;
         }
     }
+    if (s->n >= UINT32_MAX - 1)
+        return NULL;
     if (s->n == s->cap) {
         size_t nc = s->cap ? s->cap * 2 : Q_SCHED_INITIAL;
         struct acc *n = realloc(s->a, nc * sizeof *n);
@@ -139,7 +154,7 @@ static struct acc *find(struct q_sched *s, const struct q_rec_src *src, uint16_t
     a->generation = src->generation;
     a->w.runtime = rt;
     a->w.worker = wk;
-    s->last = s->n++;
+    *r = (uint32_t)++s->n;
     return a;
 }
 

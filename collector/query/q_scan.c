@@ -528,6 +528,19 @@ int q_scan_next(struct q_scan_it *it, struct q_rec_src *src,
     return 1;
 }
 
+int q_scan_step(struct q_scan_it *it, const struct q_rec_src **src,
+                const struct d9_rec_hdr **rec, size_t *len)
+{
+    int rc;
+    struct cursor *c = scan_step((struct scan *)it, &rc);
+    if (!c)
+        return rc;
+    *src = &c->src;
+    *rec = c->gap ? NULL : c->cur;
+    *len = c->gap ? 0 : c->cur_len;
+    return 1;
+}
+
 void q_scan_close(struct q_scan_it *it)
 {
     struct scan *sc = (struct scan *)it;

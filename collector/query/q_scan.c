@@ -471,7 +471,7 @@ void q_scan_set_cancel(bool (*fn)(void *arg), void *arg)
 /* The next record's cursor (its cur, cur_len and src; a gap's cur is not a
  * record), NULL at the end with *rc 0 or -errno. It stays at heap[0] until
  * the next call. */
-static struct cursor *scan_step(struct scan *sc, int *rc)
+static inline __attribute__((always_inline)) struct cursor *scan_step(struct scan *sc, int *rc)
 {
     *rc = 0;
     if (sc->pending) {

@@ -117,14 +117,11 @@ static size_t recent_ix(const struct q_rec_src *src)
            (Q_SCHED_RECENT - 1);
 }
 
-static struct acc *find(struct q_sched *s, const struct q_rec_src *src, uint16_t rt, uint16_t wk)
+/* find() past its cache: the vector, or a new worker */
+static __attribute__((noinline)) struct acc *find_slow(struct q_sched *s, uint32_t *r,
+                                                      const struct q_rec_src *src, uint16_t rt,
+                                                      uint16_t wk)
 {
-    uint32_t *r = &s->recent[recent_ix(src)];
-    if (*r) {
-        struct acc *a = &s->a[*r - 1];
-        if (a->w.process_id == src->process_id && a->w.runtime == rt && a->w.worker == wk)
-            return a;
-    }
     for (size_t i = 0; i < s->n; i++) {
         struct acc *a = &s->a[i];
         if (a->w.process_id == src->process_id && a->w.runtime == rt && a->w.worker == wk) {
@@ -156,6 +153,18 @@ static struct acc *find(struct q_sched *s, const struct q_rec_src *src, uint16_t
     a->w.worker = wk;
     *r = (uint32_t)++s->n;
     return a;
+}
+
+static inline struct acc *find(struct q_sched *s, const struct q_rec_src *src, uint16_t rt,
+                               uint16_t wk)
+{
+    uint32_t *r = &s->recent[recent_ix(src)];
+    if (*r) {
+        struct acc *a = &s->a[*r - 1];
+        if (a->w.process_id == src->process_id && a->w.runtime == rt && a->w.worker == wk)
+            return a;
+    }
+    return find_slow(s, r, src, rt, wk);
 }
 
 static void seen_at(struct acc *a, const struct q_rec_src *src, uint64_t ts)
@@ -202,7 +211,8 @@ static int on_cpu_sample(struct q_sched *s, const struct q_rec_src *src,
  */
 static void open_remove(struct acc *a, uint32_t i)
 {
-    memmove(&a->open[i], &a->open[i + 1], (a->nopen - i - 1) * sizeof a->open[0]);
+    if (i + 1 < a->nopen)       /* mostly the last (the poll ending) */
+        memmove(&a->open[i], &a->open[i + 1], (a->nopen - i - 1) * sizeof a->open[0]);
     a->nopen--;
 }
 

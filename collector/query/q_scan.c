@@ -228,7 +228,7 @@ static void heap_push(struct scan *sc, struct cursor *c)
 
 /* Restore the heap order after heap[0]'s current record moved forward
  * (its key is refreshed from the cursor first). */
-static void heap_sift_top(struct scan *sc)
+static inline __attribute__((always_inline)) void heap_sift_top(struct scan *sc)
 {
     struct heap_ent *h = sc->heap, top = h[0];
     size_t i = 0, n = sc->nheap;
@@ -265,7 +265,7 @@ static void cursor_free(struct cursor *c)
 }
 
 /* Advance to the next record passing the filter. false at the end. */
-static bool cursor_advance(struct scan *sc, struct cursor *c)
+static inline __attribute__((always_inline)) bool cursor_advance(struct scan *sc, struct cursor *c)
 {
     if (c->gap)
         return false;

@@ -98,18 +98,25 @@ static size_t recent_ix(const struct q_rec_src *src)
            (PAIR_RECENT - 1);
 }
 
+/* lookup() past the cache: the table (its answer cached when used) */
+static __attribute__((noinline)) struct thr *lookup_slow(struct q_pair *p, struct thr **r,
+                                                        const struct q_rec_src *src)
+{
+    struct thr *t = slot(p->t, p->cap, src->process_id, src->ring, src->generation);
+    if (t->used)
+        *r = t;
+    return t;
+}
+
 /* The slot of src's thread (used), or the free slot it would take (unused). */
-static struct thr *lookup(struct q_pair *p, const struct q_rec_src *src)
+static inline struct thr *lookup(struct q_pair *p, const struct q_rec_src *src)
 {
     struct thr **r = &p->recent[recent_ix(src)];
     struct thr *t = *r;
     if (t && t->process_id == src->process_id && t->ring == src->ring &&
         t->generation == src->generation)
         return t;
-    t = slot(p->t, p->cap, src->process_id, src->ring, src->generation);
-    if (t->used)
-        *r = t;
-    return t;
+    return lookup_slow(p, r, src);
 }
 
 static struct thr *thread_of(struct q_pair *p, const struct q_rec_src *src)

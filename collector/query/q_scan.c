@@ -1,14 +1,14 @@
 /*
  * q_scan.c — the merged, time-ordered scan of a store's records (see q_scan.h).
  *
- * Invariants: a cursor owns a private copy of one block's payload and a
- * reference on the open segment reader it came from; the heap holds cursors
- * that have a current record; a block is opened before any record with a
- * larger timestamp is delivered (the index gives blocks by t_first), which
- * yields global time order; ties are broken by the order blocks were
- * opened, which keeps per-ring order (given per-ring timestamps that do not
- * go backwards). Memory is bounded by the blocks that overlap in time,
- * never by file size.
+ * Invariants: a cursor owns one block's records (the reader's unpack
+ * buffer, taken, or a copy) and a reference on the open segment reader it
+ * came from; the heap holds cursors that have a current record; a block is
+ * opened before any record with a larger timestamp is delivered (the index
+ * gives blocks by t_first), which yields global time order; ties are
+ * broken by the order blocks were opened, which keeps per-ring order (given
+ * per-ring timestamps that do not go backwards). Memory is bounded by the
+ * blocks that overlap in time, never by file size.
  */
 #include <errno.h>
 #include <inttypes.h>

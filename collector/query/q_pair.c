@@ -9,7 +9,8 @@
  * when the table grows (slots are never emptied, so an entry stays that
  * thread's until then). The table, and so q_pair_next_open's order, is as
  * without the cache.
- * Never reads a record beyond the length shm_record_check accepted.
+ * Never reads a record beyond the length shm_record_check would accept
+ * (fixed_fits: the same test for the fixed-size types read here).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -97,18 +98,25 @@ static size_t recent_ix(const struct q_rec_src *src)
            (PAIR_RECENT - 1);
 }
 
+/* lookup() past the cache: the table (its answer cached when used) */
+static __attribute__((noinline)) struct thr *lookup_slow(struct q_pair *p, struct thr **r,
+                                                        const struct q_rec_src *src)
+{
+    struct thr *t = slot(p->t, p->cap, src->process_id, src->ring, src->generation);
+    if (t->used)
+        *r = t;
+    return t;
+}
+
 /* The slot of src's thread (used), or the free slot it would take (unused). */
-static struct thr *lookup(struct q_pair *p, const struct q_rec_src *src)
+static inline struct thr *lookup(struct q_pair *p, const struct q_rec_src *src)
 {
     struct thr **r = &p->recent[recent_ix(src)];
     struct thr *t = *r;
     if (t && t->process_id == src->process_id && t->ring == src->ring &&
         t->generation == src->generation)
         return t;
-    t = slot(p->t, p->cap, src->process_id, src->ring, src->generation);
-    if (t->used)
-        *r = t;
-    return t;
+    return lookup_slow(p, r, src);
 }
 
 static struct thr *thread_of(struct q_pair *p, const struct q_rec_src *src)
@@ -223,6 +231,12 @@ int q_pair_seed(struct q_pair *p, const struct q_poll *open)
     return open_poll(p, &src, &r);
 }
 
+/* shm_record_check for a fixed-size type of size want (len >= the header) */
+static inline bool fixed_fits(const struct d9_rec_hdr *rec, size_t len, size_t want)
+{
+    return rec->len == want && len >= want;
+}
+
 int q_pair_feed(struct q_pair *p, const struct q_rec_src *src, const struct d9_rec_hdr *rec,
                    size_t len, struct q_poll *done)
 {
@@ -235,16 +249,23 @@ int q_pair_feed(struct q_pair *p, const struct q_rec_src *src, const struct d9_r
         }
         return 0;
     }
-    if (shm_record_check(rec, len) < 0)
+    /* the types read here are fixed-size: shm_record_check's test for them
+     * (the header's length is the type's, within len), and nothing for the
+     * types ignored */
+    if (len < D9_REC_HDR_SIZE)
         return 0;
     switch (rec->type) {
     case D9_REC_POLL_START: {
         struct d9_rec_poll_start r;
+        if (!fixed_fits(rec, len, sizeof r))
+            return 0;
         memcpy(&r, rec, sizeof r);
         return open_poll(p, src, &r);
     }
     case D9_REC_POLL_END: {
         struct d9_rec_poll_end r;
+        if (!fixed_fits(rec, len, sizeof r))
+            return 0;
         memcpy(&r, rec, sizeof r);
         if (close_poll(p, src, r.task, r.h.ts, done)) {
             if (done->hidden)
@@ -257,9 +278,9 @@ int q_pair_feed(struct q_pair *p, const struct q_rec_src *src, const struct d9_r
     }
     case D9_REC_WORKER_PARK:
     case D9_REC_WORKER_UNPARK: {
-        if (!p->parks)
-            return 0;
         struct d9_rec_worker w;
+        if (!p->parks || !fixed_fits(rec, len, sizeof w))
+            return 0;
         memcpy(&w, rec, sizeof w);
         if (rec->type == D9_REC_WORKER_UNPARK)
             return close_poll(p, src, Q_POLL_PARKED, w.h.ts, done) ? 2 : 0;

@@ -1,14 +1,14 @@
 /*
  * q_scan.c — the merged, time-ordered scan of a store's records (see q_scan.h).
  *
- * Invariants: a cursor owns a private copy of one block's payload and a
- * reference on the open segment reader it came from; the heap holds cursors
- * that have a current record; a block is opened before any record with a
- * larger timestamp is delivered (the index gives blocks by t_first), which
- * yields global time order; ties are broken by the order blocks were
- * opened, which keeps per-ring order (given per-ring timestamps that do not
- * go backwards). Memory is bounded by the blocks that overlap in time,
- * never by file size.
+ * Invariants: a cursor owns one block's records (the reader's unpack
+ * buffer, taken, or a copy) and a reference on the open segment reader it
+ * came from; the heap holds cursors that have a current record; a block is
+ * opened before any record with a larger timestamp is delivered (the index
+ * gives blocks by t_first), which yields global time order; ties are
+ * broken by the order blocks were opened, which keeps per-ring order (given
+ * per-ring timestamps that do not go backwards). Memory is bounded by the
+ * blocks that overlap in time, never by file size.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -39,7 +39,7 @@ struct cursor {                     /* one block being merged, or a gap (a block
     bool gap;                       /* cur is gap_hdr; delivered once as rec == NULL */
     struct d9_rec_hdr gap_hdr;
     struct rd_entry *rd;
-    uint8_t *payload;
+    uint8_t *payload;               /* the block's records, owned (taken from the reader) */
     size_t len, off;
     uint64_t seq;                   /* open order, breaks timestamp ties */
     uint64_t key;                   /* merge key: the largest ts so far of this ring's
@@ -63,6 +63,8 @@ struct scan {
     struct q_store *s;
     struct q_filter fcopy;
     const struct q_filter *f;     /* == &fcopy */
+    uint32_t tmask;                 /* types below 32 that pass (f->types, or all) */
+    bool tbig;                      /* types from 32 pass (f->types == 0) */
     struct q_scan_stats *st;
     struct q_scan_stats own_st;   /* when the caller passed none */
     const char *prog;
@@ -226,7 +228,7 @@ static void heap_push(struct scan *sc, struct cursor *c)
 
 /* Restore the heap order after heap[0]'s current record moved forward
  * (its key is refreshed from the cursor first). */
-static void heap_sift_top(struct scan *sc)
+static inline __attribute__((always_inline)) void heap_sift_top(struct scan *sc)
 {
     struct heap_ent *h = sc->heap, top = h[0];
     size_t i = 0, n = sc->nheap;
@@ -263,7 +265,7 @@ static void cursor_free(struct cursor *c)
 }
 
 /* Advance to the next record passing the filter. false at the end. */
-static bool cursor_advance(struct scan *sc, struct cursor *c)
+static inline __attribute__((always_inline)) bool cursor_advance(struct scan *sc, struct cursor *c)
 {
     if (c->gap)
         return false;
@@ -282,9 +284,10 @@ static bool cursor_advance(struct scan *sc, struct cursor *c)
         }
         c->off += n;
         const struct d9_rec_hdr *h = (const struct d9_rec_hdr *)p;
-        if (!sc->f->by_ring && (h->ts < sc->f->from || h->ts > sc->f->to))
+        /* from <= ts <= to in one unsigned compare (to >= from, q_scan_open) */
+        if (!sc->fcopy.by_ring && h->ts - sc->fcopy.from > sc->fcopy.to - sc->fcopy.from)
             continue;
-        if (sc->f->types && (h->type >= 32 || !(sc->f->types & (1u << h->type))))
+        if (h->type >= 32 ? !sc->tbig : !((sc->tmask >> h->type) & 1u))
             continue;
         c->cur = h;
         /* a ring's records keep ring order; the collector's pseudo rings
@@ -370,12 +373,17 @@ static int open_block(struct scan *sc, const struct idx_read_block *q)
     struct cursor *c = calloc(1, sizeof *c);
     if (!c)
         return -ENOMEM;
-    c->payload = malloc(b.records_len ? b.records_len : 1);
+    /* the records stay while the blocks overlapping this one are read: take
+     * the reader's unpack buffer (packed blocks), else copy */
+    c->payload = seg_reader_take_records(rd->r, &b);
     if (!c->payload) {
-        free(c);
-        return -ENOMEM;
+        c->payload = malloc(b.records_len ? b.records_len : 1);
+        if (!c->payload) {
+            free(c);
+            return -ENOMEM;
+        }
+        memcpy(c->payload, b.records, b.records_len);
     }
-    memcpy(c->payload, b.records, b.records_len);
     c->len = b.records_len;
     c->rd = rd;
     rd->refs++;
@@ -428,6 +436,12 @@ int q_scan_open(struct q_store *s, const struct q_filter *f,
     sc->st = st ? st : &sc->own_st;
     memset(sc->st, 0, sizeof *sc->st);
     sc->prog = prog ? prog : "d9";
+    sc->tmask = f->types ? f->types : UINT32_MAX;
+    sc->tbig = !f->types;
+    if (!f->by_ring && f->to < f->from) {   /* an empty window: nothing passes */
+        sc->tmask = 0;
+        sc->tbig = false;
+    }
     struct idx_read_window w = { .from = f->from, .to = f->to, .pid = f->pid, .tid = f->tid,
                                  .by_ring = f->by_ring, .ring = f->ring };
     int rc = idx_read_blocks_window_open(q_store_idx(s), &w, &sc->q);
@@ -472,10 +486,12 @@ void q_scan_set_cancel(bool (*fn)(void *arg), void *arg)
     cancel_paused = false;
 }
 
-int q_scan_next(struct q_scan_it *it, struct q_rec_src *src,
-                        const struct d9_rec_hdr **rec, size_t *len)
+/* The next record's cursor (its cur, cur_len and src; a gap's cur is not a
+ * record), NULL at the end with *rc 0 or -errno. It stays at heap[0] until
+ * the next call. */
+static inline __attribute__((always_inline)) struct cursor *scan_step(struct scan *sc, int *rc)
 {
-    struct scan *sc = (struct scan *)it;
+    *rc = 0;
     if (sc->pending) {
         /* the record delivered last is heap[0]'s: advance that cursor in
          * place (one sift instead of a pop and a push) */
@@ -490,31 +506,58 @@ int q_scan_next(struct q_scan_it *it, struct q_rec_src *src,
      * one cursor, so it never merges) */
     while (sc->have_row && (sc->nheap == 0 || (!sc->f->ring_order_only &&
                                                sc->row.t_first <= sc->heap[0].c->cur->ts))) {
-        if (cancel_fn && !cancel_paused && cancel_blocks++ % Q_SCAN_CANCEL_BLOCKS == 0 && cancel_fn(cancel_arg))
-            return -ECANCELED;
+        if (cancel_fn && !cancel_paused && cancel_blocks++ % Q_SCAN_CANCEL_BLOCKS == 0 &&
+            cancel_fn(cancel_arg)) {
+            *rc = -ECANCELED;
+            return NULL;
+        }
         int ret = open_block(sc, &sc->row);
-        if (ret < 0)
-            return ret;
+        if (ret < 0) {
+            *rc = ret;
+            return NULL;
+        }
         sc->have_row = (sc->q_rc = idx_read_blocks_window_next(sc->q, &sc->row)) == 1;
     }
-    if (!sc->have_row && sc->q_rc != 0)
-        return -EIO;
-    if (sc->nheap == 0)
-        return 0;
-    struct cursor *c = sc->heap[0].c;
-    *src = c->src;
-    sc->pending = c;                /* stays at heap[0] until the next call */
-    if (c->gap) {
-        *rec = NULL;
-        *len = 0;
-        return 1;
+    if (!sc->have_row && sc->q_rc != 0) {
+        *rc = -EIO;
+        return NULL;
     }
-    sc->st->records++;
-    thread_records++;
-    if (c->cur->ts > sc->st->t_last)
-        sc->st->t_last = c->cur->ts;
-    *rec = c->cur;
-    *len = c->cur_len;
+    if (sc->nheap == 0)
+        return NULL;
+    struct cursor *c = sc->heap[0].c;
+    sc->pending = c;                /* stays at heap[0] until the next call */
+    if (!c->gap) {
+        sc->st->records++;
+        thread_records++;
+        if (c->cur->ts > sc->st->t_last)
+            sc->st->t_last = c->cur->ts;
+    }
+    return c;
+}
+
+int q_scan_next(struct q_scan_it *it, struct q_rec_src *src,
+                        const struct d9_rec_hdr **rec, size_t *len)
+{
+    int rc;
+    struct cursor *c = scan_step((struct scan *)it, &rc);
+    if (!c)
+        return rc;
+    *src = c->src;
+    *rec = c->gap ? NULL : c->cur;
+    *len = c->gap ? 0 : c->cur_len;
+    return 1;
+}
+
+int q_scan_step(struct q_scan_it *it, const struct q_rec_src **src,
+                const struct d9_rec_hdr **rec, size_t *len)
+{
+    int rc;
+    struct cursor *c = scan_step((struct scan *)it, &rc);
+    if (!c)
+        return rc;
+    *src = &c->src;
+    *rec = c->gap ? NULL : c->cur;
+    *len = c->gap ? 0 : c->cur_len;
     return 1;
 }
 
@@ -540,11 +583,11 @@ int q_scan(struct q_store *s, const struct q_filter *f, q_rec_fn fn, void *arg,
     int ret = q_scan_open(s, f, st, prog, &it);
     if (ret < 0)
         return ret;
-    struct q_rec_src src;
-    const struct d9_rec_hdr *rec;
-    size_t len;
-    while ((ret = q_scan_next(it, &src, &rec, &len)) == 1) {
-        ret = fn(arg, &src, rec, len);
+    struct scan *sc = (struct scan *)it;
+    struct cursor *c;
+    /* the cursor's own src, not a copy per record (valid during fn only) */
+    while ((c = scan_step(sc, &ret)) != NULL) {
+        ret = c->gap ? fn(arg, &c->src, NULL, 0) : fn(arg, &c->src, c->cur, c->cur_len);
         if (ret != 0)
             break;
     }

@@ -112,4 +112,9 @@ int q_scan_next(struct q_scan_it *it, struct q_rec_src *src,
                         const struct d9_rec_hdr **rec, size_t *len);
 void q_scan_close(struct q_scan_it *it);
 
+/* q_scan_next without the copy of *src: *src points at the scan's own,
+ * valid (like *rec) until the next call or q_scan_close. */
+int q_scan_step(struct q_scan_it *it, const struct q_rec_src **src,
+                const struct d9_rec_hdr **rec, size_t *len);
+
 #endif /* D9_COL_Q_SCAN_H */

@@ -2,9 +2,12 @@
  * q_sched.c — per-worker scheduling facts (see q_sched.h for the
  * definitions).
  *
- * Workers are few (one per worker thread of each runtime): a vector with a
- * one-entry cache of the last hit, not a hash table. The histogram is
- * log-linear: values below 16 exact, then 16 sub-buckets per power of two.
+ * Workers are few (one per worker thread of each runtime): a vector, not a
+ * hash table, with a small direct-mapped cache by the record's thread
+ * (a worker is one thread, and the scan's merge interleaves the threads
+ * record by record, so a one-entry cache of the last hit would mostly
+ * miss). The histogram is log-linear: values below 16 exact, then 16
+ * sub-buckets per power of two.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -42,9 +45,12 @@ struct thread_cpu {                 /* CPU profile weight of a thread */
     uint64_t weight_ns;
 };
 
+#define Q_SCHED_RECENT 64u           /* a power of two */
+
 struct q_sched {
     struct acc *a;
-    size_t n, cap, last;
+    size_t n, cap;
+    uint32_t recent[Q_SCHED_RECENT];    /* index + 1 into a by recent_ix(); 0 = none */
     struct thread_cpu *t;
     size_t tn, tcap;
     struct q_sched_worker *out;     /* q_sched_workers' answer */
@@ -105,20 +111,26 @@ void q_sched_free(struct q_sched *s)
     free(s);
 }
 
-static struct acc *find(struct q_sched *s, const struct q_rec_src *src, uint16_t rt, uint16_t wk)
+static size_t recent_ix(const struct q_rec_src *src)
 {
-    if (s->last < s->n) {
-        struct acc *a = &s->a[s->last];
-        if (a->w.process_id == src->process_id && a->w.runtime == rt && a->w.worker == wk)
-            return a;
-    }
+    return ((size_t)src->ring ^ (size_t)src->generation ^ (size_t)src->process_id) &
+           (Q_SCHED_RECENT - 1);
+}
+
+/* find() past its cache: the vector, or a new worker */
+static __attribute__((noinline)) struct acc *find_slow(struct q_sched *s, uint32_t *r,
+                                                      const struct q_rec_src *src, uint16_t rt,
+                                                      uint16_t wk)
+{
     for (size_t i = 0; i < s->n; i++) {
         struct acc *a = &s->a[i];
         if (a->w.process_id == src->process_id && a->w.runtime == rt && a->w.worker == wk) {
-            s->last = i;
+            *r = (uint32_t)(i + 1);
             return a;
         }
     }
+    if (s->n >= UINT32_MAX - 1)
+        return NULL;
     if (s->n == s->cap) {
         size_t nc = s->cap ? s->cap * 2 : Q_SCHED_INITIAL;
         struct acc *n = realloc(s->a, nc * sizeof *n);
@@ -139,8 +151,20 @@ static struct acc *find(struct q_sched *s, const struct q_rec_src *src, uint16_t
     a->generation = src->generation;
     a->w.runtime = rt;
     a->w.worker = wk;
-    s->last = s->n++;
+    *r = (uint32_t)++s->n;
     return a;
+}
+
+static inline struct acc *find(struct q_sched *s, const struct q_rec_src *src, uint16_t rt,
+                               uint16_t wk)
+{
+    uint32_t *r = &s->recent[recent_ix(src)];
+    if (*r) {
+        struct acc *a = &s->a[*r - 1];
+        if (a->w.process_id == src->process_id && a->w.runtime == rt && a->w.worker == wk)
+            return a;
+    }
+    return find_slow(s, r, src, rt, wk);
 }
 
 static void seen_at(struct acc *a, const struct q_rec_src *src, uint64_t ts)
@@ -187,7 +211,8 @@ static int on_cpu_sample(struct q_sched *s, const struct q_rec_src *src,
  */
 static void open_remove(struct acc *a, uint32_t i)
 {
-    memmove(&a->open[i], &a->open[i + 1], (a->nopen - i - 1) * sizeof a->open[0]);
+    if (i + 1 < a->nopen)       /* mostly the last (the poll ending) */
+        memmove(&a->open[i], &a->open[i + 1], (a->nopen - i - 1) * sizeof a->open[0]);
     a->nopen--;
 }
 

@@ -154,7 +154,7 @@ struct cur {
     /* scan */
     struct q_scan_it *it;
     struct q_scan_stats st;
-    struct q_rec_src src;
+    const struct q_rec_src *src;    /* the scan's (q_scan_step), valid with rec */
     const struct d9_rec_hdr *rec;
     size_t len;
     struct q_decoded *dec;

@@ -47,7 +47,7 @@ static int pair_feed(struct cur *c, bool may_open)
     if (c->vt->def->kind == K_POLLS) {
         if (c->rec && c->rec->type == D9_REC_POLL_START && !may_open)
             return 0;
-        int r = q_pair_feed(c->polls, &c->src, c->rec, c->len, &c->poll);
+        int r = q_pair_feed(c->polls, c->src, c->rec, c->len, &c->poll);
         c->poll_unfinished = false;
         return r;
     }
@@ -59,14 +59,14 @@ static int pair_feed(struct cur *c, bool may_open)
     if (w.h.type == D9_REC_WORKER_PARK) {
         if (!may_open)
             return 0;
-        struct park_slot *p = park_slot_of(c, &c->src, true);
+        struct park_slot *p = park_slot_of(c, c->src, true);
         if (!p)
             return -ENOMEM;
         if (!p->open)
             c->parks_open++;
         p->open = true;
-        p->pid = c->src.pid;
-        p->tid = c->src.tid;
+        p->pid = c->src->pid;
+        p->tid = c->src->tid;
         p->runtime = w.runtime;
         p->worker = w.worker;
         p->start_ns = w.h.ts;
@@ -75,7 +75,7 @@ static int pair_feed(struct cur *c, bool may_open)
         p->cpu_sampled = sampled;
         return 0;
     }
-    struct park_slot *p = park_slot_of(c, &c->src, false);
+    struct park_slot *p = park_slot_of(c, c->src, false);
     if (!p || !p->open)
         return 0;
     p->open = false;

@@ -112,7 +112,7 @@ static bool rec_matches(struct cur *c)
         uint16_t rt;
         char buf[24];
         if (!rec_runtime(c->rec, c->len, &rt) ||
-            strcmp(src_runtime(&c->src, rt, buf, sizeof buf), c->rt_name) != 0)
+            strcmp(src_runtime(c->src, rt, buf, sizeof buf), c->rt_name) != 0)
             return false;
     }
     if (d->kind == K_SCHED_WAITS) {
@@ -126,14 +126,14 @@ static bool rec_matches(struct cur *c)
         memcpy(&s, c->rec, sizeof s);
         return s.tid == c->sample_tid;
     }
-    if (d->kind == K_EVENTS && c->src.ring == SYM_SEG_RING)
+    if (d->kind == K_EVENTS && c->src->ring == SYM_SEG_RING)
         return false;           /* the collector's d9.map records are not the program's */
     if (d->kind == K_CUSTOM) {
         struct d9_rec_custom r;
         if (c->len < sizeof r)
             return false;
         memcpy(&r, c->rec, sizeof r);
-        const struct q_meta_src *m = c->src.meta;
+        const struct q_meta_src *m = c->src->meta;
         if (m->ctx != c->last_meta || r.schema != c->last_schema) {
             const struct shm_meta_entry *e = m->schema ? m->schema(m->ctx, r.schema) : NULL;
             c->last_meta = m->ctx;
@@ -151,7 +151,7 @@ static const struct q_decoded *decoded(struct cur *c)
         return c->dec;
     if (!c->dec && !(c->dec = malloc(sizeof *c->dec)))
         return NULL;
-    if (q_decode(c->rec, c->len, c->src.meta, c->dec) < 0)
+    if (q_decode(c->rec, c->len, c->src->meta, c->dec) < 0)
         return NULL;
     c->decoded = true;
     return c->dec;
@@ -214,11 +214,11 @@ void sql_scan_column(struct cur *c, sqlite3_context *cx, int col)
 {
     const struct tab_def *d = c->vt->def;
     if (col == C_PID) {
-        sqlite3_result_int64(cx, c->src.pid);
+        sqlite3_result_int64(cx, c->src->pid);
         return;
     }
     if (col == C_TID && d->kind != K_CPU_SAMPLES) {
-        sqlite3_result_int64(cx, c->src.tid);
+        sqlite3_result_int64(cx, c->src->tid);
         return;
     }
     if (col == C_TS) {
@@ -228,7 +228,7 @@ void sql_scan_column(struct cur *c, sqlite3_context *cx, int col)
     char buf[24];
     uint16_t rt;
     if (col == 3 && d->rt_col == 3 && rec_runtime(c->rec, c->len, &rt)) {
-        sql_val_str(cx, src_runtime(&c->src, rt, buf, sizeof buf));
+        sql_val_str(cx, src_runtime(c->src, rt, buf, sizeof buf));
         return;
     }
     switch (d->kind) {
@@ -252,7 +252,7 @@ void sql_scan_column(struct cur *c, sqlite3_context *cx, int col)
         } else if (col == 5) {
             sqlite3_result_int64(cx, r.loc);
         } else if (col == 6) {
-            const struct q_meta_src *m = c->src.meta;
+            const struct q_meta_src *m = c->src->meta;
             const struct shm_meta_entry *e = m->location ? m->location(m->ctx, r.loc) : NULL;
             sql_val_str(cx, q_loc_text(e, r.loc, c->text, sizeof c->text));
         }
@@ -291,11 +291,11 @@ void sql_scan_column(struct cur *c, sqlite3_context *cx, int col)
         else if (col == 3)
             sql_val_str(cx, c->rec->type == D9_REC_CPU_SAMPLE ? "cpu" : "off_cpu");
         else if (col == 4)
-            sql_val_u64(cx, sql_stack_id(c->src.process_id, c->rec, c->len, &n));
+            sql_val_u64(cx, sql_stack_id(c->src->process_id, c->rec, c->len, &n));
         else if (col == 5)
             sql_val_u64(cx, s.weight);
         else if (col == 6)
-            sqlite3_result_int(cx, (int)(sql_stack_id(c->src.process_id, c->rec, c->len, &n), n));
+            sqlite3_result_int(cx, (int)(sql_stack_id(c->src->process_id, c->rec, c->len, &n), n));
         return;
     }
     case K_EVENTS:
@@ -306,7 +306,7 @@ void sql_scan_column(struct cur *c, sqlite3_context *cx, int col)
             if (dd && dd->event)
                 sql_val_str(cx, dd->event);
         } else if (col == 5) {
-            sql_val_str(cx, c->src.thread ? c->src.thread : "");
+            sql_val_str(cx, c->src->thread ? c->src->thread : "");
         } else {
             col_fields_json(c, cx);
         }
@@ -343,7 +343,7 @@ int sql_scan_next(struct cur *c)
 {
     c->decoded = false;
     while (c->it) {
-        int r = q_scan_next(c->it, &c->src, &c->rec, &c->len);
+        int r = q_scan_step(c->it, &c->src, &c->rec, &c->len);
         if (r < 0)
             return r;
         if (r == 0) {
@@ -369,7 +369,7 @@ int sql_scan_step(struct cur *c)
 
 int64_t sql_scan_key(const struct cur *c)
 {
-    uint64_t h = store_hash64(store_hash64(c->src.segment_id) ^ ((uint64_t)c->src.ring << 32 | c->src.generation)) ^
+    uint64_t h = store_hash64(store_hash64(c->src->segment_id) ^ ((uint64_t)c->src->ring << 32 | c->src->generation)) ^
                  store_hash64((uint64_t)c->rec->seq << 16 ^ c->rec->type) ^ store_hash64(c->rec->ts + 1);
     return (int64_t)(h & (uint64_t)INT64_MAX);
 }

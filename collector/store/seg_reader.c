@@ -450,6 +450,16 @@ static int data_records(struct seg_reader *r, struct seg_block *b, uint64_t off)
     return 0;
 }
 
+uint8_t *seg_reader_take_records(struct seg_reader *r, const struct seg_block *b)
+{
+    uint8_t *d = r->dec;
+    if (!d || b->records != d)
+        return NULL;
+    r->dec = NULL;
+    r->dec_cap = 0;
+    return d;
+}
+
 /* Check a block header read at off (bounds, magic, kind, fixed fields). */
 static int check_block_hdr(struct seg_reader *r, const struct seg_block_hdr *h, uint64_t off)
 {

@@ -70,6 +70,14 @@ int seg_reader_load_meta(struct seg_reader *r);
 /* Iterate the records of a DATA block: 1 = *rec set, 0 = end, -EBADMSG. */
 int seg_reader_next_record(const struct seg_block *b, size_t *off, const struct d9_rec_hdr **rec);
 
+/* Hand the caller the buffer that b->records (the last block read, a packed
+ * DATA block) was unpacked into, instead of a copy: it is the caller's to
+ * free(), and the reader unpacks the next packed block into a new one. NULL
+ * when b->records is not that buffer (an unpacked block: the records are
+ * the reader's payload buffer, copy them). For q_scan, which keeps each
+ * block's records while the blocks that overlap it in time are read. */
+uint8_t *seg_reader_take_records(struct seg_reader *r, const struct seg_block *b);
+
 /* Metadata lookups (NULL when unknown). */
 const char *seg_reader_runtime(const struct seg_reader *r, uint32_t id);
 const struct shm_meta_entry *seg_reader_location(const struct seg_reader *r, uint32_t id);

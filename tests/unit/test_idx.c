@@ -21,36 +21,7 @@
 #include "collector/store/idx_int.h"
 #include "collector/store/idx_read.h"
 #include "collector/store/seg_writer.h"
-
-struct fx {
-    char dir[128];
-    struct idx *x;
-};
-
-static int rm_cb(const char *p, const struct stat *st, int flag, struct FTW *f)
-{
-    (void)st; (void)flag; (void)f;
-    return remove(p);
-}
-
-static int setup(void **state)
-{
-    struct fx *fx = calloc(1, sizeof *fx);
-    strcpy(fx->dir, "/tmp/d9idxtest.XXXXXX");
-    assert_non_null(mkdtemp(fx->dir));
-    assert_int_equal(idx_open(&fx->x, fx->dir), 0);
-    *state = fx;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    struct fx *fx = *state;
-    idx_close(fx->x);
-    nftw(fx->dir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
-    free(fx);
-    return 0;
-}
+#include "tests/unit/idx_fixture.h"
 
 /* snprintf without gcc's truncation guesses on fixture paths */
 static void fmt(char *out, size_t cap, const char *f, ...) __attribute__((format(printf, 3, 4)));
@@ -974,7 +945,7 @@ static void test_upload_retry_times_past_the_longest_backoff_are_due_now(void **
 
 int main(void)
 {
-#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+#define T(f) cmocka_unit_test_setup_teardown(f, idx_fx_setup, idx_fx_teardown)
     const struct CMUnitTest tests[] = {
         T(test_open_creates_the_documented_schema),
         T(test_open_sets_wal_full_sync_and_foreign_keys),

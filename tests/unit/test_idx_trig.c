@@ -18,36 +18,7 @@
 #include <cmocka.h>
 #include "collector/store/idx_int.h"
 #include "collector/store/idx_trig.h"
-
-struct fx {
-    char dir[128];
-    struct idx *x;
-};
-
-static int rm_cb(const char *p, const struct stat *st, int flag, struct FTW *f)
-{
-    (void)st; (void)flag; (void)f;
-    return remove(p);
-}
-
-static int setup(void **state)
-{
-    struct fx *fx = calloc(1, sizeof *fx);
-    strcpy(fx->dir, "/tmp/d9idxtrig.XXXXXX");
-    assert_non_null(mkdtemp(fx->dir));
-    assert_int_equal(idx_open(&fx->x, fx->dir), 0);
-    *state = fx;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    struct fx *fx = *state;
-    idx_close(fx->x);
-    nftw(fx->dir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
-    free(fx);
-    return 0;
-}
+#include "tests/unit/idx_fixture.h"
 
 struct rows {
     size_t n;
@@ -246,7 +217,7 @@ static void test_a_version_2_store_is_still_refused(void **state)
 
 int main(void)
 {
-#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+#define T(f) cmocka_unit_test_setup_teardown(f, idx_fx_setup, idx_fx_teardown)
     const struct CMUnitTest tests[] = {
         T(test_a_trigger_row_keeps_its_fields_and_a_debounced_one_has_no_window),
         T(test_a_merge_gives_every_swallowed_window_the_merged_bounds),

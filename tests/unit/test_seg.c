@@ -684,6 +684,52 @@ static void test_packed_block_reads_back_the_records_of_a_raw_one(void **state)
     seg_writer_free(b);
 }
 
+/* seg_reader_take_records: a packed block's unpacked records become the
+ * caller's (they outlive the next block read), a raw block's are not given */
+static void test_taken_records_of_a_packed_block_outlive_the_next_read(void **state)
+{
+    struct fx *fx = *state;
+    uint8_t data[200 * 32];
+    struct seg_data_stats st;
+    size_t dlen = make_polls(data, 200, &st);
+    struct seg_writer *a, *b;
+    struct seg_summary sa, sb;
+    assert_int_equal(seg_writer_open(&a, fx->dir, 1, &proc, NULL, 0), 0);
+    assert_int_equal(seg_writer_add_data(a, 7, 0, 1, 0, data, dlen), 0);
+    assert_int_equal(seg_writer_seal(a, &sa), 0);
+    assert_int_equal(seg_writer_open(&b, fx->dir, 2, &proc, NULL, 0), 0);
+    assert_int_equal(commit_packed(b, data, dlen, &st, 0), 0);
+    assert_int_equal(seg_writer_seal(b, &sb), 0);
+    struct seg_reader *r;
+    struct seg_block blk;
+    assert_int_equal(seg_reader_open(&r, sa.path, 0), 0);
+    assert_int_equal(seg_reader_next(r, &blk), 1);
+    assert_int_equal(blk.h.flags, 0);
+    assert_null(seg_reader_take_records(r, &blk));      /* the payload buffer: copy it */
+    seg_reader_close(r);
+    assert_int_equal(seg_reader_open(&r, sb.path, 0), 0);
+    assert_int_equal(seg_reader_next(r, &blk), 1);
+    assert_int_equal(blk.h.flags, SEG_BF_PACKED);
+    uint64_t at = blk.offset;
+    uint8_t *one = seg_reader_take_records(r, &blk);
+    assert_non_null(one);
+    assert_ptr_equal(one, blk.records);
+    assert_null(seg_reader_take_records(r, &blk));      /* given once */
+    assert_int_equal(seg_reader_seek(r, at), 0);
+    assert_int_equal(seg_reader_next(r, &blk), 1);      /* unpacks into a new buffer */
+    assert_ptr_not_equal(blk.records, one);
+    memset((uint8_t *)(uintptr_t)blk.records, 0, blk.records_len);
+    assert_memory_equal(one, data, dlen);               /* untouched by the read */
+    uint8_t *two = seg_reader_take_records(r, &blk);
+    assert_non_null(two);
+    seg_reader_close(r);
+    assert_memory_equal(one, data, dlen);               /* and by the close */
+    free(one);
+    free(two);
+    seg_writer_free(a);
+    seg_writer_free(b);
+}
+
 static void test_packed_blocks_that_do_not_unpack_are_corrupt(void **state)
 {
     struct fx *fx = *state;
@@ -1595,6 +1641,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_failed_seal_then_free_removes_the_temp_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_abandoned_writer_leaves_a_salvageable_temp_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_full_file_system_is_enospc_and_survivable, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_taken_records_of_a_packed_block_outlive_the_next_read, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

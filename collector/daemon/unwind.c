@@ -8,8 +8,15 @@
  * stack copy reads as unavailable, which ends the unwind, never a read of
  * the process. A Dwfl whose attach failed is not used (NULL) until the next
  * re-report.
+ *
+ * A pc in no module (code generated at run time: LuaJIT's traces, which
+ * have no CFI) is unwound by a scan: the first word of the stack copy,
+ * within UNW_SCAN_BYTES, that points just after a call instruction in a
+ * known module is taken as that code's return address, and the walk
+ * resumes there (CFI again). Only then: a pc in an object is never scanned.
  */
 #include <elfutils/libdwfl.h>
+#include <gelf.h>
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -31,11 +38,12 @@ struct unw {
     /* the sample being unwound */
     uint32_t cur_tid;
     Dwarf_Word cur_regs[UNW_REGS_N];   /* DWARF numbering, 16 = return address (rip) */
+    uint64_t cur_base;                 /* the sampled SP: address of cur_stack[0] */
     const uint8_t *cur_stack;
     size_t cur_len;
     uint64_t *out;
     uint16_t n, max;
-    uint64_t unwound, failed, ns;
+    uint64_t unwound, failed, ns, scanned;
 };
 
 static uint64_t mono_ns(void)
@@ -108,7 +116,7 @@ static bool cb_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void
 {
     (void)dwfl;
     struct unw *u = arg;
-    uint64_t sp = u->cur_regs[7];
+    uint64_t sp = u->cur_base;
     if (u->cur_len < sizeof *result || addr < sp || addr - sp > u->cur_len - sizeof *result)
         return false;
     *result = rd64(u->cur_stack + (addr - sp));
@@ -196,6 +204,7 @@ void unw_close(struct unw *u)
 
 static uint16_t unw_walk(struct unw *u, uint32_t tid, const uint8_t *regs, const uint8_t *stack,
                          size_t stack_len, uint64_t *out, uint16_t max, uint64_t now_ns);
+static uint16_t unw_scan(struct unw *u, uint32_t tid);
 
 uint16_t unw_sample(struct unw *u, uint32_t tid, const uint8_t *regs, const uint8_t *stack,
                     size_t stack_len, uint64_t *out, uint16_t max, uint64_t now_ns)
@@ -224,21 +233,103 @@ static uint16_t unw_walk(struct unw *u, uint32_t tid, const uint8_t *regs, const
         ((!u->dwfl || !dwfl_addrmodule(u->dwfl, pc)) &&
          now_ns - u->last_report_ns >= UNW_REPORT_NS))
         unw_report(u, now_ns);
-    if (!u->dwfl || !dwfl_addrmodule(u->dwfl, pc)) {
-        u->failed++;
-        return 0;
-    }
+    if (!u->dwfl)
+        return u->failed++, 0;
     u->cur_tid = tid;
+    u->cur_base = u->cur_regs[7];
     u->cur_stack = stack;
     u->cur_len = stack ? stack_len : 0;
     u->out = out;
     u->n = 0;
     u->max = max;
-    (void)dwfl_getthread_frames(u->dwfl, (pid_t)tid, cb_frame, u);
+    int in_mod = dwfl_addrmodule(u->dwfl, pc) != NULL;
+    if (in_mod)
+        (void)dwfl_getthread_frames(u->dwfl, (pid_t)tid, cb_frame, u);
+    if (u->n <= 1 && max >= 2) {
+        /* no CFI at the pc (generated code, in no module or in an anonymous
+         * mapping libdwfl counts in one): scan for its caller */
+        u->n = 0;
+        uint16_t n = unw_scan(u, tid);
+        if (n) {
+            u->cur_stack = NULL;
+            u->cur_len = 0;
+            u->scanned++;
+            u->unwound++;
+            return n;
+        }
+        u->cur_regs[16] = pc;
+        u->n = 0;
+        if (in_mod) {
+            out[0] = pc;
+            u->n = 1;
+        }
+    }
     u->cur_stack = NULL;
+    if (!in_mod) {
+        u->cur_len = 0;
+        return u->failed++, 0;
+    }
     u->cur_len = 0;
     u->unwound++;
     return u->n;
+}
+
+/* 1 when the bytes before ra in mod's text end in a call instruction
+ * (call rel32; call through a register or memory, FF /2, with the usual
+ * ModRM forms). The text is read from the module's ELF file, bounds-checked. */
+static int after_call(Dwfl_Module *mod, uint64_t ra)
+{
+    GElf_Addr bias = 0;
+    Elf *elf = dwfl_module_getelf(mod, &bias);
+    if (!elf || ra < bias)
+        return 0;
+    uint64_t a = ra - bias;
+    Elf_Scn *scn = NULL;
+    while ((scn = elf_nextscn(elf, scn)) != NULL) {
+        GElf_Shdr sh;
+        if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
+            !(sh.sh_flags & SHF_EXECINSTR) || a < sh.sh_addr + 7 || a > sh.sh_addr + sh.sh_size)
+            continue;
+        Elf_Data *d = elf_getdata(scn, NULL);
+        uint64_t off = a - sh.sh_addr;
+        if (!d || !d->d_buf || d->d_size < off || off < 7)
+            return 0;
+        const uint8_t *b = (const uint8_t *)d->d_buf + off;    /* b[-1]: the byte before ra */
+        if (b[-5] == 0xe8)                                      /* call rel32 */
+            return 1;
+        if (b[-2] == 0xff && (b[-1] & 0xf8) == 0xd0)            /* call *%reg */
+            return 1;
+        if (b[-3] == 0xff && (b[-2] & 0x38) == 0x10 && (b[-2] >> 6) == 1)   /* disp8 */
+            return 1;
+        if (b[-6] == 0xff && (b[-5] & 0x38) == 0x10 &&
+            ((b[-5] >> 6) == 2 || (b[-5] & 0xc7) == 0x05))      /* disp32, rip-relative */
+            return 1;
+        if (b[-2] == 0xff && (b[-1] & 0x38) == 0x10 && (b[-1] >> 6) == 0)  /* call *(%reg) */
+            return 1;
+        return 0;
+    }
+    return 0;
+}
+
+/* The walk from a pc in no module (this file's header): frames written after
+ * out[0] (the pc), or 0 when no word of the copy looks like a return
+ * address. */
+static uint16_t unw_scan(struct unw *u, uint32_t tid)
+{
+    size_t lim = u->cur_len < UNW_SCAN_BYTES ? u->cur_len : UNW_SCAN_BYTES;
+    for (size_t off = 0; off + 8 <= lim; off += 8) {
+        uint64_t ra = rd64(u->cur_stack + off);
+        Dwfl_Module *mod = ra ? dwfl_addrmodule(u->dwfl, ra) : NULL;
+        if (!mod || !after_call(mod, ra))
+            continue;
+        u->out[0] = u->cur_regs[16];
+        u->n = 1;
+        u->cur_regs[16] = ra;
+        u->cur_regs[7] = u->cur_base + off + 8;
+        (void)dwfl_getthread_frames(u->dwfl, (pid_t)tid, cb_frame, u);
+        return u->n > 1 ? u->n : 0;
+    }
+    return 0;
 }
 
 void unw_counts(const struct unw *u, uint64_t *unwound, uint64_t *failed, uint64_t *ns)

@@ -205,6 +205,7 @@ void unw_close(struct unw *u)
 static uint16_t unw_walk(struct unw *u, uint32_t tid, const uint8_t *regs, const uint8_t *stack,
                          size_t stack_len, uint64_t *out, uint16_t max, uint64_t now_ns);
 static uint16_t unw_scan(struct unw *u, uint32_t tid);
+static int has_cfi(Dwfl_Module *mod, uint64_t pc);
 
 uint16_t unw_sample(struct unw *u, uint32_t tid, const uint8_t *regs, const uint8_t *stack,
                     size_t stack_len, uint64_t *out, uint16_t max, uint64_t now_ns)
@@ -242,12 +243,15 @@ static uint16_t unw_walk(struct unw *u, uint32_t tid, const uint8_t *regs, const
     u->out = out;
     u->n = 0;
     u->max = max;
-    int in_mod = dwfl_addrmodule(u->dwfl, pc) != NULL;
-    if (in_mod)
+    Dwfl_Module *mod = dwfl_addrmodule(u->dwfl, pc);
+    int in_mod = mod != NULL;
+    int cfi = in_mod && has_cfi(mod, pc);
+    if (cfi)
         (void)dwfl_getthread_frames(u->dwfl, (pid_t)tid, cb_frame, u);
-    if (u->n <= 1 && max >= 2) {
+    if (!cfi && max >= 2) {
         /* no CFI at the pc (generated code, in no module or in an anonymous
-         * mapping libdwfl counts in one): scan for its caller */
+         * mapping libdwfl counts in one, where its frame-pointer guess
+         * would walk garbage): scan for its caller */
         u->n = 0;
         uint16_t n = unw_scan(u, tid);
         if (n) {
@@ -307,6 +311,24 @@ static int after_call(Dwfl_Module *mod, uint64_t ra)
         if (b[-2] == 0xff && (b[-1] & 0x38) == 0x10 && (b[-1] >> 6) == 0)  /* call *(%reg) */
             return 1;
         return 0;
+    }
+    return 0;
+}
+
+/* 1 when mod has CFI for pc (.eh_frame, else .debug_frame). */
+static int has_cfi(Dwfl_Module *mod, uint64_t pc)
+{
+    Dwarf_Addr bias = 0;
+    Dwarf_Frame *fr = NULL;
+    Dwarf_CFI *c = dwfl_module_eh_cfi(mod, &bias);
+    if (c && pc >= bias && dwarf_cfi_addrframe(c, pc - bias, &fr) == 0) {
+        free(fr);
+        return 1;
+    }
+    c = dwfl_module_dwarf_cfi(mod, &bias);
+    if (c && pc >= bias && dwarf_cfi_addrframe(c, pc - bias, &fr) == 0) {
+        free(fr);
+        return 1;
     }
     return 0;
 }

@@ -9,11 +9,12 @@
  * the process. A Dwfl whose attach failed is not used (NULL) until the next
  * re-report.
  *
- * A pc in no module (code generated at run time: LuaJIT's traces, which
- * have no CFI) is unwound by a scan: the first word of the stack copy,
- * within UNW_SCAN_BYTES, that points just after a call instruction in a
- * known module is taken as that code's return address, and the walk
- * resumes there (CFI again). Only then: a pc in an object is never scanned.
+ * A frame whose pc has no CFI (code generated at run time: LuaJIT's
+ * traces) ends the CFI walk and is passed by a scan: the first word of the
+ * stack copy above its SP, within UNW_SCAN_BYTES, that points just after a
+ * call instruction in a known module is taken as its return address, and
+ * the walk resumes there (CFI again), at most UNW_SCAN_MAX times a sample.
+ * A frame with CFI is never scanned.
  */
 #include <elfutils/libdwfl.h>
 #include <gelf.h>
@@ -43,6 +44,8 @@ struct unw {
     size_t cur_len;
     uint64_t *out;
     uint16_t n, max;
+    int gap;                    /* the walk ended at a pc without CFI, whose SP is: */
+    uint64_t gap_sp;
     uint64_t unwound, failed, ns, scanned;
 };
 
@@ -136,6 +139,11 @@ static const Dwfl_Thread_Callbacks unw_thread_cbs = {
     .set_initial_registers = cb_set_initial_registers,
 };
 
+static int has_cfi(Dwfl_Module *mod, uint64_t pc);
+
+/* One frame: its pc out. A pc without CFI (code generated at run time)
+ * ends the walk there, with the frame's SP kept for unw_scan: libdwfl would
+ * go on with a frame-pointer guess, garbage over such code. */
 static int cb_frame(Dwfl_Frame *f, void *arg)
 {
     struct unw *u = arg;
@@ -144,7 +152,19 @@ static int cb_frame(Dwfl_Frame *f, void *arg)
     if (!dwfl_frame_pc(f, &pc, &activation) || pc == 0)
         return DWARF_CB_ABORT;
     u->out[u->n++] = pc;
-    return u->n >= u->max ? DWARF_CB_ABORT : DWARF_CB_OK;
+    if (u->n >= u->max)
+        return DWARF_CB_ABORT;
+    Dwarf_Addr at = activation ? pc : pc - 1;       /* a return address: its call */
+    Dwfl_Module *mod = dwfl_addrmodule(u->dwfl, at);
+    if (!mod || !has_cfi(mod, at)) {
+        Dwarf_Word sp;
+        if (dwfl_frame_reg(f, 7, &sp) == 0) {
+            u->gap = 1;
+            u->gap_sp = sp;
+        }
+        return DWARF_CB_ABORT;
+    }
+    return DWARF_CB_OK;
 }
 
 /* (Re)build the module list from /proc/<pid>/maps and attach. */
@@ -204,8 +224,7 @@ void unw_close(struct unw *u)
 
 static uint16_t unw_walk(struct unw *u, uint32_t tid, const uint8_t *regs, const uint8_t *stack,
                          size_t stack_len, uint64_t *out, uint16_t max, uint64_t now_ns);
-static uint16_t unw_scan(struct unw *u, uint32_t tid);
-static int has_cfi(Dwfl_Module *mod, uint64_t pc);
+static int unw_scan(struct unw *u, uint32_t tid, size_t from);
 
 uint16_t unw_sample(struct unw *u, uint32_t tid, const uint8_t *regs, const uint8_t *stack,
                     size_t stack_len, uint64_t *out, uint16_t max, uint64_t now_ns)
@@ -243,33 +262,27 @@ static uint16_t unw_walk(struct unw *u, uint32_t tid, const uint8_t *regs, const
     u->out = out;
     u->n = 0;
     u->max = max;
-    Dwfl_Module *mod = dwfl_addrmodule(u->dwfl, pc);
-    int in_mod = mod != NULL;
-    int cfi = in_mod && has_cfi(mod, pc);
-    if (cfi)
+    int in_mod = dwfl_addrmodule(u->dwfl, pc) != NULL;
+    u->gap = 0;
+    if (in_mod) {
         (void)dwfl_getthread_frames(u->dwfl, (pid_t)tid, cb_frame, u);
-    if (!cfi && max >= 2) {
-        /* no CFI at the pc (generated code, in no module or in an anonymous
-         * mapping libdwfl counts in one, where its frame-pointer guess
-         * would walk garbage): scan for its caller */
-        u->n = 0;
-        uint16_t n = unw_scan(u, tid);
-        if (n) {
-            u->cur_stack = NULL;
-            u->cur_len = 0;
-            u->scanned++;
-            u->unwound++;
-            return n;
-        }
-        u->cur_regs[16] = pc;
-        u->n = 0;
-        if (in_mod) {
-            out[0] = pc;
-            u->n = 1;
-        }
+    } else {
+        out[0] = pc;        /* generated code libdwfl knows nothing of */
+        u->n = 1;
+        u->gap = 1;
+        u->gap_sp = u->cur_base;
+    }
+    /* code without CFI (the walk's end): its caller by a scan, then CFI again */
+    for (unsigned k = 0; u->gap && u->n < max && k < UNW_SCAN_MAX; k++) {
+        uint64_t sp = u->gap_sp;
+        u->gap = 0;
+        if (sp < u->cur_base || sp - u->cur_base >= u->cur_len ||
+            !unw_scan(u, tid, (size_t)(sp - u->cur_base)))
+            break;
+        u->scanned++;
     }
     u->cur_stack = NULL;
-    if (!in_mod) {
+    if (!in_mod && u->n <= 1) {
         u->cur_len = 0;
         return u->failed++, 0;
     }
@@ -333,23 +346,26 @@ static int has_cfi(Dwfl_Module *mod, uint64_t pc)
     return 0;
 }
 
-/* The walk from a pc in no module (this file's header): frames written after
- * out[0] (the pc), or 0 when no word of the copy looks like a return
- * address. */
-static uint16_t unw_scan(struct unw *u, uint32_t tid)
+/* From offset from of the stack copy (a frame without CFI: its SP), the
+ * first word, within UNW_SCAN_BYTES, that is a return address in a
+ * module's code: the walk resumes there, its frames appended to out. 1 when
+ * it added some. */
+static int unw_scan(struct unw *u, uint32_t tid, size_t from)
 {
-    size_t lim = u->cur_len < UNW_SCAN_BYTES ? u->cur_len : UNW_SCAN_BYTES;
-    for (size_t off = 0; off + 8 <= lim; off += 8) {
+    from = (from + 7) & ~(size_t)7;
+    if (from >= u->cur_len)
+        return 0;
+    size_t lim = u->cur_len - from < UNW_SCAN_BYTES ? u->cur_len : from + UNW_SCAN_BYTES;
+    for (size_t off = from; off + 8 <= lim; off += 8) {
         uint64_t ra = rd64(u->cur_stack + off);
         Dwfl_Module *mod = ra ? dwfl_addrmodule(u->dwfl, ra) : NULL;
         if (!mod || !after_call(mod, ra))
             continue;
-        u->out[0] = u->cur_regs[16];
-        u->n = 1;
+        uint16_t n0 = u->n;
         u->cur_regs[16] = ra;
         u->cur_regs[7] = u->cur_base + off + 8;
         (void)dwfl_getthread_frames(u->dwfl, (pid_t)tid, cb_frame, u);
-        return u->n > 1 ? u->n : 0;
+        return u->n > n0;
     }
     return 0;
 }

@@ -30,7 +30,8 @@
 #define UNW_STACK_BYTES_MIN 1024u
 #define UNW_STACK_BYTES_MAX 61440u      /* a sample record must fit perf's 16-bit size */
 #define UNW_REPORT_NS      100000000ull /* module list re-read at most every 100 ms */
-#define UNW_SCAN_BYTES     4096u        /* a pc in no module: its caller looked for this far */
+#define UNW_SCAN_BYTES     4096u        /* a pc without CFI: its caller looked for this far */
+#define UNW_SCAN_MAX       8u           /* scans per sample (JIT code called back and forth) */
 
 struct unw;
 

@@ -8,7 +8,8 @@
 # CFI) and Debian's kresd (knot-resolver; dnsperf, every query stubbed to a
 # plain named: its Lua policy runs per query), both under the shim. Prints
 # per mode and workload: samples, collector CPU ms, us of collector CPU per
-# sample, % of samples with main, with uv_run, and complete (root frame
+# sample, % of samples with main (or, in a stripped program such as kresd,
+# the function __libc_start_call_main calls), with uv_run, and complete (root frame
 # _start or the thread entry clone/clone3), and the collector's DWARF
 # unwind time per sample (its log line at the process's end).
 # Usage: BUILD=build sh tests/bench/bench_stack.sh   (BENCH_QUICK=1: shorter)
@@ -69,7 +70,7 @@ report() {
     d9 flame --pid "$3" --no-kernel >"$T/f.folded" 2>/dev/null
     awk -v mode="$1" -v name="$2" -v ns="$4" '
         { n = $NF; t += n; s = $0; sub(/ [0-9]+$/, "", s)
-          if (s ~ /(^|;)main(;|$)/) m += n
+          if (s ~ /(^|;)main(;|$)/ || s ~ /(^|;)__libc_start_call_main;[^;]/) m += n
           if (s ~ /(^|;)uv_run(;|$)/) u += n
           if (s ~ /^(_start|clone|clone3|__clone|__clone3)(;|$)/) c += n }
         END { ms = ns / 1e6

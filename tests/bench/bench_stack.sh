@@ -129,6 +129,7 @@ traced() {
         kill -9 "$NPID" 2>/dev/null
         wait "$NPID" ;;
     kresd)
+        : >"$T/named/ulog"
         "$NAMED" -g -4 -n 1 -c "$T/named/named.conf" >"$T/named/ulog" 2>&1 &
         UPID=$!
         named_running "$T/named/ulog" || { echo "bench_stack: named did not start" >&2; exit 1; }

@@ -154,9 +154,12 @@ $(BUILD)/san/proto/%.pb-c.o: $(BUILD)/gen/proto/%.pb-c.c
 	$(CC) $(CPPFLAGS) $(CSTD) $(OPT) -fPIC -w $(SAN) -c $< -o $@
 
 # ---- libraries and binaries ----------------------------------------------
+# libd9agent.so binds its symbols at load (-z now): a thread's first event
+# can come on a small stack, under libuv's 12 KiB epoll array, where the
+# lazy binder's frame (an xsave area) is more than is left.
 $(AGENT_SO): $(AGENT_OBJ) $(SHM_OBJ) $(PROTO_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) -shared $(LDFLAGS) -Wl,-soname,libd9agent.so.0 -o $@ $^ $(LDLIBS_AGENT)
+	$(CC) -shared $(LDFLAGS) -Wl,-soname,libd9agent.so.0 -Wl,-z,now -o $@ $^ $(LDLIBS_AGENT)
 	ln -sf libd9agent.so $(dir $@)libd9agent.so.0
 $(AGENT_A): $(AGENT_OBJ) $(SHM_OBJ) $(PROTO_OBJ)
 	@mkdir -p $(dir $@)

@@ -195,8 +195,9 @@ __attribute__((noinline)) static void stack_prefault(void)
 
 /* 1 when the calling thread's stack has room for stack_prefault with
  * UVLOOP_STACK_SPARE to spare (a thread on a small stack is left alone:
- * the shim never changes what a program does). Once per thread. */
-static int stack_has_room(void)
+ * the shim never changes what a program does). Once per thread; noinline:
+ * its pthread_attr_t must not stay in uv_run's frame under the whole loop. */
+__attribute__((noinline)) static int stack_has_room(void)
 {
     pthread_attr_t a;
     void *lo = NULL;

@@ -8,8 +8,16 @@
  * stack copy reads as unavailable, which ends the unwind, never a read of
  * the process. A Dwfl whose attach failed is not used (NULL) until the next
  * re-report.
+ *
+ * A frame whose pc has no CFI (code generated at run time: LuaJIT's
+ * traces) ends the CFI walk and is passed by a scan: the first word of the
+ * stack copy above its SP, within UNW_SCAN_BYTES, that points just after a
+ * call instruction in a known module is taken as its return address, and
+ * the walk resumes there (CFI again), at most UNW_SCAN_MAX times a sample.
+ * A frame with CFI is never scanned.
  */
 #include <elfutils/libdwfl.h>
+#include <gelf.h>
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -31,11 +39,14 @@ struct unw {
     /* the sample being unwound */
     uint32_t cur_tid;
     Dwarf_Word cur_regs[UNW_REGS_N];   /* DWARF numbering, 16 = return address (rip) */
+    uint64_t cur_base;                 /* the sampled SP: address of cur_stack[0] */
     const uint8_t *cur_stack;
     size_t cur_len;
     uint64_t *out;
     uint16_t n, max;
-    uint64_t unwound, failed, ns;
+    int gap;                    /* the walk ended at a pc without CFI, whose SP is: */
+    uint64_t gap_sp;
+    uint64_t unwound, failed, ns, scanned;
 };
 
 static uint64_t mono_ns(void)
@@ -108,7 +119,7 @@ static bool cb_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void
 {
     (void)dwfl;
     struct unw *u = arg;
-    uint64_t sp = u->cur_regs[7];
+    uint64_t sp = u->cur_base;
     if (u->cur_len < sizeof *result || addr < sp || addr - sp > u->cur_len - sizeof *result)
         return false;
     *result = rd64(u->cur_stack + (addr - sp));
@@ -128,6 +139,11 @@ static const Dwfl_Thread_Callbacks unw_thread_cbs = {
     .set_initial_registers = cb_set_initial_registers,
 };
 
+static int has_cfi(Dwfl_Module *mod, uint64_t pc);
+
+/* One frame: its pc out. A pc without CFI (code generated at run time)
+ * ends the walk there, with the frame's SP kept for unw_scan: libdwfl would
+ * go on with a frame-pointer guess, garbage over such code. */
 static int cb_frame(Dwfl_Frame *f, void *arg)
 {
     struct unw *u = arg;
@@ -136,7 +152,19 @@ static int cb_frame(Dwfl_Frame *f, void *arg)
     if (!dwfl_frame_pc(f, &pc, &activation) || pc == 0)
         return DWARF_CB_ABORT;
     u->out[u->n++] = pc;
-    return u->n >= u->max ? DWARF_CB_ABORT : DWARF_CB_OK;
+    if (u->n >= u->max)
+        return DWARF_CB_ABORT;
+    Dwarf_Addr at = activation ? pc : pc - 1;       /* a return address: its call */
+    Dwfl_Module *mod = dwfl_addrmodule(u->dwfl, at);
+    if (!mod || !has_cfi(mod, at)) {
+        Dwarf_Word sp;
+        if (dwfl_frame_reg(f, 7, &sp) == 0) {
+            u->gap = 1;
+            u->gap_sp = sp;
+        }
+        return DWARF_CB_ABORT;
+    }
+    return DWARF_CB_OK;
 }
 
 /* (Re)build the module list from /proc/<pid>/maps and attach. */
@@ -196,6 +224,7 @@ void unw_close(struct unw *u)
 
 static uint16_t unw_walk(struct unw *u, uint32_t tid, const uint8_t *regs, const uint8_t *stack,
                          size_t stack_len, uint64_t *out, uint16_t max, uint64_t now_ns);
+static int unw_scan(struct unw *u, uint32_t tid, size_t from);
 
 uint16_t unw_sample(struct unw *u, uint32_t tid, const uint8_t *regs, const uint8_t *stack,
                     size_t stack_len, uint64_t *out, uint16_t max, uint64_t now_ns)
@@ -224,21 +253,121 @@ static uint16_t unw_walk(struct unw *u, uint32_t tid, const uint8_t *regs, const
         ((!u->dwfl || !dwfl_addrmodule(u->dwfl, pc)) &&
          now_ns - u->last_report_ns >= UNW_REPORT_NS))
         unw_report(u, now_ns);
-    if (!u->dwfl || !dwfl_addrmodule(u->dwfl, pc)) {
-        u->failed++;
-        return 0;
-    }
+    if (!u->dwfl)
+        return u->failed++, 0;
     u->cur_tid = tid;
+    u->cur_base = u->cur_regs[7];
     u->cur_stack = stack;
     u->cur_len = stack ? stack_len : 0;
     u->out = out;
     u->n = 0;
     u->max = max;
-    (void)dwfl_getthread_frames(u->dwfl, (pid_t)tid, cb_frame, u);
+    int in_mod = dwfl_addrmodule(u->dwfl, pc) != NULL;
+    u->gap = 0;
+    if (in_mod) {
+        (void)dwfl_getthread_frames(u->dwfl, (pid_t)tid, cb_frame, u);
+    } else {
+        out[0] = pc;        /* generated code libdwfl knows nothing of */
+        u->n = 1;
+        u->gap = 1;
+        u->gap_sp = u->cur_base;
+    }
+    /* code without CFI (the walk's end): its caller by a scan, then CFI again */
+    for (unsigned k = 0; u->gap && u->n < max && k < UNW_SCAN_MAX; k++) {
+        uint64_t sp = u->gap_sp;
+        u->gap = 0;
+        if (sp < u->cur_base || sp - u->cur_base >= u->cur_len ||
+            !unw_scan(u, tid, (size_t)(sp - u->cur_base)))
+            break;
+        u->scanned++;
+    }
     u->cur_stack = NULL;
+    if (!in_mod && u->n <= 1) {
+        u->cur_len = 0;
+        return u->failed++, 0;
+    }
     u->cur_len = 0;
     u->unwound++;
     return u->n;
+}
+
+/* 1 when the bytes before ra in mod's text end in a call instruction
+ * (call rel32; call through a register or memory, FF /2, with the usual
+ * ModRM forms). The text is read from the module's ELF file, bounds-checked. */
+static int after_call(Dwfl_Module *mod, uint64_t ra)
+{
+    GElf_Addr bias = 0;
+    Elf *elf = dwfl_module_getelf(mod, &bias);
+    if (!elf || ra < bias)
+        return 0;
+    uint64_t a = ra - bias;
+    Elf_Scn *scn = NULL;
+    while ((scn = elf_nextscn(elf, scn)) != NULL) {
+        GElf_Shdr sh;
+        if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
+            !(sh.sh_flags & SHF_EXECINSTR) || a < sh.sh_addr + 7 || a > sh.sh_addr + sh.sh_size)
+            continue;
+        Elf_Data *d = elf_getdata(scn, NULL);
+        uint64_t off = a - sh.sh_addr;
+        if (!d || !d->d_buf || d->d_size < off || off < 7)
+            return 0;
+        const uint8_t *b = (const uint8_t *)d->d_buf + off;    /* b[-1]: the byte before ra */
+        if (b[-5] == 0xe8)                                      /* call rel32 */
+            return 1;
+        if (b[-2] == 0xff && (b[-1] & 0xf8) == 0xd0)            /* call *%reg */
+            return 1;
+        if (b[-3] == 0xff && (b[-2] & 0x38) == 0x10 && (b[-2] >> 6) == 1)   /* disp8 */
+            return 1;
+        if (b[-6] == 0xff && (b[-5] & 0x38) == 0x10 &&
+            ((b[-5] >> 6) == 2 || (b[-5] & 0xc7) == 0x05))      /* disp32, rip-relative */
+            return 1;
+        if (b[-2] == 0xff && (b[-1] & 0x38) == 0x10 && (b[-1] >> 6) == 0)  /* call *(%reg) */
+            return 1;
+        return 0;
+    }
+    return 0;
+}
+
+/* 1 when mod has CFI for pc (.eh_frame, else .debug_frame). */
+static int has_cfi(Dwfl_Module *mod, uint64_t pc)
+{
+    Dwarf_Addr bias = 0;
+    Dwarf_Frame *fr = NULL;
+    Dwarf_CFI *c = dwfl_module_eh_cfi(mod, &bias);
+    if (c && pc >= bias && dwarf_cfi_addrframe(c, pc - bias, &fr) == 0) {
+        free(fr);
+        return 1;
+    }
+    c = dwfl_module_dwarf_cfi(mod, &bias);
+    if (c && pc >= bias && dwarf_cfi_addrframe(c, pc - bias, &fr) == 0) {
+        free(fr);
+        return 1;
+    }
+    return 0;
+}
+
+/* From offset from of the stack copy (a frame without CFI: its SP), the
+ * first word, within UNW_SCAN_BYTES, that is a return address in a
+ * module's code: the walk resumes there, its frames appended to out. 1 when
+ * it added some. */
+static int unw_scan(struct unw *u, uint32_t tid, size_t from)
+{
+    from = (from + 7) & ~(size_t)7;
+    if (from >= u->cur_len)
+        return 0;
+    size_t lim = u->cur_len - from < UNW_SCAN_BYTES ? u->cur_len : from + UNW_SCAN_BYTES;
+    for (size_t off = from; off + 8 <= lim; off += 8) {
+        uint64_t ra = rd64(u->cur_stack + off);
+        Dwfl_Module *mod = ra ? dwfl_addrmodule(u->dwfl, ra) : NULL;
+        if (!mod || !after_call(mod, ra))
+            continue;
+        uint16_t n0 = u->n;
+        u->cur_regs[16] = ra;
+        u->cur_regs[7] = u->cur_base + off + 8;
+        (void)dwfl_getthread_frames(u->dwfl, (pid_t)tid, cb_frame, u);
+        return u->n > n0;
+    }
+    return 0;
 }
 
 void unw_counts(const struct unw *u, uint64_t *unwound, uint64_t *failed, uint64_t *ns)

@@ -12,7 +12,9 @@
  * sample's pc is in no known module, so newly mapped objects are found.
  * Untrusted input: registers and stack copy come from the sampled program;
  * every read is bounds-checked and at most UNW_FRAMES_MAX frames are walked
- * per sample.
+ * per sample. A pc in no module (code generated at run time, LuaJIT's
+ * traces) is unwound from the first word of the copy, within
+ * UNW_SCAN_BYTES, that is a return address (just after a call) in a module.
  */
 #ifndef D9_DAEMON_UNWIND_H
 #define D9_DAEMON_UNWIND_H
@@ -28,6 +30,8 @@
 #define UNW_STACK_BYTES_MIN 1024u
 #define UNW_STACK_BYTES_MAX 61440u      /* a sample record must fit perf's 16-bit size */
 #define UNW_REPORT_NS      100000000ull /* module list re-read at most every 100 ms */
+#define UNW_SCAN_BYTES     4096u        /* a pc without CFI: its caller looked for this far */
+#define UNW_SCAN_MAX       8u           /* scans per sample (JIT code called back and forth) */
 
 struct unw;
 

@@ -630,12 +630,13 @@ static int delay_add(struct rollup *r, uint64_t wake_ts, uint16_t runtime, uint6
 }
 
 /* Pending wakes by task (q_wake.h's table, one process): open addressing,
- * an entry stays once its task was woken (taken = 0 pending); grows at
- * half full. Memory: one entry per task woken in the segment. */
+ * an entry leaves when a poll start takes it (pend_take), so the table
+ * holds only the wakes pending at once and stays small (in cache); grows
+ * at half full. */
 struct pend {
     uint64_t task, ts;
     uint16_t runtime;
-    uint8_t used, pending;
+    uint8_t used;
 };
 
 struct pends {
@@ -649,6 +650,25 @@ static struct pend *pend_slot(struct pends *m, uint64_t task)
     while (m->p[j].used && m->p[j].task != task)
         j = (j + 1) & (m->cap - 1);
     return &m->p[j];
+}
+
+/* Remove the entry at x (used), shifting back the entries after it that
+ * probed past it (linear probing's deletion: no tombstones). */
+static void pend_take(struct pends *m, struct pend *x)
+{
+    uint32_t mask = m->cap - 1, i = (uint32_t)(x - m->p), j = i;
+    for (;;) {
+        j = (j + 1) & mask;
+        if (!m->p[j].used)
+            break;
+        uint32_t k = (uint32_t)store_hash64(m->p[j].task) & mask;   /* its home slot */
+        if (i <= j ? (i < k && k <= j) : (i < k || k <= j))
+            continue;                   /* home in (i, j]: it stays */
+        m->p[i] = m->p[j];
+        i = j;
+    }
+    m->p[i].used = 0;
+    m->n--;
 }
 
 static int pend_put(struct pends *m, const struct wev *v)
@@ -670,7 +690,7 @@ static int pend_put(struct pends *m, const struct wev *v)
     struct pend *x = pend_slot(m, v->task);
     if (!x->used)
         m->n++;
-    *x = (struct pend){ v->task, v->ts, v->runtime, 1, 1 };
+    *x = (struct pend){ v->task, v->ts, v->runtime, 1 };
     return 0;
 }
 
@@ -732,11 +752,12 @@ static int wakes_pair(struct rollup *r)
             rc = pend_put(&m, v);
         } else if (m.n) {
             struct pend *x = pend_slot(&m, v->task);
-            if (x->used && x->pending) {
-                x->pending = 0;
-                if (counted(r, x->ts))
-                    rc = delay_add(r, x->ts, x->runtime,
-                                   v->ts >= x->ts ? v->ts - x->ts : 0);  /* a hostile clock */
+            if (x->used) {
+                uint64_t wts = x->ts;
+                uint16_t rt = x->runtime;
+                pend_take(&m, x);
+                if (counted(r, wts))
+                    rc = delay_add(r, wts, rt, v->ts >= wts ? v->ts - wts : 0);  /* a hostile clock */
             }
         }
         if (at[ti] == t->nev)

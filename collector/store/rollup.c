@@ -91,6 +91,9 @@ struct ru_schema {                  /* a schema's field types (META blocks) */
     uint32_t id;
     uint16_t n;
     uint8_t type[D9_SCHEMA_MAX_FIELDS];
+    uint8_t cached;                 /* ent[] holds the field entries of bucket (on_custom) */
+    uint64_t bucket;
+    uint32_t ent[D9_SCHEMA_MAX_FIELDS];     /* RU_EMPTY: not looked up yet */
 };
 
 struct open_poll {
@@ -124,7 +127,7 @@ struct rollup {
     uint32_t np, capp;
     struct slots ps;
     struct went *w;
-    uint32_t nw, capw;
+    uint32_t nw, capw, lastw;       /* lastw: the last hit (worker_entry) */
     struct slots ws;
     struct bent *bt;                /* open addressing, entry RU_EMPTY = free; inline keys */
     uint32_t nb, capbt;
@@ -142,6 +145,7 @@ struct rollup {
     uint32_t nf, capf;
     struct slots fs;
     uint32_t nev;                   /* events of all threads: the next one's seq */
+    uint32_t nwake;                 /* wakes among them (0: wakes_pair has nothing to pair) */
     struct ru_schema *sc;
     uint32_t nsc, capsc, lastsc;
     struct rollup_range only[ROLLUP_ONLY_MAX];  /* rollup_only; nonly 0 = everything */
@@ -234,12 +238,10 @@ static uint64_t hash_bkey(uint32_t entry, uint32_t bin)
     return store_hash64((uint64_t)entry << 32 | bin);
 }
 
-/* Rebuild a table at twice the size when it is half full (hashes recomputed by fn). */
-static int rehash(struct slots *t, uint32_t n, const struct rollup *r,
-                  uint64_t (*h)(const struct rollup *r, uint32_t i))
+/* Rebuild a table at twice the size (hashes recomputed by fn). */
+static int rehash_grow(struct slots *t, uint32_t n, const struct rollup *r,
+                       uint64_t (*h)(const struct rollup *r, uint32_t i))
 {
-    if (t->cap && n < t->cap / 2)
-        return 0;
     uint32_t cap = t->cap ? t->cap * 2 : RU_TABLE_MIN;
     if (cap <= t->cap)
         return -ENOMEM;
@@ -257,6 +259,13 @@ static int rehash(struct slots *t, uint32_t n, const struct rollup *r,
     t->s = s;
     t->cap = cap;
     return 0;
+}
+
+/* The same when the table is half full (the check inline: it runs per record). */
+static inline int rehash(struct slots *t, uint32_t n, const struct rollup *r,
+                         uint64_t (*h)(const struct rollup *r, uint32_t i))
+{
+    return t->cap && n < t->cap / 2 ? 0 : rehash_grow(t, n, r, h);
 }
 
 static uint64_t h_p(const struct rollup *r, uint32_t i) { return hash_pkey(&r->p[i].k); }
@@ -297,6 +306,13 @@ static int poll_entry(struct rollup *r, const struct pkey *k, uint32_t *out)
 static int worker_entry(struct rollup *r, uint64_t bucket, uint16_t runtime, uint16_t worker,
                         struct went **out)
 {
+    if (r->lastw < r->nw) {         /* a block is one thread's records: mostly one worker */
+        struct went *o = &r->w[r->lastw];
+        if (o->k.bucket == bucket && o->k.runtime == runtime && o->k.worker == worker) {
+            *out = o;
+            return 0;
+        }
+    }
     int e = rehash(&r->ws, r->nw, r, h_w);
     if (e < 0)
         return e;
@@ -305,6 +321,7 @@ static int worker_entry(struct rollup *r, uint64_t bucket, uint16_t runtime, uin
     for (; r->ws.s[j] != RU_EMPTY; j = (j + 1) & (r->ws.cap - 1)) {
         struct went *o = &r->w[r->ws.s[j]];
         if (o->k.bucket == bucket && o->k.runtime == runtime && o->k.worker == worker) {
+            r->lastw = r->ws.s[j];
             *out = o;
             return 0;
         }
@@ -313,6 +330,7 @@ static int worker_entry(struct rollup *r, uint64_t bucket, uint16_t runtime, uin
         return e;
     r->w[r->nw] = (struct went){ .k = k };
     r->ws.s[j] = r->nw;
+    r->lastw = r->nw;
     *out = &r->w[r->nw++];
     return 0;
 }
@@ -582,12 +600,8 @@ static int event_add(struct rollup *r, struct thr *t, uint64_t ts, uint64_t task
     if (e < 0)
         return e;
     t->ev[t->nev++] = (struct wev){ ts, task, r->nev++, runtime, (uint8_t)(wake != 0) };
+    r->nwake += wake != 0;
     return 0;
-}
-
-static int ev_before(const struct wev *a, const struct wev *b)
-{
-    return a->ts != b->ts ? a->ts < b->ts : a->seq < b->seq;
 }
 
 static int delay_add(struct rollup *r, uint64_t wake_ts, uint16_t runtime, uint64_t d)
@@ -616,12 +630,13 @@ static int delay_add(struct rollup *r, uint64_t wake_ts, uint16_t runtime, uint6
 }
 
 /* Pending wakes by task (q_wake.h's table, one process): open addressing,
- * an entry stays once its task was woken (taken = 0 pending); grows at
- * half full. Memory: one entry per task woken in the segment. */
+ * an entry leaves when a poll start takes it (pend_take), so the table
+ * holds only the wakes pending at once and stays small (in cache); grows
+ * at half full. */
 struct pend {
     uint64_t task, ts;
     uint16_t runtime;
-    uint8_t used, pending;
+    uint8_t used;
 };
 
 struct pends {
@@ -635,6 +650,25 @@ static struct pend *pend_slot(struct pends *m, uint64_t task)
     while (m->p[j].used && m->p[j].task != task)
         j = (j + 1) & (m->cap - 1);
     return &m->p[j];
+}
+
+/* Remove the entry at x (used), shifting back the entries after it that
+ * probed past it (linear probing's deletion: no tombstones). */
+static void pend_take(struct pends *m, struct pend *x)
+{
+    uint32_t mask = m->cap - 1, i = (uint32_t)(x - m->p), j = i;
+    for (;;) {
+        j = (j + 1) & mask;
+        if (!m->p[j].used)
+            break;
+        uint32_t k = (uint32_t)store_hash64(m->p[j].task) & mask;   /* its home slot */
+        if (i <= j ? (i < k && k <= j) : (i < k || k <= j))
+            continue;                   /* home in (i, j]: it stays */
+        m->p[i] = m->p[j];
+        i = j;
+    }
+    m->p[i].used = 0;
+    m->n--;
 }
 
 static int pend_put(struct pends *m, const struct wev *v)
@@ -656,68 +690,90 @@ static int pend_put(struct pends *m, const struct wev *v)
     struct pend *x = pend_slot(m, v->task);
     if (!x->used)
         m->n++;
-    *x = (struct pend){ v->task, v->ts, v->runtime, 1, 1 };
+    *x = (struct pend){ v->task, v->ts, v->runtime, 1 };
     return 0;
+}
+
+/* A thread's head in wakes_pair's heap: its next event's order key, kept
+ * in the heap itself so that a comparison reads no event. */
+struct whead {
+    uint64_t ts;
+    uint32_t seq, thr;
+};
+
+static int wh_before(const struct whead *a, const struct whead *b)
+{
+    return a->ts != b->ts ? a->ts < b->ts : a->seq < b->seq;
+}
+
+/* Sift heap entry k down (a min-heap of nh heads by wh_before). */
+static void wh_down(struct whead *h, uint32_t nh, uint32_t k)
+{
+    struct whead x = h[k];
+    for (;;) {
+        uint32_t l = 2 * k + 1, s;
+        if (l >= nh)
+            break;
+        s = l + 1 < nh && wh_before(&h[l + 1], &h[l]) ? l + 1 : l;
+        if (!wh_before(&h[s], &x))
+            break;
+        h[k] = h[s];
+        k = s;
+    }
+    h[k] = x;
 }
 
 /* q_wake.h's rule over the segment's wakes and poll starts in time order
  * (ties in file order): each thread's events are in time order already, so
  * they are merged with a heap of the threads' heads; a poll start takes the
- * pending wake of its task, a wake replaces it. */
+ * pending wake of its task, a wake replaces it. Keys (ts, seq) are unique,
+ * so the merged order is that of a sort, whatever the heap's shape. A
+ * segment without wakes pairs nothing: no merge. */
 static int wakes_pair(struct rollup *r)
 {
-    uint32_t *heap = malloc(((size_t)r->nt + 1) * sizeof *heap), *at = calloc((size_t)r->nt + 1, sizeof *at);
+    int rc = 0;
+    if (r->nwake == 0)
+        goto out;
+    struct whead *heap = malloc(((size_t)r->nt + 1) * sizeof *heap);
+    uint32_t *at = calloc((size_t)r->nt + 1, sizeof *at);
     struct pends m = { 0 };
-    int rc = heap && at ? 0 : -ENOMEM;
     uint32_t nh = 0;
-#define HEAD(k) (&r->t[heap[k]].ev[at[heap[k]]])
-    for (uint32_t i = 0; rc == 0 && i < r->nt; i++) {
-        if (!r->t[i].nev)
-            continue;
-        uint32_t k = nh++;
-        heap[k] = i;
-        for (; k > 0 && ev_before(HEAD(k), HEAD((k - 1) / 2)); k = (k - 1) / 2) {
-            uint32_t x = heap[k];
-            heap[k] = heap[(k - 1) / 2];
-            heap[(k - 1) / 2] = x;
-        }
-    }
+    rc = heap && at ? 0 : -ENOMEM;
+    for (uint32_t i = 0; rc == 0 && i < r->nt; i++)
+        if (r->t[i].nev)
+            heap[nh++] = (struct whead){ r->t[i].ev[0].ts, r->t[i].ev[0].seq, i };
+    for (uint32_t k = nh / 2; rc == 0 && k-- > 0;)
+        wh_down(heap, nh, k);
     while (rc == 0 && nh > 0) {
-        struct thr *t = &r->t[heap[0]];
-        const struct wev *v = &t->ev[at[heap[0]]++];
+        uint32_t ti = heap[0].thr;
+        struct thr *t = &r->t[ti];
+        const struct wev *v = &t->ev[at[ti]++];
         if (v->wake) {
             rc = pend_put(&m, v);
         } else if (m.n) {
             struct pend *x = pend_slot(&m, v->task);
-            if (x->used && x->pending) {
-                x->pending = 0;
-                if (counted(r, x->ts))
-                    rc = delay_add(r, x->ts, x->runtime,
-                                   v->ts >= x->ts ? v->ts - x->ts : 0);  /* a hostile clock */
+            if (x->used) {
+                uint64_t wts = x->ts;
+                uint16_t rt = x->runtime;
+                pend_take(&m, x);
+                if (counted(r, wts))
+                    rc = delay_add(r, wts, rt, v->ts >= wts ? v->ts - wts : 0);  /* a hostile clock */
             }
         }
-        if (at[heap[0]] == t->nev)
+        if (at[ti] == t->nev)
             heap[0] = heap[--nh];
-        for (uint32_t k = 0;;) {            /* sift the new head down */
-            uint32_t l = 2 * k + 1, s = k;
-            if (l < nh && ev_before(HEAD(l), HEAD(s)))
-                s = l;
-            if (l + 1 < nh && ev_before(HEAD(l + 1), HEAD(s)))
-                s = l + 1;
-            if (s == k)
-                break;
-            uint32_t x = heap[k];
-            heap[k] = heap[s];
-            heap[s] = x;
-            k = s;
-        }
+        else
+            heap[0] = (struct whead){ t->ev[at[ti]].ts, t->ev[at[ti]].seq, ti };
+        if (nh > 1)
+            wh_down(heap, nh, 0);
     }
-#undef HEAD
-    for (uint32_t i = 0; i < r->nt; i++)
-        r->t[i].nev = 0;
     free(heap);
     free(at);
     free(m.p);
+out:
+    for (uint32_t i = 0; i < r->nt; i++)
+        r->t[i].nev = 0;
+    r->nwake = 0;
     return rc;
 }
 
@@ -749,7 +805,7 @@ static int on_meta(struct rollup *r, const struct seg_block *b)
     return 0;
 }
 
-static const struct ru_schema *schema_of(struct rollup *r, uint32_t id)
+static struct ru_schema *schema_of(struct rollup *r, uint32_t id)
 {
     if (r->lastsc < r->nsc && r->sc[r->lastsc].id == id)
         return &r->sc[r->lastsc];
@@ -786,9 +842,10 @@ static int field_entry(struct rollup *r, uint64_t bucket, uint32_t schema, uint1
     return 0;
 }
 
-/* One value (raw: the field's 8 bytes) of a numeric field (rollup.h). */
+/* One value (raw: the field's 8 bytes) of a numeric field (rollup.h);
+ * *cache: its entry in this bucket once looked up (RU_EMPTY before). */
 static int field_add(struct rollup *r, uint64_t bucket, uint32_t schema, uint16_t field,
-                     uint8_t type, uint64_t raw)
+                     uint8_t type, uint64_t raw, uint32_t *cache)
 {
     union rollup_val v;
     uint64_t mag;
@@ -812,10 +869,13 @@ static int field_add(struct rollup *r, uint64_t bucket, uint32_t schema, uint16_
     default:
         return 0;
     }
-    uint32_t i;
-    int e = field_entry(r, bucket, schema, field, type, &i);
-    if (e != 0)
-        return e < 0 ? e : 0;
+    uint32_t i = *cache;
+    if (i == RU_EMPTY) {
+        int e = field_entry(r, bucket, schema, field, type, &i);
+        if (e != 0)
+            return e < 0 ? e : 0;
+        *cache = i;
+    }
     struct fent *x = &r->f[i];
     int lo, hi;
     if (type == D9_FT_I64) {
@@ -844,10 +904,15 @@ static int field_add(struct rollup *r, uint64_t bucket, uint32_t schema, uint16_
  * fields before a malformed part count. */
 static int on_custom(struct rollup *r, const struct d9_rec_custom *c, size_t len)
 {
-    const struct ru_schema *sc = schema_of(r, c->schema);
+    struct ru_schema *sc = schema_of(r, c->schema);
     if (!sc || !counted(r, c->h.ts))
         return 0;
     uint64_t bucket = c->h.ts - c->h.ts % ROLLUP_BUCKET_NS;
+    if (!sc->cached || sc->bucket != bucket) {  /* the field entries of another second */
+        memset(sc->ent, 0xff, sizeof sc->ent);
+        sc->bucket = bucket;
+        sc->cached = 1;
+    }
     const uint8_t *q = (const uint8_t *)c + sizeof *c;
     size_t avail = c->payload_len <= len - sizeof *c ? c->payload_len : len - sizeof *c;
     size_t off = 0;
@@ -872,7 +937,7 @@ static int on_custom(struct rollup *r, const struct d9_rec_custom *c, size_t len
         off += sizeof raw;
         if (sc->type[i] < D9_FT_U64 || sc->type[i] > D9_FT_BOOL)
             return 0;                   /* q_decode stops at an unknown type */
-        int e = field_add(r, bucket, c->schema, i, sc->type[i], raw);
+        int e = field_add(r, bucket, c->schema, i, sc->type[i], raw, &sc->ent[i]);
         if (e < 0)
             return e;
     }

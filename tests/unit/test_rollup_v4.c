@@ -177,25 +177,28 @@ static int by_time(const void *x, const void *y)
     return a->seq < b->seq ? -1 : a->seq > b->seq;
 }
 
-/* Three threads, wakes and poll starts of 40 tasks at pseudo-random times
- * (ties included), blocks of 16 records, written thread by thread: the
- * delays are q_wake's own over the same events in time order. */
-static void test_delays_equal_q_wake_over_a_random_sequence(void **state)
+#define RAND_EV_MAX 20000u
+
+/* Three threads, nev wakes and poll starts of ntasks tasks at pseudo-random
+ * times (ties included), blocks of 16 records, written thread by thread:
+ * the delays are q_wake's own over the same events in time order. */
+static void random_sequence(void **state, unsigned nev, uint64_t ntasks)
 {
     struct fx *fx = *state;
     static struct buf th[3];
-    static struct tev ev[3000];
+    static struct tev ev[RAND_EV_MAX];
     unsigned n = 0;
     uint64_t rng = 0x2545f4914f6cdd1dull, t[3] = { 1 * S, 1 * S, 1 * S };
     struct seg_writer *w;
     assert_int_equal(seg_writer_open(&w, fx->dir, 5, &proc, NULL, 0), 0);
     for (unsigned k = 0; k < 3; k++)
         memset(&th[k], 0, sizeof th[k]);
-    for (unsigned i = 0; i < 3000; i++) {
+    assert_true(nev <= RAND_EV_MAX);
+    for (unsigned i = 0; i < nev; i++) {
         rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
         unsigned k = (unsigned)(rng % 3);
         t[k] += (rng >> 8) % 4 * 100000;               /* 0 .. 0.3 ms: ties happen */
-        uint64_t task = 1 + (rng >> 20) % 40;
+        uint64_t task = 1 + (rng >> 20) % ntasks;
         int is_wake = (rng >> 40) % 2;
         if (is_wake)
             wake(&th[k], t[k], task, 1);
@@ -215,12 +218,12 @@ static void test_delays_equal_q_wake_over_a_random_sequence(void **state)
     /* file order of ev: blocks of 16 per thread in the order flushed; for
      * equal times a time-ordered scan keeps file order, so give each event
      * its file position before sorting by time */
-    static uint32_t pos_of[3000];
+    static uint32_t pos_of[RAND_EV_MAX];
     {
         uint32_t filepos = 0;
         /* replay the generator to know each event's thread and its order */
         uint64_t r2 = 0x2545f4914f6cdd1dull;
-        unsigned thr_of[3000];
+        static unsigned thr_of[RAND_EV_MAX];
         for (unsigned i = 0; i < n; i++) {
             r2 ^= r2 << 13, r2 ^= r2 >> 7, r2 ^= r2 << 17;
             thr_of[i] = (unsigned)(r2 % 3);
@@ -268,6 +271,18 @@ static void test_delays_equal_q_wake_over_a_random_sequence(void **state)
     assert_int_equal(got_n, count);
     assert_int_equal(got_sum, sum);
     free(buf);
+}
+
+static void test_delays_equal_q_wake_over_a_random_sequence(void **state)
+{
+    random_sequence(state, 3000, 40);
+}
+
+/* Thousands of tasks pending at once: the pending-wake table grows, wraps
+ * and drops taken wakes from the middle of its probe runs. */
+static void test_delays_equal_q_wake_with_many_tasks_pending(void **state)
+{
+    random_sequence(state, RAND_EV_MAX, 3000);
 }
 
 /* schema 1 "req" { u64 bytes, str name, i64 delta, f64 ratio, bool ok } */
@@ -458,6 +473,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_delays_pair_in_time_order_as_q_wake_does, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_delays_equal_q_wake_with_many_tasks_pending, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_delays_equal_q_wake_over_a_random_sequence, setup,
                                         teardown),

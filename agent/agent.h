@@ -59,6 +59,14 @@ enum ag_sched_state { AG_SCHED_UNOPENED = 0, AG_SCHED_OPEN = 1, AG_SCHED_NONE = 
 
 struct ag_thread {
     struct shm_producer p;      /* p.hdr != NULL <=> state == AG_T_TRACED */
+    /* the polls open on this thread, innermost last (d9_poll_start pushes,
+     * d9_poll_end pops): a custom event records poll_task[poll_depth - 1].
+     * Deeper nesting than AG_POLL_NEST_MAX is counted, not stored: an event
+     * there records D9_TASK_NONE. Written by this thread only. Right after
+     * p, with the struct 64-aligned: a poll's records touch two lines of
+     * this struct (p's hot half; poll_depth with the first poll_task). */
+    uint32_t poll_depth;
+    uint64_t poll_task[AG_POLL_NEST_MAX];
     int32_t ring;
     uint32_t state;             /* enum ag_thread_state */
     uint32_t retry_countdown;
@@ -66,13 +74,7 @@ struct ag_thread {
     int sched_fd;               /* /proc/thread-self/schedstat when AG_SCHED_OPEN */
     uint64_t last_wait_ns;      /* schedstat run-queue wait at the last sampled park/unpark */
     uint64_t sched_next_ns;     /* CLOCK_MONOTONIC: no schedstat read before this */
-    /* the polls open on this thread, innermost last (d9_poll_start pushes,
-     * d9_poll_end pops): a custom event records poll_task[poll_depth - 1].
-     * Deeper nesting than AG_POLL_NEST_MAX is counted, not stored: an event
-     * there records D9_TASK_NONE. Written by this thread only. */
-    uint64_t poll_task[AG_POLL_NEST_MAX];
-    uint32_t poll_depth;
-};
+} __attribute__((aligned(64)));
 
 struct ag_loc;
 

@@ -32,6 +32,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +47,13 @@
 
 static struct ag_agent g_agent;
 static __thread struct ag_thread g_tls __attribute__((tls_model("initial-exec")));
+/* A poll's records touch two lines of g_tls: the producer's hot half, and
+ * poll_depth with the innermost poll_task (agent.h). */
+_Static_assert(_Alignof(struct ag_thread) >= 64, "ag_thread starts a cache line");
+_Static_assert(offsetof(struct ag_thread, p) + offsetof(struct shm_producer, cached_tail) <= 64,
+               "the producer's hot fields in the first line");
+_Static_assert(offsetof(struct ag_thread, poll_depth) / 64 ==
+               offsetof(struct ag_thread, poll_task) / 64, "poll_depth beside poll_task[0]");
 
 static pthread_mutex_t g_init_lock = PTHREAD_MUTEX_INITIALIZER;
 static int g_init_done;         /* under g_init_lock */

@@ -23,6 +23,7 @@
 #define EVLOOP_DEPTH_NONE UINT64_MAX
 
 __thread struct evloop_tls evloop_tls __attribute__((tls_model("initial-exec")));
+_Static_assert(_Alignof(struct evloop_tls) >= sizeof(struct evloop_tls), "evloop_tls fits one cache line");
 
 static struct evloop_ent g_bases[EVLOOP_BASES_MAX];
 static _Atomic uint32_t g_nbases;           /* entries ever used: scans stop here */

@@ -65,7 +65,8 @@ struct evloop_tls {
     uint16_t worker;
     uint32_t depth;                     /* traced callbacks running on this thread */
     uint64_t task;                      /* the innermost of them (0: none) */
-};
+
+} __attribute__((aligned(32)));   /* one cache line, whatever the TLS layout */
 
 extern __thread struct evloop_tls evloop_tls __attribute__((tls_model("initial-exec")));
 

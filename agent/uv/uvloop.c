@@ -18,6 +18,7 @@
 #define UVLOOP_DEPTH_NONE UINT64_MAX
 
 __thread struct uvloop_tls uvloop_tls __attribute__((tls_model("initial-exec")));
+_Static_assert(_Alignof(struct uvloop_tls) >= sizeof(struct uvloop_tls), "uvloop_tls fits one cache line");
 
 static struct uvloop_ent g_loops[D9_UV_LOOPS_MAX];
 static _Atomic uint32_t g_nloops;           /* entries ever used: scans stop here */

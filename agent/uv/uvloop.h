@@ -68,7 +68,8 @@ struct uvloop_tls {
     uint64_t task;                      /* the poll running on this thread (0: none) */
     uint16_t pool_worker;               /* uv-threadpool worker id + 1, 0 = none yet */
     uint8_t stack_present;              /* UVLOOP_STACK_PREFAULT touched (uv_run) */
-};
+
+} __attribute__((aligned(32)));   /* one cache line, whatever the TLS layout */
 
 extern __thread struct uvloop_tls uvloop_tls __attribute__((tls_model("initial-exec")));
 

@@ -21,6 +21,13 @@
  *          plain and stored alternating, the system call outside the
  *          timed part.
  *
+ * With BENCH_EVICT_KB=N in the environment, each cold call (both kinds)
+ * is preceded, before its system call and outside the timed part, by a
+ * walk of an N KiB buffer (a write per 64-byte line): the state after a
+ * loop iteration that did work of its own between two callbacks, where
+ * the shim's lines are out of L1 (32..48 KiB) or L2 (a few MiB). Unset or
+ * 0: no walk (the "cold" setting above, as before).
+ *
  * Between rounds it sleeps BENCH_PAUSE_US so that a collector drains the
  * records (a full ring would measure the drop path instead). It prints,
  * per setting, the medians of plain and stored and the added cost, with
@@ -53,6 +60,14 @@ static double *g_hot_plain, *g_hot_stored, *g_cold_plain, *g_cold_stored;
 static uint64_t *g_cyc_plain, *g_cyc_stored;   /* one round's cold calls, in TSC cycles */
 static double g_ns_per_cycle;
 static volatile uint64_t g_calls;
+static volatile unsigned char *g_evict;        /* BENCH_EVICT_KB's buffer, or NULL */
+static size_t g_evict_len;
+
+static void evict(void)
+{
+    for (size_t o = 0; o < g_evict_len; o += 64)
+        g_evict[o]++;
+}
 
 static uint64_t now_ns(void)
 {
@@ -154,10 +169,12 @@ static void report(const char *mode)
         }                                                                        \
         usleep(BENCH_PAUSE_US);                                                  \
         for (int k_ = 0; k_ < BENCH_COLD; k_++) {                                \
+            evict();                                                             \
             syscall(SYS_getppid);                                                \
             a_ = tsc();                                                          \
             PLAIN_CALL;                                                          \
             g_cyc_plain[k_] = tsc() - a_;                                        \
+            evict();                                                             \
             syscall(SYS_getppid);                                                \
             a_ = tsc();                                                          \
             STORED_CALL;                                                         \
@@ -261,6 +278,17 @@ int main(int argc, char **argv)
     if (!g_hot_plain || !g_hot_stored || !g_cold_plain || !g_cold_stored || !g_cyc_plain ||
         !g_cyc_stored)
         return 1;
+    const char *ev = getenv("BENCH_EVICT_KB");
+    if (ev && *ev) {
+        unsigned long kb = strtoul(ev, NULL, 10);
+        if (kb > 1024 * 1024) {
+            fprintf(stderr, "bench_loop_cb: BENCH_EVICT_KB above 1 GiB\n");
+            return 2;
+        }
+        g_evict_len = (size_t)kb * 1024;
+        if (g_evict_len && !(g_evict = calloc(1, g_evict_len)))
+            return 1;
+    }
     calibrate();
     int rc = strcmp(argv[1], "uv") == 0 ? run_uv() : run_event();
     free(g_hot_plain);
@@ -269,5 +297,6 @@ int main(int argc, char **argv)
     free(g_cold_stored);
     free(g_cyc_plain);
     free(g_cyc_stored);
+    free((void *)g_evict);
     return rc;
 }

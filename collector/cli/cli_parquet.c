@@ -43,7 +43,7 @@ static enum pq_type type_of(const char *decl)
         return PQ_INT64;
     if (decl && strcmp(decl, "REAL") == 0)
         return PQ_DOUBLE;
-    return PQ_STRING;       /* TEXT, or untyped: values as d9 sql's text of them */
+    return PQ_STRING;       /* TEXT, or untyped: values as text (reals exact: row_values) */
 }
 
 static int table_cols(sqlite3 *db, const char *table, struct table_cols *t, char *why,
@@ -151,7 +151,11 @@ static void file_name(const char *table, char *out, size_t cap)
     out[n] = 0;
 }
 
-static void row_values(sqlite3_stmt *st, const struct table_cols *t, struct pq_val *v)
+/* One row's values; num: a ROW_NUM_CHARS buffer per column for the text of
+ * a real in a string column (17 significant digits, so it reads back as
+ * the same double: SQLite's own text of a real keeps 15). */
+#define ROW_NUM_CHARS 32u
+static void row_values(sqlite3_stmt *st, const struct table_cols *t, struct pq_val *v, char *num)
 {
     for (size_t i = 0; i < t->n; i++) {
         int ty = sqlite3_column_type(st, (int)i);
@@ -175,6 +179,13 @@ static void row_values(sqlite3_stmt *st, const struct table_cols *t, struct pq_v
             v[i].d = sqlite3_column_double(st, (int)i);
             break;
         default: {
+            if (ty == SQLITE_FLOAT) {
+                char *b = num + i * ROW_NUM_CHARS;
+                int k = snprintf(b, ROW_NUM_CHARS, "%.17g", sqlite3_column_double(st, (int)i));
+                v[i].s = b;
+                v[i].n = k > 0 && (unsigned)k < ROW_NUM_CHARS ? (size_t)k : 0;
+                break;
+            }
             const unsigned char *s = sqlite3_column_text(st, (int)i);
             v[i].s = (const char *)s;
             v[i].n = s ? (size_t)sqlite3_column_bytes(st, (int)i) : 0;
@@ -229,11 +240,12 @@ static int export_table(sqlite3 *db, const char *table, const struct cli_parquet
         o.created_by = "d9 " D9_VERSION;
     struct pq_write *w = NULL;
     struct pq_val *v = calloc(t.n, sizeof *v);
-    rc = v ? pq_write_open(&w, f, t.c, t.n, &o) : -ENOMEM;
+    char *num = calloc(t.n, ROW_NUM_CHARS);
+    rc = v && num ? pq_write_open(&w, f, t.c, t.n, &o) : -ENOMEM;
     int s = SQLITE_DONE;
     uint64_t rows = 0;
     while (rc == 0 && (s = sqlite3_step(st)) == SQLITE_ROW) {
-        row_values(st, &t, v);
+        row_values(st, &t, v, num);
         rc = pq_write_row(w, v);
         rows++;
     }
@@ -252,6 +264,7 @@ static int export_table(sqlite3 *db, const char *table, const struct cli_parquet
         pq_write_stats(w, &ws);
     pq_write_free(w);
     free(v);
+    free(num);
     sqlite3_finalize(st);
     if (fclose(f) != 0 && rc == 0) {
         rc = -EIO;

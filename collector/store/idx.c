@@ -81,6 +81,18 @@ static const char kept_sql[] =
     "CREATE TABLE IF NOT EXISTS kept(segment_id INTEGER PRIMARY KEY, trig_ns INT, t0_ns INT,"
     " t1_ns INT, trig_pid INT, ntrig INT, source_segment INT, reason TEXT);";
 
+/* The map records' blocks (the pseudo ring SYM_SEG_RING's DATA blocks: a
+ * few per segment), a partial index so `d9 segments`' per-segment maps
+ * count (idx_read_segments_window) reads only them, not every block row of
+ * the segment (2.2x the command's time on a 50 M-record store). Not part of
+ * the versioned schema: every writable open creates it when missing (new
+ * and older version 4 indexes alike); readers work without it (the same
+ * sum, through blocks_segment_time). The literals match idx_read.c's query
+ * (a partial index is used only for a query whose WHERE names its terms). */
+static const char maps_sql[] =
+    "CREATE INDEX IF NOT EXISTS blocks_maps ON blocks(segment_id, nrec)"
+    " WHERE kind = " IDX_MAPS_KIND " AND ring = " IDX_MAPS_RING ";";
+
 /* Per-type counter columns, in enum d9_rec_type order (PAD has none). */
 _Static_assert(D9_REC_TYPE_COUNT == 12, "segments.n_* columns follow enum d9_rec_type");
 
@@ -749,6 +761,8 @@ int idx_open_ex(struct idx **out, const char *store_dir, unsigned flags, char *w
      * (IDX_OPEN_FOREIGN) too: its kept windows' segments need it */
     if (e == 0 && !readonly)
         e = exec(x, kept_sql, "create the kept windows table");
+    if (e == 0 && !readonly)
+        e = exec(x, maps_sql, "create the map blocks' index");
     if (e < 0) {
         if (!x->err[0])
             x_set(x, "%s", strerror(-e));

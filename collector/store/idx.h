@@ -60,7 +60,10 @@
  *                                   retention deletes these last; their records are not
  *                                   added again to processes.records
  *   indexes: segments(t_min, t_max), segments(process_id, t_min), blocks(segment_id, t_first),
- *            processes(pid)
+ *            processes(pid); blocks_maps: blocks(segment_id, nrec) WHERE kind = DATA AND
+ *            ring = SYM_SEG_RING (the map records' blocks, for the per-segment maps count;
+ *            not versioned: every writable open creates it if missing, readers do
+ *            without it)
  *
  * All times are CLOCK_MONOTONIC ns (host-wide). meta also holds
  * 'boot_realtime_ns' (CLOCK_REALTIME - CLOCK_MONOTONIC at collector start)

@@ -20,6 +20,12 @@
 #define IDX_WRITE_STMTS 25      /* idx.c's statement cache (its enum) */
 #define IDX_READ_STMTS  16      /* idx_read.c's statement cache (its enum) */
 
+/* The map records' blocks as SQL literals (SEG_BLK_DATA, SYM_SEG_RING;
+ * checked in idx_read.c): idx.c's partial index blocks_maps and the query
+ * it serves must spell its terms the same. */
+#define IDX_MAPS_KIND   "2"
+#define IDX_MAPS_RING   "4294967294"
+
 struct idx {
     sqlite3 *db;
     int readonly;

@@ -233,6 +233,11 @@ int idx_read_drops(struct idx *x, int64_t process_id, uint32_t pid, uint64_t fro
     return e;
 }
 
+_Static_assert(SEG_BLK_DATA == 2 && SYM_SEG_RING == 4294967294u,
+               "IDX_MAPS_KIND and IDX_MAPS_RING spell the map records' blocks");
+
+/* The maps count: literals, so the partial index blocks_maps (idx.c) serves
+ * it where the index has it (one row per map block, not every block row). */
 int idx_read_segments_window(struct idx *x, uint32_t pid, uint64_t from, uint64_t to,
                         int (*fn)(void *arg, const struct idx_read_segment *r), void *arg)
 {
@@ -245,7 +250,8 @@ int idx_read_segments_window(struct idx *x, uint32_t pid, uint64_t from, uint64_
         "       s.n_worker_unpark, s.n_task_spawn, s.n_task_terminate, s.n_queue_depth, "
         "       s.n_custom, s.n_cpu_sample, s.n_sched_switch, "
         "       (SELECT coalesce(sum(b.nrec), 0) FROM blocks b "
-        "        WHERE b.segment_id = s.id AND b.kind = ?4 AND b.ring = ?5) "
+        "        WHERE b.segment_id = s.id AND b.kind = " IDX_MAPS_KIND
+        "          AND b.ring = " IDX_MAPS_RING ") "
         "FROM segments s JOIN processes p ON p.id = s.process_id "
         "WHERE (?1 = 0 OR p.pid = ?1) "
         "  AND (" IDX_BAD_RANGE("s.t_min", "s.t_max") " OR (s.t_max >= ?2 AND s.t_min <= ?3)) "
@@ -255,8 +261,6 @@ int idx_read_segments_window(struct idx *x, uint32_t pid, uint64_t from, uint64_
     sqlite3_bind_int64(st, 1, pid);
     sqlite3_bind_int64(st, 2, clamp_i64(from));
     sqlite3_bind_int64(st, 3, clamp_i64(to));
-    sqlite3_bind_int64(st, 4, SEG_BLK_DATA);
-    sqlite3_bind_int64(st, 5, SYM_SEG_RING);
     int n = 0, ret = 0;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         struct idx_read_segment r = {

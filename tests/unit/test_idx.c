@@ -143,7 +143,7 @@ static void test_open_creates_the_documented_schema(void **state)
     q_text(d, "SELECT m.tbl_name || '(' || group_concat(i.name) || ')' FROM sqlite_master m,"
               " pragma_index_info(m.name) i WHERE m.type = 'index' AND m.sql IS NOT NULL"
               " GROUP BY m.name ORDER BY 1", got, sizeof got);
-    assert_string_equal(got, "blocks(segment_id,t_first),processes(pid),"
+    assert_string_equal(got, "blocks(segment_id,nrec),blocks(segment_id,t_first),processes(pid),"
                              "segments(process_id,t_min),segments(t_min,t_max),"
                              "triggers(t_ns)");
     assert_int_equal(q_int(d, "SELECT count(*) FROM pragma_foreign_key_list('threads')"

@@ -7,7 +7,8 @@
 # the default mode and not with DIAL9_LOOP=epoll, which traces its loop.
 # With a collector listening, the note is also a record: `d9 ps` lists the
 # program as "preloaded, no supported loop found" (state noloop), its
-# region removed; not a traced libuv program, nor one run without DIAL9_LOG.
+# region removed; not a traced libuv program, nor one run without DIAL9_LOG,
+# nor a forged region that claims no loop but holds records.
 . tests/integration/lib.sh
 d9_setup
 PRELOAD=$(cd "$BUILD/lib" 2>/dev/null && pwd)/libd9preload.so
@@ -76,5 +77,13 @@ check "d9 sql: the processes table says noloop" sh -c \
 check "the traced libuv program is listed as exited" wait_for 20 ps_of "$UPID" ' exited'
 check "... and not as without a loop" sh -c "! grep -q '$NOTE' '$T/ps.$UPID'"
 check "without DIAL9_LOG the program is not listed" lacks "^$QPID " "$BIN/d9" --store "$STORE" ps
+# a region is untrusted: the flag on one that recorded something is not believed
+DIAL9_SHM_DIR=$CSHM "$TBIN/tool_badregion" noloop "$T/bad.ready" >"$T/bad.out" 2>&1 &
+BPID=$!
+wait $BPID
+check "a region that claims no loop but holds records is listed as exited" \
+    wait_for 20 ps_of "$BPID" ' exited'
+check "... with its records, not as without a loop" sh -c \
+    "! grep -q '$NOTE' '$T/ps.$BPID' && grep -q ' 50 ' '$T/ps.$BPID'"
 check "the collector removed the regions" wait_for 20 sh -c "[ -z \"\$(ls '$CSHM')\" ]"
 d9_finish uv-noloop

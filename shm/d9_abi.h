@@ -68,6 +68,12 @@ enum d9_clock_source {
 
 /* d9_region_hdr.flags */
 #define D9_REGION_F_BELL     1u     /* the agent's producers ring the doorbell (struct d9_bell) */
+/* Added within ABI 2 (a collector that predates it ignores the bit): the
+ * preload shim (agent/uv/noloop.c) found no loop it traces in this process;
+ * the region has one ring, never claimed, and is CLOSED at creation. A
+ * claim, not a fact: the collector honours it only for a region that
+ * recorded nothing (collector/daemon/proc.c). */
+#define D9_REGION_F_NOLOOP   2u
 
 /* Region lifecycle (d9_region_hdr.state). */
 enum d9_region_state {

@@ -198,7 +198,7 @@ int shm_region_create(const struct shm_region_params *params, struct shm_region 
     h->uid = uid;
     h->start_time = start;
     h->clock_source = p.clock_source;
-    h->flags = D9_REGION_F_BELL;    /* producers attach with shm_producer_bell */
+    h->flags = D9_REGION_F_BELL | p.flags;  /* producers attach with shm_producer_bell */
     h->created_ns = shm_mono_ns();
     /* NUL-padded; a name that fills the field is unterminated (readers cope) */
     if (p.comm)

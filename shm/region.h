@@ -30,6 +30,7 @@ struct shm_region_params {
     const char *dir;            /* D9_SHM_DIR if NULL (tests use a tmp dir) */
     const char *comm;           /* process name and executable, written before READY */
     const char *exe;            /*   so a collector never sees them empty; may be NULL */
+    uint32_t flags;             /* D9_REGION_F_* besides BELL, set before READY (0: none) */
 };
 
 /* A mapped region (either side). */

@@ -25,7 +25,11 @@
  * no loop of a traced kind ever run says so in one line on stderr
  * ("preloaded, no supported loop found"): a program that links libuv
  * statically (Node.js builds that bundle it) is otherwise silently not
- * traced.
+ * traced. With a collector listening, it also leaves a minimal region
+ * flagged D9_REGION_F_NOLOOP (noloop.c), so `d9 ps` lists the process as
+ * "preloaded, no supported loop found". Only then: a program whose loop is
+ * traced, or one run without DIAL9_LOG, pays nothing (an untraced program
+ * makes no region, no index row).
  *
  * The in-process profiler fallback (SIGPROF timers, agent/sampler.h) would
  * deliver signals the program never asked for: unless DIAL9_SAMPLER is set,
@@ -42,6 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "loopcfg.h"
+#include "noloop.h"
 
 #define PRELOAD_SAMPLER_VAR  "DIAL9_SAMPLER"
 #define PRELOAD_LOG_VAR      "DIAL9_LOG"
@@ -91,11 +96,15 @@ __attribute__((destructor)) static void preload_end(void)
 {
     int err = errno;
     const char *v = secure_getenv(PRELOAD_LOG_VAR);
-    if (g_kinds && v && *v && strcmp(v, "0") != 0 && !loopcfg_started())
-        fprintf(stderr, "d9: %s: preloaded, no supported loop found (%s); nothing traced\n",
+    if (!g_kinds || !v || !*v || strcmp(v, "0") == 0 || loopcfg_started()) {
+        errno = err;
+        return;
+    }
+    fprintf(stderr, "d9: %s: preloaded, no supported loop found (%s); nothing traced\n",
                 program_invocation_short_name,
                 g_kinds & LOOPCFG_EPOLL ? "no libuv.so.1 or libevent loop and no epoll wait"
                                         : "no libuv.so.1 or libevent loop ran; "
                                           "DIAL9_LOOP=epoll traces an epoll loop");
+    noloop_record();
     errno = err;
 }

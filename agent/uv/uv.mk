@@ -34,10 +34,15 @@ $(UV_SO): $(UV_LIB_OBJ) $(AGENT_SO)
 	$(CC) -shared $(LDFLAGS) -Wl,-soname,libd9uv.so.0 -o $@ $(UV_LIB_OBJ) $(UV_LDLIBS) -Wl,-rpath,'$$ORIGIN'
 $(BUILD)/lib/libd9uv.so.0: $(UV_SO)
 	ln -sf libd9uv.so $@
-$(UV_PRELOAD): $(UV_LIB_OBJ) $(BUILD)/obj/agent/uv/preload.o $(AGENT_SO)
+# The preload's "no supported loop found" region (noloop.c) lays it out
+# with the shm code and reads DIAL9_* with the agent's parser, linked in
+# (hidden: the agent library exports only agent/d9.h).
+UV_NOLOOP_OBJ := $(call obj,agent/uv/noloop.c shm/region.c shm/clock.c shm/paths.c agent/env.c)
+$(BUILD)/obj/agent/uv/noloop.o: CFLAGS += $(VIS_HIDDEN)
+$(UV_PRELOAD): $(UV_LIB_OBJ) $(BUILD)/obj/agent/uv/preload.o $(UV_NOLOOP_OBJ) $(AGENT_SO)
 	@mkdir -p $(dir $@)
 	$(CC) -shared $(LDFLAGS) -Wl,-soname,libd9preload.so -o $@ $(UV_LIB_OBJ) $(BUILD)/obj/agent/uv/preload.o \
-	    $(UV_LDLIBS) -Wl,-rpath,'$$ORIGIN:$$ORIGIN/..'
+	    $(UV_NOLOOP_OBJ) $(UV_LDLIBS) -Wl,-rpath,'$$ORIGIN:$$ORIGIN/..'
 
 
 # Unit test: the wrappers compiled in (sanitized) and exported (-rdynamic), so

@@ -1,6 +1,7 @@
 /*
  * cli_ps.c — `d9 ps`: the processes a store has seen, from the index
- * (processes table): pid, comm, state (alive/exited/crashed/exec/quarantined),
+ * (processes table): pid, comm, state (alive/exited/crashed/exec/quarantined,
+ * and "noloop", shown as "preloaded, no supported loop found"),
  * first/last seen, records, lost, segments and bytes.
  *
  * Called by main.c. Reads the index only (no segment file is opened).
@@ -31,7 +32,9 @@ static const char usage[] =
 "DESCRIPTION\n"
 "    One line per traced process (a pid reused later is a separate process):\n"
 "    PID, COMM, STATE (alive, exited(CODE), crashed(SIGNAL), exec (it called\n"
-"    execve: the traced program ended, the pid runs another), quarantined;\n"
+"    execve: the traced program ended, the pid runs another), quarantined,\n"
+"    preloaded, no supported loop found (libd9preload.so with DIAL9_LOG set\n"
+"    found no loop it traces: nothing recorded; jsonl state \"noloop\");\n"
 "    the exit code or the signal in parentheses when known), FIRST SEEN and\n"
 "    LAST SEEN: the first and last record of the process's threads (local\n"
 "    wall-clock time when the store knows its boot time), SPAN between them,\n"
@@ -113,6 +116,10 @@ static bool ps_time_ok(const struct ps_ctx *c, const struct idx_read_process *r,
 /* exited(CODE); crashed(SIGNAL): a crash's exit_code is the signal number */
 static void state_text(const struct idx_read_process *r, char *buf, size_t cap)
 {
+    if (strcmp(r->state, "noloop") == 0) {
+        snprintf(buf, cap, "preloaded, no supported loop found");
+        return;
+    }
     const char *sig = NULL;
     if (r->has_exit_code && strcmp(r->state, "crashed") == 0 && r->exit_code > 0 &&
         r->exit_code < 65)

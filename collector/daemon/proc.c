@@ -2,7 +2,8 @@
  * proc.c — a traced process's lifecycle in d9collectd (see proc.h): maps
  * and adopts its region, reads its header under the guard, tells whether
  * it still runs, ends it (final drain and profile, exit block, seal, index,
- * unlink) and reports its status.
+ * unlink) and reports its status. A region flagged D9_REGION_F_NOLOOP that
+ * recorded nothing ends as "noloop" (the preload shim found no loop).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -363,6 +364,12 @@ int proc_finish(struct proc *p, struct storedir *st)
         reason = SEG_EXIT_EXEC;     /* in the segment too: a re-index restores it */
         p->exit_code = -1;
     }
+    /* the preload shim found no loop to trace (D9_REGION_F_NOLOOP): a claim,
+     * honoured only for a region that recorded nothing and was not quarantined
+     * or exec'd; the exit code, where known, is kept */
+    if (!p->quarantined && reason != SEG_EXIT_EXEC && (p->geo.flags & D9_REGION_F_NOLOOP) &&
+        p->records == 0 && p->lost == 0)
+        state = "noloop";
     if (drain_writer(p, st, now))
         return -EAGAIN;
     /* every thread still tracked ends with the process */

@@ -960,7 +960,8 @@ int idx_process_end(struct idx *x, int64_t process_id, uint64_t end_ns, const ch
     if (e < 0)
         return e;
     if (!state || (strcmp(state, "exited") && strcmp(state, "crashed") && strcmp(state, "exec") &&
-                   strcmp(state, "quarantined") && strcmp(state, "alive")))
+                   strcmp(state, "quarantined") && strcmp(state, "alive") &&
+                   strcmp(state, "noloop")))
         return -EINVAL;
     sqlite3_stmt *s;
     if ((e = stmt(x, ST_PROC_END, &s)) < 0)

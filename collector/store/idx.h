@@ -22,6 +22,7 @@
  *   processes(id INTEGER PRIMARY KEY, pid INT, start_time INT, uid INT,
  *             comm TEXT, exe TEXT, first_ns INT, last_ns INT,
  *             state TEXT,          -- 'alive' | 'exited' | 'crashed' | 'exec' | 'quarantined'
+ *                                  | 'noloop' (the preload found no loop: nothing recorded)
  *             exit_code INT,       -- NULL when unknown
  *             records INT, lost INT,
  *             UNIQUE(pid, start_time))

@@ -18,7 +18,12 @@
  * PID and START in its header and renames it to d9.<own uid>.PID.START in
  * $DIAL9_SHM_DIR (so no collector sees it half made), then exits.
  *
- *   tool_badregion corrupt|truncate|bell|stamps READY_FILE
+ * Mode "noloop" claims what the preload shim's record says (the flag
+ * D9_REGION_F_NOLOOP: no loop found, nothing traced) on a region that
+ * holds GOOD_RECORDS records, closes it and exits: the collector must not
+ * believe the claim.
+ *
+ *   tool_badregion corrupt|truncate|bell|stamps|noloop READY_FILE
  *   tool_badregion forge READY_FILE PID START DIR
  * READY_FILE is written once the region is set up (in truncate mode: after
  * the collector drained the good ring, and the file was truncated; in bell
@@ -144,19 +149,34 @@ int main(int argc, char **argv)
     if (argc == 6 && !strcmp(argv[1], "forge"))
         return forge(argv);
     if (argc != 3 || (strcmp(argv[1], "corrupt") && strcmp(argv[1], "truncate") &&
-                      strcmp(argv[1], "bell") && strcmp(argv[1], "stamps"))) {
-        fprintf(stderr, "usage: tool_badregion corrupt|truncate|bell|stamps READY_FILE\n"
+                      strcmp(argv[1], "bell") && strcmp(argv[1], "stamps") &&
+                      strcmp(argv[1], "noloop"))) {
+        fprintf(stderr, "usage: tool_badregion corrupt|truncate|bell|stamps|noloop READY_FILE\n"
                         "       tool_badregion forge READY_FILE PID START DIR\n");
         return 2;
     }
     struct shm_region_params prm = { .ring_count = 4, .ring_data_size = 64 * 1024,
                                      .clock_source = D9_CLOCK_MONOTONIC,
                                      .dir = getenv("DIAL9_SHM_DIR") };
+    if (!strcmp(argv[1], "noloop"))
+        prm.flags = D9_REGION_F_NOLOOP;
     struct shm_region r;
     int rc = shm_region_create(&prm, &r);
     if (rc) {
         fprintf(stderr, "tool_badregion: cannot create region: %d\n", rc);
         return 1;
+    }
+    if (!strcmp(argv[1], "noloop")) {
+        int ring = shm_slot_claim(&r, (uint32_t)getpid(), "noloop");
+        records(&r, ring, GOOD_RECORDS);
+        atomic_store(&r.hdr->exit_status, D9_EXIT_CODE | 0u);
+        atomic_store(&r.hdr->state, D9_REGION_CLOSED);
+        FILE *f = fopen(argv[2], "w");
+        if (f) {
+            fprintf(f, "%s\n", r.path);
+            fclose(f);
+        }
+        return 0;
     }
     if (!strcmp(argv[1], "stamps")) {
         int ring = shm_slot_claim(&r, (uint32_t)getpid(), "stamps");

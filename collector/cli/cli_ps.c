@@ -33,8 +33,9 @@ static const char usage[] =
 "    One line per traced process (a pid reused later is a separate process):\n"
 "    PID, COMM, STATE (alive, exited(CODE), crashed(SIGNAL), exec (it called\n"
 "    execve: the traced program ended, the pid runs another), quarantined,\n"
-"    preloaded, no supported loop found (libd9preload.so with DIAL9_LOG set\n"
-"    found no loop it traces: nothing recorded; jsonl state \"noloop\");\n"
+"    no loop: a note under the table says \"preloaded, no supported loop\n"
+"    found\" (libd9preload.so with DIAL9_LOG set found no loop it traces:\n"
+"    nothing recorded; jsonl state \"noloop\");\n"
 "    the exit code or the signal in parentheses when known), FIRST SEEN and\n"
 "    LAST SEEN: the first and last record of the process's threads (local\n"
 "    wall-clock time when the store knows its boot time), SPAN between them,\n"
@@ -64,11 +65,16 @@ CLI_HELP_EXIT;
  * collector's clock read and calibration error, with room to spare). */
 #define PS_TS_SLACK_NS 1000000000ull
 
+struct ps_note {                        /* lines printed under the table */
+    char *text;
+    size_t len, cap;
+};
+
 struct ps_ctx {
     struct cli_args *a;
     struct q_store *s;
-    char *why;                          /* text: one "why lost" line per process */
-    size_t why_len, why_cap;
+    struct ps_note why;                 /* text: one "why lost" line per process */
+    struct ps_note noloop;              /* text: one line per process without a loop */
     int64_t boot;
     bool wall;
     bool live;                          /* the store is of this boot */
@@ -113,11 +119,27 @@ static bool ps_time_ok(const struct ps_ctx *c, const struct idx_read_process *r,
     return true;
 }
 
+/* Add a line to a note printed under the table (dropped when out of memory). */
+static void note_add(struct ps_note *o, const char *line)
+{
+    size_t n = strlen(line);
+    if (o->len + n + 1 > o->cap) {
+        size_t cap = (o->cap + n + 1) * 2;
+        char *nb = realloc(o->text, cap);
+        if (!nb)
+            return;
+        o->text = nb;
+        o->cap = cap;
+    }
+    memcpy(o->text + o->len, line, n + 1);
+    o->len += n;
+}
+
 /* exited(CODE); crashed(SIGNAL): a crash's exit_code is the signal number */
 static void state_text(const struct idx_read_process *r, char *buf, size_t cap)
 {
     if (strcmp(r->state, "noloop") == 0) {
-        snprintf(buf, cap, "preloaded, no supported loop found");
+        snprintf(buf, cap, "no loop");      /* the note under the table says it whole */
         return;
     }
     const char *sig = NULL;
@@ -202,22 +224,16 @@ static int ps_row(void *arg, const struct idx_read_process *r)
                16 - (int)strlen(comm), "", st, t0, t1,
                span_bad ? "?" : cli_fmt_dur(span, dur, sizeof dur), r->records, r->lost, r->segments,
                cli_fmt_bytes(r->bytes, b, sizeof b));
+        char line[256];
         if (r->lost || d.no_ring) {
-            char line[256];
-            int n = snprintf(line, sizeof line, "pid %" PRIu32 ": lost %" PRIu64 " (%s)\n",
-                             r->pid, r->lost, why);
-            if (n > 0 && c->why_len + (size_t)n + 1 > c->why_cap) {
-                size_t cap = (c->why_cap + (size_t)n + 1) * 2;
-                char *nb = realloc(c->why, cap);
-                if (nb) {
-                    c->why = nb;
-                    c->why_cap = cap;
-                }
-            }
-            if (n > 0 && c->why_len + (size_t)n + 1 <= c->why_cap) {
-                memcpy(c->why + c->why_len, line, (size_t)n + 1);
-                c->why_len += (size_t)n;
-            }
+            snprintf(line, sizeof line, "pid %" PRIu32 ": lost %" PRIu64 " (%s)\n", r->pid,
+                     r->lost, why);
+            note_add(&c->why, line);
+        }
+        if (strcmp(r->state, "noloop") == 0) {
+            snprintf(line, sizeof line, "pid %" PRIu32 ": preloaded, no supported loop found "
+                     "(nothing traced)\n", r->pid);
+            note_add(&c->noloop, line);
         }
     }
     c->rows++;
@@ -254,9 +270,12 @@ CLI_DECLARE_CMD(ps)
         fprintf(stderr, "d9 ps: no processes%s in %s\n", a.pid ? " with that pid" : "",
                 cli_window_text(&a.win, q_store_live(s), w, sizeof w));
     }
-    if (c.why_len)
-        printf("why records were lost:\n%s", c.why);
-    free(c.why);
+    if (c.why.len)
+        printf("why records were lost:\n%s", c.why.text);
+    if (c.noloop.len)
+        fputs(c.noloop.text, stdout);
+    free(c.why.text);
+    free(c.noloop.text);
     q_store_close(s);
     return rc;
 }

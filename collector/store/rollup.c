@@ -1349,6 +1349,8 @@ int rollup_finish(struct rollup *r, uint8_t **out, size_t *len)
     if (!r || !out || !len)
         return -EINVAL;
     int e = pend_flush(r);
+    if (e == 0)
+        e = wakes_pair(r);              /* the delays, and the kept events freed */
     return e < 0 ? e : rollup_encode(r, out, len);
 }
 

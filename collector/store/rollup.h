@@ -157,8 +157,8 @@ int rollup_file_only(const char *path, const struct rollup_range *ranges, unsign
  * later record of it may count inside rollup_only's ranges (a counted poll
  * open, a counted park not yet closed; 0 once nothing counted waits on it:
  * its later blocks can change no counted fact). rollup_finish: the end of
- * what was fed (the pends of polls still open count, as at a segment's
- * end) and rollup_encode. 0 or -errno. */
+ * what was fed (the pends of polls still open count and the wakes are
+ * paired, as at a segment's end) and rollup_encode. 0 or -errno. */
 int rollup_pending(const struct rollup *r, uint32_t ring, uint32_t generation);
 int rollup_finish(struct rollup *r, uint8_t **out, size_t *len);
 

@@ -5,7 +5,8 @@
  * numeric fields per schema, field and second (u64, i64, f64, bool; str
  * fields and unknown schemas add nothing; a short payload counts the
  * fields before its end), a worker's CPU (first and largest sampled
- * cpu_ns per second), and the new bytes checked before use.
+ * cpu_ns per second), a reader edge path (rollup_finish) that pairs wakes
+ * as the file computation does, and the new bytes checked before use.
  */
 #include <errno.h>
 #include <ftw.h>
@@ -21,6 +22,7 @@
 #include <cmocka.h>
 #include "collector/query/q_wake.h"
 #include "collector/store/rollup.h"
+#include "collector/store/seg_reader.h"
 #include "collector/store/seg_writer.h"
 #include "shm/meta.h"
 
@@ -469,6 +471,60 @@ static void test_version_4_bytes_are_checked_before_use(void **state)
     free(buf);
 }
 
+/* A reader's edge path (rollup_new, rollup_only, rollup_feed_block,
+ * rollup_finish: what q_edge.c uses) pairs wakes as rollup_file_only does
+ * over the same records: same delays, same bytes. */
+static void test_finish_pairs_wakes_as_the_file_computation(void **state)
+{
+    struct fx *fx = *state;
+    struct seg_writer *w;
+    static struct buf a, b;
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    assert_int_equal(seg_writer_open(&w, fx->dir, 1, &proc, NULL, 0), 0);
+    poll_start(&a, 1 * S + 150 * MS, 10);
+    poll_start(&a, 1 * S + 350 * MS, 11);
+    poll_start(&a, 2 * S + 600 * MS, 13);
+    flush(w, &a, 0);
+    wake(&b, 1 * S + 100 * MS, 10, 1);
+    wake(&b, 1 * S + 300 * MS, 11, 1);
+    wake(&b, 2 * S + 500 * MS, 13, 1);
+    flush(w, &b, 1);
+    struct seg_summary sum;
+    assert_int_equal(seg_writer_seal(w, &sum), 0);
+    seg_writer_free(w);
+    const struct rollup_range r = { 1 * S, 2 * S - 1 };
+    uint8_t *want, *got;
+    size_t wlen, glen;
+    assert_int_equal(rollup_file_only(sum.path, &r, 1, &want, &wlen), 0);
+    struct seg_reader *sr;
+    struct rollup *ru;
+    assert_int_equal(seg_reader_open(&sr, sum.path, 0), 0);
+    assert_int_equal(rollup_new(&ru), 0);
+    assert_int_equal(rollup_only(ru, &r, 1), 0);
+    struct seg_block blk;
+    int e;
+    while ((e = seg_reader_next(sr, &blk)) == 1)
+        assert_int_equal(rollup_feed_block(ru, &blk), 0);
+    assert_int_equal(e, 0);
+    assert_int_equal(rollup_finish(ru, &got, &glen), 0);
+    rollup_free(ru);
+    seg_reader_close(sr);
+    struct rollup_view v;
+    char why[160] = "";
+    if (rollup_decode(got, glen, &v, why, sizeof why) != 0)
+        fail_msg("%s", why);
+    assert_int_equal(v.ndelay, 1);                      /* the wakes inside the range */
+    struct rollup_delay d;
+    assert_true(find_delay(&v, 1 * S, 1, &d));
+    assert_int_equal(d.count, 2);
+    assert_int_equal(d.sum_ns, 100 * MS);
+    assert_int_equal(glen, wlen);
+    assert_memory_equal(got, want, wlen);
+    free(want);
+    free(got);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -482,6 +538,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_cpu_is_the_first_and_largest_sampled_cpu_ns_per_second,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(test_finish_pairs_wakes_as_the_file_computation, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_version_4_bytes_are_checked_before_use, setup,
                                         teardown),
     };

@@ -293,7 +293,7 @@ static int scan_seg(struct q_agg *a, struct q_store *s, const struct seg_ref *g,
         return 0;
     }
     st->scanned++;
-    struct q_rollup_seg rs = { g->id, g->process_id, g->pid, &v, 1 };
+    struct q_rollup_seg rs = { g->id, g->process_id, g->pid, &v, 1, NULL, NULL };
     e = add_view(a, &rs, 0, UINT64_MAX);
     free(buf);
     return e;

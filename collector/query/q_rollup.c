@@ -45,9 +45,15 @@ static int on_seg(void *arg, const struct idx_read_segment *s)
     return 0;
 }
 
+enum each_mode {
+    EACH_READ,                      /* no valid stored rollups: computed from the records */
+    EACH_STORED,                    /* ... left out */
+    EACH_LISTED                     /* ... handed to fn with v == NULL */
+};
+
 static int each(struct q_store *s, uint32_t pid, uint64_t from, uint64_t to,
                 int (*fn)(void *arg, const struct q_rollup_seg *r), void *arg,
-                struct q_rollup_stats *st, const char *prog, bool stored_only)
+                struct q_rollup_stats *st, const char *prog, enum each_mode mode)
 {
     if (!s || !fn)
         return -EINVAL;
@@ -67,9 +73,17 @@ static int each(struct q_store *s, uint32_t pid, uint64_t from, uint64_t to,
         int e = idx_read_rollup(q_store_idx(s), g->id, &buf, &len);
         if (e == 1 && rollup_decode(buf, len, &v, why, sizeof why) == 0) {
             /* checked: answered from the stored rollups */
-        } else if (stored_only) {
+        } else if (mode != EACH_READ) {
             st->not_stored++;
             free(buf);
+            if (mode == EACH_STORED)
+                continue;
+            if (e == 0)
+                snprintf(why, sizeof why, "no rollups");
+            else if (e < 0)
+                snprintf(why, sizeof why, "rollups unreadable: %s", strerror(-e));
+            struct q_rollup_seg r = { g->id, g->process_id, g->pid, NULL, 0, g->path, why };
+            rc = fn(arg, &r);
             continue;
         } else {
             if (e == 0)
@@ -96,7 +110,7 @@ static int each(struct q_store *s, uint32_t pid, uint64_t from, uint64_t to,
             st->from_records++;
         }
         st->segments++;
-        struct q_rollup_seg r = { g->id, g->process_id, g->pid, &v, from_records };
+        struct q_rollup_seg r = { g->id, g->process_id, g->pid, &v, from_records, g->path, why };
         rc = fn(arg, &r);
         free(buf);
     }
@@ -110,12 +124,19 @@ int q_rollup_each(struct q_store *s, uint32_t pid, uint64_t from, uint64_t to,
                   int (*fn)(void *arg, const struct q_rollup_seg *r), void *arg,
                   struct q_rollup_stats *st, const char *prog)
 {
-    return each(s, pid, from, to, fn, arg, st, prog, false);
+    return each(s, pid, from, to, fn, arg, st, prog, EACH_READ);
 }
 
 int q_rollup_each_stored(struct q_store *s, uint32_t pid, uint64_t from, uint64_t to,
                          int (*fn)(void *arg, const struct q_rollup_seg *r), void *arg,
                          struct q_rollup_stats *st)
 {
-    return each(s, pid, from, to, fn, arg, st, NULL, true);
+    return each(s, pid, from, to, fn, arg, st, NULL, EACH_STORED);
+}
+
+int q_rollup_each_listed(struct q_store *s, uint32_t pid, uint64_t from, uint64_t to,
+                         int (*fn)(void *arg, const struct q_rollup_seg *r), void *arg,
+                         struct q_rollup_stats *st)
+{
+    return each(s, pid, from, to, fn, arg, st, NULL, EACH_LISTED);
 }

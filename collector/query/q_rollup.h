@@ -12,7 +12,8 @@
  * read either is skipped with one line and counted in *missing.
  *
  * Called by collector/sql/sql_rollup.c and collector/serve/serve_api.c
- * (q_rollup_each_stored). Must never: write to the store
+ * (q_rollup_each_stored), collector/query/q_findru.c (q_rollup_each_listed).
+ * Must never: write to the store
  * (d9 fsck --repair rewrites rollups), or hand fn bytes rollup_decode has
  * not checked.
  */
@@ -27,8 +28,10 @@ struct q_rollup_seg {
     uint64_t segment_id;
     int64_t process_id;
     uint32_t pid;
-    const struct rollup_view *v;
+    const struct rollup_view *v;    /* NULL: none valid (q_rollup_each_listed only) */
     int from_records;               /* 1: computed from the records now (fallback) */
+    const char *path;               /* the segment file, relative to the store */
+    const char *why;                /* v == NULL: why there are none ("no rollups", ...) */
 };
 
 struct q_rollup_stats {
@@ -45,6 +48,13 @@ int q_rollup_each(struct q_store *s, uint32_t pid, uint64_t from, uint64_t to,
  * left out (counted in not_stored), never read, and nothing is printed.
  * For answers that must not cost a scan (d9 serve's index overview). */
 int q_rollup_each_stored(struct q_store *s, uint32_t pid, uint64_t from, uint64_t to,
+                         int (*fn)(void *arg, const struct q_rollup_seg *r), void *arg,
+                         struct q_rollup_stats *st);
+
+/* The same, but a segment without valid stored rollups is handed to fn
+ * too, with v == NULL and why set (never read, nothing printed): for a
+ * reader that treats such a segment its own way (findings' filter). */
+int q_rollup_each_listed(struct q_store *s, uint32_t pid, uint64_t from, uint64_t to,
                          int (*fn)(void *arg, const struct q_rollup_seg *r), void *arg,
                          struct q_rollup_stats *st);
 

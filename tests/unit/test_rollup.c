@@ -5,7 +5,6 @@
  * the stated error, and stored bytes checked before use.
  */
 #include <errno.h>
-#include <ftw.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include "tests/unit/tmpdir.h"
 #include "collector/store/rollup.h"
 #include "collector/store/seg_reader.h"
 #include "collector/store/seg_writer.h"
@@ -28,17 +28,11 @@ struct fx {
     char dir[64];
 };
 
-static int rm_cb(const char *p, const struct stat *st, int flag, struct FTW *f)
-{
-    (void)st; (void)flag; (void)f;
-    return remove(p);
-}
-
 static int setup(void **state)
 {
     struct fx *fx = calloc(1, sizeof *fx);
-    strcpy(fx->dir, "/tmp/d9rolluptest.XXXXXX");
-    assert_non_null(mkdtemp(fx->dir));
+    assert_non_null(fx);
+    assert_int_equal(tmpdir_make(fx->dir, sizeof fx->dir, "d9rolluptest"), 0);
     *state = fx;
     return 0;
 }
@@ -46,7 +40,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     struct fx *fx = *state;
-    nftw(fx->dir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
+    tmpdir_remove(fx->dir);
     free(fx);
     return 0;
 }

@@ -200,7 +200,7 @@ $(BUILD)/tests/integration/tool_%: tests/integration/tool_%.c $(COL_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $^ $(LDLIBS_CLI)
 # the hand-built store tools share one fixture module (store_fix.h)
-STORE_FIX_TOOLS := $(addprefix $(BUILD)/tests/integration/tool_store_,known findings window aggs)
+STORE_FIX_TOOLS := $(addprefix $(BUILD)/tests/integration/tool_store_,known findings window aggs edges)
 STORE_FIX_TOOLS += $(BUILD)/tests/integration/tool_store_rollup4
 $(STORE_FIX_TOOLS): $(BUILD)/tests/integration/tool_store_%: tests/integration/tool_store_%.c \
     tests/integration/store_fix.c tests/integration/store_fix.h $(COL_A)

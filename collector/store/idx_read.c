@@ -783,16 +783,18 @@ int idx_read_segment_blocks(struct idx *x, uint64_t segment_id,
     sqlite3_stmt *st;
     if (!x || !fn)
         return -EINVAL;
-    int e = prep(x, "SELECT offset, ring, generation, t_first, t_last FROM blocks "
-                    "WHERE segment_id = ?1 AND kind = ?2 ORDER BY offset", &st);
+    int e = prep(x, "SELECT offset, kind, ring, generation, t_first, t_last FROM blocks "
+                    "WHERE segment_id = ?1 AND kind IN (?2, ?3) ORDER BY offset", &st);
     if (e < 0)
         return e;
     sqlite3_bind_int64(st, 1, clamp_i64(segment_id));
     sqlite3_bind_int64(st, 2, SEG_BLK_DATA);
+    sqlite3_bind_int64(st, 3, SEG_BLK_META);
     int n = 0, ret = 0, rc = SQLITE_DONE;
     while (ret == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
         struct idx_read_seg_block b = { col_u64(st, 0), (uint32_t)col_u64(st, 1),
-                                        (uint32_t)col_u64(st, 2), col_u64(st, 3), col_u64(st, 4) };
+                                        (uint32_t)col_u64(st, 2), (uint32_t)col_u64(st, 3),
+                                        col_u64(st, 4), col_u64(st, 5) };
         n++;
         ret = fn(arg, &b);
     }

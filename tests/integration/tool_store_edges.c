@@ -46,8 +46,9 @@
  *
  * Usage: tool_store_edges DIR SEED NWINDOWS   (DIR must not exist)
  * Before the checks it prints "pids P0 P1", "t0 T0", "end END" and, per
- * process, "inside PID START END" for a long finished poll (for windows
- * whose edge is inside it).
+ * process, "inside PID START END" for a long finished poll that ends in
+ * the first half of the records (for windows whose edge is inside it),
+ * and "shared PID FROM TO" while two threads run worker 2.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -107,6 +108,7 @@ static size_t nwrecs, capwrecs;
 static uint64_t cut[EDG_PROCS][EDG_SEGS - 1];
 static struct store_fix_ring rings[EDG_PROCS][EDG_SEGS][EDG_THREADS];
 static uint64_t inside[EDG_PROCS][2];
+static uint64_t shared[EDG_PROCS][2];  /* when both threads of worker 2 run */
 static uint64_t rng;
 
 static uint64_t rnd(uint64_t n)
@@ -216,7 +218,7 @@ static void run_thread(struct thr *t, uint64_t until)
             size_t f = start(t, task, 6, t->t);
             t->t += 300 * EDG_MS + rnd(1500 * EDG_MS);
             end(t, task, t->t, f);
-            if (polls[f].fin && !inside[t->p][0])
+            if (polls[f].fin && !inside[t->p][0] && t->t < EDG_T0 + EDG_LEN / 2)
                 inside[t->p][0] = polls[f].ts, inside[t->p][1] = t->t;
         } else if (a < 106) {                           /* nested */
             uint64_t inner = t->task++;
@@ -386,8 +388,10 @@ static void generate(void)
             struct thr t = { p, th, th == 1 && p == 1 ? 2 : 1, th < EDG_WORKERS ? th : 2,
                              EDG_T0 + rnd(EDG_MS), 0, 1000000ull * (p * 10 + th + 1), 0 };
             if (th == 3)                                /* takes over worker 2 */
-                t.t = EDG_T0 + EDG_LEN / 2 + rnd(EDG_S);
-            run_thread(&t, th == 2 ? EDG_T0 + EDG_LEN / 2 + EDG_S + rnd(EDG_S) : EDG_END);
+                t.t = shared[p][0] = EDG_T0 + EDG_LEN / 2 + rnd(EDG_S);
+            if (th == 2)
+                shared[p][1] = EDG_T0 + EDG_LEN / 2 + EDG_S + rnd(EDG_S);
+            run_thread(&t, th == 2 ? shared[p][1] : EDG_END);
         }
     }
 }
@@ -678,6 +682,8 @@ int main(int argc, char **argv)
     for (unsigned p = 0; p < EDG_PROCS; p++)
         if (inside[p][0])
             printf("inside %u %" PRIu64 " %" PRIu64 "\n", EDG_PID0 + p, inside[p][0], inside[p][1]);
+    for (unsigned p = 0; p < EDG_PROCS; p++)
+        printf("shared %u %" PRIu64 " %" PRIu64 "\n", EDG_PID0 + p, shared[p][0], shared[p][1]);
     fflush(stdout);
     struct q_store *s;
     char why[256];

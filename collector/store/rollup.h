@@ -139,7 +139,8 @@ struct rollup_range {
 };
 int rollup_only(struct rollup *r, const struct rollup_range *ranges, unsigned n);
 
-/* Feed one block of a segment, in file order (non-DATA blocks are ignored).
+/* Feed one block of a segment, in file order (META blocks give the schemas
+ * of the custom events after them; other non-DATA blocks are ignored).
  * 0 or -ENOMEM / -EBADMSG (a record that does not parse). */
 int rollup_feed_block(struct rollup *r, const struct seg_block *b);
 /* The stored bytes of everything fed (malloc'ed into *out). 0 or -ENOMEM. */

@@ -39,10 +39,10 @@ for kb in $SIZES; do
 done
 DIAL9_COLLECTOR=$EP
 check "collector starts" start_collector
-for kb in 20 22; do
+for kb in 19 22; do
     check "a loop thread of $kb KiB of stack runs under the shim (a collector)" runs "$kb" col
 done
-for kb in 20 22; do
+for kb in 19 22; do
     _p=$(cat "$T/col$kb.pid")
     check "the $kb KiB program's exit is recorded" wait_for 20 ended "$_p"
     check "and its records, none lost (its loop thread had a ring)" \

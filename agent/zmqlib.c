@@ -21,19 +21,19 @@ static struct ag_zmqlib g_lib;
 static int g_state = 1;         /* 1 not loaded yet, 0 loaded, <0 -errno of the load */
 
 /* Each table entry beside the symbol it comes from. */
-#define ZMQLIB_SYM(field, sym) { offsetof(struct ag_zmqlib, field), sym }
+#define AG_ZMQLIB_SYM(field, sym) { offsetof(struct ag_zmqlib, field), sym }
 static const struct {
     size_t off;
     const char *sym;
 } g_syms[] = {
-    ZMQLIB_SYM(ctx_new, "zmq_ctx_new"),
-    ZMQLIB_SYM(ctx_set, "zmq_ctx_set"),
-    ZMQLIB_SYM(ctx_term, "zmq_ctx_term"),
-    ZMQLIB_SYM(socket, "zmq_socket"),
-    ZMQLIB_SYM(setsockopt, "zmq_setsockopt"),
-    ZMQLIB_SYM(connect, "zmq_connect"),
-    ZMQLIB_SYM(send, "zmq_send"),
-    ZMQLIB_SYM(close, "zmq_close"),
+    AG_ZMQLIB_SYM(ctx_new, "zmq_ctx_new"),
+    AG_ZMQLIB_SYM(ctx_set, "zmq_ctx_set"),
+    AG_ZMQLIB_SYM(ctx_term, "zmq_ctx_term"),
+    AG_ZMQLIB_SYM(socket, "zmq_socket"),
+    AG_ZMQLIB_SYM(setsockopt, "zmq_setsockopt"),
+    AG_ZMQLIB_SYM(connect, "zmq_connect"),
+    AG_ZMQLIB_SYM(send, "zmq_send"),
+    AG_ZMQLIB_SYM(close, "zmq_close"),
 };
 _Static_assert(sizeof g_syms / sizeof g_syms[0] * sizeof(void (*)(void)) == sizeof(struct ag_zmqlib),
                "every function of struct ag_zmqlib is resolved");
@@ -68,10 +68,10 @@ int ag_zmqlib_load(const char *file, struct ag_zmqlib *out, void **handle,
 
 static void load_once(void)
 {
-    const char *file = secure_getenv(ZMQLIB_ENV);
+    const char *file = secure_getenv(AG_ZMQLIB_ENV);
     if (!file || !*file)
-        file = ZMQLIB_SONAME;
-    char why[ZMQLIB_WHY_MAX];
+        file = AG_ZMQLIB_SONAME;
+    char why[AG_ZMQLIB_WHY_MAX];
     void *h;
     g_state = ag_zmqlib_load(file, &g_lib, &h, why, sizeof why);
     if (g_state != 0 && ag_env_log_on(secure_getenv(AG_LOG_VAR)))

@@ -15,7 +15,7 @@
  * With DIAL9_LOG set, one line on stderr says why, once.
  *
  * DIAL9_ZMQ_LIB, when set and not empty, names the file to dlopen instead of
- * ZMQLIB_SONAME (a libzmq outside the loader's path; tests name a missing
+ * AG_ZMQLIB_SONAME (a libzmq outside the loader's path; tests name a missing
  * file to run the agent as on a host without libzmq).
  *
  * Called by: control.c (ag_control_open, on the housekeeping thread) and the
@@ -29,9 +29,9 @@
 
 #include <stddef.h>
 
-#define ZMQLIB_SONAME  "libzmq.so.5"    /* libzmq 4.x, Debian's libzmq5 */
-#define ZMQLIB_ENV     "DIAL9_ZMQ_LIB"  /* another file to load instead */
-#define ZMQLIB_WHY_MAX 256u             /* room for the reason a load failed */
+#define AG_ZMQLIB_SONAME  "libzmq.so.5"    /* libzmq 4.x, Debian's libzmq5 */
+#define AG_ZMQLIB_ENV     "DIAL9_ZMQ_LIB"  /* another file to load instead */
+#define AG_ZMQLIB_WHY_MAX 256u             /* room for the reason a load failed */
 
 /* The libzmq functions the control channel calls, as zmq.h declares them. */
 struct ag_zmqlib {
@@ -54,7 +54,7 @@ struct ag_zmqlib {
 int ag_zmqlib_load(const char *file, struct ag_zmqlib *out, void **handle,
                    char *why, size_t whycap);
 
-/* The process's table: loaded at the first call (ZMQLIB_SONAME, or the file
+/* The process's table: loaded at the first call (AG_ZMQLIB_SONAME, or the file
  * DIAL9_ZMQ_LIB names), the same pointer at every later call, or NULL when
  * the load failed (then every later call returns NULL too). */
 const struct ag_zmqlib *ag_zmqlib_get(void);

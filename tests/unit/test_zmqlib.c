@@ -83,7 +83,7 @@ static void load_of_a_missing_file_is_enoent_with_its_reason(void **state)
     (void)state;
     struct ag_zmqlib z;
     void *h = (void *)1;
-    char why[ZMQLIB_WHY_MAX] = "";
+    char why[AG_ZMQLIB_WHY_MAX] = "";
     assert_int_equal(ag_zmqlib_load(MISSING_LIB, &z, &h, why, sizeof why), -ENOENT);
     assert_null(h);
     assert_null(z.ctx_new);
@@ -95,7 +95,7 @@ static void load_of_a_library_without_zmq_functions_is_enosys_naming_one(void **
     (void)state;
     struct ag_zmqlib z;
     void *h = (void *)1;
-    char why[ZMQLIB_WHY_MAX] = "";
+    char why[AG_ZMQLIB_WHY_MAX] = "";
     assert_int_equal(ag_zmqlib_load("libm.so.6", &z, &h, why, sizeof why), -ENOSYS);
     assert_null(h);
     assert_null(z.ctx_new);
@@ -107,8 +107,8 @@ static void load_of_libzmq_resolves_every_function(void **state)
     (void)state;
     struct ag_zmqlib z;
     void *h = NULL;
-    char why[ZMQLIB_WHY_MAX] = "";
-    assert_int_equal(ag_zmqlib_load(ZMQLIB_SONAME, &z, &h, why, sizeof why), 0);
+    char why[AG_ZMQLIB_WHY_MAX] = "";
+    assert_int_equal(ag_zmqlib_load(AG_ZMQLIB_SONAME, &z, &h, why, sizeof why), 0);
     assert_non_null(h);
     void (*const *f)(void) = (void (*const *)(void))&z;
     for (size_t i = 0; i < sizeof z / sizeof *f; i++)
@@ -162,7 +162,7 @@ static void first_calls_from_many_threads_get_one_table(void **state)
 
 static int missing_stays_missing(void)
 {
-    if (setenv(ZMQLIB_ENV, MISSING_LIB, 1) != 0)
+    if (setenv(AG_ZMQLIB_ENV, MISSING_LIB, 1) != 0)
         return 1;
     if (ag_zmqlib_get() || ag_zmqlib_get())
         return 2;
@@ -206,7 +206,7 @@ static void a_missing_library_is_silent_without_dial9_log(void **state)
 
 static int control_without_libzmq(void)
 {
-    if (setenv(ZMQLIB_ENV, MISSING_LIB, 1) != 0)
+    if (setenv(AG_ZMQLIB_ENV, MISSING_LIB, 1) != 0)
         return 1;
     struct ag_control c;
     if (ag_control_open(&c, "ipc:///nonexistent-d9-test/c.sock") != -ENOENT)

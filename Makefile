@@ -48,7 +48,8 @@ CPPFLAGS += -I. -I$(BUILD)/gen -DD9_VERSION=\"$(D9_VERSION)\"
 CFLAGS   += $(CSTD) $(OPT) $(WARN) -fPIC -pthread -fno-strict-aliasing $(CFLAGS_EXTRA)
 # CFLAGS_EXTRA (compiling) and LDFLAGS (linking what is installed) are for
 # packagers: `make deb` passes dpkg-buildflags' hardening through them.
-LDLIBS_AGENT := -lzmq -lprotobuf-c -pthread
+# libzmq is not linked: agent/zmqlib.c loads it when the control channel opens
+LDLIBS_AGENT := -lprotobuf-c -ldl -pthread
 # libcurl (OpenSSL flavour) and libcrypto: the S3 client of collector/s3/
 # libdw (elfutils libdwfl): d9collectd's DWARF unwinding, --stack-mode dwarf
 LDLIBS_COL   := -lzmq -lprotobuf-c -lsqlite3 -lcurl -lcrypto -lm -pthread -ldw -lelf
@@ -156,10 +157,12 @@ $(BUILD)/san/proto/%.pb-c.o: $(BUILD)/gen/proto/%.pb-c.c
 # ---- libraries and binaries ----------------------------------------------
 # libd9agent.so binds its symbols at load (-z now): a thread's first event
 # can come on a small stack, under libuv's 12 KiB epoll array, where the
-# lazy binder's frame (an xsave area) is more than is left.
+# lazy binder's frame (an xsave area) is more than is left. -z defs: every
+# symbol it uses comes from a library it names, so a direct zmq_* call
+# (libzmq is dlopened, agent/zmqlib.h) fails the link instead of the load.
 $(AGENT_SO): $(AGENT_OBJ) $(SHM_OBJ) $(PROTO_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) -shared $(LDFLAGS) -Wl,-soname,libd9agent.so.0 -Wl,-z,now -o $@ $^ $(LDLIBS_AGENT)
+	$(CC) -shared $(LDFLAGS) -Wl,-soname,libd9agent.so.0 -Wl,-z,now -Wl,-z,defs -o $@ $^ $(LDLIBS_AGENT)
 	ln -sf libd9agent.so $(dir $@)libd9agent.so.0
 $(AGENT_A): $(AGENT_OBJ) $(SHM_OBJ) $(PROTO_OBJ)
 	@mkdir -p $(dir $@)

@@ -156,3 +156,15 @@ bench-query:
 	test -f $(BENCH_QUERY_STORE)/index.sqlite || $(BENCH_DIR)/bench_store $(BENCH_QUERY_STORE)
 	BQ_BASE_STORE=$(BENCH_QUERY_BASE_STORE) sh tests/bench/bench_query.sh $(BENCH_QUERY_BASE) \
 	    $(BUILD)/bin/d9 $(BENCH_QUERY_STORE) $(BENCH_QUERY_PAIRS)
+
+# what LD_PRELOAD of the shim costs /bin/true's start: CPU, wall, peak RSS,
+# shared objects (tests/bench/bench_startup.c); BENCH_STARTUP_BASE=OLD.so adds
+# another build's shim beside this one's
+.PHONY: bench-startup
+bench: bench-startup
+BENCH_BINS += $(BENCH_DIR)/bench_startup
+$(BENCH_DIR)/bench_startup: $(BENCH_DIR)/obj/bench_startup.o
+	$(CC) $(CFLAGS) -o $@ $^
+bench-startup: all $(BENCH_DIR)/bench_startup
+	$(BENCH_DIR)/bench_startup --runs $(if $(BENCH_QUICK),10,200) none=none \
+	    $(if $(BENCH_STARTUP_BASE),before=$(BENCH_STARTUP_BASE)) shim=$(abspath $(UV_PRELOAD))

@@ -285,8 +285,11 @@ int trigd_lost(uint32_t pid, int64_t process_id, uint32_t ring, uint64_t delta, 
 {
     if (!td.st.cfg.lost || !delta)
         return -1;
-    char why[64];
-    snprintf(why, sizeof why, "ring %" PRIu32 " lost %" PRIu64 " records", ring, delta);
+    char why[80];
+    if (ring == TRIGD_RING_NONE)
+        snprintf(why, sizeof why, "threads without a ring lost %" PRIu64 " records", delta);
+    else
+        snprintf(why, sizeof why, "ring %" PRIu32 " lost %" PRIu64 " records", ring, delta);
     return trigd_fire(pid, process_id, t_ns, TRIGD_SRC_LOST, why, NULL);
 }
 

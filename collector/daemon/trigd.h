@@ -10,8 +10,9 @@
  * a fatal signal with --trigger-crash yes (TRIGD_SRC_CRASH), a worker
  * park/unpark record whose sampled scheduling wait is longer than
  * --trigger-sched-ms (TRIGD_SRC_SCHED, at the record's stamp), and records
- * lost by a ring with --trigger-lost yes (TRIGD_SRC_LOST, when the drain
- * sees the ring's lost counter grow).
+ * lost by a ring, or by threads that have no ring, with --trigger-lost yes
+ * (TRIGD_SRC_LOST, when the drain sees the ring's lost counter, or the
+ * region's lost_no_ring, grow).
  *
  * Each trigger, whatever its verdict (kept, merged, debounced,
  * rate-limited), is written to the index's triggers table (idx.h) when an
@@ -148,9 +149,11 @@ void trigd_feed(uint32_t pid, int64_t process_id, const struct trigd_proc *tp,
 int trigd_wants(const struct trigd_proc *tp);
 
 /* With --trigger-lost yes: ring of pid lost delta more records (the drain
- * saw its lost counter grow) at t_ns fires TRIGD_SRC_LOST; nothing when
- * delta is 0 or the trigger is off. Returns the verdict, or -1 when none
- * fired. */
+ * saw its lost counter grow) at t_ns fires TRIGD_SRC_LOST; ring
+ * TRIGD_RING_NONE: threads of pid that have no ring lost them (the
+ * region's lost_no_ring grew). Nothing when delta is 0 or the trigger is
+ * off. Returns the verdict, or -1 when none fired. */
+#define TRIGD_RING_NONE UINT32_MAX
 int trigd_lost(uint32_t pid, int64_t process_id, uint32_t ring, uint64_t delta, uint64_t t_ns);
 
 /* Triggers so far by source and verdict; index writes that failed. */

@@ -441,6 +441,7 @@ void proc_free(struct proc *p)
     shm_region_close(&p->region);
     free(p->rings);
     free(p->meta);
+    trigd_proc_free(&p->trig);
     free(p);
 }
 

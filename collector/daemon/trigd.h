@@ -75,12 +75,22 @@ struct trigd_bind {
     uint8_t field;              /* the rule's field, by index */
     uint8_t nfields;
     uint8_t types[16];          /* D9_FT_* of each field (D9_SCHEMA_MAX_FIELDS) */
+    uint32_t names;             /* a typed marker's field names after "reason": their
+                                   offset in trigd_proc.names; UINT32_MAX: none */
 };
+/* A typed trigger's fields as JSON text (the index's triggers.fields): at
+ * most this many bytes, NUL included; the fields that do not fit are left
+ * out, the object stays whole. */
+#define TRIGD_FIELDS_MAX    1024u
 struct trigd_proc {
     struct trigd_bind bind[TRIGD_BIND_MAX];
     uint32_t nbind;
     int full_logged;            /* "too many schemas" said once */
+    char *names;                /* field names of typed markers, each NUL-ended */
+    uint32_t names_len, names_cap;
 };
+/* Frees what trigd_meta allocated for tp (proc_free). */
+void trigd_proc_free(struct trigd_proc *tp);
 
 /* "marker", "shell", "poll", "crash", "sched", "lost", "field". */
 const char *trigd_source_name(int source);
@@ -108,7 +118,10 @@ void trigd_meta(struct trigd_proc *tp, uint32_t pid, const struct shm_meta_entry
 
 /* The drain's look at a chunk of one ring's records (validated, stamps
  * converted, as met_feed gets them): markers of the process's d9_trigger
- * schemas (tp's bindings) fire TRIGD_SRC_MARKER at their stamp, events
+ * schemas (tp's bindings) fire TRIGD_SRC_MARKER at their stamp (a typed
+ * one with its fields after the reason as a JSON object, in the schema's
+ * order: numbers, true/false, strings with '"', '\' and control bytes
+ * escaped, a non-finite F64 as null), events
  * passing a --trigger-field rule TRIGD_SRC_FIELD; with --trigger-poll-ms, an outermost
  * poll longer than it fires TRIGD_SRC_POLL at its end; with
  * --trigger-sched-ms, a WORKER_PARK/UNPARK record not flagged

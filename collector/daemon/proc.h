@@ -126,7 +126,8 @@ struct proc {
     struct proc_drops {         /* drop causes as of the last seal (for met.h); no_ring */
         uint64_t mismatch, too_big, no_ring;    /* also at each pass (drain.c) */
     } drops;
-    uint64_t no_ring_seen;      /* highest lost_no_ring a pass read: the lost trigger's base */
+    uint64_t no_ring_seen;      /* highest lost_no_ring a pass read (or an earlier run
+                                   indexed): the lost trigger's base */
 };
 
 /* Map and adopt the region file path (basename file) of (uid, pid, start)

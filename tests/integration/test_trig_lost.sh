@@ -12,6 +12,9 @@
 #     (d9_lost_records_total{cause="no_ring"} 3);
 #   - a second such loss of the same process, within the debounce, is a
 #     'lost' row debounced, with no window, as any trigger is;
+#   - a collector restarted while the process runs counts from what the
+#     earlier run indexed: the next loss (4 events) fires as 'lost 4', not
+#     as the whole count since the process started;
 #   - a ring's own loss (a type mismatch) still fires as 'ring N lost M'.
 # No timing thresholds: the program waits on files the test creates once the
 # collector has seen each step; the debounce (1 h) is far longer than the test.
@@ -33,7 +36,7 @@ nrows() { rows "$1" && [ "$(wc -l <"$T/rows.txt")" -eq "$2" ]; }
 
 # f:1 gives the main thread the one ring; r:3 is a thread without one
 DIAL9_SAMPLER=off DIAL9_MAX_THREADS=1 "$TBIN/prog_trigseq" f:1 r:3 "w:$T/go1" r:2 "w:$T/go2" \
-    >"$T/p.out" 2>"$T/p.err" &
+    r:4 "w:$T/go3" >"$T/p.out" 2>"$T/p.err" &
 at_exit kill -9 $!
 wait_for 20 grep -q '^pid=' "$T/p.out"
 P=$(sed -n 's/^pid=\([0-9]*\)$/\1/p' "$T/p.out")
@@ -62,14 +65,25 @@ touch "$T/go1"
 check "a second loss within the debounce is a lost trigger, debounced" wait_for 20 nrows "$Q" 2
 check "... with its own count and no window" \
     sh -c "sed -n 2p '$T/rows.txt' | grep -qx 'lost|threads without a ring lost 2 records|debounced|[0-9]*||'"
+# a restart: the new collector adopts the live process again
+check "the collector stops cleanly while the program runs" stop_collector
+check "a collector starts again on the same store" start_collector --trigger-lookback-ms \
+    $LB_MS --trigger-lookforward-ms $LF_MS --trigger-debounce-ms 3600000 --trigger-rate 6000 \
+    --trigger-lost yes
+readopted() { [ "$(grep -c "adopted pid $P " "$T/col.log")" -ge 2 ]; }
+check "... and adopts the program again" wait_for 20 readopted
 touch "$T/go2"
+check "a loss after the restart is a lost trigger" wait_for 20 nrows "$Q" 3
+check "... counting from what the earlier run indexed" \
+    sh -c "sed -n 3p '$T/rows.txt' | grep -q '^lost|threads without a ring lost 4 records|kept|'"
+touch "$T/go3"
 ended() {       # ended PID: the process is finished in the store
     d9 flush >/dev/null 2>&1; d9 ps --format jsonl >"$T/ps.jsonl" 2>/dev/null &&
     grep -q "\"pid\":$1,.*\"state\":\"exited\"" "$T/ps.jsonl"
 }
 check "the program ends" wait_for 20 ended "$P"
-check "d9 ps counts the 5 records lost without a ring" \
-    grep -q "\"pid\":$P,.*\"lost_no_ring\":5" "$T/ps.jsonl"
+check "d9 ps counts the 9 records lost without a ring" \
+    grep -q "\"pid\":$P,.*\"lost_no_ring\":9" "$T/ps.jsonl"
 
 # a ring's own loss still names its ring
 DIAL9_SAMPLER=off "$TBIN/prog_trigseq" lose >"$T/p2.out" 2>&1

@@ -138,7 +138,8 @@ static void test_open_creates_the_documented_schema(void **state)
     expect_columns(d, "rollups", "segment_id,data");
     expect_columns(d, "kept", "segment_id,trig_ns,t0_ns,t1_ns,trig_pid,ntrig,source_segment,"
                               "reason");
-    expect_columns(d, "triggers", "id,pid,process_id,t_ns,source,reason,verdict,win_t0,win_t1");
+    expect_columns(d, "triggers",
+                   "id,pid,process_id,t_ns,source,reason,verdict,win_t0,win_t1,fields");
     char got[512];
     q_text(d, "SELECT m.tbl_name || '(' || group_concat(i.name) || ')' FROM sqlite_master m,"
               " pragma_index_info(m.name) i WHERE m.type = 'index' AND m.sql IS NOT NULL"

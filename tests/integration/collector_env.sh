@@ -1,8 +1,8 @@
-# collector_env.sh — shared set-up for tests/integration/test_collector*.sh
-# (sourced after lib.sh). Gives every script its own temp shm dir, store and
-# endpoint, and helpers to run d9collectd and prog_workload and to read
-# results. Every process started here is killed at d9_finish, and on any
-# other exit too.
+# collector_env.sh — shared set-up for the integration scripts that run a
+# d9collectd (sourced after lib.sh). Gives every script its own temp shm
+# dir, store and endpoint, and helpers to run d9collectd and prog_workload
+# and to read results. Every process started here is killed at d9_finish,
+# and on any other exit too.
 d9_setup
 SHM=$T/shm
 STORE=$T/store

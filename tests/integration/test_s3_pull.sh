@@ -48,15 +48,7 @@ same_output() {   # same_output CMD STORE_A STORE_B
 # ---- a store recorded by a real collector ---------------------------------------
 T0=$(date +%s)
 check "collector answers d9 status" start_collector --ship "$URL" --s3-endpoint "$S3_PROXY"
-DIAL9_SCHED_SAMPLE_US=0 "$TBIN/prog_cli" >"$T/ok.out" 2>"$T/ok.err"
-OKPID=$(head -n 1 "$T/ok.out")
-DIAL9_SCHED_SAMPLE_US=60000000 "$TBIN/prog_cli" --crash >"$T/crash.out" 2>"$T/crash.err"
-CRPID=$(head -n 1 "$T/crash.out")
-ended() { "$BIN/d9" --store "$STORE" flush >/dev/null 2>&1;
-          "$BIN/d9" --store "$STORE" ps --format jsonl >"$T/ps.jsonl" 2>/dev/null &&
-          grep -q "\"pid\":$OKPID,.*\"state\":\"exited\"" "$T/ps.jsonl" &&
-          grep -q "\"pid\":$CRPID,.*\"state\":\"crashed\"" "$T/ps.jsonl"; }
-check "both processes reached their final state" wait_for 20 ended
+check "both processes reached their final state" cli_runs
 unshipped() { sqlite3 "$STORE/index.sqlite" "select count(*) from segments s left join uploads u
                                               on u.segment_id = s.id where u.state is not 'shipped'"; }
 # read again at every try of the wait (a "$(unshipped)" argument would be read once)

@@ -15,14 +15,7 @@ q() { got=$("$BIN/d9" --store "${QSTORE:-$STORE}" sql --format csv "$1" 2>"$T/q.
 
 check "collector answers d9 status" start_collector
 
-DIAL9_SCHED_SAMPLE_US=0 "$TBIN/prog_cli" >"$T/ok.out" 2>"$T/ok.err"
-OKPID=$(head -n 1 "$T/ok.out")
-DIAL9_SCHED_SAMPLE_US=60000000 "$TBIN/prog_cli" --crash >"$T/crash.out" 2>"$T/crash.err"
-CRPID=$(head -n 1 "$T/crash.out")
-ended() { d9 flush >/dev/null 2>&1; d9 ps --format jsonl >"$T/ps.jsonl" 2>/dev/null &&
-          grep -q "\"pid\":$OKPID,.*\"state\":\"exited\"" "$T/ps.jsonl" &&
-          grep -q "\"pid\":$CRPID,.*\"state\":\"crashed\"" "$T/ps.jsonl"; }
-check "flush, then both processes reached their final state" wait_for 20 ended
+check "flush, then both processes reached their final state" cli_runs
 
 # ---- live store: exact values ------------------------------------------------------
 check "processes: both runs, with their states" \

@@ -41,16 +41,11 @@ static void bind_u64_or_null(sqlite3_stmt *s, int i, uint64_t v, int has)
         sqlite3_bind_null(s, i);
 }
 
-int idx_trig_add(struct idx *x, const struct idx_trigger *t)
+/* One row of t into the table (its window when has_win): SQLITE_OK or the error. */
+static int trig_insert(struct idx *x, const struct idx_trigger *t, int has_win)
 {
-    if (!x || x->readonly || !t)
-        return -EINVAL;
-    int has_win = t->win_t0_ns || t->win_t1_ns;
     sqlite3_stmt *s = NULL;
-    int rc = sqlite3_exec(x->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
-    if (rc != SQLITE_OK)
-        return trig_errno(rc);
-    rc = sqlite3_prepare_v2(x->db, "INSERT INTO triggers(pid, process_id, t_ns, source, reason,"
+    int rc = sqlite3_prepare_v2(x->db, "INSERT INTO triggers(pid, process_id, t_ns, source, reason,"
                             " verdict, win_t0, win_t1) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
                             -1, &s, NULL);
     if (rc == SQLITE_OK) {
@@ -68,9 +63,21 @@ int idx_trig_add(struct idx *x, const struct idx_trigger *t)
         rc = sqlite3_step(s) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(x->db);
     }
     sqlite3_finalize(s);
-    s = NULL;
+    return rc;
+}
+
+int idx_trig_add(struct idx *x, const struct idx_trigger *t)
+{
+    if (!x || x->readonly || !t)
+        return -EINVAL;
+    int has_win = t->win_t0_ns || t->win_t1_ns;
+    int rc = sqlite3_exec(x->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+    if (rc != SQLITE_OK)
+        return trig_errno(rc);
+    rc = trig_insert(x, t, has_win);
     if (rc == SQLITE_OK && has_win) {
         /* a merge: every window it swallowed is now this one */
+        sqlite3_stmt *s = NULL;
         rc = sqlite3_prepare_v2(x->db, "UPDATE triggers SET win_t0 = ?1, win_t1 = ?2 WHERE"
                                 " win_t0 IS NOT NULL AND win_t0 <= ?2 AND win_t1 >= ?1",
                                 -1, &s, NULL);
@@ -133,25 +140,7 @@ int idx_trig_restore(struct idx *x, const struct idx_trigger *t)
     if (rc != SQLITE_DONE)
         return trig_errno(rc);
     int has_win = t->win_t0_ns || t->win_t1_ns;
-    sqlite3_stmt *s = NULL;
-    rc = sqlite3_prepare_v2(x->db, "INSERT INTO triggers(pid, process_id, t_ns, source, reason,"
-                            " verdict, win_t0, win_t1) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                            -1, &s, NULL);
-    if (rc == SQLITE_OK) {
-        sqlite3_bind_int64(s, 1, t->pid);
-        if (t->process_id > 0)
-            sqlite3_bind_int64(s, 2, t->process_id);
-        else
-            sqlite3_bind_null(s, 2);
-        sqlite3_bind_int64(s, 3, (sqlite3_int64)t->t_ns);
-        sqlite3_bind_text(s, 4, t->source ? t->source : "", -1, SQLITE_TRANSIENT);
-        sqlite3_bind_text(s, 5, t->reason ? t->reason : "", -1, SQLITE_TRANSIENT);
-        sqlite3_bind_text(s, 6, t->verdict ? t->verdict : "", -1, SQLITE_TRANSIENT);
-        bind_u64_or_null(s, 7, t->win_t0_ns, has_win);
-        bind_u64_or_null(s, 8, t->win_t1_ns, has_win);
-        rc = sqlite3_step(s) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(x->db);
-    }
-    sqlite3_finalize(s);
+    rc = trig_insert(x, t, has_win);
     if (rc != SQLITE_OK)
         return trig_errno(rc);
     if (!has_win)

@@ -74,6 +74,18 @@ void store_fix_poll_end(struct store_fix_ring *r, unsigned w, uint64_t task, uin
     store_fix_put(r, &e, sizeof e);
 }
 
+void store_fix_sample(struct store_fix_ring *r, uint32_t tid, uint64_t t, uint64_t leaf,
+                      uint64_t caller)
+{
+    uint64_t ips[2] = { leaf, caller };
+    uint8_t rec[sizeof(struct d9_rec_stack) + sizeof ips];
+    struct d9_rec_stack s = { .h = { (uint16_t)sizeof rec, D9_REC_CPU_SAMPLE, 0, t },
+                              .tid = tid, .nframes = 2, .weight = 1000000 };
+    memcpy(rec, &s, sizeof s);
+    memcpy(rec + sizeof s, ips, sizeof ips);
+    store_fix_put(r, rec, sizeof rec);
+}
+
 void store_fix_clear(struct store_fix_ring *r)
 {
     r->n = 0;

@@ -49,6 +49,11 @@ void store_fix_poll_start(struct store_fix_ring *r, unsigned w, uint64_t task, u
                           uint64_t t);
 void store_fix_poll_end(struct store_fix_ring *r, unsigned w, uint64_t task, uint64_t t);
 
+/* A CPU sample of thread tid at t into r: two frames, leaf under caller
+ * (addresses), weighing 1 ms. */
+void store_fix_sample(struct store_fix_ring *r, uint32_t tid, uint64_t t, uint64_t leaf,
+                      uint64_t caller);
+
 /* Forget r's records and statistics (seq goes on); free its memory. */
 void store_fix_clear(struct store_fix_ring *r);
 void store_fix_free(struct store_fix_ring *r);

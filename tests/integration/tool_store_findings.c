@@ -115,14 +115,7 @@ int main(int argc, char **argv);
 
 static void sample(uint32_t tid, uint64_t t, uint64_t leaf)
 {
-    uint64_t own_main = (uint64_t)(uintptr_t)&main + 20;
-    uint64_t ips[2] = { leaf, own_main };
-    uint8_t rec[sizeof(struct d9_rec_stack) + sizeof ips];
-    struct d9_rec_stack s = { .h = { (uint16_t)sizeof rec, D9_REC_CPU_SAMPLE, 0, t },
-                              .tid = tid, .nframes = 2, .weight = 1000000 };
-    memcpy(rec, &s, sizeof s);
-    memcpy(rec + sizeof s, ips, sizeof ips);
-    store_fix_put(&perf, rec, sizeof rec);
+    store_fix_sample(&perf, tid, t, leaf, (uint64_t)(uintptr_t)&main + 20);
 }
 
 static void commit(struct seg_writer *sw, uint32_t tid, uint32_t ring, struct store_fix_ring *r,

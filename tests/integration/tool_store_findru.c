@@ -65,14 +65,7 @@ static void worker_rec(unsigned w, uint8_t type, uint64_t t, uint64_t wait)
 
 static void sample(uint32_t tid, uint64_t t, uint64_t leaf)
 {
-    uint64_t own_main = (uint64_t)(uintptr_t)&find_cold + 2;
-    uint64_t ips[2] = { leaf, own_main };
-    uint8_t rec[sizeof(struct d9_rec_stack) + sizeof ips];
-    struct d9_rec_stack s = { .h = { (uint16_t)sizeof rec, D9_REC_CPU_SAMPLE, 0, t },
-                              .tid = tid, .nframes = 2, .weight = 1000000 };
-    memcpy(rec, &s, sizeof s);
-    memcpy(rec + sizeof s, ips, sizeof ips);
-    store_fix_put(&perf, rec, sizeof rec);
+    store_fix_sample(&perf, tid, t, leaf, (uint64_t)(uintptr_t)&find_cold + 2);
 }
 
 static void add_location(struct store_fix_meta *m, uint32_t id, const char *file, uint32_t line,

@@ -7,6 +7,7 @@
 #   d9_finish                 # prints "NAME: N passed, N failed", cleans up, sets exit code
 #   uvmix_traced D9 PRELOAD STORE  # prog_uvmix under an LD_PRELOAD shim is traced
 #   perf_or_skip NAME         # ends the script as skipped where perf is not permitted
+#   d9_serve NAME D9 ARGS...  # d9 serve in the background, its URL in $T/NAME.url
 # Binaries are in $BIN (build/bin), helper programs in $TBIN.
 BUILD=${BUILD:-build}
 BIN=$(cd "$BUILD/bin" 2>/dev/null && pwd)
@@ -69,6 +70,18 @@ uvmix_traced() {
         '$_d9' --store '$_st' ps | grep -q 'prog_uvmix .*exited'" || return 1
     _n=$("$_d9" --store "$_st" events --pid $_p --type poll_start --format jsonl | grep -c .)
     [ "$_n" -ge 10 ] || { echo "poll_start events of prog_uvmix: $_n"; return 1; }
+}
+# d9_serve NAME D9 [ARGS...]: `D9 ARGS... serve --listen 127.0.0.1:0` in the
+# background (its pid in SPID, killed at d9_finish), output in $T/NAME.out
+# and $T/NAME.err; waits until it prints its URL, then writes that to
+# $T/NAME.url.
+d9_serve() {
+    _sv=$1; shift
+    "$@" serve --listen 127.0.0.1:0 >"$T/$_sv.out" 2>"$T/$_sv.err" &
+    SPID=$!
+    at_exit kill "$SPID"
+    wait_for 10 sh -c "grep -q '^d9 serve: http://127.0.0.1:' '$T/$_sv.out'" &&
+        sed -n 's|^d9 serve: \(http://[^ ]*/\).*|\1|p' "$T/$_sv.out" >"$T/$_sv.url"
 }
 # perf_or_skip NAME [SECONDS [FOLDED]]: the CPU profiler may use perf here
 # (a probe: tool_profile samples prog_hot for SECONDS, default 0.2, its

@@ -38,11 +38,8 @@ $D9 sql --format csv "select start_ns, dur_ns, tid from loop_work where pid = $P
     tail -n +2 | tr -d '\r' >"$T/sql_iv"
 check "sql: $ROUNDS loop-work intervals (the reference)" sh -c "[ \$(wc -l <'$T/sql_iv') -eq $ROUNDS ]"
 
-$D9 serve --listen 127.0.0.1:0 >"$T/serve.out" 2>"$T/serve.err" &
-SPID=$!
-at_exit kill "$SPID"
-check "serve prints its URL" wait_for 10 sh -c "grep -q '^d9 serve: http://127.0.0.1:' '$T/serve.out'"
-U=$(sed -n 's|^d9 serve: \(http://[^ ]*/\).*|\1|p' "$T/serve.out")
+check "serve prints its URL" d9_serve serve $D9
+U=$(cat "$T/serve.url")
 
 # lw FROM TO: the timeline of [FROM, TO] (0 0: the whole process); prints the
 # loop-work intervals of >= 40 ms as "abs_start,dur,tid" and on stderr "samples N"

@@ -8,6 +8,7 @@
 #   uvmix_traced D9 PRELOAD STORE  # prog_uvmix under an LD_PRELOAD shim is traced
 #   perf_or_skip NAME         # ends the script as skipped where perf is not permitted
 #   d9_serve NAME D9 ARGS...  # d9 serve in the background, its URL in $T/NAME.url
+#   demo_store                # make demo's script run in $T: $T/d9-demo-store
 # Binaries are in $BIN (build/bin), helper programs in $TBIN.
 BUILD=${BUILD:-build}
 BIN=$(cd "$BUILD/bin" 2>/dev/null && pwd)
@@ -70,6 +71,16 @@ uvmix_traced() {
         '$_d9' --store '$_st' ps | grep -q 'prog_uvmix .*exited'" || return 1
     _n=$("$_d9" --store "$_st" events --pid $_p --type poll_start --format jsonl | grep -c .)
     [ "$_n" -ge 10 ] || { echo "poll_start events of prog_uvmix: $_n"; return 1; }
+}
+# demo_store: make demo's script (agent/demo/run-demo.sh, 2 s of d9demo)
+# run in $T, its output in $T/demo.out and $T/demo.err, its store in
+# $T/d9-demo-store; sets ROOT (this tree) and ABS_BUILD (BUILD, absolute);
+# returns the script's exit status.
+demo_store() {
+    ROOT=$(pwd)
+    case $BUILD in /*) ABS_BUILD=$BUILD ;; *) ABS_BUILD=$ROOT/$BUILD ;; esac
+    (cd "$T" && BUILD="$ABS_BUILD" DEMO_SECONDS=2 sh "$ROOT/agent/demo/run-demo.sh") \
+        >"$T/demo.out" 2>"$T/demo.err"
 }
 # d9_serve NAME D9 [ARGS...]: `D9 ARGS... serve --listen 127.0.0.1:0` in the
 # background (its pid in SPID, killed at d9_finish), output in $T/NAME.out

@@ -38,7 +38,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include "collector/store/crc32c.h"
 #include "collector/store/idx.h"
@@ -313,12 +312,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: tool_store_findings DIR [clean]\n");
         return 2;
     }
-    if (mkdir(argv[1], 0700) < 0)
-        store_fix_die(argv[1], -errno);
-    struct idx *x;
-    int rc = idx_open(&x, argv[1]);
-    if (rc)
-        store_fix_die("idx_open", rc);
+    struct idx *x = store_fix_create(argv[1]);
     if (argc == 3)
         clean(x, argv[1]);
     else

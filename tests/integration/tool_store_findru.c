@@ -25,12 +25,10 @@
  *
  * Usage: tool_store_findru DIR   (DIR must not exist)
  */
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include "collector/store/idx.h"
 #include "collector/store/rollup.h"
@@ -228,12 +226,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: tool_store_findru DIR\n");
         return 2;
     }
-    if (mkdir(argv[1], 0700) < 0)
-        store_fix_die(argv[1], -errno);
-    struct idx *x;
-    int rc = idx_open(&x, argv[1]);
-    if (rc)
-        store_fix_die("idx_open", rc);
+    struct idx *x = store_fix_create(argv[1]);
     ru(x, argv[1]);
     rot(x, argv[1]);
     norollup(x, argv[1]);

@@ -125,6 +125,25 @@ void store_fix_block(struct seg_writer *sw, const uint8_t *raw, size_t n, uint32
         store_fix_die("seg_writer_data_commit", rc);
 }
 
+void store_fix_blocks(struct seg_writer *sw, const struct store_fix_ring *r, unsigned per_block,
+                      uint32_t tid, uint32_t ring)
+{
+    size_t off = 0;
+    while (off < r->n) {
+        size_t end_off = off;
+        struct seg_data_stats st;
+        memset(&st, 0, sizeof st);
+        for (unsigned k = 0; k < per_block && end_off < r->n; k++) {
+            struct d9_rec_hdr h;
+            memcpy(&h, r->raw + end_off, sizeof h);
+            store_fix_count(&st, &h);
+            end_off += h.len;
+        }
+        store_fix_block(sw, r->raw + off, end_off - off, tid, ring, 0, &st);
+        off = end_off;
+    }
+}
+
 void store_fix_meta_add(struct store_fix_meta *m, uint16_t kind, uint32_t id, const uint8_t *p,
                         int n)
 {

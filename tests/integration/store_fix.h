@@ -63,6 +63,11 @@ void store_fix_free(struct store_fix_ring *r);
 void store_fix_block(struct seg_writer *sw, const uint8_t *raw, size_t n, uint32_t tid,
                      uint32_t ring, uint64_t lost, const struct seg_data_stats *st);
 
+/* r's records as DATA blocks of thread tid, ring ring, at most per_block
+ * records each (none lost). */
+void store_fix_blocks(struct seg_writer *sw, const struct store_fix_ring *r, unsigned per_block,
+                      uint32_t tid, uint32_t ring);
+
 /* One metadata entry (kind, id, n bytes of payload p) at the end of m. */
 void store_fix_meta_add(struct store_fix_meta *m, uint16_t kind, uint32_t id, const uint8_t *p,
                         int n);

@@ -183,12 +183,16 @@ $(call obj,$(DEMO_SRC)): CFLAGS += $(FRAME_POINTERS)
 $(BUILD)/bin/d9demo: $(call obj,$(DEMO_SRC)) $(AGENT_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_AGENT) -lm
+# Programs, tools and unit tests are compiled and linked in one step, one .c
+# each: -MMD -MP writes NAME.d beside the binary (the headers it includes),
+# which adds those headers to its prerequisites; the recipes link only the
+# .c, .o and .a of $^.
 $(BUILD)/tests/integration/prog_%: tests/integration/prog_%.c $(AGENT_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(FRAME_POINTERS) -o $@ $^ $(LDLIBS_AGENT) -lm
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(FRAME_POINTERS) -MMD -MP -o $@ $(filter %.c %.a,$^) $(LDLIBS_AGENT) -lm
 # C++ users of agent/d9.h: built with g++ (_gxx) and clang++ (_clangxx),
 # linked against libd9agent.so (found next to them through the rpath)
-CXX_PROG_FLAGS := -std=c++11 $(CPPFLAGS) $(OPT) -Wall -Wextra -Werror -pthread
+CXX_PROG_FLAGS := -std=c++11 $(CPPFLAGS) $(OPT) -Wall -Wextra -Werror -pthread -MMD -MP
 CXX_PROG_LINK  := -L$(BUILD)/lib -ld9agent -Wl,-rpath,'$$ORIGIN/../../lib'
 $(BUILD)/tests/integration/prog_%_gxx: tests/integration/prog_%.cpp agent/d9.h $(AGENT_SO)
 	@mkdir -p $(dir $@)
@@ -201,20 +205,22 @@ $(BUILD)/tests/integration/prog_demangle_gxx $(BUILD)/tests/integration/prog_dem
     CXX_PROG_FLAGS += $(FRAME_POINTERS)
 $(BUILD)/tests/integration/tool_%: tests/integration/tool_%.c $(COL_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $^ $(LDLIBS_CLI)
-# the hand-built store tools share one fixture module (store_fix.h)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -o $@ $(filter %.c %.a,$^) $(LDLIBS_CLI)
+# the hand-built store tools share one fixture module (store_fix.h), an
+# object of its own (one .c per compile: one dependency file each)
+STORE_FIX_OBJ := $(call obj,tests/integration/store_fix.c)
 STORE_FIX_TOOLS := $(addprefix $(BUILD)/tests/integration/tool_store_,known findings window aggs edges)
 STORE_FIX_TOOLS += $(BUILD)/tests/integration/tool_store_rollup4
 $(STORE_FIX_TOOLS): $(BUILD)/tests/integration/tool_store_%: tests/integration/tool_store_%.c \
-    tests/integration/store_fix.c tests/integration/store_fix.h $(COL_A)
+    $(STORE_FIX_OBJ) $(COL_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) -Itests/integration $(CFLAGS) -o $@ $(filter %.c %.a,$^) $(LDLIBS_CLI)
+	$(CC) $(CPPFLAGS) -Itests/integration $(CFLAGS) -MMD -MP -o $@ $(filter %.c %.o %.a,$^) $(LDLIBS_CLI)
 
 # Unit tests: every module, sanitized, plus cmocka.
 SAN_LIB_OBJ := $(call san,$(SHM_SRC) $(AGENT_SRC) $(COL_SRC)) $(BUILD)/san/proto/d9.pb-c.o $(CLI_PROTO_OBJ:$(BUILD)/obj/%=$(BUILD)/san/%)
 $(BUILD)/tests/unit/%: tests/unit/%.c $(SAN_LIB_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -o $@ $^ -lcmocka $(LDLIBS_CLI)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -MMD -MP -o $@ $(filter %.c %.o,$^) -lcmocka $(LDLIBS_CLI)
 
 # ---- tests ----------------------------------------------------------------
 unit: $(UNIT_BINS)
@@ -240,6 +246,8 @@ clean:
 	rm -rf $(BUILD)
 
 -include $(wildcard tests/*/*.mk) agent/uv/uv.mk
+# the list of what tests/run.sh runs (make test-bins-list): after the area makefiles
+include tests/testbins.mk
 # install / uninstall / man pages / Debian package
 include deploy/install.mk deploy/deb.mk
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -99,13 +99,13 @@ int idx_trig_add(struct idx *x, const struct idx_trigger *t)
     if (!x || x->readonly || !t)
         return -EINVAL;
     int has_win = t->win_t0_ns || t->win_t1_ns;
-    sqlite3_stmt *s = NULL;
     int rc = sqlite3_exec(x->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
     if (rc != SQLITE_OK)
         return trig_errno(rc);
     rc = insert_row(x, t, has_win);
     if (rc == SQLITE_OK && has_win) {
         /* a merge: every window it swallowed is now this one */
+        sqlite3_stmt *s = NULL;
         rc = sqlite3_prepare_v2(x->db, "UPDATE triggers SET win_t0 = ?1, win_t1 = ?2 WHERE"
                                 " win_t0 IS NOT NULL AND win_t0 <= ?2 AND win_t1 >= ?1",
                                 -1, &s, NULL);

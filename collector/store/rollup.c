@@ -36,6 +36,7 @@
 #define RU_TAG_DELAY     (1u << 30)  /* a bin's entry: a delay entry's index | this */
 #define RU_TAG_FIELD     (2u << 30)  /* a field entry's index | this */
 #define RU_INDEX_MAX     (1u << 30)  /* entries of one kind: below the tags */
+#define RU_OPEN_FILTER   64u         /* a thread's open-task counters (a power of two) */
 
 /* ---- accumulator --------------------------------------------------------------- */
 
@@ -109,6 +110,10 @@ struct thr {
     uint32_t ring, generation;
     uint32_t nopen, capopen;
     struct open_poll *open;         /* in start order; grows with the polls open at once */
+    uint32_t openf[RU_OPEN_FILTER]; /* open polls per open_slot(task): a poll start or end
+                                       whose slot is 0 has no open poll of its task to find,
+                                       so it skips the scan of open[] (polls left open by a
+                                       lost end would make every start scan them) */
     int parked;
     uint64_t park_ts;
     uint16_t park_runtime, park_worker;
@@ -413,9 +418,15 @@ static struct thr *thread_of(struct rollup *r, uint32_t ring, uint32_t generatio
     return t;
 }
 
+static inline uint32_t open_slot(uint64_t task)
+{
+    return (uint32_t)((task ^ task >> 7 ^ task >> 19) & (RU_OPEN_FILTER - 1));
+}
+
 /* Remove open poll i of t, keeping the others in start order. */
 static void open_remove(struct thr *t, uint32_t i)
 {
+    t->openf[open_slot(t->open[i].task)]--;
     memmove(&t->open[i], &t->open[i + 1], (t->nopen - i - 1) * sizeof t->open[0]);
     t->nopen--;
 }
@@ -454,7 +465,8 @@ static int on_poll_start(struct rollup *r, struct thr *t, const struct d9_rec_po
 {
     /* a second start of a task open on this thread: the first one's end was
      * dropped (q_pair's rule: the new start replaces it) */
-    for (uint32_t i = t->nopen; i-- > 0;) {
+    uint32_t slot = open_slot(s->task);
+    for (uint32_t i = t->openf[slot] ? t->nopen : 0; i-- > 0;) {
         if (t->open[i].task == s->task) {
             int e = open_drop(r, t, i);
             if (e < 0)
@@ -485,6 +497,7 @@ static int on_poll_start(struct rollup *r, struct thr *t, const struct d9_rec_po
     t->open[t->nopen] = (struct open_poll){ s->task, s->h.ts, ent, s->runtime, s->worker,
                                             s->h.ts, 0 };
     t->nopen++;
+    t->openf[slot]++;
     return 0;
 }
 
@@ -494,7 +507,7 @@ static int on_poll_start(struct rollup *r, struct thr *t, const struct d9_rec_po
  * time is the union of the finished polls (q_sched.h's definition). */
 static int on_poll_end(struct rollup *r, struct thr *t, const struct d9_rec_poll_end *pe)
 {
-    uint32_t i = t->nopen;
+    uint32_t i = t->openf[open_slot(pe->task)] ? t->nopen : 0;
     while (i-- > 0)
         if (t->open[i].task == pe->task)
             break;
@@ -779,11 +792,11 @@ out:
 
 /* A META block's schemas (seg_reader checked the entries). A schema id
  * defined again takes the new types. */
-static int on_meta(struct rollup *r, const struct seg_block *b)
+static int on_meta(struct rollup *r, const uint8_t *entries, size_t len)
 {
     size_t off = 0;
     struct shm_meta_entry m;
-    while (shm_meta_next(b->payload, b->h.len, &off, &m) == 1) {
+    while (shm_meta_next(entries, len, &off, &m) == 1) {
         if (m.kind != D9_META_SCHEMA)
             continue;
         uint32_t i;
@@ -944,12 +957,58 @@ static int on_custom(struct rollup *r, const struct d9_rec_custom *c, size_t len
     return 0;
 }
 
+/* One record of thread t (its length checked by the caller: at least a
+ * header, inside the run). */
+static inline int feed_rec(struct rollup *r, struct thr *t, const struct d9_rec_hdr *h)
+{
+    int e = 0;
+    switch (h->type) {
+    case D9_REC_POLL_START:
+        if (h->len >= sizeof(struct d9_rec_poll_start)) {
+            const struct d9_rec_poll_start *ps = (const void *)h;
+            e = on_poll_start(r, t, ps);
+            if (e == 0)
+                e = event_add(r, t, h->ts, ps->task, ps->runtime, 0);
+        }
+        break;
+    case D9_REC_POLL_END:
+        if (h->len >= sizeof(struct d9_rec_poll_end))
+            e = on_poll_end(r, t, (const struct d9_rec_poll_end *)(const void *)h);
+        break;
+    case D9_REC_WAKE:
+        if (h->len >= sizeof(struct d9_rec_wake)) {
+            const struct d9_rec_wake *wk = (const void *)h;
+            e = count_add(r, h->ts, ROLLUP_COUNT_WAKE, wk->runtime, 0);
+            if (e == 0)
+                e = event_add(r, t, h->ts, wk->wakee, wk->runtime, 1);
+        }
+        break;
+    case D9_REC_CUSTOM:
+        if (h->len >= sizeof(struct d9_rec_custom)) {
+            const struct d9_rec_custom *cu = (const void *)h;
+            e = count_add(r, h->ts, ROLLUP_COUNT_EVENT, 0, cu->schema);
+            if (e == 0)
+                e = on_custom(r, cu, h->len);
+        }
+        break;
+    case D9_REC_WORKER_PARK:
+    case D9_REC_WORKER_UNPARK:
+        if (h->len >= sizeof(struct d9_rec_worker))
+            e = on_worker(r, t, (const struct d9_rec_worker *)(const void *)h,
+                          h->type == D9_REC_WORKER_PARK);
+        break;
+    default:
+        break;
+    }
+    return e;
+}
+
 int rollup_feed_block(struct rollup *r, const struct seg_block *b)
 {
     if (!r || !b)
         return -EINVAL;
     if (b->h.kind == SEG_BLK_META)
-        return on_meta(r, b);
+        return on_meta(r, b->payload, b->h.len);
     if (b->h.kind != SEG_BLK_DATA)
         return 0;
     struct thr *t = thread_of(r, b->h.ring, b->h.generation);
@@ -958,50 +1017,40 @@ int rollup_feed_block(struct rollup *r, const struct seg_block *b)
     size_t off = 0;
     const struct d9_rec_hdr *h;
     int e, more;
-    while ((more = seg_reader_next_record(b, &off, &h)) == 1) {
-        e = 0;
-        switch (h->type) {
-        case D9_REC_POLL_START:
-            if (h->len >= sizeof(struct d9_rec_poll_start)) {
-                const struct d9_rec_poll_start *ps = (const void *)h;
-                e = on_poll_start(r, t, ps);
-                if (e == 0)
-                    e = event_add(r, t, h->ts, ps->task, ps->runtime, 0);
-            }
-            break;
-        case D9_REC_POLL_END:
-            if (h->len >= sizeof(struct d9_rec_poll_end))
-                e = on_poll_end(r, t, (const struct d9_rec_poll_end *)(const void *)h);
-            break;
-        case D9_REC_WAKE:
-            if (h->len >= sizeof(struct d9_rec_wake)) {
-                const struct d9_rec_wake *wk = (const void *)h;
-                e = count_add(r, h->ts, ROLLUP_COUNT_WAKE, wk->runtime, 0);
-                if (e == 0)
-                    e = event_add(r, t, h->ts, wk->wakee, wk->runtime, 1);
-            }
-            break;
-        case D9_REC_CUSTOM:
-            if (h->len >= sizeof(struct d9_rec_custom)) {
-                const struct d9_rec_custom *cu = (const void *)h;
-                e = count_add(r, h->ts, ROLLUP_COUNT_EVENT, 0, cu->schema);
-                if (e == 0)
-                    e = on_custom(r, cu, h->len);
-            }
-            break;
-        case D9_REC_WORKER_PARK:
-        case D9_REC_WORKER_UNPARK:
-            if (h->len >= sizeof(struct d9_rec_worker))
-                e = on_worker(r, t, (const struct d9_rec_worker *)(const void *)h,
-                              h->type == D9_REC_WORKER_PARK);
-            break;
-        default:
-            break;
-        }
+    while ((more = seg_reader_next_record(b, &off, &h)) == 1)
+        if ((e = feed_rec(r, t, h)) < 0)
+            return e;
+    return more < 0 ? -EBADMSG : 0;
+}
+
+int rollup_feed_meta(struct rollup *r, const uint8_t *entries, size_t len)
+{
+    if (!r || (len && !entries))
+        return -EINVAL;
+    return on_meta(r, entries, len);
+}
+
+int rollup_feed_records(struct rollup *r, uint32_t ring, uint32_t generation,
+                        const uint8_t *records, size_t len)
+{
+    if (!r || (len && !records))
+        return -EINVAL;
+    if (len == 0)
+        return 0;
+    struct thr *t = thread_of(r, ring, generation);
+    if (!t)
+        return -ENOMEM;
+    for (size_t off = 0; off < len;) {
+        const struct d9_rec_hdr *h = (const void *)(records + off);
+        if (len - off < sizeof *h || h->len < sizeof *h || h->len > len - off ||
+            h->len % D9_REC_ALIGN != 0)
+            return -EBADMSG;
+        int e = feed_rec(r, t, h);
         if (e < 0)
             return e;
+        off += h->len;
     }
-    return more < 0 ? -EBADMSG : 0;
+    return 0;
 }
 
 /* ---- encode -------------------------------------------------------------------- */

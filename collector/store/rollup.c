@@ -36,7 +36,7 @@
 #define RU_TAG_DELAY     (1u << 30)  /* a bin's entry: a delay entry's index | this */
 #define RU_TAG_FIELD     (2u << 30)  /* a field entry's index | this */
 #define RU_INDEX_MAX     (1u << 30)  /* entries of one kind: below the tags */
-#define RU_OPEN_FILTER   64u         /* a thread's open-task counters (a power of two) */
+#define RU_OPEN_MIN      16u         /* slots of a thread's open-task table at first use */
 
 /* ---- accumulator --------------------------------------------------------------- */
 
@@ -110,10 +110,14 @@ struct thr {
     uint32_t ring, generation;
     uint32_t nopen, capopen;
     struct open_poll *open;         /* in start order; grows with the polls open at once */
-    uint32_t openf[RU_OPEN_FILTER]; /* open polls per open_slot(task): a poll start or end
-                                       whose slot is 0 has no open poll of its task to find,
-                                       so it skips the scan of open[] (polls left open by a
-                                       lost end would make every start scan them) */
+    struct oslot {                  /* task -> its open poll's index in open[] (a task has
+                                       at most one: a second start replaces the first), so
+                                       a poll start or end finds it in O(1) however many
+                                       polls a lost end left open */
+        uint64_t task;
+        uint32_t idx;               /* RU_EMPTY: a free slot */
+    } *omap;
+    uint32_t omap_cap;              /* a power of two, at least 2 x nopen; 0 before use */
     int parked;
     uint64_t park_ts;
     uint16_t park_runtime, park_worker;
@@ -177,6 +181,7 @@ void rollup_free(struct rollup *r)
     free(r->bt);
     for (uint32_t i = 0; i < r->nt; i++) {
         free(r->t[i].open);
+        free(r->t[i].omap);
         free(r->t[i].ev);
     }
     free(r->t);
@@ -418,17 +423,68 @@ static struct thr *thread_of(struct rollup *r, uint32_t ring, uint32_t generatio
     return t;
 }
 
-static inline uint32_t open_slot(uint64_t task)
+/* The slot of task in t's open-task table: its own, or the free one
+ * where it would go (the table is never full: at most half). */
+static inline struct oslot *omap_slot(const struct thr *t, uint64_t task)
 {
-    return (uint32_t)((task ^ task >> 7 ^ task >> 19) & (RU_OPEN_FILTER - 1));
+    uint32_t mask = t->omap_cap - 1, j = (uint32_t)store_hash64(task) & mask;
+    while (t->omap[j].idx != RU_EMPTY && t->omap[j].task != task)
+        j = (j + 1) & mask;
+    return &t->omap[j];
 }
 
-/* Remove open poll i of t, keeping the others in start order. */
+/* The index in open[] of task's open poll, or RU_EMPTY. */
+static inline uint32_t open_find(const struct thr *t, uint64_t task)
+{
+    return t->omap_cap ? omap_slot(t, task)->idx : RU_EMPTY;
+}
+
+/* Room for one more open poll in the table (grown at half full). */
+static int omap_reserve(struct thr *t)
+{
+    if (t->omap_cap && (t->nopen + 1) * 2 <= t->omap_cap)
+        return 0;
+    uint32_t cap = t->omap_cap ? t->omap_cap * 2 : RU_OPEN_MIN;
+    struct oslot *m = cap > t->omap_cap ? malloc((size_t)cap * sizeof *m) : NULL;
+    if (!m)
+        return -ENOMEM;
+    for (uint32_t j = 0; j < cap; j++)
+        m[j].idx = RU_EMPTY;
+    free(t->omap);
+    t->omap = m;
+    t->omap_cap = cap;
+    for (uint32_t i = 0; i < t->nopen; i++)
+        *omap_slot(t, t->open[i].task) = (struct oslot){ t->open[i].task, i };
+    return 0;
+}
+
+/* Delete x (linear probing's deletion: entries after it that probed past
+ * it move back, no tombstones). */
+static void omap_del(struct thr *t, struct oslot *x)
+{
+    uint32_t mask = t->omap_cap - 1, i = (uint32_t)(x - t->omap), j = i;
+    for (;;) {
+        j = (j + 1) & mask;
+        if (t->omap[j].idx == RU_EMPTY)
+            break;
+        uint32_t k = (uint32_t)store_hash64(t->omap[j].task) & mask;
+        if (i <= j ? (i < k && k <= j) : (i < k || k <= j))
+            continue;
+        t->omap[i] = t->omap[j];
+        i = j;
+    }
+    t->omap[i].idx = RU_EMPTY;
+}
+
+/* Remove open poll i of t, keeping the others in start order (those above
+ * it move down one: their table entries follow). */
 static void open_remove(struct thr *t, uint32_t i)
 {
-    t->openf[open_slot(t->open[i].task)]--;
+    omap_del(t, omap_slot(t, t->open[i].task));
     memmove(&t->open[i], &t->open[i + 1], (t->nopen - i - 1) * sizeof t->open[0]);
     t->nopen--;
+    for (uint32_t j = i; j < t->nopen; j++)
+        omap_slot(t, t->open[j].task)->idx = j;
 }
 
 /* Busy time d (of a poll that ended, or the pend of one that left without
@@ -465,14 +521,11 @@ static int on_poll_start(struct rollup *r, struct thr *t, const struct d9_rec_po
 {
     /* a second start of a task open on this thread: the first one's end was
      * dropped (q_pair's rule: the new start replaces it) */
-    uint32_t slot = open_slot(s->task);
-    for (uint32_t i = t->openf[slot] ? t->nopen : 0; i-- > 0;) {
-        if (t->open[i].task == s->task) {
-            int e = open_drop(r, t, i);
-            if (e < 0)
-                return e;
-            break;
-        }
+    uint32_t i = open_find(t, s->task);
+    if (i != RU_EMPTY) {
+        int e = open_drop(r, t, i);
+        if (e < 0)
+            return e;
     }
     uint32_t ent = RU_EMPTY;
     if (counted(r, s->h.ts)) {
@@ -486,6 +539,9 @@ static int on_poll_start(struct rollup *r, struct thr *t, const struct d9_rec_po
         r->p[ent].count++;
         w->polls++;
     }
+    int oe = omap_reserve(t);
+    if (oe < 0)
+        return oe;
     if (t->nopen == t->capopen) {
         uint32_t c = t->capopen ? t->capopen * 2 : 4;
         struct open_poll *o = c > t->capopen ? realloc(t->open, (size_t)c * sizeof *o) : NULL;
@@ -496,8 +552,8 @@ static int on_poll_start(struct rollup *r, struct thr *t, const struct d9_rec_po
     }
     t->open[t->nopen] = (struct open_poll){ s->task, s->h.ts, ent, s->runtime, s->worker,
                                             s->h.ts, 0 };
+    *omap_slot(t, s->task) = (struct oslot){ s->task, t->nopen };
     t->nopen++;
-    t->openf[slot]++;
     return 0;
 }
 
@@ -507,11 +563,8 @@ static int on_poll_start(struct rollup *r, struct thr *t, const struct d9_rec_po
  * time is the union of the finished polls (q_sched.h's definition). */
 static int on_poll_end(struct rollup *r, struct thr *t, const struct d9_rec_poll_end *pe)
 {
-    uint32_t i = t->openf[open_slot(pe->task)] ? t->nopen : 0;
-    while (i-- > 0)
-        if (t->open[i].task == pe->task)
-            break;
-    if (i == UINT32_MAX)
+    uint32_t i = open_find(t, pe->task);
+    if (i == RU_EMPTY)
         return 0;                               /* its start is not in this segment */
     struct open_poll op = t->open[i];
     uint64_t ts = pe->h.ts;

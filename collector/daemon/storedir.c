@@ -456,11 +456,14 @@ int storedir_seal(struct storedir *s, struct seg_writer *w, int64_t process_id, 
     uint8_t *ru = NULL;
     size_t ru_len = 0;
     int ru_rc = 0;
+    const char *ru_how = "off";
     if (s->rollups != STOREDIR_RU_OFF && seg_writer_rollup_finish(w, &ru, &ru_len) == 0) {
         s->rollups_live++;
+        ru_how = "live";
     } else if (s->rollups != STOREDIR_RU_OFF) {
         ru_rc = rollup_file(sum.path, &ru, &ru_len);
         s->rollups_readback++;
+        ru_how = "read back";
     }
     if (ru_rc < 0)
         col_log_limited(&s->err_rl, COL_LOG_WARN, "store %s: no rollups for %s (%s): queries "
@@ -492,8 +495,8 @@ int storedir_seal(struct storedir *s, struct seg_writer *w, int64_t process_id, 
     }
     s->segments_sealed++;
     col_debug("sealed %s: %" PRIu64 " records, %" PRIu64 " bytes, %" PRIu32 " blocks; file %.2f ms, "
-              "rollups %.2f ms (%zu bytes), index %.2f ms", sum.path, sum.nrecords, sum.bytes,
-              sum.nblocks, (double)(t_file - now) / 1e6, (double)(t_ru - t_file) / 1e6, ru_len,
+              "rollups (%s) %.2f ms (%zu bytes), index %.2f ms", sum.path, sum.nrecords, sum.bytes,
+              sum.nblocks, (double)(t_file - now) / 1e6, ru_how, (double)(t_ru - t_file) / 1e6, ru_len,
               (double)(t_idx - t_ru) / 1e6);
     seg_writer_free(w);
     storedir_enforce_cap(s);

@@ -37,6 +37,7 @@
 #define RU_TAG_FIELD     (2u << 30)  /* a field entry's index | this */
 #define RU_INDEX_MAX     (1u << 30)  /* entries of one kind: below the tags */
 #define RU_OPEN_MIN      16u         /* slots of a thread's open-task table at first use */
+#define RU_PCACHE        8u          /* a thread's last poll entries, by loc (a power of two) */
 
 /* ---- accumulator --------------------------------------------------------------- */
 
@@ -118,6 +119,12 @@ struct thr {
         uint32_t idx;               /* RU_EMPTY: a free slot */
     } *omap;
     uint32_t omap_cap;              /* a power of two, at least 2 x nopen; 0 before use */
+    struct pcache {                 /* the poll entry of a key last used by this thread, in
+                                       slot loc % RU_PCACHE (entries never move: an index
+                                       stays valid), so most starts skip poll_entry's hash */
+        struct pkey k;
+        uint32_t entry;             /* RU_EMPTY: nothing cached */
+    } pc[RU_PCACHE];
     int parked;
     uint64_t park_ts;
     uint16_t park_runtime, park_worker;
@@ -420,6 +427,8 @@ static struct thr *thread_of(struct rollup *r, uint32_t ring, uint32_t generatio
     memset(t, 0, sizeof *t);
     t->ring = ring;
     t->generation = generation;
+    for (uint32_t i = 0; i < RU_PCACHE; i++)
+        t->pc[i].entry = RU_EMPTY;
     return t;
 }
 
@@ -531,7 +540,15 @@ static int on_poll_start(struct rollup *r, struct thr *t, const struct d9_rec_po
     if (counted(r, s->h.ts)) {
         struct pkey k = { s->h.ts - s->h.ts % ROLLUP_BUCKET_NS, s->runtime, s->worker, s->loc };
         struct went *w;
-        int e = poll_entry(r, &k, &ent);
+        struct pcache *c = &t->pc[s->loc & (RU_PCACHE - 1)];
+        int e = 0;
+        if (c->entry != RU_EMPTY && c->k.bucket == k.bucket && c->k.loc == k.loc &&
+            c->k.runtime == k.runtime && c->k.worker == k.worker) {
+            ent = c->entry;
+        } else if ((e = poll_entry(r, &k, &ent)) == 0) {
+            c->k = k;
+            c->entry = ent;
+        }
         if (e == 0)
             e = worker_entry(r, k.bucket, s->runtime, s->worker, &w);
         if (e < 0)

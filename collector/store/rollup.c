@@ -50,6 +50,10 @@ struct pkey {
 struct pent {
     struct pkey k;
     uint64_t count, unfinished, sum, max;
+    uint32_t last_bin, last_slot;   /* its last histogram bin and that bin's slot in bt,
+                                       valid while bt_moves == last_moves (poll_bin_add;
+                                       UINT32_MAX: none yet) */
+    uint32_t last_moves;
 };
 
 struct wkey {
@@ -147,6 +151,7 @@ struct rollup {
     struct slots ws;
     struct bent *bt;                /* open addressing, entry RU_EMPTY = free; inline keys */
     uint32_t nb, capbt;
+    uint32_t bt_moves;              /* times bt was rebuilt (its slots moved) */
     struct thr *t;
     uint32_t nt, capt;
     struct waent {                  /* counts per (bucket, kind, runtime, id): wakes, events */
@@ -314,7 +319,7 @@ static int poll_entry(struct rollup *r, const struct pkey *k, uint32_t *out)
     }
     if ((e = grow((void **)&r->p, &r->capp, r->np, sizeof *r->p)) < 0)
         return e;
-    r->p[r->np] = (struct pent){ .k = *k };
+    r->p[r->np] = (struct pent){ .k = *k, .last_moves = UINT32_MAX };
     r->ps.s[j] = r->np;
     *out = r->np++;
     return 0;
@@ -376,10 +381,12 @@ static int bins_grow(struct rollup *r)
     free(r->bt);
     r->bt = t;
     r->capbt = cap;
+    r->bt_moves++;
     return 0;
 }
 
-static int bin_add(struct rollup *r, uint32_t entry, uint32_t bin)
+/* One more in bin of entry; *slot: where it is in bt (until bt moves). */
+static int bin_add_at(struct rollup *r, uint32_t entry, uint32_t bin, uint32_t *slot)
 {
     int e = bins_grow(r);
     if (e < 0)
@@ -388,12 +395,39 @@ static int bin_add(struct rollup *r, uint32_t entry, uint32_t bin)
     for (; r->bt[j].entry != RU_EMPTY; j = (j + 1) & (r->capbt - 1)) {
         if (r->bt[j].entry == entry && r->bt[j].bin == bin) {
             r->bt[j].n++;
+            *slot = j;
             return 0;
         }
     }
     r->bt[j] = (struct bent){ entry, bin, 1 };
     r->nb++;
+    *slot = j;
     return 0;
+}
+
+static int bin_add(struct rollup *r, uint32_t entry, uint32_t bin)
+{
+    uint32_t slot;
+    return bin_add_at(r, entry, bin, &slot);
+}
+
+/* The same for a poll entry: a poll's durations mostly fall in the bin of
+ * the one before, whose slot it remembers (no hash, no probe). */
+static int poll_bin_add(struct rollup *r, uint32_t entry, uint32_t bin)
+{
+    struct pent *p = &r->p[entry];
+    if (p->last_moves == r->bt_moves && p->last_bin == bin) {
+        r->bt[p->last_slot].n++;
+        return 0;
+    }
+    uint32_t slot;
+    int e = bin_add_at(r, entry, bin, &slot);
+    if (e == 0) {
+        p->last_bin = bin;
+        p->last_slot = slot;
+        p->last_moves = r->bt_moves;
+    }
+    return e;
 }
 
 uint32_t rollup_bin(uint64_t v)
@@ -599,7 +633,7 @@ static int on_poll_end(struct rollup *r, struct thr *t, const struct d9_rec_poll
     p->sum += d;
     if (d > p->max)
         p->max = d;
-    return bin_add(r, op.entry, rollup_bin(d));
+    return poll_bin_add(r, op.entry, rollup_bin(d));
 }
 
 static int on_worker(struct rollup *r, struct thr *t, const struct d9_rec_worker *wr, int park)

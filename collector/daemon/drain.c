@@ -17,7 +17,8 @@
  *      shm_ring_read() copies records into the scratch a DRAIN_CHUNK at a
  *      time and, in one walk over each chunk, validates, converts
  *      (timestamps) and counts them; pack_records() packs the chunk while
- *      it is still in cache;
+ *      it is still in cache, and seg_writer_rollup_feed() adds it to the
+ *      segment's live rollups (rollup.h);
  *   5. commit_block: seg_writer_data_commit() makes it a packed DATA block
  *      (CRC over the packed bytes); the shm tail moves (shm_ring_consume,
  *      in commit() or drain_seal()) only once the writer has flushed or
@@ -748,6 +749,9 @@ static int read_block(struct proc *p, struct storedir *st, uint32_t i,
                             "its bound; records left in the ring", p->pid, i);
             return -EIO;
         }
+        /* the segment's live rollups: the chunk while it is in cache (a
+         * failure only interrupts them: the seal reads the file back) */
+        (void)seg_writer_rollup_feed(p->writer, i, s->generation, scratch, (size_t)n);
         b->packed += (size_t)e;
         b->got += (size_t)n;
         s->tail = b->new_tail;  /* the next chunk starts after what was read */

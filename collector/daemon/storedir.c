@@ -77,6 +77,10 @@ int storedir_open(struct storedir *s, const char *dir, uint64_t cap_bytes,
 {
     memset(s, 0, sizeof *s);
     s->cap_bytes = cap_bytes;
+    const char *ru = getenv(STOREDIR_ROLLUPS_ENV);
+    s->rollups = !ru ? STOREDIR_RU_LIVE
+                     : !strcmp(ru, "off") ? STOREDIR_RU_OFF
+                     : !strcmp(ru, "readback") ? STOREDIR_RU_READBACK : STOREDIR_RU_LIVE;
     int rc = mkdir_p(dir, STOREDIR_PARENT_MODE, STOREDIR_DIR_MODE);
     if (rc) {
         snprintf(err, errcap, "cannot create store directory %s: %s", dir, strerror(-rc));
@@ -343,8 +347,13 @@ int storedir_writer_open(struct storedir *s, const struct seg_proc_info *pi,
                          const uint8_t *meta, size_t meta_len, struct seg_writer **w)
 {
     int rc = seg_writer_open(w, s->dir, s->next_segment_id, pi, meta, meta_len);
-    if (rc == 0)
+    if (rc == 0) {
         s->next_segment_id++;
+        int ru = s->rollups == STOREDIR_RU_LIVE ? seg_writer_rollup_start(*w) : 0;
+        if (ru < 0)     /* the seal reads them back */
+            col_debug("store %s: no live rollups for %s (%s)", s->dir, seg_writer_path(*w),
+                      strerror(-ru));
+    }
     else if (rc == -EEXIST)
         s->next_segment_id++;   /* a stray file holds that id: skip it next time */
     return rc;
@@ -440,11 +449,22 @@ int storedir_seal(struct storedir *s, struct seg_writer *w, int64_t process_id, 
         return rc;
     }
     crashpt(CRASHPT_RENAMED);
-    /* the rollups, computed from the sealed file by the function every
-     * re-index uses; without them readers scan this segment's records */
+    /* the rollups: fed while the segment was written, or (the feeding
+     * interrupted, or a bench's READBACK) computed from the sealed file by
+     * the function every re-index uses: the same bytes; without them
+     * readers scan this segment's records */
     uint8_t *ru = NULL;
     size_t ru_len = 0;
-    int ru_rc = rollup_file(sum.path, &ru, &ru_len);
+    int ru_rc = 0;
+    const char *ru_how = "off";
+    if (s->rollups != STOREDIR_RU_OFF && seg_writer_rollup_finish(w, &ru, &ru_len) == 0) {
+        s->rollups_live++;
+        ru_how = "live";
+    } else if (s->rollups != STOREDIR_RU_OFF) {
+        ru_rc = rollup_file(sum.path, &ru, &ru_len);
+        s->rollups_readback++;
+        ru_how = "read back";
+    }
     if (ru_rc < 0)
         col_log_limited(&s->err_rl, COL_LOG_WARN, "store %s: no rollups for %s (%s): queries "
                         "scan its records", s->dir, sum.path, strerror(-ru_rc));
@@ -475,8 +495,8 @@ int storedir_seal(struct storedir *s, struct seg_writer *w, int64_t process_id, 
     }
     s->segments_sealed++;
     col_debug("sealed %s: %" PRIu64 " records, %" PRIu64 " bytes, %" PRIu32 " blocks; file %.2f ms, "
-              "rollups %.2f ms (%zu bytes), index %.2f ms", sum.path, sum.nrecords, sum.bytes,
-              sum.nblocks, (double)(t_file - now) / 1e6, (double)(t_ru - t_file) / 1e6, ru_len,
+              "rollups (%s) %.2f ms (%zu bytes), index %.2f ms", sum.path, sum.nrecords, sum.bytes,
+              sum.nblocks, (double)(t_file - now) / 1e6, ru_how, (double)(t_ru - t_file) / 1e6, ru_len,
               (double)(t_idx - t_ru) / 1e6);
     seg_writer_free(w);
     storedir_enforce_cap(s);

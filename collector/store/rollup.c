@@ -36,6 +36,8 @@
 #define RU_TAG_DELAY     (1u << 30)  /* a bin's entry: a delay entry's index | this */
 #define RU_TAG_FIELD     (2u << 30)  /* a field entry's index | this */
 #define RU_INDEX_MAX     (1u << 30)  /* entries of one kind: below the tags */
+#define RU_OPEN_MIN      16u         /* slots of a thread's open-task table at first use */
+#define RU_PCACHE        8u          /* a thread's last poll entries, by loc (a power of two) */
 
 /* ---- accumulator --------------------------------------------------------------- */
 
@@ -48,6 +50,10 @@ struct pkey {
 struct pent {
     struct pkey k;
     uint64_t count, unfinished, sum, max;
+    uint32_t last_bin, last_slot;   /* its last histogram bin and that bin's slot in bt,
+                                       valid while bt_moves == last_moves (poll_bin_add;
+                                       UINT32_MAX: none yet) */
+    uint32_t last_moves;
 };
 
 struct wkey {
@@ -109,6 +115,20 @@ struct thr {
     uint32_t ring, generation;
     uint32_t nopen, capopen;
     struct open_poll *open;         /* in start order; grows with the polls open at once */
+    struct oslot {                  /* task -> its open poll's index in open[] (a task has
+                                       at most one: a second start replaces the first), so
+                                       a poll start or end finds it in O(1) however many
+                                       polls a lost end left open */
+        uint64_t task;
+        uint32_t idx;               /* RU_EMPTY: a free slot */
+    } *omap;
+    uint32_t omap_cap;              /* a power of two, at least 2 x nopen; 0 before use */
+    struct pcache {                 /* the poll entry of a key last used by this thread, in
+                                       slot loc % RU_PCACHE (entries never move: an index
+                                       stays valid), so most starts skip poll_entry's hash */
+        struct pkey k;
+        uint32_t entry;             /* RU_EMPTY: nothing cached */
+    } pc[RU_PCACHE];
     int parked;
     uint64_t park_ts;
     uint16_t park_runtime, park_worker;
@@ -131,6 +151,7 @@ struct rollup {
     struct slots ws;
     struct bent *bt;                /* open addressing, entry RU_EMPTY = free; inline keys */
     uint32_t nb, capbt;
+    uint32_t bt_moves;              /* times bt was rebuilt (its slots moved) */
     struct thr *t;
     uint32_t nt, capt;
     struct waent {                  /* counts per (bucket, kind, runtime, id): wakes, events */
@@ -172,6 +193,7 @@ void rollup_free(struct rollup *r)
     free(r->bt);
     for (uint32_t i = 0; i < r->nt; i++) {
         free(r->t[i].open);
+        free(r->t[i].omap);
         free(r->t[i].ev);
     }
     free(r->t);
@@ -297,7 +319,7 @@ static int poll_entry(struct rollup *r, const struct pkey *k, uint32_t *out)
     }
     if ((e = grow((void **)&r->p, &r->capp, r->np, sizeof *r->p)) < 0)
         return e;
-    r->p[r->np] = (struct pent){ .k = *k };
+    r->p[r->np] = (struct pent){ .k = *k, .last_moves = UINT32_MAX };
     r->ps.s[j] = r->np;
     *out = r->np++;
     return 0;
@@ -359,10 +381,12 @@ static int bins_grow(struct rollup *r)
     free(r->bt);
     r->bt = t;
     r->capbt = cap;
+    r->bt_moves++;
     return 0;
 }
 
-static int bin_add(struct rollup *r, uint32_t entry, uint32_t bin)
+/* One more in bin of entry; *slot: where it is in bt (until bt moves). */
+static int bin_add_at(struct rollup *r, uint32_t entry, uint32_t bin, uint32_t *slot)
 {
     int e = bins_grow(r);
     if (e < 0)
@@ -371,12 +395,39 @@ static int bin_add(struct rollup *r, uint32_t entry, uint32_t bin)
     for (; r->bt[j].entry != RU_EMPTY; j = (j + 1) & (r->capbt - 1)) {
         if (r->bt[j].entry == entry && r->bt[j].bin == bin) {
             r->bt[j].n++;
+            *slot = j;
             return 0;
         }
     }
     r->bt[j] = (struct bent){ entry, bin, 1 };
     r->nb++;
+    *slot = j;
     return 0;
+}
+
+static int bin_add(struct rollup *r, uint32_t entry, uint32_t bin)
+{
+    uint32_t slot;
+    return bin_add_at(r, entry, bin, &slot);
+}
+
+/* The same for a poll entry: a poll's durations mostly fall in the bin of
+ * the one before, whose slot it remembers (no hash, no probe). */
+static int poll_bin_add(struct rollup *r, uint32_t entry, uint32_t bin)
+{
+    struct pent *p = &r->p[entry];
+    if (p->last_moves == r->bt_moves && p->last_bin == bin) {
+        r->bt[p->last_slot].n++;
+        return 0;
+    }
+    uint32_t slot;
+    int e = bin_add_at(r, entry, bin, &slot);
+    if (e == 0) {
+        p->last_bin = bin;
+        p->last_slot = slot;
+        p->last_moves = r->bt_moves;
+    }
+    return e;
 }
 
 uint32_t rollup_bin(uint64_t v)
@@ -410,14 +461,73 @@ static struct thr *thread_of(struct rollup *r, uint32_t ring, uint32_t generatio
     memset(t, 0, sizeof *t);
     t->ring = ring;
     t->generation = generation;
+    for (uint32_t i = 0; i < RU_PCACHE; i++)
+        t->pc[i].entry = RU_EMPTY;
     return t;
 }
 
-/* Remove open poll i of t, keeping the others in start order. */
+/* The slot of task in t's open-task table: its own, or the free one
+ * where it would go (the table is never full: at most half). */
+static inline struct oslot *omap_slot(const struct thr *t, uint64_t task)
+{
+    uint32_t mask = t->omap_cap - 1, j = (uint32_t)store_hash64(task) & mask;
+    while (t->omap[j].idx != RU_EMPTY && t->omap[j].task != task)
+        j = (j + 1) & mask;
+    return &t->omap[j];
+}
+
+/* The index in open[] of task's open poll, or RU_EMPTY. */
+static inline uint32_t open_find(const struct thr *t, uint64_t task)
+{
+    return t->omap_cap ? omap_slot(t, task)->idx : RU_EMPTY;
+}
+
+/* Room for one more open poll in the table (grown at half full). */
+static int omap_reserve(struct thr *t)
+{
+    if (t->omap_cap && (t->nopen + 1) * 2 <= t->omap_cap)
+        return 0;
+    uint32_t cap = t->omap_cap ? t->omap_cap * 2 : RU_OPEN_MIN;
+    struct oslot *m = cap > t->omap_cap ? malloc((size_t)cap * sizeof *m) : NULL;
+    if (!m)
+        return -ENOMEM;
+    for (uint32_t j = 0; j < cap; j++)
+        m[j].idx = RU_EMPTY;
+    free(t->omap);
+    t->omap = m;
+    t->omap_cap = cap;
+    for (uint32_t i = 0; i < t->nopen; i++)
+        *omap_slot(t, t->open[i].task) = (struct oslot){ t->open[i].task, i };
+    return 0;
+}
+
+/* Delete x (linear probing's deletion: entries after it that probed past
+ * it move back, no tombstones). */
+static void omap_del(struct thr *t, struct oslot *x)
+{
+    uint32_t mask = t->omap_cap - 1, i = (uint32_t)(x - t->omap), j = i;
+    for (;;) {
+        j = (j + 1) & mask;
+        if (t->omap[j].idx == RU_EMPTY)
+            break;
+        uint32_t k = (uint32_t)store_hash64(t->omap[j].task) & mask;
+        if (i <= j ? (i < k && k <= j) : (i < k || k <= j))
+            continue;
+        t->omap[i] = t->omap[j];
+        i = j;
+    }
+    t->omap[i].idx = RU_EMPTY;
+}
+
+/* Remove open poll i of t, keeping the others in start order (those above
+ * it move down one: their table entries follow). */
 static void open_remove(struct thr *t, uint32_t i)
 {
+    omap_del(t, omap_slot(t, t->open[i].task));
     memmove(&t->open[i], &t->open[i + 1], (t->nopen - i - 1) * sizeof t->open[0]);
     t->nopen--;
+    for (uint32_t j = i; j < t->nopen; j++)
+        omap_slot(t, t->open[j].task)->idx = j;
 }
 
 /* Busy time d (of a poll that ended, or the pend of one that left without
@@ -454,19 +564,25 @@ static int on_poll_start(struct rollup *r, struct thr *t, const struct d9_rec_po
 {
     /* a second start of a task open on this thread: the first one's end was
      * dropped (q_pair's rule: the new start replaces it) */
-    for (uint32_t i = t->nopen; i-- > 0;) {
-        if (t->open[i].task == s->task) {
-            int e = open_drop(r, t, i);
-            if (e < 0)
-                return e;
-            break;
-        }
+    uint32_t i = open_find(t, s->task);
+    if (i != RU_EMPTY) {
+        int e = open_drop(r, t, i);
+        if (e < 0)
+            return e;
     }
     uint32_t ent = RU_EMPTY;
     if (counted(r, s->h.ts)) {
         struct pkey k = { s->h.ts - s->h.ts % ROLLUP_BUCKET_NS, s->runtime, s->worker, s->loc };
         struct went *w;
-        int e = poll_entry(r, &k, &ent);
+        struct pcache *c = &t->pc[s->loc & (RU_PCACHE - 1)];
+        int e = 0;
+        if (c->entry != RU_EMPTY && c->k.bucket == k.bucket && c->k.loc == k.loc &&
+            c->k.runtime == k.runtime && c->k.worker == k.worker) {
+            ent = c->entry;
+        } else if ((e = poll_entry(r, &k, &ent)) == 0) {
+            c->k = k;
+            c->entry = ent;
+        }
         if (e == 0)
             e = worker_entry(r, k.bucket, s->runtime, s->worker, &w);
         if (e < 0)
@@ -474,6 +590,9 @@ static int on_poll_start(struct rollup *r, struct thr *t, const struct d9_rec_po
         r->p[ent].count++;
         w->polls++;
     }
+    int oe = omap_reserve(t);
+    if (oe < 0)
+        return oe;
     if (t->nopen == t->capopen) {
         uint32_t c = t->capopen ? t->capopen * 2 : 4;
         struct open_poll *o = c > t->capopen ? realloc(t->open, (size_t)c * sizeof *o) : NULL;
@@ -484,6 +603,7 @@ static int on_poll_start(struct rollup *r, struct thr *t, const struct d9_rec_po
     }
     t->open[t->nopen] = (struct open_poll){ s->task, s->h.ts, ent, s->runtime, s->worker,
                                             s->h.ts, 0 };
+    *omap_slot(t, s->task) = (struct oslot){ s->task, t->nopen };
     t->nopen++;
     return 0;
 }
@@ -494,11 +614,8 @@ static int on_poll_start(struct rollup *r, struct thr *t, const struct d9_rec_po
  * time is the union of the finished polls (q_sched.h's definition). */
 static int on_poll_end(struct rollup *r, struct thr *t, const struct d9_rec_poll_end *pe)
 {
-    uint32_t i = t->nopen;
-    while (i-- > 0)
-        if (t->open[i].task == pe->task)
-            break;
-    if (i == UINT32_MAX)
+    uint32_t i = open_find(t, pe->task);
+    if (i == RU_EMPTY)
         return 0;                               /* its start is not in this segment */
     struct open_poll op = t->open[i];
     uint64_t ts = pe->h.ts;
@@ -516,7 +633,7 @@ static int on_poll_end(struct rollup *r, struct thr *t, const struct d9_rec_poll
     p->sum += d;
     if (d > p->max)
         p->max = d;
-    return bin_add(r, op.entry, rollup_bin(d));
+    return poll_bin_add(r, op.entry, rollup_bin(d));
 }
 
 static int on_worker(struct rollup *r, struct thr *t, const struct d9_rec_worker *wr, int park)
@@ -779,11 +896,11 @@ out:
 
 /* A META block's schemas (seg_reader checked the entries). A schema id
  * defined again takes the new types. */
-static int on_meta(struct rollup *r, const struct seg_block *b)
+static int on_meta(struct rollup *r, const uint8_t *entries, size_t len)
 {
     size_t off = 0;
     struct shm_meta_entry m;
-    while (shm_meta_next(b->payload, b->h.len, &off, &m) == 1) {
+    while (shm_meta_next(entries, len, &off, &m) == 1) {
         if (m.kind != D9_META_SCHEMA)
             continue;
         uint32_t i;
@@ -944,12 +1061,58 @@ static int on_custom(struct rollup *r, const struct d9_rec_custom *c, size_t len
     return 0;
 }
 
+/* One record of thread t (its length checked by the caller: at least a
+ * header, inside the run). */
+static inline int feed_rec(struct rollup *r, struct thr *t, const struct d9_rec_hdr *h)
+{
+    int e = 0;
+    switch (h->type) {
+    case D9_REC_POLL_START:
+        if (h->len >= sizeof(struct d9_rec_poll_start)) {
+            const struct d9_rec_poll_start *ps = (const void *)h;
+            e = on_poll_start(r, t, ps);
+            if (e == 0)
+                e = event_add(r, t, h->ts, ps->task, ps->runtime, 0);
+        }
+        break;
+    case D9_REC_POLL_END:
+        if (h->len >= sizeof(struct d9_rec_poll_end))
+            e = on_poll_end(r, t, (const struct d9_rec_poll_end *)(const void *)h);
+        break;
+    case D9_REC_WAKE:
+        if (h->len >= sizeof(struct d9_rec_wake)) {
+            const struct d9_rec_wake *wk = (const void *)h;
+            e = count_add(r, h->ts, ROLLUP_COUNT_WAKE, wk->runtime, 0);
+            if (e == 0)
+                e = event_add(r, t, h->ts, wk->wakee, wk->runtime, 1);
+        }
+        break;
+    case D9_REC_CUSTOM:
+        if (h->len >= sizeof(struct d9_rec_custom)) {
+            const struct d9_rec_custom *cu = (const void *)h;
+            e = count_add(r, h->ts, ROLLUP_COUNT_EVENT, 0, cu->schema);
+            if (e == 0)
+                e = on_custom(r, cu, h->len);
+        }
+        break;
+    case D9_REC_WORKER_PARK:
+    case D9_REC_WORKER_UNPARK:
+        if (h->len >= sizeof(struct d9_rec_worker))
+            e = on_worker(r, t, (const struct d9_rec_worker *)(const void *)h,
+                          h->type == D9_REC_WORKER_PARK);
+        break;
+    default:
+        break;
+    }
+    return e;
+}
+
 int rollup_feed_block(struct rollup *r, const struct seg_block *b)
 {
     if (!r || !b)
         return -EINVAL;
     if (b->h.kind == SEG_BLK_META)
-        return on_meta(r, b);
+        return on_meta(r, b->payload, b->h.len);
     if (b->h.kind != SEG_BLK_DATA)
         return 0;
     struct thr *t = thread_of(r, b->h.ring, b->h.generation);
@@ -958,50 +1121,40 @@ int rollup_feed_block(struct rollup *r, const struct seg_block *b)
     size_t off = 0;
     const struct d9_rec_hdr *h;
     int e, more;
-    while ((more = seg_reader_next_record(b, &off, &h)) == 1) {
-        e = 0;
-        switch (h->type) {
-        case D9_REC_POLL_START:
-            if (h->len >= sizeof(struct d9_rec_poll_start)) {
-                const struct d9_rec_poll_start *ps = (const void *)h;
-                e = on_poll_start(r, t, ps);
-                if (e == 0)
-                    e = event_add(r, t, h->ts, ps->task, ps->runtime, 0);
-            }
-            break;
-        case D9_REC_POLL_END:
-            if (h->len >= sizeof(struct d9_rec_poll_end))
-                e = on_poll_end(r, t, (const struct d9_rec_poll_end *)(const void *)h);
-            break;
-        case D9_REC_WAKE:
-            if (h->len >= sizeof(struct d9_rec_wake)) {
-                const struct d9_rec_wake *wk = (const void *)h;
-                e = count_add(r, h->ts, ROLLUP_COUNT_WAKE, wk->runtime, 0);
-                if (e == 0)
-                    e = event_add(r, t, h->ts, wk->wakee, wk->runtime, 1);
-            }
-            break;
-        case D9_REC_CUSTOM:
-            if (h->len >= sizeof(struct d9_rec_custom)) {
-                const struct d9_rec_custom *cu = (const void *)h;
-                e = count_add(r, h->ts, ROLLUP_COUNT_EVENT, 0, cu->schema);
-                if (e == 0)
-                    e = on_custom(r, cu, h->len);
-            }
-            break;
-        case D9_REC_WORKER_PARK:
-        case D9_REC_WORKER_UNPARK:
-            if (h->len >= sizeof(struct d9_rec_worker))
-                e = on_worker(r, t, (const struct d9_rec_worker *)(const void *)h,
-                              h->type == D9_REC_WORKER_PARK);
-            break;
-        default:
-            break;
-        }
+    while ((more = seg_reader_next_record(b, &off, &h)) == 1)
+        if ((e = feed_rec(r, t, h)) < 0)
+            return e;
+    return more < 0 ? -EBADMSG : 0;
+}
+
+int rollup_feed_meta(struct rollup *r, const uint8_t *entries, size_t len)
+{
+    if (!r || (len && !entries))
+        return -EINVAL;
+    return on_meta(r, entries, len);
+}
+
+int rollup_feed_records(struct rollup *r, uint32_t ring, uint32_t generation,
+                        const uint8_t *records, size_t len)
+{
+    if (!r || (len && !records))
+        return -EINVAL;
+    if (len == 0)
+        return 0;
+    struct thr *t = thread_of(r, ring, generation);
+    if (!t)
+        return -ENOMEM;
+    for (size_t off = 0; off < len;) {
+        const struct d9_rec_hdr *h = (const void *)(records + off);
+        if (len - off < sizeof *h || h->len < sizeof *h || h->len > len - off ||
+            h->len % D9_REC_ALIGN != 0)
+            return -EBADMSG;
+        int e = feed_rec(r, t, h);
         if (e < 0)
             return e;
+        off += h->len;
     }
-    return more < 0 ? -EBADMSG : 0;
+    return 0;
 }
 
 /* ---- encode -------------------------------------------------------------------- */

@@ -4,9 +4,12 @@
  * busy and parked time and run-queue waits, per second) are answered without
  * reading the records again.
  *
- * Called by: reindex.c (rollup_file: the one function that computes a
- * segment's rollups, for the collector's seal, start-up recovery,
- * `d9 fsck --repair` and `d9 pull` alike), idx.c (stores the bytes), and
+ * Called by: seg_writer.c (live feeding while the collector writes a
+ * segment: seg_writer_rollup_*, the seal's rollups without reading the
+ * file back), reindex.c and the seal's fallback (rollup_file: the same
+ * computation from a sealed file, for salvaged segments, start-up recovery,
+ * `d9 fsck --repair`, `d9 pull`, and a segment whose live feeding was
+ * interrupted; both give the same bytes), idx.c (stores the bytes), and
  * readers (d9 sql's *_stats tables, fsck) through
  * rollup_decode. Must never: trust stored bytes (rollup_decode checks
  * everything: lengths, CRC, order, sums; fuzzed by tests/fuzz/fuzz_rollup.c),
@@ -143,6 +146,16 @@ int rollup_only(struct rollup *r, const struct rollup_range *ranges, unsigned n)
  * of the custom events after them; other non-DATA blocks are ignored).
  * 0 or -ENOMEM / -EBADMSG (a record that does not parse). */
 int rollup_feed_block(struct rollup *r, const struct seg_block *b);
+/* Live feeding (the collector, through seg_writer_rollup_*): the same
+ * accumulation from what the writer appends, in file order, without the
+ * file: a META block's entries (already checked), and a DATA block's records
+ * in ring framing (already checked; a block may come in several runs, one
+ * call each, in order). Fed exactly the blocks of a segment, then
+ * rollup_finish gives the bytes rollup_file gives for the sealed file. 0 or
+ * -ENOMEM / -EBADMSG (a record's length out of its run). */
+int rollup_feed_meta(struct rollup *r, const uint8_t *entries, size_t len);
+int rollup_feed_records(struct rollup *r, uint32_t ring, uint32_t generation,
+                        const uint8_t *records, size_t len);
 /* The stored bytes of everything fed (malloc'ed into *out). 0 or -ENOMEM. */
 int rollup_encode(const struct rollup *r, uint8_t **out, size_t *len);
 

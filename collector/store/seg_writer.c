@@ -18,6 +18,17 @@
  * unsealed segment for the caller to retry, drop (seg_writer_free) or keep
  * for salvage (seg_writer_abandon).
  *
+ * Live rollups (seg_writer_rollup_*, optional): every block appended is fed
+ * to a struct rollup as it is appended (META entries and unpacked DATA
+ * records by the writer itself; a packed block's records by its caller,
+ * run by run, between reserve and commit), so the seal's rollups need no
+ * read-back of the file. Invariant: while the rollups are live, what was fed
+ * is exactly the blocks appended, in order; anything that could break it (a
+ * reservation dropped or failed after records were fed for it, a commit
+ * whose raw bytes or thread differ from what was fed, a feed that failed)
+ * turns them off for the segment ("interrupted"), and the caller computes
+ * them from the sealed file instead (rollup_file: the same bytes).
+ *
  * Must never: leave a partial block in the file, or overwrite an existing
  * segment (rename is RENAME_NOREPLACE).
  */
@@ -32,6 +43,7 @@
 #include <unistd.h>
 #include "collector/store/crc32c.h"
 #include "collector/store/pack.h"
+#include "collector/store/rollup.h"
 #include "collector/store/seg_writer.h"
 #include "shm/clock.h"
 #include "shm/record.h"
@@ -65,7 +77,49 @@ struct seg_writer {
     char path[PATH_MAX];        /* current path (tmp, then final) */
     char final_path[sizeof(((struct seg_summary *)0)->path)];
     struct seg_summary sum;
+    struct rollup *ru;          /* live rollups (NULL: off or interrupted) */
+    int ru_state;               /* SEG_RU_* */
+    size_t ru_fed;              /* raw record bytes fed for the open reservation */
+    uint32_t ru_ring, ru_gen;   /* their thread */
 };
+
+enum { SEG_RU_OFF = 0, SEG_RU_LIVE = 1, SEG_RU_INTERRUPTED = 2 };
+
+/* Live rollups cannot be trusted any more: off for this segment. */
+static void ru_interrupt(struct seg_writer *w)
+{
+    if (w->ru_state == SEG_RU_LIVE) {
+        rollup_free(w->ru);
+        w->ru = NULL;
+        w->ru_state = SEG_RU_INTERRUPTED;
+    }
+}
+
+/* The open reservation ends without a commit: records fed for it are in
+ * no block. */
+static void resv_end(struct seg_writer *w)
+{
+    w->resv_len = 0;
+    if (w->ru_fed) {
+        w->ru_fed = 0;
+        ru_interrupt(w);
+    }
+}
+
+/* A block just appended, fed by the writer itself (META, unpacked DATA). */
+static void ru_feed_block(struct seg_writer *w, const struct seg_block_hdr *h,
+                          const void *payload)
+{
+    if (w->ru_state != SEG_RU_LIVE || !h->len)
+        return;
+    int e = 0;
+    if (h->kind == SEG_BLK_META)
+        e = rollup_feed_meta(w->ru, payload, h->len);
+    else if (h->kind == SEG_BLK_DATA)
+        e = rollup_feed_records(w->ru, h->ring, h->generation, payload, h->len);
+    if (e < 0)
+        ru_interrupt(w);
+}
 
 /* Write the buffer at `flushed`. On failure the file is cut back to
  * `flushed` and the buffer kept: nothing partial remains. */
@@ -73,7 +127,7 @@ static int w_flush(struct seg_writer *w)
 {
     if (w->err)
         return w->err;
-    w->resv_len = 0;            /* an open reservation does not survive a flush */
+    resv_end(w);                /* an open reservation does not survive a flush */
     if (w->buf_len == 0)
         return 0;
     int r = seg_pwrite_all(w->fd, w->buf, w->buf_len, w->flushed);
@@ -120,7 +174,7 @@ static int w_put_block(struct seg_writer *w, struct seg_block_hdr *h, const void
         return w->err;
     if (w->sealed)
         return -EINVAL;
-    w->resv_len = 0;            /* nor another block */
+    resv_end(w);                /* nor another block */
     h->magic = SEG_BLOCK_MAGIC;
     h->flags = 0;
     h->crc32c = crc32c_update(0, payload, h->len);
@@ -152,6 +206,7 @@ static int w_put_block(struct seg_writer *w, struct seg_block_hdr *h, const void
     }
     seg_block_info_set(&w->blocks[w->nblocks++], h, offset);
     seg_acc_add(&w->acc, h, counts ? counts : no_counts);
+    ru_feed_block(w, h, payload);
     return 0;
 }
 
@@ -281,6 +336,7 @@ int seg_writer_data_reserve(struct seg_writer *w, size_t max, uint8_t **payload)
     if (w->sealed)
         return -EINVAL;
     int r;
+    resv_end(w);                /* a reservation left open is dropped */
     if (SEG_BLOCK_HDR_SIZE + max > SEG_WRITE_BUF - w->buf_len && (r = w_flush(w)) < 0)
         return r;
     w->resv_at = w->buf_len;
@@ -293,18 +349,36 @@ int seg_writer_data_commit(struct seg_writer *w, uint32_t tid, uint32_t ring,
                            uint32_t generation, uint64_t lost, size_t len,
                            const struct seg_data_stats *st, uint32_t crc, uint16_t flags)
 {
-    if (!w || !st || w->resv_len == 0 || w->resv_at != w->buf_len || len > w->resv_len ||
-        len % D9_REC_ALIGN != 0 || (len == 0) != (st->nrec == 0) ||
-        (flags & ~SEG_BF_PACKED) != 0 || (flags && len == 0))
+    if (!w)
         return -EINVAL;
+    /* what was fed for this reservation must be this block's records */
+    size_t fed = w->ru_fed;
+    w->ru_fed = 0;
+    if (w->ru_state == SEG_RU_LIVE && w->resv_len && len <= w->resv_len) {
+        long raw = (long)len;
+        if (flags & SEG_BF_PACKED)
+            raw = len ? pack_raw_len(w->buf + w->resv_at + SEG_BLOCK_HDR_SIZE, len) : -1;
+        if (raw < 0 || (size_t)raw != fed || (fed && (ring != w->ru_ring || generation != w->ru_gen)))
+            ru_interrupt(w);
+    } else if (fed) {
+        ru_interrupt(w);
+    }
+    if (!st || w->resv_len == 0 || w->resv_at != w->buf_len || len > w->resv_len ||
+        len % D9_REC_ALIGN != 0 || (len == 0) != (st->nrec == 0) ||
+        (flags & ~SEG_BF_PACKED) != 0 || (flags && len == 0)) {
+        if (fed)
+            ru_interrupt(w);
+        return -EINVAL;
+    }
     w->resv_len = 0;
     if (len == 0 && lost == 0)
         return 0;
-    if (w->err)
-        return w->err;
-    int r = w_reserve_blocks(w, 1);
-    if (r < 0)
+    int r = w->err ? w->err : w_reserve_blocks(w, 1);
+    if (r < 0) {
+        if (fed)
+            ru_interrupt(w);
         return r;
+    }
     struct seg_block_hdr h = { .magic = SEG_BLOCK_MAGIC, .kind = SEG_BLK_DATA, .tid = tid,
                                .ring = ring, .generation = generation, .lost = lost,
                                .len = (uint32_t)len, .crc32c = crc, .nrec = st->nrec,
@@ -438,7 +512,7 @@ int seg_writer_open(struct seg_writer **out, const char *dir, uint64_t segment_i
         r = -EEXIST;
         goto fail;
     }
-    w->fd = openat(w->dirfd, w->tmp_name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
+    w->fd = openat(w->dirfd, w->tmp_name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
     if (w->fd < 0) {
         r = -errno;
         goto fail;
@@ -493,6 +567,7 @@ int seg_writer_seal(struct seg_writer *w, struct seg_summary *sum)
         return -EINVAL;
     if (w->err)
         return w->err;
+    resv_end(w);
     struct seg_footer f;
     seg_acc_footer(&w->acc, &f);
     int r = 0;
@@ -563,7 +638,102 @@ static void w_release(struct seg_writer *w, int keep_file)
         close(w->dirfd);
     free(w->buf);
     free(w->blocks);
+    rollup_free(w->ru);
     free(w);
+}
+
+int seg_writer_rollup_start(struct seg_writer *w)
+{
+    if (!w || w->sealed || w->ru_state != SEG_RU_OFF)
+        return -EINVAL;
+    for (uint32_t i = 0; i < w->nblocks; i++)
+        if (w->blocks[i].kind != SEG_BLK_META)
+            return -EBUSY;          /* records appended already: not fed */
+    int r = rollup_new(&w->ru);
+    if (r < 0)
+        return r;
+    w->ru_state = SEG_RU_LIVE;
+    /* the META blocks written so far (the open's): read back (the file is
+     * opened O_RDWR for this), they are few */
+    uint8_t *tmp = NULL;
+    for (uint32_t i = 0; i < w->nblocks && r == 0; i++) {
+        const struct seg_block_info *b = &w->blocks[i];
+        size_t plen = b->len - SEG_BLOCK_HDR_SIZE;
+        uint64_t at = b->offset + SEG_BLOCK_HDR_SIZE;
+        const uint8_t *payload;
+        if (at >= w->flushed) {
+            payload = w->buf + (at - w->flushed);
+        } else {
+            uint8_t *t = realloc(tmp, plen ? plen : 1);
+            if (!t) {
+                r = -ENOMEM;
+                break;
+            }
+            tmp = t;
+            ssize_t n = pread(w->fd, tmp, plen, (off_t)at);
+            if (n != (ssize_t)plen) {
+                r = n < 0 ? -errno : -EIO;
+                break;
+            }
+            payload = tmp;
+        }
+        r = rollup_feed_meta(w->ru, payload, plen);
+    }
+    free(tmp);
+    if (r < 0) {
+        rollup_free(w->ru);
+        w->ru = NULL;
+        w->ru_state = SEG_RU_OFF;
+    }
+    return r;
+}
+
+int seg_writer_rollup_feed(struct seg_writer *w, uint32_t ring, uint32_t generation,
+                           const uint8_t *records, size_t len)
+{
+    if (!w)
+        return -EINVAL;
+    if (w->ru_state != SEG_RU_LIVE)
+        return 0;
+    if (w->resv_len == 0 || (w->ru_fed && (ring != w->ru_ring || generation != w->ru_gen))) {
+        ru_interrupt(w);
+        return -EINVAL;
+    }
+    int e = rollup_feed_records(w->ru, ring, generation, records, len);
+    if (e < 0) {
+        ru_interrupt(w);
+        return e;
+    }
+    w->ru_ring = ring;
+    w->ru_gen = generation;
+    w->ru_fed += len;
+    return 0;
+}
+
+int seg_writer_rollup_live(const struct seg_writer *w)
+{
+    return w && w->ru_state == SEG_RU_LIVE;
+}
+
+void seg_writer_rollup_interrupt(struct seg_writer *w)
+{
+    if (w)
+        ru_interrupt(w);
+}
+
+int seg_writer_rollup_finish(struct seg_writer *w, uint8_t **out, size_t *len)
+{
+    if (!w || !out || !len)
+        return -EINVAL;
+    if (w->ru_state != SEG_RU_LIVE)
+        return w->ru_state == SEG_RU_OFF ? -ENODATA : -ESTALE;
+    if (w->sealed != 1)
+        return -EINVAL;
+    int e = rollup_finish(w->ru, out, len);
+    rollup_free(w->ru);
+    w->ru = NULL;
+    w->ru_state = SEG_RU_OFF;
+    return e;
 }
 
 void seg_writer_free(struct seg_writer *w)

@@ -113,6 +113,28 @@ uint32_t seg_writer_indexed(const struct seg_writer *w);   /* blocks marked so f
  * name and is kept (index it on restart / d9 fsck). */
 int seg_writer_seal(struct seg_writer *w, struct seg_summary *sum);
 
+/* Live rollups (rollup.h): the seal's rollups fed while the segment is
+ * written, so that they need no read-back of the file.
+ * seg_writer_rollup_start: right after open (only META blocks written so
+ * far; -EBUSY otherwise); from then on every block appended is fed: META
+ * and seg_writer_add_data's records by the writer, a reserved block's
+ * records by the caller with seg_writer_rollup_feed (ring framing, run by
+ * run in order, each run exactly once, between seg_writer_data_reserve and
+ * seg_writer_data_commit; the commit checks that the raw bytes fed are the
+ * block's). Anything that breaks "fed = appended" (a reservation dropped
+ * after a feed, a failed feed or commit) interrupts them for the segment:
+ * seg_writer_rollup_live() is then 0. seg_writer_rollup_finish, after a
+ * successful seal: the rollups' bytes (malloc'ed; rollup_file's bytes for
+ * the sealed file), or -ENODATA (never started) / -ESTALE (interrupted):
+ * compute them with rollup_file instead. */
+int seg_writer_rollup_start(struct seg_writer *w);
+int seg_writer_rollup_feed(struct seg_writer *w, uint32_t ring, uint32_t generation,
+                           const uint8_t *records, size_t len);
+int seg_writer_rollup_live(const struct seg_writer *w);
+/* Turn them off for the segment (the caller knows a fed run was dropped). */
+void seg_writer_rollup_interrupt(struct seg_writer *w);
+int seg_writer_rollup_finish(struct seg_writer *w, uint8_t **out, size_t *len);
+
 /* Drop an unsealed segment (unlinks the temp file) or free a sealed one. */
 void seg_writer_free(struct seg_writer *w);
 /* Free the writer but keep an unsealed temp file on disk (buffered blocks

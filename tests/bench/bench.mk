@@ -11,6 +11,7 @@
 #   make bench-aggs            only the rollups-vs-raw aggregates section (tests/bench/bench_aggs.sh)
 #   make bench-serve-zoom      only d9 serve's sustained zoom in Chromium (tests/bench/bench_serve_zoom.sh)
 #   make bench-flight          only the flight recorder's disk per hour, retain all vs triggered (tests/bench/bench_flight.sh)
+#   make bench-drain-cost      only the collector's ns a record with rollups off / read back / live (tests/bench/bench_drain_cost.sh)
 #   BENCH_QUICK=1 make bench   shorter runs (smoke test of the harness)
 #   BENCH_E2E_PAIRS=N make bench   N off/on pairs in the end-to-end section (default 16)
 
@@ -23,7 +24,7 @@ BENCH_BINS := $(BENCH_DIR)/bench_hot $(BENCH_DIR)/bench_hot_off $(BENCH_DIR)/ben
               $(BENCH_DIR)/bench_rollup $(BENCH_DIR)/bench_aggs_time
 BENCH_LIBS_LTTNG := -llttng-ust -ldl -pthread
 
-.PHONY: bench bench-bins bench-ship bench-parquet bench-fleet bench-aggs bench-flight
+.PHONY: bench bench-bins bench-ship bench-parquet bench-fleet bench-aggs bench-flight bench-drain-cost
 bench:
 	@D9_EXTRA_PKGS="liblttng-ust-dev lttng-tools" sh .ci/install-deps
 	@echo "bench: building into $(BUILD)"
@@ -34,6 +35,12 @@ bench:
 	@$(MAKE) --no-print-directory BUILD=$(BUILD) bench-fleet
 	@$(MAKE) --no-print-directory BUILD=$(BUILD) bench-aggs
 	@$(MAKE) --no-print-directory BUILD=$(BUILD) bench-flight
+	@$(MAKE) --no-print-directory BUILD=$(BUILD) bench-drain-cost
+
+# the collector's ns a record: rollups off / read back at the seal / fed live (tests/bench/bench_drain_cost.sh)
+bench-drain-cost:
+	@$(MAKE) --no-print-directory BUILD=$(BUILD) all $(BENCH_DIR)/bench_drain $(BENCH_DIR)/bench_colstat
+	BUILD=$(BUILD) sh tests/bench/bench_drain_cost.sh
 
 # --retain triggered vs all: disk written and kept per hour (tests/bench/bench_flight.sh)
 bench-flight:

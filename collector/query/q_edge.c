@@ -71,9 +71,10 @@ static int feed(struct rollup *ru, struct seg_reader *sr, const struct idx_read_
 }
 
 int q_edge_rollup(struct q_store *s, uint64_t segment_id, const char *path,
-                  const struct rollup_range *r, unsigned n, int lookback, uint8_t **out,
+                  const struct rollup_range *r, unsigned n, unsigned flags, uint8_t **out,
                   size_t *len, struct q_edge_stats *st)
 {
+    int lookback = (flags & Q_EDGE_LOOKBACK) != 0;
     struct q_edge_stats local;
     if (!st)
         st = &local;
@@ -95,7 +96,8 @@ int q_edge_rollup(struct q_store *s, uint64_t segment_id, const char *path,
     struct seg_reader *sr = NULL;
     struct rollup *ru = NULL;
     if ((e = seg_reader_open(&sr, path, 0)) < 0 || (e = rollup_new(&ru)) < 0 ||
-        (e = rollup_only(ru, r, n)) < 0)
+        (e = rollup_only(ru, r, n)) < 0 ||
+        ((flags & Q_EDGE_POLLS) && (e = rollup_polls_only(ru)) < 0))
         goto out;
     for (size_t g0 = 0, g1; e >= 0 && g0 < l.n; g0 = g1) {
         const struct idx_read_seg_block *t = &l.b[g0];

@@ -150,6 +150,7 @@ struct rollup {
     uint32_t nsc, capsc, lastsc;
     struct rollup_range only[ROLLUP_ONLY_MAX];  /* rollup_only; nonly 0 = everything */
     unsigned nonly;
+    int polls_only;                 /* rollup_polls_only: poll entries and their bins only */
 };
 
 int rollup_new(struct rollup **out)
@@ -193,6 +194,14 @@ int rollup_only(struct rollup *r, const struct rollup_range *ranges, unsigned n)
         r->only[i] = ranges[i];
     }
     r->nonly = n;
+    return 0;
+}
+
+int rollup_polls_only(struct rollup *r)
+{
+    if (!r)
+        return -EINVAL;
+    r->polls_only = 1;
     return 0;
 }
 
@@ -431,7 +440,7 @@ static int busy_add(struct rollup *r, struct thr *t, uint32_t i, const struct op
         t->open[i - 1].pend += d;
         return 0;
     }
-    if (d == 0 || !counted(r, op->ts))
+    if (d == 0 || r->polls_only || !counted(r, op->ts))
         return 0;
     struct went *w;
     int e = worker_entry(r, op->ts - op->ts % ROLLUP_BUCKET_NS, op->runtime, op->worker, &w);
@@ -465,14 +474,15 @@ static int on_poll_start(struct rollup *r, struct thr *t, const struct d9_rec_po
     uint32_t ent = RU_EMPTY;
     if (counted(r, s->h.ts)) {
         struct pkey k = { s->h.ts - s->h.ts % ROLLUP_BUCKET_NS, s->runtime, s->worker, s->loc };
-        struct went *w;
+        struct went *w = NULL;
         int e = poll_entry(r, &k, &ent);
-        if (e == 0)
+        if (e == 0 && !r->polls_only)
             e = worker_entry(r, k.bucket, s->runtime, s->worker, &w);
         if (e < 0)
             return e;
         r->p[ent].count++;
-        w->polls++;
+        if (w)
+            w->polls++;
     }
     if (t->nopen == t->capopen) {
         uint32_t c = t->capopen ? t->capopen * 2 : 4;
@@ -960,12 +970,14 @@ int rollup_feed_block(struct rollup *r, const struct seg_block *b)
     int e, more;
     while ((more = seg_reader_next_record(b, &off, &h)) == 1) {
         e = 0;
+        if (r->polls_only && h->type != D9_REC_POLL_START && h->type != D9_REC_POLL_END)
+            continue;
         switch (h->type) {
         case D9_REC_POLL_START:
             if (h->len >= sizeof(struct d9_rec_poll_start)) {
                 const struct d9_rec_poll_start *ps = (const void *)h;
                 e = on_poll_start(r, t, ps);
-                if (e == 0)
+                if (e == 0 && !r->polls_only)
                     e = event_add(r, t, h->ts, ps->task, ps->runtime, 0);
             }
             break;

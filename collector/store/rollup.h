@@ -138,6 +138,13 @@ struct rollup_range {
     uint64_t from, to;
 };
 int rollup_only(struct rollup *r, const struct rollup_range *ranges, unsigned n);
+/* Count the poll entries only (a reader's question about locations: d9
+ * top-polls --by-location, location_stats): no worker entry, no wake or
+ * event count, no wake->poll delay, no custom field is kept; polls are
+ * paired exactly as without it, so every poll entry's bytes (count,
+ * unfinished, sum, max, bins) equal those of the full rollups. For readers
+ * (q_edge.c); never for stored rollups. 0 or -EINVAL. */
+int rollup_polls_only(struct rollup *r);
 
 /* Feed one block of a segment, in file order (non-DATA blocks are ignored).
  * 0 or -ENOMEM / -EBADMSG (a record that does not parse). */

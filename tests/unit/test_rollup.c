@@ -83,6 +83,16 @@ static void park(struct buf *x, uint64_t ts, int is_park, uint32_t flags, uint64
     x->len += sizeof r;
 }
 
+static void wake(struct buf *x, uint64_t ts, uint64_t wakee)
+{
+    struct d9_rec_wake r = { .h = { .len = sizeof r, .type = D9_REC_WAKE, .seq = x->seq++,
+                                    .ts = ts },
+                             .waker = 0, .wakee = wakee, .runtime = 1,
+                             .target_worker = D9_WORKER_NONE };
+    memcpy(x->b + x->len, &r, sizeof r);
+    x->len += sizeof r;
+}
+
 static void flush(struct seg_writer *w, struct buf *x, uint32_t ring)
 {
     assert_int_equal(seg_writer_add_data(w, 100 + ring, ring, 1, 0, x->b, x->len), 0);
@@ -384,6 +394,155 @@ static void test_rollup_only_counts_inside_its_ranges(void **state)
     free(buf);
 }
 
+/* A segment of every kind the rollups count: on two threads, polls of 40
+ * locations with durations spread over many bins (nested ones, some never
+ * ended, some ending in a later block), parks and wakes of the polled
+ * tasks; blocks of about 100 records. */
+static void write_mixed(const char *dir, struct seg_summary *sum)
+{
+    struct seg_writer *w;
+    static struct buf x[2];
+    memset(x, 0, sizeof x);
+    assert_int_equal(seg_writer_open(&w, dir, 7, &proc, NULL, 0), 0);
+    uint64_t rnd = 0x9e3779b97f4a7c15ull, t = 1 * S;
+    for (uint32_t i = 0; i < 6000; i++) {
+        rnd ^= rnd << 13, rnd ^= rnd >> 7, rnd ^= rnd << 17;
+        struct buf *b = &x[i % 2];
+        uint64_t task = 1 + (rnd >> 40) % 500, d = (rnd >> 8) % (1u << (rnd % 24));
+        t += 1 + (rnd >> 20) % (2 * MS);
+        wake(b, t, task);
+        start(b, t + 5, task, 1 + (uint32_t)(rnd >> 20) % 40, (uint16_t)(i % 2));
+        if (rnd % 7 == 0)
+            start(b, t + 6, task + 1000, 1 + (uint32_t)(rnd >> 30) % 40, (uint16_t)(i % 2));
+        if (rnd % 11 != 0)
+            end(b, t + 5 + d, task, (uint16_t)(i % 2));
+        if (rnd % 13 == 0) {
+            park(b, t + 6 + d, 1, 0, rnd % 1000);
+            park(b, t + 7 + d, 0, 0, rnd % 999);
+        }
+        if (b->len > 100 * 40)
+            flush(w, b, i % 2);
+    }
+    for (uint32_t r = 0; r < 2; r++)
+        if (x[r].len)
+            flush(w, &x[r], r);
+    assert_int_equal(seg_writer_seal(w, sum), 0);
+    seg_writer_free(w);
+}
+
+/* Feed every block of path into a rollup counting inside r (n ranges),
+ * polls only or not; its bytes into *out. */
+static void feed_file(const char *path, const struct rollup_range *r, unsigned n, int polls_only,
+                      uint8_t **out, size_t *len)
+{
+    struct seg_reader *sr;
+    struct rollup *ru;
+    assert_int_equal(seg_reader_open(&sr, path, 0), 0);
+    assert_int_equal(rollup_new(&ru), 0);
+    assert_int_equal(rollup_only(ru, r, n), 0);
+    if (polls_only)
+        assert_int_equal(rollup_polls_only(ru), 0);
+    struct seg_block b;
+    int e;
+    while ((e = seg_reader_next(sr, &b)) == 1)
+        assert_int_equal(rollup_feed_block(ru, &b), 0);
+    assert_int_equal(e, 0);
+    assert_int_equal(rollup_finish(ru, out, len), 0);
+    rollup_free(ru);
+    seg_reader_close(sr);
+}
+
+/* The poll entries of a polls-only rollup (the locations' edge scans) are
+ * those of the full one byte for byte, bins and unfinished polls included,
+ * and nothing else is kept. */
+static void test_polls_only_keeps_the_poll_entries_byte_for_byte(void **state)
+{
+    struct fx *fx = *state;
+    struct seg_summary sum;
+    write_mixed(fx->dir, &sum);
+    struct rollup_range r[2] = { { 1 * S + 300 * MS, 2 * S + 100 * MS }, { 4 * S, 4 * S + 7 * MS } };
+    for (unsigned n = 0; n <= 2; n++) {
+        uint8_t *full, *polls;
+        size_t lf, lp;
+        feed_file(sum.path, r, n, 0, &full, &lf);
+        feed_file(sum.path, r, n, 1, &polls, &lp);
+        struct rollup_view vf, vp;
+        assert_int_equal(rollup_decode(full, lf, &vf, NULL, 0), 0);
+        assert_int_equal(rollup_decode(polls, lp, &vp, NULL, 0), 0);
+        assert_true(vf.npoll > (n ? 10u : 100u));
+        assert_true(vf.nworker > 0 && vf.ncount > 0 && vf.ndelay > 0);
+        assert_int_equal(vp.npoll, vf.npoll);
+        assert_int_equal(vp.nworker, 0);
+        assert_int_equal(vp.ncount, 0);
+        assert_int_equal(vp.ndelay, 0);
+        assert_int_equal(vp.nfield, 0);
+        /* the poll entries with their bins: everything from the header to
+         * the workers in both */
+        assert_int_equal(vp.workers_off, vf.workers_off);
+        assert_memory_equal(polls + ROLLUP_HDR_SIZE, full + ROLLUP_HDR_SIZE,
+                            vf.workers_off - ROLLUP_HDR_SIZE);
+        free(full);
+        free(polls);
+    }
+}
+
+/* Every poll entry's bins come out sorted and equal to a histogram kept
+ * here of the same polls (the encoder's sort of the bin table). */
+static void test_the_encoded_bins_are_each_polls_histogram_in_order(void **state)
+{
+    struct fx *fx = *state;
+    struct seg_writer *w;
+    static struct buf a;
+    memset(&a, 0, sizeof a);
+    assert_int_equal(seg_writer_open(&w, fx->dir, 8, &proc, NULL, 0), 0);
+    enum { LOCS = 30, BUCKETS = 16 };
+    static uint64_t want[BUCKETS][LOCS + 1][ROLLUP_BINS];
+    memset(want, 0, sizeof want);
+    uint64_t rnd = 12345, t = 1 * S;
+    for (uint32_t i = 0; i < 5000; i++) {
+        rnd ^= rnd << 13, rnd ^= rnd >> 7, rnd ^= rnd << 17;
+        uint32_t loc = 1 + (uint32_t)(rnd % LOCS);
+        uint64_t d = (rnd >> 16) % (1ull << (1 + (rnd >> 8) % 22));    /* 0 .. 4 ms */
+        start(&a, t, i + 1, loc, 0);
+        end(&a, t + d, i + 1, 0);
+        assert_true(t / S < BUCKETS);
+        want[t / S][loc][rollup_bin(d)]++;
+        t += d + 1 * MS;
+        if (a.len > 200 * 32)
+            flush(w, &a, 0);
+    }
+    flush(w, &a, 0);
+    struct seg_summary sum;
+    assert_int_equal(seg_writer_seal(w, &sum), 0);
+    seg_writer_free(w);
+    uint8_t *buf;
+    size_t len;
+    assert_int_equal(rollup_file(sum.path, &buf, &len), 0);
+    struct rollup_view v;
+    assert_int_equal(rollup_decode(buf, len, &v, NULL, 0), 0);
+    assert_true(v.npoll > 2 * LOCS);
+    size_t off = 0;
+    uint32_t i = 0;
+    struct rollup_poll p;
+    while (rollup_next_poll(&v, &off, &i, &p) == 1) {
+        assert_true(p.loc >= 1 && p.loc <= LOCS);
+        const uint64_t *h = want[p.bucket_ns / S][p.loc];
+        uint32_t prev = 0;
+        uint64_t total = 0;
+        for (uint32_t k = 0; k < p.nbins; k++) {
+            uint32_t bin, n;
+            memcpy(&bin, p.bins + 8 * k, 4);
+            memcpy(&n, p.bins + 8 * k + 4, 4);
+            assert_true(k == 0 || bin > prev);
+            assert_int_equal(n, h[bin]);
+            total += n;
+            prev = bin;
+        }
+        assert_int_equal(total, p.count);
+    }
+    free(buf);
+}
+
 /* A corrupt segment has no rollups (the reader's error), not wrong ones. */
 static void test_a_corrupt_segment_gives_no_rollups(void **state)
 {
@@ -412,6 +571,8 @@ int main(void)
         cmocka_unit_test(test_bins_are_monotonic_and_cover_every_value),
         cmocka_unit_test_setup_teardown(test_stored_bytes_are_checked_before_use, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_corrupt_segment_gives_no_rollups, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_polls_only_keeps_the_poll_entries_byte_for_byte, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_the_encoded_bins_are_each_polls_histogram_in_order, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

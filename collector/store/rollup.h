@@ -146,8 +146,10 @@ int rollup_only(struct rollup *r, const struct rollup_range *ranges, unsigned n)
  * (q_edge.c); never for stored rollups. 0 or -EINVAL. */
 int rollup_polls_only(struct rollup *r);
 
-/* Feed one block of a segment, in file order (non-DATA blocks are ignored).
- * 0 or -ENOMEM / -EBADMSG (a record that does not parse). */
+/* Feed one block of a segment, in file order (non-DATA blocks are ignored),
+ * as seg_reader_next returned it: its records checked there are walked by
+ * their lengths (bounds checked) and not checked again. 0 or -ENOMEM /
+ * -EBADMSG (a record length that does not fit the block). */
 int rollup_feed_block(struct rollup *r, const struct seg_block *b);
 /* The stored bytes of everything fed (malloc'ed into *out). 0 or -ENOMEM. */
 int rollup_encode(const struct rollup *r, uint8_t **out, size_t *len);

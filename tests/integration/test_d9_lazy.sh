@@ -12,10 +12,11 @@ LAZY='lib(curl|crypto|zmq|microhttpd|zstd|stdc\+\+)\.so'
 # loads CMD...: the libraries ld.so loaded for CMD (its exit status ignored)
 loads() { LD_DEBUG=libs "$@" 2>&1 >/dev/null | sed -n 's/.*calling init: //p'; }
 # fails_naming HIDE TEXT CMD...: with $D9_LAZY_HIDE=HIDE, CMD exits non-zero,
-# not by a signal, and says TEXT
+# not by a signal, and says TEXT (within 20 s: a d9 serve that did start is
+# stopped and fails the check)
 fails_naming() {
     _h=$1 _t=$2; shift 2
-    (D9_LAZY_HIDE=$_h; export D9_LAZY_HIDE; "$@") >"$T/fn.out" 2>&1 &&
+    (D9_LAZY_HIDE=$_h; export D9_LAZY_HIDE; timeout 20 "$@") >"$T/fn.out" 2>&1 &&
         { echo "exit 0:"; cat "$T/fn.out"; return 1; }
     _rc=$?
     [ "$_rc" -lt 128 ] || { echo "killed by a signal ($_rc)"; return 1; }

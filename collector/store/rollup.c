@@ -36,6 +36,8 @@
 #define RU_TAG_DELAY     (1u << 30)  /* a bin's entry: a delay entry's index | this */
 #define RU_TAG_FIELD     (2u << 30)  /* a field entry's index | this */
 #define RU_INDEX_MAX     (1u << 30)  /* entries of one kind: below the tags */
+#define RU_DENSE_MAX     2048u       /* polls_only: entries whose bins are counted in an array
+                                        (ROLLUP_BINS counts, 4 KiB each: 8 MiB at most) */
 
 /* ---- accumulator --------------------------------------------------------------- */
 
@@ -151,6 +153,10 @@ struct rollup {
     struct rollup_range only[ROLLUP_ONLY_MAX];  /* rollup_only; nonly 0 = everything */
     unsigned nonly;
     int polls_only;                 /* rollup_polls_only: poll entries and their bins only */
+    uint64_t **dense;               /* polls_only: dense[entry], its bins' counts by bin (NULL:
+                                       none yet); entries from RU_DENSE_MAX on use bt */
+    uint32_t capdense;
+    uint64_t ndense;                /* bins with a count, in all dense arrays */
 };
 
 int rollup_new(struct rollup **out)
@@ -181,6 +187,9 @@ void rollup_free(struct rollup *r)
     free(r->f);
     free(r->fs.s);
     free(r->sc);
+    for (uint32_t i = 0; i < r->capdense; i++)
+        free(r->dense[i]);
+    free(r->dense);
     free(r);
 }
 
@@ -199,8 +208,8 @@ int rollup_only(struct rollup *r, const struct rollup_range *ranges, unsigned n)
 
 int rollup_polls_only(struct rollup *r)
 {
-    if (!r)
-        return -EINVAL;
+    if (!r || r->nt || r->np)
+        return -EINVAL;             /* before the first block: an entry's bins in one place */
     r->polls_only = 1;
     return 0;
 }
@@ -422,6 +431,33 @@ static struct thr *thread_of(struct rollup *r, uint32_t ring, uint32_t generatio
     return t;
 }
 
+/* A poll's duration bin. With polls_only (a reader's edges: few entries,
+ * each updated by every poll of its location) in the entry's own array of
+ * counts: one add where the shared bin table's probe missed the cache on
+ * nearly every poll; the encoder reads the array in bin order. */
+static int poll_bin_add(struct rollup *r, uint32_t entry, uint32_t bin)
+{
+    if (!r->polls_only || entry >= RU_DENSE_MAX)
+        return bin_add(r, entry, bin);
+    if (entry >= r->capdense) {
+        uint32_t c = r->capdense ? r->capdense * 2 : 64;
+        while (c <= entry)
+            c *= 2;
+        uint64_t **d = realloc(r->dense, (size_t)c * sizeof *d);
+        if (!d)
+            return -ENOMEM;
+        memset(d + r->capdense, 0, (size_t)(c - r->capdense) * sizeof *d);
+        r->dense = d;
+        r->capdense = c;
+    }
+    uint64_t *h = r->dense[entry];
+    if (!h && !(h = r->dense[entry] = calloc(ROLLUP_BINS, sizeof *h)))
+        return -ENOMEM;
+    if (h[bin]++ == 0)
+        r->ndense++;
+    return 0;
+}
+
 /* Remove open poll i of t, keeping the others in start order. */
 static void open_remove(struct thr *t, uint32_t i)
 {
@@ -526,7 +562,7 @@ static int on_poll_end(struct rollup *r, struct thr *t, const struct d9_rec_poll
     p->sum += d;
     if (d > p->max)
         p->max = d;
-    return bin_add(r, op.entry, rollup_bin(d));
+    return poll_bin_add(r, op.entry, rollup_bin(d));
 }
 
 static int on_worker(struct rollup *r, struct thr *t, const struct d9_rec_worker *wr, int park)
@@ -1186,7 +1222,8 @@ int rollup_encode(const struct rollup *r, uint8_t **out, size_t *len)
         return -EINVAL;
     *out = NULL;
     *len = 0;
-    size_t n = ROLLUP_HDR_SIZE + (size_t)r->np * ROLLUP_POLL_SIZE + (size_t)r->nb * ROLLUP_BIN_SIZE +
+    size_t n = ROLLUP_HDR_SIZE + (size_t)r->np * ROLLUP_POLL_SIZE +
+               ((size_t)r->nb + r->ndense) * ROLLUP_BIN_SIZE +
                (size_t)r->nw * ROLLUP_WORKER_SIZE + (size_t)r->nwa * ROLLUP_COUNT_SIZE +
                (size_t)r->nd * ROLLUP_DELAY_SIZE + (size_t)r->nf * ROLLUP_FIELD_SIZE;
     uint8_t *buf = malloc(n);
@@ -1252,6 +1289,10 @@ int rollup_encode(const struct rollup *r, uint8_t **out, size_t *len)
     for (uint32_t i = 0; i < r->np; i++) {
         const struct pent *e = &r->p[order[i]];
         uint32_t b0 = first[order[i]], b1 = first[order[i] + 1];
+        const uint64_t *h = order[i] < r->capdense ? r->dense[order[i]] : NULL;
+        uint32_t nh = 0;
+        for (uint32_t b = 0; h && b < ROLLUP_BINS; b++)
+            nh += h[b] != 0;
         put16(&p, e->k.runtime);
         put16(&p, e->k.worker);
         put32(&p, e->k.loc);
@@ -1260,8 +1301,14 @@ int rollup_encode(const struct rollup *r, uint8_t **out, size_t *len)
         put64(&p, e->unfinished + still_open[order[i]]);
         put64(&p, e->sum);
         put64(&p, e->max);
-        put32(&p, b1 - b0);
+        put32(&p, h ? nh : b1 - b0);        /* an entry's bins are in one of the two */
         put32(&p, 0);
+        for (uint32_t b = 0; h && b < ROLLUP_BINS; b++) {
+            if (h[b]) {
+                put32(&p, b);
+                put32(&p, h[b] > UINT32_MAX ? UINT32_MAX : (uint32_t)h[b]);
+            }
+        }
         for (uint32_t j = b0; j < b1; j++) {
             put32(&p, bins[j].bin);
             put32(&p, bins[j].n > UINT32_MAX ? UINT32_MAX : (uint32_t)bins[j].n);

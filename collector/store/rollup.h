@@ -142,8 +142,11 @@ int rollup_only(struct rollup *r, const struct rollup_range *ranges, unsigned n)
  * top-polls --by-location, location_stats): no worker entry, no wake or
  * event count, no wake->poll delay, no custom field is kept; polls are
  * paired exactly as without it, so every poll entry's bytes (count,
- * unfinished, sum, max, bins) equal those of the full rollups. For readers
- * (q_edge.c); never for stored rollups. 0 or -EINVAL. */
+ * unfinished, sum, max, bins) equal those of the full rollups. Each poll
+ * entry's bins are counted in an array of its own (4 KiB, for the first
+ * 2048 entries; the rest as usual): a few entries updated by every poll.
+ * For readers (q_edge.c); never for stored rollups. Before the first
+ * block; 0 or -EINVAL. */
 int rollup_polls_only(struct rollup *r);
 
 /* Feed one block of a segment, in file order (non-DATA blocks are ignored),

@@ -486,6 +486,47 @@ static void test_polls_only_keeps_the_poll_entries_byte_for_byte(void **state)
     }
 }
 
+/* More poll entries than a polls-only rollup counts in arrays of their own
+ * (the rest go to the shared bin table): the bytes are still the full
+ * rollups' poll entries. */
+static void test_polls_only_with_thousands_of_entries_equals_the_full_rollups(void **state)
+{
+    struct fx *fx = *state;
+    struct seg_writer *w;
+    static struct buf a;
+    memset(&a, 0, sizeof a);
+    assert_int_equal(seg_writer_open(&w, fx->dir, 9, &proc, NULL, 0), 0);
+    uint64_t t = 1 * S, rnd = 77;
+    for (uint32_t i = 0; i < 3 * 2100; i++) {
+        rnd ^= rnd << 13, rnd ^= rnd >> 7, rnd ^= rnd << 17;
+        uint64_t d = 1 + (rnd >> 20) % (1u << (rnd % 20));
+        start(&a, t, i + 1, 1 + i % 2100, 0);
+        if (i + 1 < 3 * 2100)
+            end(&a, t + d, i + 1, 0);           /* the last one stays open */
+        t += d + 1;
+        if (a.len > 1000 * 32)
+            flush(w, &a, 0);
+    }
+    flush(w, &a, 0);
+    struct seg_summary sum;
+    assert_int_equal(seg_writer_seal(w, &sum), 0);
+    seg_writer_free(w);
+    uint8_t *full, *polls;
+    size_t lf, lp;
+    feed_file(sum.path, NULL, 0, 0, &full, &lf);
+    feed_file(sum.path, NULL, 0, 1, &polls, &lp);
+    struct rollup_view vf, vp;
+    assert_int_equal(rollup_decode(full, lf, &vf, NULL, 0), 0);
+    assert_int_equal(rollup_decode(polls, lp, &vp, NULL, 0), 0);
+    assert_true(vf.npoll >= 2100);
+    assert_int_equal(vp.npoll, vf.npoll);
+    assert_int_equal(vp.workers_off, vf.workers_off);
+    assert_memory_equal(polls + ROLLUP_HDR_SIZE, full + ROLLUP_HDR_SIZE,
+                        vf.workers_off - ROLLUP_HDR_SIZE);
+    free(full);
+    free(polls);
+}
+
 /* Every poll entry's bins come out sorted and equal to a histogram kept
  * here of the same polls (the encoder's sort of the bin table). */
 static void test_the_encoded_bins_are_each_polls_histogram_in_order(void **state)
@@ -573,6 +614,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_a_corrupt_segment_gives_no_rollups, setup, teardown),
         cmocka_unit_test_setup_teardown(test_polls_only_keeps_the_poll_entries_byte_for_byte, setup, teardown),
         cmocka_unit_test_setup_teardown(test_the_encoded_bins_are_each_polls_histogram_in_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_polls_only_with_thousands_of_entries_equals_the_full_rollups, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

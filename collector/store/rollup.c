@@ -509,7 +509,9 @@ static int on_poll_start(struct rollup *r, struct thr *t, const struct d9_rec_po
     }
     uint32_t ent = RU_EMPTY;
     if (counted(r, s->h.ts)) {
-        struct pkey k = { s->h.ts - s->h.ts % ROLLUP_BUCKET_NS, s->runtime, s->worker, s->loc };
+        /* polls_only: one entry per location, its workers merged (worker 0) */
+        struct pkey k = { s->h.ts - s->h.ts % ROLLUP_BUCKET_NS, s->runtime,
+                          r->polls_only ? 0 : s->worker, s->loc };
         struct went *w = NULL;
         int e = poll_entry(r, &k, &ent);
         if (e == 0 && !r->polls_only)

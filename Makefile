@@ -48,7 +48,8 @@ CPPFLAGS += -I. -I$(BUILD)/gen -DD9_VERSION=\"$(D9_VERSION)\"
 CFLAGS   += $(CSTD) $(OPT) $(WARN) -fPIC -pthread -fno-strict-aliasing $(CFLAGS_EXTRA)
 # CFLAGS_EXTRA (compiling) and LDFLAGS (linking what is installed) are for
 # packagers: `make deb` passes dpkg-buildflags' hardening through them.
-LDLIBS_AGENT := -lzmq -lprotobuf-c -pthread
+# libzmq is not linked: agent/zmqlib.c loads it when the control channel opens
+LDLIBS_AGENT := -lprotobuf-c -ldl -pthread
 # libcurl (OpenSSL flavour) and libcrypto: the S3 client of collector/s3/
 # libdw (elfutils libdwfl): d9collectd's DWARF unwinding, --stack-mode dwarf
 LDLIBS_COL   := -lzmq -lprotobuf-c -lsqlite3 -lcurl -lcrypto -lm -pthread -ldw -lelf
@@ -163,10 +164,12 @@ $(BUILD)/san/proto/%.pb-c.o: $(BUILD)/gen/proto/%.pb-c.c
 # ---- libraries and binaries ----------------------------------------------
 # libd9agent.so binds its symbols at load (-z now): a thread's first event
 # can come on a small stack, under libuv's 12 KiB epoll array, where the
-# lazy binder's frame (an xsave area) is more than is left.
+# lazy binder's frame (an xsave area) is more than is left. -z defs: every
+# symbol it uses comes from a library it names, so a direct zmq_* call
+# (libzmq is dlopened, agent/zmqlib.h) fails the link instead of the load.
 $(AGENT_SO): $(AGENT_OBJ) $(SHM_OBJ) $(PROTO_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) -shared $(LDFLAGS) -Wl,-soname,libd9agent.so.0 -Wl,-z,now -o $@ $^ $(LDLIBS_AGENT)
+	$(CC) -shared $(LDFLAGS) -Wl,-soname,libd9agent.so.0 -Wl,-z,now -Wl,-z,defs -o $@ $^ $(LDLIBS_AGENT)
 	ln -sf libd9agent.so $(dir $@)libd9agent.so.0
 $(AGENT_A): $(AGENT_OBJ) $(SHM_OBJ) $(PROTO_OBJ)
 	@mkdir -p $(dir $@)
@@ -187,12 +190,16 @@ $(call obj,$(DEMO_SRC)): CFLAGS += $(FRAME_POINTERS)
 $(BUILD)/bin/d9demo: $(call obj,$(DEMO_SRC)) $(AGENT_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_AGENT) -lm
+# Programs, tools and unit tests are compiled and linked in one step, one .c
+# each: -MMD -MP writes NAME.d beside the binary (the headers it includes),
+# which adds those headers to its prerequisites; the recipes link only the
+# .c, .o and .a of $^.
 $(BUILD)/tests/integration/prog_%: tests/integration/prog_%.c $(AGENT_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(FRAME_POINTERS) -o $@ $^ $(LDLIBS_AGENT) -lm
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(FRAME_POINTERS) -MMD -MP -o $@ $(filter %.c %.a,$^) $(LDLIBS_AGENT) -lm
 # C++ users of agent/d9.h: built with g++ (_gxx) and clang++ (_clangxx),
 # linked against libd9agent.so (found next to them through the rpath)
-CXX_PROG_FLAGS := -std=c++11 $(CPPFLAGS) $(OPT) -Wall -Wextra -Werror -pthread
+CXX_PROG_FLAGS := -std=c++11 $(CPPFLAGS) $(OPT) -Wall -Wextra -Werror -pthread -MMD -MP
 CXX_PROG_LINK  := -L$(BUILD)/lib -ld9agent -Wl,-rpath,'$$ORIGIN/../../lib'
 $(BUILD)/tests/integration/prog_%_gxx: tests/integration/prog_%.cpp agent/d9.h $(AGENT_SO)
 	@mkdir -p $(dir $@)
@@ -205,20 +212,22 @@ $(BUILD)/tests/integration/prog_demangle_gxx $(BUILD)/tests/integration/prog_dem
     CXX_PROG_FLAGS += $(FRAME_POINTERS)
 $(BUILD)/tests/integration/tool_%: tests/integration/tool_%.c $(COL_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $^ $(LDLIBS_CLI)
-# the hand-built store tools share one fixture module (store_fix.h)
-STORE_FIX_TOOLS := $(addprefix $(BUILD)/tests/integration/tool_store_,known findings window aggs)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -o $@ $(filter %.c %.a,$^) $(LDLIBS_CLI)
+# the hand-built store tools share one fixture module (store_fix.h), an
+# object of its own (one .c per compile: one dependency file each)
+STORE_FIX_OBJ := $(call obj,tests/integration/store_fix.c)
+STORE_FIX_TOOLS := $(addprefix $(BUILD)/tests/integration/tool_store_,known findings window aggs edges)
 STORE_FIX_TOOLS += $(BUILD)/tests/integration/tool_store_rollup4
 $(STORE_FIX_TOOLS): $(BUILD)/tests/integration/tool_store_%: tests/integration/tool_store_%.c \
-    tests/integration/store_fix.c tests/integration/store_fix.h $(COL_A)
+    $(STORE_FIX_OBJ) $(COL_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) -Itests/integration $(CFLAGS) -o $@ $(filter %.c %.a,$^) $(LDLIBS_CLI)
+	$(CC) $(CPPFLAGS) -Itests/integration $(CFLAGS) -MMD -MP -o $@ $(filter %.c %.o %.a,$^) $(LDLIBS_CLI)
 
 # Unit tests: every module, sanitized, plus cmocka.
 SAN_LIB_OBJ := $(call san,$(SHM_SRC) $(AGENT_SRC) $(COL_SRC)) $(BUILD)/san/proto/d9.pb-c.o $(CLI_PROTO_OBJ:$(BUILD)/obj/%=$(BUILD)/san/%)
 $(BUILD)/tests/unit/%: tests/unit/%.c $(SAN_LIB_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -o $@ $^ -lcmocka $(LDLIBS_CLI)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -MMD -MP -o $@ $(filter %.c %.o,$^) -lcmocka $(LDLIBS_CLI)
 
 # ---- tests ----------------------------------------------------------------
 unit: $(UNIT_BINS)
@@ -244,6 +253,8 @@ clean:
 	rm -rf $(BUILD)
 
 -include $(wildcard tests/*/*.mk) agent/uv/uv.mk
+# the list of what tests/run.sh runs (make test-bins-list): after the area makefiles
+include tests/testbins.mk
 # install / uninstall / man pages / Debian package
 include deploy/install.mk deploy/deb.mk
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -27,8 +27,7 @@
  * every other file's exported functions carry the file's name, ag_<file>_*
  * (agent.c ag_agent_*, control.c ag_control_*, emit.c ag_emit_*, env.c
  * ag_env_*, exitinfo.c ag_exitinfo_*, ring_claim.c ag_ring_claim*, sampler.c
- * ag_sampler_*), so a
- * symbol says where it lives.
+ * ag_sampler_*, zmqlib.c ag_zmqlib_*), so a symbol says where it lives.
  */
 #include <errno.h>
 #include <pthread.h>

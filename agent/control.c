@@ -5,6 +5,11 @@
  * application: every send is ZMQ_DONTWAIT, connect() is asynchronous in
  * zmq, and linger is bounded by AG_CONTROL_LINGER_MS. Errors are returned,
  * never logged here: a missing collector is the normal case.
+ *
+ * libzmq is called through zmqlib.h's table, loaded by the first
+ * ag_control_open (zmq.h gives the constants only; the agent does not link
+ * libzmq). A socket is open only after the table loaded, so the other
+ * functions find it there.
  */
 #include <errno.h>
 #include <string.h>
@@ -13,6 +18,7 @@
 #include <unistd.h>
 #include <zmq.h>
 #include "agent/control.h"
+#include "agent/zmqlib.h"
 #include "proto/d9.pb-c.h"
 #include "shm/d9_abi.h"
 
@@ -42,27 +48,31 @@ int ag_control_reachable(const char *endpoint)
 int ag_control_open(struct ag_control *c, const char *endpoint)
 {
     memset(c, 0, sizeof *c);
-    c->ctx = zmq_ctx_new();
+    const struct ag_zmqlib *z = ag_zmqlib_get();
+    if (!z)
+        return ag_zmqlib_state();
+    c->zmq = z;
+    c->ctx = z->ctx_new();
     if (!c->ctx)
         return -(errno ? errno : ENOMEM);
     /* one I/O thread is plenty; no extra threads for a few messages */
-    zmq_ctx_set(c->ctx, ZMQ_IO_THREADS, 1);
-    void *s = zmq_socket(c->ctx, ZMQ_DEALER);
+    z->ctx_set(c->ctx, ZMQ_IO_THREADS, 1);
+    void *s = z->socket(c->ctx, ZMQ_DEALER);
     if (!s) {
         int err = errno;
-        zmq_ctx_term(c->ctx);
+        z->ctx_term(c->ctx);
         c->ctx = NULL;
         return -err;
     }
     int linger = AG_CONTROL_LINGER_MS, hwm = AG_CONTROL_SNDHWM, immediate = 1;
-    zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
-    zmq_setsockopt(s, ZMQ_SNDHWM, &hwm, sizeof hwm);
+    z->setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
+    z->setsockopt(s, ZMQ_SNDHWM, &hwm, sizeof hwm);
     /* queue only on a completed connection: no collector, no waiting */
-    zmq_setsockopt(s, ZMQ_IMMEDIATE, &immediate, sizeof immediate);
-    if (zmq_connect(s, endpoint) != 0) {
+    z->setsockopt(s, ZMQ_IMMEDIATE, &immediate, sizeof immediate);
+    if (z->connect(s, endpoint) != 0) {
         int err = errno;
-        zmq_close(s);
-        zmq_ctx_term(c->ctx);
+        z->close(s);
+        z->ctx_term(c->ctx);
         c->ctx = NULL;
         return -err;
     }
@@ -74,26 +84,28 @@ int ag_control_send(struct ag_control *c, const uint8_t *msg, size_t len)
 {
     if (!c->sock)
         return -ENOTCONN;
-    if (zmq_send(c->sock, "", 0, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0)
+    const struct ag_zmqlib *z = c->zmq;
+    if (z->send(c->sock, "", 0, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0)
         return -errno;
     /* zmq sends multipart messages atomically: once the first frame is
      * accepted the second one is too (same pipe, already reserved) */
-    if (zmq_send(c->sock, msg, len, ZMQ_DONTWAIT) < 0)
+    if (z->send(c->sock, msg, len, ZMQ_DONTWAIT) < 0)
         return -errno;
     return 0;
 }
 
 void ag_control_close(struct ag_control *c, int linger_ms)
 {
+    const struct ag_zmqlib *z = c->zmq;     /* set whenever sock or ctx is */
     if (c->sock) {
         int linger = linger_ms < 0 ? 0 : linger_ms > AG_CONTROL_LINGER_MS
                      ? AG_CONTROL_LINGER_MS : linger_ms;
-        zmq_setsockopt(c->sock, ZMQ_LINGER, &linger, sizeof linger);
-        zmq_close(c->sock);
+        z->setsockopt(c->sock, ZMQ_LINGER, &linger, sizeof linger);
+        z->close(c->sock);
         c->sock = NULL;
     }
     if (c->ctx) {
-        zmq_ctx_term(c->ctx);
+        z->ctx_term(c->ctx);
         c->ctx = NULL;
     }
 }

@@ -9,7 +9,8 @@
  * caller retries the hello; the collector also finds regions by scanning).
  *
  * Called only from the agent's housekeeping thread (zmq sockets are not
- * thread-safe). Never called on a record path. The pack functions are pure
+ * thread-safe). Never called on a record path. libzmq is loaded by the
+ * first ag_control_open (zmqlib.h), not linked. The pack functions are pure
  * and used by the unit tests.
  */
 #ifndef D9_AGENT_CONTROL_H
@@ -22,7 +23,10 @@
 #define AG_CONTROL_SNDHWM    16     /* a handful of control messages at most */
 #define AG_CONTROL_MSG_MAX   2048u  /* a packed Request always fits (paths <= 256) */
 
+struct ag_zmqlib;
+
 struct ag_control {
+    const struct ag_zmqlib *zmq;    /* libzmq's functions (zmqlib.h), set by a successful load */
     void *ctx;
     void *sock;                 /* NULL = not connected */
 };
@@ -33,7 +37,9 @@ struct ag_hello_info {
     const char *region_path, *comm, *exe;
 };
 
-/* Create a context and a DEALER connected to endpoint. 0 or -errno. */
+/* Create a context and a DEALER connected to endpoint, loading libzmq
+ * first (zmqlib.h). 0 or -errno: -ENOENT / -ENOSYS libzmq not loadable (the
+ * agent goes on without a control channel). */
 int ag_control_open(struct ag_control *c, const char *endpoint);
 
 /* Send [empty][msg] without waiting. 0, -EAGAIN (queue full / would block),

@@ -80,6 +80,11 @@
  *   DIAL9_SAMPLER_HZ   the in-process sampler's rate, 1..1000 (default 99)
  *   DIAL9_SAMPLER_WAIT_MS  with DIAL9_SAMPLER=auto, how long to wait for the collector
  *                      to take over before sampling in-process (default 3000)
+ *   DIAL9_LOG          set, not empty and not 0: diagnostic lines on stderr, e.g. why
+ *                      the control channel could not open (default unset: none)
+ *   DIAL9_ZMQ_LIB      the file loaded for the control channel (default libzmq.so.5;
+ *                      libzmq is loaded with dlopen when the channel opens, never
+ *                      linked; without it the agent records without the channel)
  *
  * Stacks (d9 flame, CPU and off-CPU profiles) are walked by frame pointers:
  * build the program (and the libraries whose frames you want) with

@@ -66,6 +66,11 @@ int ag_env_parse_bool(const char *s)
     return -EINVAL;
 }
 
+int ag_env_log_on(const char *value)
+{
+    return value && *value && strcmp(value, "0") != 0;
+}
+
 int ag_env_parse_u32(const char *s, uint32_t lo, uint32_t hi, uint32_t *out)
 {
     if (!s || !*s)

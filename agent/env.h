@@ -35,6 +35,7 @@
 #define AG_SHM_CAP_MB_MAX  (1u << 24)   /* 16 TiB: beyond any shm directory */
 #define AG_COLLECTOR_NONE "none"    /* DIAL9_COLLECTOR=none: no control channel */
 #define AG_ERR_MAX        256u      /* room for one formatted error line */
+#define AG_LOG_VAR        "DIAL9_LOG"   /* diagnostics on stderr (ag_env_log_on) */
 
 struct ag_config {
     int enabled;                        /* DIAL9_ENABLED */
@@ -89,6 +90,10 @@ const char *ag_env_config_value(const d9_config *pc, const char *var, char *buf,
 
 /* Parse a boolean as DIAL9_ENABLED accepts it: 1 / 0 on success, -EINVAL. */
 int ag_env_parse_bool(const char *s);
+
+/* Whether DIAL9_LOG's value (NULL when unset) asks for the agent's and the
+ * shim's diagnostic lines: set, not empty and not "0". */
+int ag_env_log_on(const char *value);
 
 /* Parse a decimal unsigned integer in [lo, hi]: 0, -EINVAL (not a number)
  * or -ERANGE (a number outside the range). */

@@ -53,16 +53,25 @@
 
 #define AG_SAMPLER_SIGNAL SIGPROF
 
-struct ag_sampler_thread {
+/* What an armed thread needs: allocated at its first arming (under g.lock),
+ * freed by the thread itself at stop, after it is disarmed. A thread that is
+ * never sampled (the sampler off, the collector's perf sampling in use) has
+ * none, so the thread-local part below stays small: static TLS is taken
+ * from every thread's stack. */
+struct ag_sampler_arm {
     struct shm_producer p;      /* sampler ring: written by the handler only once armed */
-    _Atomic int armed;
-    int registered;
     int32_t ring;               /* -1: none */
     int have_timer;
     timer_t timer;
+    uint64_t stack_lo, stack_hi;
+};
+
+struct ag_sampler_thread {
+    _Atomic int armed;          /* 1: arm is complete and the handler may use it */
+    int registered;
     uint32_t tid;
     pthread_t self;
-    uint64_t stack_lo, stack_hi;
+    struct ag_sampler_arm *arm; /* NULL until first armed; written before armed's release */
     struct ag_sampler_thread *next, *prev;
 };
 
@@ -181,9 +190,10 @@ static void on_sigprof(int sig, siginfo_t *si, void *ucv)
     (void)sig;
     int saved = errno;
     struct ag_sampler_thread *t = &g_st;
-    /* acquire: pairs with the release in arm_thread; t->p is complete */
+    /* acquire: pairs with the release in arm_thread; t->arm is complete */
     if (si->si_code != SI_TIMER || !atomic_load_explicit(&t->armed, memory_order_acquire))
         goto out;
+    struct ag_sampler_arm *m = t->arm;
     ucontext_t *uc = ucv;
     uint64_t ip, fp, sp;
 #if defined(__x86_64__)
@@ -200,10 +210,10 @@ static void on_sigprof(int sig, siginfo_t *si, void *ucv)
 #endif
     uint64_t ips[AG_SAMPLER_MAX_FRAMES];
     uint16_t flags;
-    uint16_t n = ag_sampler_fp_walk(ip, fp, sp, t->stack_lo, t->stack_hi, ips,
+    uint16_t n = ag_sampler_fp_walk(ip, fp, sp, m->stack_lo, m->stack_hi, ips,
                                     AG_SAMPLER_MAX_FRAMES, &flags);
     uint32_t len = (uint32_t)(sizeof(struct d9_rec_stack) + (size_t)n * 8);
-    struct d9_rec_stack *r = shm_ring_reserve(&t->p, len);
+    struct d9_rec_stack *r = shm_ring_reserve(&m->p, len);
     if (!r) {
         atomic_fetch_add_explicit(&g.dropped, 1, memory_order_relaxed);
         goto out;
@@ -213,7 +223,7 @@ static void on_sigprof(int sig, siginfo_t *si, void *ucv)
     r->flags = flags;
     r->weight = g.period_ns;
     memcpy(r + 1, ips, (size_t)n * 8);
-    shm_ring_commit(&t->p, r, len, D9_REC_CPU_SAMPLE, sample_ts());
+    shm_ring_commit(&m->p, r, len, D9_REC_CPU_SAMPLE, sample_ts());
     atomic_fetch_add_explicit(&g.samples, 1, memory_order_relaxed);
 out:
     errno = saved;
@@ -221,13 +231,23 @@ out:
 
 /* ---- arming ----------------------------------------------------------------------- */
 
-/* g.lock held. Claims t's sampler ring and starts its timer. */
+/* g.lock held. Claims t's sampler ring and starts its timer; the first
+ * time, allocates t->arm (here, never on a record path). */
 static void arm_thread(struct ag_sampler_thread *t)
 {
     struct ag_agent *a = g.a;
     if (atomic_load_explicit(&t->armed, memory_order_relaxed) || !a->region.hdr ||
         !atomic_load_explicit(&a->live, memory_order_relaxed))
         return;
+    if (!t->arm) {
+        t->arm = calloc(1, sizeof *t->arm);
+        if (!t->arm) {
+            atomic_fetch_add_explicit(&g.dropped, 1, memory_order_relaxed);
+            return;
+        }
+        t->arm->ring = -1;
+    }
+    struct ag_sampler_arm *m = t->arm;
     pthread_attr_t attr;
     void *addr;
     size_t size;
@@ -237,17 +257,17 @@ static void arm_thread(struct ag_sampler_thread *t)
     pthread_attr_destroy(&attr);
     if (rc != 0)
         return;
-    t->stack_lo = (uint64_t)(uintptr_t)addr;
-    t->stack_hi = t->stack_lo + size;
+    m->stack_lo = (uint64_t)(uintptr_t)addr;
+    m->stack_hi = m->stack_lo + size;
 
     char name[D9_COMM_MAX] = { 0 };
     pthread_getname_np(t->self, name, sizeof name);
-    int idx = ag_ring_claim(a, t->tid, name, &t->p);
+    int idx = ag_ring_claim(a, t->tid, name, &m->p);
     if (idx < 0) {
         atomic_fetch_add_explicit(&g.dropped, 1, memory_order_relaxed);
         return;
     }
-    t->ring = idx;
+    m->ring = idx;
 
     clockid_t cid;
     struct sigevent sev;
@@ -255,19 +275,19 @@ static void arm_thread(struct ag_sampler_thread *t)
     sev.sigev_notify = SIGEV_THREAD_ID;
     sev.sigev_signo = AG_SAMPLER_SIGNAL;
     sev.sigev_notify_thread_id = (pid_t)t->tid;
-    if (pthread_getcpuclockid(t->self, &cid) != 0 || timer_create(cid, &sev, &t->timer) != 0) {
+    if (pthread_getcpuclockid(t->self, &cid) != 0 || timer_create(cid, &sev, &m->timer) != 0) {
         shm_slot_release(&a->region, (uint32_t)idx);
-        t->ring = -1;
+        m->ring = -1;
         return;
     }
-    t->have_timer = 1;
-    /* release: producer and stack bounds above happen-before the handler's use */
+    m->have_timer = 1;
+    /* release: t->arm, its producer and stack bounds happen-before the handler's use */
     atomic_store_explicit(&t->armed, 1, memory_order_release);
     struct itimerspec its;
     its.it_interval.tv_sec = (time_t)(g.period_ns / 1000000000u);
     its.it_interval.tv_nsec = (long)(g.period_ns % 1000000000u);
     its.it_value = its.it_interval;
-    timer_settime(t->timer, 0, &its, NULL);
+    timer_settime(m->timer, 0, &its, NULL);
     g.armed_threads++;
 }
 
@@ -278,9 +298,9 @@ static void disarm_thread(struct ag_sampler_thread *t)
     if (atomic_load_explicit(&t->armed, memory_order_relaxed))
         g.armed_threads--;
     atomic_store_explicit(&t->armed, 0, memory_order_seq_cst);
-    if (t->have_timer) {
-        timer_delete(t->timer);
-        t->have_timer = 0;
+    if (t->arm && t->arm->have_timer) {
+        timer_delete(t->arm->timer);
+        t->arm->have_timer = 0;
     }
 }
 
@@ -357,7 +377,6 @@ void ag_sampler_thread_start(struct ag_agent *a)
     pthread_mutex_lock(&g.lock);
     t->tid = (uint32_t)syscall(SYS_gettid);
     t->self = pthread_self();
-    t->ring = -1;
     t->prev = NULL;
     t->next = g.head;
     if (g.head)
@@ -376,9 +395,15 @@ void ag_sampler_thread_stop(struct ag_agent *a)
         return;
     pthread_mutex_lock(&g.lock);
     disarm_thread(t);
-    if (t->ring >= 0 && a->region.hdr)
-        shm_slot_release(&a->region, (uint32_t)t->ring);
-    t->ring = -1;
+    /* a SIGPROF still queued for this thread finds armed == 0 (stored
+     * above, seen by a handler on this very thread in program order) and
+     * never reaches the block freed here */
+    atomic_signal_fence(memory_order_seq_cst);
+    struct ag_sampler_arm *m = t->arm;
+    t->arm = NULL;
+    if (m && m->ring >= 0 && a->region.hdr)
+        shm_slot_release(&a->region, (uint32_t)m->ring);
+    free(m);
     if (t->prev)
         t->prev->next = t->next;
     else
@@ -421,8 +446,8 @@ void ag_sampler_fork_child(void)
     g.started = 0;
     g.active = 0;
     g.armed_threads = 0;
+    /* the forking thread's arm block, if any, is left to the parent's copy of the heap */
     memset(&g_st, 0, sizeof g_st);
-    g_st.ring = -1;
 }
 
 void ag_sampler_get_stats(struct ag_sampler_stats *out)

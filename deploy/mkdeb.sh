@@ -67,6 +67,10 @@ D9_DEPS=$(depends "$PWD/$DEB/d9/usr/bin/d9" "$PWD/$DEB/d9/usr/sbin/d9collectd")
 # libzmq and libmicrohttpd come with d9collectd, which links them)
 D9_DEPS="$D9_DEPS, libzstd1, libstdc++6"
 LIB_DEPS=$(depends "$PWD/$DEB/libd9agent0/$LIB/libd9agent.so.$VERSION")
+# libzmq is loaded with dlopen when the control channel opens (agent/zmqlib.h),
+# so dpkg-shlibdeps does not see it: named here. Without it the agent
+# records, without a control channel.
+LIB_DEPS="$LIB_DEPS, libzmq5"
 # libd9uv needs libd9agent0, which is not installed here: its shlibs say which
 echo "libd9agent 0 libd9agent0 (>= $VERSION)" >"$DEB/shlibdeps/debian/shlibs.local"
 UV_DEPS=$(depends -l"$PWD/$DEB/libd9agent0/$LIB" "$PWD/$DEB/libd9uv0/$LIB/libd9uv.so.$VERSION" "$PWD/$DEB/libd9uv0/$LIB/d9/libd9preload.so")
@@ -113,7 +117,7 @@ control libd9agent0 libs "$LIB_DEPS" \
 into per-thread shared-memory rings, without locks or syscalls on the hot
 path, for the d9collectd collector (package d9) to drain." \
     "Multi-Arch: same"
-control libd9agent-dev libdevel "libd9agent0 (= $VERSION), libzmq3-dev, libprotobuf-c-dev" \
+control libd9agent-dev libdevel "libd9agent0 (= $VERSION), libprotobuf-c-dev" \
     "runtime telemetry for C programs: agent development files" \
 "The header d9.h, the static library, the pkg-config file d9agent.pc and the
 libd9agent(3) manual, for building programs traced by d9." \

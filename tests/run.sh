@@ -15,7 +15,17 @@
 #     said 0 failed, and one that prints no closing line counts as failed;
 #   - a suite that runs past its time limit is killed (its whole process
 #     group) and counts as failed.
-# Exit status: 0 only when nothing failed.
+# Exit status: 0 only when nothing failed; 2, before any suite runs, when
+# the build is stale.
+#
+# A fresh build first (check_build): every unit binary it will run, and when
+# an integration script is selected every program, library and helper those
+# scripts use, must exist and be no older than its inputs. The list is the
+# Makefile's (make test-bins-list, tests/testbins.mk); "older" is make's own
+# answer (make -n --trace: sources, objects, and the headers of the -MMD
+# dependency files). A stale or missing one stops the run with exit status 2,
+# naming it and the changed sources, and the command that rebuilds them:
+# `make unit integration` (make test builds before it runs this).
 #
 # Limits (seconds): D9_UNIT_TIMEOUT (300), D9_SUITE_TIMEOUT (600, each
 # integration script). D9_SKIP_FUZZ=1 skips the fuzz smoke.
@@ -33,6 +43,48 @@ trap 'rm -f "$log"' EXIT
 
 # wanted NAME: the suite is selected by PATTERN (all of them without one)
 wanted() { [ -z "$PATTERN" ] || printf '%s\n' "$1" | grep -Eq -- "$PATTERN"; }
+
+# make_q ARGS...: make in this tree, on $BUILD, apart from any make that runs
+# this script (its flags and jobserver are not ours)
+make_q() {
+    env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory BUILD="$BUILD" "$@"
+}
+# stale_exit WHAT...: say what is stale, how to rebuild it, and stop
+stale_exit() {
+    echo "tests/run.sh: the build is not fresh; nothing was run."
+    printf '%s\n' "$@"
+    echo "rebuild with: make unit integration   (or run make test, which builds first)"
+    exit 2
+}
+# check_build: the unit binaries in $UNITS and, when $NEED_TOOLS is 1, the
+# tools in $TOOLS exist and make would not remake them (stale_exit if not)
+check_build() {
+    _want=$UNITS
+    [ "$NEED_TOOLS" -eq 1 ] && _want="$_want $TOOLS"
+    [ -n "$(echo $_want)" ] || return 0
+    _missing=""
+    for _b in $_want; do
+        [ -e "$_b" ] || _missing="$_missing $_b"
+    done
+    # "FILE:LINE: update target 'T' due to: P1 P2 ..." for each T make would remake
+    _trace=$(make_q -n --trace $_want 2>&1) ||
+        stale_exit "make -n $_want failed:" "$(printf '%s\n' "$_trace" | tail -n 5)"
+    _trace=$(printf '%s\n' "$_trace" | grep -v ' due to: target does not exist$' |
+        sed -n "s/^[^ ]*: update target '\(.*\)' due to: \(.*\)/\1 \2/p")
+    _stale=""
+    for _b in $_want; do
+        case " $_missing " in *" $_b "*) continue ;; esac
+        _why=$(printf '%s\n' "$_trace" | awk -v b="$_b" '$1 == b { for (i = 2; i <= NF && i <= 4; i++) printf " %s", $i; if (NF > 4) printf " (+%d more)", NF - 4 }')
+        [ -n "$_why" ] && _stale="$_stale
+  $_b (older than:$_why)"
+    done
+    [ -z "$_missing$_stale" ] && return 0
+    # the changed inputs that are not build outputs: what was edited
+    _src=$(printf '%s\n' "$_trace" | awk -v b="$BUILD/" '{ for (i = 2; i <= NF; i++) if (index($i, b) != 1) print $i }' | sort -u | head -n 20 | tr '\n' ' ' | sed 's/ $//')
+    stale_exit ${_missing:+"missing:$(printf '\n  %s' $_missing)"} \
+        ${_stale:+"stale:$_stale"} \
+        ${_src:+"changed sources: $_src"}
+}
 
 # suite_tally NAME RC KIND: count the suite whose output is in $log.
 # KIND plain: the last "NAME: N passed, N failed" line; cmocka: the sums of
@@ -78,6 +130,19 @@ if [ "$(id -u)" -eq 0 ] && [ -d /sys/kernel/tracing ] && [ ! -e /sys/kernel/trac
         echo "(mounted tracefs on /sys/kernel/tracing: the tick profile tests need it)"
 fi
 
+LIST=$(make_q -s test-bins-list 2>&1) ||
+    stale_exit "make test-bins-list failed (the runner takes its list from the Makefile):" "$LIST"
+UNITS=""
+for t in $(printf '%s\n' "$LIST" | sed -n 's/^unit //p'); do
+    wanted "$(basename "$t")" && UNITS="$UNITS $t"
+done
+TOOLS=$(printf '%s\n' "$LIST" | sed -n 's/^tool //p')
+NEED_TOOLS=0
+for t in tests/integration/test_*.sh; do
+    [ -f "$t" ] && wanted "$(basename "$t")" && { NEED_TOOLS=1; break; }
+done
+check_build
+
 if wanted layout; then
     echo "== layout (folder rules, import circles)"
     python3 tests/layout/check_layout.py "$BUILD" >"$log" 2>&1
@@ -87,9 +152,7 @@ if wanted layout; then
 fi
 
 echo "== unit tests (ASan/UBSan)"
-for t in "$BUILD"/tests/unit/test_*; do
-    [ -x "$t" ] || continue
-    wanted "$(basename "$t")" || continue
+for t in $UNITS; do
     # a hung test binary must not hang CI: kill it and report it as failed
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
         timeout -k $KILL_AFTER "$UNIT_TIMEOUT" "$t" >"$log" 2>&1

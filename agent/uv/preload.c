@@ -45,11 +45,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "agent/env.h"
 #include "loopcfg.h"
 #include "noloop.h"
 
 #define PRELOAD_SAMPLER_VAR  "DIAL9_SAMPLER"
-#define PRELOAD_LOG_VAR      "DIAL9_LOG"
 
 static unsigned g_kinds;        /* DIAL9_LOOP as parsed at load */
 
@@ -95,8 +95,7 @@ __attribute__((constructor)) static void preload_start(void)
 __attribute__((destructor)) static void preload_end(void)
 {
     int err = errno;
-    const char *v = secure_getenv(PRELOAD_LOG_VAR);
-    if (!g_kinds || !v || !*v || strcmp(v, "0") == 0 || loopcfg_started()) {
+    if (!g_kinds || !ag_env_log_on(secure_getenv(AG_LOG_VAR)) || loopcfg_started()) {
         errno = err;
         return;
     }

@@ -44,6 +44,13 @@ enum cli_exit {
 #define CLI_TIMEOUT_MS      2000                /* collector requests (status, flush) */
 #define CLI_LIMIT_DEFAULT   20                  /* top-polls, findings */
 #define CLI_SERVE_LISTEN    "127.0.0.1:8009"    /* d9 serve's default address (findings' links) */
+/* The --endpoint option in the help of the commands that ask the collector
+ * (status, flush, trigger). */
+#define CLI_HELP_ENDPOINT \
+"    --endpoint EP   collector endpoint (default: $DIAL9_COLLECTOR, else\n" \
+"                    ipc:///run/dial9/collector.sock as root, else\n" \
+"                    ipc://$XDG_RUNTIME_DIR/dial9/collector.sock, or\n" \
+"                    ipc:///tmp/dial9-UID/collector.sock without XDG_RUNTIME_DIR).\n"
 
 /* Settings resolved by main() from global flags, environment and defaults. */
 struct cli_env {

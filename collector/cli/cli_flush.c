@@ -33,10 +33,7 @@ static const char usage[] =
 "\n"
 "OPTIONS\n"
 "    --pid PID       only this process.\n"
-"    --endpoint EP   collector endpoint (default: $DIAL9_COLLECTOR, else\n"
-"                    ipc:///run/dial9/collector.sock as root, else\n"
-"                    ipc://$XDG_RUNTIME_DIR/dial9/collector.sock, or\n"
-"                    ipc:///tmp/dial9-UID/collector.sock without XDG_RUNTIME_DIR).\n"
+CLI_HELP_ENDPOINT
 "    -h, --help      this help.\n"
 "\n"
 "EXAMPLES\n"

@@ -47,10 +47,7 @@ static const char usage[] =
 "    --rings         also one line per ring: index, tid, thread, state, lag,\n"
 "                    lost, quarantined.\n"
 "    --format FMT    text (default) or jsonl (one object: the whole status).\n"
-"    --endpoint EP   collector endpoint (default: $DIAL9_COLLECTOR, else\n"
-"                    ipc:///run/dial9/collector.sock as root, else\n"
-"                    ipc://$XDG_RUNTIME_DIR/dial9/collector.sock, or\n"
-"                    ipc:///tmp/dial9-UID/collector.sock without XDG_RUNTIME_DIR).\n"
+CLI_HELP_ENDPOINT
 "    -h, --help      this help.\n"
 "\n"
 "EXAMPLES\n"

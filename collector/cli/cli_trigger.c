@@ -39,10 +39,7 @@ static const char usage[] =
 "OPTIONS\n"
 "    --pid PID       the traced process (required).\n"
 "    --reason TEXT   why (at most 255 bytes). Default: empty.\n"
-"    --endpoint EP   collector endpoint (default: $DIAL9_COLLECTOR, else\n"
-"                    ipc:///run/dial9/collector.sock as root, else\n"
-"                    ipc://$XDG_RUNTIME_DIR/dial9/collector.sock, or\n"
-"                    ipc:///tmp/dial9-UID/collector.sock without XDG_RUNTIME_DIR).\n"
+CLI_HELP_ENDPOINT
 "    -h, --help      this help.\n"
 "\n"
 "EXAMPLES\n"

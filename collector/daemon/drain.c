@@ -244,8 +244,9 @@ static void index_drops(struct proc *p, struct storedir *st)
 
 /* The slot state of the rings to read, under one guard (the others are
  * FREE): most rings of a region are FREE, and a full guarded snapshot of
- * each was most of an idle pass. */
-static int g_states(const struct proc *p, uint8_t *states)
+ * each was most of an idle pass. *no_ring gets the region's count of
+ * events lost by threads without a ring (untrusted: any value). */
+static int g_states(const struct proc *p, uint8_t *states, uint64_t *no_ring)
 {
     sigjmp_buf jb;
     if (sigsetjmp(jb, 0))
@@ -259,6 +260,7 @@ static int g_states(const struct proc *p, uint8_t *states)
                                            memory_order_relaxed);
         states[i] = st > UINT8_MAX ? UINT8_MAX : (uint8_t)st;     /* untrusted: any value */
     }
+    *no_ring = atomic_load_explicit(&p->region.hdr->lost_no_ring, memory_order_relaxed);
     guard_disarm();
     return 0;
 }
@@ -1031,6 +1033,22 @@ int drain_seal(struct proc *p, struct storedir *st)
 
 /* ---- a pass over a process ------------------------------------------------------------- */
 
+/* Events lost by the process's threads that have no ring (the agent counts
+ * them per process, in the region header, not in any ring): when the count
+ * passes the highest one seen, the growth is a lost-records trigger
+ * (--trigger-lost) and the no_ring cause of --metrics. The count is
+ * untrusted: one going back is ignored, and a hostile one that keeps
+ * growing fires no more than the debounce and rate limit allow. */
+static void lost_no_ring(struct proc *p, uint64_t no_ring, uint64_t now)
+{
+    if (no_ring <= p->no_ring_seen)
+        return;
+    uint64_t delta = no_ring - p->no_ring_seen;
+    p->no_ring_seen = no_ring;
+    p->drops.no_ring = no_ring;
+    (void)trigd_lost(p->pid, p->process_id, TRIGD_RING_NONE, delta, now);
+}
+
 int drain_proc(struct proc *p, struct storedir *st, uint64_t now_ns, int force,
                struct drain_result *res)
 {
@@ -1043,8 +1061,11 @@ int drain_proc(struct proc *p, struct storedir *st, uint64_t now_ns, int force,
     uint64_t lag = 0;
     uint32_t in_use = 0;
     uint8_t states[D9_RINGS_MAX];
+    uint64_t no_ring = 0;
     rings_to_read(p, now_ns, states);
-    int rc = g_states(p, states);
+    int rc = g_states(p, states, &no_ring);
+    if (rc == 0)
+        lost_no_ring(p, no_ring, now_ns);
     for (uint32_t i = 0; rc == 0 && i < p->geo.ring_count; i++) {
         if (states[i] != D9_RING_OWNED && states[i] != D9_RING_RELEASED) {
             /* FREE or CLAIMING: nothing of ours in it (drain_ring's own

@@ -497,15 +497,16 @@ static uint64_t v_bytes(const struct met_proc *p) { return p->bytes; }
 static uint64_t v_bad_stamps(const struct met_proc *p) { return p->bad_stamps; }
 
 /* Lost records by cause: ring_full is what the rings counted beyond the
- * other in-ring causes (read at each seal); no_ring: threads without one. */
+ * other in-ring causes (read at each seal); no_ring: threads without one
+ * (read at each drain pass). */
 static void render_lost(struct met_text *t, const struct met_proc *const *ps, size_t n,
                         const struct met_proc *other, int have_other)
 {
     met_text_family(t, "d9_lost_records_total", "counter",
                     "Records the traced process could not record, by cause: ring_full (its "
                     "ring was full), mismatch (a record of another ABI), too_big (larger than "
-                    "a ring record), no_ring (a thread without a ring). The causes other than "
-                    "ring_full are updated when a segment is sealed.");
+                    "a ring record), no_ring (a thread without a ring). mismatch and too_big "
+                    "are updated when a segment is sealed, no_ring at each drain pass.");
     static const char *const causes[] = { "ring_full", "mismatch", "too_big", "no_ring" };
     char pid[16];
     for (size_t i = 0; i <= n; i++) {

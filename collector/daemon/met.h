@@ -118,7 +118,8 @@ struct met_proc {
     /* copied from the process by the loop before each render */
     uint64_t records, bytes;
     uint64_t lost;              /* every drop the rings counted */
-    uint64_t lost_mismatch, lost_too_big, lost_no_ring;   /* causes, as of the last seal */
+    uint64_t lost_mismatch, lost_too_big;   /* causes, as of the last seal */
+    uint64_t lost_no_ring;      /* threads without a ring, as of the last drain pass */
     uint64_t bad_stamps;
 };
 

@@ -124,7 +124,9 @@ static int g_map(const char *path, uint32_t expected_uid, struct shm_region *r,
 
 /* A ring's 'lost' counter is cumulative over its life; drops already
  * written into indexed blocks (by an earlier collector run) must not be
- * reported again after a restart. */
+ * reported again after a restart. The same for the region's count of
+ * events of threads without a ring (the drops row of an earlier run): its
+ * growth since is what fires the lost trigger. */
 static void resume_lost_counters(struct proc *p, struct storedir *st)
 {
     uint64_t *lost = st->idx ? calloc(p->geo.ring_count, sizeof *lost) : NULL;
@@ -133,6 +135,12 @@ static void resume_lost_counters(struct proc *p, struct storedir *st)
             if (lost[ring] > 0)
                 p->rings[ring].lost_seen = lost[ring];
     free(lost);
+    struct idx_read_drops d;
+    if (st->idx && p->process_id > 0 &&
+        idx_read_drops(st->idx, p->process_id, 0, 0, UINT64_MAX, &d) == 0) {
+        p->no_ring_seen = d.no_ring;
+        p->drops.no_ring = d.no_ring;
+    }
 }
 
 /* The seq and time of the last record of the DATA block at `offset` of
@@ -441,6 +449,7 @@ void proc_free(struct proc *p)
     shm_region_close(&p->region);
     free(p->rings);
     free(p->meta);
+    trigd_proc_free(&p->trig);
     free(p);
 }
 

@@ -123,9 +123,11 @@ struct proc {
     struct col_ratelimit rl;
     struct prof *prof;          /* profiler (prof.h): perf sampling + maps, NULL = none */
     struct met_proc *met;       /* --metrics (met.h): owned by struct met, NULL = off */
-    struct proc_drops {         /* drop causes as of the last seal (for met.h) */
-        uint64_t mismatch, too_big, no_ring;
+    struct proc_drops {         /* drop causes as of the last seal (for met.h); no_ring */
+        uint64_t mismatch, too_big, no_ring;    /* also at each pass (drain.c) */
     } drops;
+    uint64_t no_ring_seen;      /* highest lost_no_ring a pass read (or an earlier run
+                                   indexed): the lost trigger's base */
 };
 
 /* Map and adopt the region file path (basename file) of (uid, pid, start)

@@ -7,8 +7,8 @@
  * A trigger at time t (a d9_trigger() marker drained from a ring, a
  * `d9 trigger --pid` request, an automatic trigger: a poll longer than
  * --trigger-poll-ms, a sampled scheduling wait longer than
- * --trigger-sched-ms, records lost by a ring with --trigger-lost yes, a
- * crash of the traced program) keeps the window
+ * --trigger-sched-ms, records lost (by a ring, or by threads without one)
+ * with --trigger-lost yes, a crash of the traced program) keeps the window
  * [t - lookback, t + lookforward]. Triggers closer than the debounce to the
  * last accepted one of the same pid are debounced (counted, no window);
  * more than rate_per_min accepted triggers in any minute are rate limited
@@ -66,7 +66,7 @@ struct trig_cfg {
     uint32_t poll_ms;       /* 0: no automatic poll trigger */
     int crash;              /* 1: a crash of the traced program triggers */
     uint32_t sched_ms;      /* 0: no automatic scheduling-wait trigger */
-    int lost;               /* 1: records lost by a ring trigger */
+    int lost;               /* 1: records lost (by a ring or a ringless thread) trigger */
     struct trig_field field[TRIG_FIELD_MAX];    /* --trigger-field rules */
     uint32_t nfield;
 };

@@ -7,8 +7,10 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "collector/store/col_log.h"
 #include "collector/store/idx_trig.h"
@@ -120,8 +122,9 @@ int trigd_write_blocks(uint32_t pid, struct seg_writer *w)
     return rc;
 }
 
-int trigd_fire(uint32_t pid, int64_t process_id, uint64_t t_ns, int source, const char *reason,
-               struct trig_win *win)
+/* trigd_fire with a typed trigger's fields (JSON text, NULL: none). */
+static int fire(uint32_t pid, int64_t process_id, uint64_t t_ns, int source, const char *reason,
+                const char *fields, struct trig_win *win)
 {
     int v = trig_fire(&td.st, pid, t_ns);
     struct trig_win w;
@@ -145,6 +148,7 @@ int trigd_fire(uint32_t pid, int64_t process_id, uint64_t t_ns, int source, cons
             .pid = pid, .process_id = process_id, .t_ns = t_ns,
             .source = trigd_source_name(source), .reason = why,
             .verdict = trigd_verdict_name(v), .win_t0_ns = w.t0_ns, .win_t1_ns = w.t1_ns,
+            .fields = fields,
         };
         int rc = idx_trig_add(td.idx, &row);
         if (rc) {
@@ -156,9 +160,54 @@ int trigd_fire(uint32_t pid, int64_t process_id, uint64_t t_ns, int source, cons
     return v;
 }
 
+int trigd_fire(uint32_t pid, int64_t process_id, uint64_t t_ns, int source, const char *reason,
+               struct trig_win *win)
+{
+    return fire(pid, process_id, t_ns, source, reason, NULL, win);
+}
+
 int trigd_wants(const struct trigd_proc *tp)
 {
     return tp->nbind > 0 || td.st.cfg.poll_ms > 0 || td.st.cfg.sched_ms > 0;
+}
+
+void trigd_proc_free(struct trigd_proc *tp)
+{
+    free(tp->names);
+    tp->names = NULL;
+    tp->names_len = tp->names_cap = 0;
+}
+
+/* A typed marker's field names after "reason", NUL-ended one after the
+ * other in tp->names, from b->names on. Without memory the marker fires
+ * without its fields (logged). */
+static void names_add(struct trigd_proc *tp, uint32_t pid, const struct shm_meta_entry *e,
+                      struct trigd_bind *b)
+{
+    size_t need = 0;
+    for (unsigned i = 1; i < b->nfields; i++)
+        need += strnlen(e->fields[i].name ? e->fields[i].name : "", D9_NAME_MAX) + 1;
+    if (need > UINT32_MAX - 1 - tp->names_len)
+        return;
+    if (tp->names_len + need > tp->names_cap) {
+        size_t cap = (tp->names_len + need) * 2;
+        char *n = cap <= UINT32_MAX ? realloc(tp->names, cap) : NULL;
+        if (!n) {
+            col_warn("pid %" PRIu32 ": no memory for the field names of trigger schema "
+                     "(id %" PRIu32 "); its triggers are indexed without fields", pid, e->id);
+            return;
+        }
+        tp->names = n;
+        tp->names_cap = (uint32_t)cap;
+    }
+    b->names = tp->names_len;
+    for (unsigned i = 1; i < b->nfields; i++) {
+        const char *nm = e->fields[i].name ? e->fields[i].name : "";
+        size_t l = strnlen(nm, D9_NAME_MAX);
+        memcpy(tp->names + tp->names_len, nm, l);
+        tp->names[tp->names_len + l] = 0;
+        tp->names_len += (uint32_t)(l + 1);
+    }
 }
 
 static void bind_add(struct trigd_proc *tp, uint32_t pid, const struct shm_meta_entry *e,
@@ -180,6 +229,9 @@ static void bind_add(struct trigd_proc *tp, uint32_t pid, const struct shm_meta_
     b->nfields = (uint8_t)(e->nfields <= D9_SCHEMA_MAX_FIELDS ? e->nfields : D9_SCHEMA_MAX_FIELDS);
     for (unsigned i = 0; i < b->nfields; i++)
         b->types[i] = e->fields[i].type;
+    b->names = UINT32_MAX;
+    if (rule == TRIGD_BIND_MARKER && b->nfields > 1)
+        names_add(tp, pid, e, b);
 }
 
 void trigd_meta(struct trigd_proc *tp, uint32_t pid, const struct shm_meta_entry *e)
@@ -285,8 +337,11 @@ int trigd_lost(uint32_t pid, int64_t process_id, uint32_t ring, uint64_t delta, 
 {
     if (!td.st.cfg.lost || !delta)
         return -1;
-    char why[64];
-    snprintf(why, sizeof why, "ring %" PRIu32 " lost %" PRIu64 " records", ring, delta);
+    char why[80];
+    if (ring == TRIGD_RING_NONE)
+        snprintf(why, sizeof why, "threads without a ring lost %" PRIu64 " records", delta);
+    else
+        snprintf(why, sizeof why, "ring %" PRIu32 " lost %" PRIu64 " records", ring, delta);
     return trigd_fire(pid, process_id, t_ns, TRIGD_SRC_LOST, why, NULL);
 }
 
@@ -305,6 +360,116 @@ static void marker_reason(const uint8_t *r, size_t len, char *out, size_t cap)
     size_t k = sl < cap - 1 ? sl : cap - 1;
     memcpy(out, r + sizeof c + 4, k);
     out[k] = 0;
+}
+
+/* A JSON text builder of at most cap bytes, NUL included. */
+struct jbuf {
+    char *p;
+    size_t len, cap;
+    int full;                   /* something did not fit */
+};
+
+static void j_raw(struct jbuf *j, const char *s, size_t n)
+{
+    if (j->full || n >= j->cap - j->len) {
+        j->full = 1;
+        return;
+    }
+    memcpy(j->p + j->len, s, n);
+    j->len += n;
+    j->p[j->len] = 0;
+}
+
+static void j_str(struct jbuf *j, const char *s, size_t n)
+{
+    j_raw(j, "\"", 1);
+    for (size_t i = 0; i < n && !j->full; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        char esc[8];
+        if (ch == '"' || ch == '\\') {
+            esc[0] = '\\';
+            esc[1] = (char)ch;
+            j_raw(j, esc, 2);
+        } else if (ch < 0x20 || ch == 0x7f) {
+            snprintf(esc, sizeof esc, "\\u%04x", ch);
+            j_raw(j, esc, 6);
+        } else {
+            j_raw(j, (const char *)&ch, 1);
+        }
+    }
+    j_raw(j, "\"", 1);
+}
+
+/* The fields after "reason" of a typed marker record r of len bytes as a
+ * JSON object into out (cap bytes); "" when it has none or they cannot be
+ * read. A field that does not fit is left out with the ones after it. */
+static void marker_fields(const struct trigd_proc *tp, const struct trigd_bind *b,
+                          const uint8_t *r, size_t len, char *out, size_t cap)
+{
+    out[0] = 0;
+    if (b->names == UINT32_MAX || b->nfields < 2 || !tp->names)
+        return;
+    struct jbuf j = { out, 0, cap - 1, 0 };    /* keeps room for the closing '}' */
+    struct d9_rec_custom c;
+    memcpy(&c, r, sizeof c);
+    j_raw(&j, "{", 1);
+    const char *name = tp->names + b->names;
+    unsigned n = 0;
+    for (unsigned k = 1; k < b->nfields; k++, name += strlen(name) + 1) {
+        long off = field_at(r, len, b, k);
+        if (off < 0)
+            break;
+        const uint8_t *v = r + sizeof(struct d9_rec_custom) + off;
+        uint64_t w;
+        memcpy(&w, v, sizeof w);
+        char num[40];
+        const char *val = num;
+        size_t vlen;
+        switch (b->types[k]) {
+        case D9_FT_U64: vlen = (size_t)snprintf(num, sizeof num, "%" PRIu64, w); break;
+        case D9_FT_I64: vlen = (size_t)snprintf(num, sizeof num, "%" PRId64, (int64_t)w); break;
+        case D9_FT_BOOL: val = w ? "true" : "false"; vlen = strlen(val); break;
+        case D9_FT_F64: {
+            double x;
+            memcpy(&x, &w, sizeof x);
+            if (isfinite(x))
+                vlen = (size_t)snprintf(num, sizeof num, "%.17g", x);
+            else
+                val = "null", vlen = 4;
+            break;
+        }
+        case D9_FT_STR: val = NULL; vlen = 0; break;
+        default: continue;      /* a type this collector does not know: left out */
+        }
+        size_t mark = j.len;
+        if (n)
+            j_raw(&j, ",", 1);
+        j_str(&j, name, strlen(name));
+        j_raw(&j, ":", 1);
+        if (val) {
+            j_raw(&j, val, vlen);
+        } else {
+            uint32_t sl;
+            memcpy(&sl, v, sizeof sl);
+            if (sl > D9_STR_MAX || sl > c.payload_len - (size_t)off - 4)
+                j.full = 1;     /* a bad string: the object ends before it */
+            else
+                j_str(&j, (const char *)v + 4, sl);
+        }
+        if (j.full) {
+            /* this field does not fit: the object ends before it */
+            j.len = mark;
+            j.full = 0;
+            break;
+        }
+        n++;
+    }
+    if (j.len == 0) {           /* cap too small even for '{' */
+        out[0] = 0;
+        return;
+    }
+    j.p[j.len++] = '}';         /* j.len <= cap - 2 here */
+    j.p[j.len] = 0;
 }
 
 /* A record whose seq is not the next one: records were dropped (or are
@@ -390,9 +555,11 @@ void trigd_feed(uint32_t pid, int64_t process_id, const struct trigd_proc *tp,
                 if (b->schema != id)
                     continue;
                 if (b->rule == TRIGD_BIND_MARKER) {
-                    char why[TRIGD_REASON_MAX + 1];
+                    char why[TRIGD_REASON_MAX + 1], fields[TRIGD_FIELDS_MAX];
                     marker_reason(r, h.len, why, sizeof why);
-                    trigd_fire(pid, process_id, h.ts, TRIGD_SRC_MARKER, why, NULL);
+                    marker_fields(tp, b, r, h.len, fields, sizeof fields);
+                    fire(pid, process_id, h.ts, TRIGD_SRC_MARKER, why,
+                         fields[0] ? fields : NULL, NULL);
                 } else {
                     field_check(pid, process_id, b, r, h.len, h.ts);
                 }

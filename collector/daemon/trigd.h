@@ -10,8 +10,9 @@
  * a fatal signal with --trigger-crash yes (TRIGD_SRC_CRASH), a worker
  * park/unpark record whose sampled scheduling wait is longer than
  * --trigger-sched-ms (TRIGD_SRC_SCHED, at the record's stamp), and records
- * lost by a ring with --trigger-lost yes (TRIGD_SRC_LOST, when the drain
- * sees the ring's lost counter grow).
+ * lost by a ring, or by threads that have no ring, with --trigger-lost yes
+ * (TRIGD_SRC_LOST, when the drain sees the ring's lost counter, or the
+ * region's lost_no_ring, grow).
  *
  * Each trigger, whatever its verdict (kept, merged, debounced,
  * rate-limited), is written to the index's triggers table (idx.h) when an
@@ -74,12 +75,22 @@ struct trigd_bind {
     uint8_t field;              /* the rule's field, by index */
     uint8_t nfields;
     uint8_t types[16];          /* D9_FT_* of each field (D9_SCHEMA_MAX_FIELDS) */
+    uint32_t names;             /* a typed marker's field names after "reason": their
+                                   offset in trigd_proc.names; UINT32_MAX: none */
 };
+/* A typed trigger's fields as JSON text (the index's triggers.fields): at
+ * most this many bytes, NUL included; the fields that do not fit are left
+ * out, the object stays whole. */
+#define TRIGD_FIELDS_MAX    1024u
 struct trigd_proc {
     struct trigd_bind bind[TRIGD_BIND_MAX];
     uint32_t nbind;
     int full_logged;            /* "too many schemas" said once */
+    char *names;                /* field names of typed markers, each NUL-ended */
+    uint32_t names_len, names_cap;
 };
+/* Frees what trigd_meta allocated for tp (proc_free). */
+void trigd_proc_free(struct trigd_proc *tp);
 
 /* "marker", "shell", "poll", "crash", "sched", "lost", "field". */
 const char *trigd_source_name(int source);
@@ -107,7 +118,10 @@ void trigd_meta(struct trigd_proc *tp, uint32_t pid, const struct shm_meta_entry
 
 /* The drain's look at a chunk of one ring's records (validated, stamps
  * converted, as met_feed gets them): markers of the process's d9_trigger
- * schemas (tp's bindings) fire TRIGD_SRC_MARKER at their stamp, events
+ * schemas (tp's bindings) fire TRIGD_SRC_MARKER at their stamp (a typed
+ * one with its fields after the reason as a JSON object, in the schema's
+ * order: numbers, true/false, strings with '"', '\' and control bytes
+ * escaped, a non-finite F64 as null), events
  * passing a --trigger-field rule TRIGD_SRC_FIELD; with --trigger-poll-ms, an outermost
  * poll longer than it fires TRIGD_SRC_POLL at its end; with
  * --trigger-sched-ms, a WORKER_PARK/UNPARK record not flagged
@@ -148,9 +162,11 @@ void trigd_feed(uint32_t pid, int64_t process_id, const struct trigd_proc *tp,
 int trigd_wants(const struct trigd_proc *tp);
 
 /* With --trigger-lost yes: ring of pid lost delta more records (the drain
- * saw its lost counter grow) at t_ns fires TRIGD_SRC_LOST; nothing when
- * delta is 0 or the trigger is off. Returns the verdict, or -1 when none
- * fired. */
+ * saw its lost counter grow) at t_ns fires TRIGD_SRC_LOST; ring
+ * TRIGD_RING_NONE: threads of pid that have no ring lost them (the
+ * region's lost_no_ring grew). Nothing when delta is 0 or the trigger is
+ * off. Returns the verdict, or -1 when none fired. */
+#define TRIGD_RING_NONE UINT32_MAX
 int trigd_lost(uint32_t pid, int64_t process_id, uint32_t ring, uint64_t delta, uint64_t t_ns);
 
 /* Triggers so far by source and verdict; index writes that failed. */

@@ -2,12 +2,16 @@
  * q_edge.c — a segment's rollups inside edge ranges from the blocks they
  * need (see q_edge.h).
  *
- * The index's DATA blocks of the segment are sorted by thread, then file
- * offset; each thread's run is walked once: skipped up to its first block
- * that meets a range (unless lookback), read while its blocks meet a range
- * or rollup_pending says a counted fact still waits on it, skipped after.
- * Threads are independent in the rollups (per-thread pairing), so feeding
- * one thread's blocks after another's gives the same bytes as file order.
+ * The index lists the segment's DATA and META blocks in file order. A
+ * first pass finds each thread's (ring, generation) first and last DATA
+ * block that meets a range (threads numbered by a sort of the blocks by
+ * thread); the second walks the blocks in file order and feeds every META
+ * block and, per thread, the blocks q_edge.h names. Feeding in file order
+ * keeps what depends on the order between threads as the whole file has
+ * it: a worker entry shared by two threads of one worker (a thread that
+ * took over the worker: its CPU "first" is the first record fed), the
+ * schemas a META block defines for the custom events after it, and the
+ * order of equal timestamps in the wake->poll pairing.
  */
 #include <errno.h>
 #include <limits.h>
@@ -38,15 +42,25 @@ static int on_block(void *arg, const struct idx_read_seg_block *b)
     return 0;
 }
 
+struct thr_ref {                    /* a DATA block's thread, for the sort */
+    uint32_t ring, generation;
+    size_t i;                       /* its block's index in file order */
+};
+
 static int by_thread(const void *x, const void *y)
 {
-    const struct idx_read_seg_block *a = x, *b = y;
+    const struct thr_ref *a = x, *b = y;
     if (a->ring != b->ring)
         return a->ring < b->ring ? -1 : 1;
     if (a->generation != b->generation)
         return a->generation < b->generation ? -1 : 1;
-    return a->offset < b->offset ? -1 : a->offset > b->offset;
+    return a->i < b->i ? -1 : a->i > b->i;
 }
+
+struct thr_span {                   /* a thread's DATA blocks that meet a range */
+    size_t first, last;             /* file-order indices; first SIZE_MAX: none */
+    int done;                       /* nothing later of it is needed */
+};
 
 static int meets(const struct idx_read_seg_block *b, const struct rollup_range *r, unsigned n)
 {
@@ -64,10 +78,47 @@ static int feed(struct rollup *ru, struct seg_reader *sr, const struct idx_read_
         e = seg_reader_next(sr, &b);
     if (e < 0)
         return e == -ENOMEM ? e : -EBADMSG;
-    if (e == 0 || b.offset != q->offset || b.h.kind != SEG_BLK_DATA || b.h.ring != q->ring ||
-        b.h.generation != q->generation)
+    if (e == 0 || b.offset != q->offset || b.h.kind != q->kind ||
+        (q->kind == SEG_BLK_DATA && (b.h.ring != q->ring || b.h.generation != q->generation)))
         return -EBADMSG;
     return rollup_feed_block(ru, &b);
+}
+
+/* Number the DATA blocks' threads: thr[i] for block i (META: SIZE_MAX),
+ * and each thread's span of blocks that meet a range. */
+static int spans_of(const struct blk_list *l, const struct rollup_range *r, unsigned n,
+                    size_t *thr, struct thr_span **out)
+{
+    struct thr_ref *t = malloc((l->n ? l->n : 1) * sizeof *t);
+    struct thr_span *sp = malloc((l->n ? l->n : 1) * sizeof *sp);
+    if (!t || !sp) {
+        free(t);
+        free(sp);
+        return -ENOMEM;
+    }
+    size_t nt = 0, k = 0;
+    for (size_t i = 0; i < l->n; i++) {
+        thr[i] = SIZE_MAX;
+        if (l->b[i].kind == SEG_BLK_DATA)
+            t[nt++] = (struct thr_ref){ l->b[i].ring, l->b[i].generation, i };
+    }
+    qsort(t, nt, sizeof *t, by_thread);
+    for (size_t g0 = 0, g1; g0 < nt; g0 = g1, k++) {
+        sp[k] = (struct thr_span){ SIZE_MAX, 0, 0 };
+        for (g1 = g0; g1 < nt && t[g1].ring == t[g0].ring &&
+                      t[g1].generation == t[g0].generation; g1++) {
+            thr[t[g1].i] = k;
+            if (meets(&l->b[t[g1].i], r, n)) {
+                if (sp[k].first == SIZE_MAX || t[g1].i < sp[k].first)
+                    sp[k].first = t[g1].i;
+                if (t[g1].i > sp[k].last)
+                    sp[k].last = t[g1].i;
+            }
+        }
+    }
+    free(t);
+    *out = sp;
+    return 0;
 }
 
 int q_edge_rollup(struct q_store *s, uint64_t segment_id, const char *path,
@@ -85,43 +136,44 @@ int q_edge_rollup(struct q_store *s, uint64_t segment_id, const char *path,
     *len = 0;
     struct blk_list l = { 0 };
     int e = idx_read_segment_blocks(q_store_idx(s), segment_id, on_block, &l);
-    if (e >= 0 && l.n == 0)
+    for (size_t i = 0; e >= 0 && i < l.n; i++)
+        st->blocks += l.b[i].kind == SEG_BLK_DATA;
+    if (e >= 0 && st->blocks == 0)
         e = -ENOENT;
     if (e < 0) {
         free(l.b);
         return e == -ENOMEM || e == -ENOENT ? e : -EIO;
     }
-    st->blocks = l.n;
-    qsort(l.b, l.n, sizeof *l.b, by_thread);
+    size_t *thr = malloc(l.n * sizeof *thr);
+    struct thr_span *sp = NULL;
     struct seg_reader *sr = NULL;
     struct rollup *ru = NULL;
-    if ((e = seg_reader_open(&sr, path, 0)) < 0 || (e = rollup_new(&ru)) < 0 ||
-        (e = rollup_only(ru, r, n)) < 0 ||
+    if (!thr) {
+        e = -ENOMEM;
+        goto out;
+    }
+    if ((e = spans_of(&l, r, n, thr, &sp)) < 0 || (e = seg_reader_open(&sr, path, 0)) < 0 ||
+        (e = rollup_new(&ru)) < 0 || (e = rollup_only(ru, r, n)) < 0 ||
         ((flags & Q_EDGE_POLLS) && (e = rollup_polls_only(ru)) < 0))
         goto out;
-    for (size_t g0 = 0, g1; e >= 0 && g0 < l.n; g0 = g1) {
-        const struct idx_read_seg_block *t = &l.b[g0];
-        size_t first = SIZE_MAX, last = 0;
-        for (g1 = g0; g1 < l.n && l.b[g1].ring == t->ring && l.b[g1].generation == t->generation;
-             g1++) {
-            if (meets(&l.b[g1], r, n)) {
-                if (first == SIZE_MAX)
-                    first = g1;
-                last = g1;
-            }
+    for (size_t i = 0; e >= 0 && i < l.n; i++) {
+        const struct idx_read_seg_block *b = &l.b[i];
+        if (b->kind == SEG_BLK_META) {
+            if (!(flags & Q_EDGE_POLLS))    /* polls only: no custom event counted */
+                e = feed(ru, sr, b);        /* schemas for the custom events after it */
+            continue;
         }
-        if (first == SIZE_MAX)
-            continue;                       /* nothing of this thread in the ranges */
-        for (size_t i = lookback ? g0 : first; e >= 0 && i < g1; i++) {
-            int in = (lookback && i <= last) || meets(&l.b[i], r, n);
-            if (!in && !rollup_pending(ru, t->ring, t->generation)) {
-                if (i > last)
-                    break;                  /* nothing counted waits on later records */
-                continue;                   /* between two ranges: no lookback needed */
-            }
-            e = feed(ru, sr, &l.b[i]);
-            st->read++;
+        struct thr_span *t = &sp[thr[i]];
+        if (t->done || t->first == SIZE_MAX || (!lookback && i < t->first))
+            continue;                       /* nothing of this thread in the ranges yet */
+        int in = (lookback && i <= t->last) || meets(b, r, n);
+        if (!in && !rollup_pending(ru, b->ring, b->generation)) {
+            if (i > t->last)
+                t->done = 1;                /* nothing counted waits on later records */
+            continue;                       /* between two ranges: no lookback needed */
         }
+        e = feed(ru, sr, b);
+        st->read++;
     }
     if (e >= 0)
         e = rollup_finish(ru, out, len);
@@ -129,6 +181,8 @@ out:
     rollup_free(ru);
     if (sr)
         seg_reader_close(sr);
+    free(sp);
+    free(thr);
     free(l.b);
     return e < 0 ? e : 0;
 }

@@ -3,9 +3,11 @@
  * ranges (rollup_only), reading only the DATA blocks those ranges need
  * instead of the whole file: q_agg's edges (collector/query/q_agg.h).
  *
- * Blocks come from the index (idx_read_segment_blocks: offset, thread,
- * time range), as for every scan of records (q_scan.h). Per thread (ring,
- * generation), in file order, it reads:
+ * Blocks come from the index (idx_read_segment_blocks: offset, kind,
+ * thread, time range), as for every scan of records (q_scan.h), and are
+ * fed in file order, as rollup_file feeds them: every META block (the
+ * schemas of the custom events after it), and per thread (ring,
+ * generation):
  *   - the blocks whose time range meets a range;
  *   - after them, the thread's next blocks while something counted still
  *     waits on a later record (rollup_pending: a poll started in a range
@@ -20,7 +22,11 @@
  *     time, wake and event counts) depends only on records at or after its
  *     own, so without lookback those are exact and busy_ns is not.
  * So with lookback the answer equals rollup_file_only over the whole file
- * (the raw scan) exactly, and without it every fact but busy_ns does.
+ * (the raw scan) exactly, and without it every fact but busy_ns does;
+ * both except the wake->poll delays (a wake counted in a range is paired
+ * only with a poll start in the blocks read). File order across threads
+ * matters where threads share an entry: a worker run by two threads (one
+ * took it over) keeps the first sampled cpu_ns fed (rollup.h).
  *
  * Called by q_agg.c. Must never: write to the store, or use a block whose
  * header does not match its index row (returns -EBADMSG: the caller reads

@@ -129,10 +129,26 @@ void q_text_json(FILE *f, const char *str, size_t n)
     fputc('"', f);
 }
 
+/* s[i] (of n bytes), a byte not written as itself: a whole UTF-8 character
+ * as it is (a C1 control as \u00XX, which a terminal would obey), anything
+ * else as \xHH. Returns the bytes it took (at least 1). */
+static size_t put_other(FILE *f, const unsigned char *s, size_t i, size_t n)
+{
+    size_t k;
+    if (s[i] >= 0x80 && (k = utf8_len(s + i, n - i)) > 0) {
+        if (utf8_c1(s + i, k))
+            fprintf(f, "\\u%04x", s[i + 1]);
+        else
+            fwrite(s + i, 1, k, f);
+        return k;
+    }
+    fprintf(f, "\\x%02x", s[i]);
+    return 1;
+}
+
 void q_text_escaped(FILE *f, const char *str, size_t n, bool quote)
 {
     const unsigned char *s = (const unsigned char *)str;
-    size_t k;
     if (quote)
         fputc('"', f);
     for (size_t i = 0; i < n; i++) {
@@ -143,14 +159,8 @@ void q_text_escaped(FILE *f, const char *str, size_t n, bool quote)
             fputs("\\\\", f);
         else if (c >= 0x20 && c < 0x7f)
             fputc(c, f);
-        else if (c >= 0x80 && (k = utf8_len(s + i, n - i)) > 0) {
-            if (utf8_c1(s + i, k))
-                fprintf(f, "\\u%04x", s[i + 1]);
-            else
-                fwrite(s + i, 1, k, f);
-            i += k - 1;
-        } else
-            fprintf(f, "\\x%02x", c);
+        else
+            i += put_other(f, s, i, n) - 1;
     }
     if (quote)
         fputc('"', f);
@@ -164,21 +174,14 @@ void q_text_csv(FILE *f, const char *str, size_t n)
         quote = s[i] == ',' || s[i] == '"' || s[i] == '\n';
     if (quote)
         fputc('"', f);
-    size_t k;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = s[i];
         if (c == '"')
             fputs("\"\"", f);
         else if ((c >= 0x20 && c < 0x7f) || c == '\t' || c == '\n')
             fputc(c, f);
-        else if (c >= 0x80 && (k = utf8_len(s + i, n - i)) > 0) {
-            if (utf8_c1(s + i, k))
-                fprintf(f, "\\u%04x", s[i + 1]);
-            else
-                fwrite(s + i, 1, k, f);
-            i += k - 1;
-        } else
-            fprintf(f, "\\x%02x", c);
+        else
+            i += put_other(f, s, i, n) - 1;
     }
     if (quote)
         fputc('"', f);

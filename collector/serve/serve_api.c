@@ -1180,6 +1180,28 @@ static int pick_row(void *arg, const struct idx_read_process *r)
     return 0;
 }
 
+/* The process of p's pid into *k and the window asked into [*from, *to):
+ * by default the process's own records (own_span) or everything. 0, or the
+ * HTTP status of the error it wrote (no pid, an index error, no such pid, an
+ * empty or reversed window). */
+static int pick_window(struct q_store *s, const struct serve_params *p, FILE *out, bool own_span,
+                       struct pick *k, uint64_t *from, uint64_t *to)
+{
+    if (!p->has_pid)
+        return error(out, 400, "pid is required");
+    *k = (struct pick){ 0 };
+    if (q_store_processes(s, p->pid, 0, UINT64_MAX, pick_row, k) < 0)
+        return error(out, 500, "cannot read the index");
+    if (!k->found)
+        return error(out, 404, "no such pid in the store");
+    *from = p->has_from ? p->from : own_span ? k->first : 0;
+    *to = p->has_to ? p->to : !own_span ? UINT64_MAX :
+          k->last > k->first ? k->last : k->first + 1;
+    if (*from >= *to)
+        return error(out, 400, "empty or reversed window (from >= to)");
+    return 0;
+}
+
 /* One lane per thread the index knows, the main thread (tid == pid) first,
  * then by tid: the same lanes in the same order at every zoom, each with
  * its name, whether or not it has records in the window. Threads seen in
@@ -1511,20 +1533,13 @@ static void tl_free(struct tl *t)
 static int api_timeline(struct q_store *s, const struct serve_params *p, FILE *out,
                         bool events_only)
 {
-    if (!p->has_pid)
-        return error(out, 400, "pid is required");
-    if (!events_only && !p->width)
+    if (p->has_pid && !events_only && !p->width)
         return error(out, 400, "width is required (1..4096)");
-    struct pick k = { 0 };
-    int n = q_store_processes(s, p->pid, 0, UINT64_MAX, pick_row, &k);
-    if (n < 0)
-        return error(out, 500, "cannot read the index");
-    if (!k.found)
-        return error(out, 404, "no such pid in the store");
-    uint64_t from = p->has_from ? p->from : k.first;
-    uint64_t to = p->has_to ? p->to : (k.last > k.first ? k.last : k.first + 1);
-    if (from >= to)
-        return error(out, 400, "empty or reversed window (from >= to)");
+    struct pick k;
+    uint64_t from, to;
+    int bad = pick_window(s, p, out, true, &k, &from, &to);
+    if (bad)
+        return bad;
     if (!events_only) {
         int ov = overview(s, k.id, p->pid, from, to, p->width, out);
         if (ov < 0)
@@ -1645,16 +1660,11 @@ done:
  * serve_workers.h. */
 static int api_workers(struct q_store *s, const struct serve_params *p, FILE *out)
 {
-    if (!p->has_pid)
-        return error(out, 400, "pid is required");
-    struct pick k = { 0 };
-    if (q_store_processes(s, p->pid, 0, UINT64_MAX, pick_row, &k) < 0)
-        return error(out, 500, "cannot read the index");
-    if (!k.found)
-        return error(out, 404, "no such pid in the store");
-    uint64_t from = p->has_from ? p->from : 0, to = p->has_to ? p->to : UINT64_MAX;
-    if (from >= to)
-        return error(out, 400, "empty or reversed window (from >= to)");
+    struct pick k;
+    uint64_t from, to;
+    int bad = pick_window(s, p, out, false, &k, &from, &to);
+    if (bad)
+        return bad;
     return serve_workers(s, p->pid, from, to, out);
 }
 
@@ -1673,17 +1683,11 @@ static int by_count_desc(const void *a, const void *b)
 
 static int api_flame(struct q_store *s, const struct serve_params *p, FILE *out)
 {
-    if (!p->has_pid)
-        return error(out, 400, "pid is required");
-    struct pick k = { 0 };
-    if (q_store_processes(s, p->pid, 0, UINT64_MAX, pick_row, &k) < 0)
-        return error(out, 500, "cannot read the index");
-    if (!k.found)
-        return error(out, 404, "no such pid in the store");
-    uint64_t from = p->has_from ? p->from : k.first;
-    uint64_t to = p->has_to ? p->to : (k.last > k.first ? k.last : k.first + 1);
-    if (from >= to)
-        return error(out, 400, "empty or reversed window (from >= to)");
+    struct pick k;
+    uint64_t from, to;
+    int bad = pick_window(s, p, out, true, &k, &from, &to);
+    if (bad)
+        return bad;
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
@@ -1739,16 +1743,11 @@ static int api_flame(struct q_store *s, const struct serve_params *p, FILE *out)
  * objects (no url) in a list, at most limit (default SERVE_API_MAX_ITEMS). */
 static int api_findings(struct q_store *s, const struct serve_params *p, FILE *out)
 {
-    if (!p->has_pid)
-        return error(out, 400, "pid is required");
-    struct pick k = { 0 };
-    if (q_store_processes(s, p->pid, 0, UINT64_MAX, pick_row, &k) < 0)
-        return error(out, 500, "cannot read the index");
-    if (!k.found)
-        return error(out, 404, "no such pid in the store");
-    uint64_t from = p->has_from ? p->from : 0, to = p->has_to ? p->to : UINT64_MAX;
-    if (from >= to)
-        return error(out, 400, "empty or reversed window (from >= to)");
+    struct pick k;
+    uint64_t from, to;
+    int bad = pick_window(s, p, out, false, &k, &from, &to);
+    if (bad)
+        return bad;
     struct q_find *f;
     if (q_find_new(&f, NULL) < 0)
         return error(out, 500, "out of memory");

@@ -305,6 +305,8 @@ static int on_trigger(void *arg, const struct idx_trigger *t)
         sql_list_mv_u64(&r[5], t->win_t0_ns);
         sql_list_mv_u64(&r[6], t->win_t1_ns);
     }
+    if (t->fields)
+        e |= sql_list_mv_str(&r[7], t->fields);
     sql_list_mv_key(c, r, (uint64_t)t->id, 0, 0);
     return e ? -ENOMEM : 0;
 }
@@ -361,7 +363,7 @@ int sql_list_fill(struct cur *c)
         rc = workers_fill(c);
         break;
     case K_TRIGGERS:
-        c->ncols = 7 + 1;
+        c->ncols = 8 + 1;
         rc = idx_trig_foreach(q_store_idx(v->s), c->f.pid, 0, UINT64_MAX, on_trigger, c);
         break;
     case K_KEPT:

@@ -186,11 +186,12 @@ static const struct tab_def defs[] = {
       "sum_ns/max_ns/quantiles; p50..p999 within 6.25 %, NULL without a finished poll" },
     { "triggers", K_TRIGGERS,
       "pid INTEGER, t_ns INTEGER, source TEXT, reason TEXT, verdict TEXT, win_t0 INTEGER, "
-      "win_t1 INTEGER",
+      "win_t1 INTEGER, fields TEXT",
       0, -1, -1, -1, 0, false, false,
       "the collector's triggers (index): source marker|shell|poll|crash|sched|lost|field, verdict "
       "kept|merged|debounced|rate-limited, win_t0..win_t1 the kept window after merges "
-      "(NULL: none)" },
+      "(NULL: none), fields a typed trigger's fields but its reason as a JSON object "
+      "(NULL: none, or a store from before index version 5)" },
     { "kept", K_KEPT,
       "pid INTEGER, t0_ns INTEGER, t1_ns INTEGER, trig_ns INTEGER, ntrig INTEGER, "
       "reason TEXT, segment_id INTEGER, path TEXT, bytes INTEGER, records INTEGER, "

@@ -462,7 +462,8 @@ static int create_schema(struct idx *x)
     return e;
 }
 
-/* A version 3 index becomes version 4: the triggers table (idx_trig.h). */
+/* A version 3 or 4 index becomes version 5: the triggers table and its
+ * fields column (idx_trig.h). */
 static int upgrade_schema(struct idx *x)
 {
     int e = exec(x, "BEGIN IMMEDIATE", "begin");

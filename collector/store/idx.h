@@ -50,7 +50,8 @@
  *                                -- the segment's aggregates (collector/store/rollup.h),
  *                                   written in the segment's own transaction; no row =
  *                                   none (readers scan the records instead)
- *   triggers(...)              -- version 4: the collector's triggers (idx_trig.h)
+ *   triggers(...)              -- version 4: the collector's triggers (idx_trig.h);
+ *                                   version 5: their fields column
  *   kept(segment_id INTEGER PRIMARY KEY, trig_ns INT, t0_ns INT, t1_ns INT, trig_pid INT,
  *        ntrig INT, source_segment INT, reason TEXT)
  *                                -- a kept window's segment (--retain triggered; seg.h's
@@ -77,10 +78,12 @@
 #include <stdint.h>
 #include "collector/store/seg_writer.h"
 
-#define IDX_SCHEMA_VERSION 4
-/* Version 3 is version 4 without the triggers table (idx_trig.h): readers
- * read it as having no triggers; a writer's open converts it (creates the
- * table and sets the version, in one transaction). Older ones are refused. */
+#define IDX_SCHEMA_VERSION 5
+/* Version 4 is version 5 without the triggers table's fields column, and
+ * version 3 without the triggers table (idx_trig.h): readers read them as
+ * having no fields, no triggers; a writer's open converts them (adds what
+ * is missing and sets the version, in one transaction). Older ones are
+ * refused. */
 #define IDX_SCHEMA_VERSION_OLDEST 3
 #define IDX_FILE_NAME      "index.sqlite"
 /* A writer creates the index with this mode (SQLite would make it 0644 less
@@ -252,7 +255,7 @@ void idx_rollback(struct idx *x);
  * missing process row -ENOENT); an index whose schema version differs from
  * IDX_SCHEMA_VERSION is -EPROTONOSUPPORT, nothing written to it (formats
  * change by a version bump, never by tables added in place), except
- * IDX_SCHEMA_VERSION_OLDEST (read as is, converted by a writer). An older one is
+ * versions from IDX_SCHEMA_VERSION_OLDEST on (read as is, converted by a writer). An older one is
  * not converted: its message says to remove it, and d9collectd's start-up
  * recovery indexes every sealed segment without a row (reindex.h), which
  * rebuilds all but the thread names and the upload states. idx_open / idx_open_readonly print

@@ -79,6 +79,29 @@ static int one_text(struct idx *x, sqlite3_stmt *st, char *out, size_t cap, cons
     return rc == SQLITE_DONE ? -ENOENT : fail(x, what);
 }
 
+/* The first column of the first row of st as an integer into *v (when v is
+ * not NULL), st finalized: 1 (a row), 0 (none) or -EIO. */
+static int one_i64(struct idx *x, sqlite3_stmt *st, sqlite3_int64 *v, const char *what)
+{
+    int rc = sqlite3_step(st);
+    int e = rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : fail(x, what);
+    if (e == 1 && v)
+        *v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return e;
+}
+
+/* The end of a listing that called fn for n rows, rc its last step, ret fn's
+ * last answer; st finalized: fn's stop (negative), else -EIO if the steps
+ * failed, else n. */
+static int list_end(struct idx *x, sqlite3_stmt *st, int rc, int ret, int n, const char *what)
+{
+    if (ret == 0 && rc != SQLITE_DONE)
+        ret = fail(x, what);
+    sqlite3_finalize(st);
+    return ret < 0 ? ret : n;
+}
+
 int idx_read_meta_get(struct idx *x, const char *key, char *out, size_t cap)
 {
     sqlite3_stmt *st;
@@ -103,14 +126,10 @@ int idx_read_alive_pid(struct idx *x, uint32_t pid, uint32_t *alive_pid)
     if (e < 0)
         return e;
     sqlite3_bind_int64(st, 1, pid);
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW) {
-        *alive_pid = (uint32_t)sqlite3_column_int64(st, 0);
-        e = 1;
-    } else {
-        e = rc == SQLITE_DONE ? 0 : fail(x, "alive process");
-    }
-    sqlite3_finalize(st);
+    sqlite3_int64 v;
+    e = one_i64(x, st, &v, "alive process");
+    if (e == 1)
+        *alive_pid = (uint32_t)v;
     return e;
 }
 
@@ -475,10 +494,7 @@ int idx_read_threads(struct idx *x, uint32_t pid, int64_t process_id,
         if ((ret = fn(arg, &r)) != 0)
             break;
     }
-    if (ret == 0 && rc != SQLITE_DONE)
-        ret = fail(x, "list threads");
-    sqlite3_finalize(st);
-    return ret < 0 ? ret : n;
+    return list_end(x, st, rc, ret, n, "list threads");
 }
 
 int idx_read_segment_threads(struct idx *x, uint64_t segment_id,
@@ -509,10 +525,7 @@ int idx_read_segment_threads(struct idx *x, uint64_t segment_id,
         if ((ret = fn(arg, &r)) != 0)
             break;
     }
-    if (ret == 0 && rc != SQLITE_DONE)
-        ret = fail(x, "list a segment's threads");
-    sqlite3_finalize(st);
-    return ret < 0 ? ret : n;
+    return list_end(x, st, rc, ret, n, "list a segment's threads");
 }
 
 int idx_read_runtimes(struct idx *x, uint32_t pid, int64_t process_id,
@@ -542,10 +555,7 @@ int idx_read_runtimes(struct idx *x, uint32_t pid, int64_t process_id,
         if ((ret = fn(arg, &r)) != 0)
             break;
     }
-    if (ret == 0 && rc != SQLITE_DONE)
-        ret = fail(x, "list runtimes");
-    sqlite3_finalize(st);
-    return ret < 0 ? ret : n;
+    return list_end(x, st, rc, ret, n, "list runtimes");
 }
 
 int idx_read_thread_name(struct idx *x, int64_t process_id, uint32_t ring, uint32_t generation,
@@ -618,14 +628,11 @@ int idx_read_data_version(struct idx *x, int64_t *out)
     int e = prep(x, "PRAGMA data_version", &st);
     if (e < 0)
         return e;
-    if (sqlite3_step(st) == SQLITE_ROW) {
-        *out = sqlite3_column_int64(st, 0);
-        e = 0;
-    } else {
-        e = fail(x, "data_version");
-    }
-    sqlite3_finalize(st);
-    return e;
+    sqlite3_int64 v;
+    e = one_i64(x, st, &v, "data_version");
+    if (e == 1)
+        *out = v;
+    return e == 1 ? 0 : e == 0 ? fail(x, "data_version") : e;
 }
 
 int idx_read_rings_lost(struct idx *x, int64_t process_id, uint32_t first, uint32_t n,
@@ -699,14 +706,6 @@ int idx_read_rings_last(struct idx *x, int64_t process_id, uint32_t n, struct id
     return e;
 }
 
-static int has_row(struct idx *x, sqlite3_stmt *st)
-{
-    int rc = sqlite3_step(st);
-    int e = rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : fail(x, "look up segment");
-    sqlite3_finalize(st);
-    return e;
-}
-
 int idx_read_segment_has_path(struct idx *x, const char *relpath)
 {
     sqlite3_stmt *st;
@@ -716,7 +715,7 @@ int idx_read_segment_has_path(struct idx *x, const char *relpath)
     if (e < 0)
         return e;
     sqlite3_bind_text(st, 1, relpath, -1, SQLITE_TRANSIENT);
-    return has_row(x, st);
+    return one_i64(x, st, NULL, "look up segment");
 }
 
 int idx_read_segment_has_id(struct idx *x, uint64_t id)
@@ -728,7 +727,7 @@ int idx_read_segment_has_id(struct idx *x, uint64_t id)
     if (e < 0)
         return e;
     sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
-    return has_row(x, st);
+    return one_i64(x, st, NULL, "look up segment");
 }
 
 int idx_read_segment_count(struct idx *x, uint64_t *n)
@@ -740,12 +739,11 @@ int idx_read_segment_count(struct idx *x, uint64_t *n)
     int e = prep(x, "SELECT COUNT(*) FROM segments", &st);
     if (e < 0)
         return e;
-    if (sqlite3_step(st) == SQLITE_ROW)
-        *n = col_u64(st, 0);
-    else
-        e = fail(x, "count segments");
-    sqlite3_finalize(st);
-    return e;
+    sqlite3_int64 v;
+    e = one_i64(x, st, &v, "count segments");
+    if (e == 1)
+        *n = v < 0 ? 0 : (uint64_t)v;
+    return e == 1 ? 0 : e == 0 ? fail(x, "count segments") : e;
 }
 
 int idx_read_rollup(struct idx *x, uint64_t segment_id, uint8_t **out, size_t *len)
@@ -806,21 +804,20 @@ int idx_read_segment_blocks(struct idx *x, uint64_t segment_id,
     sqlite3_stmt *st;
     if (!x || !fn)
         return -EINVAL;
-    int e = prep(x, "SELECT offset, ring, generation, t_first, t_last FROM blocks "
-                    "WHERE segment_id = ?1 AND kind = ?2 ORDER BY offset", &st);
+    int e = prep(x, "SELECT offset, kind, ring, generation, t_first, t_last FROM blocks "
+                    "WHERE segment_id = ?1 AND kind IN (?2, ?3) ORDER BY offset", &st);
     if (e < 0)
         return e;
     sqlite3_bind_int64(st, 1, clamp_i64(segment_id));
     sqlite3_bind_int64(st, 2, SEG_BLK_DATA);
+    sqlite3_bind_int64(st, 3, SEG_BLK_META);
     int n = 0, ret = 0, rc = SQLITE_DONE;
     while (ret == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
         struct idx_read_seg_block b = { col_u64(st, 0), (uint32_t)col_u64(st, 1),
-                                        (uint32_t)col_u64(st, 2), col_u64(st, 3), col_u64(st, 4) };
+                                        (uint32_t)col_u64(st, 2), (uint32_t)col_u64(st, 3),
+                                        col_u64(st, 4), col_u64(st, 5) };
         n++;
         ret = fn(arg, &b);
     }
-    if (ret == 0 && rc != SQLITE_DONE)
-        ret = fail(x, "read blocks");
-    sqlite3_finalize(st);
-    return ret < 0 ? ret : n;
+    return list_end(x, st, rc, ret, n, "read blocks");
 }

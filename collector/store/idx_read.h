@@ -222,12 +222,15 @@ int idx_read_segment_count(struct idx *x, uint64_t *n);
  * empty value), 0 when there is none, -errno. */
 int idx_read_rollup(struct idx *x, uint64_t segment_id, uint8_t **out, size_t *len);
 
-/* The DATA blocks of one segment as the index has them, in file order
- * (offset): where each is, its thread (ring, generation) and time range.
- * For readers that read only some of a segment's blocks (q_edge.c). fn as
- * in idx_read_processes_window; returns the number of rows, or -errno. */
+/* The DATA and META blocks of one segment as the index has them, in file
+ * order (offset): where each is, its kind (SEG_BLK_DATA or SEG_BLK_META),
+ * and for DATA its thread (ring, generation) and time range. For readers
+ * that read only some of a segment's blocks (q_edge.c: the META blocks
+ * carry the schemas that decode later custom events). fn as in
+ * idx_read_processes_window; returns the number of rows, or -errno. */
 struct idx_read_seg_block {
     uint64_t offset;
+    uint32_t kind;
     uint32_t ring, generation;
     uint64_t t_first, t_last;
 };

@@ -6,12 +6,13 @@
 
 #include <errno.h>
 #include <sqlite3.h>
+#include <stdio.h>
 #include <string.h>
 #include "collector/store/idx_int.h"
 
 #define TRIG_TABLE_SQL \
     "CREATE TABLE IF NOT EXISTS triggers(id INTEGER PRIMARY KEY, pid INT, process_id INT," \
-    " t_ns INT, source TEXT, reason TEXT, verdict TEXT, win_t0 INT, win_t1 INT);" \
+    " t_ns INT, source TEXT, reason TEXT, verdict TEXT, win_t0 INT, win_t1 INT, fields TEXT);" \
     "CREATE INDEX IF NOT EXISTS triggers_time ON triggers(t_ns);"
 
 static int trig_errno(int rc)
@@ -25,12 +26,35 @@ static int trig_errno(int rc)
     }
 }
 
+/* 1 when the triggers table has the fields column (version 5), 0 when it
+ * has not (a version 4 table), or the error. */
+static int has_fields(struct idx *x)
+{
+    sqlite3_stmt *s = NULL;
+    int rc = sqlite3_prepare_v2(x->db, "SELECT count(*) FROM pragma_table_info('triggers')"
+                                " WHERE name = 'fields'", -1, &s, NULL);
+    if (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW)
+        rc = sqlite3_column_int64(s, 0) > 0;
+    else
+        rc = trig_errno(rc);
+    sqlite3_finalize(s);
+    return rc;
+}
+
 int idx_trig_ensure(struct idx *x)
 {
     if (!x || x->readonly)
         return -EINVAL;
     int rc = sqlite3_exec(x->db, TRIG_TABLE_SQL, NULL, NULL, NULL);
-    return rc == SQLITE_OK ? 0 : trig_errno(rc);
+    if (rc != SQLITE_OK)
+        return trig_errno(rc);
+    int has = has_fields(x);
+    if (has < 0)
+        return has;
+    if (!has && (rc = sqlite3_exec(x->db, "ALTER TABLE triggers ADD COLUMN fields TEXT", NULL,
+                                   NULL, NULL)) != SQLITE_OK)
+        return trig_errno(rc);
+    return 0;
 }
 
 static void bind_u64_or_null(sqlite3_stmt *s, int i, uint64_t v, int has)
@@ -41,18 +65,13 @@ static void bind_u64_or_null(sqlite3_stmt *s, int i, uint64_t v, int has)
         sqlite3_bind_null(s, i);
 }
 
-int idx_trig_add(struct idx *x, const struct idx_trigger *t)
+/* One row of t (fields NULL when it has none): SQLITE_OK or the error. */
+static int insert_row(struct idx *x, const struct idx_trigger *t, int has_win)
 {
-    if (!x || x->readonly || !t)
-        return -EINVAL;
-    int has_win = t->win_t0_ns || t->win_t1_ns;
     sqlite3_stmt *s = NULL;
-    int rc = sqlite3_exec(x->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
-    if (rc != SQLITE_OK)
-        return trig_errno(rc);
-    rc = sqlite3_prepare_v2(x->db, "INSERT INTO triggers(pid, process_id, t_ns, source, reason,"
-                            " verdict, win_t0, win_t1) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                            -1, &s, NULL);
+    int rc = sqlite3_prepare_v2(x->db, "INSERT INTO triggers(pid, process_id, t_ns, source,"
+                                " reason, verdict, win_t0, win_t1, fields)"
+                                " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)", -1, &s, NULL);
     if (rc == SQLITE_OK) {
         sqlite3_bind_int64(s, 1, t->pid);
         if (t->process_id > 0)
@@ -65,12 +84,28 @@ int idx_trig_add(struct idx *x, const struct idx_trigger *t)
         sqlite3_bind_text(s, 6, t->verdict ? t->verdict : "", -1, SQLITE_TRANSIENT);
         bind_u64_or_null(s, 7, t->win_t0_ns, has_win);
         bind_u64_or_null(s, 8, t->win_t1_ns, has_win);
+        if (t->fields && *t->fields)
+            sqlite3_bind_text(s, 9, t->fields, -1, SQLITE_TRANSIENT);
+        else
+            sqlite3_bind_null(s, 9);
         rc = sqlite3_step(s) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(x->db);
     }
     sqlite3_finalize(s);
-    s = NULL;
+    return rc;
+}
+
+int idx_trig_add(struct idx *x, const struct idx_trigger *t)
+{
+    if (!x || x->readonly || !t)
+        return -EINVAL;
+    int has_win = t->win_t0_ns || t->win_t1_ns;
+    int rc = sqlite3_exec(x->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+    if (rc != SQLITE_OK)
+        return trig_errno(rc);
+    rc = insert_row(x, t, has_win);
     if (rc == SQLITE_OK && has_win) {
         /* a merge: every window it swallowed is now this one */
+        sqlite3_stmt *s = NULL;
         rc = sqlite3_prepare_v2(x->db, "UPDATE triggers SET win_t0 = ?1, win_t1 = ?2 WHERE"
                                 " win_t0 IS NOT NULL AND win_t0 <= ?2 AND win_t1 >= ?1",
                                 -1, &s, NULL);
@@ -133,25 +168,7 @@ int idx_trig_restore(struct idx *x, const struct idx_trigger *t)
     if (rc != SQLITE_DONE)
         return trig_errno(rc);
     int has_win = t->win_t0_ns || t->win_t1_ns;
-    sqlite3_stmt *s = NULL;
-    rc = sqlite3_prepare_v2(x->db, "INSERT INTO triggers(pid, process_id, t_ns, source, reason,"
-                            " verdict, win_t0, win_t1) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                            -1, &s, NULL);
-    if (rc == SQLITE_OK) {
-        sqlite3_bind_int64(s, 1, t->pid);
-        if (t->process_id > 0)
-            sqlite3_bind_int64(s, 2, t->process_id);
-        else
-            sqlite3_bind_null(s, 2);
-        sqlite3_bind_int64(s, 3, (sqlite3_int64)t->t_ns);
-        sqlite3_bind_text(s, 4, t->source ? t->source : "", -1, SQLITE_TRANSIENT);
-        sqlite3_bind_text(s, 5, t->reason ? t->reason : "", -1, SQLITE_TRANSIENT);
-        sqlite3_bind_text(s, 6, t->verdict ? t->verdict : "", -1, SQLITE_TRANSIENT);
-        bind_u64_or_null(s, 7, t->win_t0_ns, has_win);
-        bind_u64_or_null(s, 8, t->win_t1_ns, has_win);
-        rc = sqlite3_step(s) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(x->db);
-    }
-    sqlite3_finalize(s);
+    rc = insert_row(x, t, has_win);
     if (rc != SQLITE_OK)
         return trig_errno(rc);
     if (!has_win)
@@ -183,14 +200,18 @@ static int trig_select(struct idx *x, uint32_t pid, uint64_t t0_ns, uint64_t t1_
     if (!x || !fn)
         return -EINVAL;
     sqlite3_stmt *s = NULL;
-    int rc = sqlite3_prepare_v2(x->db, overlap ?
-                                "SELECT id, pid, process_id, t_ns, source, reason, verdict,"
-                                " win_t0, win_t1 FROM triggers WHERE (t_ns BETWEEN ?1 AND ?2"
-                                " OR (win_t0 IS NOT NULL AND win_t0 <= ?2 AND win_t1 >= ?1))"
-                                " AND (?3 = 0 OR pid = ?3) ORDER BY t_ns, id" :
-                                "SELECT id, pid, process_id, t_ns, source, reason, verdict,"
-                                " win_t0, win_t1 FROM triggers WHERE t_ns BETWEEN ?1 AND ?2"
-                                " AND (?3 = 0 OR pid = ?3) ORDER BY t_ns, id", -1, &s, NULL);
+    /* a version 4 store (read only: a writer's open upgrades it) has no
+     * fields column: its rows have none */
+    int has = has_fields(x);
+    if (has < 0)
+        return has;
+    char sql[512];
+    snprintf(sql, sizeof sql, "SELECT id, pid, process_id, t_ns, source, reason, verdict,"
+             " win_t0, win_t1, %s FROM triggers WHERE %s AND (?3 = 0 OR pid = ?3)"
+             " ORDER BY t_ns, id", has ? "fields" : "NULL",
+             overlap ? "(t_ns BETWEEN ?1 AND ?2 OR (win_t0 IS NOT NULL AND win_t0 <= ?2"
+                       " AND win_t1 >= ?1))" : "t_ns BETWEEN ?1 AND ?2");
+    int rc = sqlite3_prepare_v2(x->db, sql, -1, &s, NULL);
     if (rc != SQLITE_OK) {
         /* an older store has no table: no triggers */
         const char *m = sqlite3_errmsg(x->db);
@@ -209,6 +230,7 @@ static int trig_select(struct idx *x, uint32_t pid, uint64_t t0_ns, uint64_t t1_
             .source = col_text(s, 4), .reason = col_text(s, 5), .verdict = col_text(s, 6),
             .win_t0_ns = (uint64_t)sqlite3_column_int64(s, 7),
             .win_t1_ns = (uint64_t)sqlite3_column_int64(s, 8),
+            .fields = (const char *)sqlite3_column_text(s, 9),
         };
         if ((ret = fn(arg, &t)) != 0)
             break;

@@ -6,16 +6,22 @@
  *            source TEXT,   -- 'marker' | 'shell' | 'poll' | 'crash' | 'sched' | 'lost' | 'field'
  *            reason TEXT,
  *            verdict TEXT,  -- 'kept' | 'merged' | 'debounced' | 'rate-limited'
- *            win_t0 INT, win_t1 INT)  -- the kept window after merges (inclusive,
+ *            win_t0 INT, win_t1 INT,  -- the kept window after merges (inclusive,
  *                                        CLOCK_MONOTONIC ns); NULL: none
+ *            fields TEXT)   -- a typed trigger's fields (D9_TRIGGER_EVENT) but its
+ *                              reason, as one JSON object in the schema's order
+ *                              ({"latency_ms":250,"path":"/k/250"}); NULL: none
  *   index: triggers(t_ns)
  *
- * The table is what index schema version 4 adds to version 3 (idx.h): a
- * writer creates it with a new index and when it opens a version 3 one
- * (IDX_SCHEMA_VERSION_OLDEST: the upgrade), and a reader of a version 3
- * store sees no triggers. So old stores stay readable and writable. A
- * re-index from the segments (reindex.h) brings the triggers back from the
- * segments' SEG_BLK_TRIGGER blocks (idx_trig_restore; segment version 4).
+ * The table is what index schema version 4 adds to version 3 (idx.h), and
+ * its fields column what version 5 adds to version 4: a writer creates
+ * both with a new index and adds what is missing when it opens a version 3
+ * or 4 one (IDX_SCHEMA_VERSION_OLDEST: the upgrade); a reader of a version
+ * 3 store sees no triggers, of a version 4 one triggers without fields.
+ * So old stores stay readable and writable. A re-index from the segments
+ * (reindex.h) brings the triggers back from the segments' SEG_BLK_TRIGGER
+ * blocks (idx_trig_restore; segment version 4), without their fields (the
+ * blocks do not hold them; the d9_trigger events still do).
  *
  * It also reads the kept table (idx.h, written by idx.c) for d9 sql.
  *
@@ -37,9 +43,11 @@ struct idx_trigger {
     uint64_t t_ns;
     const char *source, *reason, *verdict;
     uint64_t win_t0_ns, win_t1_ns;  /* 0, 0: no window */
+    const char *fields;         /* JSON object text, NULL: none */
 };
 
-/* Creates the table if missing (writable handles). 0 or -errno. */
+/* Creates the table if missing, and its fields column if missing
+ * (writable handles). 0 or -errno. */
 int idx_trig_ensure(struct idx *x);
 /* Inserts t; a kept window also becomes the window of every earlier row
  * whose window it overlaps (a merge grew it). 0 or -errno. */

@@ -151,8 +151,9 @@ int rollup_only(struct rollup *r, const struct rollup_range *ranges, unsigned n)
  * block; 0 or -EINVAL. */
 int rollup_polls_only(struct rollup *r);
 
-/* Feed one block of a segment, in file order (non-DATA blocks are ignored),
- * as seg_reader_next returned it: its records checked there are walked by
+/* Feed one block of a segment, in file order (META blocks give the schemas
+ * of the custom events after them; other non-DATA blocks are ignored), as
+ * seg_reader_next returned it: its records checked there are walked by
  * their lengths (bounds checked) and not checked again. 0 or -ENOMEM /
  * -EBADMSG (a record length that does not fit the block). */
 int rollup_feed_block(struct rollup *r, const struct seg_block *b);

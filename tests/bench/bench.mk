@@ -165,3 +165,15 @@ bench-query:
 bench-window:
 	@$(MAKE) --no-print-directory BUILD=$(BUILD) all $(BENCH_DIR)/bench_store
 	BUILD=$(BUILD) sh tests/bench/bench_window.sh
+
+# what LD_PRELOAD of the shim costs /bin/true's start: CPU, wall, peak RSS,
+# shared objects (tests/bench/bench_startup.c); BENCH_STARTUP_BASE=OLD.so adds
+# another build's shim beside this one's
+.PHONY: bench-startup
+bench: bench-startup
+BENCH_BINS += $(BENCH_DIR)/bench_startup
+$(BENCH_DIR)/bench_startup: $(BENCH_DIR)/obj/bench_startup.o
+	$(CC) $(CFLAGS) -o $@ $^
+bench-startup: all $(BENCH_DIR)/bench_startup
+	$(BENCH_DIR)/bench_startup --runs $(if $(BENCH_QUICK),10,200) none=none \
+	    $(if $(BENCH_STARTUP_BASE),before=$(BENCH_STARTUP_BASE)) shim=$(abspath $(UV_PRELOAD))

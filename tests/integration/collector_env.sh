@@ -1,8 +1,8 @@
-# collector_env.sh — shared set-up for tests/integration/test_collector*.sh
-# (sourced after lib.sh). Gives every script its own temp shm dir, store and
-# endpoint, and helpers to run d9collectd and prog_workload and to read
-# results. Every process started here is killed at d9_finish, and on any
-# other exit too.
+# collector_env.sh — shared set-up for the integration scripts that run a
+# d9collectd (sourced after lib.sh). Gives every script its own temp shm
+# dir, store and endpoint, and helpers to run d9collectd and prog_workload
+# and to read results. Every process started here is killed at d9_finish,
+# and on any other exit too.
 d9_setup
 SHM=$T/shm
 STORE=$T/store
@@ -49,6 +49,22 @@ wl_done() { test -s "$T/$1.done"; }
 wl_field() { tr ' ' '\n' <"$T/$1.done" | sed -n "s/^$2=//p"; }
 # wl_committed NAME: events the workload emitted minus those the agent dropped
 wl_committed() { echo $(( $(wl_field "$1" emitted) - $(wl_field "$1" lost) )); }
+# cli_runs: prog_cli twice under the running collector, to its end: clean
+# (pid OKPID, schedstat at every park) and aborting (CRPID, schedstat once a
+# minute); then waits (flushing) until d9 ps shows them exited and crashed.
+cli_runs() {
+    DIAL9_SCHED_SAMPLE_US=0 "$TBIN/prog_cli" >"$T/ok.out" 2>"$T/ok.err"
+    OKPID=$(head -n 1 "$T/ok.out")
+    DIAL9_SCHED_SAMPLE_US=60000000 "$TBIN/prog_cli" --crash >"$T/crash.out" 2>"$T/crash.err"
+    CRPID=$(head -n 1 "$T/crash.out")
+    wait_for 20 _cli_ended
+}
+_cli_ended() {
+    "$BIN/d9" --store "$STORE" flush >/dev/null 2>&1
+    "$BIN/d9" --store "$STORE" ps --format jsonl >"$T/ps.jsonl" 2>/dev/null &&
+        grep -q "\"pid\":$OKPID,.*\"state\":\"exited\"" "$T/ps.jsonl" &&
+        grep -q "\"pid\":$CRPID,.*\"state\":\"crashed\"" "$T/ps.jsonl"
+}
 flush() { "$TBIN/tool_ctl" "$EP" flush "$@" >"$T/.flush.out" 2>&1; }
 # seg KEY [PID]: a value from tool_segcheck over the store
 seg() { "$TBIN/tool_segcheck" "$STORE" ${2:-} | sed -n "s/^$1=//p"; }

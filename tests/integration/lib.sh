@@ -6,6 +6,9 @@
 #   lacks ERE cmd args...     # cmd exits 0 and prints no line matching ERE
 #   d9_finish                 # prints "NAME: N passed, N failed", cleans up, sets exit code
 #   uvmix_traced D9 PRELOAD STORE  # prog_uvmix under an LD_PRELOAD shim is traced
+#   perf_or_skip NAME         # ends the script as skipped where perf is not permitted
+#   d9_serve NAME D9 ARGS...  # d9 serve in the background, its URL in $T/NAME.url
+#   demo_store                # make demo's script run in $T: $T/d9-demo-store
 # Binaries are in $BIN (build/bin), helper programs in $TBIN.
 BUILD=${BUILD:-build}
 BIN=$(cd "$BUILD/bin" 2>/dev/null && pwd)
@@ -68,6 +71,46 @@ uvmix_traced() {
         '$_d9' --store '$_st' ps | grep -q 'prog_uvmix .*exited'" || return 1
     _n=$("$_d9" --store "$_st" events --pid $_p --type poll_start --format jsonl | grep -c .)
     [ "$_n" -ge 10 ] || { echo "poll_start events of prog_uvmix: $_n"; return 1; }
+}
+# demo_store: make demo's script (agent/demo/run-demo.sh, 2 s of d9demo)
+# run in $T, its output in $T/demo.out and $T/demo.err, its store in
+# $T/d9-demo-store; sets ROOT (this tree) and ABS_BUILD (BUILD, absolute);
+# returns the script's exit status.
+demo_store() {
+    ROOT=$(pwd)
+    case $BUILD in /*) ABS_BUILD=$BUILD ;; *) ABS_BUILD=$ROOT/$BUILD ;; esac
+    (cd "$T" && BUILD="$ABS_BUILD" DEMO_SECONDS=2 sh "$ROOT/agent/demo/run-demo.sh") \
+        >"$T/demo.out" 2>"$T/demo.err"
+}
+# d9_serve NAME D9 [ARGS...]: `D9 ARGS... serve --listen 127.0.0.1:0` in the
+# background (its pid in SPID, killed at d9_finish), output in $T/NAME.out
+# and $T/NAME.err; waits until it prints its URL, then writes that to
+# $T/NAME.url.
+d9_serve() {
+    _sv=$1; shift
+    "$@" serve --listen 127.0.0.1:0 >"$T/$_sv.out" 2>"$T/$_sv.err" &
+    SPID=$!
+    at_exit kill "$SPID"
+    wait_for 10 sh -c "grep -q '^d9 serve: http://127.0.0.1:' '$T/$_sv.out'" &&
+        sed -n 's|^d9 serve: \(http://[^ ]*/\).*|\1|p' "$T/$_sv.out" >"$T/$_sv.url"
+}
+# perf_or_skip NAME [SECONDS [FOLDED]]: the CPU profiler may use perf here
+# (a probe: tool_profile samples prog_hot for SECONDS, default 0.2, its
+# folded profile into FOLDED); where it may not (exit 77), prints
+# "skipped: REASON", ends the script as NAME (d9_finish) and exits.
+perf_or_skip() {
+    "$TBIN/prog_hot" --no-d9 --seconds 1 >/dev/null 2>&1 &
+    _probe=$!
+    at_exit kill -9 "$_probe"
+    # profile the program, not the shell that forked it: its maps are snapshotted at attach
+    wait_for 5 sh -c "[ \"\$(readlink /proc/$_probe/exe)\" = '$TBIN/prog_hot' ]"
+    "$TBIN/tool_profile" --pid "$_probe" --seconds "${2:-0.2}" >"${3:-/dev/null}" 2>"$T/probe.err"
+    _probe_rc=$?
+    wait "$_probe"
+    [ "$_probe_rc" -eq 77 ] || return 0
+    echo "skipped: $(cat "$T/probe.err") (perf_event_paranoid=$(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null), uid $(id -u))"
+    d9_finish "$1"
+    exit $?
 }
 d9_finish() {
     eval "$_cleanup_cmds" >/dev/null 2>&1

@@ -6,6 +6,6 @@ $(BUILD)/tests/integration/prog_nofp: private FRAME_POINTERS := -fomit-frame-poi
 $(BUILD)/tests/integration/prog_nofp_dbg: tests/integration/prog_nofp.c $(AGENT_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -fomit-frame-pointer -fno-asynchronous-unwind-tables \
-		-fno-unwind-tables -g -o $@ $^ $(LDLIBS_AGENT) -lm
+		-fno-unwind-tables -g -MMD -MP -o $@ $(filter %.c %.a,$^) $(LDLIBS_AGENT) -lm
 PROG_BINS += $(BUILD)/tests/integration/prog_nofp_dbg
 integration: $(BUILD)/tests/integration/prog_nofp_dbg

@@ -74,6 +74,18 @@ void store_fix_poll_end(struct store_fix_ring *r, unsigned w, uint64_t task, uin
     store_fix_put(r, &e, sizeof e);
 }
 
+void store_fix_sample(struct store_fix_ring *r, uint32_t tid, uint64_t t, uint64_t leaf,
+                      uint64_t caller)
+{
+    uint64_t ips[2] = { leaf, caller };
+    uint8_t rec[sizeof(struct d9_rec_stack) + sizeof ips];
+    struct d9_rec_stack s = { .h = { (uint16_t)sizeof rec, D9_REC_CPU_SAMPLE, 0, t },
+                              .tid = tid, .nframes = 2, .weight = 1000000 };
+    memcpy(rec, &s, sizeof s);
+    memcpy(rec + sizeof s, ips, sizeof ips);
+    store_fix_put(r, rec, sizeof rec);
+}
+
 void store_fix_clear(struct store_fix_ring *r)
 {
     r->n = 0;
@@ -111,6 +123,25 @@ void store_fix_block(struct seg_writer *sw, const uint8_t *raw, size_t n, uint32
                                 SEG_BF_PACKED);
     if (rc)
         store_fix_die("seg_writer_data_commit", rc);
+}
+
+void store_fix_blocks(struct seg_writer *sw, const struct store_fix_ring *r, unsigned per_block,
+                      uint32_t tid, uint32_t ring)
+{
+    size_t off = 0;
+    while (off < r->n) {
+        size_t end_off = off;
+        struct seg_data_stats st;
+        memset(&st, 0, sizeof st);
+        for (unsigned k = 0; k < per_block && end_off < r->n; k++) {
+            struct d9_rec_hdr h;
+            memcpy(&h, r->raw + end_off, sizeof h);
+            store_fix_count(&st, &h);
+            end_off += h.len;
+        }
+        store_fix_block(sw, r->raw + off, end_off - off, tid, ring, 0, &st);
+        off = end_off;
+    }
 }
 
 void store_fix_meta_add(struct store_fix_meta *m, uint16_t kind, uint32_t id, const uint8_t *p,

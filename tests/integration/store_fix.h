@@ -49,6 +49,11 @@ void store_fix_poll_start(struct store_fix_ring *r, unsigned w, uint64_t task, u
                           uint64_t t);
 void store_fix_poll_end(struct store_fix_ring *r, unsigned w, uint64_t task, uint64_t t);
 
+/* A CPU sample of thread tid at t into r: two frames, leaf under caller
+ * (addresses), weighing 1 ms. */
+void store_fix_sample(struct store_fix_ring *r, uint32_t tid, uint64_t t, uint64_t leaf,
+                      uint64_t caller);
+
 /* Forget r's records and statistics (seq goes on); free its memory. */
 void store_fix_clear(struct store_fix_ring *r);
 void store_fix_free(struct store_fix_ring *r);
@@ -57,6 +62,11 @@ void store_fix_free(struct store_fix_ring *r);
  * thread tid, ring ring, with lost records counted. */
 void store_fix_block(struct seg_writer *sw, const uint8_t *raw, size_t n, uint32_t tid,
                      uint32_t ring, uint64_t lost, const struct seg_data_stats *st);
+
+/* r's records as DATA blocks of thread tid, ring ring, at most per_block
+ * records each (none lost). */
+void store_fix_blocks(struct seg_writer *sw, const struct store_fix_ring *r, unsigned per_block,
+                      uint32_t tid, uint32_t ring);
 
 /* One metadata entry (kind, id, n bytes of payload p) at the end of m. */
 void store_fix_meta_add(struct store_fix_meta *m, uint16_t kind, uint32_t id, const uint8_t *p,

@@ -3,38 +3,17 @@
 # program (prog_cli): decoded content, top-polls order, export JSON, ps
 # states, a live store while the collector writes, and a copied store.
 . tests/integration/lib.sh
-d9_setup
-SHM=$T/shm
-STORE=$T/store
-EP=ipc://$T/c.sock
-mkdir -p "$SHM"
-DIAL9_SHM_DIR=$SHM
-DIAL9_COLLECTOR=$EP
-export DIAL9_SHM_DIR DIAL9_COLLECTOR
-trap 'd9_finish >/dev/null 2>&1; exit 1' INT TERM HUP
+. tests/integration/collector_env.sh
 
 d9() { "$BIN/d9" --store "$STORE" "$@"; }
 has() { grep -q -- "$1" "$2" || { echo "'$1' not in $2:"; head -n 20 "$2"; return 1; }; }
 
-"$BIN/d9collectd" --store "$STORE" --shm-dir "$SHM" --endpoint "$EP" --scan-ms 100 \
-    >"$T/col.log" 2>&1 &
-COLPID=$!
-at_exit kill -9 "$COLPID"
-check "collector answers d9 status" wait_for 20 "$BIN/d9" status
-
-# schedstat at every park/unpark here; the crash run samples it once per minute
-DIAL9_SCHED_SAMPLE_US=0 "$TBIN/prog_cli" >"$T/ok.out" 2>"$T/ok.err"
-check "traced program ran" test -s "$T/ok.out"
-OKPID=$(head -n 1 "$T/ok.out")
-DIAL9_SCHED_SAMPLE_US=60000000 "$TBIN/prog_cli" --crash >"$T/crash.out" 2>"$T/crash.err"
-CRPID=$(head -n 1 "$T/crash.out")
+check "collector answers d9 status" start_collector
 
 # the collector sees the exits within a scan or two; flush seals everything
 # wait_for polls (never a fixed sleep): both processes must reach a final state
-ended() { d9 flush >/dev/null 2>&1; d9 ps --format jsonl >"$T/ps.jsonl" 2>/dev/null &&
-          grep -q "\"pid\":$OKPID,.*\"state\":\"exited\"" "$T/ps.jsonl" &&
-          grep -q "\"pid\":$CRPID,.*\"state\":\"crashed\"" "$T/ps.jsonl"; }
-check "flush, then ps shows the clean exit as exited and the abort as crashed" wait_for 20 ended
+check "flush, then ps shows the clean exit as exited and the abort as crashed" cli_runs
+check "traced program ran" test -s "$T/ok.out"
 
 # ---- live store (collector still running: read-only WAL reader) ----------------
 d9 events --pid "$OKPID" --type custom --event order >"$T/custom.txt" 2>"$T/custom.err"
@@ -177,8 +156,7 @@ check "sql events holds the program's 10 custom events, not the collector's maps
     sh -c "[ \"\$(tail -n +2 '$T/sqlev.csv' | tr -d '\\r')\" = 'order,10' ] || { cat '$T/sqlev.csv'; false; }"
 
 # ---- stop the collector; query a copy of the store elsewhere ----------------------
-kill -TERM "$COLPID"
-wait "$COLPID"
+stop_collector
 check "collector stopped cleanly" test $? -eq 0
 cp -r "$STORE" "$T/copy"
 # ---- d9 ps on stored times no process can have (an older collector's

@@ -3,22 +3,10 @@
 # program (d9demo): status shows it alive with its rings, flush makes its
 # data visible while it runs, and after kill -9 it is shown as crashed.
 . tests/integration/lib.sh
-d9_setup
-SHM=$T/shm
-STORE=$T/store
-EP=ipc://$T/c.sock
-mkdir -p "$SHM"
-DIAL9_SHM_DIR=$SHM
-DIAL9_COLLECTOR=$EP
-export DIAL9_SHM_DIR DIAL9_COLLECTOR
-trap 'd9_finish >/dev/null 2>&1; exit 1' INT TERM HUP
+. tests/integration/collector_env.sh
 d9() { "$BIN/d9" --store "$STORE" "$@"; }
 
-"$BIN/d9collectd" --store "$STORE" --shm-dir "$SHM" --endpoint "$EP" --scan-ms 100 \
-    >"$T/col.log" 2>&1 &
-COLPID=$!
-at_exit kill -9 "$COLPID"
-check "collector answers d9 status" wait_for 20 "$BIN/d9" status
+check "collector answers d9 status" start_collector
 
 "$BIN/d9demo" --seconds 600 --workers 2 >"$T/demo.out" 2>&1 &
 DP=$!

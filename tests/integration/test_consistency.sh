@@ -74,22 +74,22 @@ export D9_DEBUG_DIR="$DBG"
 S="--store $T/store"
 
 # ---- the answers of every reader -----------------------------------------------
-$D9 $S sched --since 1d --format jsonl >"$T/sched.jsonl"
+$D9 $S sched --since 1000d --format jsonl >"$T/sched.jsonl"
 $D9 $S sql --format jsonl "select worker, polls, parks, waits, wait_sum_ns, wait_max_ns, busy_ns from workers" >"$T/sql_workers.jsonl"
 $D9 $S sql --format jsonl "select worker, count(*) as polls from polls group by worker" >"$T/sql_polls.jsonl"
 $D9 $S sql --format jsonl "select worker, count(*) as parks from parks group by worker" >"$T/sql_parks.jsonl"
 $D9 $S sql --format jsonl "select worker, count(*) as waits, sum(wait_ns) as wait_sum, max(wait_ns) as wait_max from sched_waits group by worker" >"$T/sql_waits.jsonl"
 $D9 $S sql --format jsonl "select pid, stack_id, depth, frame from stacks order by stack_id, depth" >"$T/sql_stacks.jsonl"
-$D9 $S top-polls --since 1d --limit 100 --format jsonl >"$T/top.jsonl"
-$D9 $S events --since 1d --type poll_start --format jsonl >"$T/events.jsonl"
+$D9 $S top-polls --since 1000d --limit 100 --format jsonl >"$T/top.jsonl"
+$D9 $S events --since 1000d --type poll_start --format jsonl >"$T/events.jsonl"
 $D9 $S sql --format jsonl "select task, location from polls" >"$T/sql_locs.jsonl"
-$D9 $S flame --pid $PID --since 1d >"$T/flame.txt" 2>/dev/null
-$D9 $S flame --pid $PID2 --since 1d >"$T/flame2.txt" 2>/dev/null
+$D9 $S flame --pid $PID --since 1000d >"$T/flame.txt" 2>/dev/null
+$D9 $S flame --pid $PID2 --since 1000d >"$T/flame2.txt" 2>/dev/null
 $D9 $S export -o "$T/trace.json" 2>/dev/null
 $D9 $S export --format perfetto -o "$T/trace.pftrace" 2>/dev/null
 "$TBIN/tool_perfetto_check" "$T/trace.pftrace" --dump >"$T/perfetto.txt"
 check "the Perfetto export is consistent" test -s "$T/perfetto.txt"
-$D9 --store "$T/store" --debug-dir "$T/nowhere" flame --since 1d >"$T/flame_nodebug.txt" 2>/dev/null
+$D9 --store "$T/store" --debug-dir "$T/nowhere" flame --since 1000d >"$T/flame_nodebug.txt" 2>/dev/null
 
 $D9 $S serve --listen 127.0.0.1:0 >"$T/serve.out" 2>"$T/serve.err" &
 SPID=$!

@@ -31,6 +31,11 @@ check "make deb builds the five packages" make --no-print-directory -s BUILD="$B
 DEBS=$(echo "$BUILD"/deb/*.deb)
 check "lintian reports no error" sh -c "lintian --fail-on error --tag-display-limit 0 $DEBS >'$T/lintian' 2>&1"
 grep -E '^[EW]: ' "$T/lintian" | sed 's/^/    lintian /'
+# libzmq is dlopened (agent/zmqlib.h): shlibdeps cannot see it, mkdeb.sh names it
+check "libd9agent0 depends on libzmq5, named by hand" sh -c \
+    "dpkg-deb -f '$BUILD'/deb/libd9agent0_*.deb Depends | grep -q 'libzmq5'"
+check "libd9agent.so in the package does not link libzmq" sh -c \
+    "dpkg-deb --fsys-tarfile '$BUILD'/deb/libd9agent0_*.deb | tar -xO --wildcards '*/libd9agent.so.0.*' >'$T/agent.so' && ! readelf -d '$T/agent.so' | grep -q 'NEEDED.*libzmq'"
 
 at_exit dpkg --purge $PKGS
 check "dpkg -i installs them without a running systemd" dpkg -i $DEBS

@@ -3,13 +3,10 @@
 # collector, runs d9demo, queries, writes a trace and stops cleanly.
 . tests/integration/lib.sh
 d9_setup
-ROOT=$(pwd)
 trap 'd9_finish >/dev/null 2>&1; exit 1' INT TERM HUP
 
-case $BUILD in /*) ABS_BUILD=$BUILD ;; *) ABS_BUILD=$ROOT/$BUILD ;; esac
 # run in a temp dir so ./d9-demo-store and the trace land there
-(cd "$T" && BUILD="$ABS_BUILD" DEMO_SECONDS=2 sh "$ROOT/agent/demo/run-demo.sh") \
-    >"$T/demo.out" 2>"$T/demo.err"
+demo_store
 rc=$?
 check "run-demo.sh exits 0" test $rc -eq 0
 has() { grep -q -- "$1" "$T/demo.out" || { echo "'$1' missing"; tail -n 40 "$T/demo.out"; cat "$T/demo.err"; return 1; }; }

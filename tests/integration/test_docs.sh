@@ -54,8 +54,9 @@ collector_documents_flags() {
 }
 check "docs/collector.md and docs/s3.md name every option of d9collectd --help" collector_documents_flags
 
-# names the agent reads: get("DIAL9_X") / getenv("DIAL9_X") string literals
-grep -ohE '"DIAL9_[A-Z0-9_]+"' agent/*.c | tr -d '"' | sort -u >"$T/code"
+# names the agent reads: get("DIAL9_X") / getenv("DIAL9_X") string literals,
+# in its sources or as a header's #define
+grep -ohE '"DIAL9_[A-Z0-9_]+"' agent/*.c agent/*.h | tr -d '"' | sort -u >"$T/code"
 # agent/d9.h: "Environment (...)" up to the end of that comment
 sed -n '/^ \* Environment (read by d9_init/,/^ \*\//p' agent/d9.h |
     grep -oE '^ \*   DIAL9_[A-Z0-9_]+' | sed 's/^ \*   //' | sort -u >"$T/header"

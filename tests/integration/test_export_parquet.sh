@@ -7,15 +7,7 @@
 # known counts through DuckDB, a window and --pid, statistics pruning in
 # DuckDB's EXPLAIN ANALYZE, and the usage errors.
 . tests/integration/lib.sh
-d9_setup
-SHM=$T/shm
-STORE=$T/store
-EP=ipc://$T/c.sock
-mkdir -p "$SHM"
-DIAL9_SHM_DIR=$SHM
-DIAL9_COLLECTOR=$EP
-export DIAL9_SHM_DIR DIAL9_COLLECTOR
-trap 'd9_finish >/dev/null 2>&1; exit 1' INT TERM HUP
+. tests/integration/collector_env.sh
 
 d9() { "$BIN/d9" --store "$STORE" "$@"; }
 NPM=$(BUILD=$BUILD sh tests/integration/parquet_readers_install.sh) ||
@@ -24,22 +16,10 @@ NPM=$(cd "$NPM" && pwd)
 cp tests/integration/parquet_read.mjs "$NPM/parquet_read.mjs"
 pq() { (cd "$NPM" && node parquet_read.mjs "$@"); }
 
-"$BIN/d9collectd" --store "$STORE" --shm-dir "$SHM" --endpoint "$EP" --scan-ms 100 \
-    >"$T/col.log" 2>&1 &
-COLPID=$!
-at_exit kill -9 "$COLPID"
-check "collector answers d9 status" wait_for 20 "$BIN/d9" status
+check "collector answers d9 status" start_collector
 
-DIAL9_SCHED_SAMPLE_US=0 "$TBIN/prog_cli" >"$T/ok.out" 2>"$T/ok.err"
-OKPID=$(head -n 1 "$T/ok.out")
-DIAL9_SCHED_SAMPLE_US=60000000 "$TBIN/prog_cli" --crash >"$T/crash.out" 2>"$T/crash.err"
-CRPID=$(head -n 1 "$T/crash.out")
-ended() { d9 flush >/dev/null 2>&1; d9 ps --format jsonl >"$T/ps.jsonl" 2>/dev/null &&
-          grep -q "\"pid\":$OKPID,.*\"state\":\"exited\"" "$T/ps.jsonl" &&
-          grep -q "\"pid\":$CRPID,.*\"state\":\"crashed\"" "$T/ps.jsonl"; }
-check "flush, then both processes reached their final state" wait_for 20 ended
-kill -TERM "$COLPID" 2>/dev/null
-wait "$COLPID" 2>/dev/null
+check "flush, then both processes reached their final state" cli_runs
+stop_collector
 
 # ---- every table, both readers, row for row --------------------------------------
 d9 sql --format csv "select name from sqlite_schema where type = 'table' order by name" |

@@ -6,11 +6,8 @@
 # counters) plus every CPU sample of `d9 events`; the file is smaller.
 . tests/integration/lib.sh
 d9_setup
-ROOT=$(pwd)
 trap 'd9_finish >/dev/null 2>&1; exit 1' INT TERM HUP
-case $BUILD in /*) ABS_BUILD=$BUILD ;; *) ABS_BUILD=$ROOT/$BUILD ;; esac
-(cd "$T" && BUILD="$ABS_BUILD" DEMO_SECONDS=2 sh "$ROOT/agent/demo/run-demo.sh") \
-    >"$T/demo.out" 2>"$T/demo.err"
+demo_store
 check "demo store made" test -f "$T/d9-demo-store/index.sqlite"
 d9() { "$BIN/d9" --store "$T/d9-demo-store" "$@"; }
 

@@ -12,18 +12,7 @@
 d9() { "$BIN/d9" --store "$STORE" --endpoint "$EP" "$@"; }
 
 # ---- is perf allowed here? ------------------------------------------------------
-"$TBIN/prog_hot" --no-d9 --seconds 1 >/dev/null 2>&1 &
-PROBE=$!
-at_exit kill -9 "$PROBE"
-wait_for 5 sh -c "[ \"\$(readlink /proc/$PROBE/exe)\" = '$TBIN/prog_hot' ]"
-"$TBIN/tool_profile" --pid "$PROBE" --seconds 0.2 >/dev/null 2>"$T/probe.err"
-PROBE_RC=$?
-wait "$PROBE"
-if [ "$PROBE_RC" -eq 77 ]; then
-    echo "skipped: $(cat "$T/probe.err")"
-    d9_finish profile-dwarf
-    exit $?
-fi
+perf_or_skip profile-dwarf
 
 # share PROG FOLDED: "TOTAL WITH_MAIN" samples of a folded profile
 share() { awk '{n = $NF; t += n; if ($0 ~ /(^|;)main;/) m += n} END {printf "%d %d\n", t, m}' "$1"; }

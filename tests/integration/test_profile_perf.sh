@@ -16,19 +16,7 @@ folded() {   # every line "frame;frame... COUNT", nothing else
 }
 
 # ---- is perf allowed here? ------------------------------------------------------
-"$TBIN/prog_hot" --no-d9 --seconds 1 >/dev/null 2>&1 &
-PROBE=$!
-at_exit kill -9 "$PROBE"
-# profile the program, not the shell that forked it: its maps are snapshotted at attach
-wait_for 5 sh -c "[ \"\$(readlink /proc/$PROBE/exe)\" = '$TBIN/prog_hot' ]"
-"$TBIN/tool_profile" --pid "$PROBE" --seconds 0.3 >"$T/probe.folded" 2>"$T/probe.err"
-PROBE_RC=$?
-wait "$PROBE"
-if [ "$PROBE_RC" -eq 77 ]; then
-    echo "skipped: $(cat "$T/probe.err") (perf_event_paranoid=$(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null), uid $(id -u))"
-    d9_finish profile-perf
-    exit $?
-fi
+perf_or_skip profile-perf 0.3 "$T/probe.folded"
 check "perf + symbolizer without the daemon find the hot function" has d9test_hot_spin "$T/probe.folded"
 
 # ---- unprivileged sampler (root runs the test; setpriv drops to nobody) ----------------

@@ -13,16 +13,8 @@
 # credentials, wrong secret, no such bucket); the original store deleted
 # (host gone) still queryable.
 . tests/integration/lib.sh
-d9_setup
+. tests/integration/collector_env.sh
 . tests/integration/lib_s3.sh
-SHM=$T/shm
-STORE=$T/store
-EP=ipc://$T/c.sock
-mkdir -p "$SHM"
-DIAL9_SHM_DIR=$SHM
-DIAL9_COLLECTOR=$EP
-export DIAL9_SHM_DIR DIAL9_COLLECTOR
-trap 'd9_finish >/dev/null 2>&1; exit 1' INT TERM HUP
 
 if ! s3_start d9-pull || ! s3_proxy_start; then
     check "s3rver and the proxy start (make deps installs s3rver)" false
@@ -55,27 +47,14 @@ same_output() {   # same_output CMD STORE_A STORE_B
 
 # ---- a store recorded by a real collector ---------------------------------------
 T0=$(date +%s)
-"$BIN/d9collectd" --store "$STORE" --shm-dir "$SHM" --endpoint "$EP" --scan-ms 100 \
-    --ship "$URL" --s3-endpoint "$S3_PROXY" >"$T/col.log" 2>&1 &
-COLPID=$!
-at_exit kill -9 "$COLPID"
-check "collector answers d9 status" wait_for 20 "$BIN/d9" status
-DIAL9_SCHED_SAMPLE_US=0 "$TBIN/prog_cli" >"$T/ok.out" 2>"$T/ok.err"
-OKPID=$(head -n 1 "$T/ok.out")
-DIAL9_SCHED_SAMPLE_US=60000000 "$TBIN/prog_cli" --crash >"$T/crash.out" 2>"$T/crash.err"
-CRPID=$(head -n 1 "$T/crash.out")
-ended() { "$BIN/d9" --store "$STORE" flush >/dev/null 2>&1;
-          "$BIN/d9" --store "$STORE" ps --format jsonl >"$T/ps.jsonl" 2>/dev/null &&
-          grep -q "\"pid\":$OKPID,.*\"state\":\"exited\"" "$T/ps.jsonl" &&
-          grep -q "\"pid\":$CRPID,.*\"state\":\"crashed\"" "$T/ps.jsonl"; }
-check "both processes reached their final state" wait_for 20 ended
+check "collector answers d9 status" start_collector --ship "$URL" --s3-endpoint "$S3_PROXY"
+check "both processes reached their final state" cli_runs
 unshipped() { sqlite3 "$STORE/index.sqlite" "select count(*) from segments s left join uploads u
                                               on u.segment_id = s.id where u.state is not 'shipped'"; }
 # read again at every try of the wait (a "$(unshipped)" argument would be read once)
 all_shipped() { [ "$(unshipped)" = 0 ]; }
 check "d9collectd --ship uploads every sealed segment" wait_for 60 all_shipped
-kill -TERM "$COLPID"
-wait "$COLPID"
+stop_collector
 check "... and every segment of the stopped collector is shipped" test "$(unshipped)" = 0
 NSEG=$(ls "$STORE"/*.d9seg | wc -l)
 check "the store has sealed segments of both processes" sh -c "

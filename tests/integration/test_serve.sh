@@ -6,20 +6,13 @@
 # run slow_checksum) and a screenshot is saved as $BUILD/serve-screenshot.png.
 . tests/integration/lib.sh
 d9_setup
-ROOT=$(pwd)
 trap 'd9_finish >/dev/null 2>&1; exit 1' INT TERM HUP
-case $BUILD in /*) ABS_BUILD=$BUILD ;; *) ABS_BUILD=$ROOT/$BUILD ;; esac
-(cd "$T" && BUILD="$ABS_BUILD" DEMO_SECONDS=2 sh "$ROOT/agent/demo/run-demo.sh") \
-    >"$T/demo.out" 2>"$T/demo.err"
+demo_store
 STORE=$T/d9-demo-store
 check "demo store made" test -f "$STORE/index.sqlite"
 
-"$BIN/d9" --store "$STORE" serve --listen 127.0.0.1:0 >"$T/serve.out" 2>"$T/serve.err" &
-SPID=$!
-at_exit kill "$SPID"
-url() { sed -n 's|^d9 serve: \(http://[^ ]*/\).*|\1|p' "$T/serve.out"; }
-check "serve prints its URL" wait_for 10 sh -c "grep -q '^d9 serve: http://127.0.0.1:' '$T/serve.out'"
-U=$(url)
+check "serve prints its URL" d9_serve serve "$BIN/d9" --store "$STORE"
+U=$(cat "$T/serve.url")
 # get PATH -> body in $T/body, status on stdout
 get() { python3 - "$U" "$1" "${2:-GET}" <<'PY'
 import sys, urllib.request, urllib.error

@@ -15,11 +15,8 @@ ART=$ABS_BUILD/test-artifacts
 mkdir -p "$ART" && rm -f "$ART"/serve-*.png
 "$TBIN/tool_store_findings" "$T/store" || exit 1
 browser_setup
-"$BIN/d9" --store "$T/store" serve --listen 127.0.0.1:0 >"$T/serve.out" 2>"$T/serve.err" &
-SPID=$!
-at_exit kill "$SPID"
-check "serve prints its URL" wait_for 10 sh -c "grep -q '^d9 serve: http://127.0.0.1:' '$T/serve.out'"
-U=$(sed -n 's|^d9 serve: \(http://[^ ]*/\).*|\1|p' "$T/serve.out")
+check "serve prints its URL" d9_serve serve "$BIN/d9" --store "$T/store"
+U=$(cat "$T/serve.url")
 
 cat >"$T/drive.js" <<'JS'
 // one line per check: "ok NAME" or "FAIL NAME: why"; the shell counts them

@@ -15,11 +15,8 @@ ART=$ABS_BUILD/test-artifacts
 mkdir -p "$ART" && rm -f "$ART"/follow-*.png
 browser_setup
 start_collector
-"$BIN/d9" --store "$STORE" serve --listen 127.0.0.1:0 >"$T/serve.out" 2>"$T/serve.err" &
-SPID=$!
-at_exit kill "$SPID"
-check "serve prints its URL" wait_for 10 sh -c "grep -q '^d9 serve: http://127.0.0.1:' '$T/serve.out'"
-U=$(sed -n 's|^d9 serve: \(http://[^ ]*/\).*|\1|p' "$T/serve.out")
+check "serve prints its URL" d9_serve serve "$BIN/d9" --store "$STORE"
+U=$(cat "$T/serve.url")
 
 # The driver prints "ok NAME" / "FAIL NAME: why" per check, and waits for
 # $T/go-N files (N = 1, 2) before each step that needs the shell to start a

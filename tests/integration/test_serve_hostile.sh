@@ -9,11 +9,8 @@
 # one warning line.
 . tests/integration/lib.sh
 d9_setup
-ROOT=$(pwd)
 trap 'd9_finish >/dev/null 2>&1; exit 1' INT TERM HUP
-case $BUILD in /*) ABS_BUILD=$BUILD ;; *) ABS_BUILD=$ROOT/$BUILD ;; esac
-(cd "$T" && BUILD="$ABS_BUILD" DEMO_SECONDS=2 sh "$ROOT/agent/demo/run-demo.sh") \
-    >"$T/demo.out" 2>"$T/demo.err"
+demo_store
 STORE=$T/d9-demo-store
 check "demo store made" test -f "$STORE/index.sqlite"
 PID=$("$BIN/d9" --store "$STORE" ps 2>/dev/null | awk '$3 == "d9demo" { print $1; exit }')

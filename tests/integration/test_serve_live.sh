@@ -13,11 +13,8 @@ workload live --threads 1 --events 6000000 --polls --batch 10 --pace-us 1000 --e
     --stop-file "$T/stop"
 WPID=$(wl_pid live)
 
-"$BIN/d9" --store "$STORE" serve --listen 127.0.0.1:0 >"$T/serve.out" 2>"$T/serve.err" &
-SPID=$!
-at_exit kill "$SPID"
-check "serve prints its URL" wait_for 10 sh -c "grep -q '^d9 serve: http://127.0.0.1:' '$T/serve.out'"
-U=$(sed -n 's|^d9 serve: \(http://[^ ]*/\).*|\1|p' "$T/serve.out")
+check "serve prints its URL" d9_serve serve "$BIN/d9" --store "$STORE"
+U=$(cat "$T/serve.url")
 
 # proc FIELD: FIELD of the workload's row in /api/processes ("" when absent)
 proc() {

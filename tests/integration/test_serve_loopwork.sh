@@ -21,28 +21,14 @@ ROUNDS=8
 WORK_NS=50000000
 
 start_collector
-mkfifo "$T/hold"
-LD_PRELOAD=$PRELOAD "$PROG" --hold <"$T/hold" >"$T/traced.out" 2>"$T/traced.err" &
-PID=$!
-exec 7>"$T/hold"
-adopted() { "$BIN/d9" status --endpoint "$EP" | grep -q "^ *$PID "; }
-check "the collector adopts the traced program" wait_for 20 adopted
-echo go >&7
-rounds_done() { grep -q "^rounds=$ROUNDS " "$T/traced.out"; }
-check "the program runs its $ROUNDS rounds" wait_for 60 rounds_done
-check "a flush while the program lives" "$BIN/d9" flush --endpoint "$EP"
-exec 7>&-
-wait "$PID"
+held_rounds "$PROG" "$ROUNDS"
 check "the collector records the exit and seals the data" wait_for 20 ended "$PID"
 $D9 sql --format csv "select start_ns, dur_ns, tid from loop_work where pid = $PID and dur_ns >= 40000000 order by start_ns" |
     tail -n +2 | tr -d '\r' >"$T/sql_iv"
 check "sql: $ROUNDS loop-work intervals (the reference)" sh -c "[ \$(wc -l <'$T/sql_iv') -eq $ROUNDS ]"
 
-$D9 serve --listen 127.0.0.1:0 >"$T/serve.out" 2>"$T/serve.err" &
-SPID=$!
-at_exit kill "$SPID"
-check "serve prints its URL" wait_for 10 sh -c "grep -q '^d9 serve: http://127.0.0.1:' '$T/serve.out'"
-U=$(sed -n 's|^d9 serve: \(http://[^ ]*/\).*|\1|p' "$T/serve.out")
+check "serve prints its URL" d9_serve serve $D9
+U=$(cat "$T/serve.url")
 
 # lw FROM TO: the timeline of [FROM, TO] (0 0: the whole process); prints the
 # loop-work intervals of >= 40 ms as "abs_start,dur,tid" and on stderr "samples N"

@@ -18,12 +18,7 @@ STORE=$T/store
 check "the store is written" "$TBIN/tool_store_window" "$STORE"
 
 # serve STORE NAME: a server on STORE; its URL in $T/NAME.url
-serve() {
-    "$BIN/d9" --store "$1" serve --listen 127.0.0.1:0 >"$T/$2.out" 2>"$T/$2.err" &
-    at_exit kill "$!"
-    wait_for 10 sh -c "grep -q '^d9 serve: http://127.0.0.1:' '$T/$2.out'" &&
-        sed -n 's|^d9 serve: \(http://[^ ]*/\).*|\1|p' "$T/$2.out" >"$T/$2.url"
-}
+serve() { d9_serve "$2" "$BIN/d9" --store "$1"; }
 check "serve starts on the store" serve "$STORE" s
 # tl NAME FROM TO WIDTH OUT: the timeline of pid 7171 (offsets in ms from T0) into $T/OUT.json
 tl() {

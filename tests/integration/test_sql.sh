@@ -5,15 +5,7 @@
 # formats, the query from stdin, SQL errors, a live store while the
 # collector writes, a copied store, and damaged segments under a query.
 . tests/integration/lib.sh
-d9_setup
-SHM=$T/shm
-STORE=$T/store
-EP=ipc://$T/c.sock
-mkdir -p "$SHM"
-DIAL9_SHM_DIR=$SHM
-DIAL9_COLLECTOR=$EP
-export DIAL9_SHM_DIR DIAL9_COLLECTOR
-trap 'd9_finish >/dev/null 2>&1; exit 1' INT TERM HUP
+. tests/integration/collector_env.sh
 
 d9() { "$BIN/d9" --store "$STORE" "$@"; }
 # q SQL EXPECTED: the csv rows (no header) of SQL equal EXPECTED (lines joined by ';')
@@ -21,20 +13,9 @@ q() { got=$("$BIN/d9" --store "${QSTORE:-$STORE}" sql --format csv "$1" 2>"$T/q.
             tr -d '\r' | paste -sd ';' -)
       [ "$got" = "$2" ] || { echo "query: $1"; echo "got:      $got"; echo "expected: $2"; cat "$T/q.err"; return 1; }; }
 
-"$BIN/d9collectd" --store "$STORE" --shm-dir "$SHM" --endpoint "$EP" --scan-ms 100 \
-    >"$T/col.log" 2>&1 &
-COLPID=$!
-at_exit kill -9 "$COLPID"
-check "collector answers d9 status" wait_for 20 "$BIN/d9" status
+check "collector answers d9 status" start_collector
 
-DIAL9_SCHED_SAMPLE_US=0 "$TBIN/prog_cli" >"$T/ok.out" 2>"$T/ok.err"
-OKPID=$(head -n 1 "$T/ok.out")
-DIAL9_SCHED_SAMPLE_US=60000000 "$TBIN/prog_cli" --crash >"$T/crash.out" 2>"$T/crash.err"
-CRPID=$(head -n 1 "$T/crash.out")
-ended() { d9 flush >/dev/null 2>&1; d9 ps --format jsonl >"$T/ps.jsonl" 2>/dev/null &&
-          grep -q "\"pid\":$OKPID,.*\"state\":\"exited\"" "$T/ps.jsonl" &&
-          grep -q "\"pid\":$CRPID,.*\"state\":\"crashed\"" "$T/ps.jsonl"; }
-check "flush, then both processes reached their final state" wait_for 20 ended
+check "flush, then both processes reached their final state" cli_runs
 
 # ---- live store: exact values ------------------------------------------------------
 check "processes: both runs, with their states" \
@@ -157,8 +138,7 @@ check "a bad --format is a usage error" sh -c "
 check "d9 sql --help is a manual page" sh -c "'$BIN/d9' sql --help | grep -q SYNOPSIS && '$BIN/d9' sql --help | grep -q 'EXIT STATUS'"
 
 # ---- a copied store; damaged segments ----------------------------------------------------
-kill -TERM "$COLPID"
-wait "$COLPID"
+stop_collector
 cp -r "$STORE" "$T/copy"
 QSTORE=$T/copy
 check "copied store: the same polls" q "select count(*) from polls where pid = $OKPID" "401"

@@ -14,15 +14,7 @@
 #     no raw control character reaches the output of sql (table, csv, jsonl,
 #     --schema), ps (text, jsonl) or events, and the names are there escaped.
 . tests/integration/lib.sh
-d9_setup
-SHM=$T/shm
-STORE=$T/store
-EP=ipc://$T/c.sock
-mkdir -p "$SHM"
-DIAL9_SHM_DIR=$SHM
-DIAL9_COLLECTOR=$EP
-export DIAL9_SHM_DIR DIAL9_COLLECTOR
-trap 'd9_finish >/dev/null 2>&1; exit 1' INT TERM HUP
+. tests/integration/collector_env.sh
 
 d9() { "$BIN/d9" --store "$STORE" "$@"; }
 
@@ -47,18 +39,15 @@ check "the program wrote hostile names into its region" \
     wait_for 20 sh -c "grep -qx ready '$T/h.out' || ! kill -0 $HOLDPID"
 grep -qx ready "$T/h.out" || cat "$T/h.err"
 HPID=$(head -n 1 "$T/h.out")
-"$BIN/d9collectd" --store "$STORE" --shm-dir "$SHM" --endpoint "$EP" --scan-ms 100 \
-    >"$T/col.log" 2>&1 7>&- &
-COLPID=$!
-at_exit kill -9 "$COLPID"
+# (without the hold fifo's write end: the program sees its end once we close it)
+start_collector 7>&-
 check "the collector adopted it" wait_for 20 sh -c "'$BIN/d9' status | grep -q '^ *$HPID '"
 exec 7>&-
 wait "$HOLDPID"
 ended() { d9 flush >/dev/null 2>&1; d9 ps --format jsonl 2>/dev/null |
           grep -q "\"pid\":$HPID,.*\"state\":\"exited\""; }
 check "the hostile program ran traced and was sealed" wait_for 20 ended
-kill -TERM "$COLPID"
-wait "$COLPID"
+stop_collector
 
 # clean OUT [ALLOW]: OUT is not empty and holds no C0 control but newline
 # (and the ones in ALLOW: "crlf" lets CR stand before a newline), no DEL, no

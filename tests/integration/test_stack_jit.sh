@@ -14,18 +14,7 @@
 
 d9() { "$BIN/d9" --store "$STORE" --endpoint "$EP" "$@"; }
 
-"$TBIN/prog_hot" --no-d9 --seconds 1 >/dev/null 2>&1 &
-PROBE=$!
-at_exit kill -9 "$PROBE"
-wait_for 5 sh -c "[ \"\$(readlink /proc/$PROBE/exe)\" = '$TBIN/prog_hot' ]"
-"$TBIN/tool_profile" --pid "$PROBE" --seconds 0.2 >/dev/null 2>"$T/probe.err"
-PROBE_RC=$?
-wait "$PROBE"
-if [ "$PROBE_RC" -eq 77 ]; then
-    echo "skipped: $(cat "$T/probe.err")"
-    d9_finish stack-jit
-    exit $?
-fi
+perf_or_skip stack-jit
 "$TBIN/prog_jitstub" --seconds 0 >/dev/null 2>&1
 if [ $? -eq 77 ]; then
     echo "skipped: prog_jitstub's stub is x86-64 code"

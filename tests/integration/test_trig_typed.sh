@@ -6,7 +6,11 @@
 #     within the debounce, debounced);
 #   - its fields round-trip: `d9 events` shows the d9_trigger event with
 #     reason, latency_ms and path, and `d9 sql`'s d9_trigger table has them
-#     as columns, next to a plain d9_trigger(reason) marker (NULL fields).
+#     as columns, next to a plain d9_trigger(reason) marker (NULL fields);
+#   - the index keeps them with the trigger: `d9 sql`'s triggers table has
+#     a fields column, the JSON object of the fields after the reason
+#     ({"latency_ms":250,"path":"/k/250"}), NULL for a plain marker and for
+#     a trigger of another source (d9 trigger --pid).
 # No timing thresholds: the debounce (1 h) is far longer than the test.
 . tests/integration/lib.sh
 . tests/integration/collector_env.sh
@@ -49,5 +53,27 @@ assert got == [{'reason': 'slow request', 'latency_ms': 250, 'path': '/k/250'},
                {'reason': '', 'latency_ms': 7,
                 'path': '/k/7'}], (got, open('$T/sql.err').read())
 "
+d9 sql --format jsonl "select reason, fields from triggers where pid = $P order by t_ns" \
+    >"$T/tf.jsonl" 2>"$T/tf.err"
+check "d9 sql's triggers table has each typed trigger's fields as JSON" python3 -c "
+import json
+got = [json.loads(l) for l in open('$T/tf.jsonl')]
+assert [g['reason'] for g in got] == ['slow request', 'plain', ''], (got, open('$T/tf.err').read())
+assert json.loads(got[0]['fields']) == {'latency_ms': 250, 'path': '/k/250'}, got
+assert got[0]['fields'] == '{\"latency_ms\":250,\"path\":\"/k/250\"}', got   # the schema's order
+assert got[1]['fields'] is None, got
+assert json.loads(got[2]['fields']) == {'latency_ms': 7, 'path': '/k/7'}, got
+"
+# a trigger from the shell has no fields
+DIAL9_SAMPLER=off "$TBIN/prog_trigseq" "w:$T/go" >"$T/p2.out" 2>&1 &
+at_exit kill -9 $!
+wait_for 20 grep -q '^pid=' "$T/p2.out"
+P2=$(sed -n 's/^pid=\([0-9]*\)$/\1/p' "$T/p2.out")
+check "d9 trigger --pid fires" wait_for 20 sh -c "
+    '$BIN/d9' --endpoint '$EP' trigger --pid '$P2' --reason shell >/dev/null 2>&1"
+touch "$T/go"
+d9 sql --format csv "select source, fields is null as none from triggers where pid = $P2" \
+    2>&1 | tr -d '\r' >"$T/sh.csv"     # CSV lines end in CRLF
+check "... and its row has no fields" grep -qx 'shell,1' "$T/sh.csv"
 check "the collector stops cleanly" stop_collector
 d9_finish trig_typed

@@ -16,19 +16,8 @@ ROUNDS=8
 WORK_NS=50000000
 
 start_collector
-mkfifo "$T/hold"
-LD_PRELOAD=$PRELOAD "$PROG" --hold <"$T/hold" >"$T/traced.out" 2>"$T/traced.err" &
-PID=$!
-exec 7>"$T/hold"
-adopted() { "$BIN/d9" status --endpoint "$EP" | grep -q "^ *$PID "; }
-check "the collector adopts the traced program" wait_for 20 adopted
-echo go >&7
-rounds_done() { grep -q "^rounds=$ROUNDS " "$T/traced.out"; }
-check "the program runs its $ROUNDS rounds" wait_for 60 rounds_done
-check "a flush while the program lives" "$BIN/d9" flush --endpoint "$EP"
-exec 7>&-
-wait "$PID"
-check "the program exits 0, nothing on stderr" sh -c "[ $? -eq 0 ] && ! test -s '$T/traced.err'"
+held_rounds "$PROG" "$ROUNDS"
+check "the program exits 0, nothing on stderr" sh -c "[ $HELD_RC -eq 0 ] && ! test -s '$T/traced.err'"
 check "the collector records the exit and seals the data" wait_for 20 ended "$PID"
 
 # top-polls --loop-work: the $ROUNDS longest rows are loop work >= 50 ms

@@ -23,18 +23,7 @@
 PROG=$TBIN/prog_uvtramp
 d9() { "$BIN/d9" --store "$STORE" --endpoint "$EP" "$@"; }
 
-"$TBIN/prog_hot" --no-d9 --seconds 1 >/dev/null 2>&1 &
-PROBE=$!
-at_exit kill -9 "$PROBE"
-wait_for 5 sh -c "[ \"\$(readlink /proc/$PROBE/exe)\" = '$TBIN/prog_hot' ]"
-"$TBIN/tool_profile" --pid "$PROBE" --seconds 0.2 >/dev/null 2>"$T/probe.err"
-PROBE_RC=$?
-wait "$PROBE"
-if [ "$PROBE_RC" -eq 77 ]; then
-    echo "skipped: $(cat "$T/probe.err")"
-    d9_finish uv-stacks
-    exit $?
-fi
+perf_or_skip uv-stacks
 
 # share FOLDED PATTERN: "TOTAL MATCHING" samples
 share() { awk -v p="$2" '{n = $NF; t += n; if ($0 ~ p) m += n} END {printf "%d %d\n", t, m}' "$1"; }

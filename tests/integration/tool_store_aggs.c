@@ -212,24 +212,6 @@ static uint64_t worker_busy(void)
     return busy;
 }
 
-/* Commit a worker's records of one segment as blocks of AGG_BLOCK records. */
-static void commit(struct seg_writer *sw, unsigned w, const struct store_fix_ring *r)
-{
-    size_t off = 0;
-    while (off < r->n) {
-        size_t end_off = off;
-        struct seg_data_stats st;
-        memset(&st, 0, sizeof st);
-        for (unsigned k = 0; k < AGG_BLOCK && end_off < r->n; k++) {
-            struct d9_rec_hdr h;
-            memcpy(&h, r->raw + end_off, sizeof h);
-            store_fix_count(&st, &h);
-            end_off += h.len;
-        }
-        store_fix_block(sw, r->raw + off, end_off - off, AGG_TID0 + w, w, 0, &st);
-        off = end_off;
-    }
-}
 
 static struct store_fix_meta meta;
 
@@ -286,7 +268,7 @@ int main(int argc, char **argv)
         if ((rc = seg_writer_open(&sw, dir, k + 1, &pi, meta.b, meta.len)))
             store_fix_die("seg_writer_open", rc);
         for (unsigned w = 0; w < nwork; w++)
-            commit(sw, w, &rings[k][w]);
+            store_fix_blocks(sw, &rings[k][w], AGG_BLOCK, AGG_TID0 + w, w);
         struct seg_summary sum;
         uint8_t *ru = NULL;
         size_t n = 0;

@@ -38,7 +38,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include "collector/store/crc32c.h"
 #include "collector/store/idx.h"
@@ -115,14 +114,7 @@ int main(int argc, char **argv);
 
 static void sample(uint32_t tid, uint64_t t, uint64_t leaf)
 {
-    uint64_t own_main = (uint64_t)(uintptr_t)&main + 20;
-    uint64_t ips[2] = { leaf, own_main };
-    uint8_t rec[sizeof(struct d9_rec_stack) + sizeof ips];
-    struct d9_rec_stack s = { .h = { (uint16_t)sizeof rec, D9_REC_CPU_SAMPLE, 0, t },
-                              .tid = tid, .nframes = 2, .weight = 1000000 };
-    memcpy(rec, &s, sizeof s);
-    memcpy(rec + sizeof s, ips, sizeof ips);
-    store_fix_put(&perf, rec, sizeof rec);
+    store_fix_sample(&perf, tid, t, leaf, (uint64_t)(uintptr_t)&main + 20);
 }
 
 static void commit(struct seg_writer *sw, uint32_t tid, uint32_t ring, struct store_fix_ring *r,
@@ -320,12 +312,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: tool_store_findings DIR [clean]\n");
         return 2;
     }
-    if (mkdir(argv[1], 0700) < 0)
-        store_fix_die(argv[1], -errno);
-    struct idx *x;
-    int rc = idx_open(&x, argv[1]);
-    if (rc)
-        store_fix_die("idx_open", rc);
+    struct idx *x = store_fix_create(argv[1]);
     if (argc == 3)
         clean(x, argv[1]);
     else

@@ -25,12 +25,10 @@
  *
  * Usage: tool_store_findru DIR   (DIR must not exist)
  */
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include "collector/store/idx.h"
 #include "collector/store/rollup.h"
@@ -65,14 +63,7 @@ static void worker_rec(unsigned w, uint8_t type, uint64_t t, uint64_t wait)
 
 static void sample(uint32_t tid, uint64_t t, uint64_t leaf)
 {
-    uint64_t own_main = (uint64_t)(uintptr_t)&find_cold + 2;
-    uint64_t ips[2] = { leaf, own_main };
-    uint8_t rec[sizeof(struct d9_rec_stack) + sizeof ips];
-    struct d9_rec_stack s = { .h = { (uint16_t)sizeof rec, D9_REC_CPU_SAMPLE, 0, t },
-                              .tid = tid, .nframes = 2, .weight = 1000000 };
-    memcpy(rec, &s, sizeof s);
-    memcpy(rec + sizeof s, ips, sizeof ips);
-    store_fix_put(&perf, rec, sizeof rec);
+    store_fix_sample(&perf, tid, t, leaf, (uint64_t)(uintptr_t)&find_cold + 2);
 }
 
 static void add_location(struct store_fix_meta *m, uint32_t id, const char *file, uint32_t line,
@@ -235,12 +226,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: tool_store_findru DIR\n");
         return 2;
     }
-    if (mkdir(argv[1], 0700) < 0)
-        store_fix_die(argv[1], -errno);
-    struct idx *x;
-    int rc = idx_open(&x, argv[1]);
-    if (rc)
-        store_fix_die("idx_open", rc);
+    struct idx *x = store_fix_create(argv[1]);
     ru(x, argv[1]);
     rot(x, argv[1]);
     norollup(x, argv[1]);

@@ -78,25 +78,6 @@ static void event(uint64_t t, uint64_t bytes, int64_t delta, double ratio, uint6
     store_fix_put(&rings[0], &r, sizeof r);
 }
 
-static void commit(struct seg_writer *sw, unsigned w)
-{
-    const struct store_fix_ring *r = &rings[w];
-    size_t off = 0;
-    while (off < r->n) {
-        size_t end_off = off;
-        struct seg_data_stats st;
-        memset(&st, 0, sizeof st);
-        for (unsigned k = 0; k < R4_BLOCK && end_off < r->n; k++) {
-            struct d9_rec_hdr h;
-            memcpy(&h, r->raw + end_off, sizeof h);
-            store_fix_count(&st, &h);
-            end_off += h.len;
-        }
-        store_fix_block(sw, r->raw + off, end_off - off, R4_TID0 + w, w, 0, &st);
-        off = end_off;
-    }
-}
-
 static int by_key(const void *x, const void *y)
 {
     const struct delay *a = x, *b = y;
@@ -174,8 +155,8 @@ int main(int argc, char **argv)
     struct seg_writer *sw;
     if ((rc = seg_writer_open(&sw, dir, 1, &pi, meta.b, meta.len)))
         store_fix_die("seg_writer_open", rc);
-    commit(sw, 0);
-    commit(sw, 1);
+    store_fix_blocks(sw, &rings[0], R4_BLOCK, R4_TID0, 0);
+    store_fix_blocks(sw, &rings[1], R4_BLOCK, R4_TID0 + 1, 1);
     struct seg_summary ss;
     uint8_t *ru = NULL;
     size_t n = 0;

@@ -31,3 +31,23 @@ no_lost() {
     grep -q "\"pid\":$1,.*\"lost\":0," "$T/ps.jsonl" ||
         { echo "lost records:"; grep "\"pid\":$1," "$T/ps.jsonl"; return 1; }
 }
+# held_rounds PROG ROUNDS: PROG (a libuv program taking --hold) under the
+# preload, held until the collector adopted it, then its ROUNDS rounds, a
+# flush while it lives, and its exit: its pid in PID, its exit status in
+# HELD_RC, its output in $T/traced.out and .err. Three checks.
+held_rounds() {
+    mkfifo "$T/hold"
+    LD_PRELOAD=$PRELOAD "$1" --hold <"$T/hold" >"$T/traced.out" 2>"$T/traced.err" &
+    PID=$!
+    exec 7>"$T/hold"
+    check "the collector adopts the traced program" wait_for 20 _held_adopted
+    echo go >&7
+    _held_rounds=$2
+    check "the program runs its $2 rounds" wait_for 60 _held_done
+    check "a flush while the program lives" "$BIN/d9" flush --endpoint "$EP"
+    exec 7>&-
+    wait "$PID"
+    HELD_RC=$?
+}
+_held_adopted() { "$BIN/d9" status --endpoint "$EP" | grep -q "^ *$PID "; }
+_held_done() { grep -q "^rounds=$_held_rounds " "$T/traced.out"; }

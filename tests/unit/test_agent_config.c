@@ -20,12 +20,11 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 #include "agent/d9.h"
 #include "agent/env.h"
 #include "shm/region.h"
+#include "tests/unit/listener.h"
 
 #define CHECK(c) do { if (!(c)) { fprintf(stderr, "child %d: %s:%d: %s\n", (int)getpid(), \
         __FILE__, __LINE__, #c); _exit(1); } } while (0)
@@ -48,15 +47,9 @@ static int setup(void **state)
     snprintf(f->cfg_dir, sizeof f->cfg_dir, "%s/cfg", f->dir);
     if (mkdir(f->cfg_dir, 0700) != 0)
         return -1;
-    snprintf(f->endpoint, sizeof f->endpoint, "ipc://%s/c.sock", f->dir);
-    /* something listens at the endpoint, as a collector would: the children's
-     * regions stay at exit for the test to read (with nobody listening an
-     * agent removes its region at a clean exit) */
-    struct sockaddr_un sa = { .sun_family = AF_UNIX };
-    snprintf(sa.sun_path, sizeof sa.sun_path, "%s/c.sock", f->dir);
-    g_listener = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (g_listener < 0 || bind(g_listener, (struct sockaddr *)&sa, sizeof sa) != 0 ||
-        listen(g_listener, 16) != 0)
+    /* the children's regions stay at exit for the test to read */
+    g_listener = listener_open(f->dir, f->endpoint, sizeof f->endpoint);
+    if (g_listener < 0)
         return -1;
     *state = f;
     return 0;
@@ -64,9 +57,7 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-    if (g_listener >= 0)
-        close(g_listener);
-    g_listener = -1;
+    listener_close(&g_listener);
     struct fx *f = *state;
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->dir);

@@ -28,6 +28,7 @@
 #include "collector/store/seg_writer.h"
 #include "collector/store/sym.h"
 #include "shm/meta.h"
+#include "tests/unit/meta_entry.h"
 
 struct fx {
     char dir[64];
@@ -90,15 +91,10 @@ static const struct seg_proc_info proc = {
  * byte offset where its thread-end block starts. */
 static uint64_t write_segment(struct fx *fx, uint64_t id, int indexed)
 {
-    uint8_t meta[64], pl[32];
-    int n = shm_meta_encode_runtime(pl, sizeof pl, "rt-main");
-    struct d9_meta_hdr mh = { .len = (uint16_t)((sizeof mh + (size_t)n + 7) & ~7u),
-                              .kind = D9_META_RUNTIME, .id = 1 };
-    memset(meta, 0, sizeof meta);
-    memcpy(meta, &mh, sizeof mh);
-    memcpy(meta + sizeof mh, pl, (size_t)n);
+    uint8_t meta[64];
+    size_t ml = meta_entry_runtime(meta, 1, "rt-main");
     struct seg_writer *w;
-    assert_int_equal(seg_writer_open(&w, fx->dir, id, &proc, meta, mh.len), 0);
+    assert_int_equal(seg_writer_open(&w, fx->dir, id, &proc, meta, ml), 0);
     uint8_t data[320];
     size_t len = 0;
     for (int i = 0; i < 10; i++) {

@@ -138,7 +138,8 @@ static void test_open_creates_the_documented_schema(void **state)
     expect_columns(d, "rollups", "segment_id,data");
     expect_columns(d, "kept", "segment_id,trig_ns,t0_ns,t1_ns,trig_pid,ntrig,source_segment,"
                               "reason");
-    expect_columns(d, "triggers", "id,pid,process_id,t_ns,source,reason,verdict,win_t0,win_t1");
+    expect_columns(d, "triggers",
+                   "id,pid,process_id,t_ns,source,reason,verdict,win_t0,win_t1,fields");
     char got[512];
     q_text(d, "SELECT m.tbl_name || '(' || group_concat(i.name) || ')' FROM sqlite_master m,"
               " pragma_index_info(m.name) i WHERE m.type = 'index' AND m.sql IS NOT NULL"
@@ -524,6 +525,45 @@ static void test_segment_commit_inserts_segment_blocks_and_counters(void **state
     assert_string_equal(got, expect);
     q_text(db(fx), "SELECT records, lost, first_ns, last_ns FROM processes", got, sizeof got);
     assert_string_equal(got, "6|4|500|1012");
+    seg_writer_free(w);
+}
+
+static int collect_seg_block(void *arg, const struct idx_read_seg_block *b)
+{
+    char *out = arg;
+    size_t n = strlen(out);
+    snprintf(out + n, 512 - n, "%s%llu|%u|%u|%u", n ? "," : "", (unsigned long long)b->offset,
+             b->kind, b->ring, b->generation);
+    return 0;
+}
+
+/* q_edge feeds a segment's blocks as the whole file does: in file order,
+ * with the META blocks that define the schemas of the events after them */
+static void test_segment_blocks_are_data_and_meta_in_file_order(void **state)
+{
+    struct fx *fx = *state;
+    int64_t pid = add_process(fx);
+    struct seg_writer *w;
+    assert_int_equal(seg_writer_open(&w, fx->dir, 7, &proc, NULL, 0), 0);
+    struct d9_rec_poll_end r = { .h = { .len = sizeof r, .type = D9_REC_POLL_END, .ts = 1000 } };
+    assert_int_equal(seg_writer_add_data(w, 101, 1, 1, 0, (const uint8_t *)&r, sizeof r), 0);
+    uint8_t meta[16] = { 16, 0, D9_META_RUNTIME, 0, 1, 0, 0, 0, 'r', 't' };
+    assert_int_equal(seg_writer_add_meta(w, meta, sizeof meta), 0);
+    r.h.ts = 1001;
+    assert_int_equal(seg_writer_add_data(w, 100, 0, 2, 0, (const uint8_t *)&r, sizeof r), 0);
+    struct seg_summary sum;
+    assert_int_equal(seg_writer_seal(w, &sum), 0);
+    assert_int_equal(idx_segment_commit(fx->x, pid, &sum, fx->dir), 0);
+    char got[512] = "", expect[512];
+    assert_int_equal(idx_read_segment_blocks(fx->x, 7, collect_seg_block, got), 3);
+    q_text(db(fx), "SELECT group_concat(offset || '|' || kind || '|' || ring || '|' || generation)"
+                   " FROM (SELECT * FROM blocks WHERE segment_id = 7 ORDER BY offset)",
+           expect, sizeof expect);
+    assert_string_equal(got, expect);
+    q_text(db(fx), "SELECT group_concat(kind) FROM (SELECT kind FROM blocks"
+                   " WHERE segment_id = 7 ORDER BY offset)", got, sizeof got);
+    fmt(expect, sizeof expect, "%u,%u,%u", SEG_BLK_DATA, SEG_BLK_META, SEG_BLK_DATA);
+    assert_string_equal(got, expect);
     seg_writer_free(w);
 }
 
@@ -964,6 +1004,7 @@ int main(void)
         T(test_thread_names_set_names_only_matching_rows),
         T(test_segment_threads_are_the_named_ones_with_blocks),
         T(test_segment_commit_inserts_segment_blocks_and_counters),
+        T(test_segment_blocks_are_data_and_meta_in_file_order),
         T(test_segment_paths_are_stored_relative_to_the_store),
         T(test_segment_outside_the_store_is_refused),
         T(test_commit_for_a_missing_process_leaves_no_rows),

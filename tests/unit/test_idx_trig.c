@@ -1,8 +1,10 @@
 /*
  * test_idx_trig.c — the index's triggers table (collector/store/idx_trig.c)
- * and schema version 4: rows with and without a window, a merge that grows
- * the windows it swallowed, the pid and time filter, and a version 3 index
- * read as having no triggers, then upgraded by a writer's open.
+ * and schema versions 4 and 5: rows with and without a window, a merge that
+ * grows the windows it swallowed, the pid and time filter, a typed
+ * trigger's fields (version 5), a version 3 index read as having no
+ * triggers and a version 4 one as triggers without fields, both upgraded by
+ * a writer's open.
  */
 #include <errno.h>
 #include <ftw.h>
@@ -22,7 +24,12 @@
 
 struct rows {
     size_t n;
-    struct { uint32_t pid; uint64_t t, w0, w1; char source[16], reason[32], verdict[16]; } r[8];
+    struct {
+        uint32_t pid;
+        uint64_t t, w0, w1;
+        char source[16], reason[32], verdict[16], fields[64];
+        int has_fields;
+    } r[8];
 };
 
 static int collect(void *arg, const struct idx_trigger *t)
@@ -37,6 +44,8 @@ static int collect(void *arg, const struct idx_trigger *t)
     snprintf(rs->r[rs->n].source, sizeof rs->r[0].source, "%s", t->source);
     snprintf(rs->r[rs->n].reason, sizeof rs->r[0].reason, "%s", t->reason);
     snprintf(rs->r[rs->n].verdict, sizeof rs->r[0].verdict, "%s", t->verdict);
+    rs->r[rs->n].has_fields = t->fields != NULL;
+    snprintf(rs->r[rs->n].fields, sizeof rs->r[0].fields, "%s", t->fields ? t->fields : "");
     rs->n++;
     return 0;
 }
@@ -189,17 +198,83 @@ static void test_a_version_3_store_reads_as_having_no_triggers(void **state)
     idx_close(ro);
 }
 
-static void test_a_writer_upgrades_a_version_3_store_to_4(void **state)
+static void test_a_writer_upgrades_a_version_3_store_to_5(void **state)
 {
     struct fx *fx = *state;
     make_version_3(fx);
     assert_int_equal(idx_open(&fx->x, fx->dir), 0);
     assert_int_equal(version_of(fx->x), IDX_SCHEMA_VERSION);
-    assert_int_equal(IDX_SCHEMA_VERSION, 4);
+    assert_int_equal(IDX_SCHEMA_VERSION, 5);
     add(fx->x, 10, 1000, "kept", 900, 1100);
     struct rows rs = { 0 };
     assert_int_equal(idx_trig_foreach(fx->x, 0, 0, UINT64_MAX, collect, &rs), 0);
     assert_int_equal(rs.n, 1);
+}
+
+static void add_fields(struct idx *x, uint64_t t, const char *fields)
+{
+    struct idx_trigger row = { .pid = 10, .t_ns = t, .source = "marker", .reason = "slow",
+                               .verdict = "debounced", .fields = fields };
+    assert_int_equal(idx_trig_add(x, &row), 0);
+}
+
+static void test_a_typed_trigger_keeps_its_fields_and_others_have_none(void **state)
+{
+    struct fx *fx = *state;
+    add_fields(fx->x, 1000, "{\"latency_ms\":250,\"path\":\"/k\"}");
+    add_fields(fx->x, 1001, NULL);
+    add_fields(fx->x, 1002, "");        /* empty: none */
+    struct rows rs = { 0 };
+    assert_int_equal(idx_trig_foreach(fx->x, 0, 0, UINT64_MAX, collect, &rs), 0);
+    assert_int_equal(rs.n, 3);
+    assert_true(rs.r[0].has_fields);
+    assert_string_equal(rs.r[0].fields, "{\"latency_ms\":250,\"path\":\"/k\"}");
+    assert_false(rs.r[1].has_fields);
+    assert_false(rs.r[2].has_fields);
+}
+
+/* A store written before the fields: version 4, a triggers table without
+ * the column, one row in it. */
+static void make_version_4(struct fx *fx)
+{
+    assert_int_equal(sqlite3_exec(idx_db(fx->x), "ALTER TABLE triggers DROP COLUMN fields;"
+                                  " INSERT INTO triggers(pid, t_ns, source, reason, verdict)"
+                                  " VALUES(10, 1000, 'shell', 'old', 'kept');"
+                                  " UPDATE meta SET value = '4' WHERE key = 'schema_version'",
+                                  NULL, NULL, NULL), SQLITE_OK);
+    idx_close(fx->x);
+    fx->x = NULL;
+}
+
+static void test_a_version_4_store_reads_as_triggers_without_fields(void **state)
+{
+    struct fx *fx = *state;
+    make_version_4(fx);
+    char why[512];
+    struct idx *ro = NULL;
+    assert_int_equal(idx_open_ex(&ro, fx->dir, IDX_OPEN_READONLY, why, sizeof why), 0);
+    struct rows rs = { 0 };
+    assert_int_equal(idx_trig_foreach(ro, 0, 0, UINT64_MAX, collect, &rs), 0);
+    assert_int_equal(rs.n, 1);
+    assert_string_equal(rs.r[0].reason, "old");
+    assert_false(rs.r[0].has_fields);
+    assert_int_equal(version_of(ro), 4);    /* a reader changes nothing */
+    idx_close(ro);
+}
+
+static void test_a_writer_upgrades_a_version_4_store_to_5_keeping_its_rows(void **state)
+{
+    struct fx *fx = *state;
+    make_version_4(fx);
+    assert_int_equal(idx_open(&fx->x, fx->dir), 0);
+    assert_int_equal(version_of(fx->x), 5);
+    add_fields(fx->x, 2000, "{\"n\":1}");
+    struct rows rs = { 0 };
+    assert_int_equal(idx_trig_foreach(fx->x, 0, 0, UINT64_MAX, collect, &rs), 0);
+    assert_int_equal(rs.n, 2);
+    assert_string_equal(rs.r[0].reason, "old");
+    assert_false(rs.r[0].has_fields);
+    assert_string_equal(rs.r[1].fields, "{\"n\":1}");
 }
 
 static void test_a_version_2_store_is_still_refused(void **state)
@@ -225,7 +300,10 @@ int main(void)
         T(test_restored_rows_merge_in_any_order_without_duplicates),
         T(test_foreach_overlap_adds_windows_reaching_in),
         T(test_a_version_3_store_reads_as_having_no_triggers),
-        T(test_a_writer_upgrades_a_version_3_store_to_4),
+        T(test_a_writer_upgrades_a_version_3_store_to_5),
+        T(test_a_typed_trigger_keeps_its_fields_and_others_have_none),
+        T(test_a_version_4_store_reads_as_triggers_without_fields),
+        T(test_a_writer_upgrades_a_version_4_store_to_5_keeping_its_rows),
         T(test_a_version_2_store_is_still_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

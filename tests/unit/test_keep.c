@@ -23,6 +23,7 @@
 #include "collector/store/seg_salvage.h"
 #include "collector/store/seg_writer.h"
 #include "shm/meta.h"
+#include "tests/unit/meta_entry.h"
 
 struct fx {
     char dir[64];
@@ -41,18 +42,6 @@ static const struct seg_proc_info proc = {
     .ns_per_tick = 0.5, .cal_tsc0 = 100, .cal_ns0 = 200,
     .host = "testhost", .comm = "worker", .exe = "/usr/bin/worker",
 };
-
-static size_t make_meta(uint8_t *buf)
-{
-    uint8_t pl[256];
-    int plen = shm_meta_encode_runtime(pl, sizeof pl, "rt-main");
-    size_t total = (sizeof(struct d9_meta_hdr) + (size_t)plen + 7u) & ~(size_t)7u;
-    struct d9_meta_hdr mh = { .len = (uint16_t)total, .kind = D9_META_RUNTIME, .id = 1 };
-    memset(buf, 0, total);
-    memcpy(buf, &mh, sizeof mh);
-    memcpy(buf + sizeof mh, pl, (size_t)plen);
-    return total;
-}
 
 static void rec_poll(uint8_t *buf, size_t *len, int start, uint32_t seq, uint64_t ts)
 {
@@ -80,7 +69,7 @@ static int setup(void **state)
     strcpy(fx->dir, "/tmp/d9keeptest.XXXXXX");
     assert_non_null(mkdtemp(fx->dir));
     uint8_t meta[256];
-    size_t ml = make_meta(meta);
+    size_t ml = meta_entry_runtime(meta, 1, "rt-main");
     struct seg_writer *w;
     assert_int_equal(seg_writer_open(&w, fx->dir, 1, &proc, meta, ml), 0);
     for (uint32_t ring = 0; ring < 2; ring++) {

@@ -22,6 +22,7 @@
 #include "collector/store/seg_reader.h"
 #include "shm/meta.h"
 #include "shm/record.h"
+#include "tests/unit/meta_entry.h"
 
 #define NS 1000000000ull
 
@@ -137,19 +138,6 @@ struct fixture {
     char seg_a[600];                /* pid 100's segment */
 };
 
-static size_t meta_runtime(uint8_t *out, uint32_t id, const char *name)
-{
-    uint8_t payload[80];
-    int n = shm_meta_encode_runtime(payload, sizeof payload, name);
-    assert_true(n > 0);
-    struct d9_meta_hdr h = { .len = (uint16_t)((sizeof h + (size_t)n + 7) & ~7u),
-                             .kind = D9_META_RUNTIME, .id = id };
-    memset(out, 0, h.len);
-    memcpy(out, &h, sizeof h);
-    memcpy(out + sizeof h, payload, (size_t)n);
-    return h.len;
-}
-
 static size_t poll_start(uint8_t *out, uint64_t ts, uint64_t task)
 {
     struct d9_rec_poll_start r = { .h = { sizeof r, D9_REC_POLL_START, 0, ts }, .task = task,
@@ -176,7 +164,7 @@ static void add_segment(struct fixture *fx, struct idx *x, uint32_t pid, uint64_
                                 .clock_source = D9_CLOCK_MONOTONIC, .host = "h", .comm = "prog",
                                 .exe = "/bin/prog" };
     uint8_t meta[128];
-    size_t ml = meta_runtime(meta, 1, "rt1");
+    size_t ml = meta_entry_runtime(meta, 1, "rt1");
     struct seg_writer *w;
     assert_int_equal(seg_writer_open(&w, fx->dir, seg_id, &pi, meta, ml), 0);
     uint8_t recs[256];
@@ -392,7 +380,7 @@ static void scan_keeps_ring_order_where_a_ring_s_stamps_go_backwards(void **stat
     struct seg_proc_info pi = { .pid = 300, .start_time = 3000, .clock_source = D9_CLOCK_MONOTONIC,
                                 .host = "h", .comm = "prog", .exe = "/bin/prog" };
     uint8_t meta[128], recs[256];
-    size_t ml = meta_runtime(meta, 1, "rt1"), n = 0;
+    size_t ml = meta_entry_runtime(meta, 1, "rt1"), n = 0;
     struct seg_writer *w;
     assert_int_equal(seg_writer_open(&w, fx->dir, 3, &pi, meta, ml), 0);
     n += poll_start(recs + n, 9100, 1);

@@ -22,24 +22,12 @@
 #include "collector/store/seg_writer.h"
 #include "shm/meta.h"
 #include "tests/unit/wake_pair.h"
+#include "tests/unit/meta_entry.h"
 
 struct fixture {
     char dir[64];
     struct q_store *s;
 };
-
-static size_t meta_runtime(uint8_t *out, uint32_t id, const char *name)
-{
-    uint8_t payload[80];
-    int n = shm_meta_encode_runtime(payload, sizeof payload, name);
-    assert_true(n > 0);
-    struct d9_meta_hdr h = { .len = (uint16_t)((sizeof h + (size_t)n + 7) & ~7u),
-                             .kind = D9_META_RUNTIME, .id = id };
-    memset(out, 0, h.len);
-    memcpy(out, &h, sizeof h);
-    memcpy(out + sizeof h, payload, (size_t)n);
-    return h.len;
-}
 
 static size_t put_poll(uint8_t *out, uint16_t type, uint64_t ts, uint64_t task)
 {
@@ -91,7 +79,7 @@ static void make_store(struct fixture *fx, unsigned many)
                                 .clock_source = D9_CLOCK_MONOTONIC, .host = "h", .comm = "prog",
                                 .exe = "/bin/prog" };
     uint8_t meta[128];
-    size_t ml = meta_runtime(meta, 1, "rt1");
+    size_t ml = meta_entry_runtime(meta, 1, "rt1");
     struct seg_writer *w;
     assert_int_equal(seg_writer_open(&w, fx->dir, 1, &pi, meta, ml), 0);
     size_t cap = 4096 + (size_t)many * 64;
@@ -405,7 +393,7 @@ static int setup_wakes(void **state)
     struct seg_proc_info pi = { .pid = 100, .start_time = 1000, .clock_source = D9_CLOCK_MONOTONIC,
                                 .host = "h", .comm = "prog", .exe = "/bin/prog" };
     uint8_t meta[128], r[256];
-    size_t ml = meta_runtime(meta, 1, "rt1"), n = 0;
+    size_t ml = meta_entry_runtime(meta, 1, "rt1"), n = 0;
     struct seg_writer *w;
     assert_int_equal(seg_writer_open(&w, fx->dir, 1, &pi, meta, ml), 0);
     n += put_wake(r + n, 1010, 5, a);

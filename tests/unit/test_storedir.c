@@ -33,6 +33,7 @@
 #include "collector/daemon/storedir.h"
 #include "shm/d9_abi.h"
 #include "shm/meta.h"
+#include "tests/unit/meta_entry.h"
 
 #define BIG_CAP (1ULL << 30)
 
@@ -388,15 +389,11 @@ static int seen_process(void *arg, const struct idx_read_process *r)
 static void recovery_indexes_a_file_s_runtimes_threads_and_process_end(void **state)
 {
     struct fx *fx = *state;
-    uint8_t meta[64] = { 0 }, p[32];
-    int n = shm_meta_encode_runtime(p, sizeof p, "tokio");
-    struct d9_meta_hdr mh = { .len = (uint16_t)((sizeof mh + (size_t)n + 7) & ~7u),
-                              .kind = D9_META_RUNTIME, .id = 3 };
-    memcpy(meta, &mh, sizeof mh);
-    memcpy(meta + sizeof mh, p, (size_t)n);
+    uint8_t meta[64];
+    size_t ml = meta_entry_runtime(meta, 3, "tokio");
     uint64_t id = fx->st.next_segment_id;
     struct seg_writer *w = NULL;
-    assert_int_equal(storedir_writer_open(&fx->st, &proc, meta, mh.len, &w), 0);
+    assert_int_equal(storedir_writer_open(&fx->st, &proc, meta, ml, &w), 0);
     struct d9_rec_poll_start r = { .h = { sizeof r, D9_REC_POLL_START, 0, 100 }, .task = 1 };
     assert_int_equal(seg_writer_add_data(w, 11, 0, 1, 0, (const uint8_t *)&r, sizeof r), 0);
     r.h.ts = 150;

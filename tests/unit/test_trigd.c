@@ -6,8 +6,10 @@
  * scheduling wait longer than --trigger-sched-ms at its stamp, records
  * lost with --trigger-lost yes, a custom event's field over a
  * --trigger-field threshold), hostile
- * marker lengths, and the counts by source and verdict. No index here.
+ * marker lengths, and the counts by source and verdict; a typed marker's
+ * fields as the JSON of its index row (with an index: idx_fixture.h).
  */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,8 +17,10 @@
 #include <string.h>
 #include <cmocka.h>
 #include "collector/daemon/trigd.h"
+#include "collector/store/idx_trig.h"
 #include "shm/d9_abi.h"
 #include "shm/meta.h"
+#include "tests/unit/idx_fixture.h"
 
 #define MS 1000000ull
 
@@ -176,6 +180,79 @@ static void test_a_typed_trigger_schema_with_more_fields_is_a_marker_too(void **
     trigd_feed(42, 1, &tp, &r, b, n);
     assert_int_equal(trigd_count(TRIGD_SRC_MARKER, TRIG_KEPT), 1);
     assert_int_equal(trigd_state()->win[0].trig_ns, 5000 * MS);
+    trigd_proc_free(&tp);
+}
+
+/* A typed marker: reason, then a STR, a U64, an I64, an F64 and a BOOL. */
+static size_t put_typed(uint8_t *b, uint32_t id, const char *str, uint32_t forged_sl, double f,
+                        uint64_t ts)
+{
+    uint32_t sl = (uint32_t)strlen(str);
+    uint32_t sw = (4 + sl + 7) & ~7u;
+    size_t plen = 8 + sw + 4 * 8, len = sizeof(struct d9_rec_custom) + plen;
+    memset(b, 0, len);
+    put_hdr(b, (uint16_t)len, D9_REC_CUSTOM, ts);
+    struct d9_rec_custom c;
+    memcpy(&c, b, sizeof c);
+    c.schema = id;
+    c.payload_len = (uint32_t)plen;
+    memcpy(b, &c, sizeof c);
+    uint8_t *p = b + sizeof c;
+    memcpy(p, "\1\0\0\0r", 5);            /* reason "r" */
+    p += 8;
+    uint32_t put_sl = forged_sl ? forged_sl : sl;
+    memcpy(p, &put_sl, 4);
+    memcpy(p + 4, str, sl);
+    p += sw;
+    uint64_t u = 250, i = (uint64_t)-7, bo = 1;
+    memcpy(p, &u, 8);
+    memcpy(p + 8, &i, 8);
+    memcpy(p + 16, &f, 8);
+    memcpy(p + 24, &bo, 8);
+    return len;
+}
+
+struct fields_seen {
+    unsigned n;
+    char f[4][256];
+};
+
+static int fields_of(void *arg, const struct idx_trigger *t)
+{
+    struct fields_seen *fs = arg;
+    if (fs->n < 4)
+        snprintf(fs->f[fs->n++], sizeof fs->f[0], "%s", t->fields ? t->fields : "(null)");
+    return 0;
+}
+
+static void test_a_typed_markers_fields_are_indexed_as_json_in_schema_order(void **state)
+{
+    struct fx *fx = *state;
+    start(0);
+    trigd_set_index(fx->x);
+    struct trigd_proc tp = marker_proc(7);
+    static const uint8_t t[] = { D9_FT_STR, D9_FT_STR, D9_FT_U64, D9_FT_I64, D9_FT_F64,
+                                 D9_FT_BOOL };
+    static const char *const nm[] = { "reason", "path", "ms", "delta", "ratio", "ok" };
+    meta_schema(&tp, 9, "d9_trigger", 6, t, nm);
+    uint8_t b[1024];
+    size_t n = put_typed(b, 9, "/a\"b\\\n", 0, 0.5, 5000 * MS);
+    n += put_typed(b + n, 9, "/x", 0, INFINITY, 6000 * MS);          /* inf: null */
+    n += put_typed(b + n, 9, "/y", 300, 1.0, 7000 * MS);     /* a forged string length */
+    n += put_marker(b + n, 7, "plain", 0, 8000 * MS);
+    struct trigd_ring r = { 0 };
+    trigd_feed(42, 1, &tp, &r, b, n);
+    struct fields_seen fs = { 0 };
+    assert_int_equal(idx_trig_foreach(fx->x, 0, 0, UINT64_MAX, fields_of, &fs), 0);
+    assert_int_equal(fs.n, 4);
+    assert_string_equal(fs.f[0], "{\"path\":\"/a\\\"b\\\\\\u000a\",\"ms\":250,"
+                                 "\"delta\":-7,\"ratio\":0.5,\"ok\":true}");
+    assert_string_equal(fs.f[1], "{\"path\":\"/x\",\"ms\":250,\"delta\":-7,\"ratio\":null,"
+                                 "\"ok\":true}");
+    assert_string_equal(fs.f[2], "{}");         /* the fields stop at the bad string */
+    assert_string_equal(fs.f[3], "(null)");     /* a plain marker has none */
+    trigd_set_index(NULL);
+    trigd_proc_free(&tp);
 }
 
 static void test_a_marker_with_a_forged_length_still_fires_with_an_empty_reason(void **state)
@@ -476,6 +553,8 @@ int main(void)
         cmocka_unit_test(test_signed_and_float_fields_compare_by_value),
         cmocka_unit_test(test_a_schema_without_the_field_or_with_a_string_field_fires_nothing),
         cmocka_unit_test(test_a_field_event_with_a_hostile_string_length_fires_nothing),
+        cmocka_unit_test_setup_teardown(test_a_typed_markers_fields_are_indexed_as_json_in_schema_order,
+                                        idx_fx_setup, idx_fx_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -58,6 +58,9 @@ FRAME_POINTERS := -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer
 # libzstd: the Parquet writer's page compression (collector/parquet/);
 # libstdc++: __cxa_demangle, C++ names in every output (collector/query/q_demangle.c)
 LDLIBS_CLI   := $(LDLIBS_COL) -lmicrohttpd -lzstd -lstdc++
+# `d9` itself: curl, crypto, zmq, microhttpd, zstd and stdc++ are opened at
+# first use (collector/lazy/lazy.h), so a reading command does not load them
+LDLIBS_D9    := -lprotobuf-c -lsqlite3 -lm -pthread -ldl
 # libmicrohttpd: d9collectd's --metrics endpoint (collector/daemon/met_http.c)
 LDLIBS_DAEMON := $(LDLIBS_COL) -lmicrohttpd
 SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
@@ -75,7 +78,8 @@ SERVE_SRC := $(wildcard collector/serve/*.c)
 SQL_SRC   := $(wildcard collector/sql/*.c)
 CLI_SRC   := $(filter-out collector/cli/main.c,$(wildcard collector/cli/*.c)) \
              $(QUERY_SRC) $(EXPORT_SRC) $(PARQUET_SRC) $(SERVE_SRC) $(SQL_SRC)
-COL_SRC   := $(STORE_SRC) $(CTL_SRC) $(S3_SRC) $(DAEMON_SRC) $(CLI_SRC)
+LAZY_SRC  := collector/lazy/lazy.c
+COL_SRC   := $(STORE_SRC) $(CTL_SRC) $(S3_SRC) $(DAEMON_SRC) $(CLI_SRC) $(LAZY_SRC)
 DEMO_SRC  := $(wildcard agent/demo/*.c)
 PROTO_C   := $(BUILD)/gen/proto/d9.pb-c.c
 PROTO_H   := $(BUILD)/gen/proto/d9.pb-c.h $(BUILD)/gen/proto/perfetto_trace.pb-c.h
@@ -94,6 +98,9 @@ COL_OBJ   := $(call obj,$(COL_SRC))
 STORE_OBJ := $(call obj,$(STORE_SRC))
 CTL_OBJ   := $(call obj,$(CTL_SRC))
 S3_OBJ    := $(call obj,$(S3_SRC))
+LAZY_OBJ  := $(call obj,$(LAZY_SRC))
+# the lazily loaded libraries' functions: linked into `d9` only
+LAZY_SYMS_OBJ := $(call obj,collector/lazy/lazy_syms.c)
 DAEMON_OBJ := $(call obj,$(DAEMON_SRC))
 CLI_OBJ   := $(call obj,$(CLI_SRC))
 PROTO_OBJ := $(BUILD)/obj/proto/d9.pb-c.o
@@ -173,12 +180,12 @@ $(COL_A): $(COL_OBJ) $(SHM_OBJ) $(PROTO_OBJ) $(CLI_PROTO_OBJ)
 $(STORE_A): $(STORE_OBJ) $(SHM_OBJ) $(PROTO_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
-$(BUILD)/bin/d9collectd: $(BUILD)/obj/collector/daemon/d9collectd.o $(DAEMON_OBJ) $(CTL_OBJ) $(S3_OBJ) $(STORE_A)
+$(BUILD)/bin/d9collectd: $(BUILD)/obj/collector/daemon/d9collectd.o $(DAEMON_OBJ) $(CTL_OBJ) $(S3_OBJ) $(LAZY_OBJ) $(STORE_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS_DAEMON)
-$(BUILD)/bin/d9: $(BUILD)/obj/collector/cli/main.o $(CLI_OBJ) $(CTL_OBJ) $(S3_OBJ) $(CLI_PROTO_OBJ) $(STORE_A)
+$(BUILD)/bin/d9: $(BUILD)/obj/collector/cli/main.o $(CLI_OBJ) $(CTL_OBJ) $(S3_OBJ) $(LAZY_OBJ) $(LAZY_SYMS_OBJ) $(CLI_PROTO_OBJ) $(STORE_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS_CLI)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS_D9)
 $(call obj,$(DEMO_SRC)): CFLAGS += $(FRAME_POINTERS)
 $(BUILD)/bin/d9demo: $(call obj,$(DEMO_SRC)) $(AGENT_A)
 	@mkdir -p $(dir $@)

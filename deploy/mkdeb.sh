@@ -62,6 +62,10 @@ depends() {
     (cd "$DEB/shlibdeps" && dpkg-shlibdeps -O "$@" 2>/dev/null) | sed -n 's/^shlibs:Depends=//p'
 }
 D9_DEPS=$(depends "$PWD/$DEB/d9/usr/bin/d9" "$PWD/$DEB/d9/usr/sbin/d9collectd")
+# d9 opens libzstd and libstdc++ at first use (collector/lazy/lazy.h), which
+# no ELF file of the package names: their packages by hand (libcurl, libssl,
+# libzmq and libmicrohttpd come with d9collectd, which links them)
+D9_DEPS="$D9_DEPS, libzstd1, libstdc++6"
 LIB_DEPS=$(depends "$PWD/$DEB/libd9agent0/$LIB/libd9agent.so.$VERSION")
 # libzmq is loaded with dlopen when the control channel opens (agent/zmqlib.h),
 # so dpkg-shlibdeps does not see it: named here. Without it the agent

@@ -18,6 +18,7 @@
 #include "collector/cli/cli.h"
 #include "collector/cli/cli_live.h"
 #include "collector/ctl/ctl_client.h"
+#include "collector/lazy/lazy.h"
 #include "collector/query/q_store.h"
 #include "shm/paths.h"
 #include "shm/record.h"
@@ -94,6 +95,7 @@ const char *cli_ctl_why(int rc)
     case -ETIMEDOUT: return "no answer in time (is d9collectd running? a stale socket?)";
     case -ECONNREFUSED: return "connection refused (is d9collectd running?)";
     case -EBADMSG: return "undecodable reply";
+    case -ELIBACC: return lazy_error(LAZY_ZMQ);     /* libzmq could not be opened */
     default: return strerror(-rc);
     }
 }

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "collector/lazy/lazy.h"
 #include "collector/cli/cli_parquet.h"
 #include "collector/sql/sql_vtab.h"
 
@@ -257,7 +258,8 @@ static int export_table(sqlite3 *db, const char *table, const struct cli_parquet
         if (rc < 0)
             snprintf(why, whycap, "%s: write error: %s", path, strerror(-rc));
     } else {
-        snprintf(why, whycap, "table %s: %s", table, strerror(-rc));
+        snprintf(why, whycap, "table %s: %s", table,
+                 rc == -ELIBACC ? lazy_error(LAZY_ZSTD) : strerror(-rc));
     }
     struct pq_write_stats ws = { 0 };
     if (w)

@@ -22,6 +22,7 @@
 #include <unistd.h>
 #include "collector/cli/cli_pull.h"
 #include "collector/cli/cli_s3path.h"
+#include "collector/lazy/lazy.h"
 #include "collector/s3/s3_client.h"
 #include "collector/s3/s3_cfg.h"
 #include "collector/s3/s3_key.h"
@@ -554,7 +555,10 @@ int cli_pull_run(const struct cli_env *env, const struct cli_pull_opts *o,
     int rc = s3_client_open(&p.c, &cfg);
     s3_cfg_wipe(&cfg);
     if (rc < 0)
-        return cli_fail(env, "cannot start the S3 client: %s", strerror(-rc));
+        return cli_fail(env, "cannot start the S3 client: %s",
+                        rc == -ELIBACC ? (*lazy_error(LAZY_CURL) ? lazy_error(LAZY_CURL)
+                                                                 : lazy_error(LAZY_CRYPTO))
+                                       : strerror(-rc));
     int lock = -1;
     int ret = CLI_EXIT_FAIL;
     if ((rc = list_all(&p)) < 0) {

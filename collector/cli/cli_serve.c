@@ -33,6 +33,7 @@
 #include <string.h>
 #include "collector/cli/cli.h"
 #include "collector/cli/cli_live.h"
+#include "collector/lazy/lazy.h"
 #include "collector/serve/serve_api.h"
 #include "collector/serve/serve_guard.h"
 #include "collector/serve/serve_pool.h"
@@ -444,6 +445,8 @@ CLI_DECLARE_CMD(serve)
     int rc = cli_getopt(env, &a, argc, argv, opts, usage, serve_opt, &o);
     if (rc != 0)
         return rc > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+    if (lazy_need(LAZY_MHD) < 0)
+        return cli_fail(env, "cannot start the HTTP server: %s", lazy_error(LAZY_MHD));
     struct sockaddr_in sin;
     if (parse_listen(o.listen, &sin) < 0)
         return cli_usage_error(env, "--listen %s: expected IPv4ADDR:PORT", o.listen);

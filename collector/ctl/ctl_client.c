@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <zmq.h>
 #include "collector/ctl/ctl_client.h"
+#include "collector/lazy/lazy.h"
 #include "shm/paths.h"
 
 int ctl_client_request(const char *endpoint, const D9__Request *req, D9__Reply **reply,
@@ -20,6 +21,8 @@ int ctl_client_request(const char *endpoint, const D9__Request *req, D9__Reply *
         if (stat(path, &st) != 0)
             return -ENOENT;
     }
+    if (lazy_need(LAZY_ZMQ) < 0)
+        return -ELIBACC;            /* `d9` opens libzmq here (lazy.h) */
     void *ctx = zmq_ctx_new();
     if (!ctx)
         return -ENOMEM;

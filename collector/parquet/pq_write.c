@@ -11,6 +11,7 @@
 #include "collector/parquet/pq_rle.h"
 #include "collector/parquet/pq_thrift.h"
 #include "collector/parquet/pq_write.h"
+#include "collector/lazy/lazy.h"
 
 #define PQ_MAGIC "PAR1"
 #define PQ_MAGIC_LEN 4
@@ -177,6 +178,8 @@ int pq_write_open(struct pq_write **wp, FILE *out, const struct pq_col *cols, si
         if (!cols[i].name || (cols[i].type != PQ_INT32 && cols[i].type != PQ_INT64 &&
                               cols[i].type != PQ_DOUBLE && cols[i].type != PQ_STRING))
             return -EINVAL;
+    if (lazy_need(LAZY_ZSTD) < 0)
+        return -ELIBACC;            /* `d9` opens libzstd here (lazy.h) */
     struct pq_write *w = calloc(1, sizeof *w);
     if (!w)
         return -ENOMEM;

@@ -269,7 +269,8 @@ static int scan_seg(struct q_agg *a, struct q_store *s, const struct seg_ref *g,
     int e = -ENOENT;
     if (!(flags & Q_AGG_RAW)) {
         struct q_edge_stats es;
-        e = q_edge_rollup(s, g->id, path, r, n, !(flags & Q_AGG_LOCS), &buf, &len, &es);
+        e = q_edge_rollup(s, g->id, path, r, n,
+                          (flags & Q_AGG_LOCS) ? Q_EDGE_POLLS : Q_EDGE_LOOKBACK, &buf, &len, &es);
         st->blocks += es.blocks;
         st->blocks_read += es.read;
     }

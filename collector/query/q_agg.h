@@ -27,7 +27,8 @@
  * a poll or park counted in it waits for its end, and, for busy_ns, every
  * block of the thread before it in the segment (a poll's busy time depends
  * on the polls open below it, started anywhere earlier); with Q_AGG_LOCS
- * (locations only) no block before it.
+ * (locations only) no block before it, and only the polls counted, one
+ * entry per location (q_edge.h's Q_EDGE_POLLS).
  *
  * Polls are paired per segment (rollup.h): a poll whose end is in the next
  * segment after a rotation is unfinished, on both paths.

@@ -122,9 +122,10 @@ static int spans_of(const struct blk_list *l, const struct rollup_range *r, unsi
 }
 
 int q_edge_rollup(struct q_store *s, uint64_t segment_id, const char *path,
-                  const struct rollup_range *r, unsigned n, int lookback, uint8_t **out,
+                  const struct rollup_range *r, unsigned n, unsigned flags, uint8_t **out,
                   size_t *len, struct q_edge_stats *st)
 {
+    int lookback = (flags & Q_EDGE_LOOKBACK) != 0;
     struct q_edge_stats local;
     if (!st)
         st = &local;
@@ -151,13 +152,15 @@ int q_edge_rollup(struct q_store *s, uint64_t segment_id, const char *path,
         e = -ENOMEM;
         goto out;
     }
-    if ((e = spans_of(&l, r, n, thr, &sp)) < 0 || (e = seg_reader_open(&sr, path, 0)) < 0 || (e = rollup_new(&ru)) < 0 ||
-        (e = rollup_only(ru, r, n)) < 0)
+    if ((e = spans_of(&l, r, n, thr, &sp)) < 0 || (e = seg_reader_open(&sr, path, 0)) < 0 ||
+        (e = rollup_new(&ru)) < 0 || (e = rollup_only(ru, r, n)) < 0 ||
+        ((flags & Q_EDGE_POLLS) && (e = rollup_polls_only(ru)) < 0))
         goto out;
     for (size_t i = 0; e >= 0 && i < l.n; i++) {
         const struct idx_read_seg_block *b = &l.b[i];
         if (b->kind == SEG_BLK_META) {
-            e = feed(ru, sr, b);            /* schemas for the custom events after it */
+            if (!(flags & Q_EDGE_POLLS))    /* polls only: no custom event counted */
+                e = feed(ru, sr, b);        /* schemas for the custom events after it */
             continue;
         }
         struct thr_span *t = &sp[thr[i]];

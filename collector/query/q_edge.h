@@ -40,6 +40,9 @@
 #include "collector/query/q_store.h"
 #include "collector/store/rollup.h"
 
+#define Q_EDGE_LOOKBACK 1u
+#define Q_EDGE_POLLS    2u
+
 struct q_edge_stats {
     uint64_t blocks;                /* the segment's DATA blocks (index) */
     uint64_t read;                  /* of them, read */
@@ -47,11 +50,15 @@ struct q_edge_stats {
 
 /* The rollup bytes (malloc'ed into *out, rollup_encode's format) of
  * segment_id (path: its file) counted only inside r[0, n) (n 1..
- * ROLLUP_ONLY_MAX). 0, -ENOENT (the index lists no DATA block of it: read
- * the file), -EBADMSG (a block does not match the index or does not
+ * ROLLUP_ONLY_MAX). flags: Q_EDGE_LOOKBACK (the look-back above: busy_ns
+ * exact); Q_EDGE_POLLS (the poll entries only, one per location with
+ * worker 0, rollup_polls_only: the other record kinds are not paired or
+ * counted, and a thread's later blocks are read only while a counted poll
+ * is open). 0, -ENOENT (the index lists no DATA block of it: read the
+ * file), -EBADMSG (a block does not match the index or does not
  * check), or another -errno. */
 int q_edge_rollup(struct q_store *s, uint64_t segment_id, const char *path,
-                  const struct rollup_range *r, unsigned n, int lookback, uint8_t **out,
+                  const struct rollup_range *r, unsigned n, unsigned flags, uint8_t **out,
                   size_t *len, struct q_edge_stats *st);
 
 #endif /* D9_COL_Q_EDGE_H */

@@ -56,8 +56,29 @@ struct names_open {
     struct names_proc *e;
 };
 
+#define NAMES_META_MAX 64u          /* META blocks of a segment read by offset */
+
+struct names_meta {
+    uint64_t off[NAMES_META_MAX];
+    size_t n;
+    int over;                       /* more than NAMES_META_MAX: every header is read */
+};
+
+static int names_meta_off(void *arg, uint64_t offset)
+{
+    struct names_meta *m = arg;
+    if (m->n == NAMES_META_MAX) {
+        m->over = 1;
+        return 1;
+    }
+    m->off[m->n++] = offset;
+    return 0;
+}
+
 /* Open one segment of the process for its metadata; 1 (stop) once one
- * opened. */
+ * opened. Its META blocks are read where the index lists them; without a
+ * list, or when one does not check, every block's header (the reader's
+ * walk, which names what is wrong). */
 static int names_try(void *arg, const char *rel)
 {
     struct names_open *no = arg;
@@ -68,6 +89,17 @@ static int names_try(void *arg, const char *rel)
     struct seg_reader *r;
     if (seg_reader_open(&r, path, 0) < 0)
         return 0;
+    struct names_meta m = { .n = 0 };
+    int e = idx_read_segment_meta(q_store_idx(no->n->s), rel, names_meta_off, &m);
+    if (e > 0 && !m.over) {
+        if (seg_reader_load_meta_at(r, m.off, m.n) == 0) {
+            no->e->r = r;
+            return 1;
+        }
+        seg_reader_close(r);        /* its metadata may be half loaded: a new reader */
+        if (seg_reader_open(&r, path, 0) < 0)
+            return 0;
+    }
     if (seg_reader_load_meta(r) < 0) {
         seg_reader_close(r);
         return 0;

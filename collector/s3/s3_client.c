@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include <curl/curl.h>
+#include "collector/lazy/lazy.h"
 
 #include "s3_sign.h"
 
@@ -62,6 +63,8 @@ static void s3_client_global(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
 
 int s3_client_open(struct s3_client **out, const struct s3_cfg *cfg)
 {
+    if (lazy_need(LAZY_CURL) < 0 || lazy_need(LAZY_CRYPTO) < 0)
+        return -ELIBACC;            /* `d9` opens them here (lazy.h) */
     pthread_once(&s3_client_once, s3_client_global);
     struct s3_client *c = calloc(1, sizeof *c);
     if (!c)

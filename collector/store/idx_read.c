@@ -775,6 +775,29 @@ int idx_read_rollup(struct idx *x, uint64_t segment_id, uint8_t **out, size_t *l
     return e;
 }
 
+int idx_read_segment_meta(struct idx *x, const char *path,
+                          int (*fn)(void *arg, uint64_t offset), void *arg)
+{
+    sqlite3_stmt *st;
+    if (!x || !path || !fn)
+        return -EINVAL;
+    int e = prep(x, "SELECT b.offset FROM segments s JOIN blocks b ON b.segment_id = s.id "
+                    "WHERE s.path = ?1 AND b.kind = ?2 ORDER BY b.offset", &st);
+    if (e < 0)
+        return e;
+    sqlite3_bind_text(st, 1, path, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, SEG_BLK_META);
+    int n = 0, ret = 0, rc = SQLITE_DONE;
+    while (ret == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        n++;
+        ret = fn(arg, col_u64(st, 0));
+    }
+    if (ret == 0 && rc != SQLITE_DONE)
+        ret = fail(x, "read meta blocks");
+    sqlite3_finalize(st);
+    return ret < 0 ? ret : n;
+}
+
 int idx_read_segment_blocks(struct idx *x, uint64_t segment_id,
                             int (*fn)(void *arg, const struct idx_read_seg_block *b), void *arg)
 {

@@ -236,5 +236,10 @@ struct idx_read_seg_block {
 };
 int idx_read_segment_blocks(struct idx *x, uint64_t segment_id,
                             int (*fn)(void *arg, const struct idx_read_seg_block *b), void *arg);
+/* The file offsets of the META blocks of the segment whose path (as the
+ * segments table holds it) is path, in file order: for
+ * seg_reader_load_meta_at. Returns how many, or -errno. */
+int idx_read_segment_meta(struct idx *x, const char *path,
+                          int (*fn)(void *arg, uint64_t offset), void *arg);
 
 #endif /* D9_COL_IDX_READ_H */

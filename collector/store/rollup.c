@@ -38,6 +38,8 @@
 #define RU_INDEX_MAX     (1u << 30)  /* entries of one kind: below the tags */
 #define RU_OPEN_MIN      16u         /* slots of a thread's open-task table at first use */
 #define RU_PCACHE        8u          /* a thread's last poll entries, by loc (a power of two) */
+#define RU_DENSE_MAX     2048u       /* polls_only: entries whose bins are counted in an array
+                                        (ROLLUP_BINS counts, 4 KiB each: 8 MiB at most) */
 
 /* ---- accumulator --------------------------------------------------------------- */
 
@@ -51,7 +53,7 @@ struct pent {
     struct pkey k;
     uint64_t count, unfinished, sum, max;
     uint32_t last_bin, last_slot;   /* its last histogram bin and that bin's slot in bt,
-                                       valid while bt_moves == last_moves (poll_bin_add;
+                                       valid while bt_moves == last_moves (poll_bin_cached;
                                        UINT32_MAX: none yet) */
     uint32_t last_moves;
 };
@@ -171,6 +173,11 @@ struct rollup {
     uint32_t nsc, capsc, lastsc;
     struct rollup_range only[ROLLUP_ONLY_MAX];  /* rollup_only; nonly 0 = everything */
     unsigned nonly;
+    int polls_only;                 /* rollup_polls_only: poll entries and their bins only */
+    uint64_t **dense;               /* polls_only: dense[entry], its bins' counts by bin (NULL:
+                                       none yet); entries from RU_DENSE_MAX on use bt */
+    uint32_t capdense;
+    uint64_t ndense;                /* bins with a count, in all dense arrays */
 };
 
 int rollup_new(struct rollup **out)
@@ -202,6 +209,9 @@ void rollup_free(struct rollup *r)
     free(r->f);
     free(r->fs.s);
     free(r->sc);
+    for (uint32_t i = 0; i < r->capdense; i++)
+        free(r->dense[i]);
+    free(r->dense);
     free(r);
 }
 
@@ -215,6 +225,14 @@ int rollup_only(struct rollup *r, const struct rollup_range *ranges, unsigned n)
         r->only[i] = ranges[i];
     }
     r->nonly = n;
+    return 0;
+}
+
+int rollup_polls_only(struct rollup *r)
+{
+    if (!r || r->nt || r->np)
+        return -EINVAL;             /* before the first block: an entry's bins in one place */
+    r->polls_only = 1;
     return 0;
 }
 
@@ -413,7 +431,7 @@ static int bin_add(struct rollup *r, uint32_t entry, uint32_t bin)
 
 /* The same for a poll entry: a poll's durations mostly fall in the bin of
  * the one before, whose slot it remembers (no hash, no probe). */
-static int poll_bin_add(struct rollup *r, uint32_t entry, uint32_t bin)
+static int poll_bin_cached(struct rollup *r, uint32_t entry, uint32_t bin)
 {
     struct pent *p = &r->p[entry];
     if (p->last_moves == r->bt_moves && p->last_bin == bin) {
@@ -519,6 +537,33 @@ static void omap_del(struct thr *t, struct oslot *x)
     t->omap[i].idx = RU_EMPTY;
 }
 
+/* A poll's duration bin. With polls_only (a reader's edges: few entries,
+ * each updated by every poll of its location) in the entry's own array of
+ * counts: one add where the shared bin table's probe missed the cache on
+ * nearly every poll; the encoder reads the array in bin order. */
+static int poll_bin_add(struct rollup *r, uint32_t entry, uint32_t bin)
+{
+    if (!r->polls_only || entry >= RU_DENSE_MAX)
+        return poll_bin_cached(r, entry, bin);
+    if (entry >= r->capdense) {
+        uint32_t c = r->capdense ? r->capdense * 2 : 64;
+        while (c <= entry)
+            c *= 2;
+        uint64_t **d = realloc(r->dense, (size_t)c * sizeof *d);
+        if (!d)
+            return -ENOMEM;
+        memset(d + r->capdense, 0, (size_t)(c - r->capdense) * sizeof *d);
+        r->dense = d;
+        r->capdense = c;
+    }
+    uint64_t *h = r->dense[entry];
+    if (!h && !(h = r->dense[entry] = calloc(ROLLUP_BINS, sizeof *h)))
+        return -ENOMEM;
+    if (h[bin]++ == 0)
+        r->ndense++;
+    return 0;
+}
+
 /* Remove open poll i of t, keeping the others in start order (those above
  * it move down one: their table entries follow). */
 static void open_remove(struct thr *t, uint32_t i)
@@ -541,7 +586,7 @@ static int busy_add(struct rollup *r, struct thr *t, uint32_t i, const struct op
         t->open[i - 1].pend += d;
         return 0;
     }
-    if (d == 0 || !counted(r, op->ts))
+    if (d == 0 || r->polls_only || !counted(r, op->ts))
         return 0;
     struct went *w;
     int e = worker_entry(r, op->ts - op->ts % ROLLUP_BUCKET_NS, op->runtime, op->worker, &w);
@@ -572,8 +617,10 @@ static int on_poll_start(struct rollup *r, struct thr *t, const struct d9_rec_po
     }
     uint32_t ent = RU_EMPTY;
     if (counted(r, s->h.ts)) {
-        struct pkey k = { s->h.ts - s->h.ts % ROLLUP_BUCKET_NS, s->runtime, s->worker, s->loc };
-        struct went *w;
+        /* polls_only: one entry per location, its workers merged (worker 0) */
+        struct pkey k = { s->h.ts - s->h.ts % ROLLUP_BUCKET_NS, s->runtime,
+                          r->polls_only ? 0 : s->worker, s->loc };
+        struct went *w = NULL;
         struct pcache *c = &t->pc[s->loc & (RU_PCACHE - 1)];
         int e = 0;
         if (c->entry != RU_EMPTY && c->k.bucket == k.bucket && c->k.loc == k.loc &&
@@ -583,12 +630,13 @@ static int on_poll_start(struct rollup *r, struct thr *t, const struct d9_rec_po
             c->k = k;
             c->entry = ent;
         }
-        if (e == 0)
+        if (e == 0 && !r->polls_only)
             e = worker_entry(r, k.bucket, s->runtime, s->worker, &w);
         if (e < 0)
             return e;
         r->p[ent].count++;
-        w->polls++;
+        if (w)
+            w->polls++;
     }
     int oe = omap_reserve(t);
     if (oe < 0)
@@ -1066,12 +1114,14 @@ static int on_custom(struct rollup *r, const struct d9_rec_custom *c, size_t len
 static inline int feed_rec(struct rollup *r, struct thr *t, const struct d9_rec_hdr *h)
 {
     int e = 0;
+    if (r->polls_only && h->type != D9_REC_POLL_START && h->type != D9_REC_POLL_END)
+        return 0;
     switch (h->type) {
     case D9_REC_POLL_START:
         if (h->len >= sizeof(struct d9_rec_poll_start)) {
             const struct d9_rec_poll_start *ps = (const void *)h;
             e = on_poll_start(r, t, ps);
-            if (e == 0)
+            if (e == 0 && !r->polls_only)
                 e = event_add(r, t, h->ts, ps->task, ps->runtime, 0);
         }
         break;
@@ -1107,6 +1157,23 @@ static inline int feed_rec(struct rollup *r, struct thr *t, const struct d9_rec_
     return e;
 }
 
+/* The records of one run of thread t, walked by their lengths (each checked
+ * against the run's end and the alignment; each kind's size in feed_rec). */
+static int feed_run(struct rollup *r, struct thr *t, const uint8_t *records, size_t len)
+{
+    for (size_t off = 0; off < len;) {
+        const struct d9_rec_hdr *h = (const void *)(records + off);
+        if (len - off < D9_REC_HDR_SIZE || h->len < D9_REC_HDR_SIZE ||
+            h->len % D9_REC_ALIGN != 0 || h->len > len - off)
+            return -EBADMSG;
+        int e = feed_rec(r, t, h);
+        if (e < 0)
+            return e;
+        off += h->len;
+    }
+    return 0;
+}
+
 int rollup_feed_block(struct rollup *r, const struct seg_block *b)
 {
     if (!r || !b)
@@ -1118,13 +1185,12 @@ int rollup_feed_block(struct rollup *r, const struct seg_block *b)
     struct thr *t = thread_of(r, b->h.ring, b->h.generation);
     if (!t)
         return -ENOMEM;
-    size_t off = 0;
-    const struct d9_rec_hdr *h;
-    int e, more;
-    while ((more = seg_reader_next_record(b, &off, &h)) == 1)
-        if ((e = feed_rec(r, t, h)) < 0)
-            return e;
-    return more < 0 ? -EBADMSG : 0;
+    /* The reader checked every record of the block (seg_reader_next):
+     * walked here by their lengths, bounds still checked, without checking
+     * each record again. */
+    if (!b->records)
+        return 0;
+    return feed_run(r, t, b->records, b->records_len);
 }
 
 int rollup_feed_meta(struct rollup *r, const uint8_t *entries, size_t len)
@@ -1144,17 +1210,7 @@ int rollup_feed_records(struct rollup *r, uint32_t ring, uint32_t generation,
     struct thr *t = thread_of(r, ring, generation);
     if (!t)
         return -ENOMEM;
-    for (size_t off = 0; off < len;) {
-        const struct d9_rec_hdr *h = (const void *)(records + off);
-        if (len - off < sizeof *h || h->len < sizeof *h || h->len > len - off ||
-            h->len % D9_REC_ALIGN != 0)
-            return -EBADMSG;
-        int e = feed_rec(r, t, h);
-        if (e < 0)
-            return e;
-        off += h->len;
-    }
-    return 0;
+    return feed_run(r, t, records, len);
 }
 
 /* ---- encode -------------------------------------------------------------------- */
@@ -1211,12 +1267,47 @@ static int by_went(const void *a, const void *b)
     return cmp_wkey(&((const struct went *)a)->k, &((const struct went *)b)->k);
 }
 
-static int by_bent(const void *a, const void *b)
+/* A bin's entry as a dense key in (entry) order: the poll entries, then
+ * the delay entries, then the field entries (the tags' order). */
+static uint32_t bent_key(const struct rollup *r, uint32_t entry)
 {
-    const struct bent *x = a, *y = b;
-    if (x->entry != y->entry)
-        return x->entry < y->entry ? -1 : 1;
-    return x->bin < y->bin ? -1 : x->bin > y->bin;
+    if (entry & RU_TAG_FIELD)
+        return r->np + r->nd + (entry & (RU_INDEX_MAX - 1));
+    if (entry & RU_TAG_DELAY)
+        return r->np + (entry & (RU_INDEX_MAX - 1));
+    return entry;
+}
+
+/* The bin table's nb bins into out, sorted by (entry, bin): two stable
+ * counting passes (by bin, then by entry; the pairs are unique), linear
+ * where a comparison sort of every bin was most of an edge scan's encode.
+ * 0 or -ENOMEM. */
+static int bins_sort(const struct rollup *r, struct bent *out)
+{
+    uint32_t nkeys = r->np + r->nd + r->nf;
+    struct bent *tmp = malloc(((size_t)r->nb + 1) * sizeof *tmp);
+    uint32_t *cnt = calloc((size_t)(nkeys > ROLLUP_BINS ? nkeys : ROLLUP_BINS) + 1, sizeof *cnt);
+    if (!tmp || !cnt) {
+        free(tmp), free(cnt);
+        return -ENOMEM;
+    }
+    for (uint32_t i = 0; i < r->capbt; i++)
+        if (r->bt[i].entry != RU_EMPTY)
+            cnt[r->bt[i].bin + 1]++;
+    for (uint32_t b = 0; b < ROLLUP_BINS; b++)
+        cnt[b + 1] += cnt[b];
+    for (uint32_t i = 0; i < r->capbt; i++)
+        if (r->bt[i].entry != RU_EMPTY)
+            tmp[cnt[r->bt[i].bin]++] = r->bt[i];
+    memset(cnt, 0, ((size_t)nkeys + 1) * sizeof *cnt);
+    for (uint32_t i = 0; i < r->nb; i++)
+        cnt[bent_key(r, tmp[i].entry) + 1]++;
+    for (uint32_t k = 0; k < nkeys; k++)
+        cnt[k + 1] += cnt[k];
+    for (uint32_t i = 0; i < r->nb; i++)
+        out[cnt[bent_key(r, tmp[i].entry)]++] = tmp[i];
+    free(tmp), free(cnt);
+    return 0;
 }
 
 static int cmp_dkey(uint64_t ab, uint16_t ar, uint64_t bb, uint16_t br)
@@ -1283,7 +1374,8 @@ int rollup_encode(const struct rollup *r, uint8_t **out, size_t *len)
         return -EINVAL;
     *out = NULL;
     *len = 0;
-    size_t n = ROLLUP_HDR_SIZE + (size_t)r->np * ROLLUP_POLL_SIZE + (size_t)r->nb * ROLLUP_BIN_SIZE +
+    size_t n = ROLLUP_HDR_SIZE + (size_t)r->np * ROLLUP_POLL_SIZE +
+               ((size_t)r->nb + r->ndense) * ROLLUP_BIN_SIZE +
                (size_t)r->nw * ROLLUP_WORKER_SIZE + (size_t)r->nwa * ROLLUP_COUNT_SIZE +
                (size_t)r->nd * ROLLUP_DELAY_SIZE + (size_t)r->nf * ROLLUP_FIELD_SIZE;
     uint8_t *buf = malloc(n);
@@ -1319,10 +1411,11 @@ int rollup_encode(const struct rollup *r, uint8_t **out, size_t *len)
     qsort(dord, r->nd, sizeof *dord, by_dent);
     qsort(ford, r->nf, sizeof *ford, by_fent);
     g_sort = NULL;
-    for (uint32_t i = 0, k = 0; i < r->capbt; i++)
-        if (r->bt[i].entry != RU_EMPTY)
-            bins[k++] = r->bt[i];
-    qsort(bins, r->nb, sizeof *bins, by_bent);
+    if (bins_sort(r, bins) < 0) {
+        free(buf), free(order), free(first), free(bins), free(ws), free(still_open), free(was);
+        free(dord), free(ford);
+        return -ENOMEM;
+    }
     /* first[entry] = index of its first bin in bins */
     for (uint32_t i = 0, j = 0; i <= r->np; i++) {
         while (j < r->nb && bins[j].entry < i)
@@ -1348,6 +1441,10 @@ int rollup_encode(const struct rollup *r, uint8_t **out, size_t *len)
     for (uint32_t i = 0; i < r->np; i++) {
         const struct pent *e = &r->p[order[i]];
         uint32_t b0 = first[order[i]], b1 = first[order[i] + 1];
+        const uint64_t *h = order[i] < r->capdense ? r->dense[order[i]] : NULL;
+        uint32_t nh = 0;
+        for (uint32_t b = 0; h && b < ROLLUP_BINS; b++)
+            nh += h[b] != 0;
         put16(&p, e->k.runtime);
         put16(&p, e->k.worker);
         put32(&p, e->k.loc);
@@ -1356,8 +1453,14 @@ int rollup_encode(const struct rollup *r, uint8_t **out, size_t *len)
         put64(&p, e->unfinished + still_open[order[i]]);
         put64(&p, e->sum);
         put64(&p, e->max);
-        put32(&p, b1 - b0);
+        put32(&p, h ? nh : b1 - b0);        /* an entry's bins are in one of the two */
         put32(&p, 0);
+        for (uint32_t b = 0; h && b < ROLLUP_BINS; b++) {
+            if (h[b]) {
+                put32(&p, b);
+                put32(&p, h[b] > UINT32_MAX ? UINT32_MAX : (uint32_t)h[b]);
+            }
+        }
         for (uint32_t j = b0; j < b1; j++) {
             put32(&p, bins[j].bin);
             put32(&p, bins[j].n > UINT32_MAX ? UINT32_MAX : (uint32_t)bins[j].n);

@@ -141,10 +141,24 @@ struct rollup_range {
     uint64_t from, to;
 };
 int rollup_only(struct rollup *r, const struct rollup_range *ranges, unsigned n);
+/* Count the poll entries only, per location (a reader's question about
+ * locations: d9 top-polls --by-location, location_stats): each (bucket,
+ * runtime, location) one entry with worker 0, its workers' polls merged;
+ * no worker entry, no wake or event count, no wake->poll delay, no custom
+ * field is kept. Polls are paired exactly as without it, so each entry
+ * (count, unfinished, sum, max, bins) is the sum (max) of the full
+ * rollups' entries of its location over their workers. Each poll entry's
+ * bins are counted in an array of its own (4 KiB, for the first 2048
+ * entries; the rest as usual): a few entries updated by every poll.
+ * For readers (q_edge.c); never for stored rollups. Before the first
+ * block; 0 or -EINVAL. */
+int rollup_polls_only(struct rollup *r);
 
 /* Feed one block of a segment, in file order (META blocks give the schemas
- * of the custom events after them; other non-DATA blocks are ignored).
- * 0 or -ENOMEM / -EBADMSG (a record that does not parse). */
+ * of the custom events after them; other non-DATA blocks are ignored), as
+ * seg_reader_next returned it: its records checked there are walked by
+ * their lengths (bounds checked) and not checked again. 0 or -ENOMEM /
+ * -EBADMSG (a record length that does not fit the block). */
 int rollup_feed_block(struct rollup *r, const struct seg_block *b);
 /* Live feeding (the collector, through seg_writer_rollup_*): the same
  * accumulation from what the writer appends, in file order, without the

@@ -636,6 +636,30 @@ int seg_reader_load_meta(struct seg_reader *r)
     return e < 0 ? e : 0;
 }
 
+int seg_reader_load_meta_at(struct seg_reader *r, const uint64_t *offs, size_t n)
+{
+    if (!r || (n && !offs))
+        return -EINVAL;
+    uint64_t saved = r->pos;
+    int saved_stopped = r->stopped;
+    int e = 0;
+    for (size_t i = 0; i < n && e == 0; i++) {
+        if (offs[i] < SEG_HDR_SIZE || offs[i] >= r->data_end || offs[i] % 8 != 0) {
+            e = -EINVAL;
+            break;
+        }
+        struct seg_block b;
+        uint64_t counts[D9_REC_TYPE_COUNT] = { 0 };
+        r->pos = offs[i];
+        r->stopped = 0;
+        e = read_block(r, &b, 0, 1, counts);
+        e = e == 1 && b.h.kind == SEG_BLK_META ? 0 : e < 0 ? e : -EBADMSG;
+    }
+    r->pos = saved;
+    r->stopped = saved_stopped;
+    return e;
+}
+
 int seg_reader_next_record(const struct seg_block *b, size_t *off, const struct d9_rec_hdr **rec)
 {
     if (!b || !off || !rec)

@@ -66,6 +66,12 @@ int seg_reader_seek(struct seg_reader *r, uint64_t offset);
 
 /* Read every META block of the file (so seeking straight into data works). */
 int seg_reader_load_meta(struct seg_reader *r);
+/* The same from the META blocks at offs[0, n) only (the index's list of
+ * them, idx_read_segment_meta: a block each instead of every block's
+ * header). 0, or -EBADMSG / -EINVAL when an offset is not a META block
+ * that checks: the metadata is then incomplete (close the reader and use
+ * seg_reader_load_meta on a new one). */
+int seg_reader_load_meta_at(struct seg_reader *r, const uint64_t *offs, size_t n);
 
 /* Iterate the records of a DATA block: 1 = *rec set, 0 = end, -EBADMSG. */
 int seg_reader_next_record(const struct seg_block *b, size_t *off, const struct d9_rec_hdr **rec);

@@ -164,6 +164,15 @@ bench-query:
 	BQ_BASE_STORE=$(BENCH_QUERY_BASE_STORE) sh tests/bench/bench_query.sh $(BENCH_QUERY_BASE) \
 	    $(BUILD)/bin/d9 $(BENCH_QUERY_STORE) $(BENCH_QUERY_PAIRS)
 
+# The issue's 1 %-window question (<= 20 ms) on a 50 M-record store, base d9
+# vs this one, paired and interleaved (tests/bench/bench_window.sh; not part of
+# `make bench`: the store is made once and kept in BENCH_WINDOW_STORE):
+#   make bench-window [BENCH_WINDOW_BASE=OLD_D9] [BENCH_WINDOW_STORE=DIR] [BENCH_WINDOW_PAIRS=21]
+.PHONY: bench-window
+bench-window:
+	@$(MAKE) --no-print-directory BUILD=$(BUILD) all $(BENCH_DIR)/bench_store
+	BUILD=$(BUILD) sh tests/bench/bench_window.sh
+
 # what LD_PRELOAD of the shim costs /bin/true's start: CPU, wall, peak RSS,
 # shared objects (tests/bench/bench_startup.c); BENCH_STARTUP_BASE=OLD.so adds
 # another build's shim beside this one's

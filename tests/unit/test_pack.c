@@ -255,6 +255,79 @@ static void a_control_nibble_over_eight_is_rejected(void **state)
     assert_int_equal(pack_unpack(f->packed, plen, 1, f->out, sizeof f->out), -EBADMSG);
 }
 
+/* 2- and 3-word records of every value size (0 .. 8 bytes each, the xor of
+ * random words), mixed with longer ones, come back exact: most are decoded
+ * on the straight-line path, the block's last ones on the loop. */
+static void two_and_three_word_records_of_every_value_size_come_back(void **state)
+{
+    struct fx *f = *state;
+    uint64_t x = 0x2545f4914f6cdd1dull, ts = 1000;
+    for (uint32_t i = 0; f->len + 256 <= RAW_CAP / 2; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        uint64_t m = (x >> 3) % 65 == 64 ? ~0ull : (1ull << ((x >> 3) % 64)) - 1;
+        ts += (x >> 11) & m & 0xffffff;
+        switch (x % 4) {
+        case 0:
+            poll_start(f, i, ts, (x >> 7) & m);
+            break;
+        case 1: {
+            struct d9_rec_worker pk = { .h = { sizeof pk, D9_REC_WORKER_PARK, i, ts },
+                                        .runtime = (uint16_t)x, .worker = (uint16_t)(x >> 16),
+                                        .flags = (uint32_t)(x >> 32) & 3, .cpu_ns = x & m,
+                                        .sched_wait_ns = (x >> 5) & m };
+            add(f, &pk);
+            break;
+        }
+        case 2: {
+            struct d9_rec_wake wk = { .h = { sizeof wk, D9_REC_WAKE, i, ts }, .waker = x & m,
+                                      .wakee = ~x & m, .runtime = (uint16_t)x,
+                                      .target_worker = (uint16_t)(x >> 48) };
+            add(f, &wk);
+            break;
+        }
+        default: {
+            uint8_t st[sizeof(struct d9_rec_stack) + 5 * 8];
+            struct d9_rec_stack sh = { .h = { sizeof st, D9_REC_CPU_SAMPLE, i, ts },
+                                       .tid = (uint32_t)x, .nframes = 5, .weight = x & m };
+            memcpy(st, &sh, sizeof sh);
+            for (unsigned k = 0; k < 5; k++) {
+                uint64_t ip = (x * (k + 1)) & m;
+                memcpy(st + sizeof sh + 8 * k, &ip, 8);
+            }
+            add(f, st);
+        }
+        }
+    }
+    assert_true(f->nrec > 2000);
+    assert_round_trip(f, pack_once(f));
+}
+
+/* A control byte of a record in the middle of a block (the straight-line
+ * path) is checked as at the end: a nibble over 8, and a value where a
+ * 2-word record has none. */
+static void a_bad_second_control_byte_mid_block_is_rejected(void **state)
+{
+    struct fx *f = *state;
+    enum { N = 40 };
+    for (uint32_t i = 0; i < N; i++)
+        poll_start(f, i, 1000 + 40ull * i, 5);  /* after the first: tag, ctl, ts, ctl */
+    struct pack_state s;
+    pack_init(&s);
+    long n = pack_records(&s, f->raw, f->len, f->packed + PACK_PREFIX,
+                          sizeof f->packed - PACK_PREFIX - 8);
+    assert_true(n > 4 * N);
+    size_t plen = pack_finish(f->packed, (size_t)n, (uint32_t)f->len);
+    size_t ctl1 = PACK_PREFIX + (size_t)n - 4 * (N / 2) + 3;    /* record N/2's second */
+    assert_int_equal(f->packed[ctl1], 0);
+    assert_int_equal(pack_unpack(f->packed, plen, N, f->out, sizeof f->out), (long)f->len);
+    f->packed[ctl1] = 9;
+    assert_int_equal(pack_unpack(f->packed, plen, N, f->out, sizeof f->out), -EBADMSG);
+    f->packed[ctl1] = 0x10;
+    assert_int_equal(pack_unpack(f->packed, plen, N, f->out, sizeof f->out), -EBADMSG);
+    f->packed[ctl1] = 0x90;
+    assert_int_equal(pack_unpack(f->packed, plen, N, f->out, sizeof f->out), -EBADMSG);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -268,6 +341,8 @@ int main(void)
         T(every_truncation_and_a_wrong_count_are_rejected),
         T(malformed_prefix_tags_and_padding_are_rejected),
         T(a_control_nibble_over_eight_is_rejected),
+        T(two_and_three_word_records_of_every_value_size_come_back),
+        T(a_bad_second_control_byte_mid_block_is_rejected),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

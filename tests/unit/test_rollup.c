@@ -83,6 +83,16 @@ static void park(struct buf *x, uint64_t ts, int is_park, uint32_t flags, uint64
     x->len += sizeof r;
 }
 
+static void wake(struct buf *x, uint64_t ts, uint64_t wakee)
+{
+    struct d9_rec_wake r = { .h = { .len = sizeof r, .type = D9_REC_WAKE, .seq = x->seq++,
+                                    .ts = ts },
+                             .waker = 0, .wakee = wakee, .runtime = 1,
+                             .target_worker = D9_WORKER_NONE };
+    memcpy(x->b + x->len, &r, sizeof r);
+    x->len += sizeof r;
+}
+
 static void flush(struct seg_writer *w, struct buf *x, uint32_t ring)
 {
     assert_int_equal(seg_writer_add_data(w, 100 + ring, ring, 1, 0, x->b, x->len), 0);
@@ -384,6 +394,259 @@ static void test_rollup_only_counts_inside_its_ranges(void **state)
     free(buf);
 }
 
+/* A segment of every kind the rollups count: on two threads, polls of 40
+ * locations with durations spread over many bins (nested ones, some never
+ * ended, some ending in a later block), parks and wakes of the polled
+ * tasks; blocks of about 100 records. */
+static void write_mixed(const char *dir, struct seg_summary *sum)
+{
+    struct seg_writer *w;
+    static struct buf x[2];
+    memset(x, 0, sizeof x);
+    assert_int_equal(seg_writer_open(&w, dir, 7, &proc, NULL, 0), 0);
+    uint64_t rnd = 0x9e3779b97f4a7c15ull, t = 1 * S;
+    for (uint32_t i = 0; i < 6000; i++) {
+        rnd ^= rnd << 13, rnd ^= rnd >> 7, rnd ^= rnd << 17;
+        struct buf *b = &x[i % 2];
+        uint64_t task = 1 + (rnd >> 40) % 500, d = (rnd >> 8) % (1u << (rnd % 24));
+        t += 1 + (rnd >> 20) % (2 * MS);
+        wake(b, t, task);
+        start(b, t + 5, task, 1 + (uint32_t)(rnd >> 20) % 40, (uint16_t)(i % 2));
+        if (rnd % 7 == 0)
+            start(b, t + 6, task + 1000, 1 + (uint32_t)(rnd >> 30) % 40, (uint16_t)(i % 2));
+        if (rnd % 11 != 0)
+            end(b, t + 5 + d, task, (uint16_t)(i % 2));
+        if (rnd % 13 == 0) {
+            park(b, t + 6 + d, 1, 0, rnd % 1000);
+            park(b, t + 7 + d, 0, 0, rnd % 999);
+        }
+        if (b->len > 100 * 40)
+            flush(w, b, i % 2);
+    }
+    for (uint32_t r = 0; r < 2; r++)
+        if (x[r].len)
+            flush(w, &x[r], r);
+    assert_int_equal(seg_writer_seal(w, sum), 0);
+    seg_writer_free(w);
+}
+
+/* Feed every block of path into a rollup counting inside r (n ranges),
+ * polls only or not; its bytes into *out. */
+static void feed_file(const char *path, const struct rollup_range *r, unsigned n, int polls_only,
+                      uint8_t **out, size_t *len)
+{
+    struct seg_reader *sr;
+    struct rollup *ru;
+    assert_int_equal(seg_reader_open(&sr, path, 0), 0);
+    assert_int_equal(rollup_new(&ru), 0);
+    assert_int_equal(rollup_only(ru, r, n), 0);
+    if (polls_only)
+        assert_int_equal(rollup_polls_only(ru), 0);
+    struct seg_block b;
+    int e;
+    while ((e = seg_reader_next(sr, &b)) == 1)
+        assert_int_equal(rollup_feed_block(ru, &b), 0);
+    assert_int_equal(e, 0);
+    assert_int_equal(rollup_finish(ru, out, len), 0);
+    rollup_free(ru);
+    seg_reader_close(sr);
+}
+
+/* A location's entries of a decoded rollup merged over their workers, as
+ * q_agg adds them per location. */
+struct merged {
+    uint64_t bucket, count, unfinished, sum, max;
+    uint32_t loc;
+    uint16_t runtime;
+    uint64_t hist[ROLLUP_BINS];
+};
+
+static size_t merge_by_location(const struct rollup_view *v, struct merged *m, size_t cap)
+{
+    size_t n = 0, off = 0;
+    uint32_t i = 0;
+    struct rollup_poll p;
+    while (rollup_next_poll(v, &off, &i, &p) == 1) {
+        size_t k = 0;
+        while (k < n && !(m[k].bucket == p.bucket_ns && m[k].loc == p.loc &&
+                          m[k].runtime == p.runtime))
+            k++;
+        if (k == n) {
+            assert_true(n < cap);
+            memset(&m[n], 0, sizeof m[n]);
+            m[n].bucket = p.bucket_ns, m[n].loc = p.loc, m[n].runtime = p.runtime;
+            n++;
+        }
+        m[k].count += p.count;
+        m[k].unfinished += p.unfinished;
+        m[k].sum += p.sum_ns;
+        if (p.max_ns > m[k].max)
+            m[k].max = p.max_ns;
+        for (uint32_t j = 0; j < p.nbins; j++) {
+            uint32_t bin, c;
+            memcpy(&bin, p.bins + 8 * j, 4);
+            memcpy(&c, p.bins + 8 * j + 4, 4);
+            m[k].hist[bin] += c;
+        }
+    }
+    return n;
+}
+
+/* The polls-only rollup's bytes: one entry per location (worker 0), each
+ * the full rollup's entries of that location merged over workers, and
+ * nothing else. */
+static void expect_polls_only_is_the_merged_full(const uint8_t *full, size_t lf,
+                                                 const uint8_t *polls, size_t lp)
+{
+    struct rollup_view vf, vp;
+    assert_int_equal(rollup_decode(full, lf, &vf, NULL, 0), 0);
+    assert_int_equal(rollup_decode(polls, lp, &vp, NULL, 0), 0);
+    assert_int_equal(vp.nworker, 0);
+    assert_int_equal(vp.ncount, 0);
+    assert_int_equal(vp.ndelay, 0);
+    assert_int_equal(vp.nfield, 0);
+    enum { CAP = 4400 };
+    struct merged *mf = calloc(CAP, sizeof *mf), *mp = calloc(CAP, sizeof *mp);
+    assert_non_null(mf);
+    assert_non_null(mp);
+    size_t nf = merge_by_location(&vf, mf, CAP), np = merge_by_location(&vp, mp, CAP);
+    assert_int_equal(np, vp.npoll);             /* one entry a location */
+    assert_int_equal(np, nf);
+    size_t off = 0;
+    uint32_t i = 0;
+    struct rollup_poll p;
+    while (rollup_next_poll(&vp, &off, &i, &p) == 1)
+        assert_int_equal(p.worker, 0);
+    for (size_t k = 0; k < np; k++) {
+        size_t j = 0;
+        while (j < nf && !(mf[j].bucket == mp[k].bucket && mf[j].loc == mp[k].loc &&
+                           mf[j].runtime == mp[k].runtime))
+            j++;
+        assert_true(j < nf);
+        assert_memory_equal(&mp[k], &mf[j], sizeof mp[k]);
+    }
+    free(mf);
+    free(mp);
+}
+
+/* The poll entries of a polls-only rollup (the locations' edge scans) are
+ * those of the full one merged per location, bins and unfinished polls
+ * included, and nothing else is kept. */
+static void test_polls_only_keeps_the_poll_entries_byte_for_byte(void **state)
+{
+    struct fx *fx = *state;
+    struct seg_summary sum;
+    write_mixed(fx->dir, &sum);
+    struct rollup_range r[2] = { { 1 * S + 300 * MS, 2 * S + 100 * MS }, { 4 * S, 4 * S + 7 * MS } };
+    for (unsigned n = 0; n <= 2; n++) {
+        uint8_t *full, *polls;
+        size_t lf, lp;
+        feed_file(sum.path, r, n, 0, &full, &lf);
+        feed_file(sum.path, r, n, 1, &polls, &lp);
+        struct rollup_view vf;
+        assert_int_equal(rollup_decode(full, lf, &vf, NULL, 0), 0);
+        assert_true(vf.npoll > (n ? 10u : 100u));
+        assert_true(vf.nworker > 0 && vf.ncount > 0 && vf.ndelay > 0);
+        expect_polls_only_is_the_merged_full(full, lf, polls, lp);
+        free(full);
+        free(polls);
+    }
+}
+
+/* More poll entries than a polls-only rollup counts in arrays of their own
+ * (the rest go to the shared bin table): the bytes are still the full
+ * rollups' poll entries. */
+static void test_polls_only_with_thousands_of_entries_equals_the_full_rollups(void **state)
+{
+    struct fx *fx = *state;
+    struct seg_writer *w;
+    static struct buf a;
+    memset(&a, 0, sizeof a);
+    assert_int_equal(seg_writer_open(&w, fx->dir, 9, &proc, NULL, 0), 0);
+    uint64_t t = 1 * S, rnd = 77;
+    for (uint32_t i = 0; i < 3 * 2100; i++) {
+        rnd ^= rnd << 13, rnd ^= rnd >> 7, rnd ^= rnd << 17;
+        uint64_t d = 1 + (rnd >> 20) % (1u << (rnd % 20));
+        start(&a, t, i + 1, 1 + i % 2100, 0);
+        if (i + 1 < 3 * 2100)
+            end(&a, t + d, i + 1, 0);           /* the last one stays open */
+        t += d + 1;
+        if (a.len > 1000 * 32)
+            flush(w, &a, 0);
+    }
+    flush(w, &a, 0);
+    struct seg_summary sum;
+    assert_int_equal(seg_writer_seal(w, &sum), 0);
+    seg_writer_free(w);
+    uint8_t *full, *polls;
+    size_t lf, lp;
+    feed_file(sum.path, NULL, 0, 0, &full, &lf);
+    feed_file(sum.path, NULL, 0, 1, &polls, &lp);
+    struct rollup_view vf;
+    assert_int_equal(rollup_decode(full, lf, &vf, NULL, 0), 0);
+    assert_true(vf.npoll >= 2100);
+    expect_polls_only_is_the_merged_full(full, lf, polls, lp);
+    free(full);
+    free(polls);
+}
+
+/* Every poll entry's bins come out sorted and equal to a histogram kept
+ * here of the same polls (the encoder's sort of the bin table). */
+static void test_the_encoded_bins_are_each_polls_histogram_in_order(void **state)
+{
+    struct fx *fx = *state;
+    struct seg_writer *w;
+    static struct buf a;
+    memset(&a, 0, sizeof a);
+    assert_int_equal(seg_writer_open(&w, fx->dir, 8, &proc, NULL, 0), 0);
+    enum { LOCS = 30, BUCKETS = 16 };
+    static uint64_t want[BUCKETS][LOCS + 1][ROLLUP_BINS];
+    memset(want, 0, sizeof want);
+    uint64_t rnd = 12345, t = 1 * S;
+    for (uint32_t i = 0; i < 5000; i++) {
+        rnd ^= rnd << 13, rnd ^= rnd >> 7, rnd ^= rnd << 17;
+        uint32_t loc = 1 + (uint32_t)(rnd % LOCS);
+        uint64_t d = (rnd >> 16) % (1ull << (1 + (rnd >> 8) % 22));    /* 0 .. 4 ms */
+        start(&a, t, i + 1, loc, 0);
+        end(&a, t + d, i + 1, 0);
+        assert_true(t / S < BUCKETS);
+        want[t / S][loc][rollup_bin(d)]++;
+        t += d + 1 * MS;
+        if (a.len > 200 * 32)
+            flush(w, &a, 0);
+    }
+    flush(w, &a, 0);
+    struct seg_summary sum;
+    assert_int_equal(seg_writer_seal(w, &sum), 0);
+    seg_writer_free(w);
+    uint8_t *buf;
+    size_t len;
+    assert_int_equal(rollup_file(sum.path, &buf, &len), 0);
+    struct rollup_view v;
+    assert_int_equal(rollup_decode(buf, len, &v, NULL, 0), 0);
+    assert_true(v.npoll > 2 * LOCS);
+    size_t off = 0;
+    uint32_t i = 0;
+    struct rollup_poll p;
+    while (rollup_next_poll(&v, &off, &i, &p) == 1) {
+        assert_true(p.loc >= 1 && p.loc <= LOCS);
+        const uint64_t *h = want[p.bucket_ns / S][p.loc];
+        uint32_t prev = 0;
+        uint64_t total = 0;
+        for (uint32_t k = 0; k < p.nbins; k++) {
+            uint32_t bin, n;
+            memcpy(&bin, p.bins + 8 * k, 4);
+            memcpy(&n, p.bins + 8 * k + 4, 4);
+            assert_true(k == 0 || bin > prev);
+            assert_int_equal(n, h[bin]);
+            total += n;
+            prev = bin;
+        }
+        assert_int_equal(total, p.count);
+    }
+    free(buf);
+}
+
 /* A corrupt segment has no rollups (the reader's error), not wrong ones. */
 static void test_a_corrupt_segment_gives_no_rollups(void **state)
 {
@@ -412,6 +675,10 @@ int main(void)
         cmocka_unit_test(test_bins_are_monotonic_and_cover_every_value),
         cmocka_unit_test_setup_teardown(test_stored_bytes_are_checked_before_use, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_corrupt_segment_gives_no_rollups, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_polls_only_keeps_the_poll_entries_byte_for_byte, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_the_encoded_bins_are_each_polls_histogram_in_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_polls_only_with_thousands_of_entries_equals_the_full_rollups, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

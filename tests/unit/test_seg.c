@@ -990,6 +990,41 @@ static void test_seek_to_indexed_block_after_load_meta(void **state)
     seg_writer_free(w);
 }
 
+/* The metadata read from the META blocks the index lists (their offsets)
+ * is the whole file's; an offset that is not a META block that checks is
+ * refused, never read as one. */
+static void test_load_meta_at_the_listed_offsets_equals_reading_every_block(void **state)
+{
+    struct fx *fx = *state;
+    struct seg_summary sum;
+    struct seg_writer *w = write_small(fx->dir, 8, &sum);
+    uint64_t meta[8];
+    size_t nm = 0, data = 0;
+    for (uint32_t i = 0; i < sum.nblocks; i++) {
+        if (sum.blocks[i].kind == SEG_BLK_META && nm < 8)
+            meta[nm++] = sum.blocks[i].offset;
+        else if (sum.blocks[i].kind == SEG_BLK_DATA && !data)
+            data = sum.blocks[i].offset;
+    }
+    assert_true(nm > 0 && data > 0);
+    struct seg_reader *r;
+    assert_int_equal(seg_reader_open(&r, sum.path, 0), 0);
+    assert_int_equal(seg_reader_load_meta_at(r, meta, nm), 0);
+    assert_string_equal(seg_reader_runtime(r, 1), "tokio-main");
+    assert_non_null(seg_reader_location(r, 1));
+    struct seg_block b;                         /* the reader still reads from the start */
+    assert_int_equal(seg_reader_next(r, &b), 1);
+    assert_int_equal(b.offset, SEG_HDR_SIZE);
+    seg_reader_close(r);
+    uint64_t bad[3] = { data, data + 8, 3 };
+    for (unsigned k = 0; k < 3; k++) {
+        assert_int_equal(seg_reader_open(&r, sum.path, 0), 0);
+        assert_true(seg_reader_load_meta_at(r, &bad[k], 1) < 0);
+        seg_reader_close(r);
+    }
+    seg_writer_free(w);
+}
+
 static void test_payload_crc_mismatch_is_detected(void **state)
 {
     struct fx *fx = *state;
@@ -1619,6 +1654,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_open_refuses_a_segment_id_whose_file_exists, setup, teardown),
         cmocka_unit_test_setup_teardown(test_seal_never_replaces_an_existing_segment, setup, teardown),
         cmocka_unit_test_setup_teardown(test_seek_to_indexed_block_after_load_meta, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_load_meta_at_the_listed_offsets_equals_reading_every_block, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_payload_crc_mismatch_is_detected, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tampered_block_header_fields_are_detected, setup, teardown),
         cmocka_unit_test_setup_teardown(test_footer_inconsistent_with_blocks_is_detected, setup, teardown),

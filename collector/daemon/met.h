@@ -117,9 +117,9 @@ struct met_proc {
     uint32_t nrt;
     /* copied from the process by the loop before each render */
     uint64_t records, bytes;
-    uint64_t lost;              /* every drop the rings counted */
-    uint64_t lost_mismatch, lost_too_big;   /* causes, as of the last seal */
-    uint64_t lost_no_ring;      /* threads without a ring, as of the last drain pass */
+    /* drops by cause, as the drain last read them from the rings and the
+     * region (proc.h's proc_drops): each a counter that never goes down */
+    uint64_t lost_full, lost_mismatch, lost_too_big, lost_no_ring;
     uint64_t bad_stamps;
 };
 

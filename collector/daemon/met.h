@@ -44,6 +44,11 @@
  * the oldest leaves as if its end were dropped, where q_sched keeps 64 and
  * q_pair all: only deeper nesting than that differs).
  *
+ * Lost records by cause are not fed: they are the drain's read of the
+ * rings' and the region's drop counters (proc.h's proc_drops, the same
+ * read a seal puts in the index), at every pass, copied in before each
+ * render; each only goes up.
+ *
  * Accuracy: a record is counted when the drain copies it. A segment that
  * fails to seal is read from the ring again (drain.h), and a ring
  * quarantined in the middle of a block loses that block: in both cases the

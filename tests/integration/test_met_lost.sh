@@ -60,8 +60,8 @@ flush_scrape() {
 }
 # never_down: each cause of every kept scrape >= the one before
 never_down() {
-    awk '{ for (i = 1; i <= 4; i++) if (NR > 1 && $i < v[i]) { print "scrape " NR ": " $0
-           " after " prev; bad = 1 }
+    awk '{ for (i = 1; i <= 4; i++) if (NR > 1 && $i < v[i]) {
+               print "scrape " NR ": " $0 " after " prev; bad = 1 }
            for (i = 1; i <= 4; i++) v[i] = $i; prev = $0 }
          END { exit bad }' "$T/series"
 }

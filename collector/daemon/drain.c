@@ -275,7 +275,8 @@ static void index_drops(struct proc *p, struct storedir *st)
 
 /* --metrics: the drops by cause read at the end of each pass, from the
  * same counters a seal reads (g_drops), so a scrape sees each cause when
- * the ring counts it, not at the next seal. */
+ * the ring counts it, not at the next seal. A fault here changes nothing:
+ * the next pass's own reads find it and quarantine the region. */
 static void live_drops(struct proc *p)
 {
     struct proc_drops now;

@@ -234,7 +234,7 @@ static void met_sync(struct proc *p)
         return;
     m->records = p->records;
     m->bytes = p->bytes_written;
-    m->lost = p->lost;
+    m->lost_full = p->drops.full;
     m->lost_mismatch = p->drops.mismatch;
     m->lost_too_big = p->drops.too_big;
     m->lost_no_ring = p->drops.no_ring;

@@ -185,9 +185,18 @@ static int causes_clamp(uint64_t lost, uint64_t *mismatch, uint64_t *too_big)
 
 /* The region's drop counters by cause, summed over its rings, under one
  * guard, each ring's causes clamped into its lost (causes_clamp); bad[i]
- * is set for a ring whose counters could not be true. Hostile values are
- * only numbers: the index keeps the largest seen. */
-static int g_drops(const struct proc *p, struct idx_drops *d, uint8_t *bad)
+ * (bad may be NULL) is set for a ring whose counters could not be true.
+ * Hostile values are only numbers: the index keeps the largest seen, and
+ * drops_raise too.
+ *
+ * full, a ring's drops beyond its other causes, is read as a lower bound
+ * so that the counter never has to go back: lost first, then the causes.
+ * The producer counts a cause before its lost, so every drop in that lost
+ * has its cause in the causes read after it; full = lost - causes is then
+ * at most the ring's true full count (a drop whose cause comes between
+ * the two reads is counted by its cause only). Read again while the ring
+ * is quiet, it is exact. */
+static int g_drops(const struct proc *p, struct proc_drops *d, uint8_t *bad)
 {
     sigjmp_buf jb;
     if (sigsetjmp(jb, 0))
@@ -195,22 +204,45 @@ static int g_drops(const struct proc *p, struct idx_drops *d, uint8_t *bad)
     guard_arm(&jb, p->region.base, p->region.size);
     memset(d, 0, sizeof *d);
     for (uint32_t i = 0; i < p->geo.ring_count; i++) {
-        bad[i] = 0;
+        if (bad)
+            bad[i] = 0;
         if (!p->rings[i].hdr_seen)
             continue;           /* never claimed: reading it would allocate its page */
         struct d9_ring_hdr *rh = (struct d9_ring_hdr *)shm_ring_hdr(&p->region, &p->geo, i);
-        /* the causes first: the producer counts them before lost */
+        /* lost, then the causes (the producer counts them before lost),
+         * then lost again: the causes are clamped into the second */
+        uint64_t lost0 = atomic_load_explicit(&rh->lost, memory_order_relaxed);
         uint64_t mm = atomic_load_explicit(&rh->lost_mismatch, memory_order_relaxed);
         uint64_t tb = atomic_load_explicit(&rh->lost_too_big, memory_order_relaxed);
         uint64_t lost = atomic_load_explicit(&rh->lost, memory_order_relaxed);
-        bad[i] = (uint8_t)causes_clamp(lost, &mm, &tb);
-        /* sums of clamped causes: each at most its ring's lost, a u64 each */
+        int b = causes_clamp(lost, &mm, &tb);
+        if (bad)
+            bad[i] = (uint8_t)b;
+        /* mm + tb <= lost (clamped); lost0 may be anything below lost */
+        uint64_t full = lost0 > mm + tb ? lost0 - mm - tb : 0;
+        /* sums of clamped values: each at most its ring's lost, a u64 each */
         d->mismatch = mm > UINT64_MAX - d->mismatch ? UINT64_MAX : d->mismatch + mm;
         d->too_big = tb > UINT64_MAX - d->too_big ? UINT64_MAX : d->too_big + tb;
+        d->full = full > UINT64_MAX - d->full ? UINT64_MAX : d->full + full;
     }
     d->no_ring = atomic_load_explicit(&p->region.hdr->lost_no_ring, memory_order_relaxed);
     guard_disarm();
     return 0;
+}
+
+static uint64_t u64_max(uint64_t a, uint64_t b)
+{
+    return a > b ? a : b;
+}
+
+/* The process's drops by cause (proc.drops) raised to a new read: each is
+ * a counter (--metrics) and never goes down, whatever the region says. */
+static void drops_raise(struct proc *p, const struct proc_drops *d)
+{
+    p->drops.full = u64_max(p->drops.full, d->full);
+    p->drops.mismatch = u64_max(p->drops.mismatch, d->mismatch);
+    p->drops.too_big = u64_max(p->drops.too_big, d->too_big);
+    p->drops.no_ring = u64_max(p->drops.no_ring, d->no_ring);
 }
 
 /* After a seal: why the process's records were dropped, into the index,
@@ -218,11 +250,11 @@ static int g_drops(const struct proc *p, struct idx_drops *d, uint8_t *bad)
  * counted once (proc.counters_bad) and logged. */
 static void index_drops(struct proc *p, struct storedir *st)
 {
-    struct idx_drops d;
+    struct proc_drops now;
     uint8_t *bad = p->quarantined || p->process_id <= 0 ? NULL : calloc(p->geo.ring_count, 1);
     if (!bad)
         return;
-    int rc = g_drops(p, &d, bad);
+    int rc = g_drops(p, &now, bad);
     for (uint32_t i = 0; rc == 0 && i < p->geo.ring_count; i++) {
         if (!bad[i] || p->rings[i].counters_bad)
             continue;
@@ -235,12 +267,22 @@ static void index_drops(struct proc *p, struct storedir *st)
     free(bad);
     if (rc != 0)
         return;
-    d.bad_stamps = p->ts_bad;
-    p->drops.mismatch = d.mismatch;
-    p->drops.too_big = d.too_big;
-    p->drops.no_ring = d.no_ring;
+    drops_raise(p, &now);
+    struct idx_drops d = { .mismatch = p->drops.mismatch, .too_big = p->drops.too_big,
+                           .no_ring = p->drops.no_ring, .bad_stamps = p->ts_bad };
     if (d.mismatch || d.too_big || d.no_ring || d.bad_stamps)
         (void)idx_process_drops(st->idx, p->process_id, &d);   /* best effort */
+}
+
+/* --metrics: the drops by cause read at the end of each pass, from the
+ * same counters a seal reads (g_drops), so a scrape sees each cause when
+ * the ring counts it, not at the next seal. A fault here changes nothing:
+ * the next pass's own reads find it and quarantine the region. */
+static void live_drops(struct proc *p)
+{
+    struct proc_drops now;
+    if (p->met && !p->quarantined && g_drops(p, &now, NULL) == 0)
+        drops_raise(p, &now);
 }
 
 /* The slot state of the rings to read, under one guard (the others are
@@ -1049,7 +1091,7 @@ static void lost_no_ring(struct proc *p, uint64_t no_ring, uint64_t now)
         return;
     uint64_t delta = no_ring - p->no_ring_seen;
     p->no_ring_seen = no_ring;
-    p->drops.no_ring = no_ring;
+    p->drops.no_ring = u64_max(p->drops.no_ring, no_ring);
     (void)trigd_lost(p->pid, p->process_id, TRIGD_RING_NONE, delta, now);
 }
 
@@ -1105,6 +1147,7 @@ int drain_proc(struct proc *p, struct storedir *st, uint64_t now_ns, int force,
     if (!rc) {
         p->lag_bytes = lag;
         p->rings_in_use = in_use;
+        live_drops(p);
     }
     res->full_size = p->geo.ring_data_size;
     /* the triggers this pass fired, into its segment (no reservation open now) */

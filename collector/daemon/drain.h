@@ -42,9 +42,10 @@
  *     updates too, and no block or segment gets a time range outside the
  *     process's life.
  *   - Drop counters are the producer's word too: each ring's causes are
- *     clamped into its lost count when they are read for the index, and a
- *     ring whose counters could not be true is counted once
- *     (proc.counters_bad).
+ *     clamped into its lost count when they are read (for the index at a
+ *     seal, for --metrics at each pass), a ring whose counters could not
+ *     be true is counted once (proc.counters_bad), and proc.drops never
+ *     goes down whatever the counters do.
  * Must never: block on the traced process, trust a length it did not
  * validate, or keep draining a quarantined ring or region.
  */

@@ -361,7 +361,7 @@ static void proc_add(struct met_proc *a, const struct met_proc *b)
     a->other_used = 1;
     a->records += b->records;
     a->bytes += b->bytes;
-    a->lost += b->lost;
+    a->lost_full += b->lost_full;
     a->lost_mismatch += b->lost_mismatch;
     a->lost_too_big += b->lost_too_big;
     a->lost_no_ring += b->lost_no_ring;
@@ -496,17 +496,16 @@ static uint64_t v_records(const struct met_proc *p) { return p->records; }
 static uint64_t v_bytes(const struct met_proc *p) { return p->bytes; }
 static uint64_t v_bad_stamps(const struct met_proc *p) { return p->bad_stamps; }
 
-/* Lost records by cause: ring_full is what the rings counted beyond the
- * other in-ring causes (read at each seal); no_ring: threads without one
- * (read at each drain pass). */
+/* Lost records by cause, each as the drain read it from the rings and the
+ * region at its last pass (never lower than the read before it). */
 static void render_lost(struct met_text *t, const struct met_proc *const *ps, size_t n,
                         const struct met_proc *other, int have_other)
 {
     met_text_family(t, "d9_lost_records_total", "counter",
                     "Records the traced process could not record, by cause: ring_full (its "
                     "ring was full), mismatch (a record of another ABI), too_big (larger than "
-                    "a ring record), no_ring (a thread without a ring). mismatch and too_big "
-                    "are updated when a segment is sealed, no_ring at each drain pass.");
+                    "a ring record), no_ring (a thread without a ring), each read from the "
+                    "process's rings at every drain pass.");
     static const char *const causes[] = { "ring_full", "mismatch", "too_big", "no_ring" };
     char pid[16];
     for (size_t i = 0; i <= n; i++) {
@@ -514,9 +513,7 @@ static void render_lost(struct met_text *t, const struct met_proc *const *ps, si
         if (i == n && !have_other)
             break;
         snprintf(pid, sizeof pid, i < n ? "%" PRIu32 : "other", p->pid);
-        uint64_t in_ring = p->lost_mismatch + p->lost_too_big;
-        uint64_t v[4] = { p->lost > in_ring ? p->lost - in_ring : 0, p->lost_mismatch,
-                          p->lost_too_big, p->lost_no_ring };
+        uint64_t v[4] = { p->lost_full, p->lost_mismatch, p->lost_too_big, p->lost_no_ring };
         for (unsigned c = 0; c < 4; c++) {
             struct met_text_label l[3] = { { "pid", pid }, { "comm", i < n ? p->comm : "other" },
                                            { "cause", causes[c] } };

@@ -44,6 +44,11 @@
  * the oldest leaves as if its end were dropped, where q_sched keeps 64 and
  * q_pair all: only deeper nesting than that differs).
  *
+ * Lost records by cause are not fed: they are the drain's read of the
+ * rings' and the region's drop counters (proc.h's proc_drops, the same
+ * read a seal puts in the index), at every pass, copied in before each
+ * render; each only goes up.
+ *
  * Accuracy: a record is counted when the drain copies it. A segment that
  * fails to seal is read from the ring again (drain.h), and a ring
  * quarantined in the middle of a block loses that block: in both cases the
@@ -117,9 +122,9 @@ struct met_proc {
     uint32_t nrt;
     /* copied from the process by the loop before each render */
     uint64_t records, bytes;
-    uint64_t lost;              /* every drop the rings counted */
-    uint64_t lost_mismatch, lost_too_big;   /* causes, as of the last seal */
-    uint64_t lost_no_ring;      /* threads without a ring, as of the last drain pass */
+    /* drops by cause, as the drain last read them from the rings and the
+     * region (proc.h's proc_drops): each a counter that never goes down */
+    uint64_t lost_full, lost_mismatch, lost_too_big, lost_no_ring;
     uint64_t bad_stamps;
 };
 

@@ -123,8 +123,14 @@ struct proc {
     struct col_ratelimit rl;
     struct prof *prof;          /* profiler (prof.h): perf sampling + maps, NULL = none */
     struct met_proc *met;       /* --metrics (met.h): owned by struct met, NULL = off */
-    struct proc_drops {         /* drop causes as of the last seal (for met.h); no_ring */
-        uint64_t mismatch, too_big, no_ring;    /* also at each pass (drain.c) */
+    /* Drops by cause, read from the rings' and the region's counters (the
+     * same read as the index's drops row: drain.c's g_drops) at each seal,
+     * and at each drain pass when --metrics is on (met.h); no_ring also at
+     * each pass. Each only goes up: a read lower than the one before (a
+     * hostile region) changes nothing. full counts the drops of each ring
+     * beyond its other causes, read as a lower bound (drain.c). */
+    struct proc_drops {
+        uint64_t full, mismatch, too_big, no_ring;
     } drops;
     uint64_t no_ring_seen;      /* highest lost_no_ring a pass read (or an earlier run
                                    indexed): the lost trigger's base */

@@ -7,6 +7,12 @@
  *   w:FILE     wait (at most 60 s) until FILE exists
  *   lose       one d9_emit whose value does not match its schema's type:
  *              the agent drops it, and the ring counts it lost
+ *   big        one d9_emit larger than a record may be (16 strings of 255
+ *              bytes): the agent drops it, the ring counts it lost (too_big)
+ *   F:N        N poll starts back to back: with a small ring
+ *              (DIAL9_RING_KB=4) and no collector draining it (stopped),
+ *              most are dropped by the full ring
+ *   o:TEXT     prints the line TEXT on stdout (a step's end, for the test)
  *   crash      abort(): the process ends on SIGABRT
  *   f:V        one event of schema "req" (path "/f", latency_ms V)
  *   k:V:REASON a typed trigger (D9_TRIGGER_EVENT) with latency_ms V and
@@ -36,6 +42,11 @@
 #include "agent/d9.h"
 
 D9_SCHEMA(trigseq_ev, "trigseq", D9_FIELD_I64("delta"));
+D9_SCHEMA(wide_ev, "wide", D9_FIELD_STR("a"), D9_FIELD_STR("b"), D9_FIELD_STR("c"),
+          D9_FIELD_STR("d"), D9_FIELD_STR("e"), D9_FIELD_STR("f"), D9_FIELD_STR("g"),
+          D9_FIELD_STR("h"), D9_FIELD_STR("i"), D9_FIELD_STR("j"), D9_FIELD_STR("k"),
+          D9_FIELD_STR("l"), D9_FIELD_STR("m"), D9_FIELD_STR("n"), D9_FIELD_STR("o"),
+          D9_FIELD_STR("p"));
 D9_EVENT(req_ev, "req", (STR, path), (U64, latency_ms));
 D9_TRIGGER_EVENT(slow_tg, (U64, latency_ms), (STR, path));
 
@@ -162,6 +173,19 @@ int main(int argc, char **argv)
             }
         } else if (strcmp(a, "lose") == 0) {
             d9_emit(&trigseq_ev, D9_U64(1));    /* U64 for an I64 field: lost */
+        } else if (strcmp(a, "big") == 0) {
+            static char s[256];                 /* strings are cut to 255 bytes (d9.h) */
+            memset(s, 'x', 255);
+            d9_emit(&wide_ev, D9_STR(s), D9_STR(s), D9_STR(s), D9_STR(s), D9_STR(s), D9_STR(s),
+                    D9_STR(s), D9_STR(s), D9_STR(s), D9_STR(s), D9_STR(s), D9_STR(s),
+                    D9_STR(s), D9_STR(s), D9_STR(s), D9_STR(s));   /* > a record's 4096 */
+        } else if (strncmp(a, "o:", 2) == 0) {
+            printf("%s\n", a + 2);
+            fflush(stdout);
+        } else if (strncmp(a, "F:", 2) == 0) {
+            unsigned long n = strtoul(a + 2, NULL, 10);
+            for (unsigned long k = 0; k < n; k++)
+                d9_poll_start(rt, 0, k, 0);
         } else if (strcmp(a, "crash") == 0) {
             signal(SIGABRT, SIG_DFL);
             abort();

@@ -24,6 +24,7 @@
 #include <cmocka.h>
 #include "collector/daemon/drain.h"
 #include "collector/daemon/guard.h"
+#include "collector/daemon/met.h"
 #include "collector/store/idx.h"
 #include "collector/store/idx_read.h"
 #include "collector/store/idx_int.h"
@@ -660,6 +661,67 @@ static void impossible_drop_counters_are_clamped_into_lost_and_counted(void **st
     assert_int_equal(fx->p->counters_bad, 1);
 }
 
+/* The drops by cause a process's counters show (proc.drops). */
+static void expect_drops(const struct fx *fx, uint64_t full, uint64_t mismatch, uint64_t too_big,
+                         uint64_t no_ring)
+{
+    assert_int_equal(fx->p->drops.full, full);
+    assert_int_equal(fx->p->drops.mismatch, mismatch);
+    assert_int_equal(fx->p->drops.too_big, too_big);
+    assert_int_equal(fx->p->drops.no_ring, no_ring);
+}
+
+/* --metrics: each drop cause reaches proc.drops (d9_lost_records_total) at
+ * the pass that finds it, before any seal, read from the counters a seal
+ * reads; full is each ring's drops beyond its other causes. A region that
+ * moves its counters back (the producer's word) moves no cause down, in a
+ * pass or at a seal, and the index gets the same values. */
+static void drop_causes_are_read_at_each_pass_and_never_go_down(void **state)
+{
+    struct fx *fx = *state;
+    int r0 = claim(fx, "w0");
+    int r1 = claim(fx, "w1");
+    produce(fx, r0, 2);
+    produce(fx, r1, 2);
+    adopt(fx);
+    struct met m;
+    met_init(&m);
+    fx->p->met = met_proc_new(&m, fx->p->pid, "app");
+    assert_non_null(fx->p->met);
+    struct d9_ring_hdr *h0 = ring(fx, r0), *h1 = ring(fx, r1);
+    atomic_store(&h0->lost_mismatch, 3);
+    atomic_store(&h0->lost, 5);                    /* 3 mismatch, 2 ring full */
+    atomic_store(&h1->lost_too_big, 1);
+    atomic_store(&h1->lost, 1);
+    atomic_store(&fx->reg.hdr->lost_no_ring, 4);
+    struct drain_result res;
+    assert_int_equal(drain(fx, shm_mono_ns(), &res), 0);
+    expect_drops(fx, 2, 3, 1, 4);                  /* no seal yet */
+    /* every counter moved back: nothing goes down, at a pass or a seal */
+    atomic_store(&h0->lost_mismatch, 0);
+    atomic_store(&h0->lost, 1);
+    atomic_store(&h1->lost_too_big, 0);
+    atomic_store(&h1->lost, 0);
+    atomic_store(&fx->reg.hdr->lost_no_ring, 1);
+    produce(fx, r0, 1);
+    assert_int_equal(drain(fx, shm_mono_ns(), &res), 0);
+    expect_drops(fx, 2, 3, 1, 4);
+    assert_int_equal(drain_seal(fx->p, &fx->st), 0);
+    expect_drops(fx, 2, 3, 1, 4);
+    struct idx_read_drops d;
+    assert_int_equal(idx_read_drops(fx->st.idx, fx->p->process_id, 0, 0, INT64_MAX, &d), 0);
+    assert_int_equal(d.mismatch, 3);
+    assert_int_equal(d.too_big, 1);
+    assert_int_equal(d.no_ring, 4);
+    /* later drops count at the next pass */
+    atomic_store(&h0->lost_mismatch, 4);
+    atomic_store(&h0->lost, 9);                    /* 4 mismatch, 5 ring full */
+    assert_int_equal(drain(fx, shm_mono_ns(), &res), 0);
+    expect_drops(fx, 5, 4, 1, 4);
+    fx->p->met = NULL;
+    met_free(&m);
+}
+
 /* A calibration update between two passes that moves one ring's stamps back
  * (the two blocks overlapped by 15 ns) must not make its time go backwards. */
 static void a_ring_s_time_never_goes_backwards_across_calibration_updates(void **state)
@@ -929,6 +991,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(tsc_timestamps_are_converted_with_the_region_calibration, setup_tsc, teardown),
         cmocka_unit_test_setup_teardown(impossible_stamps_take_their_neighbour_s_time_and_leave_the_others_theirs, setup, teardown),
         cmocka_unit_test_setup_teardown(impossible_drop_counters_are_clamped_into_lost_and_counted, setup, teardown),
+        cmocka_unit_test_setup_teardown(drop_causes_are_read_at_each_pass_and_never_go_down, setup, teardown),
         cmocka_unit_test_setup_teardown(unseen_rings_are_checked_only_after_a_claim, setup_many, teardown),
         cmocka_unit_test_setup_teardown(draining_does_not_touch_rings_no_thread_claimed, setup_many, teardown),
         cmocka_unit_test_setup_teardown(a_ring_s_time_never_goes_backwards_across_calibration_updates, setup_tsc, teardown),

@@ -125,7 +125,7 @@ static void render_names_series_with_units_and_labels(void **state)
     poll_end(&R, 1500000000ull + 1000, 1, 9);
     wake(&R, 5, D9_WORKER_NONE);
     met_feed(p, R.buf, R.n);
-    p->lost = 10;
+    p->lost_full = 7;
     p->lost_too_big = 3;
     struct met_health h = { .records = 3, .passes = 1 };
     assert_int_equal(met_render(&m, &h), 0);

@@ -234,7 +234,7 @@ static void full_render_is_well_formed_in_both_formats(void **state)
         met_runtime_name(p, 3, "rt");
         met_feed(p, buf, n);
         p->records = 9;
-        p->lost = 2;
+        p->lost_full = 2;
     }
     struct met_health h = { .uptime_ns = 1500000000ull, .processes = 1, .shipping = 1,
                             .flight = 1, .triggers = { [0] = { 1, 2 } } };

@@ -792,10 +792,7 @@ int idx_read_segment_meta(struct idx *x, const char *path,
         n++;
         ret = fn(arg, col_u64(st, 0));
     }
-    if (ret == 0 && rc != SQLITE_DONE)
-        ret = fail(x, "read meta blocks");
-    sqlite3_finalize(st);
-    return ret < 0 ? ret : n;
+    return list_end(x, st, rc, ret, n, "read meta blocks");
 }
 
 int idx_read_segment_blocks(struct idx *x, uint64_t segment_id,

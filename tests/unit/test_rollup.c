@@ -372,10 +372,10 @@ static void test_rollup_only_counts_inside_its_ranges(void **state)
                                  { 7 * S, 8 * S } };
     uint8_t *buf;
     size_t len;
-    assert_int_equal(rollup_file_only(sum.path, r, 3, &buf, &len), -EINVAL);
+    assert_int_equal(rollup_file_only(sum.path, r, 3, NULL, NULL, &buf, &len), -EINVAL);
     struct rollup_range bad = { 2 * S, 1 * S };
-    assert_int_equal(rollup_file_only(sum.path, &bad, 1, &buf, &len), -EINVAL);
-    assert_int_equal(rollup_file_only(sum.path, r, 2, &buf, &len), 0);
+    assert_int_equal(rollup_file_only(sum.path, &bad, 1, NULL, NULL, &buf, &len), -EINVAL);
+    assert_int_equal(rollup_file_only(sum.path, r, 2, NULL, NULL, &buf, &len), 0);
     struct rollup_view v;
     assert_int_equal(rollup_decode(buf, len, &v, NULL, 0), 0);
     assert_int_equal(v.npoll, 1);

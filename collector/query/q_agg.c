@@ -8,7 +8,6 @@
  * (rollup_hist_add), its quantiles computed once at the end.
  */
 #include <errno.h>
-#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -257,18 +256,6 @@ static int on_seg(void *arg, const struct idx_read_segment *s)
     return 0;
 }
 
-struct skip_note {
-    const char *prog, *dir, *path;
-};
-
-/* A damaged block left out of the records read: q_scan.c's note. */
-static void on_skip(void *arg, uint64_t offset, const char *why)
-{
-    const struct skip_note *n = arg;
-    fprintf(stderr, "%s: warning: %s/%s: block at offset %" PRIu64 " unreadable (%s), skipped\n",
-            n->prog, n->dir, n->path, offset, why);
-}
-
 /* Read one segment's records counting only inside ranges, and add them. */
 static int scan_seg(struct q_agg *a, struct q_store *s, const struct seg_ref *g,
                     const struct rollup_range *r, unsigned n, unsigned flags, const char *prog,
@@ -279,13 +266,13 @@ static int scan_seg(struct q_agg *a, struct q_store *s, const struct seg_ref *g,
     uint8_t *buf = NULL;
     size_t len = 0;
     struct rollup_view v;
-    struct skip_note note = { prog ? prog : "d9", q_store_dir(s), g->path };
+    struct q_skip_note note = { prog ? prog : "d9", q_store_dir(s), g->path };
     int e = -ENOENT;
     if (!(flags & Q_AGG_RAW)) {
         struct q_edge_stats es;
         e = q_edge_rollup(s, g->id, path, r, n,
-                          (flags & Q_AGG_LOCS) ? Q_EDGE_POLLS : Q_EDGE_LOOKBACK, on_skip, &note,
-                          &buf, &len, &es);
+                          (flags & Q_AGG_LOCS) ? Q_EDGE_POLLS : Q_EDGE_LOOKBACK,
+                          q_store_skip_note, &note, &buf, &len, &es);
         st->blocks += es.blocks;
         st->blocks_read += es.read;
     }
@@ -293,7 +280,7 @@ static int scan_seg(struct q_agg *a, struct q_store *s, const struct seg_ref *g,
                                          * the whole file, which names what is wrong */
         free(buf);
         buf = NULL;
-        e = rollup_file_only(path, r, n, on_skip, &note, &buf, &len);
+        e = rollup_file_only(path, r, n, q_store_skip_note, &note, &buf, &len);
     }
     if (e == 0)
         e = rollup_decode(buf, len, &v, NULL, 0) == 0 ? 0 : -EBADMSG;

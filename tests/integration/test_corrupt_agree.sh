@@ -8,7 +8,8 @@
 # the damage, with the scans' note on stderr. The stored rollups, made at
 # the seal, still count the block: before a repair the rollup path exceeds
 # the records exactly by the block's records (the undamaged store's counts
-# of its thread over its time range); `d9 fsck` says so, `fsck --repair`
+# of its thread over its time range; without stored rollups they are made
+# from the readable records); `d9 fsck` says so, `fsck --repair`
 # rebuilds them from the readable blocks, and then all three paths agree.
 . tests/integration/lib.sh
 d9_setup
@@ -114,6 +115,15 @@ for k in set(ru) | set(raw):
     got = [a - b for a, b in zip(ru.get(k, [0] * 4), raw.get(k, [0] * 4))]
     assert got == want, (k, got, want)
 PY
+
+# a damaged segment without stored rollups: its rollups from its readable records
+cp -r "$S" "$T/noru"
+sqlite3 "$T/noru/index.sqlite" "delete from rollups where segment_id = 1"
+counts ru "$T/noru" sched --totals
+counts plain "$T/noru" sched
+check "no stored rollups: sched --totals (from the readable records) = plain d9 sched" same_nonempty ru plain
+check "... with the block's note, and no segment left out" sh -c \
+    "grep -q 'block at offset $OFF unreadable' '$T/ru.err' && ! grep -q 'left out' '$T/ru.err'"
 
 # ---- fsck ------------------------------------------------------------------------
 "$D9" --store "$S" fsck >"$T/fsck1" 2>&1; rc=$?

@@ -1587,10 +1587,11 @@ int rollup_file_only(const char *path, const struct rollup_range *ranges, unsign
             char why[200];
             const char *m = seg_reader_error(sr);
             snprintf(why, sizeof why, "%s", m ? m : "corrupt");
-            if (seg_reader_skip(sr, &b) < 0)
-                break;                          /* its header is bad: no next block */
+            if (seg_reader_skip(sr, &b) < 0 || b.h.kind != SEG_BLK_DATA)
+                break;                          /* a bad header: no next block; a META
+                                                 * block: the names after it unknown */
             skip(arg, b.offset, why);
-            e = b.h.kind == SEG_BLK_DATA ? rollup_feed_gap(r, b.h.ring, b.h.generation) : 0;
+            e = rollup_feed_gap(r, b.h.ring, b.h.generation);
         } else if (e == 1) {
             e = rollup_feed_block(r, &b);
         }

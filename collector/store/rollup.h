@@ -184,12 +184,13 @@ int rollup_file(const char *path, uint8_t **out, size_t *len);
 /* A block of a segment that cannot be read (offset, why), left out. */
 typedef void (*rollup_skip_fn)(void *arg, uint64_t offset, const char *why);
 /* The same counting only inside ranges (rollup_only; none: everywhere): a
- * window's edges. With skip, a block whose payload is damaged but whose
- * header checks is left out (skip is told), as the record scans leave it
- * out (q_scan.c), and the rest counts: its thread's open polls and park
- * end there, unfinished (rollup_feed_gap, q_pair's rule at a gap); a bad
- * header still fails the whole file (where the next block starts is
- * unknown). Without skip, any damage fails it. */
+ * window's edges. With skip, a DATA block whose payload is damaged but
+ * whose header checks is left out (skip is told), as the record scans
+ * leave it out (q_scan.c), and the rest counts: its thread's open polls
+ * and park end there, unfinished (rollup_feed_gap, q_pair's rule at a
+ * gap); a bad header (where the next block starts is unknown) or a damaged
+ * META block (the names after it unknown; the scans refuse the file too)
+ * still fails the whole file. Without skip, any damage fails it. */
 int rollup_file_only(const char *path, const struct rollup_range *ranges, unsigned n,
                      rollup_skip_fn skip, void *arg, uint8_t **out, size_t *len);
 

@@ -42,7 +42,11 @@ static const char usage[] =
 "    footer and blocks agree with the row), looks for sealed segment files\n"
 "    that have no row, and for temporary files (.tmp.*) left by a collector\n"
 "    that crashed. Temporary files a running collector is still writing are\n"
-"    listed as in use and are not problems. Prints one line per finding\n"
+"    listed as in use and are not problems. A segment whose only damage is\n"
+"    data blocks that fail their checksum (their headers intact) is listed\n"
+"    as having unreadable blocks and kept: every reader leaves out those\n"
+"    blocks and only those. Its stored rollups, made when it was sealed,\n"
+"    still count them: reported as bad rollups. Prints one line per finding\n"
 "    (path: what is wrong) and a summary line. Without --repair the store is\n"
 "    not modified.\n"
 "\n"
@@ -50,7 +54,8 @@ static const char usage[] =
 "    corrupt are deleted, rows that disagree with a good file are rebuilt,\n"
 "    sealed files without a row are indexed from their contents, temporary\n"
 "    files are salvaged (every whole block kept) and indexed, or removed\n"
-"    when nothing in them is recoverable. Corrupt segment files are renamed\n"
+"    when nothing in them is recoverable, rollups are rebuilt from the\n"
+"    readable blocks. Corrupt segment files are renamed\n"
 "    to NAME.corrupt, never deleted. A repair is refused while a collector\n"
 "    is running on the store (stop it first; it recovers the same temporary\n"
 "    files itself at start-up). Run d9 fsck again afterwards: it should\n"
@@ -102,12 +107,13 @@ static void finding(void *arg, const char *path, const char *what)
 static void summary(const struct fsck_report *r, int repair, uint64_t problems)
 {
     printf("%s: %" PRIu64 " rows, %" PRIu64 " files, %" PRIu64 " ok; %" PRIu64 " missing, %"
-           PRIu64 " mismatched, %" PRIu64 " corrupt, %" PRIu64 " unindexed, %" PRIu64
+           PRIu64 " mismatched, %" PRIu64 " corrupt, %" PRIu64 " with unreadable blocks, %"
+           PRIu64 " unindexed, %" PRIu64
            " temp files (%" PRIu64 " in use), %" PRIu64 " impossible time ranges, %" PRIu64
            " bad rollups",
            problems ? (repair ? "repaired" : "problems") : "clean", r->rows, r->files, r->ok,
-           r->missing, r->mismatched, r->corrupt, r->orphans, r->temps, r->temps_in_use,
-           r->bad_times, r->bad_rollups);
+           r->missing, r->mismatched, r->corrupt, r->damaged, r->orphans, r->temps,
+           r->temps_in_use, r->bad_times, r->bad_rollups);
     if (repair)
         printf("; %" PRIu64 " rows deleted, %" PRIu64 " files indexed, %" PRIu64
                " salvaged, %" PRIu64 " temp files removed, %" PRIu64 " renamed .corrupt, %"

@@ -266,11 +266,13 @@ static int scan_seg(struct q_agg *a, struct q_store *s, const struct seg_ref *g,
     uint8_t *buf = NULL;
     size_t len = 0;
     struct rollup_view v;
+    struct q_skip_note note = { prog ? prog : "d9", q_store_dir(s), g->path };
     int e = -ENOENT;
     if (!(flags & Q_AGG_RAW)) {
         struct q_edge_stats es;
         e = q_edge_rollup(s, g->id, path, r, n,
-                          (flags & Q_AGG_LOCS) ? Q_EDGE_POLLS : Q_EDGE_LOOKBACK, &buf, &len, &es);
+                          (flags & Q_AGG_LOCS) ? Q_EDGE_POLLS : Q_EDGE_LOOKBACK,
+                          q_store_skip_note, &note, &buf, &len, &es);
         st->blocks += es.blocks;
         st->blocks_read += es.read;
     }
@@ -278,7 +280,7 @@ static int scan_seg(struct q_agg *a, struct q_store *s, const struct seg_ref *g,
                                          * the whole file, which names what is wrong */
         free(buf);
         buf = NULL;
-        e = rollup_file_only(path, r, n, &buf, &len);
+        e = rollup_file_only(path, r, n, q_store_skip_note, &note, &buf, &len);
     }
     if (e == 0)
         e = rollup_decode(buf, len, &v, NULL, 0) == 0 ? 0 : -EBADMSG;

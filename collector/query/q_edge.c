@@ -70,12 +70,33 @@ static int meets(const struct idx_read_seg_block *b, const struct rollup_range *
     return 0;
 }
 
-static int feed(struct rollup *ru, struct seg_reader *sr, const struct idx_read_seg_block *q)
+/* A DATA block that does not check but whose header matches its index
+ * row is left out, as q_scan.c leaves it out: skip is told, and its
+ * thread's open polls and park end there (rollup_feed_gap). */
+static int feed_bad(struct rollup *ru, struct seg_reader *sr, const struct idx_read_seg_block *q,
+                    rollup_skip_fn skip, void *arg)
+{
+    char why[200];
+    const char *m = seg_reader_error(sr);
+    snprintf(why, sizeof why, "%s", m ? m : "corrupt");
+    struct seg_block b;
+    if (!skip || q->kind != SEG_BLK_DATA || seg_reader_skip(sr, &b) < 0 ||
+        b.offset != q->offset || b.h.kind != q->kind || b.h.ring != q->ring ||
+        b.h.generation != q->generation)
+        return -EBADMSG;
+    skip(arg, q->offset, why);
+    return rollup_feed_gap(ru, q->ring, q->generation);
+}
+
+static int feed(struct rollup *ru, struct seg_reader *sr, const struct idx_read_seg_block *q,
+                rollup_skip_fn skip, void *arg)
 {
     struct seg_block b;
     int e = seg_reader_seek(sr, q->offset);
     if (e == 0)
         e = seg_reader_next(sr, &b);
+    if (e == -EBADMSG)
+        return feed_bad(ru, sr, q, skip, arg);
     if (e < 0)
         return e == -ENOMEM ? e : -EBADMSG;
     if (e == 0 || b.offset != q->offset || b.h.kind != q->kind ||
@@ -122,8 +143,9 @@ static int spans_of(const struct blk_list *l, const struct rollup_range *r, unsi
 }
 
 int q_edge_rollup(struct q_store *s, uint64_t segment_id, const char *path,
-                  const struct rollup_range *r, unsigned n, unsigned flags, uint8_t **out,
-                  size_t *len, struct q_edge_stats *st)
+                  const struct rollup_range *r, unsigned n, unsigned flags,
+                  rollup_skip_fn skip, void *arg, uint8_t **out, size_t *len,
+                  struct q_edge_stats *st)
 {
     int lookback = (flags & Q_EDGE_LOOKBACK) != 0;
     struct q_edge_stats local;
@@ -160,7 +182,7 @@ int q_edge_rollup(struct q_store *s, uint64_t segment_id, const char *path,
         const struct idx_read_seg_block *b = &l.b[i];
         if (b->kind == SEG_BLK_META) {
             if (!(flags & Q_EDGE_POLLS))    /* polls only: no custom event counted */
-                e = feed(ru, sr, b);        /* schemas for the custom events after it */
+                e = feed(ru, sr, b, skip, arg); /* schemas for the custom events after it */
             continue;
         }
         struct thr_span *t = &sp[thr[i]];
@@ -172,7 +194,7 @@ int q_edge_rollup(struct q_store *s, uint64_t segment_id, const char *path,
                 t->done = 1;                /* nothing counted waits on later records */
             continue;                       /* between two ranges: no lookback needed */
         }
-        e = feed(ru, sr, b);
+        e = feed(ru, sr, b, skip, arg);
         st->read++;
     }
     if (e >= 0)

@@ -30,7 +30,9 @@
  *
  * Called by q_agg.c. Must never: write to the store, or use a block whose
  * header does not match its index row (returns -EBADMSG: the caller reads
- * the whole file instead, which names the problem).
+ * the whole file instead, which names the problem). A block whose header
+ * matches but whose payload does not check is left out alone (with skip),
+ * as the record scans leave it out.
  */
 #ifndef D9_COL_Q_EDGE_H
 #define D9_COL_Q_EDGE_H
@@ -56,9 +58,12 @@ struct q_edge_stats {
  * counted, and a thread's later blocks are read only while a counted poll
  * is open). 0, -ENOENT (the index lists no DATA block of it: read the
  * file), -EBADMSG (a block does not match the index or does not
- * check), or another -errno. */
+ * check), or another -errno. With skip, a DATA block that does not check
+ * but whose header matches its index row is left out instead (skip is
+ * told; rollup_file_only's rule, and q_scan.c's), not the segment. */
 int q_edge_rollup(struct q_store *s, uint64_t segment_id, const char *path,
-                  const struct rollup_range *r, unsigned n, unsigned flags, uint8_t **out,
-                  size_t *len, struct q_edge_stats *st);
+                  const struct rollup_range *r, unsigned n, unsigned flags,
+                  rollup_skip_fn skip, void *arg, uint8_t **out, size_t *len,
+                  struct q_edge_stats *st);
 
 #endif /* D9_COL_Q_EDGE_H */

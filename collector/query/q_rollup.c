@@ -94,7 +94,8 @@ static int each(struct q_store *s, uint32_t pid, uint64_t from, uint64_t to,
             buf = NULL;
             char path[PATH_MAX];
             snprintf(path, sizeof path, "%s/%s", q_store_dir(s), g->path);
-            e = rollup_file(path, &buf, &len);
+            struct q_skip_note note = { prog ? prog : "d9", q_store_dir(s), g->path };
+            e = rollup_file_only(path, NULL, 0, q_store_skip_note, &note, &buf, &len);
             if (e == 0)
                 e = rollup_decode(buf, len, &v, NULL, 0) == 0 ? 0 : -EBADMSG;
             if (e < 0) {

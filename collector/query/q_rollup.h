@@ -7,9 +7,11 @@
  * rollups to fn. A segment whose rollups are missing (indexed before they
  * existed, or their row deleted) or do not check (a flipped byte, a
  * truncated value) is answered from its records instead: the same
- * computation the collector's seal uses (rollup_file), with one line on
- * stderr naming the segment and the reason; a segment whose file cannot be
- * read either is skipped with one line and counted in *missing.
+ * computation the collector's seal uses (rollup_file_only over the whole
+ * file), with one line on stderr naming the segment and the reason; a
+ * damaged DATA block is left out alone, with the record scans' warning
+ * (q_store_skip_note); a segment whose file cannot be read otherwise is
+ * skipped with one line and counted in *missing.
  *
  * Called by collector/sql/sql_rollup.c and collector/serve/serve_api.c
  * (q_rollup_each_stored), collector/query/q_findru.c (q_rollup_each_listed).

@@ -363,9 +363,9 @@ static int open_block(struct scan *sc, const struct idx_read_block *q)
     if (rc <= 0 || b.h.kind != SEG_BLK_DATA || b.offset != offset) {
         sc->st->bad_blocks++;
         const char *why = rc < 0 ? seg_reader_error(rd->r) : NULL;
-        fprintf(stderr, "%s: warning: %s/%s: block at offset %" PRIu64 " unreadable (%s), "
-                "skipped\n", sc->prog, q_store_dir(sc->s), q->path, offset,
-                why ? why : rc < 0 ? "corrupt" : rc == 0 ? "past the end" : "not a data block");
+        struct q_skip_note note = { sc->prog, q_store_dir(sc->s), q->path };
+        q_store_skip_note(&note, offset, why ? why : rc < 0 ? "corrupt" : rc == 0 ?
+                          "past the end" : "not a data block");
         return push_gap(sc, q);
     }
     sc->st->blocks++;

@@ -144,6 +144,13 @@ void q_store_close(struct q_store *s)
 
 const char *q_store_dir(const struct q_store *s) { return s->dir; }
 
+void q_store_skip_note(void *arg, uint64_t offset, const char *why)
+{
+    const struct q_skip_note *n = arg;
+    fprintf(stderr, "%s: warning: %s/%s: block at offset %" PRIu64 " unreadable (%s), skipped\n",
+            n->prog, n->dir, n->path, offset, why ? why : "corrupt");
+}
+
 struct idx *q_store_idx(struct q_store *s) { return s->x; }
 
 int q_store_process_end(struct q_store *s, int64_t process_id, struct idx_read_process_end *out)

@@ -47,6 +47,14 @@ struct q_store;
  * one-line reason in why (path included). */
 int q_store_open(struct q_store **out, const char *dir, char *why, size_t whycap);
 void q_store_close(struct q_store *s);
+/* The warning for a damaged block that a reader leaves out (and nothing
+ * else of its segment): "PROG: warning: DIR/PATH: block at offset N
+ * unreadable (WHY), skipped", the one q_scan.c prints. q_store_skip_note is
+ * a rollup_skip_fn (collector/store/rollup.h) taking a q_skip_note. */
+struct q_skip_note {
+    const char *prog, *dir, *path;
+};
+void q_store_skip_note(void *arg, uint64_t offset, const char *why);
 const char *q_store_dir(const struct q_store *s);
 /* The index handle, for the other readers of query/ (q_scan, q_names,
  * q_loc): read-only, owned by s. */

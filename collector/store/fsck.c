@@ -134,12 +134,20 @@ static pid_t opened_by(struct fsck *f, const char *path)
 struct verdict {
     int err;
     char why[256];
+    uint32_t damaged;               /* DATA blocks that do not check, headers that do */
+    char damaged_why[256];          /* the first one's */
     struct seg_file_hdr hdr;
     struct seg_footer footer;
     uint64_t size;
 };
 
-/* Read and verify a whole sealed segment. 0 if valid. */
+/* Read and verify a whole sealed segment. 0 if valid, counting in
+ * v->damaged the DATA blocks whose payload does not check but whose header
+ * does (seg_reader_skip): the readers leave out those blocks and only those
+ * (q_scan.c, rollup_file_only), so the file is kept. Anything else that
+ * does not check (a header, a META block, the file's header or footer)
+ * makes the file corrupt. After a skipped block the footer's totals are
+ * not checked (they count the block). */
 static int verify(const char *path, struct verdict *v)
 {
     memset(v, 0, sizeof *v);
@@ -152,8 +160,16 @@ static int verify(const char *path, struct verdict *v)
     v->size = seg_reader_size(r);
     struct seg_block b;
     int e;
-    while ((e = seg_reader_next(r, &b)) == 1)
-        ;
+    while ((e = seg_reader_next(r, &b)) != 0) {
+        if (e == 1)
+            continue;
+        char why[sizeof v->why];
+        snprintf(why, sizeof why, "%s", seg_reader_error(r) ? seg_reader_error(r) : strerror(-e));
+        if (e != -EBADMSG || seg_reader_skip(r, &b) < 0 || b.h.kind != SEG_BLK_DATA)
+            break;
+        if (v->damaged++ == 0)
+            snprintf(v->damaged_why, sizeof v->damaged_why, "%s", why);
+    }
     if (e < 0) {
         v->err = e;
         snprintf(v->why, sizeof v->why, "%s",
@@ -261,14 +277,22 @@ static void reindex(struct fsck *f, const char *path)
     }
 }
 
-/* The row's rollups against the ones its file gives (rollup_file): missing,
- * not checking, or different (stale) is a finding; repair writes the file's. */
-static void check_rollup(struct fsck *f, const struct idx_segment_row *row, const char *path)
+static void skip_quiet(void *arg, uint64_t offset, const char *why)
+{
+    (void)arg, (void)offset, (void)why;     /* verify() reported them */
+}
+
+/* The row's rollups against the ones its file's readable blocks give
+ * (rollup_file_only with a skip, the readers' rule): missing, not checking,
+ * or different (stale, or made before a block was damaged) is a finding;
+ * repair writes the file's. */
+static void check_rollup(struct fsck *f, const struct idx_segment_row *row, const char *path,
+                         int damaged)
 {
     uint8_t *want = NULL, *have = NULL;
     size_t want_len = 0, have_len = 0;
     char why[160] = "";
-    if (rollup_file(path, &want, &want_len) < 0) {
+    if (rollup_file_only(path, NULL, 0, skip_quiet, NULL, &want, &want_len) < 0) {
         free(want);
         return;                         /* verify() passed: only out of memory */
     }
@@ -281,7 +305,8 @@ static void check_rollup(struct fsck *f, const struct idx_segment_row *row, cons
     else if (rollup_decode(have, have_len, &v, why + 9, sizeof why - 9) < 0)
         memcpy(why, "rollups: ", 9);
     else if (have_len != want_len || memcmp(have, want, want_len) != 0)
-        snprintf(why, sizeof why, "rollups differ from the ones its records give");
+        snprintf(why, sizeof why, "rollups differ from the ones its %srecords give",
+                 damaged ? "readable " : "");
     if (why[0]) {
         f->rep->bad_rollups++;
         say(f, row->path, "segment %" PRIu64 " %s%s", row->id, why,
@@ -336,8 +361,15 @@ static void check_rows(struct fsck *f)
             }
             continue;
         }
-        f->rep->ok++;
-        check_rollup(f, row, path);
+        if (v.damaged) {
+            f->rep->damaged++;
+            say(f, row->path, "indexed segment %" PRIu64 " has %" PRIu32 " unreadable data "
+                "block%s (%s): kept, readers leave out those blocks only", row->id, v.damaged,
+                v.damaged == 1 ? "" : "s", v.damaged_why);
+        } else {
+            f->rep->ok++;
+        }
+        check_rollup(f, row, path, v.damaged != 0);
         if ((int64_t)row->t_min < 0 || (int64_t)row->t_max < 0 || row->t_max < row->t_min) {
             f->rep->bad_times++;
             say(f, row->path, "segment %" PRIu64 " has an impossible time range (%" PRId64

@@ -5,7 +5,12 @@
  * Checks: every segments row has its file, and the file is a whole, valid
  * segment whose header/footer agree with the row (id, bytes, records, time
  * range, block rows); every sealed file in the store directory has a row;
- * temp files (.tmp.*) left by a crashed collector.
+ * temp files (.tmp.*) left by a crashed collector; each row's rollups are
+ * the ones its file's readable blocks give. A file whose only damage is
+ * DATA blocks that do not check (headers intact) is "damaged", not
+ * corrupt: kept, since the readers leave out those blocks and only those;
+ * its rollups (made at the seal, counting them) differ and are rebuilt by
+ * a repair, so the rollups, the edges and the record scans agree.
  * Repairs (repair != 0): delete rows whose file is missing or corrupt;
  * re-index rows that disagree with a good file; index sealed files without
  * a row (reindex.h: process, threads, runtimes, exit and segment rows,
@@ -33,6 +38,10 @@ struct fsck_report {
     uint64_t missing;           /* rows whose file is gone */
     uint64_t mismatched;        /* rows that disagree with their (valid) file */
     uint64_t corrupt;           /* segment files that fail verification */
+    uint64_t damaged;           /* segment files whose only damage is DATA blocks that do
+                                 * not check (their headers do): kept, readers leave out
+                                 * those blocks; the rollups must count the rest.
+                                 * Not a problem once they do (fsck_problems) */
     uint64_t orphans;           /* valid sealed files without a row */
     uint64_t temps;             /* temp files left by a crashed writer */
     uint64_t temps_in_use;      /* temp files open in a running process (left alone) */
@@ -66,7 +75,8 @@ int fsck_run_ex(const char *store_dir, int repair, struct fsck_report *out, fsck
                 void *arg);
 
 /* Problems found (missing + mismatched + corrupt + orphans + temps + bad_times +
- * bad_rollups). */
+ * bad_rollups). Not damaged: nothing a repair can change (the blocks are
+ * lost; the file is kept for the rest), reported like temps_in_use. */
 uint64_t fsck_problems(const struct fsck_report *r);
 
 #endif /* D9_COL_FSCK_H */

@@ -1193,6 +1193,22 @@ int rollup_feed_block(struct rollup *r, const struct seg_block *b)
     return feed_run(r, t, b->records, b->records_len);
 }
 
+int rollup_feed_gap(struct rollup *r, uint32_t ring, uint32_t generation)
+{
+    if (!r)
+        return -EINVAL;
+    struct thr *t = thread_of(r, ring, generation);
+    if (!t)
+        return -ENOMEM;
+    t->parked = 0;                              /* its unpark is unknown: no parked time */
+    while (t->nopen) {                          /* top down: each pend goes to the one below */
+        int e = open_drop(r, t, t->nopen - 1);
+        if (e < 0)
+            return e;
+    }
+    return 0;
+}
+
 int rollup_feed_meta(struct rollup *r, const uint8_t *entries, size_t len)
 {
     if (!r || (len && !entries))
@@ -1547,11 +1563,11 @@ static int pend_flush(struct rollup *r)
 
 int rollup_file(const char *path, uint8_t **out, size_t *len)
 {
-    return rollup_file_only(path, NULL, 0, out, len);
+    return rollup_file_only(path, NULL, 0, NULL, NULL, out, len);
 }
 
 int rollup_file_only(const char *path, const struct rollup_range *ranges, unsigned n,
-                     uint8_t **out, size_t *len)
+                     rollup_skip_fn skip, void *arg, uint8_t **out, size_t *len)
 {
     if (!path || !out || !len)
         return -EINVAL;
@@ -1566,9 +1582,22 @@ int rollup_file_only(const char *path, const struct rollup_range *ranges, unsign
         return e;
     }
     struct seg_block b;
-    while ((e = seg_reader_next(sr, &b)) == 1)
-        if ((e = rollup_feed_block(r, &b)) < 0)
+    while ((e = seg_reader_next(sr, &b)) != 0) {
+        if (e == -EBADMSG && skip) {
+            char why[200];
+            const char *m = seg_reader_error(sr);
+            snprintf(why, sizeof why, "%s", m ? m : "corrupt");
+            if (seg_reader_skip(sr, &b) < 0 || b.h.kind != SEG_BLK_DATA)
+                break;                          /* a bad header: no next block; a META
+                                                 * block: the names after it unknown */
+            skip(arg, b.offset, why);
+            e = rollup_feed_gap(r, b.h.ring, b.h.generation);
+        } else if (e == 1) {
+            e = rollup_feed_block(r, &b);
+        }
+        if (e < 0)
             break;
+    }
     if (e == 0)
         e = pend_flush(r);
     if (e == 0)

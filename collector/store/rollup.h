@@ -160,6 +160,11 @@ int rollup_polls_only(struct rollup *r);
  * their lengths (bounds checked) and not checked again. 0 or -ENOMEM /
  * -EBADMSG (a record length that does not fit the block). */
 int rollup_feed_block(struct rollup *r, const struct seg_block *b);
+/* A DATA block of thread (ring, generation) that could not be read: what
+ * the thread had open (polls, a park) ends here without its end, as the
+ * record scans' pairing ends it at a gap (q_pair.c): the polls count
+ * unfinished. 0 or -ENOMEM. */
+int rollup_feed_gap(struct rollup *r, uint32_t ring, uint32_t generation);
 /* Live feeding (the collector, through seg_writer_rollup_*): the same
  * accumulation from what the writer appends, in file order, without the
  * file: a META block's entries (already checked), and a DATA block's records
@@ -176,9 +181,18 @@ int rollup_encode(const struct rollup *r, uint8_t **out, size_t *len);
 /* THE computation: the rollups of the sealed segment file at path. 0 or
  * -errno (the file unreadable or corrupt: seg_reader's checks). */
 int rollup_file(const char *path, uint8_t **out, size_t *len);
-/* The same counting only inside ranges (rollup_only): a window's edges. */
+/* A block of a segment that cannot be read (offset, why), left out. */
+typedef void (*rollup_skip_fn)(void *arg, uint64_t offset, const char *why);
+/* The same counting only inside ranges (rollup_only; none: everywhere): a
+ * window's edges. With skip, a DATA block whose payload is damaged but
+ * whose header checks is left out (skip is told), as the record scans
+ * leave it out (q_scan.c), and the rest counts: its thread's open polls
+ * and park end there, unfinished (rollup_feed_gap, q_pair's rule at a
+ * gap); a bad header (where the next block starts is unknown) or a damaged
+ * META block (the names after it unknown; the scans refuse the file too)
+ * still fails the whole file. Without skip, any damage fails it. */
 int rollup_file_only(const char *path, const struct rollup_range *ranges, unsigned n,
-                     uint8_t **out, size_t *len);
+                     rollup_skip_fn skip, void *arg, uint8_t **out, size_t *len);
 
 /* For a reader that feeds only some blocks of a segment (collector/query/
  * q_edge.c): whether thread (ring, generation) still holds something that a

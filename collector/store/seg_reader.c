@@ -603,6 +603,31 @@ int seg_reader_next(struct seg_reader *r, struct seg_block *b)
     return e;
 }
 
+int seg_reader_skip(struct seg_reader *r, struct seg_block *b)
+{
+    if (!r || !b)
+        return -EINVAL;
+    uint64_t off = r->pos;
+    struct seg_block_hdr h;
+    if (off % 8 != 0 || off >= r->data_end || r->data_end - off < SEG_BLOCK_HDR_SIZE)
+        return -EBADMSG;
+    char err[sizeof r->err];
+    memcpy(err, r->err, sizeof err);    /* the block's own failure stays the error */
+    int e = r_read(r, off, &h, sizeof h);
+    if (e == 0)
+        e = check_block_hdr(r, &h, off);
+    memcpy(r->err, err, sizeof err);
+    if (e < 0)
+        return -EBADMSG;
+    r->pos = off + SEG_BLOCK_HDR_SIZE + h.len;
+    r->stopped = 0;
+    r->sequential = 0;
+    memset(b, 0, sizeof *b);
+    b->h = h;
+    b->offset = off;
+    return 0;
+}
+
 int seg_reader_seek(struct seg_reader *r, uint64_t offset)
 {
     if (!r)

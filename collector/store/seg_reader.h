@@ -59,6 +59,14 @@ struct seg_block {
  * the footer's block count, crc chain and totals at the end. With
  * SEG_OPEN_PARTIAL a bad block ends the file (0; seg_reader_error says why). */
 int seg_reader_next(struct seg_reader *r, struct seg_block *b);
+/* After seg_reader_next failed (-EBADMSG) on a block whose header still
+ * checks (a damaged payload: crc, records, metadata entries), step over it:
+ * 0 and b = its header and offset (no payload), the next call reads the
+ * block after it. The footer's totals are no longer checked (a block is
+ * missing from them).
+ * -EBADMSG when the header itself is bad: where the next block starts is
+ * unknown (only an index's offsets can go on, by seg_reader_seek). */
+int seg_reader_skip(struct seg_reader *r, struct seg_block *b);
 
 /* Position at a block offset taken from the index (META blocks before it
  * must have been read, or call seg_reader_load_meta first). */

@@ -606,13 +606,13 @@ static void segments(struct q_store *s, uint64_t from, uint64_t to)
         uint8_t *want = NULL;
         size_t wlen = 0;
         struct rollup_view wv, gv;
-        if ((rc = rollup_file_only(path, r, n, &want, &wlen)) < 0 ||
+        if ((rc = rollup_file_only(path, r, n, NULL, NULL, &want, &wlen)) < 0 ||
             (rc = rollup_decode(want, wlen, &wv, NULL, 0)) < 0)
             store_fix_die("rollup_file_only", rc);
         for (int lookback = 0; lookback < 2; lookback++) {
             uint8_t *got = NULL;
             size_t glen = 0;
-            if ((rc = q_edge_rollup(s, l.r[i].id, path, r, n, lookback, &got, &glen, NULL)) < 0 ||
+            if ((rc = q_edge_rollup(s, l.r[i].id, path, r, n, lookback, NULL, NULL, &got, &glen, NULL)) < 0 ||
                 (rc = rollup_decode(got, glen, &gv, NULL, 0)) < 0)
                 store_fix_die("q_edge_rollup", rc);
             for (unsigned k = 0; k < 5; k++) {

@@ -253,20 +253,28 @@ static void test_missing_file_is_reported_and_its_row_deleted(void **state)
     assert_clean(fx);
 }
 
+static void flip_byte(const char *path, uint64_t off)
+{
+    int fd = open(path, O_RDWR);
+    char c;
+    assert_true(fd >= 0);
+    assert_int_equal(pread(fd, &c, 1, (off_t)off), 1);
+    c ^= 1;
+    assert_int_equal(pwrite(fd, &c, 1, (off_t)off), 1);
+    close(fd);
+}
+
 static void test_corrupt_indexed_file_is_quarantined(void **state)
 {
     struct fx *fx = *state;
     char p[128], q[160];
     write_segment(fx, 1, 1);
     seg_path(fx, 1, p, sizeof p);
-    int fd = open(p, O_RDWR);
-    char c;
-    assert_int_equal(pread(fd, &c, 1, SEG_HDR_SIZE + 200), 1);
-    c ^= 1;
-    assert_int_equal(pwrite(fd, &c, 1, SEG_HDR_SIZE + 200), 1);
-    close(fd);
+    /* a block header: where the next block starts is unknown */
+    flip_byte(p, (uint64_t)q_int(fx, "SELECT offset FROM blocks WHERE kind = 2"));
     struct fsck_report r = check(fx, 0);
     assert_int_equal(r.corrupt, 1);
+    assert_int_equal(r.damaged, 0);
     r = check(fx, 1);
     assert_int_equal(r.rows_deleted, 1);
     assert_int_equal(r.quarantined, 1);
@@ -274,6 +282,30 @@ static void test_corrupt_indexed_file_is_quarantined(void **state)
     assert_int_equal(access(q, F_OK), 0);       /* kept for the user */
     assert_int_equal(access(p, F_OK), -1);
     assert_clean(fx);
+}
+
+static void test_damaged_data_block_payload_keeps_the_file(void **state)
+{
+    struct fx *fx = *state;
+    char p[128];
+    write_segment(fx, 1, 1);
+    seg_path(fx, 1, p, sizeof p);
+    /* a payload byte: the block's checksum fails, its header holds; the
+     * readers leave out that block only, so the file stays */
+    flip_byte(p, (uint64_t)q_int(fx, "SELECT offset FROM blocks WHERE kind = 2") +
+                 SEG_BLOCK_HDR_SIZE + 4);
+    struct fsck_report r = check(fx, 0);
+    assert_int_equal(r.damaged, 1);
+    assert_int_equal(r.corrupt, 0);
+    assert_int_equal(fsck_problems(&r), r.bad_rollups);     /* the damage itself: nothing to do */
+    r = check(fx, 1);
+    assert_int_equal(r.rows_deleted, 0);
+    assert_int_equal(r.quarantined, 0);
+    assert_int_equal(access(p, F_OK), 0);
+    r = check(fx, 0);
+    assert_int_equal(fsck_problems(&r), 0);
+    assert_int_equal(r.damaged, 1);
+    assert_int_equal(q_int(fx, "SELECT count(*) FROM segments"), 1);
 }
 
 static void test_row_disagreeing_with_its_file_is_reindexed(void **state)
@@ -669,6 +701,7 @@ int main(void)
         T(test_consistent_store_checks_clean),
         T(test_missing_file_is_reported_and_its_row_deleted),
         T(test_corrupt_indexed_file_is_quarantined),
+        T(test_damaged_data_block_payload_keeps_the_file),
         T(test_row_disagreeing_with_its_file_is_reindexed),
         T(test_missing_or_stale_rollups_are_reported_and_rebuilt),
         T(test_sealed_file_without_row_is_indexed_from_its_contents),

@@ -490,7 +490,7 @@ static void test_finish_pairs_wakes_as_the_file_computation(void **state)
     const struct rollup_range r = { 1 * S, 2 * S - 1 };
     uint8_t *want, *got;
     size_t wlen, glen;
-    assert_int_equal(rollup_file_only(sum.path, &r, 1, &want, &wlen), 0);
+    assert_int_equal(rollup_file_only(sum.path, &r, 1, NULL, NULL, &want, &wlen), 0);
     struct seg_reader *sr;
     struct rollup *ru;
     assert_int_equal(seg_reader_open(&sr, sum.path, 0), 0);

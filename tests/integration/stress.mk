@@ -14,7 +14,7 @@
 STRESS_TRIALS  ?= 60
 STRESS_HOSTILE ?= 20
 REL_ASAN_BIN   := $(BUILD)/rel-asan/d9collectd
-REL_ASAN_OBJ   := $(call san,$(SHM_SRC) $(STORE_SRC) $(CTL_SRC) $(S3_SRC) $(DAEMON_SRC)) $(BUILD)/san/proto/d9.pb-c.o
+REL_ASAN_OBJ   := $(call san,$(SHM_SRC) $(STORE_SRC) $(CTL_SRC) $(S3_SRC) $(DAEMON_SRC) $(LAZY_SRC)) $(BUILD)/san/proto/d9.pb-c.o
 
 .PHONY: rel-asan
 rel-asan: $(REL_ASAN_BIN)

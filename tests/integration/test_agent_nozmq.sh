@@ -3,8 +3,11 @@
 # preload shim do not NEED it, a traced program that never opens the control
 # channel never maps it, and one on a host without libzmq still records
 # (the collector finds its region by scanning and drains it) where it once
-# failed to start. With libzmq present the control channel still works: the
-# hello reaches a collector that does not scan, which adopts the program.
+# failed to start. With no collector listening a traced program never maps
+# libzmq either (the agent opens the channel only once one answers), and a
+# collector started later still gets its channel. With libzmq present the
+# control channel still works: the hello reaches a collector that does not
+# scan, which adopts the program.
 #
 # libzmq is made absent two ways: DIAL9_ZMQ_LIB naming a missing file (the
 # agent's documented override of the library it loads, agent/zmqlib.h), and,

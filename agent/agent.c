@@ -409,13 +409,38 @@ static int threads_can_start(void)
     return n == 2;
 }
 
+/* Open the control channel once a collector is there (or the endpoint
+ * cannot be probed): libzmq is loaded only now, so a program that never
+ * meets a collector never maps it. Returns 1 when a hello is to be sent,
+ * 0 when the channel stays shut for good (it could not open), -EAGAIN when
+ * nobody listens yet (probe again at the next heartbeat). */
+static int control_try_open(struct ag_agent *a)
+{
+    if (ag_control_reachable(a->cfg.collector) == 0)
+        return -EAGAIN;
+    if (!threads_can_start()) {
+        fprintf(stderr, "d9: cannot start threads for the control channel; "
+                "tracing continues without collector messages\n");
+        return 0;
+    }
+    a->ctl_state = ag_control_open(&a->ctl, a->cfg.collector);
+    if (a->ctl_state != 0)
+        return 0;
+    a->ctl_state = 1;
+    return 1;
+}
+
 /*
  * The housekeeping thread: heartbeat and calibration every AG_HEARTBEAT_MS,
- * and the control channel. The DEALER uses ZMQ_IMMEDIATE, so nothing is
- * queued while no collector is connected: the hello is retried with a
- * backoff (AG_HELLO_RETRY_MIN_MS doubling up to AG_HEARTBEAT_MS) until a
- * collector takes it, and at shutdown an agent that never reached one closes
- * at once instead of lingering. Only this thread touches the zmq socket.
+ * and the control channel. The channel opens (and libzmq loads) only once
+ * ag_control_reachable sees a collector at an ipc:// endpoint: probed at
+ * start, then at every heartbeat until one answers (one connect(2) a
+ * second, no zmq); an endpoint it cannot probe (tcp://) opens at once. The
+ * DEALER uses ZMQ_IMMEDIATE, so nothing is queued while no collector is
+ * connected: the hello is retried with a backoff (AG_HELLO_RETRY_MIN_MS
+ * doubling up to AG_HEARTBEAT_MS) until a collector takes it, and at
+ * shutdown an agent that never reached one closes at once instead of
+ * lingering. Only this thread touches the zmq socket.
  */
 static void *hk_main(void *arg)
 {
@@ -423,15 +448,11 @@ static void *hk_main(void *arg)
     pthread_setname_np(pthread_self(), AG_HK_THREAD_NAME);
     int hello_pending = 0;
     uint64_t retry_ms = AG_HELLO_RETRY_MIN_MS;
-    if (a->cfg.control && !threads_can_start()) {
-        fprintf(stderr, "d9: cannot start threads for the control channel; "
-                "tracing continues without collector messages\n");
-    } else if (a->cfg.control) {
-        a->ctl_state = ag_control_open(&a->ctl, a->cfg.collector);
-        if (a->ctl_state == 0) {
-            a->ctl_state = 1;
-            hello_pending = 1;
-        }
+    int probing = a->cfg.control;   /* no collector seen yet: probe each heartbeat */
+    if (probing) {
+        int rc = control_try_open(a);
+        probing = rc == -EAGAIN;
+        hello_pending = rc == 1;
     }
     uint64_t next_tick = shm_mono_ns() + (uint64_t)AG_CAL_FIRST_MS * 1000000u;
     pthread_mutex_lock(&a->lock);
@@ -446,6 +467,11 @@ static void *hk_main(void *arg)
             ag_agent_tick(a);
             ag_sampler_tick(a);             /* profiler: perf/itimer handshake */
             ag_agent_objects_refresh(a);    /* a dlopen since the last look? */
+            if (probing) {
+                int rc = control_try_open(a);
+                probing = rc == -EAGAIN;
+                hello_pending = rc == 1;
+            }
             next_tick = now + (uint64_t)AG_HEARTBEAT_MS * 1000000u;
         }
         uint64_t wait_ms = (next_tick - now) / 1000000u + 1;

@@ -106,7 +106,7 @@ struct ag_agent {
     int hk_stop;                /* under lock */
     pthread_cond_t hk_cond;     /* CLOCK_MONOTONIC */
     struct ag_control ctl;      /* used by the housekeeping thread only */
-    int ctl_state;              /* control channel: 0 not tried, 1 open, <0 -errno */
+    int ctl_state;              /* control channel: 0 not opened (no collector seen yet), 1 open, <0 -errno */
     struct ag_control ctl_inherited;    /* fork child: the parent's, never used */
     int hello_sent;             /* a collector accepted our hello (housekeeping thread) */
 

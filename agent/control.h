@@ -10,7 +10,8 @@
  *
  * Called only from the agent's housekeeping thread (zmq sockets are not
  * thread-safe). Never called on a record path. libzmq is loaded by the
- * first ag_control_open (zmqlib.h), not linked. The pack functions are pure
+ * first ag_control_open (zmqlib.h), not linked, and the agent calls that
+ * only once ag_control_reachable found a collector listening. The pack functions are pure
  * and used by the unit tests.
  */
 #ifndef D9_AGENT_CONTROL_H
@@ -55,7 +56,8 @@ void ag_control_close(struct ag_control *c, int linger_ms);
  * collector drops a connection that sends nothing). 1 a listener is there
  * (connected, or its backlog is full), 0 nobody (no socket file, refused),
  * -EPROTONOSUPPORT for an endpoint that is not ipc:// (the caller cannot
- * tell). Never blocks. Used once, at exit. */
+ * tell). Never blocks. Used by the housekeeping thread before it opens the
+ * channel (libzmq loads only once this is not 0) and at exit. */
 int ag_control_reachable(const char *endpoint);
 
 /* Pack a Request{hello} / Request{goodbye} into buf; returns its length or -ENOBUFS. */

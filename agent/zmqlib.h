@@ -3,7 +3,9 @@
  *
  * libd9agent (and the preload shim over it) links no libzmq: a program
  * that loads the agent without ever opening the control channel (no
- * supported loop under the shim, DIAL9_COLLECTOR=none, d9 off) never maps
+ * supported loop under the shim, DIAL9_COLLECTOR=none, d9 off, or no
+ * collector listening at an ipc:// DIAL9_COLLECTOR while it runs: the
+ * housekeeping thread opens the channel only once one is there) never maps
  * libzmq nor its dependencies. ag_zmqlib_get(), called by control.c when
  * the channel opens, dlopen()s libzmq once per process (RTLD_LAZY |
  * RTLD_LOCAL: its symbols stay out of the program's namespace) and

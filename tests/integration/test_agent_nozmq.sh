@@ -3,8 +3,11 @@
 # preload shim do not NEED it, a traced program that never opens the control
 # channel never maps it, and one on a host without libzmq still records
 # (the collector finds its region by scanning and drains it) where it once
-# failed to start. With libzmq present the control channel still works: the
-# hello reaches a collector that does not scan, which adopts the program.
+# failed to start. With no collector listening a traced program never maps
+# libzmq either (the agent opens the channel only once one answers), and a
+# collector started later still gets its channel. With libzmq present the
+# control channel still works: the hello reaches a collector that does not
+# scan, which adopts the program.
 #
 # libzmq is made absent two ways: DIAL9_ZMQ_LIB naming a missing file (the
 # agent's documented override of the library it loads, agent/zmqlib.h), and,
@@ -29,6 +32,44 @@ DIAL9_COLLECTOR=none LD_DEBUG=libs LD_PRELOAD=$PRELOAD "$PROG" --seconds 0.1 \
     >"$T/none.out" 2>"$T/none.libs"
 check "DIAL9_COLLECTOR=none: the traced program runs" grep -q '^ticks=[1-9]' "$T/none.out"
 check "... and the loader never looks for libzmq" lacks 'libzmq' cat "$T/none.libs"
+
+# No collector listening at DIAL9_COLLECTOR (the default endpoint set, the
+# usual case): the agent records but never opens the control channel, so
+# libzmq is never mapped. The wait is on the agent's own clock: its
+# housekeeping thread probes for a collector before its first heartbeat
+# and at every heartbeat after, and each heartbeat touches the region
+# file's mtime; two mtime changes after the first sight of the region mean
+# the start probe and at least one heartbeat probe are done.
+mkfifo "$T/late"
+LD_PRELOAD=$PRELOAD "$TBIN/prog_uvmix" --hold <"$T/late" >"$T/late.out" 2>"$T/late.err" &
+LATE=$!
+at_exit kill -9 "$LATE"
+exec 8>"$T/late"
+region_of() { ls "$SHM" | grep -E "^d9\.[0-9]+\.$1\.[0-9]+\$"; }
+mtime_of() { _r=$(region_of "$1") && stat -c %y "$SHM/$_r"; }
+mtime_moved() { [ "$(mtime_of "$1")" != "$2" ]; }
+check "no collector: the traced program makes its region" wait_for 20 region_of "$LATE"
+M0=$(mtime_of "$LATE")
+check "... its agent beats once" wait_for 20 mtime_moved "$LATE" "$M0"
+M1=$(mtime_of "$LATE")
+check "... and once more" wait_for 20 mtime_moved "$LATE" "$M1"
+maps_of() { cat "/proc/$1/maps"; }
+check "... and never maps libzmq (/proc/PID/maps)" lacks 'libzmq' maps_of "$LATE"
+# A collector started now learns of the program, the agent opens its channel
+# (libzmq mapped only then) and the collector adopts it. (The collector must
+# not inherit the fifo's write end, or the program never sees EOF.)
+check "a collector starts after the program" start_collector 8>&-
+zmq_mapped() { grep -q 'libzmq' "/proc/$1/maps"; }
+check "... the agent sees it and opens the control channel (libzmq mapped now)" \
+    wait_for 20 zmq_mapped "$LATE"
+adopted() { "$TBIN/tool_ctl" "$EP" status | grep -q "^proc\.$1\.state="; }
+check "... and the collector adopts the program" wait_for 20 adopted "$LATE"
+exec 8>&-
+wait "$LATE"
+check "... the program exits 0" eq "$?" 0
+check "... with nothing on stderr" eq "$(lines "$T/late.err")" 0
+check "... and d9 ps lists it exited" wait_for 20 ended "$LATE"
+check "that collector stops cleanly" stop_collector
 
 check "a scanning collector starts" start_collector
 
@@ -81,7 +122,6 @@ DIAL9_LOG=1 LD_PRELOAD=$PRELOAD "$TBIN/prog_uvmix" --hold <"$T/hold" >"$T/mix.ou
 MIX=$!
 at_exit kill -9 "$MIX"
 exec 7>"$T/hold"
-adopted() { "$TBIN/tool_ctl" "$EP" status | grep -q "^proc\.$1\.state="; }
 check "with libzmq: the hello reaches the collector, which adopts the program" wait_for 20 adopted "$MIX"
 exec 7>&-
 wait "$MIX"

@@ -202,6 +202,18 @@ static void test_agent_with_no_collector_starts_and_stops_without_goodbye(void *
     assert_int_equal(atomic_load(&f->a.region.hdr->state), D9_REGION_CLOSED);
 }
 
+/* No collector listens: the channel is never opened (libzmq never loaded
+ * for it); the agent only probes. Stop waits for the housekeeping thread,
+ * which probed at its start before anything else. */
+static void test_agent_with_no_collector_never_opens_the_channel(void **state)
+{
+    struct fx *f = *state;
+    assert_int_equal(ag_agent_start(&f->a, &f->cfg), 0);
+    ag_agent_stop(&f->a);
+    assert_int_equal(f->a.ctl_state, 0);
+    assert_null(f->a.ctl.ctx);
+}
+
 static int region_exists(struct fx *f) { return access(f->a.region.path, F_OK) == 0; }
 
 /* Clean exit, no collector at DIAL9_COLLECTOR: the region goes with the process. */
@@ -293,6 +305,7 @@ int main(void)
         T(test_agent_says_hello_at_start_and_goodbye_at_stop),
         T(test_agent_hello_reaches_a_collector_that_starts_later),
         T(test_agent_with_no_collector_starts_and_stops_without_goodbye),
+        T(test_agent_with_no_collector_never_opens_the_channel),
         T(test_agent_without_a_collector_removes_its_region_at_stop),
         T(test_agent_with_a_collector_listening_keeps_its_region),
         T(test_agent_keeps_an_adopted_region_with_no_collector_left),

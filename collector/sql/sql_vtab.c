@@ -607,8 +607,36 @@ static const sqlite3_module module = {
 
 /* ---- public ---------------------------------------------------------------------------- */
 
-int sql_vtab_attach(struct sqlite3 *db, struct q_store *s, const char *prog,
-                    struct sql_vtab **out, char *why, size_t whycap)
+/* Create tables [from, to) of defs then v->ev (index i >= NDEFS: custom i - NDEFS), in one
+ * transaction: SQLite rewrites its schema once, not once per table. */
+static int create_tables(struct sqlite3 *db, struct sql_vtab *v, size_t from, size_t to,
+                         char *why, size_t whycap)
+{
+    char *err = NULL;
+    int r = sqlite3_exec(db, "BEGIN", NULL, NULL, &err);
+    for (size_t i = from; r == SQLITE_OK && i < to; i++) {
+        char *sql = i < NDEFS
+            ? sqlite3_mprintf("CREATE VIRTUAL TABLE \"%w\" USING d9(%s)", defs[i].name,
+                              defs[i].name)
+            : sqlite3_mprintf("CREATE VIRTUAL TABLE \"%w\" USING d9(custom, %d)",
+                              v->ev[i - NDEFS].table, (int)(i - NDEFS));
+        r = sql ? sqlite3_exec(db, sql, NULL, NULL, &err) : SQLITE_NOMEM;
+        sqlite3_free(sql);
+        if (r != SQLITE_OK)
+            snprintf(why, whycap, "creating table %s: %s",
+                     i < NDEFS ? defs[i].name : v->ev[i - NDEFS].table,
+                     err ? err : sqlite3_errstr(r));
+    }
+    if (r == SQLITE_OK && (r = sqlite3_exec(db, "COMMIT", NULL, NULL, &err)) != SQLITE_OK)
+        snprintf(why, whycap, "creating the tables: %s", err ? err : sqlite3_errstr(r));
+    if (r != SQLITE_OK && sqlite3_get_autocommit(db) == 0)
+        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+    sqlite3_free(err);
+    return r == SQLITE_OK ? 0 : -EIO;
+}
+
+int sql_vtab_attach_builtin(struct sqlite3 *db, struct q_store *s, const char *prog,
+                            struct sql_vtab **out, char *why, size_t whycap)
 {
     *out = NULL;
     struct sql_vtab *v = calloc(1, sizeof *v);
@@ -619,40 +647,36 @@ int sql_vtab_attach(struct sqlite3 *db, struct q_store *s, const char *prog,
     }
     v->s = s;
     v->prog = prog ? prog : "d9";
+    if (sqlite3_create_module_v2(db, "d9", &module, v, NULL) != SQLITE_OK) {
+        snprintf(why, whycap, "registering the SQL module: %s", sqlite3_errmsg(db));
+        sql_vtab_free(v);
+        return -EIO;
+    }
+    *out = v;                       /* the module holds v: free it after closing db */
+    return create_tables(db, v, 0, NDEFS, why, whycap);
+}
+
+int sql_vtab_attach_custom(struct sqlite3 *db, struct sql_vtab *v, char *why, size_t whycap)
+{
+    if (v->custom_done)
+        return 0;
+    v->custom_done = true;
     const char *names[NDEFS];
     for (size_t i = 0; i < NDEFS; i++)
         names[i] = defs[i].name;
     int rc = sql_custom_discover(v, names, NDEFS);
     if (rc < 0) {
         snprintf(why, whycap, "reading the store's event schemas: %s", strerror(-rc));
-        sql_vtab_free(v);
         return rc;
     }
-    if (sqlite3_create_module_v2(db, "d9", &module, v, NULL) != SQLITE_OK) {
-        snprintf(why, whycap, "registering the SQL module: %s", sqlite3_errmsg(db));
-        sql_vtab_free(v);
-        return -EIO;
-    }
-    for (size_t i = 0; i < NDEFS + v->nev; i++) {
-        char *sql = i < NDEFS
-            ? sqlite3_mprintf("CREATE VIRTUAL TABLE \"%w\" USING d9(%s)", defs[i].name,
-                              defs[i].name)
-            : sqlite3_mprintf("CREATE VIRTUAL TABLE \"%w\" USING d9(custom, %d)",
-                              v->ev[i - NDEFS].table, (int)(i - NDEFS));
-        char *err = NULL;
-        int r = sql ? sqlite3_exec(db, sql, NULL, NULL, &err) : SQLITE_NOMEM;
-        sqlite3_free(sql);
-        if (r != SQLITE_OK) {
-            snprintf(why, whycap, "creating table %s: %s",
-                     i < NDEFS ? defs[i].name : v->ev[i - NDEFS].table,
-                     err ? err : sqlite3_errstr(r));
-            sqlite3_free(err);
-            *out = v;               /* the module holds v: free it after closing db */
-            return -EIO;
-        }
-    }
-    *out = v;
-    return 0;
+    return create_tables(db, v, NDEFS, NDEFS + v->nev, why, whycap);
+}
+
+int sql_vtab_attach(struct sqlite3 *db, struct q_store *s, const char *prog,
+                    struct sql_vtab **out, char *why, size_t whycap)
+{
+    int rc = sql_vtab_attach_builtin(db, s, prog, out, why, whycap);
+    return rc < 0 ? rc : sql_vtab_attach_custom(db, *out, why, whycap);
 }
 
 void sql_vtab_free(struct sql_vtab *v)

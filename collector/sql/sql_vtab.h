@@ -53,9 +53,19 @@ struct sql_vtab;
 
 /* Register the module on db and create every table of the store s (which
  * must outlive db's use of the tables). prog prefixes warnings about bad
- * files. 0 or -errno with a one-line reason in why. */
+ * files. 0 or -errno with a one-line reason in why; *out, when set, is
+ * freed by the caller after closing db, on failure too. */
 int sql_vtab_attach(struct sqlite3 *db, struct q_store *s, const char *prog,
                     struct sql_vtab **out, char *why, size_t whycap);
+/* sql_vtab_attach in two steps: _builtin registers the module and creates
+ * the built-in tables only (*out is set once the module holds the context,
+ * even on failure); _custom then reads every process's event schemas and
+ * creates the custom-event tables (once; later calls do nothing). A caller
+ * that knows its SQL names no custom table and reads no schema skips the
+ * second step and its cost (the metadata of every segment). */
+int sql_vtab_attach_builtin(struct sqlite3 *db, struct q_store *s, const char *prog,
+                            struct sql_vtab **out, char *why, size_t whycap);
+int sql_vtab_attach_custom(struct sqlite3 *db, struct sql_vtab *v, char *why, size_t whycap);
 /* Free the context; call after sqlite3_close(db). */
 void sql_vtab_free(struct sql_vtab *v);
 

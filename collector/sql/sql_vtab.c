@@ -233,13 +233,15 @@ static int x_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
                      sqlite3_vtab **out, char **err)
 {
     struct sql_vtab *ctx = aux;
-    if (argc < 4) {
+    /* an eponymous table (sql_vtab_attach_lazy): the module's name is the kind */
+    const char *kind = argc == 3 ? argv[0] : argc >= 4 ? argv[3] : NULL;
+    if (!kind) {
         *err = sqlite3_mprintf("d9: missing table kind");
         return SQLITE_ERROR;
     }
     const struct tab_def *def = NULL;
     const struct event_def *ev = NULL;
-    if (strcmp(argv[3], "custom") == 0 && argc >= 5) {
+    if (strcmp(kind, "custom") == 0 && argc >= 5) {
         long i = strtol(argv[4], NULL, 10);
         if (i < 0 || (size_t)i >= ctx->nev) {
             *err = sqlite3_mprintf("d9: no custom event %s", argv[4]);
@@ -249,11 +251,11 @@ static int x_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
         def = &custom_def;
     } else {
         for (size_t i = 0; i < NDEFS; i++)
-            if (strcmp(defs[i].name, argv[3]) == 0)
+            if (strcmp(defs[i].name, kind) == 0)
                 def = &defs[i];
     }
     if (!def) {
-        *err = sqlite3_mprintf("d9: unknown table kind %s", argv[3]);
+        *err = sqlite3_mprintf("d9: unknown table kind %s", kind);
         return SQLITE_ERROR;
     }
     char *sql;
@@ -605,6 +607,23 @@ static const sqlite3_module module = {
     .xRowid = x_rowid,
 };
 
+/* One per built-in table, named after it: an eponymous-only module (no xCreate), whose
+ * table SQLite connects the first time a statement names it. */
+static const sqlite3_module module_eponymous = {
+    .iVersion = 1,
+    .xConnect = x_connect,
+    .xBestIndex = x_best_index,
+    .xDisconnect = x_disconnect,
+    .xDestroy = x_disconnect,
+    .xOpen = x_open,
+    .xClose = x_close,
+    .xFilter = x_filter,
+    .xNext = x_next,
+    .xEof = x_eof,
+    .xColumn = x_column,
+    .xRowid = x_rowid,
+};
+
 /* ---- public ---------------------------------------------------------------------------- */
 
 /* Create tables [from, to) of defs then v->ev (index i >= NDEFS: custom i - NDEFS), in one
@@ -635,8 +654,8 @@ static int create_tables(struct sqlite3 *db, struct sql_vtab *v, size_t from, si
     return r == SQLITE_OK ? 0 : -EIO;
 }
 
-int sql_vtab_attach_builtin(struct sqlite3 *db, struct q_store *s, const char *prog,
-                            struct sql_vtab **out, char *why, size_t whycap)
+int sql_vtab_attach_lazy(struct sqlite3 *db, struct q_store *s, const char *prog,
+                         struct sql_vtab **out, char *why, size_t whycap)
 {
     *out = NULL;
     struct sql_vtab *v = calloc(1, sizeof *v);
@@ -653,14 +672,21 @@ int sql_vtab_attach_builtin(struct sqlite3 *db, struct q_store *s, const char *p
         return -EIO;
     }
     *out = v;                       /* the module holds v: free it after closing db */
-    return create_tables(db, v, 0, NDEFS, why, whycap);
+    for (size_t i = 0; i < NDEFS; i++)
+        if (sqlite3_create_module_v2(db, defs[i].name, &module_eponymous, v, NULL) !=
+            SQLITE_OK) {
+            snprintf(why, whycap, "registering table %s: %s", defs[i].name,
+                     sqlite3_errmsg(db));
+            return -EIO;
+        }
+    return 0;
 }
 
-int sql_vtab_attach_custom(struct sqlite3 *db, struct sql_vtab *v, char *why, size_t whycap)
+int sql_vtab_attach_tables(struct sqlite3 *db, struct sql_vtab *v, char *why, size_t whycap)
 {
-    if (v->custom_done)
+    if (v->tables_done)
         return 0;
-    v->custom_done = true;
+    v->tables_done = true;
     const char *names[NDEFS];
     for (size_t i = 0; i < NDEFS; i++)
         names[i] = defs[i].name;
@@ -669,14 +695,14 @@ int sql_vtab_attach_custom(struct sqlite3 *db, struct sql_vtab *v, char *why, si
         snprintf(why, whycap, "reading the store's event schemas: %s", strerror(-rc));
         return rc;
     }
-    return create_tables(db, v, NDEFS, NDEFS + v->nev, why, whycap);
+    return create_tables(db, v, 0, NDEFS + v->nev, why, whycap);
 }
 
 int sql_vtab_attach(struct sqlite3 *db, struct q_store *s, const char *prog,
                     struct sql_vtab **out, char *why, size_t whycap)
 {
-    int rc = sql_vtab_attach_builtin(db, s, prog, out, why, whycap);
-    return rc < 0 ? rc : sql_vtab_attach_custom(db, *out, why, whycap);
+    int rc = sql_vtab_attach_lazy(db, s, prog, out, why, whycap);
+    return rc < 0 ? rc : sql_vtab_attach_tables(db, *out, why, whycap);
 }
 
 void sql_vtab_free(struct sql_vtab *v)

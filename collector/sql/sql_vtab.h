@@ -57,15 +57,19 @@ struct sql_vtab;
  * freed by the caller after closing db, on failure too. */
 int sql_vtab_attach(struct sqlite3 *db, struct q_store *s, const char *prog,
                     struct sql_vtab **out, char *why, size_t whycap);
-/* sql_vtab_attach in two steps: _builtin registers the module and creates
- * the built-in tables only (*out is set once the module holds the context,
- * even on failure); _custom then reads every process's event schemas and
- * creates the custom-event tables (once; later calls do nothing). A caller
- * that knows its SQL names no custom table and reads no schema skips the
- * second step and its cost (the metadata of every segment). */
-int sql_vtab_attach_builtin(struct sqlite3 *db, struct q_store *s, const char *prog,
-                            struct sql_vtab **out, char *why, size_t whycap);
-int sql_vtab_attach_custom(struct sqlite3 *db, struct sql_vtab *v, char *why, size_t whycap);
+/* sql_vtab_attach in two steps. _lazy registers the module and, for each
+ * built-in table, an eponymous-only module of its name: a statement can read
+ * the built-in tables, each connected when first named, but the schema
+ * (sqlite_schema, the pragmas) lists none and there is no custom table. *out
+ * is set once the module holds the context, even on failure. _tables then
+ * reads every process's event schemas and creates every table as
+ * sql_vtab_attach does (once; later calls do nothing); a created table hides
+ * the eponymous one of its name. A caller that knows its SQL names no custom
+ * table and reads no schema skips the second step and its cost (the
+ * metadata of every segment, a schema change per table). */
+int sql_vtab_attach_lazy(struct sqlite3 *db, struct q_store *s, const char *prog,
+                         struct sql_vtab **out, char *why, size_t whycap);
+int sql_vtab_attach_tables(struct sqlite3 *db, struct sql_vtab *v, char *why, size_t whycap);
 /* Free the context; call after sqlite3_close(db). */
 void sql_vtab_free(struct sql_vtab *v);
 

@@ -687,6 +687,9 @@ int sql_vtab_attach_tables(struct sqlite3 *db, struct sql_vtab *v, char *why, si
     if (v->tables_done)
         return 0;
     v->tables_done = true;
+    /* the created tables replace the eponymous ones: pragma module_list shows "d9" alone */
+    for (size_t i = 0; i < NDEFS; i++)
+        sqlite3_create_module_v2(db, defs[i].name, NULL, NULL, NULL);
     const char *names[NDEFS];
     for (size_t i = 0; i < NDEFS; i++)
         names[i] = defs[i].name;

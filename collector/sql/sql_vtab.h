@@ -63,8 +63,8 @@ int sql_vtab_attach(struct sqlite3 *db, struct q_store *s, const char *prog,
  * (sqlite_schema, the pragmas) lists none and there is no custom table. *out
  * is set once the module holds the context, even on failure. _tables then
  * reads every process's event schemas and creates every table as
- * sql_vtab_attach does (once; later calls do nothing); a created table hides
- * the eponymous one of its name. A caller that knows its SQL names no custom
+ * sql_vtab_attach does (once; later calls do nothing), and drops the
+ * eponymous modules, so the connection looks as sql_vtab_attach leaves it. A caller that knows its SQL names no custom
  * table and reads no schema skips the second step and its cost (the
  * metadata of every segment, a schema change per table). */
 int sql_vtab_attach_lazy(struct sqlite3 *db, struct q_store *s, const char *prog,

@@ -626,32 +626,27 @@ static const sqlite3_module module_eponymous = {
 
 /* ---- public ---------------------------------------------------------------------------- */
 
-/* Create tables [from, to) of defs then v->ev (index i >= NDEFS: custom i - NDEFS), in one
- * transaction: SQLite rewrites its schema once, not once per table. */
-static int create_tables(struct sqlite3 *db, struct sql_vtab *v, size_t from, size_t to,
-                         char *why, size_t whycap)
+/* Create every table: the built-in ones (defs), then one per custom event (v->ev). */
+static int create_tables(struct sqlite3 *db, struct sql_vtab *v, char *why, size_t whycap)
 {
-    char *err = NULL;
-    int r = sqlite3_exec(db, "BEGIN", NULL, NULL, &err);
-    for (size_t i = from; r == SQLITE_OK && i < to; i++) {
+    for (size_t i = 0; i < NDEFS + v->nev; i++) {
         char *sql = i < NDEFS
             ? sqlite3_mprintf("CREATE VIRTUAL TABLE \"%w\" USING d9(%s)", defs[i].name,
                               defs[i].name)
             : sqlite3_mprintf("CREATE VIRTUAL TABLE \"%w\" USING d9(custom, %d)",
                               v->ev[i - NDEFS].table, (int)(i - NDEFS));
-        r = sql ? sqlite3_exec(db, sql, NULL, NULL, &err) : SQLITE_NOMEM;
+        char *err = NULL;
+        int r = sql ? sqlite3_exec(db, sql, NULL, NULL, &err) : SQLITE_NOMEM;
         sqlite3_free(sql);
-        if (r != SQLITE_OK)
+        if (r != SQLITE_OK) {
             snprintf(why, whycap, "creating table %s: %s",
                      i < NDEFS ? defs[i].name : v->ev[i - NDEFS].table,
                      err ? err : sqlite3_errstr(r));
+            sqlite3_free(err);
+            return -EIO;
+        }
     }
-    if (r == SQLITE_OK && (r = sqlite3_exec(db, "COMMIT", NULL, NULL, &err)) != SQLITE_OK)
-        snprintf(why, whycap, "creating the tables: %s", err ? err : sqlite3_errstr(r));
-    if (r != SQLITE_OK && sqlite3_get_autocommit(db) == 0)
-        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
-    sqlite3_free(err);
-    return r == SQLITE_OK ? 0 : -EIO;
+    return 0;
 }
 
 int sql_vtab_attach_lazy(struct sqlite3 *db, struct q_store *s, const char *prog,
@@ -698,7 +693,7 @@ int sql_vtab_attach_tables(struct sqlite3 *db, struct sql_vtab *v, char *why, si
         snprintf(why, whycap, "reading the store's event schemas: %s", strerror(-rc));
         return rc;
     }
-    return create_tables(db, v, 0, NDEFS + v->nev, why, whycap);
+    return create_tables(db, v, why, whycap);
 }
 
 int sql_vtab_attach(struct sqlite3 *db, struct q_store *s, const char *prog,

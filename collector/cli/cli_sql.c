@@ -426,6 +426,31 @@ static int print_schema(struct cli_env *env, sqlite3 *db)
 
 /* ---- command ------------------------------------------------------------------ */
 
+/* Whether q needs the created tables (sql_vtab_attach_tables), not only the
+ * eponymous built-in ones: when it may read the schema (names sqlite_* or a
+ * pragma) or when a statement of it does not compile against the built-in
+ * tables alone (it names a custom-event table, or a table the script makes
+ * itself, or is not valid SQL: the error is then reported as before, with
+ * every table present). Compiling runs nothing; it is done before the guard
+ * is locked, and only to look. */
+static bool needs_tables(sqlite3 *db, const char *q)
+{
+    if (strcasestr(q, "sqlite_") || strcasestr(q, "pragma"))
+        return true;
+    const char *tail = q;
+    while (tail && *tail) {
+        sqlite3_stmt *st = NULL;
+        const char *next = NULL;
+        if (sqlite3_prepare_v2(db, tail, -1, &st, &next) != SQLITE_OK)
+            return true;
+        sqlite3_finalize(st);
+        if (next == tail)
+            break;
+        tail = next;
+    }
+    return false;
+}
+
 static char *read_stdin(void)
 {
     size_t cap = 4096, n = 0;
@@ -571,7 +596,9 @@ CLI_DECLARE_CMD(sql)
     double t0 = mono_ms();
     if (sql_guard_open(&g, &o.guard, why, sizeof why) < 0) {
         rc = cli_fail(env, "%s", why);
-    } else if (sql_vtab_attach(g.db, s, "d9 sql", &v, why, sizeof why) < 0) {
+    } else if (sql_vtab_attach_lazy(g.db, s, "d9 sql", &v, why, sizeof why) < 0 ||
+               ((o.schema || needs_tables(g.db, q)) &&
+                sql_vtab_attach_tables(g.db, v, why, sizeof why) < 0)) {
         fprintf(stderr, "d9 sql: %s: ", env->store);
         q_text_escaped(stderr, why, strlen(why), false);    /* may name a custom event */
         fputc('\n', stderr);

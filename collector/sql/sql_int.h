@@ -92,6 +92,7 @@ struct sql_vtab {
     struct q_scan_stats st;
     struct event_def *ev;
     size_t nev;
+    bool tables_done;               /* sql_vtab_attach_tables ran */
     bool stacks_built;
     struct stk *stk;
     size_t nstk, capstk;

@@ -233,13 +233,15 @@ static int x_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
                      sqlite3_vtab **out, char **err)
 {
     struct sql_vtab *ctx = aux;
-    if (argc < 4) {
+    /* an eponymous table (sql_vtab_attach_lazy): the module's name is the kind */
+    const char *kind = argc == 3 ? argv[0] : argc >= 4 ? argv[3] : NULL;
+    if (!kind) {
         *err = sqlite3_mprintf("d9: missing table kind");
         return SQLITE_ERROR;
     }
     const struct tab_def *def = NULL;
     const struct event_def *ev = NULL;
-    if (strcmp(argv[3], "custom") == 0 && argc >= 5) {
+    if (strcmp(kind, "custom") == 0 && argc >= 5) {
         long i = strtol(argv[4], NULL, 10);
         if (i < 0 || (size_t)i >= ctx->nev) {
             *err = sqlite3_mprintf("d9: no custom event %s", argv[4]);
@@ -249,11 +251,11 @@ static int x_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
         def = &custom_def;
     } else {
         for (size_t i = 0; i < NDEFS; i++)
-            if (strcmp(defs[i].name, argv[3]) == 0)
+            if (strcmp(defs[i].name, kind) == 0)
                 def = &defs[i];
     }
     if (!def) {
-        *err = sqlite3_mprintf("d9: unknown table kind %s", argv[3]);
+        *err = sqlite3_mprintf("d9: unknown table kind %s", kind);
         return SQLITE_ERROR;
     }
     char *sql;
@@ -605,34 +607,28 @@ static const sqlite3_module module = {
     .xRowid = x_rowid,
 };
 
+/* One per built-in table, named after it: an eponymous-only module (no xCreate), whose
+ * table SQLite connects the first time a statement names it. */
+static const sqlite3_module module_eponymous = {
+    .iVersion = 1,
+    .xConnect = x_connect,
+    .xBestIndex = x_best_index,
+    .xDisconnect = x_disconnect,
+    .xDestroy = x_disconnect,
+    .xOpen = x_open,
+    .xClose = x_close,
+    .xFilter = x_filter,
+    .xNext = x_next,
+    .xEof = x_eof,
+    .xColumn = x_column,
+    .xRowid = x_rowid,
+};
+
 /* ---- public ---------------------------------------------------------------------------- */
 
-int sql_vtab_attach(struct sqlite3 *db, struct q_store *s, const char *prog,
-                    struct sql_vtab **out, char *why, size_t whycap)
+/* Create every table: the built-in ones (defs), then one per custom event (v->ev). */
+static int create_tables(struct sqlite3 *db, struct sql_vtab *v, char *why, size_t whycap)
 {
-    *out = NULL;
-    struct sql_vtab *v = calloc(1, sizeof *v);
-    if (!v || q_names_open(s, &v->names) < 0) {
-        free(v);
-        snprintf(why, whycap, "out of memory");
-        return -ENOMEM;
-    }
-    v->s = s;
-    v->prog = prog ? prog : "d9";
-    const char *names[NDEFS];
-    for (size_t i = 0; i < NDEFS; i++)
-        names[i] = defs[i].name;
-    int rc = sql_custom_discover(v, names, NDEFS);
-    if (rc < 0) {
-        snprintf(why, whycap, "reading the store's event schemas: %s", strerror(-rc));
-        sql_vtab_free(v);
-        return rc;
-    }
-    if (sqlite3_create_module_v2(db, "d9", &module, v, NULL) != SQLITE_OK) {
-        snprintf(why, whycap, "registering the SQL module: %s", sqlite3_errmsg(db));
-        sql_vtab_free(v);
-        return -EIO;
-    }
     for (size_t i = 0; i < NDEFS + v->nev; i++) {
         char *sql = i < NDEFS
             ? sqlite3_mprintf("CREATE VIRTUAL TABLE \"%w\" USING d9(%s)", defs[i].name,
@@ -647,12 +643,64 @@ int sql_vtab_attach(struct sqlite3 *db, struct q_store *s, const char *prog,
                      i < NDEFS ? defs[i].name : v->ev[i - NDEFS].table,
                      err ? err : sqlite3_errstr(r));
             sqlite3_free(err);
-            *out = v;               /* the module holds v: free it after closing db */
             return -EIO;
         }
     }
-    *out = v;
     return 0;
+}
+
+int sql_vtab_attach_lazy(struct sqlite3 *db, struct q_store *s, const char *prog,
+                         struct sql_vtab **out, char *why, size_t whycap)
+{
+    *out = NULL;
+    struct sql_vtab *v = calloc(1, sizeof *v);
+    if (!v || q_names_open(s, &v->names) < 0) {
+        free(v);
+        snprintf(why, whycap, "out of memory");
+        return -ENOMEM;
+    }
+    v->s = s;
+    v->prog = prog ? prog : "d9";
+    if (sqlite3_create_module_v2(db, "d9", &module, v, NULL) != SQLITE_OK) {
+        snprintf(why, whycap, "registering the SQL module: %s", sqlite3_errmsg(db));
+        sql_vtab_free(v);
+        return -EIO;
+    }
+    *out = v;                       /* the module holds v: free it after closing db */
+    for (size_t i = 0; i < NDEFS; i++)
+        if (sqlite3_create_module_v2(db, defs[i].name, &module_eponymous, v, NULL) !=
+            SQLITE_OK) {
+            snprintf(why, whycap, "registering table %s: %s", defs[i].name,
+                     sqlite3_errmsg(db));
+            return -EIO;
+        }
+    return 0;
+}
+
+int sql_vtab_attach_tables(struct sqlite3 *db, struct sql_vtab *v, char *why, size_t whycap)
+{
+    if (v->tables_done)
+        return 0;
+    v->tables_done = true;
+    /* the created tables replace the eponymous ones: pragma module_list shows "d9" alone */
+    for (size_t i = 0; i < NDEFS; i++)
+        sqlite3_create_module_v2(db, defs[i].name, NULL, NULL, NULL);
+    const char *names[NDEFS];
+    for (size_t i = 0; i < NDEFS; i++)
+        names[i] = defs[i].name;
+    int rc = sql_custom_discover(v, names, NDEFS);
+    if (rc < 0) {
+        snprintf(why, whycap, "reading the store's event schemas: %s", strerror(-rc));
+        return rc;
+    }
+    return create_tables(db, v, why, whycap);
+}
+
+int sql_vtab_attach(struct sqlite3 *db, struct q_store *s, const char *prog,
+                    struct sql_vtab **out, char *why, size_t whycap)
+{
+    int rc = sql_vtab_attach_lazy(db, s, prog, out, why, whycap);
+    return rc < 0 ? rc : sql_vtab_attach_tables(db, *out, why, whycap);
 }
 
 void sql_vtab_free(struct sql_vtab *v)

@@ -53,9 +53,23 @@ struct sql_vtab;
 
 /* Register the module on db and create every table of the store s (which
  * must outlive db's use of the tables). prog prefixes warnings about bad
- * files. 0 or -errno with a one-line reason in why. */
+ * files. 0 or -errno with a one-line reason in why; *out, when set, is
+ * freed by the caller after closing db, on failure too. */
 int sql_vtab_attach(struct sqlite3 *db, struct q_store *s, const char *prog,
                     struct sql_vtab **out, char *why, size_t whycap);
+/* sql_vtab_attach in two steps. _lazy registers the module and, for each
+ * built-in table, an eponymous-only module of its name: a statement can read
+ * the built-in tables, each connected when first named, but the schema
+ * (sqlite_schema, the pragmas) lists none and there is no custom table. *out
+ * is set once the module holds the context, even on failure. _tables then
+ * reads every process's event schemas and creates every table as
+ * sql_vtab_attach does (once; later calls do nothing), and drops the
+ * eponymous modules, so the connection looks as sql_vtab_attach leaves it. A caller that knows its SQL names no custom
+ * table and reads no schema skips the second step and its cost (the
+ * metadata of every segment, a schema change per table). */
+int sql_vtab_attach_lazy(struct sqlite3 *db, struct q_store *s, const char *prog,
+                         struct sql_vtab **out, char *why, size_t whycap);
+int sql_vtab_attach_tables(struct sqlite3 *db, struct sql_vtab *v, char *why, size_t whycap);
 /* Free the context; call after sqlite3_close(db). */
 void sql_vtab_free(struct sql_vtab *v);
 

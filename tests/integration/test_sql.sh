@@ -123,6 +123,26 @@ check "the query can come from standard input" sh -c "
 check "--schema lists the tables and their columns" sh -c "
     '$BIN/d9' --store '$STORE' sql --schema >'$T/schema.txt' && grep -q '^polls -- ' '$T/schema.txt' &&
     grep -q '^order -- ' '$T/schema.txt' && grep -q '^    sched_wait_ns' '$T/schema.txt'"
+# the custom-event tables and the schema are made only for the SQL that needs them
+# (cli_sql.c needs_tables): each way a statement can reach them still finds them
+check "a custom table named by a later statement of a script is found" \
+    q "select 1; select count(*) from \"order\" where pid = $OKPID" "1;count(*);10"
+check "a custom table named in a subquery and a temp view is found" \
+    q "create temp view v as select * from (select qty from \"order\" where pid = $OKPID);
+       select count(*), sum(qty) from v" "10,50"
+check "sqlite_schema lists the built-in and the custom tables, as --schema does" sh -c "
+    '$BIN/d9' --store '$STORE' sql --format csv \"select name from sqlite_schema where type = 'table'
+        order by rowid\" | tail -n +2 | tr -d '\\r\"' >'$T/names.txt' &&
+    grep -qx polls '$T/names.txt' && grep -qx order '$T/names.txt' &&
+    '$BIN/d9' --store '$STORE' sql --schema | sed -n 's/^\\([^ ]*\\) -- .*/\\1/p' | cmp - '$T/names.txt'"
+check "pragma table_list names the custom table; module_list only the d9 module" \
+    q "select (select count(*) from pragma_table_list where name = 'order'),
+              (select group_concat(name) from pragma_module_list where name in ('d9', 'polls'))" "1,d9"
+check "a built-in table named as main.polls or in upper case answers as polls" \
+    q "select (select count(*) from main.polls where pid = $OKPID), (select count(*) from POLLS where pid = $OKPID)" "401,401"
+check "an unknown table is an SQL error naming it" sh -c "
+    '$BIN/d9' --store '$STORE' sql 'select * from nosuchtable' >/dev/null 2>'$T/nt.txt'; [ \$? -eq 2 ] &&
+    grep -qx 'd9 sql: no such table: nosuchtable' '$T/nt.txt'"
 check "an SQL error prints SQLite's message and exits 2" sh -c "
     '$BIN/d9' --store '$STORE' sql 'select nope from polls' >/dev/null 2>'$T/err.txt'; [ \$? -eq 2 ] &&
     grep -qx 'd9 sql: no such column: nope' '$T/err.txt'"

@@ -466,6 +466,42 @@ static void custom_event_tables_have_typed_columns_and_union_fields(void **state
     assert_string_equal(rows(fx, "select pid, f_pid from event_polls"), "200|4242;");
 }
 
+/* sql_vtab_attach_lazy: the built-in tables answer as the created ones, with no schema
+ * and no custom table; sql_vtab_attach_tables then leaves the connection as
+ * sql_vtab_attach does: the same schema rows, the custom tables, "d9" the only module. */
+static void lazy_attach_answers_as_attach_and_completes_to_it(void **state)
+{
+    struct fixture *fx = *state;
+    const char *polls = "select pid, task, start_ns, end_ns from polls order by pid, start_ns";
+    char want[8192], schema[8192];
+    snprintf(want, sizeof want, "%s", rows(fx, polls));
+    snprintf(schema, sizeof schema, "%s", rows(fx, "select type, name, sql from sqlite_schema "
+                                                   "order by rowid"));
+    disconnect_sql(fx);
+    char why[512];
+    assert_int_equal(q_store_open(&fx->s, fx->dir, why, sizeof why), 0);
+    assert_int_equal(sqlite3_open(":memory:", &fx->db), SQLITE_OK);
+    if (sql_vtab_attach_lazy(fx->db, fx->s, "test_sql_vtab", &fx->v, why, sizeof why) != 0)
+        fail_msg("attach_lazy: %s", why);
+    assert_string_equal(rows(fx, polls), want);
+    assert_int_equal(one(fx, "select count(*) from main.processes"), 2);
+    assert_int_equal(one(fx, "select count(*) from sqlite_schema"), 0);
+    sqlite3_stmt *st = NULL;
+    assert_int_not_equal(sqlite3_prepare_v2(fx->db, "select * from request_done", -1, &st, NULL),
+                         SQLITE_OK);
+    assert_null(st);
+    for (int i = 0; i < 2; i++)     /* the second call does nothing */
+        if (sql_vtab_attach_tables(fx->db, fx->v, why, sizeof why) != 0)
+            fail_msg("attach_tables: %s", why);
+    assert_string_equal(rows(fx, "select type, name, sql from sqlite_schema order by rowid"),
+                        schema);
+    assert_string_equal(rows(fx, polls), want);
+    assert_string_equal(rows(fx, "select pid, path from request_done order by pid"),
+                        "100|/a;200|/b;");
+    assert_string_equal(rows(fx, "select name from pragma_module_list where name in "
+                                 "('d9', 'polls', 'processes')"), "d9;");
+}
+
 /* ---- push-down ------------------------------------------------------------------------ */
 
 static void pid_and_time_constraints_read_only_matching_blocks(void **state)
@@ -683,6 +719,7 @@ int main(void)
         T_(cpu_samples_and_stacks_share_stack_ids),
         T_(events_hold_every_record_with_json_fields),
         T_(custom_event_tables_have_typed_columns_and_union_fields),
+        T_(lazy_attach_answers_as_attach_and_completes_to_it),
         T_(pid_and_time_constraints_read_only_matching_blocks),
         T_(pushed_constraints_answer_as_sqlite_does),
         T_(corrupt_block_under_a_query_is_skipped_and_counted),

@@ -591,38 +591,19 @@ static int x_column(sqlite3_vtab_cursor *cur, sqlite3_context *cx, int col)
     return SQLITE_OK;
 }
 
-static const sqlite3_module module = {
-    .iVersion = 1,
-    .xCreate = x_connect,
-    .xConnect = x_connect,
-    .xBestIndex = x_best_index,
-    .xDisconnect = x_disconnect,
-    .xDestroy = x_disconnect,
-    .xOpen = x_open,
-    .xClose = x_close,
-    .xFilter = x_filter,
-    .xNext = x_next,
-    .xEof = x_eof,
-    .xColumn = x_column,
-    .xRowid = x_rowid,
-};
+/* Every table's methods; the one module used with CREATE VIRTUAL TABLE
+ * also has xCreate. */
+#define SQL_VTAB_METHODS                                                                     \
+    .iVersion = 1, .xConnect = x_connect, .xBestIndex = x_best_index,                        \
+    .xDisconnect = x_disconnect, .xDestroy = x_disconnect, .xOpen = x_open,                  \
+    .xClose = x_close, .xFilter = x_filter, .xNext = x_next, .xEof = x_eof,                  \
+    .xColumn = x_column, .xRowid = x_rowid
+
+static const sqlite3_module module = { SQL_VTAB_METHODS, .xCreate = x_connect };
 
 /* One per built-in table, named after it: an eponymous-only module (no xCreate), whose
  * table SQLite connects the first time a statement names it. */
-static const sqlite3_module module_eponymous = {
-    .iVersion = 1,
-    .xConnect = x_connect,
-    .xBestIndex = x_best_index,
-    .xDisconnect = x_disconnect,
-    .xDestroy = x_disconnect,
-    .xOpen = x_open,
-    .xClose = x_close,
-    .xFilter = x_filter,
-    .xNext = x_next,
-    .xEof = x_eof,
-    .xColumn = x_column,
-    .xRowid = x_rowid,
-};
+static const sqlite3_module module_eponymous = { SQL_VTAB_METHODS };
 
 /* ---- public ---------------------------------------------------------------------------- */
 

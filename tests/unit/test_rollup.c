@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include "tests/unit/tmpdir.h"
+#include "tests/unit/rollup_fixture.h"
 #include "collector/store/rollup.h"
 #include "collector/store/seg_reader.h"
 #include "collector/store/seg_writer.h"
@@ -24,36 +24,14 @@
 #define MS 1000000ull
 #define US 1000ull
 
-struct fx {
-    char dir[64];
-};
-
 static int setup(void **state)
 {
-    struct fx *fx = calloc(1, sizeof *fx);
-    assert_non_null(fx);
-    assert_int_equal(tmpdir_make(fx->dir, sizeof fx->dir, "d9rolluptest"), 0);
-    *state = fx;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    struct fx *fx = *state;
-    tmpdir_remove(fx->dir);
-    free(fx);
-    return 0;
+    return fx_setup(state, "d9rolluptest");
 }
 
 static const struct seg_proc_info proc = {
     .pid = 4242, .uid = 1000, .start_time = 777, .clock_source = D9_CLOCK_MONOTONIC,
     .host = "testhost", .comm = "worker", .exe = "/usr/bin/worker",
-};
-
-struct buf {
-    uint8_t b[1 << 16];
-    size_t len;
-    uint32_t seq;
 };
 
 static void start(struct buf *x, uint64_t ts, uint64_t task, uint32_t loc, uint16_t worker)

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
-#include "tests/unit/tmpdir.h"
+#include "tests/unit/rollup_fixture.h"
 #include "collector/store/crc32c.h"
 #include "collector/store/pack.h"
 #include "collector/store/rollup.h"
@@ -29,49 +29,15 @@
 #define S 1000000000ull
 #define MS 1000000ull
 
-struct fx {
-    char dir[64];
-    uint64_t id;
-};
-
 static int setup(void **state)
 {
-    struct fx *fx = calloc(1, sizeof *fx);
-    assert_non_null(fx);
-    assert_int_equal(tmpdir_make(fx->dir, sizeof fx->dir, "d9rufeedtest"), 0);
-    *state = fx;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    struct fx *fx = *state;
-    tmpdir_remove(fx->dir);
-    free(fx);
-    return 0;
+    return fx_setup(state, "d9rufeedtest");
 }
 
 static const struct seg_proc_info proc = {
     .pid = 4343, .uid = 1000, .start_time = 779, .clock_source = D9_CLOCK_MONOTONIC,
     .host = "testhost", .comm = "worker", .exe = "/usr/bin/worker",
 };
-
-struct buf {
-    uint8_t b[1 << 16];
-    size_t len;
-    uint32_t seq;
-};
-
-static void put(struct buf *x, void *rec, size_t len)
-{
-    struct d9_rec_hdr h;
-    memcpy(&h, rec, sizeof h);
-    h.seq = x->seq++;
-    memcpy(rec, &h, sizeof h);
-    assert_true(x->len + len <= sizeof x->b);
-    memcpy(x->b + x->len, rec, len);
-    x->len += len;
-}
 
 static void poll_start(struct buf *x, uint64_t ts, uint64_t task, uint16_t worker, uint32_t loc)
 {

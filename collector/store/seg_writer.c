@@ -715,12 +715,6 @@ int seg_writer_rollup_live(const struct seg_writer *w)
     return w && w->ru_state == SEG_RU_LIVE;
 }
 
-void seg_writer_rollup_interrupt(struct seg_writer *w)
-{
-    if (w)
-        ru_interrupt(w);
-}
-
 int seg_writer_rollup_finish(struct seg_writer *w, uint8_t **out, size_t *len)
 {
     if (!w || !out || !len)

@@ -131,8 +131,6 @@ int seg_writer_rollup_start(struct seg_writer *w);
 int seg_writer_rollup_feed(struct seg_writer *w, uint32_t ring, uint32_t generation,
                            const uint8_t *records, size_t len);
 int seg_writer_rollup_live(const struct seg_writer *w);
-/* Turn them off for the segment (the caller knows a fed run was dropped). */
-void seg_writer_rollup_interrupt(struct seg_writer *w);
 int seg_writer_rollup_finish(struct seg_writer *w, uint8_t **out, size_t *len);
 
 /* Drop an unsealed segment (unlinks the temp file) or free a sealed one. */

@@ -76,15 +76,12 @@ static int meets(const struct idx_read_seg_block *b, const struct rollup_range *
 static int feed_bad(struct rollup *ru, struct seg_reader *sr, const struct idx_read_seg_block *q,
                     rollup_skip_fn skip, void *arg)
 {
-    char why[200];
-    const char *m = seg_reader_error(sr);
-    snprintf(why, sizeof why, "%s", m ? m : "corrupt");
     struct seg_block b;
-    if (!skip || q->kind != SEG_BLK_DATA || seg_reader_skip(sr, &b) < 0 ||
-        b.offset != q->offset || b.h.kind != q->kind || b.h.ring != q->ring ||
-        b.h.generation != q->generation)
+    if (!skip || seg_reader_skip(sr, &b) < 0 || b.offset != q->offset || b.h.kind != q->kind ||
+        b.h.ring != q->ring || b.h.generation != q->generation)
         return -EBADMSG;
-    skip(arg, q->offset, why);
+    const char *m = seg_reader_error(sr);
+    skip(arg, q->offset, m ? m : "corrupt");
     return rollup_feed_gap(ru, q->ring, q->generation);
 }
 

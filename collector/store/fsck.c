@@ -163,12 +163,11 @@ static int verify(const char *path, struct verdict *v)
     while ((e = seg_reader_next(r, &b)) != 0) {
         if (e == 1)
             continue;
-        char why[sizeof v->why];
-        snprintf(why, sizeof why, "%s", seg_reader_error(r) ? seg_reader_error(r) : strerror(-e));
-        if (e != -EBADMSG || seg_reader_skip(r, &b) < 0 || b.h.kind != SEG_BLK_DATA)
+        if (e != -EBADMSG || seg_reader_skip(r, &b) < 0)
             break;
         if (v->damaged++ == 0)
-            snprintf(v->damaged_why, sizeof v->damaged_why, "%s", why);
+            snprintf(v->damaged_why, sizeof v->damaged_why, "%s",
+                     seg_reader_error(r) ? seg_reader_error(r) : strerror(-e));
     }
     if (e < 0) {
         v->err = e;

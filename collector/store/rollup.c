@@ -1584,13 +1584,10 @@ int rollup_file_only(const char *path, const struct rollup_range *ranges, unsign
     struct seg_block b;
     while ((e = seg_reader_next(sr, &b)) != 0) {
         if (e == -EBADMSG && skip) {
-            char why[200];
+            if (seg_reader_skip(sr, &b) < 0)
+                break;                          /* a bad header or a META block */
             const char *m = seg_reader_error(sr);
-            snprintf(why, sizeof why, "%s", m ? m : "corrupt");
-            if (seg_reader_skip(sr, &b) < 0 || b.h.kind != SEG_BLK_DATA)
-                break;                          /* a bad header: no next block; a META
-                                                 * block: the names after it unknown */
-            skip(arg, b.offset, why);
+            skip(arg, b.offset, m ? m : "corrupt");
             e = rollup_feed_gap(r, b.h.ring, b.h.generation);
         } else if (e == 1) {
             e = rollup_feed_block(r, &b);

@@ -617,7 +617,7 @@ int seg_reader_skip(struct seg_reader *r, struct seg_block *b)
     if (e == 0)
         e = check_block_hdr(r, &h, off);
     memcpy(r->err, err, sizeof err);
-    if (e < 0)
+    if (e < 0 || h.kind != SEG_BLK_DATA)
         return -EBADMSG;
     r->pos = off + SEG_BLOCK_HDR_SIZE + h.len;
     r->stopped = 0;

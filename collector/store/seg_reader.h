@@ -59,13 +59,15 @@ struct seg_block {
  * the footer's block count, crc chain and totals at the end. With
  * SEG_OPEN_PARTIAL a bad block ends the file (0; seg_reader_error says why). */
 int seg_reader_next(struct seg_reader *r, struct seg_block *b);
-/* After seg_reader_next failed (-EBADMSG) on a block whose header still
- * checks (a damaged payload: crc, records, metadata entries), step over it:
- * 0 and b = its header and offset (no payload), the next call reads the
- * block after it. The footer's totals are no longer checked (a block is
- * missing from them).
- * -EBADMSG when the header itself is bad: where the next block starts is
- * unknown (only an index's offsets can go on, by seg_reader_seek). */
+/* After seg_reader_next failed (-EBADMSG) on a DATA block whose header
+ * still checks (a damaged payload: crc, records), step over it: 0 and b =
+ * its header and offset (no payload), the next call reads the block after
+ * it; seg_reader_error still says what was wrong with it. The footer's
+ * totals are no longer checked (a block is missing from them).
+ * -EBADMSG when the header itself is bad (where the next block starts is
+ * unknown: only an index's offsets can go on, by seg_reader_seek) or the
+ * block is not DATA (a damaged META block: the metadata after it would be
+ * incomplete). */
 int seg_reader_skip(struct seg_reader *r, struct seg_block *b);
 
 /* Position at a block offset taken from the index (META blocks before it

@@ -8,6 +8,7 @@
 # exactly, and the counts equal plain `d9 sched` (a scan of the records);
 # the whole store reads no segment file, a window's edges do.
 . tests/integration/lib.sh
+. tests/integration/aggs_env.sh
 d9_setup
 D9=$BIN/d9
 S=$T/store
@@ -16,18 +17,6 @@ T0=$(awk '$1 == "t0" { print $2 }' "$T/known.txt")
 LMID=$(awk '$1 == "long" { print $2, $3 }' "$T/known.txt" | { read -r a b; echo $(( (a + b) / 2 )); })
 S1=1000000000
 
-totals() { # totals OUT [args...]: sched --totals as jsonl
-    _o=$1; shift
-    "$D9" --store "$S" sched --totals --format jsonl "$@" >"$T/$_o" 2>"$T/$_o.err"
-}
-locs() {
-    _o=$1; shift
-    "$D9" --store "$S" top-polls --by-location --limit 1000 --format jsonl "$@" >"$T/$_o" 2>"$T/$_o.err"
-}
-same_nonempty() { # same_nonempty A B
-    [ -s "$T/$1" ] || { echo "$1: empty"; cat "$T/$1.err"; return 1; }
-    diff "$T/$1" "$T/$2"
-}
 # the counts of sched --totals against plain d9 sched's (its own scan)
 vs_sched() { # vs_sched [window args...]
     totals tot "$@" && "$D9" --store "$S" sched --format jsonl "$@" >"$T/plain" 2>&1 || return 1

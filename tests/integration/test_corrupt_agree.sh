@@ -12,6 +12,7 @@
 # from the readable records); `d9 fsck` says so, `fsck --repair`
 # rebuilds them from the readable blocks, and then all three paths agree.
 . tests/integration/lib.sh
+. tests/integration/aggs_env.sh
 d9_setup
 D9=$BIN/d9
 CLEAN=$T/clean
@@ -48,7 +49,6 @@ for k in sorted(out):
     print(*k, *out[k])
 PY
 }
-same_nonempty() { [ -s "$T/$1" ] || { echo "$1: empty"; return 1; }; diff "$T/$1" "$T/$2"; }
 # agree NAME [window...]: --raw totals = plain sched (counts), and the --raw
 # top-polls by location = the edge path's when ALSO_EDGES is set
 agree() {

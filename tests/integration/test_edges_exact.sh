@@ -15,6 +15,7 @@
 #     --totals` = `--raw`, `d9 top-polls --by-location` = `--raw`, and
 #     d9 sql's location_stats = top-polls' raw counts, sums and maxima.
 . tests/integration/lib.sh
+. tests/integration/aggs_env.sh
 d9_setup
 D9=$BIN/d9
 SEEDS="1 2 3"
@@ -35,18 +36,6 @@ check "a segment without rollups was answered from its records" \
     grep -q "no rollups: answered from its records" "$T/p1.err"
 
 S=$T/p1
-totals() { # totals OUT [args...]: sched --totals as jsonl
-    _o=$1; shift
-    "$D9" --store "$S" sched --totals --format jsonl "$@" >"$T/$_o" 2>"$T/$_o.err"
-}
-locs() {
-    _o=$1; shift
-    "$D9" --store "$S" top-polls --by-location --limit 1000 --format jsonl "$@" >"$T/$_o" 2>"$T/$_o.err"
-}
-same_nonempty() { # same_nonempty A B
-    [ -s "$T/$1" ] || { echo "$1: empty"; cat "$T/$1.err"; return 1; }
-    diff "$T/$1" "$T/$2"
-}
 # location_stats of [FROM, TO] against top-polls --raw's (file $T/$3)
 sql_vs_raw() { # sql_vs_raw FROM TO RAWFILE
     "$D9" --store "$S" sql --format jsonl "select pid, location, count, unfinished, sum_ns, max_ns \

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "collector/store/col_json.h"
 #include "collector/store/col_log.h"
 #include "collector/store/idx_trig.h"
 #include "shm/d9_abi.h"
@@ -362,44 +363,6 @@ static void marker_reason(const uint8_t *r, size_t len, char *out, size_t cap)
     out[k] = 0;
 }
 
-/* A JSON text builder of at most cap bytes, NUL included. */
-struct jbuf {
-    char *p;
-    size_t len, cap;
-    int full;                   /* something did not fit */
-};
-
-static void j_raw(struct jbuf *j, const char *s, size_t n)
-{
-    if (j->full || n >= j->cap - j->len) {
-        j->full = 1;
-        return;
-    }
-    memcpy(j->p + j->len, s, n);
-    j->len += n;
-    j->p[j->len] = 0;
-}
-
-static void j_str(struct jbuf *j, const char *s, size_t n)
-{
-    j_raw(j, "\"", 1);
-    for (size_t i = 0; i < n && !j->full; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        char esc[8];
-        if (ch == '"' || ch == '\\') {
-            esc[0] = '\\';
-            esc[1] = (char)ch;
-            j_raw(j, esc, 2);
-        } else if (ch < 0x20 || ch == 0x7f) {
-            snprintf(esc, sizeof esc, "\\u%04x", ch);
-            j_raw(j, esc, 6);
-        } else {
-            j_raw(j, (const char *)&ch, 1);
-        }
-    }
-    j_raw(j, "\"", 1);
-}
-
 /* The fields after "reason" of a typed marker record r of len bytes as a
  * JSON object into out (cap bytes); "" when it has none or they cannot be
  * read. A field that does not fit is left out with the ones after it. */
@@ -409,10 +372,11 @@ static void marker_fields(const struct trigd_proc *tp, const struct trigd_bind *
     out[0] = 0;
     if (b->names == UINT32_MAX || b->nfields < 2 || !tp->names)
         return;
-    struct jbuf j = { out, 0, cap - 1, 0 };    /* keeps room for the closing '}' */
+    struct col_json j;
+    col_json_init(&j, out, cap - 1, true);      /* keeps room for the closing '}' */
     struct d9_rec_custom c;
     memcpy(&c, r, sizeof c);
-    j_raw(&j, "{", 1);
+    col_json_raw(&j, "{", 1);
     const char *name = tp->names + b->names;
     unsigned n = 0;
     for (unsigned k = 1; k < b->nfields; k++, name += strlen(name) + 1) {
@@ -443,23 +407,22 @@ static void marker_fields(const struct trigd_proc *tp, const struct trigd_bind *
         }
         size_t mark = j.len;
         if (n)
-            j_raw(&j, ",", 1);
-        j_str(&j, name, strlen(name));
-        j_raw(&j, ":", 1);
+            col_json_raw(&j, ",", 1);
+        col_json_str(&j, name, strlen(name));
+        col_json_raw(&j, ":", 1);
         if (val) {
-            j_raw(&j, val, vlen);
+            col_json_raw(&j, val, vlen);
         } else {
             uint32_t sl;
             memcpy(&sl, v, sizeof sl);
             if (sl > D9_STR_MAX || sl > c.payload_len - (size_t)off - 4)
-                j.full = 1;     /* a bad string: the object ends before it */
+                j.full = true;     /* a bad string: the object ends before it */
             else
-                j_str(&j, (const char *)v + 4, sl);
+                col_json_str(&j, (const char *)v + 4, sl);
         }
         if (j.full) {
             /* this field does not fit: the object ends before it */
-            j.len = mark;
-            j.full = 0;
+            col_json_rewind(&j, mark);
             break;
         }
         n++;

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include "collector/store/col_json.h"
 #include "collector/store/sym.h"
 
 /* name into out with every byte outside [A-Za-z0-9._-] as '_'; -EINVAL if
@@ -58,82 +59,48 @@ int s3_key_parquet(const struct s3_key_manifest *m, const char *table, char *out
     return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
 }
 
-struct s3_key_out {
-    char *p;
-    size_t cap, len;
-    int over;
-};
-
-static void s3_key_put(struct s3_key_out *o, const char *s, size_t n)
+static void s3_key_str(struct col_json *o, const char *k, const char *v)
 {
-    if (o->over || o->len + n >= o->cap) {
-        o->over = 1;
-        return;
-    }
-    memcpy(o->p + o->len, s, n);
-    o->len += n;
-    o->p[o->len] = '\0';
+    col_json_raw(o, o->len > 1 ? ",\n \"" : "\n \"", o->len > 1 ? 4 : 3);
+    col_json_raw(o, k, strlen(k));
+    col_json_raw(o, "\": \"", 4);
+    col_json_esc(o, v, strlen(v));
+    col_json_raw(o, "\"", 1);
 }
 
-/* v as the body of a JSON string: quote and backslash escaped, control bytes as \u00XX */
-static void s3_key_esc(struct s3_key_out *o, const char *v)
-{
-    char e[8];
-    for (const unsigned char *p = (const unsigned char *)v; *p; p++) {
-        if (*p == '"' || *p == '\\') {
-            e[0] = '\\';
-            e[1] = (char)*p;
-            s3_key_put(o, e, 2);
-        } else if (*p < 0x20) {
-            snprintf(e, sizeof e, "\\u%04x", *p);
-            s3_key_put(o, e, 6);
-        } else {
-            s3_key_put(o, (const char *)p, 1);
-        }
-    }
-}
-
-static void s3_key_str(struct s3_key_out *o, const char *k, const char *v)
-{
-    s3_key_put(o, o->len > 1 ? ",\n \"" : "\n \"", o->len > 1 ? 4 : 3);
-    s3_key_put(o, k, strlen(k));
-    s3_key_put(o, "\": \"", 4);
-    s3_key_esc(o, v);
-    s3_key_put(o, "\"", 1);
-}
-
-static void s3_key_num(struct s3_key_out *o, const char *k, uint64_t v)
+static void s3_key_num(struct col_json *o, const char *k, uint64_t v)
 {
     char num[32];
-    s3_key_put(o, o->len > 1 ? ",\n \"" : "\n \"", o->len > 1 ? 4 : 3);
-    s3_key_put(o, k, strlen(k));
-    s3_key_put(o, "\": ", 3);
+    col_json_raw(o, o->len > 1 ? ",\n \"" : "\n \"", o->len > 1 ? 4 : 3);
+    col_json_raw(o, k, strlen(k));
+    col_json_raw(o, "\": ", 3);
     snprintf(num, sizeof num, "%" PRIu64, v);
-    s3_key_put(o, num, strlen(num));
+    col_json_raw(o, num, strlen(num));
 }
 
 /* ,\n "threads": [\n  {"tid": 1, "ring": 0, "generation": 1, "name": "main"},\n  ...\n ] */
-static void s3_key_threads_out(struct s3_key_out *o, const struct s3_key_threads *t)
+static void s3_key_threads_out(struct col_json *o, const struct s3_key_threads *t)
 {
     char num[128];                    /* the longest prefix below is 79 bytes */
-    s3_key_put(o, ",\n \"threads\": [", 15);
+    col_json_raw(o, ",\n \"threads\": [", 15);
     for (uint32_t i = 0; i < t->n; i++) {
         const struct s3_key_thread *x = &t->t[i];
         int n = snprintf(num, sizeof num,
                          "%s\n  {\"tid\": %" PRIu32 ", \"ring\": %" PRIu32
                          ", \"generation\": %" PRIu32 ", \"name\": \"",
                          i ? "," : "", x->tid, x->ring, x->generation);
-        s3_key_put(o, num, (size_t)n);
-        s3_key_esc(o, x->name);
-        s3_key_put(o, "\"}", 2);
+        col_json_raw(o, num, (size_t)n);
+        col_json_esc(o, x->name, strlen(x->name));
+        col_json_raw(o, "\"}", 2);
     }
-    s3_key_put(o, t->n ? "\n ]" : "]", t->n ? 3 : 1);
+    col_json_raw(o, t->n ? "\n ]" : "]", t->n ? 3 : 1);
 }
 
 int s3_key_manifest_write(const struct s3_key_manifest *m, const struct s3_key_threads *t,
                           char *out, size_t cap)
 {
-    struct s3_key_out o = { out, cap, 0, cap == 0 };
+    struct col_json o;
+    col_json_init(&o, out, cap, false);         /* DEL raw: see col_json.h */
     if (t) {
         if (t->n > S3_KEY_THREADS_MAX)
             return -EINVAL;
@@ -141,7 +108,7 @@ int s3_key_manifest_write(const struct s3_key_manifest *m, const struct s3_key_t
             if (!t->t[i].name[0] || !memchr(t->t[i].name, '\0', sizeof t->t[i].name))
                 return -EINVAL;
     }
-    s3_key_put(&o, "{", 1);
+    col_json_raw(&o, "{", 1);
     s3_key_num(&o, "format", S3_KEY_MANIFEST_FORMAT);
     s3_key_str(&o, "host", m->host);
     s3_key_str(&o, "boot_id", m->boot_id);
@@ -168,8 +135,8 @@ int s3_key_manifest_write(const struct s3_key_manifest *m, const struct s3_key_t
     }
     if (t)
         s3_key_threads_out(&o, t);
-    s3_key_put(&o, "\n}\n", 3);
-    return o.over ? -ENAMETOOLONG : 0;
+    col_json_raw(&o, "\n}\n", 3);
+    return o.full ? -ENAMETOOLONG : 0;
 }
 
 /* ---- parser ---------------------------------------------------------------- */

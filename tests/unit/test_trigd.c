@@ -236,7 +236,7 @@ static void test_a_typed_markers_fields_are_indexed_as_json_in_schema_order(void
     static const char *const nm[] = { "reason", "path", "ms", "delta", "ratio", "ok" };
     meta_schema(&tp, 9, "d9_trigger", 6, t, nm);
     uint8_t b[1024];
-    size_t n = put_typed(b, 9, "/a\"b\\\n", 0, 0.5, 5000 * MS);
+    size_t n = put_typed(b, 9, "/a\"b\\\n\x7f", 0, 0.5, 5000 * MS);
     n += put_typed(b + n, 9, "/x", 0, INFINITY, 6000 * MS);          /* inf: null */
     n += put_typed(b + n, 9, "/y", 300, 1.0, 7000 * MS);     /* a forged string length */
     n += put_marker(b + n, 7, "plain", 0, 8000 * MS);
@@ -245,7 +245,7 @@ static void test_a_typed_markers_fields_are_indexed_as_json_in_schema_order(void
     struct fields_seen fs = { 0 };
     assert_int_equal(idx_trig_foreach(fx->x, 0, 0, UINT64_MAX, fields_of, &fs), 0);
     assert_int_equal(fs.n, 4);
-    assert_string_equal(fs.f[0], "{\"path\":\"/a\\\"b\\\\\\u000a\",\"ms\":250,"
+    assert_string_equal(fs.f[0], "{\"path\":\"/a\\\"b\\\\\\u000a\\u007f\",\"ms\":250,"
                                  "\"delta\":-7,\"ratio\":0.5,\"ok\":true}");
     assert_string_equal(fs.f[1], "{\"path\":\"/x\",\"ms\":250,\"delta\":-7,\"ratio\":null,"
                                  "\"ok\":true}");

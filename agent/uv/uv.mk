@@ -48,9 +48,9 @@ $(UV_PRELOAD): $(UV_LIB_OBJ) $(BUILD)/obj/agent/uv/preload.o $(UV_NOLOOP_OBJ) $(
 # Unit test: the wrappers compiled in (sanitized) and exported (-rdynamic), so
 # that they interpose libuv's entry points and libuv's own calls into itself,
 # as libd9uv.so does in a real program; linked with the real libuv.
-$(BUILD)/tests/unit/test_uv: tests/unit/test_uv.c $(call san,$(UV_LIB_SRC)) $(SAN_LIB_OBJ)
+$(BUILD)/tests/unit/test_uv: tests/unit/test_uv.c tests/unit/selfring.h $(call san,$(UV_LIB_SRC)) $(SAN_LIB_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -rdynamic -o $@ $^ -lcmocka -luv -ldl $(LDLIBS_CLI)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -rdynamic -o $@ $(filter %.c %.o,$^) -lcmocka -luv -ldl $(LDLIBS_CLI)
 
 # Integration helpers tests/integration/prog_uvmix.c, prog_uvcrash.c: plain libuv programs
 # (built by the top Makefile's prog_% rule, which links nothing of the agent

@@ -1,9 +1,10 @@
 /*
- * selfring.h — for unit tests of the loop shims (test_ev.c, test_eploop.c):
- * a process that traces itself into a temp DIAL9_SHM_DIR (no collector)
- * reads its own rings back. drain(0) forgets everything recorded so far;
- * drain(1) keeps what was recorded since, in order per ring, for count()
- * and find(); loc_addr() turns a code location id back into its address.
+ * selfring.h — for unit tests of the loop shims (test_uv.c, test_ev.c,
+ * test_eploop.c): a process that traces itself into a temp DIAL9_SHM_DIR
+ * (no collector) reads its own rings back. drain(0) forgets everything
+ * recorded so far; drain(1) keeps what was recorded since, in order per
+ * ring, for count() and find(); loc_addr() turns a code location id back
+ * into its address.
  * Header-only (static functions): include it once per test binary.
  */
 #ifndef D9_TEST_SELFRING_H
@@ -67,6 +68,13 @@ static void add_rec(const uint8_t *p, uint32_t ring)
         struct d9_rec_wake x;
         memcpy(&x, p, sizeof x);
         r.task = x.waker, r.a = x.wakee, r.rt = x.runtime, r.worker = x.target_worker;
+        break;
+    }
+    case D9_REC_TASK_SPAWN:
+    case D9_REC_TASK_TERMINATE: {
+        struct d9_rec_task x;
+        memcpy(&x, p, sizeof x);
+        r.task = x.task, r.a = x.loc, r.rt = x.runtime;
         break;
     }
     case D9_REC_WORKER_PARK:

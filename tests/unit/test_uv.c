@@ -33,151 +33,9 @@
 #include "shm/meta.h"
 #include "shm/region.h"
 #include "shm/ring.h"
-
-#define MAXREC 200000
-
-struct rec {
-    uint16_t type;
-    uint32_t tid_ring;
-    uint64_t task, a;           /* a: loc / wakee / depth */
-    uint16_t rt, worker;
-};
+#include "selfring.h"
 
 static char g_dir[64];
-static struct rec *g_recs;
-static size_t g_nrecs;
-static uint8_t g_buf[1 << 20];
-static struct shm_region g_region;
-static struct shm_geometry g_geo;
-static int g_mapped;
-
-/* ---- reading our own region ------------------------------------------------ */
-
-static void map_self(void)
-{
-    if (g_mapped)
-        return;
-    const char *path = d9_region_path();
-    assert_non_null(path);
-    assert_int_equal(shm_region_map(path, (uint32_t)getuid(), &g_region, &g_geo), 0);
-    g_mapped = 1;
-}
-
-static void add_rec(const uint8_t *p, uint32_t ring)
-{
-    struct d9_rec_hdr h;
-    memcpy(&h, p, sizeof h);
-    struct rec r = { .type = h.type, .tid_ring = ring };
-    switch (h.type) {
-    case D9_REC_POLL_START: {
-        struct d9_rec_poll_start x;
-        memcpy(&x, p, sizeof x);
-        r.task = x.task, r.a = x.loc, r.rt = x.runtime, r.worker = x.worker;
-        break;
-    }
-    case D9_REC_POLL_END: {
-        struct d9_rec_poll_end x;
-        memcpy(&x, p, sizeof x);
-        r.task = x.task, r.rt = x.runtime, r.worker = x.worker;
-        break;
-    }
-    case D9_REC_WAKE: {
-        struct d9_rec_wake x;
-        memcpy(&x, p, sizeof x);
-        r.task = x.waker, r.a = x.wakee, r.rt = x.runtime, r.worker = x.target_worker;
-        break;
-    }
-    case D9_REC_WORKER_PARK:
-    case D9_REC_WORKER_UNPARK: {
-        struct d9_rec_worker x;
-        memcpy(&x, p, sizeof x);
-        r.rt = x.runtime, r.worker = x.worker;
-        break;
-    }
-    case D9_REC_TASK_SPAWN:
-    case D9_REC_TASK_TERMINATE: {
-        struct d9_rec_task x;
-        memcpy(&x, p, sizeof x);
-        r.task = x.task, r.a = x.loc, r.rt = x.runtime;
-        break;
-    }
-    case D9_REC_QUEUE_DEPTH: {
-        struct d9_rec_queue_depth x;
-        memcpy(&x, p, sizeof x);
-        r.a = x.depth, r.rt = x.runtime, r.worker = x.worker;
-        break;
-    }
-    default:
-        return;
-    }
-    if (g_nrecs < MAXREC)
-        g_recs[g_nrecs++] = r;
-}
-
-/* Read and consume every ring of region r; keep the records when keep. */
-static void drain_region(struct shm_region *r, struct shm_geometry *g, int keep)
-{
-    g_nrecs = 0;
-    for (uint32_t i = 0; i < g->ring_count; i++) {
-        for (;;) {
-            struct shm_ring_snapshot s;
-            shm_ring_snapshot(shm_ring_hdr(r, g, i), &s);
-            assert_int_equal(s.lost, 0);
-            uint64_t nt;
-            long n = shm_ring_read(shm_ring_data(r, g, i), g->ring_data_size, &s,
-                                   g_buf, sizeof g_buf, &nt, NULL);
-            assert_true(n >= 0);
-            if (n == 0)
-                break;
-            for (long off = 0; keep && off < n;) {
-                struct d9_rec_hdr h;
-                memcpy(&h, g_buf + off, sizeof h);
-                add_rec(g_buf + off, i);
-                off += h.len;
-            }
-            shm_ring_consume(shm_ring_hdr(r, g, i), nt);
-        }
-    }
-}
-
-static void drain(int keep)
-{
-    map_self();
-    drain_region(&g_region, &g_geo, keep);
-}
-
-static size_t count(uint16_t type, uint64_t task)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < g_nrecs; i++)
-        n += g_recs[i].type == type && (task == 0 || g_recs[i].task == task);
-    return n;
-}
-
-static const struct rec *find(uint16_t type, uint64_t task)
-{
-    for (size_t i = 0; i < g_nrecs; i++)
-        if (g_recs[i].type == type && (task == 0 || g_recs[i].task == task))
-            return &g_recs[i];
-    return NULL;
-}
-
-/* The code address behind location id loc (0 when it is not a code location). */
-static uint64_t loc_addr(uint32_t loc)
-{
-    map_self();
-    size_t off = 0;
-    uint32_t len = atomic_load(&g_region.hdr->meta_head);
-    struct shm_meta_entry e;
-    uint64_t addr;
-    while (shm_meta_next(g_region.base + g_geo.meta_offset, len, &off, &e) == 1)
-        if (e.kind == D9_META_LOCATION && e.id == loc && shm_meta_code_addr(&e, &addr))
-            return addr;
-    return 0;
-}
-
-#define ID(p) ((uint64_t)(uintptr_t)(p))
-#define FN(f) ((uint64_t)(uintptr_t)(f))
 
 /* ---- timers: polls, re-arm from the callback, location ------------------------ */
 
@@ -676,7 +534,7 @@ int main(void)
     setenv("DIAL9_RING_KB", "4096", 1);
     if (d9_init() != 0)
         return 1;
-    g_recs = calloc(MAXREC, sizeof *g_recs);
+    g_recs = calloc(SELFRING_MAXREC, sizeof *g_recs);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_forked_child_traces_its_loop_into_its_own_region),
         cmocka_unit_test(test_timer_callbacks_are_polls_at_their_code_address),

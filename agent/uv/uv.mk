@@ -47,10 +47,12 @@ $(UV_PRELOAD): $(UV_LIB_OBJ) $(BUILD)/obj/agent/uv/preload.o $(UV_NOLOOP_OBJ) $(
 
 # Unit test: the wrappers compiled in (sanitized) and exported (-rdynamic), so
 # that they interpose libuv's entry points and libuv's own calls into itself,
-# as libd9uv.so does in a real program; linked with the real libuv.
+# as libd9uv.so does in a real program; linked with the real libuv. Every
+# unit test here is compiled and linked in one step with -MMD -MP, as the top
+# Makefile's are: NAME.d beside the binary rebuilds it when a header changes.
 $(BUILD)/tests/unit/test_uv: tests/unit/test_uv.c tests/unit/selfring.h $(call san,$(UV_LIB_SRC)) $(SAN_LIB_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -rdynamic -o $@ $(filter %.c %.o,$^) -lcmocka -luv -ldl $(LDLIBS_CLI)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -rdynamic -MMD -MP -o $@ $(filter %.c %.o,$^) -lcmocka -luv -ldl $(LDLIBS_CLI)
 
 # Integration helpers tests/integration/prog_uvmix.c, prog_uvcrash.c: plain libuv programs
 # (built by the top Makefile's prog_% rule, which links nothing of the agent
@@ -64,14 +66,14 @@ $(BUILD)/tests/integration/prog_uvloopwork: LDLIBS_AGENT += -luv
 # event_active from another thread).
 $(BUILD)/tests/unit/test_ev: tests/unit/test_ev.c tests/unit/selfring.h $(call san,$(UV_LIB_SRC)) $(SAN_LIB_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -rdynamic -o $@ $(filter %.c %.o,$^) -lcmocka -levent -levent_pthreads -ldl $(LDLIBS_CLI)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -rdynamic -MMD -MP -o $@ $(filter %.c %.o,$^) -lcmocka -levent -levent_pthreads -ldl $(LDLIBS_CLI)
 $(BUILD)/tests/unit/test_eploop: tests/unit/test_eploop.c tests/unit/selfring.h $(call san,$(UV_LIB_SRC)) $(SAN_LIB_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -rdynamic -o $@ $(filter %.c %.o,$^) -lcmocka -levent -ldl $(LDLIBS_CLI)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -rdynamic -MMD -MP -o $@ $(filter %.c %.o,$^) -lcmocka -levent -ldl $(LDLIBS_CLI)
 # Pure modules: only themselves (and the agent, for the worker ids' limit).
 $(BUILD)/tests/unit/test_loopcfg: tests/unit/test_loopcfg.c $(call san,agent/uv/loopcfg.c) $(SAN_LIB_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -o $@ $^ -lcmocka $(LDLIBS_CLI)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -MMD -MP -o $@ $^ -lcmocka $(LDLIBS_CLI)
 $(BUILD)/tests/unit/test_cbslot: tests/unit/test_cbslot.c $(call san,agent/uv/cbslot.c) $(SAN_LIB_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -o $@ $^ -lcmocka $(LDLIBS_CLI)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -MMD -MP -o $@ $^ -lcmocka $(LDLIBS_CLI)

@@ -131,4 +131,10 @@ check "a tool's header (-MMD): tool_store_known <- store_fix.h" \
     remade_by tests/integration/store_fix.h "$BUILD/tests/integration/tool_store_known"
 check "a program's header (-MMD): prog_workload <- agent/d9.h" \
     remade_by agent/d9.h "$BUILD/tests/integration/prog_workload"
+# agent/uv/uv.mk's own unit test rules (-MMD -MP like the top Makefile's)
+for _tb in test_uv:d9uv.h test_ev:evwrap.h test_eploop:eploop.h test_loopcfg:loopcfg.h \
+           test_cbslot:cbslot.h; do
+    check "a unit test of uv.mk's header (-MMD): ${_tb%%:*} <- agent/uv/${_tb#*:}" \
+        remade_by "agent/uv/${_tb#*:}" "$BUILD/tests/unit/${_tb%%:*}"
+done
 d9_finish runner_stale

@@ -426,29 +426,14 @@ static int print_schema(struct cli_env *env, sqlite3 *db)
 
 /* ---- command ------------------------------------------------------------------ */
 
-/* Whether q needs the created tables (sql_vtab_attach_tables), not only the
- * eponymous built-in ones: when it may read the schema (names sqlite_* or a
- * pragma) or when a statement of it does not compile against the built-in
- * tables alone (it names a custom-event table, or a table the script makes
- * itself, or is not valid SQL: the error is then reported as before, with
- * every table present). Compiling runs nothing; it is done before the guard
- * is locked, and only to look. */
-static bool needs_tables(sqlite3 *db, const char *q)
+/* Whether q may read the schema (it names sqlite_* or a pragma): then it
+ * needs the created tables (sql_vtab_attach_tables) from its first
+ * statement, not only the eponymous built-in ones, since what it lists
+ * depends on them. Any other statement gets them when it first needs them
+ * (prepare below). */
+static bool reads_schema(const char *q)
 {
-    if (strcasestr(q, "sqlite_") || strcasestr(q, "pragma"))
-        return true;
-    const char *tail = q;
-    while (tail && *tail) {
-        sqlite3_stmt *st = NULL;
-        const char *next = NULL;
-        if (sqlite3_prepare_v2(db, tail, -1, &st, &next) != SQLITE_OK)
-            return true;
-        sqlite3_finalize(st);
-        if (next == tail)
-            break;
-        tail = next;
-    }
-    return false;
+    return strcasestr(q, "sqlite_") || strcasestr(q, "pragma");
 }
 
 static char *read_stdin(void)
@@ -502,9 +487,60 @@ static int report_error(struct sql_guard *g, int rc)
                                                                       : CLI_EXIT_USAGE;
 }
 
-/* Run every statement of q. Returns an exit code. */
-static int run_all(struct sql_guard *g, const char *q, enum out_fmt fmt,
-                   uint64_t *total_rows, bool *had_columns)
+struct attach {
+    struct sql_guard *g;
+    struct sql_vtab *v;
+    char why[SQL_GUARD_WHY_MAX];
+};
+
+static int attach_tables(void *arg)
+{
+    struct attach *a = arg;
+    return sql_vtab_attach_tables(a->g->db, a->v, a->why, sizeof a->why);
+}
+
+/* One line on stderr for tables that could not be created (why may name a
+ * custom event). Returns the exit code. */
+static int report_attach(struct cli_env *env, const char *why)
+{
+    fflush(stdout);
+    fprintf(stderr, "d9 sql: %s: ", env->store);
+    q_text_escaped(stderr, why, strlen(why), false);
+    fputc('\n', stderr);
+    return CLI_EXIT_FAIL;
+}
+
+/* Compile the statement at tail, under the guard: once, in the common case
+ * of a statement that reads the built-in tables only. One that does not
+ * compile against them (it names a custom-event table, or is not valid SQL;
+ * not one the guard refused) is compiled again once every table is created
+ * (sql_vtab_attach_tables, outside the rules: sql_guard_trusted), so its
+ * error, if any, is reported with every table present. Statements before it
+ * have run without those tables, as they would have with them: each of them
+ * compiled without them. Returns the SQLite result code, or -1 with the
+ * exit code in *code when the tables could not be created. */
+static int prepare(struct cli_env *env, struct sql_guard *g, struct sql_vtab *v,
+                   bool *all_tables, const char *tail, sqlite3_stmt **st, const char **next,
+                   int *code)
+{
+    int rc = sqlite3_prepare_v2(g->db, tail, -1, st, next);
+    if (rc != SQLITE_ERROR || g->refused[0] || *all_tables)
+        return rc;
+    *all_tables = true;
+    struct attach a = { .g = g, .v = v };
+    if (sql_guard_trusted(g, attach_tables, &a) < 0) {
+        *code = g->locked ? report_attach(env, a.why)
+                          : cli_fail(env, "cannot install the read-only rules on the SQL connection");
+        return -1;
+    }
+    return sqlite3_prepare_v2(g->db, tail, -1, st, next);
+}
+
+/* Run every statement of q (all_tables: the created tables are there).
+ * Returns an exit code. */
+static int run_all(struct cli_env *env, struct sql_guard *g, struct sql_vtab *v,
+                   bool all_tables, const char *q, enum out_fmt fmt, uint64_t *total_rows,
+                   bool *had_columns)
 {
     const char *tail = q;
     unsigned nstmt = 0;
@@ -512,7 +548,10 @@ static int run_all(struct sql_guard *g, const char *q, enum out_fmt fmt,
     while (tail && *tail) {
         sqlite3_stmt *st = NULL;
         const char *next = NULL;
-        int rc = sqlite3_prepare_v2(g->db, tail, -1, &st, &next);
+        int code = CLI_EXIT_OK;
+        int rc = prepare(env, g, v, &all_tables, tail, &st, &next, &code);
+        if (rc < 0)
+            return code;
         if (rc != SQLITE_OK)
             return report_error(g, rc);
         tail = next;
@@ -593,16 +632,14 @@ CLI_DECLARE_CMD(sql)
     struct sql_guard g = { 0 };
     struct sql_vtab *v = NULL;
     char why[SQL_GUARD_WHY_MAX];
+    bool all_tables = false;
     double t0 = mono_ms();
     if (sql_guard_open(&g, &o.guard, why, sizeof why) < 0) {
         rc = cli_fail(env, "%s", why);
     } else if (sql_vtab_attach_lazy(g.db, s, "d9 sql", &v, why, sizeof why) < 0 ||
-               ((o.schema || needs_tables(g.db, q)) &&
+               ((all_tables = o.schema || reads_schema(q)) &&
                 sql_vtab_attach_tables(g.db, v, why, sizeof why) < 0)) {
-        fprintf(stderr, "d9 sql: %s: ", env->store);
-        q_text_escaped(stderr, why, strlen(why), false);    /* may name a custom event */
-        fputc('\n', stderr);
-        rc = CLI_EXIT_FAIL;
+        rc = report_attach(env, why);
     } else if (sql_guard_lock(&g) < 0) {
         rc = cli_fail(env, "cannot install the read-only rules on the SQL connection");
     } else if (o.schema) {
@@ -610,7 +647,7 @@ CLI_DECLARE_CMD(sql)
     } else {
         uint64_t rows = 0;
         bool had_columns = false;
-        rc = run_all(&g, q, o.fmt, &rows, &had_columns);
+        rc = run_all(env, &g, v, all_tables, q, o.fmt, &rows, &had_columns);
         if (fflush(stdout) != 0 && rc == CLI_EXIT_OK)
             rc = cli_fail(env, "standard output: write error");
         if (rc == CLI_EXIT_OK && had_columns && rows == 0)

@@ -11,8 +11,8 @@
  * fts3_tokenizer off, at most 0 attached databases, and the memory limit
  * (sqlite3_hard_heap_limit64; process-wide, so it covers the index
  * connection too). The caller then creates the d9 tables (sql_vtab.h) and
- * calls sql_guard_lock(), which installs the authorizer. From then on a
- * statement may:
+ * calls sql_guard_lock(), which installs the authorizer (tables it creates
+ * later go through sql_guard_trusted()). From then on a statement may:
  *   - read any table (d9's virtual tables, table-valued functions, temp
  *     tables) and call any function but fts3_tokenizer and load_extension;
  *   - create, write, alter and drop TEMP tables, views, indexes, triggers;
@@ -77,6 +77,13 @@ int sql_guard_open(struct sql_guard *g, const struct sql_guard_cfg *cfg, char *w
                    size_t whycap);
 /* Install the authorizer: call after creating the d9 tables. 0 or -EIO. */
 int sql_guard_lock(struct sql_guard *g);
+/* Run fn(arg), the caller's own SQL (creating the d9 tables after the lock,
+ * between two statements of the user's), with the rules lifted: no
+ * authorizer and no deadline (the time it takes does not count against the
+ * timeout). Both are back when it returns; call it only while no statement
+ * of the user's is prepared. Returns fn's result, or -EIO when the
+ * authorizer could not be lifted or put back. */
+int sql_guard_trusted(struct sql_guard *g, int (*fn)(void *arg), void *arg);
 /* Start the timeout clock (a no-op without a timeout). */
 void sql_guard_start(struct sql_guard *g);
 

@@ -124,7 +124,8 @@ check "--schema lists the tables and their columns" sh -c "
     '$BIN/d9' --store '$STORE' sql --schema >'$T/schema.txt' && grep -q '^polls -- ' '$T/schema.txt' &&
     grep -q '^order -- ' '$T/schema.txt' && grep -q '^    sched_wait_ns' '$T/schema.txt'"
 # the custom-event tables and the schema are made only for the SQL that needs them
-# (cli_sql.c needs_tables): each way a statement can reach them still finds them
+# (cli_sql.c reads_schema, and prepare at a statement's first failed compile): each
+# way a statement can reach them still finds them
 check "a custom table named by a later statement of a script is found" \
     q "select 1; select count(*) from \"order\" where pid = $OKPID" "1;count(*);10"
 check "a custom table named in a subquery and a temp view is found" \
@@ -156,6 +157,34 @@ check "an empty result says so and exits 0" sh -c "
 check "a bad --format is a usage error" sh -c "
     '$BIN/d9' --store '$STORE' sql --format xml 'select 1' >/dev/null 2>'$T/u.err'; [ \$? -eq 2 ] && grep -q \"^Try 'd9 sql\" '$T/u.err'"
 check "d9 sql --help is a manual page" sh -c "'$BIN/d9' sql --help | grep -q SYNOPSIS && '$BIN/d9' sql --help | grep -q 'EXIT STATUS'"
+# Each statement is compiled once (cli_sql.c prepare): a preloaded shim
+# counts the calls of sqlite3_prepare_v2 on SQL that holds the marker
+# comment /*probe*/ (d9's own index reads do not).
+cat >"$T/prep.c" <<'EOF'
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+typedef int prep_fn(void *, const char *, int, void **, const char **);
+static unsigned n;
+int sqlite3_prepare_v2(void *db, const char *sql, int len, void **st, const char **tail)
+{
+    prep_fn *real = (prep_fn *)dlsym(RTLD_NEXT, "sqlite3_prepare_v2");
+    n += sql && strstr(sql, "/*probe*/") != NULL;
+    return real(db, sql, len, st, tail);
+}
+__attribute__((destructor)) static void prep_count(void) { fprintf(stderr, "prepares: %u\n", n); }
+EOF
+# compiles N SQL: `d9 sql SQL` called sqlite3_prepare_v2 N times on SQL with the marker
+compiles() {
+    [ -f "$T/prep.so" ] || cc -shared -fPIC -o "$T/prep.so" "$T/prep.c" -ldl || return 1
+    n=$(LD_PRELOAD=$T/prep.so "$BIN/d9" --store "$STORE" sql --no-flush --format csv "$2" 2>&1 >/dev/null |
+        sed -n 's/^prepares: //p')
+    [ "$n" = "$1" ] || { echo "$2: compiled $n times, not $1"; return 1; }
+}
+check "a statement is compiled once" compiles 1 "select /*probe*/ count(*) from polls where pid = $OKPID"
+check "each statement of a script is compiled once" \
+    compiles 2 "select /*probe*/ count(*) from polls; select /*probe*/ count(*) from parks"
 
 # ---- a copied store; damaged segments ----------------------------------------------------
 stop_collector

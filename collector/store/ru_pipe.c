@@ -10,9 +10,16 @@
  * the mutex and then re-reads the other side's counter: of a store and
  * the other side's flag at least one is seen, so no wake-up is lost, and
  * the mutex is taken only by a side that has to wait or wake the other.
+ * The producer wakes a sleeping consumer only once RP_WAKE messages wait
+ * (or for a finish, or to stop it), so the consumer works in batches: one
+ * wake-up per RP_WAKE chunks, not one per chunk, and it runs as SCHED_BATCH
+ * (no wake-up preemption of the drain when they share a core). Records
+ * waiting below the mark only wait: rollups are needed at the seal, which
+ * wakes it.
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -21,6 +28,7 @@
 #include "collector/store/ru_pipe.h"
 
 enum { RP_RECORDS = 1, RP_META, RP_DROP, RP_FINISH };
+#define RP_WAKE (RU_PIPE_SLOTS / 4)    /* messages waiting before a sleeping consumer is woken */
 
 struct ru_stream {
     struct rollup *ru;
@@ -109,6 +117,9 @@ static void consume(struct ru_pipe *p, struct rp_msg *m)
 static void *consumer_main(void *arg)
 {
     struct ru_pipe *p = arg;
+    /* batch work: it does not preempt the drain it shares a core with */
+    struct sched_param sp = { .sched_priority = 0 };
+    (void)pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp);
     uint64_t t = atomic_load_explicit(&p->tail, memory_order_relaxed);
     for (;;) {
         if (t == atomic_load_explicit(&p->head, memory_order_acquire)) {
@@ -151,11 +162,15 @@ static struct rp_msg *next_msg(struct ru_pipe *p)
     return &p->msgs[h % RU_PIPE_SLOTS];
 }
 
-static void publish(struct ru_pipe *p)
+/* force: wake a sleeping consumer whatever waits (a finish) */
+static void publish(struct ru_pipe *p, int force)
 {
-    atomic_store(&p->head, atomic_load_explicit(&p->head, memory_order_relaxed) + 1);
+    uint64_t h = atomic_load_explicit(&p->head, memory_order_relaxed) + 1;
+    atomic_store(&p->head, h);
     p->st.sent++;
-    if (atomic_load(&p->consumer_sleeps)) {
+    if (atomic_load(&p->consumer_sleeps) &&
+        (force || h - atomic_load_explicit(&p->tail, memory_order_relaxed) >= RP_WAKE)) {
+        p->st.wakes++;
         pthread_mutex_lock(&p->mu);
         pthread_cond_signal(&p->work);
         pthread_mutex_unlock(&p->mu);
@@ -255,7 +270,7 @@ static int send_data(struct ru_pipe *p, int op, struct ru_stream *s, uint32_t ri
     }
     *m = (struct rp_msg){ .op = op, .ring = ring, .generation = generation, .s = s,
                           .data = heap ? heap : slot, .len = len, .heap = heap };
-    publish(p);
+    publish(p, 0);
     return 0;
 }
 
@@ -274,7 +289,7 @@ void ru_pipe_drop(struct ru_pipe *p, struct ru_stream *s)
 {
     struct rp_msg *m = next_msg(p);
     *m = (struct rp_msg){ .op = RP_DROP, .s = s };
-    publish(p);
+    publish(p, 0);
 }
 
 int ru_pipe_finish(struct ru_pipe *p, struct ru_stream *s, uint8_t **out, size_t *len)
@@ -282,7 +297,7 @@ int ru_pipe_finish(struct ru_pipe *p, struct ru_stream *s, uint8_t **out, size_t
     struct ru_done d = { 0 };
     struct rp_msg *m = next_msg(p);
     *m = (struct rp_msg){ .op = RP_FINISH, .s = s, .done = &d };
-    publish(p);
+    publish(p, 1);
     pthread_mutex_lock(&p->mu);
     while (!d.done)
         pthread_cond_wait(&p->finished, &p->mu);

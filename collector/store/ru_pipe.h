@@ -75,6 +75,7 @@ int ru_pipe_finish(struct ru_pipe *p, struct ru_stream *s, uint8_t **out, size_t
 /* Counters (the producer's reads; approximate while the thread runs). */
 struct ru_pipe_stats {
     uint64_t sent, copied, waits;  /* messages; records messages copied; waits for room */
+    uint64_t wakes;                /* times the producer woke the consumer */
 };
 void ru_pipe_get_stats(const struct ru_pipe *p, struct ru_pipe_stats *out);
 

@@ -129,7 +129,8 @@ int seg_writer_seal(struct seg_writer *w, struct seg_summary *sum);
  * compute them with rollup_file instead.
  * pipe: NULL, the rollups are computed here, in each feed; else every feed
  * is handed to the pipe's thread (ru_pipe.h; same rules, same bytes), and
- * seg_writer_rollup_finish waits for it. seg_writer_rollup_slot: while a
+ * seg_writer_rollup_finish waits for it; a feed the thread rejects is seen
+ * there (-ESTALE), not by seg_writer_rollup_feed. seg_writer_rollup_slot: while a
  * reservation is open and the rollups are live and piped, a RU_PIPE_SLOT-
  * byte buffer that seg_writer_rollup_feed hands over without a copy when
  * the records are read into it (valid until that feed); else NULL. */

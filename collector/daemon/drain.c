@@ -45,6 +45,7 @@
 #include "collector/store/idx_read.h"
 #include "collector/store/col_log.h"
 #include "collector/store/pack.h"
+#include "collector/store/ru_pipe.h"
 #include "collector/daemon/proc.h"
 #include "collector/store/seg_writer.h"
 #include "collector/daemon/storedir.h"
@@ -57,6 +58,7 @@
 /* one reservation: the packed payload of DRAIN_MAX bytes of records and a scratch chunk */
 _Static_assert(((PACK_BOUND(DRAIN_MAX) + 7) & ~7u) + DRAIN_CHUNK <=
                SEG_WRITE_BUF - sizeof(struct seg_block_hdr), "drain reservation fits the writer");
+_Static_assert(DRAIN_CHUNK <= RU_PIPE_SLOT, "a chunk fits the rollup pipe's buffer");
 
 /* ---- calibration ------------------------------------------------------------------ */
 
@@ -756,7 +758,7 @@ static int read_block(struct proc *p, struct storedir *st, uint32_t i,
         storedir_write_failed(st, rc, "data block", p->pid, now);
         return rc;      /* cursor untouched: the records stay in the ring */
     }
-    uint8_t *scratch = b->dst + b->bound;
+    uint8_t *scratch;
     /* a stamp is possible only in [the process's start, now], and a ring's
      * stamps never go backwards: the floor is the ring's last stamp */
     struct proc_ring *r = &p->rings[i];
@@ -771,6 +773,10 @@ static int read_block(struct proc *p, struct storedir *st, uint32_t i,
     b->got = b->packed = 0;
     while (b->got < want) {
         size_t chunk = want - b->got < DRAIN_CHUNK ? want - b->got : DRAIN_CHUNK;
+        /* with a rollup thread the chunk is read into the buffer that
+         * carries it there: handing it over copies nothing */
+        uint8_t *slot = seg_writer_rollup_slot(p->writer);
+        scratch = slot ? slot : b->dst + b->bound;
         long n = 0;
         if (g_read(p, data, s, scratch, chunk, &b->new_tail, &b->x, &n))
             return -EFAULT;

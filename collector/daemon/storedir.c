@@ -15,6 +15,7 @@
 #include "collector/daemon/crashpt.h"
 #include "collector/store/reindex.h"
 #include "collector/store/rollup.h"
+#include "collector/store/ru_pipe.h"
 #include "collector/store/store_lock.h"
 #include "collector/store/idx.h"
 #include "collector/store/idx_read.h"
@@ -80,7 +81,8 @@ int storedir_open(struct storedir *s, const char *dir, uint64_t cap_bytes,
     const char *ru = getenv(STOREDIR_ROLLUPS_ENV);
     s->rollups = !ru ? STOREDIR_RU_LIVE
                      : !strcmp(ru, "off") ? STOREDIR_RU_OFF
-                     : !strcmp(ru, "readback") ? STOREDIR_RU_READBACK : STOREDIR_RU_LIVE;
+                     : !strcmp(ru, "readback") ? STOREDIR_RU_READBACK
+                     : !strcmp(ru, "inline") ? STOREDIR_RU_INLINE : STOREDIR_RU_LIVE;
     int rc = mkdir_p(dir, STOREDIR_PARENT_MODE, STOREDIR_DIR_MODE);
     if (rc) {
         snprintf(err, errcap, "cannot create store directory %s: %s", dir, strerror(-rc));
@@ -210,6 +212,8 @@ int storedir_secure(struct storedir *s, gid_t gid, char *err, size_t errcap)
 
 void storedir_close(struct storedir *s)
 {
+    ru_pipe_free(s->ru_pipe);       /* every writer is gone: every stream ended */
+    s->ru_pipe = NULL;
     if (s->idx)
         idx_close(s->idx);
     s->idx = NULL;
@@ -349,7 +353,12 @@ int storedir_writer_open(struct storedir *s, const struct seg_proc_info *pi,
     int rc = seg_writer_open(w, s->dir, s->next_segment_id, pi, meta, meta_len);
     if (rc == 0) {
         s->next_segment_id++;
-        int ru = s->rollups == STOREDIR_RU_LIVE ? seg_writer_rollup_start(*w) : 0;
+        int ru = 0;
+        if (s->rollups == STOREDIR_RU_LIVE && !s->ru_pipe && (ru = ru_pipe_new(&s->ru_pipe)))
+            col_warn("store %s: no rollup thread (%s): the drain computes the rollups itself",
+                     s->dir, strerror(-ru));
+        if (s->rollups == STOREDIR_RU_LIVE || s->rollups == STOREDIR_RU_INLINE)
+            ru = seg_writer_rollup_start(*w, s->rollups == STOREDIR_RU_LIVE ? s->ru_pipe : NULL);
         if (ru < 0)     /* the seal reads them back */
             col_debug("store %s: no live rollups for %s (%s)", s->dir, seg_writer_path(*w),
                       strerror(-ru));

@@ -29,18 +29,22 @@
 #include "collector/store/seg_writer.h"
 
 struct idx;
+struct ru_pipe;
 
 #define STOREDIR_WRITE_RETRY_NS 1000000000ULL   /* wait 1 s after a write error */
 #define STOREDIR_HOST_MAX 64
 
 /* How the seal gets a segment's rollups (rollup.h). LIVE, the default: fed
- * while the segment is written (seg_writer_rollup_*), read back from the
- * sealed file only when the feeding was interrupted. READBACK: always read
- * back (rollup_file). OFF: none (readers scan the records). The last two
+ * while the segment is written (seg_writer_rollup_*), on the store's rollup
+ * thread (ru_pipe.h: the drain only hands each chunk over), read back from
+ * the sealed file only when the feeding was interrupted. INLINE: fed the
+ * same way but computed on the drain thread itself. READBACK: always read
+ * back (rollup_file). OFF: none (readers scan the records). The last three
  * exist for the drain-cost bench's baselines only, chosen by the
- * environment variable STOREDIR_ROLLUPS_ENV (off|readback|live), on no
- * command line. */
-enum storedir_rollups { STOREDIR_RU_LIVE = 0, STOREDIR_RU_READBACK, STOREDIR_RU_OFF };
+ * environment variable STOREDIR_ROLLUPS_ENV (off|readback|inline|live), on
+ * no command line. */
+enum storedir_rollups { STOREDIR_RU_LIVE = 0, STOREDIR_RU_INLINE, STOREDIR_RU_READBACK,
+                        STOREDIR_RU_OFF };
 #define STOREDIR_ROLLUPS_ENV "D9_BENCH_ROLLUPS"
 
 struct storedir {
@@ -65,6 +69,7 @@ struct storedir {
     uint64_t evicted_unshipped;     /* segments the cap deleted before they were shipped */
     enum storedir_rollups rollups;  /* STOREDIR_RU_* (LIVE unless a bench asks) */
     uint64_t rollups_live, rollups_readback;    /* seals by each path */
+    struct ru_pipe *ru_pipe;        /* LIVE: the rollup thread (made at the first segment) */
     void (*on_sealed)(void *arg);   /* called after a segment is indexed (NULL: none) */
     void *on_sealed_arg;
     struct col_ratelimit err_rl;

@@ -27,7 +27,9 @@
  * reservation dropped or failed after records were fed for it, a commit
  * whose raw bytes or thread differ from what was fed, a feed that failed)
  * turns them off for the segment ("interrupted"), and the caller computes
- * them from the sealed file instead (rollup_file: the same bytes).
+ * them from the sealed file instead (rollup_file: the same bytes). With a
+ * pipe (ru_pipe.h) every feed goes to the pipe's thread instead of being
+ * computed here; the rules and the bytes are the same.
  *
  * Must never: leave a partial block in the file, or overwrite an existing
  * segment (rename is RENAME_NOREPLACE).
@@ -44,6 +46,7 @@
 #include "collector/store/crc32c.h"
 #include "collector/store/pack.h"
 #include "collector/store/rollup.h"
+#include "collector/store/ru_pipe.h"
 #include "collector/store/seg_writer.h"
 #include "shm/clock.h"
 #include "shm/record.h"
@@ -77,7 +80,9 @@ struct seg_writer {
     char path[PATH_MAX];        /* current path (tmp, then final) */
     char final_path[sizeof(((struct seg_summary *)0)->path)];
     struct seg_summary sum;
-    struct rollup *ru;          /* live rollups (NULL: off or interrupted) */
+    struct rollup *ru;          /* live rollups fed here (NULL: off, interrupted or piped) */
+    struct ru_pipe *pipe;       /* or fed through this pipe ... */
+    struct ru_stream *rs;       /* ... as this stream (NULL: off or interrupted) */
     int ru_state;               /* SEG_RU_* */
     size_t ru_fed;              /* raw record bytes fed for the open reservation */
     uint32_t ru_ring, ru_gen;   /* their thread */
@@ -85,14 +90,36 @@ struct seg_writer {
 
 enum { SEG_RU_OFF = 0, SEG_RU_LIVE = 1, SEG_RU_INTERRUPTED = 2 };
 
+/* The live rollups end unfinished (here, or on the pipe's thread). */
+static void ru_end(struct seg_writer *w)
+{
+    if (w->rs)
+        ru_pipe_drop(w->pipe, w->rs);
+    w->rs = NULL;
+    rollup_free(w->ru);
+    w->ru = NULL;
+}
+
 /* Live rollups cannot be trusted any more: off for this segment. */
 static void ru_interrupt(struct seg_writer *w)
 {
     if (w->ru_state == SEG_RU_LIVE) {
-        rollup_free(w->ru);
-        w->ru = NULL;
+        ru_end(w);
         w->ru_state = SEG_RU_INTERRUPTED;
     }
+}
+
+static int ru_meta(struct seg_writer *w, const uint8_t *entries, size_t len)
+{
+    return w->rs ? ru_pipe_meta(w->pipe, w->rs, entries, len)
+                 : rollup_feed_meta(w->ru, entries, len);
+}
+
+static int ru_records(struct seg_writer *w, uint32_t ring, uint32_t generation,
+                      const uint8_t *records, size_t len)
+{
+    return w->rs ? ru_pipe_records(w->pipe, w->rs, ring, generation, records, len)
+                 : rollup_feed_records(w->ru, ring, generation, records, len);
 }
 
 /* The open reservation ends without a commit: records fed for it are in
@@ -114,9 +141,9 @@ static void ru_feed_block(struct seg_writer *w, const struct seg_block_hdr *h,
         return;
     int e = 0;
     if (h->kind == SEG_BLK_META)
-        e = rollup_feed_meta(w->ru, payload, h->len);
+        e = ru_meta(w, payload, h->len);
     else if (h->kind == SEG_BLK_DATA)
-        e = rollup_feed_records(w->ru, h->ring, h->generation, payload, h->len);
+        e = ru_records(w, h->ring, h->generation, payload, h->len);
     if (e < 0)
         ru_interrupt(w);
 }
@@ -638,20 +665,21 @@ static void w_release(struct seg_writer *w, int keep_file)
         close(w->dirfd);
     free(w->buf);
     free(w->blocks);
-    rollup_free(w->ru);
+    ru_end(w);
     free(w);
 }
 
-int seg_writer_rollup_start(struct seg_writer *w)
+int seg_writer_rollup_start(struct seg_writer *w, struct ru_pipe *pipe)
 {
     if (!w || w->sealed || w->ru_state != SEG_RU_OFF)
         return -EINVAL;
     for (uint32_t i = 0; i < w->nblocks; i++)
         if (w->blocks[i].kind != SEG_BLK_META)
             return -EBUSY;          /* records appended already: not fed */
-    int r = rollup_new(&w->ru);
+    int r = pipe ? ru_pipe_open(pipe, &w->rs) : rollup_new(&w->ru);
     if (r < 0)
         return r;
+    w->pipe = pipe;
     w->ru_state = SEG_RU_LIVE;
     /* the META blocks written so far (the open's): read back (the file is
      * opened O_RDWR for this), they are few */
@@ -677,12 +705,11 @@ int seg_writer_rollup_start(struct seg_writer *w)
             }
             payload = tmp;
         }
-        r = rollup_feed_meta(w->ru, payload, plen);
+        r = ru_meta(w, payload, plen);
     }
     free(tmp);
     if (r < 0) {
-        rollup_free(w->ru);
-        w->ru = NULL;
+        ru_end(w);
         w->ru_state = SEG_RU_OFF;
     }
     return r;
@@ -699,7 +726,7 @@ int seg_writer_rollup_feed(struct seg_writer *w, uint32_t ring, uint32_t generat
         ru_interrupt(w);
         return -EINVAL;
     }
-    int e = rollup_feed_records(w->ru, ring, generation, records, len);
+    int e = ru_records(w, ring, generation, records, len);
     if (e < 0) {
         ru_interrupt(w);
         return e;
@@ -715,6 +742,11 @@ int seg_writer_rollup_live(const struct seg_writer *w)
     return w && w->ru_state == SEG_RU_LIVE;
 }
 
+uint8_t *seg_writer_rollup_slot(struct seg_writer *w)
+{
+    return w && w->ru_state == SEG_RU_LIVE && w->rs && w->resv_len ? ru_pipe_slot(w->pipe) : NULL;
+}
+
 int seg_writer_rollup_finish(struct seg_writer *w, uint8_t **out, size_t *len)
 {
     if (!w || !out || !len)
@@ -723,9 +755,15 @@ int seg_writer_rollup_finish(struct seg_writer *w, uint8_t **out, size_t *len)
         return w->ru_state == SEG_RU_OFF ? -ENODATA : -ESTALE;
     if (w->sealed != 1)
         return -EINVAL;
-    int e = rollup_finish(w->ru, out, len);
-    rollup_free(w->ru);
-    w->ru = NULL;
+    int e;
+    if (w->rs) {
+        e = ru_pipe_finish(w->pipe, w->rs, out, len);
+        w->rs = NULL;
+    } else {
+        e = rollup_finish(w->ru, out, len);
+        rollup_free(w->ru);
+        w->ru = NULL;
+    }
     w->ru_state = SEG_RU_OFF;
     return e;
 }

@@ -126,8 +126,17 @@ int seg_writer_seal(struct seg_writer *w, struct seg_summary *sum);
  * seg_writer_rollup_live() is then 0. seg_writer_rollup_finish, after a
  * successful seal: the rollups' bytes (malloc'ed; rollup_file's bytes for
  * the sealed file), or -ENODATA (never started) / -ESTALE (interrupted):
- * compute them with rollup_file instead. */
-int seg_writer_rollup_start(struct seg_writer *w);
+ * compute them with rollup_file instead.
+ * pipe: NULL, the rollups are computed here, in each feed; else every feed
+ * is handed to the pipe's thread (ru_pipe.h; same rules, same bytes), and
+ * seg_writer_rollup_finish waits for it; a feed the thread rejects is seen
+ * there (-ESTALE), not by seg_writer_rollup_feed. seg_writer_rollup_slot: while a
+ * reservation is open and the rollups are live and piped, a RU_PIPE_SLOT-
+ * byte buffer that seg_writer_rollup_feed hands over without a copy when
+ * the records are read into it (valid until that feed); else NULL. */
+struct ru_pipe;
+int seg_writer_rollup_start(struct seg_writer *w, struct ru_pipe *pipe);
+uint8_t *seg_writer_rollup_slot(struct seg_writer *w);
 int seg_writer_rollup_feed(struct seg_writer *w, uint32_t ring, uint32_t generation,
                            const uint8_t *records, size_t len);
 int seg_writer_rollup_live(const struct seg_writer *w);

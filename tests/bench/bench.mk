@@ -11,7 +11,7 @@
 #   make bench-aggs            only the rollups-vs-raw aggregates section (tests/bench/bench_aggs.sh)
 #   make bench-serve-zoom      only d9 serve's sustained zoom in Chromium (tests/bench/bench_serve_zoom.sh)
 #   make bench-flight          only the flight recorder's disk per hour, retain all vs triggered (tests/bench/bench_flight.sh)
-#   make bench-drain-cost      only the collector's ns a record with rollups off / read back / live (tests/bench/bench_drain_cost.sh)
+#   make bench-drain-cost      only the collector's ns a record with rollups off / read back / inline / live (rollup thread) (tests/bench/bench_drain_cost.sh)
 #   BENCH_QUICK=1 make bench   shorter runs (smoke test of the harness)
 #   BENCH_E2E_PAIRS=N make bench   N off/on pairs in the end-to-end section (default 16)
 

@@ -1,12 +1,15 @@
 #!/bin/sh
 # bench_drain_cost.sh — `make bench-drain-cost`: the collector's CPU per
 # record drained (issue #32 item 1: rollups must not raise it by more than
-# 10 %), for three ways of getting a segment's rollups, in the same run:
+# 10 %), for four ways of getting a segment's rollups, in the same run:
 #   off       no rollups at all (the baseline; D9_BENCH_ROLLUPS=off, a
 #             bench-only switch of storedir.h)
 #   readback  computed at the seal by reading the sealed file back
 #             (rollup_file; the collector's way before live feeding)
-#   live      fed while the drain packs each block (seg_writer_rollup_*)
+#   inline    fed while the drain packs each block (seg_writer_rollup_*),
+#             computed on the drain thread (the way before the rollup thread)
+#   live      the same, computed on the store's rollup thread (ru_pipe.h):
+#             the drain hands each chunk over; the collector's default
 # Each run: a fresh d9collectd pinned to cpu BENCH_CONS_CPU (default 1,
 # default settings: 64 MiB segments rotate inside a run), bench_drain
 # --mix demo (d9demo's mix of record types) on cpu BENCH_PROD_CPU (0),
@@ -29,7 +32,7 @@ CCPU=${BENCH_CONS_CPU:-1}
 ROUNDS=${BENCH_ROUNDS:-6}
 MS=${BENCH_DRAIN_MS:-2000}
 PACED=${BENCH_PACED_RATE:-3000000}
-MODES="off readback live"
+MODES="off readback inline live"
 RATES="0 $PACED"
 
 for x in "$BIN/d9collectd" "$B/bench_drain" "$B/bench_colstat"; do
@@ -97,9 +100,9 @@ one() {         # one MODE RATE ROUND
 say "$ROUNDS rounds x {$MODES} x rates {flat out, $PACED/s}, ${MS} ms each; collector on cpu $CCPU, producer on cpu $PCPU; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 r=1
 while [ "$r" -le "$ROUNDS" ]; do
-    # rotate the order each round: off readback live, readback live off, ...
+    # rotate the order each round: off readback inline live, readback inline live off, ...
     set -- $MODES
-    k=$(( (r - 1) % 3 ))
+    k=$(( (r - 1) % $# ))
     while [ "$k" -gt 0 ]; do x=$1; shift; set -- "$@" "$x"; k=$((k - 1)); done
     for rate in $RATES; do
         for mode in "$@"; do one "$mode" "$rate" "$r"; done
@@ -127,8 +130,10 @@ for rate in $RATES; do
             "$(stat "$mode" "$rate" 4)" "$(stat "$mode" "$rate" 5)" "$(stat "$mode" "$rate" 6)" \
             "$(med "$mode" "$rate" 7)"
     done
-    for mode in readback live; do
-        echo "  $mode vs off (medians): load $(pct "$(med $mode "$rate" 3)" "$(med off "$rate" 3)")," \
-             "with seal $(pct "$(med $mode "$rate" 4)" "$(med off "$rate" 4)")"
+    for mode in readback inline live; do
+        echo "  $mode vs off (medians): all threads: load $(pct "$(med $mode "$rate" 3)" "$(med off "$rate" 3)")," \
+             "with seal $(pct "$(med $mode "$rate" 4)" "$(med off "$rate" 4)");" \
+             "drain thread: load $(pct "$(med $mode "$rate" 5)" "$(med off "$rate" 5)")," \
+             "with seal $(pct "$(med $mode "$rate" 6)" "$(med off "$rate" 6)")"
     done
 done

@@ -30,7 +30,7 @@
  *                    records) with q_sched.h's facts, the fields of
  *                    `d9 sched --format jsonl`
  *   /api/triggers    the triggers of a window from the index (source,
- *                    reason, verdict, kept window; serve_trig.h), the
+ *                    reason, verdict, kept window, fields; serve_trig.h), the
  *                    page's trigger markers
  *
  * Level of detail: a timeline answer holds at most SERVE_API_MAX_ITEMS

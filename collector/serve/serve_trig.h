@@ -6,7 +6,10 @@
  *   {"pid":P,"from":F,"to":T,"total":N,"triggers":[
  *     {"id":..,"pid":..,"t":NS,"source":"marker|shell|poll|crash",
  *      "reason":"..","verdict":"kept|merged|debounced|rate-limited",
- *      "win_t0":NS,"win_t1":NS}   -- win_t0/win_t1 null: no kept window
+ *      "win_t0":NS,"win_t1":NS,   -- win_t0/win_t1 null: no kept window
+ *      "fields":{..}}             -- a typed trigger's fields (idx_trig.h's
+ *                                    triggers.fields, the object as stored);
+ *                                    null: none, or not a JSON object
  *   ]}
  *
  * Every trigger whose time is in [from, to] (default: all) or whose kept

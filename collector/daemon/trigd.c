@@ -7,12 +7,10 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "collector/store/col_json.h"
 #include "collector/store/col_log.h"
 #include "collector/store/idx_trig.h"
 #include "shm/d9_abi.h"
@@ -185,9 +183,7 @@ void trigd_proc_free(struct trigd_proc *tp)
 static void names_add(struct trigd_proc *tp, uint32_t pid, const struct shm_meta_entry *e,
                       struct trigd_bind *b)
 {
-    size_t need = 0;
-    for (unsigned i = 1; i < b->nfields; i++)
-        need += strnlen(e->fields[i].name ? e->fields[i].name : "", D9_NAME_MAX) + 1;
+    size_t need = trig_rec_names(e, b->nfields, NULL);
     if (need > UINT32_MAX - 1 - tp->names_len)
         return;
     if (tp->names_len + need > tp->names_cap) {
@@ -202,13 +198,7 @@ static void names_add(struct trigd_proc *tp, uint32_t pid, const struct shm_meta
         tp->names_cap = (uint32_t)cap;
     }
     b->names = tp->names_len;
-    for (unsigned i = 1; i < b->nfields; i++) {
-        const char *nm = e->fields[i].name ? e->fields[i].name : "";
-        size_t l = strnlen(nm, D9_NAME_MAX);
-        memcpy(tp->names + tp->names_len, nm, l);
-        tp->names[tp->names_len + l] = 0;
-        tp->names_len += (uint32_t)(l + 1);
-    }
+    tp->names_len += (uint32_t)trig_rec_names(e, b->nfields, tp->names + tp->names_len);
 }
 
 static void bind_add(struct trigd_proc *tp, uint32_t pid, const struct shm_meta_entry *e,
@@ -227,9 +217,7 @@ static void bind_add(struct trigd_proc *tp, uint32_t pid, const struct shm_meta_
     b->schema = e->id;
     b->rule = (uint8_t)rule;
     b->field = (uint8_t)field;
-    b->nfields = (uint8_t)(e->nfields <= D9_SCHEMA_MAX_FIELDS ? e->nfields : D9_SCHEMA_MAX_FIELDS);
-    for (unsigned i = 0; i < b->nfields; i++)
-        b->types[i] = e->fields[i].type;
+    b->nfields = (uint8_t)trig_rec_types(e, b->types);
     b->names = UINT32_MAX;
     if (rule == TRIGD_BIND_MARKER && b->nfields > 1)
         names_add(tp, pid, e, b);
@@ -239,7 +227,7 @@ void trigd_meta(struct trigd_proc *tp, uint32_t pid, const struct shm_meta_entry
 {
     if (e->kind != D9_META_SCHEMA || !e->name)
         return;
-    if (e->nfields >= 1 && e->fields[0].type == D9_FT_STR && strcmp(e->name, TRIGD_SCHEMA_NAME) == 0)
+    if (trig_rec_is_marker(e))
         bind_add(tp, pid, e, TRIGD_BIND_MARKER, 0);
     const struct trig_cfg *c = &td.st.cfg;
     for (uint32_t r = 0; r < c->nfield && r < TRIG_FIELD_MAX; r++) {
@@ -264,41 +252,11 @@ void trigd_meta(struct trigd_proc *tp, uint32_t pid, const struct shm_meta_entry
     }
 }
 
-/* The payload offset of field k of a custom record r of len bytes whose
- * fields have these types, or -1 when the record is too short for it. */
-static long field_at(const uint8_t *r, size_t len, const struct trigd_bind *b, unsigned k)
-{
-    struct d9_rec_custom c;
-    memcpy(&c, r, sizeof c);
-    if (c.payload_len > len - sizeof c || k >= b->nfields)
-        return -1;
-    size_t off = 0;
-    for (unsigned i = 0; i <= k; i++) {
-        if (c.payload_len - off < 8)
-            return -1;
-        if (i == k)
-            return (long)off;
-        if (b->types[i] == D9_FT_STR) {
-            uint32_t sl;
-            memcpy(&sl, r + sizeof c + off, sizeof sl);
-            if (sl > D9_STR_MAX)
-                return -1;
-            size_t w = ((size_t)sl + 4 + 7) & ~(size_t)7;
-            if (w > c.payload_len - off)
-                return -1;
-            off += w;
-        } else {
-            off += 8;
-        }
-    }
-    return -1;
-}
-
 /* An event of a --trigger-field binding: fires when its field passes. */
 static void field_check(uint32_t pid, int64_t process_id, const struct trigd_bind *b,
                         const uint8_t *r, size_t len, uint64_t ts)
 {
-    long off = field_at(r, len, b, b->field);
+    long off = trig_rec_field_at(r, len, b->nfields, b->types, b->field);
     if (off < 0 || b->rule >= td.st.cfg.nfield)
         return;
     const struct trig_field *f = &td.st.cfg.field[b->rule];
@@ -344,95 +302,6 @@ int trigd_lost(uint32_t pid, int64_t process_id, uint32_t ring, uint64_t delta, 
     else
         snprintf(why, sizeof why, "ring %" PRIu32 " lost %" PRIu64 " records", ring, delta);
     return trigd_fire(pid, process_id, t_ns, TRIGD_SRC_LOST, why, NULL);
-}
-
-/* The reason of a d9_trigger record r of len bytes: one STR field. */
-static void marker_reason(const uint8_t *r, size_t len, char *out, size_t cap)
-{
-    struct d9_rec_custom c;
-    out[0] = 0;
-    memcpy(&c, r, sizeof c);
-    if (c.payload_len < 4 || c.payload_len > len - sizeof c)
-        return;
-    uint32_t sl;
-    memcpy(&sl, r + sizeof c, sizeof sl);
-    if (sl > c.payload_len - 4)
-        return;
-    size_t k = sl < cap - 1 ? sl : cap - 1;
-    memcpy(out, r + sizeof c + 4, k);
-    out[k] = 0;
-}
-
-/* The fields after "reason" of a typed marker record r of len bytes as a
- * JSON object into out (cap bytes); "" when it has none or they cannot be
- * read. A field that does not fit is left out with the ones after it. */
-static void marker_fields(const struct trigd_proc *tp, const struct trigd_bind *b,
-                          const uint8_t *r, size_t len, char *out, size_t cap)
-{
-    out[0] = 0;
-    if (b->names == UINT32_MAX || b->nfields < 2 || !tp->names)
-        return;
-    struct col_json j;
-    col_json_init(&j, out, cap - 1, true);      /* keeps room for the closing '}' */
-    struct d9_rec_custom c;
-    memcpy(&c, r, sizeof c);
-    col_json_raw(&j, "{", 1);
-    const char *name = tp->names + b->names;
-    unsigned n = 0;
-    for (unsigned k = 1; k < b->nfields; k++, name += strlen(name) + 1) {
-        long off = field_at(r, len, b, k);
-        if (off < 0)
-            break;
-        const uint8_t *v = r + sizeof(struct d9_rec_custom) + off;
-        uint64_t w;
-        memcpy(&w, v, sizeof w);
-        char num[40];
-        const char *val = num;
-        size_t vlen;
-        switch (b->types[k]) {
-        case D9_FT_U64: vlen = (size_t)snprintf(num, sizeof num, "%" PRIu64, w); break;
-        case D9_FT_I64: vlen = (size_t)snprintf(num, sizeof num, "%" PRId64, (int64_t)w); break;
-        case D9_FT_BOOL: val = w ? "true" : "false"; vlen = strlen(val); break;
-        case D9_FT_F64: {
-            double x;
-            memcpy(&x, &w, sizeof x);
-            if (isfinite(x))
-                vlen = (size_t)snprintf(num, sizeof num, "%.17g", x);
-            else
-                val = "null", vlen = 4;
-            break;
-        }
-        case D9_FT_STR: val = NULL; vlen = 0; break;
-        default: continue;      /* a type this collector does not know: left out */
-        }
-        size_t mark = j.len;
-        if (n)
-            col_json_raw(&j, ",", 1);
-        col_json_str(&j, name, strlen(name));
-        col_json_raw(&j, ":", 1);
-        if (val) {
-            col_json_raw(&j, val, vlen);
-        } else {
-            uint32_t sl;
-            memcpy(&sl, v, sizeof sl);
-            if (sl > D9_STR_MAX || sl > c.payload_len - (size_t)off - 4)
-                j.full = true;     /* a bad string: the object ends before it */
-            else
-                col_json_str(&j, (const char *)v + 4, sl);
-        }
-        if (j.full) {
-            /* this field does not fit: the object ends before it */
-            col_json_rewind(&j, mark);
-            break;
-        }
-        n++;
-    }
-    if (j.len == 0) {           /* cap too small even for '{' */
-        out[0] = 0;
-        return;
-    }
-    j.p[j.len++] = '}';         /* j.len <= cap - 2 here */
-    j.p[j.len] = 0;
 }
 
 /* A record whose seq is not the next one: records were dropped (or are
@@ -519,8 +388,11 @@ void trigd_feed(uint32_t pid, int64_t process_id, const struct trigd_proc *tp,
                     continue;
                 if (b->rule == TRIGD_BIND_MARKER) {
                     char why[TRIGD_REASON_MAX + 1], fields[TRIGD_FIELDS_MAX];
-                    marker_reason(r, h.len, why, sizeof why);
-                    marker_fields(tp, b, r, h.len, fields, sizeof fields);
+                    trig_rec_reason(r, h.len, why, sizeof why);
+                    trig_rec_fields(r, h.len, b->nfields, b->types,
+                                    b->names == UINT32_MAX || !tp->names ? NULL
+                                                                         : tp->names + b->names,
+                                    fields, sizeof fields);
                     fire(pid, process_id, h.ts, TRIGD_SRC_MARKER, why,
                          fields[0] ? fields : NULL, NULL);
                 } else {

@@ -38,6 +38,7 @@
 #include <stdint.h>
 #include "collector/daemon/trig.h"
 #include "collector/store/seg_writer.h"
+#include "collector/store/trig_rec.h"
 
 struct idx;
 
@@ -52,12 +53,12 @@ enum trigd_source {
     TRIGD_SRC_COUNT = 7,
 };
 #define TRIGD_VERDICT_COUNT 4u  /* enum trig_verdict */
-#define TRIGD_REASON_MAX    255u
+#define TRIGD_REASON_MAX    TRIG_REC_REASON_MAX
 /* Triggers waiting to be written into their process's segment. */
 #define TRIGD_PENDING_MAX   256u
 /* The reserved schema of d9_trigger() (agent/d9.h's D9_TRIGGER_SCHEMA): one
- * STR field, "reason". */
-#define TRIGD_SCHEMA_NAME   "d9_trigger"
+ * STR field, "reason" (trig_rec.h). */
+#define TRIGD_SCHEMA_NAME   TRIG_REC_SCHEMA_NAME
 
 /* Write the triggers of pid fired so far into w, its process's open
  * segment, as SEG_BLK_TRIGGER blocks (so a re-index brings them back).
@@ -80,8 +81,8 @@ struct trigd_bind {
 };
 /* A typed trigger's fields as JSON text (the index's triggers.fields): at
  * most this many bytes, NUL included; the fields that do not fit are left
- * out, the object stays whole. */
-#define TRIGD_FIELDS_MAX    1024u
+ * out, the object stays whole (trig_rec.h: a re-index derives the same). */
+#define TRIGD_FIELDS_MAX    TRIG_REC_FIELDS_MAX
 struct trigd_proc {
     struct trigd_bind bind[TRIGD_BIND_MAX];
     uint32_t nbind;

@@ -2,7 +2,7 @@
  * col_json.h — a JSON text builder into a fixed buffer: raw text (the
  * caller's punctuation, numbers, literals) and strings quoted and escaped.
  *
- * Called by trigd.c (a typed trigger's fields, the JSON of its index row)
+ * Called by trig_rec.c (a typed trigger's fields, the JSON of its index row)
  * and s3_key.c (a shipped segment's manifest). One escaping rule for both:
  * '"' and '\' get a backslash, every byte below 0x20 becomes \u00XX, and
  * everything else, UTF-8 included, is copied as it is (JSON allows it).

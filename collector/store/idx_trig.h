@@ -20,8 +20,9 @@
  * 3 store sees no triggers, of a version 4 one triggers without fields.
  * So old stores stay readable and writable. A re-index from the segments
  * (reindex.h) brings the triggers back from the segments' SEG_BLK_TRIGGER
- * blocks (idx_trig_restore; segment version 4), without their fields (the
- * blocks do not hold them; the d9_trigger events still do).
+ * blocks (idx_trig_restore; segment version 4), a marker's fields from its
+ * d9_trigger record in the same segment (the blocks do not hold them;
+ * trig_rec.h derives them, as the collector did).
  *
  * It also reads the kept table (idx.h, written by idx.c) for d9 sql.
  *

@@ -7,6 +7,7 @@
  * index.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include "collector/store/idx.h"
@@ -16,6 +17,7 @@
 #include "collector/store/seg_reader.h"
 #include "collector/store/seg_salvage.h"
 #include "collector/store/sym.h"
+#include "collector/store/trig_rec.h"
 #include "shm/meta.h"
 
 static void clean_str(char *dst, const char *src, size_t n)
@@ -34,32 +36,118 @@ struct thr {
 };
 
 /* A SEG_BLK_TRIGGER block's trigger back into the index (idx_trig_restore:
- * one the index has already is left alone). Its strings are the file's:
- * ended here, control bytes replaced. */
-static int restore_trigger(struct idx *x, int64_t pid_row, const void *payload)
+ * one the index has already is left alone), with fields (NULL: none). Its
+ * strings are the file's: ended here, control bytes replaced. */
+static int restore_trigger(struct idx *x, int64_t pid_row, const struct seg_trigger *st,
+                           const char *fields)
 {
-    struct seg_trigger st;
-    memcpy(&st, payload, sizeof st);
     char source[SEG_TRIG_NAME_MAX + 1], verdict[SEG_TRIG_NAME_MAX + 1];
     char reason[SEG_TRIG_REASON_MAX + 1];
-    clean_str(source, st.source, sizeof st.source);
-    clean_str(verdict, st.verdict, sizeof st.verdict);
-    clean_str(reason, st.reason, sizeof st.reason);
+    clean_str(source, st->source, sizeof st->source);
+    clean_str(verdict, st->verdict, sizeof st->verdict);
+    clean_str(reason, st->reason, sizeof st->reason);
     struct idx_trigger t = {
-        .pid = st.pid, .process_id = pid_row, .t_ns = st.t_ns, .source = source,
-        .reason = reason, .verdict = verdict, .win_t0_ns = st.win_t0_ns,
-        .win_t1_ns = st.win_t1_ns,
+        .pid = st->pid, .process_id = pid_row, .t_ns = st->t_ns, .source = source,
+        .reason = reason, .verdict = verdict, .win_t0_ns = st->win_t0_ns,
+        .win_t1_ns = st->win_t1_ns, .fields = fields,
     };
     return idx_trig_restore(x, &t);
 }
 
-/* Runtimes, threads, triggers and the process's end, from the file's
- * blocks, in one transaction. */
-static int index_extras(struct idx *x, int64_t pid_row, struct seg_reader *r)
+/* A marker trigger of the file, kept aside until its record is found. */
+struct marker {
+    struct seg_trigger st;
+    char *fields;               /* malloc'ed JSON text; NULL: none (yet) */
+    int found;                  /* its record was found */
+};
+
+static int marker_cmp(const void *a, const void *b)
+{
+    const struct marker *x = a, *y = b;
+    return x->st.t_ns < y->st.t_ns ? -1 : x->st.t_ns > y->st.t_ns;
+}
+
+/* The first of m[0, n) (sorted by time) at t_ns, or n. */
+static size_t marker_first(const struct marker *m, size_t n, uint64_t t_ns)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (m[mid].st.t_ns < t_ns)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* The record rec (len bytes, of marker schema e) is the record of the
+ * markers of m[0, n) at its time with its reason: they get its fields. */
+static void marker_record(struct marker *m, size_t n, const struct shm_meta_entry *e,
+                          const uint8_t *rec, size_t len, uint64_t ts)
+{
+    size_t i = marker_first(m, n, ts);
+    if (i == n || m[i].st.t_ns != ts)
+        return;
+    char why[TRIG_REC_REASON_MAX + 1], fields[TRIG_REC_FIELDS_MAX];
+    trig_rec_reason(rec, len, why, sizeof why);
+    uint8_t types[D9_SCHEMA_MAX_FIELDS];
+    char names[D9_SCHEMA_MAX_FIELDS * (D9_NAME_MAX + 1)];
+    unsigned nf = trig_rec_types(e, types);
+    trig_rec_names(e, nf, names);
+    int done = 0;
+    for (; i < n && m[i].st.t_ns == ts; i++) {
+        char reason[SEG_TRIG_REASON_MAX + 1];
+        clean_str(reason, m[i].st.reason, sizeof m[i].st.reason);
+        if (m[i].found || strcmp(reason, why) != 0)
+            continue;
+        m[i].found = 1;
+        if (!done++)
+            trig_rec_fields(rec, len, nf, types, names, fields, sizeof fields);
+        if (fields[0])
+            m[i].fields = strdup(fields);   /* no memory: no fields */
+    }
+}
+
+/* The second walk of the file at path: each marker of m[0, n) gets the
+ * fields of its record. A file that cannot be read again leaves them
+ * without (its rows still come back). */
+static void marker_fields(const char *path, struct marker *m, size_t n)
+{
+    struct seg_reader *r;
+    if (seg_reader_open(&r, path, 0) < 0)
+        return;
+    qsort(m, n, sizeof *m, marker_cmp);
+    uint64_t t_lo = m[0].st.t_ns, t_hi = m[n - 1].st.t_ns;
+    struct seg_block b;
+    while (seg_reader_next(r, &b) == 1) {
+        if (b.h.kind != SEG_BLK_DATA || b.h.t_last < t_lo || b.h.t_first > t_hi)
+            continue;
+        size_t off = 0;
+        const struct d9_rec_hdr *h;
+        while (seg_reader_next_record(&b, &off, &h) == 1) {
+            if (h->type != D9_REC_CUSTOM || h->len < sizeof(struct d9_rec_custom) ||
+                h->ts < t_lo || h->ts > t_hi)
+                continue;
+            uint32_t id;
+            memcpy(&id, (const uint8_t *)h + offsetof(struct d9_rec_custom, schema), sizeof id);
+            const struct shm_meta_entry *e = seg_reader_schema(r, id);
+            if (trig_rec_is_marker(e))
+                marker_record(m, n, e, (const uint8_t *)h, h->len, h->ts);
+        }
+    }
+    seg_reader_close(r);
+}
+
+/* Runtimes, threads, triggers and the process's end, from the blocks of
+ * the file at path (r: its reader), in one transaction. */
+static int index_extras(struct idx *x, int64_t pid_row, struct seg_reader *r, const char *path)
 {
     int e = 0;
     struct thr *t = NULL;
     size_t nt = 0, capt = 0;
+    struct marker *mk = NULL;
+    size_t nmk = 0, capmk = 0;
     struct seg_exit ex = { 0 };
     int have_exit = 0;
     if (idx_begin(x) < 0)
@@ -76,7 +164,23 @@ static int index_extras(struct idx *x, int64_t pid_row, struct seg_reader *r)
             memcpy(&ex, b.payload, sizeof ex);
             have_exit = 1;
         } else if (b.h.kind == SEG_BLK_TRIGGER) {
-            e = restore_trigger(x, pid_row, b.payload);
+            struct seg_trigger st;
+            memcpy(&st, b.payload, sizeof st);
+            if (strncmp(st.source, "marker", sizeof st.source) != 0) {
+                e = restore_trigger(x, pid_row, &st, NULL);
+                continue;
+            }
+            if (nmk == capmk) {     /* a marker: restored once its fields are known */
+                size_t cap = capmk ? capmk * 2 : 16;
+                struct marker *n = realloc(mk, cap * sizeof *mk);
+                if (!n) {
+                    e = -ENOMEM;
+                    break;
+                }
+                mk = n;
+                capmk = cap;
+            }
+            mk[nmk++] = (struct marker){ .st = st };
         } else if (b.h.ring >= SYM_SEG_RING) {
             /* the collector's pseudo rings (mappings, perf samples: SYM_SEG_RING and
              * the one above it) are no thread of the process: the collector never
@@ -108,6 +212,10 @@ static int index_extras(struct idx *x, int64_t pid_row, struct seg_reader *r)
             }
         }
     }
+    if (e >= 0 && nmk)
+        marker_fields(path, mk, nmk);
+    for (size_t i = 0; e >= 0 && i < nmk; i++)
+        e = restore_trigger(x, pid_row, &mk[i].st, mk[i].fields);
     for (size_t i = 0; e >= 0 && i < nt; i++)
         e = idx_thread_upsert(x, pid_row, t[i].tid, t[i].ring, t[i].generation, NULL,
                               t[i].first, t[i].last, t[i].ended);
@@ -120,6 +228,9 @@ static int index_extras(struct idx *x, int64_t pid_row, struct seg_reader *r)
     if (e < 0)
         idx_rollback(x);
     free(t);
+    for (size_t i = 0; i < nmk; i++)
+        free(mk[i].fields);
+    free(mk);
     return e < 0 ? e : 0;
 }
 
@@ -143,7 +254,7 @@ int reindex_summary(struct idx *x, const char *store_dir, const char *path,
         ru = NULL;
     if ((e = idx_process_upsert(x, &ip, &pid_row)) == 0 &&
         (e = idx_segment_commit_rollup(x, pid_row, sum, store_dir, ru, ru_len)) == 0)
-        e = index_extras(x, pid_row, r);
+        e = index_extras(x, pid_row, r, path);
     free(ru);
     seg_reader_close(r);
     return e;

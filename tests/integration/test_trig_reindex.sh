@@ -2,17 +2,19 @@
 # test_trig_reindex.sh — the index's triggers rows survive a re-index from
 # the segments (issue 35): triggers of every source the collector fires
 # (markers kept, debounced and merged across pids, d9 trigger --pid, a long
-# poll, a crash, records lost by a ring) are also SEG_BLK_TRIGGER blocks of
-# their process's segments; with every row of the index deleted, `d9 fsck --repair`
-# brings the triggers table back equal, row for row (pid, time, source,
-# reason, verdict, merged window), and a second repair adds no duplicate.
+# poll, a crash, records lost by a ring, a typed marker) are also
+# SEG_BLK_TRIGGER blocks of their process's segments; with every row of the
+# index deleted, `d9 fsck --repair` brings the triggers table back equal, row
+# for row (pid, time, source, reason, verdict, merged window, and a typed
+# marker's fields, the same JSON bytes, from its record), and a second
+# repair adds no duplicate.
 # The same with --retain triggered: the triggers inside the kept windows are
 # cut into the kept segments with their records and come back from them,
 # and d9 ps then counts the records those segments hold (issue 35, 3a).
 . tests/integration/lib.sh
 . tests/integration/collector_env.sh
 d9() { "$BIN/d9" --store "$STORE" "$@"; }
-TRIG_SQL='select pid, t_ns, source, reason, verdict, win_t0, win_t1 from triggers
+TRIG_SQL='select pid, t_ns, source, reason, verdict, win_t0, win_t1, fields from triggers
   order by t_ns, pid, source, reason'
 
 pid_of() { sed -n 's/^pid=\([0-9]*\)$/\1/p' "$1"; }
@@ -62,6 +64,14 @@ check "a crash" wait_for 20 ended "$(pid_of "$T/p5.out")"
 DIAL9_SAMPLER=off "$TBIN/prog_trigseq" lose >"$T/p7.out" 2>&1
 P7=$(pid_of "$T/p7.out")
 check "records lost by a ring" wait_for 20 ended "$P7"
+DIAL9_SAMPLER=off "$TBIN/prog_trigseq" 'k:250:slow request' >"$T/p8.out" 2>&1
+P8=$(pid_of "$T/p8.out")
+check "a typed marker" wait_for 20 ended "$P8"
+typed_row() {   # typed_row PID REASON: that marker's row holds the typed fields
+    [ "$(sql "select fields from triggers where pid = $1 and reason = '$2'")" = \
+      '{"latency_ms":250,"path":"/k/250"}' ] || { sql 'select * from triggers'; return 1; }
+}
+check "... its row holds its fields" wait_for 20 typed_row "$P8" 'slow request'
 lost_row() { rows "$T/l.csv" && grep -q "^$P7,.*,lost," "$T/l.csv"; }
 check "... its trigger row" wait_for 20 lost_row
 check "the collector stops cleanly" stop_collector
@@ -80,8 +90,10 @@ STORE=$T/store2
 check "collector starts with --retain triggered" start_collector --perf-freq 0 \
     --retain triggered --trigger-lookback-ms 300 --trigger-lookforward-ms 200 --trigger-crash yes \
     --trigger-debounce-ms 0
-DIAL9_SAMPLER=off "$TBIN/prog_trigseq" p:10 t:first p:10 s:1000 p:10 t:second p:10 >"$T/f1.out" 2>&1
-check "two markers a second apart" wait_for 20 ended "$(pid_of "$T/f1.out")"
+DIAL9_SAMPLER=off "$TBIN/prog_trigseq" p:10 t:first p:10 s:1000 p:10 k:250:second p:10 \
+    >"$T/f1.out" 2>&1
+F1=$(pid_of "$T/f1.out")
+check "two markers a second apart, the second typed" wait_for 20 ended "$F1"
 DIAL9_SAMPLER=off "$TBIN/prog_trigseq" p:10 crash >"$T/f2.out" 2>&1
 check "a crash" wait_for 20 ended "$(pid_of "$T/f2.out")"
 undecided() { sql "select count(*) from segments where id not in (select segment_id from kept)"; }
@@ -91,6 +103,7 @@ check "the collector stops cleanly" stop_collector
 kept3() { [ "$(sql "select count(*) from triggers where verdict in ('kept', 'merged')")" = 3 ] ||
           { sql 'select * from triggers'; return 1; }; }
 check "three triggers with kept windows (the crash may merge into the second's)" kept3
+check "the typed marker's row holds its fields" typed_row "$F1" second
 check "index emptied, fsck --repair: the triggers come back from the kept segments" \
     reindexed kept
 check "... and d9 ps counts the records the kept segments hold" \

@@ -145,11 +145,15 @@ int idx_read_time_range(struct idx *x, uint32_t pid, uint64_t *tmin, uint64_t *t
     if (e < 0)
         return e;
     sqlite3_bind_int64(st, 1, pid);
-    e = -ENOENT;
-    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int64(st, 2) > 0) {
+    int rc = sqlite3_step(st);
+    if (rc != SQLITE_ROW) {
+        e = fail(x, "time range");     /* an aggregate has its one row */
+    } else if (sqlite3_column_int64(st, 2) > 0) {
         *tmin = col_u64(st, 0);
         *tmax = col_u64(st, 1);
         e = 0;
+    } else {
+        e = -ENOENT;
     }
     sqlite3_finalize(st);
     return e;
@@ -400,13 +404,12 @@ int idx_read_block_offsets(struct idx *x, uint64_t segment_id, uint16_t kind,
         return e;
     sqlite3_bind_int64(st, 1, clamp_i64(segment_id));
     sqlite3_bind_int64(st, 2, kind);
-    int n = 0, ret = 0;
-    while (ret == 0 && sqlite3_step(st) == SQLITE_ROW) {
+    int n = 0, ret = 0, rc = SQLITE_DONE;
+    while (ret == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
         n++;
         ret = fn(arg, col_u64(st, 0));
     }
-    sqlite3_finalize(st);
-    return ret < 0 ? ret : n;
+    return list_end(x, st, rc, ret, n, "list block offsets");
 }
 
 int idx_read_block_stats(struct idx *x, int64_t process_id, uint64_t from, uint64_t to,
@@ -426,8 +429,8 @@ int idx_read_block_stats(struct idx *x, int64_t process_id, uint64_t from, uint6
     sqlite3_bind_int64(st, 2, SEG_BLK_DATA);
     sqlite3_bind_int64(st, 3, clamp_i64(from));
     sqlite3_bind_int64(st, 4, clamp_i64(to));
-    int n = 0, ret = 0;
-    while (ret == 0 && sqlite3_step(st) == SQLITE_ROW) {
+    int n = 0, ret = 0, rc = SQLITE_DONE;
+    while (ret == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
         struct idx_read_block_stat b = {
             .tid = (uint32_t)sqlite3_column_int64(st, 0),
             .ring = (uint32_t)sqlite3_column_int64(st, 1),
@@ -438,8 +441,7 @@ int idx_read_block_stats(struct idx *x, int64_t process_id, uint64_t from, uint6
         n++;
         ret = fn(arg, &b);
     }
-    sqlite3_finalize(st);
-    return ret < 0 ? ret : n;
+    return list_end(x, st, rc, ret, n, "block stats");
 }
 
 int idx_read_process_segments(struct idx *x, int64_t process_id,
@@ -452,13 +454,12 @@ int idx_read_process_segments(struct idx *x, int64_t process_id,
     if (e < 0)
         return e;
     sqlite3_bind_int64(st, 1, process_id);
-    int n = 0, ret = 0;
-    while (ret == 0 && sqlite3_step(st) == SQLITE_ROW) {
+    int n = 0, ret = 0, rc = SQLITE_DONE;
+    while (ret == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
         n++;
         ret = fn(arg, col_text(st, 0));
     }
-    sqlite3_finalize(st);
-    return ret < 0 ? ret : n;
+    return list_end(x, st, rc, ret, n, "list a process's segments");
 }
 
 int idx_read_threads(struct idx *x, uint32_t pid, int64_t process_id,

@@ -129,9 +129,11 @@ static int objects_try(void *arg, const char *rel)
 struct q_loc *q_loc_of_process(struct q_store *s, int64_t process_id)
 {
     struct codeloc_open co = { s, NULL };
-    idx_read_process_segments(q_store_idx(s), process_id, codeloc_try, &co);
-    if (!co.c)      /* never seen alive by the collector: what its agent published */
-        idx_read_process_segments(q_store_idx(s), process_id, objects_try, &co);
+    int rc = idx_read_process_segments(q_store_idx(s), process_id, codeloc_try, &co);
+    if (!co.c && rc >= 0)   /* never seen alive by the collector: what its agent published */
+        rc = idx_read_process_segments(q_store_idx(s), process_id, objects_try, &co);
+    if (!co.c && rc < 0)
+        q_store_index_warn(s, "code locations left unresolved");
     return co.c;
 }
 

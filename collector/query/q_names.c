@@ -127,7 +127,8 @@ static struct seg_reader *names_reader(struct q_names *n, int64_t process_id)
     e->code = NULL;
     e->code_tried = 0;
     struct names_open no = { n, e };
-    idx_read_process_segments(q_store_idx(n->s), process_id, names_try, &no);
+    if (idx_read_process_segments(q_store_idx(n->s), process_id, names_try, &no) < 0 && !e->r)
+        q_store_index_warn(n->s, "names left unresolved");
     return e->r;
 }
 

@@ -127,8 +127,8 @@ static int meta_block(void *arg, uint64_t offset)
 static int load_meta(struct scan *sc, struct seg_reader *r, uint64_t seg_id)
 {
     int n = idx_read_block_offsets(q_store_idx(sc->s), seg_id, SEG_BLK_META, meta_block, r);
-    if (n <= 0)
-        return seg_reader_load_meta(r);     /* index incomplete: trust the file */
+    if (n <= 0)     /* index incomplete or unreadable (-EIO): the file's own, whole */
+        return seg_reader_load_meta(r);
     return 0;
 }
 

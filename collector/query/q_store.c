@@ -26,6 +26,7 @@ struct q_store {
     bool have_wall;
     int64_t boot_realtime_ns;
     bool live;
+    bool index_warned;              /* q_store_index_warn said it once */
     char hint[160];
     /* the last q_store_process_end answer (end_rc 0 or -ENOENT) */
     bool end_have;
@@ -45,7 +46,10 @@ static void detect_boot(struct q_store *s)
 {
     char v[64];
     uint64_t newest = 0, tmin;
-    bool have_newest = q_store_time_range(s, 0, &tmin, &newest) == 0;
+    int rc = q_store_time_range(s, 0, &tmin, &newest);
+    bool have_newest = rc == 0;
+    if (rc < 0 && rc != -ENOENT)
+        q_store_index_warn(s, "the store's newest record unknown: it may be taken for live");
     uint64_t mono = now_ns(CLOCK_MONOTONIC);
     int64_t ours = (int64_t)(now_ns(CLOCK_REALTIME) - mono);
 
@@ -153,6 +157,14 @@ void q_store_skip_note(void *arg, uint64_t offset, const char *why)
 
 struct idx *q_store_idx(struct q_store *s) { return s->x; }
 
+void q_store_index_warn(struct q_store *s, const char *what)
+{
+    if (s->index_warned)
+        return;
+    s->index_warned = true;
+    fprintf(stderr, "d9: warning: %s (%s)\n", idx_errmsg(s->x), what);
+}
+
 int q_store_process_end(struct q_store *s, int64_t process_id, struct idx_read_process_end *out)
 {
     int64_t v;
@@ -239,8 +251,12 @@ int q_store_window_resolve(struct q_store *s, const struct q_window *w, uint32_t
 {
     uint64_t tmin = 0, tmax = 0;
     bool have = false;
-    if (w->kind == Q_WIN_SINCE && !s->live)
-        have = q_store_time_range(s, pid, &tmin, &tmax) == 0;
+    if (w->kind == Q_WIN_SINCE && !s->live) {
+        int rc = q_store_time_range(s, pid, &tmin, &tmax);
+        have = rc == 0;
+        if (rc < 0 && rc != -ENOENT)
+            q_store_index_warn(s, "--since ignored: the whole store is read");
+    }
     q_store_window_compute(w, s->live, now_ns(CLOCK_MONOTONIC), have, tmax, from, to);
     return 0;
 }

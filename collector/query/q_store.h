@@ -56,6 +56,11 @@ struct q_skip_note {
 };
 void q_store_skip_note(void *arg, uint64_t offset, const char *why);
 const char *q_store_dir(const struct q_store *s);
+/* A read of the index that failed (-EIO) where the caller goes on without
+ * it, its answer then missing what (e.g. "names left unresolved"): says so
+ * on stderr, "d9: warning: <idx_errmsg> (WHAT)", the first time only for s,
+ * so a failing index is one line, not one per process. */
+void q_store_index_warn(struct q_store *s, const char *what);
 /* The index handle, for the other readers of query/ (q_scan, q_names,
  * q_loc): read-only, owned by s. */
 struct idx *q_store_idx(struct q_store *s);

@@ -401,8 +401,11 @@ int sql_pair_begin(struct cur *c, int idx_num)
     c->ext_len = c->f.to - c->f.from < UINT64_MAX ? c->f.to - c->f.from + 1 : UINT64_MAX;
     if (c->ext_len < 1000000)
         c->ext_len = 1000000;
-    if (q_store_time_range(c->vt->ctx->s, c->f.pid, &tmin, &c->tmax) < 0)
+    int tr = q_store_time_range(c->vt->ctx->s, c->f.pid, &tmin, &c->tmax);
+    if (tr < 0)
         c->tmax = 0;
+    if (tr < 0 && tr != -ENOENT)
+        q_store_index_warn(c->vt->ctx->s, "polls open at the window's end left unpaired");
     bool grouped = d->kind == K_POLLS && (idx_num == GRP_BY_LOC || idx_num == GRP_BY_LOCATION);
     c->f.ring_order_only = grouped;     /* the buckets reorder the rows anyway */
     c->f.gaps = d->kind == K_POLLS;     /* a poll is never paired across a block not read */

@@ -2,7 +2,7 @@
  * test_q_store.c — the CLI's parsing helpers (numbers, durations, type lists),
  * time-window arithmetic, and q_store.c against a real store built with the
  * segment writer and the index: listings, time-ordered scans with filters,
- * corrupt and missing segment files.
+ * corrupt and missing segment files, an index read that fails said once.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -14,9 +14,12 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <sqlite3.h>
 #include <cmocka.h>
 #include "collector/cli/cli.h"
+#include "collector/query/q_loc.h"
 #include "collector/store/idx.h"
+#include "collector/store/idx_int.h"
 #include "collector/query/q_scan.h"
 #include "collector/store/seg_writer.h"
 #include "collector/store/seg_reader.h"
@@ -496,6 +499,47 @@ static void vanished_segment_file_is_skipped_and_counted(void **state)
     q_store_close(s);
 }
 
+static int interrupt_all(void *arg)
+{
+    (void)arg;
+    return 1;
+}
+
+/* A reader that goes on without a failed index read (q_loc: no code
+ * locations) says so on stderr, with the index's reason, once per store. */
+static void a_failed_index_read_is_said_once(void **state)
+{
+    struct fixture *fx = *state;
+    struct q_store *s = open_store(fx);
+    char path[300];
+    snprintf(path, sizeof path, "%s/stderr", fx->dir);
+    fflush(stderr);
+    int saved = dup(2);
+    FILE *f = fopen(path, "w+");
+    assert_non_null(f);
+    assert_true(saved >= 0 && dup2(fileno(f), 2) == 2);
+    sqlite3_progress_handler(q_store_idx(s)->db, 1, interrupt_all, NULL);
+    assert_null(q_loc_of_process(s, 1));
+    assert_null(q_loc_of_process(s, 2));
+    sqlite3_progress_handler(q_store_idx(s)->db, 0, NULL, NULL);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    char out[1024] = "";
+    rewind(f);
+    size_t n = fread(out, 1, sizeof out - 1, f);
+    out[n] = 0;
+    fclose(f);
+    assert_non_null(strstr(out, "d9: warning: "));
+    assert_non_null(strstr(out, "interrupt"));
+    assert_non_null(strstr(out, "(code locations left unresolved)\n"));
+    int lines = 0;
+    for (size_t i = 0; i < n; i++)
+        lines += out[i] == '\n';
+    assert_int_equal(lines, 1);     /* two processes, one warning */
+    q_store_close(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -525,6 +569,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(scan_stops_when_the_callback_says_so, setup_store,
                                         teardown_store),
         cmocka_unit_test_setup_teardown(corrupt_block_is_skipped_and_counted, setup_store,
+                                        teardown_store),
+        cmocka_unit_test_setup_teardown(a_failed_index_read_is_said_once, setup_store,
                                         teardown_store),
         cmocka_unit_test_setup_teardown(vanished_segment_file_is_skipped_and_counted,
                                         setup_store, teardown_store),

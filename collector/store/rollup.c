@@ -32,6 +32,7 @@
 
 #define RU_MAGIC         "D9RU"
 #define RU_TABLE_MIN     64u         /* slots of a table at first use (a power of two) */
+#define RU_EV_KEEP       4096u       /* a thread's event array shrinks only above this */
 #define RU_EMPTY         UINT32_MAX
 #define RU_TAG_DELAY     (1u << 30)  /* a bin's entry: a delay entry's index | this */
 #define RU_TAG_FIELD     (2u << 30)  /* a field entry's index | this */
@@ -138,6 +139,21 @@ struct thr {
     uint32_t nev, capev;
 };
 
+/* Pending wakes by task (q_wake.h's table, one process): open addressing,
+ * an entry leaves when a poll start takes it (pend_take), so the table
+ * holds only the wakes pending at once and stays small (in cache); grows
+ * at half full. */
+struct pend {
+    uint64_t task, ts;
+    uint16_t runtime;
+    uint8_t used;
+};
+
+struct pends {
+    struct pend *p;
+    uint32_t cap, n;
+};
+
 /* One open-addressing table of entry indices (RU_EMPTY = free slot). */
 struct slots {
     uint32_t *s;
@@ -168,7 +184,12 @@ struct rollup {
     uint32_t nf, capf;
     struct slots fs;
     uint32_t nev;                   /* events of all threads: the next one's seq */
-    uint32_t nwake;                 /* wakes among them (0: wakes_pair has nothing to pair) */
+    uint32_t nwake;                 /* wakes among the kept ones (0 with no pending wake:
+                                       wakes_pair has nothing to pair) */
+    struct pends pm;                /* wakes pending across wakes_pair passes */
+    uint64_t paired_to;             /* live feeding: events before this are paired and
+                                       freed; one fed later is out of order (-ESTALE) */
+    uint64_t ev_max;                /* the latest event fed */
     struct ru_schema *sc;
     uint32_t nsc, capsc, lastsc;
     struct rollup_range only[ROLLUP_ONLY_MAX];  /* rollup_only; nonly 0 = everything */
@@ -209,6 +230,7 @@ void rollup_free(struct rollup *r)
     free(r->f);
     free(r->fs.s);
     free(r->sc);
+    free(r->pm.p);
     for (uint32_t i = 0; i < r->capdense; i++)
         free(r->dense[i]);
     free(r->dense);
@@ -761,6 +783,10 @@ static int event_add(struct rollup *r, struct thr *t, uint64_t ts, uint64_t task
 {
     if (r->nev == UINT32_MAX)
         return -ENOMEM;
+    if (ts < r->paired_to)
+        return -ESTALE;             /* paired already without it: read the file back */
+    if (ts > r->ev_max)
+        r->ev_max = ts;
     int e = grow((void **)&t->ev, &t->capev, t->nev, sizeof *t->ev);
     if (e < 0)
         return e;
@@ -793,21 +819,6 @@ static int delay_add(struct rollup *r, uint64_t wake_ts, uint16_t runtime, uint6
         x->max = d;
     return bin_add(r, RU_TAG_DELAY | i, rollup_bin(d));
 }
-
-/* Pending wakes by task (q_wake.h's table, one process): open addressing,
- * an entry leaves when a poll start takes it (pend_take), so the table
- * holds only the wakes pending at once and stays small (in cache); grows
- * at half full. */
-struct pend {
-    uint64_t task, ts;
-    uint16_t runtime;
-    uint8_t used;
-};
-
-struct pends {
-    struct pend *p;
-    uint32_t cap, n;
-};
 
 static struct pend *pend_slot(struct pends *m, uint64_t task)
 {
@@ -888,24 +899,58 @@ static void wh_down(struct whead *h, uint32_t nh, uint32_t k)
     h[k] = x;
 }
 
-/* q_wake.h's rule over the segment's wakes and poll starts in time order
- * (ties in file order): each thread's events are in time order already, so
- * they are merged with a heap of the threads' heads; a poll start takes the
- * pending wake of its task, a wake replaces it. Keys (ts, seq) are unique,
- * so the merged order is that of a sort, whatever the heap's shape. A
- * segment without wakes pairs nothing: no merge. */
-static int wakes_pair(struct rollup *r)
+/* Each thread's kept events from its first not paired yet (at[]) on, moved
+ * to the front; a large array left mostly empty shrinks. */
+static void events_compact(struct rollup *r, const uint32_t *at)
+{
+    for (uint32_t i = 0; i < r->nt; i++) {
+        struct thr *t = &r->t[i];
+        uint32_t k = at ? at[i] : t->nev, left = t->nev - k;
+        if (k && left)
+            memmove(t->ev, t->ev + k, (size_t)left * sizeof *t->ev);
+        t->nev = left;
+        if (t->capev > RU_EV_KEEP && left < t->capev / 8) {
+            uint32_t cap = t->capev / 2;
+            struct wev *ev = realloc(t->ev, (size_t)cap * sizeof *ev);
+            if (ev) {
+                t->ev = ev;
+                t->capev = cap;
+            }
+        }
+    }
+}
+
+/* q_wake.h's rule over the wakes and poll starts in time order (ties in
+ * file order), for those before upto (UINT64_MAX: all, the segment's end):
+ * each thread's events are in time order already, so they are merged with
+ * a heap of the threads' heads; a poll start takes the pending wake of its
+ * task, a wake replaces it. Keys (ts, seq) are unique, so the merged order
+ * is that of a sort, whatever the heap's shape. A pass stops at the first
+ * head at or after upto, which is where a merge of everything would be
+ * then (every event before upto was fed: event_add refuses one later), so
+ * passes give the bytes of one merge at the end. The events paired are
+ * freed and the pending wakes kept for the next pass. Nothing to pair (no
+ * wake kept or pending): no merge. */
+static int wakes_pair_upto(struct rollup *r, uint64_t upto)
 {
     int rc = 0;
-    if (r->nwake == 0)
+    uint32_t *at = NULL;
+    if (r->nwake == 0 && r->pm.n == 0) {
+        /* the poll starts before upto find no wake: drop them */
+        at = calloc((size_t)r->nt + 1, sizeof *at);
+        if (!at)
+            return -ENOMEM;
+        for (uint32_t i = 0; i < r->nt; i++)
+            while (at[i] < r->t[i].nev && r->t[i].ev[at[i]].ts < upto)
+                at[i]++;
         goto out;
+    }
     struct whead *heap = malloc(((size_t)r->nt + 1) * sizeof *heap);
-    uint32_t *at = calloc((size_t)r->nt + 1, sizeof *at);
-    struct pends m = { 0 };
+    at = calloc((size_t)r->nt + 1, sizeof *at);
     uint32_t nh = 0;
     rc = heap && at ? 0 : -ENOMEM;
     for (uint32_t i = 0; rc == 0 && i < r->nt; i++)
-        if (r->t[i].nev)
+        if (r->t[i].nev && r->t[i].ev[0].ts < upto)
             heap[nh++] = (struct whead){ r->t[i].ev[0].ts, r->t[i].ev[0].seq, i };
     for (uint32_t k = nh / 2; rc == 0 && k-- > 0;)
         wh_down(heap, nh, k);
@@ -914,18 +959,19 @@ static int wakes_pair(struct rollup *r)
         struct thr *t = &r->t[ti];
         const struct wev *v = &t->ev[at[ti]++];
         if (v->wake) {
-            rc = pend_put(&m, v);
-        } else if (m.n) {
-            struct pend *x = pend_slot(&m, v->task);
+            rc = pend_put(&r->pm, v);
+            r->nwake--;
+        } else if (r->pm.n) {
+            struct pend *x = pend_slot(&r->pm, v->task);
             if (x->used) {
                 uint64_t wts = x->ts;
                 uint16_t rt = x->runtime;
-                pend_take(&m, x);
+                pend_take(&r->pm, x);
                 if (counted(r, wts))
                     rc = delay_add(r, wts, rt, v->ts >= wts ? v->ts - wts : 0);  /* a hostile clock */
             }
         }
-        if (at[ti] == t->nev)
+        if (at[ti] == t->nev || t->ev[at[ti]].ts >= upto)
             heap[0] = heap[--nh];
         else
             heap[0] = (struct whead){ t->ev[at[ti]].ts, t->ev[at[ti]].seq, ti };
@@ -933,12 +979,25 @@ static int wakes_pair(struct rollup *r)
             wh_down(heap, nh, 0);
     }
     free(heap);
-    free(at);
-    free(m.p);
 out:
-    for (uint32_t i = 0; i < r->nt; i++)
-        r->t[i].nev = 0;
+    if (rc == 0) {
+        events_compact(r, at);
+        if (upto > r->paired_to)
+            r->paired_to = upto;
+    }
+    free(at);
+    return rc;
+}
+
+/* The segment's end: every event paired, the pending wakes dropped (never
+ * paired across segments). */
+static int wakes_pair(struct rollup *r)
+{
+    int rc = wakes_pair_upto(r, UINT64_MAX);
+    events_compact(r, NULL);
     r->nwake = 0;
+    free(r->pm.p);
+    r->pm = (struct pends){ 0 };
     return rc;
 }
 
@@ -1226,7 +1285,21 @@ int rollup_feed_records(struct rollup *r, uint32_t ring, uint32_t generation,
     struct thr *t = thread_of(r, ring, generation);
     if (!t)
         return -ENOMEM;
-    return feed_run(r, t, records, len);
+    int e = feed_run(r, t, records, len);
+    /* live: pair what no later record can come before (ROLLUP_PAIR_LAG_NS
+     * behind the latest), a step at a time, so the events kept stay few */
+    if (e == 0 && r->ev_max >= ROLLUP_PAIR_LAG_NS + ROLLUP_PAIR_STEP_NS &&
+        r->ev_max - ROLLUP_PAIR_LAG_NS >= r->paired_to + ROLLUP_PAIR_STEP_NS)
+        e = wakes_pair_upto(r, r->ev_max - ROLLUP_PAIR_LAG_NS);
+    return e;
+}
+
+uint64_t rollup_events_kept(const struct rollup *r)
+{
+    uint64_t n = 0;
+    for (uint32_t i = 0; r && i < r->nt; i++)
+        n += r->t[i].nev;
+    return n;
 }
 
 /* ---- encode -------------------------------------------------------------------- */

@@ -15,7 +15,8 @@
  * everything: lengths, CRC, order, sums; fuzzed by tests/fuzz/fuzz_rollup.c),
  * or keep memory per record (per key and per histogram bin in use only;
  * the one exception: 24 bytes per wake and poll_start for the wake->poll
- * pairing's time order, freed at the end of the segment).
+ * pairing's time order: fed live, those of the last ROLLUP_PAIR_LAG_NS and
+ * a step; read from a file, those of the whole segment, freed at its end).
  *
  * What is counted (the definitions readers rely on), from one segment file
  * alone, in file order, per thread (ring generation):
@@ -170,11 +171,22 @@ int rollup_feed_gap(struct rollup *r, uint32_t ring, uint32_t generation);
  * file: a META block's entries (already checked), and a DATA block's records
  * in ring framing (already checked; a block may come in several runs, one
  * call each, in order). Fed exactly the blocks of a segment, then
- * rollup_finish gives the bytes rollup_file gives for the sealed file. 0 or
- * -ENOMEM / -EBADMSG (a record's length out of its run). */
+ * rollup_finish gives the bytes rollup_file gives for the sealed file.
+ * Fed this way, the wakes and poll starts are paired as they come: those
+ * more than ROLLUP_PAIR_LAG_NS before the latest one fed, each time that
+ * mark has moved ROLLUP_PAIR_STEP_NS, and then freed (the pairing's memory
+ * holds that lag's events, not the segment's). A thread whose records come
+ * later than that lag behind another's (a wake or poll start before the
+ * mark) makes the call fail with -ESTALE: the live rollups are then given
+ * up (seg_writer) and the seal computes them from the file. 0 or -ENOMEM /
+ * -EBADMSG (a record's length out of its run) / -ESTALE. */
+#define ROLLUP_PAIR_LAG_NS  2000000000ull  /* 20 x the drain's batch age (drain.h) */
+#define ROLLUP_PAIR_STEP_NS 1000000000ull
 int rollup_feed_meta(struct rollup *r, const uint8_t *entries, size_t len);
 int rollup_feed_records(struct rollup *r, uint32_t ring, uint32_t generation,
                         const uint8_t *records, size_t len);
+/* The wakes and poll starts held for the pairing now (24 bytes each). */
+uint64_t rollup_events_kept(const struct rollup *r);
 /* The stored bytes of everything fed (malloc'ed into *out). 0 or -ENOMEM. */
 int rollup_encode(const struct rollup *r, uint8_t **out, size_t *len);
 

@@ -198,6 +198,8 @@ int ru_pipe_new(struct ru_pipe **out)
     pthread_sigmask(SIG_SETMASK, &all, &old);
     int rc = pthread_create(&p->thr, NULL, consumer_main, p);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc == 0)
+        (void)pthread_setname_np(p->thr, "d9-rollups");    /* top -H, perf */
     if (rc) {
         pthread_cond_destroy(&p->finished);
         pthread_cond_destroy(&p->room);

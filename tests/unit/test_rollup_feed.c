@@ -287,12 +287,16 @@ static void test_random_segments_give_the_same_bytes_both_ways(void **state)
     for (uint64_t seed = 1; seed <= 40; seed++) {
         uint64_t s = seed * 0x9e3779b97f4a7c15ull;
         struct seg_writer *w = open_live(fx, seed % 3 ? meta : NULL, seed % 3 ? mlen : 0);
-        uint64_t ts[4] = { S, S + 3, S + 5, S + 7 };
+        /* one clock; a thread's records trail it by up to 1 s (its blocks
+         * overlap the others' in time, within the live pairing's lag) */
+        uint64_t ts[4] = { S, S + 3, S + 5, S + 7 }, now = 2 * S;
         for (int blk = 0; blk < 30; blk++) {
             uint32_t ring = (uint32_t)(rnd(&s) % 4);
             unsigned nrec = 1 + (unsigned)(rnd(&s) % 60);
             for (unsigned k = 0; k < nrec; k++) {
-                ts[ring] += rnd(&s) % (300 * MS);
+                now += rnd(&s) % (300 * MS);
+                uint64_t at = now - rnd(&s) % S;
+                ts[ring] = at > ts[ring] ? at : ts[ring] + 1;
                 uint64_t task = 1 + rnd(&s) % 6;
                 uint16_t worker = (uint16_t)ring;
                 switch (rnd(&s) % 6) {
@@ -393,6 +397,101 @@ static void test_a_commit_of_other_records_interrupts_them(void **state)
     free(x);
 }
 
+/* A thread whose records come more than the pairing's lag behind another
+ * thread's (its wakes and poll starts before what was paired already):
+ * the live rollups are given up (-ESTALE at the finish, inline or piped),
+ * and the file's rollups are still there to compute. */
+static void test_a_thread_trailing_past_the_lag_gives_them_up(void **state)
+{
+    struct fx *fx = *state;
+    struct seg_writer *w = open_live(fx, NULL, 0);
+    struct buf *x = calloc(1, sizeof *x);
+    assert_non_null(x);
+    for (uint64_t k = 0; k < 10; k++) {         /* ring 0: 10 s of polls and wakes */
+        wake(x, S + k * S, 100 + k);
+        poll_start(x, S + k * S + MS, 100 + k, 0, 1);
+        poll_end(x, S + k * S + 2 * MS, 100 + k, 0);
+    }
+    assert_int_equal(seg_writer_add_data(w, 200, 0, 1, 0, x->b, x->len), 0);
+    x->len = 0;
+    wake(x, 2 * S, 7);                          /* ring 1: 8 s behind */
+    poll_start(x, 2 * S + MS, 7, 1, 1);
+    assert_int_equal(seg_writer_add_data(w, 201, 1, 1, 0, x->b, x->len), 0);
+    struct seg_summary sum;
+    assert_int_equal(seg_writer_seal(w, &sum), 0);
+    uint8_t *out = NULL;
+    size_t len = 0;
+    assert_int_equal(seg_writer_rollup_finish(w, &out, &len), -ESTALE);
+    assert_null(out);
+    assert_int_equal(rollup_file(sum.path, &out, &len), 0);
+    struct rollup_view v;
+    char why[160] = "";
+    if (rollup_decode(out, len, &v, why, sizeof why))
+        fail_msg("%s", why);
+    assert_int_equal(v.ndelay > 0, 1);          /* both rings' wakes answered */
+    free(out);
+    seg_writer_free(w);
+    free(x);
+}
+
+/* Fed live, the pairing holds the events of its lag, not the segment's:
+ * 200 s of wakes and polls on two threads (a thousand a second) keep at
+ * most (lag + step + a run) worth, and give the bytes of one pairing at
+ * the end (the same records fed through a file: rollup_file). */
+static void test_live_pairing_keeps_only_the_lag(void **state)
+{
+    struct fx *fx = *state;
+    struct seg_writer *w = open_live(fx, NULL, 0);
+    struct rollup *ru;
+    assert_int_equal(rollup_new(&ru), 0);
+    struct buf *x = calloc(1, sizeof *x);
+    assert_non_null(x);
+    uint64_t kept_max = 0;
+    for (uint64_t sec = 1; sec <= 200; sec++) {
+        for (uint32_t ring = 0; ring < 2; ring++) {
+            for (uint64_t k = 0; k < 500; k++) {
+                uint64_t t = sec * S + k * 2 * MS + ring * MS, task = (sec * 1000 + k) * 2 + ring;
+                wake(x, t, task ^ 1);           /* the other thread's task */
+                poll_start(x, t + MS / 2, task, (uint16_t)ring, 1);
+                poll_end(x, t + MS / 2 + 100, task, (uint16_t)ring);
+            }
+            assert_int_equal(rollup_feed_records(ru, ring, 1, x->b, x->len), 0);
+            assert_int_equal(seg_writer_add_data(w, 200 + ring, ring, 1, 0, x->b, x->len), 0);
+            x->len = 0;
+            uint64_t kept = rollup_events_kept(ru);
+            if (kept > kept_max)
+                kept_max = kept;
+        }
+    }
+    /* 2 events per record triple, 1000 triples a second */
+    uint64_t bound = (ROLLUP_PAIR_LAG_NS + ROLLUP_PAIR_STEP_NS) / S * 2000 + 2 * 1000;
+    assert_true(kept_max > 0);
+    if (kept_max > bound)
+        fail_msg("kept %llu events, more than %llu", (unsigned long long)kept_max,
+                 (unsigned long long)bound);
+    uint8_t *mine = NULL;
+    size_t mine_len = 0;
+    assert_int_equal(rollup_finish(ru, &mine, &mine_len), 0);
+    assert_int_equal(rollup_events_kept(ru), 0);
+    rollup_free(ru);
+    struct rollup_view v;
+    uint8_t *keep;
+    seal_and_compare(w, &v, &keep);             /* the writer's own: live = read back */
+    assert_int_equal(mine_len > 0, 1);
+    uint64_t delays = 0;
+    struct rollup_delay d;
+    size_t off = 0;
+    uint32_t i = 0;
+    while (rollup_next_delay(&v, &off, &i, &d) == 1)
+        delays += d.count;
+    /* ring 0's wakes are answered by ring 1's polls 1.5 ms later; ring 1's
+     * come after the task's poll: never answered */
+    assert_int_equal(delays, 200 * 500);
+    free(mine);
+    free(keep);
+    free(x);
+}
+
 /* Records appended before the start were not fed: no live rollups then. */
 static void test_start_after_records_is_refused(void **state)
 {
@@ -424,6 +523,8 @@ int main(void)
         BOTH(test_a_dropped_reservation_interrupts_them),
         BOTH(test_a_commit_of_other_records_interrupts_them),
         BOTH(test_start_after_records_is_refused),
+        BOTH(test_a_thread_trailing_past_the_lag_gives_them_up),
+        BOTH(test_live_pairing_keeps_only_the_lag),
     };
 #undef BOTH
     return cmocka_run_group_tests(tests, NULL, NULL);

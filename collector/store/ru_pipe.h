@@ -40,7 +40,8 @@
 #include <stdint.h>
 
 #define RU_PIPE_SLOT  (32u * 1024u)     /* bytes a records message carries in place */
-#define RU_PIPE_SLOTS 128u              /* messages in flight (4 MiB of buffers) */
+#define RU_PIPE_SLOTS 32u               /* messages in flight (1 MiB of buffers: the drain
+                                           writes into them, so few stay in cache) */
 
 struct ru_pipe;
 struct ru_stream;

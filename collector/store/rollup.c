@@ -115,6 +115,15 @@ struct open_poll {
     uint32_t down;                  /* dead: a slot at or above the nearest live one below it
                                        (every slot strictly between is dead); RU_EMPTY: none */
     uint8_t dead;                   /* removed (its end came, or it was dropped) */
+    uint64_t sync;                  /* the thread's barrier count when pend and from were last
+                                       brought up to date (open_sync) */
+};
+
+/* An end of open poll pos at ts: every poll open above pos then has its
+ * pend cleared and its from raised to ts, done lazily (open_sync). */
+struct barrier {
+    uint32_t pos;
+    uint64_t seq, ts;
 };
 
 struct thr {
@@ -145,6 +154,11 @@ struct thr {
     struct wev *ev;                 /* its wakes and poll starts, in time order */
     uint32_t nev, capev;
     uint64_t open_steps;            /* open[] slots let go, walked or moved (rollup_open_steps) */
+    struct barrier *bar;            /* the ends not applied yet to the polls above them: pos
+                                       and seq ascending, ts not descending (a later end at a
+                                       lower pos covers an earlier one above it) */
+    uint32_t nbar, capbar;
+    uint64_t bseq;                  /* barriers made so far */
 };
 
 /* Pending wakes by task (q_wake.h's table, one process): open addressing,
@@ -231,6 +245,7 @@ void rollup_free(struct rollup *r)
         free(r->t[i].open);
         free(r->t[i].omap);
         free(r->t[i].ev);
+        free(r->t[i].bar);
     }
     free(r->t);
     free(r->wa);
@@ -638,6 +653,67 @@ static uint32_t open_first(const struct thr *t)
     return RU_EMPTY;
 }
 
+/* Bring open poll j of t up to date with the ends since its last sync: the
+ * latest barrier below it (the stack's last with pos < j) covers all of
+ * them (a later one, and ts not descending). */
+static void open_sync(struct thr *t, uint32_t j)
+{
+    struct open_poll *o = &t->open[j];
+    if (o->sync == t->bseq)
+        return;
+    uint32_t lo = 0, hi = t->nbar;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (t->bar[mid].pos < j)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo > 0 && t->bar[lo - 1].seq > o->sync) {
+        o->pend = 0;
+        if (o->from < t->bar[lo - 1].ts)
+            o->from = t->bar[lo - 1].ts;
+    }
+    o->sync = t->bseq;
+}
+
+/* Every open poll of t brought up to date; no barrier left. */
+static void open_sync_all(struct thr *t)
+{
+    if (!t->nbar)
+        return;
+    for (uint32_t j = 0; j < t->ntop; j++)
+        if (!t->open[j].dead)
+            open_sync(t, j);
+    t->open_steps += t->ntop;
+    t->nbar = 0;
+}
+
+/* q_pair's rule for an end of open poll i at ts: the polls open above it
+ * lose their pend and start their busy time at ts at the latest. A barrier,
+ * applied when each is next used (open_sync): O(1) amortized where a loop
+ * over them made ends of polls deep in the stack quadratic. A clock that
+ * goes back (ts below the last barrier's) applies the others first. */
+static int open_barrier(struct thr *t, uint32_t i, uint64_t ts)
+{
+    if (t->nbar && ts < t->bar[t->nbar - 1].ts)
+        open_sync_all(t);
+    while (t->nbar && t->bar[t->nbar - 1].pos >= i) {
+        t->nbar--;
+        t->open_steps++;
+    }
+    if (t->nbar == t->capbar) {
+        uint32_t c = t->capbar ? t->capbar * 2 : 8;
+        struct barrier *b = realloc(t->bar, (size_t)c * sizeof *b);
+        if (!b)
+            return -ENOMEM;
+        t->bar = b;
+        t->capbar = c;
+    }
+    t->bar[t->nbar++] = (struct barrier){ i, ++t->bseq, ts };
+    return 0;
+}
+
 /* Close up the dead slots of t once they are more than half of them: the
  * live ones move down in order and their table entries follow. Between two
  * calls no index is held (a poll start's or end's first step). O(slots),
@@ -646,6 +722,7 @@ static void open_compact(struct thr *t)
 {
     if (t->ntop < RU_OPEN_MIN || t->ntop - t->nopen <= t->nopen)
         return;
+    open_sync_all(t);                   /* the barriers' positions move */
     uint32_t n = 0;
     t->open_steps += t->ntop;
     for (uint32_t i = 0; i < t->ntop; i++) {
@@ -668,6 +745,7 @@ static int busy_add(struct rollup *r, struct thr *t, uint32_t i, const struct op
 {
     uint32_t b = open_below(t, i);
     if (b != RU_EMPTY) {
+        open_sync(t, b);
         t->open[b].pend += d;
         return 0;
     }
@@ -683,6 +761,7 @@ static int busy_add(struct rollup *r, struct thr *t, uint32_t i, const struct op
 /* Open poll i of t leaves without an end: unfinished; its pend counts. */
 static int open_drop(struct rollup *r, struct thr *t, uint32_t i)
 {
+    open_sync(t, i);
     struct open_poll op = t->open[i];
     if (op.entry != RU_EMPTY)
         r->p[op.entry].unfinished++;
@@ -736,7 +815,7 @@ static int on_poll_start(struct rollup *r, struct thr *t, const struct d9_rec_po
         t->capopen = c;
     }
     t->open[t->ntop] = (struct open_poll){ s->task, s->h.ts, ent, s->runtime, s->worker,
-                                           s->h.ts, 0, RU_EMPTY, 0 };
+                                           s->h.ts, 0, RU_EMPTY, 0, t->bseq };
     *omap_slot(t, s->task) = (struct oslot){ s->task, t->ntop };
     t->ntop++;
     t->nopen++;
@@ -753,14 +832,13 @@ static int on_poll_end(struct rollup *r, struct thr *t, const struct d9_rec_poll
     uint32_t i = open_find(t, pe->task);
     if (i == RU_EMPTY)
         return 0;                               /* its start is not in this segment */
+    open_sync(t, i);
     struct open_poll op = t->open[i];
     uint64_t ts = pe->h.ts;
-    for (uint32_t j = i + 1; j < t->ntop; j++) {
-        if (t->open[j].dead)
-            continue;
-        t->open[j].pend = 0;
-        if (t->open[j].from < ts)
-            t->open[j].from = ts;
+    if (i + 1 < t->ntop) {
+        int e = open_barrier(t, i, ts);
+        if (e < 0)
+            return e;
     }
     open_remove(t, i);
     int e = busy_add(r, t, i, &op, ts >= op.from ? ts - op.from : 0);
@@ -1699,6 +1777,7 @@ static int pend_flush(struct rollup *r)
     for (uint32_t k = 0; k < r->nt; k++) {
         struct thr *t = &r->t[k];
         uint64_t sum = 0;
+        open_sync_all(t);
         for (uint32_t i = 0; i < t->ntop; i++) {
             if (t->open[i].dead)
                 continue;

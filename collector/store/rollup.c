@@ -112,12 +112,28 @@ struct open_poll {
     uint64_t from;                  /* its busy time starts here (its start, or the end of a
                                        poll that covered it so far) */
     uint64_t pend;                  /* busy time of finished polls inside it, not counted yet */
+    uint32_t down;                  /* dead: a slot at or above the nearest live one below it
+                                       (every slot strictly between is dead); RU_EMPTY: none */
+    uint8_t dead;                   /* removed (its end came, or it was dropped) */
+    uint64_t sync;                  /* the thread's barrier count when pend and from were last
+                                       brought up to date (open_sync) */
+};
+
+/* An end of open poll pos at ts: every poll open above pos then has its
+ * pend cleared and its from raised to ts, done lazily (open_sync). */
+struct barrier {
+    uint32_t pos;
+    uint64_t seq, ts;
 };
 
 struct thr {
     uint32_t ring, generation;
-    uint32_t nopen, capopen;
-    struct open_poll *open;         /* in start order; grows with the polls open at once */
+    uint32_t nopen, ntop, capopen;  /* live polls; slots in use, dead ones included */
+    struct open_poll *open;         /* in start order; a removed poll's slot is marked dead,
+                                       not closed up (that was O(n) per removal: quadratic
+                                       with many polls left open by lost ends), the top slot
+                                       is always live, and the slots are compacted once
+                                       most are dead */
     struct oslot {                  /* task -> its open poll's index in open[] (a task has
                                        at most one: a second start replaces the first), so
                                        a poll start or end finds it in O(1) however many
@@ -137,6 +153,12 @@ struct thr {
     uint16_t park_runtime, park_worker;
     struct wev *ev;                 /* its wakes and poll starts, in time order */
     uint32_t nev, capev;
+    uint64_t open_steps;            /* open[] slots let go, walked or moved (rollup_open_steps) */
+    struct barrier *bar;            /* the ends not applied yet to the polls above them: pos
+                                       and seq ascending, ts not descending (a later end at a
+                                       lower pos covers an earlier one above it) */
+    uint32_t nbar, capbar;
+    uint64_t bseq;                  /* barriers made so far */
 };
 
 /* Pending wakes by task (q_wake.h's table, one process): open addressing,
@@ -223,6 +245,7 @@ void rollup_free(struct rollup *r)
         free(r->t[i].open);
         free(r->t[i].omap);
         free(r->t[i].ev);
+        free(r->t[i].bar);
     }
     free(r->t);
     free(r->wa);
@@ -536,8 +559,9 @@ static int omap_reserve(struct thr *t)
     free(t->omap);
     t->omap = m;
     t->omap_cap = cap;
-    for (uint32_t i = 0; i < t->nopen; i++)
-        *omap_slot(t, t->open[i].task) = (struct oslot){ t->open[i].task, i };
+    for (uint32_t i = 0; i < t->ntop; i++)
+        if (!t->open[i].dead)
+            *omap_slot(t, t->open[i].task) = (struct oslot){ t->open[i].task, i };
     return 0;
 }
 
@@ -586,15 +610,130 @@ static int poll_bin_add(struct rollup *r, uint32_t entry, uint32_t bin)
     return 0;
 }
 
-/* Remove open poll i of t, keeping the others in start order (those above
- * it move down one: their table entries follow). */
+/* Remove open poll i of t, the others kept in start order where they are:
+ * its slot is marked dead (the dead slots at the top are let go), so no
+ * other index moves. */
 static void open_remove(struct thr *t, uint32_t i)
 {
     omap_del(t, omap_slot(t, t->open[i].task));
-    memmove(&t->open[i], &t->open[i + 1], (t->nopen - i - 1) * sizeof t->open[0]);
+    t->open[i].dead = 1;
+    t->open[i].down = i ? i - 1 : RU_EMPTY;
     t->nopen--;
-    for (uint32_t j = i; j < t->nopen; j++)
-        omap_slot(t, t->open[j].task)->idx = j;
+    t->open_steps++;
+    while (t->ntop && t->open[t->ntop - 1].dead) {
+        t->ntop--;
+        t->open_steps++;
+    }
+}
+
+/* The live open poll nearest below slot i of t, or RU_EMPTY: the dead
+ * slots' down links, each shortened to the answer on the way back (path
+ * compression), so a run of dead slots is walked about once. */
+static uint32_t open_below(struct thr *t, uint32_t i)
+{
+    uint32_t k = i ? i - 1 : RU_EMPTY;
+    while (k != RU_EMPTY && t->open[k].dead) {
+        k = t->open[k].down;
+        t->open_steps++;
+    }
+    for (uint32_t j = i ? i - 1 : RU_EMPTY; j != RU_EMPTY && t->open[j].dead;) {
+        uint32_t next = t->open[j].down;
+        t->open[j].down = k;
+        j = next;
+    }
+    return k;
+}
+
+/* The first live open poll of t (its oldest), or RU_EMPTY. */
+static uint32_t open_first(const struct thr *t)
+{
+    for (uint32_t i = 0; i < t->ntop; i++)
+        if (!t->open[i].dead)
+            return i;
+    return RU_EMPTY;
+}
+
+/* Bring open poll j of t up to date with the ends since its last sync: the
+ * latest barrier below it (the stack's last with pos < j) covers all of
+ * them (a later one, and ts not descending). */
+static void open_sync(struct thr *t, uint32_t j)
+{
+    struct open_poll *o = &t->open[j];
+    if (o->sync == t->bseq)
+        return;
+    uint32_t lo = 0, hi = t->nbar;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (t->bar[mid].pos < j)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo > 0 && t->bar[lo - 1].seq > o->sync) {
+        o->pend = 0;
+        if (o->from < t->bar[lo - 1].ts)
+            o->from = t->bar[lo - 1].ts;
+    }
+    o->sync = t->bseq;
+}
+
+/* Every open poll of t brought up to date; no barrier left. */
+static void open_sync_all(struct thr *t)
+{
+    if (!t->nbar)
+        return;
+    for (uint32_t j = 0; j < t->ntop; j++)
+        if (!t->open[j].dead)
+            open_sync(t, j);
+    t->open_steps += t->ntop;
+    t->nbar = 0;
+}
+
+/* q_pair's rule for an end of open poll i at ts: the polls open above it
+ * lose their pend and start their busy time at ts at the latest. A barrier,
+ * applied when each is next used (open_sync): O(1) amortized where a loop
+ * over them made ends of polls deep in the stack quadratic. A clock that
+ * goes back (ts below the last barrier's) applies the others first. */
+static int open_barrier(struct thr *t, uint32_t i, uint64_t ts)
+{
+    if (t->nbar && ts < t->bar[t->nbar - 1].ts)
+        open_sync_all(t);
+    while (t->nbar && t->bar[t->nbar - 1].pos >= i) {
+        t->nbar--;
+        t->open_steps++;
+    }
+    if (t->nbar == t->capbar) {
+        uint32_t c = t->capbar ? t->capbar * 2 : 8;
+        struct barrier *b = realloc(t->bar, (size_t)c * sizeof *b);
+        if (!b)
+            return -ENOMEM;
+        t->bar = b;
+        t->capbar = c;
+    }
+    t->bar[t->nbar++] = (struct barrier){ i, ++t->bseq, ts };
+    return 0;
+}
+
+/* Close up the dead slots of t once they are more than half of them: the
+ * live ones move down in order and their table entries follow. Between two
+ * calls no index is held (a poll start's or end's first step). O(slots),
+ * paid for by the removals that made them dead. */
+static void open_compact(struct thr *t)
+{
+    if (t->ntop < RU_OPEN_MIN || t->ntop - t->nopen <= t->nopen)
+        return;
+    open_sync_all(t);                   /* the barriers' positions move */
+    uint32_t n = 0;
+    t->open_steps += t->ntop;
+    for (uint32_t i = 0; i < t->ntop; i++) {
+        if (t->open[i].dead)
+            continue;
+        if (n != i)
+            t->open[n] = t->open[i];
+        omap_slot(t, t->open[n].task)->idx = n;
+        n++;
+    }
+    t->ntop = n;
 }
 
 /* Busy time d (of a poll that ended, or the pend of one that left without
@@ -604,8 +743,10 @@ static void open_remove(struct thr *t, uint32_t i)
 static int busy_add(struct rollup *r, struct thr *t, uint32_t i, const struct open_poll *op,
                     uint64_t d)
 {
-    if (i > 0) {
-        t->open[i - 1].pend += d;
+    uint32_t b = open_below(t, i);
+    if (b != RU_EMPTY) {
+        open_sync(t, b);
+        t->open[b].pend += d;
         return 0;
     }
     if (d == 0 || r->polls_only || !counted(r, op->ts))
@@ -620,6 +761,7 @@ static int busy_add(struct rollup *r, struct thr *t, uint32_t i, const struct op
 /* Open poll i of t leaves without an end: unfinished; its pend counts. */
 static int open_drop(struct rollup *r, struct thr *t, uint32_t i)
 {
+    open_sync(t, i);
     struct open_poll op = t->open[i];
     if (op.entry != RU_EMPTY)
         r->p[op.entry].unfinished++;
@@ -631,6 +773,7 @@ static int on_poll_start(struct rollup *r, struct thr *t, const struct d9_rec_po
 {
     /* a second start of a task open on this thread: the first one's end was
      * dropped (q_pair's rule: the new start replaces it) */
+    open_compact(t);
     uint32_t i = open_find(t, s->task);
     if (i != RU_EMPTY) {
         int e = open_drop(r, t, i);
@@ -663,7 +806,7 @@ static int on_poll_start(struct rollup *r, struct thr *t, const struct d9_rec_po
     int oe = omap_reserve(t);
     if (oe < 0)
         return oe;
-    if (t->nopen == t->capopen) {
+    if (t->ntop == t->capopen) {
         uint32_t c = t->capopen ? t->capopen * 2 : 4;
         struct open_poll *o = c > t->capopen ? realloc(t->open, (size_t)c * sizeof *o) : NULL;
         if (!o)
@@ -671,9 +814,10 @@ static int on_poll_start(struct rollup *r, struct thr *t, const struct d9_rec_po
         t->open = o;
         t->capopen = c;
     }
-    t->open[t->nopen] = (struct open_poll){ s->task, s->h.ts, ent, s->runtime, s->worker,
-                                            s->h.ts, 0 };
-    *omap_slot(t, s->task) = (struct oslot){ s->task, t->nopen };
+    t->open[t->ntop] = (struct open_poll){ s->task, s->h.ts, ent, s->runtime, s->worker,
+                                           s->h.ts, 0, RU_EMPTY, 0, t->bseq };
+    *omap_slot(t, s->task) = (struct oslot){ s->task, t->ntop };
+    t->ntop++;
     t->nopen++;
     return 0;
 }
@@ -684,15 +828,17 @@ static int on_poll_start(struct rollup *r, struct thr *t, const struct d9_rec_po
  * time is the union of the finished polls (q_sched.h's definition). */
 static int on_poll_end(struct rollup *r, struct thr *t, const struct d9_rec_poll_end *pe)
 {
+    open_compact(t);
     uint32_t i = open_find(t, pe->task);
     if (i == RU_EMPTY)
         return 0;                               /* its start is not in this segment */
+    open_sync(t, i);
     struct open_poll op = t->open[i];
     uint64_t ts = pe->h.ts;
-    for (uint32_t j = i + 1; j < t->nopen; j++) {
-        t->open[j].pend = 0;
-        if (t->open[j].from < ts)
-            t->open[j].from = ts;
+    if (i + 1 < t->ntop) {
+        int e = open_barrier(t, i, ts);
+        if (e < 0)
+            return e;
     }
     open_remove(t, i);
     int e = busy_add(r, t, i, &op, ts >= op.from ? ts - op.from : 0);
@@ -1261,7 +1407,7 @@ int rollup_feed_gap(struct rollup *r, uint32_t ring, uint32_t generation)
         return -ENOMEM;
     t->parked = 0;                              /* its unpark is unknown: no parked time */
     while (t->nopen) {                          /* top down: each pend goes to the one below */
-        int e = open_drop(r, t, t->nopen - 1);
+        int e = open_drop(r, t, t->ntop - 1);  /* the top slot is live */
         if (e < 0)
             return e;
     }
@@ -1292,6 +1438,14 @@ int rollup_feed_records(struct rollup *r, uint32_t ring, uint32_t generation,
         r->ev_max - ROLLUP_PAIR_LAG_NS >= r->paired_to + ROLLUP_PAIR_STEP_NS)
         e = wakes_pair_upto(r, r->ev_max - ROLLUP_PAIR_LAG_NS);
     return e;
+}
+
+uint64_t rollup_open_steps(const struct rollup *r)
+{
+    uint64_t n = 0;
+    for (uint32_t i = 0; r && i < r->nt; i++)
+        n += r->t[i].open_steps;
+    return n;
 }
 
 uint64_t rollup_events_kept(const struct rollup *r)
@@ -1490,8 +1644,8 @@ int rollup_encode(const struct rollup *r, uint8_t **out, size_t *len)
     qsort(was, r->nwa, sizeof *was, by_waent);
     /* polls open at the end of the segment are unfinished */
     for (uint32_t i = 0; i < r->nt; i++)
-        for (uint32_t j = 0; j < r->t[i].nopen; j++)
-            if (r->t[i].open[j].entry != RU_EMPTY)
+        for (uint32_t j = 0; j < r->t[i].ntop; j++)
+            if (!r->t[i].open[j].dead && r->t[i].open[j].entry != RU_EMPTY)
                 still_open[r->t[i].open[j].entry]++;
     for (uint32_t i = 0; i < r->np; i++)
         order[i] = i;
@@ -1623,11 +1777,15 @@ static int pend_flush(struct rollup *r)
     for (uint32_t k = 0; k < r->nt; k++) {
         struct thr *t = &r->t[k];
         uint64_t sum = 0;
-        for (uint32_t i = 0; i < t->nopen; i++) {
+        open_sync_all(t);
+        for (uint32_t i = 0; i < t->ntop; i++) {
+            if (t->open[i].dead)
+                continue;
             sum += t->open[i].pend;
             t->open[i].pend = 0;
         }
-        int e = t->nopen ? busy_add(r, t, 0, &t->open[0], sum) : 0;
+        uint32_t first = open_first(t);
+        int e = first != RU_EMPTY ? busy_add(r, t, 0, &t->open[first], sum) : 0;
         if (e < 0)
             return e;
     }
@@ -1691,8 +1849,8 @@ int rollup_pending(const struct rollup *r, uint32_t ring, uint32_t generation)
             continue;
         if (t->parked && counted(r, t->park_ts))
             return 1;
-        for (uint32_t i = 0; i < t->nopen; i++)
-            if (t->open[i].entry != RU_EMPTY)
+        for (uint32_t i = 0; i < t->ntop; i++)
+            if (!t->open[i].dead && t->open[i].entry != RU_EMPTY)
                 return 1;
         return 0;
     }

@@ -187,6 +187,11 @@ int rollup_feed_records(struct rollup *r, uint32_t ring, uint32_t generation,
                         const uint8_t *records, size_t len);
 /* The wakes and poll starts held for the pairing now (24 bytes each). */
 uint64_t rollup_events_kept(const struct rollup *r);
+/* The work of polls leaving their threads' stacks of open polls so far:
+ * slots let go, walked past or moved. A few per poll however many are
+ * open at once (a second start of a task open deep in the stack, ends lost
+ * by a ring): the tests' check that a removal is not O(open polls). */
+uint64_t rollup_open_steps(const struct rollup *r);
 /* The stored bytes of everything fed (malloc'ed into *out). 0 or -ENOMEM. */
 int rollup_encode(const struct rollup *r, uint8_t **out, size_t *len);
 

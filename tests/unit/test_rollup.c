@@ -326,6 +326,104 @@ static void test_an_end_closes_only_its_own_poll_as_q_pair_does(void **state)
     free(buf);
 }
 
+/* Feed x's records to ru as one run of thread (ring 0, generation 1) and
+ * empty x. */
+static void feed_buf(struct rollup *ru, struct buf *x)
+{
+    assert_int_equal(rollup_feed_records(ru, 0, 1, x->b, x->len), 0);
+    x->len = 0;
+}
+
+/* A second start of a task open deep in the stack (its end lost) replaces
+ * the first, as q_pair does: the old poll leaves from the bottom of
+ * thousands open. Each such removal takes a few steps, not one per poll
+ * open above it (that made a re-index of a segment with many lost ends
+ * quadratic: fsck --repair ran for minutes). The counts are those of the
+ * rule: every start counted, every replaced or never-ended one
+ * unfinished. */
+static void test_a_poll_leaving_deep_in_the_open_stack_takes_a_few_steps(void **state)
+{
+    (void)state;
+    enum { N = 4096 };
+    static struct buf a;
+    memset(&a, 0, sizeof a);
+    struct rollup *ru;
+    assert_int_equal(rollup_new(&ru), 0);
+    for (uint64_t round = 0; round < 2; round++) {
+        for (uint64_t k = 0; k < N; k++) {
+            if (a.len + sizeof(struct d9_rec_poll_start) > sizeof a.b)
+                feed_buf(ru, &a);
+            start(&a, 1 * S + (round * N + k) * US, 1 + k, 1, 0);  /* tasks 1..N, no end */
+        }
+    }
+    /* then each of the open ones ends, newest first (no nesting cost) */
+    for (uint64_t k = N; k-- > 0;) {
+        if (a.len + sizeof(struct d9_rec_poll_end) > sizeof a.b)
+            feed_buf(ru, &a);
+        end(&a, 1 * S + (2 * N + (N - k)) * US, 1 + k, 0);
+    }
+    feed_buf(ru, &a);
+    uint64_t steps = rollup_open_steps(ru);
+    uint8_t *buf;
+    size_t len;
+    assert_int_equal(rollup_finish(ru, &buf, &len), 0);
+    rollup_free(ru);
+    struct rollup_view v;
+    assert_int_equal(rollup_decode(buf, len, &v, NULL, 0), 0);
+    struct rollup_poll p;
+    assert_true(find_poll(&v, 1 * S, 0, 1, &p));
+    assert_int_equal(p.count, 2 * N);
+    assert_int_equal(p.unfinished, N);                  /* the first start of each task */
+    free(buf);
+    if (steps > 8 * (uint64_t)N)
+        fail_msg("%llu open-stack steps for %d polls leaving (at most %d expected)",
+                 (unsigned long long)steps, 2 * N, 8 * N);
+}
+
+/* An end of a poll deep in the stack (thousands opened inside it, ends
+ * oldest first) clears the pend of every poll above it and starts their
+ * busy time there (q_pair's rule), lazily: a few steps per end, not one
+ * per poll open above it. Every poll is counted finished, and the busy
+ * time is the union: the first start to the last end. */
+static void test_an_end_deep_in_the_open_stack_takes_a_few_steps(void **state)
+{
+    (void)state;
+    enum { N = 4096 };
+    static struct buf a;
+    memset(&a, 0, sizeof a);
+    struct rollup *ru;
+    assert_int_equal(rollup_new(&ru), 0);
+    for (uint64_t k = 0; k < N; k++) {
+        if (a.len + sizeof(struct d9_rec_poll_start) > sizeof a.b)
+            feed_buf(ru, &a);
+        start(&a, 1 * S + k * US, 1 + k, 1, 0);         /* each inside the one before */
+    }
+    for (uint64_t k = 0; k < N; k++) {
+        if (a.len + sizeof(struct d9_rec_poll_end) > sizeof a.b)
+            feed_buf(ru, &a);
+        end(&a, 1 * S + (N + k) * US, 1 + k, 0);        /* the outermost first */
+    }
+    feed_buf(ru, &a);
+    uint64_t steps = rollup_open_steps(ru);
+    uint8_t *buf;
+    size_t len;
+    assert_int_equal(rollup_finish(ru, &buf, &len), 0);
+    rollup_free(ru);
+    struct rollup_view v;
+    assert_int_equal(rollup_decode(buf, len, &v, NULL, 0), 0);
+    struct rollup_poll p;
+    assert_true(find_poll(&v, 1 * S, 0, 1, &p));
+    assert_int_equal(p.count, N);
+    assert_int_equal(p.unfinished, 0);
+    struct rollup_worker wk;
+    assert_true(find_worker(&v, 1 * S, 0, &wk));
+    assert_int_equal(wk.busy_ns, (2 * N - 1) * US);
+    free(buf);
+    if (steps > 8 * (uint64_t)N)
+        fail_msg("%llu open-stack steps for %d ends (at most %d expected)",
+                 (unsigned long long)steps, N, 8 * N);
+}
+
 /* rollup_only: a poll counts by its start, whole (finished as in the full
  * rollups, its end after the range), a park interval by its park, a wait by
  * its record; records outside still pair. */
@@ -710,6 +808,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_a_known_segment_rolls_up_to_its_definitions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rollups_of_a_file_are_deterministic, setup, teardown),
         cmocka_unit_test_setup_teardown(test_an_end_closes_only_its_own_poll_as_q_pair_does, setup, teardown),
+        cmocka_unit_test(test_a_poll_leaving_deep_in_the_open_stack_takes_a_few_steps),
+        cmocka_unit_test(test_an_end_deep_in_the_open_stack_takes_a_few_steps),
         cmocka_unit_test_setup_teardown(test_rollup_only_counts_inside_its_ranges, setup, teardown),
         cmocka_unit_test_setup_teardown(test_quantiles_are_within_the_stated_error, setup, teardown),
         cmocka_unit_test(test_bins_are_monotonic_and_cover_every_value),

@@ -177,6 +177,17 @@ static void publish(struct ru_pipe *p, int force)
     }
 }
 
+/* Everything but the thread (not running). */
+static void pipe_release(struct ru_pipe *p)
+{
+    pthread_cond_destroy(&p->finished);
+    pthread_cond_destroy(&p->room);
+    pthread_cond_destroy(&p->work);
+    pthread_mutex_destroy(&p->mu);
+    free(p->bufs);
+    free(p);
+}
+
 int ru_pipe_new(struct ru_pipe **out)
 {
     *out = NULL;
@@ -198,17 +209,11 @@ int ru_pipe_new(struct ru_pipe **out)
     pthread_sigmask(SIG_SETMASK, &all, &old);
     int rc = pthread_create(&p->thr, NULL, consumer_main, p);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (rc == 0)
-        (void)pthread_setname_np(p->thr, "d9-rollups");    /* top -H, perf */
     if (rc) {
-        pthread_cond_destroy(&p->finished);
-        pthread_cond_destroy(&p->room);
-        pthread_cond_destroy(&p->work);
-        pthread_mutex_destroy(&p->mu);
-        free(p->bufs);
-        free(p);
+        pipe_release(p);
         return -rc;
     }
+    (void)pthread_setname_np(p->thr, "d9-rollups");    /* top -H, perf */
     *out = p;
     return 0;
 }
@@ -222,12 +227,7 @@ void ru_pipe_free(struct ru_pipe *p)
     pthread_cond_signal(&p->work);
     pthread_mutex_unlock(&p->mu);
     pthread_join(p->thr, NULL);
-    pthread_cond_destroy(&p->finished);
-    pthread_cond_destroy(&p->room);
-    pthread_cond_destroy(&p->work);
-    pthread_mutex_destroy(&p->mu);
-    free(p->bufs);
-    free(p);
+    pipe_release(p);
 }
 
 int ru_pipe_open(struct ru_pipe *p, struct ru_stream **out)

@@ -199,6 +199,25 @@ static void seal_and_compare(struct seg_writer *w, struct rollup_view *v, uint8_
     *keep = live;
 }
 
+/* Seal a segment whose live rollups were given up: the finish says so
+ * (-ESTALE), and the file's rollups are there to compute (returned,
+ * malloc'ed, decoded into v when v is not NULL). Frees w. */
+static uint8_t *seal_given_up(struct seg_writer *w, struct rollup_view *v)
+{
+    struct seg_summary sum;
+    assert_int_equal(seg_writer_seal(w, &sum), 0);
+    uint8_t *out = NULL;
+    size_t len = 0;
+    assert_int_equal(seg_writer_rollup_finish(w, &out, &len), -ESTALE);
+    assert_null(out);
+    assert_int_equal(rollup_file(sum.path, &out, &len), 0);
+    char why[160] = "";
+    if (v && rollup_decode(out, len, v, why, sizeof why))
+        fail_msg("%s", why);
+    seg_writer_free(w);
+    return out;
+}
+
 static uint64_t sum_unfinished(const struct rollup_view *v, uint64_t *finished_sum)
 {
     struct rollup_poll p;
@@ -353,15 +372,7 @@ static void test_a_dropped_reservation_interrupts_them(void **state)
     assert_int_equal(seg_writer_data_reserve(w, 4096, &dst), 0);   /* the first one dropped */
     assert_int_equal(seg_writer_rollup_live(w), 0);
     assert_int_equal(write_packed(w, x, 0, 1, 0, 8), 0);
-    struct seg_summary sum;
-    assert_int_equal(seg_writer_seal(w, &sum), 0);
-    uint8_t *out = NULL;
-    size_t len = 0;
-    assert_int_equal(seg_writer_rollup_finish(w, &out, &len), -ESTALE);
-    assert_null(out);
-    assert_int_equal(rollup_file(sum.path, &out, &len), 0);
-    free(out);
-    seg_writer_free(w);
+    free(seal_given_up(w, NULL));
     free(x);
 }
 
@@ -388,12 +399,7 @@ static void test_a_commit_of_other_records_interrupts_them(void **state)
     assert_int_equal(seg_writer_data_commit(w, 200, 0, 1, 0, plen, &st,
                                             crc32c_update(0, dst, plen), SEG_BF_PACKED), 0);
     assert_int_equal(seg_writer_rollup_live(w), 0);
-    struct seg_summary sum;
-    assert_int_equal(seg_writer_seal(w, &sum), 0);
-    uint8_t *out = NULL;
-    size_t len = 0;
-    assert_int_equal(seg_writer_rollup_finish(w, &out, &len), -ESTALE);
-    seg_writer_free(w);
+    free(seal_given_up(w, NULL));
     free(x);
 }
 
@@ -417,20 +423,10 @@ static void test_a_thread_trailing_past_the_lag_gives_them_up(void **state)
     wake(x, 2 * S, 7);                          /* ring 1: 8 s behind */
     poll_start(x, 2 * S + MS, 7, 1, 1);
     assert_int_equal(seg_writer_add_data(w, 201, 1, 1, 0, x->b, x->len), 0);
-    struct seg_summary sum;
-    assert_int_equal(seg_writer_seal(w, &sum), 0);
-    uint8_t *out = NULL;
-    size_t len = 0;
-    assert_int_equal(seg_writer_rollup_finish(w, &out, &len), -ESTALE);
-    assert_null(out);
-    assert_int_equal(rollup_file(sum.path, &out, &len), 0);
     struct rollup_view v;
-    char why[160] = "";
-    if (rollup_decode(out, len, &v, why, sizeof why))
-        fail_msg("%s", why);
+    uint8_t *out = seal_given_up(w, &v);
     assert_int_equal(v.ndelay > 0, 1);          /* both rings' wakes answered */
     free(out);
-    seg_writer_free(w);
     free(x);
 }
 

@@ -141,6 +141,21 @@ static void marker_fields(const char *path, struct marker *m, size_t n)
 
 /* Runtimes, threads, triggers and the process's end, from the blocks of
  * the file at path (r: its reader), in one transaction. */
+/* Room for one more element after n in *arr (capacity *cap, doubled from
+ * first). 0 or -ENOMEM (*arr untouched). */
+static int room_for_one(void **arr, size_t *cap, size_t n, size_t size, size_t first)
+{
+    if (n < *cap)
+        return 0;
+    size_t c = *cap ? *cap * 2 : first;
+    void *a = c > *cap ? realloc(*arr, c * size) : NULL;
+    if (!a)
+        return -ENOMEM;
+    *arr = a;
+    *cap = c;
+    return 0;
+}
+
 static int index_extras(struct idx *x, int64_t pid_row, struct seg_reader *r, const char *path)
 {
     int e = 0;
@@ -170,16 +185,9 @@ static int index_extras(struct idx *x, int64_t pid_row, struct seg_reader *r, co
                 e = restore_trigger(x, pid_row, &st, NULL);
                 continue;
             }
-            if (nmk == capmk) {     /* a marker: restored once its fields are known */
-                size_t cap = capmk ? capmk * 2 : 16;
-                struct marker *n = realloc(mk, cap * sizeof *mk);
-                if (!n) {
-                    e = -ENOMEM;
-                    break;
-                }
-                mk = n;
-                capmk = cap;
-            }
+            /* a marker: restored once its fields are known */
+            if ((e = room_for_one((void **)&mk, &capmk, nmk, sizeof *mk, 16)) < 0)
+                break;
             mk[nmk++] = (struct marker){ .st = st };
         } else if (b.h.ring >= SYM_SEG_RING) {
             /* the collector's pseudo rings (mappings, perf samples: SYM_SEG_RING and
@@ -190,16 +198,8 @@ static int index_extras(struct idx *x, int64_t pid_row, struct seg_reader *r, co
             while (i < nt && (t[i].ring != b.h.ring || t[i].generation != b.h.generation))
                 i++;
             if (i == nt) {
-                if (nt == capt) {
-                    size_t cap = capt ? capt * 2 : 32;
-                    struct thr *n = realloc(t, cap * sizeof *t);
-                    if (!n) {
-                        e = -ENOMEM;
-                        break;
-                    }
-                    t = n;
-                    capt = cap;
-                }
+                if ((e = room_for_one((void **)&t, &capt, nt, sizeof *t, 32)) < 0)
+                    break;
                 t[nt++] = (struct thr){ b.h.tid, b.h.ring, b.h.generation, 0, 0, 0 };
             }
             if (b.h.kind == SEG_BLK_THREAD_END)

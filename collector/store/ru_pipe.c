@@ -259,6 +259,8 @@ static int send_data(struct ru_pipe *p, int op, struct ru_stream *s, uint32_t ri
     struct rp_msg *m = next_msg(p);
     uint8_t *slot = buf_of(p, atomic_load_explicit(&p->head, memory_order_relaxed));
     uint8_t *heap = NULL;
+    if (data != slot && data >= p->bufs && data < p->bufs + (size_t)RU_PIPE_SLOTS * RU_PIPE_SLOT)
+        return -EINVAL;     /* an earlier slot, sent since (or the consumer's): not these records */
     if (data != slot) {
         if (len <= RU_PIPE_SLOT) {
             if (len)

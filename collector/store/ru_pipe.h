@@ -61,8 +61,9 @@ uint8_t *ru_pipe_slot(struct ru_pipe *p);
 /* Feed whole records of a thread (rollup_feed_records) / META entries
  * (rollup_feed_meta). Records at ru_pipe_slot()'s buffer travel in place;
  * others are copied (into the slot, or a heap copy when longer). Waits
- * while the ring is full. 0 or -ENOMEM (nothing sent: the caller ends
- * the stream). */
+ * while the ring is full. 0, -ENOMEM or -EINVAL (records in a slot's
+ * buffer that is not the current one: a message was sent since that
+ * ru_pipe_slot) with nothing sent: the caller ends the stream. */
 int ru_pipe_records(struct ru_pipe *p, struct ru_stream *s, uint32_t ring,
                     uint32_t generation, const uint8_t *records, size_t len);
 int ru_pipe_meta(struct ru_pipe *p, struct ru_stream *s, const uint8_t *entries, size_t len);

@@ -204,6 +204,29 @@ static void test_a_rejected_feed_breaks_its_stream_only(void **state)
     ru_pipe_free(p);
 }
 
+/* Records read into a slot's buffer and fed after another message took
+ * that slot are refused (-EINVAL), not sent as whatever the buffer holds
+ * now; the stream then ends as its writer ends it. */
+static void test_a_stale_slot_is_refused(void **state)
+{
+    (void)state;
+    struct ru_pipe *p;
+    assert_int_equal(ru_pipe_new(&p), 0);
+    struct ru_stream *s;
+    assert_int_equal(ru_pipe_open(p, &s), 0);
+    uint64_t seed = 11, ts = S;
+    uint8_t *slot = ru_pipe_slot(p);
+    size_t len = make_records(slot, RU_PIPE_SLOT, 50, &seed, &ts, 0);
+    uint8_t meta[8] = { 0 };
+    assert_int_equal(ru_pipe_meta(p, s, meta, 0), 0);          /* takes that slot */
+    assert_int_equal(ru_pipe_records(p, s, 0, 1, slot, len), -EINVAL);
+    struct ru_pipe_stats st;
+    ru_pipe_get_stats(p, &st);
+    assert_int_equal(st.sent, 1);
+    ru_pipe_drop(p, s);
+    ru_pipe_free(p);
+}
+
 /* Freeing the pipe consumes what was sent first: a stream dropped just
  * before, with messages still queued, is freed (ASan would see a leak). */
 static void test_free_consumes_what_was_sent(void **state)
@@ -229,6 +252,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_piped_streams_equal_inline_ones),
         cmocka_unit_test(test_a_rejected_feed_breaks_its_stream_only),
+        cmocka_unit_test(test_a_stale_slot_is_refused),
         cmocka_unit_test(test_free_consumes_what_was_sent),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

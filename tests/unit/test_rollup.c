@@ -334,6 +334,21 @@ static void feed_buf(struct rollup *ru, struct buf *x)
     x->len = 0;
 }
 
+/* The rest of a fed, then the rollups' bytes (malloc'ed, decoded into v)
+ * and the open-stack steps it took (*steps). Frees ru. */
+static uint8_t *finish_counting_steps(struct rollup *ru, struct buf *a, struct rollup_view *v,
+                                      uint64_t *steps)
+{
+    feed_buf(ru, a);
+    *steps = rollup_open_steps(ru);
+    uint8_t *buf;
+    size_t len;
+    assert_int_equal(rollup_finish(ru, &buf, &len), 0);
+    rollup_free(ru);
+    assert_int_equal(rollup_decode(buf, len, v, NULL, 0), 0);
+    return buf;
+}
+
 /* A second start of a task open deep in the stack (its end lost) replaces
  * the first, as q_pair does: the old poll leaves from the bottom of
  * thousands open. Each such removal takes a few steps, not one per poll
@@ -362,14 +377,9 @@ static void test_a_poll_leaving_deep_in_the_open_stack_takes_a_few_steps(void **
             feed_buf(ru, &a);
         end(&a, 1 * S + (2 * N + (N - k)) * US, 1 + k, 0);
     }
-    feed_buf(ru, &a);
-    uint64_t steps = rollup_open_steps(ru);
-    uint8_t *buf;
-    size_t len;
-    assert_int_equal(rollup_finish(ru, &buf, &len), 0);
-    rollup_free(ru);
     struct rollup_view v;
-    assert_int_equal(rollup_decode(buf, len, &v, NULL, 0), 0);
+    uint64_t steps;
+    uint8_t *buf = finish_counting_steps(ru, &a, &v, &steps);
     struct rollup_poll p;
     assert_true(find_poll(&v, 1 * S, 0, 1, &p));
     assert_int_equal(p.count, 2 * N);
@@ -403,14 +413,9 @@ static void test_an_end_deep_in_the_open_stack_takes_a_few_steps(void **state)
             feed_buf(ru, &a);
         end(&a, 1 * S + (N + k) * US, 1 + k, 0);        /* the outermost first */
     }
-    feed_buf(ru, &a);
-    uint64_t steps = rollup_open_steps(ru);
-    uint8_t *buf;
-    size_t len;
-    assert_int_equal(rollup_finish(ru, &buf, &len), 0);
-    rollup_free(ru);
     struct rollup_view v;
-    assert_int_equal(rollup_decode(buf, len, &v, NULL, 0), 0);
+    uint64_t steps;
+    uint8_t *buf = finish_counting_steps(ru, &a, &v, &steps);
     struct rollup_poll p;
     assert_true(find_poll(&v, 1 * S, 0, 1, &p));
     assert_int_equal(p.count, N);

@@ -76,6 +76,7 @@
 #include "collector/daemon/met_http.h"
 #include "collector/daemon/pace.h"
 #include "collector/daemon/pidfile.h"
+#include "collector/store/ru_pipe.h"
 #include "collector/store/store_lock.h"
 #include "collector/store/idx.h"
 #include "collector/store/idx_read.h"
@@ -1375,6 +1376,13 @@ int main(int argc, char **argv)
             col_info("doorbell: %" PRIu64 " wake-ups, %" PRIu64 " rings, %" PRIu64 " spurious, %"
                      PRIu64 " mutes, %" PRIu64 " faults", bs.wakes, bs.rings, bs.spurious,
                      bs.mutes, bs.faults);
+        }
+        if (x->store.ru_pipe) {     /* waits for room: the rollup thread fell behind the drain */
+            struct ru_pipe_stats rs;
+            ru_pipe_get_stats(x->store.ru_pipe, &rs);
+            col_info("rollup thread: %" PRIu64 " messages (%" PRIu64 " copied), %" PRIu64
+                     " wake-ups, %" PRIu64 " waits for room", rs.sent, rs.copied, rs.wakes,
+                     rs.waits);
         }
         col_info("shutdown: %" PRIu64 " records, %" PRIu64 " segments sealed this run%s",
                  x->done_records, x->store.segments_sealed,

@@ -18,7 +18,9 @@
  *      time and, in one walk over each chunk, validates, converts
  *      (timestamps) and counts them; pack_records() packs the chunk while
  *      it is still in cache, and seg_writer_rollup_feed() adds it to the
- *      segment's live rollups (rollup.h);
+ *      segment's live rollups (rollup.h; with the store's rollup thread the
+ *      chunk is read into that thread's buffer, seg_writer_rollup_slot, and
+ *      handed over);
  *   5. commit_block: seg_writer_data_commit() makes it a packed DATA block
  *      (CRC over the packed bytes); the shm tail moves (shm_ring_consume,
  *      in commit() or drain_seal()) only once the writer has flushed or
@@ -797,8 +799,10 @@ static int read_block(struct proc *p, struct storedir *st, uint32_t i,
                             "its bound; records left in the ring", p->pid, i);
             return -EIO;
         }
-        /* the segment's live rollups: the chunk while it is in cache (a
-         * failure only interrupts them: the seal reads the file back) */
+        /* the segment's live rollups: the chunk handed to the rollup
+         * thread in the buffer it was read into, or fed here while it is in
+         * cache (a failure only interrupts them: the seal reads the file
+         * back) */
         (void)seg_writer_rollup_feed(p->writer, i, s->generation, scratch, (size_t)n);
         b->packed += (size_t)e;
         b->got += (size_t)n;

@@ -10,6 +10,9 @@
  * the mutex and then re-reads the other side's counter: of a store and
  * the other side's flag at least one is seen, so no wake-up is lost, and
  * the mutex is taken only by a side that has to wait or wake the other.
+ * The side that wakes the other clears its flag under the mutex, and a
+ * waiter sets it again before each wait: one wake-up per sleep, not one
+ * per message published (or consumed) until the sleeper runs.
  * The producer wakes a sleeping consumer only once RP_WAKE messages wait
  * (or for a finish, or to stop it), so the consumer works in batches: one
  * wake-up per RP_WAKE chunks, not one per chunk, and it runs as SCHED_BATCH
@@ -70,6 +73,12 @@ static uint8_t *buf_of(struct ru_pipe *p, uint64_t seq)
 
 /* ---- the consumer ---- */
 
+static void stream_free(struct ru_stream *s)
+{
+    rollup_free(s->ru);
+    free(s);
+}
+
 static void stream_break(struct ru_stream *s)
 {
     rollup_free(s->ru);
@@ -90,16 +99,14 @@ static void consume(struct ru_pipe *p, struct rp_msg *m)
             stream_break(s);
         break;
     case RP_DROP:
-        rollup_free(s->ru);
-        free(s);
+        stream_free(s);
         break;
     case RP_FINISH: {
         struct ru_done *d = m->done;
         uint8_t *out = NULL;
         size_t len = 0;
         int rc = s->err ? -ESTALE : rollup_finish(s->ru, &out, &len);
-        rollup_free(s->ru);
-        free(s);
+        stream_free(s);
         pthread_mutex_lock(&p->mu);
         d->rc = rc;
         d->out = out;
@@ -124,9 +131,12 @@ static void *consumer_main(void *arg)
     for (;;) {
         if (t == atomic_load_explicit(&p->head, memory_order_acquire)) {
             pthread_mutex_lock(&p->mu);
-            atomic_store(&p->consumer_sleeps, 1);
-            while (t == atomic_load(&p->head) && !p->stop)
+            while (t == atomic_load(&p->head) && !p->stop) {
+                atomic_store(&p->consumer_sleeps, 1);   /* each wait: publish clears it */
+                if (t != atomic_load(&p->head))
+                    break;
                 pthread_cond_wait(&p->work, &p->mu);
+            }
             atomic_store(&p->consumer_sleeps, 0);
             int stop = p->stop && t == atomic_load(&p->head);
             pthread_mutex_unlock(&p->mu);
@@ -138,6 +148,7 @@ static void *consumer_main(void *arg)
         atomic_store(&p->tail, ++t);
         if (atomic_load(&p->producer_waits)) {
             pthread_mutex_lock(&p->mu);
+            atomic_store(&p->producer_waits, 0);    /* woken once */
             pthread_cond_signal(&p->room);
             pthread_mutex_unlock(&p->mu);
         }
@@ -153,9 +164,12 @@ static struct rp_msg *next_msg(struct ru_pipe *p)
     if (h - atomic_load_explicit(&p->tail, memory_order_acquire) >= RU_PIPE_SLOTS) {
         p->st.waits++;
         pthread_mutex_lock(&p->mu);
-        atomic_store(&p->producer_waits, 1);
-        while (h - atomic_load(&p->tail) >= RU_PIPE_SLOTS)
+        while (h - atomic_load(&p->tail) >= RU_PIPE_SLOTS) {
+            atomic_store(&p->producer_waits, 1);    /* each wait: the consumer clears it */
+            if (h - atomic_load(&p->tail) < RU_PIPE_SLOTS)
+                break;
             pthread_cond_wait(&p->room, &p->mu);
+        }
         atomic_store(&p->producer_waits, 0);
         pthread_mutex_unlock(&p->mu);
     }
@@ -172,6 +186,7 @@ static void publish(struct ru_pipe *p, int force)
         (force || h - atomic_load_explicit(&p->tail, memory_order_relaxed) >= RP_WAKE)) {
         p->st.wakes++;
         pthread_mutex_lock(&p->mu);
+        atomic_store(&p->consumer_sleeps, 0);   /* woken once: the next publishes do not */
         pthread_cond_signal(&p->work);
         pthread_mutex_unlock(&p->mu);
     }

@@ -74,7 +74,7 @@ void ru_pipe_drop(struct ru_pipe *p, struct ru_stream *s);
  * the stream failed on the pipe's thread) or rollup_finish's error. */
 int ru_pipe_finish(struct ru_pipe *p, struct ru_stream *s, uint8_t **out, size_t *len);
 
-/* Counters (the producer's reads; approximate while the thread runs). */
+/* Counters (the producer's; d9collectd logs them at shutdown). */
 struct ru_pipe_stats {
     uint64_t sent, copied, waits;  /* messages; records messages copied; waits for room */
     uint64_t wakes;                /* times the producer woke the consumer */

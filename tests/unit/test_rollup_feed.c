@@ -96,15 +96,7 @@ static size_t meta_schema(uint8_t *m, size_t cap)
 {
     static const uint8_t types[] = { D9_FT_U64, D9_FT_I64 };
     static const char *const names[] = { "bytes", "delta" };
-    uint8_t p[256];
-    int n = shm_meta_encode_schema(p, sizeof p, "req", 2, types, names);
-    assert_true(n > 0);
-    struct d9_meta_hdr h = { (uint16_t)((sizeof h + (size_t)n + 7) & ~7u), D9_META_SCHEMA, 1 };
-    assert_true(h.len <= cap);
-    memset(m, 0, h.len);
-    memcpy(m, &h, sizeof h);
-    memcpy(m + sizeof h, p, (size_t)n);
-    return h.len;
+    return fx_schema_entry(m, cap, "req", 2, types, names);
 }
 
 static void req(struct buf *x, uint64_t ts, uint64_t bytes, int64_t delta)

@@ -254,15 +254,7 @@ static size_t meta_schema(uint8_t *m, size_t cap)
 {
     static const uint8_t types[] = { D9_FT_U64, D9_FT_STR, D9_FT_I64, D9_FT_F64, D9_FT_BOOL };
     static const char *const names[] = { "bytes", "name", "delta", "ratio", "ok" };
-    uint8_t p[256];
-    int n = shm_meta_encode_schema(p, sizeof p, "req", 5, types, names);
-    assert_true(n > 0);
-    struct d9_meta_hdr h = { (uint16_t)((sizeof h + (size_t)n + 7) & ~7u), D9_META_SCHEMA, 1 };
-    assert_true(h.len <= cap);
-    memset(m, 0, h.len);
-    memcpy(m, &h, sizeof h);
-    memcpy(m + sizeof h, p, (size_t)n);
-    return h.len;
+    return fx_schema_entry(m, cap, "req", 5, types, names);
 }
 
 /* A "req" event; nfields < 5: the payload ends after that many fields. */
